@@ -1,0 +1,84 @@
+//===- ModelConfig.h - Dense decoder-only LLM description -------*- C++ -*-===//
+//
+// The sizes of a LLaMA-style decoder (LLaMA-2, Qwen2/2.5, Baichuan2) that the
+// planner, the memory model, the simulator and the runtime all account with.
+// Plain C++: no MLIR here. The `ratrain.model` op carries the same fields.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RATRAIN_MODEL_MODELCONFIG_H
+#define RATRAIN_MODEL_MODELCONFIG_H
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace ratrain {
+
+/// Element types a tensor may have.
+enum class DType { F32, F16, BF16 };
+
+/// Size in bytes of one element.
+unsigned getDTypeBytes(DType type);
+/// Lower-case name as spelled in configs and IR ("f32", "f16", "bf16").
+llvm::StringRef stringifyDType(DType type);
+/// Parses "f32"/"float32", "f16"/"float16", "bf16"/"bfloat16".
+std::optional<DType> parseDType(llvm::StringRef name);
+
+/// Families whose HuggingFace configs we import. They differ only in details
+/// the accounting needs: Qwen2 has biases on q/k/v, Baichuan2 packs W_pack.
+enum class ModelFamily { Llama, Qwen2, Baichuan };
+llvm::StringRef stringifyModelFamily(ModelFamily family);
+std::optional<ModelFamily> parseModelFamily(llvm::StringRef name);
+
+/// A dense decoder-only transformer with RMSNorm, rotary embeddings, grouped
+/// query attention and a SwiGLU MLP.
+struct ModelConfig {
+  std::string name;
+  ModelFamily family = ModelFamily::Llama;
+  int64_t numLayers = 0;    ///< Decoder layers.
+  int64_t hidden = 0;       ///< Model width h.
+  int64_t numHeads = 0;     ///< Attention heads a.
+  int64_t numKVHeads = 0;   ///< Key/value heads (== numHeads without GQA).
+  int64_t ffnHidden = 0;    ///< SwiGLU intermediate size.
+  int64_t vocab = 0;        ///< Vocabulary size.
+  int64_t seqLen = 0;       ///< Training sequence length s.
+  int64_t maxPositions = 0; ///< max_position_embeddings of the config.
+  DType dtype = DType::BF16; ///< Low-precision compute / parameter-view type.
+  bool qkvBias = false;      ///< Biases on q, k, v projections (Qwen2).
+  bool tieEmbeddings = false;
+  double rmsNormEps = 1e-6;
+  double ropeTheta = 10000.0;
+
+  int64_t headDim() const { return hidden / numHeads; }
+  int64_t kvDim() const { return headDim() * numKVHeads; }
+
+  /// Parameters of one decoder layer: q,k,v,o projections (+ q/k/v biases),
+  /// gate/up/down of the MLP, two RMSNorm weights.
+  int64_t paramsPerLayer() const;
+  /// Token embedding (vocab x h).
+  int64_t embeddingParams() const;
+  /// Final RMSNorm plus the LM head (0 for the head when tied).
+  int64_t headParams() const;
+  int64_t totalParams() const;
+
+  /// Matmul FLOPs of one decoder layer's forward for one token, 2 per MAC,
+  /// excluding attention scores (see attentionFlopsPerToken).
+  double layerMatmulFlopsPerToken() const;
+  /// Causal attention QK^T and PV FLOPs per token, forward (half of the full
+  /// s x s product because of the causal mask).
+  double attentionFlopsPerToken() const;
+  /// LM-head FLOPs per token, forward.
+  double headFlopsPerToken() const;
+
+  /// Checks that sizes are positive and consistent (heads divide hidden, kv
+  /// heads divide heads). The message names the offending field.
+  llvm::Error validate() const;
+};
+
+} // namespace ratrain
+
+#endif // RATRAIN_MODEL_MODELCONFIG_H
