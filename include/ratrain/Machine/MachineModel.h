@@ -1,0 +1,82 @@
+//===- MachineModel.h - A machine with an explicit memory hierarchy -*- C++ -*-===//
+//
+// What RATrain knows about the machine it plans for, simulates and runs on:
+// compute clusters (MT-3000: 20 GB usable DDR, 6 MB GSM, per-core AM, DMA),
+// their peak rates and attainable kernel efficiencies, and the network that
+// joins them. Read from a YAML machine file (examples/machines/*.yaml) with
+// LLVM's YAML I/O. All quantities are in SI base units: bytes, bytes/s,
+// FLOP/s, seconds.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RATRAIN_MACHINE_MACHINEMODEL_H
+#define RATRAIN_MACHINE_MACHINEMODEL_H
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <string>
+
+namespace ratrain {
+
+/// Fractions of peak that kernels attain on this machine.
+struct KernelEfficiency {
+  double gemm = 0.7;         ///< of peak low-precision FLOP/s
+  double attentionForward = 0.5;
+  double attentionBackward = 0.4;
+  double memoryBound = 0.8;  ///< of DDR bandwidth (norms, elementwise, optimizer)
+};
+
+/// One compute cluster: the unit that gets one MPI rank and one DDR arena.
+struct ClusterSpec {
+  int64_t cores = 24;
+  int64_t ddrBytes = 0;          ///< Usable DDR (the planner's hard cap).
+  int64_t gsmBytes = 0;          ///< Shared on-chip memory.
+  int64_t amBytesPerCore = 0;    ///< Per-core array memory.
+  double ddrBandwidth = 0;       ///< bytes/s
+  double dmaBandwidth = 0;       ///< bytes/s, DDR <-> GSM/AM, all channels
+  int64_t dmaChannels = 1;
+  double peakFlopsF16 = 0;       ///< FLOP/s, 16-bit inputs, fp32 accumulate
+  double peakFlopsF32 = 0;       ///< FLOP/s
+  KernelEfficiency efficiency;
+};
+
+/// Point-to-point link class: bandwidth per direction and per-message latency.
+struct LinkSpec {
+  double bandwidth = 0; ///< bytes/s
+  double latency = 0;   ///< seconds
+};
+
+/// Collective algorithms the cost model and the simulator know.
+enum class CollectiveAlgorithm { Ring, Tree, Hierarchical };
+llvm::StringRef stringifyCollectiveAlgorithm(CollectiveAlgorithm algorithm);
+
+struct NetworkSpec {
+  LinkSpec intraNode; ///< between clusters of one node
+  LinkSpec interNode; ///< between nodes
+  CollectiveAlgorithm collective = CollectiveAlgorithm::Hierarchical;
+};
+
+struct MachineModel {
+  std::string name;
+  int64_t nodes = 1;
+  int64_t clustersPerNode = 1;
+  ClusterSpec cluster;
+  NetworkSpec network;
+
+  int64_t totalClusters() const { return nodes * clustersPerNode; }
+};
+
+/// Parses a machine file's YAML text; `fileName` is used in messages. Errors
+/// name the file and the missing or malformed key.
+llvm::Expected<MachineModel> parseMachineModel(llvm::StringRef yaml,
+                                               llvm::StringRef fileName);
+/// Reads and parses a machine file.
+llvm::Expected<MachineModel> loadMachineModel(llvm::StringRef path);
+/// Writes a machine file that parseMachineModel reads back to the same model.
+std::string printMachineModel(const MachineModel &machine);
+
+} // namespace ratrain
+
+#endif // RATRAIN_MACHINE_MACHINEMODEL_H
