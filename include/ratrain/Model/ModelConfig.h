@@ -34,6 +34,12 @@ enum class ModelFamily { Llama, Qwen2, Baichuan };
 llvm::StringRef stringifyModelFamily(ModelFamily family);
 std::optional<ModelFamily> parseModelFamily(llvm::StringRef name);
 
+/// How token positions enter attention. LLaMA, Qwen2 and Baichuan2-7B use
+/// rotary embeddings; Baichuan2-13B uses ALiBi biases.
+enum class PositionEncoding { Rope, Alibi };
+llvm::StringRef stringifyPositionEncoding(PositionEncoding encoding);
+std::optional<PositionEncoding> parsePositionEncoding(llvm::StringRef name);
+
 /// A dense decoder-only transformer with RMSNorm, rotary embeddings, grouped
 /// query attention and a SwiGLU MLP.
 struct ModelConfig {
@@ -49,6 +55,7 @@ struct ModelConfig {
   int64_t maxPositions = 0; ///< max_position_embeddings of the config.
   DType dtype = DType::BF16; ///< Low-precision compute / parameter-view type.
   bool qkvBias = false;      ///< Biases on q, k, v projections (Qwen2).
+  PositionEncoding positions = PositionEncoding::Rope;
   bool tieEmbeddings = false;
   double rmsNormEps = 1e-6;
   double ropeTheta = 10000.0;

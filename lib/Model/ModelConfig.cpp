@@ -1,0 +1,142 @@
+//===- ModelConfig.cpp - Dense decoder-only LLM description ---------------===//
+
+#include "ratrain/Model/ModelConfig.h"
+
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace ratrain;
+
+unsigned ratrain::getDTypeBytes(DType type) {
+  switch (type) {
+  case DType::F32:
+    return 4;
+  case DType::F16:
+  case DType::BF16:
+    return 2;
+  }
+  llvm_unreachable("unknown dtype");
+}
+
+llvm::StringRef ratrain::stringifyDType(DType type) {
+  switch (type) {
+  case DType::F32:
+    return "f32";
+  case DType::F16:
+    return "f16";
+  case DType::BF16:
+    return "bf16";
+  }
+  llvm_unreachable("unknown dtype");
+}
+
+std::optional<DType> ratrain::parseDType(llvm::StringRef name) {
+  return llvm::StringSwitch<std::optional<DType>>(name)
+      .Cases({"f32", "float32", "float"}, DType::F32)
+      .Cases({"f16", "float16", "half"}, DType::F16)
+      .Cases({"bf16", "bfloat16"}, DType::BF16)
+      .Default(std::nullopt);
+}
+
+llvm::StringRef ratrain::stringifyModelFamily(ModelFamily family) {
+  switch (family) {
+  case ModelFamily::Llama:
+    return "llama";
+  case ModelFamily::Qwen2:
+    return "qwen2";
+  case ModelFamily::Baichuan:
+    return "baichuan";
+  }
+  llvm_unreachable("unknown family");
+}
+
+std::optional<ModelFamily> ratrain::parseModelFamily(llvm::StringRef name) {
+  return llvm::StringSwitch<std::optional<ModelFamily>>(name)
+      .Case("llama", ModelFamily::Llama)
+      .Case("qwen2", ModelFamily::Qwen2)
+      .Case("baichuan", ModelFamily::Baichuan)
+      .Default(std::nullopt);
+}
+
+llvm::StringRef ratrain::stringifyPositionEncoding(PositionEncoding encoding) {
+  return encoding == PositionEncoding::Rope ? "rope" : "alibi";
+}
+
+std::optional<PositionEncoding>
+ratrain::parsePositionEncoding(llvm::StringRef name) {
+  return llvm::StringSwitch<std::optional<PositionEncoding>>(name)
+      .Case("rope", PositionEncoding::Rope)
+      .Case("alibi", PositionEncoding::Alibi)
+      .Default(std::nullopt);
+}
+
+int64_t ModelConfig::paramsPerLayer() const {
+  int64_t attention = hidden * hidden      // q
+                      + 2 * hidden * kvDim() // k, v
+                      + hidden * hidden;   // o
+  if (qkvBias)
+    attention += hidden + 2 * kvDim();
+  int64_t mlp = 3 * hidden * ffnHidden; // gate, up, down
+  int64_t norms = 2 * hidden;
+  return attention + mlp + norms;
+}
+
+int64_t ModelConfig::embeddingParams() const { return vocab * hidden; }
+
+int64_t ModelConfig::headParams() const {
+  return hidden + (tieEmbeddings ? 0 : vocab * hidden);
+}
+
+int64_t ModelConfig::totalParams() const {
+  return numLayers * paramsPerLayer() + embeddingParams() + headParams();
+}
+
+double ModelConfig::layerMatmulFlopsPerToken() const {
+  double macs = 2.0 * hidden * hidden + 2.0 * hidden * kvDim() +
+                3.0 * hidden * ffnHidden;
+  return 2.0 * macs;
+}
+
+double ModelConfig::attentionFlopsPerToken() const {
+  // QK^T and PV: 2 matmuls of s x d per head per token, 2 FLOPs per MAC,
+  // halved by the causal mask.
+  return 2.0 * 2.0 * double(seqLen) * double(hidden) / 2.0;
+}
+
+double ModelConfig::headFlopsPerToken() const {
+  return 2.0 * double(hidden) * double(vocab);
+}
+
+llvm::Error ModelConfig::validate() const {
+  auto fail = [&](const llvm::Twine &message) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "model '" + name + "': " + message);
+  };
+  struct {
+    const char *field;
+    int64_t value;
+  } positives[] = {{"num_hidden_layers", numLayers},
+                   {"hidden_size", hidden},
+                   {"num_attention_heads", numHeads},
+                   {"num_key_value_heads", numKVHeads},
+                   {"intermediate_size", ffnHidden},
+                   {"vocab_size", vocab},
+                   {"sequence length", seqLen}};
+  for (auto &p : positives)
+    if (p.value <= 0)
+      return fail(llvm::formatv("{0} must be positive, got {1}", p.field,
+                                p.value));
+  if (hidden % numHeads != 0)
+    return fail(llvm::formatv(
+        "hidden_size {0} is not a multiple of num_attention_heads {1}", hidden,
+        numHeads));
+  if (numHeads % numKVHeads != 0)
+    return fail(llvm::formatv("num_attention_heads {0} is not a multiple of "
+                              "num_key_value_heads {1}",
+                              numHeads, numKVHeads));
+  if (maxPositions > 0 && seqLen > maxPositions)
+    return fail(llvm::formatv("sequence length {0} exceeds "
+                              "max_position_embeddings {1}",
+                              seqLen, maxPositions));
+  return llvm::Error::success();
+}
