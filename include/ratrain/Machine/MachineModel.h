@@ -1,4 +1,5 @@
-//===- MachineModel.h - A machine with an explicit memory hierarchy -*- C++ -*-===//
+//===- MachineModel.h - A machine with an explicit memory hierarchy -*- C++
+//-*-===//
 //
 // What RATrain knows about the machine it plans for, simulates and runs on:
 // compute clusters (MT-3000: 20 GB usable DDR, 6 MB GSM, per-core AM, DMA),
@@ -16,29 +17,31 @@
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace ratrain {
 
 /// Fractions of peak that kernels attain on this machine.
 struct KernelEfficiency {
-  double gemm = 0.7;         ///< of peak low-precision FLOP/s
+  double gemm = 0.7; ///< of peak low-precision FLOP/s
   double attentionForward = 0.5;
   double attentionBackward = 0.4;
-  double memoryBound = 0.8;  ///< of DDR bandwidth (norms, elementwise, optimizer)
+  double memoryBound =
+      0.8; ///< of DDR bandwidth (norms, elementwise, optimizer)
 };
 
 /// One compute cluster: the unit that gets one MPI rank and one DDR arena.
 struct ClusterSpec {
   int64_t cores = 24;
-  int64_t ddrBytes = 0;          ///< Usable DDR (the planner's hard cap).
-  int64_t gsmBytes = 0;          ///< Shared on-chip memory.
-  int64_t amBytesPerCore = 0;    ///< Per-core array memory.
-  double ddrBandwidth = 0;       ///< bytes/s
-  double dmaBandwidth = 0;       ///< bytes/s, DDR <-> GSM/AM, all channels
+  int64_t ddrBytes = 0;       ///< Usable DDR (the planner's hard cap).
+  int64_t gsmBytes = 0;       ///< Shared on-chip memory.
+  int64_t amBytesPerCore = 0; ///< Per-core array memory.
+  double ddrBandwidth = 0;    ///< bytes/s
+  double dmaBandwidth = 0;    ///< bytes/s, DDR <-> GSM/AM, all channels
   int64_t dmaChannels = 1;
-  double peakFlopsF16 = 0;       ///< FLOP/s, 16-bit inputs, fp32 accumulate
-  double peakFlopsF32 = 0;       ///< FLOP/s
+  double peakFlopsF16 = 0; ///< FLOP/s, 16-bit inputs, fp32 accumulate
+  double peakFlopsF32 = 0; ///< FLOP/s
   KernelEfficiency efficiency;
 };
 
@@ -51,11 +54,23 @@ struct LinkSpec {
 /// Collective algorithms the cost model and the simulator know.
 enum class CollectiveAlgorithm { Ring, Tree, Hierarchical };
 llvm::StringRef stringifyCollectiveAlgorithm(CollectiveAlgorithm algorithm);
+/// Parses "ring", "tree", "hierarchical".
+std::optional<CollectiveAlgorithm>
+parseCollectiveAlgorithm(llvm::StringRef name);
 
+/// The network: a node holds `clustersPerNode` clusters joined by intra-node
+/// links; nodes are joined by a switched inter-node network in which each
+/// cluster has its own link of `interNode.bandwidth`, and all clusters of a
+/// node together inject at most `nodeInjectionBandwidth` (0: no shared limit).
+/// That is enough for alpha-beta costs of ring, tree and hierarchical
+/// collectives over groups of contiguous clusters.
 struct NetworkSpec {
   LinkSpec intraNode; ///< between clusters of one node
   LinkSpec interNode; ///< between nodes
   CollectiveAlgorithm collective = CollectiveAlgorithm::Hierarchical;
+  /// bytes/s that one node can send to other nodes at once, shared by its
+  /// clusters; 0 means clustersPerNode * interNode.bandwidth.
+  double nodeInjectionBandwidth = 0;
 };
 
 struct MachineModel {
@@ -66,6 +81,14 @@ struct MachineModel {
   NetworkSpec network;
 
   int64_t totalClusters() const { return nodes * clustersPerNode; }
+
+  /// Bandwidth each of `streams` clusters of one node gets when they all
+  /// send to other nodes at once (min of the link and the node's share).
+  double interNodeStreamBandwidth(int64_t streams) const;
+
+  /// Checks that every quantity is positive (efficiencies in (0, 1]); the
+  /// message names the machine-file key.
+  llvm::Error validate() const;
 };
 
 /// Parses a machine file's YAML text; `fileName` is used in messages. Errors

@@ -1,0 +1,179 @@
+//===- CostModel.h - Seconds of compute and communication --------*- C++
+//-*-===//
+//
+// Analytic costs of the pieces of a training iteration on a MachineModel:
+// per-layer forward/backward/recompute (roofline per GEMM with the machine's
+// attainable efficiencies), embedding and LM head, the memory-bound optimizer
+// update and 16-bit view cast, point-to-point transfers and alpha-beta
+// collectives (ring, tree, hierarchical). The planner ranks plans with them,
+// and the lifecycle scheduler and the simulator call the same functions so
+// all three agree. Every function is a pure function of (model, machine,
+// arguments).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RATRAIN_PLANNER_COSTMODEL_H
+#define RATRAIN_PLANNER_COSTMODEL_H
+
+#include "ratrain/Machine/MachineModel.h"
+#include "ratrain/Model/ModelConfig.h"
+#include "ratrain/Planner/MemoryModel.h"
+
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace ratrain {
+
+/// Collective operations of gradient synchronization and ZeRO.
+enum class CollectiveKind { AllReduce, ReduceScatter, AllGather };
+llvm::StringRef stringifyCollectiveKind(CollectiveKind kind);
+
+/// Which link class joins two clusters.
+enum class LinkClass { IntraNode, InterNode };
+
+/// When gradient sync, update and view re-materialization run.
+enum class LifecyclePolicy {
+  /// Whole-model phases at the iteration boundary: all gradient syncs after
+  /// the last backward, then all updates, then all view casts (and ZeRO
+  /// all-gathers); nothing overlapped.
+  GpuStyle,
+  /// Layer-level lifecycle: a layer's sync is issued when its last backward
+  /// finishes and overlaps the remaining backward; its update and view
+  /// re-materialization follow as soon as the sync completes; only what is
+  /// not hidden before the layer's next forward is exposed.
+  RATrain,
+};
+llvm::StringRef stringifyLifecyclePolicy(LifecyclePolicy policy);
+/// Parses "gpu-style" and "ratrain".
+std::optional<LifecyclePolicy> parseLifecyclePolicy(llvm::StringRef name);
+
+/// Analytic costs in seconds for one model on one machine.
+class CostModel {
+public:
+  CostModel(const ModelConfig &model, const MachineModel &machine)
+      : model(model), machine(machine) {}
+
+  const ModelConfig &getModel() const { return model; }
+  const MachineModel &getMachine() const { return machine; }
+
+  //===--- compute (one cluster, one micro-batch of b sequences) ---------===//
+
+  /// Seconds of a GEMM [m x k] * [k x n] with 16-bit operands: the roofline
+  /// max of FLOPs at peak F16 * gemm efficiency and operand/result bytes at
+  /// DDR bandwidth * memory-bound efficiency.
+  double gemmSeconds(double m, double n, double k) const;
+  /// Seconds to stream `bytes` through DDR in a memory-bound kernel.
+  double memoryBoundSeconds(double bytes) const;
+
+  /// One decoder layer's forward for a micro-batch: q/k/v/o and MLP GEMMs,
+  /// causal attention, norms, rotary, SwiGLU and residual adds.
+  double layerForward(int64_t microBatchSize) const;
+  /// One decoder layer's backward (data and weight gradients), without any
+  /// recompute.
+  double layerBackward(int64_t microBatchSize) const;
+  /// The recompute a layer's backward needs under `policy`: 0 for none, the
+  /// attention core (scores, softmax, PV) for selective, the whole forward
+  /// for full.
+  double layerRecompute(int64_t microBatchSize, RecomputePolicy policy) const;
+  /// Token embedding lookup (memory bound).
+  double embeddingForward(int64_t microBatchSize) const;
+  /// Embedding gradient scatter-add (memory bound).
+  double embeddingBackward(int64_t microBatchSize) const;
+  /// Final RMSNorm, LM-head GEMM, softmax cross-entropy.
+  double headForward(int64_t microBatchSize) const;
+  /// Their backward.
+  double headBackward(int64_t microBatchSize) const;
+
+  /// Adam update of `params` parameters: read FP32 master, m, v and the
+  /// 16-bit gradient, write master, m, v (26 bytes/param, memory bound).
+  double optimizerUpdate(int64_t params) const;
+  /// FP32 master -> 16-bit view cast of `params` parameters (6 bytes/param).
+  double viewCast(int64_t params) const;
+
+  //===--- communication ------------------------------------------------===//
+
+  /// alpha + bytes / bandwidth over one link.
+  double pointToPoint(int64_t bytes, LinkClass link) const;
+  /// `bytes` is the full buffer (the all-reduced buffer, the input of a
+  /// reduce-scatter, the output of an all-gather) over a group of
+  /// `groupSize` contiguous clusters (cluster ids g*k .. g*k+k-1).
+  double collective(CollectiveKind kind, CollectiveAlgorithm algorithm,
+                    int64_t bytes, int64_t groupSize) const;
+  /// With the machine file's default algorithm.
+  double collective(CollectiveKind kind, int64_t bytes,
+                    int64_t groupSize) const {
+    return collective(kind, machine.network.collective, bytes, groupSize);
+  }
+  /// Link class between stage s and s+1 of a config (placement: cluster id =
+  /// stage * dp + replica): intra-node only when the whole pipeline of a
+  /// replica stays inside one node.
+  LinkClass pipelineLink(const ParallelConfig &config) const;
+  /// Activation (or activation gradient) bytes one micro-batch sends
+  /// between stages: s * b * h * dtype bytes.
+  int64_t pipelineMessageBytes(int64_t microBatchSize) const;
+
+private:
+  double attentionForward(int64_t microBatchSize) const;
+  double attentionBackward(int64_t microBatchSize) const;
+  double layerElementwiseBytes(int64_t microBatchSize) const;
+  double ringSeconds(CollectiveKind kind, double bytes, int64_t groupSize,
+                     double alpha, double bandwidth) const;
+  double treeSeconds(CollectiveKind kind, double bytes, int64_t groupSize,
+                     double alpha, double bandwidth) const;
+
+  const ModelConfig &model;
+  const MachineModel &machine;
+};
+
+/// Per-stage costs of one micro-batch, the pieces of the step time.
+struct StageTiming {
+  double forward = 0;   ///< all layers (+ embedding / head) of the stage
+  double backward = 0;  ///< including recompute
+  double recompute = 0; ///< the recompute part of `backward`
+  double p2p = 0;       ///< one pipeline message, 0 when p == 1
+  /// Gradient sync + update + cast (+ ZeRO all-gather) of the whole stage
+  /// if run back to back (what gpu-style exposes).
+  double syncSeconds = 0;
+  double updateSeconds = 0;
+  double castSeconds = 0;
+  double allGatherSeconds = 0;
+};
+
+/// The predicted time of one training iteration and its parts.
+struct StepTime {
+  double total = 0;    ///< seconds per iteration
+  double pipeline = 0; ///< 1F1B forward/backward incl. bubble and p2p
+  /// The part of `pipeline` that is bubble: (p-1)/(m+p-1) of it for equal
+  /// stages.
+  double bubble = 0;
+  /// Gradient sync, update, cast, all-gather time not hidden by compute.
+  double exposedLifecycle = 0;
+  double recompute = 0; ///< recompute seconds on the slowest stage
+  std::vector<StageTiming> stages;
+  double bubbleFraction() const { return pipeline > 0 ? bubble / pipeline : 0; }
+};
+
+/// Predicts the iteration time of `config` under `policy`:
+///  - pipeline: sum_i (F_i + B_i + 2 c) + (m - 1) max_i (F_i + B_i + 2 c),
+///    with F_i/B_i one micro-batch on stage i (B_i includes recompute) and
+///    c the p2p message time; for equal stages (m + p - 1)(F + B + 2c), so
+///    the bubble is (p-1)/(m+p-1);
+///  - gpu-style: + max_i (sync_i + update_i + cast_i + allgather_i), all
+///    whole-stage, at the iteration boundary;
+///  - ratrain: per stage a communication stream and a compute stream; the
+///    sync of each layer starts when its last backward finishes (during the
+///    last micro-batch's backward sweep) and when the stream is free; its
+///    update and cast run on the compute stream after the stage's backward;
+///    then its ZeRO all-gather. A layer's view must be ready when its next
+///    forward starts: iteration start + sum_{j<i}(F_j + c) + forward of the
+///    stage's earlier layers. The iteration time is the largest of the
+///    pipeline time and, over all layers, the ready time minus that offset.
+StepTime predictStepTime(const CostModel &costs, const ParallelConfig &config,
+                         LifecyclePolicy policy);
+
+} // namespace ratrain
+
+#endif // RATRAIN_PLANNER_COSTMODEL_H

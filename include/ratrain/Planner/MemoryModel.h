@@ -1,0 +1,175 @@
+//===- MemoryModel.h - Per-stage DDR accounting of a training plan -*- C++
+//-*-===//
+//
+// How many bytes of one compute cluster's DDR a pipeline stage needs under
+// non-interleaved 1F1B with data parallelism and optional ZeRO-1/2 sharding:
+// the standard mixed-precision Adam accounting (16 bytes/param: 16-bit view
+// 2, 16-bit gradient 2, FP32 master 4, Adam m 4, v 4; Rajbhandari et al.,
+// arXiv 1910.02054) and the activation sizes of Korthikanti et al. (arXiv
+// 2205.05198): per layer and micro-batch sbh(34 + 5as/h) bytes without
+// recompute, 34sbh with selective recompute, 2sbh with full recompute; stage
+// i of p holds min(p - i, m) micro-batches in flight (Narayanan et al., arXiv
+// 2104.04473). Plain C++ (LLVM Support only), shared by the planner, the
+// lifecycle scheduler, the simulator and the runtime's arena sizing.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RATRAIN_PLANNER_MEMORYMODEL_H
+#define RATRAIN_PLANNER_MEMORYMODEL_H
+
+#include "ratrain/Model/ModelConfig.h"
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ratrain {
+
+/// What a stage keeps of a layer's forward activations for backward.
+enum class RecomputePolicy {
+  None,      ///< keep everything: sbh(34 + 5as/h) bytes per layer
+  Selective, ///< recompute attention scores/softmax: 34sbh bytes per layer
+  Full,      ///< keep only the layer input, recompute the layer: 2sbh bytes
+};
+llvm::StringRef stringifyRecomputePolicy(RecomputePolicy policy);
+/// Parses "none", "selective", "full".
+std::optional<RecomputePolicy> parseRecomputePolicy(llvm::StringRef name);
+
+/// How optimizer state and gradients are sharded across the data-parallel
+/// group of d clusters (ZeRO stages 1 and 2; stage 3 is not used).
+enum class ZeroStage {
+  None = 0,      ///< replicated: 16 bytes/param
+  Optimizer = 1, ///< master + Adam m, v sharded: 4 + 12/d bytes/param
+  Gradients = 2, ///< also gradients sharded: 2 + 14/d bytes/param
+};
+/// "0", "1", "2".
+llvm::StringRef stringifyZeroStage(ZeroStage stage);
+/// Parses "0"/"1"/"2" (also "zero0".."zero2", "none").
+std::optional<ZeroStage> parseZeroStage(llvm::StringRef name);
+
+/// The decoder layers one pipeline stage owns: [firstLayer, firstLayer+count).
+struct StageLayers {
+  int64_t firstLayer = 0;
+  int64_t numLayers = 0;
+  int64_t endLayer() const { return firstLayer + numLayers; }
+  bool operator==(const StageLayers &other) const {
+    return firstLayer == other.firstLayer && numLayers == other.numLayers;
+  }
+};
+
+/// A data-parallel x pipeline-parallel training configuration. Cluster
+/// placement: cluster id = stage * dataParallel + replica, so a stage's DP
+/// group is `dataParallel` contiguous clusters. The token embedding lives on
+/// stage 0, the final RMSNorm and the LM head on stage pipelineStages-1.
+struct ParallelConfig {
+  int64_t pipelineStages = 1;  ///< p
+  int64_t dataParallel = 1;    ///< d
+  int64_t microBatchSize = 1;  ///< b, sequences per micro-batch
+  int64_t numMicroBatches = 1; ///< m, per iteration and pipeline
+  /// One entry per stage, contiguous, covering all layers; uneven allowed.
+  std::vector<StageLayers> stages;
+  /// One entry per stage.
+  std::vector<RecomputePolicy> recompute;
+  ZeroStage zero = ZeroStage::None;
+
+  int64_t clusters() const { return pipelineStages * dataParallel; }
+  /// Sequences per iteration: d * b * m.
+  int64_t globalBatch() const {
+    return dataParallel * microBatchSize * numMicroBatches;
+  }
+  bool isFirstStage(int64_t stage) const { return stage == 0; }
+  bool isLastStage(int64_t stage) const { return stage == pipelineStages - 1; }
+
+  /// A config with `numLayers` split as evenly as possible and the same
+  /// recompute policy on every stage. When p does not divide the layers, the
+  /// extra layers go to the middle stages: stage 0 holds the most
+  /// activations and the embedding, the last stage the LM head.
+  static ParallelConfig balanced(int64_t numLayers, int64_t pipelineStages,
+                                 int64_t dataParallel, int64_t microBatchSize,
+                                 int64_t numMicroBatches,
+                                 RecomputePolicy recompute,
+                                 ZeroStage zero = ZeroStage::None);
+
+  /// Checks sizes, that the stages are contiguous and cover the model's
+  /// layers with at least one layer each, and that the vectors have one
+  /// entry per stage.
+  llvm::Error validate(const ModelConfig &model) const;
+
+  /// "pp=4 dp=256 mbs=1 m=4 zero=1 layers=8,8,8,8 recompute=none,..." .
+  std::string describe() const;
+};
+
+/// Micro-batches whose activations stage `stage` holds at its peak under
+/// non-interleaved 1F1B: min(p - stage, m).
+int64_t inFlightMicroBatches(const ParallelConfig &config, int64_t stage);
+
+/// Bytes of stored activations of one decoder layer for one micro-batch of
+/// `microBatchSize` sequences (16-bit activations; the Korthikanti formulas
+/// with the model's s, h, a).
+int64_t layerActivationBytes(const ModelConfig &model, int64_t microBatchSize,
+                             RecomputePolicy policy);
+
+/// Parameters a stage owns: its layers, plus the embedding on stage 0 and
+/// the final norm + LM head on the last stage (with tied embeddings and
+/// p > 1 the last stage keeps its own copy of the embedding matrix).
+int64_t stageParams(const ModelConfig &model, const ParallelConfig &config,
+                    int64_t stage);
+
+/// The peak DDR of one cluster of one pipeline stage, by kind, in bytes.
+struct StageMemory {
+  int64_t stage = 0;
+  int64_t params = 0;          ///< parameters of the stage (count, not bytes)
+  int64_t parameterViews = 0;  ///< 16-bit views used by compute (2 B/param)
+  int64_t masterWeights = 0;   ///< FP32 master copy (4 B/param, /d with ZeRO)
+  int64_t optimizerStates = 0; ///< Adam m and v (8 B/param, /d with ZeRO)
+  int64_t gradients = 0;       ///< 16-bit gradients (2 B/param, /d ZeRO-2)
+  int64_t activations = 0;     ///< stored layer activations, all in flight
+  /// Transient activations of the layer being recomputed in backward (one
+  /// layer, one micro-batch: its full activations for `full`, its attention
+  /// scores for `selective`).
+  int64_t recomputeBuffer = 0;
+  /// Embedding output on stage 0; logits and cross-entropy buffers on the
+  /// last stage (s * b * vocab * (2 + 4) bytes for one micro-batch).
+  int64_t embeddingHeadActivations = 0;
+  int64_t kernelWorkspace = 0;      ///< DDR scratch of the largest kernel
+  int64_t communicationBuffers = 0; ///< p2p and gradient-sync buffers
+
+  int64_t total() const {
+    return parameterViews + masterWeights + optimizerStates + gradients +
+           activations + recomputeBuffer + embeddingHeadActivations +
+           kernelWorkspace + communicationBuffers;
+  }
+  /// Model states only (views + master + optimizer + gradients).
+  int64_t modelStates() const {
+    return parameterViews + masterWeights + optimizerStates + gradients;
+  }
+
+  /// The fields as (name, bytes) pairs in print order, for tables and
+  /// diagnostics ("activations", "master weights", ...).
+  std::vector<std::pair<llvm::StringRef, int64_t>> fields() const;
+};
+
+/// Peak DDR bytes per cluster of stage `stage` of `config`. The config must
+/// have been validated against `model`.
+StageMemory computeStageMemory(const ModelConfig &model,
+                               const ParallelConfig &config, int64_t stage);
+
+/// computeStageMemory for every stage.
+std::vector<StageMemory> computeMemory(const ModelConfig &model,
+                                       const ParallelConfig &config);
+
+/// The same accounting for a stage described directly (used by the planner
+/// to size a stage before the whole split is known).
+StageMemory computeStageMemory(const ModelConfig &model, int64_t stage,
+                               int64_t pipelineStages, int64_t dataParallel,
+                               int64_t microBatchSize, int64_t numMicroBatches,
+                               StageLayers layers, RecomputePolicy recompute,
+                               ZeroStage zero);
+
+} // namespace ratrain
+
+#endif // RATRAIN_PLANNER_MEMORYMODEL_H

@@ -1,0 +1,119 @@
+//===- Planner.h - Resource-aware training-plan search -----------*- C++
+//-*-===//
+//
+// Searches pipeline depth, data-parallel width, micro-batch size and count
+// (the global batch fixed), ZeRO stage, the stage layer split and the
+// recompute policy of each stage; keeps only plans whose every stage fits
+// the usable DDR of one cluster; ranks them by the predicted step time of
+// the cost model (CostModel.h). Plain C++, LLVM Support only; the
+// `--ratrain-plan` pass and the `ratrain-plan` CLI both call it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RATRAIN_PLANNER_PLANNER_H
+#define RATRAIN_PLANNER_PLANNER_H
+
+#include "ratrain/Machine/MachineModel.h"
+#include "ratrain/Model/ModelConfig.h"
+#include "ratrain/Planner/CostModel.h"
+#include "ratrain/Planner/MemoryModel.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ratrain {
+
+/// What to plan for. Unset optionals are searched.
+struct PlanRequest {
+  int64_t clusters = 0;    ///< clusters to use: pp * dp == clusters
+  int64_t globalBatch = 0; ///< sequences per iteration
+  /// Sequence length; 0 keeps the model's seqLen.
+  int64_t seqLen = 0;
+  LifecyclePolicy policy = LifecyclePolicy::RATrain;
+  std::optional<int64_t> pipelineStages;
+  std::optional<int64_t> dataParallel;
+  std::optional<int64_t> microBatchSize;
+  std::optional<ZeroStage> zero;
+  /// Forces the same recompute policy on every stage.
+  std::optional<RecomputePolicy> recompute;
+  /// DDR cap per cluster in bytes; 0 uses machine.cluster.ddrBytes.
+  int64_t memoryCapBytes = 0;
+  /// How many plans to return, best first.
+  int64_t topK = 5;
+};
+
+/// One feasible plan.
+struct Plan {
+  ParallelConfig config;
+  std::vector<StageMemory> memory; ///< one per stage
+  StepTime time;
+  double tokensPerSecond = 0;
+  int64_t peakBytes() const; ///< max over stages of total()
+  int64_t peakStage() const; ///< the stage with that maximum
+};
+
+/// Search statistics and the best plans.
+struct PlanResult {
+  std::vector<Plan> plans; ///< best first, at most topK
+  /// Full plans (split + per-stage policy) whose memory and step time were
+  /// computed.
+  int64_t candidatesEvaluated = 0;
+  /// (pp, dp, b, zero) combinations visited, including pruned ones.
+  int64_t combinationsVisited = 0;
+  /// Combinations skipped by the memory lower bound before any split.
+  int64_t combinationsPruned = 0;
+  /// Single-stage memory/time evaluations done while choosing splits.
+  int64_t stageEvaluations = 0;
+  int64_t feasiblePlans = 0; ///< candidates that fit the cap
+  int64_t memoryCapBytes = 0;
+};
+
+/// Plans `model` on `machine`. Errors: a malformed request (clusters or
+/// batch not positive, constraints that contradict each other), or no plan
+/// fits; then the message names what is missing for the closest candidate,
+/// e.g. "no plan fits 20.0 GB per cluster; closest: pp=8 dp=128 ...: stage 0
+/// needs 23.4 GB of 20.0 GB: activations 14.1 GB, master weights 4.2 GB,
+/// ...".
+llvm::Expected<PlanResult> planTraining(const ModelConfig &model,
+                                        const MachineModel &machine,
+                                        const PlanRequest &request);
+
+/// Evaluates one given config (memory per stage and step time); does not
+/// check the cap.
+Plan evaluatePlan(const ModelConfig &model, const MachineModel &machine,
+                  const ParallelConfig &config, LifecyclePolicy policy);
+
+//===--- formatting (shared by the CLI and the pass diagnostics) ---------===//
+
+/// "23.4 GB" (decimal GB, 1e9 bytes; "512.0 MB" / "12.0 KB" below 1 GB).
+std::string formatBytes(int64_t bytes);
+/// "1.23 s", "45.6 ms", "7.8 us".
+std::string formatSeconds(double seconds);
+/// Compact layer split "8,8,8,8" and policy list "none,none,full,full"
+/// (a single value when all stages agree).
+std::string formatLayerSplit(const ParallelConfig &config);
+std::string formatRecompute(const ParallelConfig &config);
+
+/// "stage 0 needs 23.4 GB of 20.0 GB: activations 14.1 GB, master weights
+/// 4.2 GB, ..." (fields largest first, zero fields left out).
+std::string describeStageMemory(const StageMemory &memory, int64_t capBytes);
+
+/// Table of the plans, one row each: rank, pp, dp, b, m, zero, layers,
+/// recompute, peak GB, bubble, step s, tokens/s.
+void printPlanTable(llvm::raw_ostream &os, llvm::ArrayRef<Plan> plans);
+/// Per-stage breakdown table of one plan: one row per stage with every
+/// StageMemory field and the total, against the cap.
+void printStageBreakdown(llvm::raw_ostream &os, const Plan &plan,
+                         int64_t capBytes);
+/// JSON of a result (plans with configs, memory by field, times).
+void printPlanJSON(llvm::raw_ostream &os, const PlanResult &result);
+
+} // namespace ratrain
+
+#endif // RATRAIN_PLANNER_PLANNER_H
