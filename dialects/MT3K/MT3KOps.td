@@ -1,0 +1,23 @@
+//===- MT3KOps.td - mt3k operations ------------------------*- tablegen -*-===//
+//
+// Operations of the mt3k target dialect: machine and process-group
+// declarations, programs, buffers, DMA, kernels and communication.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RATRAIN_MT3K_OPS_TD
+#define RATRAIN_MT3K_OPS_TD
+
+include "MT3K/MT3KDialect.td"
+include "MT3K/MT3KAttrs.td"
+include "MT3K/MT3KTypes.td"
+include "mlir/IR/OpBase.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+class MT3K_Op<string mnemonic, list<Trait> traits = []>
+    : Op<MT3K_Dialect, mnemonic, traits>;
+
+include "MT3K/MT3KStructureOps.td"
+
+#endif // RATRAIN_MT3K_OPS_TD

@@ -1,0 +1,215 @@
+//===- MT3KStructureOps.td - machine, groups, programs, memory -*- tablegen -*-===//
+//
+// Module structure (machine, groups, programs), buffers and data movement.
+// Included from MT3KOps.td.
+//
+//===----------------------------------------------------------------------===//
+
+//===----------------------------------------------------------------------===//
+// Module structure
+//===----------------------------------------------------------------------===//
+
+def MT3K_MachineOp : MT3K_Op<"machine", [HasParent<"::mlir::ModuleOp">]> {
+  let summary = "the target machine: memory capacities, cores, DMA channels";
+  let description = [{
+    Declares the resources of one compute cluster (the unit that runs one
+    rank), filled from the machine model. A module holds exactly one.
+
+    * `ddr`: usable DDR bytes (the planner's hard cap, 20 GB on MT-3000);
+    * `gsm`: on-chip shared memory bytes (6 MB);
+    * `am`: array-memory bytes *per core* (an AM buffer occupies the same
+      range in the AM of every core);
+    * `cores`: accelerator cores of the cluster;
+    * `dma_channels`: DMA channels (the valid `channel` numbers of
+      `mt3k.dma`);
+    * `alignment`: every buffer offset must be a multiple of it (bytes, a
+      power of two).
+
+    ```mlir
+    mt3k.machine "mt3000" ddr 21474836480 gsm 6291456 am 786432 cores 24
+        dma_channels 20 alignment 64
+    ```
+  }];
+  let arguments = (ins StrAttr:$name,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$ddr,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$gsm,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$am,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$cores,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$dma_channels,
+                       ConfinedAttr<I64Attr, [IntPowerOf2]>:$alignment);
+  let assemblyFormat = [{
+    $name `ddr` $ddr `gsm` $gsm `am` $am `cores` $cores
+    `dma_channels` $dma_channels `alignment` $alignment attr-dict
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The capacity of `space` in bytes (per core for AM).
+    int64_t getCapacity(::ratrain::mt3k::MemorySpace space);
+    /// The machine of the module that holds `op`, or null.
+    static MachineOp lookup(::mlir::Operation *op);
+  }];
+}
+
+def MT3K_GroupOp : MT3K_Op<"group", [Symbol, HasParent<"::mlir::ModuleOp">]> {
+  let summary = "a named process group";
+  let description = [{
+    Declares a process group that collectives and point-to-point transfers
+    name by symbol. `kind` says what the group spans: the ranks holding the
+    same pipeline stage of different replicas (`data_parallel`), the stages
+    of one replica (`pipeline`; a rank's index in it is its program's
+    `stage`), or the ranks of one node (`node_local`). `size` is the number
+    of ranks in the group.
+
+    ```mlir
+    mt3k.group @dp data_parallel size 64
+    mt3k.group @pp pipeline size 4
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name,
+                       MT3K_GroupKindAttr:$kind,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$size);
+  let assemblyFormat = "$sym_name `` $kind `size` $size attr-dict";
+}
+
+def MT3K_ProgramOp : MT3K_Op<"program", [
+    Symbol, IsolatedFromAbove, SingleBlock, NoTerminator,
+    HasParent<"::mlir::ModuleOp">]> {
+  let summary = "the straight-line program of one rank role";
+  let description = [{
+    The operations that every rank running pipeline stage `stage` executes,
+    in order, once per training iteration. The body is a single block
+    without terminator; it has no control flow. `ddr_arena`, when present,
+    is the size of the DDR arena the buffer-assignment pass planned for this
+    stage: every DDR buffer of the program must lie inside it, and it must
+    fit in the machine's DDR.
+
+    ```mlir
+    mt3k.program @stage0 stage 0 ddr_arena 17179869184 {
+      ...
+    }
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$stage,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$ddr_arena);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $sym_name `stage` $stage (`ddr_arena` $ddr_arena^)? attr-dict-with-keyword
+    $body
+  }];
+  let hasVerifier = 1;
+  let skipDefaultBuilders = 1;
+  let builders = [
+    OpBuilder<(ins "::llvm::StringRef":$name, "int64_t":$stage,
+                   CArg<"std::optional<int64_t>", "std::nullopt">:$ddrArena)>
+  ];
+  let extraClassDeclaration = [{
+    /// The capacity DDR buffers of this program must fit in: the planned
+    /// arena if any, else the machine's DDR (-1 if neither is known).
+    int64_t getDdrLimit();
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Buffers
+//===----------------------------------------------------------------------===//
+
+def MT3K_BufferOp : MT3K_Op<"buffer", [Pure, HasParent<"ProgramOp">]> {
+  let summary = "a buffer at a static offset of its memory space";
+  let description = [{
+    Places a buffer of the result type at byte `offset` of its memory space
+    (the DDR arena of the rank, the cluster's GSM, or every core's AM).
+    `name` identifies the buffer in diagnostics and in emitted code.
+    Buffers may overlap: the buffer-assignment pass reuses memory between
+    values whose lifetimes do not intersect.
+
+    Verified: `offset` is a multiple of the machine's `alignment`, and
+    `[offset, offset + size)` fits in the space (the program's `ddr_arena`
+    for DDR, else the machine's capacity).
+
+    ```mlir
+    %wq = mt3k.buffer "layers.0.wq" at 0 : !mt3k.buffer<ddr, 4096x4096xbf16>
+    %tile = mt3k.buffer "gemm.a" at 0 : !mt3k.buffer<gsm, 128x4096xbf16>
+    ```
+  }];
+  let arguments = (ins StrAttr:$name,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$offset);
+  let results = (outs MT3K_AnyBuffer:$result);
+  let assemblyFormat = "$name `at` $offset attr-dict `:` qualified(type($result))";
+  let hasVerifier = 1;
+}
+
+def MT3K_ViewOp : MT3K_Op<"view", [Pure]> {
+  let summary = "a byte range of a buffer, reinterpreted";
+  let description = [{
+    The result names the bytes `[byte_offset, byte_offset + size(result))`
+    of `source`, with the result's shape and element type: a row tile of a
+    matrix, a reshape (`[b*s, h]` as `[b, s, heads, head_dim]`), a shard of
+    a flat gradient. The result stays in the source's memory space, lies
+    inside the source, and `byte_offset` is a multiple of the result's
+    element size.
+
+    ```mlir
+    %rows = mt3k.view %wq[1048576] : !mt3k.buffer<ddr, 4096x4096xbf16>
+                                     to !mt3k.buffer<ddr, 128x4096xbf16>
+    ```
+  }];
+  let arguments = (ins MT3K_AnyBuffer:$source,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$byte_offset);
+  let results = (outs MT3K_AnyBuffer:$result);
+  let assemblyFormat = [{
+    $source `[` $byte_offset `]` attr-dict `:` qualified(type($source)) `to` qualified(type($result))
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Asynchronous data movement
+//===----------------------------------------------------------------------===//
+
+def MT3K_DmaOp : MT3K_Op<"dma"> {
+  let summary = "asynchronous copy between two memory spaces";
+  let description = [{
+    Starts copying `source` into `dest` on a DMA engine and yields a token;
+    neither buffer may be touched until the token has been waited on.
+    Allowed directions: `ddr <-> gsm`, `ddr <-> am`, `gsm <-> am`; a copy
+    within one space is not a DMA (use `mt3k.elementwise cast`). Both buffers
+    hold the same number of bytes and the same element type (shapes may
+    differ: a DMA is a contiguous byte copy).
+
+    A DMA to or from AM names the `core` whose AM it addresses; other DMAs
+    must not. `channel`, when present, pins the transfer to one of the
+    machine's DMA channels (transfers on one channel complete in order).
+
+    ```mlir
+    %t0 = mt3k.dma %w -> %w_gsm : !mt3k.buffer<ddr, 128x4096xbf16>
+                                 -> !mt3k.buffer<gsm, 128x4096xbf16>
+    %t1 = mt3k.dma %w_gsm -> %a core 3 channel 1
+        : !mt3k.buffer<gsm, 64x64xbf16> -> !mt3k.buffer<am, 64x64xbf16>
+    mt3k.wait %t0, %t1
+    ```
+  }];
+  let arguments = (ins MT3K_AnyBuffer:$source, MT3K_AnyBuffer:$dest,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntNonNegative]>>:$core,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntNonNegative]>>:$channel);
+  let results = (outs MT3K_TokenType:$token);
+  let assemblyFormat = [{
+    $source `->` $dest (`core` $core^)? (`channel` $channel^)? attr-dict
+    `:` qualified(type($source)) `->` qualified(type($dest))
+  }];
+  let hasVerifier = 1;
+}
+
+def MT3K_WaitOp : MT3K_Op<"wait"> {
+  let summary = "block until asynchronous operations complete";
+  let description = [{
+    Blocks the program until every operation that yielded one of `tokens`
+    has completed; afterwards their buffers may be used again.
+
+    ```mlir
+    mt3k.wait %t0, %t1
+    ```
+  }];
+  let arguments = (ins Variadic<MT3K_TokenType>:$tokens);
+  let assemblyFormat = "$tokens attr-dict";
+}
