@@ -1,0 +1,385 @@
+//===- RATrainOps.td - ratrain operations ------------------*- tablegen -*-===//
+
+#ifndef RATRAIN_OPS_TD
+#define RATRAIN_OPS_TD
+
+include "RATrain/RATrainTypes.td"
+include "mlir/IR/OpAsmInterface.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+class RATrain_Op<string mnemonic, list<Trait> traits = []>
+    : Op<RATrain_Dialect, mnemonic, traits>;
+
+/// Ops that make up a stage's program.
+class RATrain_StageOp<string mnemonic, list<Trait> traits = []>
+    : RATrain_Op<mnemonic, !listconcat(traits, [HasParent<"StageOp">])>;
+
+//===----------------------------------------------------------------------===//
+// Model description
+//===----------------------------------------------------------------------===//
+
+def RATrain_ModelOp : RATrain_Op<"model", [
+    Symbol, NoTerminator, SingleBlock, IsolatedFromAbove]> {
+  let summary = "a dense decoder-only LLM";
+  let description = [{
+    The model's layers, in order: one `embedding`, the `decoder` layers, one
+    `head` (final RMSNorm, LM head and loss). Model-wide settings are
+    attributes; `plan` is attached by `--ratrain-plan`.
+
+    ```mlir
+    ratrain.model @tiny family("llama") dtype(f32) seq_len(128)
+        max_positions(256) positions(rope) rms_eps(1.0e-05)
+        rope_theta(1.0e+04) {
+      ratrain.layer 0 embedding hidden(256) vocab(256)
+      ratrain.layer 1 decoder hidden(256) heads(8) kv_heads(4) ffn(688)
+      ratrain.layer 2 head hidden(256) vocab(256)
+    }
+    ```
+  }];
+  let arguments = (ins
+    SymbolNameAttr:$sym_name,
+    StrAttr:$family,
+    TypeAttrOf<AnyFloat>:$dtype,
+    I64Attr:$seq_len,
+    I64Attr:$max_positions,
+    RATrain_PositionEncodingAttr:$positions,
+    F64Attr:$rms_eps,
+    F64Attr:$rope_theta,
+    UnitAttr:$tie_embeddings,
+    OptionalAttr<RATrain_PlanAttr>:$plan
+  );
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $sym_name `family` `(` $family `)` `dtype` `(` $dtype `)`
+    `seq_len` `(` $seq_len `)` `max_positions` `(` $max_positions `)`
+    `positions` `(` $positions `)` `rms_eps` `(` $rms_eps `)`
+    `rope_theta` `(` $rope_theta `)` (`tie_embeddings` $tie_embeddings^)?
+    (`plan` $plan^)? attr-dict-with-keyword $body
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The layers in order.
+    ::llvm::SmallVector<LayerOp, 8> getLayers();
+    /// Number of model layers, embedding and head included.
+    int64_t getNumLayers();
+    /// The plain description the planner, cost model and runtime use.
+    ::ratrain::ModelConfig toModelConfig();
+  }];
+}
+
+def RATrain_LayerOp : RATrain_Op<"layer", [HasParent<"ModelOp">]> {
+  let summary = "one layer of a model with its sizes";
+  let description = [{
+    `index` is the layer's position in the model (0 is the embedding).
+    Decoder layers have `heads`, `kv_heads` (grouped-query attention when
+    fewer than `heads`) and `ffn` (SwiGLU width), and `qkv_bias` when the q,
+    k, v projections have biases; embedding and head layers have `vocab`.
+  }];
+  let arguments = (ins
+    I64Attr:$index,
+    RATrain_LayerKindAttr:$kind,
+    I64Attr:$hidden,
+    OptionalAttr<I64Attr>:$heads,
+    OptionalAttr<I64Attr>:$kv_heads,
+    OptionalAttr<I64Attr>:$ffn,
+    OptionalAttr<I64Attr>:$vocab,
+    UnitAttr:$qkv_bias
+  );
+  let assemblyFormat = [{
+    $index $kind `hidden` `(` $hidden `)` (`heads` `(` $heads^ `)`)?
+    (`kv_heads` `(` $kv_heads^ `)`)? (`ffn` `(` $ffn^ `)`)?
+    (`vocab` `(` $vocab^ `)`)? (`qkv_bias` $qkv_bias^)? attr-dict
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Number of parameters of this layer.
+    int64_t getNumParams();
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Pipeline structure
+//===----------------------------------------------------------------------===//
+
+def RATrain_PipelineOp : RATrain_Op<"pipeline", [
+    Symbol, NoTerminator, SingleBlock, IsolatedFromAbove,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "one training step of a model under a plan";
+  let description = [{
+    Holds one `ratrain.stage` per pipeline stage, in order. Every stage runs
+    on `dp` data-parallel replicas; `policy` records how the lifecycle
+    operations were placed once `--ratrain-schedule-lifecycle` ran.
+  }];
+  let arguments = (ins
+    SymbolNameAttr:$sym_name,
+    FlatSymbolRefAttr:$model,
+    RATrain_PlanAttr:$plan,
+    OptionalAttr<RATrain_LifecyclePolicyAttr>:$policy
+  );
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $sym_name `for` $model `plan` $plan (`policy` `(` $policy^ `)`)?
+    attr-dict-with-keyword $body
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    ::llvm::SmallVector<StageOp, 8> getStages();
+  }];
+}
+
+def RATrain_StageOp : RATrain_Op<"stage", [
+    HasParent<"PipelineOp">, SingleBlockImplicitTerminator<"YieldOp">,
+    DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmBlockArgumentNames"]>]> {
+  let summary = "the program of one pipeline stage for one training step";
+  let description = [{
+    Owns model layers `[first_layer, first_layer + num_layers)`. The block
+    arguments are the states of those layers at the start of the step, for
+    each layer in order a `!ratrain.view`, a `!ratrain.master` and a
+    `!ratrain.opt_state`; `ratrain.yield` returns their values at the end.
+
+    ```mlir
+    ratrain.stage 0 layers [0, 2) states(%view0: !ratrain.view<0>, ...) {
+      ...
+      ratrain.yield %new_view0, ... : !ratrain.view<0>, ...
+    }
+    ```
+  }];
+  let arguments = (ins I64Attr:$stage, I64Attr:$first_layer,
+                       I64Attr:$num_layers);
+  let regions = (region SizedRegion<1>:$body);
+  let hasCustomAssemblyFormat = 1;
+  let hasRegionVerifier = 1;
+  let skipDefaultBuilders = 1;
+  let builders = [
+    OpBuilder<(ins "int64_t":$stage, "int64_t":$firstLayer,
+                   "int64_t":$numLayers)>
+  ];
+  let extraClassDeclaration = [{
+    int64_t getEndLayer() { return getFirstLayer() + getNumLayers(); }
+    /// The view, master and optimizer state of `layer` at step start.
+    ::mlir::BlockArgument getViewArg(int64_t layer);
+    ::mlir::BlockArgument getMasterArg(int64_t layer);
+    ::mlir::BlockArgument getOptStateArg(int64_t layer);
+    YieldOp getYield();
+  }];
+}
+
+def RATrain_YieldOp : RATrain_Op<"yield", [
+    Pure, Terminator, HasParent<"StageOp">]> {
+  let summary = "the stage's states at the end of the step";
+  let arguments = (ins Variadic<AnyType>:$states);
+  let assemblyFormat = "attr-dict ($states^ `:` type($states))?";
+  let builders = [OpBuilder<(ins), "build($_builder, $_state, {});">];
+}
+
+//===----------------------------------------------------------------------===//
+// Compute and pipeline transfers
+//===----------------------------------------------------------------------===//
+
+def RATrain_ForwardOp : RATrain_StageOp<"forward"> {
+  let summary = "forward of one layer for one micro-batch";
+  let description = [{
+    Computes the layer's output for micro-batch `mb` from its input (the
+    previous layer's output, or the received activation) using the
+    parameter view, and stores what the backward will need: everything
+    (`full`), all but the attention core (`selective`), or the layer input
+    only (`input`, to be recomputed).
+  }];
+  let arguments = (ins RATrain_AnyView:$view, I64Attr:$micro_batch);
+  let results = (outs RATrain_AnyActivation:$activation);
+  let assemblyFormat = [{
+    $view `mb` `(` $micro_batch `)` attr-dict `:` type($view) `->`
+    type($activation)
+  }];
+  let hasVerifier = 1;
+}
+
+def RATrain_RecomputeOp : RATrain_StageOp<"recompute"> {
+  let summary = "activation recovery: re-run a layer's forward";
+  let description = [{
+    Recovers the activations of a layer whose forward kept only its input,
+    so that its backward can run. Placed before the backward that needs it.
+  }];
+  let arguments = (ins RATrain_AnyView:$view, RATrain_InputActivation:$input,
+                       I64Attr:$micro_batch);
+  let results = (outs RATrain_RecoveredActivation:$activation);
+  let assemblyFormat = [{
+    $view `,` $input `mb` `(` $micro_batch `)` attr-dict `:` type($view) `,`
+    type($input) `->` type($activation)
+  }];
+  let hasVerifier = 1;
+}
+
+defvar RATrain_PartialGradOfView =
+    "::ratrain::GradType::get($_self.getContext(), "
+    "::llvm::cast<::ratrain::ViewType>($_self).getLayer(), "
+    "::ratrain::GradPhase::Partial)";
+
+def RATrain_BackwardOp : RATrain_StageOp<"backward", [
+    TypesMatchWith<"gradient is the view's layer's partial gradient",
+      "view", "grad", RATrain_PartialGradOfView>,
+    OptionalTypesMatchWith<"accumulator is the view's layer's partial "
+      "gradient", "view", "acc", RATrain_PartialGradOfView>]> {
+  let summary = "backward of one layer for one micro-batch";
+  let description = [{
+    Computes the input gradient and accumulates the parameter gradient of
+    micro-batch `mb` into `acc` (the gradient of the previous micro-batches;
+    absent for the first).
+  }];
+  let arguments = (ins RATrain_AnyView:$view,
+                       RATrain_RecoveredActivation:$activation,
+                       Optional<RATrain_PartialGrad>:$acc,
+                       I64Attr:$micro_batch);
+  let results = (outs RATrain_PartialGrad:$grad);
+  let assemblyFormat = [{
+    $view `,` $activation (`acc` `(` $acc^ `)`)? `mb` `(` $micro_batch `)`
+    attr-dict `:` type($view) `,` type($activation)
+  }];
+  let hasVerifier = 1;
+}
+
+def RATrain_SendOp : RATrain_StageOp<"send"> {
+  let summary = "send a micro-batch's boundary tensor to a neighbour stage";
+  let description = [{
+    `activation`: the output of the stage's last layer, to stage + 1;
+    `gradient`: the gradient of the stage's input, to stage - 1. Sends are
+    buffered: the stage goes on at once.
+  }];
+  let arguments = (ins RATrain_PayloadAttr:$payload, I64Attr:$micro_batch,
+                       I64Attr:$peer);
+  let assemblyFormat = [{
+    $payload `mb` `(` $micro_batch `)` `to` `(` $peer `)` attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
+def RATrain_RecvOp : RATrain_StageOp<"recv"> {
+  let summary = "receive a micro-batch's boundary tensor from a neighbour";
+  let description = [{
+    Blocks the stage until the matching `ratrain.send` of `peer` arrives.
+  }];
+  let arguments = (ins RATrain_PayloadAttr:$payload, I64Attr:$micro_batch,
+                       I64Attr:$peer);
+  let assemblyFormat = [{
+    $payload `mb` `(` $micro_batch `)` `from` `(` $peer `)` attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Lifecycle
+//===----------------------------------------------------------------------===//
+
+def RATrain_GradReadyOp : RATrain_StageOp<"grad_ready", [
+    TypesMatchWith<"result is the ready gradient of the same layer",
+      "grad", "ready",
+      "::ratrain::GradType::get($_self.getContext(), "
+      "::llvm::cast<::ratrain::GradType>($_self).getLayer(), "
+      "::ratrain::GradPhase::Ready)">]> {
+  let summary = "mark a layer's gradient complete for this step";
+  let description = [{
+    The gradient is ready once the backward of the layer's last micro-batch
+    has finished; it may now be synchronized.
+  }];
+  let arguments = (ins RATrain_PartialGrad:$grad);
+  let results = (outs RATrain_ReadyGrad:$ready);
+  let assemblyFormat = "$grad attr-dict `:` type($grad)";
+}
+
+def RATrain_SyncOp : RATrain_StageOp<"sync"> {
+  let summary = "asynchronous collective over the data-parallel group";
+  let description = [{
+    `all_reduce` and `reduce_scatter` take a ready gradient and produce a
+    synced one (`reduce_scatter` keeps this rank's shard, as in ZeRO-2);
+    `all_gather` takes a parameter view and re-assembles it (ZeRO-1/2).
+    Returns at once with an async value; `ratrain.wait` completes it.
+
+    ```mlir
+    %t = ratrain.sync all_reduce %g hierarchy(flat)
+        : !ratrain.grad<3, ready> -> !ratrain.async<!ratrain.grad<3, synced>>
+    ```
+  }];
+  let arguments = (ins RATrain_SyncKindAttr:$kind, RATrain_AnyState:$state,
+                       RATrain_SyncHierarchyAttr:$hierarchy);
+  let results = (outs RATrain_AnyAsync:$pending);
+  let assemblyFormat = [{
+    $kind $state `hierarchy` `(` $hierarchy `)` attr-dict `:` type($state)
+    `->` type($pending)
+  }];
+  let hasVerifier = 1;
+}
+
+def RATrain_WaitOp : RATrain_StageOp<"wait", [
+    TypesMatchWith<"result is the async value's type", "pending", "value",
+      "::llvm::cast<::ratrain::AsyncType>($_self).getValue()">]> {
+  let summary = "wait for an asynchronous operation and take its value";
+  let arguments = (ins RATrain_AnyAsync:$pending);
+  let results = (outs AnyType:$value);
+  let assemblyFormat = "$pending attr-dict `:` type($pending)";
+}
+
+def RATrain_UpdateOp : RATrain_StageOp<"update", [
+    AllTypesMatch<["master", "new_master"]>,
+    AllTypesMatch<["opt_state", "new_opt_state"]>]> {
+  let summary = "optimizer step of one layer";
+  let description = [{
+    Applies the synced gradient to the FP32 master weights and the optimizer
+    state; the new master feeds `ratrain.view_prefetch`.
+  }];
+  let arguments = (ins RATrain_OptimizerAttr:$optimizer,
+                       RATrain_SyncedGrad:$grad, RATrain_AnyMaster:$master,
+                       RATrain_AnyOptState:$opt_state);
+  let results = (outs RATrain_AnyMaster:$new_master,
+                      RATrain_AnyOptState:$new_opt_state);
+  let assemblyFormat = [{
+    $optimizer $grad `,` $master `,` $opt_state attr-dict `:` type($grad) `,`
+    type($master) `,` type($opt_state)
+  }];
+  let hasVerifier = 1;
+}
+
+def RATrain_ViewPrefetchOp : RATrain_StageOp<"view_prefetch", [
+    TypesMatchWith<"result is an async view of the same layer",
+      "master", "pending",
+      "::ratrain::AsyncType::get($_self.getContext(), "
+      "::ratrain::ViewType::get($_self.getContext(), "
+      "::llvm::cast<::ratrain::MasterType>($_self).getLayer()))">]> {
+  let summary = "re-materialize a layer's parameter view and move it in place";
+  let description = [{
+    Casts the updated master weights to the low-precision view and moves it
+    to where the layer's next forward reads it. Asynchronous.
+  }];
+  let arguments = (ins RATrain_AnyMaster:$master);
+  let results = (outs RATrain_AnyAsync:$pending);
+  let assemblyFormat = "$master attr-dict `:` type($master)";
+}
+
+def RATrain_OffloadOp : RATrain_StageOp<"offload", [
+    TypesMatchWith<"result is the async offloaded state", "state", "pending",
+      "::ratrain::AsyncType::get($_self.getContext(), "
+      "::ratrain::OffloadedType::get($_self.getContext(), $_self))">]> {
+  let summary = "move a state out of DDR";
+  let description = [{
+    Frees the state's DDR while it is not needed (storage offload as in
+    GriNNder; host offload). `ratrain.reload` brings it back.
+  }];
+  let arguments = (ins RATrain_AnyState:$state, RATrain_StorageTierAttr:$tier);
+  let results = (outs RATrain_AnyAsync:$pending);
+  let assemblyFormat = [{
+    $state `to` `(` $tier `)` attr-dict `:` type($state)
+  }];
+}
+
+def RATrain_ReloadOp : RATrain_StageOp<"reload", [
+    TypesMatchWith<"result is the async reloaded state", "offloaded",
+      "pending",
+      "::ratrain::AsyncType::get($_self.getContext(), "
+      "::llvm::cast<::ratrain::OffloadedType>($_self).getState())">]> {
+  let summary = "bring an offloaded state back into DDR";
+  let arguments = (ins RATrain_AnyOffloaded:$offloaded);
+  let results = (outs RATrain_AnyAsync:$pending);
+  let assemblyFormat = "$offloaded attr-dict `:` type($offloaded)";
+}
+
+#endif // RATRAIN_OPS_TD

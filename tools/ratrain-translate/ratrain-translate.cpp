@@ -1,0 +1,16 @@
+//===- ratrain-translate.cpp - RATrain's translation driver ---------------===//
+//
+// mlir-translate for RATrain: --import-hf-config (config.json -> ratrain) and
+// the emitters of lowered programs.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ratrain/Target/ImportHFConfig.h"
+
+#include "mlir/Tools/mlir-translate/MlirTranslateMain.h"
+
+int main(int argc, char **argv) {
+  ratrain::registerImportHFConfigTranslation();
+  return mlir::failed(
+      mlir::mlirTranslateMain(argc, argv, "RATrain translation driver"));
+}
