@@ -27,7 +27,7 @@ LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                int64_t clusters, int64_t pp, int64_t dp,
                                int64_t microBatchSize, int64_t microBatches,
                                int64_t zero, ArrayRef<int64_t> stageLayers,
-                               ArrayRef<RecomputePolicy> recompute,
+                               ArrayRef<Recompute> recompute,
                                int64_t stepMicros, int64_t peakBytes) {
   if (pp < 1 || dp < 1 || microBatchSize < 1 || microBatches < 1)
     return emitError() << "plan needs pp, dp, micro_batch_size and "

@@ -59,7 +59,7 @@ def RATrain_ActivationKind : I32EnumAttr<"ActivationKind",
   }];
 }
 
-def RATrain_RecomputePolicy : I32EnumAttr<"RecomputePolicy",
+def RATrain_RecomputePolicy : I32EnumAttr<"Recompute",
     "activation recovery policy of a stage", [
   I32EnumAttrCase<"None", 0, "none">,
   I32EnumAttrCase<"Selective", 1, "selective">,
@@ -130,7 +130,7 @@ def RATrain_StorageTier : I32EnumAttr<"StorageTier",
 def RATrain_StorageTierAttr : EnumAttr<RATrain_Dialect, RATrain_StorageTier,
                                        "tier">;
 
-def RATrain_LifecyclePolicy : I32EnumAttr<"LifecyclePolicy",
+def RATrain_LifecyclePolicy : I32EnumAttr<"SchedulePolicy",
     "how lifecycle operations are placed", [
   I32EnumAttrCase<"RATrain", 0, "ratrain">,
   I32EnumAttrCase<"GpuStyle", 1, "gpu_style">
@@ -181,7 +181,7 @@ def RATrain_PlanAttr : RATrain_Attr<"Plan", "plan"> {
     "int64_t":$micro_batches,
     "int64_t":$zero,
     ArrayRefParameter<"int64_t">:$stage_layers,
-    ArrayRefParameter<"::ratrain::RecomputePolicy">:$recompute,
+    ArrayRefParameter<"::ratrain::Recompute">:$recompute,
     "int64_t":$step_us,
     "int64_t":$peak_bytes
   );

@@ -331,9 +331,9 @@ LogicalResult StageOp::verifyRegions() {
            << expected.size() << " block arguments starting with "
            << expected.front() << ")";
 
-  auto yield = dyn_cast<YieldOp>(getBody().front().getTerminator());
-  if (!yield)
-    return emitOpError("must end with ratrain.yield");
+  // The terminator is a ratrain.yield: the core verifier and
+  // SingleBlockImplicitTerminator ensure it.
+  YieldOp yield = getYield();
   if (SmallVector<Type>(yield.getStates().getTypes()) != expected)
     return yield.emitOpError("must return the stage's states, in the order of "
                              "its block arguments");
@@ -401,10 +401,6 @@ LogicalResult BackwardOp::verify() {
   if (getActivation().getType().getLayer() != layer)
     return emitOpError("uses activations of layer ")
            << getActivation().getType().getLayer()
-           << " in the backward of layer " << layer;
-  if (getAcc() && cast<GradType>(getAcc().getType()).getLayer() != layer)
-    return emitOpError("accumulates into the gradient of layer ")
-           << cast<GradType>(getAcc().getType()).getLayer()
            << " in the backward of layer " << layer;
   if (std::optional<int64_t> mb = getProducerMicroBatch(getActivation()))
     if (*mb != getMicroBatch())

@@ -1,0 +1,115 @@
+//===- Plan.cpp - --ratrain-plan ------------------------------------------===//
+//
+// Attaches the fastest training configuration that fits the machine's usable
+// DDR to every ratrain.model, using the resource-aware planner
+// (ratrain/Planner/Planner.h).
+//
+//===----------------------------------------------------------------------===//
+
+#include "RATrain/RATrainOps.h"
+#include "ratrain/Planner/Planner.h"
+#include "ratrain/Transforms/PassUtils.h"
+#include "ratrain/Transforms/Passes.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+
+namespace ratrain {
+#define GEN_PASS_DEF_RATRAINPLAN
+#include "ratrain/Transforms/Passes.h.inc"
+} // namespace ratrain
+
+using namespace mlir;
+using namespace ratrain;
+
+namespace {
+
+/// The plan attribute for a planner result. The attribute counts model
+/// layers (embedding on stage 0, head on the last stage); the planner counts
+/// decoder layers.
+PlanAttr buildPlanAttr(MLIRContext *context, const Plan &plan,
+                       int64_t clusters) {
+  const ParallelConfig &config = plan.config;
+  SmallVector<int64_t> stageLayers;
+  SmallVector<Recompute> recompute;
+  for (int64_t stage = 0; stage < config.pipelineStages; ++stage) {
+    int64_t layers = config.stages[stage].numLayers;
+    if (config.isFirstStage(stage))
+      ++layers;
+    if (config.isLastStage(stage))
+      ++layers;
+    stageLayers.push_back(layers);
+    recompute.push_back(toIRRecompute(config.recompute[stage]));
+  }
+  return PlanAttr::get(context, clusters, config.pipelineStages,
+                       config.dataParallel, config.microBatchSize,
+                       config.numMicroBatches, static_cast<int64_t>(config.zero),
+                       stageLayers, recompute,
+                       static_cast<int64_t>(std::llround(plan.time.total * 1e6)),
+                       plan.peakBytes());
+}
+
+struct PlanPass : public ratrain::impl::RATrainPlanBase<PlanPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto models = llvm::to_vector(module.getOps<ModelOp>());
+    if (models.empty())
+      return;
+    FailureOr<MachineModel> machine = loadPassMachine(module, machineFile);
+    if (failed(machine))
+      return signalPassFailure();
+
+    PlanRequest request;
+    request.clusters = clusters > 0 ? int64_t(clusters)
+                                    : machine->totalClusters();
+    request.globalBatch = globalBatch;
+    if (request.globalBatch < 1) {
+      module.emitError("--ratrain-plan needs global-batch=<sequences>");
+      return signalPassFailure();
+    }
+    std::optional<LifecyclePolicy> lifecycle = parseLifecyclePolicy(policy);
+    if (!lifecycle) {
+      module.emitError("--ratrain-plan: unknown policy '")
+          << policy << "' (ratrain or gpu-style)";
+      return signalPassFailure();
+    }
+    request.policy = *lifecycle;
+    if (pipelineDepth > 0)
+      request.pipelineStages = pipelineDepth;
+    if (microBatchSize > 0)
+      request.microBatchSize = microBatchSize;
+    request.topK = std::max<int64_t>(1, showTop);
+
+    for (ModelOp model : models) {
+      ModelConfig config = model.toModelConfig();
+      llvm::Expected<PlanResult> result =
+          planTraining(config, *machine, request);
+      if (!result) {
+        model.emitError("no feasible plan for '")
+            << model.getSymName() << "' on " << request.clusters
+            << " clusters of '" << machine->name
+            << "': " << llvm::toString(result.takeError());
+        return signalPassFailure();
+      }
+      const Plan &best = result->plans.front();
+      model.setPlanAttr(
+          buildPlanAttr(&getContext(), best, request.clusters));
+      if (showTop > 0) {
+        std::string text;
+        llvm::raw_string_ostream os(text);
+        os << result->candidatesEvaluated << " candidates evaluated, "
+           << result->feasiblePlans << " fit "
+           << formatBytes(result->memoryCapBytes) << " per cluster\n";
+        printPlanTable(os, result->plans);
+        os << "\n";
+        printStageBreakdown(os, best, result->memoryCapBytes);
+        model.emitRemark() << text;
+      }
+    }
+  }
+};
+
+} // namespace
