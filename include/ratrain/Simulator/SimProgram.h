@@ -1,0 +1,213 @@
+//===- SimProgram.h - A training iteration as the simulator sees it -*- C++
+//-*-===//
+//
+// The simulator's input: for every pipeline stage, the ordered list of tasks
+// that one representative cluster of that stage issues during one training
+// iteration. Data-parallel replicas of a stage run the same program on
+// symmetric hardware, so one cluster per stage stands for all of them; the
+// pipeline stages and the dependencies between them are kept in full.
+//
+// Semantics, per stage (see docs/simulator.md):
+// - Tasks are issued in program order by the stage's compute stream.
+// - A compute task occupies the stream for its duration.
+// - DMA, send and collective tasks are asynchronous: issuing them takes no
+//   stream time and returns a Token; the transfer then proceeds on the DMA
+//   channels / network links of the cluster.
+// - A recv blocks the stream until the data of the matching send (same source
+//   stage, destination stage and tag) has arrived.
+// - A wait blocks the stream until the awaited async task has completed. A
+//   wait may name the *previous* iteration's instance of a task (a loop-carried
+//   dependency, e.g. the next forward waiting for the last iteration's gradient
+//   synchronization); in the first iteration such a wait is already satisfied.
+// - Alloc/free tasks change the stage's DDR footprint at their issue time.
+//
+// Plain C++ with LLVM Support; filled by tests, the synthetic 1F1B generator
+// and the adapter from the scheduled `ratrain` MLIR module.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RATRAIN_SIMULATOR_SIMPROGRAM_H
+#define RATRAIN_SIMULATOR_SIMPROGRAM_H
+
+#include "ratrain/Machine/MachineModel.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ratrain {
+namespace sim {
+
+/// What a compute task does; reports and timelines break busy time down by it.
+enum class ComputeKind : uint8_t {
+  Forward,
+  Backward,
+  Recompute,
+  Update,
+  ViewCast,
+  Other
+};
+constexpr unsigned kNumComputeKinds = 6;
+llvm::StringRef stringifyComputeKind(ComputeKind kind);
+
+/// Collective operations over a data-parallel group.
+enum class CollectiveKind : uint8_t { AllReduce, ReduceScatter, AllGather };
+llvm::StringRef stringifyCollectiveKind(CollectiveKind kind);
+
+/// Kinds of communication the compute stream can be blocked on; exposed
+/// (non-overlapped) communication is reported per kind.
+enum class CommKind : uint8_t { Dma, P2P, AllReduce, ReduceScatter, AllGather };
+constexpr unsigned kNumCommKinds = 5;
+llvm::StringRef stringifyCommKind(CommKind kind);
+CommKind getCommKind(CollectiveKind kind);
+
+/// Which of a cluster's network links a transfer uses.
+enum class LinkClass : uint8_t { IntraNode, InterNode };
+llvm::StringRef stringifyLinkClass(LinkClass link);
+
+/// Name of a collective algorithm ("ring", "tree", "hierarchical").
+llvm::StringRef stringifyAlgorithm(CollectiveAlgorithm algorithm);
+
+enum class TaskKind : uint8_t {
+  Compute,
+  Dma,
+  Send,
+  Recv,
+  Collective,
+  Wait,
+  Alloc,
+  Free
+};
+llvm::StringRef stringifyTaskKind(TaskKind kind);
+
+/// Handle of an asynchronous task of one stage (its index in the stage's task
+/// list). Only DMA, send and collective tasks produce tokens.
+struct Token {
+  static constexpr uint32_t kInvalid = ~0u;
+  uint32_t task = kInvalid;
+  bool isValid() const { return task != kInvalid; }
+};
+
+/// A collective over the data-parallel group of a stage.
+struct CollectiveSpec {
+  CollectiveKind kind = CollectiveKind::AllReduce;
+  /// Full buffer size n per member: the input of all-reduce and reduce-scatter,
+  /// the output of all-gather.
+  int64_t bytes = 0;
+  /// Group size k.
+  int64_t groupSize = 1;
+  /// Members of the group that share a node: k when the group stays inside one
+  /// node, 1 when every member is on its own node. Must divide k.
+  int64_t membersPerNode = 1;
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::Ring;
+
+  bool spansNodes() const { return membersPerNode < groupSize; }
+};
+
+/// One task of a stage program. Which fields are meaningful depends on `kind`.
+struct Task {
+  TaskKind kind = TaskKind::Compute;
+  ComputeKind computeKind = ComputeKind::Other; ///< Compute
+  LinkClass link = LinkClass::IntraNode;        ///< Send
+  bool previousIteration = false;               ///< Wait
+  uint32_t channel = 0; ///< Dma: DMA channel of the cluster.
+  uint32_t peer = 0;    ///< Send: destination stage; Recv: source stage.
+  uint32_t waitTask = Token::kInvalid; ///< Wait: awaited task index.
+  double seconds = 0;                  ///< Compute: duration.
+  double flops = 0;          ///< Compute: FLOPs performed (informational).
+  int64_t bytes = 0;         ///< Dma, Send, Recv, Alloc, Free.
+  uint64_t tag = 0;          ///< Send/Recv matching tag.
+  CollectiveSpec collective; ///< Collective
+};
+
+/// The program of one pipeline stage.
+class StageProgram {
+public:
+  StageProgram() = default;
+  explicit StageProgram(std::string name) : name(std::move(name)) {}
+
+  /// Display name ("stage 3").
+  std::string name;
+  /// DDR held for the whole iteration (parameters, gradients, optimizer
+  /// state, workspace); alloc/free tasks add to and remove from it.
+  int64_t residentBytes = 0;
+  /// Peak DDR assigned by buffer assignment, if known (0 = not given);
+  /// reported next to the peak the simulator tracks.
+  int64_t assignedPeakBytes = 0;
+
+  void addCompute(ComputeKind kind, double seconds, double flops,
+                  llvm::StringRef label);
+  Token addDma(int64_t bytes, uint32_t channel, llvm::StringRef label);
+  Token addSend(uint32_t toStage, int64_t bytes, uint64_t tag, LinkClass link,
+                llvm::StringRef label);
+  void addRecv(uint32_t fromStage, int64_t bytes, uint64_t tag,
+               llvm::StringRef label);
+  Token addCollective(const CollectiveSpec &spec, llvm::StringRef label);
+  /// Blocks until `token` completes; with `previousIteration`, until the
+  /// previous iteration's instance of that task completes.
+  void addWait(Token token, bool previousIteration = false,
+               llvm::StringRef label = "");
+  void addAlloc(int64_t bytes, llvm::StringRef label);
+  void addFree(int64_t bytes, llvm::StringRef label);
+
+  /// Appends a prepared task (the adapter's path); returns its token, valid
+  /// only for asynchronous tasks.
+  Token add(const Task &task, llvm::StringRef label);
+  /// Re-targets the wait at `index` (for loop-carried waits whose producer is
+  /// added after the wait).
+  void setWaitTarget(size_t index, Token token, bool previousIteration);
+
+  llvm::ArrayRef<Task> getTasks() const { return tasks; }
+  const Task &getTask(size_t index) const { return tasks[index]; }
+  llvm::StringRef getLabel(size_t index) const { return labels[index]; }
+  size_t size() const { return tasks.size(); }
+  void reserve(size_t n) {
+    tasks.reserve(n);
+    labels.reserve(n);
+  }
+
+  /// "task 12 (recv 'act mb3')" for messages.
+  std::string describeTask(size_t index) const;
+
+private:
+  std::vector<Task> tasks;
+  std::vector<std::string> labels;
+};
+
+/// One training iteration of the whole job.
+struct SimProgram {
+  std::string name;
+  std::vector<StageProgram> stages;
+  /// Data-parallel replicas of the pipeline (each stage runs on this many
+  /// clusters). Tensor parallelism, if any, is folded into a stage's cluster
+  /// group by the producer; `clustersPerStage` says how many clusters one
+  /// stage replica spans.
+  int64_t dataParallel = 1;
+  int64_t clustersPerStage = 1;
+  /// Tokens (sequence positions) processed per iteration by the whole job.
+  double tokensPerIteration = 0;
+  /// Model FLOPs per iteration of the whole job (6N per token plus attention,
+  /// without recomputation); the numerator of MFU.
+  double modelFlopsPerIteration = 0;
+
+  int64_t totalClusters() const {
+    return static_cast<int64_t>(stages.size()) * dataParallel *
+           clustersPerStage;
+  }
+  size_t totalTasks() const;
+
+  /// Checks the program: stage indices in range, each recv matches exactly one
+  /// send (and its byte count), tags unique per stage pair, waits name an
+  /// asynchronous task (earlier in the stage, or any with previousIteration),
+  /// collective groups consistent. Errors name the stage and the task.
+  llvm::Error verify() const;
+};
+
+} // namespace sim
+} // namespace ratrain
+
+#endif // RATRAIN_SIMULATOR_SIMPROGRAM_H

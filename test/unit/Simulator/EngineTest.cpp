@@ -1,0 +1,492 @@
+//===- EngineTest.cpp - Schedules, sharing, tokens, errors ----------------===//
+
+#include "TestMachine.h"
+
+#include "ratrain/Simulator/Simulator.h"
+#include "ratrain/Simulator/Synthetic1F1B.h"
+
+#include "gtest/gtest.h"
+
+using namespace ratrain;
+using namespace ratrain::sim;
+using namespace ratrain::sim::testing;
+
+namespace {
+
+unsigned comm(CommKind kind) { return static_cast<unsigned>(kind); }
+unsigned compute(ComputeKind kind) { return static_cast<unsigned>(kind); }
+
+/// A machine whose links have no latency and 2 B/s, so that a 1-byte message
+/// takes exactly 0.5 s.
+MachineModel makeHalfSecondMachine() {
+  MachineModel machine = makeTestMachine();
+  machine.network.intraNode = {2.0, 0.0};
+  return machine;
+}
+
+/// The 1F1B schedule of 2 stages and 2 micro-batches written out by hand:
+/// forward 1 s, backward 2 s per micro-batch, activation and gradient
+/// messages of `bytes` bytes over the intra-node link.
+SimProgram handWritten1F1B(int64_t bytes) {
+  SimProgram program;
+  program.name = "hand 1F1B";
+  program.stages.emplace_back("first");
+  program.stages.emplace_back("last");
+  StageProgram &s0 = program.stages[0];
+  StageProgram &s1 = program.stages[1];
+  const LinkClass link = LinkClass::IntraNode;
+  // Stage 0: F0 F1 B0 B1 (one warm-up forward).
+  s0.addCompute(ComputeKind::Forward, 1, 10, "F0");
+  s0.addSend(1, bytes, 0, link, "act0");
+  s0.addCompute(ComputeKind::Forward, 1, 10, "F1");
+  s0.addSend(1, bytes, 2, link, "act1");
+  s0.addRecv(1, bytes, 1, "grad0");
+  s0.addCompute(ComputeKind::Backward, 2, 20, "B0");
+  s0.addRecv(1, bytes, 3, "grad1");
+  s0.addCompute(ComputeKind::Backward, 2, 20, "B1");
+  // Stage 1: F0 B0 F1 B1.
+  s1.addRecv(0, bytes, 0, "act0");
+  s1.addCompute(ComputeKind::Forward, 1, 10, "F0");
+  s1.addCompute(ComputeKind::Backward, 2, 20, "B0");
+  s1.addSend(0, bytes, 1, link, "grad0");
+  s1.addRecv(0, bytes, 2, "act1");
+  s1.addCompute(ComputeKind::Forward, 1, 10, "F1");
+  s1.addCompute(ComputeKind::Backward, 2, 20, "B1");
+  s1.addSend(0, bytes, 3, link, "grad1");
+  program.tokensPerIteration = 90;
+  program.modelFlopsPerIteration = 120;
+  return program;
+}
+
+TEST(Pipeline, HandComputedTwoStageTwoMicroBatchWithoutCommunicationCost) {
+  // Stage 0: F0 [0,1] F1 [1,2] B0 [4,6] B1 [7,9];
+  // stage 1: F0 [1,2] B0 [2,4] F1 [4,5] B1 [5,7].
+  // Step = (m + p - 1)(F + B) = 9; bubble = (p-1)/(m+p-1) = 1/3.
+  MachineModel machine = makeTestMachine();
+  machine.network.intraNode.latency = 0;
+  SimOptions options;
+  options.iterations = 3;
+  SimReport report = expectOk(simulate(handWritten1F1B(0), machine, options));
+  EXPECT_DOUBLE_EQ(report.firstIterationTime, 9.0);
+  EXPECT_DOUBLE_EQ(report.stepTime, 9.0);
+  ASSERT_EQ(report.iterationEnd.size(), 3u);
+  EXPECT_DOUBLE_EQ(report.iterationEnd[2], 27.0);
+  for (const StageReport &stage : report.stageReports) {
+    EXPECT_DOUBLE_EQ(stage.totalBusy(), 6.0);
+    EXPECT_DOUBLE_EQ(stage.bubbleFraction, 1.0 / 3.0);
+    EXPECT_DOUBLE_EQ(stage.totalExposed(), 0.0);
+  }
+  EXPECT_DOUBLE_EQ(report.tokensPerSecond, 10.0);
+  // 120 FLOPs / (9 s * 2 clusters * 100 FLOP/s).
+  EXPECT_DOUBLE_EQ(report.mfu, 120.0 / 1800.0);
+}
+
+TEST(Pipeline, HandComputedTwoStageTwoMicroBatchWithMessages) {
+  // Every message takes 0.5 s. Stage 0: F0 [0,1] F1 [1,2], grad0 arrives at
+  // 5 -> B0 [5,7], grad1 at 8 -> B1 [8,10]. Stage 1: act0 at 1.5 -> F0
+  // [1.5,2.5] B0 [2.5,4.5], F1 [4.5,5.5] B1 [5.5,7.5]. Step = 9 + 2 * 0.5.
+  SimOptions options;
+  options.iterations = 3;
+  SimReport report =
+      expectOk(simulate(handWritten1F1B(1), makeHalfSecondMachine(), options));
+  EXPECT_DOUBLE_EQ(report.firstIterationTime, 10.0);
+  EXPECT_DOUBLE_EQ(report.stepTime, 10.0);
+  // Stage 0 is blocked [2,5] and [7,8]; the last 0.5 s of each is the
+  // transfer (exposed p2p), the rest waiting for stage 1's backward (bubble).
+  const StageReport &first = report.stageReports[0];
+  EXPECT_DOUBLE_EQ(first.exposed[comm(CommKind::P2P)], 1.0);
+  EXPECT_DOUBLE_EQ(first.bubbleFraction, 0.3);
+  // Stage 1 waits for act0 of the next iteration: sent at 11, arrives 11.5.
+  const StageReport &last = report.stageReports[1];
+  EXPECT_DOUBLE_EQ(last.exposed[comm(CommKind::P2P)], 0.5);
+  EXPECT_DOUBLE_EQ(last.bubbleFraction, 1.0 - 6.0 / 10.0 - 0.05);
+}
+
+TEST(Pipeline, SyntheticGeneratorReproducesTheHandWrittenSchedule) {
+  Synthetic1F1BConfig config;
+  config.stages = 2;
+  config.microBatches = 2;
+  config.forwardSeconds = 1;
+  config.backwardSeconds = 2;
+  config.activationBytes = 1;
+  config.pipelineLink = LinkClass::IntraNode;
+  SimProgram program = buildSynthetic1F1B(config);
+  SimReport report = expectOk(simulate(program, makeHalfSecondMachine()));
+  EXPECT_DOUBLE_EQ(report.stepTime, 10.0);
+}
+
+TEST(Pipeline, BubbleMatchesTheOneFOneBFormula) {
+  // Without communication cost every stage idles (p-1)/(m+p-1) of the step.
+  Synthetic1F1BConfig config;
+  config.stages = 4;
+  config.microBatches = 8;
+  config.layersPerStage = 2;
+  config.forwardSeconds = 1;
+  config.backwardSeconds = 2;
+  config.pipelineLink = LinkClass::IntraNode;
+  MachineModel machine = makeTestMachine();
+  machine.network.intraNode.latency = 0;
+  SimReport report = expectOk(simulate(buildSynthetic1F1B(config), machine));
+  const double p = 4, m = 8, perMicroBatch = 2 * (1 + 2);
+  EXPECT_DOUBLE_EQ(report.stepTime, (m + p - 1) * perMicroBatch);
+  for (const StageReport &stage : report.stageReports)
+    EXPECT_NEAR(stage.bubbleFraction, (p - 1) / (m + p - 1), 1e-12);
+}
+
+TEST(LinkSharing, TwoConcurrentSendsTakeTwiceAsLong) {
+  // Two 10-byte sends leave stage 0 at t=0 on one 2 B/s link: each gets
+  // 1 B/s and both arrive at 10 s (one alone would take 5 s).
+  SimProgram program;
+  program.stages.emplace_back("a");
+  program.stages.emplace_back("b");
+  program.stages[0].addSend(1, 10, 0, LinkClass::IntraNode, "x");
+  program.stages[0].addSend(1, 10, 1, LinkClass::IntraNode, "y");
+  program.stages[1].addRecv(0, 10, 0, "x");
+  program.stages[1].addRecv(0, 10, 1, "y");
+  SimOptions options;
+  options.iterations = 1;
+  options.recordTrace = true;
+  SimReport report =
+      expectOk(simulate(program, makeHalfSecondMachine(), options));
+  EXPECT_DOUBLE_EQ(report.stepTime, 10.0);
+  int sends = 0;
+  for (const TraceInterval &interval : report.trace)
+    if (interval.lane == Lane::Network) {
+      EXPECT_DOUBLE_EQ(interval.start, 0.0);
+      EXPECT_DOUBLE_EQ(interval.end, 10.0);
+      ++sends;
+    }
+  EXPECT_EQ(sends, 2);
+}
+
+TEST(LinkSharing, RatesAreRecomputedWhenATransferStarts) {
+  // x (10 B) starts at 0 alone at 2 B/s; y (10 B) joins at t=2 when x has 6 B
+  // left: both at 1 B/s, x ends at 8, then y (4 B left) runs alone: ends 10.
+  SimProgram program;
+  program.stages.emplace_back("a");
+  program.stages.emplace_back("b");
+  StageProgram &a = program.stages[0];
+  a.addSend(1, 10, 0, LinkClass::IntraNode, "x");
+  a.addCompute(ComputeKind::Other, 2, 0, "delay");
+  a.addSend(1, 10, 1, LinkClass::IntraNode, "y");
+  StageProgram &b = program.stages[1];
+  b.addRecv(0, 10, 0, "x");
+  b.addCompute(ComputeKind::Other, 100, 0, "after x");
+  b.addRecv(0, 10, 1, "y");
+  SimOptions options;
+  options.iterations = 1;
+  SimReport report =
+      expectOk(simulate(program, makeHalfSecondMachine(), options));
+  // b starts its compute when x arrives at 8.
+  EXPECT_DOUBLE_EQ(report.stepTime, 108.0);
+  EXPECT_DOUBLE_EQ(report.stageReports[0].iterationEnd[0], 10.0);
+}
+
+TEST(LinkSharing, ReceiverLinkIsSharedToo) {
+  // Stages 0 and 2 both send 10 B to stage 1: different outgoing links, one
+  // incoming link at 2 B/s -> both arrive at 10 s.
+  SimProgram program;
+  for (const char *name : {"a", "b", "c"})
+    program.stages.emplace_back(name);
+  program.stages[0].addSend(1, 10, 0, LinkClass::IntraNode, "x");
+  program.stages[2].addSend(1, 10, 0, LinkClass::IntraNode, "z");
+  program.stages[1].addRecv(0, 10, 0, "x");
+  program.stages[1].addRecv(2, 10, 0, "z");
+  SimOptions options;
+  options.iterations = 1;
+  SimReport report =
+      expectOk(simulate(program, makeHalfSecondMachine(), options));
+  EXPECT_DOUBLE_EQ(report.stepTime, 10.0);
+  EXPECT_DOUBLE_EQ(report.stageReports[0].iterationEnd[0], 10.0);
+}
+
+TEST(Dma, ChannelsShareBandwidthAndOneChannelIsFifo) {
+  // 8 B at 4 B/s: 2 s alone.
+  auto run = [](uint32_t secondChannel) {
+    SimProgram program;
+    program.stages.emplace_back("s");
+    StageProgram &s = program.stages[0];
+    Token first = s.addDma(8, 0, "first");
+    s.addDma(8, secondChannel, "second");
+    s.addWait(first);
+    s.addCompute(ComputeKind::Other, 100, 0, "after first");
+    SimOptions options;
+    options.iterations = 1;
+    return expectOk(simulate(program, makeTestMachine(), options));
+  };
+  // Same channel: the first runs alone (done at 2), the second queues.
+  SimReport fifo = run(0);
+  EXPECT_DOUBLE_EQ(fifo.stepTime, 102.0);
+  EXPECT_DOUBLE_EQ(fifo.stageReports[0].exposed[comm(CommKind::Dma)], 2.0);
+  // Two channels: both at 2 B/s, the first is done at 4.
+  SimReport shared = run(1);
+  EXPECT_DOUBLE_EQ(shared.stepTime, 104.0);
+}
+
+TEST(Tokens, WaitBlocksOnlyForTheNonOverlappedPart) {
+  // DMA of 40 B (10 s) overlapped by 4 s of compute: 6 s exposed.
+  SimProgram program;
+  program.stages.emplace_back("s");
+  StageProgram &s = program.stages[0];
+  Token token = s.addDma(40, 1, "load");
+  s.addCompute(ComputeKind::Forward, 4, 0, "work");
+  s.addWait(token);
+  s.addCompute(ComputeKind::Forward, 1, 0, "use");
+  SimOptions options;
+  options.iterations = 1;
+  SimReport report = expectOk(simulate(program, makeTestMachine(), options));
+  EXPECT_DOUBLE_EQ(report.stepTime, 11.0);
+  const StageReport &stage = report.stageReports[0];
+  EXPECT_DOUBLE_EQ(stage.exposed[comm(CommKind::Dma)], 6.0);
+  EXPECT_DOUBLE_EQ(stage.busy[compute(ComputeKind::Forward)], 5.0);
+  EXPECT_DOUBLE_EQ(stage.bubbleFraction, 0.0);
+}
+
+TEST(Tokens, WaitOnACompletedTokenCostsNothing) {
+  SimProgram program;
+  program.stages.emplace_back("s");
+  StageProgram &s = program.stages[0];
+  Token token = s.addDma(4, 0, "load"); // 1 s
+  s.addCompute(ComputeKind::Forward, 3, 0, "work");
+  s.addWait(token);
+  SimOptions options;
+  options.iterations = 1;
+  SimReport report = expectOk(simulate(program, makeTestMachine(), options));
+  EXPECT_DOUBLE_EQ(report.stepTime, 3.0);
+  EXPECT_DOUBLE_EQ(report.stageReports[0].totalExposed(), 0.0);
+}
+
+TEST(Tokens, LoopCarriedWaitOverlapsTheNextIteration) {
+  // wait(previous collective); compute 1 s; all-reduce of 5 s issued at the
+  // end. Iteration 1: compute [0,1], collective [1,6]. Iteration 2 blocks
+  // until 6, computes [6,7], collective [7,12]; the step is 6 s with 5 s of
+  // exposed all-reduce. The collective of the last iteration counts towards
+  // its end.
+  MachineModel machine = makeTestMachine();
+  machine.network.intraNode = {1.0, 0.0};
+  SimProgram program;
+  program.stages.emplace_back("s");
+  StageProgram &s = program.stages[0];
+  s.addWait(Token(), true, "wait last sync");
+  s.addCompute(ComputeKind::Forward, 1, 0, "work");
+  CollectiveSpec spec;
+  spec.kind = CollectiveKind::AllReduce;
+  spec.bytes = 5; // 2 steps of 2.5 B at 1 B/s
+  spec.groupSize = 2;
+  spec.membersPerNode = 2;
+  Token token = s.addCollective(spec, "sync");
+  s.setWaitTarget(0, token, true);
+  SimOptions options;
+  options.iterations = 3;
+  SimReport report = expectOk(simulate(program, machine, options));
+  EXPECT_DOUBLE_EQ(report.firstIterationTime, 6.0);
+  EXPECT_DOUBLE_EQ(report.stepTime, 6.0);
+  EXPECT_DOUBLE_EQ(report.iterationEnd[2], 18.0);
+  EXPECT_DOUBLE_EQ(report.stageReports[0].exposed[comm(CommKind::AllReduce)],
+                   5.0);
+}
+
+TEST(Tokens, CollectiveSharesTheLinkWithPipelineTraffic) {
+  // A 2-member ring all-reduce of 20 B (2 steps of 10 B, 5 s each alone on a
+  // 2 B/s link) while a 10 B send uses the same outgoing link: the first step
+  // and the send share it (both done at 10), the second step runs alone (5 s).
+  SimProgram program;
+  program.stages.emplace_back("a");
+  program.stages.emplace_back("b");
+  CollectiveSpec spec;
+  spec.bytes = 20;
+  spec.groupSize = 2;
+  spec.membersPerNode = 2;
+  Token sync = program.stages[0].addCollective(spec, "sync");
+  program.stages[0].addSend(1, 10, 0, LinkClass::IntraNode, "act");
+  program.stages[0].addWait(sync);
+  program.stages[1].addRecv(0, 10, 0, "act");
+  SimOptions options;
+  options.iterations = 1;
+  SimReport report =
+      expectOk(simulate(program, makeHalfSecondMachine(), options));
+  EXPECT_DOUBLE_EQ(report.stageReports[0].iterationEnd[0], 15.0);
+  EXPECT_DOUBLE_EQ(report.stageReports[1].iterationEnd[0], 10.0);
+}
+
+TEST(Errors, RecvWithoutSendIsReportedNotHung) {
+  SimProgram program;
+  program.stages.emplace_back("producer");
+  program.stages.emplace_back("consumer");
+  program.stages[0].addCompute(ComputeKind::Forward, 1, 0, "F0");
+  program.stages[1].addRecv(0, 8, 42, "act mb0");
+  std::string message = expectError(simulate(program, makeTestMachine()));
+  EXPECT_NE(message.find("stage 1 'consumer'"), std::string::npos) << message;
+  EXPECT_NE(message.find("task 0 (recv 'act mb0')"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("no matching send"), std::string::npos) << message;
+}
+
+TEST(Errors, CyclicRecvsAreADeadlockNamingEveryBlockedStage) {
+  // Each stage receives before it sends.
+  SimProgram program;
+  program.stages.emplace_back("a");
+  program.stages.emplace_back("b");
+  program.stages[0].addRecv(1, 4, 0, "from b");
+  program.stages[0].addSend(1, 4, 0, LinkClass::IntraNode, "to b");
+  program.stages[1].addRecv(0, 4, 0, "from a");
+  program.stages[1].addSend(0, 4, 0, LinkClass::IntraNode, "to a");
+  std::string message = expectError(simulate(program, makeTestMachine()));
+  EXPECT_NE(message.find("deadlock"), std::string::npos) << message;
+  EXPECT_NE(message.find("stage 0 'a', task 0 (recv 'from b')"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("stage 1 'b', task 0 (recv 'from a')"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("is never issued"), std::string::npos) << message;
+}
+
+TEST(Errors, InvalidWaitsAndGroups) {
+  SimProgram forward;
+  forward.stages.emplace_back("s");
+  forward.stages[0].addWait(Token{1});
+  forward.stages[0].addDma(4, 0, "later");
+  EXPECT_NE(expectError(simulate(forward, makeTestMachine()))
+                .find("issued later in the iteration"),
+            std::string::npos);
+
+  SimProgram onCompute;
+  onCompute.stages.emplace_back("s");
+  onCompute.stages[0].addCompute(ComputeKind::Forward, 1, 0, "F");
+  onCompute.stages[0].addWait(Token{0});
+  EXPECT_NE(expectError(simulate(onCompute, makeTestMachine()))
+                .find("not asynchronous"),
+            std::string::npos);
+
+  SimProgram group;
+  group.stages.emplace_back("s");
+  CollectiveSpec spec;
+  spec.groupSize = 6;
+  spec.membersPerNode = 4;
+  group.stages[0].addCollective(spec, "odd");
+  EXPECT_NE(expectError(simulate(group, makeTestMachine()))
+                .find("invalid collective group"),
+            std::string::npos);
+
+  SimProgram channel;
+  channel.stages.emplace_back("s");
+  channel.stages[0].addDma(4, 7, "far channel");
+  EXPECT_NE(
+      expectError(simulate(channel, makeTestMachine())).find("DMA channel 7"),
+      std::string::npos);
+
+  SimProgram noLink;
+  noLink.stages.emplace_back("a");
+  noLink.stages.emplace_back("b");
+  noLink.stages[0].addSend(1, 4, 0, LinkClass::InterNode, "x");
+  noLink.stages[1].addRecv(0, 4, 0, "x");
+  MachineModel machine = makeTestMachine();
+  machine.network.interNode.bandwidth = 0;
+  EXPECT_NE(
+      expectError(simulate(noLink, machine)).find("no inter-node bandwidth"),
+      std::string::npos);
+}
+
+TEST(Memory, PeakDdrFollowsAllocAndFree) {
+  SimProgram program;
+  program.stages.emplace_back("s");
+  StageProgram &s = program.stages[0];
+  s.residentBytes = 900;
+  s.addAlloc(60, "a");
+  s.addAlloc(50, "b");
+  s.addFree(60, "a");
+  s.addAlloc(30, "c");
+  s.addFree(50, "b");
+  s.addFree(30, "c");
+  SimReport report = expectOk(simulate(program, makeTestMachine()));
+  EXPECT_EQ(report.stageReports[0].peakDdrBytes, 1010);
+  EXPECT_TRUE(report.stageReports[0].exceedsDdr); // machine has 1000 B
+  EXPECT_EQ(report.maxPeakDdrBytes, 1010);
+}
+
+TEST(Memory, ActivationsOfTheFirstStagePeakAtPMicroBatches) {
+  // In 1F1B, stage i holds at most p - i micro-batches of activations.
+  Synthetic1F1BConfig config;
+  config.stages = 4;
+  config.microBatches = 8;
+  config.layersPerStage = 2;
+  config.storedActivationBytesPerLayer = 10;
+  config.residentBytes = 100;
+  config.pipelineLink = LinkClass::IntraNode;
+  SimReport report =
+      expectOk(simulate(buildSynthetic1F1B(config), makeTestMachine()));
+  for (int64_t i = 0; i < 4; ++i)
+    EXPECT_EQ(report.stageReports[i].peakDdrBytes, 100 + (4 - i) * 2 * 10)
+        << "stage " << i;
+}
+
+TEST(Lifecycle, PerLayerPlacementHidesGradientSync) {
+  Synthetic1F1BConfig config;
+  config.stages = 4;
+  config.microBatches = 8;
+  config.layersPerStage = 4;
+  config.dataParallel = 4;
+  config.dpMembersPerNode = 4;
+  config.forwardSeconds = 1;
+  config.backwardSeconds = 2;
+  config.updateSeconds = 0.5;
+  config.gradientBytesPerLayer = 40;
+  config.pipelineLink = LinkClass::IntraNode;
+  MachineModel machine = makeTestMachine();
+  SimReport gpuStyle = expectOk(simulate(buildSynthetic1F1B(config), machine));
+  config.placement = LifecyclePlacement::PerLayer;
+  SimReport perLayer = expectOk(simulate(buildSynthetic1F1B(config), machine));
+  EXPECT_LT(perLayer.stepTime, gpuStyle.stepTime);
+  EXPECT_LT(perLayer.maxExposed[comm(CommKind::AllReduce)],
+            gpuStyle.maxExposed[comm(CommKind::AllReduce)]);
+  // The whole-model sync of 4 layers (160 B over 4 members) is fully exposed.
+  CollectiveSpec whole;
+  whole.bytes = 160;
+  whole.groupSize = 4;
+  whole.membersPerNode = 4;
+  EXPECT_NEAR(gpuStyle.maxExposed[comm(CommKind::AllReduce)],
+              collectiveTime(whole, machine.network), 1e-9);
+}
+
+TEST(Determinism, EqualInputsGiveIdenticalRuns) {
+  Synthetic1F1BConfig config;
+  config.stages = 6;
+  config.microBatches = 12;
+  config.layersPerStage = 3;
+  config.dataParallel = 8;
+  config.dpMembersPerNode = 2;
+  config.syncAlgorithm = CollectiveAlgorithm::Hierarchical;
+  config.activationBytes = 3;
+  config.gradientBytesPerLayer = 17;
+  config.placement = LifecyclePlacement::PerLayer;
+  SimProgram program = buildSynthetic1F1B(config);
+  SimOptions options;
+  options.recordTrace = true;
+  SimReport a = expectOk(simulate(program, makeTestMachine(), options));
+  SimReport b = expectOk(simulate(program, makeTestMachine(), options));
+  EXPECT_EQ(a.stepTime, b.stepTime);
+  EXPECT_EQ(a.events, b.events);
+  ASSERT_EQ(a.trace.size(), b.trace.size());
+  for (size_t i = 0; i < a.trace.size(); ++i) {
+    EXPECT_EQ(a.trace[i].start, b.trace[i].start);
+    EXPECT_EQ(a.trace[i].end, b.trace[i].end);
+  }
+}
+
+TEST(Report, PrintsTheSummaryFields) {
+  SimReport report =
+      expectOk(simulate(handWritten1F1B(1), makeHalfSecondMachine()));
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  report.print(os);
+  for (const char *field :
+       {"step-time-s: 10\n", "tokens-per-s: 9.00\n", "mfu-percent: 6.00\n",
+        "bubble-max-percent: 35.00\n", "exposed-p2p-s: 1\n",
+        "exposed-all-reduce-s: 0\n", "peak-ddr-max-gib: 0.000\n",
+        "stage 1: name='last'"})
+    EXPECT_NE(text.find(field), std::string::npos) << field << "\n" << text;
+  EXPECT_DOUBLE_EQ(stepTimeErrorPercent(10.5, 10.0), 5.0);
+}
+
+} // namespace
