@@ -1,0 +1,144 @@
+//===- Checkpoint.h - Sharded HuggingFace-style checkpoints -----*- C++ -*-===//
+//
+// A checkpoint is a directory `<root>/step-<NNNNNNNN>/` holding
+//   model-<s>-of-<pp>.safetensors     parameters of pipeline stage s (1-based),
+//                                     HuggingFace LLaMA names
+//   optimizer-<s>-of-<pp>.safetensors Adam state: "<param>.exp_avg",
+//                                     "<param>.exp_avg_sq"
+//   model.safetensors.index.json      {"metadata": {"total_size"},
+//                                      "weight_map": {name: file}} (as HF)
+//   optimizer.safetensors.index.json  the same for the optimizer state
+//   trainer_state.json                step, data position, seed, layout and
+//                                     the model shape
+// plus `<root>/latest`, a one-line file naming the newest complete step.
+//
+// Atomicity: every file is written via AtomicFile into a staging directory
+// `<root>/.step-<N>.partial`; only when all shards and indexes are written is
+// the staging directory renamed to `step-<N>` and `latest` replaced
+// (atomically). A crash at any point leaves every existing checkpoint and
+// `latest` as they were. See Runtime::saveCheckpoint for the multi-rank
+// protocol.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RATRAIN_RUNTIME_CHECKPOINT_H
+#define RATRAIN_RUNTIME_CHECKPOINT_H
+
+#include "ratrain/Model/ModelConfig.h"
+#include "ratrain/runtime/Arena.h"
+#include "ratrain/runtime/Data.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ratrain::rt {
+
+/// One parameter tensor of the model with its HuggingFace name.
+struct ParamSpec {
+  std::string name;
+  std::vector<int64_t> shape;
+  /// Decoder layer, or -1 for the embedding and -2 for the final norm and LM
+  /// head.
+  int64_t layer = -1;
+  uint64_t numElements() const;
+};
+
+/// Every parameter of a LLaMA-style model in HuggingFace order and naming:
+/// model.embed_tokens.weight; per layer self_attn.{q,k,v,o}_proj.weight (plus
+/// q/k/v biases for Qwen2; W_pack for Baichuan), mlp.{gate,up,down}_proj
+/// .weight, input_layernorm.weight, post_attention_layernorm.weight; then
+/// model.norm.weight and lm_head.weight (absent with tied embeddings).
+/// Shapes are HF's [out_features, in_features].
+std::vector<ParamSpec> llamaParameters(const ModelConfig &model);
+
+/// Which decoder layers each pipeline stage holds: stage s holds layers
+/// [firstLayer[s], firstLayer[s + 1]). Stage 0 also holds the embedding, the
+/// last stage the final norm and the LM head.
+struct StagePartition {
+  std::vector<int64_t> firstLayer; ///< pp + 1 entries, 0 .. numLayers.
+  int numStages() const { return int(firstLayer.size()) - 1; }
+  /// Splits numLayers as evenly as possible, earlier stages taking the extra
+  /// layers.
+  static StagePartition even(int64_t numLayers, int pp);
+  /// Checks that the boundaries are increasing and cover all layers.
+  llvm::Error validate(int64_t numLayers) const;
+  int stageOfLayer(int64_t layer) const;
+};
+
+/// The parameters stage `stage` owns, in HuggingFace order.
+std::vector<ParamSpec> stageParameters(const ModelConfig &model,
+                                       const StagePartition &partition,
+                                       int stage);
+
+/// Where one parameter lives in the arena: fp32 master weights and, when the
+/// rank keeps them, the Adam moments (empty buffers when not).
+struct ParamSlot {
+  std::string name;
+  std::vector<int64_t> shape;
+  Buffer master;
+  Buffer expAvg;
+  Buffer expAvgSq;
+};
+
+/// Everything besides tensors needed to resume bit-identically.
+struct TrainerState {
+  uint64_t step = 0;         ///< Optimizer steps completed.
+  DataPosition data;         ///< Samples consumed by the loader.
+  uint64_t seed = 0;         ///< Data-order seed.
+  int pp = 1;
+  int dp = 1;
+};
+
+/// "model-00002-of-00004.safetensors" etc. (1-based stage, like HF).
+std::string modelShardName(int stage, int pp);
+std::string optimizerShardName(int stage, int pp);
+/// "step-00000042".
+std::string stepDirectoryName(uint64_t step);
+
+/// Writes stage `stage`'s model and optimizer shards into `directory` (each
+/// file atomically). Slots must be exactly the stage's parameters, with shapes
+/// matching `model`.
+llvm::Error writeStageShards(llvm::StringRef directory,
+                             const ModelConfig &model,
+                             const StagePartition &partition, int stage,
+                             llvm::ArrayRef<ParamSlot> slots,
+                             const TrainerState &state);
+
+/// Writes both indexes and trainer_state.json into `directory`.
+llvm::Error writeCheckpointIndex(llvm::StringRef directory,
+                                 const ModelConfig &model,
+                                 const StagePartition &partition,
+                                 const TrainerState &state);
+
+/// Renames the staging directory to `<root>/step-<N>` and points
+/// `<root>/latest` at it. An existing step-<N> is replaced only after the new
+/// one is in place.
+llvm::Error commitCheckpoint(llvm::StringRef root, llvm::StringRef staging,
+                             uint64_t step);
+
+/// The staging directory of a save of `step` under `root`.
+std::string stagingDirectory(llvm::StringRef root, uint64_t step);
+
+/// Resolves `path`: a step directory is returned as is; a root with a
+/// `latest` file resolves to the step it names. Errors name what is missing.
+llvm::Expected<std::string> resolveCheckpoint(llvm::StringRef path);
+
+/// Reads and validates trainer_state.json against the model shape.
+llvm::Expected<TrainerState> readTrainerState(llvm::StringRef directory,
+                                              const ModelConfig &model);
+
+/// Loads the given parameters (and their Adam moments where the slots have
+/// buffers) from a checkpoint directory, looking each tensor up through the
+/// indexes, so the checkpoint may come from another pipeline partition.
+/// Every check (missing tensor, dtype, shape, checksum, truncation) names the
+/// file and tensor.
+llvm::Error loadSlots(llvm::StringRef directory, llvm::ArrayRef<ParamSlot> slots);
+
+} // namespace ratrain::rt
+
+#endif // RATRAIN_RUNTIME_CHECKPOINT_H

@@ -1,0 +1,144 @@
+//===- Data.h - Token files, byte-level tokenizer, data loader --*- C++ -*-===//
+//
+// Token file (little-endian):
+//   offset 0  char[8]  magic "RATRTOK\0"
+//   offset 8  uint32   version (1)
+//   offset 12 uint32   bytes per token id: 2 (uint16) or 4 (uint32)
+//   offset 16 uint64   number of tokens
+//   offset 24 uint32   vocabulary size (every id is below it)
+//   offset 28 uint32   reserved (0)
+//   offset 32          the token ids
+//
+// The byte-level tokenizer maps every byte of the text to the id of its value
+// (vocabulary 256), so decoding is the identity and round-trips any file.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RATRAIN_RUNTIME_DATA_H
+#define RATRAIN_RUNTIME_DATA_H
+
+#include "ratrain/runtime/Arena.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ratrain::rt {
+
+constexpr char kTokenFileMagic[8] = {'R', 'A', 'T', 'R', 'T', 'O', 'K', '\0'};
+constexpr uint32_t kTokenFileVersion = 1;
+constexpr uint64_t kTokenFileHeaderBytes = 32;
+/// Vocabulary of the byte-level tokenizer.
+constexpr uint32_t kByteVocab = 256;
+
+/// Byte-level tokenizer: byte b -> id b.
+std::vector<uint32_t> tokenizeBytes(llvm::StringRef text);
+/// Inverse of tokenizeBytes; an id >= 256 is an error naming its position.
+llvm::Expected<std::string> detokenizeBytes(llvm::ArrayRef<uint32_t> ids);
+
+/// Writes a token file atomically (temporary file in the same directory,
+/// fsync, rename). `bytesPerToken` is 2 or 4; ids must fit it and be below
+/// `vocab`.
+llvm::Error writeTokenFile(llvm::StringRef path,
+                           llvm::ArrayRef<uint32_t> ids, uint32_t vocab,
+                           unsigned bytesPerToken = 2);
+
+/// A token file mapped read-only and validated (magic, version, width,
+/// size matches the header).
+class TokenFile {
+public:
+  static llvm::Expected<TokenFile> open(llvm::StringRef path);
+
+  uint64_t size() const { return count; }
+  uint32_t vocab() const { return vocabSize; }
+  unsigned bytesPerToken() const { return width; }
+  const std::string &path() const { return fileName; }
+  uint32_t operator[](uint64_t index) const;
+  /// Copies ids [start, start + n) into `out` (uint32 each).
+  void read(uint64_t start, uint64_t n, uint32_t *out) const;
+  /// Every id as uint32 (tests and tools).
+  std::vector<uint32_t> all() const;
+
+private:
+  std::shared_ptr<llvm::MemoryBuffer> file;
+  std::string fileName;
+  const unsigned char *ids = nullptr;
+  uint64_t count = 0;
+  uint32_t vocabSize = 0;
+  unsigned width = 2;
+};
+
+/// Where the loader stands: the number of samples (windows) consumed by the
+/// whole data-parallel group. Saved in checkpoints; resuming from it repeats
+/// exactly the same samples.
+struct DataPosition {
+  uint64_t samples = 0;
+};
+
+/// Cuts a token file into non-overlapping windows of seqLen + 1 tokens
+/// (inputs and shifted labels), shuffles them per epoch with a seeded
+/// permutation (SplitMix64 + Fisher-Yates, identical on every platform) and
+/// deals each micro-batch of dp x microBatch windows round-robin: data rank d
+/// takes windows d*microBatch .. d*microBatch + microBatch - 1 of it.
+class DataLoader {
+public:
+  struct Options {
+    int64_t seqLen = 0;
+    int64_t microBatch = 1;
+    int dpSize = 1;
+    int dpIndex = 0;
+    uint64_t seed = 0;
+  };
+  /// Fails when the file holds fewer than dpSize * microBatch windows or when
+  /// an option is invalid (the message names it).
+  static llvm::Expected<DataLoader> create(TokenFile file, Options options);
+
+  /// Windows in one epoch.
+  uint64_t windowsPerEpoch() const { return numWindows; }
+  /// Tokens of one window: seqLen + 1.
+  uint64_t windowTokens() const { return uint64_t(opts.seqLen) + 1; }
+  /// Bytes of one micro-batch as int32 ids: microBatch x (seqLen + 1) x 4.
+  uint64_t microBatchBytes() const {
+    return uint64_t(opts.microBatch) * windowTokens() * 4;
+  }
+
+  DataPosition position() const { return pos; }
+  void seek(DataPosition position) { pos = position; }
+
+  /// Fills `out` (at least microBatchBytes(), row-major microBatch x
+  /// (seqLen + 1) int32 ids) with this rank's next micro-batch and advances
+  /// the position by dpSize x microBatch samples. Allocates only when an
+  /// epoch starts (the permutation).
+  void next(Buffer out);
+  /// Same into a plain array.
+  void next(int32_t *out);
+
+  /// Window index (in token units: window w starts at w * seqLen) of global
+  /// sample `sample`.
+  uint64_t windowOfSample(uint64_t sample);
+
+  const Options &options() const { return opts; }
+  const TokenFile &tokens() const { return file; }
+
+private:
+  DataLoader(TokenFile file, Options options, uint64_t windows);
+  void preparePermutation(uint64_t epoch);
+
+  TokenFile file;
+  Options opts;
+  uint64_t numWindows = 0;
+  DataPosition pos;
+  uint64_t permutationEpoch = UINT64_MAX;
+  std::vector<uint64_t> permutation;
+  std::vector<uint32_t> scratch;
+};
+
+} // namespace ratrain::rt
+
+#endif // RATRAIN_RUNTIME_DATA_H

@@ -1,0 +1,49 @@
+//===- Layout.h - Ranks, pipeline stages and data-parallel groups -*- C++ -*-=//
+//
+// One MPI rank per compute cluster. A job of pp x dp ranks is laid out
+// stage-major: rank = stage * dp + dpIndex, so the dp replicas of a stage are
+// adjacent ranks (and, with a block rank mapping, usually share a node: the
+// gradient all-reduce, the heaviest collective, then stays node-local as far
+// as possible).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RATRAIN_RUNTIME_LAYOUT_H
+#define RATRAIN_RUNTIME_LAYOUT_H
+
+#include "llvm/ADT/StringRef.h"
+
+#include <optional>
+
+namespace ratrain::rt {
+
+/// The communicators a program names.
+enum class Group : unsigned char {
+  World,         ///< All ranks.
+  Pipeline,      ///< The pp stages of one data-parallel replica; rank = stage.
+  Data,          ///< The dp replicas of one stage; rank = dp index.
+  DataNodeLocal, ///< The part of the Data group on this node.
+  DataCrossNode, ///< Data-group ranks with the same node-local index: one per
+                 ///< node (the second level of a hierarchical all-reduce).
+  NodeLocal,     ///< All ranks on this node (MPI_Comm_split_type SHARED).
+};
+constexpr unsigned kNumGroups = 6;
+
+/// "world", "pipeline", "data", "data.node", "data.cross", "node".
+llvm::StringRef stringifyGroup(Group group);
+std::optional<Group> parseGroup(llvm::StringRef name);
+
+/// The pp x dp grid.
+struct Layout {
+  int pp = 1;
+  int dp = 1;
+
+  int worldSize() const { return pp * dp; }
+  int stageOf(int rank) const { return rank / dp; }
+  int dpIndexOf(int rank) const { return rank % dp; }
+  int rankOf(int stage, int dpIndex) const { return stage * dp + dpIndex; }
+};
+
+} // namespace ratrain::rt
+
+#endif // RATRAIN_RUNTIME_LAYOUT_H

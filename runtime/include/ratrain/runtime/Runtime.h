@@ -1,0 +1,226 @@
+//===- Runtime.h - The API an emitted training program calls ----*- C++ -*-===//
+//
+// One Runtime object per rank. It initializes MPI, builds the pipeline,
+// data-parallel and node-local communicators, maps the DDR/GSM/AM arenas of
+// exactly the planned capacities, and issues asynchronous collectives,
+// point-to-point transfers and DMAs that return Tokens. See docs/runtime.md
+// for how each `mt3k` op maps onto these calls.
+//
+// Threading: all runtime calls are made from one thread (the program's main
+// thread). With ProgressMode::Thread a progress thread owns every MPI call
+// after start-up and drives outstanding requests while the main thread
+// computes; with ProgressMode::Inline requests progress only inside
+// runtime calls (test, wait, poll).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RATRAIN_RUNTIME_RUNTIME_H
+#define RATRAIN_RUNTIME_RUNTIME_H
+
+#include "ratrain/runtime/Arena.h"
+#include "ratrain/runtime/Checkpoint.h"
+#include "ratrain/runtime/Dma.h"
+#include "ratrain/runtime/Layout.h"
+#include "ratrain/runtime/StepLog.h"
+#include "ratrain/runtime/Token.h"
+
+#include "llvm/ADT/ArrayRef.h"
+
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace ratrain::rt {
+
+class CommEngine;
+
+/// Element types of collectives. BF16 and F16 travel as 16-bit integers and
+/// are summed by a user-defined MPI operation that accumulates each pairwise
+/// sum in fp32 and rounds to nearest-even.
+enum class ElemType : unsigned char { F32, BF16, F16, I32, I64, U8 };
+unsigned getElemBytes(ElemType type);
+llvm::StringRef stringifyElemType(ElemType type);
+
+enum class ReduceOp : unsigned char { Sum, Max, Min };
+
+/// How outstanding MPI requests make progress while the program computes.
+enum class ProgressMode : unsigned char {
+  /// A progress thread issues every MPI call and polls outstanding requests
+  /// (MPI_Testsome) every `pollMicros` microseconds; it sleeps on a
+  /// condition variable when nothing is outstanding.
+  Thread,
+  /// No helper thread: requests progress only inside test/wait/poll.
+  Inline,
+};
+
+struct RuntimeOptions {
+  int pp = 1;
+  int dp = 1;
+  /// Planned arena capacities per rank, in bytes.
+  uint64_t ddrBytes = 0;
+  uint64_t gsmBytes = 0;
+  uint64_t amBytes = 0;
+  /// Usable DDR of one cluster; a plan whose ddrBytes exceed it is rejected
+  /// at start-up. 0 = unlimited. Environment: RATRAIN_DDR_LIMIT_BYTES.
+  uint64_t ddrLimitBytes = 0;
+  /// Arena alignment (a power of two).
+  uint64_t arenaAlignment = 64;
+  /// Environment: RATRAIN_PROGRESS=thread|inline.
+  ProgressMode progress = ProgressMode::Thread;
+  /// Polling interval of the progress thread. Env: RATRAIN_PROGRESS_POLL_US.
+  unsigned pollMicros = 20;
+  /// An operation outstanding longer than this is a fatal error (a peer is
+  /// dead or hung). Environment: RATRAIN_COMM_TIMEOUT_S.
+  double commTimeoutSeconds = 300;
+  /// DMA helper threads; 0 = synchronous copies. Env: RATRAIN_DMA_THREADS.
+  unsigned dmaThreads = 1;
+  /// Size of the token pool: the most operations outstanding at once.
+  uint32_t maxOutstanding = 4096;
+
+  /// Overrides fields from the RATRAIN_* environment variables above; a
+  /// malformed value is fatal and names the variable.
+  void applyEnvironment();
+};
+
+class Runtime {
+public:
+  /// Initializes MPI (MPI_THREAD_MULTIPLE requested; SERIALIZED is the least
+  /// the progress thread needs), checks world size == pp * dp, builds the
+  /// communicators (MPI_ERRORS_RETURN on all of them), maps the arenas and
+  /// starts the progress and DMA threads. Any failure is fatal. Applies the
+  /// environment to `options` first.
+  Runtime(int &argc, char **&argv, RuntimeOptions options);
+  /// Waits for nothing: fatal if operations are still outstanding, then stops
+  /// the helper threads, frees the communicators and finalizes MPI.
+  ~Runtime();
+  Runtime(const Runtime &) = delete;
+  Runtime &operator=(const Runtime &) = delete;
+
+  //===--- Layout ---------------------------------------------------------===//
+  const Layout &layout() const { return grid; }
+  int rank() const { return worldRank; }
+  int worldSize() const { return grid.worldSize(); }
+  int stage() const { return grid.stageOf(worldRank); }
+  int dpIndex() const { return grid.dpIndexOf(worldRank); }
+  int numStages() const { return grid.pp; }
+  int dpSize() const { return grid.dp; }
+  bool isFirstStage() const { return stage() == 0; }
+  bool isLastStage() const { return stage() == grid.pp - 1; }
+  int groupSize(Group group) const;
+  int groupRank(Group group) const;
+  const RuntimeOptions &options() const { return opts; }
+
+  //===--- Memory ---------------------------------------------------------===//
+  Arena &ddr() { return *ddrArena; }
+  Arena &gsm() { return *gsmArena; }
+  Arena &am() { return *amArena; }
+  Arena &arena(MemorySpace space);
+  /// Bounds-checked view of an arena (capacity violations are fatal).
+  Buffer buffer(MemorySpace space, uint64_t offset, uint64_t bytes) {
+    return arena(space).buffer(offset, bytes);
+  }
+
+  //===--- Collectives (all ranks of the group call them in the same order) ===//
+  /// In-place all-reduce of `data` (count = bytes / element size).
+  Token allReduce(Group group, Buffer data, ElemType type,
+                  ReduceOp op = ReduceOp::Sum);
+  /// Reduces `send` (groupSize x recv.bytes) and leaves block groupRank in
+  /// `recv`.
+  Token reduceScatter(Group group, Buffer send, Buffer recv, ElemType type,
+                      ReduceOp op = ReduceOp::Sum);
+  /// Gathers every rank's `send` into `recv` (groupSize x send.bytes) in
+  /// group-rank order.
+  Token allGather(Group group, Buffer send, Buffer recv);
+  /// Broadcasts `data` from group rank `root`.
+  Token broadcast(Group group, Buffer data, int root);
+  Token barrier(Group group);
+
+  //===--- Point-to-point ---------------------------------------------------===//
+  /// Sends `data` to group rank `peer` with `tag` (0 <= tag < 32768).
+  Token send(Group group, int peer, int tag, Buffer data);
+  Token recv(Group group, int peer, int tag, Buffer data);
+  /// Activations and gradients between pipeline stages of this replica.
+  Token sendToStage(int peerStage, int tag, Buffer data) {
+    return send(Group::Pipeline, peerStage, tag, data);
+  }
+  Token recvFromStage(int peerStage, int tag, Buffer data) {
+    return recv(Group::Pipeline, peerStage, tag, data);
+  }
+
+  //===--- DMA ------------------------------------------------------------===//
+  Token dma(Buffer dst, Buffer src) { return dmaEngine->copy(dst, src); }
+  Token dma2d(Buffer dst, uint64_t dstPitch, Buffer src, uint64_t srcPitch,
+              uint64_t rowBytes, uint64_t rows) {
+    return dmaEngine->copy2d(dst, dstPitch, src, srcPitch, rowBytes, rows);
+  }
+
+  //===--- Completion -----------------------------------------------------===//
+  /// True when the operation finished (releases the token).
+  bool test(Token token);
+  /// Blocks until the operation finished. Waiting longer than the
+  /// communication timeout is fatal and names the operation.
+  void wait(Token token);
+  void waitAll(llvm::ArrayRef<Token> tokens);
+  void waitAll(std::initializer_list<Token> tokens) {
+    waitAll(llvm::ArrayRef<Token>(tokens.begin(), tokens.size()));
+  }
+  /// Drives outstanding communication once. Needed only with
+  /// ProgressMode::Inline, where compute loops call it between kernels; a
+  /// no-op with the progress thread.
+  void poll();
+
+  //===--- Small blocking helpers (control plane, not the step path) ------===//
+  /// Minimum over the world of `value` (e.g. "did every rank succeed").
+  int64_t allReduceMin(int64_t value);
+  /// Gathers one double per rank, in world-rank order, on every rank.
+  std::vector<double> allGatherDoubles(double value);
+
+  //===--- Checkpoints and step logs (collective: every rank calls them) ---===//
+  /// Saves a checkpoint of `state.step` under `root` (a directory all ranks
+  /// see): rank 0 creates the staging directory; the dp-index-0 rank of every
+  /// stage writes its stage's model and optimizer shards from `slots` (its
+  /// own parameters); after all succeed rank 0 writes the indexes and
+  /// trainer_state.json and renames the staging directory into place. Any
+  /// failure on any rank removes the staging directory, leaves existing
+  /// checkpoints untouched and returns an error on every rank.
+  llvm::Error saveCheckpoint(llvm::StringRef root, const ModelConfig &model,
+                             const StagePartition &partition,
+                             const TrainerState &state,
+                             llvm::ArrayRef<ParamSlot> slots);
+  /// Loads this rank's `slots` from `path` (a step directory or a root with a
+  /// `latest` file) after validating the model shape; fails on every rank if
+  /// it fails on any. Returns the trainer state (step, data position, seed).
+  llvm::Expected<TrainerState> loadCheckpoint(llvm::StringRef path,
+                                              const ModelConfig &model,
+                                              llvm::ArrayRef<ParamSlot> slots);
+  /// Logs one step: gathers every rank's peak DDR arena bytes and the loss
+  /// (pass the loss on last-stage ranks, NaN elsewhere; rank 0 logs the mean
+  /// over the last stage's replicas) and writes through `logger` on rank 0
+  /// (`logger` may be null elsewhere). `tokens` counts the whole job's tokens
+  /// of this step.
+  void logStep(StepLogger *logger, uint64_t step, uint64_t totalSteps,
+               double loss, double tokens, double seconds);
+
+  /// The runtime in this process, or null.
+  static Runtime *current();
+
+private:
+  RuntimeOptions opts;
+  Layout grid;
+  int worldRank = 0;
+  /// Cached at start-up: with the progress thread, the main thread makes no
+  /// MPI calls.
+  int groupSizes[kNumGroups] = {};
+  int groupRanks[kNumGroups] = {};
+  std::unique_ptr<TokenPool> pool;
+  std::unique_ptr<CommEngine> comm;
+  std::unique_ptr<DmaEngine> dmaEngine;
+  std::unique_ptr<Arena> ddrArena, gsmArena, amArena;
+  std::optional<TokenPool::Clock::time_point> firstLogStart;
+};
+
+} // namespace ratrain::rt
+
+#endif // RATRAIN_RUNTIME_RUNTIME_H

@@ -1,0 +1,69 @@
+//===- StepLog.h - Per-step JSON log and terminal progress ------*- C++ -*-===//
+//
+// One JSON object per line and step:
+//   {"step":12,"loss":3.2101,"tokens":4096,"tokens_per_s":8123.4,
+//    "step_s":0.504,"elapsed_s":6.1,"peak_arena_bytes":[1048576, ...]}
+// (peak DDR arena bytes per world rank) and, when stderr is a terminal, a
+// progress line rewritten in place:
+//   step 12/100 | loss 3.2101 | 8.1k tok/s | 0.504 s/step | ETA 44s
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RATRAIN_RUNTIME_STEPLOG_H
+#define RATRAIN_RUNTIME_STEPLOG_H
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace ratrain::rt {
+
+struct StepRecord {
+  uint64_t step = 0;
+  uint64_t totalSteps = 0; ///< 0 when unknown (no ETA).
+  double loss = 0;
+  double tokens = 0;       ///< Tokens processed by the whole job this step.
+  double seconds = 0;      ///< Wall time of the step.
+  double elapsedSeconds = 0; ///< Since the first logged step started.
+  std::vector<uint64_t> peakArenaBytes; ///< Per world rank.
+};
+
+std::string formatStepJSON(const StepRecord &record);
+/// Progress line without a newline; ETA from the mean step time so far.
+std::string formatProgressLine(const StepRecord &record,
+                               uint64_t stepsLogged);
+/// "1h02m", "3m05s", "42s".
+std::string formatDuration(double seconds);
+
+/// Writes JSON lines to a file ("" = none, "-" = stdout) and the progress
+/// line to stderr when it is a terminal (or when forced).
+class StepLogger {
+public:
+  enum class Progress { Auto, Always, Never };
+  /// Opens (appends to) `jsonPath`; errors name the file.
+  static llvm::Expected<StepLogger> create(llvm::StringRef jsonPath,
+                                           Progress progress = Progress::Auto);
+  StepLogger(StepLogger &&other);
+  StepLogger &operator=(StepLogger &&) = delete;
+  ~StepLogger();
+
+  void log(const StepRecord &record);
+  /// Ends the progress line (newline) if one is showing.
+  void finish();
+
+private:
+  StepLogger() = default;
+  std::FILE *json = nullptr;
+  bool ownsJson = false;
+  bool progress = false;
+  bool progressShown = false;
+  uint64_t logged = 0;
+};
+
+} // namespace ratrain::rt
+
+#endif // RATRAIN_RUNTIME_STEPLOG_H

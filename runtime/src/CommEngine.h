@@ -1,0 +1,95 @@
+//===- CommEngine.h - MPI requests and their progress -----------*- C++ -*-===//
+//
+// Private to the runtime. Owns the communicators and every MPI request. In
+// thread mode the progress thread makes every MPI call after start-up: the
+// main thread only enqueues operation descriptors (no allocation: they sit in
+// an array indexed by token slot) and waits on tokens.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RATRAIN_RUNTIME_SRC_COMMENGINE_H
+#define RATRAIN_RUNTIME_SRC_COMMENGINE_H
+
+#include "ratrain/runtime/Runtime.h"
+
+#include <mpi.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace ratrain::rt {
+
+/// Throws the job down with a message naming `what` and MPI's error string
+/// when `code` is not MPI_SUCCESS.
+void checkMPI(int code, const char *what);
+
+class CommEngine {
+public:
+  enum class Kind : unsigned char {
+    AllReduce,
+    ReduceScatter,
+    AllGather,
+    Broadcast,
+    Barrier,
+    Send,
+    Recv
+  };
+  /// One operation; lives in `ops` at its token's slot index.
+  struct Op {
+    Kind kind;
+    MPI_Comm comm;
+    const void *send;
+    void *recv;
+    int count;
+    MPI_Datatype type;
+    MPI_Op op;
+    int peer; ///< Root for broadcast.
+    int tag;
+  };
+
+  CommEngine(TokenPool &pool, ProgressMode mode, unsigned pollMicros,
+             double timeoutSeconds);
+  ~CommEngine();
+
+  /// Enqueues (thread mode) or posts (inline mode) `op` for `token`.
+  void submit(Token token, const Op &op);
+  /// One progress step: posts queued operations, tests outstanding ones,
+  /// enforces the timeout. Inline mode only (the thread calls it itself).
+  void progress();
+  /// Stops the progress thread; outstanding operations are fatal.
+  void shutdown();
+  ProgressMode mode() const { return progressMode; }
+  double timeoutSeconds() const { return timeout; }
+
+private:
+  void post(uint32_t index);
+  bool testOutstanding();
+  void checkTimeouts();
+  void threadLoop();
+
+  TokenPool &pool;
+  ProgressMode progressMode;
+  unsigned pollMicros;
+  double timeout;
+  std::vector<Op> ops;
+  /// Submission ring (thread mode), guarded by `mutex`.
+  std::vector<uint32_t> queue;
+  uint64_t head = 0, tail = 0;
+  std::vector<uint32_t> drained;
+  /// Outstanding requests; only the progressing thread touches these.
+  std::vector<MPI_Request> requests;
+  std::vector<uint32_t> requestSlots;
+  std::vector<int> completedIndices;
+  std::vector<MPI_Status> statuses;
+  std::mutex mutex;
+  std::condition_variable wake;
+  bool stopping = false;
+  std::thread thread;
+};
+
+} // namespace ratrain::rt
+
+#endif // RATRAIN_RUNTIME_SRC_COMMENGINE_H

@@ -1,0 +1,534 @@
+//===- Runtime.cpp - The API an emitted training program calls ------------===//
+
+#include "ratrain/runtime/Runtime.h"
+#include "CommEngine.h"
+#include "ratrain/runtime/Error.h"
+#include "ratrain/runtime/Half.h"
+
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+
+using namespace ratrain::rt;
+
+namespace {
+Runtime *currentRuntime = nullptr;
+MPI_Comm communicators[kNumGroups] = {};
+MPI_Op bf16SumOp = MPI_OP_NULL;
+MPI_Op f16SumOp = MPI_OP_NULL;
+
+void abortJob(int exitCode) { MPI_Abort(MPI_COMM_WORLD, exitCode); }
+
+void bf16Sum(void *in, void *inout, int *length, MPI_Datatype *) {
+  auto *a = static_cast<const uint16_t *>(in);
+  auto *b = static_cast<uint16_t *>(inout);
+  for (int i = 0; i < *length; ++i)
+    b[i] = floatToBF16(bf16ToFloat(a[i]) + bf16ToFloat(b[i]));
+}
+
+void f16Sum(void *in, void *inout, int *length, MPI_Datatype *) {
+  auto *a = static_cast<const uint16_t *>(in);
+  auto *b = static_cast<uint16_t *>(inout);
+  for (int i = 0; i < *length; ++i)
+    b[i] = floatToF16(f16ToFloat(a[i]) + f16ToFloat(b[i]));
+}
+
+MPI_Datatype mpiType(ElemType type) {
+  switch (type) {
+  case ElemType::F32:
+    return MPI_FLOAT;
+  case ElemType::BF16:
+  case ElemType::F16:
+    return MPI_UINT16_T;
+  case ElemType::I32:
+    return MPI_INT32_T;
+  case ElemType::I64:
+    return MPI_INT64_T;
+  case ElemType::U8:
+    return MPI_UINT8_T;
+  }
+  return MPI_BYTE;
+}
+
+llvm::StringRef stringifyReduceOp(ReduceOp op) {
+  switch (op) {
+  case ReduceOp::Sum:
+    return "sum";
+  case ReduceOp::Max:
+    return "max";
+  case ReduceOp::Min:
+    return "min";
+  }
+  return "?";
+}
+
+MPI_Op mpiOp(ElemType type, ReduceOp op) {
+  if (type == ElemType::BF16 || type == ElemType::F16) {
+    if (op != ReduceOp::Sum)
+      fatal(llvm::formatv("reduction '{0}' on {1} is not supported (only "
+                          "sum); stage through f32",
+                          stringifyReduceOp(op), stringifyElemType(type)));
+    return type == ElemType::BF16 ? bf16SumOp : f16SumOp;
+  }
+  switch (op) {
+  case ReduceOp::Sum:
+    return MPI_SUM;
+  case ReduceOp::Max:
+    return MPI_MAX;
+  case ReduceOp::Min:
+    return MPI_MIN;
+  }
+  return MPI_SUM;
+}
+
+/// Element count of `buffer`, which must hold whole elements and fit an int.
+int elementCount(const Buffer &buffer, unsigned elemBytes, const char *what) {
+  if (buffer.bytes % elemBytes != 0)
+    fatal(llvm::formatv("{0}: buffer {1}[{2}, +{3}) is not a whole number of "
+                        "{4}-byte elements",
+                        what, stringifyMemorySpace(buffer.space),
+                        buffer.offset, buffer.bytes, elemBytes));
+  uint64_t count = buffer.bytes / elemBytes;
+  if (count > uint64_t(INT_MAX))
+    fatal(llvm::formatv("{0}: {1} elements exceed MPI's int count; split the "
+                        "buffer into buckets",
+                        what, count));
+  return int(count);
+}
+
+std::optional<double> parseEnvNumber(const char *name) {
+  const char *text = std::getenv(name);
+  if (!text || !*text)
+    return std::nullopt;
+  char *end = nullptr;
+  double value = std::strtod(text, &end);
+  if (*end != '\0' || value < 0)
+    fatal(llvm::formatv("environment variable {0}='{1}' is not a "
+                        "non-negative number",
+                        name, text));
+  return value;
+}
+} // namespace
+
+unsigned ratrain::rt::getElemBytes(ElemType type) {
+  switch (type) {
+  case ElemType::F32:
+  case ElemType::I32:
+    return 4;
+  case ElemType::BF16:
+  case ElemType::F16:
+    return 2;
+  case ElemType::I64:
+    return 8;
+  case ElemType::U8:
+    return 1;
+  }
+  return 1;
+}
+
+llvm::StringRef ratrain::rt::stringifyElemType(ElemType type) {
+  switch (type) {
+  case ElemType::F32:
+    return "f32";
+  case ElemType::BF16:
+    return "bf16";
+  case ElemType::F16:
+    return "f16";
+  case ElemType::I32:
+    return "i32";
+  case ElemType::I64:
+    return "i64";
+  case ElemType::U8:
+    return "u8";
+  }
+  return "?";
+}
+
+llvm::StringRef ratrain::rt::stringifyGroup(Group group) {
+  switch (group) {
+  case Group::World:
+    return "world";
+  case Group::Pipeline:
+    return "pipeline";
+  case Group::Data:
+    return "data";
+  case Group::DataNodeLocal:
+    return "data.node";
+  case Group::DataCrossNode:
+    return "data.cross";
+  case Group::NodeLocal:
+    return "node";
+  }
+  return "?";
+}
+
+std::optional<Group> ratrain::rt::parseGroup(llvm::StringRef name) {
+  return llvm::StringSwitch<std::optional<Group>>(name)
+      .Case("world", Group::World)
+      .Cases({"pipeline", "pp"}, Group::Pipeline)
+      .Cases({"data", "dp"}, Group::Data)
+      .Case("data.node", Group::DataNodeLocal)
+      .Case("data.cross", Group::DataCrossNode)
+      .Case("node", Group::NodeLocal)
+      .Default(std::nullopt);
+}
+
+void RuntimeOptions::applyEnvironment() {
+  if (const char *mode = std::getenv("RATRAIN_PROGRESS")) {
+    llvm::StringRef text(mode);
+    if (text == "thread")
+      progress = ProgressMode::Thread;
+    else if (text == "inline")
+      progress = ProgressMode::Inline;
+    else if (!text.empty())
+      fatal(llvm::formatv("environment variable RATRAIN_PROGRESS='{0}' must "
+                          "be 'thread' or 'inline'",
+                          text));
+  }
+  if (auto value = parseEnvNumber("RATRAIN_PROGRESS_POLL_US"))
+    pollMicros = unsigned(*value);
+  if (auto value = parseEnvNumber("RATRAIN_COMM_TIMEOUT_S"))
+    commTimeoutSeconds = *value;
+  if (auto value = parseEnvNumber("RATRAIN_DMA_THREADS"))
+    dmaThreads = unsigned(*value);
+  if (auto value = parseEnvNumber("RATRAIN_DDR_LIMIT_BYTES"))
+    ddrLimitBytes = uint64_t(*value);
+}
+
+Runtime *Runtime::current() { return currentRuntime; }
+
+Runtime::Runtime(int &argc, char **&argv, RuntimeOptions options)
+    : opts(options) {
+  if (currentRuntime)
+    fatal("only one ratrain::rt::Runtime may exist per process");
+  opts.applyEnvironment();
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  int provided = MPI_THREAD_SINGLE;
+  if (!initialized) {
+    if (MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided) !=
+        MPI_SUCCESS)
+      fatal("MPI_Init_thread failed");
+  } else {
+    MPI_Query_thread(&provided);
+  }
+  setAbortHook(abortJob);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  int size = 0;
+  checkMPI(MPI_Comm_rank(MPI_COMM_WORLD, &worldRank), "MPI_Comm_rank");
+  checkMPI(MPI_Comm_size(MPI_COMM_WORLD, &size), "MPI_Comm_size");
+  setFatalPrefix(llvm::formatv("rank {0}", worldRank).str());
+
+  int needed = opts.progress == ProgressMode::Thread ? MPI_THREAD_SERIALIZED
+                                                     : MPI_THREAD_FUNNELED;
+  if (provided < needed)
+    fatal(llvm::formatv("the MPI library provides thread level {0}, the "
+                        "{1} progress mode needs {2}",
+                        provided,
+                        opts.progress == ProgressMode::Thread ? "thread"
+                                                              : "inline",
+                        needed));
+  if (opts.pp < 1 || opts.dp < 1)
+    fatal(llvm::formatv("invalid layout pp={0} x dp={1}", opts.pp, opts.dp));
+  grid = Layout{opts.pp, opts.dp};
+  if (size != grid.worldSize())
+    fatal(llvm::formatv("the job has {0} ranks, but the plan needs pp {1} x "
+                        "dp {2} = {3} (mpirun -np {3})",
+                        size, grid.pp, grid.dp, grid.worldSize()));
+  setFatalPrefix(llvm::formatv("rank {0} (stage {1}, dp {2})", worldRank,
+                               stage(), dpIndex())
+                     .str());
+
+  // Communicators.
+  MPI_Comm world;
+  checkMPI(MPI_Comm_dup(MPI_COMM_WORLD, &world), "MPI_Comm_dup");
+  communicators[unsigned(Group::World)] = world;
+  checkMPI(MPI_Comm_split(world, dpIndex(), stage(),
+                          &communicators[unsigned(Group::Pipeline)]),
+           "MPI_Comm_split (pipeline group)");
+  checkMPI(MPI_Comm_split(world, stage(), dpIndex(),
+                          &communicators[unsigned(Group::Data)]),
+           "MPI_Comm_split (data-parallel group)");
+  checkMPI(MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, worldRank,
+                               MPI_INFO_NULL,
+                               &communicators[unsigned(Group::NodeLocal)]),
+           "MPI_Comm_split_type (node-local group)");
+  MPI_Comm data = communicators[unsigned(Group::Data)];
+  checkMPI(MPI_Comm_split_type(data, MPI_COMM_TYPE_SHARED, dpIndex(),
+                               MPI_INFO_NULL,
+                               &communicators[unsigned(Group::DataNodeLocal)]),
+           "MPI_Comm_split_type (node-local data-parallel group)");
+  int localIndex = 0;
+  checkMPI(MPI_Comm_rank(communicators[unsigned(Group::DataNodeLocal)],
+                         &localIndex),
+           "MPI_Comm_rank");
+  checkMPI(MPI_Comm_split(data, localIndex, dpIndex(),
+                          &communicators[unsigned(Group::DataCrossNode)]),
+           "MPI_Comm_split (cross-node data-parallel group)");
+  for (MPI_Comm comm : communicators)
+    checkMPI(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN),
+             "MPI_Comm_set_errhandler");
+  for (unsigned g = 0; g < kNumGroups; ++g) {
+    checkMPI(MPI_Comm_size(communicators[g], &groupSizes[g]), "MPI_Comm_size");
+    checkMPI(MPI_Comm_rank(communicators[g], &groupRanks[g]), "MPI_Comm_rank");
+  }
+  checkMPI(MPI_Op_create(bf16Sum, /*commute=*/1, &bf16SumOp),
+           "MPI_Op_create (bf16 sum)");
+  checkMPI(MPI_Op_create(f16Sum, /*commute=*/1, &f16SumOp),
+           "MPI_Op_create (f16 sum)");
+
+  // Memory.
+  if (opts.ddrLimitBytes && opts.ddrBytes > opts.ddrLimitBytes)
+    fatal(llvm::formatv("the plan needs {0} bytes of DDR per rank, but a "
+                        "rank has {1} bytes (RATRAIN_DDR_LIMIT_BYTES); "
+                        "re-plan with a smaller configuration",
+                        opts.ddrBytes, opts.ddrLimitBytes));
+  ddrArena = exitOnError(
+      Arena::create(MemorySpace::DDR, opts.ddrBytes, opts.arenaAlignment));
+  gsmArena = exitOnError(
+      Arena::create(MemorySpace::GSM, opts.gsmBytes, opts.arenaAlignment));
+  amArena = exitOnError(
+      Arena::create(MemorySpace::AM, opts.amBytes, opts.arenaAlignment));
+
+  // Engines. The progress thread starts last: from now on it owns MPI.
+  pool = std::make_unique<TokenPool>(std::max<uint32_t>(opts.maxOutstanding, 1));
+  dmaEngine = std::make_unique<DmaEngine>(*pool, opts.dmaThreads);
+  comm = std::make_unique<CommEngine>(*pool, opts.progress, opts.pollMicros,
+                                      opts.commTimeoutSeconds);
+  currentRuntime = this;
+}
+
+Runtime::~Runtime() {
+  if (uint32_t pending = pool->outstanding())
+    fatal(llvm::formatv("{0} asynchronous operations were never waited for "
+                        "at shutdown",
+                        pending));
+  comm->shutdown();
+  dmaEngine.reset();
+  comm.reset();
+  MPI_Op_free(&bf16SumOp);
+  MPI_Op_free(&f16SumOp);
+  for (MPI_Comm &c : communicators)
+    if (c != MPI_COMM_NULL && c != 0)
+      MPI_Comm_free(&c);
+  currentRuntime = nullptr;
+  setAbortHook(nullptr);
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized)
+    MPI_Finalize();
+}
+
+Arena &Runtime::arena(MemorySpace space) {
+  switch (space) {
+  case MemorySpace::DDR:
+    return *ddrArena;
+  case MemorySpace::GSM:
+    return *gsmArena;
+  case MemorySpace::AM:
+    return *amArena;
+  }
+  return *ddrArena;
+}
+
+int Runtime::groupSize(Group group) const {
+  return groupSizes[unsigned(group)];
+}
+
+int Runtime::groupRank(Group group) const {
+  return groupRanks[unsigned(group)];
+}
+
+namespace {
+/// Formats an operation description into `out` (no allocation).
+void describe(char (&out)[TokenPool::kWhatBytes], const char *kind,
+              Group group, const Buffer &buffer, const char *extra) {
+  std::snprintf(out, sizeof(out), "%s of %s[%llu, +%llu) on the %s group%s",
+                kind, stringifyMemorySpace(buffer.space).data(),
+                (unsigned long long)buffer.offset,
+                (unsigned long long)buffer.bytes,
+                stringifyGroup(group).data(), extra);
+}
+} // namespace
+
+Token Runtime::allReduce(Group group, Buffer data, ElemType type,
+                         ReduceOp op) {
+  char what[TokenPool::kWhatBytes];
+  char extra[48];
+  std::snprintf(extra, sizeof(extra), " (%s %s)",
+                stringifyElemType(type).data(), stringifyReduceOp(op).data());
+  describe(what, "all-reduce", group, data, extra);
+  int count = elementCount(data, getElemBytes(type), what);
+  MPI_Op mop = mpiOp(type, op);
+  Token token = pool->acquire(what);
+  comm->submit(token, {CommEngine::Kind::AllReduce,
+                       communicators[unsigned(group)], nullptr, data.data,
+                       count, mpiType(type), mop, 0, 0});
+  return token;
+}
+
+Token Runtime::reduceScatter(Group group, Buffer send, Buffer recv,
+                             ElemType type, ReduceOp op) {
+  char what[TokenPool::kWhatBytes];
+  char extra[48];
+  std::snprintf(extra, sizeof(extra), " (%s %s)",
+                stringifyElemType(type).data(), stringifyReduceOp(op).data());
+  describe(what, "reduce-scatter", group, send, extra);
+  int size = groupSize(group);
+  if (send.bytes != recv.bytes * uint64_t(size))
+    fatal(llvm::formatv("{0}: the send buffer must be {1} x the receive "
+                        "buffer ({2} bytes), got {3} bytes",
+                        what, size, recv.bytes, send.bytes));
+  int count = elementCount(recv, getElemBytes(type), what);
+  MPI_Op mop = mpiOp(type, op);
+  Token token = pool->acquire(what);
+  comm->submit(token, {CommEngine::Kind::ReduceScatter,
+                       communicators[unsigned(group)], send.data, recv.data,
+                       count, mpiType(type), mop, 0, 0});
+  return token;
+}
+
+Token Runtime::allGather(Group group, Buffer send, Buffer recv) {
+  char what[TokenPool::kWhatBytes];
+  describe(what, "all-gather", group, send, "");
+  int size = groupSize(group);
+  if (recv.bytes != send.bytes * uint64_t(size))
+    fatal(llvm::formatv("{0}: the receive buffer must be {1} x the send "
+                        "buffer ({2} bytes), got {3} bytes",
+                        what, size, send.bytes, recv.bytes));
+  int count = elementCount(send, 1, what);
+  Token token = pool->acquire(what);
+  comm->submit(token, {CommEngine::Kind::AllGather,
+                       communicators[unsigned(group)], send.data, recv.data,
+                       count, MPI_BYTE, MPI_OP_NULL, 0, 0});
+  return token;
+}
+
+Token Runtime::broadcast(Group group, Buffer data, int root) {
+  char what[TokenPool::kWhatBytes];
+  char extra[32];
+  std::snprintf(extra, sizeof(extra), " from %d", root);
+  describe(what, "broadcast", group, data, extra);
+  if (root < 0 || root >= groupSize(group))
+    fatal(llvm::formatv("{0}: root {1} is not a rank of the group (size {2})",
+                        what, root, groupSize(group)));
+  int count = elementCount(data, 1, what);
+  Token token = pool->acquire(what);
+  comm->submit(token, {CommEngine::Kind::Broadcast,
+                       communicators[unsigned(group)], nullptr, data.data,
+                       count, MPI_BYTE, MPI_OP_NULL, root, 0});
+  return token;
+}
+
+Token Runtime::barrier(Group group) {
+  char what[TokenPool::kWhatBytes];
+  std::snprintf(what, sizeof(what), "barrier on the %s group",
+                stringifyGroup(group).data());
+  Token token = pool->acquire(what);
+  comm->submit(token, {CommEngine::Kind::Barrier,
+                       communicators[unsigned(group)], nullptr, nullptr, 0,
+                       MPI_BYTE, MPI_OP_NULL, 0, 0});
+  return token;
+}
+
+Token Runtime::send(Group group, int peer, int tag, Buffer data) {
+  char what[TokenPool::kWhatBytes];
+  char extra[64];
+  std::snprintf(extra, sizeof(extra), " to %s rank %d, tag %d",
+                stringifyGroup(group).data(), peer, tag);
+  describe(what, "send", group, data, extra);
+  if (peer < 0 || peer >= groupSize(group) || peer == groupRank(group))
+    fatal(llvm::formatv("{0}: invalid peer {1} (group size {2}, self {3})",
+                        what, peer, groupSize(group), groupRank(group)));
+  if (tag < 0 || tag > 32767)
+    fatal(llvm::formatv("{0}: tag {1} is outside [0, 32767]", what, tag));
+  int count = elementCount(data, 1, what);
+  Token token = pool->acquire(what);
+  comm->submit(token, {CommEngine::Kind::Send, communicators[unsigned(group)],
+                       data.data, nullptr, count, MPI_BYTE, MPI_OP_NULL, peer,
+                       tag});
+  return token;
+}
+
+Token Runtime::recv(Group group, int peer, int tag, Buffer data) {
+  char what[TokenPool::kWhatBytes];
+  char extra[64];
+  std::snprintf(extra, sizeof(extra), " from %s rank %d, tag %d",
+                stringifyGroup(group).data(), peer, tag);
+  describe(what, "recv", group, data, extra);
+  if (peer < 0 || peer >= groupSize(group) || peer == groupRank(group))
+    fatal(llvm::formatv("{0}: invalid peer {1} (group size {2}, self {3})",
+                        what, peer, groupSize(group), groupRank(group)));
+  if (tag < 0 || tag > 32767)
+    fatal(llvm::formatv("{0}: tag {1} is outside [0, 32767]", what, tag));
+  int count = elementCount(data, 1, what);
+  Token token = pool->acquire(what);
+  comm->submit(token, {CommEngine::Kind::Recv, communicators[unsigned(group)],
+                       nullptr, data.data, count, MPI_BYTE, MPI_OP_NULL, peer,
+                       tag});
+  return token;
+}
+
+bool Runtime::test(Token token) {
+  if (comm->mode() == ProgressMode::Inline)
+    comm->progress();
+  return pool->test(token);
+}
+
+void Runtime::wait(Token token) {
+  if (pool->test(token))
+    return;
+  // The progress thread enforces the timeout on MPI requests; this deadline
+  // is the backstop for everything else (and for inline mode).
+  double limit = comm->timeoutSeconds();
+  auto issued = pool->issued(token);
+  for (;;) {
+    auto now = TokenPool::Clock::now();
+    if (limit > 0 &&
+        std::chrono::duration<double>(now - issued).count() > limit + 1.0)
+      fatal(llvm::formatv("timed out after {0} s waiting for '{1}'; a peer "
+                          "rank is probably dead or hung (limit: "
+                          "RATRAIN_COMM_TIMEOUT_S)",
+                          limit, pool->what(token)));
+    if (comm->mode() == ProgressMode::Inline) {
+      comm->progress();
+    } else {
+      pool->sleepUntilDone(token, now + std::chrono::milliseconds(200));
+    }
+    if (pool->test(token))
+      return;
+  }
+}
+
+void Runtime::waitAll(llvm::ArrayRef<Token> tokens) {
+  for (Token token : tokens)
+    wait(token);
+}
+
+void Runtime::poll() {
+  if (comm->mode() == ProgressMode::Inline)
+    comm->progress();
+}
+
+int64_t Runtime::allReduceMin(int64_t value) {
+  // Control-plane helper: uses memory outside the arenas on purpose (the
+  // plan does not reserve room for it).
+  int64_t result = value;
+  Buffer buffer{reinterpret_cast<std::byte *>(&result), 0, sizeof(result),
+                MemorySpace::DDR};
+  wait(allReduce(Group::World, buffer, ElemType::I64, ReduceOp::Min));
+  return result;
+}
+
+std::vector<double> Runtime::allGatherDoubles(double value) {
+  std::vector<double> values(static_cast<size_t>(worldSize()));
+  Buffer send{reinterpret_cast<std::byte *>(&value), 0, sizeof(double),
+              MemorySpace::DDR};
+  Buffer recv{reinterpret_cast<std::byte *>(values.data()), 0,
+              sizeof(double) * values.size(), MemorySpace::DDR};
+  wait(allGather(Group::World, send, recv));
+  return values;
+}

@@ -1,0 +1,142 @@
+//===- RuntimeCheckpoint.cpp - Collective checkpoints and step logs -------===//
+
+#include "ratrain/runtime/Error.h"
+#include "ratrain/runtime/Runtime.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+
+using namespace ratrain;
+using namespace ratrain::rt;
+
+namespace {
+/// Keeps the first local error; later ones are dropped.
+struct LocalStatus {
+  llvm::Error error = llvm::Error::success();
+  bool failed = false;
+  void set(llvm::Error e) {
+    if (!e)
+      return;
+    if (failed) {
+      llvm::consumeError(std::move(e));
+      return;
+    }
+    error = std::move(e);
+    failed = true;
+  }
+};
+} // namespace
+
+llvm::Error Runtime::saveCheckpoint(llvm::StringRef root,
+                                    const ModelConfig &model,
+                                    const StagePartition &partition,
+                                    const TrainerState &state,
+                                    llvm::ArrayRef<ParamSlot> slots) {
+  LocalStatus status;
+  std::string staging = stagingDirectory(root, state.step);
+  if (partition.numStages() != numStages())
+    status.set(makeError(llvm::formatv("checkpoint save: the partition has "
+                                       "{0} stages, the job {1}",
+                                       partition.numStages(), numStages())));
+  if (state.pp != numStages() || state.dp != dpSize())
+    status.set(makeError(llvm::formatv("checkpoint save: trainer state says "
+                                       "pp {0} x dp {1}, the job is {2} x {3}",
+                                       state.pp, state.dp, numStages(),
+                                       dpSize())));
+  // 1. Rank 0 prepares an empty staging directory.
+  if (rank() == 0 && !status.failed) {
+    if (std::error_code ec = llvm::sys::fs::create_directories(root))
+      status.set(makeError(llvm::formatv("{0}: cannot create the checkpoint "
+                                         "directory: {1}",
+                                         root, ec.message())));
+    else {
+      llvm::sys::fs::remove_directories(staging);
+      if (std::error_code ec = llvm::sys::fs::create_directory(staging))
+        status.set(makeError(llvm::formatv("{0}: cannot create the staging "
+                                           "directory: {1}",
+                                           staging, ec.message())));
+    }
+  }
+  bool ok = allReduceMin(status.failed ? 0 : 1) == 1;
+  // 2. One writer per stage.
+  if (ok && dpIndex() == 0)
+    status.set(writeStageShards(staging, model, partition, stage(), slots,
+                                state));
+  ok = ok && allReduceMin(status.failed ? 0 : 1) == 1;
+  // 3. Rank 0 publishes.
+  if (ok && rank() == 0) {
+    status.set(writeCheckpointIndex(staging, model, partition, state));
+    if (!status.failed)
+      status.set(commitCheckpoint(root, staging, state.step));
+  }
+  ok = ok && allReduceMin(status.failed ? 0 : 1) == 1;
+  if (!ok && rank() == 0)
+    llvm::sys::fs::remove_directories(staging);
+  if (status.failed)
+    return std::move(status.error);
+  if (!ok)
+    return makeError(llvm::formatv("checkpoint save of step {0} under {1} "
+                                   "failed on another rank; existing "
+                                   "checkpoints are untouched",
+                                   state.step, root));
+  return llvm::Error::success();
+}
+
+llvm::Expected<TrainerState>
+Runtime::loadCheckpoint(llvm::StringRef path, const ModelConfig &model,
+                        llvm::ArrayRef<ParamSlot> slots) {
+  LocalStatus status;
+  TrainerState state;
+  auto directory = resolveCheckpoint(path);
+  if (!directory) {
+    status.set(directory.takeError());
+  } else {
+    auto read = readTrainerState(*directory, model);
+    if (!read)
+      status.set(read.takeError());
+    else {
+      state = *read;
+      status.set(loadSlots(*directory, slots));
+    }
+  }
+  bool ok = allReduceMin(status.failed ? 0 : 1) == 1;
+  if (status.failed)
+    return std::move(status.error);
+  if (!ok)
+    return makeError(llvm::formatv("loading checkpoint {0} failed on another "
+                                   "rank",
+                                   path));
+  return state;
+}
+
+void Runtime::logStep(StepLogger *logger, uint64_t step, uint64_t totalSteps,
+                      double loss, double tokens, double seconds) {
+  auto now = TokenPool::Clock::now();
+  if (!firstLogStart)
+    firstLogStart = now - std::chrono::duration_cast<TokenPool::Clock::duration>(
+                              std::chrono::duration<double>(seconds));
+  std::vector<double> losses = allGatherDoubles(isLastStage() ? loss : NAN);
+  std::vector<double> peaks = allGatherDoubles(double(ddr().peakBytes()));
+  if (rank() != 0 || !logger)
+    return;
+  StepRecord record;
+  record.step = step;
+  record.totalSteps = totalSteps;
+  double sum = 0;
+  int count = 0;
+  for (int r = 0; r < worldSize(); ++r)
+    if (grid.stageOf(r) == grid.pp - 1) {
+      sum += losses[r];
+      ++count;
+    }
+  record.loss = count ? sum / count : NAN;
+  record.tokens = tokens;
+  record.seconds = seconds;
+  record.elapsedSeconds =
+      std::chrono::duration<double>(now - *firstLogStart).count();
+  for (double peak : peaks)
+    record.peakArenaBytes.push_back(uint64_t(peak));
+  logger->log(record);
+}

@@ -1,0 +1,131 @@
+//===- StepLog.cpp - Per-step JSON log and terminal progress --------------===//
+
+#include "ratrain/runtime/StepLog.h"
+#include "ratrain/runtime/Error.h"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+
+#include <unistd.h>
+
+using namespace ratrain::rt;
+
+std::string ratrain::rt::formatStepJSON(const StepRecord &record) {
+  llvm::json::Array peaks;
+  for (uint64_t bytes : record.peakArenaBytes)
+    peaks.push_back(bytes);
+  double rate = record.seconds > 0 ? record.tokens / record.seconds : 0.0;
+  llvm::json::Object object{{"step", record.step},
+                            {"tokens", record.tokens},
+                            {"tokens_per_s", rate},
+                            {"step_s", record.seconds},
+                            {"elapsed_s", record.elapsedSeconds},
+                            {"peak_arena_bytes", std::move(peaks)}};
+  // JSON has no NaN: a diverged loss is logged as null.
+  if (std::isfinite(record.loss))
+    object["loss"] = record.loss;
+  else
+    object["loss"] = nullptr;
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::json::Value(std::move(object));
+  os.flush();
+  return text;
+}
+
+std::string ratrain::rt::formatDuration(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0)
+    return "?";
+  uint64_t s = uint64_t(seconds + 0.5);
+  if (s >= 3600)
+    return llvm::formatv("{0}h{1:d2}m", s / 3600, (s / 60) % 60).str();
+  if (s >= 60)
+    return llvm::formatv("{0}m{1:d2}s", s / 60, s % 60).str();
+  return llvm::formatv("{0}s", s).str();
+}
+
+std::string ratrain::rt::formatProgressLine(const StepRecord &record,
+                                            uint64_t stepsLogged) {
+  double rate = record.seconds > 0 ? record.tokens / record.seconds : 0.0;
+  std::string rateText =
+      rate >= 1e6   ? llvm::formatv("{0:F1}M", rate / 1e6).str()
+      : rate >= 1e3 ? llvm::formatv("{0:F1}k", rate / 1e3).str()
+                    : llvm::formatv("{0:F0}", rate).str();
+  std::string line;
+  if (record.totalSteps)
+    line = llvm::formatv("step {0}/{1}", record.step, record.totalSteps);
+  else
+    line = llvm::formatv("step {0}", record.step);
+  line += llvm::formatv(" | loss {0:F4} | {1} tok/s | {2:F3} s/step",
+                        record.loss, rateText, record.seconds)
+              .str();
+  if (record.totalSteps && stepsLogged > 0) {
+    double mean = record.elapsedSeconds / double(stepsLogged);
+    double remaining =
+        record.step >= record.totalSteps
+            ? 0.0
+            : double(record.totalSteps - record.step) * mean;
+    line += " | ETA " + formatDuration(remaining);
+  }
+  return line;
+}
+
+llvm::Expected<StepLogger> StepLogger::create(llvm::StringRef jsonPath,
+                                              Progress progress) {
+  StepLogger logger;
+  if (jsonPath == "-") {
+    logger.json = stdout;
+  } else if (!jsonPath.empty()) {
+    std::string path = jsonPath.str();
+    logger.json = std::fopen(path.c_str(), "a");
+    if (!logger.json)
+      return makeError(llvm::formatv("{0}: cannot open the step log: {1}",
+                                     jsonPath, std::strerror(errno)));
+    logger.ownsJson = true;
+  }
+  logger.progress = progress == Progress::Always ||
+                    (progress == Progress::Auto && isatty(STDERR_FILENO));
+  return std::move(logger);
+}
+
+StepLogger::StepLogger(StepLogger &&other)
+    : json(other.json), ownsJson(other.ownsJson), progress(other.progress),
+      progressShown(other.progressShown), logged(other.logged) {
+  other.json = nullptr;
+  other.ownsJson = false;
+  other.progressShown = false;
+}
+
+StepLogger::~StepLogger() {
+  finish();
+  if (ownsJson && json)
+    std::fclose(json);
+}
+
+void StepLogger::log(const StepRecord &record) {
+  ++logged;
+  if (json) {
+    std::string line = formatStepJSON(record);
+    std::fprintf(json, "%s\n", line.c_str());
+    std::fflush(json);
+  }
+  if (progress) {
+    std::string line = formatProgressLine(record, logged);
+    // \r and "erase to end of line" rewrite the line in place.
+    std::fprintf(stderr, "\r%s\x1b[K", line.c_str());
+    std::fflush(stderr);
+    progressShown = true;
+  }
+}
+
+void StepLogger::finish() {
+  if (progressShown) {
+    std::fprintf(stderr, "\n");
+    std::fflush(stderr);
+    progressShown = false;
+  }
+}
