@@ -43,6 +43,11 @@ struct ClusterSpec {
   double peakFlopsF16 = 0; ///< FLOP/s, 16-bit inputs, fp32 accumulate
   double peakFlopsF32 = 0; ///< FLOP/s
   KernelEfficiency efficiency;
+  /// Attention kernels keep the s x s scores on chip (flash-style tiling
+  /// through AM/GSM): only per-row softmax statistics reach DDR. Machine-file
+  /// key `fused_attention` (default false: the scores are materialized, as
+  /// in the standard activation formulas).
+  bool fusedAttention = false;
 };
 
 /// Point-to-point link class: bandwidth per direction and per-message latency.

@@ -17,6 +17,7 @@
 #ifndef RATRAIN_PLANNER_MEMORYMODEL_H
 #define RATRAIN_PLANNER_MEMORYMODEL_H
 
+#include "ratrain/Machine/MachineModel.h"
 #include "ratrain/Model/ModelConfig.h"
 
 #include "llvm/ADT/StringRef.h"
@@ -99,8 +100,24 @@ struct ParallelConfig {
   /// entry per stage.
   llvm::Error validate(const ModelConfig &model) const;
 
-  /// "pp=4 dp=256 mbs=1 m=4 zero=1 layers=8,8,8,8 recompute=none,..." .
+  /// "pp=4 dp=256 mbs=1 m=4 zero=1 layers=7,8x2,9 recompute=fullx1,none"
+  /// (runs of equal stages as AxN: A for N stages; see formatLayerSplit).
   std::string describe() const;
+};
+
+/// Kernel properties that change the accounting.
+struct MemoryOptions {
+  /// Flash-style attention: the 5as^2b bytes of scores, softmax and dropout
+  /// mask of the standard formula are replaced by FP32 row statistics,
+  /// 4asb bytes; the transient buffer of a recomputed layer holds no scores.
+  bool fusedAttention = false;
+
+  /// The options a machine's kernels imply.
+  static MemoryOptions forMachine(const MachineModel &machine) {
+    MemoryOptions options;
+    options.fusedAttention = machine.cluster.fusedAttention;
+    return options;
+  }
 };
 
 /// Micro-batches whose activations stage `stage` holds at its peak under
@@ -111,7 +128,8 @@ int64_t inFlightMicroBatches(const ParallelConfig &config, int64_t stage);
 /// `microBatchSize` sequences (16-bit activations; the Korthikanti formulas
 /// with the model's s, h, a).
 int64_t layerActivationBytes(const ModelConfig &model, int64_t microBatchSize,
-                             RecomputePolicy policy);
+                             RecomputePolicy policy,
+                             const MemoryOptions &options = {});
 
 /// Parameters a stage owns: its layers, plus the embedding on stage 0 and
 /// the final norm + LM head on the last stage (with tied embeddings and
@@ -156,11 +174,13 @@ struct StageMemory {
 /// Peak DDR bytes per cluster of stage `stage` of `config`. The config must
 /// have been validated against `model`.
 StageMemory computeStageMemory(const ModelConfig &model,
-                               const ParallelConfig &config, int64_t stage);
+                               const ParallelConfig &config, int64_t stage,
+                               const MemoryOptions &options = {});
 
 /// computeStageMemory for every stage.
 std::vector<StageMemory> computeMemory(const ModelConfig &model,
-                                       const ParallelConfig &config);
+                                       const ParallelConfig &config,
+                                       const MemoryOptions &options = {});
 
 /// The same accounting for a stage described directly (used by the planner
 /// to size a stage before the whole split is known).
@@ -168,7 +188,8 @@ StageMemory computeStageMemory(const ModelConfig &model, int64_t stage,
                                int64_t pipelineStages, int64_t dataParallel,
                                int64_t microBatchSize, int64_t numMicroBatches,
                                StageLayers layers, RecomputePolicy recompute,
-                               ZeroStage zero);
+                               ZeroStage zero,
+                               const MemoryOptions &options = {});
 
 } // namespace ratrain
 

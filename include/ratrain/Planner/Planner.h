@@ -95,8 +95,9 @@ Plan evaluatePlan(const ModelConfig &model, const MachineModel &machine,
 std::string formatBytes(int64_t bytes);
 /// "1.23 s", "45.6 ms", "7.8 us".
 std::string formatSeconds(double seconds);
-/// Compact layer split "8,8,8,8" and policy list "none,none,full,full"
-/// (a single value when all stages agree).
+/// Compact layer split: runs of equal stages as AxN (A layers on each of N
+/// stages), "7,8x2,9"; policies likewise, "fullx2,nonex6", or a single name
+/// when all stages agree.
 std::string formatLayerSplit(const ParallelConfig &config);
 std::string formatRecompute(const ParallelConfig &config);
 

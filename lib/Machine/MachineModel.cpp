@@ -1,0 +1,477 @@
+//===- MachineModel.cpp - Machine files ----------------------------------===//
+//
+// Reads machine files with LLVM's YAML parser (JSON is accepted too: it is a
+// subset of YAML flow syntax). The schema is strict: every key must be known
+// and every value of the right type, so a typo never silently falls back to
+// a default. Errors read "<file>:<line>:<col>: <key path>: <what>".
+//
+//===----------------------------------------------------------------------===//
+
+#include "ratrain/Machine/MachineModel.h"
+
+#include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/YAMLParser.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+#include <functional>
+
+using namespace ratrain;
+
+llvm::StringRef
+ratrain::stringifyCollectiveAlgorithm(CollectiveAlgorithm algorithm) {
+  switch (algorithm) {
+  case CollectiveAlgorithm::Ring:
+    return "ring";
+  case CollectiveAlgorithm::Tree:
+    return "tree";
+  case CollectiveAlgorithm::Hierarchical:
+    return "hierarchical";
+  }
+  llvm_unreachable("unknown collective algorithm");
+}
+
+std::optional<CollectiveAlgorithm>
+ratrain::parseCollectiveAlgorithm(llvm::StringRef name) {
+  return llvm::StringSwitch<std::optional<CollectiveAlgorithm>>(name)
+      .Case("ring", CollectiveAlgorithm::Ring)
+      .Case("tree", CollectiveAlgorithm::Tree)
+      .Case("hierarchical", CollectiveAlgorithm::Hierarchical)
+      .Default(std::nullopt);
+}
+
+double MachineModel::interNodeStreamBandwidth(int64_t streams) const {
+  double link = network.interNode.bandwidth;
+  if (network.nodeInjectionBandwidth <= 0 || streams <= 0)
+    return link;
+  return std::min(link, network.nodeInjectionBandwidth / double(streams));
+}
+
+llvm::Error MachineModel::validate() const {
+  auto fail = [&](llvm::StringRef key, const llvm::Twine &what) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "machine '" + name + "': " + key + ": " +
+                                       what);
+  };
+  struct IntField {
+    const char *key;
+    int64_t value;
+  } ints[] = {{"nodes", nodes},
+              {"clusters_per_node", clustersPerNode},
+              {"cluster.cores", cluster.cores},
+              {"cluster.ddr_bytes", cluster.ddrBytes},
+              {"cluster.gsm_bytes", cluster.gsmBytes},
+              {"cluster.am_bytes_per_core", cluster.amBytesPerCore},
+              {"cluster.dma_channels", cluster.dmaChannels}};
+  for (const IntField &f : ints)
+    if (f.value <= 0)
+      return fail(f.key, llvm::formatv("must be positive, got {0}", f.value));
+  struct RealField {
+    const char *key;
+    double value;
+    bool fraction;
+  } reals[] = {
+      {"cluster.ddr_bandwidth", cluster.ddrBandwidth, false},
+      {"cluster.dma_bandwidth", cluster.dmaBandwidth, false},
+      {"cluster.peak_flops_f16", cluster.peakFlopsF16, false},
+      {"cluster.peak_flops_f32", cluster.peakFlopsF32, false},
+      {"cluster.efficiency.gemm", cluster.efficiency.gemm, true},
+      {"cluster.efficiency.attention_forward",
+       cluster.efficiency.attentionForward, true},
+      {"cluster.efficiency.attention_backward",
+       cluster.efficiency.attentionBackward, true},
+      {"cluster.efficiency.memory_bound", cluster.efficiency.memoryBound, true},
+      {"network.intra_node.bandwidth", network.intraNode.bandwidth, false},
+      {"network.inter_node.bandwidth", network.interNode.bandwidth, false}};
+  for (const RealField &f : reals) {
+    if (!(f.value > 0) || !std::isfinite(f.value))
+      return fail(f.key, llvm::formatv("must be positive, got {0}", f.value));
+    if (f.fraction && f.value > 1)
+      return fail(
+          f.key,
+          llvm::formatv("is a fraction of peak in (0, 1], got {0}", f.value));
+  }
+  if (network.intraNode.latency < 0)
+    return fail("network.intra_node.latency", "must not be negative");
+  if (network.interNode.latency < 0)
+    return fail("network.inter_node.latency", "must not be negative");
+  if (network.nodeInjectionBandwidth < 0)
+    return fail("network.node_injection_bandwidth", "must not be negative");
+  return llvm::Error::success();
+}
+
+namespace {
+
+/// Walks the YAML document and fills a MachineModel; remembers the first
+/// error with its location.
+class MachineFileParser {
+public:
+  MachineFileParser(llvm::SourceMgr &sourceMgr, llvm::StringRef fileName)
+      : sourceMgr(sourceMgr), fileName(fileName) {}
+
+  llvm::Expected<MachineModel> parse(llvm::yaml::Stream &stream) {
+    MachineModel machine;
+    auto it = stream.begin();
+    if (it == stream.end() || !it->getRoot())
+      return error(nullptr, "", "empty machine file");
+    llvm::yaml::Node *root = it->getRoot();
+    if (stream.failed())
+      return error(nullptr, "", "malformed YAML");
+    bool sawCluster = false, sawNetwork = false;
+    parseMapping(
+        root, "",
+        {{"name", [&](llvm::yaml::Node *n,
+                      llvm::StringRef k) { readString(n, k, machine.name); }},
+         {"nodes", [&](llvm::yaml::Node *n,
+                       llvm::StringRef k) { readInt(n, k, machine.nodes); }},
+         {"clusters_per_node",
+          [&](llvm::yaml::Node *n, llvm::StringRef k) {
+            readInt(n, k, machine.clustersPerNode);
+          }},
+         {"cluster",
+          [&](llvm::yaml::Node *n, llvm::StringRef k) {
+            sawCluster = true;
+            parseCluster(n, k, machine.cluster);
+          }},
+         {"network",
+          [&](llvm::yaml::Node *n, llvm::StringRef k) {
+            sawNetwork = true;
+            parseNetwork(n, k, machine.network);
+          }}},
+        {"nodes", "clusters_per_node"});
+    if (stream.failed() && !firstError)
+      return error(nullptr, "", "malformed YAML");
+    if (!firstError && !sawCluster)
+      setError(root, "", "missing required key 'cluster'");
+    if (!firstError && !sawNetwork)
+      setError(root, "", "missing required key 'network'");
+    if (firstError)
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     *firstError);
+    if (machine.name.empty())
+      machine.name = llvm::sys::path::stem(fileName).str();
+    if (llvm::Error err = machine.validate())
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     fileName + ": " +
+                                         llvm::toString(std::move(err)));
+    return machine;
+  }
+
+private:
+  using Handler = std::function<void(llvm::yaml::Node *, llvm::StringRef)>;
+
+  void parseCluster(llvm::yaml::Node *node, llvm::StringRef path,
+                    ClusterSpec &c) {
+    auto in = [&](int64_t &field) {
+      return [&, ptr = &field](llvm::yaml::Node *n, llvm::StringRef k) {
+        readInt(n, k, *ptr);
+      };
+    };
+    auto real = [&](double &field) {
+      return [&, ptr = &field](llvm::yaml::Node *n, llvm::StringRef k) {
+        readReal(n, k, *ptr);
+      };
+    };
+    parseMapping(node, path,
+                 {{"cores", in(c.cores)},
+                  {"ddr_bytes", in(c.ddrBytes)},
+                  {"gsm_bytes", in(c.gsmBytes)},
+                  {"am_bytes_per_core", in(c.amBytesPerCore)},
+                  {"ddr_bandwidth", real(c.ddrBandwidth)},
+                  {"dma_bandwidth", real(c.dmaBandwidth)},
+                  {"dma_channels", in(c.dmaChannels)},
+                  {"peak_flops_f16", real(c.peakFlopsF16)},
+                  {"peak_flops_f32", real(c.peakFlopsF32)},
+                  {"fused_attention",
+                   [&](llvm::yaml::Node *n, llvm::StringRef k) {
+                     readBool(n, k, c.fusedAttention);
+                   }},
+                  {"efficiency",
+                   [&](llvm::yaml::Node *n, llvm::StringRef k) {
+                     KernelEfficiency &e = c.efficiency;
+                     parseMapping(
+                         n, k,
+                         {{"gemm", real(e.gemm)},
+                          {"attention_forward", real(e.attentionForward)},
+                          {"attention_backward", real(e.attentionBackward)},
+                          {"memory_bound", real(e.memoryBound)}},
+                         {});
+                   }}},
+                 {"cores", "ddr_bytes", "gsm_bytes", "am_bytes_per_core",
+                  "ddr_bandwidth", "peak_flops_f16", "peak_flops_f32"});
+    // A DMA engine at least as fast as DDR unless said otherwise.
+    if (c.dmaBandwidth == 0)
+      c.dmaBandwidth = c.ddrBandwidth;
+  }
+
+  void parseLink(llvm::yaml::Node *node, llvm::StringRef path, LinkSpec &l) {
+    parseMapping(
+        node, path,
+        {{"bandwidth", [&](llvm::yaml::Node *n,
+                           llvm::StringRef k) { readReal(n, k, l.bandwidth); }},
+         {"latency", [&](llvm::yaml::Node *n,
+                         llvm::StringRef k) { readReal(n, k, l.latency); }}},
+        {"bandwidth", "latency"});
+  }
+
+  void parseNetwork(llvm::yaml::Node *node, llvm::StringRef path,
+                    NetworkSpec &net) {
+    parseMapping(node, path,
+                 {{"intra_node",
+                   [&](llvm::yaml::Node *n, llvm::StringRef k) {
+                     parseLink(n, k, net.intraNode);
+                   }},
+                  {"inter_node",
+                   [&](llvm::yaml::Node *n, llvm::StringRef k) {
+                     parseLink(n, k, net.interNode);
+                   }},
+                  {"node_injection_bandwidth",
+                   [&](llvm::yaml::Node *n, llvm::StringRef k) {
+                     readReal(n, k, net.nodeInjectionBandwidth);
+                   }},
+                  {"collective",
+                   [&](llvm::yaml::Node *n, llvm::StringRef k) {
+                     std::string text;
+                     if (!readString(n, k, text))
+                       return;
+                     if (std::optional<CollectiveAlgorithm> a =
+                             parseCollectiveAlgorithm(text))
+                       net.collective = *a;
+                     else
+                       setError(
+                           n, k,
+                           "expected one of ring, tree, hierarchical, got '" +
+                               text + "'");
+                   }}},
+                 {"intra_node", "inter_node"});
+  }
+
+  /// Calls the handler of each key of a mapping; unknown keys, duplicates
+  /// and missing required keys are errors.
+  void parseMapping(llvm::yaml::Node *node, llvm::StringRef path,
+                    std::vector<std::pair<llvm::StringRef, Handler>> handlers,
+                    std::vector<llvm::StringRef> required) {
+    if (firstError)
+      return;
+    auto *map = llvm::dyn_cast_or_null<llvm::yaml::MappingNode>(node);
+    if (!map) {
+      setError(node, path, "expected a mapping of keys to values");
+      return;
+    }
+    llvm::StringMap<bool> seen;
+    for (llvm::yaml::KeyValueNode &kv : *map) {
+      if (firstError)
+        return;
+      auto *keyNode =
+          llvm::dyn_cast_or_null<llvm::yaml::ScalarNode>(kv.getKey());
+      if (!keyNode) {
+        setError(kv.getKey(), path, "expected a plain key");
+        return;
+      }
+      llvm::SmallString<32> keyStorage;
+      llvm::StringRef key = keyNode->getValue(keyStorage);
+      std::string keyPath = path.empty() ? key.str() : (path + "." + key).str();
+      auto handler =
+          std::find_if(handlers.begin(), handlers.end(),
+                       [&](const auto &h) { return h.first == key; });
+      if (handler == handlers.end()) {
+        std::string known;
+        for (const auto &h : handlers)
+          known += (known.empty() ? "" : ", ") + h.first.str();
+        setError(keyNode, keyPath,
+                 "unknown key (expected one of: " + known + ")");
+        return;
+      }
+      if (!seen.insert({key, true}).second) {
+        setError(keyNode, keyPath, "duplicate key");
+        return;
+      }
+      llvm::yaml::Node *value = kv.getValue();
+      if (!value || llvm::isa<llvm::yaml::NullNode>(value)) {
+        setError(keyNode, keyPath, "missing value");
+        return;
+      }
+      handler->second(value, keyPath);
+    }
+    if (firstError)
+      return;
+    for (llvm::StringRef key : required)
+      if (!seen.count(key)) {
+        setError(node, path, "missing required key '" + key.str() + "'");
+        return;
+      }
+  }
+
+  bool readScalar(llvm::yaml::Node *node, llvm::StringRef path,
+                  std::string &out) {
+    auto *scalar = llvm::dyn_cast_or_null<llvm::yaml::ScalarNode>(node);
+    if (!scalar) {
+      setError(node, path, "expected a scalar value");
+      return false;
+    }
+    llvm::SmallString<32> storage;
+    out = scalar->getValue(storage).trim().str();
+    return true;
+  }
+
+  bool readString(llvm::yaml::Node *node, llvm::StringRef path,
+                  std::string &out) {
+    return readScalar(node, path, out);
+  }
+
+  void readBool(llvm::yaml::Node *node, llvm::StringRef path, bool &out) {
+    std::string text;
+    if (!readScalar(node, path, text))
+      return;
+    if (text == "true")
+      out = true;
+    else if (text == "false")
+      out = false;
+    else
+      setError(node, path, "expected true or false, got '" + text + "'");
+  }
+
+  void readReal(llvm::yaml::Node *node, llvm::StringRef path, double &out) {
+    std::string text;
+    if (!readScalar(node, path, text))
+      return;
+    llvm::StringRef ref(text);
+    double value;
+    // StringRef::getAsDouble accepts e-notation ("51e9", "1.2E12").
+    if (ref.getAsDouble(value) || !std::isfinite(value)) {
+      setError(node, path, "expected a number, got '" + text + "'");
+      return;
+    }
+    out = value;
+  }
+
+  void readInt(llvm::yaml::Node *node, llvm::StringRef path, int64_t &out) {
+    std::string text;
+    if (!readScalar(node, path, text))
+      return;
+    llvm::StringRef ref(text);
+    int64_t integer;
+    if (!ref.getAsInteger(10, integer)) {
+      out = integer;
+      return;
+    }
+    // Accept e-notation for whole numbers ("20e9").
+    double value;
+    if (!ref.getAsDouble(value) && std::isfinite(value) &&
+        value == std::floor(value) && std::fabs(value) < 9.0e18) {
+      out = int64_t(value);
+      return;
+    }
+    setError(node, path, "expected an integer, got '" + text + "'");
+  }
+
+  void setError(llvm::yaml::Node *node, llvm::StringRef path,
+                const std::string &what) {
+    if (firstError)
+      return;
+    std::string location = fileName.str();
+    if (node) {
+      llvm::SMLoc loc = node->getSourceRange().Start;
+      if (loc.isValid()) {
+        auto [line, col] = sourceMgr.getLineAndColumn(loc);
+        location += llvm::formatv(":{0}:{1}", line, col).str();
+      }
+    }
+    firstError =
+        location + ": " + (path.empty() ? "" : path.str() + ": ") + what;
+  }
+
+  llvm::Error error(llvm::yaml::Node *node, llvm::StringRef path,
+                    const std::string &what) {
+    setError(node, path, what);
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), *firstError);
+  }
+
+  llvm::SourceMgr &sourceMgr;
+  llvm::StringRef fileName;
+  std::optional<std::string> firstError;
+};
+
+} // namespace
+
+llvm::Expected<MachineModel>
+ratrain::parseMachineModel(llvm::StringRef yaml, llvm::StringRef fileName) {
+  llvm::SourceMgr sourceMgr;
+  // YAML diagnostics (syntax errors) are collected, not printed.
+  std::string yamlDiagnostic;
+  sourceMgr.setDiagHandler(
+      [](const llvm::SMDiagnostic &diag, void *context) {
+        auto *out = static_cast<std::string *>(context);
+        if (out->empty())
+          *out = llvm::formatv("{0}:{1}: {2}", diag.getLineNo(),
+                               diag.getColumnNo() + 1, diag.getMessage())
+                     .str();
+      },
+      &yamlDiagnostic);
+  llvm::yaml::Stream stream(yaml, sourceMgr);
+  MachineFileParser parser(sourceMgr, fileName);
+  llvm::Expected<MachineModel> machine = parser.parse(stream);
+  if (!yamlDiagnostic.empty()) {
+    llvm::consumeError(machine.takeError());
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   fileName + ":" + yamlDiagnostic +
+                                       " (malformed YAML)");
+  }
+  return machine;
+}
+
+llvm::Expected<MachineModel> ratrain::loadMachineModel(llvm::StringRef path) {
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
+      llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+  if (!buffer)
+    return llvm::createStringError(
+        buffer.getError(),
+        path + ": cannot read machine file: " + buffer.getError().message());
+  return parseMachineModel((*buffer)->getBuffer(), path);
+}
+
+std::string ratrain::printMachineModel(const MachineModel &machine) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  auto real = [](double value) { return llvm::formatv("{0:e6}", value).str(); };
+  const ClusterSpec &c = machine.cluster;
+  const NetworkSpec &n = machine.network;
+  os << "name: " << machine.name << "\n";
+  os << "nodes: " << machine.nodes << "\n";
+  os << "clusters_per_node: " << machine.clustersPerNode << "\n";
+  os << "cluster:\n";
+  os << "  cores: " << c.cores << "\n";
+  os << "  ddr_bytes: " << c.ddrBytes << "\n";
+  os << "  gsm_bytes: " << c.gsmBytes << "\n";
+  os << "  am_bytes_per_core: " << c.amBytesPerCore << "\n";
+  os << "  ddr_bandwidth: " << real(c.ddrBandwidth) << "\n";
+  os << "  dma_bandwidth: " << real(c.dmaBandwidth) << "\n";
+  os << "  dma_channels: " << c.dmaChannels << "\n";
+  os << "  peak_flops_f16: " << real(c.peakFlopsF16) << "\n";
+  os << "  peak_flops_f32: " << real(c.peakFlopsF32) << "\n";
+  os << "  fused_attention: " << (c.fusedAttention ? "true" : "false") << "\n";
+  os << "  efficiency:\n";
+  os << "    gemm: " << real(c.efficiency.gemm) << "\n";
+  os << "    attention_forward: " << real(c.efficiency.attentionForward)
+     << "\n";
+  os << "    attention_backward: " << real(c.efficiency.attentionBackward)
+     << "\n";
+  os << "    memory_bound: " << real(c.efficiency.memoryBound) << "\n";
+  os << "network:\n";
+  os << "  intra_node:\n";
+  os << "    bandwidth: " << real(n.intraNode.bandwidth) << "\n";
+  os << "    latency: " << real(n.intraNode.latency) << "\n";
+  os << "  inter_node:\n";
+  os << "    bandwidth: " << real(n.interNode.bandwidth) << "\n";
+  os << "    latency: " << real(n.interNode.latency) << "\n";
+  os << "  node_injection_bandwidth: " << real(n.nodeInjectionBandwidth)
+     << "\n";
+  os << "  collective: " << stringifyCollectiveAlgorithm(n.collective) << "\n";
+  return text;
+}

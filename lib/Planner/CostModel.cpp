@@ -1,0 +1,439 @@
+//===- CostModel.cpp - Seconds of compute and communication --------------===//
+//
+// See CostModel.h for the contract and docs/planner.md for the formulas.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ratrain/Planner/CostModel.h"
+
+#include "llvm/ADT/StringSwitch.h"
+
+#include <algorithm>
+#include <cmath>
+
+using namespace ratrain;
+
+llvm::StringRef ratrain::stringifyCollectiveKind(CollectiveKind kind) {
+  switch (kind) {
+  case CollectiveKind::AllReduce:
+    return "all-reduce";
+  case CollectiveKind::ReduceScatter:
+    return "reduce-scatter";
+  case CollectiveKind::AllGather:
+    return "all-gather";
+  }
+  llvm_unreachable("unknown collective");
+}
+
+llvm::StringRef ratrain::stringifyLifecyclePolicy(LifecyclePolicy policy) {
+  return policy == LifecyclePolicy::GpuStyle ? "gpu-style" : "ratrain";
+}
+
+std::optional<LifecyclePolicy>
+ratrain::parseLifecyclePolicy(llvm::StringRef name) {
+  return llvm::StringSwitch<std::optional<LifecyclePolicy>>(name)
+      .Cases({"gpu-style", "gpu"}, LifecyclePolicy::GpuStyle)
+      .Case("ratrain", LifecyclePolicy::RATrain)
+      .Default(std::nullopt);
+}
+
+//===----------------------------------------------------------------------===//
+// Compute
+//===----------------------------------------------------------------------===//
+
+double CostModel::memoryBoundSeconds(double bytes) const {
+  const ClusterSpec &c = machine.cluster;
+  return bytes / (c.ddrBandwidth * c.efficiency.memoryBound);
+}
+
+/// Peak FLOP/s of the model's compute type.
+static double peakFlops(const ModelConfig &model, const MachineModel &m) {
+  return model.dtype == DType::F32 ? m.cluster.peakFlopsF32
+                                   : m.cluster.peakFlopsF16;
+}
+
+double CostModel::gemmSeconds(double m, double n, double k) const {
+  double w = getDTypeBytes(model.dtype);
+  double flops = 2.0 * m * n * k;
+  double bytes = w * (m * k + k * n + m * n);
+  double compute =
+      flops / (peakFlops(model, machine) * machine.cluster.efficiency.gemm);
+  return std::max(compute, memoryBoundSeconds(bytes));
+}
+
+double CostModel::attentionForward(int64_t microBatchSize) const {
+  double tokens = double(model.seqLen) * microBatchSize;
+  double w = getDTypeBytes(model.dtype);
+  double flops = model.attentionFlopsPerToken() * tokens;
+  // A fused (flash-style) kernel reads q, k, v and writes o once.
+  double bytes = w * tokens * (2.0 * model.hidden + 2.0 * model.kvDim());
+  double compute = flops / (peakFlops(model, machine) *
+                            machine.cluster.efficiency.attentionForward);
+  return std::max(compute, memoryBoundSeconds(bytes));
+}
+
+double CostModel::attentionBackward(int64_t microBatchSize) const {
+  double tokens = double(model.seqLen) * microBatchSize;
+  double w = getDTypeBytes(model.dtype);
+  // Five s x s x d products (QK^T again, dV, dP, dQ, dK) against two in the
+  // forward.
+  double flops = 2.5 * model.attentionFlopsPerToken() * tokens;
+  // Reads q, k, v, o, dO; writes dq, dk, dv.
+  double bytes = w * tokens * (4.0 * model.hidden + 4.0 * model.kvDim());
+  double compute = flops / (peakFlops(model, machine) *
+                            machine.cluster.efficiency.attentionBackward);
+  return std::max(compute, memoryBoundSeconds(bytes));
+}
+
+double CostModel::layerElementwiseBytes(int64_t microBatchSize) const {
+  double tokens = double(model.seqLen) * microBatchSize;
+  double w = getDTypeBytes(model.dtype);
+  double h = model.hidden, kv = model.kvDim(), ffn = model.ffnHidden;
+  // Two RMSNorms (read + write h), rotary on q and k (read + write),
+  // SwiGLU (read gate and up, write the product), two residual adds (read
+  // two, write one).
+  return w * tokens * (2 * 2 * h + 2 * (h + kv) + 3 * ffn + 2 * 3 * h);
+}
+
+double CostModel::layerForward(int64_t microBatchSize) const {
+  double t = double(model.seqLen) * microBatchSize;
+  double h = model.hidden, kv = model.kvDim(), ffn = model.ffnHidden;
+  double gemms = 2 * gemmSeconds(t, h, h)     // q, o
+                 + 2 * gemmSeconds(t, kv, h)  // k, v
+                 + 2 * gemmSeconds(t, ffn, h) // gate, up
+                 + gemmSeconds(t, h, ffn);    // down
+  return gemms + attentionForward(microBatchSize) +
+         memoryBoundSeconds(layerElementwiseBytes(microBatchSize));
+}
+
+double CostModel::layerBackward(int64_t microBatchSize) const {
+  double t = double(model.seqLen) * microBatchSize;
+  double h = model.hidden, kv = model.kvDim(), ffn = model.ffnHidden;
+  // For Y[t x n] = X[t x k] W[k x n]: dX = dY W^T is [t x k] over n, dW =
+  // X^T dY is [k x n] over t.
+  auto backward = [&](double n, double k) {
+    return gemmSeconds(t, k, n) + gemmSeconds(k, n, t);
+  };
+  double gemms = 2 * backward(h, h) + 2 * backward(kv, h) +
+                 2 * backward(ffn, h) + backward(h, ffn);
+  return gemms + attentionBackward(microBatchSize) +
+         2 * memoryBoundSeconds(layerElementwiseBytes(microBatchSize));
+}
+
+double CostModel::layerRecompute(int64_t microBatchSize,
+                                 RecomputePolicy policy) const {
+  switch (policy) {
+  case RecomputePolicy::None:
+    return 0;
+  case RecomputePolicy::Selective:
+    return attentionForward(microBatchSize);
+  case RecomputePolicy::Full:
+    return layerForward(microBatchSize);
+  }
+  llvm_unreachable("unknown recompute policy");
+}
+
+double CostModel::embeddingForward(int64_t microBatchSize) const {
+  double t = double(model.seqLen) * microBatchSize;
+  double w = getDTypeBytes(model.dtype);
+  // Read token ids and the selected rows, write the output.
+  return memoryBoundSeconds(t * (4 + 2 * w * model.hidden));
+}
+
+double CostModel::embeddingBackward(int64_t microBatchSize) const {
+  double t = double(model.seqLen) * microBatchSize;
+  double w = getDTypeBytes(model.dtype);
+  // Read the output gradient, read-modify-write the gradient rows.
+  return memoryBoundSeconds(t * (4 + 3 * w * model.hidden));
+}
+
+double CostModel::headForward(int64_t microBatchSize) const {
+  double t = double(model.seqLen) * microBatchSize;
+  double w = getDTypeBytes(model.dtype);
+  double h = model.hidden, v = model.vocab;
+  return memoryBoundSeconds(w * t * 2 * h)      // final RMSNorm
+         + gemmSeconds(t, v, h)                 // logits
+         + memoryBoundSeconds(t * v * (w + 4)); // FP32 softmax + loss
+}
+
+double CostModel::headBackward(int64_t microBatchSize) const {
+  double t = double(model.seqLen) * microBatchSize;
+  double w = getDTypeBytes(model.dtype);
+  double h = model.hidden, v = model.vocab;
+  return memoryBoundSeconds(t * v * (4 + w))           // dlogits
+         + gemmSeconds(t, h, v) + gemmSeconds(h, v, t) // dX, dW
+         + memoryBoundSeconds(w * t * 3 * h);          // RMSNorm backward
+}
+
+double CostModel::optimizerUpdate(int64_t params) const {
+  bool lowPrecision = getDTypeBytes(model.dtype) < 4;
+  // Low precision: read master 4, m 4, v 4, grad 2; write master, m, v.
+  // FP32: read param, grad, m, v; write param, m, v.
+  double bytesPerParam = lowPrecision ? 26 : 28;
+  return memoryBoundSeconds(bytesPerParam * double(params));
+}
+
+double CostModel::viewCast(int64_t params) const {
+  if (getDTypeBytes(model.dtype) >= 4)
+    return 0; // FP32 training computes on the master copy.
+  return memoryBoundSeconds((4.0 + getDTypeBytes(model.dtype)) * params);
+}
+
+//===----------------------------------------------------------------------===//
+// Communication
+//===----------------------------------------------------------------------===//
+
+double CostModel::pointToPoint(int64_t bytes, LinkClass link) const {
+  const LinkSpec &spec = link == LinkClass::IntraNode
+                             ? machine.network.intraNode
+                             : machine.network.interNode;
+  return spec.latency + double(bytes) / spec.bandwidth;
+}
+
+LinkClass CostModel::pipelineLink(const ParallelConfig &config) const {
+  return config.clusters() <= machine.clustersPerNode ? LinkClass::IntraNode
+                                                      : LinkClass::InterNode;
+}
+
+int64_t CostModel::pipelineMessageBytes(int64_t microBatchSize) const {
+  return model.seqLen * microBatchSize * model.hidden *
+         int64_t(getDTypeBytes(model.dtype));
+}
+
+double CostModel::ringSeconds(CollectiveKind kind, double bytes,
+                              int64_t groupSize, double alpha,
+                              double bandwidth) const {
+  if (groupSize <= 1)
+    return 0;
+  double k = groupSize;
+  double steps = kind == CollectiveKind::AllReduce ? 2 * (k - 1) : (k - 1);
+  return steps * (alpha + bytes / k / bandwidth);
+}
+
+double CostModel::treeSeconds(CollectiveKind kind, double bytes,
+                              int64_t groupSize, double alpha,
+                              double bandwidth) const {
+  if (groupSize <= 1)
+    return 0;
+  double k = groupSize;
+  double depth = std::ceil(std::log2(k));
+  // Binomial-tree reduce / broadcast move the whole buffer at each level;
+  // scatter / gather move (k-1)/k of it in total.
+  double reduce = depth * (alpha + bytes / bandwidth);
+  double scatter = depth * alpha + (k - 1) / k * bytes / bandwidth;
+  switch (kind) {
+  case CollectiveKind::AllReduce:
+    return 2 * reduce; // reduce + broadcast
+  case CollectiveKind::ReduceScatter:
+    return reduce + scatter;
+  case CollectiveKind::AllGather:
+    return scatter + reduce; // gather + broadcast
+  }
+  llvm_unreachable("unknown collective");
+}
+
+double CostModel::collective(CollectiveKind kind, CollectiveAlgorithm algorithm,
+                             int64_t bytes, int64_t groupSize) const {
+  if (groupSize <= 1 || bytes <= 0)
+    return 0;
+  const NetworkSpec &net = machine.network;
+  int64_t perNode = std::min(groupSize, machine.clustersPerNode);
+  int64_t nodes = (groupSize + perNode - 1) / perNode;
+  double b = double(bytes);
+
+  if (nodes == 1) {
+    // Inside one node every algorithm uses the intra-node links.
+    if (algorithm == CollectiveAlgorithm::Tree)
+      return treeSeconds(kind, b, groupSize, net.intraNode.latency,
+                         net.intraNode.bandwidth);
+    return ringSeconds(kind, b, groupSize, net.intraNode.latency,
+                       net.intraNode.bandwidth);
+  }
+
+  // Flat algorithms over several nodes: every step waits for the slowest
+  // hop; one cluster per node talks to the next node at a time.
+  double flatAlpha = std::max(net.intraNode.latency, net.interNode.latency);
+  double flatBandwidth =
+      std::min(net.intraNode.bandwidth, machine.interNodeStreamBandwidth(1));
+  switch (algorithm) {
+  case CollectiveAlgorithm::Ring:
+    return ringSeconds(kind, b, groupSize, flatAlpha, flatBandwidth);
+  case CollectiveAlgorithm::Tree:
+    return treeSeconds(kind, b, groupSize, flatAlpha, flatBandwidth);
+  case CollectiveAlgorithm::Hierarchical: {
+    // Intra-node reduce-scatter, inter-node collective of each 1/perNode
+    // shard by perNode concurrent rings sharing the node's injection
+    // bandwidth, intra-node all-gather.
+    double interBandwidth = machine.interNodeStreamBandwidth(perNode);
+    double intraRS =
+        ringSeconds(CollectiveKind::ReduceScatter, b, perNode,
+                    net.intraNode.latency, net.intraNode.bandwidth);
+    double intraAG =
+        ringSeconds(CollectiveKind::AllGather, b, perNode,
+                    net.intraNode.latency, net.intraNode.bandwidth);
+    double inter = ringSeconds(kind, b / perNode, nodes, net.interNode.latency,
+                               interBandwidth);
+    switch (kind) {
+    case CollectiveKind::AllReduce:
+      return intraRS + inter + intraAG;
+    case CollectiveKind::ReduceScatter:
+      return intraRS + inter;
+    case CollectiveKind::AllGather:
+      return inter + intraAG;
+    }
+    llvm_unreachable("unknown collective");
+  }
+  }
+  llvm_unreachable("unknown collective algorithm");
+}
+
+//===----------------------------------------------------------------------===//
+// Step time
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// A unit of gradient synchronization: a decoder layer, the embedding or the
+/// head, in the order its gradient becomes ready in the last backward sweep.
+struct SyncItem {
+  int64_t params;
+  double readyOffset;   ///< from the start of the stage's last backward
+  double forwardOffset; ///< from the start of the stage's first forward
+};
+} // namespace
+
+StepTime ratrain::predictStepTime(const CostModel &costs,
+                                  const ParallelConfig &config,
+                                  LifecyclePolicy policy) {
+  const ModelConfig &model = costs.getModel();
+  int64_t p = config.pipelineStages, d = config.dataParallel,
+          b = config.microBatchSize, m = config.numMicroBatches;
+  int64_t w = getDTypeBytes(model.dtype);
+  bool sharded = config.zero >= ZeroStage::Optimizer && d > 1;
+
+  double f = costs.layerForward(b), bw = costs.layerBackward(b);
+  double embF = costs.embeddingForward(b), embB = costs.embeddingBackward(b);
+  double headF = costs.headForward(b), headB = costs.headBackward(b);
+  double c = p > 1 ? costs.pointToPoint(costs.pipelineMessageBytes(b),
+                                        costs.pipelineLink(config))
+                   : 0;
+
+  StepTime result;
+  result.stages.resize(p);
+  double sumSlots = 0, maxSlot = 0;
+  int64_t slowest = 0;
+  for (int64_t i = 0; i < p; ++i) {
+    StageTiming &t = result.stages[i];
+    int64_t n = config.stages[i].numLayers;
+    double r = costs.layerRecompute(b, config.recompute[i]);
+    t.forward = n * f + (i == 0 ? embF : 0) + (i == p - 1 ? headF : 0);
+    t.recompute = n * r;
+    t.backward = n * (bw + r) + (i == 0 ? embB : 0) + (i == p - 1 ? headB : 0);
+    t.p2p = c;
+    double slot = t.forward + t.backward + 2 * c;
+    sumSlots += slot;
+    if (slot > maxSlot) {
+      maxSlot = slot;
+      slowest = i;
+    }
+    // Whole-stage lifecycle costs.
+    int64_t params = stageParams(model, config, i);
+    int64_t updated = sharded ? (params + d - 1) / d : params;
+    t.syncSeconds = costs.collective(sharded ? CollectiveKind::ReduceScatter
+                                             : CollectiveKind::AllReduce,
+                                     params * w, d);
+    t.updateSeconds = costs.optimizerUpdate(updated);
+    t.castSeconds = costs.viewCast(updated);
+    t.allGatherSeconds =
+        sharded ? costs.collective(CollectiveKind::AllGather, params * w, d)
+                : 0;
+  }
+  result.pipeline = sumSlots + double(m - 1) * maxSlot;
+  result.bubble = result.pipeline - double(m) * maxSlot;
+  result.recompute = double(m) * result.stages[slowest].recompute;
+
+  if (policy == LifecyclePolicy::GpuStyle) {
+    double tail = 0;
+    for (const StageTiming &t : result.stages)
+      tail = std::max(tail, t.syncSeconds + t.updateSeconds + t.castSeconds +
+                                t.allGatherSeconds);
+    result.exposedLifecycle = tail;
+    result.total = result.pipeline + tail;
+    return result;
+  }
+
+  // Layer-level lifecycle. Stage i's last backward ends when the last
+  // micro-batch's gradient has flowed back from the last stage to it.
+  double iteration = result.pipeline;
+  double fillOffset = 0;  // start of stage i's first forward after iteration
+  double drainBefore = 0; // sum_{j<i} (B_j + c)
+  std::vector<SyncItem> items;
+  for (int64_t i = 0; i < p; ++i) {
+    const StageTiming &t = result.stages[i];
+    int64_t n = config.stages[i].numLayers;
+    double lastBackwardEnd = result.pipeline - drainBefore;
+    double sweepStart = lastBackwardEnd - t.backward;
+    double layerB = bw + costs.layerRecompute(b, config.recompute[i]);
+
+    // Readiness order of the backward sweep: head, layers last to first,
+    // embedding.
+    items.clear();
+    double elapsed = 0;
+    double layersForwardStart = i == 0 ? embF : 0;
+    if (i == p - 1) {
+      elapsed += headB;
+      items.push_back(
+          {model.headParams() +
+               (model.tieEmbeddings && p > 1 ? model.embeddingParams() : 0),
+           elapsed, layersForwardStart + n * f});
+    }
+    for (int64_t l = n - 1; l >= 0; --l) {
+      elapsed += layerB;
+      items.push_back(
+          {model.paramsPerLayer(), elapsed, layersForwardStart + l * f});
+    }
+    if (i == 0) {
+      elapsed += embB;
+      items.push_back({model.embeddingParams(), elapsed, 0});
+    }
+
+    // Communication stream: syncs in readiness order.
+    std::vector<double> syncEnd(items.size());
+    double commFree = 0;
+    for (size_t k = 0; k < items.size(); ++k) {
+      double ready = sweepStart + items[k].readyOffset;
+      double start = std::max(ready, commFree);
+      commFree =
+          start + costs.collective(sharded ? CollectiveKind::ReduceScatter
+                                           : CollectiveKind::AllReduce,
+                                   items[k].params * w, d);
+      syncEnd[k] = commFree;
+    }
+    // Compute stream: updates and casts after the stage's backward work.
+    double computeFree = lastBackwardEnd;
+    for (size_t k = 0; k < items.size(); ++k) {
+      int64_t updated =
+          sharded ? (items[k].params + d - 1) / d : items[k].params;
+      double start = std::max(syncEnd[k], computeFree);
+      computeFree =
+          start + costs.optimizerUpdate(updated) + costs.viewCast(updated);
+      double viewReady = computeFree;
+      if (sharded) {
+        // ZeRO: gather the updated view shards (after the syncs on the
+        // communication stream).
+        double agStart = std::max(viewReady, commFree);
+        commFree = agStart + costs.collective(CollectiveKind::AllGather,
+                                              items[k].params * w, d);
+        viewReady = commFree;
+      }
+      // The next iteration's forward of this item on stage i starts at
+      // iteration + fillOffset + forwardOffset.
+      iteration =
+          std::max(iteration, viewReady - fillOffset - items[k].forwardOffset);
+    }
+    fillOffset += t.forward + c;
+    drainBefore += t.backward + c;
+  }
+  result.total = iteration;
+  result.exposedLifecycle = iteration - result.pipeline;
+  return result;
+}

@@ -1,0 +1,195 @@
+//===- Format.cpp - Plan tables, breakdowns and JSON ----------------------===//
+
+#include "ratrain/Planner/Planner.h"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+
+#include <algorithm>
+
+using namespace ratrain;
+
+std::string ratrain::formatBytes(int64_t bytes) {
+  double value = double(bytes);
+  if (std::abs(value) >= 1e9)
+    return llvm::formatv("{0:f1} GB", value / 1e9).str();
+  if (std::abs(value) >= 1e6)
+    return llvm::formatv("{0:f1} MB", value / 1e6).str();
+  if (std::abs(value) >= 1e3)
+    return llvm::formatv("{0:f1} KB", value / 1e3).str();
+  return llvm::formatv("{0} B", bytes).str();
+}
+
+std::string ratrain::formatSeconds(double seconds) {
+  if (seconds >= 1)
+    return llvm::formatv("{0:f2} s", seconds).str();
+  if (seconds >= 1e-3)
+    return llvm::formatv("{0:f1} ms", seconds * 1e3).str();
+  return llvm::formatv("{0:f1} us", seconds * 1e6).str();
+}
+
+std::string ratrain::formatLayerSplit(const ParallelConfig &config) {
+  // Runs of equal stages as <layers>x<stages>: "3x2,2x28,1x2".
+  std::string text;
+  size_t i = 0;
+  while (i < config.stages.size()) {
+    size_t j = i;
+    while (j < config.stages.size() &&
+           config.stages[j].numLayers == config.stages[i].numLayers)
+      ++j;
+    if (!text.empty())
+      text += ",";
+    text += std::to_string(config.stages[i].numLayers);
+    if (j - i > 1)
+      text += "x" + std::to_string(j - i);
+    i = j;
+  }
+  return text;
+}
+
+std::string ratrain::formatRecompute(const ParallelConfig &config) {
+  // Runs of equal policies as <policy>x<stages>: "none", "selectivex2,nonex6".
+  std::string text;
+  size_t i = 0;
+  bool uniform = true;
+  for (RecomputePolicy r : config.recompute)
+    uniform &= r == config.recompute.front();
+  if (uniform && !config.recompute.empty())
+    return stringifyRecomputePolicy(config.recompute.front()).str();
+  while (i < config.recompute.size()) {
+    size_t j = i;
+    while (j < config.recompute.size() &&
+           config.recompute[j] == config.recompute[i])
+      ++j;
+    if (!text.empty())
+      text += ",";
+    text += stringifyRecomputePolicy(config.recompute[i]).str();
+    text += "x" + std::to_string(j - i);
+    i = j;
+  }
+  return text;
+}
+
+std::string ratrain::describeStageMemory(const StageMemory &memory,
+                                         int64_t capBytes) {
+  auto fields = memory.fields();
+  std::stable_sort(
+      fields.begin(), fields.end(),
+      [](const auto &a, const auto &b) { return a.second > b.second; });
+  std::string text =
+      llvm::formatv("stage {0} needs {1} of {2}", memory.stage,
+                    formatBytes(memory.total()), formatBytes(capBytes))
+          .str();
+  bool firstField = true;
+  for (const auto &[name, bytes] : fields) {
+    if (bytes == 0)
+      continue;
+    text += firstField ? ": " : ", ";
+    firstField = false;
+    text += name.str() + " " + formatBytes(bytes);
+  }
+  return text;
+}
+
+void ratrain::printPlanTable(llvm::raw_ostream &os,
+                             llvm::ArrayRef<Plan> plans) {
+  os << llvm::formatv("{0,4} {1,4} {2,5} {3,4} {4,5} {5,4}  {6,-14} "
+                      "{7,-20} {8,9} {9,7} {10,10} {11,10} {12,11}\n",
+                      "rank", "pp", "dp", "mbs", "m", "zero", "layers",
+                      "recompute", "peak", "bubble", "exposed", "step",
+                      "tokens/s");
+  int64_t rank = 1;
+  for (const Plan &plan : plans) {
+    const ParallelConfig &c = plan.config;
+    os << llvm::formatv(
+        "{0,4} {1,4} {2,5} {3,4} {4,5} {5,4}  {6,-14} {7,-20} {8,9} "
+        "{9,6:f1}% {10,10} {11,10} {12,11:f1}\n",
+        rank++, c.pipelineStages, c.dataParallel, c.microBatchSize,
+        c.numMicroBatches, stringifyZeroStage(c.zero), formatLayerSplit(c),
+        formatRecompute(c), formatBytes(plan.peakBytes()),
+        100.0 * plan.time.bubbleFraction(),
+        formatSeconds(plan.time.exposedLifecycle),
+        formatSeconds(plan.time.total), plan.tokensPerSecond);
+  }
+}
+
+void ratrain::printStageBreakdown(llvm::raw_ostream &os, const Plan &plan,
+                                  int64_t capBytes) {
+  os << llvm::formatv("{0,5} {1,6} {2,-9} {3,9} {4,9} {5,9} {6,9} {7,9} "
+                      "{8,9} {9,9} {10,9} {11,9} {12,9} {13,5}\n",
+                      "stage", "layers", "recompute", "views", "master",
+                      "optim", "grads", "activ", "recomp", "emb/head",
+                      "workspace", "comm", "total", "fits");
+  for (const StageMemory &m : plan.memory) {
+    const StageLayers &layers = plan.config.stages[m.stage];
+    os << llvm::formatv(
+        "{0,5} {1,6} {2,-9} {3,9} {4,9} {5,9} {6,9} {7,9} {8,9} {9,9} "
+        "{10,9} {11,9} {12,9} {13,5}\n",
+        m.stage, layers.numLayers,
+        stringifyRecomputePolicy(plan.config.recompute[m.stage]),
+        formatBytes(m.parameterViews), formatBytes(m.masterWeights),
+        formatBytes(m.optimizerStates), formatBytes(m.gradients),
+        formatBytes(m.activations), formatBytes(m.recomputeBuffer),
+        formatBytes(m.embeddingHeadActivations), formatBytes(m.kernelWorkspace),
+        formatBytes(m.communicationBuffers), formatBytes(m.total()),
+        m.total() <= capBytes ? "yes" : "NO");
+  }
+}
+
+void ratrain::printPlanJSON(llvm::raw_ostream &os, const PlanResult &result) {
+  llvm::json::OStream json(os, /*IndentSize=*/2);
+  json.object([&] {
+    json.attribute("memory_cap_bytes", result.memoryCapBytes);
+    json.attribute("candidates_evaluated", result.candidatesEvaluated);
+    json.attribute("combinations_visited", result.combinationsVisited);
+    json.attribute("combinations_pruned", result.combinationsPruned);
+    json.attribute("stage_evaluations", result.stageEvaluations);
+    json.attribute("feasible_plans", result.feasiblePlans);
+    json.attributeArray("plans", [&] {
+      for (const Plan &plan : result.plans) {
+        const ParallelConfig &c = plan.config;
+        json.object([&] {
+          json.attribute("pp", c.pipelineStages);
+          json.attribute("dp", c.dataParallel);
+          json.attribute("micro_batch_size", c.microBatchSize);
+          json.attribute("micro_batches", c.numMicroBatches);
+          json.attribute("zero", int64_t(c.zero));
+          json.attributeArray("stages", [&] {
+            for (size_t i = 0; i < c.stages.size(); ++i) {
+              const StageMemory &m = plan.memory[i];
+              json.object([&] {
+                json.attribute("first_layer", c.stages[i].firstLayer);
+                json.attribute("num_layers", c.stages[i].numLayers);
+                json.attribute("recompute",
+                               stringifyRecomputePolicy(c.recompute[i]));
+                json.attribute("params", m.params);
+                json.attributeObject("memory_bytes", [&] {
+                  json.attribute("parameter_views", m.parameterViews);
+                  json.attribute("master_weights", m.masterWeights);
+                  json.attribute("optimizer_states", m.optimizerStates);
+                  json.attribute("gradients", m.gradients);
+                  json.attribute("activations", m.activations);
+                  json.attribute("recompute_buffer", m.recomputeBuffer);
+                  json.attribute("embedding_head_activations",
+                                 m.embeddingHeadActivations);
+                  json.attribute("kernel_workspace", m.kernelWorkspace);
+                  json.attribute("communication_buffers",
+                                 m.communicationBuffers);
+                  json.attribute("total", m.total());
+                });
+              });
+            }
+          });
+          json.attribute("peak_bytes", plan.peakBytes());
+          json.attribute("step_seconds", plan.time.total);
+          json.attribute("pipeline_seconds", plan.time.pipeline);
+          json.attribute("bubble_fraction", plan.time.bubbleFraction());
+          json.attribute("exposed_lifecycle_seconds",
+                         plan.time.exposedLifecycle);
+          json.attribute("tokens_per_second", plan.tokensPerSecond);
+        });
+      }
+    });
+  });
+  os << "\n";
+}

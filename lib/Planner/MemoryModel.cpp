@@ -1,0 +1,287 @@
+//===- MemoryModel.cpp - Per-stage DDR accounting -------------------------===//
+//
+// The formulas are written down in docs/planner.md; the unit tests in
+// test/unit/Planner check them against hand-computed values.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ratrain/Planner/MemoryModel.h"
+#include "ratrain/Planner/Planner.h"
+
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+
+using namespace ratrain;
+
+llvm::StringRef ratrain::stringifyRecomputePolicy(RecomputePolicy policy) {
+  switch (policy) {
+  case RecomputePolicy::None:
+    return "none";
+  case RecomputePolicy::Selective:
+    return "selective";
+  case RecomputePolicy::Full:
+    return "full";
+  }
+  llvm_unreachable("unknown recompute policy");
+}
+
+std::optional<RecomputePolicy>
+ratrain::parseRecomputePolicy(llvm::StringRef name) {
+  return llvm::StringSwitch<std::optional<RecomputePolicy>>(name)
+      .Case("none", RecomputePolicy::None)
+      .Case("selective", RecomputePolicy::Selective)
+      .Case("full", RecomputePolicy::Full)
+      .Default(std::nullopt);
+}
+
+llvm::StringRef ratrain::stringifyZeroStage(ZeroStage stage) {
+  switch (stage) {
+  case ZeroStage::None:
+    return "0";
+  case ZeroStage::Optimizer:
+    return "1";
+  case ZeroStage::Gradients:
+    return "2";
+  }
+  llvm_unreachable("unknown ZeRO stage");
+}
+
+std::optional<ZeroStage> ratrain::parseZeroStage(llvm::StringRef name) {
+  return llvm::StringSwitch<std::optional<ZeroStage>>(name)
+      .Cases({"0", "zero0", "none"}, ZeroStage::None)
+      .Cases({"1", "zero1"}, ZeroStage::Optimizer)
+      .Cases({"2", "zero2"}, ZeroStage::Gradients)
+      .Default(std::nullopt);
+}
+
+ParallelConfig
+ParallelConfig::balanced(int64_t numLayers, int64_t pipelineStages,
+                         int64_t dataParallel, int64_t microBatchSize,
+                         int64_t numMicroBatches, RecomputePolicy recompute,
+                         ZeroStage zero) {
+  ParallelConfig config;
+  config.pipelineStages = pipelineStages;
+  config.dataParallel = dataParallel;
+  config.microBatchSize = microBatchSize;
+  config.numMicroBatches = numMicroBatches;
+  config.zero = zero;
+  int64_t p = std::max<int64_t>(pipelineStages, 1);
+  int64_t base = numLayers / p, extra = numLayers % p;
+  // The `extra` stages centred in the pipeline get one more layer.
+  int64_t firstExtra = (p - extra) / 2;
+  int64_t next = 0;
+  for (int64_t i = 0; i < p; ++i) {
+    int64_t count = base + (i >= firstExtra && i < firstExtra + extra ? 1 : 0);
+    config.stages.push_back({next, count});
+    next += count;
+  }
+  config.recompute.assign(p, recompute);
+  return config;
+}
+
+llvm::Error ParallelConfig::validate(const ModelConfig &model) const {
+  auto fail = [](const llvm::Twine &message) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "parallel config: " + message);
+  };
+  if (pipelineStages < 1 || dataParallel < 1 || microBatchSize < 1 ||
+      numMicroBatches < 1)
+    return fail(llvm::formatv("pp, dp, micro-batch size and count must be "
+                              "positive, got pp={0} dp={1} mbs={2} m={3}",
+                              pipelineStages, dataParallel, microBatchSize,
+                              numMicroBatches));
+  if (int64_t(stages.size()) != pipelineStages)
+    return fail(llvm::formatv("{0} stage layer ranges for {1} stages",
+                              stages.size(), pipelineStages));
+  if (int64_t(recompute.size()) != pipelineStages)
+    return fail(llvm::formatv("{0} recompute policies for {1} stages",
+                              recompute.size(), pipelineStages));
+  int64_t next = 0;
+  for (size_t i = 0; i < stages.size(); ++i) {
+    if (stages[i].firstLayer != next)
+      return fail(llvm::formatv("stage {0} starts at layer {1}, expected {2}",
+                                i, stages[i].firstLayer, next));
+    if (stages[i].numLayers < 1)
+      return fail(llvm::formatv("stage {0} has no layers", i));
+    next += stages[i].numLayers;
+  }
+  if (next != model.numLayers)
+    return fail(llvm::formatv("stages cover {0} layers, the model has {1}",
+                              next, model.numLayers));
+  return llvm::Error::success();
+}
+
+std::string ParallelConfig::describe() const {
+  return llvm::formatv("pp={0} dp={1} mbs={2} m={3} zero={4} layers={5} "
+                       "recompute={6}",
+                       pipelineStages, dataParallel, microBatchSize,
+                       numMicroBatches, stringifyZeroStage(zero),
+                       formatLayerSplit(*this), formatRecompute(*this))
+      .str();
+}
+
+int64_t ratrain::inFlightMicroBatches(const ParallelConfig &config,
+                                      int64_t stage) {
+  return std::min(config.pipelineStages - stage, config.numMicroBatches);
+}
+
+/// Scale of the 16-bit Korthikanti formulas for the model's activation type.
+static int64_t scaleToDType(const ModelConfig &model, int64_t bytes16) {
+  return bytes16 * int64_t(getDTypeBytes(model.dtype)) / 2;
+}
+
+int64_t ratrain::layerActivationBytes(const ModelConfig &model,
+                                      int64_t microBatchSize,
+                                      RecomputePolicy policy,
+                                      const MemoryOptions &options) {
+  int64_t s = model.seqLen, b = microBatchSize, h = model.hidden,
+          a = model.numHeads;
+  int64_t sbh = s * b * h;
+  switch (policy) {
+  case RecomputePolicy::None:
+    // sbh(34 + 5as/h) = 34sbh + 5as^2b; fused attention keeps FP32 row
+    // statistics (4asb) instead of the scores.
+    if (options.fusedAttention)
+      return scaleToDType(model, 34 * sbh) + 4 * a * s * b;
+    return scaleToDType(model, 34 * sbh + 5 * a * s * s * b);
+  case RecomputePolicy::Selective:
+    return scaleToDType(model, 34 * sbh);
+  case RecomputePolicy::Full:
+    return scaleToDType(model, 2 * sbh);
+  }
+  llvm_unreachable("unknown recompute policy");
+}
+
+/// Parameters of the stage's embedding-like parts.
+static int64_t stageExtraParams(const ModelConfig &model, int64_t stage,
+                                int64_t pipelineStages) {
+  int64_t params = 0;
+  if (stage == 0)
+    params += model.embeddingParams();
+  if (stage == pipelineStages - 1) {
+    params += model.headParams();
+    // Tied embeddings: the last stage needs the matrix too when it is not
+    // also the first stage.
+    if (model.tieEmbeddings && pipelineStages > 1)
+      params += model.embeddingParams();
+  }
+  return params;
+}
+
+int64_t ratrain::stageParams(const ModelConfig &model,
+                             const ParallelConfig &config, int64_t stage) {
+  return config.stages[stage].numLayers * model.paramsPerLayer() +
+         stageExtraParams(model, stage, config.pipelineStages);
+}
+
+static int64_t ceilDiv(int64_t x, int64_t y) { return (x + y - 1) / y; }
+
+StageMemory
+ratrain::computeStageMemory(const ModelConfig &model, int64_t stage,
+                            int64_t pipelineStages, int64_t dataParallel,
+                            int64_t microBatchSize, int64_t numMicroBatches,
+                            StageLayers layers, RecomputePolicy recompute,
+                            ZeroStage zero, const MemoryOptions &options) {
+  StageMemory mem;
+  mem.stage = stage;
+  bool first = stage == 0, last = stage == pipelineStages - 1;
+  int64_t params = layers.numLayers * model.paramsPerLayer() +
+                   stageExtraParams(model, stage, pipelineStages);
+  mem.params = params;
+  int64_t d = std::max<int64_t>(dataParallel, 1);
+  int64_t w = getDTypeBytes(model.dtype);
+  bool lowPrecision = w < 4;
+  int64_t shardedOptimizer =
+      zero >= ZeroStage::Optimizer ? ceilDiv(params, d) : params;
+  int64_t shardedGradients =
+      zero >= ZeroStage::Gradients ? ceilDiv(params, d) : params;
+
+  // Model states: 16 bytes/param without ZeRO.
+  mem.parameterViews = w * params;
+  // With FP32 training the parameters are the master copy.
+  mem.masterWeights = lowPrecision ? 4 * shardedOptimizer : 0;
+  mem.optimizerStates = 8 * shardedOptimizer;
+  // 16-bit (or FP32) gradients; FP32 training keeps 4-byte gradients so the
+  // total stays 16 bytes/param.
+  mem.gradients = w * shardedGradients;
+
+  // Stored activations of the micro-batches in flight.
+  int64_t inFlight = std::min(pipelineStages - stage, numMicroBatches);
+  mem.activations =
+      layers.numLayers * inFlight *
+      layerActivationBytes(model, microBatchSize, recompute, options);
+
+  int64_t s = model.seqLen, b = microBatchSize, h = model.hidden;
+  int64_t sb = s * b;
+  // The layer being recomputed in backward (one micro-batch).
+  if (recompute == RecomputePolicy::Full)
+    mem.recomputeBuffer = layerActivationBytes(model, microBatchSize,
+                                               RecomputePolicy::None, options);
+  else if (recompute == RecomputePolicy::Selective && !options.fusedAttention)
+    mem.recomputeBuffer = scaleToDType(model, 5 * model.numHeads * s * s * b);
+
+  // Token ids (int32) of the micro-batches in flight on stage 0; on the last
+  // stage the final-norm input and output, the 16-bit logits, their FP32
+  // softmax for the cross-entropy, and the int32 labels of one micro-batch.
+  if (first)
+    mem.embeddingHeadActivations += 4 * sb * inFlight;
+  if (last)
+    mem.embeddingHeadActivations +=
+        inFlight * (2 * w * sb * h + (w + 4) * sb * model.vocab + 4 * sb);
+
+  // Largest DDR scratch of a layer kernel: the SwiGLU backward's gate/up
+  // gradients (2 * s*b*ffn 16-bit) or the attention backward's FP32 dQ, dK,
+  // dV accumulators, whichever is larger.
+  mem.kernelWorkspace = std::max(2 * sb * model.ffnHidden * w,
+                                 sb * (model.hidden + 2 * model.kvDim()) * 4);
+
+  // Send and receive buffers for activations and activation gradients
+  // between stages. All-reduce (ZeRO 0/1) runs in place on the gradients and
+  // the ZeRO all-gather in place on the views; ZeRO-2 needs the full
+  // gradient of the largest "layer" (decoder layer, embedding, head) of the
+  // stage as the reduce-scatter input.
+  if (pipelineStages > 1)
+    mem.communicationBuffers += 4 * sb * h * w;
+  if (d > 1 && zero == ZeroStage::Gradients) {
+    int64_t largest = model.paramsPerLayer();
+    if (first)
+      largest = std::max(largest, model.embeddingParams());
+    if (last)
+      largest = std::max(largest, model.headParams());
+    mem.communicationBuffers += largest * w;
+  }
+  return mem;
+}
+
+StageMemory ratrain::computeStageMemory(const ModelConfig &model,
+                                        const ParallelConfig &config,
+                                        int64_t stage,
+                                        const MemoryOptions &options) {
+  return computeStageMemory(model, stage, config.pipelineStages,
+                            config.dataParallel, config.microBatchSize,
+                            config.numMicroBatches, config.stages[stage],
+                            config.recompute[stage], config.zero, options);
+}
+
+std::vector<StageMemory> ratrain::computeMemory(const ModelConfig &model,
+                                                const ParallelConfig &config,
+                                                const MemoryOptions &options) {
+  std::vector<StageMemory> result;
+  for (int64_t i = 0; i < config.pipelineStages; ++i)
+    result.push_back(computeStageMemory(model, config, i, options));
+  return result;
+}
+
+std::vector<std::pair<llvm::StringRef, int64_t>> StageMemory::fields() const {
+  return {{"parameter views", parameterViews},
+          {"master weights", masterWeights},
+          {"optimizer states", optimizerStates},
+          {"gradients", gradients},
+          {"activations", activations},
+          {"recompute buffer", recomputeBuffer},
+          {"embedding/head activations", embeddingHeadActivations},
+          {"kernel workspace", kernelWorkspace},
+          {"communication buffers", communicationBuffers}};
+}

@@ -1,0 +1,519 @@
+//===- Planner.cpp - Resource-aware training-plan search ------------------===//
+//
+// The search, per (pipeline depth p, data-parallel width d, micro-batch size
+// b, ZeRO stage) combination (the micro-batch count follows from the global
+// batch):
+//  1. prune the combination when a lower bound of its peak stage memory
+//     (model states spread evenly, full recompute) exceeds the cap;
+//  2. choose the stage split that minimizes the slowest 1F1B slot subject to
+//     every stage fitting the cap, by bisection on the slot time T: stage i
+//     can take at most n_i(T) layers (the most layers for which some
+//     recompute policy fits in memory and keeps the slot under T); T is
+//     feasible when sum_i n_i(T) >= L;
+//  3. give each stage the least-recompute policy that fits;
+//  4. evaluate that plan and the evenly split plan (memory of every stage,
+//     predicted step time) and keep the fastest that fit.
+// Per-stage recompute policy choice is exact given the split: a stage's
+// memory depends only on its own policy and less recompute never makes the
+// step slower.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ratrain/Planner/Planner.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <queue>
+
+using namespace ratrain;
+
+int64_t Plan::peakBytes() const {
+  int64_t peak = 0;
+  for (const StageMemory &m : memory)
+    peak = std::max(peak, m.total());
+  return peak;
+}
+
+int64_t Plan::peakStage() const {
+  int64_t best = 0;
+  for (size_t i = 0; i < memory.size(); ++i)
+    if (memory[i].total() > memory[best].total())
+      best = int64_t(i);
+  return best;
+}
+
+Plan ratrain::evaluatePlan(const ModelConfig &model,
+                           const MachineModel &machine,
+                           const ParallelConfig &config,
+                           LifecyclePolicy policy) {
+  Plan plan;
+  plan.config = config;
+  plan.memory =
+      computeMemory(model, config, MemoryOptions::forMachine(machine));
+  CostModel costs(model, machine);
+  plan.time = predictStepTime(costs, config, policy);
+  plan.tokensPerSecond =
+      plan.time.total > 0
+          ? double(config.globalBatch()) * model.seqLen / plan.time.total
+          : 0;
+  return plan;
+}
+
+namespace {
+
+static llvm::Error makeError(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+static std::vector<int64_t> divisors(int64_t n) {
+  std::vector<int64_t> small, large;
+  for (int64_t i = 1; i * i <= n; ++i)
+    if (n % i == 0) {
+      small.push_back(i);
+      if (i != n / i)
+        large.push_back(n / i);
+    }
+  small.insert(small.end(), large.rbegin(), large.rend());
+  return small;
+}
+
+/// The search state for one (p, d, b, zero) combination.
+class CombinationSolver {
+public:
+  CombinationSolver(const ModelConfig &model, const CostModel &costs,
+                    const std::vector<RecomputePolicy> &policies, int64_t p,
+                    int64_t d, int64_t b, int64_t m, ZeroStage zero,
+                    int64_t cap, const MemoryOptions &options,
+                    int64_t &stageEvaluations)
+      : model(model), policies(policies), p(p), d(d), b(b), m(m), zero(zero),
+        cap(cap), options(options), stageEvaluations(stageEvaluations) {
+    double f = costs.layerForward(b), bw = costs.layerBackward(b);
+    for (RecomputePolicy policy : policies)
+      perLayer.push_back(f + bw + costs.layerRecompute(b, policy));
+    double c = 0;
+    if (p > 1) {
+      ParallelConfig shape;
+      shape.pipelineStages = p;
+      shape.dataParallel = d;
+      c = costs.pointToPoint(costs.pipelineMessageBytes(b),
+                             costs.pipelineLink(shape));
+    }
+    extras.assign(p, 2 * c);
+    extras[0] += costs.embeddingForward(b) + costs.embeddingBackward(b);
+    extras[p - 1] += costs.headForward(b) + costs.headBackward(b);
+  }
+
+  StageMemory memory(int64_t stage, int64_t layers, size_t policy) const {
+    ++stageEvaluations;
+    return computeStageMemory(model, stage, p, d, b, m, {0, layers},
+                              policies[policy], zero, options);
+  }
+
+  double slot(int64_t stage, int64_t layers, size_t policy) const {
+    return extras[stage] + layers * perLayer[policy];
+  }
+
+  /// The most layers (0..L) stage `stage` can hold under policy `policy`
+  /// within `memoryCap` bytes (memory grows with the layer count).
+  int64_t maxLayersInMemory(int64_t stage, size_t policy,
+                            int64_t memoryCap) const {
+    int64_t lo = 0, hi = model.numLayers;
+    if (memory(stage, 1, policy).total() > memoryCap)
+      return 0;
+    lo = 1;
+    while (lo < hi) {
+      int64_t mid = lo + (hi - lo + 1) / 2;
+      if (memory(stage, mid, policy).total() <= memoryCap)
+        lo = mid;
+      else
+        hi = mid - 1;
+    }
+    return lo;
+  }
+
+  /// Fills memLimit[stage][policy] for a memory cap.
+  void computeMemoryLimits(int64_t memoryCap) {
+    memLimit.assign(p, std::vector<int64_t>(policies.size(), 0));
+    for (int64_t i = 0; i < p; ++i)
+      for (size_t k = 0; k < policies.size(); ++k)
+        memLimit[i][k] = maxLayersInMemory(i, k, memoryCap);
+  }
+
+  /// Layers stage i can take with slot time <= T, over all policies.
+  int64_t maxLayers(int64_t i, double T) const {
+    int64_t best = 0;
+    for (size_t k = 0; k < policies.size(); ++k) {
+      int64_t byMemory = memLimit[i][k];
+      if (byMemory == 0)
+        continue;
+      double room = T - extras[i];
+      int64_t byTime = room < 0
+                           ? 0
+                           : int64_t(std::min<double>(
+                                 std::floor(room / perLayer[k] * (1 + 1e-12)),
+                                 double(model.numLayers)));
+      best = std::max(best, std::min(byMemory, byTime));
+    }
+    return best;
+  }
+
+  bool feasible(double T) const {
+    int64_t total = 0;
+    for (int64_t i = 0; i < p; ++i) {
+      int64_t n = maxLayers(i, T);
+      if (n < 1)
+        return false;
+      total += n;
+    }
+    return total >= model.numLayers;
+  }
+
+  /// The least-recompute policy of stage i that fits memory with n layers
+  /// (policies are ordered least recompute first); nullopt if none fits.
+  std::optional<size_t> bestPolicy(int64_t i, int64_t n) const {
+    for (size_t k = 0; k < policies.size(); ++k)
+      if (memLimit[i][k] >= n)
+        return k;
+    return std::nullopt;
+  }
+
+  /// The split minimizing the slowest slot with every stage under the cap;
+  /// nullopt when no split fits.
+  std::optional<ParallelConfig> solveMinMaxSplit() {
+    if (p > model.numLayers)
+      return std::nullopt;
+    computeMemoryLimits(cap);
+    double hi = 0;
+    for (int64_t i = 0; i < p; ++i)
+      hi = std::max(hi, slot(i, model.numLayers, 0));
+    hi = hi * 1.01 + 1e-9;
+    if (!feasible(hi))
+      return std::nullopt;
+    double lo = 0;
+    for (int iter = 0; iter < 60 && hi - lo > 1e-9 * hi; ++iter) {
+      double mid = 0.5 * (lo + hi);
+      if (feasible(mid))
+        hi = mid;
+      else
+        lo = mid;
+    }
+    std::vector<int64_t> n(p);
+    int64_t total = 0;
+    for (int64_t i = 0; i < p; ++i)
+      total += n[i] = maxLayers(i, hi);
+    // Remove the excess from the stages with the slowest slot.
+    auto slotOf = [&](int64_t i) {
+      std::optional<size_t> k = bestPolicy(i, n[i]);
+      return k ? slot(i, n[i], *k) : std::numeric_limits<double>::infinity();
+    };
+    std::priority_queue<std::pair<double, int64_t>> heap;
+    for (int64_t i = 0; i < p; ++i)
+      heap.push({slotOf(i), i});
+    while (total > model.numLayers && !heap.empty()) {
+      auto [time, i] = heap.top();
+      heap.pop();
+      if (n[i] <= 1)
+        continue;
+      --n[i];
+      --total;
+      heap.push({slotOf(i), i});
+    }
+    if (total != model.numLayers)
+      return std::nullopt;
+    return makeConfig(n);
+  }
+
+  /// The even split with the least-recompute policy that fits per stage;
+  /// nullopt when some stage fits under no policy.
+  std::optional<ParallelConfig> evenSplit() {
+    if (p > model.numLayers)
+      return std::nullopt;
+    ParallelConfig even = ParallelConfig::balanced(model.numLayers, p, d, b, m,
+                                                   policies.front(), zero);
+    std::vector<int64_t> n;
+    for (const StageLayers &s : even.stages)
+      n.push_back(s.numLayers);
+    if (memLimit.empty())
+      computeMemoryLimits(cap);
+    return makeConfig(n);
+  }
+
+  /// The split that minimizes the largest stage memory with the
+  /// least-memory policy (for diagnostics), and that memory.
+  ParallelConfig leastMemorySplit() {
+    size_t leanest = policies.size() - 1; // most recompute
+    auto peakFor = [&](const std::vector<int64_t> &n) {
+      int64_t peak = 0;
+      for (int64_t i = 0; i < p; ++i)
+        peak = std::max(peak, memory(i, n[i], leanest).total());
+      return peak;
+    };
+    ParallelConfig even = ParallelConfig::balanced(model.numLayers, p, d, b, m,
+                                                   policies[leanest], zero);
+    std::vector<int64_t> best;
+    for (const StageLayers &s : even.stages)
+      best.push_back(s.numLayers);
+    int64_t lo = 0, hi = peakFor(best);
+    // Bisection on the memory cap: stage i takes up to n_i(M) layers.
+    while (lo < hi) {
+      int64_t mid = lo + (hi - lo) / 2;
+      std::vector<int64_t> n(p);
+      int64_t total = 0;
+      bool ok = true;
+      for (int64_t i = 0; i < p && ok; ++i) {
+        n[i] = maxLayersInMemory(i, leanest, mid);
+        ok = n[i] >= 1;
+        total += n[i];
+      }
+      if (ok && total >= model.numLayers) {
+        // Trim the excess from the last stages that have spare layers.
+        for (int64_t i = p - 1; i >= 0 && total > model.numLayers; --i) {
+          int64_t cut = std::min(n[i] - 1, total - model.numLayers);
+          n[i] -= cut;
+          total -= cut;
+        }
+        best = n;
+        hi = mid;
+      } else {
+        lo = mid + 1;
+      }
+    }
+    ParallelConfig config = even;
+    int64_t next = 0;
+    for (int64_t i = 0; i < p; ++i) {
+      config.stages[i] = {next, best[i]};
+      next += best[i];
+    }
+    return config;
+  }
+
+private:
+  std::optional<ParallelConfig> makeConfig(const std::vector<int64_t> &n) {
+    ParallelConfig config;
+    config.pipelineStages = p;
+    config.dataParallel = d;
+    config.microBatchSize = b;
+    config.numMicroBatches = m;
+    config.zero = zero;
+    int64_t next = 0;
+    for (int64_t i = 0; i < p; ++i) {
+      std::optional<size_t> k = bestPolicy(i, n[i]);
+      if (!k)
+        return std::nullopt;
+      config.stages.push_back({next, n[i]});
+      config.recompute.push_back(policies[*k]);
+      next += n[i];
+    }
+    return config;
+  }
+
+  const ModelConfig &model;
+  const std::vector<RecomputePolicy> &policies;
+  int64_t p, d, b, m;
+  ZeroStage zero;
+  int64_t cap;
+  MemoryOptions options;
+  int64_t &stageEvaluations;
+  std::vector<double> perLayer; ///< per policy: f + bw + recompute
+  std::vector<double> extras;   ///< per stage: embedding/head + 2 p2p
+  std::vector<std::vector<int64_t>> memLimit;
+};
+
+} // namespace
+
+llvm::Expected<PlanResult> ratrain::planTraining(const ModelConfig &model0,
+                                                 const MachineModel &machine,
+                                                 const PlanRequest &request) {
+  if (request.clusters < 1)
+    return makeError(
+        llvm::formatv("clusters must be positive, got {0}", request.clusters));
+  if (request.globalBatch < 1)
+    return makeError(llvm::formatv("global batch must be positive, got {0}",
+                                   request.globalBatch));
+  if (request.topK < 1)
+    return makeError(
+        llvm::formatv("top must be positive, got {0}", request.topK));
+  if (request.seqLen < 0)
+    return makeError(llvm::formatv("sequence length must be positive, got {0}",
+                                   request.seqLen));
+  ModelConfig model = model0;
+  if (request.seqLen > 0)
+    model.seqLen = request.seqLen;
+  if (llvm::Error err = model.validate())
+    return std::move(err);
+  if (llvm::Error err = machine.validate())
+    return std::move(err);
+
+  if (request.clusters > machine.totalClusters())
+    return makeError(llvm::formatv(
+        "{0} clusters requested, machine '{1}' has {2} ({3} nodes x {4})",
+        request.clusters, machine.name, machine.totalClusters(), machine.nodes,
+        machine.clustersPerNode));
+  int64_t cap = request.memoryCapBytes > 0 ? request.memoryCapBytes
+                                           : machine.cluster.ddrBytes;
+  auto checkFixed = [&](const char *what, std::optional<int64_t> value) {
+    return value && *value < 1
+               ? makeError(llvm::formatv("{0} must be positive, got {1}", what,
+                                         *value))
+               : llvm::Error::success();
+  };
+  if (llvm::Error err = checkFixed("pp", request.pipelineStages))
+    return std::move(err);
+  if (llvm::Error err = checkFixed("dp", request.dataParallel))
+    return std::move(err);
+  if (llvm::Error err = checkFixed("micro-batch size", request.microBatchSize))
+    return std::move(err);
+  if (request.pipelineStages && request.dataParallel &&
+      *request.pipelineStages * *request.dataParallel != request.clusters)
+    return makeError(llvm::formatv("pp={0} x dp={1} is not {2} clusters",
+                                   *request.pipelineStages,
+                                   *request.dataParallel, request.clusters));
+  if (request.pipelineStages && *request.pipelineStages > model.numLayers)
+    return makeError(llvm::formatv("pp={0} exceeds the {1} layers of {2}",
+                                   *request.pipelineStages, model.numLayers,
+                                   model.name));
+
+  std::vector<RecomputePolicy> policies;
+  if (request.recompute)
+    policies = {*request.recompute};
+  else
+    policies = {RecomputePolicy::None, RecomputePolicy::Selective,
+                RecomputePolicy::Full};
+
+  CostModel costs(model, machine);
+  MemoryOptions memoryOptions = MemoryOptions::forMachine(machine);
+  PlanResult result;
+  result.memoryCapBytes = cap;
+  std::vector<Plan> feasible;
+
+  // The closest infeasible candidate, for the diagnostic.
+  std::optional<ParallelConfig> closest;
+  int64_t closestPeak = std::numeric_limits<int64_t>::max();
+  std::string structuralReason;
+
+  // Memory that every stage split of a combination must exceed somewhere.
+  auto lowerBound = [&](int64_t p, int64_t d, int64_t b, int64_t m,
+                        ZeroStage zero) {
+    RecomputePolicy leanest = policies.back();
+    // Model states and activations of an even spread (per-layer costs are
+    // the same on every stage; activations at least one in flight).
+    StageMemory one =
+        computeStageMemory(model, /*stage=*/1, p + 2, d, b,
+                           /*m=*/1, {0, 1}, leanest, zero, memoryOptions);
+    ++result.stageEvaluations;
+    double perLayer = double(one.modelStates() + one.activations);
+    double extra = double(model.embeddingParams() + model.headParams()) *
+                   double(one.modelStates()) / double(model.paramsPerLayer());
+    (void)m;
+    return int64_t((perLayer * model.numLayers + extra) / double(p));
+  };
+
+  std::vector<int64_t> ppChoices =
+      request.pipelineStages ? std::vector<int64_t>{*request.pipelineStages}
+                             : divisors(request.clusters);
+  for (int64_t p : ppChoices) {
+    if (request.clusters % p != 0 || p > model.numLayers)
+      continue;
+    int64_t d = request.clusters / p;
+    if (request.dataParallel && *request.dataParallel != d)
+      continue;
+    if (request.globalBatch % d != 0) {
+      structuralReason = llvm::formatv("global batch {0} is not a multiple of "
+                                       "the data-parallel width",
+                                       request.globalBatch)
+                             .str();
+      continue;
+    }
+    int64_t perReplica = request.globalBatch / d;
+    std::vector<int64_t> bChoices =
+        request.microBatchSize ? std::vector<int64_t>{*request.microBatchSize}
+                               : divisors(perReplica);
+    for (int64_t b : bChoices) {
+      if (perReplica % b != 0) {
+        structuralReason =
+            llvm::formatv("micro-batch size {0} does not divide the {1} "
+                          "sequences per replica",
+                          b, perReplica)
+                .str();
+        continue;
+      }
+      int64_t m = perReplica / b;
+      std::vector<ZeroStage> zeros;
+      if (request.zero)
+        zeros = {*request.zero};
+      else if (d == 1)
+        zeros = {ZeroStage::None};
+      else
+        zeros = {ZeroStage::None, ZeroStage::Optimizer, ZeroStage::Gradients};
+      for (ZeroStage zero : zeros) {
+        ++result.combinationsVisited;
+        CombinationSolver solver(model, costs, policies, p, d, b, m, zero, cap,
+                                 memoryOptions, result.stageEvaluations);
+        bool pruned = lowerBound(p, d, b, m, zero) > cap;
+        std::vector<ParallelConfig> candidates;
+        if (!pruned) {
+          if (std::optional<ParallelConfig> c = solver.solveMinMaxSplit())
+            candidates.push_back(std::move(*c));
+          if (std::optional<ParallelConfig> c = solver.evenSplit())
+            if (candidates.empty() || c->stages != candidates[0].stages ||
+                c->recompute != candidates[0].recompute)
+              candidates.push_back(std::move(*c));
+        } else {
+          ++result.combinationsPruned;
+        }
+        for (ParallelConfig &config : candidates) {
+          ++result.candidatesEvaluated;
+          Plan plan = evaluatePlan(model, machine, config, request.policy);
+          if (plan.peakBytes() <= cap) {
+            ++result.feasiblePlans;
+            feasible.push_back(std::move(plan));
+          }
+        }
+        if (candidates.empty() && feasible.empty()) {
+          // Remember the candidate that comes closest to fitting.
+          ParallelConfig lean = solver.leastMemorySplit();
+          int64_t peak = 0;
+          for (int64_t i = 0; i < p; ++i)
+            peak = std::max(
+                peak,
+                computeStageMemory(model, lean, i, memoryOptions).total());
+          if (peak < closestPeak) {
+            closestPeak = peak;
+            closest = std::move(lean);
+          }
+        }
+      }
+    }
+  }
+
+  if (feasible.empty()) {
+    if (!closest) {
+      std::string reason = structuralReason.empty()
+                               ? "no pipeline depth / data-parallel width / "
+                                 "micro-batch size matches the constraints"
+                               : structuralReason;
+      return makeError(llvm::formatv("no plan for {0} on {1} clusters with "
+                                     "global batch {2}: {3}",
+                                     model.name, request.clusters,
+                                     request.globalBatch, reason));
+    }
+    Plan plan = evaluatePlan(model, machine, *closest, request.policy);
+    const StageMemory &worst = plan.memory[plan.peakStage()];
+    return makeError(llvm::formatv(
+        "no plan for {0} fits {1} per cluster on {2} clusters (global batch "
+        "{3}, sequence length {4}); closest: {5}; {6}",
+        model.name, formatBytes(cap), request.clusters, request.globalBatch,
+        model.seqLen, closest->describe(), describeStageMemory(worst, cap)));
+  }
+
+  std::stable_sort(
+      feasible.begin(), feasible.end(),
+      [](const Plan &a, const Plan &b) { return a.time.total < b.time.total; });
+  if (int64_t(feasible.size()) > request.topK)
+    feasible.resize(request.topK);
+  result.plans = std::move(feasible);
+  return result;
+}

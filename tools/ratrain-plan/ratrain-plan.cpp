@@ -1,0 +1,166 @@
+//===- ratrain-plan.cpp - Print the best training plans -------------------===//
+//
+// ratrain-plan --model examples/models/llama-2-7b.json
+//              --machine examples/machines/mt3000.yaml
+//              --clusters 1024 --global-batch 1024 [--seq-len 4096]
+//              [--policy ratrain|gpu-style] [--top 5] [--json]
+//              [--pp N] [--dp N] [--micro-batch N] [--zero 0|1|2]
+//              [--recompute none|selective|full] [--memory-cap BYTES]
+//
+// Prints the top plans as a table, then each plan's per-stage memory
+// breakdown; for an infeasible request, what is missing for the closest
+// candidate. Errors read "error: <file>: <what>" and exit non-zero.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ratrain/Machine/MachineModel.h"
+#include "ratrain/Model/HFConfig.h"
+#include "ratrain/Planner/Planner.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace ratrain;
+namespace cl = llvm::cl;
+
+static cl::OptionCategory category("ratrain-plan options");
+static cl::opt<std::string> modelPath("model", cl::Required,
+                                      cl::desc("HuggingFace config.json"),
+                                      cl::value_desc("file"),
+                                      cl::cat(category));
+static cl::opt<std::string> machinePath("machine", cl::Required,
+                                        cl::desc("machine file (YAML/JSON)"),
+                                        cl::value_desc("file"),
+                                        cl::cat(category));
+static cl::opt<int64_t> clusters("clusters", cl::Required,
+                                 cl::desc("compute clusters to use"),
+                                 cl::cat(category));
+static cl::opt<int64_t> globalBatch("global-batch", cl::Required,
+                                    cl::desc("sequences per iteration"),
+                                    cl::cat(category));
+static cl::opt<int64_t>
+    seqLen("seq-len", cl::init(0),
+           cl::desc("sequence length (default: min(max positions, 4096))"),
+           cl::cat(category));
+static cl::opt<std::string> policy("policy", cl::init("ratrain"),
+                                   cl::desc("lifecycle: ratrain | gpu-style"),
+                                   cl::cat(category));
+static cl::opt<int64_t> top("top", cl::init(5), cl::desc("plans to print"),
+                            cl::cat(category));
+static cl::opt<bool> json("json", cl::desc("print JSON instead of tables"),
+                          cl::cat(category));
+static cl::opt<int64_t> fixedPP("pp", cl::init(0),
+                                cl::desc("fix the pipeline depth"),
+                                cl::cat(category));
+static cl::opt<int64_t> fixedDP("dp", cl::init(0),
+                                cl::desc("fix the data-parallel width"),
+                                cl::cat(category));
+static cl::opt<int64_t> fixedMBS("micro-batch", cl::init(0),
+                                 cl::desc("fix the micro-batch size"),
+                                 cl::cat(category));
+static cl::opt<std::string> fixedZero("zero", cl::init(""),
+                                      cl::desc("fix the ZeRO stage: 0|1|2"),
+                                      cl::cat(category));
+static cl::opt<std::string>
+    fixedRecompute("recompute", cl::init(""),
+                   cl::desc("same recompute on every stage: "
+                            "none|selective|full"),
+                   cl::cat(category));
+static cl::opt<int64_t>
+    memoryCap("memory-cap", cl::init(0),
+              cl::desc("DDR cap per cluster in bytes (default: the machine "
+                       "file's cluster.ddr_bytes)"),
+              cl::cat(category));
+static cl::opt<bool> noBreakdown("no-breakdown",
+                                 cl::desc("omit the per-stage breakdowns"),
+                                 cl::cat(category));
+
+static int fail(const llvm::Twine &message) {
+  llvm::WithColor::error(llvm::errs(), "ratrain-plan") << message << "\n";
+  return 1;
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(argc, argv,
+                              "RATrain resource-aware training planner\n");
+
+  HFImportOptions importOptions;
+  importOptions.seqLen = seqLen;
+  llvm::Expected<ModelConfig> model = loadHFConfig(modelPath, importOptions);
+  if (!model)
+    return fail(llvm::toString(model.takeError()));
+  llvm::Expected<MachineModel> machine = loadMachineModel(machinePath);
+  if (!machine)
+    return fail(llvm::toString(machine.takeError()));
+
+  PlanRequest request;
+  request.clusters = clusters;
+  request.globalBatch = globalBatch;
+  request.seqLen = seqLen;
+  request.topK = top;
+  request.memoryCapBytes = memoryCap;
+  if (std::optional<LifecyclePolicy> p = parseLifecyclePolicy(policy))
+    request.policy = *p;
+  else
+    return fail("--policy: expected ratrain or gpu-style, got '" + policy +
+                "'");
+  if (fixedPP.getNumOccurrences())
+    request.pipelineStages = fixedPP;
+  if (fixedDP.getNumOccurrences())
+    request.dataParallel = fixedDP;
+  if (fixedMBS.getNumOccurrences())
+    request.microBatchSize = fixedMBS;
+  if (!fixedZero.empty()) {
+    std::optional<ZeroStage> zero = parseZeroStage(fixedZero);
+    if (!zero)
+      return fail("--zero: expected 0, 1 or 2, got '" + fixedZero + "'");
+    request.zero = *zero;
+  }
+  if (!fixedRecompute.empty()) {
+    std::optional<RecomputePolicy> r = parseRecomputePolicy(fixedRecompute);
+    if (!r)
+      return fail("--recompute: expected none, selective or full, got '" +
+                  fixedRecompute + "'");
+    request.recompute = *r;
+  }
+
+  llvm::Expected<PlanResult> result = planTraining(*model, *machine, request);
+  if (!result)
+    return fail(llvm::toString(result.takeError()));
+
+  llvm::raw_ostream &os = llvm::outs();
+  if (json) {
+    printPlanJSON(os, *result);
+    return 0;
+  }
+  os << llvm::formatv("model {0} ({1:f2}B params, seq {2}) on {3} ({4} "
+                      "clusters of {5} usable DDR), global batch {6}, policy "
+                      "{7}\n",
+                      model->name, double(model->totalParams()) / 1e9,
+                      request.seqLen ? request.seqLen : model->seqLen,
+                      machine->name, request.clusters,
+                      formatBytes(result->memoryCapBytes), request.globalBatch,
+                      stringifyLifecyclePolicy(request.policy));
+  os << llvm::formatv("candidates evaluated: {0} ({1} feasible); "
+                      "combinations: {2} visited, {3} pruned by the memory "
+                      "bound; stage evaluations: {4}\n\n",
+                      result->candidatesEvaluated, result->feasiblePlans,
+                      result->combinationsVisited, result->combinationsPruned,
+                      result->stageEvaluations);
+  printPlanTable(os, result->plans);
+  os << "(layers and recompute per stage, stage 0 first; AxN = A for N "
+        "stages)\n";
+  if (noBreakdown)
+    return 0;
+  int64_t rank = 1;
+  for (const Plan &plan : result->plans) {
+    os << llvm::formatv("\nplan {0}: {1}\n", rank++, plan.config.describe());
+    printStageBreakdown(os, plan, result->memoryCapBytes);
+  }
+  return 0;
+}
