@@ -63,12 +63,9 @@ MachineOp MachineOp::lookup(Operation *op) {
 
 LogicalResult MachineOp::verify() {
   auto module = (*this)->getParentOfType<ModuleOp>();
-  for (auto other : module.getOps<MachineOp>())
-    if (other != *this)
-      return other == *module.getOps<MachineOp>().begin()
-                 ? emitOpError("duplicates the module's machine; a module "
-                               "describes one machine")
-                 : success();
+  if (*module.getOps<MachineOp>().begin() != *this)
+    return emitOpError("duplicates the module's machine; a module describes "
+                       "one machine");
   return success();
 }
 
@@ -177,8 +174,10 @@ LogicalResult ViewOp::verify() {
 
 /// Every token must reach an mt3k.wait: an asynchronous operation that is
 /// never waited on leaves its buffers in use forever.
-static LogicalResult verifyTokenWaited(Operation *op, Value token) {
-  if (token.use_empty())
+LogicalResult ratrain::mt3k::verifyTokenIsWaited(Operation *op, Value token) {
+  if (!token || !llvm::any_of(token.getUsers(), [](Operation *user) {
+        return llvm::isa<WaitOp>(user);
+      }))
     return op->emitOpError("token is never waited on");
   return success();
 }
@@ -214,7 +213,406 @@ LogicalResult DmaOp::verify() {
              << *getChannel() << " is out of range: the machine has "
              << machine.getDmaChannels() << " DMA channels";
   }
-  return verifyTokenWaited(*this, getToken());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Kernels
+//===----------------------------------------------------------------------===//
+
+/// Fails unless `value` has the shape of `reference`.
+static LogicalResult expectSameShape(Operation *op, Value value,
+                                     StringRef name, Value reference,
+                                     StringRef referenceName) {
+  ArrayRef<int64_t> shape = bufferType(value).getShape();
+  ArrayRef<int64_t> expected = bufferType(reference).getShape();
+  if (shape != expected)
+    return op->emitOpError("'")
+           << name << "' must have the shape of '" << referenceName
+           << "', got " << formatShape(shape) << " and "
+           << formatShape(expected);
+  return success();
+}
+
+/// Fails unless `value` has the type (shape and element type) of `reference`.
+static LogicalResult expectSameType(Operation *op, Value value, StringRef name,
+                                    Value reference, StringRef referenceName) {
+  if (value.getType() != reference.getType())
+    return op->emitOpError("'")
+           << name << "' must have the type of '" << referenceName << "', got "
+           << value.getType() << " and " << reference.getType();
+  return success();
+}
+
+LogicalResult GemmOp::verify() {
+  BufferType a = getA().getType(), b = getB().getType(), c = getC().getType();
+  if (a.getElementType() != b.getElementType())
+    return emitOpError("a and b must have the same element type, got ")
+           << a.getElementType() << " and " << b.getElementType();
+  if (!c.getElementType().isF32() && c.getElementType() != a.getElementType())
+    return emitOpError("c must hold f32 or the element type of a and b, got ")
+           << c.getElementType();
+  int64_t m = a.getShape()[getTransposeA() ? 1 : 0];
+  int64_t ka = a.getShape()[getTransposeA() ? 0 : 1];
+  int64_t kb = b.getShape()[getTransposeB() ? 1 : 0];
+  int64_t n = b.getShape()[getTransposeB() ? 0 : 1];
+  if (ka != kb)
+    return emitOpError("contraction dimensions disagree: op(a) is ")
+           << m << "x" << ka << ", op(b) is " << kb << "x" << n;
+  if (c.getShape()[0] != m || c.getShape()[1] != n)
+    return emitOpError("c is ") << formatShape(c.getShape()) << ", expected "
+                                << formatShape({m, n});
+  return success();
+}
+
+/// Checks the operands shared by attention forward and backward.
+static LogicalResult verifyAttention(Operation *op, Value qValue, Value kValue,
+                                     Value vValue, Value oValue,
+                                     Value lseValue, bool causal) {
+  BufferType q = bufferType(qValue), k = bufferType(kValue),
+             v = bufferType(vValue), o = bufferType(oValue),
+             lse = bufferType(lseValue);
+  if (k.getElementType() != q.getElementType() ||
+      v.getElementType() != q.getElementType() ||
+      o.getElementType() != q.getElementType())
+    return op->emitOpError("q, k, v and o must share one element type");
+  if (k.getShape() != v.getShape())
+    return op->emitOpError("k and v must have the same shape, got ")
+           << formatShape(k.getShape()) << " and " << formatShape(v.getShape());
+  // [batch, seq, heads, head_dim]
+  ArrayRef<int64_t> qs = q.getShape(), ks = k.getShape();
+  if (qs[0] != ks[0] || qs[3] != ks[3])
+    return op->emitOpError("q and k disagree on batch size or head dim: q is ")
+           << formatShape(qs) << ", k is " << formatShape(ks);
+  if (qs[2] % ks[2] != 0)
+    return op->emitOpError("query heads (")
+           << qs[2] << ") must be a multiple of key/value heads (" << ks[2]
+           << ")";
+  if (causal && qs[1] != ks[1])
+    return op->emitOpError(
+               "causal attention needs equal query and key lengths, got ")
+           << qs[1] << " and " << ks[1];
+  if (failed(expectSameShape(op, oValue, "o", qValue, "q")))
+    return failure();
+  SmallVector<int64_t> lseShape = {qs[0], qs[2], qs[1]};
+  if (lse.getShape() != ArrayRef<int64_t>(lseShape))
+    return op->emitOpError("lse must be [batch, heads, seq] = ")
+           << formatShape(lseShape) << ", got " << formatShape(lse.getShape());
+  return success();
+}
+
+LogicalResult AttentionFwdOp::verify() {
+  return verifyAttention(*this, getQ(), getK(), getV(), getO(), getLse(),
+                         getCausal());
+}
+
+LogicalResult AttentionBwdOp::verify() {
+  if (failed(verifyAttention(*this, getQ(), getK(), getV(), getO(), getLse(),
+                             getCausal())) ||
+      failed(expectSameType(*this, getDO(), "d_o", getO(), "o")) ||
+      failed(expectSameType(*this, getDq(), "dq", getQ(), "q")) ||
+      failed(expectSameType(*this, getDk(), "dk", getK(), "k")) ||
+      failed(expectSameType(*this, getDv(), "dv", getV(), "v")))
+    return failure();
+  return success();
+}
+
+/// Checks x [tokens, hidden], weight [hidden], rstd [tokens].
+static LogicalResult verifyRMSNorm(Operation *op, Value xValue,
+                                   Value weightValue, Value rstdValue) {
+  ArrayRef<int64_t> x = bufferType(xValue).getShape();
+  int64_t weight = bufferType(weightValue).getShape()[0];
+  int64_t rstd = bufferType(rstdValue).getShape()[0];
+  if (weight != x[1])
+    return op->emitOpError("weight has ")
+           << weight << " elements, expected the hidden size " << x[1]
+           << " of x";
+  if (rstd != x[0])
+    return op->emitOpError("rstd has ")
+           << rstd << " elements, expected the row count " << x[0] << " of x";
+  return success();
+}
+
+LogicalResult RMSNormFwdOp::verify() {
+  if (failed(verifyRMSNorm(*this, getX(), getWeight(), getRstd())) ||
+      failed(expectSameShape(*this, getY(), "y", getX(), "x")))
+    return failure();
+  return success();
+}
+
+LogicalResult RMSNormBwdOp::verify() {
+  if (failed(verifyRMSNorm(*this, getX(), getWeight(), getRstd())) ||
+      failed(expectSameShape(*this, getDy(), "dy", getX(), "x")) ||
+      failed(expectSameShape(*this, getDx(), "dx", getX(), "x")) ||
+      failed(expectSameShape(*this, getDweight(), "dweight", getWeight(),
+                             "weight")))
+    return failure();
+  return success();
+}
+
+namespace {
+/// The operand counts of one elementwise kind.
+struct ElementwiseArity {
+  unsigned inputs, outputs;
+};
+} // namespace
+
+static ElementwiseArity getArity(ElementwiseKind kind) {
+  switch (kind) {
+  case ElementwiseKind::swiglu:
+  case ElementwiseKind::residual_add:
+  case ElementwiseKind::embedding:
+  case ElementwiseKind::embedding_bwd:
+  case ElementwiseKind::cross_entropy:
+  case ElementwiseKind::cross_entropy_bwd:
+    return {2, 1};
+  case ElementwiseKind::swiglu_bwd:
+    return {3, 2};
+  case ElementwiseKind::rope:
+  case ElementwiseKind::rope_bwd:
+  case ElementwiseKind::cast:
+  case ElementwiseKind::scale:
+    return {1, 1};
+  }
+  return {0, 0};
+}
+
+/// Whether `value` is a rank-1 buffer of i32 (token ids or labels).
+static bool isTokenIds(Value value) {
+  BufferType type = bufferType(value);
+  return type.getRank() == 1 && type.getElementType().isInteger(32);
+}
+
+LogicalResult ElementwiseOp::verify() {
+  ElementwiseKind kind = getKind();
+  StringRef name = stringifyElementwiseKind(kind);
+  ElementwiseArity arity = getArity(kind);
+  if (getInputs().size() != arity.inputs ||
+      getOutputs().size() != arity.outputs)
+    return emitOpError("'") << name << "' takes " << arity.inputs
+                            << " inputs and " << arity.outputs
+                            << " outputs, got " << getInputs().size()
+                            << " and " << getOutputs().size();
+
+  bool isRope = kind == ElementwiseKind::rope || kind == ElementwiseKind::rope_bwd;
+  if (isRope && !getTheta())
+    return emitOpError("'") << name << "' needs a 'theta'";
+  if (!isRope && getTheta())
+    return emitOpError("'theta' only applies to rope and rope_bwd");
+  if (kind == ElementwiseKind::scale && !getScale())
+    return emitOpError("'scale' needs a 'scale' factor");
+  if (kind != ElementwiseKind::scale &&
+      kind != ElementwiseKind::cross_entropy_bwd && getScale())
+    return emitOpError("'scale' only applies to scale and cross_entropy_bwd");
+
+  SmallVector<Value> operands(getInputs());
+  llvm::append_range(operands, getOutputs());
+  switch (kind) {
+  case ElementwiseKind::swiglu:
+  case ElementwiseKind::swiglu_bwd:
+  case ElementwiseKind::residual_add:
+  case ElementwiseKind::rope:
+  case ElementwiseKind::rope_bwd:
+  case ElementwiseKind::scale: {
+    for (Value operand : operands)
+      if (operand.getType() != operands.front().getType())
+        return emitOpError("'")
+               << name << "' operands must all have the same type, got "
+               << operands.front().getType() << " and " << operand.getType();
+    if (isRope) {
+      BufferType type = bufferType(operands.front());
+      if (type.getRank() != 4 || type.getShape()[3] % 2 != 0)
+        return emitOpError("'")
+               << name
+               << "' operates on [batch, seq, heads, head_dim] buffers with "
+                  "an even head_dim, got "
+               << formatShape(type.getShape());
+    }
+    return success();
+  }
+  case ElementwiseKind::cast:
+    if (bufferType(operands[0]).getShape() != bufferType(operands[1]).getShape())
+      return emitOpError("'cast' input and output must have the same shape");
+    return success();
+  case ElementwiseKind::embedding:
+  case ElementwiseKind::embedding_bwd: {
+    bool forward = kind == ElementwiseKind::embedding;
+    Value table = forward ? operands[0] : operands[2];
+    Value ids = forward ? operands[1] : operands[0];
+    Value activations = forward ? operands[2] : operands[1];
+    if (!isTokenIds(ids))
+      return emitOpError("'") << name
+                              << "' token ids must be a rank-1 i32 buffer";
+    ArrayRef<int64_t> tableShape = bufferType(table).getShape();
+    ArrayRef<int64_t> actShape = bufferType(activations).getShape();
+    int64_t tokens = bufferType(ids).getShape()[0];
+    if (tableShape.size() != 2 || actShape.size() != 2 ||
+        actShape[0] != tokens || actShape[1] != tableShape[1])
+      return emitOpError("'")
+             << name
+             << "' expects a table [vocab, hidden] and activations [tokens, "
+                "hidden] for ids [tokens], got table "
+             << formatShape(tableShape) << ", activations "
+             << formatShape(actShape) << ", ids [" << tokens << "]";
+    return success();
+  }
+  case ElementwiseKind::cross_entropy:
+  case ElementwiseKind::cross_entropy_bwd: {
+    Value logits = operands[0], labels = operands[1], result = operands[2];
+    if (!isTokenIds(labels))
+      return emitOpError("'") << name
+                              << "' token ids must be a rank-1 i32 buffer";
+    ArrayRef<int64_t> logitsShape = bufferType(logits).getShape();
+    int64_t tokens = bufferType(labels).getShape()[0];
+    if (logitsShape.size() != 2 || logitsShape[0] != tokens)
+      return emitOpError("'")
+             << name << "' expects logits [tokens, vocab] for labels [tokens], "
+             << "got logits " << formatShape(logitsShape) << ", labels ["
+             << tokens << "]";
+    if (kind == ElementwiseKind::cross_entropy) {
+      BufferType loss = bufferType(result);
+      if (loss.getRank() != 0 || !loss.getElementType().isF32())
+        return emitOpError("'cross_entropy' loss must be a rank-0 f32 buffer");
+      return success();
+    }
+    return expectSameShape(*this, result, "dlogits", logits, "logits");
+  }
+  }
+  return success();
+}
+
+LogicalResult AdamWOp::verify() {
+  int64_t elements = getGrad().getType().getNumElements();
+  for (auto [value, name] :
+       llvm::zip_equal(ValueRange{getMaster(), getM(), getV(), getView()},
+                       ArrayRef<StringRef>{"master", "m", "v", "view"})) {
+    int64_t count = bufferType(value).getNumElements();
+    if (count != elements)
+      return emitOpError("'") << name << "' has " << count
+                              << " elements, expected " << elements
+                              << " like 'grad'";
+  }
+  double lr = getLr().convertToDouble(), beta1 = getBeta1().convertToDouble(),
+         beta2 = getBeta2().convertToDouble(), eps = getEps().convertToDouble(),
+         decay = getWeightDecay().convertToDouble();
+  if (!(lr >= 0 && beta1 >= 0 && beta1 < 1 && beta2 >= 0 && beta2 < 1 &&
+        eps > 0 && decay >= 0))
+    return emitOpError("hyper-parameters out of range: need lr >= 0, "
+                       "0 <= beta1, beta2 < 1, eps > 0, weight_decay >= 0");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Communication
+//===----------------------------------------------------------------------===//
+
+/// Resolves `group` to an mt3k.group or reports that it names none.
+static GroupOp lookupGroup(Operation *op, FlatSymbolRefAttr group,
+                           SymbolTableCollection &symbolTable) {
+  auto groupOp =
+      symbolTable.lookupNearestSymbolFrom<GroupOp>(op, group.getAttr());
+  if (!groupOp)
+    op->emitOpError("'") << group << "' does not name an 'mt3k.group'";
+  return groupOp;
+}
+
+/// Fails unless `rank` is an index of `group`; `what` names the index.
+static LogicalResult verifyRankInGroup(Operation *op, StringRef what,
+                                       int64_t rank, GroupOp group) {
+  if (rank >= group.getSize())
+    return op->emitOpError()
+           << what << " " << rank << " is out of range: group @"
+           << group.getSymName() << " has " << group.getSize() << " ranks";
+  return success();
+}
+
+/// Fails unless `large` holds `factor` times the elements of `small`, with
+/// the same element type.
+static LogicalResult verifyGroupMultiple(Operation *op, Value large,
+                                         StringRef largeName, Value small,
+                                         StringRef smallName, GroupOp group) {
+  BufferType largeType = bufferType(large), smallType = bufferType(small);
+  if (largeType.getElementType() != smallType.getElementType())
+    return op->emitOpError("source and destination element types differ: ")
+           << bufferType(large).getElementType() << " vs "
+           << bufferType(small).getElementType();
+  if (largeType.getNumElements() != group.getSize() * smallType.getNumElements())
+    return op->emitOpError()
+           << largeName << " has " << largeType.getNumElements()
+           << " elements, expected " << group.getSize() << " (size of @"
+           << group.getSymName() << ") x " << smallType.getNumElements()
+           << " (" << smallName << ")";
+  return success();
+}
+
+/// A point-to-point peer is in the group and, on the pipeline group, is not
+/// the sending/receiving stage itself.
+static LogicalResult verifyPeer(Operation *op, int64_t peer, GroupOp group) {
+  if (failed(verifyRankInGroup(op, "peer", peer, group)))
+    return failure();
+  if (group.getKind() == GroupKind::pipeline)
+    if (auto program = op->getParentOfType<ProgramOp>())
+      if (static_cast<int64_t>(program.getStage()) == peer)
+        return op->emitOpError("stage ")
+               << peer << " cannot transfer to or from itself";
+  return success();
+}
+
+LogicalResult AllReduceOp::verify() {
+  if (getSource().getType() != getDest().getType())
+    return emitOpError("source and destination types differ: ")
+           << getSource().getType() << " vs " << getDest().getType();
+  return success();
+}
+
+LogicalResult
+AllReduceOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  return success(lookupGroup(*this, getGroupAttr(), symbolTable) != nullptr);
+}
+
+LogicalResult
+ReduceScatterOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  GroupOp group = lookupGroup(*this, getGroupAttr(), symbolTable);
+  if (!group)
+    return failure();
+  return verifyGroupMultiple(*this, getSource(), "source", getDest(),
+                             "destination", group);
+}
+
+LogicalResult
+AllGatherOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  GroupOp group = lookupGroup(*this, getGroupAttr(), symbolTable);
+  if (!group)
+    return failure();
+  return verifyGroupMultiple(*this, getDest(), "destination", getSource(),
+                             "source", group);
+}
+
+LogicalResult
+BroadcastOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  GroupOp group = lookupGroup(*this, getGroupAttr(), symbolTable);
+  if (!group)
+    return failure();
+  return verifyRankInGroup(*this, "root", getRoot(), group);
+}
+
+LogicalResult SendOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  GroupOp group = lookupGroup(*this, getGroupAttr(), symbolTable);
+  if (!group)
+    return failure();
+  return verifyPeer(*this, getPeer(), group);
+}
+
+LogicalResult RecvOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  GroupOp group = lookupGroup(*this, getGroupAttr(), symbolTable);
+  if (!group)
+    return failure();
+  return verifyPeer(*this, getPeer(), group);
+}
+
+LogicalResult
+BarrierOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  return success(lookupGroup(*this, getGroupAttr(), symbolTable) != nullptr);
 }
 
 #define GET_OP_CLASSES

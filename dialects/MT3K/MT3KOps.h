@@ -16,6 +16,21 @@
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+namespace ratrain::mt3k {
+/// Implemented in MT3KOps.cpp: fails unless `token` is used by an mt3k.wait.
+mlir::LogicalResult verifyTokenIsWaited(mlir::Operation *op, mlir::Value token);
+
+/// Trait of asynchronous operations (DMA, communication): the first result
+/// is a token that must be consumed by an `mt3k.wait`.
+template <typename ConcreteType>
+class AsyncOp : public mlir::OpTrait::TraitBase<ConcreteType, AsyncOp> {
+public:
+  static mlir::LogicalResult verifyTrait(mlir::Operation *op) {
+    return verifyTokenIsWaited(op, op->getResult(0));
+  }
+};
+} // namespace ratrain::mt3k
+
 #define GET_OP_CLASSES
 #include "MT3K/MT3KOps.h.inc"
 

@@ -18,6 +18,14 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 class MT3K_Op<string mnemonic, list<Trait> traits = []>
     : Op<MT3K_Dialect, mnemonic, traits>;
 
+/// An asynchronous operation: its token result must be consumed by an
+/// `mt3k.wait` (verified by ratrain::mt3k::AsyncOp).
+def MT3K_AsyncOp : NativeOpTrait<"AsyncOp"> {
+  let cppNamespace = "::ratrain::mt3k";
+}
+
 include "MT3K/MT3KStructureOps.td"
+include "MT3K/MT3KKernelOps.td"
+include "MT3K/MT3KCommOps.td"
 
 #endif // RATRAIN_MT3K_OPS_TD

@@ -167,7 +167,7 @@ def MT3K_ViewOp : MT3K_Op<"view", [Pure]> {
 // Asynchronous data movement
 //===----------------------------------------------------------------------===//
 
-def MT3K_DmaOp : MT3K_Op<"dma"> {
+def MT3K_DmaOp : MT3K_Op<"dma", [MT3K_AsyncOp]> {
   let summary = "asynchronous copy between two memory spaces";
   let description = [{
     Starts copying `source` into `dest` on a DMA engine and yields a token;

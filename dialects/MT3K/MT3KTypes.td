@@ -80,43 +80,42 @@ def MT3K_TokenType : MT3K_Type<"Token", "token"> {
 // Type constraints
 //===----------------------------------------------------------------------===//
 
-def MT3K_AnyBuffer : Type<CPred<"::llvm::isa<::ratrain::mt3k::BufferType>($_self)">,
-                          "mt3k buffer", "::ratrain::mt3k::BufferType">;
+def MT3K_AnyBuffer
+    : Type<CPred<"::llvm::isa<::ratrain::mt3k::BufferType>($_self)">,
+           "mt3k buffer", "::ratrain::mt3k::BufferType">;
 
-/// A buffer of the given rank.
-class MT3K_BufferOfRank<int rank>
-    : Type<And<[MT3K_AnyBuffer.predicate,
-                CPred<"::llvm::cast<::ratrain::mt3k::BufferType>($_self).getRank() == " # rank>]>,
-           "rank-" # rank # " mt3k buffer", "::ratrain::mt3k::BufferType">;
+/// A predicate on a value known to be an mt3k buffer: `cond` is a call on it.
+class MT3K_BufferPred<string cond>
+    : CPred<"::llvm::cast<::ratrain::mt3k::BufferType>($_self)." # cond>;
 
-/// A buffer of floating-point elements (f32, f16, bf16).
-def MT3K_FloatBuffer
-    : Type<And<[MT3K_AnyBuffer.predicate,
-                CPred<"::llvm::isa<::mlir::FloatType>("
-                      "::llvm::cast<::ratrain::mt3k::BufferType>($_self).getElementType())">]>,
-           "mt3k buffer of floats", "::ratrain::mt3k::BufferType">;
+def MT3K_IsFloat : CPred<"::llvm::isa<::mlir::FloatType>("
+    "::llvm::cast<::ratrain::mt3k::BufferType>($_self).getElementType())">;
+def MT3K_IsF32 : MT3K_BufferPred<"getElementType().isF32()">;
+def MT3K_IsI32 : MT3K_BufferPred<"getElementType().isInteger(32)">;
+def MT3K_InDdr
+    : MT3K_BufferPred<"getSpace() == ::ratrain::mt3k::MemorySpace::ddr">;
+class MT3K_HasRank<int rank> : MT3K_BufferPred<"getRank() == " # rank>;
 
-/// A rank-N buffer of floating-point elements.
+/// An mt3k buffer that satisfies all of `preds`.
+class MT3K_BufferWith<list<Pred> preds, string description>
+    : Type<And<!listconcat([MT3K_AnyBuffer.predicate], preds)>, description,
+           "::ratrain::mt3k::BufferType">;
+
+def MT3K_FloatBuffer : MT3K_BufferWith<[MT3K_IsFloat], "mt3k buffer of floats">;
+def MT3K_F32Buffer : MT3K_BufferWith<[MT3K_IsF32], "mt3k buffer of f32">;
 class MT3K_FloatBufferOfRank<int rank>
-    : Type<And<[MT3K_FloatBuffer.predicate, MT3K_BufferOfRank<rank>.predicate]>,
-           "rank-" # rank # " mt3k buffer of floats", "::ratrain::mt3k::BufferType">;
-
-/// A rank-N buffer of f32.
+    : MT3K_BufferWith<[MT3K_IsFloat, MT3K_HasRank<rank>],
+                      "rank-" # rank # " mt3k buffer of floats">;
 class MT3K_F32BufferOfRank<int rank>
-    : Type<And<[MT3K_BufferOfRank<rank>.predicate,
-                CPred<"::llvm::cast<::ratrain::mt3k::BufferType>($_self).getElementType().isF32()">]>,
-           "rank-" # rank # " mt3k buffer of f32", "::ratrain::mt3k::BufferType">;
+    : MT3K_BufferWith<[MT3K_IsF32, MT3K_HasRank<rank>],
+                      "rank-" # rank # " mt3k buffer of f32">;
 
-/// A buffer of i32 (token ids, labels).
-def MT3K_I32Buffer
-    : Type<And<[MT3K_AnyBuffer.predicate,
-                CPred<"::llvm::cast<::ratrain::mt3k::BufferType>($_self).getElementType().isInteger(32)">]>,
-           "mt3k buffer of i32", "::ratrain::mt3k::BufferType">;
-
-/// A buffer of f32 (master weights, optimizer moments).
-def MT3K_F32Buffer
-    : Type<And<[MT3K_AnyBuffer.predicate,
-                CPred<"::llvm::cast<::ratrain::mt3k::BufferType>($_self).getElementType().isF32()">]>,
-           "mt3k buffer of f32", "::ratrain::mt3k::BufferType">;
+/// Network transfers read and write DDR (the NIC reaches only DDR).
+def MT3K_DdrBuffer : MT3K_BufferWith<[MT3K_InDdr], "mt3k buffer in ddr">;
+def MT3K_DdrI32Buffer : MT3K_BufferWith<[MT3K_InDdr, MT3K_IsI32],
+                                        "mt3k buffer of i32 in ddr">;
+def MT3K_DdrF32Scalar
+    : MT3K_BufferWith<[MT3K_InDdr, MT3K_IsF32, MT3K_HasRank<0>],
+                      "rank-0 mt3k buffer of f32 in ddr">;
 
 #endif // RATRAIN_MT3K_TYPES_TD

@@ -1,0 +1,171 @@
+//===- MT3KCommOps.td - collectives and point-to-point -----*- tablegen -*-===//
+//
+// Communication over named process groups. Included from MT3KOps.td.
+//
+// All transfers are asynchronous: they start the operation and yield a token
+// that an `mt3k.wait` must consume before the buffers are touched again.
+// Buffers are in DDR (the network interface reaches only DDR). A group is
+// named by the symbol of an `mt3k.group`; the group's `size` bounds ranks.
+//
+//===----------------------------------------------------------------------===//
+
+class MT3K_CommOp<string mnemonic, list<Trait> traits = []>
+    : MT3K_Op<mnemonic, !listconcat(traits, [
+        MT3K_AsyncOp, DeclareOpInterfaceMethods<SymbolUserOpInterface>])> {
+  let results = (outs MT3K_TokenType:$token);
+  let extraClassDeclaration = [{
+    /// The group this operation communicates over (null before verification
+    /// has established that the symbol names a group).
+    GroupOp getGroupOp();
+  }];
+  let extraClassDefinition = [{
+    GroupOp $cppClass::getGroupOp() {
+      return ::mlir::SymbolTable::lookupNearestSymbolFrom<GroupOp>(
+          *this, getGroupAttr());
+    }
+  }];
+}
+
+def MT3K_AllReduceOp : MT3K_CommOp<"all_reduce"> {
+  let summary = "asynchronous all-reduce over a group";
+  let description = [{
+    Every rank of `group` contributes `source`; every rank receives the
+    reduction (`sum`, `avg`, `max`, `min`) in `dest`, of the same type
+    (`dest` may be `source`: in place). `algorithm` selects ring, tree or
+    hierarchical (intra-node then inter-node) execution.
+
+    ```mlir
+    %t = mt3k.all_reduce sum %g -> %g on @dp ring
+        : !mt3k.buffer<ddr, 4096x4096xf32> -> !mt3k.buffer<ddr, 4096x4096xf32>
+    ```
+  }];
+  let arguments = (ins MT3K_ReduceKindAttr:$reduce, MT3K_DdrBuffer:$source,
+                       MT3K_DdrBuffer:$dest, FlatSymbolRefAttr:$group,
+                       MT3K_CollectiveAlgorithmAttr:$algorithm);
+  let assemblyFormat = [{
+    `` $reduce $source `->` $dest `on` $group `` $algorithm attr-dict
+    `:` qualified(type($source)) `->` qualified(type($dest))
+  }];
+  let hasVerifier = 1;
+}
+
+def MT3K_ReduceScatterOp : MT3K_CommOp<"reduce_scatter"> {
+  let summary = "asynchronous reduce-scatter over a group";
+  let description = [{
+    Reduces `source` across the group and leaves shard `r` (of `size`
+    equal, contiguous shards) on the rank with index `r` in `dest`:
+    `source` holds `size` times as many elements as `dest`, of the same
+    element type. ZeRO gradient sharding.
+
+    ```mlir
+    %t = mt3k.reduce_scatter sum %g -> %gshard on @dp ring
+        : !mt3k.buffer<ddr, 16777216xf32> -> !mt3k.buffer<ddr, 2097152xf32>
+    ```
+  }];
+  let arguments = (ins MT3K_ReduceKindAttr:$reduce, MT3K_DdrBuffer:$source,
+                       MT3K_DdrBuffer:$dest, FlatSymbolRefAttr:$group,
+                       MT3K_CollectiveAlgorithmAttr:$algorithm);
+  let assemblyFormat = [{
+    `` $reduce $source `->` $dest `on` $group `` $algorithm attr-dict
+    `:` qualified(type($source)) `->` qualified(type($dest))
+  }];
+}
+
+def MT3K_AllGatherOp : MT3K_CommOp<"all_gather"> {
+  let summary = "asynchronous all-gather over a group";
+  let description = [{
+    Concatenates every rank's `source`, in rank order, into `dest` on every
+    rank: `dest` holds `size` times as many elements as `source`, of the
+    same element type. ZeRO parameter-view gathering.
+
+    ```mlir
+    %t = mt3k.all_gather %wshard -> %w on @dp ring
+        : !mt3k.buffer<ddr, 2097152xbf16> -> !mt3k.buffer<ddr, 16777216xbf16>
+    ```
+  }];
+  let arguments = (ins MT3K_DdrBuffer:$source, MT3K_DdrBuffer:$dest,
+                       FlatSymbolRefAttr:$group,
+                       MT3K_CollectiveAlgorithmAttr:$algorithm);
+  let assemblyFormat = [{
+    $source `->` $dest `on` $group `` $algorithm attr-dict
+    `:` qualified(type($source)) `->` qualified(type($dest))
+  }];
+}
+
+def MT3K_BroadcastOp : MT3K_CommOp<"broadcast"> {
+  let summary = "asynchronous broadcast from one rank of a group";
+  let description = [{
+    Copies `buffer` of the rank with index `root` in `group` into `buffer`
+    on every other rank of the group.
+
+    ```mlir
+    %t = mt3k.broadcast %w from 0 on @dp tree : !mt3k.buffer<ddr, 4096xf32>
+    ```
+  }];
+  let arguments = (ins MT3K_DdrBuffer:$buffer,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$root,
+                       FlatSymbolRefAttr:$group,
+                       MT3K_CollectiveAlgorithmAttr:$algorithm);
+  let assemblyFormat = [{
+    $buffer `from` $root `on` $group `` $algorithm attr-dict
+    `:` qualified(type($buffer))
+  }];
+}
+
+def MT3K_SendOp : MT3K_CommOp<"send"> {
+  let summary = "asynchronous send to a peer of a group";
+  let description = [{
+    Sends `buffer` to the rank with index `peer` in `group`, where a
+    `mt3k.recv` with the same `tag` and the sender's index as `from` receives
+    it into a buffer of the same byte size. On a `pipeline` group a rank's
+    index is its program's `stage`; a stage does not send to itself.
+
+    ```mlir
+    %t = mt3k.send %act to 1 on @pp tag 3 : !mt3k.buffer<ddr, 4096x4096xbf16>
+    ```
+  }];
+  let arguments = (ins MT3K_DdrBuffer:$buffer,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$peer,
+                       FlatSymbolRefAttr:$group,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$tag);
+  let assemblyFormat = [{
+    $buffer `to` $peer `on` $group `tag` $tag attr-dict
+    `:` qualified(type($buffer))
+  }];
+}
+
+def MT3K_RecvOp : MT3K_CommOp<"recv"> {
+  let summary = "asynchronous receive from a peer of a group";
+  let description = [{
+    Receives into `buffer` the message with `tag` that the rank with index
+    `peer` in `group` sends with `mt3k.send`. On a `pipeline` group a stage
+    does not receive from itself.
+
+    ```mlir
+    %t = mt3k.recv %act from 0 on @pp tag 3 : !mt3k.buffer<ddr, 4096x4096xbf16>
+    ```
+  }];
+  let arguments = (ins MT3K_DdrBuffer:$buffer,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$peer,
+                       FlatSymbolRefAttr:$group,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$tag);
+  let assemblyFormat = [{
+    $buffer `from` $peer `on` $group `tag` $tag attr-dict
+    `:` qualified(type($buffer))
+  }];
+}
+
+def MT3K_BarrierOp : MT3K_Op<"barrier",
+    [DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "block until every rank of a group arrives";
+  let description = [{
+    Synchronous: returns once every rank of `group` has reached its
+    `mt3k.barrier` on that group.
+
+    ```mlir
+    mt3k.barrier @dp
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$group);
+  let assemblyFormat = "$group attr-dict";
+}

@@ -1,0 +1,310 @@
+//===- MT3KKernelOps.td - kernel calls ---------------------*- tablegen -*-===//
+//
+// Compute kernels of the MT-3000 backend. Included from MT3KOps.td.
+//
+// Every kernel runs synchronously on all cores of the cluster. Operands are
+// buffers in any memory space: GSM/AM operands have been staged by explicit
+// `mt3k.dma`; DDR operands are streamed by the kernel through its own
+// double-buffered DMA (as the MT-3000 library kernels do). Matrices are
+// row-major; activations are flattened to [tokens, hidden] (use `mt3k.view`
+// to reshape). Outputs may alias inputs only where the description says so.
+//
+//===----------------------------------------------------------------------===//
+
+def MT3K_GemmOp : MT3K_Op<"gemm"> {
+  let summary = "matrix multiply: c = alpha * op(a) * op(b) (+ c)";
+  let description = [{
+    `op(a)` is `a` (`[M, K]`) or, with `transpose_a`, `a` transposed (`a` is
+    `[K, M]`); likewise `op(b)` is `[K, N]`. `c` is `[M, N]`. With
+    `accumulate` the product is added to `c` (weight gradients summed over
+    micro-batches), otherwise `c` is overwritten. `alpha` defaults to 1.
+
+    `a` and `b` share one element type (f16/bf16 for the FP16 path, or f32);
+    `c` holds f32 or that same type; the kernel accumulates in f32.
+
+    ```mlir
+    // y[tokens, out] = x[tokens, in] * w[out, in]^T
+    mt3k.gemm %x, %w -> %y transpose_b
+        : !mt3k.buffer<ddr, 4096x4096xbf16>, !mt3k.buffer<ddr, 11008x4096xbf16>
+          -> !mt3k.buffer<ddr, 4096x11008xbf16>
+    // dw[out, in] += dy[tokens, out]^T * x[tokens, in]
+    mt3k.gemm %dy, %x -> %dw transpose_a accumulate : ...
+    ```
+  }];
+  let arguments = (ins MT3K_FloatBufferOfRank<2>:$a,
+                       MT3K_FloatBufferOfRank<2>:$b,
+                       MT3K_FloatBufferOfRank<2>:$c,
+                       UnitAttr:$transpose_a, UnitAttr:$transpose_b,
+                       UnitAttr:$accumulate, OptionalAttr<F64Attr>:$alpha);
+  let assemblyFormat = [{
+    $a `,` $b `->` $c (`transpose_a` $transpose_a^)?
+    (`transpose_b` $transpose_b^)? (`accumulate` $accumulate^)?
+    (`alpha` $alpha^)? attr-dict
+    `:` qualified(type($a)) `,` qualified(type($b)) `->` qualified(type($c))
+  }];
+  let hasVerifier = 1;
+}
+
+def MT3K_AttentionFwdOp : MT3K_Op<"attention_fwd"> {
+  let summary = "fused multi-head attention forward (GQA), saves the log-sum-exp";
+  let description = [{
+    `o = softmax(scale * q k^T + mask) v` per head, with grouped-query
+    attention: `q` is `[batch, seq, heads, head_dim]`, `k` and `v` are
+    `[batch, kv_seq, kv_heads, head_dim]`, and query head `h` reads kv head
+    `h / (heads / kv_heads)`. `o` has the shape of `q`. `lse`
+    (`[batch, heads, seq]`, f32) receives the log-sum-exp of each softmax row,
+    which `mt3k.attention_bwd` needs. `causal` applies the causal mask (then
+    `seq == kv_seq`). `scale` defaults to `1/sqrt(head_dim)`. Rotary
+    embeddings are applied beforehand (`mt3k.elementwise rope`).
+
+    ```mlir
+    mt3k.attention_fwd %q, %k, %v -> %o, %lse causal
+        : !mt3k.buffer<ddr, 1x4096x32x128xbf16>, !mt3k.buffer<ddr, 1x4096x8x128xbf16>,
+          !mt3k.buffer<ddr, 1x4096x8x128xbf16>
+          -> !mt3k.buffer<ddr, 1x4096x32x128xbf16>, !mt3k.buffer<ddr, 1x32x4096xf32>
+    ```
+  }];
+  let arguments = (ins MT3K_FloatBufferOfRank<4>:$q,
+                       MT3K_FloatBufferOfRank<4>:$k,
+                       MT3K_FloatBufferOfRank<4>:$v,
+                       MT3K_FloatBufferOfRank<4>:$o,
+                       MT3K_F32BufferOfRank<3>:$lse,
+                       UnitAttr:$causal, OptionalAttr<F64Attr>:$scale);
+  let assemblyFormat = [{
+    $q `,` $k `,` $v `->` $o `,` $lse (`causal` $causal^)? (`scale` $scale^)?
+    attr-dict `:` qualified(type($q)) `,` qualified(type($k)) `,`
+    qualified(type($v)) `->` qualified(type($o)) `,` qualified(type($lse))
+  }];
+  let hasVerifier = 1;
+}
+
+def MT3K_AttentionBwdOp : MT3K_Op<"attention_bwd"> {
+  let summary = "fused multi-head attention backward (GQA)";
+  let description = [{
+    Given the forward's inputs `q`, `k`, `v`, its output `o`, the output
+    gradient `do` and the saved `lse`, writes the gradients `dq`, `dk`, `dv`
+    (each of the type of its input). The attention probabilities are
+    recomputed from `lse` tile by tile (flash-attention backward); `dk` and
+    `dv` sum the contributions of all query heads of a group. `causal` and
+    `scale` must match the forward call.
+
+    ```mlir
+    mt3k.attention_bwd %q, %k, %v, %o, %do, %lse -> %dq, %dk, %dv causal
+        : !mt3k.buffer<ddr, 1x4096x32x128xbf16>, ..., !mt3k.buffer<ddr, 1x32x4096xf32>
+          -> !mt3k.buffer<ddr, 1x4096x32x128xbf16>, ..., ...
+    ```
+  }];
+  let arguments = (ins MT3K_FloatBufferOfRank<4>:$q,
+                       MT3K_FloatBufferOfRank<4>:$k,
+                       MT3K_FloatBufferOfRank<4>:$v,
+                       MT3K_FloatBufferOfRank<4>:$o,
+                       MT3K_FloatBufferOfRank<4>:$d_o,
+                       MT3K_F32BufferOfRank<3>:$lse,
+                       MT3K_FloatBufferOfRank<4>:$dq,
+                       MT3K_FloatBufferOfRank<4>:$dk,
+                       MT3K_FloatBufferOfRank<4>:$dv,
+                       UnitAttr:$causal, OptionalAttr<F64Attr>:$scale);
+  let assemblyFormat = [{
+    $q `,` $k `,` $v `,` $o `,` $d_o `,` $lse `->` $dq `,` $dk `,` $dv
+    (`causal` $causal^)? (`scale` $scale^)? attr-dict
+    `:` qualified(type($q)) `,` qualified(type($k)) `,` qualified(type($v))
+    `,` qualified(type($o)) `,` qualified(type($d_o)) `,` qualified(type($lse))
+    `->` qualified(type($dq)) `,` qualified(type($dk)) `,` qualified(type($dv))
+  }];
+  let hasVerifier = 1;
+}
+
+def MT3K_RMSNormFwdOp : MT3K_Op<"rmsnorm_fwd"> {
+  let summary = "RMSNorm forward, saves the reciprocal RMS";
+  let description = [{
+    For each row `i` of `x` (`[tokens, hidden]`):
+    `rstd[i] = 1 / sqrt(mean(x[i]^2) + eps)` and
+    `y[i] = x[i] * rstd[i] * weight`. `weight` is `[hidden]`, `y` has the
+    shape of `x`, `rstd` is `[tokens]` f32 (saved for the backward).
+
+    ```mlir
+    mt3k.rmsnorm_fwd %x, %w -> %y, %rstd eps 1.000000e-05
+        : !mt3k.buffer<ddr, 4096x4096xbf16>, !mt3k.buffer<ddr, 4096xbf16>
+          -> !mt3k.buffer<ddr, 4096x4096xbf16>, !mt3k.buffer<ddr, 4096xf32>
+    ```
+  }];
+  let arguments = (ins MT3K_FloatBufferOfRank<2>:$x,
+                       MT3K_FloatBufferOfRank<1>:$weight,
+                       MT3K_FloatBufferOfRank<2>:$y,
+                       MT3K_F32BufferOfRank<1>:$rstd,
+                       F64Attr:$eps);
+  let assemblyFormat = [{
+    $x `,` $weight `->` $y `,` $rstd `eps` $eps attr-dict
+    `:` qualified(type($x)) `,` qualified(type($weight))
+    `->` qualified(type($y)) `,` qualified(type($rstd))
+  }];
+  let hasVerifier = 1;
+}
+
+def MT3K_RMSNormBwdOp : MT3K_Op<"rmsnorm_bwd"> {
+  let summary = "RMSNorm backward";
+  let description = [{
+    From the forward's input `x`, `weight`, saved `rstd` and the output
+    gradient `dy`, writes the input gradient `dx` (shape of `x`; it may alias
+    `dy`) and the weight gradient `dweight` (shape of `weight`). With
+    `accumulate`, `dweight` is added to (summed over micro-batches), otherwise
+    overwritten.
+
+    ```mlir
+    mt3k.rmsnorm_bwd %x, %w, %rstd, %dy -> %dx, %dw accumulate
+        : !mt3k.buffer<ddr, 4096x4096xbf16>, !mt3k.buffer<ddr, 4096xbf16>,
+          !mt3k.buffer<ddr, 4096xf32>, !mt3k.buffer<ddr, 4096x4096xbf16>
+          -> !mt3k.buffer<ddr, 4096x4096xbf16>, !mt3k.buffer<ddr, 4096xf32>
+    ```
+  }];
+  let arguments = (ins MT3K_FloatBufferOfRank<2>:$x,
+                       MT3K_FloatBufferOfRank<1>:$weight,
+                       MT3K_F32BufferOfRank<1>:$rstd,
+                       MT3K_FloatBufferOfRank<2>:$dy,
+                       MT3K_FloatBufferOfRank<2>:$dx,
+                       MT3K_FloatBufferOfRank<1>:$dweight,
+                       UnitAttr:$accumulate);
+  let assemblyFormat = [{
+    $x `,` $weight `,` $rstd `,` $dy `->` $dx `,` $dweight
+    (`accumulate` $accumulate^)? attr-dict
+    `:` qualified(type($x)) `,` qualified(type($weight)) `,`
+    qualified(type($rstd)) `,` qualified(type($dy))
+    `->` qualified(type($dx)) `,` qualified(type($dweight))
+  }];
+  let hasVerifier = 1;
+}
+
+def MT3K_ElementwiseOp : MT3K_Op<"elementwise", [AttrSizedOperandSegments]> {
+  let summary = "a memory-bound kernel selected by `kind`";
+  let description = [{
+    Kernels whose cost is dominated by memory traffic. Each kind takes a
+    fixed number of inputs and outputs:
+
+    | kind | inputs | outputs | semantics |
+    | --- | --- | --- | --- |
+    | `swiglu` | gate, up `[n, f]` | h `[n, f]` | `h = silu(gate) * up` |
+    | `swiglu_bwd` | gate, up, dh | dgate, dup | gradients of `swiglu` |
+    | `residual_add` | a, b | c | `c = a + b` (c may alias a or b) |
+    | `rope` | x `[b, s, heads, d]` | y | rotary embedding, positions `0..s-1`, base `theta` |
+    | `rope_bwd` | dy | dx | inverse rotation, base `theta` |
+    | `embedding` | table `[V, h]`, ids `[n]` i32 | x `[n, h]` | row gather |
+    | `embedding_bwd` | ids `[n]` i32, dx `[n, h]` | dtable `[V, h]` | scatter-add into dtable |
+    | `cross_entropy` | logits `[n, V]`, labels `[n]` i32 | loss (rank-0 f32) | mean token loss |
+    | `cross_entropy_bwd` | logits `[n, V]`, labels `[n]` i32 | dlogits `[n, V]` | `(softmax - onehot) * scale` |
+    | `cast` | x | y (same shape) | element type conversion / copy |
+    | `scale` | x | y | `y = x * scale` |
+
+    Same-kind operands of `swiglu`, `swiglu_bwd`, `residual_add`, `rope`,
+    `rope_bwd` and `scale` share one type. `theta` is required by the rope
+    kinds and rejected elsewhere; `scale` is required by `scale`, optional
+    for `cross_entropy_bwd` (default 1), rejected elsewhere.
+
+    ```mlir
+    mt3k.elementwise swiglu ins(%gate, %up : !mt3k.buffer<ddr, 4096x11008xbf16>,
+        !mt3k.buffer<ddr, 4096x11008xbf16>) outs(%h : !mt3k.buffer<ddr, 4096x11008xbf16>)
+    mt3k.elementwise rope ins(%q : !mt3k.buffer<ddr, 1x4096x32x128xbf16>)
+        outs(%q : !mt3k.buffer<ddr, 1x4096x32x128xbf16>) theta 1.000000e+04
+    ```
+  }];
+  let arguments = (ins MT3K_ElementwiseKindAttr:$kind,
+                       Variadic<MT3K_AnyBuffer>:$inputs,
+                       Variadic<MT3K_AnyBuffer>:$outputs,
+                       OptionalAttr<F64Attr>:$theta,
+                       OptionalAttr<F64Attr>:$scale);
+  let assemblyFormat = [{
+    `` $kind `ins` `(` $inputs `:` qualified(type($inputs)) `)`
+    `outs` `(` $outputs `:` qualified(type($outputs)) `)`
+    (`theta` $theta^)? (`scale` $scale^)? attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
+def MT3K_AdamWOp : MT3K_Op<"adamw"> {
+  let summary = "AdamW step on a parameter shard, refreshing its 16-bit view";
+  let description = [{
+    One decoupled-weight-decay Adam step on `master` (f32), with moments `m`
+    and `v` (f32), from the gradient `grad` (f16/bf16/f32, multiplied by
+    `grad_scale` first, default 1): `m`, `v` and `master` are updated in
+    place, and `view` receives the updated master weights converted to its
+    element type (the FP16 parameter view compute reads). All five buffers
+    hold the same number of elements (a whole parameter or a ZeRO shard).
+    The runtime supplies the iteration number for bias correction and may
+    scale `lr` by its schedule.
+
+    ```mlir
+    mt3k.adamw %g, %master, %m, %v -> %w lr 3.000000e-04 beta1 9.000000e-01
+        beta2 9.500000e-01 eps 1.000000e-08 weight_decay 1.000000e-01
+        : !mt3k.buffer<ddr, 16777216xbf16>, !mt3k.buffer<ddr, 16777216xf32>,
+          !mt3k.buffer<ddr, 16777216xf32>, !mt3k.buffer<ddr, 16777216xf32>
+          -> !mt3k.buffer<ddr, 16777216xbf16>
+    ```
+  }];
+  let arguments = (ins MT3K_FloatBuffer:$grad, MT3K_F32Buffer:$master,
+                       MT3K_F32Buffer:$m, MT3K_F32Buffer:$v,
+                       MT3K_FloatBuffer:$view,
+                       F64Attr:$lr, F64Attr:$beta1, F64Attr:$beta2,
+                       F64Attr:$eps, F64Attr:$weight_decay,
+                       OptionalAttr<F64Attr>:$grad_scale);
+  let assemblyFormat = [{
+    $grad `,` $master `,` $m `,` $v `->` $view `lr` $lr `beta1` $beta1
+    `beta2` $beta2 `eps` $eps `weight_decay` $weight_decay
+    (`grad_scale` $grad_scale^)? attr-dict
+    `:` qualified(type($grad)) `,` qualified(type($master)) `,`
+    qualified(type($m)) `,` qualified(type($v)) `->` qualified(type($view))
+  }];
+  let hasVerifier = 1;
+}
+
+def MT3K_FillOp : MT3K_Op<"fill"> {
+  let summary = "set every element of a buffer to a constant";
+  let description = [{
+    Writes `value` (converted to the element type) to every element, e.g. to
+    zero gradient accumulators at the start of an iteration.
+
+    ```mlir
+    mt3k.fill %dw, 0.000000e+00 : !mt3k.buffer<ddr, 4096x4096xf32>
+    ```
+  }];
+  let arguments = (ins MT3K_AnyBuffer:$dest, F64Attr:$value);
+  let assemblyFormat = "$dest `,` $value attr-dict `:` qualified(type($dest))";
+}
+
+//===----------------------------------------------------------------------===//
+// Runtime interface
+//===----------------------------------------------------------------------===//
+
+def MT3K_LoadBatchOp : MT3K_Op<"load_batch"> {
+  let summary = "fill a buffer with a micro-batch from the data loader";
+  let description = [{
+    The runtime's data loader writes the token ids (`inputs`) or the
+    next-token targets (`labels`) of micro-batch `micro_batch` of the current
+    iteration into `dest` (i32, DDR; `[batch * seq]` or `[batch, seq]`).
+
+    ```mlir
+    mt3k.load_batch inputs %ids micro_batch 3 : !mt3k.buffer<ddr, 4096xi32>
+    ```
+  }];
+  let arguments = (ins MT3K_BatchFieldAttr:$field, MT3K_DdrI32Buffer:$dest,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$micro_batch);
+  let assemblyFormat = [{
+    `` $field $dest `micro_batch` $micro_batch attr-dict `:` qualified(type($dest))
+  }];
+}
+
+def MT3K_ReportLossOp : MT3K_Op<"report_loss"> {
+  let summary = "hand a micro-batch's loss to the runtime's log";
+  let description = [{
+    The runtime reads the scalar loss of micro-batch `micro_batch` from
+    `loss` (written by `mt3k.elementwise cross_entropy`) and averages it into
+    the iteration's reported loss.
+
+    ```mlir
+    mt3k.report_loss %loss micro_batch 3 : !mt3k.buffer<ddr, f32>
+    ```
+  }];
+  let arguments = (ins MT3K_DdrF32Scalar:$loss,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$micro_batch);
+  let assemblyFormat = [{
+    $loss `micro_batch` $micro_batch attr-dict `:` qualified(type($loss))
+  }];
+}

@@ -1,0 +1,743 @@
+// RUN: ratrain-opt %s -split-input-file -verify-diagnostics
+
+// One case per verifier message of the mt3k dialect (and a few of the ODS
+// constraints it relies on). Capacities: DDR 1 MiB, GSM 64 KiB, AM 4 KiB per
+// core, 4 cores, 2 DMA channels, 64-byte alignment.
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  // expected-error @+1 {{buffer dimensions must be positive, got 0}}
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 4x0xf32>
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  // expected-error @+1 {{buffer element type must be f32, f16, bf16, i8, i32 or i64, got 'f64'}}
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 4xf64>
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  // expected-error @+1 {{buffer size overflows 64 bits}}
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 4294967296x4294967296xf32>
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  // expected-error @+1 {{unknown memory space 'hbm', expected ddr, gsm or am}}
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<hbm, 4xf32>
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+// expected-error @+1 {{duplicates the module's machine; a module describes one machine}}
+mt3k.machine "again" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+
+// -----
+
+// expected-error @+1 {{attribute 'alignment' failed to satisfy constraint: 64-bit signless integer attribute whose value is a power of two > 0}}
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 48
+
+// -----
+
+// expected-error @+1 {{needs an 'mt3k.machine' in the enclosing module}}
+mt3k.program @p stage 0 {
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+// expected-error @+1 {{DDR arena of 2097152 bytes exceeds the machine's DDR capacity of 1048576 bytes}}
+mt3k.program @p stage 0 ddr_arena 2097152 {
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  // expected-error @+1 {{offset 32 of buffer 'a' is not a multiple of the machine alignment of 64 bytes}}
+  %a = mt3k.buffer "a" at 32 : !mt3k.buffer<ddr, 4xf32>
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 ddr_arena 4096 {
+  // expected-error @+1 {{buffer 'a' [0, 8192) exceeds the DDR arena of 4096 bytes of program @p}}
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 2048xf32>
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  // expected-error @+1 {{buffer 'a' [1048512, 1048640) exceeds the ddr capacity of 1048576 bytes}}
+  %a = mt3k.buffer "a" at 1048512 : !mt3k.buffer<ddr, 32xf32>
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  // expected-error @+1 {{buffer 'tile' [0, 8192) exceeds the am capacity of 4096 bytes per core}}
+  %a = mt3k.buffer "tile" at 0 : !mt3k.buffer<am, 32x64xf32>
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  // expected-error @+1 {{buffer 'tile' [65536, 65792) exceeds the gsm capacity of 65536 bytes}}
+  %a = mt3k.buffer "tile" at 65536 : !mt3k.buffer<gsm, 64xf32>
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+// expected-error @+1 {{'mt3k.buffer' op expects parent op 'mt3k.program'}}
+%a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 4xf32>
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 64xf32>
+  // expected-error @+1 {{a view stays in its source's memory space, got ddr -> gsm}}
+  %v = mt3k.view %a[0] : !mt3k.buffer<ddr, 64xf32> to !mt3k.buffer<gsm, 64xf32>
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 64xf32>
+  // expected-error @+1 {{byte offset 6 is not a multiple of the element size of 4 bytes}}
+  %v = mt3k.view %a[6] : !mt3k.buffer<ddr, 64xf32> to !mt3k.buffer<ddr, 8xf32>
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 64xf32>
+  // expected-error @+1 {{view [240, 272) exceeds its source of 256 bytes}}
+  %v = mt3k.view %a[240] : !mt3k.buffer<ddr, 64xf32> to !mt3k.buffer<ddr, 8xf32>
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 64xf32>
+  %b = mt3k.buffer "b" at 256 : !mt3k.buffer<ddr, 64xf32>
+  // expected-error @+1 {{DMA between incompatible spaces: ddr -> ddr (allowed: ddr <-> gsm, ddr <-> am, gsm <-> am)}}
+  %t = mt3k.dma %a -> %b : !mt3k.buffer<ddr, 64xf32> -> !mt3k.buffer<ddr, 64xf32>
+  mt3k.wait %t
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 64xf32>
+  %b = mt3k.buffer "b" at 0 : !mt3k.buffer<gsm, 128xf16>
+  // expected-error @+1 {{source and destination element types differ: 'f32' vs 'f16'}}
+  %t = mt3k.dma %a -> %b : !mt3k.buffer<ddr, 64xf32> -> !mt3k.buffer<gsm, 128xf16>
+  mt3k.wait %t
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 64xf32>
+  %b = mt3k.buffer "b" at 0 : !mt3k.buffer<gsm, 32xf32>
+  // expected-error @+1 {{source and destination sizes differ: 256 vs 128 bytes}}
+  %t = mt3k.dma %a -> %b : !mt3k.buffer<ddr, 64xf32> -> !mt3k.buffer<gsm, 32xf32>
+  mt3k.wait %t
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<gsm, 64xf32>
+  %b = mt3k.buffer "b" at 0 : !mt3k.buffer<am, 64xf32>
+  // expected-error @+1 {{a DMA to or from am must name its 'core'}}
+  %t = mt3k.dma %a -> %b : !mt3k.buffer<gsm, 64xf32> -> !mt3k.buffer<am, 64xf32>
+  mt3k.wait %t
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 64xf32>
+  %b = mt3k.buffer "b" at 0 : !mt3k.buffer<gsm, 64xf32>
+  // expected-error @+1 {{'core' only applies to a DMA to or from am}}
+  %t = mt3k.dma %a -> %b core 0 : !mt3k.buffer<ddr, 64xf32> -> !mt3k.buffer<gsm, 64xf32>
+  mt3k.wait %t
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<am, 64xf32>
+  %b = mt3k.buffer "b" at 0 : !mt3k.buffer<ddr, 64xf32>
+  // expected-error @+1 {{core 4 is out of range: the machine has 4 cores}}
+  %t = mt3k.dma %a -> %b core 4 : !mt3k.buffer<am, 64xf32> -> !mt3k.buffer<ddr, 64xf32>
+  mt3k.wait %t
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 64xf32>
+  %b = mt3k.buffer "b" at 0 : !mt3k.buffer<gsm, 64xf32>
+  // expected-error @+1 {{channel 2 is out of range: the machine has 2 DMA channels}}
+  %t = mt3k.dma %a -> %b channel 2 : !mt3k.buffer<ddr, 64xf32> -> !mt3k.buffer<gsm, 64xf32>
+  mt3k.wait %t
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 64xf32>
+  %b = mt3k.buffer "b" at 0 : !mt3k.buffer<gsm, 64xf32>
+  // expected-error @+1 {{token is never waited on}}
+  %t = mt3k.dma %a -> %b : !mt3k.buffer<ddr, 64xf32> -> !mt3k.buffer<gsm, 64xf32>
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 8x16xbf16>
+  %b = mt3k.buffer "b" at 0 : !mt3k.buffer<ddr, 16x4xf16>
+  %c = mt3k.buffer "c" at 0 : !mt3k.buffer<ddr, 8x4xf32>
+  // expected-error @+1 {{a and b must have the same element type, got 'bf16' and 'f16'}}
+  mt3k.gemm %a, %b -> %c : !mt3k.buffer<ddr, 8x16xbf16>, !mt3k.buffer<ddr, 16x4xf16> -> !mt3k.buffer<ddr, 8x4xf32>
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 8x16xbf16>
+  %b = mt3k.buffer "b" at 0 : !mt3k.buffer<ddr, 16x4xbf16>
+  %c = mt3k.buffer "c" at 0 : !mt3k.buffer<ddr, 8x4xf16>
+  // expected-error @+1 {{c must hold f32 or the element type of a and b, got 'f16'}}
+  mt3k.gemm %a, %b -> %c : !mt3k.buffer<ddr, 8x16xbf16>, !mt3k.buffer<ddr, 16x4xbf16> -> !mt3k.buffer<ddr, 8x4xf16>
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 8x16xbf16>
+  %b = mt3k.buffer "b" at 0 : !mt3k.buffer<ddr, 16x4xbf16>
+  %c = mt3k.buffer "c" at 0 : !mt3k.buffer<ddr, 8x4xf32>
+  // expected-error @+1 {{contraction dimensions disagree: op(a) is 8x16, op(b) is 4x16}}
+  mt3k.gemm %a, %b -> %c transpose_b : !mt3k.buffer<ddr, 8x16xbf16>, !mt3k.buffer<ddr, 16x4xbf16> -> !mt3k.buffer<ddr, 8x4xf32>
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 16x8xbf16>
+  %b = mt3k.buffer "b" at 0 : !mt3k.buffer<ddr, 16x4xbf16>
+  %c = mt3k.buffer "c" at 0 : !mt3k.buffer<ddr, 16x4xf32>
+  // expected-error @+1 {{c is [16, 4], expected [8, 4]}}
+  mt3k.gemm %a, %b -> %c transpose_a : !mt3k.buffer<ddr, 16x8xbf16>, !mt3k.buffer<ddr, 16x4xbf16> -> !mt3k.buffer<ddr, 16x4xf32>
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 8x16x1xbf16>
+  %b = mt3k.buffer "b" at 0 : !mt3k.buffer<ddr, 16x4xbf16>
+  %c = mt3k.buffer "c" at 0 : !mt3k.buffer<ddr, 8x4xf32>
+  // expected-error @+1 {{operand #0 must be rank-2 mt3k buffer of floats, but got '!mt3k.buffer<ddr, 8x16x1xbf16>'}}
+  mt3k.gemm %a, %b -> %c : !mt3k.buffer<ddr, 8x16x1xbf16>, !mt3k.buffer<ddr, 16x4xbf16> -> !mt3k.buffer<ddr, 8x4xf32>
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %q = mt3k.buffer "q" at 0 : !mt3k.buffer<ddr, 1x16x4x8xbf16>
+  %k = mt3k.buffer "k" at 0 : !mt3k.buffer<ddr, 1x16x2x8xbf16>
+  %v = mt3k.buffer "v" at 0 : !mt3k.buffer<ddr, 1x16x2x8xf16>
+  %o = mt3k.buffer "o" at 0 : !mt3k.buffer<ddr, 1x16x4x8xbf16>
+  %lse = mt3k.buffer "lse" at 0 : !mt3k.buffer<ddr, 1x4x16xf32>
+  // expected-error @+1 {{q, k, v and o must share one element type}}
+  mt3k.attention_fwd %q, %k, %v -> %o, %lse : !mt3k.buffer<ddr, 1x16x4x8xbf16>, !mt3k.buffer<ddr, 1x16x2x8xbf16>, !mt3k.buffer<ddr, 1x16x2x8xf16> -> !mt3k.buffer<ddr, 1x16x4x8xbf16>, !mt3k.buffer<ddr, 1x4x16xf32>
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %q = mt3k.buffer "q" at 0 : !mt3k.buffer<ddr, 1x16x4x8xbf16>
+  %k = mt3k.buffer "k" at 0 : !mt3k.buffer<ddr, 1x16x2x8xbf16>
+  %v = mt3k.buffer "v" at 0 : !mt3k.buffer<ddr, 1x16x1x8xbf16>
+  %o = mt3k.buffer "o" at 0 : !mt3k.buffer<ddr, 1x16x4x8xbf16>
+  %lse = mt3k.buffer "lse" at 0 : !mt3k.buffer<ddr, 1x4x16xf32>
+  // expected-error @+1 {{k and v must have the same shape, got [1, 16, 2, 8] and [1, 16, 1, 8]}}
+  mt3k.attention_fwd %q, %k, %v -> %o, %lse : !mt3k.buffer<ddr, 1x16x4x8xbf16>, !mt3k.buffer<ddr, 1x16x2x8xbf16>, !mt3k.buffer<ddr, 1x16x1x8xbf16> -> !mt3k.buffer<ddr, 1x16x4x8xbf16>, !mt3k.buffer<ddr, 1x4x16xf32>
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %q = mt3k.buffer "q" at 0 : !mt3k.buffer<ddr, 1x16x4x8xbf16>
+  %k = mt3k.buffer "k" at 0 : !mt3k.buffer<ddr, 1x16x2x4xbf16>
+  %v = mt3k.buffer "v" at 0 : !mt3k.buffer<ddr, 1x16x2x4xbf16>
+  %o = mt3k.buffer "o" at 0 : !mt3k.buffer<ddr, 1x16x4x8xbf16>
+  %lse = mt3k.buffer "lse" at 0 : !mt3k.buffer<ddr, 1x4x16xf32>
+  // expected-error @+1 {{q and k disagree on batch size or head dim: q is [1, 16, 4, 8], k is [1, 16, 2, 4]}}
+  mt3k.attention_fwd %q, %k, %v -> %o, %lse : !mt3k.buffer<ddr, 1x16x4x8xbf16>, !mt3k.buffer<ddr, 1x16x2x4xbf16>, !mt3k.buffer<ddr, 1x16x2x4xbf16> -> !mt3k.buffer<ddr, 1x16x4x8xbf16>, !mt3k.buffer<ddr, 1x4x16xf32>
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %q = mt3k.buffer "q" at 0 : !mt3k.buffer<ddr, 1x16x4x8xbf16>
+  %k = mt3k.buffer "k" at 0 : !mt3k.buffer<ddr, 1x16x3x8xbf16>
+  %v = mt3k.buffer "v" at 0 : !mt3k.buffer<ddr, 1x16x3x8xbf16>
+  %o = mt3k.buffer "o" at 0 : !mt3k.buffer<ddr, 1x16x4x8xbf16>
+  %lse = mt3k.buffer "lse" at 0 : !mt3k.buffer<ddr, 1x4x16xf32>
+  // expected-error @+1 {{query heads (4) must be a multiple of key/value heads (3)}}
+  mt3k.attention_fwd %q, %k, %v -> %o, %lse : !mt3k.buffer<ddr, 1x16x4x8xbf16>, !mt3k.buffer<ddr, 1x16x3x8xbf16>, !mt3k.buffer<ddr, 1x16x3x8xbf16> -> !mt3k.buffer<ddr, 1x16x4x8xbf16>, !mt3k.buffer<ddr, 1x4x16xf32>
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %q = mt3k.buffer "q" at 0 : !mt3k.buffer<ddr, 1x16x4x8xbf16>
+  %k = mt3k.buffer "k" at 0 : !mt3k.buffer<ddr, 1x32x2x8xbf16>
+  %v = mt3k.buffer "v" at 0 : !mt3k.buffer<ddr, 1x32x2x8xbf16>
+  %o = mt3k.buffer "o" at 0 : !mt3k.buffer<ddr, 1x16x4x8xbf16>
+  %lse = mt3k.buffer "lse" at 0 : !mt3k.buffer<ddr, 1x4x16xf32>
+  // expected-error @+1 {{causal attention needs equal query and key lengths, got 16 and 32}}
+  mt3k.attention_fwd %q, %k, %v -> %o, %lse causal : !mt3k.buffer<ddr, 1x16x4x8xbf16>, !mt3k.buffer<ddr, 1x32x2x8xbf16>, !mt3k.buffer<ddr, 1x32x2x8xbf16> -> !mt3k.buffer<ddr, 1x16x4x8xbf16>, !mt3k.buffer<ddr, 1x4x16xf32>
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %q = mt3k.buffer "q" at 0 : !mt3k.buffer<ddr, 1x16x4x8xbf16>
+  %k = mt3k.buffer "k" at 0 : !mt3k.buffer<ddr, 1x16x2x8xbf16>
+  %v = mt3k.buffer "v" at 0 : !mt3k.buffer<ddr, 1x16x2x8xbf16>
+  %o = mt3k.buffer "o" at 0 : !mt3k.buffer<ddr, 1x16x2x8xbf16>
+  %lse = mt3k.buffer "lse" at 0 : !mt3k.buffer<ddr, 1x4x16xf32>
+  // expected-error @+1 {{'o' must have the shape of 'q', got [1, 16, 2, 8] and [1, 16, 4, 8]}}
+  mt3k.attention_fwd %q, %k, %v -> %o, %lse : !mt3k.buffer<ddr, 1x16x4x8xbf16>, !mt3k.buffer<ddr, 1x16x2x8xbf16>, !mt3k.buffer<ddr, 1x16x2x8xbf16> -> !mt3k.buffer<ddr, 1x16x2x8xbf16>, !mt3k.buffer<ddr, 1x4x16xf32>
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %q = mt3k.buffer "q" at 0 : !mt3k.buffer<ddr, 1x16x4x8xbf16>
+  %k = mt3k.buffer "k" at 0 : !mt3k.buffer<ddr, 1x16x2x8xbf16>
+  %v = mt3k.buffer "v" at 0 : !mt3k.buffer<ddr, 1x16x2x8xbf16>
+  %o = mt3k.buffer "o" at 0 : !mt3k.buffer<ddr, 1x16x4x8xbf16>
+  %lse = mt3k.buffer "lse" at 0 : !mt3k.buffer<ddr, 1x16x4xf32>
+  // expected-error @+1 {{lse must be [batch, heads, seq] = [1, 4, 16], got [1, 16, 4]}}
+  mt3k.attention_fwd %q, %k, %v -> %o, %lse : !mt3k.buffer<ddr, 1x16x4x8xbf16>, !mt3k.buffer<ddr, 1x16x2x8xbf16>, !mt3k.buffer<ddr, 1x16x2x8xbf16> -> !mt3k.buffer<ddr, 1x16x4x8xbf16>, !mt3k.buffer<ddr, 1x16x4xf32>
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %q = mt3k.buffer "q" at 0 : !mt3k.buffer<ddr, 1x16x4x8xbf16>
+  %k = mt3k.buffer "k" at 0 : !mt3k.buffer<ddr, 1x16x2x8xbf16>
+  %v = mt3k.buffer "v" at 0 : !mt3k.buffer<ddr, 1x16x2x8xbf16>
+  %o = mt3k.buffer "o" at 0 : !mt3k.buffer<ddr, 1x16x4x8xbf16>
+  %lse = mt3k.buffer "lse" at 0 : !mt3k.buffer<ddr, 1x4x16xbf16>
+  // expected-error @+1 {{operand #4 must be rank-3 mt3k buffer of f32, but got '!mt3k.buffer<ddr, 1x4x16xbf16>'}}
+  mt3k.attention_fwd %q, %k, %v -> %o, %lse : !mt3k.buffer<ddr, 1x16x4x8xbf16>, !mt3k.buffer<ddr, 1x16x2x8xbf16>, !mt3k.buffer<ddr, 1x16x2x8xbf16> -> !mt3k.buffer<ddr, 1x16x4x8xbf16>, !mt3k.buffer<ddr, 1x4x16xbf16>
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %q = mt3k.buffer "q" at 0 : !mt3k.buffer<ddr, 1x16x4x8xbf16>
+  %k = mt3k.buffer "k" at 0 : !mt3k.buffer<ddr, 1x16x2x8xbf16>
+  %lse = mt3k.buffer "lse" at 0 : !mt3k.buffer<ddr, 1x4x16xf32>
+  %dq = mt3k.buffer "dq" at 0 : !mt3k.buffer<ddr, 1x16x4x8xf32>
+  // expected-error @+1 {{'dq' must have the type of 'q', got '!mt3k.buffer<ddr, 1x16x4x8xf32>' and '!mt3k.buffer<ddr, 1x16x4x8xbf16>'}}
+  mt3k.attention_bwd %q, %k, %k, %q, %q, %lse -> %dq, %k, %k causal : !mt3k.buffer<ddr, 1x16x4x8xbf16>, !mt3k.buffer<ddr, 1x16x2x8xbf16>, !mt3k.buffer<ddr, 1x16x2x8xbf16>, !mt3k.buffer<ddr, 1x16x4x8xbf16>, !mt3k.buffer<ddr, 1x16x4x8xbf16>, !mt3k.buffer<ddr, 1x4x16xf32> -> !mt3k.buffer<ddr, 1x16x4x8xf32>, !mt3k.buffer<ddr, 1x16x2x8xbf16>, !mt3k.buffer<ddr, 1x16x2x8xbf16>
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %x = mt3k.buffer "x" at 0 : !mt3k.buffer<ddr, 16x8xbf16>
+  %w = mt3k.buffer "w" at 0 : !mt3k.buffer<ddr, 16xbf16>
+  %y = mt3k.buffer "y" at 0 : !mt3k.buffer<ddr, 16x8xbf16>
+  %r = mt3k.buffer "r" at 0 : !mt3k.buffer<ddr, 16xf32>
+  // expected-error @+1 {{weight has 16 elements, expected the hidden size 8 of x}}
+  mt3k.rmsnorm_fwd %x, %w -> %y, %r eps 1.0e-5 : !mt3k.buffer<ddr, 16x8xbf16>, !mt3k.buffer<ddr, 16xbf16> -> !mt3k.buffer<ddr, 16x8xbf16>, !mt3k.buffer<ddr, 16xf32>
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %x = mt3k.buffer "x" at 0 : !mt3k.buffer<ddr, 16x8xbf16>
+  %w = mt3k.buffer "w" at 0 : !mt3k.buffer<ddr, 8xbf16>
+  %y = mt3k.buffer "y" at 0 : !mt3k.buffer<ddr, 16x8xbf16>
+  %r = mt3k.buffer "r" at 0 : !mt3k.buffer<ddr, 8xf32>
+  // expected-error @+1 {{rstd has 8 elements, expected the row count 16 of x}}
+  mt3k.rmsnorm_fwd %x, %w -> %y, %r eps 1.0e-5 : !mt3k.buffer<ddr, 16x8xbf16>, !mt3k.buffer<ddr, 8xbf16> -> !mt3k.buffer<ddr, 16x8xbf16>, !mt3k.buffer<ddr, 8xf32>
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %x = mt3k.buffer "x" at 0 : !mt3k.buffer<ddr, 16x8xbf16>
+  %w = mt3k.buffer "w" at 0 : !mt3k.buffer<ddr, 8xbf16>
+  %y = mt3k.buffer "y" at 0 : !mt3k.buffer<ddr, 8x16xbf16>
+  %r = mt3k.buffer "r" at 0 : !mt3k.buffer<ddr, 16xf32>
+  // expected-error @+1 {{'y' must have the shape of 'x', got [8, 16] and [16, 8]}}
+  mt3k.rmsnorm_fwd %x, %w -> %y, %r eps 1.0e-5 : !mt3k.buffer<ddr, 16x8xbf16>, !mt3k.buffer<ddr, 8xbf16> -> !mt3k.buffer<ddr, 8x16xbf16>, !mt3k.buffer<ddr, 16xf32>
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %x = mt3k.buffer "x" at 0 : !mt3k.buffer<ddr, 16x8xbf16>
+  %w = mt3k.buffer "w" at 0 : !mt3k.buffer<ddr, 8xbf16>
+  %r = mt3k.buffer "r" at 0 : !mt3k.buffer<ddr, 16xf32>
+  %dw = mt3k.buffer "dw" at 0 : !mt3k.buffer<ddr, 16xf32>
+  // expected-error @+1 {{'dweight' must have the shape of 'weight', got [16] and [8]}}
+  mt3k.rmsnorm_bwd %x, %w, %r, %x -> %x, %dw accumulate : !mt3k.buffer<ddr, 16x8xbf16>, !mt3k.buffer<ddr, 8xbf16>, !mt3k.buffer<ddr, 16xf32>, !mt3k.buffer<ddr, 16x8xbf16> -> !mt3k.buffer<ddr, 16x8xbf16>, !mt3k.buffer<ddr, 16xf32>
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 16x8xbf16>
+  %b = mt3k.buffer "b" at 0 : !mt3k.buffer<ddr, 16x8xbf16>
+  // expected-error @+1 {{'swiglu' takes 2 inputs and 1 outputs, got 1 and 1}}
+  mt3k.elementwise swiglu ins(%a : !mt3k.buffer<ddr, 16x8xbf16>) outs(%b : !mt3k.buffer<ddr, 16x8xbf16>)
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 1x16x2x8xbf16>
+  // expected-error @+1 {{'rope' needs a 'theta'}}
+  mt3k.elementwise rope ins(%a : !mt3k.buffer<ddr, 1x16x2x8xbf16>) outs(%a : !mt3k.buffer<ddr, 1x16x2x8xbf16>)
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 16x8xbf16>
+  // expected-error @+1 {{'theta' only applies to rope and rope_bwd}}
+  mt3k.elementwise residual_add ins(%a, %a : !mt3k.buffer<ddr, 16x8xbf16>, !mt3k.buffer<ddr, 16x8xbf16>) outs(%a : !mt3k.buffer<ddr, 16x8xbf16>) theta 1.0e4
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 16x8xbf16>
+  // expected-error @+1 {{'scale' needs a 'scale' factor}}
+  mt3k.elementwise scale ins(%a : !mt3k.buffer<ddr, 16x8xbf16>) outs(%a : !mt3k.buffer<ddr, 16x8xbf16>)
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 16x8xbf16>
+  // expected-error @+1 {{'scale' only applies to scale and cross_entropy_bwd}}
+  mt3k.elementwise residual_add ins(%a, %a : !mt3k.buffer<ddr, 16x8xbf16>, !mt3k.buffer<ddr, 16x8xbf16>) outs(%a : !mt3k.buffer<ddr, 16x8xbf16>) scale 2.0
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 16x8xbf16>
+  %b = mt3k.buffer "b" at 0 : !mt3k.buffer<ddr, 16x8xf32>
+  // expected-error @+1 {{'residual_add' operands must all have the same type, got '!mt3k.buffer<ddr, 16x8xbf16>' and '!mt3k.buffer<ddr, 16x8xf32>'}}
+  mt3k.elementwise residual_add ins(%a, %b : !mt3k.buffer<ddr, 16x8xbf16>, !mt3k.buffer<ddr, 16x8xf32>) outs(%a : !mt3k.buffer<ddr, 16x8xbf16>)
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 1x16x2x7xbf16>
+  // expected-error @+1 {{'rope_bwd' operates on [batch, seq, heads, head_dim] buffers with an even head_dim, got [1, 16, 2, 7]}}
+  mt3k.elementwise rope_bwd ins(%a : !mt3k.buffer<ddr, 1x16x2x7xbf16>) outs(%a : !mt3k.buffer<ddr, 1x16x2x7xbf16>) theta 1.0e4
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 16x8xbf16>
+  %b = mt3k.buffer "b" at 0 : !mt3k.buffer<ddr, 8x16xf32>
+  // expected-error @+1 {{'cast' input and output must have the same shape}}
+  mt3k.elementwise cast ins(%a : !mt3k.buffer<ddr, 16x8xbf16>) outs(%b : !mt3k.buffer<ddr, 8x16xf32>)
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %t = mt3k.buffer "t" at 0 : !mt3k.buffer<ddr, 100x8xbf16>
+  %ids = mt3k.buffer "ids" at 0 : !mt3k.buffer<ddr, 16xi64>
+  %x = mt3k.buffer "x" at 0 : !mt3k.buffer<ddr, 16x8xbf16>
+  // expected-error @+1 {{'embedding' token ids must be a rank-1 i32 buffer}}
+  mt3k.elementwise embedding ins(%t, %ids : !mt3k.buffer<ddr, 100x8xbf16>, !mt3k.buffer<ddr, 16xi64>) outs(%x : !mt3k.buffer<ddr, 16x8xbf16>)
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %t = mt3k.buffer "t" at 0 : !mt3k.buffer<ddr, 100x4xbf16>
+  %ids = mt3k.buffer "ids" at 0 : !mt3k.buffer<ddr, 16xi32>
+  %x = mt3k.buffer "x" at 0 : !mt3k.buffer<ddr, 16x8xbf16>
+  // expected-error @+1 {{'embedding_bwd' expects a table [vocab, hidden] and activations [tokens, hidden] for ids [tokens], got table [100, 4], activations [16, 8], ids [16]}}
+  mt3k.elementwise embedding_bwd ins(%ids, %x : !mt3k.buffer<ddr, 16xi32>, !mt3k.buffer<ddr, 16x8xbf16>) outs(%t : !mt3k.buffer<ddr, 100x4xbf16>)
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %l = mt3k.buffer "l" at 0 : !mt3k.buffer<ddr, 8x100xf32>
+  %lab = mt3k.buffer "lab" at 0 : !mt3k.buffer<ddr, 16xi32>
+  %loss = mt3k.buffer "loss" at 0 : !mt3k.buffer<ddr, f32>
+  // expected-error @+1 {{'cross_entropy' expects logits [tokens, vocab] for labels [tokens], got logits [8, 100], labels [16]}}
+  mt3k.elementwise cross_entropy ins(%l, %lab : !mt3k.buffer<ddr, 8x100xf32>, !mt3k.buffer<ddr, 16xi32>) outs(%loss : !mt3k.buffer<ddr, f32>)
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %l = mt3k.buffer "l" at 0 : !mt3k.buffer<ddr, 16x100xf32>
+  %lab = mt3k.buffer "lab" at 0 : !mt3k.buffer<ddr, 16xi32>
+  %loss = mt3k.buffer "loss" at 0 : !mt3k.buffer<ddr, 16xf32>
+  // expected-error @+1 {{'cross_entropy' loss must be a rank-0 f32 buffer}}
+  mt3k.elementwise cross_entropy ins(%l, %lab : !mt3k.buffer<ddr, 16x100xf32>, !mt3k.buffer<ddr, 16xi32>) outs(%loss : !mt3k.buffer<ddr, 16xf32>)
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %l = mt3k.buffer "l" at 0 : !mt3k.buffer<ddr, 16x100xf32>
+  %lab = mt3k.buffer "lab" at 0 : !mt3k.buffer<ddr, 16xi32>
+  %d = mt3k.buffer "d" at 0 : !mt3k.buffer<ddr, 16x50xf32>
+  // expected-error @+1 {{'dlogits' must have the shape of 'logits', got [16, 50] and [16, 100]}}
+  mt3k.elementwise cross_entropy_bwd ins(%l, %lab : !mt3k.buffer<ddr, 16x100xf32>, !mt3k.buffer<ddr, 16xi32>) outs(%d : !mt3k.buffer<ddr, 16x50xf32>)
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %g = mt3k.buffer "g" at 0 : !mt3k.buffer<ddr, 64xbf16>
+  %mt = mt3k.buffer "mt" at 0 : !mt3k.buffer<ddr, 64xf32>
+  %m = mt3k.buffer "m" at 0 : !mt3k.buffer<ddr, 32xf32>
+  %v = mt3k.buffer "v" at 0 : !mt3k.buffer<ddr, 64xf32>
+  %w = mt3k.buffer "w" at 0 : !mt3k.buffer<ddr, 64xbf16>
+  // expected-error @+1 {{'m' has 32 elements, expected 64 like 'grad'}}
+  mt3k.adamw %g, %mt, %m, %v -> %w lr 1.0e-3 beta1 0.9 beta2 0.95 eps 1.0e-8 weight_decay 0.1 : !mt3k.buffer<ddr, 64xbf16>, !mt3k.buffer<ddr, 64xf32>, !mt3k.buffer<ddr, 32xf32>, !mt3k.buffer<ddr, 64xf32> -> !mt3k.buffer<ddr, 64xbf16>
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %g = mt3k.buffer "g" at 0 : !mt3k.buffer<ddr, 64xbf16>
+  %mt = mt3k.buffer "mt" at 0 : !mt3k.buffer<ddr, 64xf32>
+  %m = mt3k.buffer "m" at 0 : !mt3k.buffer<ddr, 64xf32>
+  %v = mt3k.buffer "v" at 0 : !mt3k.buffer<ddr, 64xf32>
+  %w = mt3k.buffer "w" at 0 : !mt3k.buffer<ddr, 64xbf16>
+  // expected-error @+1 {{hyper-parameters out of range: need lr >= 0, 0 <= beta1, beta2 < 1, eps > 0, weight_decay >= 0}}
+  mt3k.adamw %g, %mt, %m, %v -> %w lr 1.0e-3 beta1 0.9 beta2 1.0 eps 1.0e-8 weight_decay 0.1 : !mt3k.buffer<ddr, 64xbf16>, !mt3k.buffer<ddr, 64xf32>, !mt3k.buffer<ddr, 64xf32>, !mt3k.buffer<ddr, 64xf32> -> !mt3k.buffer<ddr, 64xbf16>
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %g = mt3k.buffer "g" at 0 : !mt3k.buffer<ddr, 64xbf16>
+  %mt = mt3k.buffer "mt" at 0 : !mt3k.buffer<ddr, 64xbf16>
+  %m = mt3k.buffer "m" at 0 : !mt3k.buffer<ddr, 64xf32>
+  %v = mt3k.buffer "v" at 0 : !mt3k.buffer<ddr, 64xf32>
+  %w = mt3k.buffer "w" at 0 : !mt3k.buffer<ddr, 64xbf16>
+  // expected-error @+1 {{operand #1 must be mt3k buffer of f32, but got '!mt3k.buffer<ddr, 64xbf16>'}}
+  mt3k.adamw %g, %mt, %m, %v -> %w lr 1.0e-3 beta1 0.9 beta2 0.95 eps 1.0e-8 weight_decay 0.1 : !mt3k.buffer<ddr, 64xbf16>, !mt3k.buffer<ddr, 64xbf16>, !mt3k.buffer<ddr, 64xf32>, !mt3k.buffer<ddr, 64xf32> -> !mt3k.buffer<ddr, 64xbf16>
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %ids = mt3k.buffer "ids" at 0 : !mt3k.buffer<gsm, 16xi32>
+  // expected-error @+1 {{operand #0 must be mt3k buffer of i32 in ddr, but got '!mt3k.buffer<gsm, 16xi32>'}}
+  mt3k.load_batch inputs %ids micro_batch 0 : !mt3k.buffer<gsm, 16xi32>
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %l = mt3k.buffer "l" at 0 : !mt3k.buffer<ddr, 1xf32>
+  // expected-error @+1 {{operand #0 must be rank-0 mt3k buffer of f32 in ddr, but got '!mt3k.buffer<ddr, 1xf32>'}}
+  mt3k.report_loss %l micro_batch 0 : !mt3k.buffer<ddr, 1xf32>
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.group @dp data_parallel size 4
+mt3k.group @pp pipeline size 2
+mt3k.program @p stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 64xf32>
+  // expected-error @+1 {{'@nope' does not name an 'mt3k.group'}}
+  %t = mt3k.all_reduce sum %a -> %a on @nope ring : !mt3k.buffer<ddr, 64xf32> -> !mt3k.buffer<ddr, 64xf32>
+  mt3k.wait %t
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.group @dp data_parallel size 4
+mt3k.group @pp pipeline size 2
+mt3k.program @p stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 64xf32>
+  %b = mt3k.buffer "b" at 256 : !mt3k.buffer<ddr, 64xbf16>
+  // expected-error @+1 {{source and destination types differ: '!mt3k.buffer<ddr, 64xf32>' vs '!mt3k.buffer<ddr, 64xbf16>'}}
+  %t = mt3k.all_reduce sum %a -> %b on @dp ring : !mt3k.buffer<ddr, 64xf32> -> !mt3k.buffer<ddr, 64xbf16>
+  mt3k.wait %t
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.group @dp data_parallel size 4
+mt3k.group @pp pipeline size 2
+mt3k.program @p stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<gsm, 64xf32>
+  // expected-error @+1 {{operand #0 must be mt3k buffer in ddr, but got '!mt3k.buffer<gsm, 64xf32>'}}
+  %t = mt3k.all_reduce sum %a -> %a on @dp ring : !mt3k.buffer<gsm, 64xf32> -> !mt3k.buffer<gsm, 64xf32>
+  mt3k.wait %t
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.group @dp data_parallel size 4
+mt3k.group @pp pipeline size 2
+mt3k.program @p stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 64xf32>
+  %b = mt3k.buffer "b" at 256 : !mt3k.buffer<ddr, 32xf32>
+  // expected-error @+1 {{source has 64 elements, expected 4 (size of @dp) x 32 (destination)}}
+  %t = mt3k.reduce_scatter sum %a -> %b on @dp ring : !mt3k.buffer<ddr, 64xf32> -> !mt3k.buffer<ddr, 32xf32>
+  mt3k.wait %t
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.group @dp data_parallel size 4
+mt3k.group @pp pipeline size 2
+mt3k.program @p stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 16xf32>
+  %b = mt3k.buffer "b" at 256 : !mt3k.buffer<ddr, 64xbf16>
+  // expected-error @+1 {{source and destination element types differ: 'bf16' vs 'f32'}}
+  %t = mt3k.all_gather %a -> %b on @dp ring : !mt3k.buffer<ddr, 16xf32> -> !mt3k.buffer<ddr, 64xbf16>
+  mt3k.wait %t
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.group @dp data_parallel size 4
+mt3k.group @pp pipeline size 2
+mt3k.program @p stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 64xf32>
+  // expected-error @+1 {{root 4 is out of range: group @dp has 4 ranks}}
+  %t = mt3k.broadcast %a from 4 on @dp tree : !mt3k.buffer<ddr, 64xf32>
+  mt3k.wait %t
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.group @dp data_parallel size 4
+mt3k.group @pp pipeline size 2
+mt3k.program @p stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 64xf32>
+  // expected-error @+1 {{peer 2 is out of range: group @pp has 2 ranks}}
+  %t = mt3k.send %a to 2 on @pp tag 0 : !mt3k.buffer<ddr, 64xf32>
+  mt3k.wait %t
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.group @dp data_parallel size 4
+mt3k.group @pp pipeline size 2
+mt3k.program @p stage 1 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 64xf32>
+  // expected-error @+1 {{stage 1 cannot transfer to or from itself}}
+  %t = mt3k.recv %a from 1 on @pp tag 0 : !mt3k.buffer<ddr, 64xf32>
+  mt3k.wait %t
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.group @dp data_parallel size 4
+mt3k.group @pp pipeline size 2
+mt3k.program @p stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 64xf32>
+  // expected-error @+1 {{token is never waited on}}
+  %t = mt3k.send %a to 1 on @pp tag 0 : !mt3k.buffer<ddr, 64xf32>
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  // expected-error @+1 {{'@dp' does not name an 'mt3k.group'}}
+  mt3k.barrier @dp
+}
