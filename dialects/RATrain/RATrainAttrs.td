@@ -17,10 +17,7 @@ def RATrain_LayerKind : I32EnumAttr<"LayerKind", "kind of a model layer", [
   I32EnumAttrCase<"Head", 2, "head">
 ]> {
   let cppNamespace = "::ratrain";
-  let genSpecializedAttr = 0;
 }
-def RATrain_LayerKindAttr : EnumAttr<RATrain_Dialect, RATrain_LayerKind,
-                                     "layer_kind">;
 
 def RATrain_PositionEncoding : I32EnumAttr<"PositionEncodingKind",
     "how token positions enter attention", [
@@ -28,10 +25,7 @@ def RATrain_PositionEncoding : I32EnumAttr<"PositionEncodingKind",
   I32EnumAttrCase<"Alibi", 1, "alibi">
 ]> {
   let cppNamespace = "::ratrain";
-  let genSpecializedAttr = 0;
 }
-def RATrain_PositionEncodingAttr : EnumAttr<RATrain_Dialect,
-    RATrain_PositionEncoding, "positions">;
 
 def RATrain_GradPhase : I32EnumAttr<"GradPhase",
     "lifecycle phase of a gradient", [
@@ -40,7 +34,6 @@ def RATrain_GradPhase : I32EnumAttr<"GradPhase",
   I32EnumAttrCase<"Synced", 2, "synced">
 ]> {
   let cppNamespace = "::ratrain";
-  let genSpecializedAttr = 0;
 }
 
 def RATrain_ActivationKind : I32EnumAttr<"ActivationKind",
@@ -50,7 +43,6 @@ def RATrain_ActivationKind : I32EnumAttr<"ActivationKind",
   I32EnumAttrCase<"Input", 2, "input">
 ]> {
   let cppNamespace = "::ratrain";
-  let genSpecializedAttr = 0;
   let description = [{
     `full`: everything the backward needs; `selective`: all but the attention
     core (the backward recomputes attention scores itself, as
@@ -66,10 +58,7 @@ def RATrain_RecomputePolicy : I32EnumAttr<"Recompute",
   I32EnumAttrCase<"Full", 2, "full">
 ]> {
   let cppNamespace = "::ratrain";
-  let genSpecializedAttr = 0;
 }
-def RATrain_RecomputePolicyAttr : EnumAttr<RATrain_Dialect,
-    RATrain_RecomputePolicy, "recompute">;
 
 def RATrain_SyncKind : I32EnumAttr<"SyncKind", "collective of a sync", [
   I32EnumAttrCase<"AllReduce", 0, "all_reduce">,
@@ -77,10 +66,7 @@ def RATrain_SyncKind : I32EnumAttr<"SyncKind", "collective of a sync", [
   I32EnumAttrCase<"AllGather", 2, "all_gather">
 ]> {
   let cppNamespace = "::ratrain";
-  let genSpecializedAttr = 0;
 }
-def RATrain_SyncKindAttr : EnumAttr<RATrain_Dialect, RATrain_SyncKind,
-                                    "sync_kind">;
 
 def RATrain_SyncHierarchy : I32EnumAttr<"SyncHierarchy",
     "how a collective spans the machine", [
@@ -88,15 +74,12 @@ def RATrain_SyncHierarchy : I32EnumAttr<"SyncHierarchy",
   I32EnumAttrCase<"Hierarchical", 1, "hierarchical">
 ]> {
   let cppNamespace = "::ratrain";
-  let genSpecializedAttr = 0;
   let description = [{
     `flat`: one collective over the whole group; `hierarchical`: intra-node
     reduce-scatter, inter-node collective, intra-node all-gather (the
     hierarchical ZeRO++ / Frontier partitioning).
   }];
 }
-def RATrain_SyncHierarchyAttr : EnumAttr<RATrain_Dialect,
-    RATrain_SyncHierarchy, "hierarchy">;
 
 def RATrain_Payload : I32EnumAttr<"Payload",
     "what a pipeline transfer carries", [
@@ -104,20 +87,14 @@ def RATrain_Payload : I32EnumAttr<"Payload",
   I32EnumAttrCase<"Gradient", 1, "gradient">
 ]> {
   let cppNamespace = "::ratrain";
-  let genSpecializedAttr = 0;
 }
-def RATrain_PayloadAttr : EnumAttr<RATrain_Dialect, RATrain_Payload,
-                                   "payload">;
 
 def RATrain_Optimizer : I32EnumAttr<"Optimizer", "optimizer", [
   I32EnumAttrCase<"AdamW", 0, "adamw">,
   I32EnumAttrCase<"SGD", 1, "sgd">
 ]> {
   let cppNamespace = "::ratrain";
-  let genSpecializedAttr = 0;
 }
-def RATrain_OptimizerAttr : EnumAttr<RATrain_Dialect, RATrain_Optimizer,
-                                     "optimizer">;
 
 def RATrain_StorageTier : I32EnumAttr<"StorageTier",
     "where an offloaded state lives", [
@@ -125,10 +102,7 @@ def RATrain_StorageTier : I32EnumAttr<"StorageTier",
   I32EnumAttrCase<"Storage", 1, "storage">
 ]> {
   let cppNamespace = "::ratrain";
-  let genSpecializedAttr = 0;
 }
-def RATrain_StorageTierAttr : EnumAttr<RATrain_Dialect, RATrain_StorageTier,
-                                       "tier">;
 
 def RATrain_LifecyclePolicy : I32EnumAttr<"SchedulePolicy",
     "how lifecycle operations are placed", [
@@ -136,7 +110,6 @@ def RATrain_LifecyclePolicy : I32EnumAttr<"SchedulePolicy",
   I32EnumAttrCase<"GpuStyle", 1, "gpu_style">
 ]> {
   let cppNamespace = "::ratrain";
-  let genSpecializedAttr = 0;
   let description = [{
     `ratrain`: per layer, sync as soon as the gradient is ready, update when
     the sync completes, view re-materialized before the next forward.
@@ -144,8 +117,6 @@ def RATrain_LifecyclePolicy : I32EnumAttr<"SchedulePolicy",
     all view casts, at the iteration boundary.
   }];
 }
-def RATrain_LifecyclePolicyAttr : EnumAttr<RATrain_Dialect,
-    RATrain_LifecyclePolicy, "policy">;
 
 //===----------------------------------------------------------------------===//
 // Attributes
@@ -185,7 +156,14 @@ def RATrain_PlanAttr : RATrain_Attr<"Plan", "plan"> {
     "int64_t":$step_us,
     "int64_t":$peak_bytes
   );
-  let assemblyFormat = "`<` struct(params) `>`";
+  let assemblyFormat = [{
+    `<` `clusters` `=` $clusters `,` `pp` `=` $pp `,` `dp` `=` $dp `,`
+    `micro_batch_size` `=` $micro_batch_size `,`
+    `micro_batches` `=` $micro_batches `,` `zero` `=` $zero `,`
+    `stage_layers` `=` `[` $stage_layers `]` `,`
+    `recompute` `=` `[` $recompute `]` `,` `step_us` `=` $step_us `,`
+    `peak_bytes` `=` $peak_bytes `>`
+  }];
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
     /// First model layer of stage `stage`.

@@ -29,7 +29,7 @@ def RATrain_ModelOp : RATrain_Op<"model", [
 
     ```mlir
     ratrain.model @tiny family("llama") dtype(f32) seq_len(128)
-        max_positions(256) positions(rope) rms_eps(1.0e-05)
+        max_positions(256) positions rope rms_eps(1.0e-05)
         rope_theta(1.0e+04) {
       ratrain.layer 0 embedding hidden(256) vocab(256)
       ratrain.layer 1 decoder hidden(256) heads(8) kv_heads(4) ffn(688)
@@ -43,7 +43,7 @@ def RATrain_ModelOp : RATrain_Op<"model", [
     TypeAttrOf<AnyFloat>:$dtype,
     I64Attr:$seq_len,
     I64Attr:$max_positions,
-    RATrain_PositionEncodingAttr:$positions,
+    RATrain_PositionEncoding:$positions,
     F64Attr:$rms_eps,
     F64Attr:$rope_theta,
     UnitAttr:$tie_embeddings,
@@ -53,9 +53,9 @@ def RATrain_ModelOp : RATrain_Op<"model", [
   let assemblyFormat = [{
     $sym_name `family` `(` $family `)` `dtype` `(` $dtype `)`
     `seq_len` `(` $seq_len `)` `max_positions` `(` $max_positions `)`
-    `positions` `(` $positions `)` `rms_eps` `(` $rms_eps `)`
+    `positions` $positions `rms_eps` `(` $rms_eps `)`
     `rope_theta` `(` $rope_theta `)` (`tie_embeddings` $tie_embeddings^)?
-    (`plan` $plan^)? attr-dict-with-keyword $body
+    (`plan` qualified($plan)^)? attr-dict-with-keyword $body
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
@@ -78,7 +78,7 @@ def RATrain_LayerOp : RATrain_Op<"layer", [HasParent<"ModelOp">]> {
   }];
   let arguments = (ins
     I64Attr:$index,
-    RATrain_LayerKindAttr:$kind,
+    RATrain_LayerKind:$kind,
     I64Attr:$hidden,
     OptionalAttr<I64Attr>:$heads,
     OptionalAttr<I64Attr>:$kv_heads,
@@ -115,11 +115,11 @@ def RATrain_PipelineOp : RATrain_Op<"pipeline", [
     SymbolNameAttr:$sym_name,
     FlatSymbolRefAttr:$model,
     RATrain_PlanAttr:$plan,
-    OptionalAttr<RATrain_LifecyclePolicyAttr>:$policy
+    OptionalAttr<RATrain_LifecyclePolicy>:$policy
   );
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
-    $sym_name `for` $model `plan` $plan (`policy` `(` $policy^ `)`)?
+    $sym_name `for` $model `plan` qualified($plan) (`policy` $policy^)?
     attr-dict-with-keyword $body
   }];
   let hasVerifier = 1;
@@ -169,7 +169,7 @@ def RATrain_YieldOp : RATrain_Op<"yield", [
     Pure, Terminator, HasParent<"StageOp">]> {
   let summary = "the stage's states at the end of the step";
   let arguments = (ins Variadic<AnyType>:$states);
-  let assemblyFormat = "attr-dict ($states^ `:` type($states))?";
+  let assemblyFormat = "attr-dict ($states^ `:` qualified(type($states)))?";
   let builders = [OpBuilder<(ins), "build($_builder, $_state, {});">];
 }
 
@@ -189,8 +189,8 @@ def RATrain_ForwardOp : RATrain_StageOp<"forward"> {
   let arguments = (ins RATrain_AnyView:$view, I64Attr:$micro_batch);
   let results = (outs RATrain_AnyActivation:$activation);
   let assemblyFormat = [{
-    $view `mb` `(` $micro_batch `)` attr-dict `:` type($view) `->`
-    type($activation)
+    $view `mb` `(` $micro_batch `)` attr-dict `:` qualified(type($view)) `->`
+    qualified(type($activation))
   }];
   let hasVerifier = 1;
 }
@@ -205,8 +205,8 @@ def RATrain_RecomputeOp : RATrain_StageOp<"recompute"> {
                        I64Attr:$micro_batch);
   let results = (outs RATrain_RecoveredActivation:$activation);
   let assemblyFormat = [{
-    $view `,` $input `mb` `(` $micro_batch `)` attr-dict `:` type($view) `,`
-    type($input) `->` type($activation)
+    $view `,` $input `mb` `(` $micro_batch `)` attr-dict `:` qualified(type($view)) `,`
+    qualified(type($input)) `->` qualified(type($activation))
   }];
   let hasVerifier = 1;
 }
@@ -234,7 +234,7 @@ def RATrain_BackwardOp : RATrain_StageOp<"backward", [
   let results = (outs RATrain_PartialGrad:$grad);
   let assemblyFormat = [{
     $view `,` $activation (`acc` `(` $acc^ `)`)? `mb` `(` $micro_batch `)`
-    attr-dict `:` type($view) `,` type($activation)
+    attr-dict `:` qualified(type($view)) `,` qualified(type($activation))
   }];
   let hasVerifier = 1;
 }
@@ -246,7 +246,7 @@ def RATrain_SendOp : RATrain_StageOp<"send"> {
     `gradient`: the gradient of the stage's input, to stage - 1. Sends are
     buffered: the stage goes on at once.
   }];
-  let arguments = (ins RATrain_PayloadAttr:$payload, I64Attr:$micro_batch,
+  let arguments = (ins RATrain_Payload:$payload, I64Attr:$micro_batch,
                        I64Attr:$peer);
   let assemblyFormat = [{
     $payload `mb` `(` $micro_batch `)` `to` `(` $peer `)` attr-dict
@@ -259,7 +259,7 @@ def RATrain_RecvOp : RATrain_StageOp<"recv"> {
   let description = [{
     Blocks the stage until the matching `ratrain.send` of `peer` arrives.
   }];
-  let arguments = (ins RATrain_PayloadAttr:$payload, I64Attr:$micro_batch,
+  let arguments = (ins RATrain_Payload:$payload, I64Attr:$micro_batch,
                        I64Attr:$peer);
   let assemblyFormat = [{
     $payload `mb` `(` $micro_batch `)` `from` `(` $peer `)` attr-dict
@@ -284,7 +284,7 @@ def RATrain_GradReadyOp : RATrain_StageOp<"grad_ready", [
   }];
   let arguments = (ins RATrain_PartialGrad:$grad);
   let results = (outs RATrain_ReadyGrad:$ready);
-  let assemblyFormat = "$grad attr-dict `:` type($grad)";
+  let assemblyFormat = "$grad attr-dict `:` qualified(type($grad))";
 }
 
 def RATrain_SyncOp : RATrain_StageOp<"sync"> {
@@ -296,16 +296,16 @@ def RATrain_SyncOp : RATrain_StageOp<"sync"> {
     Returns at once with an async value; `ratrain.wait` completes it.
 
     ```mlir
-    %t = ratrain.sync all_reduce %g hierarchy(flat)
+    %t = ratrain.sync all_reduce %g hierarchy flat
         : !ratrain.grad<3, ready> -> !ratrain.async<!ratrain.grad<3, synced>>
     ```
   }];
-  let arguments = (ins RATrain_SyncKindAttr:$kind, RATrain_AnyState:$state,
-                       RATrain_SyncHierarchyAttr:$hierarchy);
+  let arguments = (ins RATrain_SyncKind:$kind, RATrain_AnyState:$state,
+                       RATrain_SyncHierarchy:$hierarchy);
   let results = (outs RATrain_AnyAsync:$pending);
   let assemblyFormat = [{
-    $kind $state `hierarchy` `(` $hierarchy `)` attr-dict `:` type($state)
-    `->` type($pending)
+    $kind $state `hierarchy` $hierarchy attr-dict `:` qualified(type($state))
+    `->` qualified(type($pending))
   }];
   let hasVerifier = 1;
 }
@@ -316,7 +316,7 @@ def RATrain_WaitOp : RATrain_StageOp<"wait", [
   let summary = "wait for an asynchronous operation and take its value";
   let arguments = (ins RATrain_AnyAsync:$pending);
   let results = (outs AnyType:$value);
-  let assemblyFormat = "$pending attr-dict `:` type($pending)";
+  let assemblyFormat = "$pending attr-dict `:` qualified(type($pending))";
 }
 
 def RATrain_UpdateOp : RATrain_StageOp<"update", [
@@ -327,14 +327,14 @@ def RATrain_UpdateOp : RATrain_StageOp<"update", [
     Applies the synced gradient to the FP32 master weights and the optimizer
     state; the new master feeds `ratrain.view_prefetch`.
   }];
-  let arguments = (ins RATrain_OptimizerAttr:$optimizer,
+  let arguments = (ins RATrain_Optimizer:$optimizer,
                        RATrain_SyncedGrad:$grad, RATrain_AnyMaster:$master,
                        RATrain_AnyOptState:$opt_state);
   let results = (outs RATrain_AnyMaster:$new_master,
                       RATrain_AnyOptState:$new_opt_state);
   let assemblyFormat = [{
-    $optimizer $grad `,` $master `,` $opt_state attr-dict `:` type($grad) `,`
-    type($master) `,` type($opt_state)
+    $optimizer $grad `,` $master `,` $opt_state attr-dict `:` qualified(type($grad)) `,`
+    qualified(type($master)) `,` qualified(type($opt_state))
   }];
   let hasVerifier = 1;
 }
@@ -352,7 +352,7 @@ def RATrain_ViewPrefetchOp : RATrain_StageOp<"view_prefetch", [
   }];
   let arguments = (ins RATrain_AnyMaster:$master);
   let results = (outs RATrain_AnyAsync:$pending);
-  let assemblyFormat = "$master attr-dict `:` type($master)";
+  let assemblyFormat = "$master attr-dict `:` qualified(type($master))";
 }
 
 def RATrain_OffloadOp : RATrain_StageOp<"offload", [
@@ -364,10 +364,10 @@ def RATrain_OffloadOp : RATrain_StageOp<"offload", [
     Frees the state's DDR while it is not needed (storage offload as in
     GriNNder; host offload). `ratrain.reload` brings it back.
   }];
-  let arguments = (ins RATrain_AnyState:$state, RATrain_StorageTierAttr:$tier);
+  let arguments = (ins RATrain_AnyState:$state, RATrain_StorageTier:$tier);
   let results = (outs RATrain_AnyAsync:$pending);
   let assemblyFormat = [{
-    $state `to` `(` $tier `)` attr-dict `:` type($state)
+    $state `to` $tier attr-dict `:` qualified(type($state))
   }];
 }
 
@@ -379,7 +379,7 @@ def RATrain_ReloadOp : RATrain_StageOp<"reload", [
   let summary = "bring an offloaded state back into DDR";
   let arguments = (ins RATrain_AnyOffloaded:$offloaded);
   let results = (outs RATrain_AnyAsync:$pending);
-  let assemblyFormat = "$offloaded attr-dict `:` type($offloaded)";
+  let assemblyFormat = "$offloaded attr-dict `:` qualified(type($offloaded))";
 }
 
 #endif // RATRAIN_OPS_TD

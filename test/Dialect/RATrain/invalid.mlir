@@ -5,8 +5,8 @@
 // pp must be >= 1
 // expected-error @+3 {{plan needs pp, dp, micro_batch_size and micro_batches >= 1}}
 ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
-    positions(rope) rms_eps(1.0e-05) rope_theta(1.0e+04)
-    plan #ratrain.plan<clusters = 2, pp = 0, dp = 1, micro_batch_size = 1, micro_batches = 2, zero = 0, stage_layers = [], recompute = [], step_us = 0, peak_bytes = 0> {
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04)
+    plan #ratrain.plan<clusters = 2, pp = 2, dp = 0, micro_batch_size = 1, micro_batches = 2, zero = 0, stage_layers = [2, 2], recompute = [none, none], step_us = 0, peak_bytes = 0> {
   ratrain.layer 0 embedding hidden(64) vocab(128)
   ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
   ratrain.layer 2 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
@@ -18,7 +18,7 @@ ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
 // more clusters than given
 // expected-error @+3 {{plan uses pp * dp = 4 clusters but only 2 are given}}
 ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
-    positions(rope) rms_eps(1.0e-05) rope_theta(1.0e+04)
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04)
     plan #ratrain.plan<clusters = 2, pp = 2, dp = 2, micro_batch_size = 1, micro_batches = 2, zero = 0, stage_layers = [2, 2], recompute = [none, none], step_us = 0, peak_bytes = 0> {
   ratrain.layer 0 embedding hidden(64) vocab(128)
   ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
@@ -31,7 +31,7 @@ ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
 // zero stage 3 is not used
 // expected-error @+3 {{plan zero stage must be 0, 1 or 2, got 3}}
 ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
-    positions(rope) rms_eps(1.0e-05) rope_theta(1.0e+04)
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04)
     plan #ratrain.plan<clusters = 2, pp = 2, dp = 1, micro_batch_size = 1, micro_batches = 2, zero = 3, stage_layers = [2, 2], recompute = [none, none], step_us = 0, peak_bytes = 0> {
   ratrain.layer 0 embedding hidden(64) vocab(128)
   ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
@@ -44,7 +44,7 @@ ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
 // one stage_layers entry per stage
 // expected-error @+3 {{plan has 1 stage_layers entries for pp = 2}}
 ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
-    positions(rope) rms_eps(1.0e-05) rope_theta(1.0e+04)
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04)
     plan #ratrain.plan<clusters = 2, pp = 2, dp = 1, micro_batch_size = 1, micro_batches = 2, zero = 0, stage_layers = [4], recompute = [none, none], step_us = 0, peak_bytes = 0> {
   ratrain.layer 0 embedding hidden(64) vocab(128)
   ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
@@ -57,7 +57,7 @@ ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
 // one recompute entry per stage
 // expected-error @+3 {{plan has 1 recompute entries for pp = 2}}
 ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
-    positions(rope) rms_eps(1.0e-05) rope_theta(1.0e+04)
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04)
     plan #ratrain.plan<clusters = 2, pp = 2, dp = 1, micro_batch_size = 1, micro_batches = 2, zero = 0, stage_layers = [2, 2], recompute = [full], step_us = 0, peak_bytes = 0> {
   ratrain.layer 0 embedding hidden(64) vocab(128)
   ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
@@ -70,7 +70,7 @@ ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
 // empty stage
 // expected-error @+3 {{plan gives a stage 0 layers}}
 ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
-    positions(rope) rms_eps(1.0e-05) rope_theta(1.0e+04)
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04)
     plan #ratrain.plan<clusters = 2, pp = 2, dp = 1, micro_batch_size = 1, micro_batches = 2, zero = 0, stage_layers = [4, 0], recompute = [none, none], step_us = 0, peak_bytes = 0> {
   ratrain.layer 0 embedding hidden(64) vocab(128)
   ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
@@ -83,7 +83,7 @@ ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
 // negative prediction
 // expected-error @+3 {{plan predictions must not be negative}}
 ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
-    positions(rope) rms_eps(1.0e-05) rope_theta(1.0e+04)
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04)
     plan #ratrain.plan<clusters = 2, pp = 2, dp = 1, micro_batch_size = 1, micro_batches = 2, zero = 0, stage_layers = [2, 2], recompute = [none, none], step_us = -1, peak_bytes = 0> {
   ratrain.layer 0 embedding hidden(64) vocab(128)
   ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
@@ -96,7 +96,7 @@ ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
 // dtype
 // expected-error @+1 {{dtype must be f32, f16 or bf16, got f64}}
 ratrain.model @m family("llama") dtype(f64) seq_len(16) max_positions(32)
-    positions(rope) rms_eps(1.0e-05) rope_theta(1.0e+04) {
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
   ratrain.layer 0 embedding hidden(64) vocab(128)
   ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
   ratrain.layer 2 head hidden(64) vocab(128)
@@ -107,7 +107,7 @@ ratrain.model @m family("llama") dtype(f64) seq_len(16) max_positions(32)
 // seq_len positive
 // expected-error @+1 {{seq_len must be positive, got 0}}
 ratrain.model @m family("llama") dtype(f32) seq_len(0) max_positions(32)
-    positions(rope) rms_eps(1.0e-05) rope_theta(1.0e+04) {
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
   ratrain.layer 0 embedding hidden(64) vocab(128)
   ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
   ratrain.layer 2 head hidden(64) vocab(128)
@@ -118,7 +118,7 @@ ratrain.model @m family("llama") dtype(f32) seq_len(0) max_positions(32)
 // seq_len too long
 // expected-error @+1 {{seq_len 64 exceeds max_positions 32}}
 ratrain.model @m family("llama") dtype(f32) seq_len(64) max_positions(32)
-    positions(rope) rms_eps(1.0e-05) rope_theta(1.0e+04) {
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
   ratrain.layer 0 embedding hidden(64) vocab(128)
   ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
   ratrain.layer 2 head hidden(64) vocab(128)
@@ -128,7 +128,7 @@ ratrain.model @m family("llama") dtype(f32) seq_len(64) max_positions(32)
 
 // foreign op in model
 ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
-    positions(rope) rms_eps(1.0e-05) rope_theta(1.0e+04) {
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
   ratrain.layer 0 embedding hidden(64) vocab(128)
   ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
   // expected-error @+1 {{is not allowed in a ratrain.model; only ratrain.layer is}}
@@ -141,7 +141,7 @@ ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
 // too few layers
 // expected-error @+1 {{needs an embedding, at least one decoder layer and a head, got 2 layers}}
 ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
-    positions(rope) rms_eps(1.0e-05) rope_theta(1.0e+04) {
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
   ratrain.layer 0 embedding hidden(64) vocab(128)
   ratrain.layer 1 head hidden(64) vocab(128)
 }
@@ -150,7 +150,7 @@ ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
 
 // layer index
 ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
-    positions(rope) rms_eps(1.0e-05) rope_theta(1.0e+04) {
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
   ratrain.layer 0 embedding hidden(64) vocab(128)
   // expected-error @+1 {{has index 5 but is layer 1 of the model}}
   ratrain.layer 5 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
@@ -161,7 +161,7 @@ ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
 
 // layer order
 ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
-    positions(rope) rms_eps(1.0e-05) rope_theta(1.0e+04) {
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
   ratrain.layer 0 embedding hidden(64) vocab(128)
   ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
   // expected-error @+1 {{is a decoder layer where the model needs a head layer}}
@@ -172,7 +172,7 @@ ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
 
 // hidden size
 ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
-    positions(rope) rms_eps(1.0e-05) rope_theta(1.0e+04) {
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
   ratrain.layer 0 embedding hidden(64) vocab(128)
   // expected-error @+1 {{has hidden size 32 but the model's is 64}}
   ratrain.layer 1 decoder hidden(32) heads(4) kv_heads(2) ffn(128)
@@ -184,7 +184,7 @@ ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
 // vocab
 // expected-error @+1 {{embedding vocab 128 differs from head vocab 64}}
 ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
-    positions(rope) rms_eps(1.0e-05) rope_theta(1.0e+04) {
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
   ratrain.layer 0 embedding hidden(64) vocab(128)
   ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
   ratrain.layer 2 head hidden(64) vocab(64)
@@ -195,7 +195,7 @@ ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
 // plan covers the layers
 // expected-error @+1 {{plan assigns 4 layers to stages but the model has 3}}
 ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
-    positions(rope) rms_eps(1.0e-05) rope_theta(1.0e+04)
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04)
     plan #ratrain.plan<clusters = 2, pp = 2, dp = 1, micro_batch_size = 1, micro_batches = 2, zero = 0, stage_layers = [2, 2], recompute = [none, none], step_us = 0, peak_bytes = 0> {
   ratrain.layer 0 embedding hidden(64) vocab(128)
   ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
@@ -206,7 +206,7 @@ ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
 
 // hidden positive
 ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
-    positions(rope) rms_eps(1.0e-05) rope_theta(1.0e+04) {
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
   ratrain.layer 0 embedding hidden(64) vocab(128)
   // expected-error @+1 {{hidden must be positive, got 0}}
   ratrain.layer 1 decoder hidden(0) heads(4) kv_heads(2) ffn(128)
@@ -217,7 +217,7 @@ ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
 
 // decoder needs heads
 ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
-    positions(rope) rms_eps(1.0e-05) rope_theta(1.0e+04) {
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
   ratrain.layer 0 embedding hidden(64) vocab(128)
   // expected-error @+1 {{of kind 'decoder' needs heads}}
   ratrain.layer 1 decoder hidden(64) kv_heads(2) ffn(128)
@@ -228,7 +228,7 @@ ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
 
 // sizes positive
 ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
-    positions(rope) rms_eps(1.0e-05) rope_theta(1.0e+04) {
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
   ratrain.layer 0 embedding hidden(64) vocab(128)
   // expected-error @+1 {{ffn must be positive, got 0}}
   ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(0)
@@ -239,7 +239,7 @@ ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
 
 // embedding has no heads
 ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
-    positions(rope) rms_eps(1.0e-05) rope_theta(1.0e+04) {
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
   // expected-error @+1 {{of kind 'embedding' must not have heads}}
   ratrain.layer 0 embedding hidden(64) heads(4) vocab(128)
   ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
@@ -250,7 +250,7 @@ ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
 
 // heads divide hidden
 ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
-    positions(rope) rms_eps(1.0e-05) rope_theta(1.0e+04) {
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
   ratrain.layer 0 embedding hidden(64) vocab(128)
   // expected-error @+1 {{hidden 64 is not a multiple of heads 6}}
   ratrain.layer 1 decoder hidden(64) heads(6) kv_heads(2) ffn(128)
@@ -261,7 +261,7 @@ ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
 
 // kv heads divide heads
 ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
-    positions(rope) rms_eps(1.0e-05) rope_theta(1.0e+04) {
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
   ratrain.layer 0 embedding hidden(64) vocab(128)
   // expected-error @+1 {{heads 4 is not a multiple of kv_heads 3}}
   ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(3) ffn(128)
@@ -272,7 +272,7 @@ ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
 
 // foreign op in pipeline
 ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
-    positions(rope) rms_eps(1.0e-05) rope_theta(1.0e+04) {
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
   ratrain.layer 0 embedding hidden(64) vocab(128)
   ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
   ratrain.layer 2 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
@@ -280,7 +280,7 @@ ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
 }
 ratrain.pipeline @p for @m plan #ratrain.plan<clusters = 2, pp = 2, dp = 1, micro_batch_size = 1, micro_batches = 2, zero = 0, stage_layers = [2, 2], recompute = [none, none], step_us = 0, peak_bytes = 0> {
   // expected-error @+1 {{is not allowed in a ratrain.pipeline; only ratrain.stage is}}
-  ratrain.model @inner family("llama") dtype(f32) seq_len(16) max_positions(32) positions(rope) rms_eps(1.0e-05) rope_theta(1.0e+04) {
+  ratrain.model @inner family("llama") dtype(f32) seq_len(16) max_positions(32) positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
     ratrain.layer 0 embedding hidden(64) vocab(128)
     ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
     ratrain.layer 2 head hidden(64) vocab(128)
@@ -291,7 +291,7 @@ ratrain.pipeline @p for @m plan #ratrain.plan<clusters = 2, pp = 2, dp = 1, micr
 
 // stage count
 ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
-    positions(rope) rms_eps(1.0e-05) rope_theta(1.0e+04) {
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
   ratrain.layer 0 embedding hidden(64) vocab(128)
   ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
   ratrain.layer 2 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
@@ -308,7 +308,7 @@ ratrain.pipeline @p for @m plan #ratrain.plan<clusters = 2, pp = 2, dp = 1, micr
 
 // stage numbering
 ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
-    positions(rope) rms_eps(1.0e-05) rope_theta(1.0e+04) {
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
   ratrain.layer 0 embedding hidden(64) vocab(128)
   ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
   ratrain.layer 2 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
@@ -328,7 +328,7 @@ ratrain.pipeline @p for @m plan #ratrain.plan<clusters = 2, pp = 2, dp = 1, micr
 
 // stage layers match the plan
 ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
-    positions(rope) rms_eps(1.0e-05) rope_theta(1.0e+04) {
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
   ratrain.layer 0 embedding hidden(64) vocab(128)
   ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
   ratrain.layer 2 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
@@ -361,7 +361,7 @@ ratrain.pipeline @p for @nowhere plan #ratrain.plan<clusters = 2, pp = 2, dp = 1
 
 // plan covers the model
 ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
-    positions(rope) rms_eps(1.0e-05) rope_theta(1.0e+04) {
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
   ratrain.layer 0 embedding hidden(64) vocab(128)
   ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
   ratrain.layer 2 head hidden(64) vocab(128)
@@ -380,7 +380,7 @@ ratrain.pipeline @p for @m plan #ratrain.plan<clusters = 2, pp = 2, dp = 1, micr
 
 // stage owns a layer
 ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
-    positions(rope) rms_eps(1.0e-05) rope_theta(1.0e+04) {
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
   ratrain.layer 0 embedding hidden(64) vocab(128)
   ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
   ratrain.layer 2 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
@@ -397,7 +397,7 @@ ratrain.pipeline @p for @m plan #ratrain.plan<clusters = 1, pp = 1, dp = 1, micr
 
 // stage states
 ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
-    positions(rope) rms_eps(1.0e-05) rope_theta(1.0e+04) {
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
   ratrain.layer 0 embedding hidden(64) vocab(128)
   ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
   ratrain.layer 2 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
@@ -417,7 +417,7 @@ ratrain.pipeline @p for @m plan #ratrain.plan<clusters = 2, pp = 2, dp = 1, micr
 
 // yield returns the states
 ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
-    positions(rope) rms_eps(1.0e-05) rope_theta(1.0e+04) {
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
   ratrain.layer 0 embedding hidden(64) vocab(128)
   ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
   ratrain.layer 2 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
@@ -437,7 +437,7 @@ ratrain.pipeline @p for @m plan #ratrain.plan<clusters = 2, pp = 2, dp = 1, micr
 
 // state of another stage
 ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
-    positions(rope) rms_eps(1.0e-05) rope_theta(1.0e+04) {
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
   ratrain.layer 0 embedding hidden(64) vocab(128)
   ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
   ratrain.layer 2 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
@@ -458,7 +458,7 @@ ratrain.pipeline @p for @m plan #ratrain.plan<clusters = 2, pp = 2, dp = 1, micr
 
 // forward micro-batch
 ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
-    positions(rope) rms_eps(1.0e-05) rope_theta(1.0e+04) {
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
   ratrain.layer 0 embedding hidden(64) vocab(128)
   ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
   ratrain.layer 2 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
@@ -479,7 +479,7 @@ ratrain.pipeline @p for @m plan #ratrain.plan<clusters = 2, pp = 2, dp = 1, micr
 
 // forward layer
 ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
-    positions(rope) rms_eps(1.0e-05) rope_theta(1.0e+04) {
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
   ratrain.layer 0 embedding hidden(64) vocab(128)
   ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
   ratrain.layer 2 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
@@ -500,7 +500,7 @@ ratrain.pipeline @p for @m plan #ratrain.plan<clusters = 2, pp = 2, dp = 1, micr
 
 // forward needs a view (lifecycle phase)
 ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
-    positions(rope) rms_eps(1.0e-05) rope_theta(1.0e+04) {
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
   ratrain.layer 0 embedding hidden(64) vocab(128)
   ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
   ratrain.layer 2 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
@@ -521,7 +521,7 @@ ratrain.pipeline @p for @m plan #ratrain.plan<clusters = 2, pp = 2, dp = 1, micr
 
 // recompute layers
 ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
-    positions(rope) rms_eps(1.0e-05) rope_theta(1.0e+04) {
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
   ratrain.layer 0 embedding hidden(64) vocab(128)
   ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
   ratrain.layer 2 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
@@ -543,7 +543,7 @@ ratrain.pipeline @p for @m plan #ratrain.plan<clusters = 2, pp = 2, dp = 1, micr
 
 // recompute micro-batch
 ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
-    positions(rope) rms_eps(1.0e-05) rope_theta(1.0e+04) {
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
   ratrain.layer 0 embedding hidden(64) vocab(128)
   ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
   ratrain.layer 2 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
@@ -565,7 +565,7 @@ ratrain.pipeline @p for @m plan #ratrain.plan<clusters = 2, pp = 2, dp = 1, micr
 
 // backward layers
 ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
-    positions(rope) rms_eps(1.0e-05) rope_theta(1.0e+04) {
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
   ratrain.layer 0 embedding hidden(64) vocab(128)
   ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
   ratrain.layer 2 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
@@ -587,7 +587,7 @@ ratrain.pipeline @p for @m plan #ratrain.plan<clusters = 2, pp = 2, dp = 1, micr
 
 // backward micro-batch
 ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
-    positions(rope) rms_eps(1.0e-05) rope_theta(1.0e+04) {
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
   ratrain.layer 0 embedding hidden(64) vocab(128)
   ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
   ratrain.layer 2 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
@@ -609,7 +609,7 @@ ratrain.pipeline @p for @m plan #ratrain.plan<clusters = 2, pp = 2, dp = 1, micr
 
 // backward needs recovered activations (lifecycle phase)
 ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
-    positions(rope) rms_eps(1.0e-05) rope_theta(1.0e+04) {
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
   ratrain.layer 0 embedding hidden(64) vocab(128)
   ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
   ratrain.layer 2 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
@@ -631,7 +631,7 @@ ratrain.pipeline @p for @m plan #ratrain.plan<clusters = 2, pp = 2, dp = 1, micr
 
 // transfer micro-batch
 ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
-    positions(rope) rms_eps(1.0e-05) rope_theta(1.0e+04) {
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
   ratrain.layer 0 embedding hidden(64) vocab(128)
   ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
   ratrain.layer 2 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
@@ -652,7 +652,7 @@ ratrain.pipeline @p for @m plan #ratrain.plan<clusters = 2, pp = 2, dp = 1, micr
 
 // transfer direction
 ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
-    positions(rope) rms_eps(1.0e-05) rope_theta(1.0e+04) {
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
   ratrain.layer 0 embedding hidden(64) vocab(128)
   ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
   ratrain.layer 2 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
@@ -673,7 +673,7 @@ ratrain.pipeline @p for @m plan #ratrain.plan<clusters = 2, pp = 2, dp = 1, micr
 
 // transfer peer exists
 ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
-    positions(rope) rms_eps(1.0e-05) rope_theta(1.0e+04) {
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
   ratrain.layer 0 embedding hidden(64) vocab(128)
   ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
   ratrain.layer 2 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
@@ -694,7 +694,7 @@ ratrain.pipeline @p for @m plan #ratrain.plan<clusters = 2, pp = 2, dp = 1, micr
 
 // all_gather takes parameters
 ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
-    positions(rope) rms_eps(1.0e-05) rope_theta(1.0e+04) {
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
   ratrain.layer 0 embedding hidden(64) vocab(128)
   ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
   ratrain.layer 2 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
@@ -707,7 +707,7 @@ ratrain.pipeline @p for @m plan #ratrain.plan<clusters = 2, pp = 2, dp = 1, micr
     %r = ratrain.grad_ready %g : !ratrain.grad<1, partial>
     
     // expected-error @+1 {{all_gather re-assembles parameters; it takes a view or master, not '!ratrain.grad<1, ready>'}}
-    %t = ratrain.sync all_gather %r hierarchy(flat) : !ratrain.grad<1, ready> -> !ratrain.async<!ratrain.grad<1, ready>>
+    %t = ratrain.sync all_gather %r hierarchy flat : !ratrain.grad<1, ready> -> !ratrain.async<!ratrain.grad<1, ready>>
     ratrain.yield %v0, %m0, %o0, %v1, %m1, %o1 : !ratrain.view<0>, !ratrain.master<0>, !ratrain.opt_state<0>, !ratrain.view<1>, !ratrain.master<1>, !ratrain.opt_state<1>
   }
   ratrain.stage 1 layers [2, 4) states(%v2: !ratrain.view<2>, %m2: !ratrain.master<2>, %o2: !ratrain.opt_state<2>, %v3: !ratrain.view<3>, %m3: !ratrain.master<3>, %o3: !ratrain.opt_state<3>) {
@@ -719,7 +719,7 @@ ratrain.pipeline @p for @m plan #ratrain.plan<clusters = 2, pp = 2, dp = 1, micr
 
 // all_gather result
 ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
-    positions(rope) rms_eps(1.0e-05) rope_theta(1.0e+04) {
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
   ratrain.layer 0 embedding hidden(64) vocab(128)
   ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
   ratrain.layer 2 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
@@ -728,7 +728,7 @@ ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
 ratrain.pipeline @p for @m plan #ratrain.plan<clusters = 2, pp = 2, dp = 1, micro_batch_size = 1, micro_batches = 2, zero = 0, stage_layers = [2, 2], recompute = [none, none], step_us = 0, peak_bytes = 0> {
   ratrain.stage 0 layers [0, 2) states(%v0: !ratrain.view<0>, %m0: !ratrain.master<0>, %o0: !ratrain.opt_state<0>, %v1: !ratrain.view<1>, %m1: !ratrain.master<1>, %o1: !ratrain.opt_state<1>) {
     // expected-error @+1 {{all_gather must produce '!ratrain.view<1>'}}
-    %t = ratrain.sync all_gather %v1 hierarchy(flat) : !ratrain.view<1> -> !ratrain.async<!ratrain.view<0>>
+    %t = ratrain.sync all_gather %v1 hierarchy flat : !ratrain.view<1> -> !ratrain.async<!ratrain.view<0>>
     ratrain.yield %v0, %m0, %o0, %v1, %m1, %o1 : !ratrain.view<0>, !ratrain.master<0>, !ratrain.opt_state<0>, !ratrain.view<1>, !ratrain.master<1>, !ratrain.opt_state<1>
   }
   ratrain.stage 1 layers [2, 4) states(%v2: !ratrain.view<2>, %m2: !ratrain.master<2>, %o2: !ratrain.opt_state<2>, %v3: !ratrain.view<3>, %m3: !ratrain.master<3>, %o3: !ratrain.opt_state<3>) {
@@ -740,7 +740,7 @@ ratrain.pipeline @p for @m plan #ratrain.plan<clusters = 2, pp = 2, dp = 1, micr
 
 // sync a ready gradient (lifecycle phase)
 ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
-    positions(rope) rms_eps(1.0e-05) rope_theta(1.0e+04) {
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
   ratrain.layer 0 embedding hidden(64) vocab(128)
   ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
   ratrain.layer 2 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
@@ -751,7 +751,7 @@ ratrain.pipeline @p for @m plan #ratrain.plan<clusters = 2, pp = 2, dp = 1, micr
     %a = ratrain.forward %v1 mb(0) : !ratrain.view<1> -> !ratrain.act<1, full>
     %g = ratrain.backward %v1, %a mb(0) : !ratrain.view<1>, !ratrain.act<1, full>
     // expected-error @+1 {{all_reduce synchronizes a ready gradient, not '!ratrain.grad<1, partial>'}}
-    %t = ratrain.sync all_reduce %g hierarchy(flat) : !ratrain.grad<1, partial> -> !ratrain.async<!ratrain.grad<1, synced>>
+    %t = ratrain.sync all_reduce %g hierarchy flat : !ratrain.grad<1, partial> -> !ratrain.async<!ratrain.grad<1, synced>>
     ratrain.yield %v0, %m0, %o0, %v1, %m1, %o1 : !ratrain.view<0>, !ratrain.master<0>, !ratrain.opt_state<0>, !ratrain.view<1>, !ratrain.master<1>, !ratrain.opt_state<1>
   }
   ratrain.stage 1 layers [2, 4) states(%v2: !ratrain.view<2>, %m2: !ratrain.master<2>, %o2: !ratrain.opt_state<2>, %v3: !ratrain.view<3>, %m3: !ratrain.master<3>, %o3: !ratrain.opt_state<3>) {
@@ -763,7 +763,7 @@ ratrain.pipeline @p for @m plan #ratrain.plan<clusters = 2, pp = 2, dp = 1, micr
 
 // sync result
 ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
-    positions(rope) rms_eps(1.0e-05) rope_theta(1.0e+04) {
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
   ratrain.layer 0 embedding hidden(64) vocab(128)
   ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
   ratrain.layer 2 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
@@ -776,7 +776,7 @@ ratrain.pipeline @p for @m plan #ratrain.plan<clusters = 2, pp = 2, dp = 1, micr
     %r = ratrain.grad_ready %g : !ratrain.grad<1, partial>
     
     // expected-error @+1 {{must produce !ratrain.async<'!ratrain.grad<1, synced>'>}}
-    %t = ratrain.sync all_reduce %r hierarchy(flat) : !ratrain.grad<1, ready> -> !ratrain.async<!ratrain.grad<1, ready>>
+    %t = ratrain.sync all_reduce %r hierarchy flat : !ratrain.grad<1, ready> -> !ratrain.async<!ratrain.grad<1, ready>>
     ratrain.yield %v0, %m0, %o0, %v1, %m1, %o1 : !ratrain.view<0>, !ratrain.master<0>, !ratrain.opt_state<0>, !ratrain.view<1>, !ratrain.master<1>, !ratrain.opt_state<1>
   }
   ratrain.stage 1 layers [2, 4) states(%v2: !ratrain.view<2>, %m2: !ratrain.master<2>, %o2: !ratrain.opt_state<2>, %v3: !ratrain.view<3>, %m3: !ratrain.master<3>, %o3: !ratrain.opt_state<3>) {
@@ -788,7 +788,7 @@ ratrain.pipeline @p for @m plan #ratrain.plan<clusters = 2, pp = 2, dp = 1, micr
 
 // update needs a synced gradient (lifecycle phase)
 ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
-    positions(rope) rms_eps(1.0e-05) rope_theta(1.0e+04) {
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
   ratrain.layer 0 embedding hidden(64) vocab(128)
   ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
   ratrain.layer 2 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
@@ -813,7 +813,7 @@ ratrain.pipeline @p for @m plan #ratrain.plan<clusters = 2, pp = 2, dp = 1, micr
 
 // update layers
 ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
-    positions(rope) rms_eps(1.0e-05) rope_theta(1.0e+04) {
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
   ratrain.layer 0 embedding hidden(64) vocab(128)
   ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
   ratrain.layer 2 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
@@ -825,7 +825,7 @@ ratrain.pipeline @p for @m plan #ratrain.plan<clusters = 2, pp = 2, dp = 1, micr
     %g = ratrain.backward %v1, %a mb(0) : !ratrain.view<1>, !ratrain.act<1, full>
     %r = ratrain.grad_ready %g : !ratrain.grad<1, partial>
     
-    %t = ratrain.sync all_reduce %r hierarchy(flat) : !ratrain.grad<1, ready> -> !ratrain.async<!ratrain.grad<1, synced>>
+    %t = ratrain.sync all_reduce %r hierarchy flat : !ratrain.grad<1, ready> -> !ratrain.async<!ratrain.grad<1, synced>>
     %s = ratrain.wait %t : !ratrain.async<!ratrain.grad<1, synced>>
     // expected-error @+1 {{updates layer 1 with the master or optimizer state of another layer}}
     %nm, %no = ratrain.update adamw %s, %m0, %o1 : !ratrain.grad<1, synced>, !ratrain.master<0>, !ratrain.opt_state<1>
@@ -840,7 +840,7 @@ ratrain.pipeline @p for @m plan #ratrain.plan<clusters = 2, pp = 2, dp = 1, micr
 
 // only states are offloaded
 ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
-    positions(rope) rms_eps(1.0e-05) rope_theta(1.0e+04) {
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
   ratrain.layer 0 embedding hidden(64) vocab(128)
   ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
   ratrain.layer 2 decoder hidden(64) heads(4) kv_heads(2) ffn(128)

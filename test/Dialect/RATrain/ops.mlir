@@ -4,14 +4,14 @@
 // Every ratrain op, in a 2-stage pipeline over a 4-layer model (embedding,
 // two decoder layers, head) with 2 micro-batches.
 
-// CHECK-LABEL: ratrain.model @tiny family("llama") dtype(f32) seq_len(128) max_positions(256) positions(rope)
+// CHECK-LABEL: ratrain.model @tiny family("llama") dtype(f32) seq_len(128) max_positions(256) positions rope
 // CHECK-SAME: plan #ratrain.plan<clusters = 4, pp = 2, dp = 2, micro_batch_size = 1, micro_batches = 2, zero = 1, stage_layers = [2, 2], recompute = [full, none], step_us = 1500, peak_bytes = 1000000>
 // CHECK-NEXT: ratrain.layer 0 embedding hidden(256) vocab(256)
 // CHECK-NEXT: ratrain.layer 1 decoder hidden(256) heads(8) kv_heads(4) ffn(688)
 // CHECK-NEXT: ratrain.layer 2 decoder hidden(256) heads(8) kv_heads(4) ffn(688) qkv_bias
 // CHECK-NEXT: ratrain.layer 3 head hidden(256) vocab(256)
 ratrain.model @tiny family("llama") dtype(f32) seq_len(128) max_positions(256)
-    positions(rope) rms_eps(1.0e-05) rope_theta(1.0e+04)
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04)
     plan #ratrain.plan<clusters = 4, pp = 2, dp = 2, micro_batch_size = 1,
                        micro_batches = 2, zero = 1, stage_layers = [2, 2],
                        recompute = [full, none], step_us = 1500,
@@ -22,12 +22,12 @@ ratrain.model @tiny family("llama") dtype(f32) seq_len(128) max_positions(256)
   ratrain.layer 3 head hidden(256) vocab(256)
 }
 
-// CHECK-LABEL: ratrain.pipeline @step for @tiny plan #ratrain.plan<{{.*}}> policy(ratrain)
+// CHECK-LABEL: ratrain.pipeline @step for @tiny plan #ratrain.plan<{{.*}}> policy ratrain
 ratrain.pipeline @step for @tiny
     plan #ratrain.plan<clusters = 4, pp = 2, dp = 2, micro_batch_size = 1,
                        micro_batches = 2, zero = 1, stage_layers = [2, 2],
                        recompute = [full, none], step_us = 1500,
-                       peak_bytes = 1000000> policy(ratrain) {
+                       peak_bytes = 1000000> policy ratrain {
   // CHECK: ratrain.stage 0 layers [0, 2) states(%[[V0:.*]]: !ratrain.view<0>, %[[M0:.*]]: !ratrain.master<0>, %[[O0:.*]]: !ratrain.opt_state<0>, %[[V1:.*]]: !ratrain.view<1>, %[[M1:.*]]: !ratrain.master<1>, %[[O1:.*]]: !ratrain.opt_state<1>)
   ratrain.stage 0 layers [0, 2) states(%v0: !ratrain.view<0>,
       %m0: !ratrain.master<0>, %o0: !ratrain.opt_state<0>,
@@ -58,13 +58,13 @@ ratrain.pipeline @step for @tiny
         : !ratrain.view<1>, !ratrain.act<1, selective>
     // CHECK: %[[READY1:.*]] = ratrain.grad_ready %[[H1]] : !ratrain.grad<1, partial>
     %ready1 = ratrain.grad_ready %h1 : !ratrain.grad<1, partial>
-    // CHECK: %[[T1:.*]] = ratrain.sync reduce_scatter %[[READY1]] hierarchy(hierarchical) : !ratrain.grad<1, ready> -> !ratrain.async<!ratrain.grad<1, synced>>
-    %t1 = ratrain.sync reduce_scatter %ready1 hierarchy(hierarchical)
+    // CHECK: %[[T1:.*]] = ratrain.sync reduce_scatter %[[READY1]] hierarchy hierarchical : !ratrain.grad<1, ready> -> !ratrain.async<!ratrain.grad<1, synced>>
+    %t1 = ratrain.sync reduce_scatter %ready1 hierarchy hierarchical
         : !ratrain.grad<1, ready> -> !ratrain.async<!ratrain.grad<1, synced>>
     %h0 = ratrain.backward %v0, %b0 acc(%g0) mb(1)
         : !ratrain.view<0>, !ratrain.act<0, full>
     %ready0 = ratrain.grad_ready %h0 : !ratrain.grad<0, partial>
-    %t0 = ratrain.sync all_reduce %ready0 hierarchy(flat)
+    %t0 = ratrain.sync all_reduce %ready0 hierarchy flat
         : !ratrain.grad<0, ready> -> !ratrain.async<!ratrain.grad<0, synced>>
     // CHECK: %[[SYNCED1:.*]] = ratrain.wait %[[T1]] : !ratrain.async<!ratrain.grad<1, synced>>
     %synced1 = ratrain.wait %t1 : !ratrain.async<!ratrain.grad<1, synced>>
@@ -74,15 +74,15 @@ ratrain.pipeline @step for @tiny
     // CHECK: %[[PV1:.*]] = ratrain.view_prefetch %[[NM1]] : !ratrain.master<1>
     %pv1 = ratrain.view_prefetch %nm1 : !ratrain.master<1>
     %nv1 = ratrain.wait %pv1 : !ratrain.async<!ratrain.view<1>>
-    // CHECK: ratrain.sync all_gather %{{.*}} hierarchy(flat) : !ratrain.view<1> -> !ratrain.async<!ratrain.view<1>>
-    %ag1 = ratrain.sync all_gather %nv1 hierarchy(flat)
+    // CHECK: ratrain.sync all_gather %{{.*}} hierarchy flat : !ratrain.view<1> -> !ratrain.async<!ratrain.view<1>>
+    %ag1 = ratrain.sync all_gather %nv1 hierarchy flat
         : !ratrain.view<1> -> !ratrain.async<!ratrain.view<1>>
     %gv1 = ratrain.wait %ag1 : !ratrain.async<!ratrain.view<1>>
     %synced0 = ratrain.wait %t0 : !ratrain.async<!ratrain.grad<0, synced>>
     %nm0, %no0 = ratrain.update sgd %synced0, %m0, %o0
         : !ratrain.grad<0, synced>, !ratrain.master<0>, !ratrain.opt_state<0>
-    // CHECK: %[[OFF:.*]] = ratrain.offload %{{.*}} to(storage) : !ratrain.opt_state<0>
-    %off = ratrain.offload %no0 to(storage) : !ratrain.opt_state<0>
+    // CHECK: %[[OFF:.*]] = ratrain.offload %{{.*}} to storage : !ratrain.opt_state<0>
+    %off = ratrain.offload %no0 to storage : !ratrain.opt_state<0>
     %stored = ratrain.wait %off
         : !ratrain.async<!ratrain.offloaded<!ratrain.opt_state<0>>>
     // CHECK: ratrain.reload %{{.*}} : !ratrain.offloaded<!ratrain.opt_state<0>>
