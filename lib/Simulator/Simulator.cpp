@@ -6,7 +6,10 @@
 // Events (a binary heap ordered by time, then by insertion order, so runs are
 // deterministic): a compute task ends, a transfer's latency elapses, a flow
 // finishes. Flows carry bytes over one or two links at the rate
-// min over their links of (link bandwidth / flows on the link); whenever a
+// min over their links of (link bandwidth / weight of the flows on the link)
+// (weight 1 on a cluster's own links; on a node's shared injection link a flow
+// weighs as many as the symmetric clusters of the node that send the same
+// way at the same time); whenever a
 // flow starts or ends, the flows sharing its links are settled (bytes moved so
 // far subtracted) and get new rates and completion events. Stale completion
 // events are recognised by a version number.
@@ -42,19 +45,38 @@ enum LinkSlot : uint32_t {
   IntraRx,
   InterTx,
   InterRx,
+  NodeTx, ///< The node's injection into the inter-node network (shared).
+  NodeRx,
   NumLinkSlots
 };
 
 struct Link {
   double bandwidth = 0;
+  double weight = 0; ///< Sum of the weights of the flows on the link.
   llvm::SmallVector<uint32_t, 4> flows;
+};
+
+/// The links a flow crosses, with its weight on each.
+struct FlowLinks {
+  uint32_t links[4] = {kNone, kNone, kNone, kNone};
+  double weights[4] = {1, 1, 1, 1};
+  unsigned count = 0;
+  void add(uint32_t link, double weight) {
+    if (link == kNone)
+      return;
+    links[count] = link;
+    weights[count] = weight;
+    ++count;
+  }
 };
 
 struct Flow {
   double remaining = 0;
   double rate = 0;
   double last = 0;
-  uint32_t links[2] = {kNone, kNone};
+  static constexpr unsigned kMaxLinks = 4;
+  uint32_t links[kMaxLinks] = {kNone, kNone, kNone, kNone};
+  double weights[kMaxLinks] = {1, 1, 1, 1};
   uint32_t version = 0;
   uint32_t op = kNone;
   bool active = false;
@@ -141,6 +163,11 @@ private:
   void startStep(uint32_t opIndex);
   void startFlow(uint32_t opIndex, double bytes, uint32_t linkA,
                  uint32_t linkB);
+  void startFlow(uint32_t opIndex, double bytes, const FlowLinks &route);
+  /// A transfer over the network from `from`'s cluster to `to`'s; inter-node
+  /// transfers also cross both nodes' injection links with weight `streams`.
+  void startNetworkFlow(uint32_t opIndex, double bytes, uint32_t from,
+                        uint32_t to, LinkClass cls, int64_t streams);
   void finishFlow(uint32_t flowIndex);
   void stepDone(uint32_t opIndex);
   void completeOp(uint32_t opIndex);
@@ -214,6 +241,10 @@ llvm::Error Engine::prepare() {
         machine.network.interNode.bandwidth;
     links[linkIndex(s, InterRx)].bandwidth =
         machine.network.interNode.bandwidth;
+    links[linkIndex(s, NodeTx)].bandwidth =
+        machine.network.nodeInjectionBandwidth;
+    links[linkIndex(s, NodeRx)].bandwidth =
+        machine.network.nodeInjectionBandwidth;
   }
 
   // Send lookup for recv matching (verify() guarantees a unique match).
@@ -335,10 +366,10 @@ void Engine::rerate(uint32_t linkId) {
     Flow &flow = flows[flowIndex];
     settle(flow);
     double rate = std::numeric_limits<double>::infinity();
-    for (uint32_t l : flow.links)
-      if (l != kNone)
-        rate = std::min(rate, links[l].bandwidth /
-                                  static_cast<double>(links[l].flows.size()));
+    for (unsigned i = 0; i < Flow::kMaxLinks; ++i)
+      if (flow.links[i] != kNone)
+        rate = std::min(rate, links[flow.links[i]].bandwidth /
+                                  links[flow.links[i]].weight);
     flow.rate = rate;
     ++flow.version;
     schedule(now + flow.remaining / rate, EventType::FlowDone, flowIndex,
@@ -348,6 +379,27 @@ void Engine::rerate(uint32_t linkId) {
 
 void Engine::startFlow(uint32_t opIndex, double bytes, uint32_t linkA,
                        uint32_t linkB) {
+  FlowLinks route;
+  route.add(linkA, 1);
+  route.add(linkB, 1);
+  startFlow(opIndex, bytes, route);
+}
+
+void Engine::startNetworkFlow(uint32_t opIndex, double bytes, uint32_t from,
+                              uint32_t to, LinkClass cls, int64_t streams) {
+  FlowLinks route;
+  route.add(networkLink(from, cls, /*rx=*/false), 1);
+  route.add(networkLink(to, cls, /*rx=*/true), 1);
+  if (cls == LinkClass::InterNode &&
+      machine.network.nodeInjectionBandwidth > 0) {
+    double weight = static_cast<double>(std::max<int64_t>(1, streams));
+    route.add(linkIndex(from, NodeTx), weight);
+    route.add(linkIndex(to, NodeRx), weight);
+  }
+  startFlow(opIndex, bytes, route);
+}
+
+void Engine::startFlow(uint32_t opIndex, double bytes, const FlowLinks &route) {
   if (bytes <= 0) {
     schedule(now, EventType::StepDone, opIndex);
     return;
@@ -364,17 +416,23 @@ void Engine::startFlow(uint32_t opIndex, double bytes, uint32_t linkA,
   flow.remaining = bytes;
   flow.rate = 0;
   flow.last = now;
-  flow.links[0] = linkA;
-  flow.links[1] = linkB;
+  for (unsigned i = 0; i < Flow::kMaxLinks; ++i) {
+    flow.links[i] = route.links[i];
+    flow.weights[i] = route.weights[i];
+  }
   flow.op = opIndex;
   flow.active = true;
   ops[opIndex].flow = flowIndex;
-  links[linkA].flows.push_back(flowIndex);
-  if (linkB != kNone)
-    links[linkB].flows.push_back(flowIndex);
-  rerate(linkA);
-  if (linkB != kNone)
-    rerate(linkB);
+  for (unsigned i = 0; i < Flow::kMaxLinks; ++i) {
+    if (route.links[i] == kNone)
+      continue;
+    Link &link = links[route.links[i]];
+    link.flows.push_back(flowIndex);
+    link.weight += route.weights[i];
+  }
+  for (unsigned i = 0; i < Flow::kMaxLinks; ++i)
+    if (route.links[i] != kNone)
+      rerate(route.links[i]);
 }
 
 void Engine::finishFlow(uint32_t flowIndex) {
@@ -382,15 +440,19 @@ void Engine::finishFlow(uint32_t flowIndex) {
   flow.active = false;
   ++flow.version;
   uint32_t opIndex = flow.op;
-  for (uint32_t l : flow.links) {
-    if (l == kNone)
+  for (unsigned i = 0; i < Flow::kMaxLinks; ++i) {
+    if (flow.links[i] == kNone)
       continue;
-    auto &list = links[l].flows;
-    list.erase(std::find(list.begin(), list.end(), flowIndex));
+    Link &link = links[flow.links[i]];
+    link.flows.erase(
+        std::find(link.flows.begin(), link.flows.end(), flowIndex));
+    link.weight -= flow.weights[i];
+    if (link.flows.empty())
+      link.weight = 0; // no drift from repeated additions
   }
-  for (uint32_t l : flow.links)
-    if (l != kNone)
-      rerate(l);
+  for (unsigned i = 0; i < Flow::kMaxLinks; ++i)
+    if (flow.links[i] != kNone)
+      rerate(flow.links[i]);
   freeFlows.push_back(flowIndex);
   ops[opIndex].flow = kNone;
   stepDone(opIndex);
@@ -457,14 +519,13 @@ void Engine::startStep(uint32_t opIndex) {
   Op &op = ops[opIndex];
   const Task &task = program.stages[op.stage].getTask(op.task);
   if (task.kind == TaskKind::Send) {
-    startFlow(opIndex, static_cast<double>(task.bytes),
-              networkLink(op.stage, task.link, /*rx=*/false),
-              networkLink(task.peer, task.link, /*rx=*/true));
+    startNetworkFlow(opIndex, static_cast<double>(task.bytes), op.stage,
+                     task.peer, task.link, program.stageReplicasPerNode);
     return;
   }
   const CollectiveStep &step = plans[op.plan][op.step];
-  startFlow(opIndex, step.bytes, networkLink(op.stage, step.link, false),
-            networkLink(op.stage, step.link, true));
+  startNetworkFlow(opIndex, step.bytes, op.stage, op.stage, step.link,
+                   step.streams);
 }
 
 void Engine::stepDone(uint32_t opIndex) {

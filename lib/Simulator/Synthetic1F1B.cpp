@@ -10,29 +10,53 @@
 using namespace ratrain;
 using namespace ratrain::sim;
 
+std::vector<SyntheticStage> Synthetic1F1BConfig::resolveStages() const {
+  if (!perStage.empty())
+    return perStage;
+  std::vector<SyntheticStage> result;
+  for (int64_t s = 0; s < stages; ++s) {
+    SyntheticStage stage;
+    stage.layers = layersPerStage;
+    stage.firstLayer = s * layersPerStage;
+    stage.forwardSeconds = forwardSeconds;
+    stage.backwardSeconds = backwardSeconds;
+    stage.recomputeSeconds = recomputeSeconds;
+    stage.updateSeconds = updateSeconds;
+    stage.viewCastSeconds = viewCastSeconds;
+    stage.forwardFlops = forwardFlops;
+    stage.backwardFlops = backwardFlops;
+    stage.gradientBytesPerLayer = gradientBytesPerLayer;
+    stage.residentBytes = residentBytes;
+    stage.storedActivationBytesPerLayer = storedActivationBytesPerLayer;
+    result.push_back(stage);
+  }
+  return result;
+}
+
 namespace {
 
 /// Emits the program of one stage.
 class StageBuilder {
 public:
-  StageBuilder(const Synthetic1F1BConfig &config, int64_t stage,
-               StageProgram &program)
-      : config(config), stage(stage), program(program),
-        last(stage == config.stages - 1), syncTokens(config.layersPerStage),
-        pendingWaits(config.layersPerStage, 0) {}
+  StageBuilder(const Synthetic1F1BConfig &config, const SyntheticStage &costs,
+               int64_t stage, StageProgram &program)
+      : config(config), costs(costs), stage(stage), program(program),
+        last(stage == config.stages - 1), syncTokens(costs.layers),
+        gatherTokens(costs.layers), pendingWaits(costs.layers) {}
 
   void build();
 
 private:
-  int64_t globalLayer(int64_t local) const {
-    return stage * config.layersPerStage + local;
-  }
+  int64_t globalLayer(int64_t local) const { return costs.firstLayer + local; }
   bool syncs() const {
-    return config.dataParallel > 1 && config.gradientBytesPerLayer > 0;
+    return config.dataParallel > 1 && costs.gradientBytesPerLayer > 0;
   }
-  CollectiveSpec syncSpec(int64_t bytes) const {
+  bool gathers() const {
+    return config.dataParallel > 1 && costs.gatherBytesPerLayer > 0;
+  }
+  CollectiveSpec collective(CollectiveKind kind, int64_t bytes) const {
     CollectiveSpec spec;
-    spec.kind = config.syncKind;
+    spec.kind = kind;
     spec.bytes = bytes;
     spec.groupSize = config.dataParallel;
     spec.membersPerNode =
@@ -40,50 +64,75 @@ private:
     spec.algorithm = config.syncAlgorithm;
     return spec;
   }
+  void prepareLayer(int64_t l);
   void forward(int64_t mb);
   void backward(int64_t mb);
   void wholeModelLifecycle();
 
   const Synthetic1F1BConfig &config;
+  const SyntheticStage &costs;
   int64_t stage;
   StageProgram &program;
   bool last;
   std::vector<Token> syncTokens;
-  /// Index of the loop-carried wait placed before each layer's first forward.
+  std::vector<Token> gatherTokens;
+  /// Index of the loop-carried wait on each layer's gradient sync.
   std::vector<size_t> pendingWaits;
 };
 
 } // namespace
+
+/// Per-layer lifecycle of layer `l` at the start of an iteration: wait for the
+/// previous iteration's gradient sync, update, cast the view, all-gather it.
+void StageBuilder::prepareLayer(int64_t l) {
+  int64_t layer = globalLayer(l);
+  if (syncs()) {
+    pendingWaits[l] = program.size();
+    program.addWait(Token(), /*previousIteration=*/true,
+                    llvm::formatv("wait grad sync L{0}", layer).str());
+  }
+  if (costs.updateSeconds > 0)
+    program.addCompute(ComputeKind::Update, costs.updateSeconds, 0,
+                       llvm::formatv("update L{0}", layer).str());
+  if (costs.viewCastSeconds > 0)
+    program.addCompute(ComputeKind::ViewCast, costs.viewCastSeconds, 0,
+                       llvm::formatv("view-cast L{0}", layer).str());
+  if (gathers())
+    gatherTokens[l] = program.addCollective(
+        collective(CollectiveKind::AllGather, costs.gatherBytesPerLayer),
+        llvm::formatv("param all-gather L{0}", layer).str());
+}
 
 void StageBuilder::forward(int64_t mb) {
   if (stage > 0)
     program.addRecv(static_cast<uint32_t>(stage - 1), config.activationBytes,
                     static_cast<uint64_t>(2 * mb),
                     llvm::formatv("recv act mb{0}", mb).str());
-  for (int64_t l = 0; l < config.layersPerStage; ++l) {
+  if (stage == 0 && costs.extraForwardSeconds > 0)
+    program.addCompute(ComputeKind::Forward, costs.extraForwardSeconds, 0,
+                       llvm::formatv("fwd embedding mb{0}", mb).str());
+  for (int64_t l = 0; l < costs.layers; ++l) {
     int64_t layer = globalLayer(l);
     if (mb == 0 && config.placement == LifecyclePlacement::PerLayer) {
-      // The previous iteration's gradients of this layer must be synchronized
-      // and applied before its first forward.
-      if (syncs()) {
-        pendingWaits[l] = program.size();
-        program.addWait(Token(), /*previousIteration=*/true,
-                        llvm::formatv("wait grad sync L{0}", layer).str());
-      }
-      if (config.updateSeconds > 0)
-        program.addCompute(ComputeKind::Update, config.updateSeconds, 0,
-                           llvm::formatv("update L{0}", layer).str());
-      if (config.viewCastSeconds > 0)
-        program.addCompute(ComputeKind::ViewCast, config.viewCastSeconds, 0,
-                           llvm::formatv("view-cast L{0}", layer).str());
+      // Parameter-view prefetch one layer ahead.
+      if (l == 0)
+        prepareLayer(0);
+      if (l + 1 < costs.layers)
+        prepareLayer(l + 1);
+      if (gathers())
+        program.addWait(gatherTokens[l], false,
+                        llvm::formatv("wait view L{0}", layer).str());
     }
-    program.addCompute(ComputeKind::Forward, config.forwardSeconds,
-                       config.forwardFlops,
+    program.addCompute(ComputeKind::Forward, costs.forwardSeconds,
+                       costs.forwardFlops,
                        llvm::formatv("fwd L{0} mb{1}", layer, mb).str());
-    if (config.storedActivationBytesPerLayer > 0)
-      program.addAlloc(config.storedActivationBytesPerLayer,
+    if (costs.storedActivationBytesPerLayer > 0)
+      program.addAlloc(costs.storedActivationBytesPerLayer,
                        llvm::formatv("act L{0} mb{1}", layer, mb).str());
   }
+  if (last && costs.extraForwardSeconds > 0)
+    program.addCompute(ComputeKind::Forward, costs.extraForwardSeconds, 0,
+                       llvm::formatv("fwd head+loss mb{0}", mb).str());
   if (!last)
     program.addSend(static_cast<uint32_t>(stage + 1), config.activationBytes,
                     static_cast<uint64_t>(2 * mb), config.pipelineLink,
@@ -95,24 +144,30 @@ void StageBuilder::backward(int64_t mb) {
     program.addRecv(static_cast<uint32_t>(stage + 1), config.activationBytes,
                     static_cast<uint64_t>(2 * mb + 1),
                     llvm::formatv("recv grad mb{0}", mb).str());
-  for (int64_t l = config.layersPerStage - 1; l >= 0; --l) {
+  if (last && costs.extraBackwardSeconds > 0)
+    program.addCompute(ComputeKind::Backward, costs.extraBackwardSeconds, 0,
+                       llvm::formatv("bwd head+loss mb{0}", mb).str());
+  for (int64_t l = costs.layers - 1; l >= 0; --l) {
     int64_t layer = globalLayer(l);
-    if (config.recomputeSeconds > 0)
+    if (costs.recomputeSeconds > 0)
       program.addCompute(
-          ComputeKind::Recompute, config.recomputeSeconds, config.forwardFlops,
+          ComputeKind::Recompute, costs.recomputeSeconds, 0,
           llvm::formatv("recompute L{0} mb{1}", layer, mb).str());
-    program.addCompute(ComputeKind::Backward, config.backwardSeconds,
-                       config.backwardFlops,
+    program.addCompute(ComputeKind::Backward, costs.backwardSeconds,
+                       costs.backwardFlops,
                        llvm::formatv("bwd L{0} mb{1}", layer, mb).str());
-    if (config.storedActivationBytesPerLayer > 0)
-      program.addFree(config.storedActivationBytesPerLayer,
+    if (costs.storedActivationBytesPerLayer > 0)
+      program.addFree(costs.storedActivationBytesPerLayer,
                       llvm::formatv("act L{0} mb{1}", layer, mb).str());
     if (mb == config.microBatches - 1 &&
         config.placement == LifecyclePlacement::PerLayer && syncs())
-      syncTokens[l] =
-          program.addCollective(syncSpec(config.gradientBytesPerLayer),
-                                llvm::formatv("grad sync L{0}", layer).str());
+      syncTokens[l] = program.addCollective(
+          collective(config.syncKind, costs.gradientBytesPerLayer),
+          llvm::formatv("grad sync L{0}", layer).str());
   }
+  if (stage == 0 && costs.extraBackwardSeconds > 0)
+    program.addCompute(ComputeKind::Backward, costs.extraBackwardSeconds, 0,
+                       llvm::formatv("bwd embedding mb{0}", mb).str());
   if (stage > 0)
     program.addSend(static_cast<uint32_t>(stage - 1), config.activationBytes,
                     static_cast<uint64_t>(2 * mb + 1), config.pipelineLink,
@@ -122,27 +177,35 @@ void StageBuilder::backward(int64_t mb) {
 void StageBuilder::wholeModelLifecycle() {
   if (syncs()) {
     Token token = program.addCollective(
-        syncSpec(config.gradientBytesPerLayer * config.layersPerStage),
+        collective(config.syncKind, costs.gradientBytesPerLayer * costs.layers),
         "grad sync (all layers)");
     program.addWait(token, false, "wait grad sync");
   }
-  for (int64_t l = 0; l < config.layersPerStage; ++l)
-    if (config.updateSeconds > 0)
-      program.addCompute(ComputeKind::Update, config.updateSeconds, 0,
+  for (int64_t l = 0; l < costs.layers; ++l)
+    if (costs.updateSeconds > 0)
+      program.addCompute(ComputeKind::Update, costs.updateSeconds, 0,
                          llvm::formatv("update L{0}", globalLayer(l)).str());
-  for (int64_t l = 0; l < config.layersPerStage; ++l)
-    if (config.viewCastSeconds > 0)
-      program.addCompute(ComputeKind::ViewCast, config.viewCastSeconds, 0,
+  for (int64_t l = 0; l < costs.layers; ++l)
+    if (costs.viewCastSeconds > 0)
+      program.addCompute(ComputeKind::ViewCast, costs.viewCastSeconds, 0,
                          llvm::formatv("view-cast L{0}", globalLayer(l)).str());
+  if (gathers()) {
+    Token token = program.addCollective(
+        collective(CollectiveKind::AllGather,
+                   costs.gatherBytesPerLayer * costs.layers),
+        "param all-gather (all layers)");
+    program.addWait(token, false, "wait param all-gather");
+  }
 }
 
 void StageBuilder::build() {
   const int64_t p = config.stages, m = config.microBatches;
   program.name = llvm::formatv("stage {0}", stage).str();
-  program.residentBytes = config.residentBytes;
+  program.residentBytes = costs.residentBytes;
+  program.assignedPeakBytes = costs.assignedPeakBytes;
   int64_t warmup = std::min(p - stage - 1, m);
-  int64_t layers = config.layersPerStage;
-  program.reserve(static_cast<size_t>(m * (2 * layers + 4) * 2 + 4 * layers));
+  program.reserve(
+      static_cast<size_t>(m * (3 * costs.layers + 6) * 2 + 6 * costs.layers));
   for (int64_t mb = 0; mb < warmup; ++mb)
     forward(mb);
   for (int64_t j = 0; j < m - warmup; ++j) {
@@ -156,26 +219,31 @@ void StageBuilder::build() {
     return;
   }
   if (syncs())
-    for (int64_t l = 0; l < layers; ++l)
+    for (int64_t l = 0; l < costs.layers; ++l)
       program.setWaitTarget(pendingWaits[l], syncTokens[l],
                             /*previousIteration=*/true);
 }
 
-SimProgram sim::buildSynthetic1F1B(const Synthetic1F1BConfig &config) {
+SimProgram sim::buildSynthetic1F1B(const Synthetic1F1BConfig &requested) {
+  Synthetic1F1BConfig config = requested;
+  if (!config.perStage.empty())
+    config.stages = static_cast<int64_t>(config.perStage.size());
   SimProgram program;
   program.name =
-      llvm::formatv("synthetic 1F1B p={0} m={1} dp={2} ({3})", config.stages,
+      llvm::formatv("1F1B p={0} m={1} dp={2} ({3} lifecycle)", config.stages,
                     config.microBatches, config.dataParallel,
                     config.placement == LifecyclePlacement::PerLayer
-                        ? "per-layer lifecycle"
-                        : "whole-model lifecycle")
+                        ? "per-layer"
+                        : "whole-model")
           .str();
   program.dataParallel = config.dataParallel;
   program.tokensPerIteration = config.tokensPerIteration;
   program.modelFlopsPerIteration = config.modelFlopsPerIteration;
+  std::vector<SyntheticStage> stages = config.resolveStages();
   program.stages.resize(static_cast<size_t>(config.stages));
   for (int64_t s = 0; s < config.stages; ++s) {
-    StageBuilder builder(config, s, program.stages[s]);
+    StageBuilder builder(config, stages[static_cast<size_t>(s)], s,
+                         program.stages[static_cast<size_t>(s)]);
     builder.build();
   }
   return program;

@@ -188,6 +188,10 @@ struct SimProgram {
   /// stage replica spans.
   int64_t dataParallel = 1;
   int64_t clustersPerStage = 1;
+  /// Clusters of one node that run the same stage (symmetric replicas): their
+  /// inter-node sends happen together and share the node's injection
+  /// bandwidth (MachineModel::interNodeStreamBandwidth).
+  int64_t stageReplicasPerNode = 1;
   /// Tokens (sequence positions) processed per iteration by the whole job.
   double tokensPerIteration = 0;
   /// Model FLOPs per iteration of the whole job (6N per token plus attention,

@@ -33,6 +33,11 @@ namespace sim {
 struct CollectiveStep {
   double bytes = 0;
   LinkClass link = LinkClass::IntraNode;
+  /// Clusters of one node that run this step's inter-node transfer at the
+  /// same time (they share the node's injection bandwidth): the members per
+  /// node in the inter-node phase of a hierarchical collective, 1 for flat
+  /// rings and trees (one cluster per node talks to the next node at a time).
+  int64_t streams = 1;
 };
 
 /// The steps of a collective (see docs/simulator.md for each algorithm):
@@ -47,8 +52,9 @@ struct CollectiveStep {
 std::vector<CollectiveStep> planCollective(const CollectiveSpec &spec);
 
 /// Closed-form time of a collective alone on idle links: the sum over its
-/// steps of (link latency + bytes / link bandwidth).
-double collectiveTime(const CollectiveSpec &spec, const NetworkSpec &network);
+/// steps of (link latency + bytes / bandwidth), the bandwidth of inter-node
+/// steps being MachineModel::interNodeStreamBandwidth(step.streams).
+double collectiveTime(const CollectiveSpec &spec, const MachineModel &machine);
 
 struct SimOptions {
   /// Consecutive iterations to run (the program repeated). With two or more,

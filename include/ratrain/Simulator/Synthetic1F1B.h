@@ -2,19 +2,21 @@
 //-*-===//
 //
 // Builds the SimProgram of a non-interleaved 1F1B iteration directly, without
-// the compiler: uniform layers per stage, given per-layer durations and
-// sizes, and one of two placements of the training-state lifecycle
-// (gradient sync, update, parameter-view cast):
+// the compiler, from per-stage durations and sizes, with one of two
+// placements of the training-state lifecycle (gradient sync, update,
+// parameter-view cast, ZeRO parameter all-gather):
 // - WholeModel ("gpu-style"): after the stage's last backward, one bucketed
 //   collective for all of the stage's gradients, wait, update every layer,
-//   cast every parameter view.
+//   cast every parameter view (then, with ZeRO, one all-gather of all views,
+//   wait).
 // - PerLayer ("ratrain"): each layer's gradient sync is issued as soon as the
-//   last micro-batch's backward of that layer finishes; the layer's wait,
-//   update and view cast are placed just before its first forward of the next
-//   iteration (loop-carried), so they overlap the pipeline drain and fill.
-// Used by the unit tests, the simulator benchmark and the evaluation until the
-// schedule passes feed the simulator; the real schedules come from
-// expand-1f1b + schedule-lifecycle.
+//   last micro-batch's backward of that layer finishes; in the next iteration
+//   the layer's wait, update, view cast (and all-gather) are done one layer
+//   ahead of its first forward (parameter-view prefetch), so they overlap the
+//   pipeline drain and fill and the forward of the previous layer.
+// Used by the unit tests, the simulator benchmark and the plan-level
+// evaluation; the compiler's schedules come from expand-1f1b +
+// schedule-lifecycle through the MLIR adapter.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,43 +27,82 @@
 #include "ratrain/Simulator/SimProgram.h"
 
 #include <cstdint>
+#include <vector>
 
 namespace ratrain {
 namespace sim {
 
 enum class LifecyclePlacement { WholeModel, PerLayer };
 
-struct Synthetic1F1BConfig {
-  int64_t stages = 2;
-  int64_t microBatches = 2;
-  int64_t layersPerStage = 1;
-  int64_t dataParallel = 1;
-  /// Seconds per layer and micro-batch.
+/// Durations and sizes of one stage. Seconds are per layer and micro-batch
+/// unless stated otherwise.
+struct SyntheticStage {
+  int64_t layers = 1;
+  /// Global index of the stage's first layer (labels only).
+  int64_t firstLayer = 0;
   double forwardSeconds = 1;
   double backwardSeconds = 2;
   /// Recomputation before each layer's backward (0 = activations stored).
   double recomputeSeconds = 0;
-  /// Per layer and iteration (whole batch).
+  /// Per micro-batch, outside the layers: the embedding on the first stage,
+  /// the LM head and loss on the last.
+  double extraForwardSeconds = 0;
+  double extraBackwardSeconds = 0;
+  /// Per layer and iteration.
   double updateSeconds = 0;
   double viewCastSeconds = 0;
   /// FLOPs per layer and micro-batch (reported on the compute tasks).
   double forwardFlops = 0;
   double backwardFlops = 0;
-  /// Activation bytes sent between stages per micro-batch (0 = none sent).
-  int64_t activationBytes = 0;
-  LinkClass pipelineLink = LinkClass::InterNode;
   /// Gradient bytes per layer synchronized over the data-parallel group.
   int64_t gradientBytesPerLayer = 0;
+  /// 16-bit parameter bytes per layer all-gathered after the update (ZeRO);
+  /// 0 = no all-gather.
+  int64_t gatherBytesPerLayer = 0;
+  /// DDR accounting: resident bytes, activation bytes held per layer and
+  /// micro-batch between its forward and backward, and the buffer
+  /// assignment's peak if known.
+  int64_t residentBytes = 0;
+  int64_t storedActivationBytesPerLayer = 0;
+  int64_t assignedPeakBytes = 0;
+};
+
+struct Synthetic1F1BConfig {
+  int64_t stages = 2;
+  int64_t microBatches = 2;
+  int64_t dataParallel = 1;
+
+  /// Uniform stages: every stage gets these values (`stage.firstLayer` is
+  /// computed) unless `perStage` is given.
+  int64_t layersPerStage = 1;
+  double forwardSeconds = 1;
+  double backwardSeconds = 2;
+  double recomputeSeconds = 0;
+  double updateSeconds = 0;
+  double viewCastSeconds = 0;
+  double forwardFlops = 0;
+  double backwardFlops = 0;
+  int64_t gradientBytesPerLayer = 0;
+  int64_t residentBytes = 0;
+  int64_t storedActivationBytesPerLayer = 0;
+  /// One entry per stage; overrides the uniform values above when not empty.
+  std::vector<SyntheticStage> perStage;
+
+  /// Activation bytes sent between stages per micro-batch (0 = only the
+  /// latency of an empty message).
+  int64_t activationBytes = 0;
+  LinkClass pipelineLink = LinkClass::InterNode;
+  /// Gradient sync: all-reduce, or reduce-scatter (ZeRO, with the parameter
+  /// all-gather of `gatherBytesPerLayer`).
   CollectiveKind syncKind = CollectiveKind::AllReduce;
   CollectiveAlgorithm syncAlgorithm = CollectiveAlgorithm::Ring;
   int64_t dpMembersPerNode = 1;
   LifecyclePlacement placement = LifecyclePlacement::WholeModel;
-  /// DDR accounting: resident bytes per stage, activation bytes held per
-  /// layer and micro-batch between its forward and backward.
-  int64_t residentBytes = 0;
-  int64_t storedActivationBytesPerLayer = 0;
   double tokensPerIteration = 0;
   double modelFlopsPerIteration = 0;
+
+  /// The per-stage values in effect.
+  std::vector<SyntheticStage> resolveStages() const;
 };
 
 /// Builds the program; stage i runs min(p-i-1, m) warm-up forwards, the

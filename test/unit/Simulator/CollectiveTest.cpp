@@ -141,8 +141,31 @@ TEST(Collectives, HierarchicalAllReduce) {
   EXPECT_NEAR(simulated, expected, 1e-9 * expected);
   EXPECT_NEAR(collectiveTime(spec(CollectiveKind::AllReduce,
                                   CollectiveAlgorithm::Hierarchical, n, k, c),
-                             machine.network),
+                             machine),
               expected, 1e-9 * expected);
+}
+
+TEST(Collectives, HierarchicalInterNodePhaseSharesNodeInjection) {
+  // 4 members per node inject together: each gets min(2, 4 / 4) = 1 B/s.
+  MachineModel machine = makeTestMachine();
+  machine.network.nodeInjectionBandwidth = 4;
+  const LinkSpec &intra = machine.network.intraNode;
+  const LinkSpec &inter = machine.network.interNode;
+  const double n = 960;
+  const int64_t k = 16, c = 4, g = k / c;
+  double expected = 2 * (c - 1) * (intra.latency + n / c / intra.bandwidth) +
+                    2 * (g - 1) * (inter.latency + n / k / 1.0);
+  CollectiveSpec s = spec(CollectiveKind::AllReduce,
+                          CollectiveAlgorithm::Hierarchical, n, k, c);
+  EXPECT_NEAR(simulateCollective(s, machine), expected, 1e-9 * expected);
+  EXPECT_NEAR(collectiveTime(s, machine), expected, 1e-9 * expected);
+  // A flat ring has one cluster per node on the inter-node link: 2 B/s.
+  CollectiveSpec ring =
+      spec(CollectiveKind::AllReduce, CollectiveAlgorithm::Ring, n, k, c);
+  double ringExpected =
+      2.0 * (k - 1) / k * n / inter.bandwidth + 2.0 * (k - 1) * inter.latency;
+  EXPECT_NEAR(simulateCollective(ring, machine), ringExpected,
+              1e-9 * ringExpected);
 }
 
 TEST(Collectives, HierarchicalReduceScatterAndAllGather) {

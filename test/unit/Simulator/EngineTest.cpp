@@ -200,6 +200,27 @@ TEST(LinkSharing, ReceiverLinkIsSharedToo) {
   EXPECT_DOUBLE_EQ(report.stageReports[0].iterationEnd[0], 10.0);
 }
 
+TEST(LinkSharing, SymmetricReplicasShareTheNodeInjection) {
+  // Inter-node link 2 B/s, node injection 4 B/s: with 4 replicas of each
+  // stage per node all sending at once, a 10 B message gets 1 B/s.
+  MachineModel machine = makeTestMachine();
+  machine.network.interNode = {2.0, 0.0};
+  machine.network.nodeInjectionBandwidth = 4;
+  SimProgram program;
+  program.stages.emplace_back("a");
+  program.stages.emplace_back("b");
+  program.stages[0].addSend(1, 10, 0, LinkClass::InterNode, "x");
+  program.stages[1].addRecv(0, 10, 0, "x");
+  SimOptions options;
+  options.iterations = 1;
+  program.stageReplicasPerNode = 4;
+  EXPECT_DOUBLE_EQ(expectOk(simulate(program, machine, options)).stepTime,
+                   10.0);
+  // One replica per node: the cluster's own link limits (5 s).
+  program.stageReplicasPerNode = 1;
+  EXPECT_DOUBLE_EQ(expectOk(simulate(program, machine, options)).stepTime, 5.0);
+}
+
 TEST(Dma, ChannelsShareBandwidthAndOneChannelIsFifo) {
   // 8 B at 4 B/s: 2 s alone.
   auto run = [](uint32_t secondChannel) {
@@ -446,7 +467,42 @@ TEST(Lifecycle, PerLayerPlacementHidesGradientSync) {
   whole.groupSize = 4;
   whole.membersPerNode = 4;
   EXPECT_NEAR(gpuStyle.maxExposed[comm(CommKind::AllReduce)],
-              collectiveTime(whole, machine.network), 1e-9);
+              collectiveTime(whole, machine), 1e-9);
+}
+
+TEST(Lifecycle, ZeroShardedSyncGathersTheViews) {
+  // Per-stage costs with a reduce-scatter sync and a parameter all-gather.
+  Synthetic1F1BConfig config;
+  config.microBatches = 4;
+  config.dataParallel = 2;
+  config.dpMembersPerNode = 2;
+  config.syncKind = CollectiveKind::ReduceScatter;
+  config.pipelineLink = LinkClass::IntraNode;
+  for (int64_t s = 0; s < 3; ++s) {
+    SyntheticStage stage;
+    stage.layers = 2;
+    stage.firstLayer = 2 * s;
+    stage.gradientBytesPerLayer = 20;
+    stage.gatherBytesPerLayer = 10;
+    stage.updateSeconds = 0.5;
+    stage.extraForwardSeconds = s == 0 || s == 2 ? 0.5 : 0;
+    config.perStage.push_back(stage);
+  }
+  MachineModel machine = makeTestMachine();
+  for (LifecyclePlacement placement :
+       {LifecyclePlacement::WholeModel, LifecyclePlacement::PerLayer}) {
+    config.placement = placement;
+    SimProgram program = buildSynthetic1F1B(config);
+    ASSERT_EQ(program.stages.size(), 3u);
+    SimReport report = expectOk(simulate(program, machine));
+    EXPECT_GT(report.maxExposed[comm(CommKind::AllGather)], 0.0);
+    size_t gathers = 0;
+    for (const Task &task : program.stages[1].getTasks())
+      if (task.kind == TaskKind::Collective &&
+          task.collective.kind == CollectiveKind::AllGather)
+        ++gathers;
+    EXPECT_EQ(gathers, placement == LifecyclePlacement::PerLayer ? 2u : 1u);
+  }
 }
 
 TEST(Determinism, EqualInputsGiveIdenticalRuns) {
