@@ -112,8 +112,10 @@ namespace {
 /// error with its location.
 class MachineFileParser {
 public:
-  MachineFileParser(llvm::SourceMgr &sourceMgr, llvm::StringRef fileName)
-      : sourceMgr(sourceMgr), fileName(fileName) {}
+  MachineFileParser(llvm::SourceMgr &sourceMgr, llvm::StringRef fileName,
+                    const std::string &yamlDiagnostic)
+      : sourceMgr(sourceMgr), fileName(fileName),
+        yamlDiagnostic(yamlDiagnostic) {}
 
   llvm::Expected<MachineModel> parse(llvm::yaml::Stream &stream) {
     MachineModel machine;
@@ -375,6 +377,11 @@ private:
                 const std::string &what) {
     if (firstError)
       return;
+    // A YAML syntax error found earlier explains what follows.
+    if (!yamlDiagnostic.empty()) {
+      firstError = fileName.str() + ":" + yamlDiagnostic + " (malformed YAML)";
+      return;
+    }
     std::string location = fileName.str();
     if (node) {
       llvm::SMLoc loc = node->getSourceRange().Start;
@@ -395,6 +402,7 @@ private:
 
   llvm::SourceMgr &sourceMgr;
   llvm::StringRef fileName;
+  const std::string &yamlDiagnostic;
   std::optional<std::string> firstError;
 };
 
@@ -415,14 +423,14 @@ ratrain::parseMachineModel(llvm::StringRef yaml, llvm::StringRef fileName) {
       },
       &yamlDiagnostic);
   llvm::yaml::Stream stream(yaml, sourceMgr);
-  MachineFileParser parser(sourceMgr, fileName);
+  MachineFileParser parser(sourceMgr, fileName, yamlDiagnostic);
   llvm::Expected<MachineModel> machine = parser.parse(stream);
-  if (!yamlDiagnostic.empty()) {
-    llvm::consumeError(machine.takeError());
+  // Our own error came first when there is one; a syntax error the parser
+  // did not trip over (it stops at the first problem) still fails the file.
+  if (machine && !yamlDiagnostic.empty())
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    fileName + ":" + yamlDiagnostic +
                                        " (malformed YAML)");
-  }
   return machine;
 }
 

@@ -1,0 +1,190 @@
+//===- MachineModelTest.cpp - Machine files -------------------------------===//
+
+#include "ratrain/Machine/MachineModel.h"
+
+#include "gtest/gtest.h"
+
+using namespace ratrain;
+
+namespace {
+
+std::string examples(const char *file) {
+  return std::string(RATRAIN_EXAMPLES_DIR) + "/machines/" + file;
+}
+
+/// The error message of a parse that must fail.
+std::string parseError(llvm::StringRef text) {
+  llvm::Expected<MachineModel> machine = parseMachineModel(text, "m.yaml");
+  if (machine) {
+    ADD_FAILURE() << "parse unexpectedly succeeded";
+    return "";
+  }
+  return llvm::toString(machine.takeError());
+}
+
+const char *minimal = R"(name: tiny
+nodes: 2
+clusters_per_node: 4
+cluster:
+  cores: 24
+  ddr_bytes: 20e9
+  gsm_bytes: 6291456
+  am_bytes_per_core: 786432
+  ddr_bandwidth: 51e9
+  peak_flops_f16: 11.6e12
+  peak_flops_f32: 5.8e12
+network:
+  intra_node: {bandwidth: 50e9, latency: 2e-6}
+  inter_node: {bandwidth: 12.5e9, latency: 5e-6}
+)";
+
+TEST(MachineModel, LoadsMT3000) {
+  llvm::Expected<MachineModel> m = loadMachineModel(examples("mt3000.yaml"));
+  ASSERT_TRUE(bool(m)) << llvm::toString(m.takeError());
+  EXPECT_EQ(m->name, "mt3000");
+  EXPECT_EQ(m->clustersPerNode, 4);
+  EXPECT_EQ(m->cluster.cores, 24);
+  EXPECT_EQ(m->cluster.ddrBytes, 20000000000);
+  EXPECT_EQ(m->cluster.gsmBytes, 6291456);
+  EXPECT_EQ(m->cluster.amBytesPerCore, 786432);
+  EXPECT_DOUBLE_EQ(m->cluster.ddrBandwidth, 51e9);
+  EXPECT_DOUBLE_EQ(m->cluster.peakFlopsF16, 11.6e12);
+  EXPECT_DOUBLE_EQ(m->cluster.efficiency.gemm, 0.7);
+  EXPECT_TRUE(m->cluster.fusedAttention);
+  EXPECT_EQ(m->network.collective, CollectiveAlgorithm::Hierarchical);
+  EXPECT_DOUBLE_EQ(m->network.nodeInjectionBandwidth, 25e9);
+  EXPECT_GE(m->totalClusters(), 1024);
+}
+
+TEST(MachineModel, LoadsHost) {
+  llvm::Expected<MachineModel> m = loadMachineModel(examples("host.yaml"));
+  ASSERT_TRUE(bool(m)) << llvm::toString(m.takeError());
+  EXPECT_GT(m->cluster.gsmBytes, 0);
+  EXPECT_GT(m->cluster.amBytesPerCore, 0);
+  EXPECT_GT(m->cluster.peakFlopsF32, 0);
+}
+
+TEST(MachineModel, DefaultsAndENotation) {
+  llvm::Expected<MachineModel> m = parseMachineModel(minimal, "m.yaml");
+  ASSERT_TRUE(bool(m)) << llvm::toString(m.takeError());
+  EXPECT_EQ(m->cluster.ddrBytes, 20000000000); // "20e9" as an integer
+  EXPECT_EQ(m->totalClusters(), 8);
+  // Unset keys keep their defaults; the DMA engine defaults to DDR speed.
+  EXPECT_DOUBLE_EQ(m->cluster.dmaBandwidth, 51e9);
+  EXPECT_DOUBLE_EQ(m->cluster.efficiency.attentionBackward, 0.4);
+  EXPECT_FALSE(m->cluster.fusedAttention);
+  EXPECT_EQ(m->network.collective, CollectiveAlgorithm::Hierarchical);
+}
+
+TEST(MachineModel, PrintParsesBackToTheSameModel) {
+  llvm::Expected<MachineModel> m = loadMachineModel(examples("mt3000.yaml"));
+  ASSERT_TRUE(bool(m));
+  std::string text = printMachineModel(*m);
+  // Plain integers on their own lines, as the kernel build reads them.
+  EXPECT_NE(text.find("\n  gsm_bytes: 6291456\n"), std::string::npos);
+  EXPECT_NE(text.find("\n  am_bytes_per_core: 786432\n"), std::string::npos);
+  EXPECT_NE(text.find("\n  cores: 24\n"), std::string::npos);
+  llvm::Expected<MachineModel> back = parseMachineModel(text, "printed");
+  ASSERT_TRUE(bool(back)) << llvm::toString(back.takeError());
+  EXPECT_EQ(back->name, m->name);
+  EXPECT_EQ(back->nodes, m->nodes);
+  EXPECT_EQ(back->cluster.ddrBytes, m->cluster.ddrBytes);
+  EXPECT_DOUBLE_EQ(back->cluster.ddrBandwidth, m->cluster.ddrBandwidth);
+  EXPECT_DOUBLE_EQ(back->cluster.efficiency.attentionForward,
+                   m->cluster.efficiency.attentionForward);
+  EXPECT_EQ(back->cluster.fusedAttention, m->cluster.fusedAttention);
+  EXPECT_DOUBLE_EQ(back->network.interNode.latency,
+                   m->network.interNode.latency);
+  EXPECT_EQ(back->network.collective, m->network.collective);
+}
+
+TEST(MachineModel, AcceptsJSON) {
+  const char *json = R"({"nodes": 1, "clusters_per_node": 2,
+    "cluster": {"cores": 1, "ddr_bytes": 8000000000, "gsm_bytes": 1048576,
+                "am_bytes_per_core": 1048576, "ddr_bandwidth": 2e10,
+                "peak_flops_f16": 4e11, "peak_flops_f32": 2e11},
+    "network": {"intra_node": {"bandwidth": 1e10, "latency": 1e-6},
+                "inter_node": {"bandwidth": 1e10, "latency": 1e-6},
+                "collective": "ring"}})";
+  llvm::Expected<MachineModel> m = parseMachineModel(json, "host.json");
+  ASSERT_TRUE(bool(m)) << llvm::toString(m.takeError());
+  EXPECT_EQ(m->name, "host"); // from the file name
+  EXPECT_EQ(m->network.collective, CollectiveAlgorithm::Ring);
+}
+
+TEST(MachineModel, UnknownKeyNamesFileLineAndKey) {
+  std::string text = minimal;
+  text.replace(text.find("gsm_bytes"), 9, "gsm_byte");
+  std::string error = parseError(text);
+  EXPECT_NE(error.find("m.yaml:7:"), std::string::npos) << error;
+  EXPECT_NE(error.find("cluster.gsm_byte: unknown key"), std::string::npos)
+      << error;
+}
+
+TEST(MachineModel, WrongTypeNamesTheKey) {
+  std::string text = minimal;
+  text.replace(text.find("51e9"), 4, "fast");
+  std::string error = parseError(text);
+  EXPECT_NE(error.find("cluster.ddr_bandwidth: expected a number, got 'fast'"),
+            std::string::npos)
+      << error;
+
+  text = minimal;
+  text.replace(text.find("cores: 24"), 9, "cores: 2.5");
+  error = parseError(text);
+  EXPECT_NE(error.find("cluster.cores: expected an integer"), std::string::npos)
+      << error;
+
+  text = minimal;
+  text.replace(text.find("cluster:\n"), 9, "cluster: 3\n  x:\n");
+  EXPECT_FALSE(parseError(text).empty());
+}
+
+TEST(MachineModel, MissingKeysAndBadValues) {
+  std::string text = minimal;
+  text.erase(text.find("  peak_flops_f32: 5.8e12\n"), 25);
+  EXPECT_NE(parseError(text).find("missing required key 'peak_flops_f32'"),
+            std::string::npos);
+
+  text = minimal;
+  text.replace(text.find("nodes: 2"), 8, "nodes: -2");
+  EXPECT_NE(parseError(text).find("nodes: must be positive"),
+            std::string::npos);
+
+  text = std::string(minimal) + "  collective: butterfly\n";
+  EXPECT_NE(parseError(text).find("network.collective: expected one of"),
+            std::string::npos);
+
+  text = minimal;
+  text.replace(text.find("  ddr_bandwidth"), 0, "  efficiency: {gemm: 1.5}\n");
+  EXPECT_NE(parseError(text).find("cluster.efficiency.gemm"),
+            std::string::npos);
+
+  text = std::string(minimal) + "nodes: 3\n";
+  EXPECT_NE(parseError(text).find("duplicate key"), std::string::npos);
+}
+
+TEST(MachineModel, MalformedYAMLAndMissingFile) {
+  std::string error = parseError("cluster: {cores: [1, 2\n");
+  EXPECT_NE(error.find("m.yaml:"), std::string::npos) << error;
+  EXPECT_FALSE(parseError("").empty());
+  EXPECT_FALSE(parseError("- 1\n- 2\n").empty());
+
+  llvm::Expected<MachineModel> m = loadMachineModel("/nonexistent/x.yaml");
+  ASSERT_FALSE(bool(m));
+  std::string message = llvm::toString(m.takeError());
+  EXPECT_NE(message.find("/nonexistent/x.yaml: cannot read"),
+            std::string::npos);
+}
+
+TEST(MachineModel, InterNodeStreamsShareInjection) {
+  llvm::Expected<MachineModel> m = parseMachineModel(
+      std::string(minimal) + "  node_injection_bandwidth: 20e9\n", "m.yaml");
+  ASSERT_TRUE(bool(m)) << llvm::toString(m.takeError());
+  EXPECT_DOUBLE_EQ(m->interNodeStreamBandwidth(1), 12.5e9);
+  EXPECT_DOUBLE_EQ(m->interNodeStreamBandwidth(4), 5e9);
+  EXPECT_EQ(parseCollectiveAlgorithm("tree"), CollectiveAlgorithm::Tree);
+  EXPECT_EQ(stringifyCollectiveAlgorithm(CollectiveAlgorithm::Ring), "ring");
+}
+
+} // namespace

@@ -1,0 +1,232 @@
+//===- CostModelTest.cpp - Alpha-beta collectives, rooflines, step time ---===//
+
+#include "ratrain/Planner/CostModel.h"
+
+#include "gtest/gtest.h"
+
+#include <cmath>
+
+using namespace ratrain;
+
+namespace {
+
+/// 4 nodes of 4 clusters; round numbers so expectations are hand-computed.
+MachineModel testMachine() {
+  MachineModel m;
+  m.name = "test";
+  m.nodes = 4;
+  m.clustersPerNode = 4;
+  m.cluster.cores = 24;
+  m.cluster.ddrBytes = 20000000000;
+  m.cluster.gsmBytes = 6291456;
+  m.cluster.amBytesPerCore = 786432;
+  m.cluster.ddrBandwidth = 100e9;
+  m.cluster.dmaBandwidth = 100e9;
+  m.cluster.peakFlopsF16 = 1e13;
+  m.cluster.peakFlopsF32 = 5e12;
+  m.cluster.efficiency = {0.5, 0.5, 0.4, 0.5};
+  m.network.intraNode = {50e9, 2e-6};
+  m.network.interNode = {10e9, 5e-6};
+  m.network.nodeInjectionBandwidth = 20e9;
+  m.network.collective = CollectiveAlgorithm::Hierarchical;
+  return m;
+}
+
+ModelConfig testModel() {
+  ModelConfig m;
+  m.name = "synthetic";
+  m.numLayers = 8;
+  m.hidden = 1024;
+  m.numHeads = 16;
+  m.numKVHeads = 16;
+  m.ffnHidden = 4096;
+  m.vocab = 256;
+  m.seqLen = 2048;
+  m.dtype = DType::BF16;
+  return m;
+}
+
+TEST(CostModel, PointToPoint) {
+  MachineModel machine = testMachine();
+  ModelConfig model = testModel();
+  CostModel costs(model, machine);
+  EXPECT_DOUBLE_EQ(costs.pointToPoint(1000000, LinkClass::IntraNode),
+                   2e-6 + 1e6 / 50e9);
+  EXPECT_DOUBLE_EQ(costs.pointToPoint(1000000, LinkClass::InterNode),
+                   5e-6 + 1e6 / 10e9);
+  EXPECT_EQ(costs.pipelineMessageBytes(2), 2048 * 2 * 1024 * 2);
+}
+
+TEST(CostModel, CollectivesInsideOneNode) {
+  MachineModel machine = testMachine();
+  ModelConfig model = testModel();
+  CostModel costs(model, machine);
+  const int64_t bytes = 4000000;
+  // Ring all-reduce: 2(k-1) steps of alpha + B/(k bw) = 6 * 2.2e-5.
+  EXPECT_NEAR(costs.collective(CollectiveKind::AllReduce,
+                               CollectiveAlgorithm::Ring, bytes, 4),
+              1.32e-4, 1e-12);
+  // Reduce-scatter and all-gather: k-1 steps.
+  EXPECT_NEAR(costs.collective(CollectiveKind::ReduceScatter,
+                               CollectiveAlgorithm::Ring, bytes, 4),
+              6.6e-5, 1e-12);
+  EXPECT_NEAR(costs.collective(CollectiveKind::AllGather,
+                               CollectiveAlgorithm::Ring, bytes, 4),
+              6.6e-5, 1e-12);
+  // Inside a node hierarchical is the ring.
+  EXPECT_NEAR(costs.collective(CollectiveKind::AllReduce, bytes, 4), 1.32e-4,
+              1e-12);
+  // Binomial tree all-reduce: 2 log2(k) (alpha + B/bw) = 4 * 8.2e-5.
+  EXPECT_NEAR(costs.collective(CollectiveKind::AllReduce,
+                               CollectiveAlgorithm::Tree, bytes, 4),
+              3.28e-4, 1e-12);
+  EXPECT_EQ(costs.collective(CollectiveKind::AllReduce, bytes, 1), 0);
+}
+
+TEST(CostModel, CollectivesAcrossNodes) {
+  MachineModel machine = testMachine();
+  ModelConfig model = testModel();
+  CostModel costs(model, machine);
+  const int64_t bytes = 4000000;
+  // Hierarchical over 16 = 4 nodes x 4: intra RS 3 * (2e-6 + 1e6/50e9) =
+  // 6.6e-5; inter ring all-reduce of B/4 over 4 nodes, 4 streams sharing
+  // 20e9 -> 5e9 each: 6 * (5e-6 + 2.5e5/5e9) = 3.3e-4; intra AG 6.6e-5.
+  EXPECT_NEAR(costs.collective(CollectiveKind::AllReduce,
+                               CollectiveAlgorithm::Hierarchical, bytes, 16),
+              4.62e-4, 1e-12);
+  EXPECT_NEAR(costs.collective(CollectiveKind::ReduceScatter,
+                               CollectiveAlgorithm::Hierarchical, bytes, 16),
+              6.6e-5 + 1.65e-4, 1e-12);
+  // Flat ring over 16: 30 steps of max alpha + B/16 over the slowest link
+  // (10e9): 30 * (5e-6 + 2.5e-5) = 9e-4.
+  EXPECT_NEAR(costs.collective(CollectiveKind::AllReduce,
+                               CollectiveAlgorithm::Ring, bytes, 16),
+              9e-4, 1e-12);
+  // Tree over 16: 2 * 4 * (5e-6 + 4e6/1e10) = 3.24e-3.
+  EXPECT_NEAR(costs.collective(CollectiveKind::AllReduce,
+                               CollectiveAlgorithm::Tree, bytes, 16),
+              3.24e-3, 1e-12);
+  // Small messages: the tree's log(k) latency beats the ring's 2(k-1).
+  EXPECT_LT(costs.collective(CollectiveKind::AllReduce,
+                             CollectiveAlgorithm::Tree, 64, 16),
+            costs.collective(CollectiveKind::AllReduce,
+                             CollectiveAlgorithm::Ring, 64, 16));
+}
+
+TEST(CostModel, RooflineAndMemoryBoundKernels) {
+  MachineModel machine = testMachine();
+  ModelConfig model = testModel();
+  CostModel costs(model, machine);
+  // Compute bound: 2 * 4096^3 FLOPs at 1e13 * 0.5.
+  EXPECT_NEAR(costs.gemmSeconds(4096, 4096, 4096),
+              2.0 * 4096 * 4096 * 4096 / 5e12, 1e-12);
+  // Memory bound (one row): 2 bytes * (4096 + 4096^2 + 4096) at 100e9*0.5.
+  EXPECT_NEAR(costs.gemmSeconds(1, 4096, 4096),
+              2.0 * (4096 + 4096.0 * 4096 + 4096) / 50e9, 1e-12);
+  // Adam: 26 bytes/param; cast: 6 bytes/param; both at 50e9.
+  EXPECT_NEAR(costs.optimizerUpdate(1000000000), 0.52, 1e-12);
+  EXPECT_NEAR(costs.viewCast(1000000000), 0.12, 1e-12);
+}
+
+TEST(CostModel, LayerCosts) {
+  MachineModel machine = testMachine();
+  ModelConfig model = testModel();
+  CostModel costs(model, machine);
+  double f = costs.layerForward(1);
+  EXPECT_GT(f, 0);
+  // Forward matmul FLOPs at the GEMM rate bound the forward from below.
+  double tokens = 2048;
+  EXPECT_GT(f, model.layerMatmulFlopsPerToken() * tokens / 5e12);
+  // Linear-ish in the micro-batch size (compute bound here).
+  EXPECT_NEAR(costs.layerForward(2) / f, 2.0, 0.05);
+  // Backward is about twice the forward.
+  double ratio = costs.layerBackward(1) / f;
+  EXPECT_GT(ratio, 1.8);
+  EXPECT_LT(ratio, 3.0);
+  EXPECT_EQ(costs.layerRecompute(1, RecomputePolicy::None), 0);
+  EXPECT_DOUBLE_EQ(costs.layerRecompute(1, RecomputePolicy::Full), f);
+  double selective = costs.layerRecompute(1, RecomputePolicy::Selective);
+  EXPECT_GT(selective, 0);
+  EXPECT_LT(selective, f);
+  EXPECT_GT(costs.headForward(1), 0);
+  EXPECT_GT(costs.headBackward(1), costs.headForward(1));
+  EXPECT_GT(costs.embeddingBackward(1), costs.embeddingForward(1));
+}
+
+TEST(CostModel, OneFOneBPipelineAndBubble) {
+  MachineModel machine = testMachine();
+  ModelConfig model = testModel();
+  CostModel costs(model, machine);
+  ParallelConfig c =
+      ParallelConfig::balanced(8, 4, 1, 1, 12, RecomputePolicy::None);
+  StepTime t = predictStepTime(costs, c, LifecyclePolicy::GpuStyle);
+  ASSERT_EQ(t.stages.size(), 4u);
+  double sum = 0, slowest = 0;
+  for (const StageTiming &s : t.stages) {
+    double slot = s.forward + s.backward + 2 * s.p2p;
+    sum += slot;
+    slowest = std::max(slowest, slot);
+    EXPECT_GT(s.p2p, 0);
+  }
+  EXPECT_NEAR(t.pipeline, sum + 11 * slowest, 1e-12 * t.pipeline);
+  // Nearly equal stages (the byte-vocabulary head is cheap): the bubble is
+  // (p-1)/(m+p-1) = 3/15.
+  EXPECT_NEAR(t.bubbleFraction(), 0.2, 0.01);
+  // dp = 1: no sync; gpu-style still pays update + cast at the boundary.
+  for (const StageTiming &s : t.stages)
+    EXPECT_EQ(s.syncSeconds, 0);
+  double tail = 0;
+  for (const StageTiming &s : t.stages)
+    tail = std::max(tail, s.updateSeconds + s.castSeconds);
+  EXPECT_NEAR(t.total, t.pipeline + tail, 1e-12 * t.total);
+
+  // Full recompute adds one forward per layer to every backward.
+  ParallelConfig full = c;
+  full.recompute.assign(4, RecomputePolicy::Full);
+  StepTime tf = predictStepTime(costs, full, LifecyclePolicy::GpuStyle);
+  EXPECT_NEAR(tf.stages[1].backward - t.stages[1].backward,
+              2 * costs.layerForward(1), 1e-12);
+  EXPECT_GT(tf.recompute, 0);
+  EXPECT_EQ(t.recompute, 0);
+}
+
+TEST(CostModel, LifecycleOverlapHidesSyncAndUpdate) {
+  MachineModel machine = testMachine();
+  ModelConfig model = testModel();
+  CostModel costs(model, machine);
+  for (ZeroStage zero : {ZeroStage::None, ZeroStage::Optimizer}) {
+    ParallelConfig c =
+        ParallelConfig::balanced(8, 4, 4, 1, 8, RecomputePolicy::None, zero);
+    StepTime gpu = predictStepTime(costs, c, LifecyclePolicy::GpuStyle);
+    StepTime rat = predictStepTime(costs, c, LifecyclePolicy::RATrain);
+    EXPECT_DOUBLE_EQ(gpu.pipeline, rat.pipeline);
+    EXPECT_GT(gpu.exposedLifecycle, 0);
+    EXPECT_GE(rat.exposedLifecycle, 0);
+    EXPECT_LT(rat.total, gpu.total);
+    // gpu-style exposes exactly the slowest stage's whole lifecycle.
+    double tail = 0;
+    for (const StageTiming &s : gpu.stages)
+      tail = std::max(tail, s.syncSeconds + s.updateSeconds + s.castSeconds +
+                                s.allGatherSeconds);
+    EXPECT_NEAR(gpu.exposedLifecycle, tail, 1e-12);
+    if (zero == ZeroStage::Optimizer)
+      EXPECT_GT(gpu.stages[0].allGatherSeconds, 0);
+  }
+}
+
+TEST(CostModel, PipelineLinkFollowsPlacement) {
+  MachineModel machine = testMachine();
+  ModelConfig model = testModel();
+  CostModel costs(model, machine);
+  ParallelConfig inNode =
+      ParallelConfig::balanced(8, 4, 1, 1, 8, RecomputePolicy::None);
+  EXPECT_EQ(costs.pipelineLink(inNode), LinkClass::IntraNode);
+  ParallelConfig across =
+      ParallelConfig::balanced(8, 4, 2, 1, 8, RecomputePolicy::None);
+  EXPECT_EQ(costs.pipelineLink(across), LinkClass::InterNode);
+  EXPECT_EQ(parseLifecyclePolicy("gpu-style"), LifecyclePolicy::GpuStyle);
+  EXPECT_EQ(parseLifecyclePolicy("ratrain"), LifecyclePolicy::RATrain);
+  EXPECT_EQ(parseLifecyclePolicy("x"), std::nullopt);
+}
+
+} // namespace

@@ -1,0 +1,262 @@
+//===- MemoryModelTest.cpp - Memory model vs hand-computed values ---------===//
+//
+// Every expected number below is computed by hand from the standard
+// formulas (16 bytes/param; ZeRO-1 4 + 12/d, ZeRO-2 2 + 14/d; activations
+// sbh(34 + 5as/h), 34sbh, 2sbh; p - i micro-batches in flight) for a small
+// synthetic model, not by calling the code under test.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ratrain/Planner/MemoryModel.h"
+#include "ratrain/Model/HFConfig.h"
+
+#include "gtest/gtest.h"
+
+using namespace ratrain;
+
+namespace {
+
+/// L=8, h=1024, a=16 (MHA), ffn=4096, vocab=32000, s=2048, bf16.
+/// paramsPerLayer = 4h^2 + 3h*ffn + 2h = 4194304 + 12582912 + 2048
+///                = 16779264; embedding = 32768000; head = 32769024.
+ModelConfig synthetic() {
+  ModelConfig m;
+  m.name = "synthetic";
+  m.numLayers = 8;
+  m.hidden = 1024;
+  m.numHeads = 16;
+  m.numKVHeads = 16;
+  m.ffnHidden = 4096;
+  m.vocab = 32000;
+  m.seqLen = 2048;
+  m.maxPositions = 4096;
+  m.dtype = DType::BF16;
+  return m;
+}
+
+constexpr int64_t kLayerParams = 16779264;
+constexpr int64_t kEmbedding = 32768000;
+constexpr int64_t kHead = 32769024;
+// s=2048, b=2, h=1024, a=16: sbh = 4194304.
+constexpr int64_t kNoneB2 = 34 * 4194304LL + 5LL * 16 * 2048 * 2048 * 2;
+constexpr int64_t kSelectiveB2 = 34 * 4194304LL; // 142606336
+constexpr int64_t kFullB2 = 2 * 4194304LL;       // 8388608
+
+TEST(MemoryModel, ParameterCountsMatchTheModel) {
+  ModelConfig m = synthetic();
+  ASSERT_FALSE(bool(m.validate()));
+  EXPECT_EQ(m.paramsPerLayer(), kLayerParams);
+  EXPECT_EQ(m.embeddingParams(), kEmbedding);
+  EXPECT_EQ(m.headParams(), kHead);
+  ParallelConfig c =
+      ParallelConfig::balanced(8, 2, 1, 1, 4, RecomputePolicy::None);
+  EXPECT_EQ(stageParams(m, c, 0), 4 * kLayerParams + kEmbedding);
+  EXPECT_EQ(stageParams(m, c, 1), 4 * kLayerParams + kHead);
+}
+
+TEST(MemoryModel, LlamaTwoSevenBParameters) {
+  llvm::Expected<ModelConfig> m = loadHFConfig(
+      std::string(RATRAIN_EXAMPLES_DIR) + "/models/llama-2-7b.json");
+  ASSERT_TRUE(bool(m)) << llvm::toString(m.takeError());
+  EXPECT_EQ(m->totalParams(), 6738415616);
+}
+
+TEST(MemoryModel, SixteenBytesPerParamWithoutZero) {
+  ModelConfig m = synthetic();
+  ParallelConfig c =
+      ParallelConfig::balanced(8, 2, 1, 1, 4, RecomputePolicy::Full);
+  StageMemory s = computeStageMemory(m, c, 0);
+  int64_t p = 4 * kLayerParams + kEmbedding; // 99885056
+  EXPECT_EQ(s.params, 99885056);
+  EXPECT_EQ(s.parameterViews, 2 * p);
+  EXPECT_EQ(s.masterWeights, 4 * p);
+  EXPECT_EQ(s.optimizerStates, 8 * p);
+  EXPECT_EQ(s.gradients, 2 * p);
+  EXPECT_EQ(s.modelStates(), 16 * 99885056LL); // 1598160896
+}
+
+TEST(MemoryModel, ZeroOneShardsMasterAndOptimizer) {
+  ModelConfig m = synthetic();
+  ParallelConfig c = ParallelConfig::balanced(
+      8, 2, 8, 1, 4, RecomputePolicy::Full, ZeroStage::Optimizer);
+  StageMemory s = computeStageMemory(m, c, 0);
+  // 4 + 12/8 bytes per param: 5.5 * 99885056.
+  EXPECT_EQ(s.parameterViews, 2 * 99885056LL);
+  EXPECT_EQ(s.gradients, 2 * 99885056LL);
+  EXPECT_EQ(s.masterWeights, 4 * 12485632LL);
+  EXPECT_EQ(s.optimizerStates, 8 * 12485632LL);
+  EXPECT_EQ(s.modelStates(), 549367808);
+}
+
+TEST(MemoryModel, ZeroTwoAlsoShardsGradients) {
+  ModelConfig m = synthetic();
+  ParallelConfig c = ParallelConfig::balanced(
+      8, 2, 8, 1, 4, RecomputePolicy::Full, ZeroStage::Gradients);
+  StageMemory s = computeStageMemory(m, c, 0);
+  // 2 + 14/8 bytes per param: 3.75 * 99885056.
+  EXPECT_EQ(s.gradients, 2 * 12485632LL);
+  EXPECT_EQ(s.modelStates(), 374568960);
+}
+
+TEST(MemoryModel, ShardsRoundUp) {
+  ModelConfig m = synthetic();
+  ParallelConfig c = ParallelConfig::balanced(
+      8, 2, 3, 1, 4, RecomputePolicy::Full, ZeroStage::Gradients);
+  StageMemory s = computeStageMemory(m, c, 1);
+  int64_t p = 4 * kLayerParams + kHead; // 99886080 = 3 * 33295360
+  EXPECT_EQ(p, 99886080);
+  EXPECT_EQ(s.optimizerStates, 8 * 33295360LL);
+  c.dataParallel = 9; // 99886080 / 9 = 11098453.33 -> 11098454
+  s = computeStageMemory(m, c, 1);
+  EXPECT_EQ(s.masterWeights, 4 * 11098454LL);
+}
+
+TEST(MemoryModel, LayerActivationFormulas) {
+  ModelConfig m = synthetic();
+  EXPECT_EQ(kNoneB2, 813694976);
+  EXPECT_EQ(layerActivationBytes(m, 2, RecomputePolicy::None), kNoneB2);
+  EXPECT_EQ(layerActivationBytes(m, 2, RecomputePolicy::Selective),
+            kSelectiveB2);
+  EXPECT_EQ(layerActivationBytes(m, 2, RecomputePolicy::Full), kFullB2);
+  // Linear in the micro-batch size.
+  EXPECT_EQ(layerActivationBytes(m, 1, RecomputePolicy::Full), 4194304);
+  // Fused attention keeps 4asb bytes of FP32 row statistics instead of the
+  // 5as^2b bytes of scores: 142606336 + 4*16*2048*2.
+  MemoryOptions fused;
+  fused.fusedAttention = true;
+  EXPECT_EQ(layerActivationBytes(m, 2, RecomputePolicy::None, fused),
+            142868480);
+  EXPECT_EQ(layerActivationBytes(m, 2, RecomputePolicy::Full, fused), kFullB2);
+  // FP32 activations are twice the 16-bit formula.
+  m.dtype = DType::F32;
+  EXPECT_EQ(layerActivationBytes(m, 2, RecomputePolicy::Full), 2 * kFullB2);
+}
+
+TEST(MemoryModel, OneFOneBInFlightMicroBatches) {
+  ParallelConfig c =
+      ParallelConfig::balanced(8, 4, 1, 2, 8, RecomputePolicy::None);
+  EXPECT_EQ(inFlightMicroBatches(c, 0), 4);
+  EXPECT_EQ(inFlightMicroBatches(c, 1), 3);
+  EXPECT_EQ(inFlightMicroBatches(c, 3), 1);
+  c.numMicroBatches = 2; // fewer micro-batches than stages
+  EXPECT_EQ(inFlightMicroBatches(c, 0), 2);
+  EXPECT_EQ(inFlightMicroBatches(c, 2), 2);
+  EXPECT_EQ(inFlightMicroBatches(c, 3), 1);
+}
+
+TEST(MemoryModel, StageActivationsAreLayersTimesInFlight) {
+  ModelConfig m = synthetic();
+  ParallelConfig c =
+      ParallelConfig::balanced(8, 4, 1, 2, 8, RecomputePolicy::None);
+  c.recompute = {RecomputePolicy::None, RecomputePolicy::Selective,
+                 RecomputePolicy::Full, RecomputePolicy::None};
+  std::vector<StageMemory> mem = computeMemory(m, c);
+  ASSERT_EQ(mem.size(), 4u);
+  EXPECT_EQ(mem[0].activations, 2 * 4 * kNoneB2);
+  EXPECT_EQ(mem[1].activations, 2 * 3 * kSelectiveB2);
+  EXPECT_EQ(mem[2].activations, 2 * 2 * kFullB2);
+  EXPECT_EQ(mem[3].activations, 2 * 1 * kNoneB2);
+  // Recompute transients: nothing, the scores (5as^2b = 671088640), one
+  // whole layer.
+  EXPECT_EQ(mem[0].recomputeBuffer, 0);
+  EXPECT_EQ(mem[1].recomputeBuffer, 671088640);
+  EXPECT_EQ(mem[2].recomputeBuffer, kNoneB2);
+}
+
+TEST(MemoryModel, UnevenLayerRanges) {
+  ModelConfig m = synthetic();
+  ParallelConfig c =
+      ParallelConfig::balanced(8, 3, 1, 1, 6, RecomputePolicy::Full);
+  c.stages = {{0, 1}, {1, 3}, {4, 4}};
+  ASSERT_FALSE(bool(c.validate(m)));
+  std::vector<StageMemory> mem = computeMemory(m, c);
+  // 2sbh at b=1 is 4194304 bytes.
+  EXPECT_EQ(mem[0].activations, 1 * 3 * 4194304LL);
+  EXPECT_EQ(mem[1].activations, 3 * 2 * 4194304LL);
+  EXPECT_EQ(mem[2].activations, 4 * 1 * 4194304LL);
+  EXPECT_EQ(mem[0].params, kLayerParams + kEmbedding);
+  EXPECT_EQ(mem[1].params, 3 * kLayerParams);
+  EXPECT_EQ(mem[2].params, 4 * kLayerParams + kHead);
+}
+
+TEST(MemoryModel, EmbeddingHeadAndBuffers) {
+  ModelConfig m = synthetic();
+  ParallelConfig c = ParallelConfig::balanced(
+      8, 4, 8, 2, 8, RecomputePolicy::Full, ZeroStage::Gradients);
+  std::vector<StageMemory> mem = computeMemory(m, c);
+  // Stage 0: int32 token ids of 4 micro-batches, s*b = 4096 each.
+  EXPECT_EQ(mem[0].embeddingHeadActivations, 4 * 4096 * 4);
+  EXPECT_EQ(mem[1].embeddingHeadActivations, 0);
+  // Last stage, one micro-batch: norm in/out 2*2*sbh + logits 2*s*b*V +
+  // FP32 softmax 4*s*b*V + int32 labels 4*s*b.
+  EXPECT_EQ(mem[3].embeddingHeadActivations,
+            16777216LL + 786432000LL + 16384LL);
+  // p2p: 4 * sbh * 2 bytes; ZeRO-2 bucket: the largest layer's gradient
+  // (the embedding on stage 0, a decoder layer in the middle).
+  EXPECT_EQ(mem[0].communicationBuffers, 33554432LL + 2 * kEmbedding);
+  EXPECT_EQ(mem[1].communicationBuffers, 33554432LL + 2 * kLayerParams);
+  // Workspace: max(2 * s*b*ffn * 2, s*b*(h + 2kv) * 4) = max(67108864,
+  // 50331648).
+  EXPECT_EQ(mem[1].kernelWorkspace, 67108864);
+  // Total is the sum of the fields.
+  int64_t sum = 0;
+  for (auto &[name, bytes] : mem[2].fields())
+    sum += bytes;
+  EXPECT_EQ(mem[2].total(), sum);
+  // Without ZeRO-2 and DP no bucket; with one stage no p2p buffers.
+  ParallelConfig single =
+      ParallelConfig::balanced(8, 1, 1, 2, 8, RecomputePolicy::Full);
+  EXPECT_EQ(computeStageMemory(m, single, 0).communicationBuffers, 0);
+}
+
+TEST(MemoryModel, FloatThirtyTwoTrainingKeepsSixteenBytes) {
+  ModelConfig m = synthetic();
+  m.dtype = DType::F32;
+  ParallelConfig c =
+      ParallelConfig::balanced(8, 1, 1, 1, 1, RecomputePolicy::Full);
+  StageMemory s = computeStageMemory(m, c, 0);
+  EXPECT_EQ(s.masterWeights, 0);
+  EXPECT_EQ(s.modelStates(), 16 * s.params);
+}
+
+TEST(MemoryModel, BalancedSplitAndValidation) {
+  ModelConfig m = synthetic();
+  m.numLayers = 10;
+  ParallelConfig c =
+      ParallelConfig::balanced(10, 4, 2, 1, 8, RecomputePolicy::Selective);
+  ASSERT_EQ(c.stages.size(), 4u);
+  EXPECT_EQ(c.stages[0].numLayers, 2);
+  EXPECT_EQ(c.stages[1].numLayers, 3);
+  EXPECT_EQ(c.stages[2].numLayers, 3);
+  EXPECT_EQ(c.stages[3].numLayers, 2);
+  EXPECT_EQ(c.stages[3].firstLayer, 8);
+  EXPECT_FALSE(bool(c.validate(m)));
+  EXPECT_EQ(c.globalBatch(), 16);
+  EXPECT_EQ(c.describe(),
+            "pp=4 dp=2 mbs=1 m=8 zero=0 layers=2,3x2,2 recompute=selective");
+
+  ParallelConfig gap = c;
+  gap.stages[2].firstLayer = 6;
+  std::string error = llvm::toString(gap.validate(m));
+  EXPECT_NE(error.find("stage 2 starts at layer 6, expected 5"),
+            std::string::npos)
+      << error;
+  ParallelConfig shortCover = c;
+  shortCover.stages[3].numLayers = 1;
+  EXPECT_NE(llvm::toString(shortCover.validate(m)).find("cover 9 layers"),
+            std::string::npos);
+  ParallelConfig policies = c;
+  policies.recompute.pop_back();
+  EXPECT_NE(llvm::toString(policies.validate(m)).find("3 recompute policies"),
+            std::string::npos);
+}
+
+TEST(MemoryModel, ParsesNames) {
+  EXPECT_EQ(parseRecomputePolicy("selective"), RecomputePolicy::Selective);
+  EXPECT_EQ(parseRecomputePolicy("some"), std::nullopt);
+  EXPECT_EQ(parseZeroStage("2"), ZeroStage::Gradients);
+  EXPECT_EQ(parseZeroStage("3"), std::nullopt);
+  EXPECT_EQ(stringifyRecomputePolicy(RecomputePolicy::Full), "full");
+}
+
+} // namespace
