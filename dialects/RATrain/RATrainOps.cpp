@@ -20,7 +20,7 @@ SmallVector<LayerOp, 8> ModelOp::getLayers() {
 
 int64_t ModelOp::getNumLayers() { return getLayers().size(); }
 
-LogicalResult ModelOp::verify() {
+LogicalResult ModelOp::verifyRegions() {
   Type dtype = getDtype();
   if (!dtype.isF32() && !dtype.isF16() && !dtype.isBF16())
     return emitOpError("dtype must be f32, f16 or bf16, got ") << dtype;
@@ -178,7 +178,7 @@ SmallVector<StageOp, 8> PipelineOp::getStages() {
   return llvm::to_vector<8>(getBody().front().getOps<StageOp>());
 }
 
-LogicalResult PipelineOp::verify() {
+LogicalResult PipelineOp::verifyRegions() {
   for (Operation &op : getBody().front())
     if (!isa<StageOp>(op))
       return op.emitOpError("is not allowed in a ratrain.pipeline; only "
@@ -338,26 +338,7 @@ LogicalResult StageOp::verifyRegions() {
     return yield.emitOpError("must return the stage's states, in the order of "
                              "its block arguments");
 
-  // Every state an op of this stage touches must belong to its layers.
-  WalkResult walk = getBody().walk([&](Operation *op) {
-    auto check = [&](Type type) {
-      std::optional<int64_t> layer = getStateLayer(type);
-      if (!layer || (*layer >= getFirstLayer() && *layer < getEndLayer()))
-        return true;
-      op->emitOpError("uses a state of layer ")
-          << *layer << " in stage " << getStage() << ", which owns layers ["
-          << getFirstLayer() << ", " << getEndLayer() << ")";
-      return false;
-    };
-    for (Type type : op->getOperandTypes())
-      if (!check(type))
-        return WalkResult::interrupt();
-    for (Type type : op->getResultTypes())
-      if (!check(type))
-        return WalkResult::interrupt();
-    return WalkResult::advance();
-  });
-  return failure(walk.wasInterrupted());
+  return success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -375,7 +356,8 @@ static std::optional<int64_t> getProducerMicroBatch(Value activation) {
 }
 
 LogicalResult ForwardOp::verify() {
-  if (getMicroBatch() < 0)
+  // I64Attr getters are unsigned: compare the signed value.
+  if (static_cast<int64_t>(getMicroBatch()) < 0)
     return emitOpError("micro-batch must not be negative");
   if (getView().getType().getLayer() != getActivation().getType().getLayer())
     return emitOpError("produces activations of layer ")

@@ -57,7 +57,7 @@ def RATrain_ModelOp : RATrain_Op<"model", [
     `rope_theta` `(` $rope_theta `)` (`tie_embeddings` $tie_embeddings^)?
     (`plan` qualified($plan)^)? attr-dict-with-keyword $body
   }];
-  let hasVerifier = 1;
+  let hasRegionVerifier = 1;
   let extraClassDeclaration = [{
     /// The layers in order.
     ::llvm::SmallVector<LayerOp, 8> getLayers();
@@ -122,7 +122,7 @@ def RATrain_PipelineOp : RATrain_Op<"pipeline", [
     $sym_name `for` $model `plan` qualified($plan) (`policy` $policy^)?
     attr-dict-with-keyword $body
   }];
-  let hasVerifier = 1;
+  let hasRegionVerifier = 1;
   let extraClassDeclaration = [{
     ::llvm::SmallVector<StageOp, 8> getStages();
   }];
