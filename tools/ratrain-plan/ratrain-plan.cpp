@@ -69,7 +69,7 @@ static cl::opt<std::string>
                    cl::desc("same recompute on every stage: "
                             "none|selective|full"),
                    cl::cat(category));
-static cl::opt<int64_t>
+static cl::opt<double>
     memoryCap("memory-cap", cl::init(0),
               cl::desc("DDR cap per cluster in bytes (default: the machine "
                        "file's cluster.ddr_bytes)"),
@@ -103,7 +103,10 @@ int main(int argc, char **argv) {
   request.globalBatch = globalBatch;
   request.seqLen = seqLen;
   request.topK = top;
-  request.memoryCapBytes = memoryCap;
+  if (memoryCap < 0 || memoryCap > 9e18)
+    return fail("--memory-cap: expected a byte count, got " +
+                llvm::formatv("{0}", double(memoryCap)).str());
+  request.memoryCapBytes = int64_t(memoryCap);
   if (std::optional<LifecyclePolicy> p = parseLifecyclePolicy(policy))
     request.policy = *p;
   else
