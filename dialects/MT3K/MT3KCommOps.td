@@ -11,7 +11,8 @@
 
 class MT3K_CommOp<string mnemonic, list<Trait> traits = []>
     : MT3K_Op<mnemonic, !listconcat(traits, [
-        MT3K_AsyncOp, DeclareOpInterfaceMethods<SymbolUserOpInterface>])> {
+        MT3K_AsyncOp, DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+        MemoryEffects<[MemWrite<MT3K_RuntimeResource>]>])> {
   let results = (outs MT3K_TokenType:$token);
   let extraClassDeclaration = [{
     /// The group this operation communicates over (null before verification
@@ -39,8 +40,9 @@ def MT3K_AllReduceOp : MT3K_CommOp<"all_reduce"> {
         : !mt3k.buffer<ddr, 4096x4096xf32> -> !mt3k.buffer<ddr, 4096x4096xf32>
     ```
   }];
-  let arguments = (ins MT3K_ReduceKindAttr:$reduce, MT3K_DdrBuffer:$source,
-                       MT3K_DdrBuffer:$dest, FlatSymbolRefAttr:$group,
+  let arguments = (ins MT3K_ReduceKindAttr:$reduce, Arg<MT3K_DdrBuffer, "contribution", [MemRead]>:$source,
+                       Arg<MT3K_DdrBuffer, "result", [MemWrite]>:$dest,
+                       FlatSymbolRefAttr:$group,
                        MT3K_CollectiveAlgorithmAttr:$algorithm);
   let assemblyFormat = [{
     `` $reduce $source `->` $dest `on` $group `` $algorithm attr-dict
@@ -62,8 +64,9 @@ def MT3K_ReduceScatterOp : MT3K_CommOp<"reduce_scatter"> {
         : !mt3k.buffer<ddr, 16777216xf32> -> !mt3k.buffer<ddr, 2097152xf32>
     ```
   }];
-  let arguments = (ins MT3K_ReduceKindAttr:$reduce, MT3K_DdrBuffer:$source,
-                       MT3K_DdrBuffer:$dest, FlatSymbolRefAttr:$group,
+  let arguments = (ins MT3K_ReduceKindAttr:$reduce, Arg<MT3K_DdrBuffer, "contribution", [MemRead]>:$source,
+                       Arg<MT3K_DdrBuffer, "result", [MemWrite]>:$dest,
+                       FlatSymbolRefAttr:$group,
                        MT3K_CollectiveAlgorithmAttr:$algorithm);
   let assemblyFormat = [{
     `` $reduce $source `->` $dest `on` $group `` $algorithm attr-dict
@@ -83,7 +86,8 @@ def MT3K_AllGatherOp : MT3K_CommOp<"all_gather"> {
         : !mt3k.buffer<ddr, 2097152xbf16> -> !mt3k.buffer<ddr, 16777216xbf16>
     ```
   }];
-  let arguments = (ins MT3K_DdrBuffer:$source, MT3K_DdrBuffer:$dest,
+  let arguments = (ins Arg<MT3K_DdrBuffer, "contribution", [MemRead]>:$source,
+                       Arg<MT3K_DdrBuffer, "result", [MemWrite]>:$dest,
                        FlatSymbolRefAttr:$group,
                        MT3K_CollectiveAlgorithmAttr:$algorithm);
   let assemblyFormat = [{
@@ -102,7 +106,8 @@ def MT3K_BroadcastOp : MT3K_CommOp<"broadcast"> {
     %t = mt3k.broadcast %w from 0 on @dp tree : !mt3k.buffer<ddr, 4096xf32>
     ```
   }];
-  let arguments = (ins MT3K_DdrBuffer:$buffer,
+  let arguments = (ins Arg<MT3K_DdrBuffer, "sent on the root, received elsewhere",
+                           [MemRead, MemWrite]>:$buffer,
                        ConfinedAttr<I64Attr, [IntNonNegative]>:$root,
                        FlatSymbolRefAttr:$group,
                        MT3K_CollectiveAlgorithmAttr:$algorithm);
@@ -124,7 +129,7 @@ def MT3K_SendOp : MT3K_CommOp<"send"> {
     %t = mt3k.send %act to 1 on @pp tag 3 : !mt3k.buffer<ddr, 4096x4096xbf16>
     ```
   }];
-  let arguments = (ins MT3K_DdrBuffer:$buffer,
+  let arguments = (ins Arg<MT3K_DdrBuffer, "sent", [MemRead]>:$buffer,
                        ConfinedAttr<I64Attr, [IntNonNegative]>:$peer,
                        FlatSymbolRefAttr:$group,
                        ConfinedAttr<I64Attr, [IntNonNegative]>:$tag);
@@ -145,7 +150,7 @@ def MT3K_RecvOp : MT3K_CommOp<"recv"> {
     %t = mt3k.recv %act from 0 on @pp tag 3 : !mt3k.buffer<ddr, 4096x4096xbf16>
     ```
   }];
-  let arguments = (ins MT3K_DdrBuffer:$buffer,
+  let arguments = (ins Arg<MT3K_DdrBuffer, "received", [MemWrite]>:$buffer,
                        ConfinedAttr<I64Attr, [IntNonNegative]>:$peer,
                        FlatSymbolRefAttr:$group,
                        ConfinedAttr<I64Attr, [IntNonNegative]>:$tag);
@@ -156,7 +161,8 @@ def MT3K_RecvOp : MT3K_CommOp<"recv"> {
 }
 
 def MT3K_BarrierOp : MT3K_Op<"barrier",
-    [DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+    [DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+     MemoryEffects<[MemWrite<MT3K_RuntimeResource>]>]> {
   let summary = "block until every rank of a group arrives";
   let description = [{
     Synchronous: returns once every rank of `group` has reached its

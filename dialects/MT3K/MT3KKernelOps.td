@@ -31,9 +31,10 @@ def MT3K_GemmOp : MT3K_Op<"gemm"> {
     mt3k.gemm %dy, %x -> %dw transpose_a accumulate : ...
     ```
   }];
-  let arguments = (ins MT3K_FloatBufferOfRank<2>:$a,
-                       MT3K_FloatBufferOfRank<2>:$b,
-                       MT3K_FloatBufferOfRank<2>:$c,
+  let arguments = (ins Arg<MT3K_FloatBufferOfRank<2>, "left matrix", [MemRead]>:$a,
+                       Arg<MT3K_FloatBufferOfRank<2>, "right matrix", [MemRead]>:$b,
+                       Arg<MT3K_FloatBufferOfRank<2>, "result",
+                           [MemRead, MemWrite]>:$c,
                        UnitAttr:$transpose_a, UnitAttr:$transpose_b,
                        UnitAttr:$accumulate, OptionalAttr<F64Attr>:$alpha);
   let assemblyFormat = [{
@@ -64,11 +65,11 @@ def MT3K_AttentionFwdOp : MT3K_Op<"attention_fwd"> {
           -> !mt3k.buffer<ddr, 1x4096x32x128xbf16>, !mt3k.buffer<ddr, 1x32x4096xf32>
     ```
   }];
-  let arguments = (ins MT3K_FloatBufferOfRank<4>:$q,
-                       MT3K_FloatBufferOfRank<4>:$k,
-                       MT3K_FloatBufferOfRank<4>:$v,
-                       MT3K_FloatBufferOfRank<4>:$o,
-                       MT3K_F32BufferOfRank<3>:$lse,
+  let arguments = (ins Arg<MT3K_FloatBufferOfRank<4>, "queries", [MemRead]>:$q,
+                       Arg<MT3K_FloatBufferOfRank<4>, "keys", [MemRead]>:$k,
+                       Arg<MT3K_FloatBufferOfRank<4>, "values", [MemRead]>:$v,
+                       Arg<MT3K_FloatBufferOfRank<4>, "output", [MemWrite]>:$o,
+                       Arg<MT3K_F32BufferOfRank<3>, "log-sum-exp", [MemWrite]>:$lse,
                        UnitAttr:$causal, OptionalAttr<F64Attr>:$scale);
   let assemblyFormat = [{
     $q `,` $k `,` $v `->` $o `,` $lse (`causal` $causal^)? (`scale` $scale^)?
@@ -94,15 +95,15 @@ def MT3K_AttentionBwdOp : MT3K_Op<"attention_bwd"> {
           -> !mt3k.buffer<ddr, 1x4096x32x128xbf16>, ..., ...
     ```
   }];
-  let arguments = (ins MT3K_FloatBufferOfRank<4>:$q,
-                       MT3K_FloatBufferOfRank<4>:$k,
-                       MT3K_FloatBufferOfRank<4>:$v,
-                       MT3K_FloatBufferOfRank<4>:$o,
-                       MT3K_FloatBufferOfRank<4>:$d_o,
-                       MT3K_F32BufferOfRank<3>:$lse,
-                       MT3K_FloatBufferOfRank<4>:$dq,
-                       MT3K_FloatBufferOfRank<4>:$dk,
-                       MT3K_FloatBufferOfRank<4>:$dv,
+  let arguments = (ins Arg<MT3K_FloatBufferOfRank<4>, "queries", [MemRead]>:$q,
+                       Arg<MT3K_FloatBufferOfRank<4>, "keys", [MemRead]>:$k,
+                       Arg<MT3K_FloatBufferOfRank<4>, "values", [MemRead]>:$v,
+                       Arg<MT3K_FloatBufferOfRank<4>, "forward output", [MemRead]>:$o,
+                       Arg<MT3K_FloatBufferOfRank<4>, "output gradient", [MemRead]>:$d_o,
+                       Arg<MT3K_F32BufferOfRank<3>, "saved log-sum-exp", [MemRead]>:$lse,
+                       Arg<MT3K_FloatBufferOfRank<4>, "query gradient", [MemWrite]>:$dq,
+                       Arg<MT3K_FloatBufferOfRank<4>, "key gradient", [MemWrite]>:$dk,
+                       Arg<MT3K_FloatBufferOfRank<4>, "value gradient", [MemWrite]>:$dv,
                        UnitAttr:$causal, OptionalAttr<F64Attr>:$scale);
   let assemblyFormat = [{
     $q `,` $k `,` $v `,` $o `,` $d_o `,` $lse `->` $dq `,` $dk `,` $dv
@@ -128,10 +129,10 @@ def MT3K_RMSNormFwdOp : MT3K_Op<"rmsnorm_fwd"> {
           -> !mt3k.buffer<ddr, 4096x4096xbf16>, !mt3k.buffer<ddr, 4096xf32>
     ```
   }];
-  let arguments = (ins MT3K_FloatBufferOfRank<2>:$x,
-                       MT3K_FloatBufferOfRank<1>:$weight,
-                       MT3K_FloatBufferOfRank<2>:$y,
-                       MT3K_F32BufferOfRank<1>:$rstd,
+  let arguments = (ins Arg<MT3K_FloatBufferOfRank<2>, "input", [MemRead]>:$x,
+                       Arg<MT3K_FloatBufferOfRank<1>, "gain", [MemRead]>:$weight,
+                       Arg<MT3K_FloatBufferOfRank<2>, "output", [MemWrite]>:$y,
+                       Arg<MT3K_F32BufferOfRank<1>, "saved 1/rms", [MemWrite]>:$rstd,
                        F64Attr:$eps);
   let assemblyFormat = [{
     $x `,` $weight `->` $y `,` $rstd `eps` $eps attr-dict
@@ -157,12 +158,13 @@ def MT3K_RMSNormBwdOp : MT3K_Op<"rmsnorm_bwd"> {
           -> !mt3k.buffer<ddr, 4096x4096xbf16>, !mt3k.buffer<ddr, 4096xf32>
     ```
   }];
-  let arguments = (ins MT3K_FloatBufferOfRank<2>:$x,
-                       MT3K_FloatBufferOfRank<1>:$weight,
-                       MT3K_F32BufferOfRank<1>:$rstd,
-                       MT3K_FloatBufferOfRank<2>:$dy,
-                       MT3K_FloatBufferOfRank<2>:$dx,
-                       MT3K_FloatBufferOfRank<1>:$dweight,
+  let arguments = (ins Arg<MT3K_FloatBufferOfRank<2>, "forward input", [MemRead]>:$x,
+                       Arg<MT3K_FloatBufferOfRank<1>, "gain", [MemRead]>:$weight,
+                       Arg<MT3K_F32BufferOfRank<1>, "saved 1/rms", [MemRead]>:$rstd,
+                       Arg<MT3K_FloatBufferOfRank<2>, "output gradient", [MemRead]>:$dy,
+                       Arg<MT3K_FloatBufferOfRank<2>, "input gradient", [MemWrite]>:$dx,
+                       Arg<MT3K_FloatBufferOfRank<1>, "gain gradient",
+                           [MemRead, MemWrite]>:$dweight,
                        UnitAttr:$accumulate);
   let assemblyFormat = [{
     $x `,` $weight `,` $rstd `,` $dy `->` $dx `,` $dweight
@@ -207,8 +209,9 @@ def MT3K_ElementwiseOp : MT3K_Op<"elementwise", [AttrSizedOperandSegments]> {
     ```
   }];
   let arguments = (ins MT3K_ElementwiseKindAttr:$kind,
-                       Variadic<MT3K_AnyBuffer>:$inputs,
-                       Variadic<MT3K_AnyBuffer>:$outputs,
+                       Arg<Variadic<MT3K_AnyBuffer>, "inputs", [MemRead]>:$inputs,
+                       Arg<Variadic<MT3K_AnyBuffer>, "outputs",
+                           [MemRead, MemWrite]>:$outputs,
                        OptionalAttr<F64Attr>:$theta,
                        OptionalAttr<F64Attr>:$scale);
   let assemblyFormat = [{
@@ -239,9 +242,11 @@ def MT3K_AdamWOp : MT3K_Op<"adamw"> {
           -> !mt3k.buffer<ddr, 16777216xbf16>
     ```
   }];
-  let arguments = (ins MT3K_FloatBuffer:$grad, MT3K_F32Buffer:$master,
-                       MT3K_F32Buffer:$m, MT3K_F32Buffer:$v,
-                       MT3K_FloatBuffer:$view,
+  let arguments = (ins Arg<MT3K_FloatBuffer, "gradient", [MemRead]>:$grad,
+                       Arg<MT3K_F32Buffer, "master weights", [MemRead, MemWrite]>:$master,
+                       Arg<MT3K_F32Buffer, "first moment", [MemRead, MemWrite]>:$m,
+                       Arg<MT3K_F32Buffer, "second moment", [MemRead, MemWrite]>:$v,
+                       Arg<MT3K_FloatBuffer, "parameter view", [MemWrite]>:$view,
                        F64Attr:$lr, F64Attr:$beta1, F64Attr:$beta2,
                        F64Attr:$eps, F64Attr:$weight_decay,
                        OptionalAttr<F64Attr>:$grad_scale);
@@ -265,7 +270,8 @@ def MT3K_FillOp : MT3K_Op<"fill"> {
     mt3k.fill %dw, 0.000000e+00 : !mt3k.buffer<ddr, 4096x4096xf32>
     ```
   }];
-  let arguments = (ins MT3K_AnyBuffer:$dest, F64Attr:$value);
+  let arguments = (ins Arg<MT3K_AnyBuffer, "filled", [MemWrite]>:$dest,
+                       F64Attr:$value);
   let assemblyFormat = "$dest `,` $value attr-dict `:` qualified(type($dest))";
 }
 
@@ -273,7 +279,8 @@ def MT3K_FillOp : MT3K_Op<"fill"> {
 // Runtime interface
 //===----------------------------------------------------------------------===//
 
-def MT3K_LoadBatchOp : MT3K_Op<"load_batch"> {
+def MT3K_LoadBatchOp : MT3K_Op<"load_batch",
+    [MemoryEffects<[MemWrite<MT3K_RuntimeResource>]>]> {
   let summary = "fill a buffer with a micro-batch from the data loader";
   let description = [{
     The runtime's data loader writes the token ids (`inputs`) or the
@@ -284,14 +291,15 @@ def MT3K_LoadBatchOp : MT3K_Op<"load_batch"> {
     mt3k.load_batch inputs %ids micro_batch 3 : !mt3k.buffer<ddr, 4096xi32>
     ```
   }];
-  let arguments = (ins MT3K_BatchFieldAttr:$field, MT3K_DdrI32Buffer:$dest,
+  let arguments = (ins MT3K_BatchFieldAttr:$field, Arg<MT3K_DdrI32Buffer, "ids or labels", [MemWrite]>:$dest,
                        ConfinedAttr<I64Attr, [IntNonNegative]>:$micro_batch);
   let assemblyFormat = [{
     `` $field $dest `micro_batch` $micro_batch attr-dict `:` qualified(type($dest))
   }];
 }
 
-def MT3K_ReportLossOp : MT3K_Op<"report_loss"> {
+def MT3K_ReportLossOp : MT3K_Op<"report_loss",
+    [MemoryEffects<[MemWrite<MT3K_RuntimeResource>]>]> {
   let summary = "hand a micro-batch's loss to the runtime's log";
   let description = [{
     The runtime reads the scalar loss of micro-batch `micro_batch` from
@@ -302,7 +310,7 @@ def MT3K_ReportLossOp : MT3K_Op<"report_loss"> {
     mt3k.report_loss %loss micro_batch 3 : !mt3k.buffer<ddr, f32>
     ```
   }];
-  let arguments = (ins MT3K_DdrF32Scalar:$loss,
+  let arguments = (ins Arg<MT3K_DdrF32Scalar, "loss", [MemRead]>:$loss,
                        ConfinedAttr<I64Attr, [IntNonNegative]>:$micro_batch);
   let assemblyFormat = [{
     $loss `micro_batch` $micro_batch attr-dict `:` qualified(type($loss))

@@ -12,6 +12,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/STLExtras.h"
 
 using namespace mlir;
@@ -107,6 +108,122 @@ LogicalResult ProgramOp::verify() {
   return success();
 }
 
+namespace {
+/// A byte range of one memory space, resolved through views.
+struct MemoryRange {
+  MemorySpace space;
+  /// For AM: the core whose AM is meant, or -1 for every core.
+  int64_t core = -1;
+  int64_t begin = 0, end = 0;
+  /// The buffer the range belongs to (for messages).
+  BufferOp buffer;
+
+  bool overlaps(const MemoryRange &other) const {
+    if (space != other.space || begin >= other.end || other.begin >= end)
+      return false;
+    return space != MemorySpace::am || core < 0 || other.core < 0 ||
+           core == other.core;
+  }
+};
+
+/// One buffer access of an operation.
+struct MemoryAccess {
+  MemoryRange range;
+  bool writes;
+};
+
+/// An asynchronous operation whose token has not been waited on yet.
+struct InFlight {
+  Operation *op;
+  SmallVector<MemoryAccess> accesses;
+};
+} // namespace
+
+/// The absolute range `value` names, if it derives from an mt3k.buffer.
+static std::optional<MemoryRange> resolveRange(Value value) {
+  auto type = llvm::dyn_cast<BufferType>(value.getType());
+  if (!type)
+    return std::nullopt;
+  int64_t offset = 0;
+  Value root = value;
+  while (auto view = root.getDefiningOp<ViewOp>()) {
+    offset += view.getByteOffset();
+    root = view.getSource();
+  }
+  auto buffer = root.getDefiningOp<BufferOp>();
+  if (!buffer)
+    return std::nullopt;
+  offset += buffer.getOffset();
+  return MemoryRange{type.getSpace(), -1, offset,
+                     offset + type.getSizeInBytes(), buffer};
+}
+
+/// The buffer ranges `op` reads and writes, from its memory effects.
+static SmallVector<MemoryAccess> getAccesses(Operation *op) {
+  SmallVector<MemoryAccess> accesses;
+  auto effects = llvm::dyn_cast<MemoryEffectOpInterface>(op);
+  std::optional<int64_t> amCore;
+  if (auto dma = llvm::dyn_cast<DmaOp>(op))
+    if (std::optional<uint64_t> core = dma.getCore())
+      amCore = static_cast<int64_t>(*core);
+  auto add = [&](Value value, bool writes) {
+    std::optional<MemoryRange> range = resolveRange(value);
+    if (!range)
+      return;
+    if (range->space == MemorySpace::am && amCore)
+      range->core = *amCore;
+    accesses.push_back({*range, writes});
+  };
+  if (!effects) {
+    // Unknown effects: every buffer operand may be read and written.
+    for (Value operand : op->getOperands())
+      add(operand, /*writes=*/true);
+    return accesses;
+  }
+  SmallVector<MemoryEffects::EffectInstance> instances;
+  effects.getEffects(instances);
+  for (const MemoryEffects::EffectInstance &instance : instances)
+    if (Value value = instance.getValue())
+      add(value, llvm::isa<MemoryEffects::Write>(instance.getEffect()));
+  return accesses;
+}
+
+LogicalResult ProgramOp::verifyRegions() {
+  // Asynchronous operations in flight, keyed by their token.
+  llvm::MapVector<Value, InFlight> inFlight;
+  for (Operation &op : getBody().front()) {
+    if (auto wait = llvm::dyn_cast<WaitOp>(op)) {
+      for (Value token : wait.getTokens())
+        inFlight.erase(token);
+      continue;
+    }
+    SmallVector<MemoryAccess> accesses = getAccesses(&op);
+    for (auto &[token, pending] : inFlight)
+      for (const MemoryAccess &access : accesses)
+        for (const MemoryAccess &other : pending.accesses) {
+          if (!access.range.overlaps(other.range) ||
+              (!access.writes && !other.writes))
+            continue;
+          BufferOp buffer = access.range.buffer;
+          InFlightDiagnostic diag =
+              op.emitOpError()
+              << (access.writes ? "writes" : "reads") << " "
+              << stringifyMemorySpace(access.range.space) << " bytes ["
+              << access.range.begin << ", " << access.range.end
+              << ") of buffer '" << buffer.getName()
+              << "' that an unfinished '" << pending.op->getName()
+              << "' " << (other.writes ? "writes" : "reads")
+              << "; wait on its token first";
+          diag.attachNote(pending.op->getLoc())
+              << "asynchronous operation started here";
+          return diag;
+        }
+    if (op.hasTrait<AsyncOp>())
+      inFlight.insert({op.getResult(0), InFlight{&op, std::move(accesses)}});
+  }
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // BufferOp
 //===----------------------------------------------------------------------===//
@@ -172,13 +289,19 @@ LogicalResult ViewOp::verify() {
 // Asynchronous operations
 //===----------------------------------------------------------------------===//
 
-/// Every token must reach an mt3k.wait: an asynchronous operation that is
-/// never waited on leaves its buffers in use forever.
+/// Every token reaches exactly one mt3k.wait: an asynchronous operation that
+/// is never waited on leaves its buffers in use forever, and the runtime
+/// handle behind a token is released by its wait.
 LogicalResult ratrain::mt3k::verifyTokenIsWaited(Operation *op, Value token) {
-  if (!token || !llvm::any_of(token.getUsers(), [](Operation *user) {
-        return llvm::isa<WaitOp>(user);
-      }))
+  unsigned waits = 0;
+  if (token)
+    for (Operation *user : token.getUsers())
+      if (llvm::isa<WaitOp>(user))
+        ++waits;
+  if (waits == 0)
     return op->emitOpError("token is never waited on");
+  if (waits > 1)
+    return op->emitOpError("token is waited on more than once");
   return success();
 }
 

@@ -20,6 +20,12 @@ namespace ratrain::mt3k {
 /// Implemented in MT3KOps.cpp: fails unless `token` is used by an mt3k.wait.
 mlir::LogicalResult verifyTokenIsWaited(mlir::Operation *op, mlir::Value token);
 
+/// The world outside the program's buffers (network, data loader, loss log).
+struct RuntimeResource
+    : public mlir::SideEffects::Resource::Base<RuntimeResource> {
+  llvm::StringRef getName() final { return "mt3k.runtime"; }
+};
+
 /// Trait of asynchronous operations (DMA, communication): the first result
 /// is a token that must be consumed by an `mt3k.wait`.
 template <typename ConcreteType>

@@ -24,6 +24,11 @@ def MT3K_AsyncOp : NativeOpTrait<"AsyncOp"> {
   let cppNamespace = "::ratrain::mt3k";
 }
 
+/// The world outside the program's buffers: the network, the data loader
+/// and the loss log. Operations that talk to it write it, so they are
+/// neither erased nor merged.
+def MT3K_RuntimeResource : Resource<"::ratrain::mt3k::RuntimeResource">;
+
 include "MT3K/MT3KStructureOps.td"
 include "MT3K/MT3KKernelOps.td"
 include "MT3K/MT3KCommOps.td"

@@ -78,7 +78,14 @@ def MT3K_ProgramOp : MT3K_Op<"program", [
   let description = [{
     The operations that every rank running pipeline stage `stage` executes,
     in order, once per training iteration. The body is a single block
-    without terminator; it has no control flow. `ddr_arena`, when present,
+    without terminator; it has no control flow. Verified over the body: no
+    operation touches memory that an asynchronous operation (DMA or
+    communication) still reads or writes before the token of that operation
+    has been waited on (two readers may overlap; a writer overlaps nothing).
+    Buffer ranges are resolved through `mt3k.view`s to absolute offsets, and
+    a DMA to or from AM only touches the AM of its `core`.
+
+    `ddr_arena`, when present,
     is the size of the DDR arena the buffer-assignment pass planned for this
     stage: every DDR buffer of the program must lie inside it, and it must
     fit in the machine's DDR.
@@ -98,6 +105,7 @@ def MT3K_ProgramOp : MT3K_Op<"program", [
     $body
   }];
   let hasVerifier = 1;
+  let hasRegionVerifier = 1;
   let skipDefaultBuilders = 1;
   let builders = [
     OpBuilder<(ins "::llvm::StringRef":$name, "int64_t":$stage,
@@ -171,7 +179,8 @@ def MT3K_DmaOp : MT3K_Op<"dma", [MT3K_AsyncOp]> {
   let summary = "asynchronous copy between two memory spaces";
   let description = [{
     Starts copying `source` into `dest` on a DMA engine and yields a token;
-    neither buffer may be touched until the token has been waited on.
+    until the token has been waited on, no operation may write `source` or
+    touch `dest` (the enclosing program verifies this).
     Allowed directions: `ddr <-> gsm`, `ddr <-> am`, `gsm <-> am`; a copy
     within one space is not a DMA (use `mt3k.elementwise cast`). Both buffers
     hold the same number of bytes and the same element type (shapes may
@@ -189,7 +198,8 @@ def MT3K_DmaOp : MT3K_Op<"dma", [MT3K_AsyncOp]> {
     mt3k.wait %t0, %t1
     ```
   }];
-  let arguments = (ins MT3K_AnyBuffer:$source, MT3K_AnyBuffer:$dest,
+  let arguments = (ins Arg<MT3K_AnyBuffer, "copied from", [MemRead]>:$source,
+                       Arg<MT3K_AnyBuffer, "copied to", [MemWrite]>:$dest,
                        OptionalAttr<ConfinedAttr<I64Attr, [IntNonNegative]>>:$core,
                        OptionalAttr<ConfinedAttr<I64Attr, [IntNonNegative]>>:$channel);
   let results = (outs MT3K_TokenType:$token);

@@ -71,8 +71,9 @@ def MT3K_TokenType : MT3K_Type<"Token", "token"> {
   let summary = "completion token of an asynchronous operation";
   let description = [{
     Yielded by `mt3k.dma` and by every communication operation; consumed by
-    `mt3k.wait`. The memory an asynchronous operation reads or writes must
-    not be touched until its token has been waited on.
+    exactly one `mt3k.wait`. Until then, the memory the asynchronous
+    operation writes must not be touched, and the memory it reads must not
+    be written.
   }];
 }
 

@@ -741,3 +741,55 @@ mt3k.program @p stage 0 {
   // expected-error @+1 {{'@dp' does not name an 'mt3k.group'}}
   mt3k.barrier @dp
 }
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 64xf32>
+  %b = mt3k.buffer "b" at 0 : !mt3k.buffer<gsm, 64xf32>
+  // expected-error @+1 {{token is waited on more than once}}
+  %t = mt3k.dma %a -> %b : !mt3k.buffer<ddr, 64xf32> -> !mt3k.buffer<gsm, 64xf32>
+  mt3k.wait %t
+  mt3k.wait %t
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 64xf32>
+  %b = mt3k.buffer "b" at 0 : !mt3k.buffer<gsm, 64xf32>
+  %half = mt3k.view %b[128] : !mt3k.buffer<gsm, 64xf32> to !mt3k.buffer<gsm, 32xf32>
+  // expected-note @+1 {{asynchronous operation started here}}
+  %t = mt3k.dma %a -> %b : !mt3k.buffer<ddr, 64xf32> -> !mt3k.buffer<gsm, 64xf32>
+  // expected-error @+1 {{'mt3k.elementwise' op reads gsm bytes [128, 256) of buffer 'b' that an unfinished 'mt3k.dma' writes; wait on its token first}}
+  mt3k.elementwise scale ins(%half : !mt3k.buffer<gsm, 32xf32>) outs(%half : !mt3k.buffer<gsm, 32xf32>) scale 2.0
+  mt3k.wait %t
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.group @dp data_parallel size 4
+mt3k.program @p stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 64xf32>
+  // expected-note @+1 {{asynchronous operation started here}}
+  %t0 = mt3k.send %a to 1 on @dp tag 0 : !mt3k.buffer<ddr, 64xf32>
+  // expected-error @+1 {{'mt3k.fill' op writes ddr bytes [0, 256) of buffer 'a' that an unfinished 'mt3k.send' reads; wait on its token first}}
+  mt3k.fill %a, 0.0 : !mt3k.buffer<ddr, 64xf32>
+  mt3k.wait %t0
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 64xf32>
+  %b = mt3k.buffer "b" at 0 : !mt3k.buffer<am, 64xf32>
+  // expected-note @+1 {{asynchronous operation started here}}
+  %t0 = mt3k.dma %a -> %b core 1 : !mt3k.buffer<ddr, 64xf32> -> !mt3k.buffer<am, 64xf32>
+  // expected-error @+1 {{'mt3k.dma' op writes am bytes [0, 256) of buffer 'b' that an unfinished 'mt3k.dma' writes; wait on its token first}}
+  %t1 = mt3k.dma %a -> %b core 1 : !mt3k.buffer<ddr, 64xf32> -> !mt3k.buffer<am, 64xf32>
+  mt3k.wait %t0, %t1
+}
