@@ -292,9 +292,9 @@ TEST(Planner, MatchesExhaustiveSearchOnASmallModel) {
     ASSERT_GT(exhaustive, 0);
     double found = result->plans[0].time.total;
     // Never better than the optimum (it is one of the exhaustive configs),
-    // and within 2% of it.
+    // and within 0.5% of it (on this model it finds the optimum exactly).
     EXPECT_GE(found, best * (1 - 1e-12)) << "cap " << cap;
-    EXPECT_LE(found, best * 1.02) << "cap " << cap;
+    EXPECT_LE(found, best * 1.005) << "cap " << cap;
     EXPECT_LT(result->candidatesEvaluated, exhaustive);
   }
 }
