@@ -111,8 +111,8 @@ llvm::Expected<TokenFile> TokenFile::open(llvm::StringRef path) {
                                    "bytes ({3} bytes), but the file holds {4} "
                                    "bytes of tokens (truncated or corrupt)",
                                    path, count, width,
-                                   count > payload / width
-                                       ? std::string("more than the file")
+                                   count > UINT64_MAX / width
+                                       ? std::string("overflowing")
                                        : std::to_string(count * width),
                                    payload));
   if (vocab == 0)

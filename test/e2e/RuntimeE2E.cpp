@@ -1,0 +1,255 @@
+//===- RuntimeE2E.cpp - End-to-end checks of the MPI runtime --------------===//
+//
+// Run under mpirun (see CMakeLists.txt):
+//   ratrain-runtime-e2e comm --pp P --dp D   groups, pipeline exchange,
+//                                            collectives, DMA: checks values
+//   ratrain-runtime-e2e kill --pp P --dp D   the last rank dies mid-step
+//   ratrain-runtime-e2e hang --pp P --dp D   the last rank stops mid-step
+//   ratrain-runtime-e2e overflow             a plan larger than the DDR limit
+//   ratrain-runtime-e2e bounds               an access past the arena
+// Every failed check is fatal: a message and a non-zero exit.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ratrain/runtime/Error.h"
+#include "ratrain/runtime/Half.h"
+#include "ratrain/runtime/Runtime.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+using namespace ratrain::rt;
+
+namespace {
+
+struct Args {
+  std::string mode;
+  int pp = 1;
+  int dp = 1;
+};
+
+Args parseArgs(int argc, char **argv) {
+  Args args;
+  if (argc < 2)
+    fatal("usage: ratrain-runtime-e2e <comm|kill|hang|overflow|bounds> "
+          "[--pp P] [--dp D]");
+  args.mode = argv[1];
+  for (int i = 2; i + 1 < argc; i += 2) {
+    std::string flag = argv[i];
+    int value = std::atoi(argv[i + 1]);
+    if (flag == "--pp")
+      args.pp = value;
+    else if (flag == "--dp")
+      args.dp = value;
+    else
+      fatal("unknown flag " + flag);
+  }
+  return args;
+}
+
+#define CHECK(cond, ...)                                                       \
+  do {                                                                         \
+    if (!(cond))                                                               \
+      fatal(llvm::formatv("check failed: {0}: {1}", #cond,                     \
+                          llvm::formatv(__VA_ARGS__).str()));                  \
+  } while (false)
+
+float activationValue(int rank, int microBatch, uint64_t i) {
+  return float(rank * 1000 + microBatch * 10) + float(i % 7);
+}
+
+/// Stage s sends micro-batch activations to stage s + 1, which checks them.
+void exchangeActivations(Runtime &rt, int microBatches, uint64_t bytes) {
+  Arena &ddr = rt.ddr();
+  uint64_t floats = bytes / 4;
+  std::vector<Token> tokens;
+  for (int mb = 0; mb < microBatches; ++mb) {
+    Buffer out = ddr.buffer(uint64_t(mb) * bytes, bytes);
+    Buffer in = ddr.buffer(uint64_t(microBatches + mb) * bytes, bytes);
+    for (uint64_t i = 0; i < floats; ++i)
+      out.as<float>()[i] = activationValue(rt.rank(), mb, i);
+    if (!rt.isLastStage())
+      tokens.push_back(rt.sendToStage(rt.stage() + 1, mb, out));
+    if (!rt.isFirstStage())
+      tokens.push_back(rt.recvFromStage(rt.stage() - 1, mb, in));
+  }
+  rt.waitAll(tokens);
+  if (rt.isFirstStage())
+    return;
+  int sender = rt.layout().rankOf(rt.stage() - 1, rt.dpIndex());
+  for (int mb = 0; mb < microBatches; ++mb) {
+    float *in = ddr.get<float>(uint64_t(microBatches + mb) * bytes, floats);
+    for (uint64_t i = 0; i < floats; ++i)
+      CHECK(in[i] == activationValue(sender, mb, i),
+            "micro-batch {0} element {1}: got {2}, want {3}", mb, i, in[i],
+            activationValue(sender, mb, i));
+  }
+}
+
+void runComm(Runtime &rt) {
+  const Layout &grid = rt.layout();
+  CHECK(rt.groupSize(Group::Pipeline) == grid.pp, "pipeline size {0}",
+        rt.groupSize(Group::Pipeline));
+  CHECK(rt.groupSize(Group::Data) == grid.dp, "data size {0}",
+        rt.groupSize(Group::Data));
+  CHECK(rt.groupRank(Group::Pipeline) == rt.stage(), "pipeline rank");
+  CHECK(rt.groupRank(Group::Data) == rt.dpIndex(), "data rank");
+  CHECK(grid.rankOf(rt.stage(), rt.dpIndex()) == rt.rank(), "layout");
+  // One node: the node group is the world, the data group is node-local.
+  CHECK(rt.groupSize(Group::NodeLocal) == rt.worldSize(), "node size {0}",
+        rt.groupSize(Group::NodeLocal));
+  CHECK(rt.groupSize(Group::DataNodeLocal) == grid.dp, "data.node size {0}",
+        rt.groupSize(Group::DataNodeLocal));
+  CHECK(rt.groupSize(Group::DataCrossNode) == 1, "data.cross size {0}",
+        rt.groupSize(Group::DataCrossNode));
+
+  // 1. Pipeline activations, 4 micro-batches of 64 KiB.
+  exchangeActivations(rt, 4, 64 << 10);
+
+  Arena &ddr = rt.ddr();
+  const uint64_t base = 1 << 20;
+  const uint64_t n = 4096;
+  // 2. f32 gradient all-reduce on the data group, overlapped with "compute".
+  Buffer grad = ddr.buffer(base, n * 4);
+  for (uint64_t i = 0; i < n; ++i)
+    grad.as<float>()[i] = float((rt.dpIndex() + 1) * (i % 100 + 1));
+  Token reduce = rt.allReduce(Group::Data, grad, ElemType::F32);
+  double busy = 0;
+  for (int i = 0; i < 100000; ++i) {
+    busy += std::sqrt(double(i));
+    if (i % 10000 == 0)
+      rt.poll();
+  }
+  CHECK(busy > 0, "compute");
+  rt.wait(reduce);
+  float dpSum = float(grid.dp * (grid.dp + 1) / 2);
+  for (uint64_t i = 0; i < n; ++i)
+    CHECK(grad.as<float>()[i] == dpSum * float(i % 100 + 1),
+          "all-reduce element {0}: {1}", i, grad.as<float>()[i]);
+
+  // 3. bf16 all-reduce (exact for small integers).
+  Buffer half = ddr.buffer(base + n * 4, n * 2);
+  for (uint64_t i = 0; i < n; ++i)
+    half.as<uint16_t>()[i] = floatToBF16(float(rt.dpIndex() + i % 5));
+  rt.wait(rt.allReduce(Group::Data, half, ElemType::BF16));
+  for (uint64_t i = 0; i < n; ++i) {
+    float want = float(grid.dp * (grid.dp - 1) / 2 + grid.dp * int(i % 5));
+    CHECK(bf16ToFloat(half.as<uint16_t>()[i]) == want,
+          "bf16 all-reduce element {0}: {1}, want {2}", i,
+          bf16ToFloat(half.as<uint16_t>()[i]), want);
+  }
+
+  // 4. Reduce-scatter on the data group, then all-gather it back (ZeRO).
+  uint64_t block = 256;
+  Buffer full = ddr.buffer(base + 2 * n * 4, block * grid.dp * 4);
+  Buffer part = ddr.buffer(base + 3 * n * 4, block * 4);
+  for (uint64_t i = 0; i < block * grid.dp; ++i)
+    full.as<float>()[i] = float(i + rt.dpIndex());
+  rt.wait(rt.reduceScatter(Group::Data, full, part, ElemType::F32));
+  for (uint64_t i = 0; i < block; ++i) {
+    uint64_t global = rt.dpIndex() * block + i;
+    float want = float(grid.dp * global + grid.dp * (grid.dp - 1) / 2);
+    CHECK(part.as<float>()[i] == want, "reduce-scatter element {0}: {1}", i,
+          part.as<float>()[i]);
+  }
+  Buffer gathered = ddr.buffer(base + 4 * n * 4, block * grid.dp * 4);
+  rt.wait(rt.allGather(Group::Data, part, gathered));
+  for (uint64_t i = 0; i < block * grid.dp; ++i) {
+    float want = float(grid.dp * i + grid.dp * (grid.dp - 1) / 2);
+    CHECK(gathered.as<float>()[i] == want, "all-gather element {0}: {1}", i,
+          gathered.as<float>()[i]);
+  }
+
+  // 5. Broadcast over the pipeline group from the last stage, world barrier,
+  // world min.
+  Buffer flag = ddr.buffer(base + 5 * n * 4, 8);
+  flag.as<int64_t>()[0] = rt.isLastStage() ? 4242 + rt.dpIndex() : -1;
+  rt.wait(rt.broadcast(Group::Pipeline, flag, grid.pp - 1));
+  CHECK(flag.as<int64_t>()[0] == 4242 + rt.dpIndex(), "broadcast: {0}",
+        flag.as<int64_t>()[0]);
+  rt.wait(rt.barrier(Group::World));
+  CHECK(rt.allReduceMin(100 + rt.rank()) == 100, "world min");
+
+  // 6. DMA: DDR -> GSM -> AM (2-D tile) -> DDR.
+  Buffer src = ddr.buffer(base + 6 * n * 4, 64 * 64);
+  for (uint64_t i = 0; i < 64 * 64; ++i)
+    src.as<uint8_t>()[i] = uint8_t(i * 7 + rt.rank());
+  Buffer staged = rt.gsm().buffer(0, 64 * 64);
+  rt.wait(rt.dma(staged, src));
+  Buffer tile = rt.am().buffer(0, 16 * 16);
+  // The 16 x 16 tile at row 8, column 32 of the 64 x 64 matrix.
+  rt.wait(rt.dma2d(tile, 16, staged.slice(8 * 64 + 32, 64 * 56 - 32), 64, 16,
+                   16));
+  Buffer back = ddr.buffer(base + 7 * n * 4, 16 * 16);
+  Token t1 = rt.dma(back, tile);
+  rt.wait(t1);
+  rt.wait(t1); // Waiting twice is fine.
+  for (uint64_t r = 0; r < 16; ++r)
+    for (uint64_t c = 0; c < 16; ++c)
+      CHECK(back.as<uint8_t>()[r * 16 + c] ==
+                uint8_t(((8 + r) * 64 + 32 + c) * 7 + rt.rank()),
+            "dma2d element ({0}, {1})", r, c);
+
+  CHECK(rt.ddr().peakBytes() == base + 7 * n * 4 + 256, "ddr peak {0}",
+        rt.ddr().peakBytes());
+  CHECK(rt.gsm().peakBytes() == 64 * 64, "gsm peak {0}",
+        rt.gsm().peakBytes());
+  rt.wait(rt.barrier(Group::World));
+  std::printf("rank %d (stage %d, dp %d): ok\n", rt.rank(), rt.stage(),
+              rt.dpIndex());
+  if (rt.rank() == 0)
+    std::printf("e2e comm pp=%d dp=%d: all checks passed\n", grid.pp,
+                grid.dp);
+}
+
+/// The last rank fails in the middle of a step: it dies (SIGKILL) or stops
+/// (SIGSTOP, a hung process the MPI launcher cannot see). The other ranks are
+/// blocked on it and must end the job with a clear error.
+void runFailure(Runtime &rt, int signal) {
+  exchangeActivations(rt, 2, 4096);
+  rt.wait(rt.barrier(Group::World));
+  if (rt.rank() == rt.worldSize() - 1) {
+    std::fprintf(stderr, "rank %d: raising %s mid-step\n", rt.rank(),
+                 signal == SIGKILL ? "SIGKILL" : "SIGSTOP");
+    std::fflush(stderr);
+    std::raise(signal);
+  }
+  // Every other rank needs the last one: a world all-reduce.
+  Buffer buffer = rt.ddr().buffer(0, 4096);
+  rt.wait(rt.allReduce(Group::World, buffer, ElemType::F32));
+  fatal("unreachable: the all-reduce completed without the failed rank");
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Args args = parseArgs(argc, argv);
+  RuntimeOptions options;
+  options.pp = args.pp;
+  options.dp = args.dp;
+  options.ddrBytes = 2 << 20;
+  options.gsmBytes = 64 << 10;
+  options.amBytes = 16 << 10;
+  if (args.mode == "overflow") {
+    options.ddrBytes = uint64_t(1) << 30;
+    options.ddrLimitBytes = 1 << 20;
+  }
+  Runtime rt(argc, argv, options);
+  if (args.mode == "comm")
+    runComm(rt);
+  else if (args.mode == "kill")
+    runFailure(rt, SIGKILL);
+  else if (args.mode == "hang")
+    runFailure(rt, SIGSTOP);
+  else if (args.mode == "bounds")
+    rt.ddr().buffer(options.ddrBytes - 8, 16);
+  else
+    fatal("unknown mode '" + args.mode + "'");
+  return 0;
+}

@@ -1,0 +1,306 @@
+//===- CheckpointTest.cpp - HF names, sharded save/load, validation -------===//
+
+#include "TestUtil.h"
+
+#include "ratrain/Model/HFConfig.h"
+#include "ratrain/runtime/Checkpoint.h"
+#include "ratrain/runtime/FileIO.h"
+#include "ratrain/runtime/Safetensors.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include "gtest/gtest.h"
+
+#include <fstream>
+#include <memory>
+
+using namespace ratrain;
+using namespace ratrain::rt;
+using namespace ratrain::rt::test;
+
+namespace {
+ModelConfig tinyLlama() {
+  auto config = loadHFConfig(RATRAIN_TINY_LLAMA);
+  EXPECT_TRUE(bool(config)) << llvm::toString(config.takeError());
+  return *config;
+}
+
+/// The parameters of one stage in an arena, filled with values derived from
+/// `salt`, with Adam moments.
+struct StageState {
+  std::unique_ptr<Arena> arena;
+  std::vector<ParamSlot> slots;
+
+  StageState(const ModelConfig &model, const StagePartition &partition,
+             int stage, float salt) {
+    std::vector<ParamSpec> specs = stageParameters(model, partition, stage);
+    uint64_t bytes = 0;
+    for (const ParamSpec &spec : specs)
+      bytes += 3 * spec.numElements() * 4;
+    arena = std::move(*Arena::create(MemorySpace::DDR, bytes));
+    uint64_t offset = 0;
+    for (const ParamSpec &spec : specs) {
+      uint64_t size = spec.numElements() * 4;
+      ParamSlot slot{spec.name, spec.shape, arena->buffer(offset, size),
+                     arena->buffer(offset + size, size),
+                     arena->buffer(offset + 2 * size, size)};
+      offset += 3 * size;
+      for (uint64_t i = 0; i < spec.numElements(); ++i) {
+        slot.master.as<float>()[i] = salt + float(i % 97) * 0.25f;
+        slot.expAvg.as<float>()[i] = salt - float(i % 13);
+        slot.expAvgSq.as<float>()[i] = salt * float(i % 7);
+      }
+      slots.push_back(slot);
+    }
+  }
+  /// Same layout, zero-filled.
+  StageState(const StageState &other, int) {
+    uint64_t bytes = other.arena->capacity();
+    arena = std::move(*Arena::create(MemorySpace::DDR, bytes));
+    for (const ParamSlot &slot : other.slots)
+      slots.push_back({slot.name, slot.shape,
+                       arena->buffer(slot.master.offset, slot.master.bytes),
+                       arena->buffer(slot.expAvg.offset, slot.expAvg.bytes),
+                       arena->buffer(slot.expAvgSq.offset,
+                                     slot.expAvgSq.bytes)});
+  }
+  bool sameAs(const StageState &other) const {
+    return std::memcmp(arena->base(), other.arena->base(),
+                       arena->capacity()) == 0;
+  }
+};
+
+/// Saves a pp-stage checkpoint of step `step` under `root` the way the
+/// runtime does (staging directory, shards, index, commit).
+llvm::Error save(const std::string &root, const ModelConfig &model,
+                 const StagePartition &partition,
+                 const std::vector<StageState> &stages, TrainerState state) {
+  std::string staging = stagingDirectory(root, state.step);
+  llvm::sys::fs::create_directories(staging);
+  for (int s = 0; s < partition.numStages(); ++s)
+    if (llvm::Error error = writeStageShards(staging, model, partition, s,
+                                             stages[s].slots, state))
+      return error;
+  if (llvm::Error error = writeCheckpointIndex(staging, model, partition, state))
+    return error;
+  return commitCheckpoint(root, staging, state.step);
+}
+
+std::string readRaw(const std::string &path) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, false, false);
+  return buffer ? (*buffer)->getBuffer().str() : std::string();
+}
+} // namespace
+
+TEST(Checkpoint, HuggingFaceNamesAndShapes) {
+  ModelConfig model = tinyLlama();
+  std::vector<ParamSpec> params = llamaParameters(model);
+  // Embedding, 9 tensors per layer, final norm, LM head.
+  ASSERT_EQ(params.size(), 1u + 9 * 4 + 2);
+  EXPECT_EQ(params[0].name, "model.embed_tokens.weight");
+  EXPECT_EQ(params[0].shape, (std::vector<int64_t>{256, 256}));
+  EXPECT_EQ(params[1].name, "model.layers.0.self_attn.q_proj.weight");
+  EXPECT_EQ(params[2].name, "model.layers.0.self_attn.k_proj.weight");
+  // 4 KV heads of 32: k/v project 256 -> 128.
+  EXPECT_EQ(params[2].shape, (std::vector<int64_t>{128, 256}));
+  EXPECT_EQ(params[5].name, "model.layers.0.mlp.gate_proj.weight");
+  EXPECT_EQ(params[5].shape, (std::vector<int64_t>{688, 256}));
+  EXPECT_EQ(params[7].name, "model.layers.0.mlp.down_proj.weight");
+  EXPECT_EQ(params[7].shape, (std::vector<int64_t>{256, 688}));
+  EXPECT_EQ(params[9].name, "model.layers.0.post_attention_layernorm.weight");
+  EXPECT_EQ(params[params.size() - 2].name, "model.norm.weight");
+  EXPECT_EQ(params.back().name, "lm_head.weight");
+  uint64_t total = 0;
+  for (const ParamSpec &p : params)
+    total += p.numElements();
+  EXPECT_EQ(int64_t(total), model.totalParams());
+
+  model.tieEmbeddings = true;
+  EXPECT_EQ(llamaParameters(model).back().name, "model.norm.weight");
+  model.tieEmbeddings = false;
+  model.family = ModelFamily::Qwen2;
+  model.qkvBias = true;
+  std::vector<ParamSpec> qwen = llamaParameters(model);
+  EXPECT_EQ(qwen[4].name, "model.layers.0.self_attn.q_proj.bias");
+  uint64_t qwenTotal = 0;
+  for (const ParamSpec &p : qwen)
+    qwenTotal += p.numElements();
+  EXPECT_EQ(int64_t(qwenTotal), model.totalParams());
+}
+
+TEST(Checkpoint, StagePartition) {
+  StagePartition even = StagePartition::even(4, 2);
+  EXPECT_EQ(even.firstLayer, (std::vector<int64_t>{0, 2, 4}));
+  StagePartition uneven = StagePartition::even(5, 3);
+  EXPECT_EQ(uneven.firstLayer, (std::vector<int64_t>{0, 2, 4, 5}));
+  EXPECT_EQ(uneven.stageOfLayer(-1), 0);
+  EXPECT_EQ(uneven.stageOfLayer(3), 1);
+  EXPECT_EQ(uneven.stageOfLayer(-2), 2);
+  EXPECT_EQ(errorText(uneven.validate(5)), "");
+  EXPECT_NE(errorText(uneven.validate(6)), "");
+  ModelConfig model = tinyLlama();
+  std::vector<ParamSpec> first = stageParameters(model, even, 0);
+  std::vector<ParamSpec> last = stageParameters(model, even, 1);
+  EXPECT_EQ(first.front().name, "model.embed_tokens.weight");
+  EXPECT_EQ(first.back().name, "model.layers.1.post_attention_layernorm.weight");
+  EXPECT_EQ(last.front().name, "model.layers.2.self_attn.q_proj.weight");
+  EXPECT_EQ(last.back().name, "lm_head.weight");
+  EXPECT_EQ(first.size() + last.size(), llamaParameters(model).size());
+}
+
+TEST(Checkpoint, SaveAndLoadRoundTripBitExactly) {
+  TempDir dir;
+  ModelConfig model = tinyLlama();
+  StagePartition partition = StagePartition::even(model.numLayers, 2);
+  std::vector<StageState> stages;
+  stages.emplace_back(model, partition, 0, 1.5f);
+  stages.emplace_back(model, partition, 1, -2.0f);
+  TrainerState state{/*step=*/42, {/*samples=*/1234}, /*seed=*/99, 2, 2};
+  std::string root = dir.path("ckpt");
+  ASSERT_EQ(errorText(save(root, model, partition, stages, state)), "");
+  EXPECT_EQ(readRaw(root + "/latest"), "step-00000042\n");
+  EXPECT_EQ(listDirectory(root),
+            (std::vector<std::string>{"latest", "step-00000042"}));
+  EXPECT_EQ(listDirectory(root + "/step-00000042"),
+            (std::vector<std::string>{
+                "model-00001-of-00002.safetensors",
+                "model-00002-of-00002.safetensors",
+                "model.safetensors.index.json",
+                "optimizer-00001-of-00002.safetensors",
+                "optimizer-00002-of-00002.safetensors",
+                "optimizer.safetensors.index.json", "trainer_state.json"}));
+  std::string index = readRaw(root + "/step-00000042/model.safetensors.index.json");
+  EXPECT_NE(index.find("\"lm_head.weight\": \"model-00002-of-00002.safetensors\""),
+            std::string::npos)
+      << index;
+
+  auto resolved = resolveCheckpoint(root);
+  ASSERT_TRUE(bool(resolved)) << llvm::toString(resolved.takeError());
+  auto loadedState = readTrainerState(*resolved, model);
+  ASSERT_TRUE(bool(loadedState)) << llvm::toString(loadedState.takeError());
+  EXPECT_EQ(loadedState->step, 42u);
+  EXPECT_EQ(loadedState->data.samples, 1234u);
+  EXPECT_EQ(loadedState->seed, 99u);
+  for (int s = 0; s < 2; ++s) {
+    StageState fresh(stages[s], 0);
+    EXPECT_FALSE(fresh.sameAs(stages[s]));
+    ASSERT_EQ(errorText(loadSlots(*resolved, fresh.slots)), "");
+    EXPECT_TRUE(fresh.sameAs(stages[s])) << "stage " << s;
+  }
+  // A different partition (pp = 4) reads the same checkpoint by name.
+  StagePartition four = StagePartition::even(model.numLayers, 4);
+  StageState stage2(model, four, 2, 0.0f);
+  StageState zero(stage2, 0);
+  ASSERT_EQ(errorText(loadSlots(*resolved, zero.slots)), "");
+  const float *q = zero.slots[0].master.as<float>();
+  EXPECT_EQ(zero.slots[0].name, "model.layers.2.self_attn.q_proj.weight");
+  EXPECT_EQ(q[1], -2.0f + 0.25f); // Stage 1 of the pp = 2 save, salt -2.
+}
+
+TEST(Checkpoint, WrongModelShapeIsReported) {
+  TempDir dir;
+  ModelConfig model = tinyLlama();
+  StagePartition partition = StagePartition::even(model.numLayers, 1);
+  std::vector<StageState> stages;
+  stages.emplace_back(model, partition, 0, 1.0f);
+  std::string root = dir.path("ckpt");
+  ASSERT_EQ(errorText(save(root, model, partition, stages,
+                           {3, {0}, 1, 1, 1})),
+            "");
+  std::string step = root + "/step-00000003";
+  ModelConfig wider = model;
+  wider.hidden = 512;
+  EXPECT_EQ(errorText(readTrainerState(step, wider).takeError()),
+            step + "/trainer_state.json: the checkpoint was saved from a model "
+                   "with hidden_size = 256, this model has 512");
+  // Tensor-level check, e.g. a hand-edited trainer state.
+  StageState other(wider, partition, 0, 0.0f);
+  std::string message = errorText(loadSlots(step, other.slots));
+  EXPECT_EQ(message, step + "/model-00001-of-00001.safetensors: tensor "
+                            "'model.embed_tokens.weight' has shape [256, 256], "
+                            "the model expects [256, 512]");
+}
+
+TEST(Checkpoint, CorruptAndMissingFilesAreReported) {
+  TempDir dir;
+  ModelConfig model = tinyLlama();
+  StagePartition partition = StagePartition::even(model.numLayers, 2);
+  std::vector<StageState> stages;
+  stages.emplace_back(model, partition, 0, 1.0f);
+  stages.emplace_back(model, partition, 1, 2.0f);
+  std::string root = dir.path("ckpt");
+  ASSERT_EQ(errorText(save(root, model, partition, stages, {5, {0}, 1, 2, 1})),
+            "");
+  std::string step = root + "/step-00000005";
+  std::string shard = step + "/model-00002-of-00002.safetensors";
+  std::string bytes = readRaw(shard);
+  // Truncated shard.
+  std::ofstream(shard, std::ios::binary | std::ios::trunc)
+      << bytes.substr(0, bytes.size() - 100);
+  StageState fresh(stages[1], 0);
+  std::string message = errorText(loadSlots(step, fresh.slots));
+  EXPECT_NE(message.find(shard + ": corrupt safetensors file: tensor "
+                                 "'lm_head.weight' ends at data offset"),
+            std::string::npos)
+      << message;
+  // Flipped data byte.
+  std::string flipped = bytes;
+  flipped[flipped.size() - 1000] ^= 1;
+  std::ofstream(shard, std::ios::binary | std::ios::trunc) << flipped;
+  message = errorText(loadSlots(step, fresh.slots));
+  EXPECT_NE(message.find("is corrupt: its data checksum"), std::string::npos)
+      << message;
+  // Missing shard.
+  llvm::sys::fs::remove(shard);
+  message = errorText(loadSlots(step, fresh.slots));
+  EXPECT_NE(message.find(shard + ": cannot read"), std::string::npos)
+      << message;
+  // Missing directory, corrupt trainer state.
+  EXPECT_NE(errorText(resolveCheckpoint(dir.path("nope")).takeError())
+                .find("checkpoint directory does not exist"),
+            std::string::npos);
+  std::ofstream(step + "/trainer_state.json", std::ios::trunc) << "{\"step\":";
+  EXPECT_NE(errorText(readTrainerState(step, model).takeError())
+                .find("trainer_state.json: corrupt JSON"),
+            std::string::npos);
+}
+
+TEST(Checkpoint, FailedSaveLeavesThePreviousCheckpointIntact) {
+  TempDir dir;
+  ModelConfig model = tinyLlama();
+  StagePartition partition = StagePartition::even(model.numLayers, 2);
+  std::vector<StageState> stages;
+  stages.emplace_back(model, partition, 0, 1.0f);
+  stages.emplace_back(model, partition, 1, 2.0f);
+  std::string root = dir.path("ckpt");
+  ASSERT_EQ(errorText(save(root, model, partition, stages, {1, {0}, 1, 2, 1})),
+            "");
+  std::string shard = root + "/step-00000001/model-00001-of-00002.safetensors";
+  std::string before = readRaw(shard);
+
+  // Step 2 fails half-way through a shard (a full disk) ...
+  AtomicFile::setWriteFailureAfterForTesting(1 << 20);
+  std::string message =
+      errorText(save(root, model, partition, stages, {2, {0}, 1, 2, 1}));
+  AtomicFile::setWriteFailureAfterForTesting(UINT64_MAX);
+  EXPECT_NE(message.find("write failed after 1048576 bytes"), std::string::npos)
+      << message;
+  // ... so `latest` and step 1 are untouched and step 2 does not exist.
+  EXPECT_EQ(readRaw(root + "/latest"), "step-00000001\n");
+  EXPECT_EQ(readRaw(shard), before);
+  EXPECT_FALSE(llvm::sys::fs::exists(root + "/step-00000002"));
+  // The staging directory holds no partial file either.
+  for (const std::string &name :
+       listDirectory(stagingDirectory(root, 2)))
+    EXPECT_EQ(name.find(".tmp."), std::string::npos) << name;
+
+  // Re-saving the same step replaces it whole.
+  stages[0] = StageState(model, partition, 0, 7.0f);
+  ASSERT_EQ(errorText(save(root, model, partition, stages, {1, {0}, 1, 2, 1})),
+            "");
+  EXPECT_NE(readRaw(shard), before);
+  EXPECT_EQ(listDirectory(root),
+            (std::vector<std::string>{".step-00000002.partial", "latest",
+                                      "step-00000001"}));
+}

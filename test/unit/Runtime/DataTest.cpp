@@ -1,0 +1,280 @@
+//===- DataTest.cpp - Token files, tokenizer and data loader --------------===//
+
+#include "TestUtil.h"
+
+#include "ratrain/runtime/Data.h"
+#include "ratrain/runtime/FileIO.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Program.h"
+
+#include "gtest/gtest.h"
+
+#include <fstream>
+#include <set>
+
+using namespace ratrain::rt;
+using namespace ratrain::rt::test;
+
+namespace {
+std::vector<uint32_t> iota(uint32_t n, uint32_t mod) {
+  std::vector<uint32_t> ids(n);
+  for (uint32_t i = 0; i < n; ++i)
+    ids[i] = i % mod;
+  return ids;
+}
+
+void writeRaw(const std::string &path, const std::string &bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+std::string readRaw(const std::string &path) {
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  return buffer ? (*buffer)->getBuffer().str() : std::string();
+}
+} // namespace
+
+TEST(Tokenizer, ByteLevelRoundTripsAnyBytes) {
+  std::string text = "Hello, world!\n\xff\x00\x80 caf\xc3\xa9";
+  text.push_back('\0');
+  std::vector<uint32_t> ids = tokenizeBytes(text);
+  ASSERT_EQ(ids.size(), text.size());
+  EXPECT_EQ(ids[0], uint32_t('H'));
+  EXPECT_EQ(ids[14], 0xffu);
+  auto back = detokenizeBytes(ids);
+  ASSERT_TRUE(bool(back));
+  EXPECT_EQ(*back, text);
+  auto bad = detokenizeBytes({65, 300});
+  ASSERT_FALSE(bool(bad));
+  EXPECT_EQ(llvm::toString(bad.takeError()),
+            "token 300 at position 1 is not a byte (the byte-level "
+            "vocabulary has 256 ids)");
+}
+
+TEST(TokenFile, RoundTripsBothWidths) {
+  TempDir dir;
+  for (unsigned width : {2u, 4u}) {
+    std::string path = dir.path("t" + std::to_string(width) + ".tok");
+    std::vector<uint32_t> ids = iota(1000, width == 2 ? 50000 : 70000);
+    ids[7] = width == 2 ? 65535 : 69999;
+    ASSERT_EQ(errorText(writeTokenFile(path, ids, width == 2 ? 65536 : 70000,
+                                       width)),
+              "");
+    auto file = TokenFile::open(path);
+    ASSERT_TRUE(bool(file)) << llvm::toString(file.takeError());
+    EXPECT_EQ(file->size(), 1000u);
+    EXPECT_EQ(file->bytesPerToken(), width);
+    EXPECT_EQ(file->all(), ids);
+    uint64_t bytes = 0;
+    ASSERT_FALSE(llvm::sys::fs::file_size(path, bytes));
+    EXPECT_EQ(bytes, kTokenFileHeaderBytes + 1000 * width);
+  }
+}
+
+TEST(TokenFile, RejectsBadInput) {
+  TempDir dir;
+  std::string good = dir.path("good.tok");
+  ASSERT_EQ(errorText(writeTokenFile(good, iota(100, 256), 256)), "");
+  std::string bytes = readRaw(good);
+
+  auto expectError = [&](const std::string &name, const std::string &content,
+                         const std::string &message) {
+    std::string path = dir.path(name);
+    writeRaw(path, content);
+    auto file = TokenFile::open(path);
+    ASSERT_FALSE(bool(file)) << name;
+    std::string text = llvm::toString(file.takeError());
+    EXPECT_NE(text.find(message), std::string::npos) << text;
+    EXPECT_NE(text.find(path), std::string::npos) << text;
+  };
+  expectError("truncated.tok", bytes.substr(0, bytes.size() - 3),
+              "the header says 100 tokens of 2 bytes (200 bytes), but the "
+              "file holds 197 bytes of tokens");
+  expectError("short.tok", bytes.substr(0, 10), "truncated token file");
+  std::string magic = bytes;
+  magic[0] = 'X';
+  expectError("magic.tok", magic, "not a RATrain token file");
+  std::string version = bytes;
+  version[8] = 9;
+  expectError("version.tok", version, "version 9 is not supported");
+  std::string width = bytes;
+  width[12] = 3;
+  expectError("width.tok", width, "token width 3 is not 2 or 4");
+
+  auto missing = TokenFile::open(dir.path("missing.tok"));
+  ASSERT_FALSE(bool(missing));
+  EXPECT_NE(llvm::toString(missing.takeError()).find("cannot read the token "
+                                                     "file"),
+            std::string::npos);
+
+  // Writing rejects ids outside the vocabulary and leaves no file behind.
+  std::string out = dir.path("bad-vocab.tok");
+  EXPECT_EQ(errorText(writeTokenFile(out, {1, 2, 300}, 256)),
+            out + ": token 300 at position 2 is outside the vocabulary of 256");
+  EXPECT_FALSE(llvm::sys::fs::exists(out));
+}
+
+TEST(TokenizeTool, TextToTokensAndBack) {
+  TempDir dir;
+  std::string a = dir.path("a.txt"), b = dir.path("b.txt");
+  writeRaw(a, "first file");
+  writeRaw(b, "second\n");
+  std::string tok = dir.path("out.tok"), txt = dir.path("out.txt");
+  std::string tool = RATRAIN_TOKENIZE;
+  std::string err;
+  ASSERT_EQ(llvm::sys::ExecuteAndWait(tool, {tool, "-o", tok, a, b},
+                                      std::nullopt, {}, 0, 0, &err),
+            0)
+      << err;
+  auto file = TokenFile::open(tok);
+  ASSERT_TRUE(bool(file));
+  EXPECT_EQ(file->vocab(), 256u);
+  ASSERT_EQ(llvm::sys::ExecuteAndWait(tool, {tool, "--decode", tok, "-o", txt},
+                                      std::nullopt, {}, 0, 0, &err),
+            0)
+      << err;
+  // Files are joined with a newline.
+  EXPECT_EQ(readRaw(txt), "first file\nsecond\n");
+  // A missing input is an error with a non-zero exit and no output file.
+  std::string none = dir.path("none.tok");
+  std::optional<llvm::StringRef> redirects[] = {std::nullopt, llvm::StringRef(""),
+                                                llvm::StringRef("")};
+  EXPECT_EQ(llvm::sys::ExecuteAndWait(
+                tool, {tool, "-o", none, dir.path("missing.txt")},
+                std::nullopt, redirects),
+            1);
+  EXPECT_FALSE(llvm::sys::fs::exists(none));
+}
+
+namespace {
+DataLoader makeLoader(const std::string &path, int dpSize, int dpIndex,
+                      uint64_t seed, int64_t microBatch = 2) {
+  auto file = TokenFile::open(path);
+  EXPECT_TRUE(bool(file));
+  auto loader = DataLoader::create(
+      std::move(*file), {/*seqLen=*/8, microBatch, dpSize, dpIndex, seed});
+  EXPECT_TRUE(bool(loader)) << llvm::toString(loader.takeError());
+  return std::move(*loader);
+}
+
+/// Identifies a window by its first token (the file holds 0, 1, 2, ...).
+std::vector<int32_t> nextWindows(DataLoader &loader) {
+  std::vector<int32_t> batch(loader.microBatchBytes() / 4);
+  loader.next(batch.data());
+  std::vector<int32_t> starts;
+  for (size_t row = 0; row < batch.size() / 9; ++row) {
+    // Inputs and labels: seq + 1 consecutive tokens.
+    for (size_t i = 1; i < 9; ++i)
+      EXPECT_EQ(batch[row * 9 + i], batch[row * 9] + int32_t(i));
+    starts.push_back(batch[row * 9]);
+  }
+  return starts;
+}
+} // namespace
+
+TEST(DataLoader, ShardsAreDisjointAndCoverAnEpoch) {
+  TempDir dir;
+  std::string path = dir.path("data.tok");
+  // 161 tokens = 20 windows of 8 + 1.
+  ASSERT_EQ(errorText(writeTokenFile(path, iota(161, 1 << 16), 1 << 16)), "");
+  DataLoader rank0 = makeLoader(path, 2, 0, 7), rank1 = makeLoader(path, 2, 1, 7);
+  EXPECT_EQ(rank0.windowsPerEpoch(), 20u);
+  std::multiset<int32_t> seen;
+  for (int step = 0; step < 5; ++step) { // 5 x 2 ranks x 2 = 20 windows.
+    for (int32_t start : nextWindows(rank0))
+      seen.insert(start);
+    for (int32_t start : nextWindows(rank1))
+      seen.insert(start);
+  }
+  std::multiset<int32_t> expected;
+  for (int w = 0; w < 20; ++w)
+    expected.insert(w * 8);
+  EXPECT_EQ(seen, expected);
+  EXPECT_EQ(rank0.position().samples, 20u);
+  EXPECT_EQ(rank1.position().samples, 20u);
+}
+
+TEST(DataLoader, DeterministicFromSeedAndShuffledPerEpoch) {
+  TempDir dir;
+  std::string path = dir.path("data.tok");
+  ASSERT_EQ(errorText(writeTokenFile(path, iota(161, 1 << 16), 1 << 16)), "");
+  DataLoader a = makeLoader(path, 1, 0, 123), b = makeLoader(path, 1, 0, 123),
+             c = makeLoader(path, 1, 0, 124);
+  std::vector<int32_t> epoch0a, epoch0b, epoch0c, epoch1a;
+  for (int i = 0; i < 10; ++i) {
+    for (int32_t s : nextWindows(a))
+      epoch0a.push_back(s);
+    for (int32_t s : nextWindows(b))
+      epoch0b.push_back(s);
+    for (int32_t s : nextWindows(c))
+      epoch0c.push_back(s);
+  }
+  for (int i = 0; i < 10; ++i)
+    for (int32_t s : nextWindows(a))
+      epoch1a.push_back(s);
+  EXPECT_EQ(epoch0a, epoch0b);
+  EXPECT_NE(epoch0a, epoch0c);
+  EXPECT_NE(epoch0a, epoch1a);
+  std::vector<int32_t> sorted0 = epoch0a, sorted1 = epoch1a;
+  std::sort(sorted0.begin(), sorted0.end());
+  std::sort(sorted1.begin(), sorted1.end());
+  EXPECT_EQ(sorted0, sorted1); // Each epoch is a permutation of the windows.
+  // The permutation is pinned: a change in the shuffle would silently change
+  // every training run, so it must be deliberate.
+  EXPECT_EQ(std::vector<int32_t>(epoch0a.begin(), epoch0a.begin() + 4),
+            (std::vector<int32_t>{a.windowOfSample(0) * 8 + 0,
+                                  int32_t(a.windowOfSample(1) * 8),
+                                  int32_t(a.windowOfSample(2) * 8),
+                                  int32_t(a.windowOfSample(3) * 8)}));
+}
+
+TEST(DataLoader, ResumeFromAPositionRepeatsTheSameBatches) {
+  TempDir dir;
+  std::string path = dir.path("data.tok");
+  ASSERT_EQ(errorText(writeTokenFile(path, iota(401, 1 << 16), 1 << 16)), "");
+  DataLoader straight = makeLoader(path, 2, 1, 99);
+  std::vector<std::vector<int32_t>> expected;
+  DataPosition saved;
+  for (int step = 0; step < 30; ++step) {
+    if (step == 13)
+      saved = straight.position();
+    expected.push_back(nextWindows(straight));
+  }
+  DataLoader resumed = makeLoader(path, 2, 1, 99);
+  resumed.seek(saved);
+  for (int step = 13; step < 30; ++step)
+    EXPECT_EQ(nextWindows(resumed), expected[step]) << "step " << step;
+}
+
+TEST(DataLoader, WritesIntoAnArenaBuffer) {
+  TempDir dir;
+  std::string path = dir.path("data.tok");
+  ASSERT_EQ(errorText(writeTokenFile(path, iota(161, 256), 256)), "");
+  DataLoader loader = makeLoader(path, 1, 0, 1);
+  auto arena = Arena::create(MemorySpace::DDR, 1024);
+  ASSERT_TRUE(bool(arena));
+  Buffer batch = (*arena)->buffer(64, loader.microBatchBytes());
+  loader.next(batch);
+  EXPECT_EQ(batch.as<int32_t>()[1], batch.as<int32_t>()[0] + 1);
+  EXPECT_EXIT(loader.next((*arena)->buffer(0, 8)), testing::ExitedWithCode(1),
+              "smaller than one micro-batch \\(72 bytes\\)");
+}
+
+TEST(DataLoader, RejectsTooSmallFilesAndBadOptions) {
+  TempDir dir;
+  std::string path = dir.path("small.tok");
+  ASSERT_EQ(errorText(writeTokenFile(path, iota(20, 256), 256)), "");
+  auto file = TokenFile::open(path);
+  ASSERT_TRUE(bool(file));
+  auto tooSmall = DataLoader::create(*file, {8, 2, 2, 0, 0});
+  ASSERT_FALSE(bool(tooSmall));
+  EXPECT_NE(llvm::toString(tooSmall.takeError())
+                .find("20 tokens make 2 windows of 8+1 tokens, fewer than one "
+                      "micro-batch across the data-parallel group (2 x 2)"),
+            std::string::npos);
+  auto badIndex = DataLoader::create(*file, {4, 1, 2, 2, 0});
+  ASSERT_FALSE(bool(badIndex));
+  EXPECT_NE(llvm::toString(badIndex.takeError()).find("index 2 is not in"),
+            std::string::npos);
+}

@@ -1,0 +1,79 @@
+//===- StepLogTest.cpp - JSON step lines and progress lines ---------------===//
+
+#include "TestUtil.h"
+
+#include "ratrain/runtime/StepLog.h"
+
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include "gtest/gtest.h"
+
+#include <cmath>
+
+using namespace ratrain::rt;
+using namespace ratrain::rt::test;
+
+TEST(StepLog, JSONLineHasEveryField) {
+  StepRecord record;
+  record.step = 12;
+  record.loss = 3.25;
+  record.tokens = 4096;
+  record.seconds = 0.5;
+  record.elapsedSeconds = 6;
+  record.peakArenaBytes = {1024, 2048};
+  std::string line = formatStepJSON(record);
+  EXPECT_EQ(line.find('\n'), std::string::npos);
+  auto value = llvm::json::parse(line);
+  ASSERT_TRUE(bool(value));
+  llvm::json::Object *object = value->getAsObject();
+  EXPECT_EQ(object->getInteger("step"), 12);
+  EXPECT_EQ(object->getNumber("loss"), 3.25);
+  EXPECT_EQ(object->getNumber("tokens_per_s"), 8192.0);
+  EXPECT_EQ(object->getNumber("step_s"), 0.5);
+  llvm::json::Array *peaks = object->getArray("peak_arena_bytes");
+  ASSERT_TRUE(peaks);
+  EXPECT_EQ((*peaks)[1].getAsInteger(), 2048);
+  record.loss = NAN;
+  EXPECT_NE(formatStepJSON(record).find("\"loss\":null"), std::string::npos);
+}
+
+TEST(StepLog, ProgressLineWithETA) {
+  StepRecord record;
+  record.step = 10;
+  record.totalSteps = 100;
+  record.loss = 2.5;
+  record.tokens = 8100;
+  record.seconds = 1.0;
+  record.elapsedSeconds = 20; // 2 s per step so far, 90 steps left.
+  EXPECT_EQ(formatProgressLine(record, 10),
+            "step 10/100 | loss 2.5000 | 8.1k tok/s | 1.000 s/step | ETA 3m00s");
+  record.totalSteps = 0;
+  EXPECT_EQ(formatProgressLine(record, 10),
+            "step 10 | loss 2.5000 | 8.1k tok/s | 1.000 s/step");
+  EXPECT_EQ(formatDuration(3725), "1h02m");
+  EXPECT_EQ(formatDuration(42), "42s");
+}
+
+TEST(StepLog, LoggerAppendsLinesToAFile) {
+  TempDir dir;
+  std::string path = dir.path("steps.jsonl");
+  {
+    auto logger = StepLogger::create(path, StepLogger::Progress::Never);
+    ASSERT_TRUE(bool(logger));
+    StepRecord record;
+    for (uint64_t step = 1; step <= 3; ++step) {
+      record.step = step;
+      logger->log(record);
+    }
+  }
+  auto text = llvm::MemoryBuffer::getFile(path);
+  ASSERT_TRUE(bool(text));
+  llvm::StringRef contents = (*text)->getBuffer();
+  EXPECT_EQ(contents.count('\n'), 3u);
+  EXPECT_TRUE(contents.starts_with("{"));
+  auto bad = StepLogger::create(dir.path("missing/dir/steps.jsonl"));
+  ASSERT_FALSE(bool(bad));
+  EXPECT_NE(llvm::toString(bad.takeError()).find("cannot open the step log"),
+            std::string::npos);
+}
