@@ -1,0 +1,268 @@
+//===- ratrain-sim.cpp - Simulate a training step on a machine model
+//-------===//
+//
+// Two inputs:
+// - a scheduled `ratrain` module (the positional .mlir file; needs the
+//   compiler, RATRAIN_ENABLE_COMPILER), turned into a SimProgram by the
+//   schedule adapter;
+// - a training plan: --model with --clusters/--global-batch (the planner
+//   picks the best plan for the policy, or --pp/--dp/--micro-batch fix it),
+//   built into a 1F1B program with the cost model's durations.
+// Prints the summary (`key: value` lines), optionally writes a Chrome trace
+// (--trace) and an SVG timeline (--svg), and with --measured-step compares
+// the simulated step time with a measured one.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ratrain/Machine/MachineModel.h"
+#include "ratrain/Model/HFConfig.h"
+#include "ratrain/Planner/Planner.h"
+#include "ratrain/Simulator/FromPlan.h"
+#include "ratrain/Simulator/Simulator.h"
+#include "ratrain/Simulator/Timeline.h"
+#ifdef RATRAIN_SIM_HAVE_SCHEDULE_ADAPTER
+#include "ratrain/Simulator/FromSchedule.h"
+#endif
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <optional>
+
+using namespace ratrain;
+using namespace ratrain::sim;
+namespace cl = llvm::cl;
+
+static cl::OptionCategory category("ratrain-sim options");
+static cl::opt<std::string> inputPath(cl::Positional,
+                                      cl::desc("[scheduled module .mlir]"),
+                                      cl::init(""), cl::cat(category));
+static cl::opt<std::string> machinePath("machine", cl::Required,
+                                        cl::desc("machine file (YAML/JSON)"),
+                                        cl::value_desc("file"),
+                                        cl::cat(category));
+static cl::opt<std::string>
+    modelPath("model", cl::init(""),
+              cl::desc("HuggingFace config.json (simulate a plan)"),
+              cl::value_desc("file"), cl::cat(category));
+static cl::opt<int64_t> clusters("clusters", cl::init(0),
+                                 cl::desc("plan: compute clusters"),
+                                 cl::cat(category));
+static cl::opt<int64_t> globalBatch("global-batch", cl::init(0),
+                                    cl::desc("plan: sequences per iteration"),
+                                    cl::cat(category));
+static cl::opt<int64_t> seqLen("seq-len", cl::init(0),
+                               cl::desc("plan: sequence length (default: "
+                                        "min(max positions, 4096))"),
+                               cl::cat(category));
+static cl::opt<std::string> policy("policy", cl::init("ratrain"),
+                                   cl::desc("lifecycle: ratrain | gpu-style"),
+                                   cl::cat(category));
+static cl::opt<int64_t> fixedPP("pp", cl::init(0),
+                                cl::desc("plan: pipeline stages"),
+                                cl::cat(category));
+static cl::opt<int64_t> fixedDP("dp", cl::init(0),
+                                cl::desc("plan: data-parallel replicas"),
+                                cl::cat(category));
+static cl::opt<int64_t> fixedMBS("micro-batch", cl::init(0),
+                                 cl::desc("plan: micro-batch size"),
+                                 cl::cat(category));
+static cl::opt<std::string> fixedZero("zero", cl::init(""),
+                                      cl::desc("plan: ZeRO stage 0|1|2"),
+                                      cl::cat(category));
+static cl::opt<std::string>
+    fixedRecompute("recompute", cl::init(""),
+                   cl::desc("plan: none|selective|full on every stage"),
+                   cl::cat(category));
+static cl::opt<std::string>
+    algorithm("algorithm", cl::init(""),
+              cl::desc("gradient sync: ring|tree|hierarchical (default: the "
+                       "machine file's)"),
+              cl::cat(category));
+static cl::opt<unsigned> iterations("iterations", cl::init(3),
+                                    cl::desc("iterations to simulate"),
+                                    cl::cat(category));
+static cl::opt<std::string> tracePath("trace", cl::init(""),
+                                      cl::desc("write a Chrome trace JSON"),
+                                      cl::value_desc("file"),
+                                      cl::cat(category));
+static cl::opt<std::string> svgPath("svg", cl::init(""),
+                                    cl::desc("write an SVG timeline"),
+                                    cl::value_desc("file"), cl::cat(category));
+static cl::opt<unsigned> traceIterations(
+    "trace-iterations", cl::init(0),
+    cl::desc("iterations to record for --trace/--svg, the last ones (default: "
+             "all when the program has fewer than 200000 tasks, else 1)"),
+    cl::cat(category));
+static cl::opt<double> measuredStep(
+    "measured-step", cl::init(0),
+    cl::desc("measured step time of a real run (seconds): print the error"),
+    cl::cat(category));
+
+static int fail(const llvm::Twine &message) {
+  llvm::WithColor::error(llvm::errs(), "ratrain-sim") << message << "\n";
+  return 1;
+}
+
+namespace {
+/// What the plan path adds to the summary.
+struct PlanInfo {
+  std::string description;
+  double predictedStep = 0;
+};
+} // namespace
+
+/// Builds the program of a plan from the command line.
+static llvm::Expected<SimProgram> programFromPlan(const MachineModel &machine,
+                                                  PlanInfo &info) {
+  auto error = [](const llvm::Twine &message) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   message.str());
+  };
+  HFImportOptions importOptions;
+  importOptions.seqLen = seqLen;
+  llvm::Expected<ModelConfig> model = loadHFConfig(modelPath, importOptions);
+  if (!model)
+    return model.takeError();
+  std::optional<LifecyclePolicy> lifecycle = parseLifecyclePolicy(policy);
+  if (!lifecycle)
+    return error("--policy: expected ratrain or gpu-style, got '" + policy +
+                 "'");
+  if (clusters <= 0 || globalBatch <= 0)
+    return error("--model needs --clusters and --global-batch");
+
+  PlanRequest request;
+  request.clusters = clusters;
+  request.globalBatch = globalBatch;
+  request.seqLen = seqLen;
+  request.policy = *lifecycle;
+  request.topK = 1;
+  if (fixedPP)
+    request.pipelineStages = fixedPP;
+  if (fixedDP)
+    request.dataParallel = fixedDP;
+  if (fixedMBS)
+    request.microBatchSize = fixedMBS;
+  if (!fixedZero.empty()) {
+    std::optional<ZeroStage> zero = parseZeroStage(fixedZero);
+    if (!zero)
+      return error("--zero: expected 0, 1 or 2, got '" + fixedZero + "'");
+    request.zero = *zero;
+  }
+  if (!fixedRecompute.empty()) {
+    std::optional<RecomputePolicy> r = parseRecomputePolicy(fixedRecompute);
+    if (!r)
+      return error("--recompute: expected none, selective or full, got '" +
+                   fixedRecompute + "'");
+    request.recompute = *r;
+  }
+  llvm::Expected<PlanResult> plans = planTraining(*model, machine, request);
+  if (!plans)
+    return plans.takeError();
+  if (plans->plans.empty())
+    return error("the planner found no plan");
+  const Plan &best = plans->plans.front();
+  info.description = best.config.describe();
+  info.predictedStep = best.time.total;
+
+  PlanProgramOptions options;
+  options.policy = *lifecycle;
+  if (!algorithm.empty()) {
+    std::optional<CollectiveAlgorithm> a = parseCollectiveAlgorithm(algorithm);
+    if (!a)
+      return error("--algorithm: expected ring, tree or hierarchical, got '" +
+                   algorithm + "'");
+    options.algorithm = *a;
+  }
+  return buildProgramFromPlan(*model, machine, best.config, options);
+}
+
+static llvm::Expected<SimProgram>
+programFromSchedule(const MachineModel &machine) {
+#ifdef RATRAIN_SIM_HAVE_SCHEDULE_ADAPTER
+  return loadScheduledProgram(inputPath, machine);
+#else
+  (void)machine;
+  return llvm::createStringError(
+      llvm::inconvertibleErrorCode(),
+      inputPath + ": this ratrain-sim was built without the compiler "
+                  "(RATRAIN_ENABLE_COMPILER=OFF) and cannot read .mlir; "
+                  "simulate a plan with --model instead");
+#endif
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(
+      argc, argv, "RATrain simulator: a training step, event by event\n");
+
+  llvm::Expected<MachineModel> machine = loadMachineModel(machinePath);
+  if (!machine)
+    return fail(llvm::toString(machine.takeError()));
+  if (inputPath.empty() == modelPath.empty())
+    return fail("give either a scheduled module (.mlir) or --model");
+  if (iterations == 0)
+    return fail("--iterations: at least 1");
+
+  PlanInfo info;
+  llvm::Expected<SimProgram> program = modelPath.empty()
+                                           ? programFromSchedule(*machine)
+                                           : programFromPlan(*machine, info);
+  if (!program)
+    return fail(llvm::toString(program.takeError()));
+
+  SimOptions options;
+  options.iterations = iterations;
+  options.recordTrace = !tracePath.empty() || !svgPath.empty();
+  options.traceIterations = traceIterations;
+  if (options.recordTrace && traceIterations.getNumOccurrences() == 0)
+    options.traceIterations = program->totalTasks() < 200000 ? 0 : 1;
+  llvm::Expected<SimReport> report = simulate(*program, *machine, options);
+  if (!report)
+    return fail((inputPath.empty() ? modelPath : inputPath) + ": " +
+                llvm::toString(report.takeError()));
+
+  llvm::raw_ostream &os = llvm::outs();
+  if (!info.description.empty())
+    os << "plan: " << info.description << "\n";
+  report->print(os);
+  if (info.predictedStep > 0)
+    os << "planner-step-s: " << formatNumber(info.predictedStep)
+       << "\nsimulated-vs-planner-percent: "
+       << llvm::formatv("{0:f2}", stepTimeErrorPercent(report->stepTime,
+                                                       info.predictedStep))
+       << "\n";
+  if (measuredStep > 0)
+    os << "measured-step-s: " << formatNumber(measuredStep)
+       << "\nerror-percent: "
+       << llvm::formatv("{0:f2}",
+                        stepTimeErrorPercent(report->stepTime, measuredStep))
+       << "\n";
+
+  auto writeFile = [&](const std::string &path, auto writer) -> bool {
+    std::error_code ec;
+    llvm::raw_fd_ostream file(path, ec, llvm::sys::fs::OF_Text);
+    if (ec) {
+      fail(path + ": " + ec.message());
+      return false;
+    }
+    writer(file);
+    return true;
+  };
+  if (!tracePath.empty() && !writeFile(tracePath, [&](llvm::raw_ostream &file) {
+        writeChromeTrace(*report, *program, file);
+      }))
+    return 1;
+  if (!svgPath.empty() && !writeFile(svgPath, [&](llvm::raw_ostream &file) {
+        SvgOptions svg;
+        svg.title = program->name;
+        writeSvgTimeline(*report, *program, file, svg);
+      }))
+    return 1;
+  return 0;
+}
