@@ -81,6 +81,16 @@ def MT3K_BatchField : I32EnumAttr<"BatchField",
   let genSpecializedAttr = 0;
 }
 
+def MT3K_InitKind : I32EnumAttr<"InitKind",
+    "how mt3k.init_param initializes a parameter", [
+      I32EnumAttrCase<"zeros", 0>,
+      I32EnumAttrCase<"ones", 1>,
+      I32EnumAttrCase<"normal", 2>
+    ]> {
+  let cppNamespace = "::ratrain::mt3k";
+  let genSpecializedAttr = 0;
+}
+
 //===----------------------------------------------------------------------===//
 // Enum attributes
 //===----------------------------------------------------------------------===//
@@ -101,5 +111,6 @@ def MT3K_ReduceKindAttr : MT3K_EnumAttr<MT3K_ReduceKind, "reduce">;
 def MT3K_ElementwiseKindAttr
     : MT3K_EnumAttr<MT3K_ElementwiseKind, "elementwise">;
 def MT3K_BatchFieldAttr : MT3K_EnumAttr<MT3K_BatchField, "batch_field">;
+def MT3K_InitKindAttr : MT3K_EnumAttr<MT3K_InitKind, "init">;
 
 #endif // RATRAIN_MT3K_ATTRS_TD

@@ -57,7 +57,9 @@ def MT3K_Dialect : Dialect {
       `mt3k.all_gather`, `mt3k.broadcast`, `mt3k.send`, `mt3k.recv`) works
       on DDR buffers over a named group, is asynchronous, and yields a token.
     * `mt3k.load_batch` and `mt3k.report_loss` connect the program to the
-      runtime's data loader and loss log.
+      runtime's data loader and loss log; `mt3k.init_param` (only in the
+      program's prologue, which runs once before the first iteration)
+      initializes parameters and optimizer state deterministically.
 
     The emitter (`ratrain-translate`) turns each program into a C++ function
     that calls the runtime: buffers become pointers into the rank's arena,

@@ -279,6 +279,40 @@ def MT3K_FillOp : MT3K_Op<"fill"> {
 // Runtime interface
 //===----------------------------------------------------------------------===//
 
+def MT3K_InitParamOp : MT3K_Op<"init_param"> {
+  let summary = "initialize (part of) a parameter before the first iteration";
+  let description = [{
+    Writes the initial value of the elements `[element_offset,
+    element_offset + size(dest))` of the parameter named `param` into
+    `dest`: zeros, ones, or a normal distribution with mean 0 and standard
+    deviation `std` (required for `normal`, rejected otherwise). The value
+    of element `i` depends only on `param`, `i`, the kind and `std`, so every
+    schedule and every sharding (a ZeRO shard passes its global
+    `element_offset`) starts from the same weights.
+
+    `mt3k.init_param` belongs to a program's prologue: it may only be
+    preceded by `mt3k.buffer`, `mt3k.view` and other `mt3k.init_param`s. The
+    runtime runs the prologue once before the first iteration and the rest
+    of the program once per iteration.
+
+    ```mlir
+    mt3k.init_param normal %wq_master "layers.0.attn.wq" std 2.000000e-02
+        : !mt3k.buffer<ddr, 4096x4096xf32>
+    mt3k.init_param zeros %wq_m "layers.0.attn.wq.m" element_offset 1048576
+        : !mt3k.buffer<ddr, 1048576xf32>
+    ```
+  }];
+  let arguments = (ins MT3K_InitKindAttr:$kind,
+                       Arg<MT3K_FloatBuffer, "initialized", [MemWrite]>:$dest,
+                       StrAttr:$param, OptionalAttr<F64Attr>:$std,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntNonNegative]>>:$element_offset);
+  let assemblyFormat = [{
+    `` $kind $dest $param (`std` $std^)? (`element_offset` $element_offset^)?
+    attr-dict `:` qualified(type($dest))
+  }];
+  let hasVerifier = 1;
+}
+
 def MT3K_LoadBatchOp : MT3K_Op<"load_batch",
     [MemoryEffects<[MemWrite<MT3K_RuntimeResource>]>]> {
   let summary = "fill a buffer with a micro-batch from the data loader";

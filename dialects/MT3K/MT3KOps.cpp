@@ -74,9 +74,8 @@ LogicalResult MachineOp::verify() {
 // ProgramOp
 //===----------------------------------------------------------------------===//
 
-void ProgramOp::build(OpBuilder &builder, OperationState &state,
-                      StringRef name, int64_t stage,
-                      std::optional<int64_t> ddrArena) {
+void ProgramOp::build(OpBuilder &builder, OperationState &state, StringRef name,
+                      int64_t stage, std::optional<int64_t> ddrArena) {
   state.addAttribute(getSymNameAttrName(state.name),
                      builder.getStringAttr(name));
   state.addAttribute(getStageAttrName(state.name),
@@ -189,6 +188,26 @@ static SmallVector<MemoryAccess> getAccesses(Operation *op) {
 }
 
 LogicalResult ProgramOp::verifyRegions() {
+  // The prologue: buffers, views and parameter initialization.
+  Operation *firstOfIteration = nullptr;
+  for (Operation &op : getBody().front()) {
+    if (llvm::isa<BufferOp, ViewOp>(op))
+      continue;
+    if (!llvm::isa<InitParamOp>(op)) {
+      if (!firstOfIteration)
+        firstOfIteration = &op;
+      continue;
+    }
+    if (firstOfIteration) {
+      InFlightDiagnostic diag =
+          op.emitOpError("must precede the iteration: only mt3k.buffer, "
+                         "mt3k.view and mt3k.init_param may come before it");
+      diag.attachNote(firstOfIteration->getLoc())
+          << "the iteration starts here";
+      return diag;
+    }
+  }
+
   // Asynchronous operations in flight, keyed by their token.
   llvm::MapVector<Value, InFlight> inFlight;
   for (Operation &op : getBody().front()) {
@@ -210,9 +229,9 @@ LogicalResult ProgramOp::verifyRegions() {
               << (access.writes ? "writes" : "reads") << " "
               << stringifyMemorySpace(access.range.space) << " bytes ["
               << access.range.begin << ", " << access.range.end
-              << ") of buffer '" << buffer.getName()
-              << "' that an unfinished '" << pending.op->getName()
-              << "' " << (other.writes ? "writes" : "reads")
+              << ") of buffer '" << buffer.getName() << "' that an unfinished '"
+              << pending.op->getName() << "' "
+              << (other.writes ? "writes" : "reads")
               << "; wait on its token first";
           diag.attachNote(pending.op->getLoc())
               << "asynchronous operation started here";
@@ -255,8 +274,8 @@ LogicalResult BufferOp::verify() {
   if (offset > capacity - size)
     return emitOpError("buffer '")
            << getName() << "' [" << offset << ", " << offset + size
-           << ") exceeds the " << stringifyMemorySpace(space)
-           << " capacity of " << capacity << " bytes"
+           << ") exceeds the " << stringifyMemorySpace(space) << " capacity of "
+           << capacity << " bytes"
            << (space == MemorySpace::am ? " per core" : "");
   return success();
 }
@@ -280,8 +299,7 @@ LogicalResult ViewOp::verify() {
   if (offset > source.getSizeInBytes() - result.getSizeInBytes())
     return emitOpError("view [")
            << offset << ", " << offset + result.getSizeInBytes()
-           << ") exceeds its source of " << source.getSizeInBytes()
-           << " bytes";
+           << ") exceeds its source of " << source.getSizeInBytes() << " bytes";
   return success();
 }
 
@@ -344,16 +362,14 @@ LogicalResult DmaOp::verify() {
 //===----------------------------------------------------------------------===//
 
 /// Fails unless `value` has the shape of `reference`.
-static LogicalResult expectSameShape(Operation *op, Value value,
-                                     StringRef name, Value reference,
-                                     StringRef referenceName) {
+static LogicalResult expectSameShape(Operation *op, Value value, StringRef name,
+                                     Value reference, StringRef referenceName) {
   ArrayRef<int64_t> shape = bufferType(value).getShape();
   ArrayRef<int64_t> expected = bufferType(reference).getShape();
   if (shape != expected)
     return op->emitOpError("'")
-           << name << "' must have the shape of '" << referenceName
-           << "', got " << formatShape(shape) << " and "
-           << formatShape(expected);
+           << name << "' must have the shape of '" << referenceName << "', got "
+           << formatShape(shape) << " and " << formatShape(expected);
   return success();
 }
 
@@ -383,15 +399,15 @@ LogicalResult GemmOp::verify() {
     return emitOpError("contraction dimensions disagree: op(a) is ")
            << m << "x" << ka << ", op(b) is " << kb << "x" << n;
   if (c.getShape()[0] != m || c.getShape()[1] != n)
-    return emitOpError("c is ") << formatShape(c.getShape()) << ", expected "
-                                << formatShape({m, n});
+    return emitOpError("c is ")
+           << formatShape(c.getShape()) << ", expected " << formatShape({m, n});
   return success();
 }
 
 /// Checks the operands shared by attention forward and backward.
 static LogicalResult verifyAttention(Operation *op, Value qValue, Value kValue,
-                                     Value vValue, Value oValue,
-                                     Value lseValue, bool causal) {
+                                     Value vValue, Value oValue, Value lseValue,
+                                     bool causal) {
   BufferType q = bufferType(qValue), k = bufferType(kValue),
              v = bufferType(vValue), o = bufferType(oValue),
              lse = bufferType(lseValue);
@@ -512,12 +528,13 @@ LogicalResult ElementwiseOp::verify() {
   ElementwiseArity arity = getArity(kind);
   if (getInputs().size() != arity.inputs ||
       getOutputs().size() != arity.outputs)
-    return emitOpError("'") << name << "' takes " << arity.inputs
-                            << " inputs and " << arity.outputs
-                            << " outputs, got " << getInputs().size()
-                            << " and " << getOutputs().size();
+    return emitOpError("'")
+           << name << "' takes " << arity.inputs << " inputs and "
+           << arity.outputs << " outputs, got " << getInputs().size() << " and "
+           << getOutputs().size();
 
-  bool isRope = kind == ElementwiseKind::rope || kind == ElementwiseKind::rope_bwd;
+  bool isRope =
+      kind == ElementwiseKind::rope || kind == ElementwiseKind::rope_bwd;
   if (isRope && !getTheta())
     return emitOpError("'") << name << "' needs a 'theta'";
   if (!isRope && getTheta())
@@ -554,7 +571,8 @@ LogicalResult ElementwiseOp::verify() {
     return success();
   }
   case ElementwiseKind::cast:
-    if (bufferType(operands[0]).getShape() != bufferType(operands[1]).getShape())
+    if (bufferType(operands[0]).getShape() !=
+        bufferType(operands[1]).getShape())
       return emitOpError("'cast' input and output must have the same shape");
     return success();
   case ElementwiseKind::embedding:
@@ -564,8 +582,8 @@ LogicalResult ElementwiseOp::verify() {
     Value ids = forward ? operands[1] : operands[0];
     Value activations = forward ? operands[2] : operands[1];
     if (!isTokenIds(ids))
-      return emitOpError("'") << name
-                              << "' token ids must be a rank-1 i32 buffer";
+      return emitOpError("'")
+             << name << "' token ids must be a rank-1 i32 buffer";
     ArrayRef<int64_t> tableShape = bufferType(table).getShape();
     ArrayRef<int64_t> actShape = bufferType(activations).getShape();
     int64_t tokens = bufferType(ids).getShape()[0];
@@ -583,8 +601,8 @@ LogicalResult ElementwiseOp::verify() {
   case ElementwiseKind::cross_entropy_bwd: {
     Value logits = operands[0], labels = operands[1], result = operands[2];
     if (!isTokenIds(labels))
-      return emitOpError("'") << name
-                              << "' token ids must be a rank-1 i32 buffer";
+      return emitOpError("'")
+             << name << "' token ids must be a rank-1 i32 buffer";
     ArrayRef<int64_t> logitsShape = bufferType(logits).getShape();
     int64_t tokens = bufferType(labels).getShape()[0];
     if (logitsShape.size() != 2 || logitsShape[0] != tokens)
@@ -611,9 +629,9 @@ LogicalResult AdamWOp::verify() {
                        ArrayRef<StringRef>{"master", "m", "v", "view"})) {
     int64_t count = bufferType(value).getNumElements();
     if (count != elements)
-      return emitOpError("'") << name << "' has " << count
-                              << " elements, expected " << elements
-                              << " like 'grad'";
+      return emitOpError("'")
+             << name << "' has " << count << " elements, expected " << elements
+             << " like 'grad'";
   }
   double lr = getLr().convertToDouble(), beta1 = getBeta1().convertToDouble(),
          beta2 = getBeta2().convertToDouble(), eps = getEps().convertToDouble(),
@@ -622,6 +640,17 @@ LogicalResult AdamWOp::verify() {
         eps > 0 && decay >= 0))
     return emitOpError("hyper-parameters out of range: need lr >= 0, "
                        "0 <= beta1, beta2 < 1, eps > 0, weight_decay >= 0");
+  return success();
+}
+
+LogicalResult InitParamOp::verify() {
+  bool normal = getKind() == InitKind::normal;
+  if (normal && !getStd())
+    return emitOpError("'normal' initialization needs a 'std'");
+  if (!normal && getStd())
+    return emitOpError("'std' only applies to normal initialization");
+  if (getStd() && !(getStd()->convertToDouble() > 0))
+    return emitOpError("'std' must be positive");
   return success();
 }
 
@@ -659,12 +688,13 @@ static LogicalResult verifyGroupMultiple(Operation *op, Value large,
     return op->emitOpError("source and destination element types differ: ")
            << bufferType(large).getElementType() << " vs "
            << bufferType(small).getElementType();
-  if (largeType.getNumElements() != group.getSize() * smallType.getNumElements())
+  if (largeType.getNumElements() !=
+      group.getSize() * smallType.getNumElements())
     return op->emitOpError()
            << largeName << " has " << largeType.getNumElements()
            << " elements, expected " << group.getSize() << " (size of @"
-           << group.getSymName() << ") x " << smallType.getNumElements()
-           << " (" << smallName << ")";
+           << group.getSymName() << ") x " << smallType.getNumElements() << " ("
+           << smallName << ")";
   return success();
 }
 
@@ -733,8 +763,7 @@ LogicalResult RecvOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   return verifyPeer(*this, getPeer(), group);
 }
 
-LogicalResult
-BarrierOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+LogicalResult BarrierOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   return success(lookupGroup(*this, getGroupAttr(), symbolTable) != nullptr);
 }
 

@@ -77,8 +77,10 @@ def MT3K_ProgramOp : MT3K_Op<"program", [
   let summary = "the straight-line program of one rank role";
   let description = [{
     The operations that every rank running pipeline stage `stage` executes,
-    in order, once per training iteration. The body is a single block
-    without terminator; it has no control flow. Verified over the body: no
+    in order. The body is a single block without terminator; it has no
+    control flow. Its prologue (the leading `mt3k.buffer`, `mt3k.view` and
+    `mt3k.init_param` operations) runs once before the first iteration; the
+    rest runs once per training iteration. Verified over the body: no
     operation touches memory that an asynchronous operation (DMA or
     communication) still reads or writes before the token of that operation
     has been waited on (two readers may overlap; a writer overlaps nothing).

@@ -39,8 +39,8 @@ void MT3KDialect::registerTypesAndAttributes() {
 //===----------------------------------------------------------------------===//
 
 bool BufferType::isValidElementType(Type type) {
-  return type.isF32() || type.isF16() || type.isBF16() ||
-         type.isInteger(8) || type.isInteger(32) || type.isInteger(64);
+  return type.isF32() || type.isF16() || type.isBF16() || type.isInteger(8) ||
+         type.isInteger(32) || type.isInteger(64);
 }
 
 int64_t BufferType::getNumElements() const {

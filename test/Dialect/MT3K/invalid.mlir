@@ -793,3 +793,41 @@ mt3k.program @p stage 0 {
   %t1 = mt3k.dma %a -> %b core 1 : !mt3k.buffer<ddr, 64xf32> -> !mt3k.buffer<am, 64xf32>
   mt3k.wait %t0, %t1
 }
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 64xf32>
+  // expected-error @+1 {{'normal' initialization needs a 'std'}}
+  mt3k.init_param normal %a "w" : !mt3k.buffer<ddr, 64xf32>
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 64xf32>
+  // expected-error @+1 {{'std' only applies to normal initialization}}
+  mt3k.init_param zeros %a "w" std 1.0 : !mt3k.buffer<ddr, 64xf32>
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 64xf32>
+  // expected-error @+1 {{'std' must be positive}}
+  mt3k.init_param normal %a "w" std 0.0 : !mt3k.buffer<ddr, 64xf32>
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 64xf32>
+  // expected-note @+1 {{the iteration starts here}}
+  mt3k.fill %a, 0.0 : !mt3k.buffer<ddr, 64xf32>
+  // expected-error @+1 {{'mt3k.init_param' op must precede the iteration: only mt3k.buffer, mt3k.view and mt3k.init_param may come before it}}
+  mt3k.init_param zeros %a "w" : !mt3k.buffer<ddr, 64xf32>
+}

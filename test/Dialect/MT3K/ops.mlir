@@ -31,6 +31,14 @@ mt3k.program @stage0 stage 0 ddr_arena 1073741824 {
   %gate = mt3k.buffer "gate" at 349184 : !mt3k.buffer<ddr, 256x64xbf16>
   %sum = mt3k.buffer "sum" at 381952 : !mt3k.buffer<ddr, 256x64xf32>
 
+  // The prologue: parameter initialization, once before the first iteration.
+  // CHECK: mt3k.init_param normal %{{.*}} "layers.0.wqkv.master" std 2.000000e-02 element_offset 2048 : !mt3k.buffer<ddr, 128x64xf32>
+  mt3k.init_param normal %dw "layers.0.wqkv.master" std 0.02 element_offset 2048 : !mt3k.buffer<ddr, 128x64xf32>
+  // CHECK: mt3k.init_param ones %{{.*}} "layers.0.norm" : !mt3k.buffer<ddr, 64xbf16>
+  mt3k.init_param ones %nw "layers.0.norm" : !mt3k.buffer<ddr, 64xbf16>
+  // CHECK: mt3k.init_param zeros %{{.*}} "sum" : !mt3k.buffer<ddr, 256x64xf32>
+  mt3k.init_param zeros %sum "sum" : !mt3k.buffer<ddr, 256x64xf32>
+
   // CHECK: mt3k.load_batch inputs %[[IDS]] micro_batch 0 : !mt3k.buffer<ddr, 256xi32>
   mt3k.load_batch inputs %ids micro_batch 0 : !mt3k.buffer<ddr, 256xi32>
   // CHECK: mt3k.fill %{{.*}}, 0.000000e+00 : !mt3k.buffer<ddr, 128x64xf32>
