@@ -141,14 +141,17 @@ int main(int argc, char **argv) {
     printPlanJSON(os, *result);
     return 0;
   }
-  os << llvm::formatv("model {0} ({1:f2}B params, seq {2}) on {3} ({4} "
-                      "clusters of {5} usable DDR), global batch {6}, policy "
-                      "{7}\n",
-                      model->name, double(model->totalParams()) / 1e9,
-                      request.seqLen ? request.seqLen : model->seqLen,
-                      machine->name, request.clusters,
-                      formatBytes(result->memoryCapBytes), request.globalBatch,
-                      stringifyLifecyclePolicy(request.policy));
+  double params = double(model->totalParams());
+  std::string paramText = params >= 1e9
+                              ? llvm::formatv("{0:f2}B", params / 1e9).str()
+                              : llvm::formatv("{0:f2}M", params / 1e6).str();
+  os << llvm::formatv(
+      "model {0} ({1} params, seq {2}) on {3} ({4} "
+      "clusters of {5} usable DDR), global batch {6}, policy "
+      "{7}\n",
+      model->name, paramText, request.seqLen ? request.seqLen : model->seqLen,
+      machine->name, request.clusters, formatBytes(result->memoryCapBytes),
+      request.globalBatch, stringifyLifecyclePolicy(request.policy));
   os << llvm::formatv("candidates evaluated: {0} ({1} feasible); "
                       "combinations: {2} visited, {3} pruned by the memory "
                       "bound; stage evaluations: {4}\n\n",
