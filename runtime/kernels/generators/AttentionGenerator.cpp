@@ -1,0 +1,344 @@
+//===- AttentionGenerator.cpp - Causal GQA attention, forward and backward ===//
+//
+// Layouts (Halide coordinates, innermost first), matching row-major [B*S,
+// heads*D] activations:
+//   q, o, dO, dq : (d, h,  s, b)      h  < Hq
+//   k, v, dk, dv : (d, hk, s, b)      hk < Hkv, query head h uses hk = h / G,
+//                                     G = Hq / Hkv (grouped-query attention)
+//   lse          : (s, h, b)          log-sum-exp of the scaled scores
+//
+// Tiling. The key axis is cut into JT = 32-key tiles (two zmm of fp32) and
+// the query axis into QB-row blocks. For one (head, query block) the kernel
+// keeps the QB x (keys <= block end) score block and its probabilities in
+// AM: QB is derived from the machine file so that both fit in half of AM at
+// the `max_seq` context (QB = AM / (4 * 4 * max_seq), a multiple of 32,
+// at least 32; 1 MiB AM and 2048 tokens give 32). The K head is staged once
+// per head in key-tile-major order (the GSM-level stage; S*D*4 bytes, 1 MiB
+// at 2048 x 128), so a score micro-tile (32 keys x 8 queries, 16 zmm
+// accumulators) reads both operands with unit stride. Nothing of size S x S
+// is ever materialized: forward and backward recompute scores tile by tile.
+//
+//   forward  : scores -> row max / sum (lse, saved) -> P -> O = P V
+//   dq pass  : per query block, recompute P from lse, dP = dO V^T,
+//              dS = P (dP - delta), dq = scale * dS K
+//   dkv pass : per key row block, loop over the group's heads and the query
+//              tiles at or after the key: P^T, dP^T recomputed the same way,
+//              dv = P^T dO, dk = scale * dS^T Q (no atomics: each core owns
+//              whole key rows)
+//
+// delta = rowsum(dO * O) is computed inside the dq pass and by the dkv pass
+// for its own rows. The head dimension is a generator parameter (the inner
+// d loops unroll fully into registers); 64 and 128 are built.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Halide.h"
+#include "Tiling.h"
+
+using namespace Halide;
+
+namespace {
+
+constexpr int kLanes = 16;
+constexpr int kKeyTile = 32;
+
+Expr safeExp(Expr x) { return fast_exp(clamp(x, -87.0f, 87.0f)); }
+
+int queryBlock(int64_t amBytes, int maxSeq) {
+  int64_t qb = amBytes / (4 * 4 * int64_t(maxSeq));
+  qb = (qb / kKeyTile) * kKeyTile;
+  return static_cast<int>(
+      std::min<int64_t>(std::max<int64_t>(qb, kKeyTile), 256));
+}
+
+/// Parameters shared by the three attention generators.
+template <typename Self> class AttentionBase : public Generator<Self> {
+public:
+  template <typename T>
+  using GP = typename Generator<Self>::template GeneratorParam<T>;
+  GP<int> headDim{"head_dim", 128};
+  GP<int> maxSeq{"max_seq", 2048};
+  GP<int> gsmBytes{"gsm_bytes", 6 << 20};
+  GP<int> amBytes{"am_bytes", 768 << 10};
+  GP<int> cores{"cores", 2};
+};
+
+/// Causal attention forward. Output tuple (o, lse) over (d, h, s, b): the
+/// lse buffer is passed with stride 0 in d (each row's value is written once
+/// per d lane, all the same).
+class AttentionForward : public AttentionBase<AttentionForward> {
+public:
+  Input<Buffer<float>> q{"q", 4};
+  Input<Buffer<float>> k{"k", 4};
+  Input<Buffer<float>> v{"v", 4};
+  Input<float> scale{"scale"};
+  Output<Func> out{"out", {Float(32), Float(32)}, 4};
+
+  void generate() {
+    const int D = headDim, JT = kKeyTile;
+    const int QB = queryBlock(amBytes, maxSeq);
+    Var d("d"), h("h"), s("s"), b("b"), i("i"), ji("ji"), jt("jt");
+    Expr S = q.dim(2).extent();
+    Expr G = q.dim(1).extent() / k.dim(1).extent();
+    Expr nTiles = (S + JT - 1) / JT;
+
+    Func Kt("Kt");
+    Kt(ji, d, jt, h, b) = k(d, h / G, min(jt * JT + ji, S - 1), b);
+    RDom rd(0, D, "rd");
+    Func dot("dot");
+    dot(ji, i, jt, h, b) = 0.0f;
+    dot(ji, i, jt, h, b) += q(rd, h, min(i, S - 1), b) * Kt(ji, rd, jt, h, b);
+    Func sc("sc");
+    sc(ji, i, jt, h, b) = dot(ji, i, jt, h, b) * scale;
+
+    RDom rj(0, JT, 0, nTiles, "rj");
+    rj.where(rj.y * JT <= i);
+    Expr jg = rj.y * JT + rj.x;
+    Func mx("mx"), ls("ls"), lse("lse");
+    mx(i, h, b) = -std::numeric_limits<float>::infinity();
+    mx(i, h, b) =
+        max(mx(i, h, b), select(jg <= i, sc(rj.x, i, rj.y, h, b),
+                                -std::numeric_limits<float>::infinity()));
+    ls(i, h, b) = 0.0f;
+    ls(i, h, b) +=
+        select(jg <= i, safeExp(sc(rj.x, i, rj.y, h, b) - mx(i, h, b)), 0.0f);
+    lse(i, h, b) = mx(i, h, b) + log(ls(i, h, b));
+
+    Func p("p");
+    p(ji, i, jt, h, b) = select(
+        jt * JT + ji <= i, safeExp(sc(ji, i, jt, h, b) - lse(i, h, b)), 0.0f);
+    Func o("o");
+    o(d, i, h, b) = 0.0f;
+    o(d, i, h, b) += p(rj.x, i, rj.y, h, b) * v(d, h / G, min(jg, S - 1), b);
+
+    out(d, h, s, b) = Tuple(o(d, s, h, b), lse(s, h, b));
+
+    // ---- schedule ----
+    Var qb("qb"), si("si"), hb("hb"), io("io"), iu("iu");
+    out.bound(d, 0, D)
+        .split(s, qb, si, QB, TailStrategy::GuardWithIf)
+        .reorder(d, si, qb, h, b)
+        .fuse(h, b, hb)
+        .parallel(hb)
+        .vectorize(d, kLanes)
+        .unroll(d);
+    Kt.compute_at(out, hb).bound(ji, 0, JT).reorder(ji, d, jt).vectorize(
+        ji, kLanes);
+    sc.compute_at(out, qb)
+        .bound(ji, 0, JT)
+        .split(i, io, iu, 8, TailStrategy::RoundUp)
+        .reorder(ji, iu, jt, io)
+        .vectorize(ji, kLanes)
+        .unroll(ji)
+        .unroll(iu);
+    dot.compute_at(sc, jt).vectorize(ji, kLanes).unroll(ji).unroll(i);
+    dot.update().reorder(ji, i, rd).vectorize(ji, kLanes).unroll(ji).unroll(i);
+    mx.compute_at(out, qb);
+    mx.update().atomic().vectorize(rj.x, kLanes);
+    ls.compute_at(out, qb);
+    ls.update().atomic().vectorize(rj.x, kLanes);
+    lse.compute_at(out, qb);
+    p.compute_at(out, qb).bound(ji, 0, JT).reorder(ji, jt, i).vectorize(ji,
+                                                                        kLanes);
+    o.compute_at(out, si).bound(d, 0, D).vectorize(d, kLanes).unroll(d);
+    o.update().reorder(d, rj.x, rj.y).vectorize(d, kLanes).unroll(d);
+
+    q.dim(0).set_stride(1).set_min(0).set_extent(D);
+    k.dim(0).set_stride(1).set_min(0).set_extent(D);
+    v.dim(0).set_stride(1).set_min(0).set_extent(D);
+    Func outF = out;
+    outF.output_buffers()[0].dim(0).set_stride(1).set_min(0).set_extent(D);
+    // lse: stride 0 along d (see the class comment).
+    outF.output_buffers()[1].dim(0).set_stride(Expr());
+  }
+};
+
+/// Attention backward, the dq pass: per query block, recompute P from the
+/// saved lse, dP = dO V^T, dS = P (dP - delta), dq = scale * dS K.
+class AttentionBackwardDq : public AttentionBase<AttentionBackwardDq> {
+public:
+  Input<Buffer<float>> q{"q", 4};
+  Input<Buffer<float>> k{"k", 4};
+  Input<Buffer<float>> v{"v", 4};
+  Input<Buffer<float>> o{"o", 4};
+  Input<Buffer<float>> dO{"dout", 4};
+  Input<Buffer<float>> lse{"lse", 3};
+  Input<float> scale{"scale"};
+  Output<Buffer<float>> dq{"dq", 4};
+
+  void generate() {
+    const int D = headDim, JT = kKeyTile;
+    const int QB = queryBlock(amBytes, maxSeq);
+    Var d("d"), h("h"), s("s"), b("b"), i("i"), ji("ji"), jt("jt");
+    Expr S = q.dim(2).extent();
+    Expr G = q.dim(1).extent() / k.dim(1).extent();
+    Expr nTiles = (S + JT - 1) / JT;
+    Expr ic = min(i, S - 1);
+
+    Func Kt("Kt"), Vt("Vt");
+    Kt(ji, d, jt, h, b) = k(d, h / G, min(jt * JT + ji, S - 1), b);
+    Vt(ji, d, jt, h, b) = v(d, h / G, min(jt * JT + ji, S - 1), b);
+    RDom rd(0, D, "rd");
+    Func dot("dot"), dpdot("dpdot");
+    dot(ji, i, jt, h, b) = 0.0f;
+    dot(ji, i, jt, h, b) += q(rd, h, ic, b) * Kt(ji, rd, jt, h, b);
+    dpdot(ji, i, jt, h, b) = 0.0f;
+    dpdot(ji, i, jt, h, b) += dO(rd, h, ic, b) * Vt(ji, rd, jt, h, b);
+    Func delta("delta");
+    delta(i, h, b) = 0.0f;
+    delta(i, h, b) += dO(rd, h, ic, b) * o(rd, h, ic, b);
+
+    Func ds("ds");
+    Expr pv =
+        select(jt * JT + ji <= i,
+               safeExp(dot(ji, i, jt, h, b) * scale - lse(ic, h, b)), 0.0f);
+    ds(ji, i, jt, h, b) = pv * (dpdot(ji, i, jt, h, b) - delta(i, h, b));
+
+    RDom rj(0, JT, 0, nTiles, "rj");
+    rj.where(rj.y * JT <= i);
+    Expr jg = rj.y * JT + rj.x;
+    Func acc("acc");
+    acc(d, i, h, b) = 0.0f;
+    acc(d, i, h, b) += ds(rj.x, i, rj.y, h, b) * k(d, h / G, min(jg, S - 1), b);
+    dq(d, h, s, b) = acc(d, s, h, b) * scale;
+
+    Var qb("qb"), si("si"), hb("hb"), io("io"), iu("iu");
+    dq.bound(d, 0, D)
+        .split(s, qb, si, QB, TailStrategy::GuardWithIf)
+        .reorder(d, si, qb, h, b)
+        .fuse(h, b, hb)
+        .parallel(hb)
+        .vectorize(d, kLanes)
+        .unroll(d);
+    Kt.compute_at(dq, hb).bound(ji, 0, JT).reorder(ji, d, jt).vectorize(ji,
+                                                                        kLanes);
+    Vt.compute_at(dq, hb).bound(ji, 0, JT).reorder(ji, d, jt).vectorize(ji,
+                                                                        kLanes);
+    delta.compute_at(dq, qb);
+    delta.update().atomic().vectorize(rd, kLanes);
+    ds.compute_at(dq, qb)
+        .bound(ji, 0, JT)
+        .split(i, io, iu, 8, TailStrategy::RoundUp)
+        .reorder(ji, iu, jt, io)
+        .vectorize(ji, kLanes)
+        .unroll(ji)
+        .unroll(iu);
+    for (Func f : {dot, dpdot}) {
+      f.compute_at(ds, jt).vectorize(ji, kLanes).unroll(ji).unroll(i);
+      f.update().reorder(ji, i, rd).vectorize(ji, kLanes).unroll(ji).unroll(i);
+    }
+    acc.compute_at(dq, si).bound(d, 0, D).vectorize(d, kLanes).unroll(d);
+    acc.update().reorder(d, rj.x, rj.y).vectorize(d, kLanes).unroll(d);
+
+    for (auto *in : {&q, &k, &v, &o, &dO})
+      in->dim(0).set_stride(1).set_min(0).set_extent(D);
+    lse.dim(0).set_stride(1);
+    dq.dim(0).set_stride(1).set_min(0).set_extent(D);
+  }
+};
+
+/// Attention backward, the dk/dv pass: per key row j of KV head hk, sum over
+/// the G query heads of the group and the query tiles at or after j:
+///   dv(j) = sum P^T(i, j) dO(i),  dk(j) = scale * sum dS^T(i, j) q(i).
+/// Output tuple (dk, dv) over (d, hk, s, b).
+class AttentionBackwardDkv : public AttentionBase<AttentionBackwardDkv> {
+public:
+  Input<Buffer<float>> q{"q", 4};
+  Input<Buffer<float>> k{"k", 4};
+  Input<Buffer<float>> v{"v", 4};
+  Input<Buffer<float>> o{"o", 4};
+  Input<Buffer<float>> dO{"dout", 4};
+  Input<Buffer<float>> lse{"lse", 3};
+  Input<float> scale{"scale"};
+  Output<Func> out{"out", {Float(32), Float(32)}, 4};
+
+  void generate() {
+    const int D = headDim, IT = kKeyTile;
+    const int KB = queryBlock(amBytes, maxSeq);
+    Var d("d"), h("h"), hk("hk"), s("s"), b("b"), ii("ii"), it("it"), j("j");
+    Expr S = q.dim(2).extent();
+    Expr G = q.dim(1).extent() / k.dim(1).extent();
+    Expr nTiles = (S + IT - 1) / IT;
+    Expr ig = it * IT + ii;
+    Expr igc = min(ig, S - 1);
+    Expr jc = min(j, S - 1);
+
+    // Query-side operands, transposed into query-tile-major order.
+    Func Qt("Qt"), dOt("dOt");
+    Qt(ii, d, it, h, b) = q(d, h, min(it * IT + ii, S - 1), b);
+    dOt(ii, d, it, h, b) = dO(d, h, min(it * IT + ii, S - 1), b);
+    RDom rd(0, D, "rd");
+    Func delta("delta");
+    delta(s, h, b) = 0.0f;
+    delta(s, h, b) += dO(rd, h, s, b) * o(rd, h, s, b);
+
+    // Scores and dP, transposed: queries along the vector lanes.
+    Func sdot("sdot"), pdot("pdot");
+    sdot(ii, j, it, h, b) = 0.0f;
+    sdot(ii, j, it, h, b) += Qt(ii, rd, it, h, b) * k(rd, h / G, jc, b);
+    pdot(ii, j, it, h, b) = 0.0f;
+    pdot(ii, j, it, h, b) += dOt(ii, rd, it, h, b) * v(rd, h / G, jc, b);
+    Func pt("pt");
+    Expr valid = ig >= j && ig < S;
+    Expr pv = select(
+        valid, safeExp(sdot(ii, j, it, h, b) * scale - lse(igc, h, b)), 0.0f);
+    pt(ii, j, it, h, b) =
+        Tuple(pv, pv * (pdot(ii, j, it, h, b) - delta(igc, h, b)));
+
+    RDom ri(0, IT, 0, nTiles, 0, G, "ri");
+    ri.where(ri.y * IT + IT - 1 >= j);
+    Expr hq = hk * G + ri.z;
+    Expr iq = min(ri.y * IT + ri.x, S - 1);
+    Func acc("acc");
+    acc(d, j, hk, b) = Tuple(0.0f, 0.0f);
+    Tuple ptv = pt(ri.x, j, ri.y, hq, b);
+    acc(d, j, hk, b) = Tuple(acc(d, j, hk, b)[0] + ptv[1] * q(d, hq, iq, b),
+                             acc(d, j, hk, b)[1] + ptv[0] * dO(d, hq, iq, b));
+    out(d, hk, s, b) = Tuple(acc(d, s, hk, b)[0] * scale, acc(d, s, hk, b)[1]);
+
+    Var kb("kb"), sj("sj"), hb("hb"), jo("jo"), ju("ju");
+    out.bound(d, 0, D)
+        .split(s, kb, sj, KB, TailStrategy::GuardWithIf)
+        .reorder(d, sj, kb, hk, b)
+        .fuse(hk, b, hb)
+        .parallel(hb)
+        .vectorize(d, kLanes)
+        .unroll(d);
+    delta.compute_root().parallel(b);
+    delta.update().atomic().vectorize(rd, kLanes);
+    Qt.compute_at(out, hb)
+        .bound(ii, 0, IT)
+        .reorder(ii, d, it, h)
+        .vectorize(ii, kLanes);
+    dOt.compute_at(out, hb)
+        .bound(ii, 0, IT)
+        .reorder(ii, d, it, h)
+        .vectorize(ii, kLanes);
+    pt.compute_at(out, kb)
+        .bound(ii, 0, IT)
+        .split(j, jo, ju, 8, TailStrategy::RoundUp)
+        .reorder(ii, ju, it, h, jo)
+        .vectorize(ii, kLanes)
+        .unroll(ii)
+        .unroll(ju);
+    for (Func f : {sdot, pdot}) {
+      f.compute_at(pt, it).vectorize(ii, kLanes).unroll(ii).unroll(j);
+      f.update().reorder(ii, j, rd).vectorize(ii, kLanes).unroll(ii).unroll(j);
+    }
+    acc.compute_at(out, sj).bound(d, 0, D).vectorize(d, kLanes).unroll(d);
+    acc.update().reorder(d, ri.x, ri.y, ri.z).vectorize(d, kLanes).unroll(d);
+
+    for (auto *in : {&q, &k, &v, &o, &dO})
+      in->dim(0).set_stride(1).set_min(0).set_extent(D);
+    lse.dim(0).set_stride(1);
+    Func outF = out;
+    outF.output_buffers()[0].dim(0).set_stride(1).set_min(0).set_extent(D);
+    outF.output_buffers()[1].dim(0).set_stride(1);
+  }
+};
+
+} // namespace
+
+HALIDE_REGISTER_GENERATOR(AttentionForward, ratrain_attention_fwd)
+HALIDE_REGISTER_GENERATOR(AttentionBackwardDq, ratrain_attention_bwd_dq)
+HALIDE_REGISTER_GENERATOR(AttentionBackwardDkv, ratrain_attention_bwd_dkv)

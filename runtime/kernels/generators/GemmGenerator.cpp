@@ -1,0 +1,273 @@
+//===- GemmGenerator.cpp - Tiled GEMM for the three training forms
+//----------===//
+//
+// C[M,N] = beta * C[M,N] + op(A) * op(B), fp32 accumulation, in the three
+// forms training needs (all matrices row-major):
+//
+//   form=nt  C = A[M,K]   * B[N,K]^T   forward:  Y  = X  * W^T
+//   form=nn  C = A[M,K]   * B[K,N]     backward: dX = dY * W
+//   form=tn  C = A[K,M]^T * B[K,N]     backward: dW = dY^T * X
+//
+// elem = f32 | bf16 | f16 (the 16-bit types arrive as uint16 bit patterns).
+// beta is the fused epilogue: beta = 1 accumulates (gradient accumulation
+// over micro-batches, residual add after the output projection), beta = 0
+// overwrites (C is then never read).
+//
+// Schedule (GotoBLAS loop order, tiles from Tiling.h, i.e. from the machine
+// file's GSM/AM sizes):
+//
+//   for nb in N step NB                       (B panel: GSM)
+//     for ko in K step KC
+//       pack B[nb.., ko..] -> Bp (NB x KC)     parallel over NR-strips
+//       parallel for mb in M step MB           (one core)
+//         pack A[mb.., ko..] -> Ap (MB x KC)   (AM)
+//         for nt in NB step NR
+//           for mt in MB step MR
+//             MR x NR register tile over KC    (registers)
+//             C[mt, nt] += tile
+//
+// The packed panels are laid out micro-tile by micro-tile so the inner loop
+// reads both operands with unit stride; padding beyond M, N, K is zero or
+// clamped, so ragged sizes run the same code. For bf16 the panels keep
+// pairs of k adjacent and the register tile is a VectorReduce of factor 2,
+// which Halide lowers to vdpbf16ps (avx512_sapphirerapids, i.e. the
+// AVX512-BF16 extension; Zen 4 has it). fp16 has no dot instruction on this
+// CPU (no AVX512-FP16), so fp16 panels are widened to fp32 while packing.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Halide.h"
+#include "Tiling.h"
+
+using namespace Halide;
+
+namespace {
+
+class Gemm : public Generator<Gemm> {
+public:
+  GeneratorParam<std::string> form{"form", "nt"};
+  GeneratorParam<std::string> elem{"elem", "f32"};
+  GeneratorParam<int> gsmBytes{"gsm_bytes", 6 << 20};
+  GeneratorParam<int> amBytes{"am_bytes", 768 << 10};
+  GeneratorParam<int> cores{"cores", 2};
+  /// Optional overrides (0 = derive from the machine parameters).
+  GeneratorParam<int> kcOverride{"kc", 0};
+  GeneratorParam<int> mbOverride{"mb", 0};
+
+  /// Types come from "a.type"/"b.type" (float32 or uint16).
+  Input<Buffer<>> a{"a", 2};
+  Input<Buffer<>> b{"b", 2};
+  /// The previous C (read only when beta != 0; may alias `c`).
+  Input<Buffer<float>> cIn{"c_in", 2};
+  Input<float> beta{"beta"};
+  Output<Buffer<float>> c{"c", 2};
+
+  /// Element (k, row) of op(A) as a Halide Expr of the element type.
+  Expr loadA(Expr k, Expr m) {
+    Expr v = (std::string(form) == "tn") ? a(m, k) : a(k, m);
+    return asElem(v);
+  }
+  /// Element (k, col) of op(B).
+  Expr loadB(Expr k, Expr n) {
+    Expr v = (std::string(form) == "nt") ? b(k, n) : b(n, k);
+    return asElem(v);
+  }
+  Expr asElem(Expr v) {
+    if (std::string(elem) == "f16")
+      return cast<float>(reinterpret(Float(16), v));
+    return v;
+  }
+
+  void generate() {
+    // fp16 is widened while packing, so its panels hold 4-byte floats.
+    const int panelBytes = 4;
+    ratrain::kernels::tiling::GemmTiles t = ratrain::kernels::tiling::gemmTiles(
+        gsmBytes, amBytes, cores, panelBytes);
+    if (kcOverride > 0)
+      t.kc = kcOverride;
+    if (mbOverride > 0)
+      t.mb = mbOverride;
+    const int MR = t.mr, NR = t.nr, KC = t.kc, NB = t.nb, MB = t.mb;
+
+    const bool isTN = std::string(form) == "tn";
+    const bool isNT = std::string(form) == "nt";
+    Expr M = isTN ? a.dim(0).extent() : a.dim(1).extent();
+    Expr K = isTN ? a.dim(1).extent() : a.dim(0).extent();
+    Expr N = isNT ? b.dim(1).extent() : b.dim(0).extent();
+
+    Var n("n"), m("m"), k("k"), ni("ni"), mi("mi"), nt("ntile"), mt("mtile"),
+        ko("ko");
+
+    // Packed panels, micro-tile major, zero beyond K and clamped beyond M, N.
+    Func Ap("Ap"), Bp("Bp");
+    Func partial("partial");
+    RDom r1(0, KC, "r1");
+    Expr rowA = min(mt * MR + mi, M - 1);
+    Ap(mi, k, mt) =
+        select(k < K, cast<float>(loadA(min(k, K - 1), rowA)), 0.0f);
+    Expr colB = min(nt * NR + ni, N - 1);
+    Bp(ni, k, nt) =
+        select(k < K, cast<float>(loadB(min(k, K - 1), colB)), 0.0f);
+    partial(ni, mi, nt, mt, ko) = 0.0f;
+    partial(ni, mi, nt, mt, ko) +=
+        Ap(mi, ko * KC + r1, mt) * Bp(ni, ko * KC + r1, nt);
+
+    RDom rko(0, (K + KC - 1) / KC, "rko");
+    c(n, m) = select(beta == 0.0f, 0.0f, beta * cIn(n, m));
+    c(n, m) += partial(n % NR, m % MR, n / NR, m / MR, rko);
+
+    // ---- schedule ----
+    const int V = 16; // fp32 lanes of a zmm register
+    Var nb("nb"), nn("nn"), mb("mb"), mm("mm"), nto("nto"), mto("mto"),
+        nii("nii"), mo("mo");
+    c.vectorize(n, V, TailStrategy::GuardWithIf)
+        .parallel(m, 16, TailStrategy::GuardWithIf);
+    c.update()
+        .split(n, nb, nn, NB, TailStrategy::GuardWithIf)
+        .split(nn, nto, ni, NR, TailStrategy::GuardWithIf)
+        .split(m, mb, mm, MB, TailStrategy::GuardWithIf)
+        .split(mm, mto, mi, MR, TailStrategy::GuardWithIf)
+        .reorder(ni, mi, mto, nto, mb, rko, nb)
+        .vectorize(ni, V)
+        .parallel(mb);
+
+    partial.compute_at(c, mto)
+        .bound(ni, 0, NR)
+        .bound(mi, 0, MR)
+        .vectorize(ni, V)
+        .unroll(ni)
+        .unroll(mi);
+    partial.update().reorder(ni, mi, r1).vectorize(ni, V).unroll(ni).unroll(mi);
+    Ap.compute_at(c, mb).bound(mi, 0, MR).vectorize(mi, 4).unroll(mi);
+    Bp.compute_at(c, rko).bound(ni, 0, NR).vectorize(ni, V).unroll(ni).parallel(
+        nt);
+
+    // Row-major 2D buffers: unit stride in dim 0.
+    a.dim(0).set_stride(1);
+    b.dim(0).set_stride(1);
+    cIn.dim(0).set_stride(1);
+    c.dim(0).set_stride(1);
+  }
+};
+
+/// bf16 operand packing for the vdpbf16ps micro-kernel: lays a bf16 matrix
+/// out as dst(kk, i, kp, tile) = op(X)[k = 2*kp + kk][row = tile*W + i],
+/// zero beyond K and beyond the last row, so that every KC-deep panel of a
+/// W-wide strip is one contiguous block and each k-pair of a row is one
+/// 32-bit word (the unit vdpbf16ps multiplies). Runs with the generic AVX-512
+/// target: its transposing loads need 16-bit inserts, which must not be
+/// compiled for the sapphirerapids CPU model (LLVM would use AVX512-FP16's
+/// vmovw, which Zen 4 lacks).
+class PackPairs : public Generator<PackPairs> {
+public:
+  /// "k_inner": src(k, row) (row-major [rows, K]); "k_outer": src(row, k).
+  GeneratorParam<std::string> layout{"layout", "k_inner"};
+  GeneratorParam<int> width{"width", 32};
+  Input<Buffer<uint16_t>> src{"src", 2};
+  Output<Buffer<uint16_t>> dst{"dst", 4};
+
+  void generate() {
+    const bool kInner = std::string(layout) == "k_inner";
+    const int W = width;
+    Var kk("kk"), i("i"), kp("kp"), tile("tile");
+    Expr K = kInner ? src.dim(0).extent() : src.dim(1).extent();
+    Expr R = kInner ? src.dim(1).extent() : src.dim(0).extent();
+    Expr k = 2 * kp + kk, row = tile * W + i;
+    Expr kc = clamp(k, 0, K - 1), rc = clamp(row, 0, R - 1);
+    Expr val = kInner ? src(kc, rc) : src(rc, kc);
+    dst(kk, i, kp, tile) = select(k < K && row < R, val, cast<uint16_t>(0));
+    dst.bound(kk, 0, 2)
+        .bound(i, 0, W)
+        .reorder(kk, i, kp, tile)
+        .unroll(kk)
+        .vectorize(i, W % 16 == 0 ? 16 : 4)
+        .parallel(tile);
+    src.dim(0).set_stride(1);
+    dst.dim(0).set_stride(1).set_extent(2).set_min(0);
+    dst.dim(1).set_stride(2).set_extent(W).set_min(0);
+  }
+};
+
+/// bf16 GEMM on pre-packed operands (see PackPairs): C[M,N] = beta*C +
+/// A*B^T with ap(kk, mi, kp, mt) (MR-wide strips of A's rows) and
+/// bp(kk, ni, kp, nt) (NR-wide strips of B's columns), K padded to a
+/// multiple of KC. The register tile is MR x NR fp32 accumulators fed by
+/// vdpbf16ps (32 bf16 products per instruction); the loop nest and the
+/// GSM/AM blocking are those of ratrain_gemm.
+class GemmBf16Packed : public Generator<GemmBf16Packed> {
+public:
+  GeneratorParam<int> gsmBytes{"gsm_bytes", 6 << 20};
+  GeneratorParam<int> amBytes{"am_bytes", 768 << 10};
+  GeneratorParam<int> cores{"cores", 2};
+  GeneratorParam<int> kcOverride{"kc", 0};
+  GeneratorParam<int> mbOverride{"mb", 0};
+
+  Input<Buffer<uint16_t>> ap{"ap", 4};
+  Input<Buffer<uint16_t>> bp{"bp", 4};
+  Input<Buffer<float>> cIn{"c_in", 2};
+  Input<float> beta{"beta"};
+  Output<Buffer<float>> c{"c", 2};
+
+  void generate() {
+    ratrain::kernels::tiling::GemmTiles t =
+        ratrain::kernels::tiling::gemmTiles(gsmBytes, amBytes, cores, 2);
+    if (kcOverride > 0)
+      t.kc = kcOverride;
+    if (mbOverride > 0)
+      t.mb = mbOverride;
+    const int MR = t.mr, NR = t.nr, KC = t.kc, NB = t.nb, MB = t.mb;
+    Expr KP = ap.dim(2).extent(); // K / 2, padded to a multiple of KC / 2
+
+    Var n("n"), m("m"), ni("ni"), mi("mi"), nt("ntile"), mt("mtile"), ko("ko");
+    Func partial("partial");
+    RDom r(0, 2, 0, KC / 2, "r");
+    partial(ni, mi, nt, mt, ko) = 0.0f;
+    partial(ni, mi, nt, mt, ko) +=
+        cast<float>(
+            reinterpret(BFloat(16), ap(r.x, mi, ko * (KC / 2) + r.y, mt))) *
+        cast<float>(
+            reinterpret(BFloat(16), bp(r.x, ni, ko * (KC / 2) + r.y, nt)));
+    RDom rko(0, KP / (KC / 2), "rko");
+    c(n, m) = select(beta == 0.0f, 0.0f, beta * cIn(n, m));
+    c(n, m) += partial(n % NR, m % MR, n / NR, m / MR, rko);
+
+    const int V = 16;
+    Var nb("nb"), nn("nn"), mb("mb"), mm("mm"), nto("nto"), mto("mto");
+    c.vectorize(n, V, TailStrategy::GuardWithIf)
+        .parallel(m, 16, TailStrategy::GuardWithIf);
+    c.update()
+        .split(n, nb, nn, NB, TailStrategy::GuardWithIf)
+        .split(nn, nto, ni, NR, TailStrategy::GuardWithIf)
+        .split(m, mb, mm, MB, TailStrategy::GuardWithIf)
+        .split(mm, mto, mi, MR, TailStrategy::GuardWithIf)
+        .reorder(ni, mi, mto, nto, mb, rko, nb)
+        .vectorize(ni, V)
+        .parallel(mb);
+    partial.compute_at(c, mto)
+        .bound(ni, 0, NR)
+        .bound(mi, 0, MR)
+        .vectorize(ni, V)
+        .unroll(ni)
+        .unroll(mi);
+    partial.update()
+        .reorder(r.x, ni, mi, r.y)
+        .atomic()
+        .vectorize(r.x)
+        .vectorize(ni, V)
+        .unroll(ni)
+        .unroll(mi);
+
+    ap.dim(0).set_stride(1).set_extent(2).set_min(0);
+    ap.dim(1).set_stride(2).set_extent(MR).set_min(0);
+    bp.dim(0).set_stride(1).set_extent(2).set_min(0);
+    bp.dim(1).set_stride(2).set_extent(NR).set_min(0);
+    cIn.dim(0).set_stride(1);
+    c.dim(0).set_stride(1);
+  }
+};
+
+} // namespace
+
+HALIDE_REGISTER_GENERATOR(Gemm, ratrain_gemm)
+HALIDE_REGISTER_GENERATOR(PackPairs, ratrain_pack_pairs)
+HALIDE_REGISTER_GENERATOR(GemmBf16Packed, ratrain_gemm_bf16_packed)

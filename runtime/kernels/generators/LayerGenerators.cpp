@@ -1,0 +1,372 @@
+//===- LayerGenerators.cpp - The non-GEMM kernels of a LLaMA layer
+//---------===//
+//
+// RMSNorm, rotary embedding, SwiGLU, residual add, embedding lookup and its
+// gradient, fused softmax cross-entropy, AdamW with the 16-bit view write,
+// and the fp32 <-> bf16/fp16 conversions.
+//
+// All of these are memory-bound, so the schedules are simple and the same:
+// one row (token) of the activation is the unit of work, rows are split into
+// chunks that are handed to cores (parallel), a row is processed with 16-lane
+// vectors (one zmm), and a row's reductions (RMS, max, log-sum-exp) are
+// computed at the row and stay in registers/AM while the row is written. A
+// row of even the largest model (8192 fp32 = 32 KiB, a 32000-entry logit row
+// = 125 KiB) is far below the AM budget, so no tiling beyond the row is
+// needed; the row-chunk size is derived from AM in CMake (`rows_per_task`).
+//
+// Transcendentals use Halide's fast_exp (vectorizes cleanly, ~1e-6
+// relative error) with the argument clamped to the range where it is valid.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Halide.h"
+
+using namespace Halide;
+
+namespace {
+
+constexpr int kLanes = 16; // fp32 lanes of a zmm register
+
+/// exp(x) for x in any range, through the clean-vectorizing fast_exp.
+Expr safeExp(Expr x) { return fast_exp(clamp(x, -87.0f, 87.0f)); }
+
+/// Common schedule for a per-row output f(h, t): parallel row chunks, rows
+/// vectorized.
+void scheduleRows(Func f, Var h, Var t, int rowsPerTask) {
+  f.vectorize(h, kLanes, TailStrategy::GuardWithIf)
+      .parallel(t, rowsPerTask, TailStrategy::GuardWithIf);
+}
+
+/// y = x * rstd * w, rstd = 1 / sqrt(mean(x^2) + eps), per token row.
+class RmsNormForward : public Generator<RmsNormForward> {
+public:
+  GeneratorParam<int> rowsPerTask{"rows_per_task", 8};
+  Input<Buffer<float>> x{"x", 2}; // (h, t)
+  Input<Buffer<float>> w{"w", 1}; // (h)
+  Input<float> eps{"eps"};
+  Output<Buffer<float>> y{"y", 2};
+  Output<Buffer<float>> rstd{"rstd", 1}; // (t), saved for backward
+
+  void generate() {
+    Var h("h"), t("t");
+    Expr H = x.dim(0).extent();
+    RDom r(0, H, "r");
+    Func ss("ss");
+    ss(t) = 0.0f;
+    ss(t) += x(r, t) * x(r, t);
+    rstd(t) = 1.0f / sqrt(ss(t) / cast<float>(H) + eps);
+    // y consumes the rstd output, which is realized first.
+    y(h, t) = x(h, t) * rstd(t) * w(h);
+
+    scheduleRows(y, h, t, rowsPerTask);
+    rstd.parallel(t, rowsPerTask, TailStrategy::GuardWithIf);
+    ss.compute_at(rstd, t);
+    ss.update().atomic().vectorize(r, kLanes);
+  }
+};
+
+/// dx = rstd*w*dy - x * rstd^3 / H * sum_h(dy*w*x);  dw += sum_t dy*x*rstd.
+class RmsNormBackward : public Generator<RmsNormBackward> {
+public:
+  GeneratorParam<int> rowsPerTask{"rows_per_task", 8};
+  Input<Buffer<float>> x{"x", 2};
+  Input<Buffer<float>> w{"w", 1};
+  Input<Buffer<float>> rstd{"rstd", 1};
+  Input<Buffer<float>> dy{"dy", 2};
+  Input<Buffer<float>> dwIn{"dw_in", 1};
+  Output<Buffer<float>> dx{"dx", 2};
+  Output<Buffer<float>> dw{"dw", 1}; // dw_in + gradient (in place)
+
+  void generate() {
+    Var h("h"), t("t");
+    Expr H = x.dim(0).extent();
+    Expr T = x.dim(1).extent();
+    RDom r(0, H, "r");
+    Func c("c");
+    c(t) = 0.0f;
+    c(t) += dy(r, t) * w(r) * x(r, t);
+    Expr rs = rstd(t);
+    dx(h, t) =
+        rs * w(h) * dy(h, t) - x(h, t) * (rs * rs * rs / cast<float>(H)) * c(t);
+    RDom rt(0, T, "rt");
+    Func dwSum("dwSum");
+    dwSum(h) = 0.0f;
+    dwSum(h) += dy(h, rt) * x(h, rt) * rstd(rt);
+    // dw accumulates: the caller passes the same buffer as dw_in and dw.
+    // (Reading an output inside an update makes Halide 14 assume the
+    // caller's pointer is vector-aligned, so the old value comes in as an
+    // input instead.)
+    dw(h) = dwIn(h) + dwSum(h);
+
+    scheduleRows(dx, h, t, rowsPerTask);
+    c.compute_at(dx, t);
+    c.update().atomic().vectorize(r, kLanes);
+    Var ho("ho"), hi("hi");
+    dw.split(h, ho, hi, 4 * kLanes, TailStrategy::GuardWithIf)
+        .vectorize(hi, kLanes, TailStrategy::GuardWithIf)
+        .parallel(ho);
+    dwSum.compute_at(dw, ho).vectorize(h, kLanes, TailStrategy::GuardWithIf);
+    dwSum.update().reorder(h, rt).vectorize(h, kLanes,
+                                            TailStrategy::GuardWithIf);
+  }
+};
+
+/// Rotary embedding on (i, half, head, t) views of a [T, heads, D] tensor:
+///   y0 = x0*cos - dir*x1*sin,  y1 = x1*cos + dir*x0*sin,
+/// dir = +1 forward, -1 backward (the inverse rotation).
+class Rope : public Generator<Rope> {
+public:
+  GeneratorParam<int> rowsPerTask{"rows_per_task", 8};
+  Input<Buffer<float>> x{"x", 4};       // (i, part, head, t)
+  Input<Buffer<int32_t>> pos{"pos", 1}; // (t)
+  Input<Buffer<float>> cosT{"cos", 2};  // (i, position)
+  Input<Buffer<float>> sinT{"sin", 2};  // (i, position)
+  Input<float> dir{"dir"};
+  Output<Buffer<float>> y{"y", 4};
+
+  void generate() {
+    Var i("i"), p("p"), hh("hh"), t("t");
+    Expr P = clamp(pos(t), 0, cosT.dim(1).extent() - 1);
+    Expr c = cosT(i, P), s = sinT(i, P) * dir;
+    Expr x0 = x(i, 0, hh, t), x1 = x(i, 1, hh, t);
+    y(i, p, hh, t) = select(p == 0, x0 * c - x1 * s, x1 * c + x0 * s);
+
+    y.bound(p, 0, 2)
+        .reorder(i, p, hh, t)
+        .unroll(p)
+        .vectorize(i, kLanes, TailStrategy::GuardWithIf)
+        .parallel(t, rowsPerTask, TailStrategy::GuardWithIf);
+  }
+};
+
+/// SwiGLU forward: h = silu(g) * u = g * sigmoid(g) * u.
+class SwiGluForward : public Generator<SwiGluForward> {
+public:
+  GeneratorParam<int> rowsPerTask{"rows_per_task", 8};
+  Input<Buffer<float>> g{"g", 2}; // (f, t)
+  Input<Buffer<float>> u{"u", 2};
+  Output<Buffer<float>> h{"h", 2};
+
+  void generate() {
+    Var f("f"), t("t");
+    Expr gv = g(f, t);
+    Expr sig = 1.0f / (1.0f + safeExp(-gv));
+    h(f, t) = gv * sig * u(f, t);
+    scheduleRows(h, f, t, rowsPerTask);
+  }
+};
+
+/// SwiGLU backward: dg = dh*u*s*(1 + g*(1 - s)), du = dh*g*s, s = sigmoid(g).
+class SwiGluBackward : public Generator<SwiGluBackward> {
+public:
+  GeneratorParam<int> rowsPerTask{"rows_per_task", 8};
+  Input<Buffer<float>> g{"g", 2};
+  Input<Buffer<float>> u{"u", 2};
+  Input<Buffer<float>> dh{"dh", 2};
+  Output<Func> out{"out", {Float(32), Float(32)}, 2}; // (dg, du)
+
+  void generate() {
+    Var f("f"), t("t");
+    Expr gv = g(f, t), uv = u(f, t), d = dh(f, t);
+    Expr sig = 1.0f / (1.0f + safeExp(-gv));
+    out(f, t) = Tuple(d * uv * sig * (1.0f + gv * (1.0f - sig)), d * gv * sig);
+    scheduleRows(out, f, t, rowsPerTask);
+  }
+};
+
+/// out = a + b (elementwise, on a flat array).
+class Add : public Generator<Add> {
+public:
+  Input<Buffer<float>> a{"a", 1};
+  Input<Buffer<float>> b{"b", 1};
+  Output<Buffer<float>> out{"out", 1};
+
+  void generate() {
+    Var i("i");
+    out(i) = a(i) + b(i);
+    out.vectorize(i, kLanes, TailStrategy::GuardWithIf)
+        .parallel(i, 1 << 14, TailStrategy::GuardWithIf);
+  }
+};
+
+/// Embedding lookup: out(h, t) = table(h, ids(t)).
+class EmbeddingForward : public Generator<EmbeddingForward> {
+public:
+  GeneratorParam<int> rowsPerTask{"rows_per_task", 8};
+  Input<Buffer<float>> table{"table", 2}; // (h, vocab)
+  Input<Buffer<int32_t>> ids{"ids", 1};   // (t)
+  Output<Buffer<float>> out{"out", 2};
+
+  void generate() {
+    Var h("h"), t("t");
+    Expr id = clamp(ids(t), 0, table.dim(1).extent() - 1);
+    out(h, t) = table(h, id);
+    scheduleRows(out, h, t, rowsPerTask);
+  }
+};
+
+/// Embedding gradient: dtable(h, ids(t)) += dout(h, t), in place.
+class EmbeddingBackward : public Generator<EmbeddingBackward> {
+public:
+  Input<Buffer<int32_t>> ids{"ids", 1};
+  Input<Buffer<float>> dout{"dout", 2}; // (h, t)
+  Output<Buffer<float>> dtable{"dtable", 2};
+
+  void generate() {
+    Var h("h"), v("v"), ho("ho"), hi("hi");
+    RDom r(0, dout.dim(1).extent(), "r");
+    dtable(h, v) = undef<float>();
+    Expr id = clamp(ids(r), 0, dtable.dim(1).extent() - 1);
+    dtable(h, id) += dout(h, r);
+    // Columns are independent: each core owns a column strip and walks the
+    // tokens in order, so duplicate ids accumulate without races.
+    dtable.update()
+        .split(h, ho, hi, 4 * kLanes, TailStrategy::GuardWithIf)
+        .reorder(hi, r, ho)
+        .vectorize(hi, kLanes, TailStrategy::GuardWithIf)
+        .parallel(ho);
+  }
+};
+
+/// Fused softmax cross-entropy, forward and backward in one pass:
+///   loss(t)       = lse(t) - logits(target(t), t)           (0 if ignored)
+///   dlogits(v, t) = gradScale * (softmax(v, t) - [v == target(t)])
+/// Rows with target < 0 are ignored (loss 0, gradient 0). dlogits may alias
+/// logits: a row's statistics are computed before the row is overwritten.
+class CrossEntropy : public Generator<CrossEntropy> {
+public:
+  GeneratorParam<int> rowsPerTask{"rows_per_task", 4};
+  Input<Buffer<float>> logits{"logits", 2};     // (v, t)
+  Input<Buffer<int32_t>> targets{"targets", 1}; // (t)
+  Input<float> gradScale{"grad_scale"};
+  Output<Buffer<float>> loss{"loss", 1};
+  Output<Buffer<float>> dlogits{"dlogits", 2};
+
+  void generate() {
+    Var v("v"), t("t");
+    Expr V = logits.dim(0).extent();
+    RDom r(0, V, "r");
+    Func mx("mx"), se("se"), stats("stats");
+    mx(t) = -std::numeric_limits<float>::infinity();
+    mx(t) = max(mx(t), logits(r, t));
+    se(t) = 0.0f;
+    se(t) += safeExp(logits(r, t) - mx(t));
+    Expr tgt = targets(t);
+    Expr valid = tgt >= 0 && tgt < V;
+    Expr lse = mx(t) + log(se(t));
+    Expr picked = logits(clamp(tgt, 0, V - 1), t);
+    stats(t) = Tuple(lse, select(valid, lse - picked, 0.0f));
+    loss(t) = stats(t)[1];
+    Expr p = safeExp(logits(v, t) - stats(t)[0]);
+    dlogits(v, t) =
+        select(valid, gradScale * (p - select(v == tgt, 1.0f, 0.0f)), 0.0f);
+
+    stats.compute_root().parallel(t, rowsPerTask, TailStrategy::GuardWithIf);
+    mx.compute_at(stats, t);
+    mx.update().atomic().vectorize(r, kLanes);
+    se.compute_at(stats, t);
+    se.update().atomic().vectorize(r, kLanes);
+    loss.vectorize(t, kLanes, TailStrategy::GuardWithIf);
+    scheduleRows(dlogits, v, t, rowsPerTask);
+  }
+};
+
+/// AdamW (decoupled weight decay, PyTorch semantics), in place, plus the
+/// 16-bit parameter view the next forward will read:
+///   g' = g * gradScale
+///   p  = p - lr * wd * p
+///   m  = b1 m + (1 - b1) g'          v = b2 v + (1 - b2) g'^2
+///   p  = p - lr * (m / bc1) / (sqrt(v / bc2) + eps)
+///   view = to16(p)                                   (view = bf16 | f16)
+/// One loop nest writes all outputs, so p/m/v may be updated in place.
+template <typename Self> class AdamWBase : public Generator<Self> {
+public:
+  template <typename T> using In = typename Generator<Self>::template Input<T>;
+  In<Buffer<float>> p{"p", 1};
+  In<Buffer<float>> g{"g", 1};
+  In<Buffer<float>> m{"m", 1};
+  In<Buffer<float>> v{"v", 1};
+  In<float> lr{"lr"};
+  In<float> beta1{"beta1"};
+  In<float> beta2{"beta2"};
+  In<float> eps{"eps"};
+  In<float> weightDecay{"weight_decay"};
+  In<float> bc1{"bc1"};
+  In<float> bc2{"bc2"};
+  In<float> gradScale{"grad_scale"};
+
+  /// The updated (p, m, v) at i.
+  std::vector<Expr> update(Var i) {
+    Expr gs = g(i) * gradScale;
+    Expr mn = beta1 * m(i) + (1.0f - beta1) * gs;
+    Expr vn = beta2 * v(i) + (1.0f - beta2) * gs * gs;
+    Expr pd = p(i) - lr * weightDecay * p(i);
+    Expr pn = pd - lr * (mn / bc1) / (sqrt(vn / bc2) + eps);
+    return {pn, mn, vn};
+  }
+};
+
+class AdamW : public AdamWBase<AdamW> {
+public:
+  Output<Func> out{"out", {Float(32), Float(32), Float(32)}, 1};
+  void generate() {
+    Var i("i");
+    out(i) = Tuple(update(i));
+    out.vectorize(i, kLanes, TailStrategy::GuardWithIf)
+        .parallel(i, 1 << 14, TailStrategy::GuardWithIf);
+  }
+};
+
+class AdamWView : public AdamWBase<AdamWView> {
+public:
+  GeneratorParam<std::string> view{"view", "bf16"}; // bf16 | f16
+  Output<Func> out{"out", {Float(32), Float(32), Float(32), UInt(16)}, 1};
+  void generate() {
+    Var i("i");
+    std::vector<Expr> pmv = update(i);
+    Type t16 = std::string(view) == "bf16" ? BFloat(16) : Float(16);
+    pmv.push_back(reinterpret<uint16_t>(cast(t16, pmv[0])));
+    out(i) = Tuple(pmv);
+    out.vectorize(i, kLanes, TailStrategy::GuardWithIf)
+        .parallel(i, 1 << 14, TailStrategy::GuardWithIf);
+  }
+};
+
+/// fp32 -> bf16/fp16 (round to nearest even) and back, as uint16 bits.
+class Convert : public Generator<Convert> {
+public:
+  GeneratorParam<std::string> to{"to", "bf16"}; // bf16 | f16 | f32
+  GeneratorParam<std::string> from{"from", "f32"};
+  Input<Buffer<>> in{"in", 1};
+  Output<Buffer<>> out{"out", 1};
+
+  void generate() {
+    Var i("i");
+    std::string f = from, tt = to;
+    if (tt == "bf16")
+      out(i) = reinterpret<uint16_t>(cast(BFloat(16), in(i)));
+    else if (tt == "f16")
+      out(i) = reinterpret<uint16_t>(cast(Float(16), in(i)));
+    else if (f == "bf16")
+      out(i) = cast<float>(reinterpret(BFloat(16), in(i)));
+    else
+      out(i) = cast<float>(reinterpret(Float(16), in(i)));
+    out.vectorize(i, kLanes, TailStrategy::GuardWithIf)
+        .parallel(i, 1 << 14, TailStrategy::GuardWithIf);
+  }
+};
+
+} // namespace
+
+HALIDE_REGISTER_GENERATOR(RmsNormForward, ratrain_rmsnorm_fwd)
+HALIDE_REGISTER_GENERATOR(RmsNormBackward, ratrain_rmsnorm_bwd)
+HALIDE_REGISTER_GENERATOR(Rope, ratrain_rope)
+HALIDE_REGISTER_GENERATOR(SwiGluForward, ratrain_swiglu_fwd)
+HALIDE_REGISTER_GENERATOR(SwiGluBackward, ratrain_swiglu_bwd)
+HALIDE_REGISTER_GENERATOR(Add, ratrain_add)
+HALIDE_REGISTER_GENERATOR(EmbeddingForward, ratrain_embedding_fwd)
+HALIDE_REGISTER_GENERATOR(EmbeddingBackward, ratrain_embedding_bwd)
+HALIDE_REGISTER_GENERATOR(CrossEntropy, ratrain_cross_entropy)
+HALIDE_REGISTER_GENERATOR(AdamW, ratrain_adamw)
+HALIDE_REGISTER_GENERATOR(AdamWView, ratrain_adamw_view)
+HALIDE_REGISTER_GENERATOR(Convert, ratrain_convert)

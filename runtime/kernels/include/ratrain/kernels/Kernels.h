@@ -1,0 +1,234 @@
+//===- Kernels.h - Halide kernels of a LLaMA decoder layer ------*- C++ -*-===//
+//
+// Plain C++ entry points of the AOT-compiled Halide kernels: everything a
+// LLaMA decoder layer (RMSNorm, QKV/O projections, rotary embedding, causal
+// grouped-query attention, SwiGLU MLP, residual adds), the embedding, the
+// final norm, the LM head, the softmax cross-entropy loss and AdamW need,
+// forward and backward.
+//
+// Conventions
+//  - All tensors are dense, row-major, on raw pointers; sizes are int64_t.
+//  - Activations are [T, X] with T = B * S tokens (batch-major, sequence
+//    inside), e.g. q is [T, Hq * D] with head h at columns [h*D, (h+1)*D).
+//  - fp32 everywhere except the GEMM operands, which may be 16-bit (bf16 or
+//    fp16, stored as uint16_t bit patterns) with fp32 accumulation and fp32
+//    output: the mixed-precision scheme of the training lifecycle, where
+//    AdamW keeps the fp32 master weights and re-materializes the 16-bit
+//    parameter view, and activations are converted with toBF16/toF16 before
+//    they enter a 16-bit GEMM.
+//  - "Overwritten" outputs are fully written; "accumulated" outputs are
+//    read and added to (dst += ...), so they must be initialized (zero them
+//    at the start of an optimizer step).
+//  - Unless said otherwise, outputs must not alias inputs.
+//  - Functions return 0 on success and a nonzero Halide error code otherwise
+//    (the message has then been printed to stderr); size errors (e.g. an
+//    unsupported head dimension) return -1 without running anything.
+//  - Kernels are multi-threaded through Halide's thread pool (one worker per
+//    core by default; see setNumThreads).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RATRAIN_KERNELS_KERNELS_H
+#define RATRAIN_KERNELS_KERNELS_H
+
+#include <cstdint>
+
+namespace ratrain::kernels {
+
+/// Number of the Halide thread pool's workers (0 = one per core). Call
+/// before the first kernel, or between kernels.
+void setNumThreads(int threads);
+
+/// The machine parameters the kernels were tiled for (from the machine file
+/// at build time).
+struct TileConfig {
+  int64_t gsmBytes;       ///< shared (GSM / L3-analog) bytes per cluster
+  int64_t amBytesPerCore; ///< private (AM / L2-analog) bytes per core
+  int cores;              ///< cores of a cluster
+  int gemmMr, gemmNr;     ///< GEMM register tile (rows x columns)
+  int gemmKc;             ///< k-depth of a staged panel
+  int gemmNb, gemmMb;     ///< GSM panel columns, AM block rows
+};
+/// Returns the tile configuration compiled into the kernels.
+TileConfig tileConfig();
+
+//===----------------------------------------------------------------------===//
+// GEMM
+//===----------------------------------------------------------------------===//
+
+/// The three GEMM forms of training (all operands row-major):
+///   NT: C[M,N] = A[M,K] * B[N,K]^T   forward      Y  = X  W^T
+///   NN: C[M,N] = A[M,K] * B[K,N]     input grad   dX = dY W
+///   TN: C[M,N] = A[K,M]^T * B[K,N]   weight grad  dW = dY^T X
+enum class GemmForm { NT, NN, TN };
+/// Element type of 16-bit GEMM operands.
+enum class Half { BF16, F16 };
+
+/// fp32 GEMM: C = beta * C + op(A) * op(B). beta = 0 overwrites C (C is not
+/// read, it may hold garbage); beta = 1 accumulates (gradient accumulation,
+/// or the fused residual add of an output projection). C must not alias A
+/// or B.
+int gemm(GemmForm form, int64_t M, int64_t N, int64_t K, const float *A,
+         const float *B, float *C, float beta = 0.0f);
+
+/// 16-bit GEMM (both operands of type `type`), fp32 accumulation and fp32
+/// C, same semantics as the fp32 gemm. bf16 runs on AVX512-BF16
+/// (vdpbf16ps) where the CPU has it; fp16 operands are widened to fp32
+/// while they are packed. Results equal an fp32 GEMM of the (exactly
+/// representable) 16-bit inputs up to fp32 summation-order rounding.
+int gemm16(GemmForm form, Half type, int64_t M, int64_t N, int64_t K,
+           const uint16_t *A, const uint16_t *B, float *C, float beta = 0.0f);
+
+//===----------------------------------------------------------------------===//
+// Precision conversion (round to nearest even)
+//===----------------------------------------------------------------------===//
+
+/// dst[i] = bf16(src[i]) or fp16(src[i]), i < n.
+int toHalf(Half type, int64_t n, const float *src, uint16_t *dst);
+/// dst[i] = float(src[i]), i < n.
+int fromHalf(Half type, int64_t n, const uint16_t *src, float *dst);
+
+//===----------------------------------------------------------------------===//
+// Attention (causal, grouped-query)
+//===----------------------------------------------------------------------===//
+
+/// Head dimensions the attention kernels are built for.
+bool attentionSupportsHeadDim(int64_t headDim);
+
+/// Causal attention forward with GQA (Hq % Hkv == 0, query head h reads KV
+/// head h / (Hq / Hkv)).
+///   q   [B*S, Hq*D]    k, v [B*S, Hkv*D]
+///   out [B*S, Hq*D]    overwritten
+///   lse [B, Hq, S]     overwritten; log-sum-exp of the scaled scores of
+///                      each query row, saved for the backward pass
+/// scale is usually 1/sqrt(D). Save q, k, v, out and lse for backward.
+int attentionForward(int64_t B, int64_t S, int64_t Hq, int64_t Hkv, int64_t D,
+                     const float *q, const float *k, const float *v,
+                     float scale, float *out, float *lse);
+
+/// Causal attention backward; recomputes the probabilities tile by tile
+/// from q, k and the saved lse (no S x S matrix is stored).
+///   dout [B*S, Hq*D]    gradient of out
+///   dq [B*S, Hq*D], dk, dv [B*S, Hkv*D]  overwritten
+int attentionBackward(int64_t B, int64_t S, int64_t Hq, int64_t Hkv, int64_t D,
+                      const float *q, const float *k, const float *v,
+                      const float *out, const float *dout, const float *lse,
+                      float scale, float *dq, float *dk, float *dv);
+
+//===----------------------------------------------------------------------===//
+// RMSNorm
+//===----------------------------------------------------------------------===//
+
+/// y[t,:] = x[t,:] * rstd[t] * w,  rstd[t] = 1/sqrt(mean(x[t,:]^2) + eps).
+///   x, y [T, H] (y overwritten, may alias x)   w [H]
+///   rstd [T] overwritten, saved for backward.
+int rmsnormForward(int64_t T, int64_t H, const float *x, const float *w,
+                   float eps, float *y, float *rstd);
+
+/// RMSNorm backward.
+///   dx [T, H] overwritten
+///   dw [H]    accumulated: dw += sum_t dy * x * rstd
+int rmsnormBackward(int64_t T, int64_t H, const float *x, const float *w,
+                    const float *rstd, const float *dy, float *dx, float *dw);
+
+//===----------------------------------------------------------------------===//
+// Rotary embedding (LLaMA / HF "rotate half" convention)
+//===----------------------------------------------------------------------===//
+
+/// Fills the rotary tables for positions [0, maxPos) and head dim D:
+/// cos/sin[p, i] = cos/sin(p * theta^(-2i/D)), i < D/2 (computed in double).
+void ropeTables(int64_t maxPos, int64_t D, double theta, float *cosTable,
+                float *sinTable);
+
+/// Rotates every head of x [T, heads, D] by the angle of its token's
+/// position (pos [T], int32, each < maxPos): for i < D/2,
+///   y[i] = x[i] cos - x[i+D/2] sin,  y[i+D/2] = x[i+D/2] cos + x[i] sin.
+/// y overwritten; y must not alias x.
+int ropeForward(int64_t T, int64_t heads, int64_t D, const int32_t *pos,
+                int64_t maxPos, const float *cosTable, const float *sinTable,
+                const float *x, float *y);
+
+/// The transpose (inverse) rotation: dx from dy. dx must not alias dy.
+int ropeBackward(int64_t T, int64_t heads, int64_t D, const int32_t *pos,
+                 int64_t maxPos, const float *cosTable, const float *sinTable,
+                 const float *dy, float *dx);
+
+//===----------------------------------------------------------------------===//
+// SwiGLU MLP activation
+//===----------------------------------------------------------------------===//
+
+/// h = silu(g) * u = g * sigmoid(g) * u; g, u, h [T, F]; h overwritten.
+/// Save g and u for backward.
+int swigluForward(int64_t T, int64_t F, const float *g, const float *u,
+                  float *h);
+
+/// dg = dh * u * s * (1 + g (1 - s)), du = dh * g * s, s = sigmoid(g);
+/// dg, du [T, F] overwritten.
+int swigluBackward(int64_t T, int64_t F, const float *g, const float *u,
+                   const float *dh, float *dg, float *du);
+
+//===----------------------------------------------------------------------===//
+// Residual add
+//===----------------------------------------------------------------------===//
+
+/// out[i] = a[i] + b[i], i < n; out may alias a or b. (For the residual
+/// after a projection GEMM, prefer gemm's beta = 1, which fuses the add.)
+int add(int64_t n, const float *a, const float *b, float *out);
+
+//===----------------------------------------------------------------------===//
+// Embedding
+//===----------------------------------------------------------------------===//
+
+/// out[t, :] = table[ids[t], :]; table [V, H], ids [T] (clamped to
+/// [0, V)), out [T, H] overwritten.
+int embeddingForward(int64_t T, int64_t V, int64_t H, const int32_t *ids,
+                     const float *table, float *out);
+
+/// dtable[ids[t], :] += dout[t, :] for every t (duplicates accumulate);
+/// dtable [V, H] accumulated.
+int embeddingBackward(int64_t T, int64_t V, int64_t H, const int32_t *ids,
+                      const float *dout, float *dtable);
+
+//===----------------------------------------------------------------------===//
+// Softmax cross-entropy (fused forward + backward)
+//===----------------------------------------------------------------------===//
+
+/// For logits [T, V] and targets [T] (int32; a target outside [0, V), e.g.
+/// -100, ignores the row):
+///   loss[t]       = logsumexp(logits[t]) - logits[t, target[t]]   (0 if
+///                   ignored), overwritten
+///   dlogits[t, v] = gradScale * (softmax(logits[t])[v] - [v == target[t]])
+///                   (0 if ignored), overwritten; may alias logits.
+/// gradScale is typically 1 / (number of non-ignored tokens in the batch).
+int crossEntropy(int64_t T, int64_t V, const float *logits,
+                 const int32_t *targets, float gradScale, float *loss,
+                 float *dlogits);
+
+//===----------------------------------------------------------------------===//
+// AdamW with the 16-bit parameter view
+//===----------------------------------------------------------------------===//
+
+/// AdamW hyper-parameters. step is the 1-based step count (bias correction).
+struct AdamWParams {
+  float lr = 1e-3f;
+  float beta1 = 0.9f;
+  float beta2 = 0.95f;
+  float eps = 1e-8f;
+  float weightDecay = 0.0f;
+  int64_t step = 1;
+  /// Multiplies the gradient first (1 / accumulation steps, clipping).
+  float gradScale = 1.0f;
+};
+
+/// One AdamW step on n parameters, in place (PyTorch semantics, decoupled
+/// weight decay): p (fp32 master), m, v updated; g read. If view is not
+/// null, it is overwritten with the new parameters rounded to `viewType`:
+/// the 16-bit parameter view the next forward reads (view re-materialization
+/// in the training-state lifecycle).
+int adamw(int64_t n, float *p, const float *g, float *m, float *v,
+          const AdamWParams &params, uint16_t *view = nullptr,
+          Half viewType = Half::BF16);
+
+} // namespace ratrain::kernels
+
+#endif // RATRAIN_KERNELS_KERNELS_H

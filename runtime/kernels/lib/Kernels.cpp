@@ -1,0 +1,410 @@
+//===- Kernels.cpp - Plain C++ wrappers around the Halide kernels ---------===//
+//
+// Builds halide_buffer_t descriptions of the caller's row-major arrays and
+// calls the AOT-compiled pipelines. No Halide type leaves this file.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ratrain/kernels/Kernels.h"
+
+#include "HalideBuffer.h"
+#include "HalideRuntime.h"
+#include "Tiling.h"
+
+#include "ratrain_halide_runtime_owner.h"
+#include "ratrain_k_adamw.h"
+#include "ratrain_k_adamw_bf16.h"
+#include "ratrain_k_adamw_f16.h"
+#include "ratrain_k_add.h"
+#include "ratrain_k_attention_bwd_dkv_d128.h"
+#include "ratrain_k_attention_bwd_dkv_d64.h"
+#include "ratrain_k_attention_bwd_dq_d128.h"
+#include "ratrain_k_attention_bwd_dq_d64.h"
+#include "ratrain_k_attention_fwd_d128.h"
+#include "ratrain_k_attention_fwd_d64.h"
+#include "ratrain_k_bf16_to_f32.h"
+#include "ratrain_k_cross_entropy.h"
+#include "ratrain_k_embedding_bwd.h"
+#include "ratrain_k_embedding_fwd.h"
+#include "ratrain_k_f16_to_f32.h"
+#include "ratrain_k_f32_to_f16.h"
+#include "ratrain_k_gemm_bf16_packed.h"
+#include "ratrain_k_gemm_nn_f16.h"
+#include "ratrain_k_gemm_nn_f32.h"
+#include "ratrain_k_gemm_nt_f16.h"
+#include "ratrain_k_gemm_nt_f32.h"
+#include "ratrain_k_gemm_tn_f16.h"
+#include "ratrain_k_gemm_tn_f32.h"
+#include "ratrain_k_pack_a_kinner.h"
+#include "ratrain_k_pack_a_kouter.h"
+#include "ratrain_k_pack_b_kinner.h"
+#include "ratrain_k_pack_b_kouter.h"
+#include "ratrain_k_rmsnorm_bwd.h"
+#include "ratrain_k_rmsnorm_fwd.h"
+#include "ratrain_k_rope.h"
+#include "ratrain_k_swiglu_bwd.h"
+#include "ratrain_k_swiglu_fwd.h"
+
+#include <cmath>
+#include <initializer_list>
+#include <vector>
+
+namespace ratrain::kernels {
+namespace {
+
+using Halide::Runtime::Buffer;
+
+/// A dense Halide buffer over `data`: extents listed innermost first.
+template <typename T>
+Buffer<T> dense(const T *data, std::initializer_list<int64_t> extents) {
+  std::vector<halide_dimension_t> dims;
+  int64_t stride = 1;
+  for (int64_t e : extents) {
+    dims.push_back(halide_dimension_t(0, static_cast<int32_t>(e),
+                                      static_cast<int32_t>(stride)));
+    stride *= e;
+  }
+  return Buffer<T>(const_cast<T *>(data), static_cast<int>(dims.size()),
+                   dims.data());
+}
+
+tiling::GemmTiles gemmTilesFor(int elemBytes) {
+  return tiling::gemmTiles(RATRAIN_GSM_BYTES, RATRAIN_AM_BYTES, RATRAIN_CORES,
+                           elemBytes);
+}
+
+/// Per-thread scratch for packed bf16 panels.
+std::vector<uint16_t> &packScratch(int which) {
+  thread_local std::vector<uint16_t> scratch[2];
+  return scratch[which];
+}
+
+bool anyEmpty(std::initializer_list<int64_t> sizes) {
+  for (int64_t s : sizes)
+    if (s <= 0)
+      return true;
+  return false;
+}
+
+} // namespace
+
+void setNumThreads(int threads) { halide_set_num_threads(threads); }
+
+TileConfig tileConfig() {
+  tiling::GemmTiles t = gemmTilesFor(4);
+  return TileConfig{RATRAIN_GSM_BYTES,
+                    RATRAIN_AM_BYTES,
+                    RATRAIN_CORES,
+                    t.mr,
+                    t.nr,
+                    t.kc,
+                    t.nb,
+                    t.mb};
+}
+
+//===----------------------------------------------------------------------===//
+// GEMM
+//===----------------------------------------------------------------------===//
+
+int gemm(GemmForm form, int64_t M, int64_t N, int64_t K, const float *A,
+         const float *B, float *C, float beta) {
+  if (anyEmpty({M, N}))
+    return 0;
+  auto c = dense(C, {N, M});
+  if (K <= 0) {
+    // C = beta * C.
+    for (int64_t i = 0; i < M * N; ++i)
+      C[i] = beta == 0.0f ? 0.0f : beta * C[i];
+    return 0;
+  }
+  switch (form) {
+  case GemmForm::NT:
+    return ratrain_k_gemm_nt_f32(dense(A, {K, M}), dense(B, {K, N}), c, beta,
+                                 c);
+  case GemmForm::NN:
+    return ratrain_k_gemm_nn_f32(dense(A, {K, M}), dense(B, {N, K}), c, beta,
+                                 c);
+  case GemmForm::TN:
+    return ratrain_k_gemm_tn_f32(dense(A, {M, K}), dense(B, {N, K}), c, beta,
+                                 c);
+  }
+  return -1;
+}
+
+int gemm16(GemmForm form, Half type, int64_t M, int64_t N, int64_t K,
+           const uint16_t *A, const uint16_t *B, float *C, float beta) {
+  if (anyEmpty({M, N}))
+    return 0;
+  auto c = dense(C, {N, M});
+  if (K <= 0) {
+    for (int64_t i = 0; i < M * N; ++i)
+      C[i] = beta == 0.0f ? 0.0f : beta * C[i];
+    return 0;
+  }
+  if (type == Half::F16) {
+    switch (form) {
+    case GemmForm::NT:
+      return ratrain_k_gemm_nt_f16(dense(A, {K, M}), dense(B, {K, N}), c, beta,
+                                   c);
+    case GemmForm::NN:
+      return ratrain_k_gemm_nn_f16(dense(A, {K, M}), dense(B, {N, K}), c, beta,
+                                   c);
+    case GemmForm::TN:
+      return ratrain_k_gemm_tn_f16(dense(A, {M, K}), dense(B, {N, K}), c, beta,
+                                   c);
+    }
+    return -1;
+  }
+  // bf16: pack both operands into k-pair panels, then the vdpbf16ps kernel.
+  tiling::GemmTiles t = gemmTilesFor(2);
+  const int64_t kp = (K + t.kc - 1) / t.kc * (t.kc / 2);
+  const int64_t mTiles = (M + t.mr - 1) / t.mr;
+  const int64_t nTiles = (N + t.nr - 1) / t.nr;
+  std::vector<uint16_t> &ap = packScratch(0);
+  std::vector<uint16_t> &bp = packScratch(1);
+  ap.resize(2 * t.mr * kp * mTiles);
+  bp.resize(2 * t.nr * kp * nTiles);
+  auto apBuf = dense(ap.data(), {2, t.mr, kp, mTiles});
+  auto bpBuf = dense(bp.data(), {2, t.nr, kp, nTiles});
+  int err = 0;
+  if (form == GemmForm::TN)
+    err = ratrain_k_pack_a_kouter(dense(A, {M, K}), apBuf);
+  else
+    err = ratrain_k_pack_a_kinner(dense(A, {K, M}), apBuf);
+  if (err)
+    return err;
+  if (form == GemmForm::NT)
+    err = ratrain_k_pack_b_kinner(dense(B, {K, N}), bpBuf);
+  else
+    err = ratrain_k_pack_b_kouter(dense(B, {N, K}), bpBuf);
+  if (err)
+    return err;
+  return ratrain_k_gemm_bf16_packed(apBuf, bpBuf, c, beta, c);
+}
+
+//===----------------------------------------------------------------------===//
+// Conversion
+//===----------------------------------------------------------------------===//
+
+int toHalf(Half type, int64_t n, const float *src, uint16_t *dst) {
+  if (n <= 0)
+    return 0;
+  if (type == Half::BF16)
+    return ratrain_halide_runtime_owner(dense(src, {n}), dense(dst, {n}));
+  return ratrain_k_f32_to_f16(dense(src, {n}), dense(dst, {n}));
+}
+
+int fromHalf(Half type, int64_t n, const uint16_t *src, float *dst) {
+  if (n <= 0)
+    return 0;
+  if (type == Half::BF16)
+    return ratrain_k_bf16_to_f32(dense(src, {n}), dense(dst, {n}));
+  return ratrain_k_f16_to_f32(dense(src, {n}), dense(dst, {n}));
+}
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+bool attentionSupportsHeadDim(int64_t headDim) {
+  return headDim == 64 || headDim == 128;
+}
+
+namespace {
+bool attentionShapesOk(int64_t B, int64_t S, int64_t Hq, int64_t Hkv,
+                       int64_t D) {
+  return B > 0 && S > 0 && Hq > 0 && Hkv > 0 && Hq % Hkv == 0 &&
+         attentionSupportsHeadDim(D);
+}
+} // namespace
+
+int attentionForward(int64_t B, int64_t S, int64_t Hq, int64_t Hkv, int64_t D,
+                     const float *q, const float *k, const float *v,
+                     float scale, float *out, float *lse) {
+  if (!attentionShapesOk(B, S, Hq, Hkv, D))
+    return -1;
+  auto qb = dense(q, {D, Hq, S, B});
+  auto kb = dense(k, {D, Hkv, S, B});
+  auto vb = dense(v, {D, Hkv, S, B});
+  auto ob = dense(out, {D, Hq, S, B});
+  // lse [B, Hq, S] seen as (d, h, s, b) with stride 0 along d.
+  halide_dimension_t lseDims[4] = {
+      {0, static_cast<int32_t>(D), 0},
+      {0, static_cast<int32_t>(Hq), static_cast<int32_t>(S)},
+      {0, static_cast<int32_t>(S), 1},
+      {0, static_cast<int32_t>(B), static_cast<int32_t>(Hq * S)}};
+  Buffer<float> lb(lse, 4, lseDims);
+  if (D == 128)
+    return ratrain_k_attention_fwd_d128(qb, kb, vb, scale, ob, lb);
+  return ratrain_k_attention_fwd_d64(qb, kb, vb, scale, ob, lb);
+}
+
+int attentionBackward(int64_t B, int64_t S, int64_t Hq, int64_t Hkv, int64_t D,
+                      const float *q, const float *k, const float *v,
+                      const float *out, const float *dout, const float *lse,
+                      float scale, float *dq, float *dk, float *dv) {
+  if (!attentionShapesOk(B, S, Hq, Hkv, D))
+    return -1;
+  auto qb = dense(q, {D, Hq, S, B});
+  auto kb = dense(k, {D, Hkv, S, B});
+  auto vb = dense(v, {D, Hkv, S, B});
+  auto ob = dense(out, {D, Hq, S, B});
+  auto dob = dense(dout, {D, Hq, S, B});
+  auto lb = dense(lse, {S, Hq, B});
+  auto dqb = dense(dq, {D, Hq, S, B});
+  auto dkb = dense(dk, {D, Hkv, S, B});
+  auto dvb = dense(dv, {D, Hkv, S, B});
+  int err;
+  if (D == 128) {
+    err = ratrain_k_attention_bwd_dq_d128(qb, kb, vb, ob, dob, lb, scale, dqb);
+    if (!err)
+      err = ratrain_k_attention_bwd_dkv_d128(qb, kb, vb, ob, dob, lb, scale,
+                                             dkb, dvb);
+  } else {
+    err = ratrain_k_attention_bwd_dq_d64(qb, kb, vb, ob, dob, lb, scale, dqb);
+    if (!err)
+      err = ratrain_k_attention_bwd_dkv_d64(qb, kb, vb, ob, dob, lb, scale, dkb,
+                                            dvb);
+  }
+  return err;
+}
+
+//===----------------------------------------------------------------------===//
+// RMSNorm, RoPE, SwiGLU, add, embedding, cross-entropy
+//===----------------------------------------------------------------------===//
+
+int rmsnormForward(int64_t T, int64_t H, const float *x, const float *w,
+                   float eps, float *y, float *rstd) {
+  if (anyEmpty({T, H}))
+    return 0;
+  return ratrain_k_rmsnorm_fwd(dense(x, {H, T}), dense(w, {H}), eps,
+                               dense(y, {H, T}), dense(rstd, {T}));
+}
+
+int rmsnormBackward(int64_t T, int64_t H, const float *x, const float *w,
+                    const float *rstd, const float *dy, float *dx, float *dw) {
+  if (anyEmpty({T, H}))
+    return 0;
+  return ratrain_k_rmsnorm_bwd(
+      dense(x, {H, T}), dense(w, {H}), dense(rstd, {T}), dense(dy, {H, T}),
+      dense(dw, {H}), dense(dx, {H, T}), dense(dw, {H}));
+}
+
+void ropeTables(int64_t maxPos, int64_t D, double theta, float *cosTable,
+                float *sinTable) {
+  const int64_t half = D / 2;
+  for (int64_t p = 0; p < maxPos; ++p) {
+    for (int64_t i = 0; i < half; ++i) {
+      double invFreq = std::pow(theta, -2.0 * double(i) / double(D));
+      double angle = double(p) * invFreq;
+      cosTable[p * half + i] = static_cast<float>(std::cos(angle));
+      sinTable[p * half + i] = static_cast<float>(std::sin(angle));
+    }
+  }
+}
+
+namespace {
+int rope(int64_t T, int64_t heads, int64_t D, const int32_t *pos,
+         int64_t maxPos, const float *cosTable, const float *sinTable,
+         const float *x, float *y, float dir) {
+  if (anyEmpty({T, heads, D, maxPos}) || D % 2 != 0)
+    return D % 2 != 0 ? -1 : 0;
+  const int64_t half = D / 2;
+  return ratrain_k_rope(dense(x, {half, 2, heads, T}), dense(pos, {T}),
+                        dense(cosTable, {half, maxPos}),
+                        dense(sinTable, {half, maxPos}), dir,
+                        dense(y, {half, 2, heads, T}));
+}
+} // namespace
+
+int ropeForward(int64_t T, int64_t heads, int64_t D, const int32_t *pos,
+                int64_t maxPos, const float *cosTable, const float *sinTable,
+                const float *x, float *y) {
+  return rope(T, heads, D, pos, maxPos, cosTable, sinTable, x, y, 1.0f);
+}
+
+int ropeBackward(int64_t T, int64_t heads, int64_t D, const int32_t *pos,
+                 int64_t maxPos, const float *cosTable, const float *sinTable,
+                 const float *dy, float *dx) {
+  return rope(T, heads, D, pos, maxPos, cosTable, sinTable, dy, dx, -1.0f);
+}
+
+int swigluForward(int64_t T, int64_t F, const float *g, const float *u,
+                  float *h) {
+  if (anyEmpty({T, F}))
+    return 0;
+  return ratrain_k_swiglu_fwd(dense(g, {F, T}), dense(u, {F, T}),
+                              dense(h, {F, T}));
+}
+
+int swigluBackward(int64_t T, int64_t F, const float *g, const float *u,
+                   const float *dh, float *dg, float *du) {
+  if (anyEmpty({T, F}))
+    return 0;
+  return ratrain_k_swiglu_bwd(dense(g, {F, T}), dense(u, {F, T}),
+                              dense(dh, {F, T}), dense(dg, {F, T}),
+                              dense(du, {F, T}));
+}
+
+int add(int64_t n, const float *a, const float *b, float *out) {
+  if (n <= 0)
+    return 0;
+  return ratrain_k_add(dense(a, {n}), dense(b, {n}), dense(out, {n}));
+}
+
+int embeddingForward(int64_t T, int64_t V, int64_t H, const int32_t *ids,
+                     const float *table, float *out) {
+  if (anyEmpty({T, V, H}))
+    return 0;
+  return ratrain_k_embedding_fwd(dense(table, {H, V}), dense(ids, {T}),
+                                 dense(out, {H, T}));
+}
+
+int embeddingBackward(int64_t T, int64_t V, int64_t H, const int32_t *ids,
+                      const float *dout, float *dtable) {
+  if (anyEmpty({T, V, H}))
+    return 0;
+  return ratrain_k_embedding_bwd(dense(ids, {T}), dense(dout, {H, T}),
+                                 dense(dtable, {H, V}));
+}
+
+int crossEntropy(int64_t T, int64_t V, const float *logits,
+                 const int32_t *targets, float gradScale, float *loss,
+                 float *dlogits) {
+  if (anyEmpty({T, V}))
+    return 0;
+  return ratrain_k_cross_entropy(dense(logits, {V, T}), dense(targets, {T}),
+                                 gradScale, dense(loss, {T}),
+                                 dense(dlogits, {V, T}));
+}
+
+//===----------------------------------------------------------------------===//
+// AdamW
+//===----------------------------------------------------------------------===//
+
+int adamw(int64_t n, float *p, const float *g, float *m, float *v,
+          const AdamWParams &params, uint16_t *view, Half viewType) {
+  if (n <= 0)
+    return 0;
+  const double step = double(params.step < 1 ? 1 : params.step);
+  const float bc1 = float(1.0 - std::pow(double(params.beta1), step));
+  const float bc2 = float(1.0 - std::pow(double(params.beta2), step));
+  auto pb = dense(p, {n});
+  auto gb = dense(g, {n});
+  auto mb = dense(m, {n});
+  auto vb = dense(v, {n});
+  if (!view)
+    return ratrain_k_adamw(pb, gb, mb, vb, params.lr, params.beta1,
+                           params.beta2, params.eps, params.weightDecay, bc1,
+                           bc2, params.gradScale, pb, mb, vb);
+  auto viewBuf = dense(view, {n});
+  if (viewType == Half::BF16)
+    return ratrain_k_adamw_bf16(
+        pb, gb, mb, vb, params.lr, params.beta1, params.beta2, params.eps,
+        params.weightDecay, bc1, bc2, params.gradScale, pb, mb, vb, viewBuf);
+  return ratrain_k_adamw_f16(pb, gb, mb, vb, params.lr, params.beta1,
+                             params.beta2, params.eps, params.weightDecay, bc1,
+                             bc2, params.gradScale, pb, mb, vb, viewBuf);
+}
+
+} // namespace ratrain::kernels
