@@ -167,9 +167,10 @@ void StageProgram::addRecv(uint32_t fromStage, int64_t bytes, uint64_t tag,
 }
 
 Token StageProgram::addCollective(const CollectiveSpec &spec,
-                                  llvm::StringRef label) {
+                                  llvm::StringRef label, uint32_t stream) {
   Task task;
   task.kind = TaskKind::Collective;
+  task.channel = stream;
   task.collective = spec;
   task.bytes = spec.bytes;
   return add(task, label);

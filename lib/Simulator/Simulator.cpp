@@ -141,6 +141,9 @@ struct StageState {
   int64_t peakMemory = 0;
   std::vector<std::deque<uint32_t>> dmaQueue;
   std::vector<bool> dmaBusy;
+  /// Collectives queued on each communication stream, and whether one runs.
+  std::vector<std::deque<uint32_t>> commQueue;
+  std::vector<bool> commBusy;
 };
 
 class Engine {
@@ -160,6 +163,7 @@ private:
   void resume(uint32_t stage);
   void issueAsync(uint32_t stage, const Task &task);
   void startDma(uint32_t opIndex);
+  void startCollective(uint32_t opIndex);
   void startStep(uint32_t opIndex);
   void startFlow(uint32_t opIndex, double bytes, uint32_t linkA,
                  uint32_t linkB);
@@ -282,6 +286,12 @@ llvm::Error Engine::prepare() {
     st.stats.resize(options.iterations);
     st.dmaQueue.resize(channels);
     st.dmaBusy.assign(channels, false);
+    uint32_t streams = 1;
+    for (const Task &t : sp.getTasks())
+      if (t.kind == TaskKind::Collective)
+        streams = std::max(streams, t.channel + 1);
+    st.commQueue.resize(streams);
+    st.commBusy.assign(streams, false);
     for (uint32_t i = 0; i < n; ++i) {
       const Task &t = sp.getTask(i);
       switch (t.kind) {
@@ -494,16 +504,27 @@ void Engine::issueAsync(uint32_t s, const Task &task) {
   case TaskKind::Collective:
     op.plan = st.plan[st.pc];
     op.numSteps = static_cast<uint32_t>(plans[op.plan].size());
-    if (op.numSteps == 0) {
-      schedule(now, EventType::StepDone, opIndex);
-      return;
+    if (st.commBusy[task.channel]) {
+      st.commQueue[task.channel].push_back(opIndex);
+    } else {
+      st.commBusy[task.channel] = true;
+      startCollective(opIndex);
     }
-    schedule(now + latency(plans[op.plan][0].link), EventType::LatencyDone,
-             opIndex);
     return;
   default:
     return;
   }
+}
+
+void Engine::startCollective(uint32_t opIndex) {
+  Op &op = ops[opIndex];
+  op.start = now;
+  if (op.numSteps == 0) {
+    schedule(now, EventType::StepDone, opIndex);
+    return;
+  }
+  schedule(now + latency(plans[op.plan][0].link), EventType::LatencyDone,
+           opIndex);
 }
 
 void Engine::startDma(uint32_t opIndex) {
@@ -576,6 +597,15 @@ void Engine::completeOp(uint32_t opIndex) {
       uint32_t next = queue.front();
       queue.pop_front();
       startDma(next);
+    }
+  } else if (task.kind == TaskKind::Collective) {
+    auto &queue = st.commQueue[task.channel];
+    if (queue.empty()) {
+      st.commBusy[task.channel] = false;
+    } else {
+      uint32_t next = queue.front();
+      queue.pop_front();
+      startCollective(next);
     }
   }
 

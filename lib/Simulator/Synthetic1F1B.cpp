@@ -64,7 +64,7 @@ private:
     spec.algorithm = config.syncAlgorithm;
     return spec;
   }
-  void prepareLayer(int64_t l);
+  void perLayerLifecycle();
   void forward(int64_t mb);
   void backward(int64_t mb);
   void wholeModelLifecycle();
@@ -76,31 +76,32 @@ private:
   bool last;
   std::vector<Token> syncTokens;
   std::vector<Token> gatherTokens;
-  /// Index of the loop-carried wait on each layer's gradient sync.
+  /// Index of the loop-carried wait on each layer's view all-gather.
   std::vector<size_t> pendingWaits;
 };
 
 } // namespace
 
-/// Per-layer lifecycle of layer `l` at the start of an iteration: wait for the
-/// previous iteration's gradient sync, update, cast the view, all-gather it.
-void StageBuilder::prepareLayer(int64_t l) {
-  int64_t layer = globalLayer(l);
-  if (syncs()) {
-    pendingWaits[l] = program.size();
-    program.addWait(Token(), /*previousIteration=*/true,
-                    llvm::formatv("wait grad sync L{0}", layer).str());
+/// Per-layer lifecycle after the stage's last backward, in the order the
+/// syncs complete (last layer first): wait, update, cast, issue the
+/// all-gather of the view that the layer's next forward waits for.
+void StageBuilder::perLayerLifecycle() {
+  for (int64_t l = costs.layers - 1; l >= 0; --l) {
+    int64_t layer = globalLayer(l);
+    if (syncs())
+      program.addWait(syncTokens[l], false,
+                      llvm::formatv("wait grad sync L{0}", layer).str());
+    if (costs.updateSeconds > 0)
+      program.addCompute(ComputeKind::Update, costs.updateSeconds, 0,
+                         llvm::formatv("update L{0}", layer).str());
+    if (costs.viewCastSeconds > 0)
+      program.addCompute(ComputeKind::ViewCast, costs.viewCastSeconds, 0,
+                         llvm::formatv("view-cast L{0}", layer).str());
+    if (gathers())
+      gatherTokens[l] = program.addCollective(
+          collective(CollectiveKind::AllGather, costs.gatherBytesPerLayer),
+          llvm::formatv("param all-gather L{0}", layer).str());
   }
-  if (costs.updateSeconds > 0)
-    program.addCompute(ComputeKind::Update, costs.updateSeconds, 0,
-                       llvm::formatv("update L{0}", layer).str());
-  if (costs.viewCastSeconds > 0)
-    program.addCompute(ComputeKind::ViewCast, costs.viewCastSeconds, 0,
-                       llvm::formatv("view-cast L{0}", layer).str());
-  if (gathers())
-    gatherTokens[l] = program.addCollective(
-        collective(CollectiveKind::AllGather, costs.gatherBytesPerLayer),
-        llvm::formatv("param all-gather L{0}", layer).str());
 }
 
 void StageBuilder::forward(int64_t mb) {
@@ -113,15 +114,12 @@ void StageBuilder::forward(int64_t mb) {
                        llvm::formatv("fwd embedding mb{0}", mb).str());
   for (int64_t l = 0; l < costs.layers; ++l) {
     int64_t layer = globalLayer(l);
-    if (mb == 0 && config.placement == LifecyclePlacement::PerLayer) {
-      // Parameter-view prefetch one layer ahead.
-      if (l == 0)
-        prepareLayer(0);
-      if (l + 1 < costs.layers)
-        prepareLayer(l + 1);
-      if (gathers())
-        program.addWait(gatherTokens[l], false,
-                        llvm::formatv("wait view L{0}", layer).str());
+    if (mb == 0 && config.placement == LifecyclePlacement::PerLayer &&
+        gathers()) {
+      // The view all-gathered at the end of the previous iteration.
+      pendingWaits[l] = program.size();
+      program.addWait(Token(), /*previousIteration=*/true,
+                      llvm::formatv("wait view L{0}", layer).str());
     }
     program.addCompute(ComputeKind::Forward, costs.forwardSeconds,
                        costs.forwardFlops,
@@ -218,9 +216,10 @@ void StageBuilder::build() {
     wholeModelLifecycle();
     return;
   }
-  if (syncs())
+  perLayerLifecycle();
+  if (gathers())
     for (int64_t l = 0; l < costs.layers; ++l)
-      program.setWaitTarget(pendingWaits[l], syncTokens[l],
+      program.setWaitTarget(pendingWaits[l], gatherTokens[l],
                             /*previousIteration=*/true);
 }
 

@@ -12,7 +12,8 @@
 // - A compute task occupies the stream for its duration.
 // - DMA, send and collective tasks are asynchronous: issuing them takes no
 //   stream time and returns a Token; the transfer then proceeds on the DMA
-//   channels / network links of the cluster.
+//   channels / network links of the cluster. DMA transfers of one channel and
+//   collectives of one communication stream run one at a time, in order.
 // - A recv blocks the stream until the data of the matching send (same source
 //   stage, destination stage and tag) has arrived.
 // - A wait blocks the stream until the awaited async task has completed. A
@@ -114,8 +115,9 @@ struct Task {
   ComputeKind computeKind = ComputeKind::Other; ///< Compute
   LinkClass link = LinkClass::IntraNode;        ///< Send
   bool previousIteration = false;               ///< Wait
-  uint32_t channel = 0; ///< Dma: DMA channel of the cluster.
-  uint32_t peer = 0;    ///< Send: destination stage; Recv: source stage.
+  /// Dma: DMA channel of the cluster; Collective: communication stream.
+  uint32_t channel = 0;
+  uint32_t peer = 0; ///< Send: destination stage; Recv: source stage.
   uint32_t waitTask = Token::kInvalid; ///< Wait: awaited task index.
   double seconds = 0;                  ///< Compute: duration.
   double flops = 0;          ///< Compute: FLOPs performed (informational).
@@ -146,7 +148,11 @@ public:
                 llvm::StringRef label);
   void addRecv(uint32_t fromStage, int64_t bytes, uint64_t tag,
                llvm::StringRef label);
-  Token addCollective(const CollectiveSpec &spec, llvm::StringRef label);
+  /// Collectives of one stage run one at a time, in issue order, on their
+  /// communication stream (as on one NCCL communicator / stream); different
+  /// streams run concurrently and share the links.
+  Token addCollective(const CollectiveSpec &spec, llvm::StringRef label,
+                      uint32_t stream = 0);
   /// Blocks until `token` completes; with `previousIteration`, until the
   /// previous iteration's instance of that task completes.
   void addWait(Token token, bool previousIteration = false,

@@ -10,10 +10,13 @@
 //   cast every parameter view (then, with ZeRO, one all-gather of all views,
 //   wait).
 // - PerLayer ("ratrain"): each layer's gradient sync is issued as soon as the
-//   last micro-batch's backward of that layer finishes; in the next iteration
-//   the layer's wait, update, view cast (and all-gather) are done one layer
-//   ahead of its first forward (parameter-view prefetch), so they overlap the
-//   pipeline drain and fill and the forward of the previous layer.
+//   last micro-batch's backward of that layer finishes, so it overlaps the
+//   backward of the layers below; after the last backward, each layer (in the
+//   order its sync completes) waits for its sync, is updated and cast while
+//   the syncs of the other layers proceed, and with ZeRO issues the
+//   all-gather of its view, which only the layer's first forward of the next
+//   iteration waits for (a loop-carried wait: it overlaps the pipeline
+//   drain and fill).
 // Used by the unit tests, the simulator benchmark and the plan-level
 // evaluation; the compiler's schedules come from expand-1f1b +
 // schedule-lifecycle through the MLIR adapter.

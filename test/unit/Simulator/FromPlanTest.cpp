@@ -1,0 +1,132 @@
+//===- FromPlanTest.cpp - Simulator against the planner's cost model ------===//
+//
+// The simulator and the planner share their pieces: a collective alone on
+// idle links must cost what CostModel::collective says, and a plan's
+// simulated step must agree with the planner's closed-form prediction where
+// that prediction is exact (equal stages, nothing to overlap).
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestMachine.h"
+
+#include "ratrain/Model/HFConfig.h"
+#include "ratrain/Simulator/FromPlan.h"
+#include "ratrain/Simulator/Simulator.h"
+
+#include "gtest/gtest.h"
+
+using namespace ratrain;
+using namespace ratrain::sim;
+using namespace ratrain::sim::testing;
+
+namespace {
+
+MachineModel loadMt3000() {
+  return expectOk(
+      loadMachineModel(RATRAIN_EXAMPLES_DIR "/machines/mt3000.yaml"));
+}
+
+ModelConfig loadModel(const char *file) {
+  HFImportOptions options;
+  options.seqLen = 4096;
+  return expectOk(loadHFConfig(
+      std::string(RATRAIN_EXAMPLES_DIR "/models/") + file, options));
+}
+
+TEST(FromPlan, CollectivesAgreeWithTheCostModel) {
+  MachineModel machine = loadMt3000();
+  ModelConfig model = loadModel("llama-2-7b.json");
+  CostModel costs(model, machine);
+  const int64_t bytes = 400 << 20;
+  for (int64_t k : {2, 4, 8, 64, 256}) {
+    // DP groups of k contiguous clusters: min(k, clusters per node) per node.
+    int64_t perNode = std::min(k, machine.clustersPerNode);
+    for (CollectiveAlgorithm algorithm :
+         {CollectiveAlgorithm::Ring, CollectiveAlgorithm::Tree,
+          CollectiveAlgorithm::Hierarchical}) {
+      for (auto [planner, simulator] :
+           {std::pair{ratrain::CollectiveKind::AllReduce,
+                      sim::CollectiveKind::AllReduce},
+            std::pair{ratrain::CollectiveKind::ReduceScatter,
+                      sim::CollectiveKind::ReduceScatter},
+            std::pair{ratrain::CollectiveKind::AllGather,
+                      sim::CollectiveKind::AllGather}}) {
+        CollectiveSpec spec;
+        spec.kind = simulator;
+        spec.bytes = bytes;
+        spec.groupSize = k;
+        spec.membersPerNode = perNode;
+        spec.algorithm = algorithm;
+        double expected = costs.collective(planner, algorithm, bytes, k);
+        EXPECT_NEAR(collectiveTime(spec, machine), expected, 1e-9 * expected)
+            << "k=" << k << " " << stringifyAlgorithm(algorithm).str() << " "
+            << stringifyCollectiveKind(simulator).str();
+        // And the engine reproduces the closed form.
+        SimProgram program;
+        program.stages.emplace_back("s");
+        program.stages[0].addWait(program.stages[0].addCollective(spec, "c"));
+        SimOptions options;
+        options.iterations = 1;
+        SimReport report = expectOk(simulate(program, machine, options));
+        EXPECT_NEAR(report.stepTime, expected, 1e-9 * expected);
+      }
+    }
+  }
+}
+
+TEST(FromPlan, GpuStyleStepMatchesThePlannerWithoutContention) {
+  // Equal stages, no recompute differences: the pipeline formula is exact;
+  // the simulator differs only by the node injection sharing of pipeline
+  // messages (4 replicas per node), which the planner's p2p term ignores.
+  MachineModel machine = loadMt3000();
+  ModelConfig model = loadModel("llama-2-7b.json");
+  ParallelConfig config = ParallelConfig::balanced(
+      model.numLayers, 4, 8, 1, 16, RecomputePolicy::Full, ZeroStage::None);
+  PlanProgramOptions options;
+  options.policy = LifecyclePolicy::GpuStyle;
+  SimProgram program =
+      expectOk(buildProgramFromPlan(model, machine, config, options));
+  SimReport report = expectOk(simulate(program, machine));
+  StepTime predicted =
+      predictStepTime(CostModel(model, machine), config, options.policy);
+  EXPECT_NEAR(report.stepTime, predicted.total, 0.01 * predicted.total);
+  EXPECT_DOUBLE_EQ(report.tokensPerIteration, 8.0 * 16 * 4096);
+  EXPECT_EQ(report.clusters, 32);
+  // Peak DDR: the memory model's total for every stage.
+  std::vector<StageMemory> memory =
+      computeMemory(model, config, MemoryOptions::forMachine(machine));
+  for (size_t s = 0; s < memory.size(); ++s)
+    EXPECT_EQ(report.stageReports[s].peakDdrBytes, memory[s].total())
+        << "stage " << s;
+}
+
+TEST(FromPlan, RATrainPolicyIsNotSlowerAndHidesLifecycle) {
+  MachineModel machine = loadMt3000();
+  ModelConfig model = loadModel("llama-2-7b.json");
+  ParallelConfig config = ParallelConfig::balanced(
+      model.numLayers, 4, 64, 1, 4, RecomputePolicy::Full, ZeroStage::None);
+  PlanProgramOptions options;
+  options.policy = LifecyclePolicy::GpuStyle;
+  SimReport gpu = expectOk(
+      simulate(expectOk(buildProgramFromPlan(model, machine, config, options)),
+               machine));
+  options.policy = LifecyclePolicy::RATrain;
+  SimReport ratrain = expectOk(
+      simulate(expectOk(buildProgramFromPlan(model, machine, config, options)),
+               machine));
+  EXPECT_LT(ratrain.stepTime, gpu.stepTime);
+  unsigned allReduce = static_cast<unsigned>(CommKind::AllReduce);
+  EXPECT_LT(ratrain.maxExposed[allReduce], gpu.maxExposed[allReduce]);
+}
+
+TEST(FromPlan, InvalidConfigIsAnError) {
+  MachineModel machine = loadMt3000();
+  ModelConfig model = loadModel("llama-2-7b.json");
+  ParallelConfig config = ParallelConfig::balanced(
+      model.numLayers, 4, 8, 1, 16, RecomputePolicy::Full, ZeroStage::None);
+  config.stages.pop_back();
+  EXPECT_FALSE(
+      expectError(buildProgramFromPlan(model, machine, config)).empty());
+}
+
+} // namespace
