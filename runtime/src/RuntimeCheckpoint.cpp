@@ -111,7 +111,7 @@ Runtime::loadCheckpoint(llvm::StringRef path, const ModelConfig &model,
   return state;
 }
 
-void Runtime::logStep(StepLogger *logger, uint64_t step, uint64_t totalSteps,
+double Runtime::logStep(StepLogger *logger, uint64_t step, uint64_t totalSteps,
                       double loss, double tokens, double seconds) {
   auto now = TokenPool::Clock::now();
   if (!firstLogStart)
@@ -119,11 +119,6 @@ void Runtime::logStep(StepLogger *logger, uint64_t step, uint64_t totalSteps,
                               std::chrono::duration<double>(seconds));
   std::vector<double> losses = allGatherDoubles(isLastStage() ? loss : NAN);
   std::vector<double> peaks = allGatherDoubles(double(ddr().peakBytes()));
-  if (rank() != 0 || !logger)
-    return;
-  StepRecord record;
-  record.step = step;
-  record.totalSteps = totalSteps;
   double sum = 0;
   int count = 0;
   for (int r = 0; r < worldSize(); ++r)
@@ -131,7 +126,13 @@ void Runtime::logStep(StepLogger *logger, uint64_t step, uint64_t totalSteps,
       sum += losses[r];
       ++count;
     }
-  record.loss = count ? sum / count : NAN;
+  double meanLoss = count ? sum / count : NAN;
+  if (rank() != 0 || !logger)
+    return meanLoss;
+  StepRecord record;
+  record.step = step;
+  record.totalSteps = totalSteps;
+  record.loss = meanLoss;
   record.tokens = tokens;
   record.seconds = seconds;
   record.elapsedSeconds =
@@ -139,4 +140,5 @@ void Runtime::logStep(StepLogger *logger, uint64_t step, uint64_t totalSteps,
   for (double peak : peaks)
     record.peakArenaBytes.push_back(uint64_t(peak));
   logger->log(record);
+  return meanLoss;
 }

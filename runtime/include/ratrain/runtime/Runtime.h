@@ -199,8 +199,8 @@ public:
   /// (pass the loss on last-stage ranks, NaN elsewhere; rank 0 logs the mean
   /// over the last stage's replicas) and writes through `logger` on rank 0
   /// (`logger` may be null elsewhere). `tokens` counts the whole job's tokens
-  /// of this step.
-  void logStep(StepLogger *logger, uint64_t step, uint64_t totalSteps,
+  /// of this step. Returns the logged loss on every rank.
+  double logStep(StepLogger *logger, uint64_t step, uint64_t totalSteps,
                double loss, double tokens, double seconds);
 
   /// The runtime in this process, or null.
