@@ -91,6 +91,15 @@ def MT3K_InitKind : I32EnumAttr<"InitKind",
   let genSpecializedAttr = 0;
 }
 
+def MT3K_StorageTier : I32EnumAttr<"StorageTier",
+    "where mt3k.offload keeps data outside the DDR arena", [
+      I32EnumAttrCase<"host", 0>,
+      I32EnumAttrCase<"storage", 1>
+    ]> {
+  let cppNamespace = "::ratrain::mt3k";
+  let genSpecializedAttr = 0;
+}
+
 //===----------------------------------------------------------------------===//
 // Enum attributes
 //===----------------------------------------------------------------------===//
@@ -112,5 +121,6 @@ def MT3K_ElementwiseKindAttr
     : MT3K_EnumAttr<MT3K_ElementwiseKind, "elementwise">;
 def MT3K_BatchFieldAttr : MT3K_EnumAttr<MT3K_BatchField, "batch_field">;
 def MT3K_InitKindAttr : MT3K_EnumAttr<MT3K_InitKind, "init">;
+def MT3K_StorageTierAttr : MT3K_EnumAttr<MT3K_StorageTier, "tier">;
 
 #endif // RATRAIN_MT3K_ATTRS_TD

@@ -56,6 +56,8 @@ def MT3K_Dialect : Dialect {
     * Communication (`mt3k.all_reduce`, `mt3k.reduce_scatter`,
       `mt3k.all_gather`, `mt3k.broadcast`, `mt3k.send`, `mt3k.recv`) works
       on DDR buffers over a named group, is asynchronous, and yields a token.
+    * `mt3k.offload` and `mt3k.reload` move a DDR buffer to and from the
+      runtime's host-memory or storage tier, asynchronously.
     * `mt3k.load_batch` and `mt3k.report_loss` connect the program to the
       runtime's data loader and loss log; `mt3k.init_param` (only in the
       program's prologue, which runs once before the first iteration)

@@ -14,6 +14,7 @@
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringMap.h"
 
 using namespace mlir;
 using namespace ratrain::mt3k;
@@ -208,6 +209,36 @@ LogicalResult ProgramOp::verifyRegions() {
     }
   }
 
+  // Offloads by key: a key is offloaded once and reloaded with its size.
+  llvm::StringMap<OffloadOp> offloads;
+  for (Operation &op : getBody().front()) {
+    if (auto offload = llvm::dyn_cast<OffloadOp>(op)) {
+      auto [it, inserted] = offloads.try_emplace(offload.getKey(), offload);
+      if (!inserted) {
+        InFlightDiagnostic diag = offload.emitOpError("key '")
+                                  << offload.getKey()
+                                  << "' is offloaded more than once";
+        diag.attachNote(it->second.getLoc()) << "first offloaded here";
+        return diag;
+      }
+      continue;
+    }
+    auto reload = llvm::dyn_cast<ReloadOp>(op);
+    if (!reload)
+      continue;
+    auto it = offloads.find(reload.getKey());
+    if (it == offloads.end() || it->second.getTier() != reload.getTier())
+      return reload.emitOpError("key '")
+             << reload.getKey() << "' has no earlier offload to "
+             << stringifyStorageTier(reload.getTier());
+    int64_t stored = it->second.getSource().getType().getSizeInBytes();
+    int64_t wanted = reload.getDest().getType().getSizeInBytes();
+    if (stored != wanted)
+      return reload.emitOpError("reloads ")
+             << wanted << " bytes, but key '" << reload.getKey() << "' holds "
+             << stored;
+  }
+
   // Asynchronous operations in flight, keyed by their token.
   llvm::MapVector<Value, InFlight> inFlight;
   for (Operation &op : getBody().front()) {
@@ -216,6 +247,16 @@ LogicalResult ProgramOp::verifyRegions() {
         inFlight.erase(token);
       continue;
     }
+    if (auto reload = llvm::dyn_cast<ReloadOp>(op))
+      for (auto &[token, pending] : inFlight)
+        if (auto offload = llvm::dyn_cast<OffloadOp>(pending.op))
+          if (offload.getKey() == reload.getKey()) {
+            InFlightDiagnostic diag = reload.emitOpError("reloads key '")
+                                      << reload.getKey()
+                                      << "' before its offload is waited on";
+            diag.attachNote(offload.getLoc()) << "offloaded here";
+            return diag;
+          }
     SmallVector<MemoryAccess> accesses = getAccesses(&op);
     for (auto &[token, pending] : inFlight)
       for (const MemoryAccess &access : accesses)

@@ -117,6 +117,8 @@ def MT3K_ProgramOp : MT3K_Op<"program", [
     /// The capacity DDR buffers of this program must fit in: the planned
     /// arena if any, else the machine's DDR (-1 if neither is known).
     int64_t getDdrLimit();
+    /// The program's only block.
+    ::mlir::Block &getBodyBlock() { return getBody().front(); }
   }];
 }
 
@@ -210,6 +212,49 @@ def MT3K_DmaOp : MT3K_Op<"dma", [MT3K_AsyncOp]> {
     `:` qualified(type($source)) `->` qualified(type($dest))
   }];
   let hasVerifier = 1;
+}
+
+def MT3K_OffloadOp : MT3K_Op<"offload", [
+    MT3K_AsyncOp, MemoryEffects<[MemWrite<MT3K_RuntimeResource>]>]> {
+  let summary = "asynchronously copy a DDR buffer out to host memory or storage";
+  let description = [{
+    Starts copying `source` into the runtime's `tier` store (host memory or
+    storage, outside the DDR arena) under `key`, and yields a token. After
+    the wait, the DDR range may be reused; a later `mt3k.reload` with the
+    same key brings the bytes back (activation offloading, as in GriNNder).
+    A key is offloaded at most once per iteration.
+
+    ```mlir
+    %t = mt3k.offload %act to host "act.layer3.mb2" : !mt3k.buffer<ddr, 4096x4096xbf16>
+    ```
+  }];
+  let arguments = (ins Arg<MT3K_DdrBuffer, "offloaded", [MemRead]>:$source,
+                       MT3K_StorageTierAttr:$tier, StrAttr:$key);
+  let results = (outs MT3K_TokenType:$token);
+  let assemblyFormat = [{
+    $source `to` `` $tier $key attr-dict `:` qualified(type($source))
+  }];
+}
+
+def MT3K_ReloadOp : MT3K_Op<"reload", [
+    MT3K_AsyncOp, MemoryEffects<[MemWrite<MT3K_RuntimeResource>]>]> {
+  let summary = "asynchronously copy offloaded bytes back into DDR";
+  let description = [{
+    Starts copying the bytes stored under `key` by an earlier `mt3k.offload`
+    of the same program and tier into `dest` (same byte size, any DDR
+    offset), and yields a token. The offload's token must have been waited
+    on first.
+
+    ```mlir
+    %t = mt3k.reload %act from host "act.layer3.mb2" : !mt3k.buffer<ddr, 4096x4096xbf16>
+    ```
+  }];
+  let arguments = (ins Arg<MT3K_DdrBuffer, "reloaded", [MemWrite]>:$dest,
+                       MT3K_StorageTierAttr:$tier, StrAttr:$key);
+  let results = (outs MT3K_TokenType:$token);
+  let assemblyFormat = [{
+    $dest `from` `` $tier $key attr-dict `:` qualified(type($dest))
+  }];
 }
 
 def MT3K_WaitOp : MT3K_Op<"wait"> {

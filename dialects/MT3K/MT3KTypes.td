@@ -39,7 +39,6 @@ def MT3K_BufferType : MT3K_Type<"Buffer", "buffer"> {
                         "::mlir::Type":$elementType);
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
-  let skipDefaultBuilders = 1;
   let builders = [
     TypeBuilderWithInferredContext<(ins "::ratrain::mt3k::MemorySpace":$space,
                                         "::llvm::ArrayRef<int64_t>":$shape,

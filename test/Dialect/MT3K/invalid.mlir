@@ -831,3 +831,53 @@ mt3k.program @p stage 0 {
   // expected-error @+1 {{'mt3k.init_param' op must precede the iteration: only mt3k.buffer, mt3k.view and mt3k.init_param may come before it}}
   mt3k.init_param zeros %a "w" : !mt3k.buffer<ddr, 64xf32>
 }
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 64xf32>
+  // expected-note @+1 {{first offloaded here}}
+  %t0 = mt3k.offload %a to host "k" : !mt3k.buffer<ddr, 64xf32>
+  // expected-error @+1 {{key 'k' is offloaded more than once}}
+  %t1 = mt3k.offload %a to host "k" : !mt3k.buffer<ddr, 64xf32>
+  mt3k.wait %t0, %t1
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 64xf32>
+  %t0 = mt3k.offload %a to storage "k" : !mt3k.buffer<ddr, 64xf32>
+  mt3k.wait %t0
+  // expected-error @+1 {{key 'k' has no earlier offload to host}}
+  %t1 = mt3k.reload %a from host "k" : !mt3k.buffer<ddr, 64xf32>
+  mt3k.wait %t1
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 64xf32>
+  %b = mt3k.view %a[0] : !mt3k.buffer<ddr, 64xf32> to !mt3k.buffer<ddr, 32xf32>
+  %t0 = mt3k.offload %b to host "k" : !mt3k.buffer<ddr, 32xf32>
+  mt3k.wait %t0
+  // expected-error @+1 {{reloads 256 bytes, but key 'k' holds 128}}
+  %t1 = mt3k.reload %a from host "k" : !mt3k.buffer<ddr, 64xf32>
+  mt3k.wait %t1
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 64xf32>
+  %b = mt3k.buffer "b" at 256 : !mt3k.buffer<ddr, 64xf32>
+  // expected-note @+1 {{offloaded here}}
+  %t0 = mt3k.offload %a to host "k" : !mt3k.buffer<ddr, 64xf32>
+  // expected-error @+1 {{reloads key 'k' before its offload is waited on}}
+  %t1 = mt3k.reload %b from host "k" : !mt3k.buffer<ddr, 64xf32>
+  mt3k.wait %t0, %t1
+}

@@ -25,6 +25,7 @@ mt3k.program @stage0 stage 0 ddr_arena 1073741824 {
   %rstd = mt3k.buffer "rstd" at 196672 : !mt3k.buffer<ddr, 256xf32>
   %wqkv = mt3k.buffer "wqkv" at 197632 : !mt3k.buffer<ddr, 128x64xbf16>
   %qkv = mt3k.buffer "qkv" at 214016 : !mt3k.buffer<ddr, 256x128xbf16>
+  %qkvh = mt3k.view %qkv[0] : !mt3k.buffer<ddr, 256x128xbf16> to !mt3k.buffer<ddr, 128x128xbf16>
   %o = mt3k.buffer "o" at 279552 : !mt3k.buffer<ddr, 256x64xbf16>
   %lse = mt3k.buffer "lse" at 312320 : !mt3k.buffer<ddr, 1x4x256xf32>
   %dw = mt3k.buffer "wqkv.grad" at 316416 : !mt3k.buffer<ddr, 128x64xf32>
@@ -157,6 +158,19 @@ mt3k.program @stage0 stage 0 ddr_arena 1073741824 {
   // CHECK: mt3k.gemm {{.*}} : !mt3k.buffer<gsm, 32x64xbf16>, !mt3k.buffer<am, 32x64xbf16> -> !mt3k.buffer<ddr, 32x32xbf16>
   %c = mt3k.view %o[0] : !mt3k.buffer<ddr, 256x64xbf16> to !mt3k.buffer<ddr, 32x32xbf16>
   mt3k.gemm %tile, %amt -> %c transpose_b : !mt3k.buffer<gsm, 32x64xbf16>, !mt3k.buffer<am, 32x64xbf16> -> !mt3k.buffer<ddr, 32x32xbf16>
+
+  // Activation offloading.
+  // CHECK: %[[OFF:.*]] = mt3k.offload %{{.*}} to host "act.0" : !mt3k.buffer<ddr, 256x64xbf16>
+  %off = mt3k.offload %x to host "act.0" : !mt3k.buffer<ddr, 256x64xbf16>
+  // CHECK: %[[OFF2:.*]] = mt3k.offload %{{.*}} to storage "act.1" : !mt3k.buffer<ddr, 256x64xbf16>
+  %off2 = mt3k.offload %x to storage "act.1" : !mt3k.buffer<ddr, 256x64xbf16>
+  // CHECK: mt3k.wait %[[OFF]], %[[OFF2]]
+  mt3k.wait %off, %off2
+  // CHECK: %[[REL:.*]] = mt3k.reload %{{.*}} from host "act.0" : !mt3k.buffer<ddr, 256x64xbf16>
+  %rel = mt3k.reload %h from host "act.0" : !mt3k.buffer<ddr, 256x64xbf16>
+  // CHECK: %[[REL2:.*]] = mt3k.reload %{{.*}} from storage "act.1" : !mt3k.buffer<ddr, 128x128xbf16>
+  %rel2 = mt3k.reload %qkvh from storage "act.1" : !mt3k.buffer<ddr, 128x128xbf16>
+  mt3k.wait %rel, %rel2
 
   // CHECK: mt3k.barrier @dp
   mt3k.barrier @dp
