@@ -186,9 +186,12 @@ public:
     if (p > model.numLayers)
       return std::nullopt;
     computeMemoryLimits(cap);
+    // An upper bound: any stage holding every layer under the slowest
+    // policy.
     double hi = 0;
     for (int64_t i = 0; i < p; ++i)
-      hi = std::max(hi, slot(i, model.numLayers, 0));
+      for (size_t k = 0; k < policies.size(); ++k)
+        hi = std::max(hi, slot(i, model.numLayers, k));
     hi = hi * 1.01 + 1e-9;
     if (!feasible(hi))
       return std::nullopt;
@@ -408,7 +411,10 @@ llvm::Expected<PlanResult> ratrain::planTraining(const ModelConfig &model0,
     double extra = double(model.embeddingParams() + model.headParams()) *
                    double(one.modelStates()) / double(model.paramsPerLayer());
     (void)m;
-    return int64_t((perLayer * model.numLayers + extra) / double(p));
+    // Slack for the per-stage rounding of shards (at most a few bytes per
+    // layer), so that the bound never exceeds the true peak.
+    double slack = 64.0 * (model.numLayers + 2);
+    return int64_t((perLayer * model.numLayers + extra - slack) / double(p));
   };
 
   std::vector<int64_t> ppChoices =
@@ -452,7 +458,8 @@ llvm::Expected<PlanResult> ratrain::planTraining(const ModelConfig &model0,
         ++result.combinationsVisited;
         CombinationSolver solver(model, costs, policies, p, d, b, m, zero, cap,
                                  memoryOptions, result.stageEvaluations);
-        bool pruned = lowerBound(p, d, b, m, zero) > cap;
+        bool pruned =
+            request.pruneByMemoryBound && lowerBound(p, d, b, m, zero) > cap;
         std::vector<ParallelConfig> candidates;
         if (!pruned) {
           if (std::optional<ParallelConfig> c = solver.solveMinMaxSplit())

@@ -46,6 +46,9 @@ struct PlanRequest {
   int64_t memoryCapBytes = 0;
   /// How many plans to return, best first.
   int64_t topK = 5;
+  /// Skip combinations whose memory lower bound exceeds the cap (off only
+  /// to check that the bound never prunes a feasible plan).
+  bool pruneByMemoryBound = true;
 };
 
 /// One feasible plan.

@@ -131,6 +131,33 @@ TEST(Planner, InfeasibleCapNamesTheLargestParts) {
   EXPECT_NE(error.find("of 2.0 GB: "), std::string::npos) << error;
 }
 
+TEST(Planner, MemoryBoundNeverPrunesAFeasiblePlan) {
+  MachineModel machine = loadMT3000();
+  for (const char *name : {"llama-2-7b", "qwen2.5-32b", "llama-2-70b"}) {
+    ModelConfig model = loadModel(name);
+    for (int64_t clusters : {64, 256}) {
+      PlanRequest request;
+      request.clusters = clusters;
+      request.globalBatch = 512;
+      request.topK = 1000;
+      llvm::Expected<PlanResult> pruned = planTraining(model, machine, request);
+      request.pruneByMemoryBound = false;
+      llvm::Expected<PlanResult> full = planTraining(model, machine, request);
+      ASSERT_EQ(bool(pruned), bool(full)) << name << " @" << clusters;
+      if (!pruned) {
+        llvm::consumeError(pruned.takeError());
+        llvm::consumeError(full.takeError());
+        continue;
+      }
+      EXPECT_EQ(full->combinationsPruned, 0);
+      EXPECT_GE(full->candidatesEvaluated, pruned->candidatesEvaluated);
+      EXPECT_EQ(full->feasiblePlans, pruned->feasiblePlans)
+          << name << " @" << clusters;
+      EXPECT_DOUBLE_EQ(full->plans[0].time.total, pruned->plans[0].time.total);
+    }
+  }
+}
+
 TEST(Planner, ConstraintsAreHonoured) {
   ModelConfig model = loadModel("llama-2-7b");
   MachineModel machine = loadMT3000();
