@@ -1,0 +1,589 @@
+#!/usr/bin/env python3
+"""Regenerates docs/evaluation.md and its plots (docs/evaluation/*.svg).
+
+Runs `ratrain-sim` (plan input: the planner picks the best plan for each
+policy, the simulator runs its 1F1B program event by event on the machine
+file) for
+  1. LLaMA-2-7B, Baichuan2-13B, Qwen2.5-32B, LLaMA-2-70B on 1024 MT-3000
+     clusters, RATrain policy vs gpu-style policy (and a global-batch sweep);
+  2. LLaMA-2-7B on 8..1024 clusters (weak scaling),
+and writes the tables, SVG plots and two simulator timelines.
+
+Usage: bench/evaluation/run.py [--build BUILD_DIR] [--out docs]
+Only the Python standard library is used.
+"""
+
+import argparse
+import datetime
+import os
+import re
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+MACHINE = os.path.join("examples", "machines", "mt3000.yaml")
+MODELS = [
+    ("LLaMA-2-7B", "llama-2-7b.json"),
+    ("Baichuan2-13B", "baichuan2-13b.json"),
+    ("Qwen2.5-32B", "qwen2.5-32b.json"),
+    ("LLaMA-2-70B", "llama-2-70b.json"),
+]
+SEQ_LEN = 4096
+CLUSTERS = 1024
+GLOBAL_BATCH = 1024  # sequences per iteration at 1024 clusters
+BATCH_SWEEP = [256, 1024, 4096]
+SCALING_CLUSTERS = [8, 16, 32, 64, 128, 256, 512, 1024]
+SEQUENCES_PER_CLUSTER = 8  # weak scaling: global batch = clusters * this
+# Scaling series: (name, extra ratrain-sim flags).
+SCALING_SERIES = [("planner's choice", []), ("ZeRO off", ["--zero", "0"])]
+# Network sensitivity: every network bandwidth of the machine file divided by.
+NETWORK_SLOWDOWNS = [1, 4, 16]
+POLICIES = ["ratrain", "gpu-style"]
+ITERATIONS = 3
+
+PAPER_7B_TOKENS = 112790.55
+PAPER_7B_EFFICIENCY = 97.0
+PAPER_MAX_SPEEDUP = 1.35
+
+
+def find_tool(build):
+    for candidate in (os.path.join(build, "bin", "ratrain-sim"),
+                      os.path.join(build, "tools", "ratrain-sim", "ratrain-sim")):
+        if os.access(candidate, os.X_OK):
+            return candidate
+    sys.exit(f"error: {build}: no ratrain-sim; build it first "
+             f"(ninja -C {build} ratrain-sim)")
+
+
+def parse_summary(text):
+    """The `key: value` lines of ratrain-sim, numbers converted."""
+    result = {"stages_detail": []}
+    for line in text.splitlines():
+        if line.startswith("stage ") and ": name=" in line:
+            fields = dict(re.findall(r"(\S+)=('[^']*'|\S+)", line))
+            result["stages_detail"].append(fields)
+            continue
+        key, sep, value = line.partition(": ")
+        if not sep:
+            continue
+        try:
+            result[key] = float(value)
+        except ValueError:
+            result[key] = value
+    return result
+
+
+def simulate(tool, model_file, clusters, batch, policy, extra=(), machine=MACHINE):
+    cmd = [tool, "--machine", machine,
+           "--model", os.path.join("examples", "models", model_file),
+           "--clusters", str(clusters), "--global-batch", str(batch),
+           "--seq-len", str(SEQ_LEN), "--policy", policy,
+           "--iterations", str(ITERATIONS)] + list(extra)
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    if done.returncode != 0:
+        return {"error": done.stderr.strip().replace("ratrain-sim: error: ", "")}
+    summary = parse_summary(done.stdout)
+    summary["command"] = " ".join(["ratrain-sim"] + cmd[1:])
+    return summary
+
+
+def slower_network(path, factor, out_dir):
+    """A copy of the machine file with every network bandwidth / factor."""
+    out, section = [], None
+    with open(os.path.join(ROOT, path)) as f:
+        for line in f:
+            stripped = line.split("#", 1)[0]
+            if re.match(r"^\S", stripped):
+                section = stripped.split(":", 1)[0].strip()
+            m = re.match(r"^(\s*)(bandwidth|node_injection_bandwidth):\s*([0-9.eE+-]+)", stripped)
+            if section == "network" and m:
+                line = f"{m.group(1)}{m.group(2)}: {float(m.group(3)) / factor:g}\n"
+            out.append(line)
+    target = os.path.join(out_dir, f"mt3000-network-div{factor}.yaml")
+    with open(target, "w") as f:
+        f.writelines(out)
+    return target
+
+
+def read_machine(path):
+    """The scalar keys of a machine file as dotted names (a small YAML subset:
+    nested mappings of scalars, comments)."""
+    values, stack = {}, []
+    with open(path) as f:
+        for raw in f:
+            line = raw.split("#", 1)[0].rstrip()
+            if not line.strip():
+                continue
+            indent = len(line) - len(line.lstrip())
+            key, _, value = line.strip().partition(":")
+            while stack and stack[-1][0] >= indent:
+                stack.pop()
+            if value.strip():
+                values[".".join([k for _, k in stack] + [key])] = value.strip()
+            else:
+                stack.append((indent, key))
+    return values
+
+
+# --------------------------------------------------------------------------
+# Formatting
+# --------------------------------------------------------------------------
+
+def fmt_tokens(value):
+    return f"{value:,.0f}"
+
+
+def fmt_s(value):
+    if value >= 100:
+        return f"{value:,.0f} s"
+    if value >= 1:
+        return f"{value:.2f} s"
+    if value >= 1e-3:
+        return f"{value * 1e3:.1f} ms"
+    return f"{value * 1e6:.0f} us"
+
+
+def exposed_total(r):
+    return sum(r.get(f"exposed-{k}-s", 0.0) for k in
+               ("dma", "p2p", "all-reduce", "reduce-scatter", "all-gather"))
+
+
+def exposed_breakdown(r):
+    parts = []
+    for kind in ("p2p", "all-reduce", "reduce-scatter", "all-gather", "dma"):
+        value = r.get(f"exposed-{kind}-s", 0.0)
+        if value > 0.0005:
+            parts.append(f"{kind} {fmt_s(value)}")
+    return ", ".join(parts) if parts else "none"
+
+
+# --------------------------------------------------------------------------
+# SVG plots
+# --------------------------------------------------------------------------
+
+COLORS = {"ratrain": "#4e79a7", "gpu-style": "#f28e2b", "ideal": "#999999"}
+
+
+def svg_header(width, height, title):
+    return [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" '
+            f'height="{height}" viewBox="0 0 {width} {height}" '
+            'font-family="Helvetica, Arial, sans-serif" font-size="12">',
+            f'<rect width="{width}" height="{height}" fill="white"/>',
+            f'<text x="{width / 2}" y="22" text-anchor="middle" font-size="15" '
+            f'font-weight="bold">{title}</text>']
+
+
+def legend(items, x, y):
+    out = []
+    for name, color in items:
+        out.append(f'<rect x="{x}" y="{y - 10}" width="12" height="12" fill="{color}"/>')
+        out.append(f'<text x="{x + 16}" y="{y}">{name}</text>')
+        x += 30 + 7 * len(name)
+    return out
+
+
+def bar_chart(path, groups):
+    """groups: [(label, {policy: tokens/s}, speedup)]: tokens/s normalised to
+    the gpu-style policy of each model, absolute values as labels."""
+    width, height = 760, 360
+    left, right, top, bottom = 70, 20, 50, 60
+    plot_w, plot_h = width - left - right, height - top - bottom
+    ymax = max(max(v.get("ratrain", 0), v.get("gpu-style", 0)) /
+               max(v.get("gpu-style", 1), 1e-9) for _, v, _ in groups)
+    ymax = max(1.4, ymax * 1.1)
+    out = svg_header(width, height,
+                     "Throughput relative to gpu-style, 1024 MT-3000 clusters (simulated)")
+    for i in range(0, int(ymax / 0.2) + 1):
+        value = i * 0.2
+        y = top + plot_h - value / ymax * plot_h
+        out.append(f'<line x1="{left}" y1="{y:.1f}" x2="{left + plot_w}" y2="{y:.1f}" stroke="#e5e5e5"/>')
+        out.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{value:.1f}x</text>')
+    group_w = plot_w / len(groups)
+    bar_w = group_w * 0.32
+    for i, (label, values, speedup) in enumerate(groups):
+        x0 = left + i * group_w + group_w * 0.16
+        base = values.get("gpu-style", 1)
+        for j, policy in enumerate(["gpu-style", "ratrain"]):
+            if policy not in values:
+                continue
+            rel = values[policy] / base
+            h = rel / ymax * plot_h
+            x = x0 + j * bar_w
+            out.append(f'<rect x="{x:.1f}" y="{top + plot_h - h:.1f}" width="{bar_w - 4:.1f}" '
+                       f'height="{h:.1f}" fill="{COLORS[policy]}"/>')
+            out.append(f'<text x="{x + bar_w / 2 - 2:.1f}" y="{top + plot_h - h - 4:.1f}" '
+                       f'text-anchor="middle" font-size="10">{fmt_tokens(values[policy])}</text>')
+        out.append(f'<text x="{x0 + bar_w:.1f}" y="{top + plot_h + 18}" text-anchor="middle">{label}</text>')
+        if speedup:
+            out.append(f'<text x="{x0 + bar_w:.1f}" y="{top + plot_h + 34}" text-anchor="middle" '
+                       f'fill="#444">{speedup:.3f}x</text>')
+    out.append(f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" stroke="#333"/>')
+    out += legend([("gpu-style", COLORS["gpu-style"]), ("ratrain", COLORS["ratrain"]),
+                   ("(labels: tokens/s)", "white")], left, 44)
+    out.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
+
+
+def scaling_chart(path, series):
+    """series: {name: [(clusters, tokens/s, efficiency %)]}; log-log
+    throughput with the ideal line of the first series, efficiency (dotted)
+    on the right axis."""
+    import math
+    palette = ["#4e79a7", "#b07aa1", "#59a14f", "#e15759"]
+    width, height = 780, 400
+    left, right, top, bottom = 80, 70, 62, 50
+    plot_w, plot_h = width - left - right, height - top - bottom
+    first = next(iter(series.values()))
+    xs = [c for c, _, _ in first]
+    lo, hi = math.log2(xs[0]), math.log2(xs[-1])
+    all_t = [t for rows in series.values() for _, t, _ in rows]
+    all_e = [e for rows in series.values() for _, _, e in rows]
+    ymin = min(all_t) / 2
+    ymax = max(max(all_t), first[0][1] / first[0][0] * first[-1][0]) * 2
+    ly0, ly1 = math.log10(ymin), math.log10(ymax)
+    e_lo = min(80, math.floor((min(all_e) - 5) / 10) * 10)
+    e_hi = max(110, math.ceil((max(all_e) + 5) / 10) * 10)
+
+    def px(c):
+        return left + (math.log2(c) - lo) / (hi - lo) * plot_w
+
+    def py(t):
+        return top + plot_h - (math.log10(t) - ly0) / (ly1 - ly0) * plot_h
+
+    def pe(e):
+        return top + plot_h - (e - e_lo) / (e_hi - e_lo) * plot_h
+
+    out = svg_header(width, height, "LLaMA-2-7B weak scaling on MT-3000 (simulated, ratrain policy)")
+    for decade in range(math.ceil(ly0), math.floor(ly1) + 1):
+        for m in (1, 2, 5):
+            t = m * 10 ** decade
+            if ymin <= t <= ymax:
+                y = py(t)
+                out.append(f'<line x1="{left}" y1="{y:.1f}" x2="{left + plot_w}" y2="{y:.1f}" stroke="#eee"/>')
+                out.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{t:,.0f}</text>')
+    for c in xs:
+        out.append(f'<line x1="{px(c):.1f}" y1="{top}" x2="{px(c):.1f}" y2="{top + plot_h}" stroke="#eee"/>')
+        out.append(f'<text x="{px(c):.1f}" y="{top + plot_h + 16}" text-anchor="middle">{c}</text>')
+    for e in range(e_lo, e_hi + 1, 10):
+        out.append(f'<text x="{left + plot_w + 6}" y="{pe(e) + 4:.1f}" fill="#555">{e}%</text>')
+    out.append(f'<line x1="{left}" y1="{pe(100):.1f}" x2="{left + plot_w}" y2="{pe(100):.1f}" '
+               'stroke="#bbb" stroke-dasharray="1,3"/>')
+    ideal = [(c, first[0][1] / first[0][0] * c) for c in xs]
+    out.append('<polyline fill="none" stroke="#999" stroke-dasharray="5,4" points="' +
+               " ".join(f"{px(c):.1f},{py(t):.1f}" for c, t in ideal) + '"/>')
+    items = []
+    for (name, rows), color in zip(series.items(), palette):
+        out.append(f'<polyline fill="none" stroke="{color}" stroke-width="2" points="' +
+                   " ".join(f"{px(c):.1f},{py(t):.1f}" for c, t, _ in rows) + '"/>')
+        out.append(f'<polyline fill="none" stroke="{color}" stroke-width="2" '
+                   'stroke-dasharray="2,3" points="' +
+                   " ".join(f"{px(c):.1f},{pe(e):.1f}" for c, _, e in rows) + '"/>')
+        for c, t, e in rows:
+            out.append(f'<circle cx="{px(c):.1f}" cy="{py(t):.1f}" r="3" fill="{color}"/>')
+            out.append(f'<rect x="{px(c) - 2.5:.1f}" y="{pe(e) - 2.5:.1f}" width="5" height="5" fill="{color}"/>')
+        items.append((f"{name}", color))
+    out.append(f'<text x="{left + plot_w / 2}" y="{height - 10}" text-anchor="middle">clusters</text>')
+    out.append(f'<text x="18" y="{top + plot_h / 2}" transform="rotate(-90 18 {top + plot_h / 2})" '
+               'text-anchor="middle">tokens/s (solid, log)</text>')
+    out.append(f'<text x="{width - 12}" y="{top + plot_h / 2}" transform="rotate(90 {width - 12} '
+               f'{top + plot_h / 2})" text-anchor="middle">scaling efficiency (dotted)</text>')
+    out.append(f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" stroke="#333"/>')
+    out += legend(items + [("ideal (linear from 8)", "#999999")], left, 46)
+    out.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
+
+
+# --------------------------------------------------------------------------
+# The report
+# --------------------------------------------------------------------------
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--build", default=os.environ.get("BUILD_DIR", os.path.join(ROOT, "build")))
+    parser.add_argument("--out", default=os.path.join(ROOT, "docs"))
+    args = parser.parse_args()
+    tool = find_tool(os.path.abspath(args.build))
+    plots = os.path.join(args.out, "evaluation")
+    os.makedirs(plots, exist_ok=True)
+    machine = read_machine(os.path.join(ROOT, MACHINE))
+
+    # 1. Models x policies at 1024 clusters.
+    comparison = []
+    for name, model_file in MODELS:
+        runs = {p: simulate(tool, model_file, CLUSTERS, GLOBAL_BATCH, p) for p in POLICIES}
+        comparison.append((name, model_file, runs))
+        print(f"{name}: " + ", ".join(
+            f"{p} {r.get('tokens-per-s', 0):,.0f} tokens/s" for p, r in runs.items()),
+            file=sys.stderr)
+    sweep = []
+    for name, model_file in MODELS:
+        row = []
+        for batch in BATCH_SWEEP:
+            runs = {p: simulate(tool, model_file, CLUSTERS, batch, p) for p in POLICIES}
+            row.append((batch, runs))
+        sweep.append((name, row))
+
+    import tempfile
+    network = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for factor in NETWORK_SLOWDOWNS:
+            machine_file = MACHINE if factor == 1 else slower_network(MACHINE, factor, tmp)
+            row = []
+            for name, model_file in MODELS:
+                runs = {p: simulate(tool, model_file, CLUSTERS, GLOBAL_BATCH, p, machine=machine_file)
+                        for p in POLICIES}
+                row.append(runs)
+            network.append((factor, row))
+
+    # 2. LLaMA-2-7B weak scaling, per series.
+    scaling = {}
+    for series, extra in SCALING_SERIES:
+        scaling[series] = []
+        for clusters in SCALING_CLUSTERS:
+            r = simulate(tool, "llama-2-7b.json", clusters,
+                         clusters * SEQUENCES_PER_CLUSTER, "ratrain", extra)
+            scaling[series].append((clusters, r))
+            print(f"LLaMA-2-7B @{clusters} ({series}): {r.get('tokens-per-s', 0):,.0f} tokens/s",
+                  file=sys.stderr)
+
+    # 3. Timelines of one small configuration under both policies.
+    timelines = {}
+    for policy in POLICIES:
+        svg = os.path.join(plots, f"timeline-llama-2-7b-32-{policy}.svg")
+        r = simulate(tool, "llama-2-7b.json", 32, 64, policy,
+                     ["--pp", "4", "--dp", "8", "--svg", svg, "--trace-iterations", "2"])
+        timelines[policy] = r
+
+    speedups = []
+    for name, _, runs in comparison:
+        a, b = runs["ratrain"], runs["gpu-style"]
+        if "tokens-per-s" in a and "tokens-per-s" in b:
+            speedups.append(a["tokens-per-s"] / b["tokens-per-s"])
+        else:
+            speedups.append(None)
+    bar_chart(os.path.join(plots, "policies.svg"),
+              [(name, {p: r.get("tokens-per-s", 0) for p, r in runs.items()}, s)
+               for (name, _, runs), s in zip(comparison, speedups)])
+    scaling_rows = {}
+    for series, runs in scaling.items():
+        base = runs[0][1].get("tokens-per-s", 0) / runs[0][0]
+        scaling_rows[series] = [
+            (c, r.get("tokens-per-s", 0),
+             100 * r.get("tokens-per-s", 0) / c / base if base else 0) for c, r in runs]
+    if all(t > 0 for rows in scaling_rows.values() for _, t, _ in rows):
+        scaling_chart(os.path.join(plots, "scaling.svg"), scaling_rows)
+
+    write_report(args.out, machine, comparison, speedups, sweep, network, scaling,
+                 scaling_rows, timelines)
+
+
+def write_report(out, machine, comparison, speedups, sweep, network, scaling, scaling_rows,
+                 timelines):
+    m = machine
+    lines = []
+    w = lines.append
+    w("# Evaluation: simulated paper-scale training on MT-3000")
+    w("")
+    w("Generated by `bench/evaluation/run.sh` (which runs `bench/evaluation/run.py`); do not edit by "
+      "hand. Every number is a **simulation** (`ratrain-sim`, see [simulator.md](simulator.md)) of the "
+      "plan the planner picks for each policy, on the machine file "
+      "`examples/machines/mt3000.yaml`: no MT-3000 is available here. "
+      f"Regenerated {datetime.date.today().isoformat()}.")
+    w("")
+    w("## Setup")
+    w("")
+    w(f"- Sequence length {SEQ_LEN} for every model; micro-batch size, pipeline depth, data "
+      "parallelism, ZeRO stage and recompute chosen by the planner (`ratrain-plan`) per policy "
+      "under the 20 GB usable DDR per cluster.")
+    w(f"- Policy comparison: {CLUSTERS} clusters, global batch {GLOBAL_BATCH} sequences "
+      f"({GLOBAL_BATCH * SEQ_LEN:,} tokens) per iteration; sweep over {', '.join(map(str, BATCH_SWEEP))} sequences.")
+    w(f"- Scaling: LLaMA-2-7B, {SCALING_CLUSTERS[0]} to {SCALING_CLUSTERS[-1]} clusters, weak scaling "
+      f"with {SEQUENCES_PER_CLUSTER} sequence per cluster per iteration; efficiency = (tokens/s per "
+      f"cluster) / (tokens/s per cluster at {SCALING_CLUSTERS[0]}).")
+    w(f"- Each run simulates {ITERATIONS} consecutive iterations; figures are steady state "
+      "(iterations 2..N).")
+    w("- Machine (every network number is an assumption [U] of the machine file; see its comments "
+      "and `shared/reference/facts.md`):")
+    w("")
+    w("| quantity | value |")
+    w("| --- | --- |")
+    def g(key, unit="", scale=1.0, fmt="{:g}"):
+        try:
+            return fmt.format(float(m[key]) / scale) + unit
+        except (KeyError, ValueError):
+            return m.get(key, "?")
+    w(f"| clusters per node (MT-3000 chip) | {m.get('clusters_per_node', '?')} |")
+    w(f"| peak FP16 per cluster | {g('cluster.peak_flops_f16', ' TFLOP/s', 1e12)} |")
+    w(f"| GEMM / attention fwd / bwd efficiency | {m.get('cluster.efficiency.gemm', '?')} / "
+      f"{m.get('cluster.efficiency.attention_forward', '?')} / {m.get('cluster.efficiency.attention_backward', '?')} |")
+    w(f"| usable DDR per cluster | {g('cluster.ddr_bytes', ' GB', 1e9)} |")
+    w(f"| DDR bandwidth per cluster | {g('cluster.ddr_bandwidth', ' GB/s', 1e9)} |")
+    w(f"| intra-node link | {g('network.intra_node.bandwidth', ' GB/s', 1e9)}, "
+      f"{g('network.intra_node.latency', ' us', 1e-6)} |")
+    w(f"| inter-node link per cluster | {g('network.inter_node.bandwidth', ' GB/s', 1e9)}, "
+      f"{g('network.inter_node.latency', ' us', 1e-6)} |")
+    w(f"| node injection | {g('network.node_injection_bandwidth', ' GB/s', 1e9)} |")
+    w(f"| gradient-sync algorithm | {m.get('network.collective', '?')} |")
+    w("")
+
+    w("## RATrain vs gpu-style policy")
+    w("")
+    w("`ratrain`: layer-level lifecycle (each layer's gradient sync issued when its last backward "
+      "finishes, update and view cast as soon as it completes, ZeRO all-gathers awaited only by the "
+      "layer's next forward). `gpu-style`: the same stages, but gradient sync, update, view cast "
+      "and all-gather as whole-stage phases at the iteration boundary. Each policy gets the plan the "
+      "planner ranks best for it.")
+    w("")
+    w("![throughput by policy](evaluation/policies.svg)")
+    w("")
+    w("| model | policy | plan | step | tokens/s | MFU | bubble (mean) | exposed comm (worst stage) | peak DDR | speedup |")
+    w("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for (name, _, runs), speedup in zip(comparison, speedups):
+        for policy in POLICIES:
+            r = runs[policy]
+            if "error" in r:
+                w(f"| {name} | {policy} | no plan: {r['error'][:120]} | | | | | | | |")
+                continue
+            s = f"**{speedup:.3f}x**" if policy == "ratrain" and speedup else ""
+            w(f"| {name} | {policy} | `{r.get('plan', '?')}` | {fmt_s(r['step-time-s'])} | "
+              f"{fmt_tokens(r['tokens-per-s'])} | {r['mfu-percent']:.1f}% | "
+              f"{r['bubble-mean-percent']:.1f}% | {exposed_breakdown(r)} | "
+              f"{r['peak-ddr-max-gib']:.1f} GiB | {s} |")
+    w("")
+    w(f"Speedup of `ratrain` over `gpu-style` (tokens/s) by global batch, {CLUSTERS} clusters:")
+    w("")
+    w("| model | " + " | ".join(f"{b} seq" for b in BATCH_SWEEP) + " |")
+    w("| --- | " + " | ".join("---" for _ in BATCH_SWEEP) + " |")
+    for name, row in sweep:
+        cells = []
+        for batch, runs in row:
+            a, b = runs["ratrain"], runs["gpu-style"]
+            if "tokens-per-s" in a and "tokens-per-s" in b:
+                cells.append(f"{a['tokens-per-s'] / b['tokens-per-s']:.3f}x")
+            else:
+                cells.append("no plan")
+        w(f"| {name} | " + " | ".join(cells) + " |")
+    w("")
+    w(f"Speedup by network speed (every bandwidth of the machine file divided by the factor), "
+      f"{CLUSTERS} clusters, {GLOBAL_BATCH} sequences:")
+    w("")
+    w("| network | " + " | ".join(name for name, _ in MODELS) + " |")
+    w("| --- | " + " | ".join("---" for _ in MODELS) + " |")
+    for factor, row in network:
+        cells = []
+        for runs in row:
+            a, b = runs["ratrain"], runs["gpu-style"]
+            if "tokens-per-s" in a and "tokens-per-s" in b:
+                cells.append(f"{a['tokens-per-s'] / b['tokens-per-s']:.3f}x "
+                             f"({fmt_tokens(a['tokens-per-s'])} tokens/s)")
+            else:
+                cells.append("no plan")
+        label = "as in mt3000.yaml" if factor == 1 else f"1/{factor}"
+        w(f"| {label} | " + " | ".join(cells) + " |")
+    w("")
+    valid = [s for s in speedups if s]
+    best = max(valid) if valid else 0
+    w(f"**Against the paper.** The paper reports up to {PAPER_MAX_SPEEDUP}x over MT-3000-adapted "
+      f"GPU-style strategies; our largest simulated speedup at {GLOBAL_BATCH} sequences is "
+      f"{best:.3f}x. Why ours is smaller:")
+    w("")
+    w("- Our `gpu-style` baseline is strong: it runs on the same planner-chosen, memory-fitting "
+      "plan, the same kernels (efficiencies) and the same ZeRO sharding as `ratrain`, so the only "
+      "difference is where the lifecycle work sits. The paper's baselines are whole training "
+      "strategies ported from GPUs, whose plans (parallel layout, recompute, buffer placement) "
+      "are not tuned to 20 GB DDR per cluster; part of its 1.35x is from the resource-aware "
+      "planner, which here serves both policies.")
+    w("- At paper scale the step is dominated by the 1F1B forward/backward (hundreds of "
+      "micro-batch-layers per stage); the whole-stage lifecycle that `ratrain` hides is a few "
+      "percent of the step under the assumed network (see the exposed communication column). The "
+      "gap depends on the batch per cluster (sweeps above) and grows with a slower network.")
+    w("- Each policy gets the plan the planner ranks best for it; where the planner's closed-form "
+      "ranking and the simulation disagree by a fraction of a percent (e.g. two layouts within "
+      "0.5% of each other), the simulated speedup can fall slightly below 1.")
+    w("- The network numbers of the MT-3000 system are not published; the machine file's values "
+      "are assumptions.")
+    w("")
+
+    w("## LLaMA-2-7B scaling, 8 to 1024 clusters")
+    w("")
+    if os.path.exists(os.path.join(out, "evaluation", "scaling.svg")):
+        w("![LLaMA-2-7B scaling](evaluation/scaling.svg)")
+        w("")
+    for series, _ in SCALING_SERIES:
+        w(f"**{series}**:")
+        w("")
+        w("| clusters | global batch | plan | step | tokens/s | tokens/s per cluster | MFU | scaling efficiency |")
+        w("| --- | --- | --- | --- | --- | --- | --- | --- |")
+        for (clusters, r), (_, t, eff) in zip(scaling[series], scaling_rows[series]):
+            if "error" in r:
+                w(f"| {clusters} | {clusters * SEQUENCES_PER_CLUSTER} | no plan: {r['error'][:120]} | | | | | |")
+                continue
+            w(f"| {clusters} | {clusters * SEQUENCES_PER_CLUSTER} | `{r.get('plan', '?')}` | "
+              f"{fmt_s(r['step-time-s'])} | {fmt_tokens(t)} | {t / clusters:.1f} | "
+              f"{r['mfu-percent']:.1f}% | {eff:.1f}% |")
+        w("")
+    rows = scaling_rows[SCALING_SERIES[0][0]]
+    fixed = scaling_rows[SCALING_SERIES[-1][0]]
+    if rows and rows[-1][1] > 0:
+        t, eff = rows[-1][1], rows[-1][2]
+        w(f"**Against the paper.** At 1024 clusters the paper measures {PAPER_7B_TOKENS:,.2f} "
+          f"tokens/s and {PAPER_7B_EFFICIENCY}% scaling efficiency; we simulate {t:,.0f} tokens/s "
+          f"({100 * (t - PAPER_7B_TOKENS) / PAPER_7B_TOKENS:+.1f}%) with the planner's choice "
+          f"({eff:.1f}% efficiency against 8 clusters) and {fixed[-1][1]:,.0f} tokens/s "
+          f"({fixed[-1][2]:.1f}%) without ZeRO. Why they differ:")
+        w("")
+        w("- With the planner free, efficiency above 100% is real in the model, not a scaling "
+          "artefact: at 8 clusters LLaMA-2-7B's 112 GB of model states must be split over 8 "
+          "pipeline stages with full recompute to fit 20 GB per cluster, while at 1024 clusters "
+          "ZeRO shards the optimizer state over hundreds of replicas, so fewer stages and less "
+          "recompute fit. Without ZeRO the layout is pinned by memory at every size and the "
+          "efficiency measures what the paper's figure measures: what data-parallel "
+          "synchronization costs as the cluster count grows (here almost nothing is exposed, "
+          "because the per-layer syncs hide behind the backward and the pipeline drain).")
+        w("- The absolute figure rests on assumed numbers: FP16 peak (4x the published FP64 peak), "
+          "the 0.7 GEMM and 0.6/0.5 attention efficiencies, the DDR bandwidth per cluster; the paper "
+          "does not state its batch size or sequence length (we assume 4096 tokens and "
+          f"{SEQUENCES_PER_CLUSTER} sequences per cluster per iteration). A real run's attained "
+          "efficiencies would move it (`ratrain-sim --measured-step` reports the error against a "
+          "measured step once one exists).")
+        w("")
+
+    w("## Timelines")
+    w("")
+    w("LLaMA-2-7B on 32 clusters (pp=4, dp=8, 64 sequences), two iterations; compute stream on top "
+      "of each stage lane, network and DMA below, hatched where the stream waits on communication. "
+      "Open the SVGs in a browser; `ratrain-sim ... --trace=FILE.json` writes the same run as a "
+      "Chrome/Perfetto trace.")
+    w("")
+    for policy in POLICIES:
+        r = timelines.get(policy, {})
+        if "error" in r:
+            w(f"- {policy}: {r['error']}")
+            continue
+        w(f"**{policy}** (step {fmt_s(r.get('step-time-s', 0))}, "
+          f"{fmt_tokens(r.get('tokens-per-s', 0))} tokens/s, exposed: {exposed_breakdown(r)}):")
+        w("")
+        w(f"![{policy} timeline](evaluation/timeline-llama-2-7b-32-{policy}.svg)")
+        w("")
+
+    w("## Reproduce")
+    w("")
+    w("```")
+    w("bench/evaluation/run.sh            # builds ratrain-sim if needed, regenerates this file")
+    w("```")
+    w("")
+    w("One run by hand, e.g. the first row of the policy table:")
+    w("")
+    w("```")
+    first = comparison[0][2]["ratrain"].get("command", "")
+    w(first)
+    w("```")
+    with open(os.path.join(out, "evaluation.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print(f"wrote {os.path.join(out, 'evaluation.md')}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

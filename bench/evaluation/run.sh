@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Regenerates docs/evaluation.md and docs/evaluation/*.svg: builds ratrain-sim
+# (only it and the libraries it needs) if it is missing, then runs
+# bench/evaluation/run.py. BUILD_DIR defaults to build/.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
+if [ ! -x "$BUILD_DIR/bin/ratrain-sim" ]; then
+  if [ ! -f "$BUILD_DIR/build.ninja" ]; then
+    cmake -G Ninja -S "$ROOT" -B "$BUILD_DIR" \
+      -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
+      -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit ${RATRAIN_CMAKE_ARGS:-}
+  fi
+  ninja -C "$BUILD_DIR" -j"${JOBS:-2}" ratrain-sim
+fi
+exec python3 "$ROOT/bench/evaluation/run.py" --build "$BUILD_DIR" "$@"
