@@ -44,4 +44,127 @@ def RATrainPlan : Pass<"ratrain-plan", "mlir::ModuleOp"> {
   ];
 }
 
+def RATrainExpand1F1B : Pass<"ratrain-expand-1f1b", "mlir::ModuleOp"> {
+  let summary = "Expand a planned model into per-stage 1F1B programs";
+  let description = [{
+    For every `ratrain.model` with a `plan` (and no pipeline yet), creates
+    `ratrain.pipeline @<model>_step` after it with one `ratrain.stage` per
+    plan stage. Stage `s` of `p` runs the non-interleaved 1F1B order over
+    `m` micro-batches: `min(p - s - 1, m)` warm-up forwards, then
+    one-forward-one-backward pairs, then the cool-down backwards. A forward
+    of micro-batch `k` is `recv activation` (s > 0), a `ratrain.forward` per
+    owned layer in ascending order, `send activation` (s < p - 1); a
+    backward is `recv gradient` (s < p - 1), per layer in descending order
+    a `ratrain.recompute` (decoder layers of a stage with recompute `full`)
+    and a `ratrain.backward` that accumulates into the previous
+    micro-batch's gradient, then `send gradient` (s > 0). Decoder layers
+    store `full` activations under recompute `none`, `selective` under
+    `selective` and `input` under `full`; the embedding and head always
+    store `full`. The stage yields its states unchanged: lifecycle
+    operations are placed by `--ratrain-schedule-lifecycle`.
+  }];
+}
+
+def RATrainScheduleLifecycle
+    : Pass<"ratrain-schedule-lifecycle", "mlir::ModuleOp"> {
+  let summary = "Place gradient sync, update, view re-materialization and "
+                "recompute in each stage";
+  let description = [{
+    Inserts per layer `grad_ready`, an asynchronous `sync` (`all_reduce`;
+    `reduce_scatter` with ZeRO-2; `hierarchical` when the stage's
+    data-parallel group spans nodes), its `wait`, `update adamw`,
+    `view_prefetch` and its `wait` (with ZeRO >= 1 an `all_gather` of the
+    new view and its `wait`), and returns the new states from the yield.
+
+    `policy=ratrain`: a layer's sync is issued right after its last backward;
+    its wait + update are placed at the first point where the predicted
+    compute issued since then (CostModel seconds) covers the predicted
+    collective time on the stage's communication stream (else at the end);
+    the view prefetch follows the update at once and is waited as late as
+    possible (before the yield). The recompute of the first
+    `recompute-ahead` layers of a micro-batch's backward is hoisted above
+    that micro-batch's `recv gradient` so it overlaps the wait for the
+    downstream stage; the others stay just before their backward.
+
+    `policy=gpu-style`: all grad_ready + syncs after the stage's last
+    operation, then all waits, all updates, all view casts (and
+    all-gathers): whole-model phases at the iteration boundary; each
+    recompute immediately before its backward.
+
+    Records the policy on the pipeline.
+  }];
+  let options = [
+    Option<"policy", "policy", "std::string", "\"ratrain\"",
+           "lifecycle policy: ratrain or gpu-style">,
+    Option<"machineFile", "machine", "std::string", "\"\"",
+           "machine file (YAML); defaults to the module's ratrain.machine">,
+    Option<"recomputeAhead", "recompute-ahead", "int64_t", "1",
+           "ratrain policy: layers whose recompute is hoisted above the "
+           "micro-batch's recv gradient">
+  ];
+}
+
+def RATrainAssignBuffers : Pass<"ratrain-assign-buffers", "mlir::ModuleOp"> {
+  let summary = "Assign DDR offsets to every buffer of every stage";
+  let description = [{
+    Computes the live range (in program positions) of every buffer of each
+    stage: parameter views, master weights, optimizer states, gradients,
+    stored activations per micro-batch, recomputed activations, pipeline
+    send/receive buffers, and the stage's kernel workspace, gradient-sync
+    staging and attention scratch. Sizes follow the planner's memory model.
+    Persistent buffers are stacked at the bottom of the arena; the others
+    are packed by a greedy-by-size, first-fit interval allocator. Records
+    `ratrain.buffers` on ops, `ratrain.arg_buffers`, `ratrain.scratch_buffers`,
+    `ratrain.peak_bytes`, `ratrain.peak_position` and `ratrain.arena_bytes`
+    on stages (see docs/schedule.md). A stage whose arena exceeds the
+    capacity (the machine's usable DDR per cluster) is an error naming the
+    peak position and the largest live buffers.
+  }];
+  let options = [
+    Option<"machineFile", "machine", "std::string", "\"\"",
+           "machine file (YAML); defaults to the module's ratrain.machine">,
+    Option<"capacity", "capacity", "int64_t", "0",
+           "DDR bytes per cluster (0: the machine's usable DDR)">,
+    Option<"reportFile", "report", "std::string", "\"\"",
+           "write live bytes per program position of each stage as CSV to "
+           "this file ('-' for stdout)">
+  ];
+}
+
+def RATrainVerifySchedule
+    : Pass<"ratrain-verify-schedule", "mlir::ModuleOp"> {
+  let summary = "Reject unsafe or deadlocking stage programs";
+  let description = [{
+    Walks every stage in program order and rejects: a gradient marked ready
+    before all micro-batches accumulated into it, or a sync never waited
+    (use-before-ready); an update whose gradient is not the result of a
+    completed sync; a forward, backward or recompute (or the yield) using a
+    view that is not in place; a backward or recompute without the stored
+    activations of its micro-batch; a state used after it was replaced
+    (stale); buffers that overlap in time and address (when
+    `--ratrain-assign-buffers` ran); and a pipeline whose sends and
+    receives cannot all complete (deadlock), found by running all stages'
+    transfers together with buffered sends.
+  }];
+}
+
+def RATrainSchedulePipeline
+    : Pass<"ratrain-schedule-pipeline", "mlir::ModuleOp"> {
+  let summary = "expand-1f1b, schedule-lifecycle, assign-buffers, "
+                "verify-schedule";
+  let description = [{
+    Runs the four schedule passes in order with the given options.
+  }];
+  let options = [
+    Option<"policy", "policy", "std::string", "\"ratrain\"",
+           "lifecycle policy: ratrain or gpu-style">,
+    Option<"machineFile", "machine", "std::string", "\"\"",
+           "machine file (YAML); defaults to the module's ratrain.machine">,
+    Option<"capacity", "capacity", "int64_t", "0",
+           "DDR bytes per cluster (0: the machine's usable DDR)">,
+    Option<"reportFile", "report", "std::string", "\"\"",
+           "memory-over-time CSV of assign-buffers">
+  ];
+}
+
 #endif // RATRAIN_TRANSFORMS_PASSES_TD

@@ -1,0 +1,257 @@
+//===- AssignBuffers.cpp - --ratrain-assign-buffers -----------------------===//
+//
+// DDR-capacity-aware buffer assignment of every stage: live ranges from the
+// program (ScheduleUtils.h), sizes from the planner's memory model, offsets
+// from an interval-packing allocator, a check against the usable DDR per
+// cluster, and a memory-over-time report.
+//
+//===----------------------------------------------------------------------===//
+
+#include "RATrain/RATrainOps.h"
+#include "ratrain/Planner/Planner.h"
+#include "ratrain/Transforms/PassUtils.h"
+#include "ratrain/Transforms/Passes.h"
+#include "ratrain/Transforms/ScheduleUtils.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Diagnostics.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace ratrain {
+#define GEN_PASS_DEF_RATRAINASSIGNBUFFERS
+#include "ratrain/Transforms/Passes.h.inc"
+} // namespace ratrain
+
+using namespace mlir;
+using namespace ratrain;
+
+namespace ratrain {
+
+/// Assigns offsets to `buffers`: persistent buffers (live over the whole
+/// step) stacked from 0 in order; the others, largest first (ties: earlier
+/// start), at the lowest offset above the persistent ones that does not
+/// overlap any already placed buffer live at the same time (first fit over
+/// the free address ranges). Zero-byte buffers get offset 0. Returns the
+/// arena size.
+int64_t packStageBuffers(MutableArrayRef<StageBuffer> buffers,
+                         int64_t stepEnd) {
+  int64_t base = 0;
+  SmallVector<unsigned> transient;
+  for (auto [index, buffer] : llvm::enumerate(buffers)) {
+    buffer.offset = 0;
+    if (buffer.bytes == 0)
+      continue;
+    if (buffer.isPersistent(stepEnd)) {
+      buffer.offset = base;
+      base += buffer.bytes;
+    } else {
+      transient.push_back(index);
+    }
+  }
+  llvm::stable_sort(transient, [&](unsigned a, unsigned b) {
+    if (buffers[a].bytes != buffers[b].bytes)
+      return buffers[a].bytes > buffers[b].bytes;
+    return buffers[a].start < buffers[b].start;
+  });
+  int64_t arena = base;
+  SmallVector<unsigned> placed;
+  SmallVector<std::pair<int64_t, int64_t>> busy; // [offset, end) ranges
+  for (unsigned index : transient) {
+    StageBuffer &buffer = buffers[index];
+    busy.clear();
+    for (unsigned other : placed) {
+      const StageBuffer &o = buffers[other];
+      if (o.start <= buffer.end && buffer.start <= o.end)
+        busy.push_back({o.offset, o.offset + o.bytes});
+    }
+    llvm::sort(busy);
+    int64_t offset = base;
+    for (auto [begin, end] : busy) {
+      if (begin - offset >= buffer.bytes)
+        break;
+      offset = std::max(offset, end);
+    }
+    buffer.offset = offset;
+    arena = std::max(arena, offset + buffer.bytes);
+    placed.push_back(index);
+  }
+  return arena;
+}
+
+} // namespace ratrain
+
+namespace {
+
+/// Writes the buffers of a stage into its IR.
+void recordBuffers(StageOp stage, const StageBuffers &buffers) {
+  Builder builder(stage.getContext());
+  auto triple = [&](std::optional<unsigned> index) {
+    if (!index)
+      return SmallVector<int64_t, 3>{-1, 0, 0};
+    const StageBuffer &b = buffers.buffers[*index];
+    return SmallVector<int64_t, 3>{int64_t(*index), b.offset, b.bytes};
+  };
+  auto lookup = [&](Value value) -> std::optional<unsigned> {
+    auto it = buffers.bufferOf.find(value);
+    if (it == buffers.bufferOf.end())
+      return std::nullopt;
+    return it->second;
+  };
+
+  SmallVector<int64_t> args;
+  for (BlockArgument arg : stage.getBody().getArguments())
+    llvm::append_range(args, triple(lookup(arg)));
+  stage->setAttr(kArgBuffersAttr, builder.getDenseI64ArrayAttr(args));
+
+  for (Operation *op : buffers.ops) {
+    auto transfer = buffers.transferBuffer.find(op);
+    if (transfer != buffers.transferBuffer.end()) {
+      op->setAttr(kBuffersAttr,
+                  builder.getDenseI64ArrayAttr(triple(transfer->second)));
+      continue;
+    }
+    if (op->getNumResults() == 0)
+      continue;
+    SmallVector<int64_t> values;
+    for (Value result : op->getResults())
+      llvm::append_range(values, triple(lookup(result)));
+    op->setAttr(kBuffersAttr, builder.getDenseI64ArrayAttr(values));
+  }
+
+  SmallVector<NamedAttribute> scratch;
+  for (auto [index, buffer] : llvm::enumerate(buffers.buffers))
+    if (!buffer.scratchName.empty())
+      scratch.push_back(builder.getNamedAttr(
+          buffer.scratchName,
+          builder.getDenseI64ArrayAttr(
+              {int64_t(index), buffer.offset, buffer.bytes})));
+  stage->setAttr(kScratchBuffersAttr, builder.getDictionaryAttr(scratch));
+}
+
+struct AssignBuffersPass
+    : public ratrain::impl::RATrainAssignBuffersBase<AssignBuffersPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto pipelines = llvm::to_vector(module.getOps<PipelineOp>());
+    if (pipelines.empty())
+      return;
+    // The machine gives the capacity and the kernel properties the sizes
+    // depend on; an explicit capacity makes it optional.
+    int64_t capacityBytes = capacity;
+    MemoryOptions memoryOptions;
+    if (capacityBytes <= 0 || !machineFile.empty() ||
+        module->hasAttr("ratrain.machine")) {
+      FailureOr<MachineModel> machine = loadPassMachine(module, machineFile);
+      if (failed(machine))
+        return signalPassFailure();
+      if (capacityBytes <= 0)
+        capacityBytes = machine->cluster.ddrBytes;
+      memoryOptions = MemoryOptions::forMachine(*machine);
+    }
+
+    std::string report = "pipeline,stage,position,op,live_bytes\n";
+    llvm::raw_string_ostream reportStream(report);
+    bool failedAny = false;
+    for (PipelineOp pipeline : pipelines) {
+      FailureOr<ModelOp> model = lookupPipelineModel(pipeline);
+      if (failed(model))
+        return signalPassFailure();
+      BufferSizes sizes(*model, pipeline.getPlan(), memoryOptions);
+      Builder builder(&getContext());
+      pipeline->setAttr(kCapacityBytesAttr,
+                        builder.getI64IntegerAttr(capacityBytes));
+      for (StageOp stage : pipeline.getStages()) {
+        StageBuffers buffers = analyzeStageBuffers(stage);
+        sizeStageBuffers(buffers, stage, sizes);
+        int64_t arena = packStageBuffers(buffers.buffers, buffers.stepEnd());
+        SmallVector<int64_t> live = buffers.liveBytes();
+        auto peakIt = std::max_element(live.begin(), live.end());
+        int64_t peak = *peakIt;
+        int64_t peakPosition = int64_t(peakIt - live.begin()) - 1;
+
+        recordBuffers(stage, buffers);
+        stage->setAttr(kPeakBytesAttr, builder.getI64IntegerAttr(peak));
+        stage->setAttr(kPeakPositionAttr,
+                       builder.getI64IntegerAttr(peakPosition));
+        stage->setAttr(kArenaBytesAttr, builder.getI64IntegerAttr(arena));
+
+        for (auto [index, bytes] : llvm::enumerate(live)) {
+          int64_t position = int64_t(index) - 1;
+          reportStream << pipeline.getSymName() << "," << stage.getStage()
+                       << "," << position << ","
+                       << (position < 0 ? std::string("start")
+                                        : describeScheduleOp(
+                                              buffers.ops[position]))
+                       << "," << bytes << "\n";
+        }
+
+        if (arena > capacityBytes) {
+          failedAny = true;
+          reportOverCapacity(stage, buffers, peak, peakPosition, arena,
+                             capacityBytes);
+        }
+      }
+    }
+
+    if (!reportFile.empty()) {
+      if (reportFile == "-") {
+        llvm::outs() << report;
+      } else {
+        std::error_code error;
+        llvm::raw_fd_ostream os(reportFile, error, llvm::sys::fs::OF_Text);
+        if (error) {
+          module.emitError("cannot write the memory report '")
+              << reportFile << "': " << error.message();
+          return signalPassFailure();
+        }
+        os << report;
+      }
+    }
+    if (failedAny)
+      signalPassFailure();
+  }
+
+  /// The over-capacity error: the stage, its peak position and op, and the
+  /// largest buffers live there.
+  static void reportOverCapacity(StageOp stage, const StageBuffers &buffers,
+                                 int64_t peak, int64_t peakPosition,
+                                 int64_t arena, int64_t capacityBytes) {
+    SmallVector<unsigned> liveAtPeak;
+    for (auto [index, buffer] : llvm::enumerate(buffers.buffers))
+      if (buffer.bytes > 0 && buffer.liveAt(peakPosition))
+        liveAtPeak.push_back(index);
+    llvm::stable_sort(liveAtPeak, [&](unsigned a, unsigned b) {
+      return buffers.buffers[a].bytes > buffers.buffers[b].bytes;
+    });
+    std::string where =
+        peakPosition < 0
+            ? std::string("at the step start")
+            : "at position " + std::to_string(peakPosition) + " (" +
+                  describeScheduleOp(buffers.ops[peakPosition]) + ")";
+    InFlightDiagnostic diag = stage.emitOpError("stage ")
+                              << stage.getStage() << " needs "
+                              << formatBytes(arena)
+                              << " of DDR but a cluster has "
+                              << formatBytes(capacityBytes) << "; peak "
+                              << formatBytes(peak) << " " << where
+                              << "; largest live buffers: ";
+    for (auto [rank, index] :
+         llvm::enumerate(ArrayRef(liveAtPeak).take_front(4))) {
+      const StageBuffer &buffer = buffers.buffers[index];
+      diag << (rank ? ", " : "") << buffer.describe() << " "
+           << formatBytes(buffer.bytes);
+    }
+    if (peakPosition >= 0)
+      diag.attachNote(buffers.ops[peakPosition]->getLoc())
+          << "the peak is at this op";
+  }
+};
+
+} // namespace

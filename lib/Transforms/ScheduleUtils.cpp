@@ -1,0 +1,666 @@
+//===- ScheduleUtils.cpp - Shared analyses of stage programs --------------===//
+
+#include "ratrain/Transforms/ScheduleUtils.h"
+#include "ratrain/Transforms/PassUtils.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/SymbolTable.h"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <array>
+
+using namespace mlir;
+using namespace ratrain;
+
+//===----------------------------------------------------------------------===//
+// Model and plan
+//===----------------------------------------------------------------------===//
+
+FailureOr<ModelOp> ratrain::lookupPipelineModel(PipelineOp pipeline) {
+  auto model = SymbolTable::lookupNearestSymbolFrom<ModelOp>(
+      pipeline, pipeline.getModelAttr());
+  if (!model)
+    return pipeline.emitOpError("refers to '")
+               << pipeline.getModel() << "', which is not a ratrain.model",
+           failure();
+  return model;
+}
+
+ActivationKind ratrain::storedActivationKind(LayerKind layer,
+                                             Recompute recompute) {
+  if (layer != LayerKind::Decoder)
+    return ActivationKind::Full;
+  switch (recompute) {
+  case Recompute::None:
+    return ActivationKind::Full;
+  case Recompute::Selective:
+    return ActivationKind::Selective;
+  case Recompute::Full:
+    return ActivationKind::Input;
+  }
+  llvm_unreachable("unknown recompute policy");
+}
+
+static int64_t ceilDiv(int64_t x, int64_t y) { return (x + y - 1) / y; }
+
+BufferSizes::BufferSizes(ModelOp model, PlanAttr plan,
+                         const MemoryOptions &options)
+    : plan(plan), config(model.toModelConfig()), options(options) {
+  for (LayerOp layer : model.getLayers()) {
+    int64_t params = layer.getNumParams();
+    // The memory model gives the last stage its own copy of a tied
+    // embedding matrix when it is not also the first stage.
+    if (layer.getKind() == LayerKind::Head && config.tieEmbeddings &&
+        plan.getPp() > 1)
+      params += config.embeddingParams();
+    layerParams.push_back(params);
+    layerKinds.push_back(layer.getKind());
+  }
+  ParallelConfig parallel = toParallelConfig(plan);
+  for (int64_t stage = 0; stage < plan.getPp(); ++stage)
+    stageMemory.push_back(computeStageMemory(
+        config, stage, parallel.pipelineStages, parallel.dataParallel,
+        parallel.microBatchSize, parallel.numMicroBatches,
+        parallel.stages[stage], parallel.recompute[stage], parallel.zero,
+        options));
+}
+
+int64_t BufferSizes::params(int64_t layer) const { return layerParams[layer]; }
+
+int64_t BufferSizes::viewBytes(int64_t layer) const {
+  return int64_t(getDTypeBytes(config.dtype)) * params(layer);
+}
+
+/// Parameters of `layer` this rank keeps of a state sharded from ZeRO stage
+/// `from` on.
+static int64_t shardedParams(int64_t params, PlanAttr plan, int64_t from) {
+  return plan.getZero() >= from
+             ? ceilDiv(params, std::max<int64_t>(plan.getDp(), 1))
+             : params;
+}
+
+int64_t BufferSizes::masterBytes(int64_t layer) const {
+  if (getDTypeBytes(config.dtype) >= 4)
+    return 0;
+  return 4 * shardedParams(params(layer), plan, 1);
+}
+
+int64_t BufferSizes::optStateBytes(int64_t layer) const {
+  return 8 * shardedParams(params(layer), plan, 1);
+}
+
+int64_t BufferSizes::gradBytes(int64_t layer) const {
+  return int64_t(getDTypeBytes(config.dtype)) *
+         shardedParams(params(layer), plan, 2);
+}
+
+int64_t BufferSizes::activationBytes(int64_t layer, ActivationKind kind) const {
+  int64_t w = getDTypeBytes(config.dtype);
+  int64_t sb = config.seqLen * plan.getMicroBatchSize();
+  switch (layerKinds[layer]) {
+  case LayerKind::Embedding:
+    // Token ids (int32).
+    return 4 * sb;
+  case LayerKind::Head:
+    // Final-norm input and output, logits, their FP32 softmax, labels.
+    return 2 * w * sb * config.hidden + (w + 4) * sb * config.vocab + 4 * sb;
+  case LayerKind::Decoder:
+    break;
+  }
+  RecomputePolicy policy = kind == ActivationKind::Full ? RecomputePolicy::None
+                           : kind == ActivationKind::Selective
+                               ? RecomputePolicy::Selective
+                               : RecomputePolicy::Full;
+  return layerActivationBytes(config, plan.getMicroBatchSize(), policy,
+                              options);
+}
+
+int64_t BufferSizes::boundaryBytes() const {
+  return config.seqLen * plan.getMicroBatchSize() * config.hidden *
+         int64_t(getDTypeBytes(config.dtype));
+}
+
+int64_t BufferSizes::workspaceBytes(int64_t stage) const {
+  return stageMemory[stage].kernelWorkspace;
+}
+
+int64_t BufferSizes::syncStagingBytes(int64_t stage) const {
+  // The memory model's communication buffers less the four pipeline
+  // message buffers, which are buffers of their own here.
+  int64_t messages = plan.getPp() > 1 ? 4 * boundaryBytes() : 0;
+  return std::max<int64_t>(
+      0, stageMemory[stage].communicationBuffers - messages);
+}
+
+int64_t BufferSizes::attentionScratchBytes(int64_t stage) const {
+  // Under full recompute the recompute buffer is the recomputed layer's
+  // activations, a buffer of its own here.
+  if (plan.getRecompute()[stage] != Recompute::Selective)
+    return 0;
+  return stageMemory[stage].recomputeBuffer;
+}
+
+bool ratrain::dataParallelGroupSpansNodes(int64_t stage, int64_t dataParallel,
+                                          int64_t clustersPerNode) {
+  if (clustersPerNode < 1)
+    return false;
+  int64_t first = stage * dataParallel;
+  int64_t last = first + dataParallel - 1;
+  return first / clustersPerNode != last / clustersPerNode;
+}
+
+//===----------------------------------------------------------------------===//
+// Buffers
+//===----------------------------------------------------------------------===//
+
+StringRef ratrain::stringifyBufferKind(BufferKind kind) {
+  switch (kind) {
+  case BufferKind::View:
+    return "view";
+  case BufferKind::Master:
+    return "master";
+  case BufferKind::OptState:
+    return "opt_state";
+  case BufferKind::Gradient:
+    return "gradient";
+  case BufferKind::Activation:
+    return "activation";
+  case BufferKind::Recomputed:
+    return "recomputed";
+  case BufferKind::RecvMessage:
+    return "recv";
+  case BufferKind::SendMessage:
+    return "send";
+  case BufferKind::Reloaded:
+    return "reloaded";
+  case BufferKind::Workspace:
+    return "workspace";
+  case BufferKind::SyncStaging:
+    return "sync_staging";
+  case BufferKind::AttentionScratch:
+    return "attention_scratch";
+  case BufferKind::Other:
+    return "other";
+  }
+  llvm_unreachable("unknown buffer kind");
+}
+
+std::string StageBuffer::describe() const {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  switch (kind) {
+  case BufferKind::View:
+    os << "view of layer " << layer;
+    break;
+  case BufferKind::Master:
+    os << "master of layer " << layer;
+    break;
+  case BufferKind::OptState:
+    os << "opt_state of layer " << layer;
+    break;
+  case BufferKind::Gradient:
+    os << "gradient of layer " << layer;
+    break;
+  case BufferKind::Activation:
+    os << "activations of layer " << layer << " mb " << microBatch;
+    break;
+  case BufferKind::Recomputed:
+    os << "recomputed activations of layer " << layer << " mb " << microBatch;
+    break;
+  case BufferKind::RecvMessage:
+  case BufferKind::SendMessage: {
+    std::optional<Payload> payload = getTransferPayload(transfer);
+    os << (kind == BufferKind::RecvMessage ? "received " : "outgoing ")
+       << (payload ? stringifyPayload(*payload) : "message") << " mb "
+       << microBatch;
+    break;
+  }
+  case BufferKind::Reloaded:
+    os << "reloaded state of layer " << layer;
+    break;
+  case BufferKind::Workspace:
+  case BufferKind::SyncStaging:
+  case BufferKind::AttentionScratch:
+    os << scratchName;
+    break;
+  case BufferKind::Other:
+    os << "buffer of " << type;
+    break;
+  }
+  return text;
+}
+
+SmallVector<int64_t> StageBuffers::liveBytes() const {
+  // Difference array over positions -1 .. stepEnd().
+  int64_t count = stepEnd() + 2;
+  SmallVector<int64_t> delta(count + 1, 0);
+  for (const StageBuffer &buffer : buffers) {
+    if (buffer.bytes == 0)
+      continue;
+    delta[buffer.start + 1] += buffer.bytes;
+    delta[buffer.end + 2] -= buffer.bytes;
+  }
+  SmallVector<int64_t> live(count, 0);
+  int64_t running = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    running += delta[i];
+    live[i] = running;
+  }
+  return live;
+}
+
+std::optional<Payload> ratrain::getTransferPayload(Operation *op) {
+  if (auto send = dyn_cast_or_null<SendOp>(op))
+    return send.getPayload();
+  if (auto recv = dyn_cast_or_null<RecvOp>(op))
+    return recv.getPayload();
+  return std::nullopt;
+}
+
+std::string ratrain::describeScheduleOp(Operation *op) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << op->getName().getStringRef();
+  if (std::optional<Payload> payload = getTransferPayload(op))
+    os << " " << stringifyPayload(*payload);
+  for (Type type : op->getResultTypes())
+    if (std::optional<int64_t> layer = getStateLayer(type)) {
+      os << " of layer " << *layer;
+      break;
+    }
+  if (op->getNumResults() == 0 && op->getNumOperands() > 0 &&
+      !isa<YieldOp>(op))
+    if (std::optional<int64_t> layer = getStateLayer(op->getOperandTypes()[0]))
+      os << " of layer " << *layer;
+  if (auto mb = op->getAttrOfType<IntegerAttr>("micro_batch"))
+    os << " mb(" << mb.getInt() << ")";
+  return text;
+}
+
+namespace {
+
+/// Builds the buffers of one stage.
+class BufferBuilder {
+public:
+  explicit BufferBuilder(StageOp stage) : stage(stage) {}
+
+  StageBuffers run();
+
+private:
+  unsigned newBuffer(BufferKind kind, Type type, int64_t layer, int64_t start,
+                     int64_t microBatch = -1) {
+    StageBuffer buffer;
+    buffer.kind = kind;
+    buffer.type = type;
+    buffer.layer = layer;
+    buffer.microBatch = microBatch;
+    buffer.start = buffer.end = start;
+    result.buffers.push_back(buffer);
+    return result.buffers.size() - 1;
+  }
+  void join(Value value, unsigned buffer, int64_t position) {
+    result.bufferOf[value] = buffer;
+    result.buffers[buffer].values.push_back(value);
+    extend(buffer, position);
+  }
+  void extend(unsigned buffer, int64_t position) {
+    StageBuffer &b = result.buffers[buffer];
+    b.start = std::min(b.start, position);
+    b.end = std::max(b.end, position);
+  }
+  /// Marks a use of `value` at `position`.
+  void use(Value value, int64_t position) {
+    auto it = result.bufferOf.find(value);
+    if (it != result.bufferOf.end())
+      extend(it->second, position);
+  }
+  void visit(Operation *op, int64_t position);
+
+  StageOp stage;
+  StageBuffers result;
+  /// The view buffer of each layer (its block argument's).
+  DenseMap<int64_t, unsigned> viewBuffer;
+  /// Offload in flight: the async value -> the buffer it empties.
+  DenseMap<Value, unsigned> offloading;
+  /// Recvs waiting for their consumer, by (payload, micro-batch).
+  DenseMap<std::pair<int, int64_t>, unsigned> pendingRecv;
+  /// Position of the last producer of an outgoing message, by (payload,
+  /// micro-batch).
+  DenseMap<std::pair<int, int64_t>, int64_t> lastProducer;
+};
+
+} // namespace
+
+void BufferBuilder::visit(Operation *op, int64_t position) {
+  int64_t first = stage.getFirstLayer(), last = stage.getEndLayer() - 1;
+  for (Value operand : op->getOperands())
+    use(operand, position);
+
+  if (auto forward = dyn_cast<ForwardOp>(op)) {
+    ActivationType type = forward.getActivation().getType();
+    join(forward.getActivation(),
+         newBuffer(BufferKind::Activation, type, type.getLayer(), position,
+                   forward.getMicroBatch()),
+         position);
+    int64_t layer = type.getLayer();
+    auto key = std::make_pair(int(Payload::Activation),
+                              int64_t(forward.getMicroBatch()));
+    if (layer == first) {
+      auto it = pendingRecv.find(key);
+      if (it != pendingRecv.end()) {
+        extend(it->second, position);
+        pendingRecv.erase(it);
+      }
+    }
+    if (layer == last)
+      lastProducer[key] = position;
+    return;
+  }
+  if (auto recompute = dyn_cast<RecomputeOp>(op)) {
+    ActivationType type = recompute.getActivation().getType();
+    join(recompute.getActivation(),
+         newBuffer(BufferKind::Recomputed, type, type.getLayer(), position,
+                   recompute.getMicroBatch()),
+         position);
+    return;
+  }
+  if (auto backward = dyn_cast<BackwardOp>(op)) {
+    int64_t layer = backward.getGrad().getType().getLayer();
+    auto accIt = backward.getAcc() ? result.bufferOf.find(backward.getAcc())
+                                   : result.bufferOf.end();
+    unsigned buffer =
+        accIt != result.bufferOf.end()
+            ? accIt->second
+            : newBuffer(BufferKind::Gradient, backward.getGrad().getType(),
+                        layer, position);
+    join(backward.getGrad(), buffer, position);
+    auto key = std::make_pair(int(Payload::Gradient),
+                              int64_t(backward.getMicroBatch()));
+    if (layer == last) {
+      auto it = pendingRecv.find(key);
+      if (it != pendingRecv.end()) {
+        extend(it->second, position);
+        pendingRecv.erase(it);
+      }
+    }
+    if (layer == first)
+      lastProducer[key] = position;
+    return;
+  }
+  if (auto recv = dyn_cast<RecvOp>(op)) {
+    unsigned buffer = newBuffer(BufferKind::RecvMessage, Type(), -1, position,
+                                recv.getMicroBatch());
+    result.buffers[buffer].transfer = op;
+    result.transferBuffer[op] = buffer;
+    pendingRecv[{int(recv.getPayload()), int64_t(recv.getMicroBatch())}] =
+        buffer;
+    return;
+  }
+  if (auto send = dyn_cast<SendOp>(op)) {
+    auto key =
+        std::make_pair(int(send.getPayload()), int64_t(send.getMicroBatch()));
+    auto it = lastProducer.find(key);
+    int64_t start = it != lastProducer.end() ? it->second : position;
+    unsigned buffer = newBuffer(BufferKind::SendMessage, Type(), -1, start,
+                                send.getMicroBatch());
+    extend(buffer, position);
+    result.buffers[buffer].transfer = op;
+    result.transferBuffer[op] = buffer;
+    return;
+  }
+  if (auto ready = dyn_cast<GradReadyOp>(op)) {
+    auto it = result.bufferOf.find(ready.getGrad());
+    if (it != result.bufferOf.end())
+      join(ready.getReady(), it->second, position);
+    return;
+  }
+  if (auto sync = dyn_cast<SyncOp>(op)) {
+    auto it = result.bufferOf.find(sync.getState());
+    if (it != result.bufferOf.end())
+      join(sync.getPending(), it->second, position);
+    return;
+  }
+  if (auto wait = dyn_cast<WaitOp>(op)) {
+    auto off = offloading.find(wait.getPending());
+    if (off != offloading.end()) {
+      // The state leaves DDR once the offload completes.
+      extend(off->second, position);
+      return;
+    }
+    auto it = result.bufferOf.find(wait.getPending());
+    if (it != result.bufferOf.end())
+      join(wait.getValue(), it->second, position);
+    return;
+  }
+  if (auto update = dyn_cast<UpdateOp>(op)) {
+    auto master = result.bufferOf.find(update.getMaster());
+    if (master != result.bufferOf.end())
+      join(update.getNewMaster(), master->second, position);
+    auto opt = result.bufferOf.find(update.getOptState());
+    if (opt != result.bufferOf.end())
+      join(update.getNewOptState(), opt->second, position);
+    return;
+  }
+  if (auto prefetch = dyn_cast<ViewPrefetchOp>(op)) {
+    // The new view is written over the layer's view buffer.
+    int64_t layer = prefetch.getMaster().getType().getLayer();
+    auto it = viewBuffer.find(layer);
+    if (it != viewBuffer.end())
+      join(prefetch.getPending(), it->second, position);
+    return;
+  }
+  if (auto offload = dyn_cast<OffloadOp>(op)) {
+    auto it = result.bufferOf.find(offload.getState());
+    if (it != result.bufferOf.end())
+      offloading[offload.getPending()] = it->second;
+    return;
+  }
+  if (auto reload = dyn_cast<ReloadOp>(op)) {
+    Type state = cast<AsyncType>(reload.getPending().getType()).getValue();
+    join(reload.getPending(),
+         newBuffer(BufferKind::Reloaded, state,
+                   getStateLayer(state).value_or(-1), position),
+         position);
+    return;
+  }
+  if (isa<YieldOp>(op))
+    return;
+  // Unknown ops: each result is a buffer of its own.
+  for (Value value : op->getResults())
+    join(value,
+         newBuffer(BufferKind::Other, value.getType(),
+                   getStateLayer(value.getType()).value_or(-1), position),
+         position);
+}
+
+StageBuffers BufferBuilder::run() {
+  Block &body = stage.getBody().front();
+  for (Operation &op : body) {
+    result.position[&op] = result.ops.size();
+    result.ops.push_back(&op);
+  }
+  int64_t stepEnd = result.stepEnd();
+  for (BlockArgument arg : body.getArguments()) {
+    Type type = arg.getType();
+    int64_t layer = *getStateLayer(type);
+    BufferKind kind = isa<ViewType>(type)     ? BufferKind::View
+                      : isa<MasterType>(type) ? BufferKind::Master
+                                              : BufferKind::OptState;
+    unsigned buffer = newBuffer(kind, type, layer, -1);
+    join(arg, buffer, -1);
+    if (kind == BufferKind::View)
+      viewBuffer[layer] = buffer;
+  }
+  for (auto [position, op] : llvm::enumerate(result.ops))
+    visit(op, position);
+  // The states returned for the next step live to the end.
+  for (Value value : stage.getYield().getStates())
+    use(value, stepEnd);
+  // Layer states persist across steps even when the yield returns another
+  // value of the same buffer.
+  for (StageBuffer &buffer : result.buffers)
+    if (buffer.kind == BufferKind::View || buffer.kind == BufferKind::Master ||
+        buffer.kind == BufferKind::OptState) {
+      buffer.start = -1;
+      buffer.end = stepEnd;
+    }
+  return std::move(result);
+}
+
+StageBuffers ratrain::analyzeStageBuffers(StageOp stage) {
+  return BufferBuilder(stage).run();
+}
+
+void ratrain::sizeStageBuffers(StageBuffers &buffers, StageOp stage,
+                               const BufferSizes &sizes) {
+  for (StageBuffer &buffer : buffers.buffers) {
+    switch (buffer.kind) {
+    case BufferKind::View:
+      buffer.bytes = sizes.viewBytes(buffer.layer);
+      break;
+    case BufferKind::Master:
+      buffer.bytes = sizes.masterBytes(buffer.layer);
+      break;
+    case BufferKind::OptState:
+      buffer.bytes = sizes.optStateBytes(buffer.layer);
+      break;
+    case BufferKind::Gradient:
+      buffer.bytes = sizes.gradBytes(buffer.layer);
+      break;
+    case BufferKind::Activation:
+    case BufferKind::Recomputed:
+      buffer.bytes = sizes.activationBytes(
+          buffer.layer, cast<ActivationType>(buffer.type).getKind());
+      break;
+    case BufferKind::RecvMessage:
+    case BufferKind::SendMessage:
+      buffer.bytes = sizes.boundaryBytes();
+      break;
+    case BufferKind::Reloaded: {
+      Type type = buffer.type;
+      if (isa<ViewType>(type))
+        buffer.bytes = sizes.viewBytes(buffer.layer);
+      else if (isa<MasterType>(type))
+        buffer.bytes = sizes.masterBytes(buffer.layer);
+      else if (isa<OptStateType>(type))
+        buffer.bytes = sizes.optStateBytes(buffer.layer);
+      else if (isa<GradType>(type))
+        buffer.bytes = sizes.gradBytes(buffer.layer);
+      else if (auto act = dyn_cast<ActivationType>(type))
+        buffer.bytes = sizes.activationBytes(buffer.layer, act.getKind());
+      break;
+    }
+    case BufferKind::Workspace:
+    case BufferKind::SyncStaging:
+    case BufferKind::AttentionScratch:
+    case BufferKind::Other:
+      break;
+    }
+  }
+  int64_t index = stage.getStage();
+  auto addScratch = [&](BufferKind kind, StringRef name, int64_t bytes) {
+    StageBuffer buffer;
+    buffer.kind = kind;
+    buffer.scratchName = name;
+    buffer.start = -1;
+    buffer.end = buffers.stepEnd();
+    buffer.bytes = bytes;
+    buffers.buffers.push_back(buffer);
+  };
+  addScratch(BufferKind::Workspace, "workspace", sizes.workspaceBytes(index));
+  addScratch(BufferKind::SyncStaging, "sync_staging",
+             sizes.syncStagingBytes(index));
+  addScratch(BufferKind::AttentionScratch, "attention_scratch",
+             sizes.attentionScratchBytes(index));
+}
+
+FailureOr<bool> ratrain::readAssignedBuffers(StageBuffers &buffers,
+                                             StageOp stage) {
+  auto args = stage->getAttrOfType<DenseI64ArrayAttr>(kArgBuffersAttr);
+  if (!args)
+    return false;
+  Block &body = stage.getBody().front();
+  if (args.size() != int64_t(3 * body.getNumArguments()))
+    return stage.emitOpError("'")
+               << kArgBuffersAttr << "' must hold 3 integers per state",
+           failure();
+
+  // Buffer index -> (id, offset, bytes) as first recorded.
+  DenseMap<unsigned, std::array<int64_t, 3>> recorded;
+  auto record = [&](unsigned buffer, ArrayRef<int64_t> triple,
+                    Operation *where) -> LogicalResult {
+    std::array<int64_t, 3> value = {triple[0], triple[1], triple[2]};
+    auto [it, inserted] = recorded.try_emplace(buffer, value);
+    if (!inserted && it->second != value)
+      return where->emitOpError("records buffer [")
+             << value[0] << ", " << value[1] << ", " << value[2]
+             << "] for a value of " << buffers.buffers[buffer].describe()
+             << ", which is recorded elsewhere as [" << it->second[0] << ", "
+             << it->second[1] << ", " << it->second[2] << "]";
+    return success();
+  };
+  for (BlockArgument arg : body.getArguments()) {
+    auto it = buffers.bufferOf.find(arg);
+    if (it != buffers.bufferOf.end() &&
+        failed(record(it->second, args.asArrayRef().slice(3 * arg.getArgNumber(), 3),
+                      stage)))
+      return failure();
+  }
+  for (Operation *op : buffers.ops) {
+    auto attr = op->getAttrOfType<DenseI64ArrayAttr>(kBuffersAttr);
+    if (!attr)
+      continue;
+    ArrayRef<int64_t> values = attr.asArrayRef();
+    auto transfer = buffers.transferBuffer.find(op);
+    if (transfer != buffers.transferBuffer.end()) {
+      if (values.size() != 3)
+        return op->emitOpError("'") << kBuffersAttr
+                                    << "' of a transfer must hold 3 integers",
+               failure();
+      if (failed(record(transfer->second, values, op)))
+        return failure();
+      continue;
+    }
+    if (values.size() != 3 * op->getNumResults())
+      return op->emitOpError("'")
+                 << kBuffersAttr << "' must hold 3 integers per result",
+             failure();
+    for (OpResult result : op->getResults()) {
+      auto it = buffers.bufferOf.find(result);
+      if (it != buffers.bufferOf.end() &&
+          failed(record(it->second,
+                        values.slice(3 * result.getResultNumber(), 3), op)))
+        return failure();
+    }
+  }
+  for (auto [index, buffer] : llvm::enumerate(buffers.buffers)) {
+    auto it = recorded.find(index);
+    if (it == recorded.end())
+      continue;
+    buffer.offset = it->second[1];
+    buffer.bytes = it->second[2];
+  }
+  if (auto scratch =
+          stage->getAttrOfType<DictionaryAttr>(kScratchBuffersAttr)) {
+    for (NamedAttribute entry : scratch) {
+      auto triple = dyn_cast<DenseI64ArrayAttr>(entry.getValue());
+      if (!triple || triple.size() != 3)
+        return stage.emitOpError("scratch buffer '")
+                   << entry.getName().getValue()
+                   << "' must be array<i64: id, offset, bytes>",
+               failure();
+      StageBuffer buffer;
+      buffer.kind = BufferKind::Workspace;
+      buffer.scratchName = entry.getName().getValue();
+      buffer.start = -1;
+      buffer.end = buffers.stepEnd();
+      buffer.offset = triple[1];
+      buffer.bytes = triple[2];
+      buffers.buffers.push_back(buffer);
+    }
+  }
+  return true;
+}

@@ -1,0 +1,467 @@
+//===- VerifySchedule.cpp - --ratrain-verify-schedule ---------------------===//
+//
+// Checks what the dialect's types cannot: the lifecycle order of every
+// stage program (ready before sync, sync completed before update, views in
+// place before compute, activations stored before backward, no stale
+// state), the buffer assignment (no two buffers share addresses while both
+// are live), and the pipeline as a whole (every recv is matched by a send
+// that can be issued: no deadlock).
+//
+//===----------------------------------------------------------------------===//
+
+#include "RATrain/RATrainOps.h"
+#include "ratrain/Transforms/Passes.h"
+#include "ratrain/Transforms/ScheduleUtils.h"
+
+#include "mlir/IR/Diagnostics.h"
+
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/MapVector.h"
+
+#include <map>
+#include <tuple>
+
+namespace ratrain {
+#define GEN_PASS_DEF_RATRAINVERIFYSCHEDULE
+#include "ratrain/Transforms/Passes.h.inc"
+} // namespace ratrain
+
+using namespace mlir;
+using namespace ratrain;
+
+namespace {
+
+/// Looks through wait/offload/reload round trips and returns the op that
+/// produced the value's content: for `wait(reload(wait(offload(x))))` the
+/// producer of x.
+Operation *contentProducer(Value value) {
+  Operation *def = value.getDefiningOp();
+  while (auto wait = dyn_cast_or_null<WaitOp>(def)) {
+    Operation *pending = wait.getPending().getDefiningOp();
+    if (auto reload = dyn_cast_or_null<ReloadOp>(pending)) {
+      auto offloadWait =
+          dyn_cast_or_null<WaitOp>(reload.getOffloaded().getDefiningOp());
+      auto offload = offloadWait ? dyn_cast_or_null<OffloadOp>(
+                                       offloadWait.getPending().getDefiningOp())
+                                 : OffloadOp();
+      if (!offload)
+        return pending;
+      def = offload.getState().getDefiningOp();
+      continue;
+    }
+    return wait;
+  }
+  return def;
+}
+
+/// Checks the program of one stage.
+class StageChecker {
+public:
+  StageChecker(StageOp stage, PlanAttr plan) : stage(stage), plan(plan) {}
+
+  LogicalResult run();
+
+private:
+  LogicalResult checkView(Operation *user, Value view, StringRef what);
+  LogicalResult checkNotStale(Operation *user, Value value);
+  LogicalResult checkActivation(Operation *user, Value activation,
+                                int64_t layer, int64_t microBatch,
+                                bool recompute);
+
+  /// Whether a view value is complete and in place for compute: the
+  /// step's view, a re-materialized view (ZeRO 0) or an all-gathered one.
+  bool viewInPlace(Value view, std::string &why) const;
+
+  StageOp stage;
+  PlanAttr plan;
+  /// Values replaced by a newer state and the op that replaced them.
+  DenseMap<Value, Operation *> replacedBy;
+  /// Micro-batches accumulated into each partial gradient value.
+  DenseMap<Value, int64_t> accumulated;
+  /// Activations already released by a backward, and by which.
+  DenseMap<Value, Operation *> consumedBy;
+  /// Layers whose master was updated this step: the new master.
+  DenseMap<int64_t, Value> newMaster;
+};
+
+} // namespace
+
+bool StageChecker::viewInPlace(Value view, std::string &why) const {
+  if (isa<BlockArgument>(view))
+    return true;
+  Operation *def = view.getDefiningOp();
+  if (auto wait = dyn_cast<WaitOp>(def)) {
+    Operation *pending = wait.getPending().getDefiningOp();
+    if (auto sync = dyn_cast_or_null<SyncOp>(pending))
+      if (sync.getKind() == SyncKind::AllGather)
+        return true;
+    if (isa_and_nonnull<ViewPrefetchOp>(pending)) {
+      if (plan.getZero() == 0)
+        return true;
+      why = "under ZeRO-" + std::to_string(plan.getZero()) +
+            " the re-materialized view is this rank's shard until a "
+            "'ratrain.sync all_gather' completes";
+      return false;
+    }
+    if (isa_and_nonnull<ReloadOp>(pending))
+      return true;
+  }
+  why = "it is produced by '" + def->getName().getStringRef().str() +
+        "', not by the step's states, a completed view prefetch or an "
+        "all-gather";
+  return false;
+}
+
+LogicalResult StageChecker::checkView(Operation *user, Value view,
+                                      StringRef what) {
+  std::string why;
+  if (viewInPlace(view, why))
+    return success();
+  return user->emitOpError("forward-before-view-in-place: ")
+         << what << " uses the view of layer "
+         << *getStateLayer(view.getType()) << " before it is in place: "
+         << why;
+}
+
+LogicalResult StageChecker::checkNotStale(Operation *user, Value value) {
+  Operation *replacer = replacedBy.lookup(value);
+  if (!replacer)
+    return success();
+  InFlightDiagnostic diag = user->emitOpError("uses a stale state: the ")
+                            << value.getType() << " was replaced by '"
+                            << replacer->getName() << "'";
+  diag.attachNote(replacer->getLoc()) << "replaced here";
+  return diag;
+}
+
+LogicalResult StageChecker::checkActivation(Operation *user, Value activation,
+                                            int64_t layer, int64_t microBatch,
+                                            bool recompute) {
+  Operation *def = contentProducer(activation);
+  std::optional<int64_t> producedFor;
+  if (auto forward = dyn_cast_or_null<ForwardOp>(def))
+    producedFor = forward.getMicroBatch();
+  else if (auto rec = dyn_cast_or_null<RecomputeOp>(def))
+    producedFor = rec.getMicroBatch();
+  if (!producedFor || *producedFor != microBatch)
+    return user->emitOpError("backward-without-activation: ")
+           << (recompute ? "the recompute" : "the backward") << " of layer "
+           << layer << " micro-batch " << microBatch
+           << " has no stored activations: no forward or recompute of that "
+              "micro-batch produced its activation operand";
+  if (Operation *previous = consumedBy.lookup(activation)) {
+    InFlightDiagnostic diag =
+        user->emitOpError("backward-without-activation: the activations of "
+                          "layer ")
+        << layer << " micro-batch " << microBatch
+        << " were already released by an earlier '" << previous->getName()
+        << "'";
+    diag.attachNote(previous->getLoc()) << "released here";
+    return diag;
+  }
+  consumedBy[activation] = user;
+  return success();
+}
+
+LogicalResult StageChecker::run() {
+  Block &body = stage.getBody().front();
+  int64_t m = plan.getMicroBatches();
+  SyncKind gradSync =
+      plan.getZero() >= 2 ? SyncKind::ReduceScatter : SyncKind::AllReduce;
+  /// Async values not (yet) waited, in issue order.
+  llvm::MapVector<Value, Operation *> unwaited;
+
+  for (Operation &op : body) {
+    for (Value operand : op.getOperands())
+      if (failed(checkNotStale(&op, operand)))
+        return failure();
+
+    if (auto forward = dyn_cast<ForwardOp>(op)) {
+      if (failed(checkView(&op, forward.getView(),
+                           "the forward of micro-batch " +
+                               std::to_string(forward.getMicroBatch()))))
+        return failure();
+      continue;
+    }
+    if (auto recompute = dyn_cast<RecomputeOp>(op)) {
+      int64_t layer = recompute.getView().getType().getLayer();
+      if (failed(checkView(&op, recompute.getView(), "the recompute")) ||
+          failed(checkActivation(&op, recompute.getInput(), layer,
+                                 recompute.getMicroBatch(),
+                                 /*recompute=*/true)))
+        return failure();
+      continue;
+    }
+    if (auto backward = dyn_cast<BackwardOp>(op)) {
+      int64_t layer = backward.getView().getType().getLayer();
+      if (failed(checkView(&op, backward.getView(), "the backward")) ||
+          failed(checkActivation(&op, backward.getActivation(), layer,
+                                 backward.getMicroBatch(),
+                                 /*recompute=*/false)))
+        return failure();
+      int64_t count = 1;
+      if (Value acc = backward.getAcc()) {
+        if (Operation *user = consumedBy.lookup(acc)) {
+          InFlightDiagnostic diag =
+              op.emitOpError("use-before-ready: accumulates into a partial "
+                             "gradient of layer ")
+              << layer << " that '" << user->getName()
+              << "' already used; each micro-batch must accumulate into the "
+                 "latest gradient";
+          diag.attachNote(user->getLoc()) << "used here";
+          return diag;
+        }
+        consumedBy[acc] = &op;
+        count = accumulated.lookup(acc) + 1;
+      }
+      accumulated[backward.getGrad()] = count;
+      continue;
+    }
+    if (auto ready = dyn_cast<GradReadyOp>(op)) {
+      int64_t layer = ready.getGrad().getType().getLayer();
+      int64_t count = accumulated.lookup(ready.getGrad());
+      if (count != m)
+        return op.emitOpError("use-before-ready: the gradient of layer ")
+               << layer << " is marked ready after " << count << " of " << m
+               << " micro-batches accumulated into it";
+      if (Operation *user = consumedBy.lookup(ready.getGrad())) {
+        InFlightDiagnostic diag =
+            op.emitOpError("use-before-ready: the gradient of layer ")
+            << layer << " is marked ready but '" << user->getName()
+            << "' still accumulates into it";
+        diag.attachNote(user->getLoc()) << "accumulated here";
+        return diag;
+      }
+      consumedBy[ready.getGrad()] = &op;
+      continue;
+    }
+    if (auto sync = dyn_cast<SyncOp>(op)) {
+      if (sync.getKind() != SyncKind::AllGather && sync.getKind() != gradSync)
+        return op.emitOpError("synchronizes the gradient of layer ")
+               << *getStateLayer(sync.getState().getType()) << " with "
+               << stringifySyncKind(sync.getKind()) << " but the plan has "
+               << "zero = " << plan.getZero() << ", which needs "
+               << stringifySyncKind(gradSync);
+      unwaited.insert({sync.getPending(), &op});
+      continue;
+    }
+    if (isa<ViewPrefetchOp, OffloadOp, ReloadOp>(op)) {
+      unwaited.insert({op.getResult(0), &op});
+      if (auto prefetch = dyn_cast<ViewPrefetchOp>(op)) {
+        // The new view is written over the layer's view: the old one must
+        // not be used any more.
+        int64_t layer = prefetch.getMaster().getType().getLayer();
+        replacedBy[stage.getViewArg(layer)] = &op;
+      }
+      continue;
+    }
+    if (auto wait = dyn_cast<WaitOp>(op)) {
+      if (!unwaited.contains(wait.getPending()))
+        return op.emitOpError("waits for an async value that is not in "
+                              "flight (already waited)");
+      unwaited.erase(wait.getPending());
+      continue;
+    }
+    if (auto update = dyn_cast<UpdateOp>(op)) {
+      int64_t layer = update.getGrad().getType().getLayer();
+      Operation *producer = contentProducer(update.getGrad());
+      auto wait = dyn_cast_or_null<WaitOp>(producer);
+      auto sync = wait ? dyn_cast_or_null<SyncOp>(
+                             wait.getPending().getDefiningOp())
+                       : SyncOp();
+      if (!sync || sync.getKind() == SyncKind::AllGather)
+        return op.emitOpError("update-before-sync-completes: the update of "
+                              "layer ")
+               << layer
+               << " uses a gradient that is not the result of a completed "
+                  "'ratrain.sync' (a 'ratrain.wait' on its all_reduce or "
+                  "reduce_scatter)";
+      replacedBy[update.getMaster()] = &op;
+      replacedBy[update.getOptState()] = &op;
+      newMaster[layer] = update.getNewMaster();
+      continue;
+    }
+    if (auto yield = dyn_cast<YieldOp>(op)) {
+      for (auto [index, value] : llvm::enumerate(yield.getStates())) {
+        Type type = value.getType();
+        int64_t layer = *getStateLayer(type);
+        if (!isa<ViewType>(type))
+          continue;
+        std::string why;
+        if (!viewInPlace(value, why))
+          return op.emitOpError("forward-before-view-in-place: returns the "
+                                "view of layer ")
+                 << layer
+                 << " for the next step's forward before it is in place: "
+                 << why;
+        Value master = newMaster.lookup(layer);
+        if (!master)
+          continue;
+        // The view must be re-materialized from the updated master.
+        Operation *def = value.getDefiningOp();
+        while (auto wait = dyn_cast_or_null<WaitOp>(def)) {
+          Operation *pending = wait.getPending().getDefiningOp();
+          if (auto gather = dyn_cast_or_null<SyncOp>(pending))
+            def = gather.getState().getDefiningOp();
+          else
+            def = pending;
+        }
+        auto prefetch = dyn_cast_or_null<ViewPrefetchOp>(def);
+        if (!prefetch || prefetch.getMaster() != master)
+          return op.emitOpError("uses a stale state: returns a view of layer ")
+                 << layer
+                 << " that was not re-materialized from its updated master";
+      }
+      if (!unwaited.empty()) {
+        auto [value, issuer] = unwaited.front();
+        InFlightDiagnostic diag =
+            op.emitOpError("use-before-ready: the step ends with ")
+            << unwaited.size() << " async operation(s) never waited, the "
+            << "first a '" << issuer->getName() << "' of " << value.getType();
+        diag.attachNote(issuer->getLoc()) << "issued here";
+        return diag;
+      }
+      continue;
+    }
+  }
+  return success();
+}
+
+namespace {
+
+/// Checks that no two buffers recorded by --ratrain-assign-buffers share
+/// addresses while both are live.
+LogicalResult checkBufferOverlap(StageOp stage) {
+  StageBuffers buffers = analyzeStageBuffers(stage);
+  FailureOr<bool> present = readAssignedBuffers(buffers, stage);
+  if (failed(present))
+    return failure();
+  if (!*present)
+    return success();
+  SmallVector<unsigned> order;
+  for (auto [index, buffer] : llvm::enumerate(buffers.buffers))
+    if (buffer.bytes > 0)
+      order.push_back(index);
+  llvm::sort(order, [&](unsigned a, unsigned b) {
+    return buffers.buffers[a].start < buffers.buffers[b].start;
+  });
+  // Sweep over start positions with the buffers still live.
+  SmallVector<unsigned> active;
+  for (unsigned index : order) {
+    const StageBuffer &buffer = buffers.buffers[index];
+    llvm::erase_if(active, [&](unsigned other) {
+      return buffers.buffers[other].end < buffer.start;
+    });
+    for (unsigned other : active) {
+      const StageBuffer &o = buffers.buffers[other];
+      if (o.offset < buffer.offset + buffer.bytes &&
+          buffer.offset < o.offset + o.bytes) {
+        int64_t at = std::max(o.start, buffer.start);
+        InFlightDiagnostic diag =
+            stage.emitOpError("overlapping live buffers: ")
+            << o.describe() << " at [" << o.offset << ", "
+            << o.offset + o.bytes << ") and " << buffer.describe() << " at ["
+            << buffer.offset << ", " << buffer.offset + buffer.bytes
+            << ") are both live at position " << at;
+        if (at >= 0)
+          diag.attachNote(buffers.ops[at]->getLoc()) << "both live here";
+        return diag;
+      }
+    }
+    active.push_back(index);
+  }
+  return success();
+}
+
+/// Runs all stages' sends and receives together: a stage advances until it
+/// reaches a recv whose message has not been sent; sends are buffered.
+/// Messages match by (sender, receiver, payload, micro-batch).
+LogicalResult checkDeadlock(PipelineOp pipeline) {
+  SmallVector<StageOp, 8> stages = pipeline.getStages();
+  SmallVector<SmallVector<Operation *>> transfers(stages.size());
+  for (auto [index, stage] : llvm::enumerate(stages))
+    for (Operation &op : stage.getBody().front())
+      if (isa<SendOp, RecvOp>(op))
+        transfers[index].push_back(&op);
+
+  using Key = std::tuple<int64_t, int64_t, int, int64_t>;
+  std::map<Key, SmallVector<Operation *, 1>> inFlight;
+  SmallVector<size_t> pc(stages.size(), 0);
+  bool progress = true;
+  while (progress) {
+    progress = false;
+    for (auto [index, stage] : llvm::enumerate(stages)) {
+      int64_t self = stage.getStage();
+      while (pc[index] < transfers[index].size()) {
+        Operation *op = transfers[index][pc[index]];
+        if (auto send = dyn_cast<SendOp>(op)) {
+          inFlight[{self, int64_t(send.getPeer()), int(send.getPayload()),
+                    int64_t(send.getMicroBatch())}]
+              .push_back(op);
+        } else {
+          auto recv = cast<RecvOp>(op);
+          auto it = inFlight.find({int64_t(recv.getPeer()), self,
+                                   int(recv.getPayload()),
+                                   int64_t(recv.getMicroBatch())});
+          if (it == inFlight.end() || it->second.empty())
+            break;
+          it->second.erase(it->second.begin());
+        }
+        ++pc[index];
+        progress = true;
+      }
+    }
+  }
+
+  SmallVector<Operation *> stuck;
+  for (auto [index, list] : llvm::enumerate(transfers))
+    if (pc[index] < list.size())
+      stuck.push_back(list[pc[index]]);
+  if (!stuck.empty()) {
+    InFlightDiagnostic diag = pipeline.emitOpError("deadlocks: ")
+                              << stuck.size()
+                              << " stage(s) block on a recv whose send is "
+                                 "never issued:";
+    for (Operation *op : stuck) {
+      auto recv = cast<RecvOp>(op);
+      diag << " stage " << op->getParentOfType<StageOp>().getStage()
+           << " at 'recv " << stringifyPayload(recv.getPayload()) << " mb("
+           << recv.getMicroBatch() << ") from(" << recv.getPeer() << ")'";
+      diag.attachNote(op->getLoc()) << "blocks here";
+    }
+    return diag;
+  }
+  for (auto &[key, sends] : inFlight)
+    if (!sends.empty()) {
+      auto send = cast<SendOp>(sends.front());
+      return send.emitOpError("sends ")
+             << stringifyPayload(send.getPayload()) << " mb("
+             << send.getMicroBatch() << ") to stage " << send.getPeer()
+             << ", which never receives it";
+    }
+  return success();
+}
+
+struct VerifySchedulePass
+    : public ratrain::impl::RATrainVerifyScheduleBase<VerifySchedulePass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    bool ok = true;
+    for (PipelineOp pipeline : module.getOps<PipelineOp>()) {
+      for (StageOp stage : pipeline.getStages()) {
+        if (failed(StageChecker(stage, pipeline.getPlan()).run()))
+          ok = false;
+        else if (failed(checkBufferOverlap(stage)))
+          ok = false;
+      }
+      if (ok && failed(checkDeadlock(pipeline)))
+        ok = false;
+    }
+    if (!ok)
+      signalPassFailure();
+  }
+};
+
+} // namespace
