@@ -2,6 +2,7 @@
 
 #include "CommEngine.h"
 #include "ratrain/runtime/Error.h"
+#include "ratrain/runtime/Half.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
@@ -64,8 +65,24 @@ void CommEngine::post(uint32_t index) {
   int rc = MPI_SUCCESS;
   switch (op.kind) {
   case Kind::AllReduce:
-    rc = MPI_Iallreduce(MPI_IN_PLACE, op.recv, op.count, op.type, op.op,
-                        op.comm, &request);
+    rc = MPI_Iallreduce(op.send == op.recv ? MPI_IN_PLACE : op.send, op.recv,
+                        op.count, op.type, op.op, op.comm, &request);
+    break;
+  case Kind::HierarchicalAllReduce:
+    if (op.phase == 0) {
+      // Reduce onto the node's root (local rank 0).
+      const void *send = op.send;
+      if (op.localRoot && op.send == op.recv)
+        send = MPI_IN_PLACE;
+      rc = MPI_Ireduce(send, op.recv, op.count, op.type, op.op, 0,
+                       op.localComm, &request);
+    } else if (op.phase == 1) {
+      // Only node roots take part in the cross-node all-reduce.
+      rc = MPI_Iallreduce(MPI_IN_PLACE, op.recv, op.count, op.type, op.op,
+                          op.crossComm, &request);
+    } else {
+      rc = MPI_Ibcast(op.recv, op.count, op.type, 0, op.localComm, &request);
+    }
     break;
   case Kind::ReduceScatter:
     rc = MPI_Ireduce_scatter_block(op.send, op.recv, op.count, op.type, op.op,
@@ -113,8 +130,10 @@ bool CommEngine::testOutstanding() {
     return false;
   for (int i = 0; i < completed; ++i) {
     int at = completedIndices[i];
-    pool.complete(requestSlots[at]);
     requests[at] = MPI_REQUEST_NULL; // Marks the entry for compaction.
+    uint32_t slot = requestSlots[at];
+    if (advance(slot))
+      pool.complete(slot);
   }
   size_t kept = 0;
   for (size_t i = 0; i < requests.size(); ++i) {
@@ -126,6 +145,64 @@ bool CommEngine::testOutstanding() {
   }
   requests.resize(kept);
   requestSlots.resize(kept);
+  return true;
+}
+
+namespace {
+/// Divides every element of an all-reduce result by `n` (ReduceOp::Avg).
+void divideBy(void *data, int count, ElemType type, int n) {
+  switch (type) {
+  case ElemType::F32: {
+    float *x = static_cast<float *>(data);
+    for (int i = 0; i < count; ++i)
+      x[i] /= float(n);
+    return;
+  }
+  case ElemType::BF16: {
+    uint16_t *x = static_cast<uint16_t *>(data);
+    for (int i = 0; i < count; ++i)
+      x[i] = floatToBF16(bf16ToFloat(x[i]) / float(n));
+    return;
+  }
+  case ElemType::F16: {
+    uint16_t *x = static_cast<uint16_t *>(data);
+    for (int i = 0; i < count; ++i)
+      x[i] = floatToF16(f16ToFloat(x[i]) / float(n));
+    return;
+  }
+  case ElemType::I32: {
+    int32_t *x = static_cast<int32_t *>(data);
+    for (int i = 0; i < count; ++i)
+      x[i] /= n;
+    return;
+  }
+  case ElemType::I64: {
+    int64_t *x = static_cast<int64_t *>(data);
+    for (int i = 0; i < count; ++i)
+      x[i] /= n;
+    return;
+  }
+  case ElemType::U8: {
+    uint8_t *x = static_cast<uint8_t *>(data);
+    for (int i = 0; i < count; ++i)
+      x[i] = uint8_t(x[i] / n);
+    return;
+  }
+  }
+}
+} // namespace
+
+bool CommEngine::advance(uint32_t index) {
+  Op &op = ops[index];
+  if (op.kind == Kind::HierarchicalAllReduce && op.phase < 2) {
+    ++op.phase;
+    if (op.phase == 1 && !op.localRoot)
+      ++op.phase; // Non-roots wait for the node-local broadcast.
+    post(index);
+    return false;
+  }
+  if (op.averageOver > 1)
+    divideBy(op.recv, op.count, op.elemType, op.averageOver);
   return true;
 }
 

@@ -30,6 +30,9 @@ class CommEngine {
 public:
   enum class Kind : unsigned char {
     AllReduce,
+    /// Node-local reduce to local rank 0, all-reduce among the local roots
+    /// (the cross-node group), node-local broadcast: three phases.
+    HierarchicalAllReduce,
     ReduceScatter,
     AllGather,
     Broadcast,
@@ -48,6 +51,15 @@ public:
     MPI_Op op;
     int peer; ///< Root for broadcast.
     int tag;
+    /// Divide the result by this after completion (ReduceOp::Avg), 0 = no.
+    int averageOver = 0;
+    ElemType elemType = ElemType::F32;
+    /// Hierarchical all-reduce: the node-local and cross-node groups, the
+    /// current phase (0..2) and whether this rank is its node's root.
+    MPI_Comm localComm = MPI_COMM_NULL;
+    MPI_Comm crossComm = MPI_COMM_NULL;
+    int phase = 0;
+    bool localRoot = false;
   };
 
   CommEngine(TokenPool &pool, ProgressMode mode, unsigned pollMicros,
@@ -66,6 +78,9 @@ public:
 
 private:
   void post(uint32_t index);
+  /// Called when the request of slot `index` completed: posts the next
+  /// phase (returns false) or finishes the operation (returns true).
+  bool advance(uint32_t index);
   bool testOutstanding();
   void checkTimeouts();
   void threadLoop();

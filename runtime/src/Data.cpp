@@ -240,3 +240,29 @@ void DataLoader::next(Buffer out) {
                         microBatchBytes()));
   next(out.as<int32_t>());
 }
+
+void DataLoader::fill(DataPosition stepStart, int64_t microBatch,
+                      BatchField field, int32_t *out) {
+  uint64_t base = stepStart.samples +
+                  uint64_t(microBatch) * uint64_t(opts.dpSize) *
+                      uint64_t(opts.microBatch) +
+                  uint64_t(opts.dpIndex) * uint64_t(opts.microBatch);
+  uint64_t seq = uint64_t(opts.seqLen);
+  uint64_t first = field == BatchField::Inputs ? 0 : 1;
+  for (int64_t row = 0; row < opts.microBatch; ++row) {
+    uint64_t window = windowOfSample(base + uint64_t(row));
+    file.read(window * seq, windowTokens(), scratch.data());
+    for (uint64_t i = 0; i < seq; ++i)
+      out[uint64_t(row) * seq + i] = int32_t(scratch[first + i]);
+  }
+}
+
+void DataLoader::fill(DataPosition stepStart, int64_t microBatch,
+                      BatchField field, Buffer out) {
+  if (out.bytes < fieldBytes())
+    fatal(llvm::formatv("load_batch: the buffer {0}[{1}, +{2}) is smaller "
+                        "than one micro-batch field ({3} bytes)",
+                        stringifyMemorySpace(out.space), out.offset, out.bytes,
+                        fieldBytes()));
+  fill(stepStart, microBatch, field, out.as<int32_t>());
+}

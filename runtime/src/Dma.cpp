@@ -26,7 +26,12 @@ DmaEngine::~DmaEngine() {
     worker.join();
 }
 
-void DmaEngine::run(const Job &job) {
+void DmaEngine::run(Job &job) {
+  if (job.work) {
+    job.work();
+    job.work = nullptr;
+    return;
+  }
   if (job.rows == 1 || (job.dstPitch == job.rowBytes &&
                         job.srcPitch == job.rowBytes)) {
     std::memcpy(job.dst, job.src, job.rowBytes * job.rows);
@@ -49,7 +54,7 @@ Token DmaEngine::copy(Buffer dst, Buffer src) {
                 (unsigned long long)dst.offset, (unsigned long long)dst.bytes,
                 stringifyMemorySpace(src.space).data(),
                 (unsigned long long)src.offset);
-  return issue(Job{dst.data, src.data, dst.bytes, src.bytes, dst.bytes, 1},
+  return issue(Job{dst.data, src.data, dst.bytes, src.bytes, dst.bytes, 1, {}},
                what);
 }
 
@@ -74,14 +79,19 @@ Token DmaEngine::copy2d(Buffer dst, uint64_t dstPitch, Buffer src,
                 stringifyMemorySpace(src.space).data(),
                 (unsigned long long)src.offset, (unsigned long long)rows,
                 (unsigned long long)rowBytes);
-  return issue(Job{dst.data, src.data, dstPitch, srcPitch, rowBytes, rows},
+  return issue(Job{dst.data, src.data, dstPitch, srcPitch, rowBytes, rows, {}},
                what);
+}
+
+Token DmaEngine::call(const char *what, std::function<void()> work) {
+  return issue(Job{nullptr, nullptr, 0, 0, 0, 0, std::move(work)}, what);
 }
 
 Token DmaEngine::issue(const Job &job, const char *what) {
   Token token = pool.acquire(what);
   if (workers.empty()) {
-    run(job);
+    Job copy = job;
+    run(copy);
     pool.complete(token.index);
     return token;
   }

@@ -2,6 +2,7 @@
 
 #include "ratrain/runtime/Runtime.h"
 #include "CommEngine.h"
+#include "OffloadStore.h"
 #include "ratrain/runtime/Error.h"
 #include "ratrain/runtime/Half.h"
 
@@ -11,6 +12,8 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+
+#include <unistd.h>
 
 using namespace ratrain::rt;
 
@@ -53,21 +56,9 @@ MPI_Datatype mpiType(ElemType type) {
   return MPI_BYTE;
 }
 
-llvm::StringRef stringifyReduceOp(ReduceOp op) {
-  switch (op) {
-  case ReduceOp::Sum:
-    return "sum";
-  case ReduceOp::Max:
-    return "max";
-  case ReduceOp::Min:
-    return "min";
-  }
-  return "?";
-}
-
 MPI_Op mpiOp(ElemType type, ReduceOp op) {
   if (type == ElemType::BF16 || type == ElemType::F16) {
-    if (op != ReduceOp::Sum)
+    if (op != ReduceOp::Sum && op != ReduceOp::Avg)
       fatal(llvm::formatv("reduction '{0}' on {1} is not supported (only "
                           "sum); stage through f32",
                           stringifyReduceOp(op), stringifyElemType(type)));
@@ -75,6 +66,7 @@ MPI_Op mpiOp(ElemType type, ReduceOp op) {
   }
   switch (op) {
   case ReduceOp::Sum:
+  case ReduceOp::Avg:
     return MPI_SUM;
   case ReduceOp::Max:
     return MPI_MAX;
@@ -113,36 +105,16 @@ std::optional<double> parseEnvNumber(const char *name) {
 }
 } // namespace
 
-unsigned ratrain::rt::getElemBytes(ElemType type) {
-  switch (type) {
-  case ElemType::F32:
-  case ElemType::I32:
-    return 4;
-  case ElemType::BF16:
-  case ElemType::F16:
-    return 2;
-  case ElemType::I64:
-    return 8;
-  case ElemType::U8:
-    return 1;
-  }
-  return 1;
-}
-
-llvm::StringRef ratrain::rt::stringifyElemType(ElemType type) {
-  switch (type) {
-  case ElemType::F32:
-    return "f32";
-  case ElemType::BF16:
-    return "bf16";
-  case ElemType::F16:
-    return "f16";
-  case ElemType::I32:
-    return "i32";
-  case ElemType::I64:
-    return "i64";
-  case ElemType::U8:
-    return "u8";
+llvm::StringRef ratrain::rt::stringifyReduceOp(ReduceOp op) {
+  switch (op) {
+  case ReduceOp::Sum:
+    return "sum";
+  case ReduceOp::Avg:
+    return "avg";
+  case ReduceOp::Max:
+    return "max";
+  case ReduceOp::Min:
+    return "min";
   }
   return "?";
 }
@@ -196,6 +168,9 @@ void RuntimeOptions::applyEnvironment() {
     dmaThreads = unsigned(*value);
   if (auto value = parseEnvNumber("RATRAIN_DDR_LIMIT_BYTES"))
     ddrLimitBytes = uint64_t(*value);
+  if (const char *directory = std::getenv("RATRAIN_OFFLOAD_DIR"))
+    if (*directory)
+      offloadDirectory = directory;
 }
 
 Runtime *Runtime::current() { return currentRuntime; }
@@ -290,14 +265,26 @@ Runtime::Runtime(int &argc, char **&argv, RuntimeOptions options)
       Arena::create(MemorySpace::DDR, opts.ddrBytes, opts.arenaAlignment));
   gsmArena = exitOnError(
       Arena::create(MemorySpace::GSM, opts.gsmBytes, opts.arenaAlignment));
-  amArena = exitOnError(
-      Arena::create(MemorySpace::AM, opts.amBytes, opts.arenaAlignment));
+  if (opts.cores < 1)
+    fatal(llvm::formatv("invalid core count {0}", opts.cores));
+  amArena = exitOnError(Arena::create(
+      MemorySpace::AM, opts.amBytes * uint64_t(opts.cores),
+      opts.arenaAlignment));
 
   // Engines. The progress thread starts last: from now on it owns MPI.
   pool = std::make_unique<TokenPool>(std::max<uint32_t>(opts.maxOutstanding, 1));
   dmaEngine = std::make_unique<DmaEngine>(*pool, opts.dmaThreads);
   comm = std::make_unique<CommEngine>(*pool, opts.progress, opts.pollMicros,
                                       opts.commTimeoutSeconds);
+  if (opts.offloadDirectory.empty()) {
+    const char *tmp = std::getenv("TMPDIR");
+    opts.offloadDirectory =
+        llvm::formatv("{0}/ratrain-offload-{1}", tmp && *tmp ? tmp : "/tmp",
+                      getpid())
+            .str();
+  }
+  offloads = std::make_unique<OffloadStore>(*dmaEngine, opts.offloadDirectory,
+                                            worldRank);
   currentRuntime = this;
 }
 
@@ -307,6 +294,7 @@ Runtime::~Runtime() {
                         "at shutdown",
                         pending));
   comm->shutdown();
+  offloads.reset();
   dmaEngine.reset();
   comm.reset();
   MPI_Op_free(&bf16SumOp);
@@ -334,6 +322,32 @@ Arena &Runtime::arena(MemorySpace space) {
   return *ddrArena;
 }
 
+Buffer Runtime::amBuffer(int core, uint64_t offset, uint64_t bytes) {
+  if (core < 0 || core >= opts.cores)
+    fatal(llvm::formatv("AM of core {0} does not exist ({1} cores)", core,
+                        opts.cores));
+  if (offset > opts.amBytes || bytes > opts.amBytes - offset)
+    fatal(llvm::formatv("am arena capacity exceeded: buffer at offset {0} of "
+                        "{1} bytes in the AM of core {2}, but a core's AM "
+                        "holds {3} bytes",
+                        offset, bytes, core, opts.amBytes));
+  return amArena->buffer(uint64_t(core) * opts.amBytes + offset, bytes);
+}
+
+void Runtime::checkChannel(int channel) const {
+  if (channel >= opts.dmaChannels || channel < -1)
+    fatal(llvm::formatv("DMA channel {0} does not exist ({1} channels)",
+                        channel, opts.dmaChannels));
+}
+
+Token Runtime::offload(Buffer src, StorageTier tier, llvm::StringRef key) {
+  return offloads->offload(src, tier, key);
+}
+
+Token Runtime::reload(Buffer dst, StorageTier tier, llvm::StringRef key) {
+  return offloads->reload(dst, tier, key);
+}
+
 int Runtime::groupSize(Group group) const {
   return groupSizes[unsigned(group)];
 }
@@ -354,19 +368,44 @@ void describe(char (&out)[TokenPool::kWhatBytes], const char *kind,
 }
 } // namespace
 
-Token Runtime::allReduce(Group group, Buffer data, ElemType type,
-                         ReduceOp op) {
+Token Runtime::allReduce(Group group, Buffer src, Buffer dst, ElemType type,
+                         ReduceOp op, CollectiveAlgorithm algorithm) {
   char what[TokenPool::kWhatBytes];
-  char extra[48];
-  std::snprintf(extra, sizeof(extra), " (%s %s)",
-                stringifyElemType(type).data(), stringifyReduceOp(op).data());
-  describe(what, "all-reduce", group, data, extra);
-  int count = elementCount(data, getElemBytes(type), what);
+  char extra[64];
+  std::snprintf(extra, sizeof(extra), " (%s %s%s)",
+                stringifyElemType(type).data(), stringifyReduceOp(op).data(),
+                algorithm == CollectiveAlgorithm::Hierarchical
+                    ? ", hierarchical"
+                    : "");
+  describe(what, "all-reduce", group, dst, extra);
+  if (src.bytes != dst.bytes)
+    fatal(llvm::formatv("{0}: source and destination differ in size ({1} "
+                        "and {2} bytes)",
+                        what, src.bytes, dst.bytes));
+  int count = elementCount(dst, getElemBytes(type), what);
   MPI_Op mop = mpiOp(type, op);
+  CommEngine::Op request{CommEngine::Kind::AllReduce,
+                         communicators[unsigned(group)],
+                         src.data,
+                         dst.data,
+                         count,
+                         mpiType(type),
+                         mop,
+                         0,
+                         0};
+  request.averageOver = op == ReduceOp::Avg ? groupSize(group) : 0;
+  request.elemType = type;
+  int localSize = groupSizes[unsigned(Group::DataNodeLocal)];
+  int crossSize = groupSizes[unsigned(Group::DataCrossNode)];
+  if (algorithm == CollectiveAlgorithm::Hierarchical && group == Group::Data &&
+      localSize > 1 && crossSize > 1) {
+    request.kind = CommEngine::Kind::HierarchicalAllReduce;
+    request.localComm = communicators[unsigned(Group::DataNodeLocal)];
+    request.crossComm = communicators[unsigned(Group::DataCrossNode)];
+    request.localRoot = groupRanks[unsigned(Group::DataNodeLocal)] == 0;
+  }
   Token token = pool->acquire(what);
-  comm->submit(token, {CommEngine::Kind::AllReduce,
-                       communicators[unsigned(group)], nullptr, data.data,
-                       count, mpiType(type), mop, 0, 0});
+  comm->submit(token, request);
   return token;
 }
 
@@ -384,10 +423,19 @@ Token Runtime::reduceScatter(Group group, Buffer send, Buffer recv,
                         what, size, recv.bytes, send.bytes));
   int count = elementCount(recv, getElemBytes(type), what);
   MPI_Op mop = mpiOp(type, op);
+  CommEngine::Op request{CommEngine::Kind::ReduceScatter,
+                         communicators[unsigned(group)],
+                         send.data,
+                         recv.data,
+                         count,
+                         mpiType(type),
+                         mop,
+                         0,
+                         0};
+  request.averageOver = op == ReduceOp::Avg ? size : 0;
+  request.elemType = type;
   Token token = pool->acquire(what);
-  comm->submit(token, {CommEngine::Kind::ReduceScatter,
-                       communicators[unsigned(group)], send.data, recv.data,
-                       count, mpiType(type), mop, 0, 0});
+  comm->submit(token, request);
   return token;
 }
 

@@ -129,3 +129,9 @@ void StepLogger::finish() {
     progressShown = false;
   }
 }
+
+void StepLogger::note(llvm::StringRef message) {
+  finish();
+  std::fprintf(stderr, "%s\n", message.str().c_str());
+  std::fflush(stderr);
+}

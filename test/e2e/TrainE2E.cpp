@@ -13,9 +13,13 @@
 // Every buffer sits at a planned offset in one DDR arena. Checkpoints hold
 // all tiny-llama tensors under their HuggingFace names.
 //
-//   ratrain-train-e2e --model M --data D --steps N [--pp P] [--dp D]
-//     [--ckpt DIR] [--save-every K] [--resume] [--kill-at-step S]
-//     [--fail-save-at S] [--loss-out FILE] [--log FILE]
+// The program has the shape the compiler emits: a prologue (buffers at
+// planned offsets, init_param, addParam) and a per-step body driven by
+// rt::Session (load_batch, report_loss, logging, checkpoints, resume).
+//
+//   ratrain-train-e2e --model M [--pp P] [--dp D] [--kill-at-step S]
+//     [--fail-save-at S] [--loss-out FILE]  + Session flags: --data D
+//     --steps N [--ckpt DIR] [--save-every K] [--resume] [--log FILE]
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,6 +28,7 @@
 #include "ratrain/runtime/Error.h"
 #include "ratrain/runtime/FileIO.h"
 #include "ratrain/runtime/Runtime.h"
+#include "ratrain/runtime/Session.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/xxhash.h"
@@ -42,16 +47,16 @@ using namespace ratrain::rt;
 namespace {
 
 struct Args {
-  std::string model, data, ckpt, lossOut, log;
+  std::string model, lossOut;
   int pp = 1, dp = 1;
-  uint64_t steps = 10, saveEvery = 0, killAtStep = 0, failSaveAt = 0;
-  bool resume = false;
-  int64_t seqLen = 64, microBatch = 2, microBatches = 2;
-  uint64_t seed = 1234;
+  uint64_t killAtStep = 0, failSaveAt = 0;
+  /// The flags left for rt::SessionOptions::parse.
+  std::vector<char *> sessionArgs;
 };
 
 Args parseArgs(int argc, char **argv) {
   Args a;
+  a.sessionArgs.push_back(argv[0]);
   for (int i = 1; i < argc; ++i) {
     std::string flag = argv[i];
     auto value = [&]() -> std::string {
@@ -61,33 +66,21 @@ Args parseArgs(int argc, char **argv) {
     };
     if (flag == "--model")
       a.model = value();
-    else if (flag == "--data")
-      a.data = value();
-    else if (flag == "--ckpt")
-      a.ckpt = value();
     else if (flag == "--loss-out")
       a.lossOut = value();
-    else if (flag == "--log")
-      a.log = value();
     else if (flag == "--pp")
       a.pp = std::atoi(value().c_str());
     else if (flag == "--dp")
       a.dp = std::atoi(value().c_str());
-    else if (flag == "--steps")
-      a.steps = std::strtoull(value().c_str(), nullptr, 10);
-    else if (flag == "--save-every")
-      a.saveEvery = std::strtoull(value().c_str(), nullptr, 10);
     else if (flag == "--kill-at-step")
       a.killAtStep = std::strtoull(value().c_str(), nullptr, 10);
     else if (flag == "--fail-save-at")
       a.failSaveAt = std::strtoull(value().c_str(), nullptr, 10);
-    else if (flag == "--resume")
-      a.resume = true;
     else
-      fatal("unknown flag '" + flag + "'");
+      a.sessionArgs.push_back(argv[i]);
   }
-  if (a.model.empty() || a.data.empty())
-    fatal("--model and --data are required");
+  if (a.model.empty())
+    fatal("--model is required");
   return a;
 }
 
@@ -98,10 +91,11 @@ struct Plan {
     uint64_t master, expAvg, expAvgSq, grad, bytes;
   };
   std::vector<Param> params;
-  uint64_t batch = 0, batchBytes = 0;         ///< int32 tokens (stage 0/last).
-  uint64_t acts = 0, actBytes = 0;            ///< Per micro-batch [T, h].
-  uint64_t actGrads = 0;                      ///< Per micro-batch [T, h].
-  uint64_t logits = 0, logitBytes = 0;        ///< [T, vocab], last stage.
+  uint64_t inputs = 0, labels = 0, fieldBytes = 0; ///< Per micro-batch.
+  uint64_t losses = 0;                 ///< One f32 per micro-batch.
+  uint64_t acts = 0, actBytes = 0;     ///< Per micro-batch [T, h].
+  uint64_t actGrads = 0;               ///< Per micro-batch [T, h].
+  uint64_t logits = 0, logitBytes = 0; ///< [T, vocab], last stage.
   uint64_t capacity = 0;
 
   uint64_t take(uint64_t bytes) {
@@ -112,7 +106,7 @@ struct Plan {
 };
 
 Plan makePlan(const ModelConfig &model, const StagePartition &partition,
-              int stage, const Args &a) {
+              int stage, const SessionOptions &o) {
   Plan plan;
   for (ParamSpec &spec : stageParameters(model, partition, stage)) {
     uint64_t bytes = spec.numElements() * 4;
@@ -123,35 +117,17 @@ Plan makePlan(const ModelConfig &model, const StagePartition &partition,
     p.grad = plan.take(bytes);
     plan.params.push_back(std::move(p));
   }
-  uint64_t tokens = uint64_t(a.microBatch * a.seqLen);
-  plan.batchBytes = uint64_t(a.microBatch * (a.seqLen + 1)) * 4;
-  plan.batch = plan.take(plan.batchBytes * a.microBatches);
+  uint64_t tokens = uint64_t(o.microBatch * o.seqLen);
+  plan.fieldBytes = tokens * 4;
+  plan.inputs = plan.take(plan.fieldBytes * o.microBatches);
+  plan.labels = plan.take(plan.fieldBytes * o.microBatches);
+  plan.losses = plan.take(64 * o.microBatches);
   plan.actBytes = tokens * model.hidden * 4;
-  plan.acts = plan.take(plan.actBytes * a.microBatches);
-  plan.actGrads = plan.take(plan.actBytes * a.microBatches);
+  plan.acts = plan.take(plan.actBytes * o.microBatches);
+  plan.actGrads = plan.take(plan.actBytes * o.microBatches);
   plan.logitBytes = tokens * model.vocab * 4;
   plan.logits = plan.take(plan.logitBytes);
   return plan;
-}
-
-/// Deterministic initialization from the parameter name and the seed.
-void initialize(Buffer master, const ParamSpec &spec, uint64_t seed) {
-  float *w = master.as<float>();
-  uint64_t n = spec.numElements();
-  if (spec.shape.size() == 1) { // RMSNorm weights.
-    for (uint64_t i = 0; i < n; ++i)
-      w[i] = 1.0f;
-    return;
-  }
-  uint64_t state = llvm::xxh3_64bits(spec.name) ^ seed;
-  for (uint64_t i = 0; i < n; ++i) {
-    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
-    double uniform = double(z >> 11) / double(1ull << 53); // [0, 1)
-    w[i] = float((uniform * 2 - 1) * 0.02 * std::sqrt(3.0));
-  }
 }
 
 Plan::Param *findParam(Plan &plan, llvm::StringRef name) {
@@ -165,8 +141,16 @@ Plan::Param *findParam(Plan &plan, llvm::StringRef name) {
 
 int main(int argc, char **argv) {
   Args a = parseArgs(argc, argv);
+  SessionOptions defaults;
+  defaults.seqLen = 64;
+  defaults.microBatch = 2;
+  defaults.microBatches = 2;
+  defaults.seed = 1234;
+  defaults.logPath = "";
+  SessionOptions sessionOptions = exitOnError(SessionOptions::parse(
+      int(a.sessionArgs.size()), a.sessionArgs.data(), defaults));
   HFImportOptions importOptions;
-  importOptions.seqLen = a.seqLen;
+  importOptions.seqLen = sessionOptions.seqLen;
   ModelConfig model = exitOnError(loadHFConfig(a.model, importOptions));
   exitOnError(model.validate());
   StagePartition partition = StagePartition::even(model.numLayers, a.pp);
@@ -175,51 +159,33 @@ int main(int argc, char **argv) {
   // the largest stage (every rank plans all stages; cheap).
   uint64_t capacity = 0;
   for (int s = 0; s < a.pp; ++s)
-    capacity = std::max(capacity, makePlan(model, partition, s, a).capacity);
+    capacity = std::max(
+        capacity, makePlan(model, partition, s, sessionOptions).capacity);
   RuntimeOptions options;
   options.pp = a.pp;
   options.dp = a.dp;
   options.ddrBytes = capacity;
   Runtime rt(argc, argv, options);
-  Plan plan = makePlan(model, partition, rt.stage(), a);
+  Session session(rt, model, partition, sessionOptions);
+  const SessionOptions &o = session.options();
+  Plan plan = makePlan(model, partition, rt.stage(), o);
   Arena &ddr = rt.ddr();
 
-  std::vector<ParamSlot> slots;
+  // Prologue: initial weights, Adam moments at zero (the arena is zeroed),
+  // registration for checkpoints.
   for (Plan::Param &p : plan.params) {
-    slots.push_back({p.spec.name, p.spec.shape, ddr.buffer(p.master, p.bytes),
-                     ddr.buffer(p.expAvg, p.bytes),
-                     ddr.buffer(p.expAvgSq, p.bytes)});
-    initialize(slots.back().master, p.spec, a.seed);
+    ParamSlot slot{p.spec.name, p.spec.shape, ddr.buffer(p.master, p.bytes),
+                   ddr.buffer(p.expAvg, p.bytes),
+                   ddr.buffer(p.expAvgSq, p.bytes)};
+    if (p.spec.shape.size() == 1)
+      initParam(slot.master, ElemType::F32, InitKind::Ones, p.spec.name);
+    else
+      initParam(slot.master, ElemType::F32, InitKind::Normal, p.spec.name,
+                0.02);
+    session.addParam(slot);
   }
+  session.start();
 
-  // Data: the first and last stages of a replica read the same windows
-  // (inputs on the first, labels on the last).
-  bool needsData = rt.isFirstStage() || rt.isLastStage();
-  std::optional<DataLoader> loader;
-  if (needsData) {
-    TokenFile tokens = exitOnError(TokenFile::open(a.data));
-    if (tokens.vocab() > uint64_t(model.vocab))
-      fatal(llvm::formatv("{0}: vocabulary {1} exceeds the model's {2}",
-                          a.data, tokens.vocab(), model.vocab));
-    loader.emplace(exitOnError(DataLoader::create(
-        std::move(tokens),
-        {a.seqLen, a.microBatch, rt.dpSize(), rt.dpIndex(), a.seed})));
-  }
-
-  uint64_t firstStep = 1;
-  if (a.resume) {
-    TrainerState state = exitOnError(rt.loadCheckpoint(a.ckpt, model, slots));
-    if (state.seed != a.seed)
-      fatal(llvm::formatv("checkpoint seed {0} differs from --seed {1}",
-                          state.seed, a.seed));
-    if (loader)
-      loader->seek(state.data);
-    firstStep = state.step + 1;
-  }
-
-  std::optional<StepLogger> logger;
-  if (rt.rank() == 0)
-    logger.emplace(exitOnError(StepLogger::create(a.log)));
   std::FILE *lossOut = nullptr;
   if (rt.rank() == 0 && !a.lossOut.empty()) {
     lossOut = std::fopen(a.lossOut.c_str(), "a");
@@ -230,36 +196,33 @@ int main(int argc, char **argv) {
   Plan::Param *embed = findParam(plan, "model.embed_tokens.weight");
   Plan::Param *head = findParam(plan, "lm_head.weight");
   const int64_t h = model.hidden, vocab = model.vocab;
-  const int64_t tokensPerMB = a.microBatch * a.seqLen;
-  const float gradScale = 1.0f / float(tokensPerMB * a.microBatches * rt.dpSize());
+  const int64_t tokensPerMB = o.microBatch * o.seqLen;
+  const float gradScale =
+      1.0f / float(tokensPerMB * o.microBatches * rt.dpSize());
   std::vector<Plan::Param *> trained;
   if (embed)
     trained.push_back(embed);
   if (head)
     trained.push_back(head);
 
-  for (uint64_t step = firstStep; step <= a.steps; ++step) {
-    auto start = std::chrono::steady_clock::now();
+  while (session.beginStep()) {
+    uint64_t step = session.step();
     for (Plan::Param *p : trained)
       std::memset(ddr.buffer(p->grad, p->bytes).data, 0, p->bytes);
     std::vector<Token> pending;
-    double lossSum = 0;
 
     // Forward: every micro-batch.
-    for (int mb = 0; mb < a.microBatches; ++mb) {
-      Buffer batch = ddr.buffer(plan.batch + mb * plan.batchBytes,
-                                plan.batchBytes);
+    for (int mb = 0; mb < o.microBatches; ++mb) {
       Buffer act = ddr.buffer(plan.acts + mb * plan.actBytes, plan.actBytes);
-      if (loader)
-        loader->next(batch);
       if (rt.isFirstStage()) {
-        const int32_t *ids = batch.as<int32_t>();
+        Buffer inputs =
+            ddr.buffer(plan.inputs + mb * plan.fieldBytes, plan.fieldBytes);
+        session.loadBatch(BatchField::Inputs, inputs, mb);
+        const int32_t *ids = inputs.as<int32_t>();
         const float *e = ddr.get<float>(embed->master, vocab * h);
         float *x = act.as<float>();
-        for (int64_t b = 0; b < a.microBatch; ++b)
-          for (int64_t t = 0; t < a.seqLen; ++t)
-            std::memcpy(x + (b * a.seqLen + t) * h,
-                        e + int64_t(ids[b * (a.seqLen + 1) + t]) * h, h * 4);
+        for (int64_t t = 0; t < tokensPerMB; ++t)
+          std::memcpy(x + t * h, e + int64_t(ids[t]) * h, h * 4);
       } else {
         rt.wait(rt.recvFromStage(rt.stage() - 1, 2 * mb, act));
       }
@@ -274,16 +237,19 @@ int main(int argc, char **argv) {
         continue;
       }
       // Last stage: logits, loss and gradients of this micro-batch.
+      Buffer labels =
+          ddr.buffer(plan.labels + mb * plan.fieldBytes, plan.fieldBytes);
+      session.loadBatch(BatchField::Labels, labels, mb);
+      const int32_t *targets = labels.as<int32_t>();
       const float *x = act.as<float>();
       const float *w = ddr.get<float>(head->master, vocab * h);
       float *dw = ddr.get<float>(head->grad, vocab * h);
       float *logits = ddr.get<float>(plan.logits, tokensPerMB * vocab);
       float *dx = ddr.get<float>(plan.actGrads + mb * plan.actBytes,
                                  tokensPerMB * h);
-      const int32_t *ids = batch.as<int32_t>();
+      double lossSum = 0;
       for (int64_t t = 0; t < tokensPerMB; ++t) {
-        int64_t b = t / a.seqLen, pos = t % a.seqLen;
-        int32_t target = ids[b * (a.seqLen + 1) + pos + 1];
+        int32_t target = targets[t];
         float *z = logits + t * vocab;
         float maxLogit = -INFINITY;
         for (int64_t v = 0; v < vocab; ++v) {
@@ -313,10 +279,13 @@ int main(int argc, char **argv) {
           }
         }
       }
+      Buffer loss = ddr.buffer(plan.losses + 64 * mb, 4);
+      loss.as<float>()[0] = float(lossSum / double(tokensPerMB));
+      session.reportLoss(loss, mb);
     }
 
     // Backward: activation gradients travel back to stage 0.
-    for (int mb = 0; mb < a.microBatches; ++mb) {
+    for (int mb = 0; mb < o.microBatches; ++mb) {
       Buffer grad = ddr.buffer(plan.actGrads + mb * plan.actBytes,
                                plan.actBytes);
       if (!rt.isLastStage())
@@ -325,22 +294,20 @@ int main(int argc, char **argv) {
         pending.push_back(rt.sendToStage(rt.stage() - 1, 2 * mb + 1, grad));
         continue;
       }
-      const int32_t *ids = ddr.get<int32_t>(plan.batch + mb * plan.batchBytes,
-                                            plan.batchBytes / 4);
+      const int32_t *ids = ddr.get<int32_t>(plan.inputs + mb * plan.fieldBytes,
+                                            tokensPerMB);
       float *de = ddr.get<float>(embed->grad, vocab * h);
       const float *dx = grad.as<float>();
-      for (int64_t b = 0; b < a.microBatch; ++b)
-        for (int64_t t = 0; t < a.seqLen; ++t) {
-          float *row = de + int64_t(ids[b * (a.seqLen + 1) + t]) * h;
-          const float *g = dx + (b * a.seqLen + t) * h;
-          for (int64_t k = 0; k < h; ++k)
-            row[k] += g[k];
-        }
+      for (int64_t t = 0; t < tokensPerMB; ++t) {
+        float *row = de + int64_t(ids[t]) * h;
+        for (int64_t k = 0; k < h; ++k)
+          row[k] += dx[t * h + k];
+      }
     }
     rt.waitAll(pending);
 
-    // Gradient all-reduce over the data group, issued for every trained
-    // tensor before waiting on any.
+    // Gradient all-reduce over the data group (the scale already divides by
+    // dp), issued for every trained tensor before waiting on any.
     std::vector<Token> reductions;
     for (Plan::Param *p : trained)
       reductions.push_back(rt.allReduce(Group::Data,
@@ -366,42 +333,16 @@ int main(int argc, char **argv) {
       }
     }
 
-    double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-            .count();
-    double stepLoss = lossSum / double(tokensPerMB * a.microBatches);
-    double tokens = double(tokensPerMB * a.microBatches * rt.dpSize());
-    double logged = rt.logStep(logger ? &*logger : nullptr, step, a.steps,
-                               stepLoss, tokens, seconds);
+    if (a.failSaveAt == step && rt.isLastStage())
+      AtomicFile::setWriteFailureAfterForTesting(4096);
+    session.endStep();
     if (lossOut) {
       // Hex floats: exact, so runs can be compared bit for bit.
-      std::fprintf(lossOut, "%llu %a\n", (unsigned long long)step, logged);
+      std::fprintf(lossOut, "%llu %a\n", (unsigned long long)step,
+                   session.lastLoss());
       std::fflush(lossOut);
     }
-
-    if (a.saveEvery && step % a.saveEvery == 0) {
-      if (a.failSaveAt == step && rt.stage() == rt.numStages() - 1)
-        AtomicFile::setWriteFailureAfterForTesting(4096);
-      TrainerState state;
-      state.step = step;
-      state.data = loader ? loader->position() : DataPosition{};
-      state.seed = a.seed;
-      state.pp = rt.numStages();
-      state.dp = rt.dpSize();
-      // Middle stages do not read data: take the position from stage 0.
-      int64_t samples = int64_t(state.data.samples);
-      Buffer position{reinterpret_cast<std::byte *>(&samples), 0, 8,
-                      MemorySpace::DDR};
-      rt.wait(rt.broadcast(Group::Pipeline, position, 0));
-      state.data.samples = uint64_t(samples);
-      exitOnError(rt.saveCheckpoint(a.ckpt, model, partition, state, slots));
-      if (rt.rank() == 0)
-        std::fprintf(stderr, "saved checkpoint of step %llu under %s\n",
-                     (unsigned long long)step, a.ckpt.c_str());
-    }
   }
-  if (logger)
-    logger->finish();
   if (lossOut)
     std::fclose(lossOut);
   return 0;

@@ -43,6 +43,8 @@ run "$work/b.log" --ckpt "$work/ckpt" --save-every 3 --kill-at-step 8 \
   --loss-out "$work/b.loss" && fail "the killed run exited 0"
 grep -q "killed in the middle of step 8" "$work/b.log" || fail "no kill"
 [[ $(cat "$work/ckpt/latest") == step-00000006 ]] || fail "latest is not step 6"
+[[ -d $work/ckpt/step-00000003 ]] || fail "no step 3 checkpoint"
+cp -r "$work/ckpt" "$work/ckpt2"
 # 3. Resume: continues from step 7.
 run "$work/c.log" --ckpt "$work/ckpt" --resume --loss-out "$work/c.loss" ||
   { cat "$work/c.log"; fail "resumed run"; }
@@ -54,7 +56,6 @@ echo "ok: resumed losses of steps 7-$steps equal the uninterrupted run bit for b
 
 # 4. A save that fails on one stage: every rank reports it, exit non-zero,
 # the previous checkpoint stays and still resumes.
-cp -r "$work/ckpt" "$work/ckpt2"
 expect_failure failed-save "write failed after 4096 bytes|failed on another rank" \
   --ckpt "$work/ckpt2" --resume --save-every 3 --fail-save-at 9
 [[ $(cat "$work/ckpt2/latest") == step-00000006 ]] || fail "latest moved"
@@ -73,7 +74,7 @@ sed 's/"hidden_size": 256/"hidden_size": 128/' "$model" > "$work/narrow.json"
 expect_failure wrong-model "saved from a model with hidden_size = 256, this model has 128" \
   --model "$work/narrow.json" --ckpt "$work/ckpt" --resume
 cp -r "$work/ckpt" "$work/ckpt3"
-shard=$(ls "$work/ckpt3/step-00000006"/model-*.safetensors | tail -n 1)
+shard=$(ls "$work/ckpt3/$(cat "$work/ckpt3/latest")"/model-*.safetensors | tail -n 1)
 truncate -s -1000 "$shard"
 expect_failure truncated-checkpoint "$(basename "$shard"): corrupt safetensors file: .*truncated" \
   --ckpt "$work/ckpt3" --resume

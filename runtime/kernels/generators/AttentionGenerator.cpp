@@ -77,6 +77,7 @@ public:
   void generate() {
     const int D = headDim, JT = kKeyTile;
     const int QB = queryBlock(amBytes, maxSeq);
+    const int DC = std::min(D, 64), R = 256 / DC; // 16 zmm accumulators
     Var d("d"), h("h"), s("s"), b("b"), i("i"), ji("ji"), jt("jt");
     Expr S = q.dim(2).extent();
     Expr G = q.dim(1).extent() / k.dim(1).extent();
@@ -107,21 +108,32 @@ public:
     Func p("p");
     p(ji, i, jt, h, b) = select(
         jt * JT + ji <= i, safeExp(sc(ji, i, jt, h, b) - lse(i, h, b)), 0.0f);
+    // O = P V on register tiles of R query rows x DC head dims: each V row
+    // loaded is used by R rows. Masked probabilities are 0, so the key
+    // loop only needs to stop after the chunk's last row.
+    Var ir("ir"), ic("ic");
+    RDom rk(0, JT, 0, nTiles, "rk");
+    rk.where(rk.y * JT <= ic * R + R - 1);
+    Expr kg = rk.y * JT + rk.x;
     Func o("o");
-    o(d, i, h, b) = 0.0f;
-    o(d, i, h, b) += p(rj.x, i, rj.y, h, b) * v(d, h / G, min(jg, S - 1), b);
+    o(d, ir, ic, h, b) = 0.0f;
+    o(d, ir, ic, h, b) +=
+        p(rk.x, ic * R + ir, rk.y, h, b) * v(d, h / G, min(kg, S - 1), b);
 
-    out(d, h, s, b) = Tuple(o(d, s, h, b), lse(s, h, b));
+    out(d, h, s, b) = Tuple(o(d, s % R, s / R, h, b), lse(s, h, b));
 
     // ---- schedule ----
-    Var qb("qb"), si("si"), hb("hb"), io("io"), iu("iu");
+    Var qb("qb"), si("si"), hb("hb"), io("io"), iu("iu"), sc0("sc0"),
+        sr("sr"), dc("dc"), di("di");
     out.bound(d, 0, D)
         .split(s, qb, si, QB, TailStrategy::GuardWithIf)
-        .reorder(d, si, qb, h, b)
+        .split(si, sc0, sr, R, TailStrategy::GuardWithIf)
+        .split(d, dc, di, DC)
+        .reorder(di, sr, dc, sc0, qb, h, b)
         .fuse(h, b, hb)
         .parallel(hb)
-        .vectorize(d, kLanes)
-        .unroll(d);
+        .vectorize(di, kLanes)
+        .unroll(di);
     Kt.compute_at(out, hb).bound(ji, 0, JT).reorder(ji, d, jt).vectorize(
         ji, kLanes);
     sc.compute_at(out, qb)
@@ -140,8 +152,16 @@ public:
     lse.compute_at(out, qb);
     p.compute_at(out, qb).bound(ji, 0, JT).reorder(ji, jt, i).vectorize(ji,
                                                                         kLanes);
-    o.compute_at(out, si).bound(d, 0, D).vectorize(d, kLanes).unroll(d);
-    o.update().reorder(d, rj.x, rj.y).vectorize(d, kLanes).unroll(d);
+    o.compute_at(out, dc)
+        .bound(ir, 0, R)
+        .vectorize(d, kLanes)
+        .unroll(d)
+        .unroll(ir);
+    o.update()
+        .reorder(d, ir, rk.x, rk.y)
+        .vectorize(d, kLanes)
+        .unroll(d)
+        .unroll(ir);
 
     q.dim(0).set_stride(1).set_min(0).set_extent(D);
     k.dim(0).set_stride(1).set_min(0).set_extent(D);
@@ -169,11 +189,12 @@ public:
   void generate() {
     const int D = headDim, JT = kKeyTile;
     const int QB = queryBlock(amBytes, maxSeq);
+    const int DC = std::min(D, 64), R = 256 / DC; // 16 zmm accumulators
     Var d("d"), h("h"), s("s"), b("b"), i("i"), ji("ji"), jt("jt");
     Expr S = q.dim(2).extent();
     Expr G = q.dim(1).extent() / k.dim(1).extent();
     Expr nTiles = (S + JT - 1) / JT;
-    Expr ic = min(i, S - 1);
+    Expr iClamped = min(i, S - 1);
 
     Func Kt("Kt"), Vt("Vt");
     Kt(ji, d, jt, h, b) = k(d, h / G, min(jt * JT + ji, S - 1), b);
@@ -181,35 +202,41 @@ public:
     RDom rd(0, D, "rd");
     Func dot("dot"), dpdot("dpdot");
     dot(ji, i, jt, h, b) = 0.0f;
-    dot(ji, i, jt, h, b) += q(rd, h, ic, b) * Kt(ji, rd, jt, h, b);
+    dot(ji, i, jt, h, b) += q(rd, h, iClamped, b) * Kt(ji, rd, jt, h, b);
     dpdot(ji, i, jt, h, b) = 0.0f;
-    dpdot(ji, i, jt, h, b) += dO(rd, h, ic, b) * Vt(ji, rd, jt, h, b);
+    dpdot(ji, i, jt, h, b) += dO(rd, h, iClamped, b) * Vt(ji, rd, jt, h, b);
     Func delta("delta");
     delta(i, h, b) = 0.0f;
-    delta(i, h, b) += dO(rd, h, ic, b) * o(rd, h, ic, b);
+    delta(i, h, b) += dO(rd, h, iClamped, b) * o(rd, h, iClamped, b);
 
     Func ds("ds");
     Expr pv =
         select(jt * JT + ji <= i,
-               safeExp(dot(ji, i, jt, h, b) * scale - lse(ic, h, b)), 0.0f);
+               safeExp(dot(ji, i, jt, h, b) * scale - lse(iClamped, h, b)), 0.0f);
     ds(ji, i, jt, h, b) = pv * (dpdot(ji, i, jt, h, b) - delta(i, h, b));
 
-    RDom rj(0, JT, 0, nTiles, "rj");
-    rj.where(rj.y * JT <= i);
-    Expr jg = rj.y * JT + rj.x;
+    // dq = scale * dS K on R x DC register tiles (as O = P V forward).
+    Var ir("ir"), ic("ic");
+    RDom rk(0, JT, 0, nTiles, "rk");
+    rk.where(rk.y * JT <= ic * R + R - 1);
+    Expr kg = rk.y * JT + rk.x;
     Func acc("acc");
-    acc(d, i, h, b) = 0.0f;
-    acc(d, i, h, b) += ds(rj.x, i, rj.y, h, b) * k(d, h / G, min(jg, S - 1), b);
-    dq(d, h, s, b) = acc(d, s, h, b) * scale;
+    acc(d, ir, ic, h, b) = 0.0f;
+    acc(d, ir, ic, h, b) +=
+        ds(rk.x, ic * R + ir, rk.y, h, b) * k(d, h / G, min(kg, S - 1), b);
+    dq(d, h, s, b) = acc(d, s % R, s / R, h, b) * scale;
 
-    Var qb("qb"), si("si"), hb("hb"), io("io"), iu("iu");
+    Var qb("qb"), si("si"), hb("hb"), io("io"), iu("iu"), sc0("sc0"),
+        sr("sr"), dc("dc"), di("di");
     dq.bound(d, 0, D)
         .split(s, qb, si, QB, TailStrategy::GuardWithIf)
-        .reorder(d, si, qb, h, b)
+        .split(si, sc0, sr, R, TailStrategy::GuardWithIf)
+        .split(d, dc, di, DC)
+        .reorder(di, sr, dc, sc0, qb, h, b)
         .fuse(h, b, hb)
         .parallel(hb)
-        .vectorize(d, kLanes)
-        .unroll(d);
+        .vectorize(di, kLanes)
+        .unroll(di);
     Kt.compute_at(dq, hb).bound(ji, 0, JT).reorder(ji, d, jt).vectorize(ji,
                                                                         kLanes);
     Vt.compute_at(dq, hb).bound(ji, 0, JT).reorder(ji, d, jt).vectorize(ji,
@@ -227,8 +254,16 @@ public:
       f.compute_at(ds, jt).vectorize(ji, kLanes).unroll(ji).unroll(i);
       f.update().reorder(ji, i, rd).vectorize(ji, kLanes).unroll(ji).unroll(i);
     }
-    acc.compute_at(dq, si).bound(d, 0, D).vectorize(d, kLanes).unroll(d);
-    acc.update().reorder(d, rj.x, rj.y).vectorize(d, kLanes).unroll(d);
+    acc.compute_at(dq, dc)
+        .bound(ir, 0, R)
+        .vectorize(d, kLanes)
+        .unroll(d)
+        .unroll(ir);
+    acc.update()
+        .reorder(d, ir, rk.x, rk.y)
+        .vectorize(d, kLanes)
+        .unroll(d)
+        .unroll(ir);
 
     for (auto *in : {&q, &k, &v, &o, &dO})
       in->dim(0).set_stride(1).set_min(0).set_extent(D);
@@ -255,13 +290,15 @@ public:
   void generate() {
     const int D = headDim, IT = kKeyTile;
     const int KB = queryBlock(amBytes, maxSeq);
+    // Two accumulators (dk, dv): half the tile of the forward.
+    const int DC = std::min(D, 32), R = 4;
     Var d("d"), h("h"), hk("hk"), s("s"), b("b"), ii("ii"), it("it"), j("j");
     Expr S = q.dim(2).extent();
     Expr G = q.dim(1).extent() / k.dim(1).extent();
     Expr nTiles = (S + IT - 1) / IT;
     Expr ig = it * IT + ii;
     Expr igc = min(ig, S - 1);
-    Expr jc = min(j, S - 1);
+    Expr jClamped = min(j, S - 1);
 
     // Query-side operands, transposed into query-tile-major order.
     Func Qt("Qt"), dOt("dOt");
@@ -275,9 +312,9 @@ public:
     // Scores and dP, transposed: queries along the vector lanes.
     Func sdot("sdot"), pdot("pdot");
     sdot(ii, j, it, h, b) = 0.0f;
-    sdot(ii, j, it, h, b) += Qt(ii, rd, it, h, b) * k(rd, h / G, jc, b);
+    sdot(ii, j, it, h, b) += Qt(ii, rd, it, h, b) * k(rd, h / G, jClamped, b);
     pdot(ii, j, it, h, b) = 0.0f;
-    pdot(ii, j, it, h, b) += dOt(ii, rd, it, h, b) * v(rd, h / G, jc, b);
+    pdot(ii, j, it, h, b) += dOt(ii, rd, it, h, b) * v(rd, h / G, jClamped, b);
     Func pt("pt");
     Expr valid = ig >= j && ig < S;
     Expr pv = select(
@@ -285,25 +322,34 @@ public:
     pt(ii, j, it, h, b) =
         Tuple(pv, pv * (pdot(ii, j, it, h, b) - delta(igc, h, b)));
 
+    // dk, dv on register tiles of R key rows x DC head dims: each q / dO
+    // row loaded is used by R key rows. Query tiles that end before the
+    // chunk's first key are skipped; masked entries of pt are 0.
+    Var jr("jr"), jc("jc");
     RDom ri(0, IT, 0, nTiles, 0, G, "ri");
-    ri.where(ri.y * IT + IT - 1 >= j);
+    ri.where(ri.y * IT + IT - 1 >= jc * R);
     Expr hq = hk * G + ri.z;
     Expr iq = min(ri.y * IT + ri.x, S - 1);
     Func acc("acc");
-    acc(d, j, hk, b) = Tuple(0.0f, 0.0f);
-    Tuple ptv = pt(ri.x, j, ri.y, hq, b);
-    acc(d, j, hk, b) = Tuple(acc(d, j, hk, b)[0] + ptv[1] * q(d, hq, iq, b),
-                             acc(d, j, hk, b)[1] + ptv[0] * dO(d, hq, iq, b));
-    out(d, hk, s, b) = Tuple(acc(d, s, hk, b)[0] * scale, acc(d, s, hk, b)[1]);
+    acc(d, jr, jc, hk, b) = Tuple(0.0f, 0.0f);
+    Tuple ptv = pt(ri.x, jc * R + jr, ri.y, hq, b);
+    acc(d, jr, jc, hk, b) =
+        Tuple(acc(d, jr, jc, hk, b)[0] + ptv[1] * q(d, hq, iq, b),
+              acc(d, jr, jc, hk, b)[1] + ptv[0] * dO(d, hq, iq, b));
+    out(d, hk, s, b) = Tuple(acc(d, s % R, s / R, hk, b)[0] * scale,
+                             acc(d, s % R, s / R, hk, b)[1]);
 
-    Var kb("kb"), sj("sj"), hb("hb"), jo("jo"), ju("ju");
+    Var kb("kb"), sj("sj"), hb("hb"), jo("jo"), ju("ju"), sc0("sc0"),
+        sr("sr"), dc("dc"), di("di");
     out.bound(d, 0, D)
         .split(s, kb, sj, KB, TailStrategy::GuardWithIf)
-        .reorder(d, sj, kb, hk, b)
+        .split(sj, sc0, sr, R, TailStrategy::GuardWithIf)
+        .split(d, dc, di, DC)
+        .reorder(di, sr, dc, sc0, kb, hk, b)
         .fuse(hk, b, hb)
         .parallel(hb)
-        .vectorize(d, kLanes)
-        .unroll(d);
+        .vectorize(di, kLanes)
+        .unroll(di);
     delta.compute_root().parallel(b);
     delta.update().atomic().vectorize(rd, kLanes);
     Qt.compute_at(out, hb)
@@ -325,8 +371,16 @@ public:
       f.compute_at(pt, it).vectorize(ii, kLanes).unroll(ii).unroll(j);
       f.update().reorder(ii, j, rd).vectorize(ii, kLanes).unroll(ii).unroll(j);
     }
-    acc.compute_at(out, sj).bound(d, 0, D).vectorize(d, kLanes).unroll(d);
-    acc.update().reorder(d, ri.x, ri.y, ri.z).vectorize(d, kLanes).unroll(d);
+    acc.compute_at(out, dc)
+        .bound(jr, 0, R)
+        .vectorize(d, kLanes)
+        .unroll(d)
+        .unroll(jr);
+    acc.update()
+        .reorder(d, jr, ri.x, ri.y, ri.z)
+        .vectorize(d, kLanes)
+        .unroll(d)
+        .unroll(jr);
 
     for (auto *in : {&q, &k, &v, &o, &dO})
       in->dim(0).set_stride(1).set_min(0).set_extent(D);

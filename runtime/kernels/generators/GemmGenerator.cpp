@@ -101,7 +101,12 @@ public:
     // Packed panels, micro-tile major, zero beyond K and clamped beyond M, N.
     Func Ap("Ap"), Bp("Bp");
     Func partial("partial");
-    RDom r1(0, KC, "r1");
+    // K is cut into nPanels panels of kcEff <= KC (a multiple of 8), as
+    // even as possible, so a K just above a multiple of KC does not pay for
+    // a mostly-zero panel.
+    Expr nPanels = (K + KC - 1) / KC;
+    Expr kcEff = ((K + nPanels - 1) / nPanels + 7) / 8 * 8;
+    RDom r1(0, kcEff, "r1");
     Expr rowA = min(mt * MR + mi, M - 1);
     Ap(mi, k, mt) =
         select(k < K, cast<float>(loadA(min(k, K - 1), rowA)), 0.0f);
@@ -110,9 +115,9 @@ public:
         select(k < K, cast<float>(loadB(min(k, K - 1), colB)), 0.0f);
     partial(ni, mi, nt, mt, ko) = 0.0f;
     partial(ni, mi, nt, mt, ko) +=
-        Ap(mi, ko * KC + r1, mt) * Bp(ni, ko * KC + r1, nt);
+        Ap(mi, ko * kcEff + r1, mt) * Bp(ni, ko * kcEff + r1, nt);
 
-    RDom rko(0, (K + KC - 1) / KC, "rko");
+    RDom rko(0, nPanels, "rko");
     c(n, m) = select(beta == 0.0f, 0.0f, beta * cIn(n, m));
     c(n, m) += partial(n % NR, m % MR, n / NR, m / MR, rko);
 
@@ -204,6 +209,8 @@ public:
 
   Input<Buffer<uint16_t>> ap{"ap", 4};
   Input<Buffer<uint16_t>> bp{"bp", 4};
+  /// Depth of one k panel (even, <= KC); ap/bp hold K padded to a multiple.
+  Input<int> kcEff{"kc_eff"};
   Input<Buffer<float>> cIn{"c_in", 2};
   Input<float> beta{"beta"};
   Output<Buffer<float>> c{"c", 2};
@@ -215,19 +222,21 @@ public:
       t.kc = kcOverride;
     if (mbOverride > 0)
       t.mb = mbOverride;
-    const int MR = t.mr, NR = t.nr, KC = t.kc, NB = t.nb, MB = t.mb;
-    Expr KP = ap.dim(2).extent(); // K / 2, padded to a multiple of KC / 2
+    const int MR = t.mr, NR = t.nr, NB = t.nb, MB = t.mb;
+    // K / 2 padded to nPanels * kcEff / 2 (see ratrain_gemm), kcEff even.
+    Expr KP = ap.dim(2).extent();
+    Expr kcHalf = kcEff / 2;
 
     Var n("n"), m("m"), ni("ni"), mi("mi"), nt("ntile"), mt("mtile"), ko("ko");
     Func partial("partial");
-    RDom r(0, 2, 0, KC / 2, "r");
+    RDom r(0, 2, 0, kcHalf, "r");
     partial(ni, mi, nt, mt, ko) = 0.0f;
     partial(ni, mi, nt, mt, ko) +=
         cast<float>(
-            reinterpret(BFloat(16), ap(r.x, mi, ko * (KC / 2) + r.y, mt))) *
+            reinterpret(BFloat(16), ap(r.x, mi, ko * kcHalf + r.y, mt))) *
         cast<float>(
-            reinterpret(BFloat(16), bp(r.x, ni, ko * (KC / 2) + r.y, nt)));
-    RDom rko(0, KP / (KC / 2), "rko");
+            reinterpret(BFloat(16), bp(r.x, ni, ko * kcHalf + r.y, nt)));
+    RDom rko(0, KP / kcHalf, "rko");
     c(n, m) = select(beta == 0.0f, 0.0f, beta * cIn(n, m));
     c(n, m) += partial(n % NR, m % MR, n / NR, m / MR, rko);
 

@@ -17,10 +17,13 @@
 #include "ratrain_k_adamw_f16.h"
 #include "ratrain_k_add.h"
 #include "ratrain_k_attention_bwd_dkv_d128.h"
+#include "ratrain_k_attention_bwd_dkv_d32.h"
 #include "ratrain_k_attention_bwd_dkv_d64.h"
 #include "ratrain_k_attention_bwd_dq_d128.h"
+#include "ratrain_k_attention_bwd_dq_d32.h"
 #include "ratrain_k_attention_bwd_dq_d64.h"
 #include "ratrain_k_attention_fwd_d128.h"
+#include "ratrain_k_attention_fwd_d32.h"
 #include "ratrain_k_attention_fwd_d64.h"
 #include "ratrain_k_bf16_to_f32.h"
 #include "ratrain_k_cross_entropy.h"
@@ -157,7 +160,10 @@ int gemm16(GemmForm form, Half type, int64_t M, int64_t N, int64_t K,
   }
   // bf16: pack both operands into k-pair panels, then the vdpbf16ps kernel.
   tiling::GemmTiles t = gemmTilesFor(2);
-  const int64_t kp = (K + t.kc - 1) / t.kc * (t.kc / 2);
+  // Panels of kcEff <= KC, as even as possible (as the fp32 kernel does).
+  const int64_t nPanels = (K + t.kc - 1) / t.kc;
+  const int64_t kcEff = ((K + nPanels - 1) / nPanels + 7) / 8 * 8;
+  const int64_t kp = nPanels * kcEff / 2;
   const int64_t mTiles = (M + t.mr - 1) / t.mr;
   const int64_t nTiles = (N + t.nr - 1) / t.nr;
   std::vector<uint16_t> &ap = packScratch(0);
@@ -179,7 +185,8 @@ int gemm16(GemmForm form, Half type, int64_t M, int64_t N, int64_t K,
     err = ratrain_k_pack_b_kouter(dense(B, {N, K}), bpBuf);
   if (err)
     return err;
-  return ratrain_k_gemm_bf16_packed(apBuf, bpBuf, c, beta, c);
+  return ratrain_k_gemm_bf16_packed(apBuf, bpBuf, static_cast<int>(kcEff), c,
+                                    beta, c);
 }
 
 //===----------------------------------------------------------------------===//
@@ -207,7 +214,7 @@ int fromHalf(Half type, int64_t n, const uint16_t *src, float *dst) {
 //===----------------------------------------------------------------------===//
 
 bool attentionSupportsHeadDim(int64_t headDim) {
-  return headDim == 64 || headDim == 128;
+  return headDim == 32 || headDim == 64 || headDim == 128;
 }
 
 namespace {
@@ -236,7 +243,9 @@ int attentionForward(int64_t B, int64_t S, int64_t Hq, int64_t Hkv, int64_t D,
   Buffer<float> lb(lse, 4, lseDims);
   if (D == 128)
     return ratrain_k_attention_fwd_d128(qb, kb, vb, scale, ob, lb);
-  return ratrain_k_attention_fwd_d64(qb, kb, vb, scale, ob, lb);
+  if (D == 64)
+    return ratrain_k_attention_fwd_d64(qb, kb, vb, scale, ob, lb);
+  return ratrain_k_attention_fwd_d32(qb, kb, vb, scale, ob, lb);
 }
 
 int attentionBackward(int64_t B, int64_t S, int64_t Hq, int64_t Hkv, int64_t D,

@@ -81,6 +81,9 @@ struct DataPosition {
   uint64_t samples = 0;
 };
 
+/// What mt3k.load_batch reads: the token ids or the next-token targets.
+enum class BatchField : unsigned char { Inputs, Labels };
+
 /// Cuts a token file into non-overlapping windows of seqLen + 1 tokens
 /// (inputs and shifted labels), shuffles them per epoch with a seeded
 /// permutation (SplitMix64 + Fisher-Yates, identical on every platform) and
@@ -118,6 +121,26 @@ public:
   void next(Buffer out);
   /// Same into a plain array.
   void next(int32_t *out);
+
+  /// mt3k.load_batch: writes the `field` of micro-batch `microBatch` of the
+  /// step that starts at `stepStart` into `out` ([microBatch, seqLen] int32):
+  /// Inputs are tokens 0 .. seqLen-1 of each window, Labels tokens
+  /// 1 .. seqLen. Micro-batch k of a step holds the same windows as the k-th
+  /// next() call from `stepStart`. Does not move the position.
+  void fill(DataPosition stepStart, int64_t microBatch, BatchField field,
+            int32_t *out);
+  void fill(DataPosition stepStart, int64_t microBatch, BatchField field,
+            Buffer out);
+  /// Bytes of one fill(): microBatch x seqLen x 4.
+  uint64_t fieldBytes() const {
+    return uint64_t(opts.microBatch) * uint64_t(opts.seqLen) * 4;
+  }
+  /// Samples one step of `microBatches` micro-batches consumes across the
+  /// data-parallel group.
+  uint64_t samplesPerStep(int64_t microBatches) const {
+    return uint64_t(microBatches) * uint64_t(opts.dpSize) *
+           uint64_t(opts.microBatch);
+  }
 
   /// Window index (in token units: window w starts at w * seqLen) of global
   /// sample `sample`.

@@ -14,6 +14,7 @@
 #include "ratrain/runtime/Token.h"
 
 #include <condition_variable>
+#include <functional>
 #include <cstdint>
 #include <mutex>
 #include <thread>
@@ -39,6 +40,10 @@ public:
   Token copy2d(Buffer dst, uint64_t dstPitch, Buffer src, uint64_t srcPitch,
                uint64_t rowBytes, uint64_t rows);
 
+  /// Runs `work` on a helper thread (synchronously with zero threads) and
+  /// completes the token after it; used for offload to host and storage.
+  Token call(const char *what, std::function<void()> work);
+
   unsigned threadCount() const { return unsigned(workers.size()); }
 
 private:
@@ -46,9 +51,10 @@ private:
     std::byte *dst;
     const std::byte *src;
     uint64_t dstPitch, srcPitch, rowBytes, rows;
+    std::function<void()> work; ///< Set for call() jobs.
   };
   Token issue(const Job &job, const char *what);
-  static void run(const Job &job);
+  static void run(Job &job);
   void workerLoop();
 
   TokenPool &pool;

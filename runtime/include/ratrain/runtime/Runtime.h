@@ -20,6 +20,8 @@
 #include "ratrain/runtime/Arena.h"
 #include "ratrain/runtime/Checkpoint.h"
 #include "ratrain/runtime/Dma.h"
+#include "ratrain/runtime/ElemType.h"
+#include "ratrain/runtime/Init.h"
 #include "ratrain/runtime/Layout.h"
 #include "ratrain/runtime/StepLog.h"
 #include "ratrain/runtime/Token.h"
@@ -35,15 +37,24 @@
 namespace ratrain::rt {
 
 class CommEngine;
+class OffloadStore;
 
-/// Element types of collectives. BF16 and F16 travel as 16-bit integers and
-/// are summed by a user-defined MPI operation that accumulates each pairwise
-/// sum in fp32 and rounds to nearest-even.
-enum class ElemType : unsigned char { F32, BF16, F16, I32, I64, U8 };
-unsigned getElemBytes(ElemType type);
-llvm::StringRef stringifyElemType(ElemType type);
 
-enum class ReduceOp : unsigned char { Sum, Max, Min };
+/// Avg is a sum divided by the group size after completion (on the progress
+/// thread), in the element type.
+enum class ReduceOp : unsigned char { Sum, Avg, Max, Min };
+llvm::StringRef stringifyReduceOp(ReduceOp op);
+
+/// The `algorithm` of an mt3k collective. Ring and Tree are hints: Open MPI
+/// picks its own algorithm for nonblocking collectives (libnbc), so they run
+/// as Auto. Hierarchical all-reduces run as node-local reduce -> all-reduce
+/// among node roots (the data.cross group) -> node-local broadcast; on a
+/// group other than Data, or when the Data group lies within one node or
+/// spans nodes one rank each, it is the plain all-reduce.
+enum class CollectiveAlgorithm : unsigned char { Auto, Ring, Tree, Hierarchical };
+
+/// Where mt3k.offload puts bytes: host memory outside the arenas, or files.
+enum class StorageTier : unsigned char { Host, Storage };
 
 /// How outstanding MPI requests make progress while the program computes.
 enum class ProgressMode : unsigned char {
@@ -61,7 +72,9 @@ struct RuntimeOptions {
   /// Planned arena capacities per rank, in bytes.
   uint64_t ddrBytes = 0;
   uint64_t gsmBytes = 0;
-  uint64_t amBytes = 0;
+  uint64_t amBytes = 0; ///< Per core.
+  int cores = 1;         ///< Accelerator cores (each has its own AM).
+  int dmaChannels = 20;  ///< Valid `channel` numbers of dma().
   /// Usable DDR of one cluster; a plan whose ddrBytes exceed it is rejected
   /// at start-up. 0 = unlimited. Environment: RATRAIN_DDR_LIMIT_BYTES.
   uint64_t ddrLimitBytes = 0;
@@ -78,6 +91,9 @@ struct RuntimeOptions {
   unsigned dmaThreads = 1;
   /// Size of the token pool: the most operations outstanding at once.
   uint32_t maxOutstanding = 4096;
+  /// Directory of the storage tier of offload(). Environment:
+  /// RATRAIN_OFFLOAD_DIR. Default: $TMPDIR (or /tmp)/ratrain-offload-<pid>.
+  std::string offloadDirectory;
 
   /// Overrides fields from the RATRAIN_* environment variables above; a
   /// malformed value is fatal and names the variable.
@@ -115,7 +131,11 @@ public:
   //===--- Memory ---------------------------------------------------------===//
   Arena &ddr() { return *ddrArena; }
   Arena &gsm() { return *gsmArena; }
+  /// All cores' AM: core c's AM is [c * amBytes, (c + 1) * amBytes).
   Arena &am() { return *amArena; }
+  /// `bytes` at `offset` of core `core`'s AM; fatal when outside that
+  /// core's AM.
+  Buffer amBuffer(int core, uint64_t offset, uint64_t bytes);
   Arena &arena(MemorySpace space);
   /// Bounds-checked view of an arena (capacity violations are fatal).
   Buffer buffer(MemorySpace space, uint64_t offset, uint64_t bytes) {
@@ -125,7 +145,14 @@ public:
   //===--- Collectives (all ranks of the group call them in the same order) ===//
   /// In-place all-reduce of `data` (count = bytes / element size).
   Token allReduce(Group group, Buffer data, ElemType type,
-                  ReduceOp op = ReduceOp::Sum);
+                  ReduceOp op = ReduceOp::Sum) {
+    return allReduce(group, data, data, type, op);
+  }
+  /// All-reduce of `src` into `dst` (the same buffer: in place; otherwise of
+  /// equal size).
+  Token allReduce(Group group, Buffer src, Buffer dst, ElemType type,
+                  ReduceOp op,
+                  CollectiveAlgorithm algorithm = CollectiveAlgorithm::Auto);
   /// Reduces `send` (groupSize x recv.bytes) and leaves block groupRank in
   /// `recv`.
   Token reduceScatter(Group group, Buffer send, Buffer recv, ElemType type,
@@ -150,11 +177,25 @@ public:
   }
 
   //===--- DMA ------------------------------------------------------------===//
-  Token dma(Buffer dst, Buffer src) { return dmaEngine->copy(dst, src); }
+  /// `channel` (optional, < RuntimeOptions::dmaChannels) mirrors mt3k.dma's
+  /// channel pinning; on the host every channel shares the helper threads.
+  Token dma(Buffer dst, Buffer src, int channel = -1) {
+    checkChannel(channel);
+    return dmaEngine->copy(dst, src);
+  }
   Token dma2d(Buffer dst, uint64_t dstPitch, Buffer src, uint64_t srcPitch,
               uint64_t rowBytes, uint64_t rows) {
     return dmaEngine->copy2d(dst, dstPitch, src, srcPitch, rowBytes, rows);
   }
+
+  //===--- Offload (activation offloading to host memory or storage) -----===//
+  /// Copies `src` out of the arenas under `key` (host memory, or a file in
+  /// RuntimeOptions::offloadDirectory). The first offload of a key allocates
+  /// its host copy; later ones reuse it (the size must stay the same).
+  Token offload(Buffer src, StorageTier tier, llvm::StringRef key);
+  /// Copies the bytes offloaded under `key` into `dst` (same size); fatal
+  /// when nothing was offloaded under `key`.
+  Token reload(Buffer dst, StorageTier tier, llvm::StringRef key);
 
   //===--- Completion -----------------------------------------------------===//
   /// True when the operation finished (releases the token).
@@ -207,6 +248,8 @@ public:
   static Runtime *current();
 
 private:
+  void checkChannel(int channel) const;
+
   RuntimeOptions opts;
   Layout grid;
   int worldRank = 0;
@@ -219,6 +262,7 @@ private:
   std::unique_ptr<DmaEngine> dmaEngine;
   std::unique_ptr<Arena> ddrArena, gsmArena, amArena;
   std::optional<TokenPool::Clock::time_point> firstLogStart;
+  std::unique_ptr<OffloadStore> offloads;
 };
 
 } // namespace ratrain::rt

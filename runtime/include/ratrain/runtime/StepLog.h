@@ -52,6 +52,8 @@ public:
   ~StepLogger();
 
   void log(const StepRecord &record);
+  /// Prints a one-line message on stderr (after ending the progress line).
+  void note(llvm::StringRef message);
   /// Ends the progress line (newline) if one is showing.
   void finish();
 

@@ -92,7 +92,7 @@ int fromHalf(Half type, int64_t n, const uint16_t *src, float *dst);
 // Attention (causal, grouped-query)
 //===----------------------------------------------------------------------===//
 
-/// Head dimensions the attention kernels are built for.
+/// Head dimensions the attention kernels are built for: 32, 64 and 128.
 bool attentionSupportsHeadDim(int64_t headDim);
 
 /// Causal attention forward with GQA (Hq % Hkv == 0, query head h reads KV

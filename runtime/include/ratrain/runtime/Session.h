@@ -1,0 +1,107 @@
+//===- Session.h - Steps, data, loss log and checkpoints --------*- C++ -*-===//
+//
+// The driver around an emitted program's per-iteration body: it owns the
+// data loader (mt3k.load_batch), collects reported losses
+// (mt3k.report_loss), logs each step, saves checkpoints every N steps and
+// resumes from the latest one. An emitted program looks like
+//
+//   int main(int argc, char **argv) {
+//     rt::Runtime rt(argc, argv, runtimeOptions);
+//     rt::Session session(rt, model, partition,
+//                         rt::exitOnError(rt::SessionOptions::parse(
+//                             argc, argv, sessionDefaults)));
+//     prologue(rt, session);   // buffers, init_param, session.addParam(...)
+//     for (session.start(); session.beginStep();) {
+//       body(rt, session);     // kernels, DMAs, collectives, waits
+//       session.endStep();
+//     }
+//   }
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RATRAIN_RUNTIME_SESSION_H
+#define RATRAIN_RUNTIME_SESSION_H
+
+#include "ratrain/runtime/Checkpoint.h"
+#include "ratrain/runtime/Data.h"
+#include "ratrain/runtime/Runtime.h"
+#include "ratrain/runtime/StepLog.h"
+
+#include <chrono>
+#include <optional>
+
+namespace ratrain::rt {
+
+struct SessionOptions {
+  std::string dataPath;        ///< --data FILE (a token file).
+  std::string checkpointDir;   ///< --ckpt DIR.
+  uint64_t steps = 0;          ///< --steps N.
+  uint64_t saveEvery = 0;      ///< --save-every N (0: only at the end).
+  bool resume = false;         ///< --resume: continue from DIR's latest.
+  std::string logPath = "-";   ///< --log FILE ("-": stdout, "": none).
+  uint64_t seed = 0;           ///< --seed S: data order.
+  /// Fixed by the compiled program (the plan), not by flags.
+  int64_t seqLen = 0;
+  int64_t microBatch = 1;
+  int64_t microBatches = 1;
+
+  /// Reads the flags above (both `--flag value` and `--flag=value`) from
+  /// argv over `defaults`; unknown flags and malformed numbers are errors
+  /// that name the flag.
+  static llvm::Expected<SessionOptions>
+  parse(int argc, char **argv, const SessionOptions &defaults);
+};
+
+class Session {
+public:
+  /// Opens the token file (every rank: a missing or corrupt file fails on
+  /// all of them) and the step log (rank 0). Errors are fatal.
+  Session(Runtime &rt, const ModelConfig &model, StagePartition partition,
+          SessionOptions options);
+
+  /// Registers a parameter this rank owns, for checkpoints.
+  void addParam(const ParamSlot &slot) { slots.push_back(slot); }
+
+  /// Call after the prologue: when resuming, loads the registered parameters
+  /// and Adam moments and the data position from the latest checkpoint
+  /// (fatal on any error, e.g. a wrong model shape). Returns the first step.
+  uint64_t start();
+  /// Starts the next step; false when all steps are done.
+  bool beginStep();
+  /// mt3k.load_batch of micro-batch `microBatch` of the current step.
+  void loadBatch(BatchField field, Buffer dest, int64_t microBatch);
+  /// mt3k.report_loss: reads the f32 scalar at `loss`.
+  void reportLoss(Buffer loss, int64_t microBatch);
+  /// Ends the step: advances the data position, logs the step (collective),
+  /// saves a checkpoint when one is due (collective; fatal on failure, which
+  /// leaves existing checkpoints intact).
+  void endStep();
+
+  /// The current (or, before the first beginStep, the last completed) step.
+  uint64_t step() const { return currentStep; }
+  DataPosition dataPosition() const { return position; }
+  const SessionOptions &options() const { return opts; }
+  /// Mean of the losses reported in the last completed step (NaN where
+  /// nothing was reported: not the last stage).
+  double lastLoss() const { return lastStepLoss; }
+
+private:
+  Runtime &rt;
+  ModelConfig model;
+  StagePartition partition;
+  SessionOptions opts;
+  std::optional<DataLoader> loader;
+  std::optional<StepLogger> logger;
+  std::vector<ParamSlot> slots;
+  uint64_t currentStep = 0;
+  DataPosition position;
+  double lossSum = 0;
+  int64_t lossCount = 0;
+  double lastStepLoss = 0;
+  bool started = false;
+  std::chrono::steady_clock::time_point stepStart;
+};
+
+} // namespace ratrain::rt
+
+#endif // RATRAIN_RUNTIME_SESSION_H

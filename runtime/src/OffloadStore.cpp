@@ -1,0 +1,139 @@
+//===- OffloadStore.cpp - Host and storage tiers of mt3k.offload ----------===//
+
+#include "OffloadStore.h"
+#include "ratrain/runtime/Error.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/xxhash.h"
+
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+using namespace ratrain::rt;
+
+namespace {
+const char *tierName(StorageTier tier) {
+  return tier == StorageTier::Host ? "host" : "storage";
+}
+
+void transfer(int fd, std::byte *data, uint64_t bytes, bool write,
+              const std::string &path) {
+  uint64_t done = 0;
+  while (done < bytes) {
+    size_t chunk = size_t(std::min<uint64_t>(bytes - done, uint64_t(1) << 30));
+    ssize_t n = write ? ::pwrite(fd, data + done, chunk, off_t(done))
+                      : ::pread(fd, data + done, chunk, off_t(done));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      fatal(llvm::formatv("offload file {0}: {1} failed after {2} of {3} "
+                          "bytes: {4}",
+                          path, write ? "write" : "read", done, bytes,
+                          n == 0 ? "unexpected end of file"
+                                 : std::strerror(errno)));
+    done += uint64_t(n);
+  }
+}
+} // namespace
+
+OffloadStore::OffloadStore(DmaEngine &dma, std::string directory, int rank)
+    : dma(dma), directory(std::move(directory)), rank(rank) {}
+
+OffloadStore::~OffloadStore() {
+  for (auto &[key, entry] : storage)
+    if (entry.written)
+      llvm::sys::fs::remove(fileOf(key));
+  if (createdDirectory)
+    llvm::sys::fs::remove(directory); // Only when empty.
+}
+
+std::string OffloadStore::fileOf(llvm::StringRef key) const {
+  // Keys are free-form: name the file by a hash, keep a readable prefix.
+  std::string readable;
+  for (char c : key.take_front(48))
+    readable.push_back(std::isalnum(static_cast<unsigned char>(c)) ? c : '_');
+  return llvm::formatv("{0}/rank{1}-{2}-{3:x16}.bin", directory, rank,
+                       readable, llvm::xxh3_64bits(key))
+      .str();
+}
+
+OffloadStore::Entry &OffloadStore::entry(StorageTier tier,
+                                         llvm::StringRef key) {
+  std::lock_guard<std::mutex> lock(mutex);
+  return (tier == StorageTier::Host ? host : storage)[key.str()];
+}
+
+Token OffloadStore::offload(Buffer src, StorageTier tier,
+                            llvm::StringRef key) {
+  Entry &e = entry(tier, key);
+  if (e.bytes != 0 && e.bytes != src.bytes)
+    fatal(llvm::formatv("offload of '{0}' to {1}: {2} bytes, but the key "
+                        "held {3} bytes before",
+                        key, tierName(tier), src.bytes, e.bytes));
+  e.bytes = src.bytes;
+  char what[TokenPool::kWhatBytes];
+  std::snprintf(what, sizeof(what), "offload of %s[%llu, +%llu) to %s '%s'",
+                stringifyMemorySpace(src.space).data(),
+                (unsigned long long)src.offset, (unsigned long long)src.bytes,
+                tierName(tier), key.str().c_str());
+  if (tier == StorageTier::Host) {
+    if (!e.host)
+      e.host.reset(new std::byte[src.bytes]);
+    std::byte *to = e.host.get();
+    return dma.call(what, [to, src] { std::memcpy(to, src.data, src.bytes); });
+  }
+  if (!createdDirectory && !llvm::sys::fs::is_directory(directory)) {
+    if (std::error_code ec = llvm::sys::fs::create_directories(directory))
+      fatal(llvm::formatv("offload directory {0}: {1}", directory,
+                          ec.message()));
+    createdDirectory = true;
+  }
+  std::string path = fileOf(key);
+  e.written = true;
+  return dma.call(what, [path, src] {
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+                    0600);
+    if (fd < 0)
+      fatal(llvm::formatv("offload file {0}: cannot create: {1}", path,
+                          std::strerror(errno)));
+    transfer(fd, src.data, src.bytes, /*write=*/true, path);
+    ::close(fd);
+  });
+}
+
+Token OffloadStore::reload(Buffer dst, StorageTier tier, llvm::StringRef key) {
+  Entry &e = entry(tier, key);
+  if (e.bytes == 0 || (tier == StorageTier::Host && !e.host) ||
+      (tier == StorageTier::Storage && !e.written))
+    fatal(llvm::formatv("reload of '{0}' from {1}: nothing was offloaded "
+                        "under that key",
+                        key, tierName(tier)));
+  if (e.bytes != dst.bytes)
+    fatal(llvm::formatv("reload of '{0}' from {1}: {2} bytes were offloaded, "
+                        "the destination holds {3}",
+                        key, tierName(tier), e.bytes, dst.bytes));
+  char what[TokenPool::kWhatBytes];
+  std::snprintf(what, sizeof(what), "reload of %s '%s' into %s[%llu, +%llu)",
+                tierName(tier), key.str().c_str(),
+                stringifyMemorySpace(dst.space).data(),
+                (unsigned long long)dst.offset, (unsigned long long)dst.bytes);
+  if (tier == StorageTier::Host) {
+    const std::byte *from = e.host.get();
+    return dma.call(what,
+                    [from, dst] { std::memcpy(dst.data, from, dst.bytes); });
+  }
+  std::string path = fileOf(key);
+  return dma.call(what, [path, dst] {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+      fatal(llvm::formatv("offload file {0}: cannot open: {1}", path,
+                          std::strerror(errno)));
+    transfer(fd, dst.data, dst.bytes, /*write=*/false, path);
+    ::close(fd);
+  });
+}

@@ -1,0 +1,49 @@
+//===- OffloadStore.h - Host and storage tiers of mt3k.offload --*- C++ -*-===//
+//
+// Private to the runtime. Offloaded bytes live outside the arenas: in host
+// buffers allocated on a key's first offload and reused afterwards, or in one
+// file per key under the offload directory. Copies run on the DMA helper
+// threads.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RATRAIN_RUNTIME_SRC_OFFLOADSTORE_H
+#define RATRAIN_RUNTIME_SRC_OFFLOADSTORE_H
+
+#include "ratrain/runtime/Runtime.h"
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+namespace ratrain::rt {
+
+class OffloadStore {
+public:
+  OffloadStore(DmaEngine &dma, std::string directory, int rank);
+  ~OffloadStore();
+
+  Token offload(Buffer src, StorageTier tier, llvm::StringRef key);
+  Token reload(Buffer dst, StorageTier tier, llvm::StringRef key);
+
+private:
+  struct Entry {
+    std::unique_ptr<std::byte[]> host;
+    uint64_t bytes = 0;
+    bool written = false; ///< Storage tier: the file exists.
+  };
+  Entry &entry(StorageTier tier, llvm::StringRef key);
+  std::string fileOf(llvm::StringRef key) const;
+
+  DmaEngine &dma;
+  std::string directory;
+  int rank;
+  bool createdDirectory = false;
+  std::mutex mutex;
+  std::map<std::string, Entry> host, storage;
+};
+
+} // namespace ratrain::rt
+
+#endif // RATRAIN_RUNTIME_SRC_OFFLOADSTORE_H

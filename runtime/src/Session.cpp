@@ -1,0 +1,157 @@
+//===- Session.cpp - Steps, data, loss log and checkpoints ----------------===//
+
+#include "ratrain/runtime/Session.h"
+#include "ratrain/runtime/Error.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+
+using namespace ratrain;
+using namespace ratrain::rt;
+
+llvm::Expected<SessionOptions>
+SessionOptions::parse(int argc, char **argv, const SessionOptions &defaults) {
+  SessionOptions options = defaults;
+  for (int i = 1; i < argc; ++i) {
+    llvm::StringRef arg = argv[i];
+    if (!arg.starts_with("--"))
+      return makeError(llvm::formatv("unexpected argument '{0}'", arg));
+    auto [flag, inlineValue] = arg.split('=');
+    bool hasInline = arg.contains('=');
+    if (flag == "--resume") {
+      options.resume = true;
+      continue;
+    }
+    std::string value;
+    if (hasInline) {
+      value = inlineValue.str();
+    } else {
+      if (i + 1 >= argc)
+        return makeError(llvm::formatv("{0} needs a value", flag));
+      value = argv[++i];
+    }
+    auto number = [&](uint64_t &out) -> llvm::Error {
+      if (llvm::StringRef(value).getAsInteger(10, out))
+        return makeError(llvm::formatv("{0}: '{1}' is not a non-negative "
+                                       "integer",
+                                       flag, value));
+      return llvm::Error::success();
+    };
+    llvm::Error error = llvm::Error::success();
+    if (flag == "--data")
+      options.dataPath = value;
+    else if (flag == "--ckpt")
+      options.checkpointDir = value;
+    else if (flag == "--log")
+      options.logPath = value;
+    else if (flag == "--steps")
+      error = number(options.steps);
+    else if (flag == "--save-every")
+      error = number(options.saveEvery);
+    else if (flag == "--seed")
+      error = number(options.seed);
+    else
+      return makeError(llvm::formatv("unknown flag '{0}'", flag));
+    if (error)
+      return std::move(error);
+  }
+  if (options.resume && options.checkpointDir.empty())
+    return makeError("--resume needs --ckpt DIR");
+  return options;
+}
+
+Session::Session(Runtime &rt, const ModelConfig &model,
+                 StagePartition partition, SessionOptions options)
+    : rt(rt), model(model), partition(std::move(partition)),
+      opts(std::move(options)) {
+  exitOnError(this->partition.validate(model.numLayers));
+  if (this->partition.numStages() != rt.numStages())
+    fatal(llvm::formatv("the stage partition has {0} stages, the job {1}",
+                        this->partition.numStages(), rt.numStages()));
+  if (opts.dataPath.empty())
+    fatal("no training data (--data FILE, a token file from "
+          "ratrain-tokenize)");
+  TokenFile tokens = exitOnError(TokenFile::open(opts.dataPath));
+  if (int64_t(tokens.vocab()) > model.vocab)
+    fatal(llvm::formatv("{0}: token vocabulary {1} exceeds the model's "
+                        "vocab_size {2}",
+                        opts.dataPath, tokens.vocab(), model.vocab));
+  loader.emplace(exitOnError(DataLoader::create(
+      std::move(tokens), {opts.seqLen, opts.microBatch, rt.dpSize(),
+                          rt.dpIndex(), opts.seed})));
+  if (rt.rank() == 0)
+    logger.emplace(exitOnError(StepLogger::create(opts.logPath)));
+}
+
+uint64_t Session::start() {
+  started = true;
+  if (!opts.resume)
+    return 1;
+  TrainerState state =
+      exitOnError(rt.loadCheckpoint(opts.checkpointDir, model, slots));
+  if (state.seed != opts.seed)
+    fatal(llvm::formatv("the checkpoint's data seed is {0}, --seed is {1}: "
+                        "resuming would not repeat the data order",
+                        state.seed, opts.seed));
+  currentStep = state.step;
+  position = state.data;
+  return currentStep + 1;
+}
+
+bool Session::beginStep() {
+  if (!started)
+    fatal("Session::beginStep before Session::start");
+  if (currentStep >= opts.steps)
+    return false;
+  ++currentStep;
+  lossSum = 0;
+  lossCount = 0;
+  stepStart = std::chrono::steady_clock::now();
+  return true;
+}
+
+void Session::loadBatch(BatchField field, Buffer dest, int64_t microBatch) {
+  if (microBatch < 0 || microBatch >= opts.microBatches)
+    fatal(llvm::formatv("load_batch: micro-batch {0} is not in [0, {1})",
+                        microBatch, opts.microBatches));
+  loader->fill(position, microBatch, field, dest);
+}
+
+void Session::reportLoss(Buffer loss, int64_t microBatch) {
+  if (loss.bytes < 4)
+    fatal(llvm::formatv("report_loss of micro-batch {0}: the loss buffer "
+                        "holds {1} bytes, not an f32",
+                        microBatch, loss.bytes));
+  lossSum += double(loss.as<float>()[0]);
+  ++lossCount;
+}
+
+void Session::endStep() {
+  double seconds = std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - stepStart)
+                       .count();
+  position.samples += loader->samplesPerStep(opts.microBatches);
+  double loss = lossCount ? lossSum / double(lossCount) : NAN;
+  double tokens = double(opts.microBatches * opts.microBatch * opts.seqLen *
+                         rt.dpSize());
+  lastStepLoss = rt.logStep(logger ? &*logger : nullptr, currentStep,
+                            opts.steps, loss, tokens, seconds);
+  bool due = !opts.checkpointDir.empty() &&
+             ((opts.saveEvery && currentStep % opts.saveEvery == 0) ||
+              currentStep == opts.steps);
+  if (!due)
+    return;
+  TrainerState state;
+  state.step = currentStep;
+  state.data = position;
+  state.seed = opts.seed;
+  state.pp = rt.numStages();
+  state.dp = rt.dpSize();
+  exitOnError(
+      rt.saveCheckpoint(opts.checkpointDir, model, partition, state, slots));
+  if (logger)
+    logger->note(llvm::formatv("saved checkpoint of step {0} under {1}",
+                               currentStep, opts.checkpointDir)
+                     .str());
+}
