@@ -166,6 +166,8 @@ void RuntimeOptions::applyEnvironment() {
     commTimeoutSeconds = *value;
   if (auto value = parseEnvNumber("RATRAIN_DMA_THREADS"))
     dmaThreads = unsigned(*value);
+  if (auto value = parseEnvNumber("RATRAIN_RANKS_PER_NODE"))
+    ranksPerNode = int(*value);
   if (auto value = parseEnvNumber("RATRAIN_DDR_LIMIT_BYTES"))
     ddrLimitBytes = uint64_t(*value);
   if (const char *directory = std::getenv("RATRAIN_OFFLOAD_DIR"))
@@ -227,15 +229,26 @@ Runtime::Runtime(int &argc, char **&argv, RuntimeOptions options)
   checkMPI(MPI_Comm_split(world, stage(), dpIndex(),
                           &communicators[unsigned(Group::Data)]),
            "MPI_Comm_split (data-parallel group)");
-  checkMPI(MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, worldRank,
-                               MPI_INFO_NULL,
-                               &communicators[unsigned(Group::NodeLocal)]),
-           "MPI_Comm_split_type (node-local group)");
   MPI_Comm data = communicators[unsigned(Group::Data)];
-  checkMPI(MPI_Comm_split_type(data, MPI_COMM_TYPE_SHARED, dpIndex(),
-                               MPI_INFO_NULL,
-                               &communicators[unsigned(Group::DataNodeLocal)]),
-           "MPI_Comm_split_type (node-local data-parallel group)");
+  if (opts.ranksPerNode > 0) {
+    int node = worldRank / opts.ranksPerNode;
+    checkMPI(MPI_Comm_split(world, node, worldRank,
+                            &communicators[unsigned(Group::NodeLocal)]),
+             "MPI_Comm_split (node-local group)");
+    checkMPI(MPI_Comm_split(data, node, dpIndex(),
+                            &communicators[unsigned(Group::DataNodeLocal)]),
+             "MPI_Comm_split (node-local data-parallel group)");
+  } else {
+    checkMPI(MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, worldRank,
+                                 MPI_INFO_NULL,
+                                 &communicators[unsigned(Group::NodeLocal)]),
+             "MPI_Comm_split_type (node-local group)");
+    checkMPI(
+        MPI_Comm_split_type(data, MPI_COMM_TYPE_SHARED, dpIndex(),
+                            MPI_INFO_NULL,
+                            &communicators[unsigned(Group::DataNodeLocal)]),
+        "MPI_Comm_split_type (node-local data-parallel group)");
+  }
   int localIndex = 0;
   checkMPI(MPI_Comm_rank(communicators[unsigned(Group::DataNodeLocal)],
                          &localIndex),

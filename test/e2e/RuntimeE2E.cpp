@@ -17,6 +17,7 @@
 
 #include "llvm/Support/FormatVariadic.h"
 
+#include <algorithm>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
@@ -101,13 +102,20 @@ void runComm(Runtime &rt) {
   CHECK(rt.groupRank(Group::Pipeline) == rt.stage(), "pipeline rank");
   CHECK(rt.groupRank(Group::Data) == rt.dpIndex(), "data rank");
   CHECK(grid.rankOf(rt.stage(), rt.dpIndex()) == rt.rank(), "layout");
-  // One node: the node group is the world, the data group is node-local.
-  CHECK(rt.groupSize(Group::NodeLocal) == rt.worldSize(), "node size {0}",
+  // Nodes: the machine, or blocks of RATRAIN_RANKS_PER_NODE ranks.
+  int perNode = rt.options().ranksPerNode > 0 ? rt.options().ranksPerNode
+                                              : rt.worldSize();
+  int nodes = rt.worldSize() / perNode;
+  CHECK(rt.groupSize(Group::NodeLocal) == perNode, "node size {0}",
         rt.groupSize(Group::NodeLocal));
-  CHECK(rt.groupSize(Group::DataNodeLocal) == grid.dp, "data.node size {0}",
-        rt.groupSize(Group::DataNodeLocal));
-  CHECK(rt.groupSize(Group::DataCrossNode) == 1, "data.cross size {0}",
-        rt.groupSize(Group::DataCrossNode));
+  // Stage-major layout: a stage's dp replicas are consecutive ranks.
+  int dpPerNode = std::max(1, std::min(grid.dp, perNode));
+  CHECK(rt.groupSize(Group::DataNodeLocal) == dpPerNode,
+        "data.node size {0}, want {1}", rt.groupSize(Group::DataNodeLocal),
+        dpPerNode);
+  CHECK(rt.groupSize(Group::DataCrossNode) == grid.dp / dpPerNode,
+        "data.cross size {0} ({1} nodes)", rt.groupSize(Group::DataCrossNode),
+        nodes);
 
   // 1. Pipeline activations, 4 micro-batches of 64 KiB.
   exchangeActivations(rt, 4, 64 << 10);
@@ -132,6 +140,40 @@ void runComm(Runtime &rt) {
   for (uint64_t i = 0; i < n; ++i)
     CHECK(grad.as<float>()[i] == dpSum * float(i % 100 + 1),
           "all-reduce element {0}: {1}", i, grad.as<float>()[i]);
+
+  // 2b. Out-of-place average, and the hierarchical algorithm (node-local
+  // reduce, cross-node all-reduce, node-local broadcast), in f32 and bf16.
+  Buffer src = ddr.buffer(base + 8 * n * 4, n * 4);
+  Buffer dst = ddr.buffer(base + 9 * n * 4, n * 4);
+  for (uint64_t i = 0; i < n; ++i)
+    src.as<float>()[i] = float(rt.dpIndex() * 2 + i % 3);
+  rt.wait(rt.allReduce(Group::Data, src, dst, ElemType::F32, ReduceOp::Avg));
+  for (uint64_t i = 0; i < n; ++i)
+    CHECK(dst.as<float>()[i] == float(grid.dp - 1) + float(i % 3),
+          "avg all-reduce element {0}: {1}", i, dst.as<float>()[i]);
+  CHECK(src.as<float>()[1] == float(rt.dpIndex() * 2 + 1), "source changed");
+  for (CollectiveAlgorithm algorithm :
+       {CollectiveAlgorithm::Hierarchical, CollectiveAlgorithm::Ring}) {
+    for (uint64_t i = 0; i < n; ++i)
+      dst.as<float>()[i] = float(rt.dpIndex() + 1) * float(i % 11);
+    rt.wait(rt.allReduce(Group::Data, dst, dst, ElemType::F32, ReduceOp::Sum,
+                         algorithm));
+    for (uint64_t i = 0; i < n; ++i)
+      CHECK(dst.as<float>()[i] == dpSum * float(i % 11),
+            "all-reduce (algorithm {0}) element {1}: {2}", int(algorithm), i,
+            dst.as<float>()[i]);
+    // Out of place, bf16.
+    for (uint64_t i = 0; i < n; ++i)
+      src.as<uint16_t>()[i] = floatToBF16(float(rt.dpIndex() + i % 4));
+    rt.wait(rt.allReduce(Group::Data, src.slice(0, n * 2),
+                         dst.slice(0, n * 2), ElemType::BF16, ReduceOp::Sum,
+                         algorithm));
+    for (uint64_t i = 0; i < n; ++i) {
+      float want = float(grid.dp * (grid.dp - 1) / 2 + grid.dp * int(i % 4));
+      CHECK(bf16ToFloat(dst.as<uint16_t>()[i]) == want,
+            "bf16 all-reduce (algorithm {0}) element {1}", int(algorithm), i);
+    }
+  }
 
   // 3. bf16 all-reduce (exact for small integers).
   Buffer half = ddr.buffer(base + n * 4, n * 2);
@@ -177,11 +219,11 @@ void runComm(Runtime &rt) {
   CHECK(rt.allReduceMin(100 + rt.rank()) == 100, "world min");
 
   // 6. DMA: DDR -> GSM -> AM (2-D tile) -> DDR.
-  Buffer src = ddr.buffer(base + 6 * n * 4, 64 * 64);
+  Buffer matrix = ddr.buffer(base + 6 * n * 4, 64 * 64);
   for (uint64_t i = 0; i < 64 * 64; ++i)
-    src.as<uint8_t>()[i] = uint8_t(i * 7 + rt.rank());
+    matrix.as<uint8_t>()[i] = uint8_t(i * 7 + rt.rank());
   Buffer staged = rt.gsm().buffer(0, 64 * 64);
-  rt.wait(rt.dma(staged, src));
+  rt.wait(rt.dma(staged, matrix));
   Buffer tile = rt.am().buffer(0, 16 * 16);
   // The 16 x 16 tile at row 8, column 32 of the 64 x 64 matrix.
   rt.wait(rt.dma2d(tile, 16, staged.slice(8 * 64 + 32, 64 * 56 - 32), 64, 16,
@@ -196,7 +238,27 @@ void runComm(Runtime &rt) {
                 uint8_t(((8 + r) * 64 + 32 + c) * 7 + rt.rank()),
             "dma2d element ({0}, {1})", r, c);
 
-  CHECK(rt.ddr().peakBytes() == base + 7 * n * 4 + 256, "ddr peak {0}",
+  // 7. Per-core AM and DMA channels.
+  Buffer core1 = rt.amBuffer(1, 0, 256);
+  CHECK(core1.offset == 16 << 10, "core 1's AM starts at {0}", core1.offset);
+  rt.wait(rt.dma(core1, back, /*channel=*/3));
+  CHECK(std::memcmp(core1.data, back.data, 256) == 0, "dma to core 1");
+
+  // 8. Offload to host and storage and reload.
+  for (StorageTier tier : {StorageTier::Host, StorageTier::Storage}) {
+    Buffer act = ddr.buffer(base + 10 * n * 4, n * 4);
+    for (uint64_t i = 0; i < n; ++i)
+      act.as<float>()[i] = float(i * 3 + rt.rank());
+    rt.wait(rt.offload(act, tier, "act.layer3.mb1"));
+    std::memset(act.data, 0, act.bytes);
+    Token reloaded = rt.reload(act, tier, "act.layer3.mb1");
+    rt.wait(reloaded);
+    for (uint64_t i = 0; i < n; ++i)
+      CHECK(act.as<float>()[i] == float(i * 3 + rt.rank()),
+            "reload from tier {0} element {1}", int(tier), i);
+  }
+
+  CHECK(rt.ddr().peakBytes() == base + 11 * n * 4, "ddr peak {0}",
         rt.ddr().peakBytes());
   CHECK(rt.gsm().peakBytes() == 64 * 64, "gsm peak {0}",
         rt.gsm().peakBytes());
@@ -236,6 +298,7 @@ int main(int argc, char **argv) {
   options.ddrBytes = 2 << 20;
   options.gsmBytes = 64 << 10;
   options.amBytes = 16 << 10;
+  options.cores = 4;
   if (args.mode == "overflow") {
     options.ddrBytes = uint64_t(1) << 30;
     options.ddrLimitBytes = 1 << 20;
@@ -249,6 +312,10 @@ int main(int argc, char **argv) {
     runFailure(rt, SIGSTOP);
   else if (args.mode == "bounds")
     rt.ddr().buffer(options.ddrBytes - 8, 16);
+  else if (args.mode == "am-bounds")
+    rt.amBuffer(2, (16 << 10) - 64, 128);
+  else if (args.mode == "reload-unknown")
+    rt.wait(rt.reload(rt.ddr().buffer(0, 64), StorageTier::Host, "nothing"));
   else
     fatal("unknown mode '" + args.mode + "'");
   return 0;

@@ -118,15 +118,17 @@ public:
         Ap(mi, ko * kcEff + r1, mt) * Bp(ni, ko * kcEff + r1, nt);
 
     RDom rko(0, nPanels, "rko");
-    c(n, m) = select(beta == 0.0f, 0.0f, beta * cIn(n, m));
-    c(n, m) += partial(n % NR, m % MR, n / NR, m / MR, rko);
+    // The first k panel folds in beta * C, so there is no separate pass
+    // over C (beta == 0 never reads it).
+    Expr first = select(beta == 0.0f, 0.0f, beta * cIn(n, m));
+    c(n, m) = undef<float>();
+    c(n, m) = select(rko == 0, first, c(n, m)) +
+              partial(n % NR, m % MR, n / NR, m / MR, rko);
 
     // ---- schedule ----
     const int V = 16; // fp32 lanes of a zmm register
     Var nb("nb"), nn("nn"), mb("mb"), mm("mm"), nto("nto"), mto("mto"),
         nii("nii"), mo("mo");
-    c.vectorize(n, V, TailStrategy::GuardWithIf)
-        .parallel(m, 16, TailStrategy::GuardWithIf);
     c.update()
         .split(n, nb, nn, NB, TailStrategy::GuardWithIf)
         .split(nn, nto, ni, NR, TailStrategy::GuardWithIf)
@@ -237,13 +239,15 @@ public:
         cast<float>(
             reinterpret(BFloat(16), bp(r.x, ni, ko * kcHalf + r.y, nt)));
     RDom rko(0, KP / kcHalf, "rko");
-    c(n, m) = select(beta == 0.0f, 0.0f, beta * cIn(n, m));
-    c(n, m) += partial(n % NR, m % MR, n / NR, m / MR, rko);
+    // The first k panel folds in beta * C, so there is no separate pass
+    // over C (beta == 0 never reads it).
+    Expr first = select(beta == 0.0f, 0.0f, beta * cIn(n, m));
+    c(n, m) = undef<float>();
+    c(n, m) = select(rko == 0, first, c(n, m)) +
+              partial(n % NR, m % MR, n / NR, m / MR, rko);
 
     const int V = 16;
     Var nb("nb"), nn("nn"), mb("mb"), mm("mm"), nto("nto"), mto("mto");
-    c.vectorize(n, V, TailStrategy::GuardWithIf)
-        .parallel(m, 16, TailStrategy::GuardWithIf);
     c.update()
         .split(n, nb, nn, NB, TailStrategy::GuardWithIf)
         .split(nn, nto, ni, NR, TailStrategy::GuardWithIf)

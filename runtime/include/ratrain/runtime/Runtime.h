@@ -89,6 +89,10 @@ struct RuntimeOptions {
   double commTimeoutSeconds = 300;
   /// DMA helper threads; 0 = synchronous copies. Env: RATRAIN_DMA_THREADS.
   unsigned dmaThreads = 1;
+  /// When > 0, "nodes" are blocks of this many consecutive world ranks
+  /// instead of what MPI_Comm_split_type reports: lets one machine test the
+  /// hierarchical paths. Environment: RATRAIN_RANKS_PER_NODE.
+  int ranksPerNode = 0;
   /// Size of the token pool: the most operations outstanding at once.
   uint32_t maxOutstanding = 4096;
   /// Directory of the storage tier of offload(). Environment:
