@@ -10,8 +10,8 @@
 //===----------------------------------------------------------------------===//
 
 class MT3K_CommOp<string mnemonic, list<Trait> traits = []>
-    : MT3K_Op<mnemonic, !listconcat(traits, [
-        MT3K_AsyncOp, DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+    : MT3K_Op<mnemonic, !listconcat(traits, MT3K_AsyncOp, [
+        DeclareOpInterfaceMethods<SymbolUserOpInterface>,
         MemoryEffects<[MemWrite<MT3K_RuntimeResource>]>])> {
   let results = (outs MT3K_TokenType:$token);
   let extraClassDeclaration = [{

@@ -257,6 +257,20 @@ def MT3K_AdamWOp : MT3K_Op<"adamw"> {
     `:` qualified(type($grad)) `,` qualified(type($master)) `,`
     qualified(type($m)) `,` qualified(type($v)) `->` qualified(type($view))
   }];
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$grad, "::mlir::Value":$master,
+                   "::mlir::Value":$m, "::mlir::Value":$v,
+                   "::mlir::Value":$view, "double":$lr, "double":$beta1,
+                   "double":$beta2, "double":$eps, "double":$weightDecay,
+                   CArg<"std::optional<double>", "std::nullopt">:$gradScale), [{
+      build($_builder, $_state, grad, master, m, v, view,
+            $_builder.getF64FloatAttr(lr), $_builder.getF64FloatAttr(beta1),
+            $_builder.getF64FloatAttr(beta2), $_builder.getF64FloatAttr(eps),
+            $_builder.getF64FloatAttr(weightDecay),
+            gradScale ? $_builder.getF64FloatAttr(*gradScale)
+                      : ::mlir::FloatAttr());
+    }]>
+  ];
   let hasVerifier = 1;
 }
 

@@ -13,6 +13,7 @@ include "MT3K/MT3KAttrs.td"
 include "MT3K/MT3KTypes.td"
 include "mlir/IR/OpBase.td"
 include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
 class MT3K_Op<string mnemonic, list<Trait> traits = []>
@@ -20,9 +21,14 @@ class MT3K_Op<string mnemonic, list<Trait> traits = []>
 
 /// An asynchronous operation: its token result must be consumed by an
 /// `mt3k.wait` (verified by ratrain::mt3k::AsyncOp).
-def MT3K_AsyncOp : NativeOpTrait<"AsyncOp"> {
+def MT3K_AsyncOpTrait : NativeOpTrait<"AsyncOp"> {
   let cppNamespace = "::ratrain::mt3k";
 }
+
+/// Traits of an asynchronous operation: its only result is a token, which
+/// builders infer (ODS generates inferReturnTypes for the buildable type).
+defvar MT3K_AsyncOp = [MT3K_AsyncOpTrait,
+                       DeclareOpInterfaceMethods<InferTypeOpInterface>];
 
 /// The world outside the program's buffers: the network, the data loader
 /// and the loss log. Operations that talk to it write it, so they are

@@ -179,7 +179,7 @@ def MT3K_ViewOp : MT3K_Op<"view", [Pure]> {
 // Asynchronous data movement
 //===----------------------------------------------------------------------===//
 
-def MT3K_DmaOp : MT3K_Op<"dma", [MT3K_AsyncOp]> {
+def MT3K_DmaOp : MT3K_Op<"dma", MT3K_AsyncOp> {
   let summary = "asynchronous copy between two memory spaces";
   let description = [{
     Starts copying `source` into `dest` on a DMA engine and yields a token;
@@ -214,8 +214,8 @@ def MT3K_DmaOp : MT3K_Op<"dma", [MT3K_AsyncOp]> {
   let hasVerifier = 1;
 }
 
-def MT3K_OffloadOp : MT3K_Op<"offload", [
-    MT3K_AsyncOp, MemoryEffects<[MemWrite<MT3K_RuntimeResource>]>]> {
+def MT3K_OffloadOp : MT3K_Op<"offload", !listconcat(MT3K_AsyncOp,
+    [MemoryEffects<[MemWrite<MT3K_RuntimeResource>]>])> {
   let summary = "asynchronously copy a DDR buffer out to host memory or storage";
   let description = [{
     Starts copying `source` into the runtime's `tier` store (host memory or
@@ -236,8 +236,8 @@ def MT3K_OffloadOp : MT3K_Op<"offload", [
   }];
 }
 
-def MT3K_ReloadOp : MT3K_Op<"reload", [
-    MT3K_AsyncOp, MemoryEffects<[MemWrite<MT3K_RuntimeResource>]>]> {
+def MT3K_ReloadOp : MT3K_Op<"reload", !listconcat(MT3K_AsyncOp,
+    [MemoryEffects<[MemWrite<MT3K_RuntimeResource>]>])> {
   let summary = "asynchronously copy offloaded bytes back into DDR";
   let description = [{
     Starts copying the bytes stored under `key` by an earlier `mt3k.offload`
