@@ -218,15 +218,23 @@ struct AssignBuffersPass
       signalPassFailure();
   }
 
-  /// The over-capacity error: the stage, its peak position and op, and the
-  /// largest buffers live there.
+  /// The over-capacity error: the stage, its peak position and op, the
+  /// bytes of its persistent states, and the largest other buffers live
+  /// there.
   static void reportOverCapacity(StageOp stage, const StageBuffers &buffers,
                                  int64_t peak, int64_t peakPosition,
                                  int64_t arena, int64_t capacityBytes) {
+    int64_t stepEnd = buffers.stepEnd();
+    int64_t persistent = 0;
     SmallVector<unsigned> liveAtPeak;
-    for (auto [index, buffer] : llvm::enumerate(buffers.buffers))
-      if (buffer.bytes > 0 && buffer.liveAt(peakPosition))
+    for (auto [index, buffer] : llvm::enumerate(buffers.buffers)) {
+      if (buffer.bytes == 0 || !buffer.liveAt(peakPosition))
+        continue;
+      if (buffer.isPersistent(stepEnd))
+        persistent += buffer.bytes;
+      else
         liveAtPeak.push_back(index);
+    }
     llvm::stable_sort(liveAtPeak, [&](unsigned a, unsigned b) {
       return buffers.buffers[a].bytes > buffers.buffers[b].bytes;
     });
@@ -235,19 +243,22 @@ struct AssignBuffersPass
             ? std::string("at the step start")
             : "at position " + std::to_string(peakPosition) + " (" +
                   describeScheduleOp(buffers.ops[peakPosition]) + ")";
-    InFlightDiagnostic diag = stage.emitOpError("stage ")
-                              << stage.getStage() << " needs "
-                              << formatBytes(arena)
-                              << " of DDR but a cluster has "
-                              << formatBytes(capacityBytes) << "; peak "
-                              << formatBytes(peak) << " " << where
-                              << "; largest live buffers: ";
+    InFlightDiagnostic diag =
+        stage.emitOpError("stage ")
+        << stage.getStage() << " needs " << formatBytes(arena)
+        << " of DDR but a cluster has " << formatBytes(capacityBytes)
+        << "; peak " << formatBytes(peak) << " " << where << ": "
+        << formatBytes(persistent)
+        << " of persistent states and scratch, and " << liveAtPeak.size()
+        << " other live buffers";
     for (auto [rank, index] :
          llvm::enumerate(ArrayRef(liveAtPeak).take_front(4))) {
       const StageBuffer &buffer = buffers.buffers[index];
-      diag << (rank ? ", " : "") << buffer.describe() << " "
+      diag << (rank ? ", " : ", the largest: ") << buffer.describe() << " "
            << formatBytes(buffer.bytes);
     }
+    if (arena > peak)
+      diag << "; fragmentation adds " << formatBytes(arena - peak);
     if (peakPosition >= 0)
       diag.attachNote(buffers.ops[peakPosition]->getLoc())
           << "the peak is at this op";

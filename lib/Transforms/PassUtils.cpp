@@ -11,14 +11,17 @@ FailureOr<MachineModel> ratrain::loadPassMachine(ModuleOp module,
   if (path.empty())
     if (auto attr = module->getAttrOfType<StringAttr>("ratrain.machine"))
       path = attr.getValue().str();
-  if (path.empty())
-    return module.emitError("no machine file: pass machine=<file> or import "
-                            "with --machine"),
-           failure();
+  if (path.empty()) {
+    module.emitError("no machine file: pass machine=<file> or import with "
+                     "--machine");
+    return failure();
+  }
   llvm::Expected<MachineModel> machine = loadMachineModel(path);
-  if (!machine)
-    return module.emitError(llvm::toString(machine.takeError())), failure();
-  return *machine;
+  if (!machine) {
+    module.emitError(llvm::toString(machine.takeError()));
+    return failure();
+  }
+  return std::move(*machine);
 }
 
 Recompute ratrain::toIRRecompute(RecomputePolicy policy) {

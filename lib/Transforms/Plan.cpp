@@ -106,7 +106,8 @@ struct PlanPass : public ratrain::impl::RATrainPlanBase<PlanPass> {
         printPlanTable(os, result->plans);
         os << "\n";
         printStageBreakdown(os, best, result->memoryCapBytes);
-        model.emitRemark() << text;
+        // At the location only: the note with the whole op is noise here.
+        emitRemark(model.getLoc()) << text;
       }
     }
   }

@@ -335,7 +335,9 @@ LogicalResult StageScheduler::run() {
     };
     for (Operation *op = &body.front(); op != yield.getOperation();) {
       Operation *next = op->getNextNode();
-      while (!inFlight.empty() && inFlight.front().done <= clock)
+      // A send goes out first: the neighbour stage waits for it.
+      while (!isa<SendOp>(op) && !inFlight.empty() &&
+             inFlight.front().done <= clock)
         retire(op);
       clock += costs.computeSeconds(op);
       if (LayerLifecycle *life = lastBackward.lookup(op)) {
