@@ -123,8 +123,8 @@ public:
     out(d, h, s, b) = Tuple(o(d, s % R, s / R, h, b), lse(s, h, b));
 
     // ---- schedule ----
-    Var qb("qb"), si("si"), hb("hb"), io("io"), iu("iu"), sc0("sc0"),
-        sr("sr"), dc("dc"), di("di");
+    Var qb("qb"), si("si"), hb("hb"), io("io"), iu("iu"), sc0("sc0"), sr("sr"),
+        dc("dc"), di("di");
     out.bound(d, 0, D)
         .split(s, qb, si, QB, TailStrategy::GuardWithIf)
         .split(si, sc0, sr, R, TailStrategy::GuardWithIf)
@@ -152,11 +152,8 @@ public:
     lse.compute_at(out, qb);
     p.compute_at(out, qb).bound(ji, 0, JT).reorder(ji, jt, i).vectorize(ji,
                                                                         kLanes);
-    o.compute_at(out, dc)
-        .bound(ir, 0, R)
-        .vectorize(d, kLanes)
-        .unroll(d)
-        .unroll(ir);
+    o.compute_at(out, dc).bound(ir, 0, R).vectorize(d, kLanes).unroll(d).unroll(
+        ir);
     o.update()
         .reorder(d, ir, rk.x, rk.y)
         .vectorize(d, kLanes)
@@ -210,9 +207,9 @@ public:
     delta(i, h, b) += dO(rd, h, iClamped, b) * o(rd, h, iClamped, b);
 
     Func ds("ds");
-    Expr pv =
-        select(jt * JT + ji <= i,
-               safeExp(dot(ji, i, jt, h, b) * scale - lse(iClamped, h, b)), 0.0f);
+    Expr pv = select(
+        jt * JT + ji <= i,
+        safeExp(dot(ji, i, jt, h, b) * scale - lse(iClamped, h, b)), 0.0f);
     ds(ji, i, jt, h, b) = pv * (dpdot(ji, i, jt, h, b) - delta(i, h, b));
 
     // dq = scale * dS K on R x DC register tiles (as O = P V forward).
@@ -226,8 +223,8 @@ public:
         ds(rk.x, ic * R + ir, rk.y, h, b) * k(d, h / G, min(kg, S - 1), b);
     dq(d, h, s, b) = acc(d, s % R, s / R, h, b) * scale;
 
-    Var qb("qb"), si("si"), hb("hb"), io("io"), iu("iu"), sc0("sc0"),
-        sr("sr"), dc("dc"), di("di");
+    Var qb("qb"), si("si"), hb("hb"), io("io"), iu("iu"), sc0("sc0"), sr("sr"),
+        dc("dc"), di("di");
     dq.bound(d, 0, D)
         .split(s, qb, si, QB, TailStrategy::GuardWithIf)
         .split(si, sc0, sr, R, TailStrategy::GuardWithIf)
@@ -339,8 +336,8 @@ public:
     out(d, hk, s, b) = Tuple(acc(d, s % R, s / R, hk, b)[0] * scale,
                              acc(d, s % R, s / R, hk, b)[1]);
 
-    Var kb("kb"), sj("sj"), hb("hb"), jo("jo"), ju("ju"), sc0("sc0"),
-        sr("sr"), dc("dc"), di("di");
+    Var kb("kb"), sj("sj"), hb("hb"), jo("jo"), ju("ju"), sc0("sc0"), sr("sr"),
+        dc("dc"), di("di");
     out.bound(d, 0, D)
         .split(s, kb, sj, KB, TailStrategy::GuardWithIf)
         .split(sj, sc0, sr, R, TailStrategy::GuardWithIf)

@@ -1,0 +1,432 @@
+//===- KernelsBench.cpp - Halide kernels vs baselines, same run -----------===//
+//
+// GEMM: the Halide GEMM (fp32, bf16, fp16 operands) against OpenBLAS sgemm
+// on LLaMA-2-7B layer shapes (2048 tokens: QKV/O 4096x4096, MLP 11008x4096)
+// and on the tiny LLaMA of examples/models (hidden 256, MLP 688).
+// Attention: the Halide causal attention forward and backward against a
+// straightforward blocked (flash-style, 64x64 tiles) C++ implementation,
+// compiled -O3 for the default x86-64 target and run on as many threads as
+// there are cores, at S = 2048, 32 heads, D = 128.
+//
+// After the benchmarks, the program prints each ratio (baseline time /
+// Halide time) from the timings of this run, and the GFLOP/s achieved.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ratrain/kernels/Kernels.h"
+
+#include <benchmark/benchmark.h>
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace ratrain::kernels;
+
+namespace {
+
+std::vector<float> randomVector(size_t n, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = dist(gen);
+  return v;
+}
+
+/// Seconds per iteration and FLOPs per iteration, by benchmark name.
+struct Result {
+  double seconds = 0;
+  double flops = 0;
+};
+std::map<std::string, Result> &results() {
+  static std::map<std::string, Result> r;
+  return r;
+}
+
+class RecordingReporter : public benchmark::ConsoleReporter {
+public:
+  void ReportRuns(const std::vector<Run> &runs) override {
+    for (const Run &run : runs) {
+      if (run.run_type != Run::RT_Iteration || run.error_occurred)
+        continue;
+      Result &r = results()[run.benchmark_name()];
+      r.seconds = run.GetAdjustedRealTime() /
+                  benchmark::GetTimeUnitMultiplier(run.time_unit);
+      auto it = run.counters.find("flop");
+      if (it != run.counters.end())
+        r.flops = it->second.value;
+    }
+    ConsoleReporter::ReportRuns(runs);
+  }
+};
+
+void setFlops(benchmark::State &state, double flopsPerIteration) {
+  state.counters["flop"] = flopsPerIteration;
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(flopsPerIteration * double(state.iterations()) * 1e-9,
+                         benchmark::Counter::kIsRate);
+}
+
+//===----------------------------------------------------------------------===//
+// GEMM
+//===----------------------------------------------------------------------===//
+
+struct GemmCase {
+  const char *name;
+  int64_t M, N, K;
+  GemmForm form;
+};
+const GemmCase kGemmCases[] = {
+    {"llama7b_qkv_nt", 2048, 4096, 4096, GemmForm::NT},
+    {"llama7b_mlp_up_nt", 2048, 11008, 4096, GemmForm::NT},
+    {"llama7b_dx_nn", 2048, 4096, 4096, GemmForm::NN},
+    {"llama7b_dw_tn", 4096, 4096, 2048, GemmForm::TN},
+    {"tiny_qkv_nt", 2048, 512, 256, GemmForm::NT},
+    {"tiny_mlp_up_nt", 2048, 688, 256, GemmForm::NT},
+    {"tiny_mlp_down_nt", 2048, 256, 688, GemmForm::NT},
+};
+
+struct GemmData {
+  std::vector<float> A, B, C;
+  std::vector<uint16_t> A16, B16;
+  GemmData(const GemmCase &c, Half type) {
+    A = randomVector(c.M * c.K, 1);
+    B = randomVector(c.K * c.N, 2);
+    C.assign(c.M * c.N, 0.0f);
+    A16.resize(A.size());
+    B16.resize(B.size());
+    toHalf(type, A.size(), A.data(), A16.data());
+    toHalf(type, B.size(), B.data(), B16.data());
+  }
+};
+
+void runOpenblas(const GemmCase &c, GemmData &d) {
+  // Row-major op(A) [M,K] * op(B) [K,N].
+  CBLAS_TRANSPOSE ta = c.form == GemmForm::TN ? CblasTrans : CblasNoTrans;
+  CBLAS_TRANSPOSE tb = c.form == GemmForm::NT ? CblasTrans : CblasNoTrans;
+  int lda = c.form == GemmForm::TN ? c.M : c.K;
+  int ldb = c.form == GemmForm::NT ? c.K : c.N;
+  cblas_sgemm(CblasRowMajor, ta, tb, c.M, c.N, c.K, 1.0f, d.A.data(), lda,
+              d.B.data(), ldb, 0.0f, d.C.data(), c.N);
+}
+
+void BM_GemmOpenblasF32(benchmark::State &state, GemmCase c) {
+  GemmData d(c, Half::BF16);
+  for (auto _ : state)
+    runOpenblas(c, d);
+  setFlops(state, 2.0 * c.M * c.N * c.K);
+}
+
+void BM_GemmHalideF32(benchmark::State &state, GemmCase c) {
+  GemmData d(c, Half::BF16);
+  for (auto _ : state)
+    if (gemm(c.form, c.M, c.N, c.K, d.A.data(), d.B.data(), d.C.data()))
+      state.SkipWithError("gemm failed");
+  setFlops(state, 2.0 * c.M * c.N * c.K);
+}
+
+void BM_GemmHalide16(benchmark::State &state, GemmCase c, Half type) {
+  GemmData d(c, type);
+  for (auto _ : state)
+    if (gemm16(c.form, type, c.M, c.N, c.K, d.A16.data(), d.B16.data(),
+               d.C.data()))
+      state.SkipWithError("gemm16 failed");
+  setFlops(state, 2.0 * c.M * c.N * c.K);
+}
+
+//===----------------------------------------------------------------------===//
+// Attention baseline: blocked C++ (64 x 64 tiles, online softmax)
+//===----------------------------------------------------------------------===//
+
+struct AttnCase {
+  int64_t B, S, Hq, Hkv, D;
+};
+constexpr int64_t kTile = 64;
+
+/// Runs fn(hk) for every KV head on all cores.
+template <typename Fn> void forKvHeads(int64_t hkv, Fn fn) {
+  unsigned n = std::max(1u, std::thread::hardware_concurrency());
+  std::vector<std::thread> threads;
+  for (unsigned t = 0; t < n; ++t)
+    threads.emplace_back([&, t] {
+      for (int64_t hk = t; hk < hkv; hk += n)
+        fn(hk);
+    });
+  for (auto &th : threads)
+    th.join();
+}
+
+void baselineForward(const AttnCase &a, const float *q, const float *k,
+                     const float *v, float scale, float *out, float *lse) {
+  const int64_t G = a.Hq / a.Hkv, D = a.D, S = a.S;
+  forKvHeads(a.Hkv * a.B, [&](int64_t bhk) {
+    int64_t b = bhk / a.Hkv, hk = bhk % a.Hkv;
+    std::vector<float> s(kTile * kTile), m(kTile), l(kTile), acc(kTile * D);
+    for (int64_t h = hk * G; h < (hk + 1) * G; ++h) {
+      auto Q = [&](int64_t i) { return q + ((b * S + i) * a.Hq + h) * D; };
+      auto K = [&](int64_t j) { return k + ((b * S + j) * a.Hkv + hk) * D; };
+      auto V = [&](int64_t j) { return v + ((b * S + j) * a.Hkv + hk) * D; };
+      for (int64_t i0 = 0; i0 < S; i0 += kTile) {
+        int64_t ni = std::min(kTile, S - i0);
+        std::fill(m.begin(), m.end(), -INFINITY);
+        std::fill(l.begin(), l.end(), 0.0f);
+        std::fill(acc.begin(), acc.end(), 0.0f);
+        for (int64_t j0 = 0; j0 <= i0 + ni - 1; j0 += kTile) {
+          int64_t nj = std::min(kTile, S - j0);
+          for (int64_t i = 0; i < ni; ++i)
+            for (int64_t j = 0; j < nj; ++j) {
+              float d = 0;
+              for (int64_t x = 0; x < D; ++x)
+                d += Q(i0 + i)[x] * K(j0 + j)[x];
+              s[i * kTile + j] = j0 + j <= i0 + i ? d * scale : -INFINITY;
+            }
+          for (int64_t i = 0; i < ni; ++i) {
+            float mx = m[i];
+            for (int64_t j = 0; j < nj; ++j)
+              mx = std::max(mx, s[i * kTile + j]);
+            float corr = std::exp(m[i] - mx);
+            l[i] *= corr;
+            for (int64_t x = 0; x < D; ++x)
+              acc[i * D + x] *= corr;
+            for (int64_t j = 0; j < nj; ++j) {
+              float p = std::exp(s[i * kTile + j] - mx);
+              l[i] += p;
+              for (int64_t x = 0; x < D; ++x)
+                acc[i * D + x] += p * V(j0 + j)[x];
+            }
+            m[i] = mx;
+          }
+        }
+        for (int64_t i = 0; i < ni; ++i) {
+          float *o = out + ((b * S + i0 + i) * a.Hq + h) * D;
+          for (int64_t x = 0; x < D; ++x)
+            o[x] = acc[i * D + x] / l[i];
+          lse[(b * a.Hq + h) * S + i0 + i] = m[i] + std::log(l[i]);
+        }
+      }
+    }
+  });
+}
+
+void baselineBackward(const AttnCase &a, const float *q, const float *k,
+                      const float *v, const float *out, const float *dout,
+                      const float *lse, float scale, float *dq, float *dk,
+                      float *dv) {
+  const int64_t G = a.Hq / a.Hkv, D = a.D, S = a.S;
+  forKvHeads(a.Hkv * a.B, [&](int64_t bhk) {
+    int64_t b = bhk / a.Hkv, hk = bhk % a.Hkv;
+    std::vector<float> p(kTile * kTile), ds(kTile * kTile), delta(kTile);
+    for (int64_t j = 0; j < S; ++j)
+      for (int64_t x = 0; x < D; ++x) {
+        dk[((b * S + j) * a.Hkv + hk) * D + x] = 0;
+        dv[((b * S + j) * a.Hkv + hk) * D + x] = 0;
+      }
+    for (int64_t h = hk * G; h < (hk + 1) * G; ++h) {
+      auto at = [&](const float *base, int64_t i) {
+        return base + ((b * S + i) * a.Hq + h) * D;
+      };
+      auto kvAt = [&](const float *base, int64_t j) {
+        return base + ((b * S + j) * a.Hkv + hk) * D;
+      };
+      for (int64_t i = 0; i < S; ++i)
+        for (int64_t x = 0; x < D; ++x)
+          dq[((b * S + i) * a.Hq + h) * D + x] = 0;
+      for (int64_t i0 = 0; i0 < S; i0 += kTile) {
+        int64_t ni = std::min(kTile, S - i0);
+        for (int64_t i = 0; i < ni; ++i) {
+          float d = 0;
+          for (int64_t x = 0; x < D; ++x)
+            d += at(dout, i0 + i)[x] * at(out, i0 + i)[x];
+          delta[i] = d;
+        }
+        for (int64_t j0 = 0; j0 <= i0 + ni - 1; j0 += kTile) {
+          int64_t nj = std::min(kTile, S - j0);
+          for (int64_t i = 0; i < ni; ++i) {
+            float l = lse[(b * a.Hq + h) * S + i0 + i];
+            for (int64_t j = 0; j < nj; ++j) {
+              float sd = 0, dp = 0;
+              for (int64_t x = 0; x < D; ++x) {
+                sd += at(q, i0 + i)[x] * kvAt(k, j0 + j)[x];
+                dp += at(dout, i0 + i)[x] * kvAt(v, j0 + j)[x];
+              }
+              float pv = j0 + j <= i0 + i ? std::exp(sd * scale - l) : 0.0f;
+              p[i * kTile + j] = pv;
+              ds[i * kTile + j] = pv * (dp - delta[i]);
+            }
+          }
+          for (int64_t i = 0; i < ni; ++i)
+            for (int64_t j = 0; j < nj; ++j) {
+              float pv = p[i * kTile + j], dsv = ds[i * kTile + j] * scale;
+              float *dqi = dq + ((b * S + i0 + i) * a.Hq + h) * D;
+              float *dkj = dk + ((b * S + j0 + j) * a.Hkv + hk) * D;
+              float *dvj = dv + ((b * S + j0 + j) * a.Hkv + hk) * D;
+              for (int64_t x = 0; x < D; ++x) {
+                dqi[x] += dsv * kvAt(k, j0 + j)[x];
+                dkj[x] += dsv * at(q, i0 + i)[x];
+                dvj[x] += pv * at(dout, i0 + i)[x];
+              }
+            }
+        }
+      }
+    }
+  });
+}
+
+struct AttnData {
+  AttnCase a;
+  std::vector<float> q, k, v, out, lse, dout, dq, dk, dv;
+  float scale;
+  explicit AttnData(AttnCase c) : a(c) {
+    q = randomVector(a.B * a.S * a.Hq * a.D, 3);
+    k = randomVector(a.B * a.S * a.Hkv * a.D, 4);
+    v = randomVector(a.B * a.S * a.Hkv * a.D, 5);
+    dout = randomVector(q.size(), 6);
+    out.resize(q.size());
+    lse.resize(a.B * a.Hq * a.S);
+    dq.resize(q.size());
+    dk.resize(k.size());
+    dv.resize(v.size());
+    scale = 1.0f / std::sqrt(float(a.D));
+  }
+  /// Causal FLOPs of QK^T and PV: 2 GEMMs over S(S+1)/2 pairs.
+  double forwardFlops() const {
+    return 4.0 * a.B * a.Hq * a.D * (double(a.S) * (a.S + 1) / 2);
+  }
+  /// The usual convention: backward = 2.5 x forward (5 GEMMs vs 2).
+  double backwardFlops() const { return 2.5 * forwardFlops(); }
+};
+
+const AttnCase kAttn{1, 2048, 32, 32, 128};
+
+void BM_AttnForwardBaseline(benchmark::State &state) {
+  AttnData d(kAttn);
+  for (auto _ : state)
+    baselineForward(d.a, d.q.data(), d.k.data(), d.v.data(), d.scale,
+                    d.out.data(), d.lse.data());
+  setFlops(state, d.forwardFlops());
+}
+void BM_AttnForwardHalide(benchmark::State &state) {
+  AttnData d(kAttn);
+  for (auto _ : state)
+    if (attentionForward(d.a.B, d.a.S, d.a.Hq, d.a.Hkv, d.a.D, d.q.data(),
+                         d.k.data(), d.v.data(), d.scale, d.out.data(),
+                         d.lse.data()))
+      state.SkipWithError("attention forward failed");
+  setFlops(state, d.forwardFlops());
+}
+void BM_AttnBackwardBaseline(benchmark::State &state) {
+  AttnData d(kAttn);
+  attentionForward(d.a.B, d.a.S, d.a.Hq, d.a.Hkv, d.a.D, d.q.data(), d.k.data(),
+                   d.v.data(), d.scale, d.out.data(), d.lse.data());
+  for (auto _ : state)
+    baselineBackward(d.a, d.q.data(), d.k.data(), d.v.data(), d.out.data(),
+                     d.dout.data(), d.lse.data(), d.scale, d.dq.data(),
+                     d.dk.data(), d.dv.data());
+  setFlops(state, d.backwardFlops());
+}
+void BM_AttnBackwardHalide(benchmark::State &state) {
+  AttnData d(kAttn);
+  attentionForward(d.a.B, d.a.S, d.a.Hq, d.a.Hkv, d.a.D, d.q.data(), d.k.data(),
+                   d.v.data(), d.scale, d.out.data(), d.lse.data());
+  for (auto _ : state)
+    if (attentionBackward(d.a.B, d.a.S, d.a.Hq, d.a.Hkv, d.a.D, d.q.data(),
+                          d.k.data(), d.v.data(), d.out.data(), d.dout.data(),
+                          d.lse.data(), d.scale, d.dq.data(), d.dk.data(),
+                          d.dv.data()))
+      state.SkipWithError("attention backward failed");
+  setFlops(state, d.backwardFlops());
+}
+
+/// (Halide benchmark, baseline benchmark) pairs whose ratio is printed.
+std::vector<std::pair<std::string, std::string>> &pairs() {
+  static std::vector<std::pair<std::string, std::string>> p;
+  return p;
+}
+
+void registerAll() {
+  for (const GemmCase &c : kGemmCases) {
+    bool big = c.M * c.N * c.K > (int64_t(1) << 33);
+    auto setup = [&](benchmark::internal::Benchmark *b) {
+      b->Unit(benchmark::kMillisecond)->UseRealTime();
+      if (big)
+        b->Iterations(3);
+      else
+        b->MinTime(0.3);
+    };
+    std::string base = std::string("gemm/") + c.name;
+    setup(benchmark::RegisterBenchmark((base + "/openblas_f32").c_str(),
+                                       BM_GemmOpenblasF32, c));
+    setup(benchmark::RegisterBenchmark((base + "/halide_f32").c_str(),
+                                       BM_GemmHalideF32, c));
+    setup(benchmark::RegisterBenchmark((base + "/halide_bf16").c_str(),
+                                       BM_GemmHalide16, c, Half::BF16));
+    setup(benchmark::RegisterBenchmark((base + "/halide_f16").c_str(),
+                                       BM_GemmHalide16, c, Half::F16));
+    for (const char *v : {"halide_f32", "halide_bf16", "halide_f16"})
+      pairs().push_back({base + "/" + v, base + "/openblas_f32"});
+  }
+  benchmark::RegisterBenchmark("attention/forward/baseline_blocked_cpp",
+                               BM_AttnForwardBaseline)
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime()
+      ->Iterations(1);
+  benchmark::RegisterBenchmark("attention/forward/halide", BM_AttnForwardHalide)
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime()
+      ->Iterations(3);
+  benchmark::RegisterBenchmark("attention/backward/baseline_blocked_cpp",
+                               BM_AttnBackwardBaseline)
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime()
+      ->Iterations(1);
+  benchmark::RegisterBenchmark("attention/backward/halide",
+                               BM_AttnBackwardHalide)
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime()
+      ->Iterations(3);
+  pairs().push_back(
+      {"attention/forward/halide", "attention/forward/baseline_blocked_cpp"});
+  pairs().push_back(
+      {"attention/backward/halide", "attention/backward/baseline_blocked_cpp"});
+}
+
+/// Benchmark names as Google Benchmark reports them (with suffixes).
+const Result *find(const std::string &prefix) {
+  for (auto &[name, r] : results())
+    if (name.rfind(prefix + "/", 0) == 0 || name == prefix)
+      return &r;
+  return nullptr;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  registerAll();
+  benchmark::Initialize(&argc, argv);
+  RecordingReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  std::printf("\nRatios (baseline time / Halide time, same run):\n");
+  for (auto &[fast, slow] : pairs()) {
+    const Result *f = find(fast), *s = find(slow);
+    if (!f || !s || f->seconds <= 0)
+      continue;
+    std::printf("  %-44s %6.2fx  (%7.1f vs %7.1f GFLOP/s, baseline %s)\n",
+                fast.c_str(), s->seconds / f->seconds,
+                f->flops / f->seconds * 1e-9, s->flops / s->seconds * 1e-9,
+                slow.c_str());
+  }
+  TileConfig t = tileConfig();
+  std::printf("\nTiles from the machine file: GSM %lld B, AM %lld B/core, "
+              "%d cores; GEMM MRxNR %dx%d, KC %d, NB %d, MB %d\n",
+              (long long)t.gsmBytes, (long long)t.amBytesPerCore, t.cores,
+              t.gemmMr, t.gemmNr, t.gemmKc, t.gemmNb, t.gemmMb);
+  benchmark::Shutdown();
+  return 0;
+}
