@@ -105,6 +105,18 @@ LogicalResult ProgramOp::verify() {
       return emitOpError("DDR arena of ")
              << *arena << " bytes exceeds the machine's DDR capacity of "
              << machine.getDdr() << " bytes";
+  auto module = (*this)->getParentOfType<ModuleOp>();
+  for (auto other : module.getOps<ProgramOp>()) {
+    if (other == *this)
+      break;
+    if (other.getStage() == getStage()) {
+      InFlightDiagnostic diag = emitOpError("stage ")
+                                << getStage() << " already has program @"
+                                << other.getSymName();
+      diag.attachNote(other.getLoc()) << "first program of the stage";
+      return diag;
+    }
+  }
   return success();
 }
 
@@ -186,6 +198,93 @@ static SmallVector<MemoryAccess> getAccesses(Operation *op) {
     if (Value value = instance.getValue())
       add(value, llvm::isa<MemoryEffects::Write>(instance.getEffect()));
   return accesses;
+}
+
+/// The sends (or recvs) of `program` on pipeline groups, by (group, peer,
+/// tag), in program order.
+template <typename TransferOp>
+static llvm::MapVector<std::tuple<StringRef, int64_t, int64_t>,
+                       SmallVector<TransferOp>>
+collectPipelineTransfers(ProgramOp program) {
+  llvm::MapVector<std::tuple<StringRef, int64_t, int64_t>,
+                  SmallVector<TransferOp>>
+      transfers;
+  for (auto op : program.getBodyBlock().getOps<TransferOp>()) {
+    auto group = SymbolTable::lookupNearestSymbolFrom<GroupOp>(
+        program, op.getGroupAttr());
+    if (!group || group.getKind() != GroupKind::pipeline)
+      continue;
+    transfers[{op.getGroup(), static_cast<int64_t>(op.getPeer()),
+               static_cast<int64_t>(op.getTag())}]
+        .push_back(op);
+  }
+  return transfers;
+}
+
+/// On pipeline groups, where a rank's index is its program's stage, the
+/// k-th send of this program to stage p with tag t is received by the k-th
+/// recv from this stage with tag t in p's program, into as many bytes; and
+/// every recv of this program has such a send. Stages without a program in
+/// the module are not checked.
+static LogicalResult verifyPipelineTraffic(ProgramOp program) {
+  auto module = program->getParentOfType<ModuleOp>();
+  auto findStage = [&](int64_t stage) -> ProgramOp {
+    for (auto other : module.getOps<ProgramOp>())
+      if (static_cast<int64_t>(other.getStage()) == stage)
+        return other;
+    return {};
+  };
+  int64_t self = program.getStage();
+  // Each peer program is scanned once per direction.
+  using Key = std::tuple<StringRef, int64_t, int64_t>;
+  llvm::DenseMap<Operation *, llvm::MapVector<Key, SmallVector<RecvOp>>>
+      peerRecvs;
+  llvm::DenseMap<Operation *, llvm::MapVector<Key, SmallVector<SendOp>>>
+      peerSends;
+  for (auto &[key, sends] : collectPipelineTransfers<SendOp>(program)) {
+    auto [group, peer, tag] = key;
+    // A transfer to itself is reported by the op's own verifier.
+    ProgramOp peerProgram = peer == self ? ProgramOp() : findStage(peer);
+    if (!peerProgram)
+      continue;
+    auto [recvs, inserted] = peerRecvs.try_emplace(peerProgram);
+    if (inserted)
+      recvs->second = collectPipelineTransfers<RecvOp>(peerProgram);
+    SmallVector<RecvOp> &matching = recvs->second[{group, self, tag}];
+    for (auto [index, send] : llvm::enumerate(sends)) {
+      if (index >= matching.size())
+        return send.emitOpError("to stage ")
+               << peer << " with tag " << tag << " on @" << group
+               << " has no matching 'mt3k.recv' in program @"
+               << peerProgram.getSymName();
+      int64_t sent = send.getBuffer().getType().getSizeInBytes();
+      int64_t received = matching[index].getBuffer().getType().getSizeInBytes();
+      if (sent != received) {
+        InFlightDiagnostic diag = send.emitOpError("sends ")
+                                  << sent << " bytes, but the matching recv "
+                                  << "receives " << received;
+        diag.attachNote(matching[index].getLoc()) << "received here";
+        return diag;
+      }
+    }
+  }
+  for (auto &[key, recvs] : collectPipelineTransfers<RecvOp>(program)) {
+    auto [group, peer, tag] = key;
+    // A transfer to itself is reported by the op's own verifier.
+    ProgramOp peerProgram = peer == self ? ProgramOp() : findStage(peer);
+    if (!peerProgram)
+      continue;
+    auto [sends, inserted] = peerSends.try_emplace(peerProgram);
+    if (inserted)
+      sends->second = collectPipelineTransfers<SendOp>(peerProgram);
+    size_t sent = sends->second[{group, self, tag}].size();
+    if (recvs.size() > sent)
+      return recvs[sent].emitOpError("from stage ")
+             << peer << " with tag " << tag << " on @" << group
+             << " has no matching 'mt3k.send' in program @"
+             << peerProgram.getSymName();
+  }
+  return success();
 }
 
 LogicalResult ProgramOp::verifyRegions() {
@@ -281,7 +380,7 @@ LogicalResult ProgramOp::verifyRegions() {
     if (op.hasTrait<AsyncOp>())
       inFlight.insert({op.getResult(0), InFlight{&op, std::move(accesses)}});
   }
-  return success();
+  return verifyPipelineTraffic(*this);
 }
 
 //===----------------------------------------------------------------------===//

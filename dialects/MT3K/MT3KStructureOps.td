@@ -87,6 +87,12 @@ def MT3K_ProgramOp : MT3K_Op<"program", [
     Buffer ranges are resolved through `mt3k.view`s to absolute offsets, and
     a DMA to or from AM only touches the AM of its `core`.
 
+    Programs on a module have distinct stages. Point-to-point traffic on a
+    `pipeline` group is checked across programs: the k-th `mt3k.send` of
+    stage s to stage p with tag t is matched by the k-th `mt3k.recv` of stage
+    p from s with tag t, of the same byte size (stages without a program in
+    the module are not checked).
+
     `ddr_arena`, when present,
     is the size of the DDR arena the buffer-assignment pass planned for this
     stage: every DDR buffer of the program must lie inside it, and it must
@@ -197,7 +203,7 @@ def MT3K_DmaOp : MT3K_Op<"dma", MT3K_AsyncOp> {
     ```mlir
     %t0 = mt3k.dma %w -> %w_gsm : !mt3k.buffer<ddr, 128x4096xbf16>
                                  -> !mt3k.buffer<gsm, 128x4096xbf16>
-    %t1 = mt3k.dma %w_gsm -> %a core 3 channel 1
+    %t1 = mt3k.dma %tile -> %a core 3 channel 1
         : !mt3k.buffer<gsm, 64x64xbf16> -> !mt3k.buffer<am, 64x64xbf16>
     mt3k.wait %t0, %t1
     ```

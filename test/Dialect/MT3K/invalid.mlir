@@ -881,3 +881,66 @@ mt3k.program @p stage 0 {
   %t1 = mt3k.reload %b from host "k" : !mt3k.buffer<ddr, 64xf32>
   mt3k.wait %t0, %t1
 }
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.group @pp pipeline size 3
+// expected-note @+1 {{first program of the stage}}
+mt3k.program @a stage 0 {
+}
+// expected-error @+1 {{stage 0 already has program @a}}
+mt3k.program @b stage 0 {
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.group @pp pipeline size 3
+mt3k.program @s0 stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 64xf32>
+  %t0 = mt3k.send %a to 1 on @pp tag 0 : !mt3k.buffer<ddr, 64xf32>
+  // expected-error @+1 {{'mt3k.send' op to stage 1 with tag 7 on @pp has no matching 'mt3k.recv' in program @s1}}
+  %t1 = mt3k.send %a to 1 on @pp tag 7 : !mt3k.buffer<ddr, 64xf32>
+  mt3k.wait %t0, %t1
+}
+mt3k.program @s1 stage 1 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 64xf32>
+  %t0 = mt3k.recv %a from 0 on @pp tag 0 : !mt3k.buffer<ddr, 64xf32>
+  mt3k.wait %t0
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.group @pp pipeline size 3
+mt3k.program @s0 stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 64xf32>
+  // expected-error @+1 {{'mt3k.send' op sends 256 bytes, but the matching recv receives 128}}
+  %t0 = mt3k.send %a to 1 on @pp tag 0 : !mt3k.buffer<ddr, 64xf32>
+  mt3k.wait %t0
+}
+mt3k.program @s1 stage 1 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 32xf32>
+  // expected-note @+1 {{received here}}
+  %t0 = mt3k.recv %a from 0 on @pp tag 0 : !mt3k.buffer<ddr, 32xf32>
+  mt3k.wait %t0
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.group @pp pipeline size 3
+mt3k.program @s0 stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 64xf32>
+  %t0 = mt3k.send %a to 1 on @pp tag 0 : !mt3k.buffer<ddr, 64xf32>
+  mt3k.wait %t0
+}
+mt3k.program @s1 stage 1 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 64xf32>
+  %t0 = mt3k.recv %a from 0 on @pp tag 0 : !mt3k.buffer<ddr, 64xf32>
+  mt3k.wait %t0
+  // expected-error @+1 {{'mt3k.recv' op from stage 0 with tag 0 on @pp has no matching 'mt3k.send' in program @s0}}
+  %t1 = mt3k.recv %a from 0 on @pp tag 0 : !mt3k.buffer<ddr, 64xf32>
+  mt3k.wait %t1
+}

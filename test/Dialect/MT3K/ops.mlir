@@ -195,6 +195,9 @@ mt3k.program @stage1 stage 1 {
   // CHECK: mt3k.recv %{{.*}} from 0 on @pp tag 0
   %t = mt3k.recv %x from 0 on @pp tag 0 : !mt3k.buffer<ddr, 256x64xbf16>
   mt3k.wait %t
+  // CHECK: mt3k.send %{{.*}} to 0 on @pp tag 1
+  %t2 = mt3k.send %x to 0 on @pp tag 1 : !mt3k.buffer<ddr, 256x64xbf16>
+  mt3k.wait %t2
   // An empty program is fine too.
 }
 
