@@ -46,6 +46,18 @@ ratrain::parseCollectiveAlgorithm(llvm::StringRef name) {
       .Default(std::nullopt);
 }
 
+llvm::StringRef ratrain::stringifyOffloadTierKind(OffloadTierKind kind) {
+  return kind == OffloadTierKind::Host ? "host" : "storage";
+}
+
+std::optional<OffloadTierKind>
+ratrain::parseOffloadTierKind(llvm::StringRef name) {
+  return llvm::StringSwitch<std::optional<OffloadTierKind>>(name)
+      .Case("host", OffloadTierKind::Host)
+      .Case("storage", OffloadTierKind::Storage)
+      .Default(std::nullopt);
+}
+
 double MachineModel::interNodeStreamBandwidth(int64_t streams) const {
   double link = network.interNode.bandwidth;
   if (network.nodeInjectionBandwidth <= 0 || streams <= 0)
@@ -103,6 +115,20 @@ llvm::Error MachineModel::validate() const {
     return fail("network.inter_node.latency", "must not be negative");
   if (network.nodeInjectionBandwidth < 0)
     return fail("network.node_injection_bandwidth", "must not be negative");
+  if (offload.bytesPerNode < 0)
+    return fail("offload.bytes_per_node", "must not be negative");
+  if (offload.bytesPerNode > 0 &&
+      (!(offload.bandwidth > 0) || !std::isfinite(offload.bandwidth)))
+    return fail("offload.bandwidth",
+                llvm::formatv("must be positive when the tier has a "
+                              "capacity, got {0}",
+                              offload.bandwidth));
+  if (offload.bandwidth < 0)
+    return fail("offload.bandwidth", "must not be negative");
+  if (offload.latency < 0 || !std::isfinite(offload.latency))
+    return fail("offload.latency", "must not be negative");
+  if (offload.chunkBytes < 0)
+    return fail("offload.chunk_bytes", "must not be negative");
   return llvm::Error::success();
 }
 
@@ -145,6 +171,10 @@ public:
           [&](llvm::yaml::Node *n, llvm::StringRef k) {
             sawNetwork = true;
             parseNetwork(n, k, machine.network);
+          }},
+         {"offload",
+          [&](llvm::yaml::Node *n, llvm::StringRef k) {
+            parseOffload(n, k, machine.offload);
           }}},
         {"nodes", "clusters_per_node"});
     if (stream.failed() && !firstError)
@@ -210,6 +240,36 @@ private:
     // A DMA engine at least as fast as DDR unless said otherwise.
     if (c.dmaBandwidth == 0)
       c.dmaBandwidth = c.ddrBandwidth;
+  }
+
+  void parseOffload(llvm::yaml::Node *node, llvm::StringRef path,
+                    OffloadTierSpec &o) {
+    parseMapping(
+        node, path,
+        {{"kind",
+          [&](llvm::yaml::Node *n, llvm::StringRef k) {
+            std::string text;
+            if (!readString(n, k, text))
+              return;
+            if (std::optional<OffloadTierKind> kind =
+                    parseOffloadTierKind(text))
+              o.kind = *kind;
+            else
+              setError(n, k, "expected host or storage, got '" + text + "'");
+          }},
+         {"bytes_per_node",
+          [&](llvm::yaml::Node *n, llvm::StringRef k) {
+            readInt(n, k, o.bytesPerNode);
+          }},
+         {"bandwidth", [&](llvm::yaml::Node *n,
+                           llvm::StringRef k) { readReal(n, k, o.bandwidth); }},
+         {"latency", [&](llvm::yaml::Node *n,
+                         llvm::StringRef k) { readReal(n, k, o.latency); }},
+         {"chunk_bytes",
+          [&](llvm::yaml::Node *n, llvm::StringRef k) {
+            readInt(n, k, o.chunkBytes);
+          }}},
+        {"kind", "bytes_per_node", "bandwidth"});
   }
 
   void parseLink(llvm::yaml::Node *node, llvm::StringRef path, LinkSpec &l) {
@@ -481,5 +541,14 @@ std::string ratrain::printMachineModel(const MachineModel &machine) {
   os << "  node_injection_bandwidth: " << real(n.nodeInjectionBandwidth)
      << "\n";
   os << "  collective: " << stringifyCollectiveAlgorithm(n.collective) << "\n";
+  const OffloadTierSpec &o = machine.offload;
+  if (o.bytesPerNode > 0 || o.bandwidth > 0) {
+    os << "offload:\n";
+    os << "  kind: " << stringifyOffloadTierKind(o.kind) << "\n";
+    os << "  bytes_per_node: " << o.bytesPerNode << "\n";
+    os << "  bandwidth: " << real(o.bandwidth) << "\n";
+    os << "  latency: " << real(o.latency) << "\n";
+    os << "  chunk_bytes: " << o.chunkBytes << "\n";
+  }
   return text;
 }

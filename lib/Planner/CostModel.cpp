@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 using namespace ratrain;
 
@@ -179,6 +180,19 @@ double CostModel::viewCast(int64_t params) const {
   return memoryBoundSeconds((4.0 + getDTypeBytes(model.dtype)) * params);
 }
 
+double CostModel::offloadTransfer(int64_t bytes) const {
+  if (bytes <= 0)
+    return 0;
+  const OffloadTierSpec &tier = machine.offload;
+  if (!tier.present())
+    return std::numeric_limits<double>::infinity();
+  double transfers =
+      tier.chunkBytes > 0
+          ? std::ceil(double(bytes) / double(tier.chunkBytes))
+          : 1.0;
+  return transfers * tier.latency + double(bytes) / tier.bandwidth;
+}
+
 //===----------------------------------------------------------------------===//
 // Communication
 //===----------------------------------------------------------------------===//
@@ -309,6 +323,14 @@ StepTime ratrain::predictStepTime(const CostModel &costs,
           b = config.microBatchSize, m = config.numMicroBatches;
   int64_t w = getDTypeBytes(model.dtype);
   bool sharded = config.zero >= ZeroStage::Optimizer && d > 1;
+  int64_t offloadPerParam = offloadedBytesPerParam(model, config.offload);
+  // Offloaded bytes of an update item of `params` parameters on one cluster
+  // (the ZeRO shard it updates).
+  auto offloadedBytes = [&](int64_t params) {
+    int64_t updated =
+        config.zero >= ZeroStage::Optimizer ? (params + d - 1) / d : params;
+    return offloadPerParam * updated;
+  };
 
   double f = costs.layerForward(b), bw = costs.layerBackward(b);
   double embF = costs.embeddingForward(b), embB = costs.embeddingBackward(b);
@@ -346,6 +368,22 @@ StepTime ratrain::predictStepTime(const CostModel &costs,
     t.allGatherSeconds =
         sharded ? costs.collective(CollectiveKind::AllGather, params * w, d)
                 : 0;
+    if (offloadPerParam > 0) {
+      // Reload + write-back of each update item: the decoder layers, the
+      // embedding (stage 0), the head (+ tied embedding copy, last stage).
+      double item = costs.offloadTransfer(offloadedBytes(model.paramsPerLayer()));
+      t.offloadSeconds = 2 * n * item;
+      if (i == 0)
+        t.offloadSeconds +=
+            2 * costs.offloadTransfer(offloadedBytes(model.embeddingParams()));
+      if (i == p - 1)
+        t.offloadSeconds += 2 * costs.offloadTransfer(offloadedBytes(
+                                    model.headParams() +
+                                    (model.tieEmbeddings && p > 1
+                                         ? model.embeddingParams()
+                                         : 0)));
+      result.offload = std::max(result.offload, t.offloadSeconds);
+    }
   }
   result.pipeline = sumSlots + double(m - 1) * maxSlot;
   result.bubble = result.pipeline - double(m) * maxSlot;
@@ -355,7 +393,7 @@ StepTime ratrain::predictStepTime(const CostModel &costs,
     double tail = 0;
     for (const StageTiming &t : result.stages)
       tail = std::max(tail, t.syncSeconds + t.updateSeconds + t.castSeconds +
-                                t.allGatherSeconds);
+                                t.allGatherSeconds + t.offloadSeconds);
     result.exposedLifecycle = tail;
     result.total = result.pipeline + tail;
     return result;
@@ -408,14 +446,38 @@ StepTime ratrain::predictStepTime(const CostModel &costs,
                                    items[k].params * w, d);
       syncEnd[k] = commFree;
     }
+    // Offload stream (DDR <-> tier), double-buffered: the reloads of the
+    // first two items start with the sweep; after item k's update its
+    // write-back frees its window slot for the reload of item k + 2.
+    std::vector<double> reloadEnd(items.size(), sweepStart);
+    double offloadFree = sweepStart;
+    auto reload = [&](size_t k) {
+      offloadFree = offloadFree +
+                    costs.offloadTransfer(offloadedBytes(items[k].params));
+      reloadEnd[k] = offloadFree;
+    };
+    if (offloadPerParam > 0)
+      for (size_t k = 0; k < std::min<size_t>(2, items.size()); ++k)
+        reload(k);
     // Compute stream: updates and casts after the stage's backward work.
     double computeFree = lastBackwardEnd;
     for (size_t k = 0; k < items.size(); ++k) {
       int64_t updated =
           sharded ? (items[k].params + d - 1) / d : items[k].params;
-      double start = std::max(syncEnd[k], computeFree);
-      computeFree =
-          start + costs.optimizerUpdate(updated) + costs.viewCast(updated);
+      double start = std::max({syncEnd[k], computeFree, reloadEnd[k]});
+      double updateEnd = start + costs.optimizerUpdate(updated);
+      computeFree = updateEnd + costs.viewCast(updated);
+      if (offloadPerParam > 0) {
+        // Write back the updated states, then reload item k + 2 into the
+        // freed slot.
+        offloadFree = std::max(offloadFree, updateEnd) +
+                      costs.offloadTransfer(offloadedBytes(items[k].params));
+        if (k + 2 < items.size())
+          reload(k + 2);
+        // The window must be free again when the next iteration's sweep
+        // starts its reloads.
+        iteration = std::max(iteration, offloadFree - sweepStart);
+      }
       double viewReady = computeFree;
       if (sharded) {
         // ZeRO: gather the updated view shards (after the syncs on the

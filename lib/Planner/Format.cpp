@@ -93,19 +93,20 @@ std::string ratrain::describeStageMemory(const StageMemory &memory,
 
 void ratrain::printPlanTable(llvm::raw_ostream &os,
                              llvm::ArrayRef<Plan> plans) {
-  os << llvm::formatv("{0,4} {1,4} {2,5} {3,4} {4,5} {5,4}  {6,-14} "
-                      "{7,-20} {8,9} {9,7} {10,10} {11,10} {12,11}\n",
-                      "rank", "pp", "dp", "mbs", "m", "zero", "layers",
-                      "recompute", "peak", "bubble", "exposed", "step",
-                      "tokens/s");
+  os << llvm::formatv("{0,4} {1,4} {2,5} {3,4} {4,5} {5,4} {6,-9} {7,-14} "
+                      "{8,-20} {9,9} {10,7} {11,10} {12,10} {13,11}\n",
+                      "rank", "pp", "dp", "mbs", "m", "zero", "offload",
+                      "layers", "recompute", "peak", "bubble", "exposed",
+                      "step", "tokens/s");
   int64_t rank = 1;
   for (const Plan &plan : plans) {
     const ParallelConfig &c = plan.config;
     os << llvm::formatv(
-        "{0,4} {1,4} {2,5} {3,4} {4,5} {5,4}  {6,-14} {7,-20} {8,9} "
-        "{9,6:f1}% {10,10} {11,10} {12,11:f1}\n",
+        "{0,4} {1,4} {2,5} {3,4} {4,5} {5,4} {6,-9} {7,-14} {8,-20} {9,9} "
+        "{10,6:f1}% {11,10} {12,10} {13,11:f1}\n",
         rank++, c.pipelineStages, c.dataParallel, c.microBatchSize,
-        c.numMicroBatches, stringifyZeroStage(c.zero), formatLayerSplit(c),
+        c.numMicroBatches, stringifyZeroStage(c.zero),
+        stringifyOffloadPolicy(c.offload), formatLayerSplit(c),
         formatRecompute(c), formatBytes(plan.peakBytes()),
         100.0 * plan.time.bubbleFraction(),
         formatSeconds(plan.time.exposedLifecycle),
@@ -116,30 +117,35 @@ void ratrain::printPlanTable(llvm::raw_ostream &os,
 void ratrain::printStageBreakdown(llvm::raw_ostream &os, const Plan &plan,
                                   int64_t capBytes) {
   os << llvm::formatv("{0,5} {1,6} {2,-9} {3,9} {4,9} {5,9} {6,9} {7,9} "
-                      "{8,9} {9,9} {10,9} {11,9} {12,9} {13,5}\n",
+                      "{8,9} {9,9} {10,9} {11,9} {12,9} {13,9} {14,9} {15,5} "
+                      "{16,9}\n",
                       "stage", "layers", "recompute", "views", "master",
                       "optim", "grads", "activ", "recomp", "emb/head",
-                      "workspace", "comm", "total", "fits");
+                      "workspace", "comm", "optim-ws", "offl-win", "total",
+                      "fits", "offloaded");
   for (const StageMemory &m : plan.memory) {
     const StageLayers &layers = plan.config.stages[m.stage];
     os << llvm::formatv(
         "{0,5} {1,6} {2,-9} {3,9} {4,9} {5,9} {6,9} {7,9} {8,9} {9,9} "
-        "{10,9} {11,9} {12,9} {13,5}\n",
+        "{10,9} {11,9} {12,9} {13,9} {14,9} {15,5} {16,9}\n",
         m.stage, layers.numLayers,
         stringifyRecomputePolicy(plan.config.recompute[m.stage]),
         formatBytes(m.parameterViews), formatBytes(m.masterWeights),
         formatBytes(m.optimizerStates), formatBytes(m.gradients),
         formatBytes(m.activations), formatBytes(m.recomputeBuffer),
         formatBytes(m.embeddingHeadActivations), formatBytes(m.kernelWorkspace),
-        formatBytes(m.communicationBuffers), formatBytes(m.total()),
-        m.total() <= capBytes ? "yes" : "NO");
+        formatBytes(m.communicationBuffers), formatBytes(m.optimizerWorkspace),
+        formatBytes(m.offloadWindow), formatBytes(m.total()),
+        m.total() <= capBytes ? "yes" : "NO", formatBytes(m.offloadedBytes));
   }
 }
 
 void ratrain::printPlanJSON(llvm::raw_ostream &os, const PlanResult &result) {
   llvm::json::OStream json(os, /*IndentSize=*/2);
   json.object([&] {
+    json.attribute("policy", stringifyLifecyclePolicy(result.policy));
     json.attribute("memory_cap_bytes", result.memoryCapBytes);
+    json.attribute("offload_cap_bytes", result.offloadCapBytes);
     json.attribute("candidates_evaluated", result.candidatesEvaluated);
     json.attribute("combinations_visited", result.combinationsVisited);
     json.attribute("combinations_pruned", result.combinationsPruned);
@@ -154,6 +160,7 @@ void ratrain::printPlanJSON(llvm::raw_ostream &os, const PlanResult &result) {
           json.attribute("micro_batch_size", c.microBatchSize);
           json.attribute("micro_batches", c.numMicroBatches);
           json.attribute("zero", int64_t(c.zero));
+          json.attribute("offload", stringifyOffloadPolicy(c.offload));
           json.attributeArray("stages", [&] {
             for (size_t i = 0; i < c.stages.size(); ++i) {
               const StageMemory &m = plan.memory[i];
@@ -175,8 +182,11 @@ void ratrain::printPlanJSON(llvm::raw_ostream &os, const PlanResult &result) {
                   json.attribute("kernel_workspace", m.kernelWorkspace);
                   json.attribute("communication_buffers",
                                  m.communicationBuffers);
+                  json.attribute("optimizer_workspace", m.optimizerWorkspace);
+                  json.attribute("offload_window", m.offloadWindow);
                   json.attribute("total", m.total());
                 });
+                json.attribute("offloaded_bytes", m.offloadedBytes);
               });
             }
           });
@@ -186,6 +196,7 @@ void ratrain::printPlanJSON(llvm::raw_ostream &os, const PlanResult &result) {
           json.attribute("bubble_fraction", plan.time.bubbleFraction());
           json.attribute("exposed_lifecycle_seconds",
                          plan.time.exposedLifecycle);
+          json.attribute("offload_seconds", plan.time.offload);
           json.attribute("tokens_per_second", plan.tokensPerSecond);
         });
       }

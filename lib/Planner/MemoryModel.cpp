@@ -56,6 +56,41 @@ std::optional<ZeroStage> ratrain::parseZeroStage(llvm::StringRef name) {
       .Default(std::nullopt);
 }
 
+llvm::StringRef ratrain::stringifyOffloadPolicy(OffloadPolicy policy) {
+  switch (policy) {
+  case OffloadPolicy::None:
+    return "none";
+  case OffloadPolicy::OptimizerStates:
+    return "optimizer";
+  case OffloadPolicy::MasterAndOptimizer:
+    return "master";
+  }
+  llvm_unreachable("unknown offload policy");
+}
+
+std::optional<OffloadPolicy> ratrain::parseOffloadPolicy(llvm::StringRef name) {
+  return llvm::StringSwitch<std::optional<OffloadPolicy>>(name)
+      .Case("none", OffloadPolicy::None)
+      .Cases({"optimizer", "optimizer-states"}, OffloadPolicy::OptimizerStates)
+      .Cases({"master", "master-and-optimizer"},
+             OffloadPolicy::MasterAndOptimizer)
+      .Default(std::nullopt);
+}
+
+int64_t ratrain::offloadedBytesPerParam(const ModelConfig &model,
+                                        OffloadPolicy offload) {
+  bool lowPrecision = getDTypeBytes(model.dtype) < 4;
+  switch (offload) {
+  case OffloadPolicy::None:
+    return 0;
+  case OffloadPolicy::OptimizerStates:
+    return 8;
+  case OffloadPolicy::MasterAndOptimizer:
+    return lowPrecision ? 12 : 8;
+  }
+  llvm_unreachable("unknown offload policy");
+}
+
 ParallelConfig
 ParallelConfig::balanced(int64_t numLayers, int64_t pipelineStages,
                          int64_t dataParallel, int64_t microBatchSize,
@@ -114,12 +149,16 @@ llvm::Error ParallelConfig::validate(const ModelConfig &model) const {
 }
 
 std::string ParallelConfig::describe() const {
-  return llvm::formatv("pp={0} dp={1} mbs={2} m={3} zero={4} layers={5} "
-                       "recompute={6}",
-                       pipelineStages, dataParallel, microBatchSize,
-                       numMicroBatches, stringifyZeroStage(zero),
-                       formatLayerSplit(*this), formatRecompute(*this))
-      .str();
+  std::string text =
+      llvm::formatv("pp={0} dp={1} mbs={2} m={3} zero={4} layers={5} "
+                    "recompute={6}",
+                    pipelineStages, dataParallel, microBatchSize,
+                    numMicroBatches, stringifyZeroStage(zero),
+                    formatLayerSplit(*this), formatRecompute(*this))
+          .str();
+  if (offload != OffloadPolicy::None)
+    text += " offload=" + stringifyOffloadPolicy(offload).str();
+  return text;
 }
 
 int64_t ratrain::inFlightMicroBatches(const ParallelConfig &config,
@@ -184,6 +223,18 @@ ratrain::computeStageMemory(const ModelConfig &model, int64_t stage,
                             int64_t microBatchSize, int64_t numMicroBatches,
                             StageLayers layers, RecomputePolicy recompute,
                             ZeroStage zero, const MemoryOptions &options) {
+  return computeStageMemory(model, stage, pipelineStages, dataParallel,
+                            microBatchSize, numMicroBatches, layers, recompute,
+                            zero, OffloadPolicy::None, options);
+}
+
+StageMemory
+ratrain::computeStageMemory(const ModelConfig &model, int64_t stage,
+                            int64_t pipelineStages, int64_t dataParallel,
+                            int64_t microBatchSize, int64_t numMicroBatches,
+                            StageLayers layers, RecomputePolicy recompute,
+                            ZeroStage zero, OffloadPolicy offload,
+                            const MemoryOptions &options) {
   StageMemory mem;
   mem.stage = stage;
   bool first = stage == 0, last = stage == pipelineStages - 1;
@@ -206,6 +257,42 @@ ratrain::computeStageMemory(const ModelConfig &model, int64_t stage,
   // 16-bit (or FP32) gradients; FP32 training keeps 4-byte gradients so the
   // total stays 16 bytes/param.
   mem.gradients = w * shardedGradients;
+  bool gpuStyle = options.lifecycle == LifecyclePolicy::GpuStyle;
+  if (gpuStyle) {
+    // A GPU-style runtime accumulates every micro-batch's gradients into a
+    // flat FP32 buffer of the whole stage and reduces it (all-reduce or, with
+    // ZeRO, reduce-scatter in place) only at the iteration boundary, so ZeRO-2
+    // cannot shrink it: 18 bytes/param without ZeRO. Its optimizer step then
+    // materializes an FP32 temporary for every parameter it updates at once.
+    mem.gradients = 4 * params;
+    mem.optimizerWorkspace = 4 * shardedOptimizer;
+  }
+
+  // Offloaded states live in the tier; DDR keeps a double-buffered window:
+  // two buffers, each the largest update item's share of them or one
+  // streaming chunk when the machine streams in chunks (reload of the next
+  // while the current one is updated and written back).
+  if (int64_t perParam = offloadedBytesPerParam(model, offload)) {
+    if (lowPrecision && offload == OffloadPolicy::MasterAndOptimizer)
+      mem.masterWeights = 0;
+    mem.optimizerStates = 0;
+    mem.offloadedBytes = perParam * shardedOptimizer;
+    int64_t largestItem = model.paramsPerLayer();
+    if (first)
+      largestItem = std::max(largestItem, model.embeddingParams());
+    if (last)
+      largestItem = std::max(
+          largestItem,
+          model.headParams() + (model.tieEmbeddings && pipelineStages > 1
+                                    ? model.embeddingParams()
+                                    : 0));
+    int64_t itemShard = zero >= ZeroStage::Optimizer ? ceilDiv(largestItem, d)
+                                                     : largestItem;
+    int64_t buffer = perParam * itemShard;
+    if (options.offloadChunkBytes > 0)
+      buffer = std::min(buffer, options.offloadChunkBytes);
+    mem.offloadWindow = std::min(2 * buffer, mem.offloadedBytes);
+  }
 
   // Stored activations of the micro-batches in flight.
   int64_t inFlight = std::min(pipelineStages - stage, numMicroBatches);
@@ -244,7 +331,7 @@ ratrain::computeStageMemory(const ModelConfig &model, int64_t stage,
   // stage as the reduce-scatter input.
   if (pipelineStages > 1)
     mem.communicationBuffers += 4 * sb * h * w;
-  if (d > 1 && zero == ZeroStage::Gradients) {
+  if (d > 1 && zero == ZeroStage::Gradients && !gpuStyle) {
     int64_t largest = model.paramsPerLayer();
     if (first)
       largest = std::max(largest, model.embeddingParams());
@@ -262,7 +349,8 @@ StageMemory ratrain::computeStageMemory(const ModelConfig &model,
   return computeStageMemory(model, stage, config.pipelineStages,
                             config.dataParallel, config.microBatchSize,
                             config.numMicroBatches, config.stages[stage],
-                            config.recompute[stage], config.zero, options);
+                            config.recompute[stage], config.zero,
+                            config.offload, options);
 }
 
 std::vector<StageMemory> ratrain::computeMemory(const ModelConfig &model,
@@ -283,5 +371,7 @@ std::vector<std::pair<llvm::StringRef, int64_t>> StageMemory::fields() const {
           {"recompute buffer", recomputeBuffer},
           {"embedding/head activations", embeddingHeadActivations},
           {"kernel workspace", kernelWorkspace},
-          {"communication buffers", communicationBuffers}};
+          {"communication buffers", communicationBuffers},
+          {"optimizer workspace", optimizerWorkspace},
+          {"offload window", offloadWindow}};
 }

@@ -13,6 +13,10 @@
 //  3. give each stage the least-recompute policy that fits;
 //  4. evaluate that plan and the evenly split plan (memory of every stage,
 //     predicted step time) and keep the fastest that fit.
+// Each combination is tried with every offload policy (none first); an
+// offload plan is kept only when it is faster than the combination's best
+// plan with less offload. Memory is counted with the policy's own model
+// (gpu-style: FP32 gradient buffer and whole-stage optimizer workspace).
 // Per-stage recompute policy choice is exact given the split: a stage's
 // memory depends only on its own policy and less recompute never makes the
 // step slower.
@@ -45,6 +49,13 @@ int64_t Plan::peakStage() const {
   return best;
 }
 
+int64_t Plan::peakOffloadedBytes() const {
+  int64_t peak = 0;
+  for (const StageMemory &m : memory)
+    peak = std::max(peak, m.offloadedBytes);
+  return peak;
+}
+
 Plan ratrain::evaluatePlan(const ModelConfig &model,
                            const MachineModel &machine,
                            const ParallelConfig &config,
@@ -52,7 +63,7 @@ Plan ratrain::evaluatePlan(const ModelConfig &model,
   Plan plan;
   plan.config = config;
   plan.memory =
-      computeMemory(model, config, MemoryOptions::forMachine(machine));
+      computeMemory(model, config, MemoryOptions::forMachine(machine, policy));
   CostModel costs(model, machine);
   plan.time = predictStepTime(costs, config, policy);
   plan.tokensPerSecond =
@@ -86,10 +97,11 @@ public:
   CombinationSolver(const ModelConfig &model, const CostModel &costs,
                     const std::vector<RecomputePolicy> &policies, int64_t p,
                     int64_t d, int64_t b, int64_t m, ZeroStage zero,
-                    int64_t cap, const MemoryOptions &options,
-                    int64_t &stageEvaluations)
+                    OffloadPolicy offload, int64_t cap, int64_t tierCap,
+                    const MemoryOptions &options, int64_t &stageEvaluations)
       : model(model), policies(policies), p(p), d(d), b(b), m(m), zero(zero),
-        cap(cap), options(options), stageEvaluations(stageEvaluations) {
+        offload(offload), cap(cap), tierCap(tierCap), options(options),
+        stageEvaluations(stageEvaluations) {
     double f = costs.layerForward(b), bw = costs.layerBackward(b);
     for (RecomputePolicy policy : policies)
       perLayer.push_back(f + bw + costs.layerRecompute(b, policy));
@@ -109,7 +121,14 @@ public:
   StageMemory memory(int64_t stage, int64_t layers, size_t policy) const {
     ++stageEvaluations;
     return computeStageMemory(model, stage, p, d, b, m, {0, layers},
-                              policies[policy], zero, options);
+                              policies[policy], zero, offload, options);
+  }
+
+  /// DDR under `memoryCap` and, when `checkTier`, the offloaded states
+  /// under the tier's share per cluster.
+  bool fits(const StageMemory &mem, int64_t memoryCap, bool checkTier) const {
+    return mem.total() <= memoryCap &&
+           (!checkTier || mem.offloadedBytes <= tierCap);
   }
 
   double slot(int64_t stage, int64_t layers, size_t policy) const {
@@ -118,15 +137,15 @@ public:
 
   /// The most layers (0..L) stage `stage` can hold under policy `policy`
   /// within `memoryCap` bytes (memory grows with the layer count).
-  int64_t maxLayersInMemory(int64_t stage, size_t policy,
-                            int64_t memoryCap) const {
+  int64_t maxLayersInMemory(int64_t stage, size_t policy, int64_t memoryCap,
+                            bool checkTier = true) const {
     int64_t lo = 0, hi = model.numLayers;
-    if (memory(stage, 1, policy).total() > memoryCap)
+    if (!fits(memory(stage, 1, policy), memoryCap, checkTier))
       return 0;
     lo = 1;
     while (lo < hi) {
       int64_t mid = lo + (hi - lo + 1) / 2;
-      if (memory(stage, mid, policy).total() <= memoryCap)
+      if (fits(memory(stage, mid, policy), memoryCap, checkTier))
         lo = mid;
       else
         hi = mid - 1;
@@ -236,6 +255,7 @@ public:
       return std::nullopt;
     ParallelConfig even = ParallelConfig::balanced(model.numLayers, p, d, b, m,
                                                    policies.front(), zero);
+    even.offload = offload;
     std::vector<int64_t> n;
     for (const StageLayers &s : even.stages)
       n.push_back(s.numLayers);
@@ -256,6 +276,7 @@ public:
     };
     ParallelConfig even = ParallelConfig::balanced(model.numLayers, p, d, b, m,
                                                    policies[leanest], zero);
+    even.offload = offload;
     std::vector<int64_t> best;
     for (const StageLayers &s : even.stages)
       best.push_back(s.numLayers);
@@ -267,7 +288,7 @@ public:
       int64_t total = 0;
       bool ok = true;
       for (int64_t i = 0; i < p && ok; ++i) {
-        n[i] = maxLayersInMemory(i, leanest, mid);
+        n[i] = maxLayersInMemory(i, leanest, mid, /*checkTier=*/false);
         ok = n[i] >= 1;
         total += n[i];
       }
@@ -301,6 +322,7 @@ private:
     config.microBatchSize = b;
     config.numMicroBatches = m;
     config.zero = zero;
+    config.offload = offload;
     int64_t next = 0;
     for (int64_t i = 0; i < p; ++i) {
       std::optional<size_t> k = bestPolicy(i, n[i]);
@@ -317,7 +339,8 @@ private:
   const std::vector<RecomputePolicy> &policies;
   int64_t p, d, b, m;
   ZeroStage zero;
-  int64_t cap;
+  OffloadPolicy offload;
+  int64_t cap, tierCap;
   MemoryOptions options;
   int64_t &stageEvaluations;
   std::vector<double> perLayer; ///< per policy: f + bw + recompute
@@ -386,30 +409,51 @@ llvm::Expected<PlanResult> ratrain::planTraining(const ModelConfig &model0,
     policies = {RecomputePolicy::None, RecomputePolicy::Selective,
                 RecomputePolicy::Full};
 
+  int64_t tierCap = machine.offloadBytesPerCluster();
+  std::vector<OffloadPolicy> offloads;
+  if (request.offload) {
+    if (*request.offload != OffloadPolicy::None && tierCap <= 0)
+      return makeError(llvm::formatv(
+          "offload={0} requested, but machine '{1}' has no offload tier "
+          "(offload.bytes_per_node)",
+          stringifyOffloadPolicy(*request.offload), machine.name));
+    offloads = {*request.offload};
+  } else if (tierCap > 0) {
+    offloads = {OffloadPolicy::None, OffloadPolicy::OptimizerStates,
+                OffloadPolicy::MasterAndOptimizer};
+  } else {
+    offloads = {OffloadPolicy::None};
+  }
+
   CostModel costs(model, machine);
-  MemoryOptions memoryOptions = MemoryOptions::forMachine(machine);
+  MemoryOptions memoryOptions =
+      MemoryOptions::forMachine(machine, request.policy);
   PlanResult result;
   result.memoryCapBytes = cap;
+  result.offloadCapBytes = tierCap;
+  result.policy = request.policy;
   std::vector<Plan> feasible;
 
   // The closest infeasible candidate, for the diagnostic.
   std::optional<ParallelConfig> closest;
-  int64_t closestPeak = std::numeric_limits<int64_t>::max();
+  double closestPeak = std::numeric_limits<double>::infinity();
   std::string structuralReason;
 
   // Memory that every stage split of a combination must exceed somewhere.
   auto lowerBound = [&](int64_t p, int64_t d, int64_t b, int64_t m,
-                        ZeroStage zero) {
+                        ZeroStage zero, OffloadPolicy offload) {
     RecomputePolicy leanest = policies.back();
     // Model states and activations of an even spread (per-layer costs are
-    // the same on every stage; activations at least one in flight).
-    StageMemory one =
-        computeStageMemory(model, /*stage=*/1, p + 2, d, b,
-                           /*m=*/1, {0, 1}, leanest, zero, memoryOptions);
+    // the same on every stage; activations at least one in flight). The
+    // offload window and the buffers are not per layer and left out.
+    StageMemory one = computeStageMemory(model, /*stage=*/1, p + 2, d, b,
+                                         /*m=*/1, {0, 1}, leanest, zero,
+                                         offload, memoryOptions);
     ++result.stageEvaluations;
-    double perLayer = double(one.modelStates() + one.activations);
+    double states = double(one.modelStates() + one.optimizerWorkspace);
+    double perLayer = states + double(one.activations);
     double extra = double(model.embeddingParams() + model.headParams()) *
-                   double(one.modelStates()) / double(model.paramsPerLayer());
+                   states / double(model.paramsPerLayer());
     (void)m;
     // Slack for the per-stage rounding of shards (at most a few bytes per
     // layer), so that the bound never exceeds the true peak.
@@ -455,11 +499,16 @@ llvm::Expected<PlanResult> ratrain::planTraining(const ModelConfig &model0,
       else
         zeros = {ZeroStage::None, ZeroStage::Optimizer, ZeroStage::Gradients};
       for (ZeroStage zero : zeros) {
+       // The fastest feasible plan of this (p, d, b, zero) with less
+       // offload: an offload plan must beat it.
+       double bestWithLessOffload = std::numeric_limits<double>::infinity();
+       for (OffloadPolicy offload : offloads) {
         ++result.combinationsVisited;
-        CombinationSolver solver(model, costs, policies, p, d, b, m, zero, cap,
-                                 memoryOptions, result.stageEvaluations);
-        bool pruned =
-            request.pruneByMemoryBound && lowerBound(p, d, b, m, zero) > cap;
+        CombinationSolver solver(model, costs, policies, p, d, b, m, zero,
+                                 offload, cap, tierCap, memoryOptions,
+                                 result.stageEvaluations);
+        bool pruned = request.pruneByMemoryBound &&
+                      lowerBound(p, d, b, m, zero, offload) > cap;
         std::vector<ParallelConfig> candidates;
         if (!pruned) {
           if (std::optional<ParallelConfig> c = solver.solveMinMaxSplit())
@@ -471,27 +520,40 @@ llvm::Expected<PlanResult> ratrain::planTraining(const ModelConfig &model0,
         } else {
           ++result.combinationsPruned;
         }
+        double bestHere = std::numeric_limits<double>::infinity();
         for (ParallelConfig &config : candidates) {
           ++result.candidatesEvaluated;
           Plan plan = evaluatePlan(model, machine, config, request.policy);
-          if (plan.peakBytes() <= cap) {
-            ++result.feasiblePlans;
+          if (plan.peakBytes() > cap || plan.peakOffloadedBytes() > tierCap)
+            continue;
+          ++result.feasiblePlans;
+          // Prefer no (or less) offload unless offloading is faster.
+          if (plan.time.total < bestWithLessOffload) {
+            bestHere = std::min(bestHere, plan.time.total);
             feasible.push_back(std::move(plan));
           }
         }
+        bestWithLessOffload = std::min(bestWithLessOffload, bestHere);
         if (candidates.empty() && feasible.empty()) {
-          // Remember the candidate that comes closest to fitting.
+          // Remember the candidate that comes closest to fitting: the
+          // smallest worst ratio of DDR (and offload tier) to its cap.
           ParallelConfig lean = solver.leastMemorySplit();
-          int64_t peak = 0;
-          for (int64_t i = 0; i < p; ++i)
-            peak = std::max(
-                peak,
-                computeStageMemory(model, lean, i, memoryOptions).total());
+          double peak = 0;
+          for (int64_t i = 0; i < p; ++i) {
+            StageMemory mem =
+                computeStageMemory(model, lean, i, memoryOptions);
+            peak = std::max(peak, double(mem.total()) / double(cap));
+            if (mem.offloadedBytes > 0)
+              peak = std::max(peak, tierCap > 0 ? double(mem.offloadedBytes) /
+                                                      double(tierCap)
+                                                : 1e300);
+          }
           if (peak < closestPeak) {
             closestPeak = peak;
             closest = std::move(lean);
           }
         }
+       }
       }
     }
   }
@@ -509,16 +571,33 @@ llvm::Expected<PlanResult> ratrain::planTraining(const ModelConfig &model0,
     }
     Plan plan = evaluatePlan(model, machine, *closest, request.policy);
     const StageMemory &worst = plan.memory[plan.peakStage()];
+    std::string tier;
+    if (closest->offload != OffloadPolicy::None) {
+      int64_t offloaded = plan.peakOffloadedBytes();
+      tier = llvm::formatv("; the {0} offload tier holds {1} of {2} per "
+                           "cluster{3}",
+                           stringifyOffloadTierKind(machine.offload.kind),
+                           formatBytes(offloaded), formatBytes(tierCap),
+                           offloaded > tierCap ? " (too small)" : "")
+                 .str();
+    } else if (tierCap <= 0 && !request.offload) {
+      tier = "; the machine file has no offload tier";
+    }
     return makeError(llvm::formatv(
         "no plan for {0} fits {1} per cluster on {2} clusters (global batch "
-        "{3}, sequence length {4}); closest: {5}; {6}",
+        "{3}, sequence length {4}, policy {5}); closest: {6}; {7}{8}",
         model.name, formatBytes(cap), request.clusters, request.globalBatch,
-        model.seqLen, closest->describe(), describeStageMemory(worst, cap)));
+        model.seqLen, stringifyLifecyclePolicy(request.policy),
+        closest->describe(), describeStageMemory(worst, cap), tier));
   }
 
-  std::stable_sort(
-      feasible.begin(), feasible.end(),
-      [](const Plan &a, const Plan &b) { return a.time.total < b.time.total; });
+  // Fastest first; at equal step time less offload first.
+  std::stable_sort(feasible.begin(), feasible.end(),
+                   [](const Plan &a, const Plan &b) {
+                     if (a.time.total != b.time.total)
+                       return a.time.total < b.time.total;
+                     return a.config.offload < b.config.offload;
+                   });
   if (int64_t(feasible.size()) > request.topK)
     feasible.resize(request.topK);
   result.plans = std::move(feasible);

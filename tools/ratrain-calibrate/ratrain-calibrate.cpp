@@ -385,6 +385,12 @@ int main(int argc, char **argv) {
   machine.network.intraNode = {linkBandwidth, latency};
   machine.network.interNode = {linkBandwidth, latency};
   machine.network.collective = CollectiveAlgorithm::Ring;
+  // Offload tier: host RAM the clusters' DDR arenas leave, half of it (the
+  // rest for the OS and the processes), at memcpy speed. [D/U]
+  machine.offload.kind = OffloadTierKind::Host;
+  machine.offload.bytesPerNode = int64_t(double(ram) * (1 - ddrFraction) / 2);
+  machine.offload.bandwidth = copyOne;
+  machine.offload.latency = 1e-6;
 
   std::string body = printMachineModel(machine);
   if (llvm::Expected<MachineModel> back = parseMachineModel(body, "output");
@@ -434,6 +440,10 @@ int main(int argc, char **argv) {
                       "ping-pong {2:f3} us one way -> intra_node\n",
                       copyOne / 1e9, linkBandwidth / 1e9, latency * 1e6)
      << "#  [U] one node: inter_node repeats intra_node\n"
+     << llvm::formatv("#  [D/U] offload tier (host RAM): bytes_per_node = "
+                      "MemTotal * (1 - {0}) / 2 (the rest for the OS), "
+                      "bandwidth = memcpy, latency 1 us\n",
+                      double(ddrFraction))
      << "# The kernel build reads cluster: gsm_bytes, am_bytes_per_core and "
         "cores as plain integers.\n"
      << body;

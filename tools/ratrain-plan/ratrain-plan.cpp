@@ -3,13 +3,16 @@
 // ratrain-plan --model examples/models/llama-2-7b.json
 //              --machine examples/machines/mt3000.yaml
 //              --clusters 1024 --global-batch 1024 [--seq-len 4096]
-//              [--policy ratrain|gpu-style] [--top 5] [--json]
+//              [--policy ratrain|gpu-style|both] [--top 5] [--json]
 //              [--pp N] [--dp N] [--micro-batch N] [--zero 0|1|2]
-//              [--recompute none|selective|full] [--memory-cap BYTES]
+//              [--recompute none|selective|full]
+//              [--offload none|optimizer|master] [--memory-cap BYTES]
 //
 // Prints the top plans as a table, then each plan's per-stage memory
 // breakdown; for an infeasible request, what is missing for the closest
-// candidate. Errors read "error: <file>: <what>" and exit non-zero.
+// candidate. `--policy both` plans each policy with its own memory model
+// and prints the two best plans side by side with the predicted speedup.
+// Errors read "error: <file>: <what>" and exit non-zero.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,6 +23,7 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -45,9 +49,11 @@ static cl::opt<int64_t>
     seqLen("seq-len", cl::init(0),
            cl::desc("sequence length (default: min(max positions, 4096))"),
            cl::cat(category));
-static cl::opt<std::string> policy("policy", cl::init("ratrain"),
-                                   cl::desc("lifecycle: ratrain | gpu-style"),
-                                   cl::cat(category));
+static cl::opt<std::string>
+    policy("policy", cl::init("ratrain"),
+           cl::desc("lifecycle: ratrain | gpu-style | both (plan each and "
+                    "compare the best plans)"),
+           cl::cat(category));
 static cl::opt<int64_t> top("top", cl::init(5), cl::desc("plans to print"),
                             cl::cat(category));
 static cl::opt<bool> json("json", cl::desc("print JSON instead of tables"),
@@ -69,6 +75,12 @@ static cl::opt<std::string>
                    cl::desc("same recompute on every stage: "
                             "none|selective|full"),
                    cl::cat(category));
+static cl::opt<std::string>
+    fixedOffload("offload", cl::init(""),
+                 cl::desc("fix the offload policy: none|optimizer|master "
+                          "(default: searched when the machine has an "
+                          "offload tier)"),
+                 cl::cat(category));
 static cl::opt<double>
     memoryCap("memory-cap", cl::init(0),
               cl::desc("DDR cap per cluster in bytes (default: the machine "
@@ -77,6 +89,49 @@ static cl::opt<double>
 static cl::opt<bool> noBreakdown("no-breakdown",
                                  cl::desc("omit the per-stage breakdowns"),
                                  cl::cat(category));
+
+/// The header, the plan table and (unless --no-breakdown) each plan's
+/// per-stage breakdown; or the JSON.
+static void printResult(llvm::raw_ostream &os, const ModelConfig &model,
+                        const MachineModel &machine, const PlanRequest &request,
+                        const PlanResult &result) {
+  if (json) {
+    printPlanJSON(os, result);
+    return;
+  }
+  double params = double(model.totalParams());
+  std::string paramText = params >= 1e9
+                              ? llvm::formatv("{0:f2}B", params / 1e9).str()
+                              : llvm::formatv("{0:f2}M", params / 1e6).str();
+  os << llvm::formatv(
+      "model {0} ({1} params, seq {2}) on {3} ({4} "
+      "clusters of {5} usable DDR), global batch {6}, policy "
+      "{7}\n",
+      model.name, paramText, request.seqLen ? request.seqLen : model.seqLen,
+      machine.name, request.clusters, formatBytes(result.memoryCapBytes),
+      request.globalBatch, stringifyLifecyclePolicy(request.policy));
+  if (result.offloadCapBytes > 0)
+    os << llvm::formatv("offload tier: {0}, {1} per cluster, {2}/s\n",
+                        stringifyOffloadTierKind(machine.offload.kind),
+                        formatBytes(result.offloadCapBytes),
+                        formatBytes(int64_t(machine.offload.bandwidth)));
+  os << llvm::formatv("candidates evaluated: {0} ({1} feasible); "
+                      "combinations: {2} visited, {3} pruned by the memory "
+                      "bound; stage evaluations: {4}\n\n",
+                      result.candidatesEvaluated, result.feasiblePlans,
+                      result.combinationsVisited, result.combinationsPruned,
+                      result.stageEvaluations);
+  printPlanTable(os, result.plans);
+  os << "(layers and recompute per stage, stage 0 first; AxN = A for N "
+        "stages)\n";
+  if (noBreakdown)
+    return;
+  int64_t rank = 1;
+  for (const Plan &plan : result.plans) {
+    os << llvm::formatv("\nplan {0}: {1}\n", rank++, plan.config.describe());
+    printStageBreakdown(os, plan, result.memoryCapBytes);
+  }
+}
 
 static int fail(const llvm::Twine &message) {
   llvm::WithColor::error(llvm::errs(), "ratrain-plan") << message << "\n";
@@ -107,11 +162,14 @@ int main(int argc, char **argv) {
     return fail("--memory-cap: expected a byte count, got " +
                 llvm::formatv("{0}", double(memoryCap)).str());
   request.memoryCapBytes = int64_t(memoryCap);
-  if (std::optional<LifecyclePolicy> p = parseLifecyclePolicy(policy))
+  bool both = policy == "both";
+  if (both)
+    request.policy = LifecyclePolicy::RATrain;
+  else if (std::optional<LifecyclePolicy> p = parseLifecyclePolicy(policy))
     request.policy = *p;
   else
-    return fail("--policy: expected ratrain or gpu-style, got '" + policy +
-                "'");
+    return fail("--policy: expected ratrain, gpu-style or both, got '" +
+                policy + "'");
   if (fixedPP.getNumOccurrences())
     request.pipelineStages = fixedPP;
   if (fixedDP.getNumOccurrences())
@@ -132,41 +190,108 @@ int main(int argc, char **argv) {
     request.recompute = *r;
   }
 
-  llvm::Expected<PlanResult> result = planTraining(*model, *machine, request);
-  if (!result)
-    return fail(llvm::toString(result.takeError()));
+  if (!fixedOffload.empty()) {
+    std::optional<OffloadPolicy> o = parseOffloadPolicy(fixedOffload);
+    if (!o)
+      return fail("--offload: expected none, optimizer or master, got '" +
+                  fixedOffload + "'");
+    request.offload = *o;
+  }
 
+  if (!both) {
+    llvm::Expected<PlanResult> result =
+        planTraining(*model, *machine, request);
+    if (!result)
+      return fail(llvm::toString(result.takeError()));
+    printResult(llvm::outs(), *model, *machine, request, *result);
+    return 0;
+  }
+
+  // Both policies, each with its own memory model.
+  PlanRequest ratrainRequest = request, gpuRequest = request;
+  ratrainRequest.policy = LifecyclePolicy::RATrain;
+  gpuRequest.policy = LifecyclePolicy::GpuStyle;
+  llvm::Expected<PlanResult> ratrainResult =
+      planTraining(*model, *machine, ratrainRequest);
+  llvm::Expected<PlanResult> gpuResult =
+      planTraining(*model, *machine, gpuRequest);
+  if (!ratrainResult && !gpuResult) {
+    std::string gpuError = llvm::toString(gpuResult.takeError());
+    return fail("ratrain: " + llvm::toString(ratrainResult.takeError()) +
+                "\ngpu-style: " + gpuError);
+  }
+  std::string ratrainError, gpuError;
+  if (!ratrainResult)
+    ratrainError = llvm::toString(ratrainResult.takeError());
+  if (!gpuResult)
+    gpuError = llvm::toString(gpuResult.takeError());
+  const Plan *bestRatrain =
+      ratrainResult ? &ratrainResult->plans.front() : nullptr;
+  const Plan *bestGpu = gpuResult ? &gpuResult->plans.front() : nullptr;
+  double speedup = bestRatrain && bestGpu
+                       ? bestGpu->time.total / bestRatrain->time.total
+                       : 0;
   llvm::raw_ostream &os = llvm::outs();
   if (json) {
-    printPlanJSON(os, *result);
+    // {"ratrain": <result or error>, "gpu-style": ..., "speedup": x}
+    auto emit = [&](llvm::Expected<PlanResult> &r, const std::string &error) {
+      if (r) {
+        std::string text;
+        llvm::raw_string_ostream ts(text);
+        printPlanJSON(ts, *r);
+        os << llvm::StringRef(text).rtrim();
+      } else {
+        os << "{\"error\": " << llvm::formatv("{0}", llvm::json::Value(error))
+           << "}";
+      }
+    };
+    os << "{\n\"ratrain\": ";
+    emit(ratrainResult, ratrainError);
+    os << ",\n\"gpu-style\": ";
+    emit(gpuResult, gpuError);
+    os << ",\n\"speedup\": ";
+    if (speedup > 0)
+      os << llvm::formatv("{0:f4}", speedup);
+    else
+      os << "null";
+    os << "\n}\n";
     return 0;
   }
-  double params = double(model->totalParams());
-  std::string paramText = params >= 1e9
-                              ? llvm::formatv("{0:f2}B", params / 1e9).str()
-                              : llvm::formatv("{0:f2}M", params / 1e6).str();
-  os << llvm::formatv(
-      "model {0} ({1} params, seq {2}) on {3} ({4} "
-      "clusters of {5} usable DDR), global batch {6}, policy "
-      "{7}\n",
-      model->name, paramText, request.seqLen ? request.seqLen : model->seqLen,
-      machine->name, request.clusters, formatBytes(result->memoryCapBytes),
-      request.globalBatch, stringifyLifecyclePolicy(request.policy));
-  os << llvm::formatv("candidates evaluated: {0} ({1} feasible); "
-                      "combinations: {2} visited, {3} pruned by the memory "
-                      "bound; stage evaluations: {4}\n\n",
-                      result->candidatesEvaluated, result->feasiblePlans,
-                      result->combinationsVisited, result->combinationsPruned,
-                      result->stageEvaluations);
-  printPlanTable(os, result->plans);
-  os << "(layers and recompute per stage, stage 0 first; AxN = A for N "
-        "stages)\n";
-  if (noBreakdown)
-    return 0;
-  int64_t rank = 1;
-  for (const Plan &plan : result->plans) {
-    os << llvm::formatv("\nplan {0}: {1}\n", rank++, plan.config.describe());
-    printStageBreakdown(os, plan, result->memoryCapBytes);
+  if (ratrainResult)
+    printResult(os, *model, *machine, ratrainRequest, *ratrainResult);
+  else
+    os << "policy ratrain: " << ratrainError << "\n";
+  os << "\n";
+  if (gpuResult)
+    printResult(os, *model, *machine, gpuRequest, *gpuResult);
+  else
+    os << "policy gpu-style: " << gpuError << "\n";
+  os << "\nbest plan of each policy:\n";
+  os << llvm::formatv("{0,-10} {1,4} {2,5} {3,4} {4,5} {5,4} {6,-9} {7,-14} "
+                      "{8,-20} {9,9} {10,10} {11,11}\n",
+                      "policy", "pp", "dp", "mbs", "m", "zero", "offload",
+                      "layers", "recompute", "peak", "step", "tokens/s");
+  for (const Plan *plan : {bestRatrain, bestGpu}) {
+    const char *name = plan == bestRatrain ? "ratrain" : "gpu-style";
+    if (!plan) {
+      os << llvm::formatv("{0,-10} no feasible plan\n", name);
+      continue;
+    }
+    const ParallelConfig &c = plan->config;
+    os << llvm::formatv(
+        "{0,-10} {1,4} {2,5} {3,4} {4,5} {5,4} {6,-9} {7,-14} {8,-20} {9,9} "
+        "{10,10} {11,11:f1}\n",
+        name, c.pipelineStages, c.dataParallel, c.microBatchSize,
+        c.numMicroBatches, stringifyZeroStage(c.zero),
+        stringifyOffloadPolicy(c.offload), formatLayerSplit(c),
+        formatRecompute(c), formatBytes(plan->peakBytes()),
+        formatSeconds(plan->time.total), plan->tokensPerSecond);
   }
+  if (speedup > 0)
+    os << llvm::formatv("predicted speedup ratrain / gpu-style: {0:f3}x\n",
+                        speedup);
+  else
+    os << "predicted speedup ratrain / gpu-style: n/a (" 
+       << (bestRatrain ? "gpu-style" : "ratrain") << " has no plan)\n";
   return 0;
 }

@@ -78,18 +78,52 @@ struct NetworkSpec {
   double nodeInjectionBandwidth = 0;
 };
 
+/// What backs the offload tier: the node's host memory (DDR of the CPU
+/// cores) or storage (node-local or parallel file system).
+enum class OffloadTierKind { Host, Storage };
+llvm::StringRef stringifyOffloadTierKind(OffloadTierKind kind);
+/// Parses "host" and "storage".
+std::optional<OffloadTierKind> parseOffloadTierKind(llvm::StringRef name);
+
+/// An extra memory tier below the clusters' DDR, for optimizer-state
+/// offload (GriNNder-style storage tier, ZeRO-Offload-style host memory).
+/// Machine-file key `offload:`; absent or `bytes_per_node: 0` means none.
+struct OffloadTierSpec {
+  OffloadTierKind kind = OffloadTierKind::Host;
+  /// Capacity per node, shared equally by its clusters; 0 = no tier.
+  int64_t bytesPerNode = 0;
+  /// bytes/s one cluster moves between its DDR and the tier, shared by
+  /// reads and writes (all clusters of a node at once).
+  double bandwidth = 0;
+  double latency = 0; ///< seconds per transfer (per chunk)
+  /// Streaming granularity: offloaded states move in chunks of at most this
+  /// many bytes, double-buffered in DDR (Adam is elementwise, so an update
+  /// item can be streamed piecewise); 0 = one whole update item (a decoder
+  /// layer, the embedding or the head) per buffer.
+  int64_t chunkBytes = 0;
+
+  bool present() const { return bytesPerNode > 0 && bandwidth > 0; }
+};
+
 struct MachineModel {
   std::string name;
   int64_t nodes = 1;
   int64_t clustersPerNode = 1;
   ClusterSpec cluster;
   NetworkSpec network;
+  OffloadTierSpec offload;
 
   int64_t totalClusters() const { return nodes * clustersPerNode; }
 
   /// Bandwidth each of `streams` clusters of one node gets when they all
   /// send to other nodes at once (min of the link and the node's share).
   double interNodeStreamBandwidth(int64_t streams) const;
+
+  /// Offload-tier bytes one cluster may use: bytes_per_node /
+  /// clusters_per_node (0 without a tier).
+  int64_t offloadBytesPerCluster() const {
+    return offload.present() ? offload.bytesPerNode / clustersPerNode : 0;
+  }
 
   /// Checks that every quantity is positive (efficiencies in (0, 1]); the
   /// message names the machine-file key.

@@ -34,21 +34,8 @@ llvm::StringRef stringifyCollectiveKind(CollectiveKind kind);
 /// Which link class joins two clusters.
 enum class LinkClass { IntraNode, InterNode };
 
-/// When gradient sync, update and view re-materialization run.
-enum class LifecyclePolicy {
-  /// Whole-model phases at the iteration boundary: all gradient syncs after
-  /// the last backward, then all updates, then all view casts (and ZeRO
-  /// all-gathers); nothing overlapped.
-  GpuStyle,
-  /// Layer-level lifecycle: a layer's sync is issued when its last backward
-  /// finishes and overlaps the remaining backward; its update and view
-  /// re-materialization follow as soon as the sync completes; only what is
-  /// not hidden before the layer's next forward is exposed.
-  RATrain,
-};
-llvm::StringRef stringifyLifecyclePolicy(LifecyclePolicy policy);
-/// Parses "gpu-style" and "ratrain".
-std::optional<LifecyclePolicy> parseLifecyclePolicy(llvm::StringRef name);
+// LifecyclePolicy, stringifyLifecyclePolicy and parseLifecyclePolicy are
+// declared in MemoryModel.h (the memory model depends on the policy too).
 
 /// Analytic costs in seconds for one model on one machine.
 class CostModel {
@@ -92,6 +79,11 @@ public:
   double optimizerUpdate(int64_t params) const;
   /// FP32 master -> 16-bit view cast of `params` parameters (6 bytes/param).
   double viewCast(int64_t params) const;
+
+  /// Moving `bytes` between a cluster's DDR and the machine's offload tier:
+  /// latency per chunk (offload.chunk_bytes; one chunk when 0) + bytes /
+  /// bandwidth (0 for no bytes; infinite when the machine has no tier).
+  double offloadTransfer(int64_t bytes) const;
 
   //===--- communication ------------------------------------------------===//
 
@@ -140,6 +132,9 @@ struct StageTiming {
   double updateSeconds = 0;
   double castSeconds = 0;
   double allGatherSeconds = 0;
+  /// With offload: reload + write-back of the stage's offloaded states, one
+  /// transfer each way per update item.
+  double offloadSeconds = 0;
 };
 
 /// The predicted time of one training iteration and its parts.
@@ -152,6 +147,9 @@ struct StepTime {
   /// Gradient sync, update, cast, all-gather time not hidden by compute.
   double exposedLifecycle = 0;
   double recompute = 0; ///< recompute seconds on the slowest stage
+  /// Offload-tier traffic (reload + write-back) per iteration of the stage
+  /// with the most; what of it is not hidden is in exposedLifecycle.
+  double offload = 0;
   std::vector<StageTiming> stages;
   double bubbleFraction() const { return pipeline > 0 ? bubble / pipeline : 0; }
 };
@@ -171,6 +169,13 @@ struct StepTime {
 ///    forward starts: iteration start + sum_{j<i}(F_j + c) + forward of the
 ///    stage's earlier layers. The iteration time is the largest of the
 ///    pipeline time and, over all layers, the ready time minus that offset.
+///  - offload (config.offload): each update item's offloaded states are
+///    reloaded before and written back after its update over the tier
+///    (one stream per cluster). gpu-style adds all of it to the boundary
+///    phase; ratrain double-buffers it in the lifecycle (reloads of items
+///    k and k+1 in flight from the start of the last backward sweep,
+///    write-back of item k then reload of item k+2), so only what delays
+///    a view, or write-backs not done before the next sweep, is exposed.
 StepTime predictStepTime(const CostModel &costs, const ParallelConfig &config,
                          LifecyclePolicy policy);
 

@@ -52,6 +52,43 @@ llvm::StringRef stringifyZeroStage(ZeroStage stage);
 /// Parses "0"/"1"/"2" (also "zero0".."zero2", "none").
 std::optional<ZeroStage> parseZeroStage(llvm::StringRef name);
 
+/// When gradient sync, update and view re-materialization run (the
+/// scheduling policies RATrain compares; see CostModel.h). The memory model
+/// depends on it too: a GPU-style runtime keeps whole-stage FP32 gradient
+/// buffers and optimizer temporaries.
+enum class LifecyclePolicy {
+  /// Whole-model phases at the iteration boundary: all gradient syncs after
+  /// the last backward, then all updates, then all view casts (and ZeRO
+  /// all-gathers); nothing overlapped. Memory: FP32 gradient buffer of the
+  /// whole stage (18 bytes/param) and a whole-stage optimizer workspace.
+  GpuStyle,
+  /// Layer-level lifecycle: a layer's sync is issued when its last backward
+  /// finishes and overlaps the remaining backward; its update and view
+  /// re-materialization follow as soon as the sync completes; only what is
+  /// not hidden before the layer's next forward is exposed. Memory: 16
+  /// bytes/param, gradient buffers of the in-flight layers only.
+  RATrain,
+};
+llvm::StringRef stringifyLifecyclePolicy(LifecyclePolicy policy);
+/// Parses "gpu-style" and "ratrain".
+std::optional<LifecyclePolicy> parseLifecyclePolicy(llvm::StringRef name);
+
+/// Which model states live in the machine's offload tier (host memory or
+/// storage, `offload:` in the machine file) between updates. Offloaded
+/// states leave DDR except a double-buffered streaming window of two
+/// update items (a decoder layer, the embedding or the head); each
+/// iteration reloads them for the update and writes them back.
+enum class OffloadPolicy {
+  None,
+  OptimizerStates,    ///< Adam m and v (8 bytes/param, /d with ZeRO)
+  MasterAndOptimizer, ///< also the FP32 master (12 bytes/param, /d)
+};
+/// "none", "optimizer", "master".
+llvm::StringRef stringifyOffloadPolicy(OffloadPolicy policy);
+/// Parses "none", "optimizer" (or "optimizer-states"), "master" (or
+/// "master-and-optimizer").
+std::optional<OffloadPolicy> parseOffloadPolicy(llvm::StringRef name);
+
 /// The decoder layers one pipeline stage owns: [firstLayer, firstLayer+count).
 struct StageLayers {
   int64_t firstLayer = 0;
@@ -76,6 +113,8 @@ struct ParallelConfig {
   /// One entry per stage.
   std::vector<RecomputePolicy> recompute;
   ZeroStage zero = ZeroStage::None;
+  /// Model states kept in the machine's offload tier.
+  OffloadPolicy offload = OffloadPolicy::None;
 
   int64_t clusters() const { return pipelineStages * dataParallel; }
   /// Sequences per iteration: d * b * m.
@@ -101,7 +140,8 @@ struct ParallelConfig {
   llvm::Error validate(const ModelConfig &model) const;
 
   /// "pp=4 dp=256 mbs=1 m=4 zero=1 layers=7,8x2,9 recompute=fullx1,none"
-  /// (runs of equal stages as AxN: A for N stages; see formatLayerSplit).
+  /// (runs of equal stages as AxN: A for N stages; see formatLayerSplit),
+  /// followed by " offload=optimizer" when states are offloaded.
   std::string describe() const;
 };
 
@@ -111,14 +151,34 @@ struct MemoryOptions {
   /// mask of the standard formula are replaced by FP32 row statistics,
   /// 4asb bytes; the transient buffer of a recomputed layer holds no scores.
   bool fusedAttention = false;
+  /// The runtime whose buffers are counted: RATrain's layer-level lifecycle
+  /// (default) or a GPU-style runtime (whole-stage FP32 gradient buffer and
+  /// optimizer workspace).
+  LifecyclePolicy lifecycle = LifecyclePolicy::RATrain;
+  /// Offload streaming chunk (machine file offload.chunk_bytes); 0: one
+  /// whole update item per buffer of the double-buffered window.
+  int64_t offloadChunkBytes = 0;
 
   /// The options a machine's kernels imply.
   static MemoryOptions forMachine(const MachineModel &machine) {
     MemoryOptions options;
     options.fusedAttention = machine.cluster.fusedAttention;
+    options.offloadChunkBytes = machine.offload.chunkBytes;
+    return options;
+  }
+  /// The same, for the runtime of `lifecycle`.
+  static MemoryOptions forMachine(const MachineModel &machine,
+                                  LifecyclePolicy lifecycle) {
+    MemoryOptions options = forMachine(machine);
+    options.lifecycle = lifecycle;
     return options;
   }
 };
+
+/// Bytes per parameter (before ZeRO sharding) that `offload` moves to the
+/// offload tier: 0, 8 (Adam m, v) or 12 (+ FP32 master; 8 for FP32
+/// training, whose master is the parameter itself and stays).
+int64_t offloadedBytesPerParam(const ModelConfig &model, OffloadPolicy offload);
 
 /// Micro-batches whose activations stage `stage` holds at its peak under
 /// non-interleaved 1F1B: min(p - stage, m).
@@ -144,7 +204,9 @@ struct StageMemory {
   int64_t parameterViews = 0;  ///< 16-bit views used by compute (2 B/param)
   int64_t masterWeights = 0;   ///< FP32 master copy (4 B/param, /d with ZeRO)
   int64_t optimizerStates = 0; ///< Adam m and v (8 B/param, /d with ZeRO)
-  int64_t gradients = 0;       ///< 16-bit gradients (2 B/param, /d ZeRO-2)
+  /// 16-bit gradients (2 B/param, /d ZeRO-2); gpu-style: the FP32 flat
+  /// buffer of the whole stage (4 B/param, whatever the ZeRO stage).
+  int64_t gradients = 0;
   int64_t activations = 0;     ///< stored layer activations, all in flight
   /// Transient activations of the layer being recomputed in backward (one
   /// layer, one micro-batch: its full activations for `full`, its attention
@@ -155,19 +217,31 @@ struct StageMemory {
   int64_t embeddingHeadActivations = 0;
   int64_t kernelWorkspace = 0;      ///< DDR scratch of the largest kernel
   int64_t communicationBuffers = 0; ///< p2p and gradient-sync buffers
+  /// gpu-style only: the optimizer's FP32 temporaries materialized for the
+  /// whole stage at once (4 B per updated parameter).
+  int64_t optimizerWorkspace = 0;
+  /// With offload: DDR window streaming the offloaded states of the two
+  /// update items in flight (double-buffered reload / write-back).
+  int64_t offloadWindow = 0;
+  /// With offload: bytes this cluster keeps in the offload tier (not DDR,
+  /// not part of total()).
+  int64_t offloadedBytes = 0;
 
+  /// DDR bytes (everything but offloadedBytes).
   int64_t total() const {
     return parameterViews + masterWeights + optimizerStates + gradients +
            activations + recomputeBuffer + embeddingHeadActivations +
-           kernelWorkspace + communicationBuffers;
+           kernelWorkspace + communicationBuffers + optimizerWorkspace +
+           offloadWindow;
   }
   /// Model states only (views + master + optimizer + gradients).
   int64_t modelStates() const {
     return parameterViews + masterWeights + optimizerStates + gradients;
   }
 
-  /// The fields as (name, bytes) pairs in print order, for tables and
-  /// diagnostics ("activations", "master weights", ...).
+  /// The DDR fields as (name, bytes) pairs in print order, for tables and
+  /// diagnostics ("activations", "master weights", ...); they sum to
+  /// total().
   std::vector<std::pair<llvm::StringRef, int64_t>> fields() const;
 };
 
@@ -189,6 +263,13 @@ StageMemory computeStageMemory(const ModelConfig &model, int64_t stage,
                                int64_t microBatchSize, int64_t numMicroBatches,
                                StageLayers layers, RecomputePolicy recompute,
                                ZeroStage zero,
+                               const MemoryOptions &options = {});
+/// The same with optimizer-state offload.
+StageMemory computeStageMemory(const ModelConfig &model, int64_t stage,
+                               int64_t pipelineStages, int64_t dataParallel,
+                               int64_t microBatchSize, int64_t numMicroBatches,
+                               StageLayers layers, RecomputePolicy recompute,
+                               ZeroStage zero, OffloadPolicy offload,
                                const MemoryOptions &options = {});
 
 } // namespace ratrain

@@ -42,6 +42,9 @@ struct PlanRequest {
   std::optional<ZeroStage> zero;
   /// Forces the same recompute policy on every stage.
   std::optional<RecomputePolicy> recompute;
+  /// Forces an offload policy; unset searches none, optimizer and master
+  /// when the machine has an offload tier (none only otherwise).
+  std::optional<OffloadPolicy> offload;
   /// DDR cap per cluster in bytes; 0 uses machine.cluster.ddrBytes.
   int64_t memoryCapBytes = 0;
   /// How many plans to return, best first.
@@ -59,6 +62,8 @@ struct Plan {
   double tokensPerSecond = 0;
   int64_t peakBytes() const; ///< max over stages of total()
   int64_t peakStage() const; ///< the stage with that maximum
+  /// Max over stages of the bytes one cluster keeps in the offload tier.
+  int64_t peakOffloadedBytes() const;
 };
 
 /// Search statistics and the best plans.
@@ -75,6 +80,9 @@ struct PlanResult {
   int64_t stageEvaluations = 0;
   int64_t feasiblePlans = 0; ///< candidates that fit the cap
   int64_t memoryCapBytes = 0;
+  /// Offload-tier bytes per cluster (0: the machine has no tier).
+  int64_t offloadCapBytes = 0;
+  LifecyclePolicy policy = LifecyclePolicy::RATrain; ///< what was planned for
 };
 
 /// Plans `model` on `machine`. Errors: a malformed request (clusters or
@@ -87,8 +95,8 @@ llvm::Expected<PlanResult> planTraining(const ModelConfig &model,
                                         const MachineModel &machine,
                                         const PlanRequest &request);
 
-/// Evaluates one given config (memory per stage and step time); does not
-/// check the cap.
+/// Evaluates one given config (memory per stage under `policy`'s memory
+/// model, and step time); does not check the cap.
 Plan evaluatePlan(const ModelConfig &model, const MachineModel &machine,
                   const ParallelConfig &config, LifecyclePolicy policy);
 
@@ -108,11 +116,12 @@ std::string formatRecompute(const ParallelConfig &config);
 /// 4.2 GB, ..." (fields largest first, zero fields left out).
 std::string describeStageMemory(const StageMemory &memory, int64_t capBytes);
 
-/// Table of the plans, one row each: rank, pp, dp, b, m, zero, layers,
-/// recompute, peak GB, bubble, step s, tokens/s.
+/// Table of the plans, one row each: rank, pp, dp, b, m, zero, offload,
+/// layers, recompute, peak GB, bubble, exposed, step s, tokens/s.
 void printPlanTable(llvm::raw_ostream &os, llvm::ArrayRef<Plan> plans);
 /// Per-stage breakdown table of one plan: one row per stage with every
-/// StageMemory field and the total, against the cap.
+/// StageMemory field and the total, against the cap (plus the offload-tier
+/// bytes, which are not DDR).
 void printStageBreakdown(llvm::raw_ostream &os, const Plan &plan,
                          int64_t capBytes);
 /// JSON of a result (plans with configs, memory by field, times).

@@ -177,6 +177,84 @@ TEST(MachineModel, MalformedYAMLAndMissingFile) {
             std::string::npos);
 }
 
+TEST(MachineModel, OffloadTier) {
+  // Absent: no tier.
+  llvm::Expected<MachineModel> none = parseMachineModel(minimal, "m.yaml");
+  ASSERT_TRUE(bool(none)) << llvm::toString(none.takeError());
+  EXPECT_FALSE(none->offload.present());
+  EXPECT_EQ(none->offloadBytesPerCluster(), 0);
+
+  std::string text = std::string(minimal) + R"(offload:
+  kind: storage
+  bytes_per_node: 1e12
+  bandwidth: 2e9
+  latency: 1e-4
+  chunk_bytes: 64e6
+)";
+  llvm::Expected<MachineModel> m = parseMachineModel(text, "m.yaml");
+  ASSERT_TRUE(bool(m)) << llvm::toString(m.takeError());
+  EXPECT_EQ(m->offload.kind, OffloadTierKind::Storage);
+  EXPECT_EQ(m->offload.bytesPerNode, 1000000000000);
+  EXPECT_DOUBLE_EQ(m->offload.bandwidth, 2e9);
+  EXPECT_DOUBLE_EQ(m->offload.latency, 1e-4);
+  EXPECT_EQ(m->offload.chunkBytes, 64000000);
+  EXPECT_TRUE(m->offload.present());
+  // Shared equally by the node's 4 clusters.
+  EXPECT_EQ(m->offloadBytesPerCluster(), 250000000000);
+
+  // Printed and parsed back.
+  llvm::Expected<MachineModel> back =
+      parseMachineModel(printMachineModel(*m), "back.yaml");
+  ASSERT_TRUE(bool(back)) << llvm::toString(back.takeError());
+  EXPECT_EQ(back->offload.kind, OffloadTierKind::Storage);
+  EXPECT_EQ(back->offload.bytesPerNode, m->offload.bytesPerNode);
+  EXPECT_DOUBLE_EQ(back->offload.bandwidth, m->offload.bandwidth);
+  EXPECT_DOUBLE_EQ(back->offload.latency, m->offload.latency);
+  EXPECT_EQ(back->offload.chunkBytes, m->offload.chunkBytes);
+
+  // Errors name the key.
+  EXPECT_NE(parseError(std::string(minimal) +
+                       "offload: {kind: tape, bytes_per_node: 1, "
+                       "bandwidth: 1}\n")
+                .find("offload.kind: expected host or storage, got 'tape'"),
+            std::string::npos);
+  EXPECT_NE(parseError(std::string(minimal) +
+                       "offload: {kind: host, bandwidth: 1}\n")
+                .find("missing required key 'bytes_per_node'"),
+            std::string::npos);
+  EXPECT_NE(parseError(std::string(minimal) +
+                       "offload: {kind: host, bytes_per_node: 1e9, "
+                       "bandwidth: 0}\n")
+                .find("offload.bandwidth: must be positive"),
+            std::string::npos);
+  EXPECT_NE(parseError(std::string(minimal) +
+                       "offload: {kind: host, bytes_per_node: -1, "
+                       "bandwidth: 1e9}\n")
+                .find("offload.bytes_per_node: must not be negative"),
+            std::string::npos);
+  // bytes_per_node 0: a tier without capacity is no tier.
+  llvm::Expected<MachineModel> zero = parseMachineModel(
+      std::string(minimal) +
+          "offload: {kind: host, bytes_per_node: 0, bandwidth: 1e9}\n",
+      "m.yaml");
+  ASSERT_TRUE(bool(zero)) << llvm::toString(zero.takeError());
+  EXPECT_FALSE(zero->offload.present());
+}
+
+TEST(MachineModel, ShippedMachinesHaveAnOffloadTier) {
+  llvm::Expected<MachineModel> mt = loadMachineModel(examples("mt3000.yaml"));
+  ASSERT_TRUE(bool(mt)) << llvm::toString(mt.takeError());
+  EXPECT_EQ(mt->offload.kind, OffloadTierKind::Host);
+  EXPECT_EQ(mt->offloadBytesPerCluster(), 16000000000);
+  EXPECT_DOUBLE_EQ(mt->offload.bandwidth, 8e9);
+  llvm::Expected<MachineModel> host = loadMachineModel(examples("host.yaml"));
+  ASSERT_TRUE(bool(host)) << llvm::toString(host.takeError());
+  EXPECT_EQ(host->offload.kind, OffloadTierKind::Host);
+  EXPECT_TRUE(host->offload.present());
+  EXPECT_EQ(parseOffloadTierKind("storage"), OffloadTierKind::Storage);
+  EXPECT_EQ(parseOffloadTierKind("nvme"), std::nullopt);
+}
+
 TEST(MachineModel, InterNodeStreamsShareInjection) {
   llvm::Expected<MachineModel> m = parseMachineModel(
       std::string(minimal) + "  node_injection_bandwidth: 20e9\n", "m.yaml");

@@ -214,6 +214,73 @@ TEST(CostModel, LifecycleOverlapHidesSyncAndUpdate) {
   }
 }
 
+TEST(CostModel, OffloadTransfer) {
+  MachineModel machine = testMachine();
+  ModelConfig model = testModel();
+  // No tier: offloading is impossible.
+  EXPECT_TRUE(std::isinf(CostModel(model, machine).offloadTransfer(1000)));
+  EXPECT_EQ(CostModel(model, machine).offloadTransfer(0), 0);
+  machine.offload = {OffloadTierKind::Host, 64000000000, 10e9, 1e-5, 0};
+  CostModel costs(model, machine);
+  // 1 GB at 10 GB/s + 10 us.
+  EXPECT_NEAR(costs.offloadTransfer(1000000000), 0.1 + 1e-5, 1e-15);
+  // In 300 MB chunks: 4 transfers, 4 latencies.
+  machine.offload.chunkBytes = 300000000;
+  EXPECT_NEAR(CostModel(model, machine).offloadTransfer(1000000000),
+              0.1 + 4e-5, 1e-15);
+}
+
+TEST(CostModel, OffloadIsExposedWholeByGpuStyleAndHiddenByRATrain) {
+  MachineModel machine = testMachine();
+  machine.offload = {OffloadTierKind::Host, 64000000000, 10e9, 1e-5, 0};
+  ModelConfig model = testModel();
+  CostModel costs(model, machine);
+  ParallelConfig c = ParallelConfig::balanced(8, 4, 4, 1, 8,
+                                              RecomputePolicy::None,
+                                              ZeroStage::Optimizer);
+  StepTime gpuNone = predictStepTime(costs, c, LifecyclePolicy::GpuStyle);
+  StepTime ratNone = predictStepTime(costs, c, LifecyclePolicy::RATrain);
+  c.offload = OffloadPolicy::MasterAndOptimizer;
+  StepTime gpu = predictStepTime(costs, c, LifecyclePolicy::GpuStyle);
+  StepTime rat = predictStepTime(costs, c, LifecyclePolicy::RATrain);
+  // Stage 1 (2 decoder layers, 1/4 shard each): reload + write-back of
+  // 12 * ceil(P_layer / 4) bytes per layer.
+  int64_t shard = (model.paramsPerLayer() + 3) / 4;
+  double item = 1e-5 + 12.0 * shard / 10e9;
+  EXPECT_NEAR(gpu.stages[1].offloadSeconds, 2 * 2 * item, 1e-12);
+  EXPECT_EQ(gpuNone.stages[1].offloadSeconds, 0);
+  // gpu-style: the boundary phase grows by the whole traffic.
+  double tail = 0;
+  for (const StageTiming &s : gpu.stages)
+    tail = std::max(tail, s.syncSeconds + s.updateSeconds + s.castSeconds +
+                              s.allGatherSeconds + s.offloadSeconds);
+  EXPECT_NEAR(gpu.exposedLifecycle, tail, 1e-12);
+  EXPECT_GT(gpu.total, gpuNone.total);
+  EXPECT_GT(gpu.offload, 0);
+  // ratrain: the pipeline is the same; offload adds at most its traffic
+  // and is partly hidden (this model's updates are short).
+  EXPECT_DOUBLE_EQ(rat.pipeline, ratNone.pipeline);
+  EXPECT_GE(rat.total, ratNone.total);
+  EXPECT_LT(rat.total - ratNone.total, gpu.total - gpuNone.total);
+  EXPECT_LT(rat.total, gpu.total);
+
+  // A fast tier is hidden entirely under ratrain, never under gpu-style.
+  machine.offload.bandwidth = 1e15;
+  machine.offload.latency = 0;
+  CostModel fast(model, machine);
+  EXPECT_DOUBLE_EQ(predictStepTime(fast, c, LifecyclePolicy::RATrain).total,
+                   ratNone.total);
+  EXPECT_GT(predictStepTime(fast, c, LifecyclePolicy::GpuStyle).total,
+            gpuNone.total);
+
+  // A very slow tier: every write-back must finish within one iteration.
+  machine.offload.bandwidth = 1e6;
+  CostModel slow(model, machine);
+  StepTime crawl = predictStepTime(slow, c, LifecyclePolicy::RATrain);
+  for (const StageTiming &s : crawl.stages)
+    EXPECT_GE(crawl.total, s.offloadSeconds);
+}
+
 TEST(CostModel, PipelineLinkFollowsPlacement) {
   MachineModel machine = testMachine();
   ModelConfig model = testModel();

@@ -251,7 +251,114 @@ TEST(MemoryModel, BalancedSplitAndValidation) {
             std::string::npos);
 }
 
+// Stage 0 of a 2-stage split of the synthetic model: 4 layers + embedding,
+// P = 99885056 params; the embedding (32768000) is its largest update item.
+
+TEST(MemoryModel, GpuStyleKeepsFP32GradientsAndAWorkspace) {
+  ModelConfig m = synthetic();
+  ParallelConfig c =
+      ParallelConfig::balanced(8, 2, 1, 1, 4, RecomputePolicy::Full);
+  MemoryOptions gpu;
+  gpu.lifecycle = LifecyclePolicy::GpuStyle;
+  StageMemory s = computeStageMemory(m, c, 0, gpu);
+  StageMemory r = computeStageMemory(m, c, 0);
+  const int64_t p = 99885056;
+  // 2 (view) + 4 (FP32 gradient) + 12 (master, m, v) = 18 bytes/param.
+  EXPECT_EQ(s.gradients, 4 * p);
+  EXPECT_EQ(s.modelStates(), 18 * p);
+  // The optimizer's FP32 temporary for every parameter of the stage.
+  EXPECT_EQ(s.optimizerWorkspace, 4 * p);
+  // ratrain: 16 bytes/param, no whole-stage workspace.
+  EXPECT_EQ(r.modelStates(), 16 * p);
+  EXPECT_EQ(r.optimizerWorkspace, 0);
+  EXPECT_EQ(s.total() - r.total(), 2 * p + 4 * p);
+  EXPECT_EQ(s.activations, r.activations);
+}
+
+TEST(MemoryModel, GpuStyleZeroShardsOnlyMasterAndOptimizer) {
+  ModelConfig m = synthetic();
+  MemoryOptions gpu;
+  gpu.lifecycle = LifecyclePolicy::GpuStyle;
+  const int64_t p = 99885056, shard = 12485632; // P / 8
+  for (ZeroStage zero : {ZeroStage::Optimizer, ZeroStage::Gradients}) {
+    ParallelConfig c = ParallelConfig::balanced(
+        8, 2, 8, 1, 4, RecomputePolicy::Full, zero);
+    StageMemory s = computeStageMemory(m, c, 0, gpu);
+    // The flat FP32 gradient buffer of the whole stage stays until the
+    // boundary's reduce-scatter, even with ZeRO-2: 6 + 16/d bytes/param.
+    EXPECT_EQ(s.gradients, 4 * p);
+    EXPECT_EQ(s.masterWeights, 4 * shard);
+    EXPECT_EQ(s.optimizerStates, 8 * shard);
+    EXPECT_EQ(s.optimizerWorkspace, 4 * shard);
+    // The reduce-scatter runs in place on it: only the p2p buffers.
+    EXPECT_EQ(s.communicationBuffers, 33554432LL / 2);
+  }
+  // ratrain ZeRO-2 for comparison: 2 + 14/d and the largest item's bucket.
+  ParallelConfig c = ParallelConfig::balanced(
+      8, 2, 8, 1, 4, RecomputePolicy::Full, ZeroStage::Gradients);
+  StageMemory r = computeStageMemory(m, c, 0);
+  EXPECT_EQ(r.modelStates(), 2 * p + 14 * shard);
+  EXPECT_EQ(r.communicationBuffers, 33554432LL / 2 + 2 * kEmbedding);
+}
+
+TEST(MemoryModel, OffloadOptimizerStates) {
+  ModelConfig m = synthetic();
+  ParallelConfig c =
+      ParallelConfig::balanced(8, 2, 1, 1, 4, RecomputePolicy::Full);
+  c.offload = OffloadPolicy::OptimizerStates;
+  StageMemory s = computeStageMemory(m, c, 0);
+  StageMemory none = computeStageMemory(m, ParallelConfig::balanced(
+                                               8, 2, 1, 1, 4,
+                                               RecomputePolicy::Full),
+                                        0);
+  const int64_t p = 99885056;
+  EXPECT_EQ(s.optimizerStates, 0);
+  EXPECT_EQ(s.masterWeights, 4 * p);
+  EXPECT_EQ(s.offloadedBytes, 8 * p);
+  // Two buffers of the largest item's m and v: 2 * 8 * 32768000.
+  EXPECT_EQ(s.offloadWindow, 524288000);
+  EXPECT_EQ(s.total(), none.total() - 8 * p + 524288000);
+  // A middle stage's largest item is a decoder layer.
+  ParallelConfig four =
+      ParallelConfig::balanced(8, 4, 1, 1, 4, RecomputePolicy::Full);
+  four.offload = OffloadPolicy::OptimizerStates;
+  EXPECT_EQ(computeStageMemory(m, four, 1).offloadWindow,
+            2 * 8 * kLayerParams);
+  EXPECT_EQ(computeStageMemory(m, four, 1).offloadedBytes,
+            8 * 2 * kLayerParams);
+  // Streaming in 64 MB chunks: two chunks in DDR.
+  MemoryOptions chunked;
+  chunked.offloadChunkBytes = 64000000;
+  EXPECT_EQ(computeStageMemory(m, c, 0, chunked).offloadWindow, 128000000);
+}
+
+TEST(MemoryModel, OffloadMasterAndOptimizerWithZero) {
+  ModelConfig m = synthetic();
+  ParallelConfig c = ParallelConfig::balanced(
+      8, 2, 8, 1, 4, RecomputePolicy::Full, ZeroStage::Optimizer);
+  c.offload = OffloadPolicy::MasterAndOptimizer;
+  StageMemory s = computeStageMemory(m, c, 0);
+  // 12 bytes of the 1/8 shard (12485632 params) leave DDR; views and
+  // gradients stay.
+  EXPECT_EQ(s.masterWeights, 0);
+  EXPECT_EQ(s.optimizerStates, 0);
+  EXPECT_EQ(s.offloadedBytes, 12 * 12485632LL);
+  EXPECT_EQ(s.modelStates(), 4 * 99885056LL);
+  // Window: two buffers of the embedding's shard, 12 * 32768000 / 8.
+  EXPECT_EQ(s.offloadWindow, 2 * 12 * 4096000LL);
+  EXPECT_EQ(c.describe(), "pp=2 dp=8 mbs=1 m=4 zero=1 layers=4x2 "
+                          "recompute=full offload=master");
+  // FP32 training: the master is the parameter itself and stays.
+  m.dtype = DType::F32;
+  EXPECT_EQ(offloadedBytesPerParam(m, OffloadPolicy::MasterAndOptimizer), 8);
+  EXPECT_EQ(computeStageMemory(m, c, 0).offloadedBytes, 8 * 12485632LL);
+}
+
 TEST(MemoryModel, ParsesNames) {
+  EXPECT_EQ(parseOffloadPolicy("optimizer"), OffloadPolicy::OptimizerStates);
+  EXPECT_EQ(parseOffloadPolicy("master"), OffloadPolicy::MasterAndOptimizer);
+  EXPECT_EQ(parseOffloadPolicy("all"), std::nullopt);
+  EXPECT_EQ(stringifyOffloadPolicy(OffloadPolicy::None), "none");
   EXPECT_EQ(parseRecomputePolicy("selective"), RecomputePolicy::Selective);
   EXPECT_EQ(parseRecomputePolicy("some"), std::nullopt);
   EXPECT_EQ(parseZeroStage("2"), ZeroStage::Gradients);

@@ -45,14 +45,18 @@ void checkResult(const ModelConfig &model, const MachineModel &machine,
     EXPECT_EQ(c.clusters(), request.clusters);
     EXPECT_EQ(c.globalBatch(), request.globalBatch);
     ASSERT_EQ(plan.memory.size(), size_t(c.pipelineStages));
-    // Every stage under the cap, and the breakdown is what the memory
-    // model says for this config.
-    std::vector<StageMemory> again =
-        computeMemory(model, c, MemoryOptions::forMachine(machine));
+    // Every stage under the cap (and the offload tier), and the breakdown
+    // is what the policy's memory model says for this config.
+    std::vector<StageMemory> again = computeMemory(
+        model, c, MemoryOptions::forMachine(machine, request.policy));
     for (int64_t i = 0; i < c.pipelineStages; ++i) {
       EXPECT_LE(plan.memory[i].total(), machine.cluster.ddrBytes)
           << c.describe() << " stage " << i;
+      EXPECT_LE(plan.memory[i].offloadedBytes,
+                machine.offloadBytesPerCluster())
+          << c.describe() << " stage " << i;
       EXPECT_EQ(plan.memory[i].total(), again[i].total());
+      EXPECT_EQ(plan.memory[i].offloadedBytes, again[i].offloadedBytes);
     }
     EXPECT_GE(plan.time.total, previous);
     previous = plan.time.total;
@@ -81,14 +85,33 @@ TEST_P(ShippedModels, PlansFitTwentyGigabytes) {
   checkResult(model, machine, request, *result);
 }
 
+TEST_P(ShippedModels, GpuStylePlansFitTheirOwnMemoryModel) {
+  ModelConfig model = loadModel(GetParam().model);
+  MachineModel machine = loadMT3000();
+  PlanRequest request;
+  request.clusters = GetParam().clusters;
+  request.globalBatch = 1024;
+  request.topK = 3;
+  request.policy = LifecyclePolicy::GpuStyle;
+  llvm::Expected<PlanResult> result = planTraining(model, machine, request);
+  if (!result) {
+    // gpu-style may not fit at all; then it must say so.
+    std::string error = llvm::toString(result.takeError());
+    EXPECT_NE(error.find("policy gpu-style); closest: "), std::string::npos)
+        << error;
+    return;
+  }
+  checkResult(model, machine, request, *result);
+}
+
 INSTANTIATE_TEST_SUITE_P(
     MT3000, ShippedModels,
     ::testing::Values(Case{"llama-2-7b", 64}, Case{"llama-2-7b", 256},
                       Case{"llama-2-7b", 1024}, Case{"baichuan2-13b", 64},
                       Case{"baichuan2-13b", 256}, Case{"baichuan2-13b", 1024},
                       Case{"qwen2.5-32b", 64}, Case{"qwen2.5-32b", 256},
-                      Case{"qwen2.5-32b", 1024}, Case{"llama-2-70b", 256},
-                      Case{"llama-2-70b", 1024}),
+                      Case{"qwen2.5-32b", 1024}, Case{"llama-2-70b", 64},
+                      Case{"llama-2-70b", 256}, Case{"llama-2-70b", 1024}),
     [](const ::testing::TestParamInfo<Case> &info) {
       std::string name = info.param.model;
       for (char &ch : name)
@@ -97,15 +120,27 @@ INSTANTIATE_TEST_SUITE_P(
       return name + "_" + std::to_string(info.param.clusters);
     });
 
-TEST(Planner, SeventyBOnSixtyFourClustersSaysWhatIsMissing) {
+TEST(Planner, SeventyBOnSixtyFourClustersNeedsOffload) {
   // 69e9 params * 16 B / 64 clusters is 17.2 GB before any activation; with
-  // ZeRO-1/2 and pipeline stages of whole layers no split fits.
+  // ZeRO-1/2 and pipeline stages of whole layers no split fits in DDR alone.
+  // With optimizer states (and master weights) in the offload tier it does.
   ModelConfig model = loadModel("llama-2-70b");
   MachineModel machine = loadMT3000();
   PlanRequest request;
   request.clusters = 64;
   request.globalBatch = 1024;
   llvm::Expected<PlanResult> result = planTraining(model, machine, request);
+  ASSERT_TRUE(bool(result)) << llvm::toString(result.takeError());
+  checkResult(model, machine, request, *result);
+  for (const Plan &plan : result->plans) {
+    EXPECT_NE(plan.config.offload, OffloadPolicy::None);
+    EXPECT_GT(plan.peakOffloadedBytes(), 0);
+    EXPECT_GT(plan.time.offload, 0);
+  }
+
+  // Without offload: infeasible, and the message says what is missing.
+  request.offload = OffloadPolicy::None;
+  result = planTraining(model, machine, request);
   ASSERT_FALSE(bool(result));
   std::string error = llvm::toString(result.takeError());
   EXPECT_NE(error.find("no plan for llama-2-70b fits 20.0 GB per cluster"),
@@ -115,6 +150,88 @@ TEST(Planner, SeventyBOnSixtyFourClustersSaysWhatIsMissing) {
   EXPECT_NE(error.find(" needs "), std::string::npos) << error;
   EXPECT_NE(error.find(" of 20.0 GB: "), std::string::npos) << error;
   EXPECT_NE(error.find("optimizer states"), std::string::npos) << error;
+
+  // A machine without a tier says that it has none.
+  machine.offload = {};
+  request.offload.reset();
+  result = planTraining(model, machine, request);
+  ASSERT_FALSE(bool(result));
+  error = llvm::toString(result.takeError());
+  EXPECT_NE(error.find("the machine file has no offload tier"),
+            std::string::npos)
+      << error;
+  // Forcing offload without a tier is an error.
+  request.offload = OffloadPolicy::OptimizerStates;
+  result = planTraining(model, machine, request);
+  ASSERT_FALSE(bool(result));
+  EXPECT_NE(llvm::toString(result.takeError()).find("has no offload tier"),
+            std::string::npos);
+}
+
+TEST(Planner, PrefersNoOffloadWhenItFits) {
+  // LLaMA-2-7B fits without offload; offload plans appear only when they
+  // are faster than the same combination without.
+  ModelConfig model = loadModel("llama-2-7b");
+  MachineModel machine = loadMT3000();
+  PlanRequest request;
+  request.clusters = 1024;
+  request.globalBatch = 1024;
+  request.topK = 1;
+  llvm::Expected<PlanResult> searched = planTraining(model, machine, request);
+  request.offload = OffloadPolicy::None;
+  llvm::Expected<PlanResult> none = planTraining(model, machine, request);
+  ASSERT_TRUE(bool(searched) && bool(none));
+  EXPECT_LE(searched->plans[0].time.total, none->plans[0].time.total);
+  if (searched->plans[0].config.offload != OffloadPolicy::None)
+    EXPECT_LT(searched->plans[0].time.total, none->plans[0].time.total);
+}
+
+TEST(Planner, TierTooSmallIsNamed) {
+  // A 1 GB tier per node cannot hold 70B's states on 64 clusters.
+  ModelConfig model = loadModel("llama-2-70b");
+  MachineModel machine = loadMT3000();
+  machine.offload.bytesPerNode = 1000000000;
+  PlanRequest request;
+  request.clusters = 64;
+  request.globalBatch = 1024;
+  llvm::Expected<PlanResult> result = planTraining(model, machine, request);
+  ASSERT_FALSE(bool(result));
+  std::string error = llvm::toString(result.takeError());
+  EXPECT_NE(error.find("closest: "), std::string::npos) << error;
+  EXPECT_NE(error.find(" needs "), std::string::npos) << error;
+}
+
+TEST(Planner, GpuStyleMemoryForcesDeeperPipelinesOrMoreRecompute) {
+  // 70B on 1024 clusters: the best ratrain plan does not fit gpu-style's
+  // memory (FP32 gradient buffer + whole-stage optimizer workspace), so the
+  // gpu-style plan is a different, slower one.
+  ModelConfig model = loadModel("llama-2-70b");
+  MachineModel machine = loadMT3000();
+  PlanRequest request;
+  request.clusters = 1024;
+  request.globalBatch = 1024;
+  request.topK = 1;
+  llvm::Expected<PlanResult> rat = planTraining(model, machine, request);
+  request.policy = LifecyclePolicy::GpuStyle;
+  llvm::Expected<PlanResult> gpu = planTraining(model, machine, request);
+  ASSERT_TRUE(bool(rat)) << llvm::toString(rat.takeError());
+  ASSERT_TRUE(bool(gpu)) << llvm::toString(gpu.takeError());
+  Plan ratUnderGpu = evaluatePlan(model, machine, rat->plans[0].config,
+                                  LifecyclePolicy::GpuStyle);
+  EXPECT_GT(ratUnderGpu.peakBytes(), machine.cluster.ddrBytes);
+  EXPECT_LE(gpu->plans[0].peakBytes(), machine.cluster.ddrBytes);
+  auto recomputed = [](const ParallelConfig &c) {
+    int64_t n = 0;
+    for (size_t i = 0; i < c.stages.size(); ++i)
+      if (c.recompute[i] != RecomputePolicy::None)
+        n += c.stages[i].numLayers;
+    return n;
+  };
+  const ParallelConfig &g = gpu->plans[0].config, &r = rat->plans[0].config;
+  EXPECT_TRUE(g.pipelineStages > r.pipelineStages ||
+              recomputed(g) > recomputed(r) || g.offload > r.offload)
+      << g.describe() << " vs " << r.describe();
+  EXPECT_GT(gpu->plans[0].time.total, rat->plans[0].time.total);
 }
 
 TEST(Planner, InfeasibleCapNamesTheLargestParts) {
@@ -256,9 +373,14 @@ TEST(Planner, MatchesExhaustiveSearchOnASmallModel) {
   const int64_t clusters = 8, globalBatch = 32;
   const RecomputePolicy policies[] = {
       RecomputePolicy::None, RecomputePolicy::Selective, RecomputePolicy::Full};
-  MemoryOptions options = MemoryOptions::forMachine(machine);
+  // A tier that holds some but not all of the states, so that offload is a
+  // real choice.
+  machine.offload.bytesPerNode = 4 * 600000000LL;
+  for (LifecyclePolicy lifecycle :
+       {LifecyclePolicy::RATrain, LifecyclePolicy::GpuStyle})
   for (int64_t cap :
        {int64_t(3500000000), int64_t(1800000000), int64_t(1200000000)}) {
+    MemoryOptions options = MemoryOptions::forMachine(machine, lifecycle);
     double best = std::numeric_limits<double>::infinity();
     int64_t exhaustive = 0;
     for (int64_t p : {1, 2, 4, 8}) {
@@ -270,8 +392,12 @@ TEST(Planner, MatchesExhaustiveSearchOnASmallModel) {
              {ZeroStage::None, ZeroStage::Optimizer, ZeroStage::Gradients}) {
           if (d == 1 && zero != ZeroStage::None)
             continue;
+          for (OffloadPolicy offload :
+               {OffloadPolicy::None, OffloadPolicy::OptimizerStates,
+                OffloadPolicy::MasterAndOptimizer}) {
           ParallelConfig c = ParallelConfig::balanced(
               8, p, d, b, perReplica / b, RecomputePolicy::None, zero);
+          c.offload = offload;
           // All compositions of 8 layers into p stages.
           std::function<void(int64_t, int64_t)> split = [&](int64_t stage,
                                                             int64_t next) {
@@ -289,14 +415,14 @@ TEST(Planner, MatchesExhaustiveSearchOnASmallModel) {
                 for (int64_t i = 0; i < p && fits; ++i) {
                   c.recompute[i] = policies[code % 3];
                   code /= 3;
-                  fits =
-                      computeStageMemory(model, c, i, options).total() <= cap;
+                  StageMemory mem = computeStageMemory(model, c, i, options);
+                  fits = mem.total() <= cap &&
+                         mem.offloadedBytes <= machine.offloadBytesPerCluster();
                 }
                 if (!fits)
                   continue;
                 ++exhaustive;
-                Plan plan =
-                    evaluatePlan(model, machine, c, LifecyclePolicy::RATrain);
+                Plan plan = evaluatePlan(model, machine, c, lifecycle);
                 best = std::min(best, plan.time.total);
               }
               return;
@@ -307,6 +433,7 @@ TEST(Planner, MatchesExhaustiveSearchOnASmallModel) {
             }
           };
           split(0, 0);
+          }
         }
       }
     }
@@ -314,6 +441,7 @@ TEST(Planner, MatchesExhaustiveSearchOnASmallModel) {
     request.clusters = clusters;
     request.globalBatch = globalBatch;
     request.memoryCapBytes = cap;
+    request.policy = lifecycle;
     llvm::Expected<PlanResult> result = planTraining(model, machine, request);
     ASSERT_TRUE(bool(result)) << llvm::toString(result.takeError());
     ASSERT_GT(exhaustive, 0);
