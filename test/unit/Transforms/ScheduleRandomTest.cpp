@@ -1,0 +1,484 @@
+//===- ScheduleRandomTest.cpp - Randomized tests of the schedule passes ---===//
+//
+// Builds models and plans programmatically over many (layers, p, m, dp,
+// ZeRO, recompute, policy) combinations, runs expand-1f1b ->
+// schedule-lifecycle -> assign-buffers -> verify-schedule, and checks what
+// must hold for every schedule: it verifies; each stage runs the 1F1B
+// order; no two buffers overlap in both time and address; the recorded
+// peak is the maximum of the live bytes, recomputed here from the
+// attributes alone. Mutated schedules (a send removed, a wait moved) must
+// be rejected by the verifier.
+//
+//===----------------------------------------------------------------------===//
+
+#include "RATrain/RATrainDialect.h"
+#include "RATrain/RATrainOps.h"
+#include "ratrain/Target/ImportHFConfig.h"
+#include "ratrain/Transforms/Passes.h"
+#include "ratrain/Transforms/SchedulePipeline.h"
+#include "ratrain/Transforms/ScheduleUtils.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+#include <string>
+
+using namespace mlir;
+using namespace ratrain;
+
+namespace {
+
+/// A machine of 64 nodes of 4 clusters with plenty of DDR, so every plan
+/// fits and data-parallel groups of more than 4 span nodes.
+constexpr const char *kMachineYaml = R"(name: test
+nodes: 64
+clusters_per_node: 4
+cluster:
+  cores: 4
+  ddr_bytes: 1000000000000
+  gsm_bytes: 6291456
+  am_bytes_per_core: 786432
+  ddr_bandwidth: 50e9
+  dma_bandwidth: 50e9
+  dma_channels: 4
+  peak_flops_f16: 10e12
+  peak_flops_f32: 5e12
+  efficiency:
+    gemm: 0.7
+    attention_forward: 0.6
+    attention_backward: 0.5
+    memory_bound: 0.8
+network:
+  intra_node:
+    bandwidth: 50e9
+    latency: 2e-6
+  inter_node:
+    bandwidth: 2e9
+    latency: 5e-6
+  collective: hierarchical
+)";
+
+/// One randomly drawn training configuration.
+struct Scenario {
+  ModelConfig model;
+  int64_t pp = 1, dp = 1, microBatchSize = 1, microBatches = 1, zero = 0;
+  SmallVector<int64_t> stageLayers;
+  SmallVector<Recompute> recompute;
+  std::string policy;
+
+  std::string describe() const {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << "decoders=" << model.numLayers << " dtype="
+       << stringifyDType(model.dtype) << " pp=" << pp << " dp=" << dp
+       << " mbs=" << microBatchSize << " m=" << microBatches
+       << " zero=" << zero << " policy=" << policy << " layers=";
+    for (int64_t count : stageLayers)
+      os << count << ",";
+    os << " recompute=";
+    for (Recompute r : recompute)
+      os << stringifyRecompute(r) << ",";
+    return text;
+  }
+};
+
+Scenario drawScenario(std::mt19937_64 &rng) {
+  auto uniform = [&](int64_t low, int64_t high) {
+    return std::uniform_int_distribution<int64_t>(low, high)(rng);
+  };
+  Scenario s;
+  s.model.name = "random";
+  s.model.family = ModelFamily::Llama;
+  s.model.numLayers = uniform(1, 10);
+  s.model.hidden = 64;
+  s.model.numHeads = 4;
+  s.model.numKVHeads = uniform(0, 1) ? 4 : 2;
+  s.model.ffnHidden = 172;
+  s.model.vocab = 128;
+  s.model.seqLen = 32;
+  s.model.maxPositions = 64;
+  const DType dtypes[] = {DType::BF16, DType::F16, DType::F32};
+  s.model.dtype = dtypes[uniform(0, 2)];
+  s.model.tieEmbeddings = uniform(0, 3) == 0;
+
+  int64_t modelLayers = s.model.numLayers + 2;
+  s.pp = uniform(1, std::min<int64_t>(8, modelLayers));
+  // A random composition of the model layers into pp non-empty stages.
+  SmallVector<int64_t> cuts;
+  for (int64_t i = 1; i < modelLayers; ++i)
+    cuts.push_back(i);
+  std::shuffle(cuts.begin(), cuts.end(), rng);
+  cuts.resize(s.pp - 1);
+  llvm::sort(cuts);
+  int64_t previous = 0;
+  for (int64_t cut : cuts) {
+    s.stageLayers.push_back(cut - previous);
+    previous = cut;
+  }
+  s.stageLayers.push_back(modelLayers - previous);
+
+  const int64_t dps[] = {1, 2, 3, 4, 8, 16};
+  s.dp = dps[uniform(0, 5)];
+  s.zero = s.dp > 1 ? uniform(0, 2) : 0;
+  s.microBatchSize = uniform(1, 2);
+  s.microBatches = uniform(1, 12);
+  for (int64_t i = 0; i < s.pp; ++i)
+    s.recompute.push_back(static_cast<Recompute>(uniform(0, 2)));
+  s.policy = uniform(0, 1) ? "ratrain" : "gpu-style";
+  return s;
+}
+
+class ScheduleRandomTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    context.getOrLoadDialect<RATrainDialect>();
+    int fd;
+    ASSERT_FALSE(llvm::sys::fs::createTemporaryFile("machine", "yaml", fd,
+                                                    machinePath));
+    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+    os << kMachineYaml;
+  }
+  void TearDown() override { llvm::sys::fs::remove(machinePath); }
+
+  /// The model module of a scenario with its plan attached.
+  OwningOpRef<ModuleOp> buildModule(const Scenario &s) {
+    OwningOpRef<ModuleOp> module =
+        buildModelModule(s.model, &context, machinePath);
+    auto model = *module->getOps<ModelOp>().begin();
+    model.setPlanAttr(PlanAttr::get(&context, s.pp * s.dp, s.pp, s.dp,
+                                    s.microBatchSize, s.microBatches, s.zero,
+                                    s.stageLayers, s.recompute, 0, 0));
+    return module;
+  }
+
+  /// Runs the schedule pipeline; returns the diagnostics on failure.
+  LogicalResult schedule(ModuleOp module, const std::string &policy,
+                         std::string &diagnostics) {
+    ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
+      diagnostics += diag.str() + "\n";
+      return success();
+    });
+    PassManager pm(&context);
+    SchedulePipelineOptions options;
+    options.policy = policy;
+    buildSchedulePipeline(pm, options);
+    return pm.run(module);
+  }
+
+  LogicalResult verify(ModuleOp module, std::string &diagnostics) {
+    ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
+      diagnostics += diag.str() + "\n";
+      return success();
+    });
+    PassManager pm(&context);
+    pm.addPass(createRATrainVerifySchedule());
+    return pm.run(module);
+  }
+
+  MLIRContext context;
+  llvm::SmallString<128> machinePath;
+};
+
+/// A buffer as the attributes describe it.
+struct RecordedBuffer {
+  int64_t offset = 0, bytes = 0;
+  int64_t first = std::numeric_limits<int64_t>::max();
+  int64_t last = std::numeric_limits<int64_t>::min();
+};
+
+/// Recomputes the live ranges of a stage's buffers from the
+/// `ratrain.buffers` / `ratrain.arg_buffers` / `ratrain.scratch_buffers`
+/// attributes and the documented semantics alone (a buffer lives from the
+/// first to the last op that touches a value in it; states and scratch
+/// persist; a recv's buffer until the compute of that micro-batch that
+/// consumes it, a send's from the compute that produced it), then checks
+/// the assignment. Returns the largest sum of live bytes.
+int64_t checkStageBuffers(StageOp stage, const std::string &where) {
+  Block &body = stage.getBody().front();
+  SmallVector<Operation *> ops;
+  DenseMap<Operation *, int64_t> position;
+  for (Operation &op : body) {
+    position[&op] = ops.size();
+    ops.push_back(&op);
+  }
+  int64_t stepEnd = int64_t(ops.size()) - 1;
+  std::map<int64_t, RecordedBuffer> buffers;
+  auto touch = [&](ArrayRef<int64_t> triple, int64_t at) {
+    if (triple[2] == 0)
+      return;
+    RecordedBuffer &b = buffers[triple[0]];
+    if (b.bytes != 0) {
+      EXPECT_EQ(b.offset, triple[1]) << where << ": buffer " << triple[0];
+      EXPECT_EQ(b.bytes, triple[2]) << where << ": buffer " << triple[0];
+    }
+    b.offset = triple[1];
+    b.bytes = triple[2];
+    b.first = std::min(b.first, at);
+    b.last = std::max(b.last, at);
+  };
+  auto args = stage->getAttrOfType<DenseI64ArrayAttr>(kArgBuffersAttr);
+  EXPECT_TRUE(args) << where;
+  if (!args)
+    return 0;
+  auto tripleOf = [&](Value value) -> SmallVector<int64_t, 3> {
+    if (auto arg = dyn_cast<BlockArgument>(value))
+      return SmallVector<int64_t, 3>(
+          args.asArrayRef().slice(3 * arg.getArgNumber(), 3));
+    auto result = cast<OpResult>(value);
+    auto attr =
+        result.getOwner()->getAttrOfType<DenseI64ArrayAttr>(kBuffersAttr);
+    if (!attr)
+      return {-1, 0, 0};
+    return SmallVector<int64_t, 3>(
+        attr.asArrayRef().slice(3 * result.getResultNumber(), 3));
+  };
+  // Layer states persist over the step (and across steps).
+  for (BlockArgument arg : body.getArguments()) {
+    touch(tripleOf(arg), -1);
+    touch(tripleOf(arg), stepEnd);
+  }
+  if (auto scratch = stage->getAttrOfType<DictionaryAttr>(kScratchBuffersAttr))
+    for (NamedAttribute entry : scratch) {
+      auto triple = cast<DenseI64ArrayAttr>(entry.getValue()).asArrayRef();
+      touch(triple, -1);
+      touch(triple, stepEnd);
+    }
+  int64_t firstLayer = stage.getFirstLayer();
+  int64_t lastLayer = stage.getEndLayer() - 1;
+  // Pending transfers by (payload, micro-batch).
+  std::map<std::pair<int, int64_t>, SmallVector<int64_t, 3>> pendingRecv;
+  std::map<std::pair<int, int64_t>, int64_t> producer;
+  for (auto [at, op] : llvm::enumerate(ops)) {
+    int64_t pos = at;
+    for (Value operand : op->getOperands())
+      touch(tripleOf(operand), pos);
+    for (Value result : op->getResults())
+      touch(tripleOf(result), pos);
+    auto attr = op->getAttrOfType<DenseI64ArrayAttr>(kBuffersAttr);
+    if (auto recv = dyn_cast<RecvOp>(op)) {
+      EXPECT_TRUE(attr) << where;
+      touch(attr.asArrayRef(), pos);
+      pendingRecv[{int(recv.getPayload()), int64_t(recv.getMicroBatch())}] =
+          SmallVector<int64_t, 3>(attr.asArrayRef());
+    } else if (auto send = dyn_cast<SendOp>(op)) {
+      EXPECT_TRUE(attr) << where;
+      touch(attr.asArrayRef(), pos);
+      auto key =
+          std::make_pair(int(send.getPayload()), int64_t(send.getMicroBatch()));
+      if (producer.count(key))
+        touch(attr.asArrayRef(), producer[key]);
+    } else if (auto forward = dyn_cast<ForwardOp>(op)) {
+      int64_t layer = forward.getView().getType().getLayer();
+      auto key = std::make_pair(int(Payload::Activation),
+                                int64_t(forward.getMicroBatch()));
+      if (layer == firstLayer && pendingRecv.count(key)) {
+        touch(pendingRecv[key], pos);
+        pendingRecv.erase(key);
+      }
+      if (layer == lastLayer)
+        producer[key] = pos;
+    } else if (auto backward = dyn_cast<BackwardOp>(op)) {
+      int64_t layer = backward.getView().getType().getLayer();
+      auto key = std::make_pair(int(Payload::Gradient),
+                                int64_t(backward.getMicroBatch()));
+      if (layer == lastLayer && pendingRecv.count(key)) {
+        touch(pendingRecv[key], pos);
+        pendingRecv.erase(key);
+      }
+      if (layer == firstLayer)
+        producer[key] = pos;
+    }
+  }
+
+  // No two buffers share an address while both are live.
+  SmallVector<const RecordedBuffer *> list;
+  int64_t arena = 0;
+  for (auto &[id, b] : buffers) {
+    list.push_back(&b);
+    arena = std::max(arena, b.offset + b.bytes);
+  }
+  for (size_t i = 0; i < list.size(); ++i)
+    for (size_t j = i + 1; j < list.size(); ++j) {
+      const RecordedBuffer &a = *list[i], &b = *list[j];
+      bool time = a.first <= b.last && b.first <= a.last;
+      bool space =
+          a.offset < b.offset + b.bytes && b.offset < a.offset + a.bytes;
+      EXPECT_FALSE(time && space)
+          << where << ": buffers at [" << a.offset << ", " << a.offset + a.bytes
+          << ") and [" << b.offset << ", " << b.offset + b.bytes
+          << ") overlap while live over [" << a.first << ", " << a.last
+          << "] and [" << b.first << ", " << b.last << "]";
+    }
+
+  // The largest sum of live bytes over the positions.
+  int64_t peak = 0;
+  for (int64_t pos = -1; pos <= stepEnd; ++pos) {
+    int64_t live = 0;
+    for (const RecordedBuffer *b : list)
+      if (b->first <= pos && pos <= b->last)
+        live += b->bytes;
+    peak = std::max(peak, live);
+  }
+  auto arenaAttr = stage->getAttrOfType<IntegerAttr>(kArenaBytesAttr);
+  EXPECT_TRUE(arenaAttr) << where;
+  if (arenaAttr) {
+    EXPECT_EQ(arenaAttr.getInt(), arena) << where;
+    EXPECT_GE(arenaAttr.getInt(), peak) << where;
+  }
+  return peak;
+}
+
+/// Checks the 1F1B shape of a stage: every layer runs m forwards and m
+/// backwards in micro-batch order, the stage runs min(p - s, m) forwards
+/// before its first backward, and (with the lifecycle) one grad_ready,
+/// update and view prefetch per layer.
+void checkStageProgram(StageOp stage, PlanAttr plan, const std::string &where) {
+  int64_t m = plan.getMicroBatches(), p = plan.getPp(), s = stage.getStage();
+  std::map<int64_t, int64_t> forwards, backwards;
+  int64_t forwardsBeforeBackward = -1, firstLayerForwards = 0;
+  int64_t ready = 0, updates = 0, prefetches = 0;
+  for (Operation &op : stage.getBody().front()) {
+    if (auto forward = dyn_cast<ForwardOp>(op)) {
+      int64_t layer = forward.getView().getType().getLayer();
+      EXPECT_EQ(int64_t(forward.getMicroBatch()), forwards[layer]) << where;
+      ++forwards[layer];
+      if (layer == int64_t(stage.getFirstLayer()))
+        ++firstLayerForwards;
+    } else if (auto backward = dyn_cast<BackwardOp>(op)) {
+      int64_t layer = backward.getView().getType().getLayer();
+      EXPECT_EQ(int64_t(backward.getMicroBatch()), backwards[layer]) << where;
+      ++backwards[layer];
+      if (forwardsBeforeBackward < 0)
+        forwardsBeforeBackward = firstLayerForwards;
+    } else if (isa<GradReadyOp>(op)) {
+      ++ready;
+    } else if (isa<UpdateOp>(op)) {
+      ++updates;
+    } else if (isa<ViewPrefetchOp>(op)) {
+      ++prefetches;
+    }
+  }
+  for (int64_t layer = stage.getFirstLayer(); layer < stage.getEndLayer();
+       ++layer) {
+    EXPECT_EQ(forwards[layer], m) << where << ": layer " << layer;
+    EXPECT_EQ(backwards[layer], m) << where << ": layer " << layer;
+  }
+  EXPECT_EQ(forwardsBeforeBackward, std::min(p - s, m)) << where;
+  EXPECT_EQ(ready, stage.getNumLayers()) << where;
+  EXPECT_EQ(updates, stage.getNumLayers()) << where;
+  EXPECT_EQ(prefetches, stage.getNumLayers()) << where;
+}
+
+TEST_F(ScheduleRandomTest, EverySchedulePassesTheVerifierAndPacksBuffers) {
+  std::mt19937_64 rng(20260522);
+  constexpr int kScenarios = 300;
+  int ratrainRuns = 0, gpuRuns = 0;
+  for (int i = 0; i < kScenarios; ++i) {
+    Scenario s = drawScenario(rng);
+    std::string where = "scenario " + std::to_string(i) + " (" +
+                        s.describe() + ")";
+    OwningOpRef<ModuleOp> module = buildModule(s);
+    std::string diagnostics;
+    ASSERT_TRUE(succeeded(schedule(*module, s.policy, diagnostics)))
+        << where << ":\n"
+        << diagnostics;
+    (s.policy == "ratrain" ? ratrainRuns : gpuRuns)++;
+
+    auto pipelines = llvm::to_vector(module->getOps<PipelineOp>());
+    ASSERT_EQ(pipelines.size(), 1u) << where;
+    PipelineOp pipeline = pipelines.front();
+    ASSERT_TRUE(pipeline.getPolicy().has_value()) << where;
+    EXPECT_EQ(*pipeline.getPolicy(), s.policy == "ratrain"
+                                         ? SchedulePolicy::RATrain
+                                         : SchedulePolicy::GpuStyle)
+        << where;
+    for (StageOp stage : pipeline.getStages()) {
+      std::string at = where + " stage " + std::to_string(stage.getStage());
+      checkStageProgram(stage, pipeline.getPlan(), at);
+      int64_t peak = checkStageBuffers(stage, at);
+      auto recorded = stage->getAttrOfType<IntegerAttr>(kPeakBytesAttr);
+      ASSERT_TRUE(recorded) << at;
+      EXPECT_EQ(recorded.getInt(), peak) << at;
+    }
+    if (HasFailure())
+      return;
+  }
+  EXPECT_GT(ratrainRuns, 0);
+  EXPECT_GT(gpuRuns, 0);
+}
+
+TEST_F(ScheduleRandomTest, VerifierRejectsARemovedSend) {
+  std::mt19937_64 rng(7);
+  int checked = 0;
+  for (int i = 0; i < 100 && checked < 20; ++i) {
+    Scenario s = drawScenario(rng);
+    if (s.pp < 2)
+      continue;
+    OwningOpRef<ModuleOp> module = buildModule(s);
+    std::string diagnostics;
+    ASSERT_TRUE(succeeded(schedule(*module, s.policy, diagnostics)))
+        << diagnostics;
+    SmallVector<SendOp> sends;
+    module->walk([&](SendOp send) { sends.push_back(send); });
+    ASSERT_FALSE(sends.empty());
+    SendOp victim =
+        sends[std::uniform_int_distribution<size_t>(0, sends.size() - 1)(rng)];
+    victim->erase();
+    diagnostics.clear();
+    EXPECT_TRUE(failed(verify(*module, diagnostics))) << s.describe();
+    EXPECT_NE(diagnostics.find("deadlocks"), std::string::npos)
+        << s.describe() << "\n"
+        << diagnostics;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 20);
+}
+
+TEST_F(ScheduleRandomTest, VerifierRejectsAnUpdateBeforeItsGradientIsReady) {
+  std::mt19937_64 rng(11);
+  int checked = 0;
+  for (int i = 0; i < 100 && checked < 20; ++i) {
+    Scenario s = drawScenario(rng);
+    if (s.microBatches < 2)
+      continue;
+    OwningOpRef<ModuleOp> module = buildModule(s);
+    std::string diagnostics;
+    ASSERT_TRUE(succeeded(schedule(*module, s.policy, diagnostics)))
+        << diagnostics;
+    // Mark a layer's gradient ready after its first micro-batch: the
+    // grad_ready takes the first backward's partial gradient.
+    GradReadyOp ready;
+    module->walk([&](GradReadyOp op) {
+      if (!ready)
+        ready = op;
+    });
+    ASSERT_TRUE(ready);
+    int64_t layer = ready.getGrad().getType().getLayer();
+    BackwardOp first;
+    module->walk([&](BackwardOp op) {
+      if (!first && op.getGrad().getType().getLayer() == layer &&
+          op->getParentOp() == ready->getParentOp())
+        first = op;
+    });
+    ASSERT_TRUE(first);
+    ready.getGradMutable().assign(first.getGrad());
+    diagnostics.clear();
+    EXPECT_TRUE(failed(verify(*module, diagnostics))) << s.describe();
+    EXPECT_NE(diagnostics.find("use-before-ready"), std::string::npos)
+        << s.describe() << "\n"
+        << diagnostics;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 20);
+}
+
+} // namespace
