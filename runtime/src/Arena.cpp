@@ -53,7 +53,8 @@ Arena::create(MemorySpace space, uint64_t capacity, uint64_t alignment) {
     return makeError(llvm::formatv(
         "{0} arena: cannot map the planned capacity of {1} bytes: {2}",
         stringifyMemorySpace(space), capacity, std::strerror(errno)));
-  uintptr_t base = (reinterpret_cast<uintptr_t>(map) + align - 1) & ~(align - 1);
+  uintptr_t base =
+      (reinterpret_cast<uintptr_t>(map) + align - 1) & ~(align - 1);
   if (capacity >= (uint64_t(2) << 20))
     madvise(reinterpret_cast<void *>(base), rounded, MADV_HUGEPAGE);
   std::unique_ptr<Arena> arena(new Arena());

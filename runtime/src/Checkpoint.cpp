@@ -153,8 +153,7 @@ std::string ratrain::rt::modelShardName(int stage, int pp) {
 }
 
 std::string ratrain::rt::optimizerShardName(int stage, int pp) {
-  return llvm::formatv("optimizer-{0:d5}-of-{1:d5}.safetensors", stage + 1,
-                       pp)
+  return llvm::formatv("optimizer-{0:d5}-of-{1:d5}.safetensors", stage + 1, pp)
       .str();
 }
 
@@ -162,8 +161,7 @@ std::string ratrain::rt::stepDirectoryName(uint64_t step) {
   return llvm::formatv("step-{0:d8}", step).str();
 }
 
-std::string ratrain::rt::stagingDirectory(llvm::StringRef root,
-                                          uint64_t step) {
+std::string ratrain::rt::stagingDirectory(llvm::StringRef root, uint64_t step) {
   return join(root, "." + stepDirectoryName(step) + ".partial");
 }
 
@@ -205,8 +203,8 @@ llvm::Error ratrain::rt::writeStageShards(llvm::StringRef directory,
                                        "expected {3}",
                                        spec.name, slot.expAvg.bytes,
                                        slot.expAvgSq.bytes, bytes));
-      moments.add(spec.name + ".exp_avg", "F32", spec.shape,
-                  slot.expAvg.data, bytes);
+      moments.add(spec.name + ".exp_avg", "F32", spec.shape, slot.expAvg.data,
+                  bytes);
       moments.add(spec.name + ".exp_avg_sq", "F32", spec.shape,
                   slot.expAvgSq.data, bytes);
       haveMoments = true;
@@ -249,17 +247,17 @@ llvm::Error ratrain::rt::writeCheckpointIndex(llvm::StringRef directory,
   llvm::json::Array boundaries;
   for (int64_t layer : partition.firstLayer)
     boundaries.push_back(layer);
-  llvm::json::Value trainer = llvm::json::Object{
-      {"format", "ratrain-checkpoint-1"},
-      {"step", state.step},
-      {"data_samples", state.data.samples},
-      {"seed", std::to_string(state.seed)},
-      {"pp", state.pp},
-      {"dp", state.dp},
-      {"stage_first_layer", std::move(boundaries)},
-      {"model", modelShapeJSON(model)}};
-  if (llvm::Error error = writeFileAtomically(join(directory, kModelIndex),
-                                              toJSONText(std::move(modelIndex))))
+  llvm::json::Value trainer =
+      llvm::json::Object{{"format", "ratrain-checkpoint-1"},
+                         {"step", state.step},
+                         {"data_samples", state.data.samples},
+                         {"seed", std::to_string(state.seed)},
+                         {"pp", state.pp},
+                         {"dp", state.dp},
+                         {"stage_first_layer", std::move(boundaries)},
+                         {"model", modelShapeJSON(model)}};
+  if (llvm::Error error = writeFileAtomically(
+          join(directory, kModelIndex), toJSONText(std::move(modelIndex))))
     return error;
   if (llvm::Error error =
           writeFileAtomically(join(directory, kOptimizerIndex),
@@ -290,18 +288,19 @@ llvm::Error ratrain::rt::commitCheckpoint(llvm::StringRef root,
                                    target, ec.message()));
   if (llvm::Error error = syncDirectory(root))
     return error;
-  if (llvm::Error error = writeFileAtomically(
-          join(root, kLatest), stepDirectoryName(step) + "\n"))
+  if (llvm::Error error = writeFileAtomically(join(root, kLatest),
+                                              stepDirectoryName(step) + "\n"))
     return error;
   if (!old.empty())
     llvm::sys::fs::remove_directories(old);
   return llvm::Error::success();
 }
 
-llvm::Expected<std::string> ratrain::rt::resolveCheckpoint(llvm::StringRef path) {
+llvm::Expected<std::string>
+ratrain::rt::resolveCheckpoint(llvm::StringRef path) {
   if (!llvm::sys::fs::is_directory(path))
-    return makeError(llvm::formatv("{0}: checkpoint directory does not exist",
-                                   path));
+    return makeError(
+        llvm::formatv("{0}: checkpoint directory does not exist", path));
   if (llvm::sys::fs::exists(join(path, kTrainerState)))
     return path.str();
   std::string latest = join(path, kLatest);
@@ -371,14 +370,14 @@ llvm::Error ratrain::rt::loadSlots(llvm::StringRef directory,
                                    llvm::ArrayRef<ParamSlot> slots) {
   std::map<std::string, std::unique_ptr<SafetensorsFile>> files;
   auto loadIndex = [&](const char *indexName,
-                       std::map<std::string, std::string> &map)
-      -> llvm::Error {
+                       std::map<std::string, std::string> &map) -> llvm::Error {
     std::string path = join(directory, indexName);
     auto value = readJSON(path);
     if (!value)
       return value.takeError();
     llvm::json::Object *root = value->getAsObject();
-    llvm::json::Object *weights = root ? root->getObject("weight_map") : nullptr;
+    llvm::json::Object *weights =
+        root ? root->getObject("weight_map") : nullptr;
     if (!weights)
       return makeError(path + ": missing weight_map");
     for (auto &[key, file] : *weights) {

@@ -74,8 +74,8 @@ void CommEngine::post(uint32_t index) {
       const void *send = op.send;
       if (op.localRoot && op.send == op.recv)
         send = MPI_IN_PLACE;
-      rc = MPI_Ireduce(send, op.recv, op.count, op.type, op.op, 0,
-                       op.localComm, &request);
+      rc = MPI_Ireduce(send, op.recv, op.count, op.type, op.op, 0, op.localComm,
+                       &request);
     } else if (op.phase == 1) {
       // Only node roots take part in the cross-node all-reduce.
       rc = MPI_Iallreduce(MPI_IN_PLACE, op.recv, op.count, op.type, op.op,
@@ -89,8 +89,8 @@ void CommEngine::post(uint32_t index) {
                                    op.comm, &request);
     break;
   case Kind::AllGather:
-    rc = MPI_Iallgather(op.send, op.count, op.type, op.recv, op.count,
-                        op.type, op.comm, &request);
+    rc = MPI_Iallgather(op.send, op.count, op.type, op.recv, op.count, op.type,
+                        op.comm, &request);
     break;
   case Kind::Broadcast:
     rc = MPI_Ibcast(op.recv, op.count, op.type, op.peer, op.comm, &request);
@@ -120,7 +120,8 @@ bool CommEngine::testOutstanding() {
                         completedIndices.data(), statuses.data());
   if (rc == MPI_ERR_IN_STATUS) {
     for (int i = 0; i < completed; ++i)
-      checkMPI(statuses[i].MPI_ERROR, pool.what(requestSlots[completedIndices[i]]));
+      checkMPI(statuses[i].MPI_ERROR,
+               pool.what(requestSlots[completedIndices[i]]));
   }
   if (rc != MPI_SUCCESS) {
     // Name the first outstanding operation: MPI does not say which failed.

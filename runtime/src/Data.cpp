@@ -82,8 +82,8 @@ llvm::Expected<TokenFile> TokenFile::open(llvm::StringRef path) {
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                             /*RequiresNullTerminator=*/false);
   if (!buffer)
-    return makeError(llvm::formatv("{0}: cannot read the token file: {1}",
-                                   path, buffer.getError().message()));
+    return makeError(llvm::formatv("{0}: cannot read the token file: {1}", path,
+                                   buffer.getError().message()));
   llvm::StringRef data = (*buffer)->getBuffer();
   if (data.size() < kTokenFileHeaderBytes)
     return makeError(llvm::formatv("{0}: truncated token file: {1} bytes, the "
@@ -101,8 +101,8 @@ llvm::Expected<TokenFile> TokenFile::open(llvm::StringRef path) {
                                    path, version, kTokenFileVersion));
   uint32_t width = llvm::support::endian::read32le(bytes + 12);
   if (width != 2 && width != 4)
-    return makeError(llvm::formatv("{0}: token width {1} is not 2 or 4 bytes",
-                                   path, width));
+    return makeError(
+        llvm::formatv("{0}: token width {1} is not 2 or 4 bytes", path, width));
   uint64_t count = llvm::support::endian::read64le(bytes + 16);
   uint32_t vocab = llvm::support::endian::read32le(bytes + 24);
   uint64_t payload = data.size() - kTokenFileHeaderBytes;
@@ -176,8 +176,7 @@ DataLoader::DataLoader(TokenFile file, Options options, uint64_t windows)
   scratch.resize(windowTokens());
 }
 
-llvm::Expected<DataLoader> DataLoader::create(TokenFile file,
-                                              Options options) {
+llvm::Expected<DataLoader> DataLoader::create(TokenFile file, Options options) {
   if (options.seqLen <= 0)
     return makeError(llvm::formatv("data loader: sequence length must be "
                                    "positive, got {0}",
@@ -243,10 +242,10 @@ void DataLoader::next(Buffer out) {
 
 void DataLoader::fill(DataPosition stepStart, int64_t microBatch,
                       BatchField field, int32_t *out) {
-  uint64_t base = stepStart.samples +
-                  uint64_t(microBatch) * uint64_t(opts.dpSize) *
-                      uint64_t(opts.microBatch) +
-                  uint64_t(opts.dpIndex) * uint64_t(opts.microBatch);
+  uint64_t base =
+      stepStart.samples +
+      uint64_t(microBatch) * uint64_t(opts.dpSize) * uint64_t(opts.microBatch) +
+      uint64_t(opts.dpIndex) * uint64_t(opts.microBatch);
   uint64_t seq = uint64_t(opts.seqLen);
   uint64_t first = field == BatchField::Inputs ? 0 : 1;
   for (int64_t row = 0; row < opts.microBatch; ++row) {

@@ -32,8 +32,8 @@ void DmaEngine::run(Job &job) {
     job.work = nullptr;
     return;
   }
-  if (job.rows == 1 || (job.dstPitch == job.rowBytes &&
-                        job.srcPitch == job.rowBytes)) {
+  if (job.rows == 1 ||
+      (job.dstPitch == job.rowBytes && job.srcPitch == job.rowBytes)) {
     std::memcpy(job.dst, job.src, job.rowBytes * job.rows);
     return;
   }
@@ -72,13 +72,11 @@ Token DmaEngine::copy2d(Buffer dst, uint64_t dstPitch, Buffer src,
         dst.offset, dst.bytes, stringifyMemorySpace(src.space), src.offset,
         src.bytes));
   char what[TokenPool::kWhatBytes];
-  std::snprintf(what, sizeof(what),
-                "dma2d %s[%llu] <- %s[%llu], %llu rows x %llu bytes",
-                stringifyMemorySpace(dst.space).data(),
-                (unsigned long long)dst.offset,
-                stringifyMemorySpace(src.space).data(),
-                (unsigned long long)src.offset, (unsigned long long)rows,
-                (unsigned long long)rowBytes);
+  std::snprintf(
+      what, sizeof(what), "dma2d %s[%llu] <- %s[%llu], %llu rows x %llu bytes",
+      stringifyMemorySpace(dst.space).data(), (unsigned long long)dst.offset,
+      stringifyMemorySpace(src.space).data(), (unsigned long long)src.offset,
+      (unsigned long long)rows, (unsigned long long)rowBytes);
   return issue(Job{dst.data, src.data, dstPitch, srcPitch, rowBytes, rows, {}},
                what);
 }

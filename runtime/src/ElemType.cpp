@@ -37,4 +37,3 @@ llvm::StringRef ratrain::rt::stringifyElemType(ElemType type) {
   }
   return "?";
 }
-

@@ -32,11 +32,11 @@ llvm::Expected<AtomicFile> AtomicFile::create(llvm::StringRef path) {
   file.target = path.str();
   llvm::StringRef directory = llvm::sys::path::parent_path(path);
   llvm::SmallString<256> temporary(directory.empty() ? "." : directory);
-  llvm::sys::path::append(
-      temporary,
-      llvm::formatv(".{0}.tmp.{1}.{2}", llvm::sys::path::filename(path),
-                    getpid(), temporaryCounter.fetch_add(1))
-          .str());
+  llvm::sys::path::append(temporary,
+                          llvm::formatv(".{0}.tmp.{1}.{2}",
+                                        llvm::sys::path::filename(path),
+                                        getpid(), temporaryCounter.fetch_add(1))
+                              .str());
   file.temporary = std::string(temporary);
   file.fd = ::open(file.temporary.c_str(),
                    O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
@@ -73,8 +73,7 @@ llvm::Error AtomicFile::write(const void *data, uint64_t bytes) {
       if (chunk == 0)
         return makeError(llvm::formatv("{0}: write failed after {1} bytes: "
                                        "{2} (injected for testing)",
-                                       target, written,
-                                       std::strerror(ENOSPC)));
+                                       target, written, std::strerror(ENOSPC)));
     }
     ssize_t n = ::write(fd, p, chunk);
     if (n < 0) {
@@ -97,14 +96,14 @@ llvm::Error AtomicFile::commit() {
     int error = errno;
     ::close(fd);
     fd = -1;
-    return makeError(llvm::formatv("{0}: fsync failed: {1}", target,
-                                   std::strerror(error)));
+    return makeError(
+        llvm::formatv("{0}: fsync failed: {1}", target, std::strerror(error)));
   }
   int rc = ::close(fd);
   fd = -1;
   if (rc != 0)
-    return makeError(llvm::formatv("{0}: close failed: {1}", target,
-                                   std::strerror(errno)));
+    return makeError(
+        llvm::formatv("{0}: close failed: {1}", target, std::strerror(errno)));
   if (::rename(temporary.c_str(), target.c_str()) != 0)
     return makeError(llvm::formatv("{0}: cannot rename the temporary file "
                                    "into place: {1}",
@@ -128,8 +127,8 @@ llvm::Error ratrain::rt::syncDirectory(llvm::StringRef directory) {
   std::string name = directory.str();
   int fd = ::open(name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0)
-    return makeError(llvm::formatv("{0}: cannot open directory: {1}",
-                                   directory, std::strerror(errno)));
+    return makeError(llvm::formatv("{0}: cannot open directory: {1}", directory,
+                                   std::strerror(errno)));
   int rc = ::fsync(fd);
   int error = errno;
   ::close(fd);

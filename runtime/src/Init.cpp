@@ -45,10 +45,10 @@ void ratrain::rt::initParam(Buffer dest, ElemType type, InitKind kind,
   uint64_t count = dest.bytes / getElemBytes(type);
   uint64_t seed = llvm::xxh3_64bits(param);
   for (uint64_t i = 0; i < count; ++i) {
-    float value = kind == InitKind::Zeros  ? 0.0f
-                  : kind == InitKind::Ones ? 1.0f
-                                           : normalFor(seed, elementOffset + i,
-                                                       std);
+    float value = kind == InitKind::Zeros ? 0.0f
+                  : kind == InitKind::Ones
+                      ? 1.0f
+                      : normalFor(seed, elementOffset + i, std);
     switch (type) {
     case ElemType::F32:
       dest.as<float>()[i] = value;

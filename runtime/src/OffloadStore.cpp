@@ -57,8 +57,8 @@ std::string OffloadStore::fileOf(llvm::StringRef key) const {
   std::string readable;
   for (char c : key.take_front(48))
     readable.push_back(std::isalnum(static_cast<unsigned char>(c)) ? c : '_');
-  return llvm::formatv("{0}/rank{1}-{2}-{3:x16}.bin", directory, rank,
-                       readable, llvm::xxh3_64bits(key))
+  return llvm::formatv("{0}/rank{1}-{2}-{3:x16}.bin", directory, rank, readable,
+                       llvm::xxh3_64bits(key))
       .str();
 }
 
@@ -68,8 +68,7 @@ OffloadStore::Entry &OffloadStore::entry(StorageTier tier,
   return (tier == StorageTier::Host ? host : storage)[key.str()];
 }
 
-Token OffloadStore::offload(Buffer src, StorageTier tier,
-                            llvm::StringRef key) {
+Token OffloadStore::offload(Buffer src, StorageTier tier, llvm::StringRef key) {
   Entry &e = entry(tier, key);
   if (e.bytes != 0 && e.bytes != src.bytes)
     fatal(llvm::formatv("offload of '{0}' to {1}: {2} bytes, but the key "
@@ -89,15 +88,15 @@ Token OffloadStore::offload(Buffer src, StorageTier tier,
   }
   if (!createdDirectory && !llvm::sys::fs::is_directory(directory)) {
     if (std::error_code ec = llvm::sys::fs::create_directories(directory))
-      fatal(llvm::formatv("offload directory {0}: {1}", directory,
-                          ec.message()));
+      fatal(
+          llvm::formatv("offload directory {0}: {1}", directory, ec.message()));
     createdDirectory = true;
   }
   std::string path = fileOf(key);
   e.written = true;
   return dma.call(what, [path, src] {
-    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-                    0600);
+    int fd =
+        ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0)
       fatal(llvm::formatv("offload file {0}: cannot create: {1}", path,
                           std::strerror(errno)));

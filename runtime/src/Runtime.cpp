@@ -81,8 +81,8 @@ int elementCount(const Buffer &buffer, unsigned elemBytes, const char *what) {
   if (buffer.bytes % elemBytes != 0)
     fatal(llvm::formatv("{0}: buffer {1}[{2}, +{3}) is not a whole number of "
                         "{4}-byte elements",
-                        what, stringifyMemorySpace(buffer.space),
-                        buffer.offset, buffer.bytes, elemBytes));
+                        what, stringifyMemorySpace(buffer.space), buffer.offset,
+                        buffer.bytes, elemBytes));
   uint64_t count = buffer.bytes / elemBytes;
   if (count > uint64_t(INT_MAX))
     fatal(llvm::formatv("{0}: {1} elements exceed MPI's int count; split the "
@@ -202,12 +202,11 @@ Runtime::Runtime(int &argc, char **&argv, RuntimeOptions options)
   int needed = opts.progress == ProgressMode::Thread ? MPI_THREAD_SERIALIZED
                                                      : MPI_THREAD_FUNNELED;
   if (provided < needed)
-    fatal(llvm::formatv("the MPI library provides thread level {0}, the "
-                        "{1} progress mode needs {2}",
-                        provided,
-                        opts.progress == ProgressMode::Thread ? "thread"
-                                                              : "inline",
-                        needed));
+    fatal(llvm::formatv(
+        "the MPI library provides thread level {0}, the "
+        "{1} progress mode needs {2}",
+        provided, opts.progress == ProgressMode::Thread ? "thread" : "inline",
+        needed));
   if (opts.pp < 1 || opts.dp < 1)
     fatal(llvm::formatv("invalid layout pp={0} x dp={1}", opts.pp, opts.dp));
   grid = Layout{opts.pp, opts.dp};
@@ -243,16 +242,15 @@ Runtime::Runtime(int &argc, char **&argv, RuntimeOptions options)
                                  MPI_INFO_NULL,
                                  &communicators[unsigned(Group::NodeLocal)]),
              "MPI_Comm_split_type (node-local group)");
-    checkMPI(
-        MPI_Comm_split_type(data, MPI_COMM_TYPE_SHARED, dpIndex(),
-                            MPI_INFO_NULL,
-                            &communicators[unsigned(Group::DataNodeLocal)]),
-        "MPI_Comm_split_type (node-local data-parallel group)");
+    checkMPI(MPI_Comm_split_type(
+                 data, MPI_COMM_TYPE_SHARED, dpIndex(), MPI_INFO_NULL,
+                 &communicators[unsigned(Group::DataNodeLocal)]),
+             "MPI_Comm_split_type (node-local data-parallel group)");
   }
   int localIndex = 0;
-  checkMPI(MPI_Comm_rank(communicators[unsigned(Group::DataNodeLocal)],
-                         &localIndex),
-           "MPI_Comm_rank");
+  checkMPI(
+      MPI_Comm_rank(communicators[unsigned(Group::DataNodeLocal)], &localIndex),
+      "MPI_Comm_rank");
   checkMPI(MPI_Comm_split(data, localIndex, dpIndex(),
                           &communicators[unsigned(Group::DataCrossNode)]),
            "MPI_Comm_split (cross-node data-parallel group)");
@@ -280,21 +278,21 @@ Runtime::Runtime(int &argc, char **&argv, RuntimeOptions options)
       Arena::create(MemorySpace::GSM, opts.gsmBytes, opts.arenaAlignment));
   if (opts.cores < 1)
     fatal(llvm::formatv("invalid core count {0}", opts.cores));
-  amArena = exitOnError(Arena::create(
-      MemorySpace::AM, opts.amBytes * uint64_t(opts.cores),
-      opts.arenaAlignment));
+  amArena = exitOnError(Arena::create(MemorySpace::AM,
+                                      opts.amBytes * uint64_t(opts.cores),
+                                      opts.arenaAlignment));
 
   // Engines. The progress thread starts last: from now on it owns MPI.
-  pool = std::make_unique<TokenPool>(std::max<uint32_t>(opts.maxOutstanding, 1));
+  pool =
+      std::make_unique<TokenPool>(std::max<uint32_t>(opts.maxOutstanding, 1));
   dmaEngine = std::make_unique<DmaEngine>(*pool, opts.dmaThreads);
   comm = std::make_unique<CommEngine>(*pool, opts.progress, opts.pollMicros,
                                       opts.commTimeoutSeconds);
   if (opts.offloadDirectory.empty()) {
     const char *tmp = std::getenv("TMPDIR");
-    opts.offloadDirectory =
-        llvm::formatv("{0}/ratrain-offload-{1}", tmp && *tmp ? tmp : "/tmp",
-                      getpid())
-            .str();
+    opts.offloadDirectory = llvm::formatv("{0}/ratrain-offload-{1}",
+                                          tmp && *tmp ? tmp : "/tmp", getpid())
+                                .str();
   }
   offloads = std::make_unique<OffloadStore>(*dmaEngine, opts.offloadDirectory,
                                             worldRank);
@@ -371,13 +369,13 @@ int Runtime::groupRank(Group group) const {
 
 namespace {
 /// Formats an operation description into `out` (no allocation).
-void describe(char (&out)[TokenPool::kWhatBytes], const char *kind,
-              Group group, const Buffer &buffer, const char *extra) {
+void describe(char (&out)[TokenPool::kWhatBytes], const char *kind, Group group,
+              const Buffer &buffer, const char *extra) {
   std::snprintf(out, sizeof(out), "%s of %s[%llu, +%llu) on the %s group%s",
                 kind, stringifyMemorySpace(buffer.space).data(),
                 (unsigned long long)buffer.offset,
-                (unsigned long long)buffer.bytes,
-                stringifyGroup(group).data(), extra);
+                (unsigned long long)buffer.bytes, stringifyGroup(group).data(),
+                extra);
 }
 } // namespace
 
@@ -385,11 +383,10 @@ Token Runtime::allReduce(Group group, Buffer src, Buffer dst, ElemType type,
                          ReduceOp op, CollectiveAlgorithm algorithm) {
   char what[TokenPool::kWhatBytes];
   char extra[64];
-  std::snprintf(extra, sizeof(extra), " (%s %s%s)",
-                stringifyElemType(type).data(), stringifyReduceOp(op).data(),
-                algorithm == CollectiveAlgorithm::Hierarchical
-                    ? ", hierarchical"
-                    : "");
+  std::snprintf(
+      extra, sizeof(extra), " (%s %s%s)", stringifyElemType(type).data(),
+      stringifyReduceOp(op).data(),
+      algorithm == CollectiveAlgorithm::Hierarchical ? ", hierarchical" : "");
   describe(what, "all-reduce", group, dst, extra);
   if (src.bytes != dst.bytes)
     fatal(llvm::formatv("{0}: source and destination differ in size ({1} "
@@ -462,9 +459,9 @@ Token Runtime::allGather(Group group, Buffer send, Buffer recv) {
                         what, size, send.bytes, recv.bytes));
   int count = elementCount(send, 1, what);
   Token token = pool->acquire(what);
-  comm->submit(token, {CommEngine::Kind::AllGather,
-                       communicators[unsigned(group)], send.data, recv.data,
-                       count, MPI_BYTE, MPI_OP_NULL, 0, 0});
+  comm->submit(token,
+               {CommEngine::Kind::AllGather, communicators[unsigned(group)],
+                send.data, recv.data, count, MPI_BYTE, MPI_OP_NULL, 0, 0});
   return token;
 }
 
@@ -478,9 +475,9 @@ Token Runtime::broadcast(Group group, Buffer data, int root) {
                         what, root, groupSize(group)));
   int count = elementCount(data, 1, what);
   Token token = pool->acquire(what);
-  comm->submit(token, {CommEngine::Kind::Broadcast,
-                       communicators[unsigned(group)], nullptr, data.data,
-                       count, MPI_BYTE, MPI_OP_NULL, root, 0});
+  comm->submit(token,
+               {CommEngine::Kind::Broadcast, communicators[unsigned(group)],
+                nullptr, data.data, count, MPI_BYTE, MPI_OP_NULL, root, 0});
   return token;
 }
 
@@ -489,9 +486,9 @@ Token Runtime::barrier(Group group) {
   std::snprintf(what, sizeof(what), "barrier on the %s group",
                 stringifyGroup(group).data());
   Token token = pool->acquire(what);
-  comm->submit(token, {CommEngine::Kind::Barrier,
-                       communicators[unsigned(group)], nullptr, nullptr, 0,
-                       MPI_BYTE, MPI_OP_NULL, 0, 0});
+  comm->submit(token,
+               {CommEngine::Kind::Barrier, communicators[unsigned(group)],
+                nullptr, nullptr, 0, MPI_BYTE, MPI_OP_NULL, 0, 0});
   return token;
 }
 
@@ -508,9 +505,9 @@ Token Runtime::send(Group group, int peer, int tag, Buffer data) {
     fatal(llvm::formatv("{0}: tag {1} is outside [0, 32767]", what, tag));
   int count = elementCount(data, 1, what);
   Token token = pool->acquire(what);
-  comm->submit(token, {CommEngine::Kind::Send, communicators[unsigned(group)],
-                       data.data, nullptr, count, MPI_BYTE, MPI_OP_NULL, peer,
-                       tag});
+  comm->submit(token,
+               {CommEngine::Kind::Send, communicators[unsigned(group)],
+                data.data, nullptr, count, MPI_BYTE, MPI_OP_NULL, peer, tag});
   return token;
 }
 
@@ -527,9 +524,9 @@ Token Runtime::recv(Group group, int peer, int tag, Buffer data) {
     fatal(llvm::formatv("{0}: tag {1} is outside [0, 32767]", what, tag));
   int count = elementCount(data, 1, what);
   Token token = pool->acquire(what);
-  comm->submit(token, {CommEngine::Kind::Recv, communicators[unsigned(group)],
-                       nullptr, data.data, count, MPI_BYTE, MPI_OP_NULL, peer,
-                       tag});
+  comm->submit(token,
+               {CommEngine::Kind::Recv, communicators[unsigned(group)], nullptr,
+                data.data, count, MPI_BYTE, MPI_OP_NULL, peer, tag});
   return token;
 }
 

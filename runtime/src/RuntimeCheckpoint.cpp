@@ -41,10 +41,10 @@ llvm::Error Runtime::saveCheckpoint(llvm::StringRef root,
                                        "{0} stages, the job {1}",
                                        partition.numStages(), numStages())));
   if (state.pp != numStages() || state.dp != dpSize())
-    status.set(makeError(llvm::formatv("checkpoint save: trainer state says "
-                                       "pp {0} x dp {1}, the job is {2} x {3}",
-                                       state.pp, state.dp, numStages(),
-                                       dpSize())));
+    status.set(
+        makeError(llvm::formatv("checkpoint save: trainer state says "
+                                "pp {0} x dp {1}, the job is {2} x {3}",
+                                state.pp, state.dp, numStages(), dpSize())));
   // 1. Rank 0 prepares an empty staging directory.
   if (rank() == 0 && !status.failed) {
     if (std::error_code ec = llvm::sys::fs::create_directories(root))
@@ -62,8 +62,8 @@ llvm::Error Runtime::saveCheckpoint(llvm::StringRef root,
   bool ok = allReduceMin(status.failed ? 0 : 1) == 1;
   // 2. One writer per stage.
   if (ok && dpIndex() == 0)
-    status.set(writeStageShards(staging, model, partition, stage(), slots,
-                                state));
+    status.set(
+        writeStageShards(staging, model, partition, stage(), slots, state));
   ok = ok && allReduceMin(status.failed ? 0 : 1) == 1;
   // 3. Rank 0 publishes.
   if (ok && rank() == 0) {
@@ -112,11 +112,12 @@ Runtime::loadCheckpoint(llvm::StringRef path, const ModelConfig &model,
 }
 
 double Runtime::logStep(StepLogger *logger, uint64_t step, uint64_t totalSteps,
-                      double loss, double tokens, double seconds) {
+                        double loss, double tokens, double seconds) {
   auto now = TokenPool::Clock::now();
   if (!firstLogStart)
-    firstLogStart = now - std::chrono::duration_cast<TokenPool::Clock::duration>(
-                              std::chrono::duration<double>(seconds));
+    firstLogStart =
+        now - std::chrono::duration_cast<TokenPool::Clock::duration>(
+                  std::chrono::duration<double>(seconds));
   std::vector<double> losses = allGatherDoubles(isLastStage() ? loss : NAN);
   std::vector<double> peaks = allGatherDoubles(double(ddr().peakBytes()));
   double sum = 0;

@@ -60,9 +60,9 @@ std::string ratrain::rt::formatShape(llvm::ArrayRef<int64_t> shape) {
 void SafetensorsWriter::add(llvm::StringRef name, llvm::StringRef dtype,
                             llvm::ArrayRef<int64_t> shape, const void *data,
                             uint64_t bytes) {
-  entries.push_back(
-      {name.str(), dtype.str(), std::vector<int64_t>(shape.begin(), shape.end()),
-       data, bytes});
+  entries.push_back({name.str(), dtype.str(),
+                     std::vector<int64_t>(shape.begin(), shape.end()), data,
+                     bytes});
 }
 
 void SafetensorsWriter::setMetadata(llvm::StringRef key,
@@ -279,8 +279,8 @@ llvm::Error SafetensorsFile::read(llvm::StringRef name, llvm::StringRef dtype,
                                   uint64_t bytes) const {
   const TensorInfo *info = find(name);
   if (!info)
-    return makeError(llvm::formatv("{0}: tensor '{1}' is missing", fileName,
-                                   name));
+    return makeError(
+        llvm::formatv("{0}: tensor '{1}' is missing", fileName, name));
   if (info->dtype != dtype)
     return makeError(llvm::formatv("{0}: tensor '{1}' has dtype {2}, the "
                                    "model expects {3}",
@@ -302,8 +302,7 @@ llvm::Error SafetensorsFile::read(llvm::StringRef name, llvm::StringRef dtype,
     if (actual != checksum->second)
       return makeError(llvm::formatv("{0}: tensor '{1}' is corrupt: its data "
                                      "checksum is {2}, the file recorded {3}",
-                                     fileName, name, actual,
-                                     checksum->second));
+                                     fileName, name, actual, checksum->second));
   }
   std::memcpy(out, raw.data(), raw.size());
   return llvm::Error::success();

@@ -78,8 +78,8 @@ Session::Session(Runtime &rt, const ModelConfig &model,
                         "vocab_size {2}",
                         opts.dataPath, tokens.vocab(), model.vocab));
   loader.emplace(exitOnError(DataLoader::create(
-      std::move(tokens), {opts.seqLen, opts.microBatch, rt.dpSize(),
-                          rt.dpIndex(), opts.seed})));
+      std::move(tokens),
+      {opts.seqLen, opts.microBatch, rt.dpSize(), rt.dpIndex(), opts.seed})));
   if (rt.rank() == 0)
     logger.emplace(exitOnError(StepLogger::create(opts.logPath)));
 }
@@ -133,8 +133,8 @@ void Session::endStep() {
                        .count();
   position.samples += loader->samplesPerStep(opts.microBatches);
   double loss = lossCount ? lossSum / double(lossCount) : NAN;
-  double tokens = double(opts.microBatches * opts.microBatch * opts.seqLen *
-                         rt.dpSize());
+  double tokens =
+      double(opts.microBatches * opts.microBatch * opts.seqLen * rt.dpSize());
   lastStepLoss = rt.logStep(logger ? &*logger : nullptr, currentStep,
                             opts.steps, loss, tokens, seconds);
   bool due = !opts.checkpointDir.empty() &&

@@ -65,10 +65,9 @@ std::string ratrain::rt::formatProgressLine(const StepRecord &record,
               .str();
   if (record.totalSteps && stepsLogged > 0) {
     double mean = record.elapsedSeconds / double(stepsLogged);
-    double remaining =
-        record.step >= record.totalSteps
-            ? 0.0
-            : double(record.totalSteps - record.step) * mean;
+    double remaining = record.step >= record.totalSteps
+                           ? 0.0
+                           : double(record.totalSteps - record.step) * mean;
     line += " | ETA " + formatDuration(remaining);
   }
   return line;

@@ -165,9 +165,8 @@ void runComm(Runtime &rt) {
     // Out of place, bf16.
     for (uint64_t i = 0; i < n; ++i)
       src.as<uint16_t>()[i] = floatToBF16(float(rt.dpIndex() + i % 4));
-    rt.wait(rt.allReduce(Group::Data, src.slice(0, n * 2),
-                         dst.slice(0, n * 2), ElemType::BF16, ReduceOp::Sum,
-                         algorithm));
+    rt.wait(rt.allReduce(Group::Data, src.slice(0, n * 2), dst.slice(0, n * 2),
+                         ElemType::BF16, ReduceOp::Sum, algorithm));
     for (uint64_t i = 0; i < n; ++i) {
       float want = float(grid.dp * (grid.dp - 1) / 2 + grid.dp * int(i % 4));
       CHECK(bf16ToFloat(dst.as<uint16_t>()[i]) == want,
@@ -226,8 +225,8 @@ void runComm(Runtime &rt) {
   rt.wait(rt.dma(staged, matrix));
   Buffer tile = rt.am().buffer(0, 16 * 16);
   // The 16 x 16 tile at row 8, column 32 of the 64 x 64 matrix.
-  rt.wait(rt.dma2d(tile, 16, staged.slice(8 * 64 + 32, 64 * 56 - 32), 64, 16,
-                   16));
+  rt.wait(
+      rt.dma2d(tile, 16, staged.slice(8 * 64 + 32, 64 * 56 - 32), 64, 16, 16));
   Buffer back = ddr.buffer(base + 7 * n * 4, 16 * 16);
   Token t1 = rt.dma(back, tile);
   rt.wait(t1);
@@ -260,14 +259,12 @@ void runComm(Runtime &rt) {
 
   CHECK(rt.ddr().peakBytes() == base + 11 * n * 4, "ddr peak {0}",
         rt.ddr().peakBytes());
-  CHECK(rt.gsm().peakBytes() == 64 * 64, "gsm peak {0}",
-        rt.gsm().peakBytes());
+  CHECK(rt.gsm().peakBytes() == 64 * 64, "gsm peak {0}", rt.gsm().peakBytes());
   rt.wait(rt.barrier(Group::World));
   std::printf("rank %d (stage %d, dp %d): ok\n", rt.rank(), rt.stage(),
               rt.dpIndex());
   if (rt.rank() == 0)
-    std::printf("e2e comm pp=%d dp=%d: all checks passed\n", grid.pp,
-                grid.dp);
+    std::printf("e2e comm pp=%d dp=%d: all checks passed\n", grid.pp, grid.dp);
 }
 
 /// The last rank fails in the middle of a step: it dies (SIGKILL) or stops

@@ -92,10 +92,10 @@ struct Plan {
   };
   std::vector<Param> params;
   uint64_t inputs = 0, labels = 0, fieldBytes = 0; ///< Per micro-batch.
-  uint64_t losses = 0;                 ///< One f32 per micro-batch.
-  uint64_t acts = 0, actBytes = 0;     ///< Per micro-batch [T, h].
-  uint64_t actGrads = 0;               ///< Per micro-batch [T, h].
-  uint64_t logits = 0, logitBytes = 0; ///< [T, vocab], last stage.
+  uint64_t losses = 0;                             ///< One f32 per micro-batch.
+  uint64_t acts = 0, actBytes = 0;                 ///< Per micro-batch [T, h].
+  uint64_t actGrads = 0;                           ///< Per micro-batch [T, h].
+  uint64_t logits = 0, logitBytes = 0;             ///< [T, vocab], last stage.
   uint64_t capacity = 0;
 
   uint64_t take(uint64_t bytes) {
@@ -159,8 +159,8 @@ int main(int argc, char **argv) {
   // the largest stage (every rank plans all stages; cheap).
   uint64_t capacity = 0;
   for (int s = 0; s < a.pp; ++s)
-    capacity = std::max(
-        capacity, makePlan(model, partition, s, sessionOptions).capacity);
+    capacity = std::max(capacity,
+                        makePlan(model, partition, s, sessionOptions).capacity);
   RuntimeOptions options;
   options.pp = a.pp;
   options.dp = a.dp;
@@ -245,8 +245,8 @@ int main(int argc, char **argv) {
       const float *w = ddr.get<float>(head->master, vocab * h);
       float *dw = ddr.get<float>(head->grad, vocab * h);
       float *logits = ddr.get<float>(plan.logits, tokensPerMB * vocab);
-      float *dx = ddr.get<float>(plan.actGrads + mb * plan.actBytes,
-                                 tokensPerMB * h);
+      float *dx =
+          ddr.get<float>(plan.actGrads + mb * plan.actBytes, tokensPerMB * h);
       double lossSum = 0;
       for (int64_t t = 0; t < tokensPerMB; ++t) {
         int32_t target = targets[t];
@@ -286,16 +286,16 @@ int main(int argc, char **argv) {
 
     // Backward: activation gradients travel back to stage 0.
     for (int mb = 0; mb < o.microBatches; ++mb) {
-      Buffer grad = ddr.buffer(plan.actGrads + mb * plan.actBytes,
-                               plan.actBytes);
+      Buffer grad =
+          ddr.buffer(plan.actGrads + mb * plan.actBytes, plan.actBytes);
       if (!rt.isLastStage())
         rt.wait(rt.recvFromStage(rt.stage() + 1, 2 * mb + 1, grad));
       if (!rt.isFirstStage()) {
         pending.push_back(rt.sendToStage(rt.stage() - 1, 2 * mb + 1, grad));
         continue;
       }
-      const int32_t *ids = ddr.get<int32_t>(plan.inputs + mb * plan.fieldBytes,
-                                            tokensPerMB);
+      const int32_t *ids =
+          ddr.get<int32_t>(plan.inputs + mb * plan.fieldBytes, tokensPerMB);
       float *de = ddr.get<float>(embed->grad, vocab * h);
       const float *dx = grad.as<float>();
       for (int64_t t = 0; t < tokensPerMB; ++t) {
@@ -310,9 +310,8 @@ int main(int argc, char **argv) {
     // dp), issued for every trained tensor before waiting on any.
     std::vector<Token> reductions;
     for (Plan::Param *p : trained)
-      reductions.push_back(rt.allReduce(Group::Data,
-                                        ddr.buffer(p->grad, p->bytes),
-                                        ElemType::F32));
+      reductions.push_back(rt.allReduce(
+          Group::Data, ddr.buffer(p->grad, p->bytes), ElemType::F32));
     rt.waitAll(reductions);
     // Adam.
     const double lr = 1e-2, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
@@ -327,8 +326,8 @@ int main(int argc, char **argv) {
       for (uint64_t i = 0; i < n; ++i) {
         m[i] = float(beta1 * m[i] + (1 - beta1) * g[i]);
         v[i] = float(beta2 * v[i] + (1 - beta2) * double(g[i]) * g[i]);
-        double update = (m[i] / correction1) /
-                        (std::sqrt(v[i] / correction2) + eps);
+        double update =
+            (m[i] / correction1) / (std::sqrt(v[i] / correction2) + eps);
         w[i] = float(w[i] - lr * update);
       }
     }

@@ -139,11 +139,11 @@ public:
     sc.compute_at(out, qb)
         .bound(ji, 0, JT)
         .split(i, io, iu, 8, TailStrategy::RoundUp)
-        .reorder(ji, iu, jt, io)
+        .reorder(ji, iu, io, jt)
         .vectorize(ji, kLanes)
         .unroll(ji)
         .unroll(iu);
-    dot.compute_at(sc, jt).vectorize(ji, kLanes).unroll(ji).unroll(i);
+    dot.compute_at(sc, io).vectorize(ji, kLanes).unroll(ji).unroll(i);
     dot.update().reorder(ji, i, rd).vectorize(ji, kLanes).unroll(ji).unroll(i);
     mx.compute_at(out, qb);
     mx.update().atomic().vectorize(rj.x, kLanes);
@@ -152,12 +152,17 @@ public:
     lse.compute_at(out, qb);
     p.compute_at(out, qb).bound(ji, 0, JT).reorder(ji, jt, i).vectorize(ji,
                                                                         kLanes);
-    o.compute_at(out, dc).bound(ir, 0, R).vectorize(d, kLanes).unroll(d).unroll(
-        ir);
+    // O for the whole query block stays in L1 (QB x D fp32); the key tile
+    // loop is outermost so a 32 x D tile of V is loaded once per block and
+    // reused by every R-row chunk; within a chunk the R x DC accumulators
+    // live in registers across the tile's 32 keys.
+    Var dco("dco"), dci("dci");
+    o.compute_at(out, qb).bound(ir, 0, R).bound(d, 0, D).vectorize(d, kLanes);
     o.update()
-        .reorder(d, ir, rk.x, rk.y)
-        .vectorize(d, kLanes)
-        .unroll(d)
+        .split(d, dco, dci, DC)
+        .reorder(dci, ir, rk.x, dco, ic, rk.y)
+        .vectorize(dci, kLanes)
+        .unroll(dci)
         .unroll(ir);
 
     q.dim(0).set_stride(1).set_min(0).set_extent(D);
@@ -243,23 +248,21 @@ public:
     ds.compute_at(dq, qb)
         .bound(ji, 0, JT)
         .split(i, io, iu, 8, TailStrategy::RoundUp)
-        .reorder(ji, iu, jt, io)
+        .reorder(ji, iu, io, jt)
         .vectorize(ji, kLanes)
         .unroll(ji)
         .unroll(iu);
     for (Func f : {dot, dpdot}) {
-      f.compute_at(ds, jt).vectorize(ji, kLanes).unroll(ji).unroll(i);
+      f.compute_at(ds, io).vectorize(ji, kLanes).unroll(ji).unroll(i);
       f.update().reorder(ji, i, rd).vectorize(ji, kLanes).unroll(ji).unroll(i);
     }
-    acc.compute_at(dq, dc)
-        .bound(ir, 0, R)
-        .vectorize(d, kLanes)
-        .unroll(d)
-        .unroll(ir);
+    Var dco("dco"), dci("dci");
+    acc.compute_at(dq, qb).bound(ir, 0, R).bound(d, 0, D).vectorize(d, kLanes);
     acc.update()
-        .reorder(d, ir, rk.x, rk.y)
-        .vectorize(d, kLanes)
-        .unroll(d)
+        .split(d, dco, dci, DC)
+        .reorder(dci, ir, rk.x, dco, ic, rk.y)
+        .vectorize(dci, kLanes)
+        .unroll(dci)
         .unroll(ir);
 
     for (auto *in : {&q, &k, &v, &o, &dO})
@@ -360,23 +363,21 @@ public:
     pt.compute_at(out, kb)
         .bound(ii, 0, IT)
         .split(j, jo, ju, 8, TailStrategy::RoundUp)
-        .reorder(ii, ju, it, h, jo)
+        .reorder(ii, ju, jo, it, h)
         .vectorize(ii, kLanes)
         .unroll(ii)
         .unroll(ju);
     for (Func f : {sdot, pdot}) {
-      f.compute_at(pt, it).vectorize(ii, kLanes).unroll(ii).unroll(j);
+      f.compute_at(pt, jo).vectorize(ii, kLanes).unroll(ii).unroll(j);
       f.update().reorder(ii, j, rd).vectorize(ii, kLanes).unroll(ii).unroll(j);
     }
-    acc.compute_at(out, dc)
-        .bound(jr, 0, R)
-        .vectorize(d, kLanes)
-        .unroll(d)
-        .unroll(jr);
+    Var dco("dco"), dci("dci");
+    acc.compute_at(out, kb).bound(jr, 0, R).bound(d, 0, D).vectorize(d, kLanes);
     acc.update()
-        .reorder(d, jr, ri.x, ri.y, ri.z)
-        .vectorize(d, kLanes)
-        .unroll(d)
+        .split(d, dco, dci, DC)
+        .reorder(dci, jr, ri.x, dco, jc, ri.y, ri.z)
+        .vectorize(dci, kLanes)
+        .unroll(dci)
         .unroll(jr);
 
     for (auto *in : {&q, &k, &v, &o, &dO})

@@ -59,15 +59,15 @@ struct StageState {
     uint64_t bytes = other.arena->capacity();
     arena = std::move(*Arena::create(MemorySpace::DDR, bytes));
     for (const ParamSlot &slot : other.slots)
-      slots.push_back({slot.name, slot.shape,
-                       arena->buffer(slot.master.offset, slot.master.bytes),
-                       arena->buffer(slot.expAvg.offset, slot.expAvg.bytes),
-                       arena->buffer(slot.expAvgSq.offset,
-                                     slot.expAvgSq.bytes)});
+      slots.push_back(
+          {slot.name, slot.shape,
+           arena->buffer(slot.master.offset, slot.master.bytes),
+           arena->buffer(slot.expAvg.offset, slot.expAvg.bytes),
+           arena->buffer(slot.expAvgSq.offset, slot.expAvgSq.bytes)});
   }
   bool sameAs(const StageState &other) const {
-    return std::memcmp(arena->base(), other.arena->base(),
-                       arena->capacity()) == 0;
+    return std::memcmp(arena->base(), other.arena->base(), arena->capacity()) ==
+           0;
   }
 };
 
@@ -82,7 +82,8 @@ llvm::Error save(const std::string &root, const ModelConfig &model,
     if (llvm::Error error = writeStageShards(staging, model, partition, s,
                                              stages[s].slots, state))
       return error;
-  if (llvm::Error error = writeCheckpointIndex(staging, model, partition, state))
+  if (llvm::Error error =
+          writeCheckpointIndex(staging, model, partition, state))
     return error;
   return commitCheckpoint(root, staging, state.step);
 }
@@ -143,7 +144,8 @@ TEST(Checkpoint, StagePartition) {
   std::vector<ParamSpec> first = stageParameters(model, even, 0);
   std::vector<ParamSpec> last = stageParameters(model, even, 1);
   EXPECT_EQ(first.front().name, "model.embed_tokens.weight");
-  EXPECT_EQ(first.back().name, "model.layers.1.post_attention_layernorm.weight");
+  EXPECT_EQ(first.back().name,
+            "model.layers.1.post_attention_layernorm.weight");
   EXPECT_EQ(last.front().name, "model.layers.2.self_attn.q_proj.weight");
   EXPECT_EQ(last.back().name, "lm_head.weight");
   EXPECT_EQ(first.size() + last.size(), llamaParameters(model).size());
@@ -163,16 +165,18 @@ TEST(Checkpoint, SaveAndLoadRoundTripBitExactly) {
   EXPECT_EQ(listDirectory(root),
             (std::vector<std::string>{"latest", "step-00000042"}));
   EXPECT_EQ(listDirectory(root + "/step-00000042"),
-            (std::vector<std::string>{
-                "model-00001-of-00002.safetensors",
-                "model-00002-of-00002.safetensors",
-                "model.safetensors.index.json",
-                "optimizer-00001-of-00002.safetensors",
-                "optimizer-00002-of-00002.safetensors",
-                "optimizer.safetensors.index.json", "trainer_state.json"}));
-  std::string index = readRaw(root + "/step-00000042/model.safetensors.index.json");
-  EXPECT_NE(index.find("\"lm_head.weight\": \"model-00002-of-00002.safetensors\""),
-            std::string::npos)
+            (std::vector<std::string>{"model-00001-of-00002.safetensors",
+                                      "model-00002-of-00002.safetensors",
+                                      "model.safetensors.index.json",
+                                      "optimizer-00001-of-00002.safetensors",
+                                      "optimizer-00002-of-00002.safetensors",
+                                      "optimizer.safetensors.index.json",
+                                      "trainer_state.json"}));
+  std::string index =
+      readRaw(root + "/step-00000042/model.safetensors.index.json");
+  EXPECT_NE(
+      index.find("\"lm_head.weight\": \"model-00002-of-00002.safetensors\""),
+      std::string::npos)
       << index;
 
   auto resolved = resolveCheckpoint(root);
@@ -205,8 +209,7 @@ TEST(Checkpoint, WrongModelShapeIsReported) {
   std::vector<StageState> stages;
   stages.emplace_back(model, partition, 0, 1.0f);
   std::string root = dir.path("ckpt");
-  ASSERT_EQ(errorText(save(root, model, partition, stages,
-                           {3, {0}, 1, 1, 1})),
+  ASSERT_EQ(errorText(save(root, model, partition, stages, {3, {0}, 1, 1, 1})),
             "");
   std::string step = root + "/step-00000003";
   ModelConfig wider = model;
@@ -291,8 +294,7 @@ TEST(Checkpoint, FailedSaveLeavesThePreviousCheckpointIntact) {
   EXPECT_EQ(readRaw(shard), before);
   EXPECT_FALSE(llvm::sys::fs::exists(root + "/step-00000002"));
   // The staging directory holds no partial file either.
-  for (const std::string &name :
-       listDirectory(stagingDirectory(root, 2)))
+  for (const std::string &name : listDirectory(stagingDirectory(root, 2)))
     EXPECT_EQ(name.find(".tmp."), std::string::npos) << name;
 
   // Re-saving the same step replaces it whole.

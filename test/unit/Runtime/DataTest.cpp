@@ -58,9 +58,9 @@ TEST(TokenFile, RoundTripsBothWidths) {
     std::string path = dir.path("t" + std::to_string(width) + ".tok");
     std::vector<uint32_t> ids = iota(1000, width == 2 ? 50000 : 70000);
     ids[7] = width == 2 ? 65535 : 69999;
-    ASSERT_EQ(errorText(writeTokenFile(path, ids, width == 2 ? 65536 : 70000,
-                                       width)),
-              "");
+    ASSERT_EQ(
+        errorText(writeTokenFile(path, ids, width == 2 ? 65536 : 70000, width)),
+        "");
     auto file = TokenFile::open(path);
     ASSERT_TRUE(bool(file)) << llvm::toString(file.takeError());
     EXPECT_EQ(file->size(), 1000u);
@@ -104,8 +104,9 @@ TEST(TokenFile, RejectsBadInput) {
 
   auto missing = TokenFile::open(dir.path("missing.tok"));
   ASSERT_FALSE(bool(missing));
-  EXPECT_NE(llvm::toString(missing.takeError()).find("cannot read the token "
-                                                     "file"),
+  EXPECT_NE(llvm::toString(missing.takeError())
+                .find("cannot read the token "
+                      "file"),
             std::string::npos);
 
   // Writing rejects ids outside the vocabulary and leaves no file behind.
@@ -138,11 +139,11 @@ TEST(TokenizeTool, TextToTokensAndBack) {
   EXPECT_EQ(readRaw(txt), "first file\nsecond\n");
   // A missing input is an error with a non-zero exit and no output file.
   std::string none = dir.path("none.tok");
-  std::optional<llvm::StringRef> redirects[] = {std::nullopt, llvm::StringRef(""),
-                                                llvm::StringRef("")};
+  std::optional<llvm::StringRef> redirects[] = {
+      std::nullopt, llvm::StringRef(""), llvm::StringRef("")};
   EXPECT_EQ(llvm::sys::ExecuteAndWait(
-                tool, {tool, "-o", none, dir.path("missing.txt")},
-                std::nullopt, redirects),
+                tool, {tool, "-o", none, dir.path("missing.txt")}, std::nullopt,
+                redirects),
             1);
   EXPECT_FALSE(llvm::sys::fs::exists(none));
 }
@@ -178,7 +179,8 @@ TEST(DataLoader, ShardsAreDisjointAndCoverAnEpoch) {
   std::string path = dir.path("data.tok");
   // 161 tokens = 20 windows of 8 + 1.
   ASSERT_EQ(errorText(writeTokenFile(path, iota(161, 1 << 16), 1 << 16)), "");
-  DataLoader rank0 = makeLoader(path, 2, 0, 7), rank1 = makeLoader(path, 2, 1, 7);
+  DataLoader rank0 = makeLoader(path, 2, 0, 7),
+             rank1 = makeLoader(path, 2, 1, 7);
   EXPECT_EQ(rank0.windowsPerEpoch(), 20u);
   std::multiset<int32_t> seen;
   for (int step = 0; step < 5; ++step) { // 5 x 2 ranks x 2 = 20 windows.

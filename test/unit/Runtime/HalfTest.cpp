@@ -16,8 +16,8 @@ TEST(Half, BF16RoundsToNearestEven) {
   EXPECT_EQ(floatToBF16(1.0f + std::ldexp(1.0f, -8)), 0x3f80);
   // 1 + 3 * 2^-8 is halfway between 1 + 2^-7 and 1 + 2^-6: ties to even.
   EXPECT_EQ(floatToBF16(1.0f + 3 * std::ldexp(1.0f, -8)), 0x3f82);
-  EXPECT_TRUE(std::isnan(bf16ToFloat(
-      floatToBF16(std::numeric_limits<float>::quiet_NaN()))));
+  EXPECT_TRUE(std::isnan(
+      bf16ToFloat(floatToBF16(std::numeric_limits<float>::quiet_NaN()))));
   EXPECT_EQ(bf16ToFloat(floatToBF16(-2.5f)), -2.5f);
 }
 

@@ -1,7 +1,7 @@
 //===- InitTest.cpp - Deterministic parameter initialization --------------===//
 
-#include "ratrain/runtime/Half.h"
 #include "ratrain/runtime/Init.h"
+#include "ratrain/runtime/Half.h"
 
 #include "gtest/gtest.h"
 
@@ -23,8 +23,7 @@ TEST(Init, NormalIsDeterministicAndShardable) {
     ASSERT_EQ(shard.as<float>()[i], whole.as<float>()[n / 2 + i]) << i;
   EXPECT_EQ(whole.as<float>()[7], initialValue("layers.0.attn.wq", 7, 0.02));
   // Another parameter gets other values.
-  EXPECT_NE(initialValue("layers.0.attn.wk", 7, 0.02),
-            whole.as<float>()[7]);
+  EXPECT_NE(initialValue("layers.0.attn.wk", 7, 0.02), whole.as<float>()[7]);
   // Mean ~ 0, standard deviation ~ 0.02.
   double sum = 0, squares = 0;
   for (uint64_t i = 0; i < n; ++i) {

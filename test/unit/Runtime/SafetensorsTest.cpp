@@ -182,5 +182,6 @@ TEST(Safetensors, FailedWriteLeavesTheOldFileIntact) {
       << message;
   EXPECT_EQ(readRaw(path), before);
   // No temporary file is left behind.
-  EXPECT_EQ(listDirectory(dir.str()), std::vector<std::string>{"x.safetensors"});
+  EXPECT_EQ(listDirectory(dir.str()),
+            std::vector<std::string>{"x.safetensors"});
 }

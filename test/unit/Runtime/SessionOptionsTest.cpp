@@ -22,9 +22,9 @@ std::string error(std::vector<const char *> args) {
 } // namespace
 
 TEST(SessionOptions, ParsesFlagsOverDefaults) {
-  auto options = parse({"--data", "c.tok", "--steps=20", "--ckpt", "out",
-                        "--save-every", "5", "--resume", "--seed", "7",
-                        "--log", "steps.jsonl"});
+  auto options =
+      parse({"--data", "c.tok", "--steps=20", "--ckpt", "out", "--save-every",
+             "5", "--resume", "--seed", "7", "--log", "steps.jsonl"});
   ASSERT_TRUE(bool(options)) << llvm::toString(options.takeError());
   EXPECT_EQ(options->dataPath, "c.tok");
   EXPECT_EQ(options->steps, 20u);

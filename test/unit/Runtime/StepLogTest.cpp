@@ -46,8 +46,9 @@ TEST(StepLog, ProgressLineWithETA) {
   record.tokens = 8100;
   record.seconds = 1.0;
   record.elapsedSeconds = 20; // 2 s per step so far, 90 steps left.
-  EXPECT_EQ(formatProgressLine(record, 10),
-            "step 10/100 | loss 2.5000 | 8.1k tok/s | 1.000 s/step | ETA 3m00s");
+  EXPECT_EQ(
+      formatProgressLine(record, 10),
+      "step 10/100 | loss 2.5000 | 8.1k tok/s | 1.000 s/step | ETA 3m00s");
   record.totalSteps = 0;
   EXPECT_EQ(formatProgressLine(record, 10),
             "step 10 | loss 2.5000 | 8.1k tok/s | 1.000 s/step");

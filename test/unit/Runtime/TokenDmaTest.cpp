@@ -74,8 +74,8 @@ TEST_P(DmaTest, CopiesBetweenArenas) {
   std::vector<Token> tokens;
   // Many copies in flight at once, each of one 64-byte chunk.
   for (int chunk = 0; chunk < 64; ++chunk)
-    tokens.push_back(dma.copy((*gsm)->buffer(chunk * 64, 64),
-                              src.slice(chunk * 64, 64)));
+    tokens.push_back(
+        dma.copy((*gsm)->buffer(chunk * 64, 64), src.slice(chunk * 64, 64)));
   for (Token token : tokens)
     waitToken(pool, token);
   Buffer dst = (*gsm)->buffer(0, 4096);
@@ -96,8 +96,8 @@ TEST_P(DmaTest, Copies2DTiles) {
     matrix[i] = float(i);
   Buffer whole = (*ddr)->buffer(0, 32 * 32 * 4);
   Buffer tile = (*am)->buffer(0, 4 * 8 * 4);
-  waitToken(pool, dma.copy2d(tile, 8 * 4, whole.slice((3 * 32 + 5) * 4,
-                                                       (29 * 32 - 5) * 4),
+  waitToken(pool, dma.copy2d(tile, 8 * 4,
+                             whole.slice((3 * 32 + 5) * 4, (29 * 32 - 5) * 4),
                              32 * 4, 8 * 4, 4));
   for (int r = 0; r < 4; ++r)
     for (int c = 0; c < 8; ++c)
@@ -114,7 +114,7 @@ TEST(Dma, SizeMismatchAndOutOfBoundsTilesAreFatal) {
   EXPECT_EXIT(dma.copy((*ddr)->buffer(0, 16), (*ddr)->buffer(64, 32)),
               testing::ExitedWithCode(1),
               "dma size mismatch: ddr\\[0, \\+16\\) <- ddr\\[64, \\+32\\)");
-  EXPECT_EXIT(dma.copy2d((*ddr)->buffer(0, 64), 16, (*ddr)->buffer(64, 64),
-                         16, 16, 5),
-              testing::ExitedWithCode(1), "dma2d of 5 rows x 16 bytes");
+  EXPECT_EXIT(
+      dma.copy2d((*ddr)->buffer(0, 64), 16, (*ddr)->buffer(64, 64), 16, 16, 5),
+      testing::ExitedWithCode(1), "dma2d of 5 rows x 16 bytes");
 }

@@ -87,9 +87,9 @@ struct ParamSlot {
 
 /// Everything besides tensors needed to resume bit-identically.
 struct TrainerState {
-  uint64_t step = 0;         ///< Optimizer steps completed.
-  DataPosition data;         ///< Samples consumed by the loader.
-  uint64_t seed = 0;         ///< Data-order seed.
+  uint64_t step = 0; ///< Optimizer steps completed.
+  DataPosition data; ///< Samples consumed by the loader.
+  uint64_t seed = 0; ///< Data-order seed.
   int pp = 1;
   int dp = 1;
 };
@@ -137,7 +137,8 @@ llvm::Expected<TrainerState> readTrainerState(llvm::StringRef directory,
 /// indexes, so the checkpoint may come from another pipeline partition.
 /// Every check (missing tensor, dtype, shape, checksum, truncation) names the
 /// file and tensor.
-llvm::Error loadSlots(llvm::StringRef directory, llvm::ArrayRef<ParamSlot> slots);
+llvm::Error loadSlots(llvm::StringRef directory,
+                      llvm::ArrayRef<ParamSlot> slots);
 
 } // namespace ratrain::rt
 

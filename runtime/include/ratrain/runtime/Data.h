@@ -45,9 +45,8 @@ llvm::Expected<std::string> detokenizeBytes(llvm::ArrayRef<uint32_t> ids);
 /// Writes a token file atomically (temporary file in the same directory,
 /// fsync, rename). `bytesPerToken` is 2 or 4; ids must fit it and be below
 /// `vocab`.
-llvm::Error writeTokenFile(llvm::StringRef path,
-                           llvm::ArrayRef<uint32_t> ids, uint32_t vocab,
-                           unsigned bytesPerToken = 2);
+llvm::Error writeTokenFile(llvm::StringRef path, llvm::ArrayRef<uint32_t> ids,
+                           uint32_t vocab, unsigned bytesPerToken = 2);
 
 /// A token file mapped read-only and validated (magic, version, width,
 /// size matches the header).

@@ -14,8 +14,8 @@
 #include "ratrain/runtime/Token.h"
 
 #include <condition_variable>
-#include <functional>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -58,7 +58,7 @@ private:
   void workerLoop();
 
   TokenPool &pool;
-  std::vector<Job> jobs;      ///< Indexed by token slot.
+  std::vector<Job> jobs;       ///< Indexed by token slot.
   std::vector<uint32_t> queue; ///< Ring of slot indices, capacity = pool.
   uint64_t head = 0, tail = 0;
   bool stopping = false;

@@ -55,8 +55,7 @@ private:
 };
 
 /// Writes `contents` to `path` atomically.
-llvm::Error writeFileAtomically(llvm::StringRef path,
-                                llvm::StringRef contents);
+llvm::Error writeFileAtomically(llvm::StringRef path, llvm::StringRef contents);
 
 /// fsyncs a directory (after renames into it).
 llvm::Error syncDirectory(llvm::StringRef directory);

@@ -28,9 +28,8 @@ float initialValue(llvm::StringRef param, uint64_t index, double std);
 /// Writes elements [elementOffset, elementOffset + count) of parameter
 /// `param` into `dest` (count = dest.bytes / element size) as `type`
 /// (F32, BF16 or F16; others are fatal). `std` is used by Normal only.
-void initParam(Buffer dest, ElemType type, InitKind kind,
-               llvm::StringRef param, double std = 0.0,
-               uint64_t elementOffset = 0);
+void initParam(Buffer dest, ElemType type, InitKind kind, llvm::StringRef param,
+               double std = 0.0, uint64_t elementOffset = 0);
 
 } // namespace ratrain::rt
 

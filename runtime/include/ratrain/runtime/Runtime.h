@@ -39,7 +39,6 @@ namespace ratrain::rt {
 class CommEngine;
 class OffloadStore;
 
-
 /// Avg is a sum divided by the group size after completion (on the progress
 /// thread), in the element type.
 enum class ReduceOp : unsigned char { Sum, Avg, Max, Min };
@@ -51,7 +50,12 @@ llvm::StringRef stringifyReduceOp(ReduceOp op);
 /// among node roots (the data.cross group) -> node-local broadcast; on a
 /// group other than Data, or when the Data group lies within one node or
 /// spans nodes one rank each, it is the plain all-reduce.
-enum class CollectiveAlgorithm : unsigned char { Auto, Ring, Tree, Hierarchical };
+enum class CollectiveAlgorithm : unsigned char {
+  Auto,
+  Ring,
+  Tree,
+  Hierarchical
+};
 
 /// Where mt3k.offload puts bytes: host memory outside the arenas, or files.
 enum class StorageTier : unsigned char { Host, Storage };
@@ -73,8 +77,8 @@ struct RuntimeOptions {
   uint64_t ddrBytes = 0;
   uint64_t gsmBytes = 0;
   uint64_t amBytes = 0; ///< Per core.
-  int cores = 1;         ///< Accelerator cores (each has its own AM).
-  int dmaChannels = 20;  ///< Valid `channel` numbers of dma().
+  int cores = 1;        ///< Accelerator cores (each has its own AM).
+  int dmaChannels = 20; ///< Valid `channel` numbers of dma().
   /// Usable DDR of one cluster; a plan whose ddrBytes exceed it is rejected
   /// at start-up. 0 = unlimited. Environment: RATRAIN_DDR_LIMIT_BYTES.
   uint64_t ddrLimitBytes = 0;
@@ -146,7 +150,8 @@ public:
     return arena(space).buffer(offset, bytes);
   }
 
-  //===--- Collectives (all ranks of the group call them in the same order) ===//
+  //===--- Collectives (all ranks of the group call them in the same order)
+  //===//
   /// In-place all-reduce of `data` (count = bytes / element size).
   Token allReduce(Group group, Buffer data, ElemType type,
                   ReduceOp op = ReduceOp::Sum) {
@@ -168,7 +173,8 @@ public:
   Token broadcast(Group group, Buffer data, int root);
   Token barrier(Group group);
 
-  //===--- Point-to-point ---------------------------------------------------===//
+  //===--- Point-to-point
+  //---------------------------------------------------===//
   /// Sends `data` to group rank `peer` with `tag` (0 <= tag < 32768).
   Token send(Group group, int peer, int tag, Buffer data);
   Token recv(Group group, int peer, int tag, Buffer data);
@@ -222,7 +228,8 @@ public:
   /// Gathers one double per rank, in world-rank order, on every rank.
   std::vector<double> allGatherDoubles(double value);
 
-  //===--- Checkpoints and step logs (collective: every rank calls them) ---===//
+  //===--- Checkpoints and step logs (collective: every rank calls them)
+  //---===//
   /// Saves a checkpoint of `state.step` under `root` (a directory all ranks
   /// see): rank 0 creates the staging directory; the dp-index-0 rank of every
   /// stage writes its stage's model and optimizer shards from `slots` (its
@@ -246,7 +253,7 @@ public:
   /// (`logger` may be null elsewhere). `tokens` counts the whole job's tokens
   /// of this step. Returns the logged loss on every rank.
   double logStep(StepLogger *logger, uint64_t step, uint64_t totalSteps,
-               double loss, double tokens, double seconds);
+                 double loss, double tokens, double seconds);
 
   /// The runtime in this process, or null.
   static Runtime *current();

@@ -3,7 +3,8 @@
 // The format (https://github.com/huggingface/safetensors): an 8-byte
 // little-endian header length N, N bytes of JSON
 //   {"__metadata__": {"k": "v", ...},
-//    "<name>": {"dtype": "F32", "shape": [d0, d1], "data_offsets": [b, e]}, ...}
+//    "<name>": {"dtype": "F32", "shape": [d0, d1], "data_offsets": [b, e]},
+//    ...}
 // padded with spaces to a multiple of 8, then the raw little-endian data;
 // offsets are relative to the start of the data and must cover it without
 // holes. The writer also records an xxh3-64 checksum of every tensor in the

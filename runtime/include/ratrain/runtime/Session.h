@@ -33,13 +33,13 @@
 namespace ratrain::rt {
 
 struct SessionOptions {
-  std::string dataPath;        ///< --data FILE (a token file).
-  std::string checkpointDir;   ///< --ckpt DIR.
-  uint64_t steps = 0;          ///< --steps N.
-  uint64_t saveEvery = 0;      ///< --save-every N (0: only at the end).
-  bool resume = false;         ///< --resume: continue from DIR's latest.
-  std::string logPath = "-";   ///< --log FILE ("-": stdout, "": none).
-  uint64_t seed = 0;           ///< --seed S: data order.
+  std::string dataPath;      ///< --data FILE (a token file).
+  std::string checkpointDir; ///< --ckpt DIR.
+  uint64_t steps = 0;        ///< --steps N.
+  uint64_t saveEvery = 0;    ///< --save-every N (0: only at the end).
+  bool resume = false;       ///< --resume: continue from DIR's latest.
+  std::string logPath = "-"; ///< --log FILE ("-": stdout, "": none).
+  uint64_t seed = 0;         ///< --seed S: data order.
   /// Fixed by the compiled program (the plan), not by flags.
   int64_t seqLen = 0;
   int64_t microBatch = 1;
@@ -48,8 +48,8 @@ struct SessionOptions {
   /// Reads the flags above (both `--flag value` and `--flag=value`) from
   /// argv over `defaults`; unknown flags and malformed numbers are errors
   /// that name the flag.
-  static llvm::Expected<SessionOptions>
-  parse(int argc, char **argv, const SessionOptions &defaults);
+  static llvm::Expected<SessionOptions> parse(int argc, char **argv,
+                                              const SessionOptions &defaults);
 };
 
 class Session {

@@ -26,16 +26,15 @@ struct StepRecord {
   uint64_t step = 0;
   uint64_t totalSteps = 0; ///< 0 when unknown (no ETA).
   double loss = 0;
-  double tokens = 0;       ///< Tokens processed by the whole job this step.
-  double seconds = 0;      ///< Wall time of the step.
+  double tokens = 0;         ///< Tokens processed by the whole job this step.
+  double seconds = 0;        ///< Wall time of the step.
   double elapsedSeconds = 0; ///< Since the first logged step started.
   std::vector<uint64_t> peakArenaBytes; ///< Per world rank.
 };
 
 std::string formatStepJSON(const StepRecord &record);
 /// Progress line without a newline; ETA from the mean step time so far.
-std::string formatProgressLine(const StepRecord &record,
-                               uint64_t stepsLogged);
+std::string formatProgressLine(const StepRecord &record, uint64_t stepsLogged);
 /// "1h02m", "3m05s", "42s".
 std::string formatDuration(double seconds);
 

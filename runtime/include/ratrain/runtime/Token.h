@@ -60,9 +60,7 @@ public:
   }
   /// Description and issue time by slot index (engines).
   const char *what(uint32_t index) const { return slots[index].what; }
-  Clock::time_point issued(uint32_t index) const {
-    return slots[index].issued;
-  }
+  Clock::time_point issued(uint32_t index) const { return slots[index].issued; }
 
   uint32_t capacity() const { return uint32_t(slots.size()); }
   /// Number of acquired, not yet released slots.
