@@ -9,7 +9,11 @@
 // 2205.05198): per layer and micro-batch sbh(34 + 5as/h) bytes without
 // recompute, 34sbh with selective recompute, 2sbh with full recompute; stage
 // i of p holds min(p - i, m) micro-batches in flight (Narayanan et al., arXiv
-// 2104.04473). Plain C++ (LLVM Support only), shared by the planner, the
+// 2104.04473). The accounting is policy-aware (MemoryOptions::lifecycle:
+// a GPU-style runtime keeps a whole-stage FP32 gradient buffer, 18
+// bytes/param, and a whole-stage optimizer workspace) and knows optimizer-
+// state offload to the machine's offload tier (ParallelConfig::offload).
+// Plain C++ (LLVM Support only), shared by the planner, the
 // lifecycle scheduler, the simulator and the runtime's arena sizing.
 //
 //===----------------------------------------------------------------------===//
