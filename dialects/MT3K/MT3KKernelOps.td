@@ -7,7 +7,9 @@
 // `mt3k.dma`; DDR operands are streamed by the kernel through its own
 // double-buffered DMA (as the MT-3000 library kernels do). Matrices are
 // row-major; activations are flattened to [tokens, hidden] (use `mt3k.view`
-// to reshape). Outputs may alias inputs only where the description says so.
+// to reshape). Outputs never overlap inputs or each other, except where an
+// op's description allows an output to be exactly one of its inputs (the
+// verifiers check this on the absolute ranges, through views).
 //
 //===----------------------------------------------------------------------===//
 
@@ -121,7 +123,8 @@ def MT3K_RMSNormFwdOp : MT3K_Op<"rmsnorm_fwd"> {
     For each row `i` of `x` (`[tokens, hidden]`):
     `rstd[i] = 1 / sqrt(mean(x[i]^2) + eps)` and
     `y[i] = x[i] * rstd[i] * weight`. `weight` is `[hidden]`, `y` has the
-    shape of `x`, `rstd` is `[tokens]` f32 (saved for the backward).
+    shape of `x` (it may be `x` itself), `rstd` is `[tokens]` f32 (saved for
+    the backward).
 
     ```mlir
     mt3k.rmsnorm_fwd %x, %w -> %y, %rstd eps 1.000000e-05
@@ -197,8 +200,10 @@ def MT3K_ElementwiseOp : MT3K_Op<"elementwise", [AttrSizedOperandSegments]> {
     | `scale` | x | y | `y = x * scale` |
 
     Same-kind operands of `swiglu`, `swiglu_bwd`, `residual_add`, `rope`,
-    `rope_bwd` and `scale` share one type. `theta` is required by the rope
-    kinds and rejected elsewhere; `scale` is required by `scale`, optional
+    `rope_bwd` and `scale` share one floating-point type. Except for
+    `embedding`, `embedding_bwd` and `cross_entropy`, an output may be
+    exactly one of the inputs (in place); otherwise outputs overlap nothing.
+    `theta` is required by the rope kinds and rejected elsewhere; `scale` is required by `scale`, optional
     for `cross_entropy_bwd` (default 1), rejected elsewhere.
 
     ```mlir
@@ -220,6 +225,10 @@ def MT3K_ElementwiseOp : MT3K_Op<"elementwise", [AttrSizedOperandSegments]> {
     (`theta` $theta^)? (`scale` $scale^)? attr-dict
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The per-kind arity, shape and attribute rules (part of verify()).
+    ::llvm::LogicalResult verifyKindRules();
+  }];
 }
 
 def MT3K_AdamWOp : MT3K_Op<"adamw"> {
@@ -230,7 +239,8 @@ def MT3K_AdamWOp : MT3K_Op<"adamw"> {
     `grad_scale` first, default 1): `m`, `v` and `master` are updated in
     place, and `view` receives the updated master weights converted to its
     element type (the FP16 parameter view compute reads). All five buffers
-    hold the same number of elements (a whole parameter or a ZeRO shard).
+    are disjoint and hold the same number of elements (a whole parameter or
+    a ZeRO shard).
     The runtime supplies the iteration number for bias correction and may
     scale `lr` by its schedule.
 

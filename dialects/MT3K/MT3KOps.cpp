@@ -502,6 +502,45 @@ LogicalResult DmaOp::verify() {
 //===----------------------------------------------------------------------===//
 
 /// Fails unless `value` has the shape of `reference`.
+namespace {
+/// A named kernel operand, for the overlap check.
+struct NamedOperand {
+  Value value;
+  StringRef name;
+};
+} // namespace
+
+/// Kernels do not work in place unless documented: no output may overlap an
+/// input (except the identical range, where `mayAlias` allows it) or another
+/// output. Ranges are resolved through views to absolute offsets.
+static LogicalResult verifyNoOverlap(Operation *op,
+                                     ArrayRef<NamedOperand> outputs,
+                                     ArrayRef<NamedOperand> inputs,
+                                     bool mayAlias) {
+  auto check = [&](const NamedOperand &output, const NamedOperand &other,
+                   bool exactIsFine) -> LogicalResult {
+    std::optional<MemoryRange> a = resolveRange(output.value);
+    std::optional<MemoryRange> b = resolveRange(other.value);
+    if (!a || !b || !a->overlaps(*b))
+      return success();
+    if (exactIsFine && a->begin == b->begin && a->end == b->end)
+      return success();
+    return op->emitOpError("'")
+           << output.name << "' overlaps '" << other.name
+           << "': " << stringifyMemorySpace(a->space) << " bytes [" << a->begin
+           << ", " << a->end << ") and [" << b->begin << ", " << b->end << ")";
+  };
+  for (auto [index, output] : llvm::enumerate(outputs)) {
+    for (const NamedOperand &input : inputs)
+      if (failed(check(output, input, mayAlias)))
+        return failure();
+    for (const NamedOperand &other : outputs.drop_front(index + 1))
+      if (failed(check(output, other, /*exactIsFine=*/false)))
+        return failure();
+  }
+  return success();
+}
+
 static LogicalResult expectSameShape(Operation *op, Value value, StringRef name,
                                      Value reference, StringRef referenceName) {
   ArrayRef<int64_t> shape = bufferType(value).getShape();
@@ -541,7 +580,8 @@ LogicalResult GemmOp::verify() {
   if (c.getShape()[0] != m || c.getShape()[1] != n)
     return emitOpError("c is ")
            << formatShape(c.getShape()) << ", expected " << formatShape({m, n});
-  return success();
+  return verifyNoOverlap(*this, {{getC(), "c"}}, {{getA(), "a"}, {getB(), "b"}},
+                         /*mayAlias=*/false);
 }
 
 /// Checks the operands shared by attention forward and backward.
@@ -581,8 +621,12 @@ static LogicalResult verifyAttention(Operation *op, Value qValue, Value kValue,
 }
 
 LogicalResult AttentionFwdOp::verify() {
-  return verifyAttention(*this, getQ(), getK(), getV(), getO(), getLse(),
-                         getCausal());
+  if (failed(verifyAttention(*this, getQ(), getK(), getV(), getO(), getLse(),
+                             getCausal())))
+    return failure();
+  return verifyNoOverlap(*this, {{getO(), "o"}, {getLse(), "lse"}},
+                         {{getQ(), "q"}, {getK(), "k"}, {getV(), "v"}},
+                         /*mayAlias=*/false);
 }
 
 LogicalResult AttentionBwdOp::verify() {
@@ -593,7 +637,15 @@ LogicalResult AttentionBwdOp::verify() {
       failed(expectSameType(*this, getDk(), "dk", getK(), "k")) ||
       failed(expectSameType(*this, getDv(), "dv", getV(), "v")))
     return failure();
-  return success();
+  return verifyNoOverlap(*this,
+                         {{getDq(), "dq"}, {getDk(), "dk"}, {getDv(), "dv"}},
+                         {{getQ(), "q"},
+                          {getK(), "k"},
+                          {getV(), "v"},
+                          {getO(), "o"},
+                          {getDO(), "d_o"},
+                          {getLse(), "lse"}},
+                         /*mayAlias=*/false);
 }
 
 /// Checks x [tokens, hidden], weight [hidden], rstd [tokens].
@@ -616,7 +668,12 @@ LogicalResult RMSNormFwdOp::verify() {
   if (failed(verifyRMSNorm(*this, getX(), getWeight(), getRstd())) ||
       failed(expectSameShape(*this, getY(), "y", getX(), "x")))
     return failure();
-  return success();
+  // Row-wise: y may be x itself; rstd is separate.
+  if (failed(verifyNoOverlap(*this, {{getY(), "y"}}, {{getX(), "x"}},
+                             /*mayAlias=*/true)))
+    return failure();
+  return verifyNoOverlap(*this, {{getY(), "y"}, {getRstd(), "rstd"}},
+                         {{getWeight(), "weight"}}, /*mayAlias=*/false);
 }
 
 LogicalResult RMSNormBwdOp::verify() {
@@ -626,7 +683,14 @@ LogicalResult RMSNormBwdOp::verify() {
       failed(expectSameShape(*this, getDweight(), "dweight", getWeight(),
                              "weight")))
     return failure();
-  return success();
+  // dx may be dy itself; nothing else overlaps.
+  if (failed(verifyNoOverlap(*this, {{getDx(), "dx"}}, {{getDy(), "dy"}},
+                             /*mayAlias=*/true)))
+    return failure();
+  return verifyNoOverlap(
+      *this, {{getDx(), "dx"}, {getDweight(), "dweight"}},
+      {{getX(), "x"}, {getWeight(), "weight"}, {getRstd(), "rstd"}},
+      /*mayAlias=*/false);
 }
 
 namespace {
@@ -662,7 +726,7 @@ static bool isTokenIds(Value value) {
   return type.getRank() == 1 && type.getElementType().isInteger(32);
 }
 
-LogicalResult ElementwiseOp::verify() {
+LogicalResult ElementwiseOp::verifyKindRules() {
   ElementwiseKind kind = getKind();
   StringRef name = stringifyElementwiseKind(kind);
   ElementwiseArity arity = getArity(kind);
@@ -699,6 +763,8 @@ LogicalResult ElementwiseOp::verify() {
         return emitOpError("'")
                << name << "' operands must all have the same type, got "
                << operands.front().getType() << " and " << operand.getType();
+    if (!llvm::isa<FloatType>(bufferType(operands.front()).getElementType()))
+      return emitOpError("'") << name << "' needs floating-point buffers";
     if (isRope) {
       BufferType type = bufferType(operands.front());
       if (type.getRank() != 4 || type.getShape()[3] % 2 != 0)
@@ -762,6 +828,27 @@ LogicalResult ElementwiseOp::verify() {
   return success();
 }
 
+LogicalResult ElementwiseOp::verify() {
+  if (failed(verifyKindRules()))
+    return failure();
+  // Pointwise kinds may write an output over an input of the same range.
+  ElementwiseKind kind = getKind();
+  bool pointwise = kind != ElementwiseKind::embedding &&
+                   kind != ElementwiseKind::embedding_bwd &&
+                   kind != ElementwiseKind::cross_entropy;
+  SmallVector<std::string> names;
+  for (unsigned i = 0, e = getInputs().size(); i < e; ++i)
+    names.push_back("input #" + std::to_string(i));
+  for (unsigned i = 0, e = getOutputs().size(); i < e; ++i)
+    names.push_back("output #" + std::to_string(i));
+  SmallVector<NamedOperand> inputs, outputs;
+  for (auto [index, value] : llvm::enumerate(getInputs()))
+    inputs.push_back({value, names[index]});
+  for (auto [index, value] : llvm::enumerate(getOutputs()))
+    outputs.push_back({value, names[getInputs().size() + index]});
+  return verifyNoOverlap(*this, outputs, inputs, pointwise);
+}
+
 LogicalResult AdamWOp::verify() {
   int64_t elements = getGrad().getType().getNumElements();
   for (auto [value, name] :
@@ -780,7 +867,12 @@ LogicalResult AdamWOp::verify() {
         eps > 0 && decay >= 0))
     return emitOpError("hyper-parameters out of range: need lr >= 0, "
                        "0 <= beta1, beta2 < 1, eps > 0, weight_decay >= 0");
-  return success();
+  return verifyNoOverlap(*this,
+                         {{getMaster(), "master"},
+                          {getM(), "m"},
+                          {getV(), "v"},
+                          {getView(), "view"}},
+                         {{getGrad(), "grad"}}, /*mayAlias=*/false);
 }
 
 LogicalResult InitParamOp::verify() {

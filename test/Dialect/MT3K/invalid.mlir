@@ -944,3 +944,59 @@ mt3k.program @s1 stage 1 {
   %t1 = mt3k.recv %a from 0 on @pp tag 0 : !mt3k.buffer<ddr, 64xf32>
   mt3k.wait %t1
 }
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 8x16xbf16>
+  %b = mt3k.buffer "b" at 256 : !mt3k.buffer<ddr, 16x4xbf16>
+  // The result partly covers a.
+  %c = mt3k.buffer "c" at 128 : !mt3k.buffer<ddr, 8x4xf32>
+  // expected-error @+1 {{'c' overlaps 'a': ddr bytes [128, 256) and [0, 256)}}
+  mt3k.gemm %a, %b -> %c : !mt3k.buffer<ddr, 8x16xbf16>, !mt3k.buffer<ddr, 16x4xbf16> -> !mt3k.buffer<ddr, 8x4xf32>
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %q = mt3k.buffer "q" at 0 : !mt3k.buffer<ddr, 1x16x4x8xbf16>
+  %k = mt3k.buffer "k" at 1024 : !mt3k.buffer<ddr, 1x16x2x8xbf16>
+  %lse = mt3k.buffer "lse" at 2048 : !mt3k.buffer<ddr, 1x4x16xf32>
+  // Attention does not work in place, not even on the identical range.
+  // expected-error @+1 {{'o' overlaps 'q': ddr bytes [0, 1024) and [0, 1024)}}
+  mt3k.attention_fwd %q, %k, %k -> %q, %lse : !mt3k.buffer<ddr, 1x16x4x8xbf16>, !mt3k.buffer<ddr, 1x16x2x8xbf16>, !mt3k.buffer<ddr, 1x16x2x8xbf16> -> !mt3k.buffer<ddr, 1x16x4x8xbf16>, !mt3k.buffer<ddr, 1x4x16xf32>
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %arena = mt3k.buffer "arena" at 0 : !mt3k.buffer<ddr, 1024xbf16>
+  %a = mt3k.view %arena[0] : !mt3k.buffer<ddr, 1024xbf16> to !mt3k.buffer<ddr, 16x8xbf16>
+  %b = mt3k.buffer "b" at 2048 : !mt3k.buffer<ddr, 16x8xbf16>
+  %c = mt3k.view %arena[64] : !mt3k.buffer<ddr, 1024xbf16> to !mt3k.buffer<ddr, 16x8xbf16>
+  // expected-error @+1 {{'output #0' overlaps 'input #0': ddr bytes [64, 320) and [0, 256)}}
+  mt3k.elementwise residual_add ins(%a, %b : !mt3k.buffer<ddr, 16x8xbf16>, !mt3k.buffer<ddr, 16x8xbf16>) outs(%c : !mt3k.buffer<ddr, 16x8xbf16>)
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 16x8xi32>
+  // expected-error @+1 {{'residual_add' needs floating-point buffers}}
+  mt3k.elementwise residual_add ins(%a, %a : !mt3k.buffer<ddr, 16x8xi32>, !mt3k.buffer<ddr, 16x8xi32>) outs(%a : !mt3k.buffer<ddr, 16x8xi32>)
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %g = mt3k.buffer "g" at 0 : !mt3k.buffer<ddr, 64xf32>
+  %m = mt3k.buffer "m" at 256 : !mt3k.buffer<ddr, 64xf32>
+  %w = mt3k.buffer "w" at 512 : !mt3k.buffer<ddr, 64xbf16>
+  // expected-error @+1 {{'master' overlaps 'm': ddr bytes [256, 512) and [256, 512)}}
+  mt3k.adamw %g, %m, %m, %g -> %w lr 1.0e-3 beta1 0.9 beta2 0.95 eps 1.0e-8 weight_decay 0.1 : !mt3k.buffer<ddr, 64xf32>, !mt3k.buffer<ddr, 64xf32>, !mt3k.buffer<ddr, 64xf32>, !mt3k.buffer<ddr, 64xf32> -> !mt3k.buffer<ddr, 64xbf16>
+}

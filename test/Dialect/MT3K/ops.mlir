@@ -15,22 +15,26 @@ mt3k.group @node node_local size 4
 
 // CHECK-LABEL: mt3k.program @stage0 stage 0 ddr_arena 1073741824 {
 mt3k.program @stage0 stage 0 ddr_arena 1073741824 {
-  // CHECK: %[[IDS:.*]] = mt3k.buffer "ids" at 0 : !mt3k.buffer<ddr, 256xi32>
-  %ids = mt3k.buffer "ids" at 0 : !mt3k.buffer<ddr, 256xi32>
-  // CHECK: %[[EMB:.*]] = mt3k.buffer "embed" at 1024 : !mt3k.buffer<ddr, 1000x64xbf16>
-  %embed = mt3k.buffer "embed" at 1024 : !mt3k.buffer<ddr, 1000x64xbf16>
-  %x = mt3k.buffer "x" at 131072 : !mt3k.buffer<ddr, 256x64xbf16>
-  %h = mt3k.buffer "h" at 163840 : !mt3k.buffer<ddr, 256x64xbf16>
-  %nw = mt3k.buffer "norm.w" at 196608 : !mt3k.buffer<ddr, 64xbf16>
-  %rstd = mt3k.buffer "rstd" at 196672 : !mt3k.buffer<ddr, 256xf32>
-  %wqkv = mt3k.buffer "wqkv" at 197632 : !mt3k.buffer<ddr, 128x64xbf16>
-  %qkv = mt3k.buffer "qkv" at 214016 : !mt3k.buffer<ddr, 256x128xbf16>
+  // CHECK: %[[IDS:.*]] = mt3k.buffer "ids" at 1024 : !mt3k.buffer<ddr, 256xi32>
+  %ids = mt3k.buffer "ids" at 1024 : !mt3k.buffer<ddr, 256xi32>
+  // CHECK: %[[EMB:.*]] = mt3k.buffer "embed" at 130048 : !mt3k.buffer<ddr, 1000x64xbf16>
+  %embed = mt3k.buffer "embed" at 130048 : !mt3k.buffer<ddr, 1000x64xbf16>
+  %x = mt3k.buffer "x" at 258048 : !mt3k.buffer<ddr, 256x64xbf16>
+  %h = mt3k.buffer "h" at 290816 : !mt3k.buffer<ddr, 256x64xbf16>
+  %nw = mt3k.buffer "norm.w" at 323584 : !mt3k.buffer<ddr, 64xbf16>
+  %rstd = mt3k.buffer "rstd" at 323712 : !mt3k.buffer<ddr, 256xf32>
+  %wqkv = mt3k.buffer "wqkv" at 324736 : !mt3k.buffer<ddr, 128x64xbf16>
+  %qkv = mt3k.buffer "qkv" at 341120 : !mt3k.buffer<ddr, 256x128xbf16>
   %qkvh = mt3k.view %qkv[0] : !mt3k.buffer<ddr, 256x128xbf16> to !mt3k.buffer<ddr, 128x128xbf16>
-  %o = mt3k.buffer "o" at 279552 : !mt3k.buffer<ddr, 256x64xbf16>
-  %lse = mt3k.buffer "lse" at 312320 : !mt3k.buffer<ddr, 1x4x256xf32>
-  %dw = mt3k.buffer "wqkv.grad" at 316416 : !mt3k.buffer<ddr, 128x64xf32>
-  %gate = mt3k.buffer "gate" at 349184 : !mt3k.buffer<ddr, 256x64xbf16>
-  %sum = mt3k.buffer "sum" at 381952 : !mt3k.buffer<ddr, 256x64xf32>
+  %o = mt3k.buffer "o" at 406656 : !mt3k.buffer<ddr, 256x64xbf16>
+  %lse = mt3k.buffer "lse" at 439424 : !mt3k.buffer<ddr, 1x4x256xf32>
+  %dw = mt3k.buffer "wqkv.grad" at 443520 : !mt3k.buffer<ddr, 128x64xf32>
+  %gate = mt3k.buffer "gate" at 476288 : !mt3k.buffer<ddr, 256x64xbf16>
+  %sum = mt3k.buffer "sum" at 509056 : !mt3k.buffer<ddr, 256x64xf32>
+  %dq = mt3k.buffer "dq" at 611456 : !mt3k.buffer<ddr, 1x256x4x16xbf16>
+  %dk = mt3k.buffer "dk" at 644224 : !mt3k.buffer<ddr, 1x256x2x16xbf16>
+  %dv = mt3k.buffer "dv" at 660608 : !mt3k.buffer<ddr, 1x256x2x16xbf16>
+  %dnw = mt3k.buffer "norm.w.grad" at 676992 : !mt3k.buffer<ddr, 64xbf16>
 
   // The prologue: parameter initialization, once before the first iteration.
   // CHECK: mt3k.init_param normal %{{.*}} "layers.0.wqkv.master" std 2.000000e-02 element_offset 2048 : !mt3k.buffer<ddr, 128x64xf32>
@@ -93,23 +97,23 @@ mt3k.program @stage0 stage 0 ddr_arena 1073741824 {
   mt3k.elementwise swiglu_bwd ins(%gate, %h, %o : !mt3k.buffer<ddr, 256x64xbf16>, !mt3k.buffer<ddr, 256x64xbf16>, !mt3k.buffer<ddr, 256x64xbf16>) outs(%gate, %h : !mt3k.buffer<ddr, 256x64xbf16>, !mt3k.buffer<ddr, 256x64xbf16>)
 
   // CHECK: mt3k.attention_bwd %[[Q]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} -> %{{.*}}, %{{.*}}, %{{.*}} causal : !mt3k.buffer<ddr, 1x256x4x16xbf16>, !mt3k.buffer<ddr, 1x256x2x16xbf16>, !mt3k.buffer<ddr, 1x256x2x16xbf16>, !mt3k.buffer<ddr, 1x256x4x16xbf16>, !mt3k.buffer<ddr, 1x256x4x16xbf16>, !mt3k.buffer<ddr, 1x4x256xf32> -> !mt3k.buffer<ddr, 1x256x4x16xbf16>, !mt3k.buffer<ddr, 1x256x2x16xbf16>, !mt3k.buffer<ddr, 1x256x2x16xbf16>
-  mt3k.attention_bwd %q, %k, %v, %o4, %o4, %lse -> %q, %k, %v causal : !mt3k.buffer<ddr, 1x256x4x16xbf16>, !mt3k.buffer<ddr, 1x256x2x16xbf16>, !mt3k.buffer<ddr, 1x256x2x16xbf16>, !mt3k.buffer<ddr, 1x256x4x16xbf16>, !mt3k.buffer<ddr, 1x256x4x16xbf16>, !mt3k.buffer<ddr, 1x4x256xf32> -> !mt3k.buffer<ddr, 1x256x4x16xbf16>, !mt3k.buffer<ddr, 1x256x2x16xbf16>, !mt3k.buffer<ddr, 1x256x2x16xbf16>
+  mt3k.attention_bwd %q, %k, %v, %o4, %o4, %lse -> %dq, %dk, %dv causal : !mt3k.buffer<ddr, 1x256x4x16xbf16>, !mt3k.buffer<ddr, 1x256x2x16xbf16>, !mt3k.buffer<ddr, 1x256x2x16xbf16>, !mt3k.buffer<ddr, 1x256x4x16xbf16>, !mt3k.buffer<ddr, 1x256x4x16xbf16>, !mt3k.buffer<ddr, 1x4x256xf32> -> !mt3k.buffer<ddr, 1x256x4x16xbf16>, !mt3k.buffer<ddr, 1x256x2x16xbf16>, !mt3k.buffer<ddr, 1x256x2x16xbf16>
 
   // CHECK: mt3k.rmsnorm_bwd %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} -> %{{.*}}, %{{.*}} accumulate : !mt3k.buffer<ddr, 256x64xbf16>, !mt3k.buffer<ddr, 64xbf16>, !mt3k.buffer<ddr, 256xf32>, !mt3k.buffer<ddr, 256x64xbf16> -> !mt3k.buffer<ddr, 256x64xbf16>, !mt3k.buffer<ddr, 64xbf16>
-  mt3k.rmsnorm_bwd %x, %nw, %rstd, %h -> %h, %nw accumulate : !mt3k.buffer<ddr, 256x64xbf16>, !mt3k.buffer<ddr, 64xbf16>, !mt3k.buffer<ddr, 256xf32>, !mt3k.buffer<ddr, 256x64xbf16> -> !mt3k.buffer<ddr, 256x64xbf16>, !mt3k.buffer<ddr, 64xbf16>
+  mt3k.rmsnorm_bwd %x, %nw, %rstd, %h -> %h, %dnw accumulate : !mt3k.buffer<ddr, 256x64xbf16>, !mt3k.buffer<ddr, 64xbf16>, !mt3k.buffer<ddr, 256xf32>, !mt3k.buffer<ddr, 256x64xbf16> -> !mt3k.buffer<ddr, 256x64xbf16>, !mt3k.buffer<ddr, 64xbf16>
   // CHECK: mt3k.rmsnorm_bwd {{.*}} -> %{{.*}}, %{{.*}} :
-  mt3k.rmsnorm_bwd %x, %nw, %rstd, %h -> %h, %nw : !mt3k.buffer<ddr, 256x64xbf16>, !mt3k.buffer<ddr, 64xbf16>, !mt3k.buffer<ddr, 256xf32>, !mt3k.buffer<ddr, 256x64xbf16> -> !mt3k.buffer<ddr, 256x64xbf16>, !mt3k.buffer<ddr, 64xbf16>
+  mt3k.rmsnorm_bwd %x, %nw, %rstd, %h -> %h, %dnw : !mt3k.buffer<ddr, 256x64xbf16>, !mt3k.buffer<ddr, 64xbf16>, !mt3k.buffer<ddr, 256xf32>, !mt3k.buffer<ddr, 256x64xbf16> -> !mt3k.buffer<ddr, 256x64xbf16>, !mt3k.buffer<ddr, 64xbf16>
 
   // CHECK: mt3k.elementwise embedding_bwd ins(%[[IDS]], %{{.*}} : !mt3k.buffer<ddr, 256xi32>, !mt3k.buffer<ddr, 256x64xbf16>) outs(%[[EMB]] : !mt3k.buffer<ddr, 1000x64xbf16>)
   mt3k.elementwise embedding_bwd ins(%ids, %x : !mt3k.buffer<ddr, 256xi32>, !mt3k.buffer<ddr, 256x64xbf16>) outs(%embed : !mt3k.buffer<ddr, 1000x64xbf16>)
 
   // Gradient synchronization and the optimizer step, ZeRO-style.
   %flat = mt3k.view %dw[0] : !mt3k.buffer<ddr, 128x64xf32> to !mt3k.buffer<ddr, 8192xf32>
-  %shard = mt3k.buffer "wqkv.grad.shard" at 448000 : !mt3k.buffer<ddr, 2048xf32>
-  %master = mt3k.buffer "wqkv.master" at 456192 : !mt3k.buffer<ddr, 2048xf32>
-  %m = mt3k.buffer "wqkv.m" at 464384 : !mt3k.buffer<ddr, 2048xf32>
-  %v2 = mt3k.buffer "wqkv.v" at 472576 : !mt3k.buffer<ddr, 2048xf32>
-  %wshard = mt3k.buffer "wqkv.view.shard" at 480768 : !mt3k.buffer<ddr, 2048xbf16>
+  %shard = mt3k.buffer "wqkv.grad.shard" at 574592 : !mt3k.buffer<ddr, 2048xf32>
+  %master = mt3k.buffer "wqkv.master" at 582784 : !mt3k.buffer<ddr, 2048xf32>
+  %m = mt3k.buffer "wqkv.m" at 590976 : !mt3k.buffer<ddr, 2048xf32>
+  %v2 = mt3k.buffer "wqkv.v" at 599168 : !mt3k.buffer<ddr, 2048xf32>
+  %wshard = mt3k.buffer "wqkv.view.shard" at 607360 : !mt3k.buffer<ddr, 2048xbf16>
   %wflat = mt3k.view %wqkv[0] : !mt3k.buffer<ddr, 128x64xbf16> to !mt3k.buffer<ddr, 8192xbf16>
 
   // CHECK: %[[AR:.*]] = mt3k.all_reduce avg %{{.*}} -> %{{.*}} on @dp hierarchical : !mt3k.buffer<ddr, 8192xf32> -> !mt3k.buffer<ddr, 8192xf32>
