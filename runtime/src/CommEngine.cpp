@@ -208,18 +208,21 @@ bool CommEngine::advance(uint32_t index) {
 }
 
 void CommEngine::checkTimeouts() {
-  if (requests.empty() || timeout <= 0)
+  if (requests.empty())
     return;
   auto now = TokenPool::Clock::now();
   for (uint32_t index : requestSlots) {
+    double limit = pool.timeout(index, timeout);
+    if (limit <= 0)
+      continue;
     double age =
         std::chrono::duration<double>(now - pool.issued(index)).count();
-    if (age > timeout)
+    if (age > limit)
       fatal(llvm::formatv(
           "communication timed out: '{0}' has been outstanding for {1:F1} s "
           "(limit {2} s, RATRAIN_COMM_TIMEOUT_S); a peer rank is probably "
           "dead or hung, aborting the job",
-          pool.what(index), age, timeout));
+          pool.what(index), age, limit));
   }
 }
 

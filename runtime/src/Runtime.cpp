@@ -164,6 +164,8 @@ void RuntimeOptions::applyEnvironment() {
     pollMicros = unsigned(*value);
   if (auto value = parseEnvNumber("RATRAIN_COMM_TIMEOUT_S"))
     commTimeoutSeconds = *value;
+  if (auto value = parseEnvNumber("RATRAIN_CHECKPOINT_TIMEOUT_S"))
+    checkpointTimeoutSeconds = *value;
   if (auto value = parseEnvNumber("RATRAIN_DMA_THREADS"))
     dmaThreads = unsigned(*value);
   if (auto value = parseEnvNumber("RATRAIN_RANKS_PER_NODE"))
@@ -414,7 +416,7 @@ Token Runtime::allReduce(Group group, Buffer src, Buffer dst, ElemType type,
     request.crossComm = communicators[unsigned(Group::DataCrossNode)];
     request.localRoot = groupRanks[unsigned(Group::DataNodeLocal)] == 0;
   }
-  Token token = pool->acquire(what);
+  Token token = pool->acquire(what, issueTimeout);
   comm->submit(token, request);
   return token;
 }
@@ -444,7 +446,7 @@ Token Runtime::reduceScatter(Group group, Buffer send, Buffer recv,
                          0};
   request.averageOver = op == ReduceOp::Avg ? size : 0;
   request.elemType = type;
-  Token token = pool->acquire(what);
+  Token token = pool->acquire(what, issueTimeout);
   comm->submit(token, request);
   return token;
 }
@@ -458,7 +460,7 @@ Token Runtime::allGather(Group group, Buffer send, Buffer recv) {
                         "buffer ({2} bytes), got {3} bytes",
                         what, size, send.bytes, recv.bytes));
   int count = elementCount(send, 1, what);
-  Token token = pool->acquire(what);
+  Token token = pool->acquire(what, issueTimeout);
   comm->submit(token,
                {CommEngine::Kind::AllGather, communicators[unsigned(group)],
                 send.data, recv.data, count, MPI_BYTE, MPI_OP_NULL, 0, 0});
@@ -474,7 +476,7 @@ Token Runtime::broadcast(Group group, Buffer data, int root) {
     fatal(llvm::formatv("{0}: root {1} is not a rank of the group (size {2})",
                         what, root, groupSize(group)));
   int count = elementCount(data, 1, what);
-  Token token = pool->acquire(what);
+  Token token = pool->acquire(what, issueTimeout);
   comm->submit(token,
                {CommEngine::Kind::Broadcast, communicators[unsigned(group)],
                 nullptr, data.data, count, MPI_BYTE, MPI_OP_NULL, root, 0});
@@ -485,7 +487,7 @@ Token Runtime::barrier(Group group) {
   char what[TokenPool::kWhatBytes];
   std::snprintf(what, sizeof(what), "barrier on the %s group",
                 stringifyGroup(group).data());
-  Token token = pool->acquire(what);
+  Token token = pool->acquire(what, issueTimeout);
   comm->submit(token,
                {CommEngine::Kind::Barrier, communicators[unsigned(group)],
                 nullptr, nullptr, 0, MPI_BYTE, MPI_OP_NULL, 0, 0});
@@ -504,7 +506,7 @@ Token Runtime::send(Group group, int peer, int tag, Buffer data) {
   if (tag < 0 || tag > 32767)
     fatal(llvm::formatv("{0}: tag {1} is outside [0, 32767]", what, tag));
   int count = elementCount(data, 1, what);
-  Token token = pool->acquire(what);
+  Token token = pool->acquire(what, issueTimeout);
   comm->submit(token,
                {CommEngine::Kind::Send, communicators[unsigned(group)],
                 data.data, nullptr, count, MPI_BYTE, MPI_OP_NULL, peer, tag});
@@ -523,7 +525,7 @@ Token Runtime::recv(Group group, int peer, int tag, Buffer data) {
   if (tag < 0 || tag > 32767)
     fatal(llvm::formatv("{0}: tag {1} is outside [0, 32767]", what, tag));
   int count = elementCount(data, 1, what);
-  Token token = pool->acquire(what);
+  Token token = pool->acquire(what, issueTimeout);
   comm->submit(token,
                {CommEngine::Kind::Recv, communicators[unsigned(group)], nullptr,
                 data.data, count, MPI_BYTE, MPI_OP_NULL, peer, tag});
@@ -541,7 +543,7 @@ void Runtime::wait(Token token) {
     return;
   // The progress thread enforces the timeout on MPI requests; this deadline
   // is the backstop for everything else (and for inline mode).
-  double limit = comm->timeoutSeconds();
+  double limit = pool->timeout(token.index, comm->timeoutSeconds());
   auto issued = pool->issued(token);
   for (;;) {
     auto now = TokenPool::Clock::now();

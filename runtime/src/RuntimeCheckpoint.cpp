@@ -11,6 +11,22 @@
 using namespace ratrain;
 using namespace ratrain::rt;
 
+namespace ratrain::rt {
+/// Gives the operations issued in its scope another watchdog limit.
+class ScopedIssueTimeout {
+public:
+  ScopedIssueTimeout(Runtime &rt, double seconds)
+      : rt(rt), saved(rt.issueTimeout) {
+    rt.issueTimeout = seconds;
+  }
+  ~ScopedIssueTimeout() { rt.issueTimeout = saved; }
+
+private:
+  Runtime &rt;
+  double saved;
+};
+} // namespace ratrain::rt
+
 namespace {
 /// Keeps the first local error; later ones are dropped.
 struct LocalStatus {
@@ -34,6 +50,7 @@ llvm::Error Runtime::saveCheckpoint(llvm::StringRef root,
                                     const StagePartition &partition,
                                     const TrainerState &state,
                                     llvm::ArrayRef<ParamSlot> slots) {
+  ScopedIssueTimeout slowPeers(*this, opts.checkpointTimeoutSeconds);
   LocalStatus status;
   std::string staging = stagingDirectory(root, state.step);
   if (partition.numStages() != numStages())
@@ -87,6 +104,7 @@ llvm::Error Runtime::saveCheckpoint(llvm::StringRef root,
 llvm::Expected<TrainerState>
 Runtime::loadCheckpoint(llvm::StringRef path, const ModelConfig &model,
                         llvm::ArrayRef<ParamSlot> slots) {
+  ScopedIssueTimeout slowPeers(*this, opts.checkpointTimeoutSeconds);
   LocalStatus status;
   TrainerState state;
   auto directory = resolveCheckpoint(path);

@@ -15,7 +15,7 @@ TokenPool::TokenPool(uint32_t capacity) : slots(capacity) {
     freeList.push_back(i - 1);
 }
 
-Token TokenPool::acquire(const char *what) {
+Token TokenPool::acquire(const char *what, double timeoutSeconds) {
   std::unique_lock<std::mutex> lock(mutex);
   if (freeList.empty()) {
     lock.unlock();
@@ -32,6 +32,7 @@ Token TokenPool::acquire(const char *what) {
   std::strncpy(slot.what, what, kWhatBytes - 1);
   slot.what[kWhatBytes - 1] = '\0';
   slot.issued = Clock::now();
+  slot.timeout = timeoutSeconds;
   slot.state.store(Pending, std::memory_order_release);
   return Token{index, slot.generation.load(std::memory_order_relaxed)};
 }

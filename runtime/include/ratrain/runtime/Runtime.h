@@ -91,6 +91,10 @@ struct RuntimeOptions {
   /// An operation outstanding longer than this is a fatal error (a peer is
   /// dead or hung). Environment: RATRAIN_COMM_TIMEOUT_S.
   double commTimeoutSeconds = 300;
+  /// The watchdog limit of the collectives inside checkpoint save and load,
+  /// which wait while other ranks write or read whole shards. Environment:
+  /// RATRAIN_CHECKPOINT_TIMEOUT_S.
+  double checkpointTimeoutSeconds = 3600;
   /// DMA helper threads; 0 = synchronous copies. Env: RATRAIN_DMA_THREADS.
   unsigned dmaThreads = 1;
   /// When > 0, "nodes" are blocks of this many consecutive world ranks
@@ -260,6 +264,9 @@ public:
 
 private:
   void checkChannel(int channel) const;
+  /// Watchdog limit given to operations issued now (negative: default).
+  double issueTimeout = -1;
+  friend class ScopedIssueTimeout;
 
   RuntimeOptions opts;
   Layout grid;

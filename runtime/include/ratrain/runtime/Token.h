@@ -41,7 +41,9 @@ public:
   /// Takes a free slot for an operation described by `what` (copied,
   /// truncated to kWhatBytes). Fatal when `capacity` operations are
   /// outstanding.
-  Token acquire(const char *what);
+  /// `timeoutSeconds` overrides the engine's watchdog limit for this
+  /// operation (negative: the engine's default).
+  Token acquire(const char *what, double timeoutSeconds = -1);
   /// Marks the operation of slot `index` complete and wakes waiters. Called by
   /// engines, possibly from helper threads.
   void complete(uint32_t index);
@@ -61,6 +63,10 @@ public:
   /// Description and issue time by slot index (engines).
   const char *what(uint32_t index) const { return slots[index].what; }
   Clock::time_point issued(uint32_t index) const { return slots[index].issued; }
+  /// The operation's own watchdog limit, or `fallback` when it has none.
+  double timeout(uint32_t index, double fallback) const {
+    return slots[index].timeout < 0 ? fallback : slots[index].timeout;
+  }
 
   uint32_t capacity() const { return uint32_t(slots.size()); }
   /// Number of acquired, not yet released slots.
@@ -72,6 +78,7 @@ private:
     std::atomic<uint32_t> generation{0};
     std::atomic<uint8_t> state{Free};
     Clock::time_point issued;
+    double timeout = -1;
     char what[kWhatBytes] = {};
   };
   void release(uint32_t index);
