@@ -10,7 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 class MT3K_CommOp<string mnemonic, list<Trait> traits = []>
-    : MT3K_Op<mnemonic, !listconcat(traits, MT3K_AsyncOp, [
+    : MT3K_InProgramOp<mnemonic, !listconcat(traits, MT3K_AsyncOp, [
         DeclareOpInterfaceMethods<SymbolUserOpInterface>,
         MemoryEffects<[MemWrite<MT3K_RuntimeResource>]>])> {
   let results = (outs MT3K_TokenType:$token);
@@ -160,7 +160,7 @@ def MT3K_RecvOp : MT3K_CommOp<"recv"> {
   }];
 }
 
-def MT3K_BarrierOp : MT3K_Op<"barrier",
+def MT3K_BarrierOp : MT3K_InProgramOp<"barrier",
     [DeclareOpInterfaceMethods<SymbolUserOpInterface>,
      MemoryEffects<[MemWrite<MT3K_RuntimeResource>]>]> {
   let summary = "block until every rank of a group arrives";

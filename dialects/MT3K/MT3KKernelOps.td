@@ -13,7 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-def MT3K_GemmOp : MT3K_Op<"gemm"> {
+def MT3K_GemmOp : MT3K_InProgramOp<"gemm"> {
   let summary = "matrix multiply: c = alpha * op(a) * op(b) (+ c)";
   let description = [{
     `op(a)` is `a` (`[M, K]`) or, with `transpose_a`, `a` transposed (`a` is
@@ -48,7 +48,7 @@ def MT3K_GemmOp : MT3K_Op<"gemm"> {
   let hasVerifier = 1;
 }
 
-def MT3K_AttentionFwdOp : MT3K_Op<"attention_fwd"> {
+def MT3K_AttentionFwdOp : MT3K_InProgramOp<"attention_fwd"> {
   let summary = "fused multi-head attention forward (GQA), saves the log-sum-exp";
   let description = [{
     `o = softmax(scale * q k^T + mask) v` per head, with grouped-query
@@ -81,7 +81,7 @@ def MT3K_AttentionFwdOp : MT3K_Op<"attention_fwd"> {
   let hasVerifier = 1;
 }
 
-def MT3K_AttentionBwdOp : MT3K_Op<"attention_bwd"> {
+def MT3K_AttentionBwdOp : MT3K_InProgramOp<"attention_bwd"> {
   let summary = "fused multi-head attention backward (GQA)";
   let description = [{
     Given the forward's inputs `q`, `k`, `v`, its output `o`, the output
@@ -117,7 +117,7 @@ def MT3K_AttentionBwdOp : MT3K_Op<"attention_bwd"> {
   let hasVerifier = 1;
 }
 
-def MT3K_RMSNormFwdOp : MT3K_Op<"rmsnorm_fwd"> {
+def MT3K_RMSNormFwdOp : MT3K_InProgramOp<"rmsnorm_fwd"> {
   let summary = "RMSNorm forward, saves the reciprocal RMS";
   let description = [{
     For each row `i` of `x` (`[tokens, hidden]`):
@@ -145,7 +145,7 @@ def MT3K_RMSNormFwdOp : MT3K_Op<"rmsnorm_fwd"> {
   let hasVerifier = 1;
 }
 
-def MT3K_RMSNormBwdOp : MT3K_Op<"rmsnorm_bwd"> {
+def MT3K_RMSNormBwdOp : MT3K_InProgramOp<"rmsnorm_bwd"> {
   let summary = "RMSNorm backward";
   let description = [{
     From the forward's input `x`, `weight`, saved `rstd` and the output
@@ -179,7 +179,8 @@ def MT3K_RMSNormBwdOp : MT3K_Op<"rmsnorm_bwd"> {
   let hasVerifier = 1;
 }
 
-def MT3K_ElementwiseOp : MT3K_Op<"elementwise", [AttrSizedOperandSegments]> {
+def MT3K_ElementwiseOp
+    : MT3K_InProgramOp<"elementwise", [AttrSizedOperandSegments]> {
   let summary = "a memory-bound kernel selected by `kind`";
   let description = [{
     Kernels whose cost is dominated by memory traffic. Each kind takes a
@@ -231,7 +232,7 @@ def MT3K_ElementwiseOp : MT3K_Op<"elementwise", [AttrSizedOperandSegments]> {
   }];
 }
 
-def MT3K_AdamWOp : MT3K_Op<"adamw"> {
+def MT3K_AdamWOp : MT3K_InProgramOp<"adamw"> {
   let summary = "AdamW step on a parameter shard, refreshing its 16-bit view";
   let description = [{
     One decoupled-weight-decay Adam step on `master` (f32), with moments `m`
@@ -284,7 +285,7 @@ def MT3K_AdamWOp : MT3K_Op<"adamw"> {
   let hasVerifier = 1;
 }
 
-def MT3K_FillOp : MT3K_Op<"fill"> {
+def MT3K_FillOp : MT3K_InProgramOp<"fill"> {
   let summary = "set every element of a buffer to a constant";
   let description = [{
     Writes `value` (converted to the element type) to every element, e.g. to
@@ -303,7 +304,7 @@ def MT3K_FillOp : MT3K_Op<"fill"> {
 // Runtime interface
 //===----------------------------------------------------------------------===//
 
-def MT3K_InitParamOp : MT3K_Op<"init_param"> {
+def MT3K_InitParamOp : MT3K_InProgramOp<"init_param"> {
   let summary = "initialize (part of) a parameter before the first iteration";
   let description = [{
     Writes the initial value of the elements `[element_offset,
@@ -337,7 +338,7 @@ def MT3K_InitParamOp : MT3K_Op<"init_param"> {
   let hasVerifier = 1;
 }
 
-def MT3K_LoadBatchOp : MT3K_Op<"load_batch",
+def MT3K_LoadBatchOp : MT3K_InProgramOp<"load_batch",
     [MemoryEffects<[MemWrite<MT3K_RuntimeResource>]>]> {
   let summary = "fill a buffer with a micro-batch from the data loader";
   let description = [{
@@ -356,7 +357,7 @@ def MT3K_LoadBatchOp : MT3K_Op<"load_batch",
   }];
 }
 
-def MT3K_ReportLossOp : MT3K_Op<"report_loss",
+def MT3K_ReportLossOp : MT3K_InProgramOp<"report_loss",
     [MemoryEffects<[MemWrite<MT3K_RuntimeResource>]>]> {
   let summary = "hand a micro-batch's loss to the runtime's log";
   let description = [{

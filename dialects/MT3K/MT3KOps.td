@@ -19,6 +19,10 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 class MT3K_Op<string mnemonic, list<Trait> traits = []>
     : Op<MT3K_Dialect, mnemonic, traits>;
 
+/// An operation of a program's straight-line body.
+class MT3K_InProgramOp<string mnemonic, list<Trait> traits = []>
+    : MT3K_Op<mnemonic, !listconcat(traits, [HasParent<"ProgramOp">])>;
+
 /// An asynchronous operation: its token result must be consumed by an
 /// `mt3k.wait` (verified by ratrain::mt3k::AsyncOp).
 def MT3K_AsyncOpTrait : NativeOpTrait<"AsyncOp"> {

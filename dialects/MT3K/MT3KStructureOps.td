@@ -132,7 +132,7 @@ def MT3K_ProgramOp : MT3K_Op<"program", [
 // Buffers
 //===----------------------------------------------------------------------===//
 
-def MT3K_BufferOp : MT3K_Op<"buffer", [Pure, HasParent<"ProgramOp">]> {
+def MT3K_BufferOp : MT3K_InProgramOp<"buffer", [Pure]> {
   let summary = "a buffer at a static offset of its memory space";
   let description = [{
     Places a buffer of the result type at byte `offset` of its memory space
@@ -157,7 +157,7 @@ def MT3K_BufferOp : MT3K_Op<"buffer", [Pure, HasParent<"ProgramOp">]> {
   let hasVerifier = 1;
 }
 
-def MT3K_ViewOp : MT3K_Op<"view", [Pure]> {
+def MT3K_ViewOp : MT3K_InProgramOp<"view", [Pure]> {
   let summary = "a byte range of a buffer, reinterpreted";
   let description = [{
     The result names the bytes `[byte_offset, byte_offset + size(result))`
@@ -185,7 +185,7 @@ def MT3K_ViewOp : MT3K_Op<"view", [Pure]> {
 // Asynchronous data movement
 //===----------------------------------------------------------------------===//
 
-def MT3K_DmaOp : MT3K_Op<"dma", MT3K_AsyncOp> {
+def MT3K_DmaOp : MT3K_InProgramOp<"dma", MT3K_AsyncOp> {
   let summary = "asynchronous copy between two memory spaces";
   let description = [{
     Starts copying `source` into `dest` on a DMA engine and yields a token;
@@ -220,7 +220,7 @@ def MT3K_DmaOp : MT3K_Op<"dma", MT3K_AsyncOp> {
   let hasVerifier = 1;
 }
 
-def MT3K_OffloadOp : MT3K_Op<"offload", !listconcat(MT3K_AsyncOp,
+def MT3K_OffloadOp : MT3K_InProgramOp<"offload", !listconcat(MT3K_AsyncOp,
     [MemoryEffects<[MemWrite<MT3K_RuntimeResource>]>])> {
   let summary = "asynchronously copy a DDR buffer out to host memory or storage";
   let description = [{
@@ -242,7 +242,7 @@ def MT3K_OffloadOp : MT3K_Op<"offload", !listconcat(MT3K_AsyncOp,
   }];
 }
 
-def MT3K_ReloadOp : MT3K_Op<"reload", !listconcat(MT3K_AsyncOp,
+def MT3K_ReloadOp : MT3K_InProgramOp<"reload", !listconcat(MT3K_AsyncOp,
     [MemoryEffects<[MemWrite<MT3K_RuntimeResource>]>])> {
   let summary = "asynchronously copy offloaded bytes back into DDR";
   let description = [{
@@ -263,7 +263,7 @@ def MT3K_ReloadOp : MT3K_Op<"reload", !listconcat(MT3K_AsyncOp,
   }];
 }
 
-def MT3K_WaitOp : MT3K_Op<"wait"> {
+def MT3K_WaitOp : MT3K_InProgramOp<"wait"> {
   let summary = "block until asynchronous operations complete";
   let description = [{
     Blocks the program until every operation that yielded one of `tokens`
