@@ -94,6 +94,8 @@ llvm::Expected<Synthetic1F1BConfig> sim::planToSyntheticConfig(
     stage.viewCastSeconds = costs.viewCast(updated);
     stage.gradientBytesPerLayer = 2 * paramsPerLayer;
     stage.gatherBytesPerLayer = zero ? 2 * paramsPerLayer : 0;
+    stage.offloadBytesPerLayer =
+        offloadedBytesPerParam(model, config.offload) * updated;
 
     StageMemory memory = computeStageMemory(model, config, i, memoryOptions);
     stage.storedActivationBytesPerLayer =

@@ -54,6 +54,8 @@ llvm::StringRef sim::stringifyCommKind(CommKind kind) {
     return "reduce-scatter";
   case CommKind::AllGather:
     return "all-gather";
+  case CommKind::Offload:
+    return "offload";
   }
   return "dma";
 }
@@ -104,6 +106,8 @@ llvm::StringRef sim::stringifyTaskKind(TaskKind kind) {
     return "alloc";
   case TaskKind::Free:
     return "free";
+  case TaskKind::Offload:
+    return "offload";
   }
   return "compute";
 }
@@ -114,7 +118,7 @@ llvm::StringRef sim::stringifyTaskKind(TaskKind kind) {
 
 static bool isAsync(TaskKind kind) {
   return kind == TaskKind::Dma || kind == TaskKind::Send ||
-         kind == TaskKind::Collective;
+         kind == TaskKind::Collective || kind == TaskKind::Offload;
 }
 
 Token StageProgram::add(const Task &task, llvm::StringRef label) {
@@ -183,6 +187,13 @@ void StageProgram::addWait(Token token, bool previousIteration,
   task.waitTask = token.task;
   task.previousIteration = previousIteration;
   add(task, label);
+}
+
+Token StageProgram::addOffloadTransfer(int64_t bytes, llvm::StringRef label) {
+  Task task;
+  task.kind = TaskKind::Offload;
+  task.bytes = bytes;
+  return add(task, label);
 }
 
 void StageProgram::addAlloc(int64_t bytes, llvm::StringRef label) {
@@ -266,6 +277,7 @@ llvm::Error SimProgram::verify() const {
       case TaskKind::Dma:
       case TaskKind::Alloc:
       case TaskKind::Free:
+      case TaskKind::Offload:
         if (t.bytes < 0)
           return taskError(*this, s, i, "negative byte count");
         break;

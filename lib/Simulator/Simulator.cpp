@@ -47,6 +47,7 @@ enum LinkSlot : uint32_t {
   InterRx,
   NodeTx, ///< The node's injection into the inter-node network (shared).
   NodeRx,
+  OffloadLink, ///< DDR <-> offload tier, reads and writes.
   NumLinkSlots
 };
 
@@ -144,6 +145,9 @@ struct StageState {
   /// Collectives queued on each communication stream, and whether one runs.
   std::vector<std::deque<uint32_t>> commQueue;
   std::vector<bool> commBusy;
+  /// Offload-tier transfers queued on the cluster's offload stream.
+  std::deque<uint32_t> offloadQueue;
+  bool offloadBusy = false;
 };
 
 class Engine {
@@ -164,6 +168,7 @@ private:
   void issueAsync(uint32_t stage, const Task &task);
   void startDma(uint32_t opIndex);
   void startCollective(uint32_t opIndex);
+  void startOffload(uint32_t opIndex);
   void startStep(uint32_t opIndex);
   void startFlow(uint32_t opIndex, double bytes, uint32_t linkA,
                  uint32_t linkB);
@@ -249,6 +254,7 @@ llvm::Error Engine::prepare() {
         machine.network.nodeInjectionBandwidth;
     links[linkIndex(s, NodeRx)].bandwidth =
         machine.network.nodeInjectionBandwidth;
+    links[linkIndex(s, OffloadLink)].bandwidth = machine.offload.bandwidth;
   }
 
   // Send lookup for recv matching (verify() guarantees a unique match).
@@ -311,6 +317,15 @@ llvm::Error Engine::prepare() {
           if (llvm::Error e =
                   needBandwidth(s, i, machine.cluster.dmaBandwidth, "DMA"))
             return e;
+        break;
+      case TaskKind::Offload:
+        if (t.bytes > 0 && !machine.offload.present())
+          return llvm::createStringError(
+              llvm::inconvertibleErrorCode(),
+              llvm::formatv("stage {0}, {1}: machine '{2}' has no offload "
+                            "tier",
+                            s, sp.describeTask(i), machine.name)
+                  .str());
         break;
       case TaskKind::Send:
         if (t.bytes > 0)
@@ -501,6 +516,14 @@ void Engine::issueAsync(uint32_t s, const Task &task) {
   case TaskKind::Send:
     schedule(now + latency(task.link), EventType::LatencyDone, opIndex);
     return;
+  case TaskKind::Offload:
+    if (st.offloadBusy) {
+      st.offloadQueue.push_back(opIndex);
+    } else {
+      st.offloadBusy = true;
+      startOffload(opIndex);
+    }
+    return;
   case TaskKind::Collective:
     op.plan = st.plan[st.pc];
     op.numSteps = static_cast<uint32_t>(plans[op.plan].size());
@@ -527,6 +550,19 @@ void Engine::startCollective(uint32_t opIndex) {
            opIndex);
 }
 
+/// Offload transfers: a latency per chunk, then the bytes over the tier link.
+void Engine::startOffload(uint32_t opIndex) {
+  Op &op = ops[opIndex];
+  op.start = now;
+  const Task &task = program.stages[op.stage].getTask(op.task);
+  const OffloadTierSpec &tier = machine.offload;
+  double chunks = tier.chunkBytes > 0 && task.bytes > 0
+                      ? std::ceil(static_cast<double>(task.bytes) /
+                                  static_cast<double>(tier.chunkBytes))
+                      : 1.0;
+  schedule(now + chunks * tier.latency, EventType::LatencyDone, opIndex);
+}
+
 void Engine::startDma(uint32_t opIndex) {
   Op &op = ops[opIndex];
   op.start = now;
@@ -539,6 +575,11 @@ void Engine::startDma(uint32_t opIndex) {
 void Engine::startStep(uint32_t opIndex) {
   Op &op = ops[opIndex];
   const Task &task = program.stages[op.stage].getTask(op.task);
+  if (task.kind == TaskKind::Offload) {
+    startFlow(opIndex, static_cast<double>(task.bytes),
+              linkIndex(op.stage, OffloadLink), kNone);
+    return;
+  }
   if (task.kind == TaskKind::Send) {
     startNetworkFlow(opIndex, static_cast<double>(task.bytes), op.stage,
                      task.peer, task.link, program.stageReplicasPerNode);
@@ -580,6 +621,9 @@ void Engine::completeOp(uint32_t opIndex) {
       interval.lane = Lane::Dma;
       interval.kind = static_cast<uint8_t>(CommKind::Dma);
       interval.channel = task.channel;
+    } else if (task.kind == TaskKind::Offload) {
+      interval.lane = Lane::Offload;
+      interval.kind = static_cast<uint8_t>(CommKind::Offload);
     } else {
       interval.lane = Lane::Network;
       interval.kind = static_cast<uint8_t>(
@@ -597,6 +641,14 @@ void Engine::completeOp(uint32_t opIndex) {
       uint32_t next = queue.front();
       queue.pop_front();
       startDma(next);
+    }
+  } else if (task.kind == TaskKind::Offload) {
+    if (st.offloadQueue.empty()) {
+      st.offloadBusy = false;
+    } else {
+      uint32_t next = st.offloadQueue.front();
+      st.offloadQueue.pop_front();
+      startOffload(next);
     }
   } else if (task.kind == TaskKind::Collective) {
     auto &queue = st.commQueue[task.channel];
@@ -710,6 +762,7 @@ void Engine::advance(uint32_t s) {
     case TaskKind::Dma:
     case TaskKind::Send:
     case TaskKind::Collective:
+    case TaskKind::Offload:
       issueAsync(s, task);
       ++st.pc;
       continue;
@@ -734,10 +787,21 @@ void Engine::advance(uint32_t s) {
         continue;
       }
       const Task &awaited = sp.getTask(task.waitTask);
-      CommKind kind = awaited.kind == TaskKind::Dma ? CommKind::Dma
-                      : awaited.kind == TaskKind::Send
-                          ? CommKind::P2P
-                          : getCommKind(awaited.collective.kind);
+      CommKind kind;
+      switch (awaited.kind) {
+      case TaskKind::Dma:
+        kind = CommKind::Dma;
+        break;
+      case TaskKind::Send:
+        kind = CommKind::P2P;
+        break;
+      case TaskKind::Offload:
+        kind = CommKind::Offload;
+        break;
+      default:
+        kind = getCommKind(awaited.collective.kind);
+        break;
+      }
       block(s, s, iteration, task.waitTask, kind, false);
       return;
     }

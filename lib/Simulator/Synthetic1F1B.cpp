@@ -42,7 +42,8 @@ public:
                int64_t stage, StageProgram &program)
       : config(config), costs(costs), stage(stage), program(program),
         last(stage == config.stages - 1), syncTokens(costs.layers),
-        gatherTokens(costs.layers), pendingWaits(costs.layers) {}
+        gatherTokens(costs.layers), reloadTokens(costs.layers),
+        pendingWaits(costs.layers) {}
 
   void build();
 
@@ -50,6 +51,17 @@ private:
   int64_t globalLayer(int64_t local) const { return costs.firstLayer + local; }
   bool syncs() const {
     return config.dataParallel > 1 && costs.gradientBytesPerLayer > 0;
+  }
+  bool offloads() const { return costs.offloadBytesPerLayer > 0; }
+  Token reload(int64_t l) {
+    return program.addOffloadTransfer(
+        costs.offloadBytesPerLayer,
+        llvm::formatv("reload states L{0}", globalLayer(l)).str());
+  }
+  Token writeBack(int64_t l) {
+    return program.addOffloadTransfer(
+        costs.offloadBytesPerLayer,
+        llvm::formatv("write back states L{0}", globalLayer(l)).str());
   }
   bool gathers() const {
     return config.dataParallel > 1 && costs.gatherBytesPerLayer > 0;
@@ -76,6 +88,7 @@ private:
   bool last;
   std::vector<Token> syncTokens;
   std::vector<Token> gatherTokens;
+  std::vector<Token> reloadTokens;
   /// Index of the loop-carried wait on each layer's view all-gather.
   std::vector<size_t> pendingWaits;
 };
@@ -91,9 +104,17 @@ void StageBuilder::perLayerLifecycle() {
     if (syncs())
       program.addWait(syncTokens[l], false,
                       llvm::formatv("wait grad sync L{0}", layer).str());
+    if (offloads())
+      program.addWait(reloadTokens[l], false,
+                      llvm::formatv("wait reload L{0}", layer).str());
     if (costs.updateSeconds > 0)
       program.addCompute(ComputeKind::Update, costs.updateSeconds, 0,
                          llvm::formatv("update L{0}", layer).str());
+    if (offloads()) {
+      writeBack(l);
+      if (l >= 2)
+        reloadTokens[l - 2] = reload(l - 2);
+    }
     if (costs.viewCastSeconds > 0)
       program.addCompute(ComputeKind::ViewCast, costs.viewCastSeconds, 0,
                          llvm::formatv("view-cast L{0}", layer).str());
@@ -138,6 +159,13 @@ void StageBuilder::forward(int64_t mb) {
 }
 
 void StageBuilder::backward(int64_t mb) {
+  if (mb == config.microBatches - 1 &&
+      config.placement == LifecyclePlacement::PerLayer && offloads()) {
+    // Double-buffered reloads for the first two updates (last layers first)
+    // from the start of the last backward sweep.
+    for (int64_t l = costs.layers - 1; l >= 0 && l >= costs.layers - 2; --l)
+      reloadTokens[l] = reload(l);
+  }
   if (!last)
     program.addRecv(static_cast<uint32_t>(stage + 1), config.activationBytes,
                     static_cast<uint64_t>(2 * mb + 1),
@@ -179,10 +207,17 @@ void StageBuilder::wholeModelLifecycle() {
         "grad sync (all layers)");
     program.addWait(token, false, "wait grad sync");
   }
-  for (int64_t l = 0; l < costs.layers; ++l)
+  std::vector<Token> writeBacks;
+  for (int64_t l = 0; l < costs.layers; ++l) {
+    if (offloads())
+      program.addWait(reload(l), false,
+                      llvm::formatv("wait reload L{0}", globalLayer(l)).str());
     if (costs.updateSeconds > 0)
       program.addCompute(ComputeKind::Update, costs.updateSeconds, 0,
                          llvm::formatv("update L{0}", globalLayer(l)).str());
+    if (offloads())
+      writeBacks.push_back(writeBack(l));
+  }
   for (int64_t l = 0; l < costs.layers; ++l)
     if (costs.viewCastSeconds > 0)
       program.addCompute(ComputeKind::ViewCast, costs.viewCastSeconds, 0,
@@ -194,6 +229,8 @@ void StageBuilder::wholeModelLifecycle() {
         "param all-gather (all layers)");
     program.addWait(token, false, "wait param all-gather");
   }
+  for (Token token : writeBacks)
+    program.addWait(token, false, "wait write-back");
 }
 
 void StageBuilder::build() {

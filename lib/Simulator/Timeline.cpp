@@ -23,7 +23,8 @@ enum TraceThread : int64_t {
   ComputeThread = 0,
   BlockedThread = 1,
   NetworkThread = 2,
-  FirstDmaThread = 3
+  OffloadThread = 3,
+  FirstDmaThread = 4
 };
 } // namespace
 
@@ -37,6 +38,8 @@ static int64_t threadOf(const TraceInterval &interval) {
     return NetworkThread;
   case Lane::Dma:
     return FirstDmaThread + interval.channel;
+  case Lane::Offload:
+    return OffloadThread;
   }
   return ComputeThread;
 }
@@ -87,6 +90,7 @@ void sim::writeChromeTrace(const SimReport &report, const SimProgram &program,
         metadata("thread_name", pid, BlockedThread,
                  "stream blocked (exposed comm)");
         metadata("thread_name", pid, NetworkThread, "network");
+        metadata("thread_name", pid, OffloadThread, "offload tier");
         for (uint32_t c = 0; c < report.dmaChannels; ++c)
           metadata("thread_name", pid, FirstDmaThread + c,
                    llvm::formatv("dma {0}", c).str());
@@ -151,6 +155,7 @@ const char *commColor(unsigned kind) {
       "#e15759", // all-reduce
       "#ff9da7", // reduce-scatter
       "#8c564b", // all-gather
+      "#17becf", // offload
   };
   return colors[kind];
 }
@@ -238,6 +243,7 @@ void sim::writeSvgTimeline(const SimReport &report, const SimProgram &program,
       row = NetworkRow;
       break;
     case Lane::Dma:
+    case Lane::Offload:
       row = DmaRow;
       break;
     }

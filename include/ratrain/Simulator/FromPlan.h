@@ -1,5 +1,4 @@
-//===- FromPlan.h - A simulator program from a training plan -----*- C++
-//-*-===//
+//===- FromPlan.h - A simulator program from a training plan -*- C++ -*-===//
 //
 // Builds the 1F1B SimProgram of a ParallelConfig directly (without lowering
 // through MLIR), with every duration from the planner's CostModel and every

@@ -1,5 +1,4 @@
-//===- SimProgram.h - A training iteration as the simulator sees it -*- C++
-//-*-===//
+//===- SimProgram.h - One training iteration, per stage -----*- C++ -*-===//
 //
 // The simulator's input: for every pipeline stage, the ordered list of tasks
 // that one representative cluster of that stage issues during one training
@@ -20,6 +19,8 @@
 //   wait may name the *previous* iteration's instance of a task (a loop-carried
 //   dependency, e.g. the next forward waiting for the last iteration's gradient
 //   synchronization); in the first iteration such a wait is already satisfied.
+// - Offload transfers (reload / write-back of offloaded states) are
+//   asynchronous too, one at a time on the cluster's offload stream.
 // - Alloc/free tasks change the stage's DDR footprint at their issue time.
 //
 // Plain C++ with LLVM Support; filled by tests, the synthetic 1F1B generator
@@ -61,8 +62,15 @@ llvm::StringRef stringifyCollectiveKind(CollectiveKind kind);
 
 /// Kinds of communication the compute stream can be blocked on; exposed
 /// (non-overlapped) communication is reported per kind.
-enum class CommKind : uint8_t { Dma, P2P, AllReduce, ReduceScatter, AllGather };
-constexpr unsigned kNumCommKinds = 5;
+enum class CommKind : uint8_t {
+  Dma,
+  P2P,
+  AllReduce,
+  ReduceScatter,
+  AllGather,
+  Offload ///< transfers to / from the offload tier
+};
+constexpr unsigned kNumCommKinds = 6;
 llvm::StringRef stringifyCommKind(CommKind kind);
 CommKind getCommKind(CollectiveKind kind);
 
@@ -81,7 +89,8 @@ enum class TaskKind : uint8_t {
   Collective,
   Wait,
   Alloc,
-  Free
+  Free,
+  Offload ///< DDR <-> offload tier (reload or write-back), asynchronous
 };
 llvm::StringRef stringifyTaskKind(TaskKind kind);
 
@@ -157,6 +166,10 @@ public:
   /// previous iteration's instance of that task completes.
   void addWait(Token token, bool previousIteration = false,
                llvm::StringRef label = "");
+  /// Moves `bytes` between DDR and the machine's offload tier (a reload or a
+  /// write-back): FIFO on the cluster's one offload stream, a latency per
+  /// chunk (offload.chunk_bytes), bandwidth offload.bandwidth.
+  Token addOffloadTransfer(int64_t bytes, llvm::StringRef label);
   void addAlloc(int64_t bytes, llvm::StringRef label);
   void addFree(int64_t bytes, llvm::StringRef label);
 

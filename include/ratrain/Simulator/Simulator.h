@@ -1,5 +1,4 @@
-//===- Simulator.h - Discrete-event simulation of a training step -*- C++
-//-*-===//
+//===- Simulator.h - Discrete-event simulation of a step ---*- C++ -*-===//
 //
 // Runs a SimProgram event by event on a MachineModel: one compute stream per
 // stage, the cluster's DMA channels, and its intra- and inter-node network
@@ -67,7 +66,7 @@ struct SimOptions {
 };
 
 /// What a lane of the timeline shows.
-enum class Lane : uint8_t { Compute, Blocked, Dma, Network };
+enum class Lane : uint8_t { Compute, Blocked, Dma, Network, Offload };
 
 /// One recorded interval of the run.
 struct TraceInterval {

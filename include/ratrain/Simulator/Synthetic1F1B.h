@@ -1,19 +1,22 @@
-//===- Synthetic1F1B.h - Generated non-interleaved 1F1B programs -*- C++
-//-*-===//
+//===- Synthetic1F1B.h - Generated 1F1B programs ----------------*- C++ -*-===//
 //
 // Builds the SimProgram of a non-interleaved 1F1B iteration directly, without
 // the compiler, from per-stage durations and sizes, with one of two
 // placements of the training-state lifecycle (gradient sync, update,
 // parameter-view cast, ZeRO parameter all-gather):
 // - WholeModel ("gpu-style"): after the stage's last backward, one bucketed
-//   collective for all of the stage's gradients, wait, update every layer,
-//   cast every parameter view (then, with ZeRO, one all-gather of all views,
-//   wait).
+//   collective for all of the stage's gradients, wait, update every layer
+//   (with offload: reload it, wait, update, write it back), cast every
+//   parameter view (then, with ZeRO, one all-gather of all views, wait), and
+//   wait for the write-backs.
 // - PerLayer ("ratrain"): each layer's gradient sync is issued as soon as the
 //   last micro-batch's backward of that layer finishes, so it overlaps the
 //   backward of the layers below; after the last backward, each layer (in the
 //   order its sync completes) waits for its sync, is updated and cast while
-//   the syncs of the other layers proceed, and with ZeRO issues the
+//   the syncs of the other layers proceed (with offload, the reloads are
+//   double-buffered: the first two are issued when the last backward sweep
+//   starts, each update issues its write-back and the reload two layers
+//   ahead), and with ZeRO issues the
 //   all-gather of its view, which only the layer's first forward of the next
 //   iteration waits for (a loop-carried wait: it overlaps the pipeline
 //   drain and fill).
@@ -62,6 +65,10 @@ struct SyntheticStage {
   /// 16-bit parameter bytes per layer all-gathered after the update (ZeRO);
   /// 0 = no all-gather.
   int64_t gatherBytesPerLayer = 0;
+  /// Offloaded optimizer state (and master) bytes per layer that each
+  /// iteration reloads from the offload tier before the layer's update and
+  /// writes back after it; 0 = nothing offloaded.
+  int64_t offloadBytesPerLayer = 0;
   /// DDR accounting: resident bytes, activation bytes held per layer and
   /// micro-batch between its forward and backward, and the buffer
   /// assignment's peak if known.

@@ -1,5 +1,4 @@
-//===- Timeline.h - Chrome trace and SVG timeline of a simulation -*- C++
-//-*-===//
+//===- Timeline.h - Chrome trace and SVG timeline --------*- C++ -*-===//
 //
 // Writers for a recorded simulation (SimOptions::recordTrace):
 // - a Chrome trace / Perfetto JSON file (chrome://tracing, ui.perfetto.dev):

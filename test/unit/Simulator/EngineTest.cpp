@@ -244,6 +244,66 @@ TEST(Dma, ChannelsShareBandwidthAndOneChannelIsFifo) {
   EXPECT_DOUBLE_EQ(shared.stepTime, 104.0);
 }
 
+TEST(Offload, TransfersPayALatencyPerChunkAndRunInOrder) {
+  // 100 B in chunks of 30 B: 4 chunks of 0.5 s latency + 100 B at 10 B/s.
+  MachineModel machine = makeTestMachine();
+  machine.offload.bytesPerNode = 1000;
+  machine.offload.bandwidth = 10;
+  machine.offload.latency = 0.5;
+  machine.offload.chunkBytes = 30;
+  SimProgram program;
+  program.stages.emplace_back("s");
+  StageProgram &s = program.stages[0];
+  Token reload = s.addOffloadTransfer(100, "reload");
+  Token writeBack = s.addOffloadTransfer(100, "write back");
+  s.addWait(reload);
+  s.addCompute(ComputeKind::Update, 1, 0, "update");
+  s.addWait(writeBack);
+  SimOptions options;
+  options.iterations = 1;
+  options.recordTrace = true;
+  SimReport report = expectOk(simulate(program, machine, options));
+  // The reload ends at 12 (exposed), the update runs [12, 13], the queued
+  // write-back ends at 24 (11 s exposed).
+  EXPECT_DOUBLE_EQ(report.stepTime, 24.0);
+  EXPECT_DOUBLE_EQ(report.stageReports[0].exposed[comm(CommKind::Offload)],
+                   23.0);
+  int transfers = 0;
+  for (const TraceInterval &interval : report.trace)
+    if (interval.lane == Lane::Offload)
+      ++transfers;
+  EXPECT_EQ(transfers, 2);
+
+  machine.offload.bytesPerNode = 0;
+  EXPECT_NE(expectError(simulate(program, machine, options))
+                .find("has no offload tier"),
+            std::string::npos);
+}
+
+TEST(Offload, PerLayerPlacementDoubleBuffersReloads) {
+  Synthetic1F1BConfig config;
+  config.stages = 2;
+  config.microBatches = 4;
+  config.layersPerStage = 4;
+  config.dataParallel = 2;
+  config.dpMembersPerNode = 2;
+  config.updateSeconds = 0.5;
+  config.gradientBytesPerLayer = 10;
+  config.pipelineLink = LinkClass::IntraNode;
+  MachineModel machine = makeTestMachine();
+  machine.offload.bytesPerNode = 1000;
+  machine.offload.bandwidth = 10;
+  for (SyntheticStage &stage : (config.perStage = config.resolveStages()))
+    stage.offloadBytesPerLayer = 20; // 2 s each way
+  SimReport whole = expectOk(simulate(buildSynthetic1F1B(config), machine));
+  config.placement = LifecyclePlacement::PerLayer;
+  SimReport perLayer = expectOk(simulate(buildSynthetic1F1B(config), machine));
+  unsigned offload = comm(CommKind::Offload);
+  EXPECT_GT(whole.maxExposed[offload], 0.0);
+  EXPECT_LT(perLayer.maxExposed[offload], whole.maxExposed[offload]);
+  EXPECT_LT(perLayer.stepTime, whole.stepTime);
+}
+
 TEST(Tokens, WaitBlocksOnlyForTheNonOverlappedPart) {
   // DMA of 40 B (10 s) overlapped by 4 s of compute: 6 s exposed.
   SimProgram program;

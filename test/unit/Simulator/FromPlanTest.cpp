@@ -119,6 +119,39 @@ TEST(FromPlan, RATrainPolicyIsNotSlowerAndHidesLifecycle) {
   EXPECT_LT(ratrain.maxExposed[allReduce], gpu.maxExposed[allReduce]);
 }
 
+TEST(FromPlan, OffloadedStatesMatchTheMemoryModelAndCostModel) {
+  MachineModel machine = loadMt3000();
+  ASSERT_TRUE(machine.offload.present());
+  ModelConfig model = loadModel("llama-2-7b.json");
+  ParallelConfig config = ParallelConfig::balanced(
+      model.numLayers, 4, 8, 1, 8, RecomputePolicy::Full, ZeroStage::Gradients);
+  config.offload = OffloadPolicy::OptimizerStates;
+  SimProgram program = expectOk(buildProgramFromPlan(model, machine, config));
+  // Every offload transfer costs what the cost model says when alone.
+  CostModel costs(model, machine);
+  const Task *transfer = nullptr;
+  for (const Task &task : program.stages[1].getTasks())
+    if (task.kind == TaskKind::Offload)
+      transfer = &task;
+  ASSERT_NE(transfer, nullptr);
+  SimProgram single;
+  single.stages.emplace_back("s");
+  single.stages[0].addWait(
+      single.stages[0].addOffloadTransfer(transfer->bytes, "one"));
+  SimOptions options;
+  options.iterations = 1;
+  double expected = costs.offloadTransfer(transfer->bytes);
+  EXPECT_NEAR(expectOk(simulate(single, machine, options)).stepTime, expected,
+              1e-9 * expected);
+  // Peak DDR per stage is the memory model's (offloaded states excluded).
+  SimReport report = expectOk(simulate(program, machine));
+  std::vector<StageMemory> memory =
+      computeMemory(model, config, MemoryOptions::forMachine(machine));
+  for (size_t s = 0; s < memory.size(); ++s)
+    EXPECT_EQ(report.stageReports[s].peakDdrBytes, memory[s].total())
+        << "stage " << s;
+}
+
 TEST(FromPlan, InvalidConfigIsAnError) {
   MachineModel machine = loadMt3000();
   ModelConfig model = loadModel("llama-2-7b.json");

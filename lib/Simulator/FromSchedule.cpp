@@ -1,0 +1,384 @@
+//===- FromSchedule.cpp - A simulator program from a scheduled module -----===//
+
+#include "ratrain/Simulator/FromSchedule.h"
+
+#include "RATrain/RATrainDialect.h"
+#include "RATrain/RATrainOps.h"
+#include "RATrain/RATrainTypes.h"
+#include "ratrain/Planner/CostModel.h"
+#include "ratrain/Simulator/FromPlan.h"
+#include "ratrain/Transforms/ScheduleUtils.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Support/FileUtilities.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
+
+#include <algorithm>
+#include <numeric>
+
+using namespace ratrain;
+
+namespace {
+
+llvm::Error opError(mlir::Operation *op, const llvm::Twine &what) {
+  std::string location;
+  llvm::raw_string_ostream os(location);
+  op->getLoc().print(os);
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 location + ": " + describeScheduleOp(op) +
+                                     ": " + what.str());
+}
+
+/// The layer a state type belongs to (-1 for other types).
+int64_t layerOf(mlir::Type type) {
+  if (auto view = llvm::dyn_cast<ViewType>(type))
+    return view.getLayer();
+  if (auto grad = llvm::dyn_cast<GradType>(type))
+    return grad.getLayer();
+  if (auto master = llvm::dyn_cast<MasterType>(type))
+    return master.getLayer();
+  if (auto state = llvm::dyn_cast<OptStateType>(type))
+    return state.getLayer();
+  if (auto act = llvm::dyn_cast<ActivationType>(type))
+    return act.getLayer();
+  if (auto offloaded = llvm::dyn_cast<OffloadedType>(type))
+    return layerOf(offloaded.getState());
+  if (auto pending = llvm::dyn_cast<AsyncType>(type))
+    return layerOf(pending.getValue());
+  return -1;
+}
+
+/// Translates one pipeline.
+class ScheduleAdapter {
+public:
+  ScheduleAdapter(PipelineOp pipeline, ModelOp model,
+                  const MachineModel &machine)
+      : pipeline(pipeline), plan(pipeline.getPlan()), machine(machine),
+        config(model.toModelConfig()), costs(config, machine),
+        sizes(model, plan, MemoryOptions::forMachine(machine)) {
+    for (LayerOp layer : model.getLayers())
+      kinds.push_back(layer.getKind());
+  }
+
+  llvm::Expected<sim::SimProgram> build();
+
+private:
+  llvm::Error buildStage(StageOp stage, sim::StageProgram &program);
+  double computeSeconds(mlir::Operation *op) const;
+  sim::CollectiveSpec collective(SyncOp sync) const;
+  int64_t shardParams(int64_t layer) const {
+    int64_t params = sizes.params(layer);
+    return plan.getZero() >= 1 ? (params + plan.getDp() - 1) / plan.getDp()
+                               : params;
+  }
+
+  PipelineOp pipeline;
+  PlanAttr plan;
+  const MachineModel &machine;
+  ModelConfig config;
+  CostModel costs;
+  BufferSizes sizes;
+  llvm::SmallVector<LayerKind> kinds;
+};
+
+} // namespace
+
+double ScheduleAdapter::computeSeconds(mlir::Operation *op) const {
+  const int64_t b = plan.getMicroBatchSize();
+  if (auto forward = llvm::dyn_cast<ForwardOp>(op)) {
+    switch (kinds[forward.getView().getType().getLayer()]) {
+    case LayerKind::Embedding:
+      return costs.embeddingForward(b);
+    case LayerKind::Head:
+      return costs.headForward(b);
+    case LayerKind::Decoder:
+      return costs.layerForward(b);
+    }
+  }
+  if (llvm::isa<RecomputeOp>(op))
+    return costs.layerRecompute(b, RecomputePolicy::Full);
+  if (auto backward = llvm::dyn_cast<BackwardOp>(op)) {
+    switch (kinds[backward.getView().getType().getLayer()]) {
+    case LayerKind::Embedding:
+      return costs.embeddingBackward(b);
+    case LayerKind::Head:
+      return costs.headBackward(b);
+    case LayerKind::Decoder: {
+      double seconds = costs.layerBackward(b);
+      // A selective backward recomputes its attention core itself.
+      if (backward.getActivation().getType().getKind() ==
+          ActivationKind::Selective)
+        seconds += costs.layerRecompute(b, RecomputePolicy::Selective);
+      return seconds;
+    }
+    }
+  }
+  if (auto update = llvm::dyn_cast<UpdateOp>(op))
+    return costs.optimizerUpdate(
+        shardParams(layerOf(update.getGrad().getType())));
+  return 0;
+}
+
+sim::CollectiveSpec ScheduleAdapter::collective(SyncOp sync) const {
+  const int64_t dp = plan.getDp();
+  const int64_t layer = layerOf(sync.getState().getType());
+  sim::CollectiveSpec spec;
+  switch (sync.getKind()) {
+  case SyncKind::AllReduce:
+    spec.kind = sim::CollectiveKind::AllReduce;
+    break;
+  case SyncKind::ReduceScatter:
+    spec.kind = sim::CollectiveKind::ReduceScatter;
+    break;
+  case SyncKind::AllGather:
+    spec.kind = sim::CollectiveKind::AllGather;
+    break;
+  }
+  // The full 16-bit gradient (all-reduce, reduce-scatter input) or view
+  // (all-gather output).
+  spec.bytes = sizes.viewBytes(layer);
+  spec.groupSize = dp;
+  // Contiguous groups: cluster id = stage * dp + replica.
+  const int64_t perNode = std::max<int64_t>(1, machine.clustersPerNode);
+  spec.membersPerNode = (dp % perNode == 0 || perNode % dp == 0)
+                            ? std::min(dp, perNode)
+                            : std::gcd(dp, perNode);
+  if (sync.getHierarchy() == SyncHierarchy::Hierarchical)
+    spec.algorithm = CollectiveAlgorithm::Hierarchical;
+  else
+    spec.algorithm =
+        machine.network.collective == CollectiveAlgorithm::Hierarchical
+            ? CollectiveAlgorithm::Ring
+            : machine.network.collective;
+  return spec;
+}
+
+llvm::Error ScheduleAdapter::buildStage(StageOp stage,
+                                        sim::StageProgram &program) {
+  program.name = llvm::formatv("stage {0}", stage.getStage()).str();
+  const sim::LinkClass pipelineLink =
+      plan.getClusters() <= machine.clustersPerNode ? sim::LinkClass::IntraNode
+                                                    : sim::LinkClass::InterNode;
+  const int64_t message = sizes.boundaryBytes();
+
+  // Buffers and their live ranges: the assignment's if present, else sized
+  // by the memory model.
+  StageBuffers buffers = analyzeStageBuffers(stage);
+  {
+    std::string diagnostics;
+    mlir::ScopedDiagnosticHandler handler(stage.getContext(),
+                                          [&](mlir::Diagnostic &diag) {
+                                            diagnostics += diag.str() + "\n";
+                                            return mlir::success();
+                                          });
+    mlir::FailureOr<bool> assigned = readAssignedBuffers(buffers, stage);
+    if (mlir::failed(assigned))
+      return opError(stage, "malformed buffer assignment: " + diagnostics);
+    if (!*assigned)
+      sizeStageBuffers(buffers, stage, sizes);
+  }
+  if (auto peak = stage->getAttrOfType<mlir::IntegerAttr>(kPeakBytesAttr))
+    program.assignedPeakBytes = peak.getInt();
+  const int64_t stepEnd = buffers.stepEnd();
+  // Allocations before position i (index i + 1; index 0 is the step start)
+  // and frees after it.
+  std::vector<int64_t> allocAt(static_cast<size_t>(stepEnd + 2), 0);
+  std::vector<int64_t> freeAt(static_cast<size_t>(stepEnd + 2), 0);
+  for (const StageBuffer &buffer : buffers.buffers) {
+    if (buffer.bytes <= 0)
+      continue;
+    allocAt[static_cast<size_t>(std::max<int64_t>(-1, buffer.start) + 1)] +=
+        buffer.bytes;
+    freeAt[static_cast<size_t>(std::min(stepEnd, buffer.end) + 1)] +=
+        buffer.bytes;
+  }
+  if (allocAt[0] > 0)
+    program.addAlloc(allocAt[0], "step-start buffers");
+
+  llvm::DenseMap<mlir::Value, sim::Token> tokens;
+  for (int64_t position = 0; position <= stepEnd; ++position) {
+    mlir::Operation *op = buffers.ops[static_cast<size_t>(position)];
+    if (int64_t bytes = allocAt[static_cast<size_t>(position + 1)])
+      program.addAlloc(bytes, "buffers");
+
+    if (auto forward = llvm::dyn_cast<ForwardOp>(op)) {
+      program.addCompute(sim::ComputeKind::Forward, computeSeconds(op), 0,
+                         llvm::formatv("fwd L{0} mb{1}",
+                                       forward.getView().getType().getLayer(),
+                                       forward.getMicroBatch())
+                             .str());
+    } else if (auto recompute = llvm::dyn_cast<RecomputeOp>(op)) {
+      program.addCompute(sim::ComputeKind::Recompute, computeSeconds(op), 0,
+                         llvm::formatv("recompute L{0} mb{1}",
+                                       recompute.getView().getType().getLayer(),
+                                       recompute.getMicroBatch())
+                             .str());
+    } else if (auto backward = llvm::dyn_cast<BackwardOp>(op)) {
+      program.addCompute(sim::ComputeKind::Backward, computeSeconds(op), 0,
+                         llvm::formatv("bwd L{0} mb{1}",
+                                       backward.getView().getType().getLayer(),
+                                       backward.getMicroBatch())
+                             .str());
+    } else if (auto send = llvm::dyn_cast<SendOp>(op)) {
+      bool gradient = send.getPayload() == Payload::Gradient;
+      if (static_cast<int64_t>(send.getPeer()) >= plan.getPp())
+        return opError(op, "peer stage out of range");
+      sim::Token token = program.addSend(
+          static_cast<uint32_t>(send.getPeer()), message,
+          static_cast<uint64_t>(2 * send.getMicroBatch() + (gradient ? 1 : 0)),
+          pipelineLink,
+          llvm::formatv("send {0} mb{1}", gradient ? "grad" : "act",
+                        send.getMicroBatch())
+              .str());
+      (void)token;
+    } else if (auto recv = llvm::dyn_cast<RecvOp>(op)) {
+      bool gradient = recv.getPayload() == Payload::Gradient;
+      if (static_cast<int64_t>(recv.getPeer()) >= plan.getPp())
+        return opError(op, "peer stage out of range");
+      program.addRecv(
+          static_cast<uint32_t>(recv.getPeer()), message,
+          static_cast<uint64_t>(2 * recv.getMicroBatch() + (gradient ? 1 : 0)),
+          llvm::formatv("recv {0} mb{1}", gradient ? "grad" : "act",
+                        recv.getMicroBatch())
+              .str());
+    } else if (auto sync = llvm::dyn_cast<SyncOp>(op)) {
+      sim::CollectiveSpec spec = collective(sync);
+      tokens[sync.getPending()] = program.addCollective(
+          spec,
+          llvm::formatv("{0} L{1}", sim::stringifyCollectiveKind(spec.kind),
+                        layerOf(sync.getState().getType()))
+              .str());
+    } else if (auto update = llvm::dyn_cast<UpdateOp>(op)) {
+      program.addCompute(
+          sim::ComputeKind::Update, computeSeconds(op), 0,
+          llvm::formatv("update L{0}", layerOf(update.getGrad().getType()))
+              .str());
+    } else if (auto prefetch = llvm::dyn_cast<ViewPrefetchOp>(op)) {
+      int64_t layer = layerOf(prefetch.getMaster().getType());
+      // Read the FP32 master (shard), write the 16-bit view.
+      int64_t bytes = shardParams(layer) * 6;
+      tokens[prefetch.getPending()] = program.addDma(
+          bytes, 0, llvm::formatv("view-prefetch L{0}", layer).str());
+    } else if (auto offload = llvm::dyn_cast<OffloadOp>(op)) {
+      int64_t bytes = 0;
+      auto it = buffers.bufferOf.find(offload.getState());
+      if (it != buffers.bufferOf.end())
+        bytes = buffers.buffers[it->second].bytes;
+      tokens[offload.getPending()] = program.addOffloadTransfer(
+          bytes,
+          llvm::formatv("offload L{0}", layerOf(offload.getState().getType()))
+              .str());
+    } else if (auto reload = llvm::dyn_cast<ReloadOp>(op)) {
+      int64_t bytes = 0;
+      auto it = buffers.bufferOf.find(reload.getPending());
+      if (it == buffers.bufferOf.end())
+        for (mlir::Operation *user : reload.getPending().getUsers())
+          if (auto wait = llvm::dyn_cast<WaitOp>(user))
+            it = buffers.bufferOf.find(wait.getValue());
+      if (it != buffers.bufferOf.end())
+        bytes = buffers.buffers[it->second].bytes;
+      tokens[reload.getPending()] = program.addOffloadTransfer(
+          bytes,
+          llvm::formatv("reload L{0}", layerOf(reload.getPending().getType()))
+              .str());
+    } else if (auto wait = llvm::dyn_cast<WaitOp>(op)) {
+      auto it = tokens.find(wait.getPending());
+      if (it == tokens.end())
+        return opError(op, "waits on a value that no earlier asynchronous op "
+                           "of the stage produced");
+      program.addWait(
+          it->second, false,
+          llvm::formatv("wait L{0}", layerOf(wait.getPending().getType()))
+              .str());
+    } else if (!llvm::isa<GradReadyOp, YieldOp>(op)) {
+      return opError(op, "the simulator does not know this op");
+    }
+
+    if (int64_t bytes = freeAt[static_cast<size_t>(position + 1)])
+      program.addFree(bytes, "buffers");
+  }
+  return llvm::Error::success();
+}
+
+llvm::Expected<sim::SimProgram> ScheduleAdapter::build() {
+  sim::SimProgram program;
+  llvm::StringRef policy = "not lifecycle-scheduled";
+  if (std::optional<SchedulePolicy> scheduled = pipeline.getPolicy())
+    policy = *scheduled == SchedulePolicy::RATrain ? "ratrain" : "gpu-style";
+  program.name =
+      llvm::formatv("{0} ({1})", pipeline.getSymName(), policy).str();
+  const int64_t dp = plan.getDp();
+  program.dataParallel = dp;
+  program.stageReplicasPerNode =
+      std::min(dp, std::max<int64_t>(1, machine.clustersPerNode));
+  ParallelConfig parallel;
+  parallel.pipelineStages = plan.getPp();
+  parallel.dataParallel = dp;
+  parallel.microBatchSize = plan.getMicroBatchSize();
+  parallel.numMicroBatches = plan.getMicroBatches();
+  program.tokensPerIteration = static_cast<double>(parallel.globalBatch()) *
+                               static_cast<double>(config.seqLen);
+  program.modelFlopsPerIteration =
+      sim::modelFlopsPerIteration(config, parallel);
+  llvm::SmallVector<StageOp, 8> stages = pipeline.getStages();
+  if (static_cast<int64_t>(stages.size()) != plan.getPp())
+    return opError(pipeline, llvm::formatv("has {0} stages, its plan {1}",
+                                           stages.size(), plan.getPp()));
+  program.stages.resize(stages.size());
+  for (auto [index, stage] : llvm::enumerate(stages))
+    if (llvm::Error error = buildStage(stage, program.stages[index]))
+      return std::move(error);
+  return program;
+}
+
+llvm::Expected<sim::SimProgram>
+sim::buildProgramFromSchedule(mlir::ModuleOp module,
+                              const MachineModel &machine) {
+  auto pipelines = llvm::to_vector(module.getOps<PipelineOp>());
+  if (pipelines.empty())
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "the module has no ratrain.pipeline: run --ratrain-expand-1f1b and "
+        "--ratrain-schedule-lifecycle first");
+  PipelineOp pipeline = pipelines.front();
+  std::string diagnostics;
+  mlir::ScopedDiagnosticHandler handler(module.getContext(),
+                                        [&](mlir::Diagnostic &diag) {
+                                          diagnostics += diag.str() + "\n";
+                                          return mlir::success();
+                                        });
+  mlir::FailureOr<ModelOp> model = lookupPipelineModel(pipeline);
+  if (mlir::failed(model))
+    return opError(pipeline, "no model: " + diagnostics);
+  ScheduleAdapter adapter(pipeline, *model, machine);
+  return adapter.build();
+}
+
+llvm::Expected<sim::SimProgram>
+sim::loadScheduledProgram(llvm::StringRef path, const MachineModel &machine) {
+  mlir::MLIRContext context;
+  context.getOrLoadDialect<RATrainDialect>();
+  std::string diagnostics;
+  llvm::raw_string_ostream os(diagnostics);
+  llvm::SourceMgr sourceMgr;
+  mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context, os);
+  std::string error;
+  std::unique_ptr<llvm::MemoryBuffer> file = mlir::openInputFile(path, &error);
+  if (!file)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   path + ": " + error);
+  sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, &context);
+  if (!module)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   path + ": cannot parse:\n" + diagnostics);
+  return buildProgramFromSchedule(*module, machine);
+}
