@@ -141,6 +141,7 @@ public:
     partial.compute_at(c, mto)
         .bound(ni, 0, NR)
         .bound(mi, 0, MR)
+        .store_in(MemoryType::Stack) // a few KiB; no malloc per tile
         .vectorize(ni, V)
         .unroll(ni)
         .unroll(mi);
@@ -259,6 +260,7 @@ public:
     partial.compute_at(c, mto)
         .bound(ni, 0, NR)
         .bound(mi, 0, MR)
+        .store_in(MemoryType::Stack) // a few KiB; no malloc per tile
         .vectorize(ni, V)
         .unroll(ni)
         .unroll(mi);
