@@ -333,12 +333,20 @@ LogicalResult StageScheduler::run() {
               costs.updateSeconds(next.life->layer);
       updated.push_back(next.life);
     };
+    // The stage's last gradient send is on the critical path of the
+    // pipeline drain (stage s - 1 waits for it, then s - 2 for that one):
+    // no update is placed before it.
+    Operation *lastSend = nullptr;
+    for (SendOp send : body.getOps<SendOp>())
+      if (send.getPayload() == Payload::Gradient)
+        lastSend = send;
+    bool drained = lastSend == nullptr;
     for (Operation *op = &body.front(); op != yield.getOperation();) {
       Operation *next = op->getNextNode();
-      // A send goes out first: the neighbour stage waits for it.
-      while (!isa<SendOp>(op) && !inFlight.empty() &&
-             inFlight.front().done <= clock)
+      while (drained && !inFlight.empty() && inFlight.front().done <= clock)
         retire(op);
+      if (op == lastSend)
+        drained = true;
       clock += costs.computeSeconds(op);
       if (LayerLifecycle *life = lastBackward.lookup(op)) {
         builder.setInsertionPointAfter(op);

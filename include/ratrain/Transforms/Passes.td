@@ -79,7 +79,9 @@ def RATrainScheduleLifecycle
     `policy=ratrain`: a layer's sync is issued right after its last backward;
     its wait + update are placed at the first point where the predicted
     compute issued since then (CostModel seconds) covers the predicted
-    collective time on the stage's communication stream (else at the end);
+    collective time on the stage's communication stream (else at the end),
+    but never before the stage's last gradient send, which the upstream
+    stages wait for;
     the view prefetch follows the update at once and is waited as late as
     possible (before the yield). The recompute of the first
     `recompute-ahead` layers of a micro-batch's backward is hoisted above

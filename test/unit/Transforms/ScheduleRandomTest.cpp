@@ -18,6 +18,7 @@
 #include "ratrain/Transforms/SchedulePipeline.h"
 #include "ratrain/Transforms/ScheduleUtils.h"
 
+#include "mlir/AsmParser/AsmParser.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
@@ -154,9 +155,23 @@ protected:
     OwningOpRef<ModuleOp> module =
         buildModelModule(s.model, &context, machinePath);
     auto model = *module->getOps<ModelOp>().begin();
-    model.setPlanAttr(PlanAttr::get(&context, s.pp * s.dp, s.pp, s.dp,
-                                    s.microBatchSize, s.microBatches, s.zero,
-                                    s.stageLayers, s.recompute, 0, 0));
+    // Parsed from its textual form, which stays stable when the attribute
+    // gains defaulted parameters.
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << "#ratrain.plan<clusters = " << s.pp * s.dp << ", pp = " << s.pp
+       << ", dp = " << s.dp << ", micro_batch_size = " << s.microBatchSize
+       << ", micro_batches = " << s.microBatches << ", zero = " << s.zero
+       << ", stage_layers = [";
+    llvm::interleaveComma(s.stageLayers, os);
+    os << "], recompute = [";
+    llvm::interleaveComma(s.recompute, os, [&](Recompute r) {
+      os << stringifyRecompute(r);
+    });
+    os << "], step_us = 0, peak_bytes = 0>";
+    auto plan = dyn_cast_or_null<PlanAttr>(parseAttribute(text, &context));
+    EXPECT_TRUE(plan) << text;
+    model.setPlanAttr(plan);
     return module;
   }
 
