@@ -313,6 +313,10 @@ def main():
     comparison = []
     for name, model_file in MODELS:
         runs = {p: simulate(tool, model_file, CLUSTERS, GLOBAL_BATCH, p) for p in POLICIES}
+        # The ratrain plan with the lifecycle placed gpu-style: the placement
+        # alone.
+        runs["placement-only"] = simulate(tool, model_file, CLUSTERS, GLOBAL_BATCH, "ratrain",
+                                          ["--schedule-policy", "gpu-style"])
         comparison.append((name, model_file, runs))
         print(f"{name}: " + ", ".join(
             f"{p} {r.get('tokens-per-s', 0):,.0f} tokens/s" for p, r in runs.items()),
@@ -364,7 +368,7 @@ def main():
         else:
             speedups.append(None)
     bar_chart(os.path.join(plots, "policies.svg"),
-              [(name, {p: r.get("tokens-per-s", 0) for p, r in runs.items()}, s)
+              [(name, {p: runs[p].get("tokens-per-s", 0) for p in POLICIES}, s)
                for (name, _, runs), s in zip(comparison, speedups)])
     scaling_rows = {}
     for series, runs in scaling.items():
@@ -452,7 +456,28 @@ def write_report(out, machine, comparison, speedups, sweep, network, scaling, sc
               f"{r['bubble-mean-percent']:.1f}% | {exposed_breakdown(r)} | "
               f"{r['peak-ddr-max-gib']:.1f} GiB | {s} |")
     w("")
-    w(f"Speedup of `ratrain` over `gpu-style` (tokens/s) by global batch, {CLUSTERS} clusters:")
+    w("**The lifecycle placement alone.** The same `ratrain` plan, its lifecycle placed "
+      "`ratrain` vs `gpu-style` (`ratrain-sim --schedule-policy=gpu-style`); peak DDR is counted "
+      "for each runtime's buffers, so a plan that only fits RATrain's layer-level buffers is "
+      "flagged:")
+    w("")
+    w("| model | ratrain placement | gpu-style placement | speedup | exposed lifecycle comm (gpu-style placement) | peak DDR (gpu-style placement) |")
+    w("| --- | --- | --- | --- | --- | --- |")
+    placement_speedups = []
+    for name, _, runs in comparison:
+        a, b = runs["ratrain"], runs["placement-only"]
+        if "tokens-per-s" not in a or "tokens-per-s" not in b:
+            w(f"| {name} | | | no plan | | |")
+            continue
+        s = a["tokens-per-s"] / b["tokens-per-s"]
+        placement_speedups.append(s)
+        over = " (over the 20 GB cap)" if any("EXCEEDS-DDR" in d for d in b.get("stages_detail", [])) \
+            or b.get("peak-ddr-max-gib", 0) * 2**30 > float(machine.get("cluster.ddr_bytes", "inf")) else ""
+        w(f"| {name} | {fmt_tokens(a['tokens-per-s'])} tokens/s | {fmt_tokens(b['tokens-per-s'])} tokens/s | "
+          f"{s:.3f}x | {exposed_breakdown(b)} | {b['peak-ddr-max-gib']:.1f} GiB{over} |")
+    w("")
+    w(f"Speedup of `ratrain` over `gpu-style` (tokens/s, each with its own plan) by global batch, "
+      f"{CLUSTERS} clusters:")
     w("")
     w("| model | " + " | ".join(f"{b} seq" for b in BATCH_SWEEP) + " |")
     w("| --- | " + " | ".join("---" for _ in BATCH_SWEEP) + " |")
@@ -485,25 +510,33 @@ def write_report(out, machine, comparison, speedups, sweep, network, scaling, sc
     w("")
     valid = [s for s in speedups if s]
     best = max(valid) if valid else 0
-    w(f"**Against the paper.** The paper reports up to {PAPER_MAX_SPEEDUP}x over MT-3000-adapted "
-      f"GPU-style strategies; our largest simulated speedup at {GLOBAL_BATCH} sequences is "
-      f"{best:.3f}x. Why ours is smaller:")
+    best_model = comparison[speedups.index(best)][0] if valid else "?"
+    placement_best = max(placement_speedups) if placement_speedups else 0
+    relation = ("above" if best > PAPER_MAX_SPEEDUP * 1.02 else
+                "below" if best < PAPER_MAX_SPEEDUP * 0.98 else "close to")
+    w(f"**Against the paper.** The paper reports up to {PAPER_MAX_SPEEDUP}x end-to-end over "
+      f"MT-3000-adapted GPU-style strategies. Our largest simulated speedup at {GLOBAL_BATCH} "
+      f"sequences, each policy on its own best plan, is {best:.3f}x ({best_model}), {relation} "
+      f"the paper's; the lifecycle placement alone gives at most {placement_best:.3f}x. Where the "
+      "figures come from, and why they differ:")
     w("")
-    w("- Our `gpu-style` baseline is strong: it runs on the same planner-chosen, memory-fitting "
-      "plan, the same kernels (efficiencies) and the same ZeRO sharding as `ratrain`, so the only "
-      "difference is where the lifecycle work sits. The paper's baselines are whole training "
-      "strategies ported from GPUs, whose plans (parallel layout, recompute, buffer placement) "
-      "are not tuned to 20 GB DDR per cluster; part of its 1.35x is from the resource-aware "
-      "planner, which here serves both policies.")
-    w("- At paper scale the step is dominated by the 1F1B forward/backward (hundreds of "
-      "micro-batch-layers per stage); the whole-stage lifecycle that `ratrain` hides is a few "
-      "percent of the step under the assumed network (see the exposed communication column). The "
-      "gap depends on the batch per cluster (sweeps above) and grows with a slower network.")
-    w("- Each policy gets the plan the planner ranks best for it; where the planner's closed-form "
-      "ranking and the simulation disagree by a fraction of a percent (e.g. two layouts within "
-      "0.5% of each other), the simulated speedup can fall slightly below 1.")
+    w("- Most of the system speedup is memory: the `gpu-style` runtime modelled by the planner "
+      "(`docs/planner.md`) keeps a whole-stage FP32 gradient buffer and an FP32 optimizer "
+      "workspace, so under the 20 GB cap its best plans need deeper pipelines or more recompute "
+      "(compare the plan columns), which cost bubble and compute. RATrain's layer-level lifecycle "
+      "needs only 16-bit gradients and in-flight layers' buffers, so shallower, faster plans fit. "
+      "How pessimistic that baseline is decides the headline number; a GPU-style runtime that "
+      "reduced gradients in 16-bit would narrow it.")
+    w("- The placement alone (same plan) hides the gradient sync behind the last backward sweep "
+      "and the view re-materialization and all-gathers behind the other layers' lifecycle; at "
+      "paper scale the step is dominated by the 1F1B forward/backward, so this is a few percent "
+      "under the assumed network (see the exposed-communication columns), more with a slower one "
+      "or a smaller batch per cluster (sweeps above).")
+    w("- The planner ranks plans with closed forms; the simulator runs them event by event "
+      "(`simulated-vs-planner-percent` is typically within 1-3%), so the simulated speedup of the "
+      "planner's choices can differ slightly from the planner's predicted one.")
     w("- The network numbers of the MT-3000 system are not published; the machine file's values "
-      "are assumptions.")
+      "are assumptions, as are the FP16 peak and kernel efficiencies.")
     w("")
 
     w("## LLaMA-2-7B scaling, 8 to 1024 clusters")
@@ -534,14 +567,17 @@ def write_report(out, machine, comparison, speedups, sweep, network, scaling, sc
           f"({eff:.1f}% efficiency against 8 clusters) and {fixed[-1][1]:,.0f} tokens/s "
           f"({fixed[-1][2]:.1f}%) without ZeRO. Why they differ:")
         w("")
-        w("- With the planner free, efficiency above 100% is real in the model, not a scaling "
-          "artefact: at 8 clusters LLaMA-2-7B's 112 GB of model states must be split over 8 "
-          "pipeline stages with full recompute to fit 20 GB per cluster, while at 1024 clusters "
-          "ZeRO shards the optimizer state over hundreds of replicas, so fewer stages and less "
-          "recompute fit. Without ZeRO the layout is pinned by memory at every size and the "
-          "efficiency measures what the paper's figure measures: what data-parallel "
-          "synchronization costs as the cluster count grows (here almost nothing is exposed, "
-          "because the per-layer syncs hide behind the backward and the pipeline drain).")
+        first_run = scaling[SCALING_SERIES[0][0]][0][1]
+        last_run = scaling[SCALING_SERIES[0][0]][-1][1]
+        w("- With the planner free, per-cluster throughput may grow with the cluster count (an "
+          "efficiency above 100% is real in the model, not an artefact): ZeRO shards the "
+          "optimizer states over more replicas, so larger configurations fit shallower pipelines "
+          f"and less recompute in 20 GB (at {SCALING_CLUSTERS[0]} clusters the planner picks "
+          f"`{first_run.get('plan', '?')}`, at {SCALING_CLUSTERS[-1]} `{last_run.get('plan', '?')}`). "
+          "Without ZeRO the layout is pinned by memory at every size, and the efficiency measures "
+          "what the paper's figure measures: what data-parallel synchronization costs as the "
+          "cluster count grows; little of it is exposed, because the per-layer syncs hide behind "
+          "the last backward sweep and the pipeline drain.")
         w("- The absolute figure rests on assumed numbers: FP16 peak (4x the published FP64 peak), "
           "the 0.7 GEMM and 0.6/0.5 attention efficiencies, the DDR bandwidth per cluster; the paper "
           "does not state its batch size or sequence length (we assume 4096 tokens and "

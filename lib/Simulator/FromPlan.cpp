@@ -27,7 +27,10 @@ llvm::Expected<Synthetic1F1BConfig> sim::planToSyntheticConfig(
   if (llvm::Error error = config.validate(model))
     return std::move(error);
   CostModel costs(model, machine);
-  const MemoryOptions memoryOptions = MemoryOptions::forMachine(machine);
+  // The buffers of the runtime that runs the placement (gpu-style keeps a
+  // whole-stage FP32 gradient buffer and optimizer workspace).
+  const MemoryOptions memoryOptions =
+      MemoryOptions::forMachine(machine, options.policy);
   const int64_t p = config.pipelineStages, d = config.dataParallel;
   const int64_t b = config.microBatchSize;
   const bool zero = config.zero != ZeroStage::None && d > 1;

@@ -62,6 +62,13 @@ static cl::opt<int64_t> seqLen("seq-len", cl::init(0),
 static cl::opt<std::string> policy("policy", cl::init("ratrain"),
                                    cl::desc("lifecycle: ratrain | gpu-style"),
                                    cl::cat(category));
+static cl::opt<std::string> schedulePolicy(
+    "schedule-policy", cl::init(""),
+    cl::desc("plan: lifecycle placement of the simulated program, ratrain | "
+             "gpu-style (default: --policy, which picks the plan); e.g. "
+             "the ratrain plan scheduled gpu-style isolates the lifecycle "
+             "placement"),
+    cl::cat(category));
 static cl::opt<int64_t> fixedPP("pp", cl::init(0),
                                 cl::desc("plan: pipeline stages"),
                                 cl::cat(category));
@@ -171,6 +178,18 @@ static llvm::Expected<SimProgram> programFromPlan(const MachineModel &machine,
 
   PlanProgramOptions options;
   options.policy = *lifecycle;
+  if (!schedulePolicy.empty()) {
+    std::optional<LifecyclePolicy> placement =
+        parseLifecyclePolicy(schedulePolicy);
+    if (!placement)
+      return error("--schedule-policy: expected ratrain or gpu-style, got '" +
+                   schedulePolicy + "'");
+    options.policy = *placement;
+    if (*placement != *lifecycle)
+      info.predictedStep =
+          predictStepTime(CostModel(*model, machine), best.config, *placement)
+              .total;
+  }
   if (!algorithm.empty()) {
     std::optional<CollectiveAlgorithm> a = parseCollectiveAlgorithm(algorithm);
     if (!a)

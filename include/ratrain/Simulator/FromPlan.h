@@ -44,9 +44,13 @@ struct PlanProgramOptions {
 /// - p2p messages of CostModel::pipelineMessageBytes over
 ///   CostModel::pipelineLink; DP groups of d contiguous clusters
 ///   (min(d, clusters per node) per node);
-/// - resident DDR = the memory model's total minus stored activations, which
-///   the program allocates and frees per layer and micro-batch; the memory
-///   model's total is the assigned peak.
+/// - resident DDR = the memory model's total (for the runtime of
+///   `options.policy`) minus stored activations, which the program allocates
+///   and frees per layer and micro-batch; the memory model's total is the
+///   assigned peak;
+/// - offloaded states (config.offload): offloadedBytesPerParam of each
+///   layer's (shard of) parameters reloaded before and written back after its
+///   update over the machine's offload tier.
 /// The embedding and head parameters are folded into the first / last
 /// layer's gradient sync and update.
 llvm::Expected<Synthetic1F1BConfig>

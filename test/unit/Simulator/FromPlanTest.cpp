@@ -92,9 +92,11 @@ TEST(FromPlan, GpuStyleStepMatchesThePlannerWithoutContention) {
   EXPECT_NEAR(report.stepTime, predicted.total, 0.01 * predicted.total);
   EXPECT_DOUBLE_EQ(report.tokensPerIteration, 8.0 * 16 * 4096);
   EXPECT_EQ(report.clusters, 32);
-  // Peak DDR: the memory model's total for every stage.
-  std::vector<StageMemory> memory =
-      computeMemory(model, config, MemoryOptions::forMachine(machine));
+  // Peak DDR: the memory model's total for every stage, counted for a
+  // gpu-style runtime.
+  std::vector<StageMemory> memory = computeMemory(
+      model, config,
+      MemoryOptions::forMachine(machine, LifecyclePolicy::GpuStyle));
   for (size_t s = 0; s < memory.size(); ++s)
     EXPECT_EQ(report.stageReports[s].peakDdrBytes, memory[s].total())
         << "stage " << s;
