@@ -592,3 +592,14 @@ std::vector<double> Runtime::allGatherDoubles(double value) {
   wait(allGather(Group::World, send, recv));
   return values;
 }
+
+std::vector<double> Runtime::allGatherDoublePairs(double first, double second) {
+  double pair[2] = {first, second};
+  std::vector<double> values(2 * static_cast<size_t>(worldSize()));
+  Buffer send{reinterpret_cast<std::byte *>(pair), 0, sizeof(pair),
+              MemorySpace::DDR};
+  Buffer recv{reinterpret_cast<std::byte *>(values.data()), 0,
+              sizeof(double) * values.size(), MemorySpace::DDR};
+  wait(allGather(Group::World, send, recv));
+  return values;
+}

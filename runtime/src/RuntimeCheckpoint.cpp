@@ -136,13 +136,14 @@ double Runtime::logStep(StepLogger *logger, uint64_t step, uint64_t totalSteps,
     firstLogStart =
         now - std::chrono::duration_cast<TokenPool::Clock::duration>(
                   std::chrono::duration<double>(seconds));
-  std::vector<double> losses = allGatherDoubles(isLastStage() ? loss : NAN);
-  std::vector<double> peaks = allGatherDoubles(double(ddr().peakBytes()));
+  // One collective per step: (loss, peak DDR bytes) of every rank.
+  std::vector<double> gathered = allGatherDoublePairs(
+      isLastStage() ? loss : NAN, double(ddr().peakBytes()));
   double sum = 0;
   int count = 0;
   for (int r = 0; r < worldSize(); ++r)
     if (grid.stageOf(r) == grid.pp - 1) {
-      sum += losses[r];
+      sum += gathered[2 * r];
       ++count;
     }
   double meanLoss = count ? sum / count : NAN;
@@ -156,8 +157,8 @@ double Runtime::logStep(StepLogger *logger, uint64_t step, uint64_t totalSteps,
   record.seconds = seconds;
   record.elapsedSeconds =
       std::chrono::duration<double>(now - *firstLogStart).count();
-  for (double peak : peaks)
-    record.peakArenaBytes.push_back(uint64_t(peak));
+  for (int r = 0; r < worldSize(); ++r)
+    record.peakArenaBytes.push_back(uint64_t(gathered[2 * r + 1]));
   logger->log(record);
   return meanLoss;
 }

@@ -119,6 +119,15 @@ void runComm(Runtime &rt) {
 
   // 1. Pipeline activations, 4 micro-batches of 64 KiB.
   exchangeActivations(rt, 4, 64 << 10);
+  // 1b. Synchronization tokens down the pipeline and back.
+  if (!rt.isFirstStage())
+    rt.wait(rt.awaitSignal(Group::Pipeline, rt.stage() - 1, 100));
+  if (!rt.isLastStage())
+    rt.wait(rt.signal(Group::Pipeline, rt.stage() + 1, 100));
+  if (!rt.isLastStage())
+    rt.wait(rt.awaitSignal(Group::Pipeline, rt.stage() + 1, 101));
+  if (!rt.isFirstStage())
+    rt.wait(rt.signal(Group::Pipeline, rt.stage() - 1, 101));
 
   Arena &ddr = rt.ddr();
   const uint64_t base = 1 << 20;

@@ -189,6 +189,14 @@ public:
   Token recvFromStage(int peerStage, int tag, Buffer data) {
     return recv(Group::Pipeline, peerStage, tag, data);
   }
+  /// A synchronization token between ranks: a zero-byte message. signal()
+  /// completes when sent, awaitSignal() when the peer's signal arrived.
+  Token signal(Group group, int peer, int tag) {
+    return send(group, peer, tag, Buffer{});
+  }
+  Token awaitSignal(Group group, int peer, int tag) {
+    return recv(group, peer, tag, Buffer{});
+  }
 
   //===--- DMA ------------------------------------------------------------===//
   /// `channel` (optional, < RuntimeOptions::dmaChannels) mirrors mt3k.dma's
@@ -231,6 +239,8 @@ public:
   int64_t allReduceMin(int64_t value);
   /// Gathers one double per rank, in world-rank order, on every rank.
   std::vector<double> allGatherDoubles(double value);
+  /// Gathers two doubles per rank: result[2 * rank], result[2 * rank + 1].
+  std::vector<double> allGatherDoublePairs(double first, double second);
 
   //===--- Checkpoints and step logs (collective: every rank calls them)
   //---===//
