@@ -23,7 +23,10 @@ void ratrain::rt::checkMPI(int code, const char *what) {
 CommEngine::CommEngine(TokenPool &pool, ProgressMode mode, unsigned pollMicros,
                        double timeoutSeconds)
     : pool(pool), progressMode(mode), pollMicros(pollMicros),
-      timeout(timeoutSeconds), ops(pool.capacity()), queue(pool.capacity()) {
+      timeout(timeoutSeconds), ops(pool.capacity()), queue(pool.capacity()),
+      phaseReady(pool.capacity(), 0) {
+  phaseRing[0].resize(pool.capacity());
+  phaseRing[1].resize(pool.capacity());
   drained.reserve(pool.capacity());
   requests.reserve(pool.capacity());
   requestSlots.reserve(pool.capacity());
@@ -76,12 +79,19 @@ void CommEngine::post(uint32_t index) {
         send = MPI_IN_PLACE;
       rc = MPI_Ireduce(send, op.recv, op.count, op.type, op.op, 0, op.localComm,
                        &request);
+      if (rc == MPI_SUCCESS) {
+        // Queue the later phases in issue order (roots: both).
+        if (op.localRoot)
+          phaseRing[0][phaseTail[0]++ % phaseRing[0].size()] = index;
+        phaseRing[1][phaseTail[1]++ % phaseRing[1].size()] = index;
+      }
     } else if (op.phase == 1) {
       // Only node roots take part in the cross-node all-reduce.
       rc = MPI_Iallreduce(MPI_IN_PLACE, op.recv, op.count, op.type, op.op,
                           op.crossComm, &request);
     } else {
-      rc = MPI_Ibcast(op.recv, op.count, op.type, 0, op.localComm, &request);
+      rc =
+          MPI_Ibcast(op.recv, op.count, op.type, 0, op.broadcastComm, &request);
     }
     break;
   case Kind::ReduceScatter:
@@ -193,13 +203,26 @@ void divideBy(void *data, int count, ElemType type, int n) {
 }
 } // namespace
 
+void CommEngine::drainPhases(int ring) {
+  std::vector<uint32_t> &slots = phaseRing[ring];
+  while (phaseHead[ring] != phaseTail[ring]) {
+    uint32_t index = slots[phaseHead[ring] % slots.size()];
+    if (!phaseReady[index] || ops[index].phase != ring + 1)
+      return;
+    phaseReady[index] = 0;
+    ++phaseHead[ring];
+    post(index);
+  }
+}
+
 bool CommEngine::advance(uint32_t index) {
   Op &op = ops[index];
   if (op.kind == Kind::HierarchicalAllReduce && op.phase < 2) {
     ++op.phase;
     if (op.phase == 1 && !op.localRoot)
       ++op.phase; // Non-roots wait for the node-local broadcast.
-    post(index);
+    phaseReady[index] = 1;
+    drainPhases(op.phase - 1);
     return false;
   }
   if (op.averageOver > 1)

@@ -54,10 +54,13 @@ public:
     /// Divide the result by this after completion (ReduceOp::Avg), 0 = no.
     int averageOver = 0;
     ElemType elemType = ElemType::F32;
-    /// Hierarchical all-reduce: the node-local and cross-node groups, the
-    /// current phase (0..2) and whether this rank is its node's root.
+    /// Hierarchical all-reduce: the node-local group (phase 0), private
+    /// duplicates of the cross-node group (phase 1) and of the node-local
+    /// group (phase 2), the current phase and whether this rank is its
+    /// node's root.
     MPI_Comm localComm = MPI_COMM_NULL;
     MPI_Comm crossComm = MPI_COMM_NULL;
+    MPI_Comm broadcastComm = MPI_COMM_NULL;
     int phase = 0;
     bool localRoot = false;
   };
@@ -94,6 +97,16 @@ private:
   std::vector<uint32_t> queue;
   uint64_t head = 0, tail = 0;
   std::vector<uint32_t> drained;
+  /// Posts the phases of hierarchical all-reduces waiting in `ring` (0:
+  /// phase 1, 1: phase 2) in issue order, as far as they are ready. MPI
+  /// needs every rank to start the collectives of a communicator in the same
+  /// order; completion order may differ between ranks, so later phases are
+  /// started in issue order, not in completion order.
+  void drainPhases(int ring);
+  std::vector<uint32_t> phaseRing[2];
+  uint64_t phaseHead[2] = {0, 0}, phaseTail[2] = {0, 0};
+  std::vector<uint8_t> phaseReady;
+
   /// Outstanding requests; only the progressing thread touches these.
   std::vector<MPI_Request> requests;
   std::vector<uint32_t> requestSlots;

@@ -22,6 +22,8 @@ Runtime *currentRuntime = nullptr;
 MPI_Comm communicators[kNumGroups] = {};
 MPI_Op bf16SumOp = MPI_OP_NULL;
 MPI_Op f16SumOp = MPI_OP_NULL;
+MPI_Comm hierarchicalCross = MPI_COMM_NULL;
+MPI_Comm hierarchicalBroadcast = MPI_COMM_NULL;
 
 void abortJob(int exitCode) { MPI_Abort(MPI_COMM_WORLD, exitCode); }
 
@@ -259,6 +261,14 @@ Runtime::Runtime(int &argc, char **&argv, RuntimeOptions options)
   for (MPI_Comm comm : communicators)
     checkMPI(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN),
              "MPI_Comm_set_errhandler");
+  // Private duplicates for the later phases of hierarchical all-reduces, so
+  // that they never interleave with the program's own collectives.
+  checkMPI(MPI_Comm_dup(communicators[unsigned(Group::DataCrossNode)],
+                        &hierarchicalCross),
+           "MPI_Comm_dup");
+  checkMPI(MPI_Comm_dup(communicators[unsigned(Group::DataNodeLocal)],
+                        &hierarchicalBroadcast),
+           "MPI_Comm_dup");
   for (unsigned g = 0; g < kNumGroups; ++g) {
     checkMPI(MPI_Comm_size(communicators[g], &groupSizes[g]), "MPI_Comm_size");
     checkMPI(MPI_Comm_rank(communicators[g], &groupRanks[g]), "MPI_Comm_rank");
@@ -315,6 +325,8 @@ Runtime::~Runtime() {
   for (MPI_Comm &c : communicators)
     if (c != MPI_COMM_NULL && c != 0)
       MPI_Comm_free(&c);
+  MPI_Comm_free(&hierarchicalCross);
+  MPI_Comm_free(&hierarchicalBroadcast);
   currentRuntime = nullptr;
   setAbortHook(nullptr);
   int finalized = 0;
@@ -413,7 +425,8 @@ Token Runtime::allReduce(Group group, Buffer src, Buffer dst, ElemType type,
       localSize > 1 && crossSize > 1) {
     request.kind = CommEngine::Kind::HierarchicalAllReduce;
     request.localComm = communicators[unsigned(Group::DataNodeLocal)];
-    request.crossComm = communicators[unsigned(Group::DataCrossNode)];
+    request.crossComm = hierarchicalCross;
+    request.broadcastComm = hierarchicalBroadcast;
     request.localRoot = groupRanks[unsigned(Group::DataNodeLocal)] == 0;
   }
   Token token = pool->acquire(what, issueTimeout);

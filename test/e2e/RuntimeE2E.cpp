@@ -183,6 +183,34 @@ void runComm(Runtime &rt) {
     }
   }
 
+  // 2c. Gradient buckets: many hierarchical all-reduces in flight at once,
+  // interleaved with plain ones, waited in reverse order. Their later phases
+  // complete in different orders on different ranks; they must still match.
+  {
+    const int buckets = 8;
+    std::vector<Token> tokens;
+    for (int b = 0; b < buckets; ++b) {
+      uint64_t count = 256 * uint64_t(b + 1);
+      Buffer bucket = ddr.buffer(base + 11 * n * 4 + b * 8192 * 4, count * 4);
+      for (uint64_t i = 0; i < count; ++i)
+        bucket.as<float>()[i] = float((rt.dpIndex() + 1) * (b + 1));
+      tokens.push_back(rt.allReduce(
+          Group::Data, bucket, bucket, ElemType::F32, ReduceOp::Sum,
+          b % 3 == 2 ? CollectiveAlgorithm::Auto
+                     : CollectiveAlgorithm::Hierarchical));
+    }
+    for (int b = buckets - 1; b >= 0; --b)
+      rt.wait(tokens[b]);
+    for (int b = 0; b < buckets; ++b) {
+      uint64_t count = 256 * uint64_t(b + 1);
+      const float *bucket =
+          ddr.get<float>(base + 11 * n * 4 + b * 8192 * 4, count);
+      for (uint64_t i = 0; i < count; ++i)
+        CHECK(bucket[i] == dpSum * float(b + 1), "bucket {0} element {1}: {2}",
+              b, i, bucket[i]);
+    }
+  }
+
   // 3. bf16 all-reduce (exact for small integers).
   Buffer half = ddr.buffer(base + n * 4, n * 2);
   for (uint64_t i = 0; i < n; ++i)
@@ -266,8 +294,8 @@ void runComm(Runtime &rt) {
             "reload from tier {0} element {1}", int(tier), i);
   }
 
-  CHECK(rt.ddr().peakBytes() == base + 11 * n * 4, "ddr peak {0}",
-        rt.ddr().peakBytes());
+  CHECK(rt.ddr().peakBytes() == base + 11 * n * 4 + 7 * 8192 * 4 + 2048 * 4,
+        "ddr peak {0}", rt.ddr().peakBytes());
   CHECK(rt.gsm().peakBytes() == 64 * 64, "gsm peak {0}", rt.gsm().peakBytes());
   rt.wait(rt.barrier(Group::World));
   std::printf("rank %d (stage %d, dp %d): ok\n", rt.rank(), rt.stage(),

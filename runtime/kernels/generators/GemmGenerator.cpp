@@ -130,10 +130,13 @@ public:
     Var nb("nb"), nn("nn"), mb("mb"), mm("mm"), nto("nto"), mto("mto"),
         nii("nii"), mo("mo");
     c.update()
-        .split(n, nb, nn, NB, TailStrategy::GuardWithIf)
-        .split(nn, nto, ni, NR, TailStrategy::GuardWithIf)
-        .split(m, mb, mm, MB, TailStrategy::GuardWithIf)
-        .split(mm, mto, mi, MR, TailStrategy::GuardWithIf)
+        // Split into register tiles first and group whole tiles into
+        // blocks, so a ragged block (N < NB, M % MB != 0) only shortens the
+        // tile loops; only the last ragged tile takes the guarded path.
+        .split(n, nn, ni, NR, TailStrategy::GuardWithIf)
+        .split(nn, nb, nto, NB / NR, TailStrategy::GuardWithIf)
+        .split(m, mm, mi, MR, TailStrategy::GuardWithIf)
+        .split(mm, mb, mto, MB / MR, TailStrategy::GuardWithIf)
         .reorder(ni, mi, mto, nto, mb, rko, nb)
         .vectorize(ni, V)
         .parallel(mb);
@@ -250,10 +253,13 @@ public:
     const int V = 16;
     Var nb("nb"), nn("nn"), mb("mb"), mm("mm"), nto("nto"), mto("mto");
     c.update()
-        .split(n, nb, nn, NB, TailStrategy::GuardWithIf)
-        .split(nn, nto, ni, NR, TailStrategy::GuardWithIf)
-        .split(m, mb, mm, MB, TailStrategy::GuardWithIf)
-        .split(mm, mto, mi, MR, TailStrategy::GuardWithIf)
+        // Split into register tiles first and group whole tiles into
+        // blocks, so a ragged block (N < NB, M % MB != 0) only shortens the
+        // tile loops; only the last ragged tile takes the guarded path.
+        .split(n, nn, ni, NR, TailStrategy::GuardWithIf)
+        .split(nn, nb, nto, NB / NR, TailStrategy::GuardWithIf)
+        .split(m, mm, mi, MR, TailStrategy::GuardWithIf)
+        .split(mm, mb, mto, MB / MR, TailStrategy::GuardWithIf)
         .reorder(ni, mi, mto, nto, mb, rko, nb)
         .vectorize(ni, V)
         .parallel(mb);
