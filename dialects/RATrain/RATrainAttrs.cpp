@@ -28,7 +28,8 @@ LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                int64_t microBatchSize, int64_t microBatches,
                                int64_t zero, ArrayRef<int64_t> stageLayers,
                                ArrayRef<Recompute> recompute,
-                               int64_t stepMicros, int64_t peakBytes) {
+                               int64_t stepMicros, int64_t peakBytes,
+                               Offload offload) {
   if (pp < 1 || dp < 1 || microBatchSize < 1 || microBatches < 1)
     return emitError() << "plan needs pp, dp, micro_batch_size and "
                           "micro_batches >= 1";

@@ -60,6 +60,20 @@ def RATrain_RecomputePolicy : I32EnumAttr<"Recompute",
   let cppNamespace = "::ratrain";
 }
 
+def RATrain_Offload : I32EnumAttr<"Offload",
+    "which states live in the offload tier between updates", [
+  I32EnumAttrCase<"None", 0, "none">,
+  I32EnumAttrCase<"Optimizer", 1, "optimizer">,
+  I32EnumAttrCase<"Master", 2, "master">
+]> {
+  let cppNamespace = "::ratrain";
+  let description = [{
+    `optimizer`: Adam m and v live in the machine's offload tier (host memory
+    or storage) and are streamed through DDR for each layer's update;
+    `master`: the FP32 master weights too.
+  }];
+}
+
 def RATrain_SyncKind : I32EnumAttr<"SyncKind", "collective of a sync", [
   I32EnumAttrCase<"AllReduce", 0, "all_reduce">,
   I32EnumAttrCase<"ReduceScatter", 1, "reduce_scatter">,
@@ -133,7 +147,8 @@ def RATrain_PlanAttr : RATrain_Attr<"Plan", "plan"> {
     Chosen by `--ratrain-plan`. `stage_layers[i]` is the number of model
     layers (embedding and head included) that stage `i` owns, in order;
     `recompute[i]` its activation recovery policy. `zero` is the optimizer
-    sharding stage over the data-parallel group (0, 1 or 2). `step_us` (the
+    sharding stage over the data-parallel group (0, 1 or 2); `offload`
+    (omitted when `none`) which states live in the offload tier. `step_us` (the
     step time in microseconds) and `peak_bytes` (the largest per-cluster
     memory of any stage) are the planner's predictions.
 
@@ -154,7 +169,8 @@ def RATrain_PlanAttr : RATrain_Attr<"Plan", "plan"> {
     ArrayRefParameter<"int64_t">:$stage_layers,
     ArrayRefParameter<"::ratrain::Recompute">:$recompute,
     "int64_t":$step_us,
-    "int64_t":$peak_bytes
+    "int64_t":$peak_bytes,
+    DefaultValuedParameter<"::ratrain::Offload", "::ratrain::Offload::None">:$offload
   );
   let assemblyFormat = [{
     `<` `clusters` `=` $clusters `,` `pp` `=` $pp `,` `dp` `=` $dp `,`
@@ -162,7 +178,7 @@ def RATrain_PlanAttr : RATrain_Attr<"Plan", "plan"> {
     `micro_batches` `=` $micro_batches `,` `zero` `=` $zero `,`
     `stage_layers` `=` `[` $stage_layers `]` `,`
     `recompute` `=` `[` $recompute `]` `,` `step_us` `=` $step_us `,`
-    `peak_bytes` `=` $peak_bytes `>`
+    `peak_bytes` `=` $peak_bytes (`,` `offload` `=` $offload^)? `>`
   }];
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{

@@ -48,6 +48,30 @@ RecomputePolicy ratrain::fromIRRecompute(Recompute recompute) {
   llvm_unreachable("unknown recompute");
 }
 
+Offload ratrain::toIROffload(OffloadPolicy policy) {
+  switch (policy) {
+  case OffloadPolicy::None:
+    return Offload::None;
+  case OffloadPolicy::OptimizerStates:
+    return Offload::Optimizer;
+  case OffloadPolicy::MasterAndOptimizer:
+    return Offload::Master;
+  }
+  llvm_unreachable("unknown offload policy");
+}
+
+OffloadPolicy ratrain::fromIROffload(Offload offload) {
+  switch (offload) {
+  case Offload::None:
+    return OffloadPolicy::None;
+  case Offload::Optimizer:
+    return OffloadPolicy::OptimizerStates;
+  case Offload::Master:
+    return OffloadPolicy::MasterAndOptimizer;
+  }
+  llvm_unreachable("unknown offload");
+}
+
 ParallelConfig ratrain::toParallelConfig(PlanAttr plan) {
   ParallelConfig config;
   config.pipelineStages = plan.getPp();
@@ -55,6 +79,7 @@ ParallelConfig ratrain::toParallelConfig(PlanAttr plan) {
   config.microBatchSize = plan.getMicroBatchSize();
   config.numMicroBatches = plan.getMicroBatches();
   config.zero = static_cast<ZeroStage>(plan.getZero());
+  config.offload = fromIROffload(plan.getOffload());
   int64_t firstDecoder = 0;
   for (int64_t stage = 0; stage < plan.getPp(); ++stage) {
     // Model layer 0 (embedding) is on stage 0, the head on the last stage.

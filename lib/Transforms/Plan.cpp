@@ -47,7 +47,7 @@ PlanAttr buildPlanAttr(MLIRContext *context, const Plan &plan,
                        config.numMicroBatches, static_cast<int64_t>(config.zero),
                        stageLayers, recompute,
                        static_cast<int64_t>(std::llround(plan.time.total * 1e6)),
-                       plan.peakBytes());
+                       plan.peakBytes(), toIROffload(config.offload));
 }
 
 struct PlanPass : public ratrain::impl::RATrainPlanBase<PlanPass> {

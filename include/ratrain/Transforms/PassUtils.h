@@ -23,6 +23,10 @@ mlir::FailureOr<MachineModel> loadPassMachine(mlir::ModuleOp module,
 Recompute toIRRecompute(RecomputePolicy policy);
 RecomputePolicy fromIRRecompute(Recompute recompute);
 
+/// Converts between the planner's offload policy and the dialect's.
+Offload toIROffload(OffloadPolicy policy);
+OffloadPolicy fromIROffload(Offload offload);
+
 /// The planner's view of a `#ratrain.plan`: stage layer ranges over decoder
 /// layers (the plan attribute counts model layers, embedding and head
 /// included).
