@@ -77,8 +77,7 @@ double timePass(MLIRContext &context, ModuleOp module,
     llvm::errs() << "error: the schedule pipeline failed\n";
     std::exit(1);
   }
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                       start)
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
       .count();
 }
 
@@ -159,8 +158,8 @@ void report(const std::string &policy, int64_t pipelineDepth) {
         maxArena, stage->getAttrOfType<IntegerAttr>(kArenaBytesAttr).getInt());
   }
   llvm::outs() << llvm::formatv(
-      "\nLLaMA-2-7B @ {0} clusters, policy {1}, {2}: {3}\n", kClusters,
-      policy, pipelineDepth ? "pp fixed" : "free search",
+      "\nLLaMA-2-7B @ {0} clusters, policy {1}, {2}: {3}\n", kClusters, policy,
+      pipelineDepth ? "pp fixed" : "free search",
       model.getPlan() ? toParallelConfig(*model.getPlan()).describe()
                       : std::string());
   llvm::outs() << llvm::formatv(
@@ -178,16 +177,16 @@ void report(const std::string &policy, int64_t pipelineDepth) {
       plan.getPp(), plan.getMicroBatches(), ops, buffers);
   llvm::outs() << "  ops:";
   for (auto &[name, count] : opCounts)
-    llvm::outs() << " " << StringRef(name).drop_front(strlen("ratrain."))
-                 << "=" << count;
+    llvm::outs() << " " << StringRef(name).drop_front(strlen("ratrain.")) << "="
+                 << count;
   llvm::outs() << "\n";
   llvm::outs() << llvm::formatv(
       "  DDR per cluster: assigned peak {0}, arena {1}, planner's prediction "
       "{2}, capacity {3}\n",
       formatBytes(maxPeak), formatBytes(maxArena),
       formatBytes(plan.getPeakBytes()),
-      formatBytes(pipeline->getAttrOfType<IntegerAttr>(kCapacityBytesAttr)
-                      .getInt()));
+      formatBytes(
+          pipeline->getAttrOfType<IntegerAttr>(kCapacityBytesAttr).getInt()));
 }
 
 } // namespace

@@ -186,9 +186,9 @@ struct AssignBuffersPass
           int64_t position = int64_t(index) - 1;
           reportStream << pipeline.getSymName() << "," << stage.getStage()
                        << "," << position << ","
-                       << (position < 0 ? std::string("start")
-                                        : describeScheduleOp(
-                                              buffers.ops[position]))
+                       << (position < 0
+                               ? std::string("start")
+                               : describeScheduleOp(buffers.ops[position]))
                        << "," << bytes << "\n";
         }
 
@@ -248,9 +248,8 @@ struct AssignBuffersPass
         << stage.getStage() << " needs " << formatBytes(arena)
         << " of DDR but a cluster has " << formatBytes(capacityBytes)
         << "; peak " << formatBytes(peak) << " " << where << ": "
-        << formatBytes(persistent)
-        << " of persistent states and scratch, and " << liveAtPeak.size()
-        << " other live buffers";
+        << formatBytes(persistent) << " of persistent states and scratch, and "
+        << liveAtPeak.size() << " other live buffers";
     for (auto [rank, index] :
          llvm::enumerate(ArrayRef(liveAtPeak).take_front(4))) {
       const StageBuffer &buffer = buffers.buffers[index];

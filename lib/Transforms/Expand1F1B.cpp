@@ -76,8 +76,8 @@ void StageProgramBuilder::backward(int64_t microBatch) {
   int64_t s = stage.getStage(), p = plan.getPp();
   if (s < p - 1)
     RecvOp::create(builder, loc, Payload::Gradient, microBatch, s + 1);
-  for (int64_t layer = stage.getEndLayer() - 1; layer >= int64_t(stage.getFirstLayer());
-       --layer) {
+  for (int64_t layer = stage.getEndLayer() - 1;
+       layer >= int64_t(stage.getFirstLayer()); --layer) {
     Value view = stage.getViewArg(layer);
     Value activation = activations.lookup({layer, microBatch});
     if (cast<ActivationType>(activation.getType()).getKind() ==
@@ -146,9 +146,9 @@ struct Expand1F1BPass
       Block *body = &pipeline.getBody().emplaceBlock();
       builder.setInsertionPointToEnd(body);
       for (int64_t s = 0; s < plan->getPp(); ++s) {
-        auto stage = StageOp::create(builder, model.getLoc(), s,
-                                     plan->getFirstLayer(s),
-                                     plan->getStageLayers()[s]);
+        auto stage =
+            StageOp::create(builder, model.getLoc(), s, plan->getFirstLayer(s),
+                            plan->getStageLayers()[s]);
         StageProgramBuilder(stage, *plan, kinds).build();
       }
     }

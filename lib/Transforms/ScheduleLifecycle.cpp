@@ -36,8 +36,7 @@ namespace {
 class StageCosts {
 public:
   StageCosts(const CostModel &costs, const BufferSizes &sizes, PlanAttr plan,
-             ArrayRef<LayerKind> kinds, int64_t stage,
-             int64_t clustersPerNode)
+             ArrayRef<LayerKind> kinds, int64_t stage, int64_t clustersPerNode)
       : costs(costs), sizes(sizes), plan(plan), kinds(kinds),
         spansNodes(dataParallelGroupSpansNodes(stage, plan.getDp(),
                                                clustersPerNode)) {}
@@ -111,12 +110,12 @@ private:
 /// The new states of one layer once its lifecycle ran.
 struct LayerLifecycle {
   int64_t layer = 0;
-  Value finalGrad;        ///< the gradient after the last micro-batch
-  Value pendingGrad;      ///< the sync's async value
-  Value newMaster;        ///< from the update
-  Value newOptState;      ///< from the update
-  Value pendingView;      ///< from the view prefetch
-  Value newView;          ///< the view in place for the next step
+  Value finalGrad;   ///< the gradient after the last micro-batch
+  Value pendingGrad; ///< the sync's async value
+  Value newMaster;   ///< from the update
+  Value newOptState; ///< from the update
+  Value pendingView; ///< from the view prefetch
+  Value newView;     ///< the view in place for the next step
 };
 
 /// Schedules the lifecycle of one stage.
@@ -195,22 +194,21 @@ void StageScheduler::emitGradReadyAndSync(LayerLifecycle &life) {
                           life.finalGrad)
           .getReady();
   life.pendingGrad =
-      SyncOp::create(
-          builder, loc,
-          AsyncType::get(context,
-                         GradType::get(context, layer, GradPhase::Synced)),
-          costs.syncKind(), ready, costs.hierarchy())
+      SyncOp::create(builder, loc,
+                     AsyncType::get(context, GradType::get(context, layer,
+                                                           GradPhase::Synced)),
+                     costs.syncKind(), ready, costs.hierarchy())
           .getPending();
 }
 
 void StageScheduler::emitWaitUpdatePrefetch(LayerLifecycle &life) {
   Location loc = stage.getLoc();
   int64_t layer = life.layer;
-  Value synced = WaitOp::create(builder, loc,
-                                cast<AsyncType>(life.pendingGrad.getType())
-                                    .getValue(),
-                                life.pendingGrad)
-                     .getValue();
+  Value synced =
+      WaitOp::create(builder, loc,
+                     cast<AsyncType>(life.pendingGrad.getType()).getValue(),
+                     life.pendingGrad)
+          .getValue();
   auto update = UpdateOp::create(
       builder, loc, stage.getMasterArg(layer).getType(),
       stage.getOptStateArg(layer).getType(), Optimizer::AdamW, synced,
@@ -228,16 +226,15 @@ void StageScheduler::emitViewInPlace(ArrayRef<LayerLifecycle *> layers) {
     life->newView =
         WaitOp::create(builder, loc, viewType, life->pendingView).getValue();
     if (plan.getZero() >= 1)
-      gathers.push_back(SyncOp::create(builder, loc,
-                                       AsyncType::get(context, viewType),
-                                       SyncKind::AllGather, life->newView,
-                                       costs.hierarchy())
-                            .getPending());
+      gathers.push_back(
+          SyncOp::create(builder, loc, AsyncType::get(context, viewType),
+                         SyncKind::AllGather, life->newView, costs.hierarchy())
+              .getPending());
   }
   for (auto [life, pending] : llvm::zip(layers, gathers))
     life->newView =
-        WaitOp::create(builder, loc, cast<AsyncType>(pending.getType()).getValue(),
-                       pending)
+        WaitOp::create(builder, loc,
+                       cast<AsyncType>(pending.getType()).getValue(), pending)
             .getValue();
 }
 
@@ -286,9 +283,10 @@ LogicalResult StageScheduler::run() {
     SmallVector<Value> synced;
     for (LayerLifecycle *life : order)
       synced.push_back(
-          WaitOp::create(builder, stage.getLoc(),
-                         cast<AsyncType>(life->pendingGrad.getType()).getValue(),
-                         life->pendingGrad)
+          WaitOp::create(
+              builder, stage.getLoc(),
+              cast<AsyncType>(life->pendingGrad.getType()).getValue(),
+              life->pendingGrad)
               .getValue());
     for (auto [life, grad] : llvm::zip(order, synced)) {
       auto update = UpdateOp::create(
@@ -324,13 +322,13 @@ LogicalResult StageScheduler::run() {
       next.life->pendingView =
           ViewPrefetchOp::create(
               builder, stage.getLoc(),
-              AsyncType::get(stage.getContext(),
-                             ViewType::get(stage.getContext(),
-                                           next.life->layer)),
+              AsyncType::get(
+                  stage.getContext(),
+                  ViewType::get(stage.getContext(), next.life->layer)),
               next.life->newMaster)
               .getPending();
-      clock = std::max(clock, next.done) +
-              costs.updateSeconds(next.life->layer);
+      clock =
+          std::max(clock, next.done) + costs.updateSeconds(next.life->layer);
       updated.push_back(next.life);
     };
     // The stage's last gradient send is on the critical path of the

@@ -5,8 +5,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ratrain/Transforms/Passes.h"
 #include "ratrain/Transforms/SchedulePipeline.h"
+#include "ratrain/Transforms/Passes.h"
 
 #include "mlir/Pass/PassManager.h"
 

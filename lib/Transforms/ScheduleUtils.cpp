@@ -61,11 +61,11 @@ BufferSizes::BufferSizes(ModelOp model, PlanAttr plan,
   }
   ParallelConfig parallel = toParallelConfig(plan);
   for (int64_t stage = 0; stage < plan.getPp(); ++stage)
-    stageMemory.push_back(computeStageMemory(
-        config, stage, parallel.pipelineStages, parallel.dataParallel,
-        parallel.microBatchSize, parallel.numMicroBatches,
-        parallel.stages[stage], parallel.recompute[stage], parallel.zero,
-        options));
+    stageMemory.push_back(
+        computeStageMemory(config, stage, parallel.pipelineStages,
+                           parallel.dataParallel, parallel.microBatchSize,
+                           parallel.numMicroBatches, parallel.stages[stage],
+                           parallel.recompute[stage], parallel.zero, options));
 }
 
 int64_t BufferSizes::params(int64_t layer) const { return layerParams[layer]; }
@@ -131,8 +131,8 @@ int64_t BufferSizes::syncStagingBytes(int64_t stage) const {
   // The memory model's communication buffers less the four pipeline
   // message buffers, which are buffers of their own here.
   int64_t messages = plan.getPp() > 1 ? 4 * boundaryBytes() : 0;
-  return std::max<int64_t>(
-      0, stageMemory[stage].communicationBuffers - messages);
+  return std::max<int64_t>(0,
+                           stageMemory[stage].communicationBuffers - messages);
 }
 
 int64_t BufferSizes::attentionScratchBytes(int64_t stage) const {
@@ -271,8 +271,7 @@ std::string ratrain::describeScheduleOp(Operation *op) {
       os << " of layer " << *layer;
       break;
     }
-  if (op->getNumResults() == 0 && op->getNumOperands() > 0 &&
-      !isa<YieldOp>(op))
+  if (op->getNumResults() == 0 && op->getNumOperands() > 0 && !isa<YieldOp>(op))
     if (std::optional<int64_t> layer = getStateLayer(op->getOperandTypes()[0]))
       os << " of layer " << *layer;
   if (auto mb = op->getAttrOfType<IntegerAttr>("micro_batch"))
@@ -605,7 +604,8 @@ FailureOr<bool> ratrain::readAssignedBuffers(StageBuffers &buffers,
   for (BlockArgument arg : body.getArguments()) {
     auto it = buffers.bufferOf.find(arg);
     if (it != buffers.bufferOf.end() &&
-        failed(record(it->second, args.asArrayRef().slice(3 * arg.getArgNumber(), 3),
+        failed(record(it->second,
+                      args.asArrayRef().slice(3 * arg.getArgNumber(), 3),
                       stage)))
       return failure();
   }
@@ -617,8 +617,8 @@ FailureOr<bool> ratrain::readAssignedBuffers(StageBuffers &buffers,
     auto transfer = buffers.transferBuffer.find(op);
     if (transfer != buffers.transferBuffer.end()) {
       if (values.size() != 3)
-        return op->emitOpError("'") << kBuffersAttr
-                                    << "' of a transfer must hold 3 integers",
+        return op->emitOpError("'")
+                   << kBuffersAttr << "' of a transfer must hold 3 integers",
                failure();
       if (failed(record(transfer->second, values, op)))
         return failure();

@@ -118,9 +118,8 @@ LogicalResult StageChecker::checkView(Operation *user, Value view,
   if (viewInPlace(view, why))
     return success();
   return user->emitOpError("forward-before-view-in-place: ")
-         << what << " uses the view of layer "
-         << *getStateLayer(view.getType()) << " before it is in place: "
-         << why;
+         << what << " uses the view of layer " << *getStateLayer(view.getType())
+         << " before it is in place: " << why;
 }
 
 LogicalResult StageChecker::checkNotStale(Operation *user, Value value) {
@@ -266,9 +265,9 @@ LogicalResult StageChecker::run() {
       int64_t layer = update.getGrad().getType().getLayer();
       Operation *producer = contentProducer(update.getGrad());
       auto wait = dyn_cast_or_null<WaitOp>(producer);
-      auto sync = wait ? dyn_cast_or_null<SyncOp>(
-                             wait.getPending().getDefiningOp())
-                       : SyncOp();
+      auto sync =
+          wait ? dyn_cast_or_null<SyncOp>(wait.getPending().getDefiningOp())
+               : SyncOp();
       if (!sync || sync.getKind() == SyncKind::AllGather)
         return op.emitOpError("update-before-sync-completes: the update of "
                               "layer ")
@@ -359,10 +358,10 @@ LogicalResult checkBufferOverlap(StageOp stage) {
         int64_t at = std::max(o.start, buffer.start);
         InFlightDiagnostic diag =
             stage.emitOpError("overlapping live buffers: ")
-            << o.describe() << " at [" << o.offset << ", "
-            << o.offset + o.bytes << ") and " << buffer.describe() << " at ["
-            << buffer.offset << ", " << buffer.offset + buffer.bytes
-            << ") are both live at position " << at;
+            << o.describe() << " at [" << o.offset << ", " << o.offset + o.bytes
+            << ") and " << buffer.describe() << " at [" << buffer.offset << ", "
+            << buffer.offset + buffer.bytes << ") are both live at position "
+            << at;
         if (at >= 0)
           diag.attachNote(buffers.ops[at]->getLoc()) << "both live here";
         return diag;

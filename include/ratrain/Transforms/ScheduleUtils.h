@@ -72,8 +72,7 @@ ActivationKind storedActivationKind(LayerKind layer, Recompute recompute);
 /// stage stays at or below the planner's prediction.
 class BufferSizes {
 public:
-  BufferSizes(ModelOp model, PlanAttr plan,
-              const MemoryOptions &options = {});
+  BufferSizes(ModelOp model, PlanAttr plan, const MemoryOptions &options = {});
 
   const ModelConfig &getConfig() const { return config; }
   PlanAttr getPlan() const { return plan; }
@@ -208,8 +207,7 @@ void sizeStageBuffers(StageBuffers &buffers, StageOp stage,
 /// `buffers` (value buffers, message buffers and scratch buffers, the
 /// latter appended). Returns false when the stage has no such attributes,
 /// or (with an error emitted) when they are malformed or inconsistent.
-mlir::FailureOr<bool> readAssignedBuffers(StageBuffers &buffers,
-                                          StageOp stage);
+mlir::FailureOr<bool> readAssignedBuffers(StageBuffers &buffers, StageOp stage);
 
 /// The payload of a send or recv.
 std::optional<Payload> getTransferPayload(mlir::Operation *op);

@@ -79,9 +79,9 @@ struct Scenario {
   std::string describe() const {
     std::string text;
     llvm::raw_string_ostream os(text);
-    os << "decoders=" << model.numLayers << " dtype="
-       << stringifyDType(model.dtype) << " pp=" << pp << " dp=" << dp
-       << " mbs=" << microBatchSize << " m=" << microBatches
+    os << "decoders=" << model.numLayers
+       << " dtype=" << stringifyDType(model.dtype) << " pp=" << pp
+       << " dp=" << dp << " mbs=" << microBatchSize << " m=" << microBatches
        << " zero=" << zero << " policy=" << policy << " layers=";
     for (int64_t count : stageLayers)
       os << count << ",";
@@ -143,8 +143,8 @@ protected:
   void SetUp() override {
     context.getOrLoadDialect<RATrainDialect>();
     int fd;
-    ASSERT_FALSE(llvm::sys::fs::createTemporaryFile("machine", "yaml", fd,
-                                                    machinePath));
+    ASSERT_FALSE(
+        llvm::sys::fs::createTemporaryFile("machine", "yaml", fd, machinePath));
     llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
     os << kMachineYaml;
   }
@@ -165,9 +165,8 @@ protected:
        << ", stage_layers = [";
     llvm::interleaveComma(s.stageLayers, os);
     os << "], recompute = [";
-    llvm::interleaveComma(s.recompute, os, [&](Recompute r) {
-      os << stringifyRecompute(r);
-    });
+    llvm::interleaveComma(s.recompute, os,
+                          [&](Recompute r) { os << stringifyRecompute(r); });
     os << "], step_us = 0, peak_bytes = 0>";
     auto plan = dyn_cast_or_null<PlanAttr>(parseAttribute(text, &context));
     EXPECT_TRUE(plan) << text;
@@ -399,8 +398,8 @@ TEST_F(ScheduleRandomTest, EverySchedulePassesTheVerifierAndPacksBuffers) {
   int ratrainRuns = 0, gpuRuns = 0;
   for (int i = 0; i < kScenarios; ++i) {
     Scenario s = drawScenario(rng);
-    std::string where = "scenario " + std::to_string(i) + " (" +
-                        s.describe() + ")";
+    std::string where =
+        "scenario " + std::to_string(i) + " (" + s.describe() + ")";
     OwningOpRef<ModuleOp> module = buildModule(s);
     std::string diagnostics;
     ASSERT_TRUE(succeeded(schedule(*module, s.policy, diagnostics)))
