@@ -433,3 +433,61 @@ llvm::Error ratrain::rt::loadSlots(llvm::StringRef directory,
   }
   return llvm::Error::success();
 }
+
+llvm::Expected<CheckpointSummary>
+ratrain::rt::verifyCheckpoint(llvm::StringRef path) {
+  auto directory = resolveCheckpoint(path);
+  if (!directory)
+    return directory.takeError();
+  CheckpointSummary summary;
+  summary.directory = *directory;
+  std::string statePath = join(*directory, kTrainerState);
+  auto state = readJSON(statePath);
+  if (!state)
+    return state.takeError();
+  llvm::json::Object *root = state->getAsObject();
+  if (!root || root->getString("format") != "ratrain-checkpoint-1")
+    return makeError(statePath + ": not a RATrain trainer state");
+  summary.step = uint64_t(root->getInteger("step").value_or(0));
+  summary.dataSamples = uint64_t(root->getInteger("data_samples").value_or(0));
+  summary.pp = int(root->getInteger("pp").value_or(0));
+  summary.dp = int(root->getInteger("dp").value_or(0));
+
+  std::map<std::string, std::unique_ptr<SafetensorsFile>> files;
+  for (const char *indexName : {kModelIndex, kOptimizerIndex}) {
+    std::string indexPath = join(*directory, indexName);
+    auto index = readJSON(indexPath);
+    if (!index)
+      return index.takeError();
+    llvm::json::Object *object = index->getAsObject();
+    llvm::json::Object *weights =
+        object ? object->getObject("weight_map") : nullptr;
+    if (!weights)
+      return makeError(indexPath + ": missing weight_map");
+    for (auto &[key, value] : *weights) {
+      std::optional<llvm::StringRef> file = value.getAsString();
+      if (!file || file->contains('/'))
+        return makeError(indexPath + ": invalid file for '" + key.str() + "'");
+      std::unique_ptr<SafetensorsFile> &shard = files[file->str()];
+      if (!shard) {
+        auto opened = SafetensorsFile::open(join(*directory, *file));
+        if (!opened)
+          return opened.takeError();
+        shard = std::make_unique<SafetensorsFile>(std::move(*opened));
+      }
+      const TensorInfo *info = shard->find(key.str());
+      if (!info)
+        return makeError(llvm::formatv("{0}: tensor '{1}' named by {2} is "
+                                       "missing",
+                                       shard->path(), key.str(), indexName));
+      std::vector<char> scratch(info->end - info->begin);
+      if (llvm::Error error = shard->read(info->name, info->dtype, info->shape,
+                                          scratch.data(), scratch.size()))
+        return std::move(error);
+      ++summary.tensors;
+      summary.bytes += scratch.size();
+    }
+  }
+  summary.files = files.size();
+  return summary;
+}

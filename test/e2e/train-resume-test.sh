@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Train, save, kill, resume: the loss curve after the checkpoint must equal
 # the uninterrupted run's bit for bit; bad inputs must fail cleanly.
-#   train-resume-test.sh MPIEXEC TRAIN_BIN MODEL DATA PP DP WORKDIR
+#   train-resume-test.sh MPIEXEC TRAIN_BIN MODEL DATA PP DP WORKDIR CKPT_TOOL
 set -uo pipefail
-mpiexec=$1; train=$2; model=$3; data=$4; pp=$5; dp=$6; work=$7
+mpiexec=$1; train=$2; model=$3; data=$4; pp=$5; dp=$6; work=$7; ckpt_tool=$8
 np=$(( pp * dp ))
 steps=10
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -45,6 +45,7 @@ grep -q "killed in the middle of step 8" "$work/b.log" || fail "no kill"
 [[ $(cat "$work/ckpt/latest") == step-00000006 ]] || fail "latest is not step 6"
 [[ -d $work/ckpt/step-00000003 ]] || fail "no step 3 checkpoint"
 cp -r "$work/ckpt" "$work/ckpt2"
+"$ckpt_tool" verify "$work/ckpt" || fail "ratrain-ckpt verify of a good checkpoint"
 # 3. Resume: continues from step 7.
 run "$work/c.log" --ckpt "$work/ckpt" --resume --loss-out "$work/c.loss" ||
   { cat "$work/c.log"; fail "resumed run"; }
@@ -76,6 +77,9 @@ expect_failure wrong-model "saved from a model with hidden_size = 256, this mode
 cp -r "$work/ckpt" "$work/ckpt3"
 shard=$(ls "$work/ckpt3/$(cat "$work/ckpt3/latest")"/model-*.safetensors | tail -n 1)
 truncate -s -1000 "$shard"
+"$ckpt_tool" verify "$work/ckpt3" > "$work/verify.log" 2>&1 &&
+  fail "ratrain-ckpt verify accepted a truncated shard"
+grep -q "corrupt safetensors file" "$work/verify.log" || fail "verify message"
 expect_failure truncated-checkpoint "$(basename "$shard"): corrupt safetensors file: .*truncated" \
   --ckpt "$work/ckpt3" --resume
 echo "train-resume-test: all checks passed (pp=$pp dp=$dp)"

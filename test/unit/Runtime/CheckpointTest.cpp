@@ -306,3 +306,33 @@ TEST(Checkpoint, FailedSaveLeavesThePreviousCheckpointIntact) {
             (std::vector<std::string>{".step-00000002.partial", "latest",
                                       "step-00000001"}));
 }
+
+TEST(Checkpoint, VerifyChecksEveryTensorWithoutAModel) {
+  TempDir dir;
+  ModelConfig model = tinyLlama();
+  StagePartition partition = StagePartition::even(model.numLayers, 2);
+  std::vector<StageState> stages;
+  stages.emplace_back(model, partition, 0, 1.0f);
+  stages.emplace_back(model, partition, 1, 2.0f);
+  std::string root = dir.path("ckpt");
+  ASSERT_EQ(errorText(save(root, model, partition, stages, {4, {77}, 1, 2, 3})),
+            "");
+  auto summary = verifyCheckpoint(root);
+  ASSERT_TRUE(bool(summary)) << llvm::toString(summary.takeError());
+  EXPECT_EQ(summary->step, 4u);
+  EXPECT_EQ(summary->dataSamples, 77u);
+  EXPECT_EQ(summary->dp, 3);
+  EXPECT_EQ(summary->files, 4u);
+  // Parameters plus two moments each.
+  EXPECT_EQ(summary->tensors, 3 * llamaParameters(model).size());
+  std::string shard =
+      root + "/step-00000004/optimizer-00002-of-00002.safetensors";
+  std::string bytes = readRaw(shard);
+  bytes[bytes.size() - 7] ^= 0x40;
+  std::ofstream(shard, std::ios::binary | std::ios::trunc) << bytes;
+  std::string message = errorText(verifyCheckpoint(root).takeError());
+  EXPECT_NE(message.find(shard + ": tensor 'lm_head.weight.exp_avg_sq' is "
+                                 "corrupt"),
+            std::string::npos)
+      << message;
+}

@@ -140,6 +140,20 @@ llvm::Expected<TrainerState> readTrainerState(llvm::StringRef directory,
 llvm::Error loadSlots(llvm::StringRef directory,
                       llvm::ArrayRef<ParamSlot> slots);
 
+/// What verifyCheckpoint found.
+struct CheckpointSummary {
+  std::string directory;
+  uint64_t step = 0;
+  uint64_t dataSamples = 0;
+  int pp = 0, dp = 0;
+  uint64_t files = 0, tensors = 0, bytes = 0;
+};
+
+/// Checks a checkpoint without a model: trainer_state.json parses, every
+/// tensor of both indexes exists in its shard, every shard is structurally
+/// valid and every recorded checksum matches. Errors name file and tensor.
+llvm::Expected<CheckpointSummary> verifyCheckpoint(llvm::StringRef path);
+
 } // namespace ratrain::rt
 
 #endif // RATRAIN_RUNTIME_CHECKPOINT_H

@@ -1,0 +1,53 @@
+//===- ratrain-ckpt.cpp - Inspect and verify checkpoints ------------------===//
+//
+//   ratrain-ckpt verify DIR          a checkpoint root (its `latest`) or a step
+//                                    directory: indexes, shards, checksums
+//   ratrain-ckpt list FILE           the tensors of one safetensors file
+// Errors print `error: <file>: <what>` and exit 1.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ratrain/runtime/Checkpoint.h"
+#include "ratrain/runtime/Safetensors.h"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstring>
+
+using namespace ratrain::rt;
+
+int main(int argc, char **argv) {
+  if (argc != 3 ||
+      (std::strcmp(argv[1], "verify") != 0 && std::strcmp(argv[1], "list"))) {
+    llvm::errs() << "usage: ratrain-ckpt verify CHECKPOINT_DIR\n"
+                    "       ratrain-ckpt list FILE.safetensors\n";
+    return 1;
+  }
+  if (std::strcmp(argv[1], "verify") == 0) {
+    auto summary = verifyCheckpoint(argv[2]);
+    if (!summary) {
+      llvm::errs() << "error: " << llvm::toString(summary.takeError()) << "\n";
+      return 1;
+    }
+    llvm::outs() << llvm::formatv(
+        "{0}: ok: step {1}, {2} data samples, pp {3} x dp {4}, {5} tensors "
+        "({6} bytes) in {7} files, checksums verified\n",
+        summary->directory, summary->step, summary->dataSamples, summary->pp,
+        summary->dp, summary->tensors, summary->bytes, summary->files);
+    return 0;
+  }
+  auto file = SafetensorsFile::open(argv[2]);
+  if (!file) {
+    llvm::errs() << "error: " << llvm::toString(file.takeError()) << "\n";
+    return 1;
+  }
+  for (const TensorInfo &info : file->tensors())
+    llvm::outs() << llvm::formatv("{0} {1} {2} [{3}, {4})\n", info.name,
+                                  info.dtype, formatShape(info.shape),
+                                  info.begin, info.end);
+  for (const auto &[key, value] : file->metadata())
+    if (!llvm::StringRef(key).starts_with("ratrain.xxh3."))
+      llvm::outs() << llvm::formatv("metadata {0} = {1}\n", key, value);
+  return 0;
+}
