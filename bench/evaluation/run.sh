@@ -13,4 +13,8 @@ if [ ! -x "$BUILD_DIR/bin/ratrain-sim" ]; then
   fi
   ninja -C "$BUILD_DIR" -j"${JOBS:-2}" ratrain-sim
 fi
+# The compiler path (scheduled modules) when this build has the compiler.
+if ninja -C "$BUILD_DIR" -t targets all 2>/dev/null | grep -q '^ratrain-opt:'; then
+  ninja -C "$BUILD_DIR" -j"${JOBS:-2}" ratrain-sim ratrain-opt ratrain-translate
+fi
 exec python3 "$ROOT/bench/evaluation/run.py" --build "$BUILD_DIR" "$@"

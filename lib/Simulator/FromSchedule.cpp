@@ -7,6 +7,7 @@
 #include "RATrain/RATrainTypes.h"
 #include "ratrain/Planner/CostModel.h"
 #include "ratrain/Simulator/FromPlan.h"
+#include "ratrain/Transforms/PassUtils.h"
 #include "ratrain/Transforms/ScheduleUtils.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -312,8 +313,9 @@ llvm::Expected<sim::SimProgram> ScheduleAdapter::build() {
   llvm::StringRef policy = "not lifecycle-scheduled";
   if (std::optional<SchedulePolicy> scheduled = pipeline.getPolicy())
     policy = *scheduled == SchedulePolicy::RATrain ? "ratrain" : "gpu-style";
-  program.name =
-      llvm::formatv("{0} ({1})", pipeline.getSymName(), policy).str();
+  program.name = llvm::formatv("{0} {1} ({2})", pipeline.getSymName(),
+                               toParallelConfig(plan).describe(), policy)
+                     .str();
   const int64_t dp = plan.getDp();
   program.dataParallel = dp;
   program.stageReplicasPerNode =

@@ -26,7 +26,7 @@ ratrain.model @tiny family("llama") dtype(bf16) seq_len(128)
   ratrain.layer 3 head hidden(256) vocab(512)
 }
 
-// RAT: program: tiny_step (ratrain)
+// RAT: program: tiny_step pp=2 dp=2 mbs=1 m=4 zero=0 {{.*}} (ratrain)
 // RAT-NEXT: machine: small
 // RAT-NEXT: stages: 2
 // RAT-NEXT: clusters: 4
@@ -51,7 +51,7 @@ ratrain.model @tiny family("llama") dtype(bf16) seq_len(128)
 // RAT-NEXT: stage 0: name='stage 0' busy-s={{.*}} bubble-percent={{.*}} exposed-comm-s={{.*}} peak-ddr-gib=
 // RAT-NEXT: stage 1: name='stage 1'
 
-// GPU: program: tiny_step (gpu-style)
+// GPU: program: tiny_step {{.*}} (gpu-style)
 // GPU: iterations: 2
 // GPU: tokens-per-iteration: 1024
 // The buffer assignment's peak is reported next to the simulated one.
@@ -66,11 +66,11 @@ ratrain.model @tiny family("llama") dtype(bf16) seq_len(128)
 // TRACE-DAG: "name":"dma 0"
 
 // SVG: <svg xmlns="http://www.w3.org/2000/svg"
-// SVG: tiny_step (gpu-style)
+// SVG: tiny_step {{.*}}(gpu-style)
 // SVG: >forward<
+// SVG: end of iteration 2
 // SVG: >stage 0<
 // SVG: >stage 1<
-// SVG: end of iteration 2
 // SVG: </svg>
 
 // NOPIPE: error: {{.*}}the module has no ratrain.pipeline: run --ratrain-expand-1f1b and --ratrain-schedule-lifecycle first
