@@ -14,7 +14,24 @@
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
 
+#include "llvm/ADT/STLExtras.h"
+
+#include <vector>
+
 int main(int argc, char **argv) {
+  // Diagnostics point at the source location; dumping the whole operation
+  // (often a whole model or pipeline) after every message buries them. Pass
+  // --mlir-print-op-on-diagnostic to get the dump back.
+  std::vector<char *> args(argv, argv + argc);
+  bool explicitPrintOp = llvm::any_of(args, [](const char *arg) {
+    return llvm::StringRef(arg).contains("mlir-print-op-on-diagnostic");
+  });
+  static char quietDiagnostics[] = "--mlir-print-op-on-diagnostic=false";
+  if (!explicitPrintOp)
+    args.insert(args.begin() + 1, quietDiagnostics);
+  argc = static_cast<int>(args.size());
+  argv = args.data();
+
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
   mlir::registerSymbolDCEPass();

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The main job: the compiler end to end on the shipped models (called by
+# `scripts/ratrain.sh main` after the build). Writes its artifacts to
+# $RATRAIN_OUT (default: out/).
+#
+#  1. plan the four paper models on 1024 MT-3000 clusters under 20 GB DDR;
+#  2. compile LLaMA-2-7B @1024 through import -> plan -> expand-1f1b ->
+#     schedule-lifecycle -> assign-buffers -> verify, for the ratrain policy
+#     and the gpu-style baseline;
+#  3. simulate both programs on the machine model and compare;
+#  4. compile the embedded tiny LLaMA for this host.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD_DIR="${1:-$ROOT/build}"
+BIN="$BUILD_DIR/bin"
+OUT="${RATRAIN_OUT:-$ROOT/out}"
+MT3000="$ROOT/examples/machines/mt3000.yaml"
+HOST="$ROOT/examples/machines/host.yaml"
+mkdir -p "$OUT"
+
+step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+
+step "1. Plans for the paper's models on 1024 MT-3000 clusters (20 GB usable DDR each)"
+for model in llama-2-7b baichuan2-13b qwen2.5-32b llama-2-70b; do
+  echo "-- $model"
+  "$BIN/ratrain-plan" --model "$ROOT/examples/models/$model.json" \
+    --machine "$MT3000" --clusters 1024 --global-batch 1024 --top 3
+done
+
+# compile MODEL CLUSTERS BATCH POLICY MACHINE OUTPUT: the whole schedule
+# pipeline, ending with the verifier.
+compile() {
+  local model=$1 clusters=$2 batch=$3 policy=$4 machine=$5 output=$6
+  "$BIN/ratrain-translate" --import-hf-config "$ROOT/examples/models/$model.json" \
+      --machine "$machine" |
+    "$BIN/ratrain-opt" \
+      --ratrain-plan="clusters=$clusters global-batch=$batch policy=$policy" \
+      --ratrain-expand-1f1b \
+      --ratrain-schedule-lifecycle="policy=$policy" \
+      --ratrain-assign-buffers \
+      --ratrain-verify-schedule -o "$output"
+  echo "wrote $output ($(grep -c 'ratrain\.' "$output") ops)"
+}
+
+step "2. Compile LLaMA-2-7B @1024 clusters with both lifecycle policies"
+compile llama-2-7b 1024 1024 ratrain "$MT3000" "$OUT/llama-2-7b.ratrain.mlir"
+compile llama-2-7b 1024 1024 gpu-style "$MT3000" "$OUT/llama-2-7b.gpu-style.mlir"
+
+step "3. Simulate both on the MT-3000 machine model"
+for policy in ratrain gpu-style; do
+  echo "-- $policy"
+  "$BIN/ratrain-sim" "$OUT/llama-2-7b.$policy.mlir" --machine "$MT3000" \
+    --trace "$OUT/llama-2-7b.$policy.trace.json" \
+    --svg "$OUT/llama-2-7b.$policy.svg" | tee "$OUT/llama-2-7b.$policy.sim.txt"
+done
+rat=$(awk '/^tokens-per-s:/ {print $2}' "$OUT/llama-2-7b.ratrain.sim.txt")
+gpu=$(awk '/^tokens-per-s:/ {print $2}' "$OUT/llama-2-7b.gpu-style.sim.txt")
+awk -v r="$rat" -v g="$gpu" 'BEGIN {
+  printf "LLaMA-2-7B @1024: ratrain %.0f tokens/s, gpu-style %.0f tokens/s, speedup %.3fx (paper: 112,790.55 tokens/s)\n", r, g, r / g }'
+echo "timelines: $OUT/llama-2-7b.*.svg (open in a browser), traces: $OUT/llama-2-7b.*.trace.json (chrome://tracing, ui.perfetto.dev)"
+
+step "4. Compile the embedded tiny LLaMA for this host (2 clusters)"
+compile tiny-llama 2 16 ratrain "$HOST" "$OUT/tiny-llama.ratrain.mlir"
+"$BIN/ratrain-sim" "$OUT/tiny-llama.ratrain.mlir" --machine "$HOST" | tee "$OUT/tiny-llama.sim.txt"
