@@ -19,6 +19,7 @@
 #include "ratrain/Planner/Planner.h"
 #include "ratrain/Simulator/FromPlan.h"
 #include "ratrain/Simulator/Simulator.h"
+#include "ratrain/Simulator/StepLog.h"
 #include "ratrain/Simulator/Timeline.h"
 #ifdef RATRAIN_SIM_HAVE_SCHEDULE_ADAPTER
 #include "ratrain/Simulator/FromSchedule.h"
@@ -109,6 +110,12 @@ static cl::opt<double> measuredStep(
     "measured-step", cl::init(0),
     cl::desc("measured step time of a real run (seconds): print the error"),
     cl::cat(category));
+
+static cl::opt<std::string> measuredLog(
+    "measured-log", cl::init(""),
+    cl::desc("the runtime's per-step JSON log of a real run: compare its "
+             "median step time (first step excluded) with the simulated one"),
+    cl::value_desc("file"), cl::cat(category));
 
 static int fail(const llvm::Twine &message) {
   llvm::WithColor::error(llvm::errs(), "ratrain-sim") << message << "\n";
@@ -256,11 +263,23 @@ int main(int argc, char **argv) {
        << llvm::formatv("{0:f2}", stepTimeErrorPercent(report->stepTime,
                                                        info.predictedStep))
        << "\n";
-  if (measuredStep > 0)
-    os << "measured-step-s: " << formatNumber(measuredStep)
-       << "\nerror-percent: "
+  double measured = measuredStep;
+  if (!measuredLog.empty()) {
+    llvm::Expected<MeasuredSteps> steps = loadStepLog(measuredLog);
+    if (!steps)
+      return fail(llvm::toString(steps.takeError()));
+    measured = steps->medianStepSeconds;
+    os << "measured-steps: " << steps->stepSeconds.size() << "\n";
+    if (steps->peakArenaBytes > 0)
+      os << "measured-peak-arena-gib: "
+         << llvm::formatv("{0:f3}", double(steps->peakArenaBytes) /
+                                        (1024.0 * 1024.0 * 1024.0))
+         << "\n";
+  }
+  if (measured > 0)
+    os << "measured-step-s: " << formatNumber(measured) << "\nerror-percent: "
        << llvm::formatv("{0:f2}",
-                        stepTimeErrorPercent(report->stepTime, measuredStep))
+                        stepTimeErrorPercent(report->stepTime, measured))
        << "\n";
 
   auto writeFile = [&](const std::string &path, auto writer) -> bool {

@@ -1,0 +1,45 @@
+//===- StepLog.h - Measured step times of a real run -------------*- C++
+//-*-===//
+//
+// Reads the runtime's per-step JSON log (one object per line with "step",
+// "step_s", "tokens", ...; runtime/src/StepLog.cpp) so that ratrain-sim can
+// compare the simulated step time with a measured one (--measured-log).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RATRAIN_SIMULATOR_STEPLOG_H
+#define RATRAIN_SIMULATOR_STEPLOG_H
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace ratrain {
+namespace sim {
+
+struct MeasuredSteps {
+  /// step_s of every logged step, in log order.
+  std::vector<double> stepSeconds;
+  /// Median step time without the first step (warm-up: allocation, first
+  /// touches), or the only step's time.
+  double medianStepSeconds = 0;
+  /// tokens of the last step.
+  double tokensPerStep = 0;
+  /// Largest peak_arena_bytes entry over all steps (0 when absent).
+  int64_t peakArenaBytes = 0;
+};
+
+/// Parses the text of a step log; `fileName` is used in messages. Blank lines
+/// are skipped; any other line must be a JSON object with a numeric
+/// "step_s". Errors name the file and the line.
+llvm::Expected<MeasuredSteps> parseStepLog(llvm::StringRef text,
+                                           llvm::StringRef fileName);
+/// Reads and parses a step log file.
+llvm::Expected<MeasuredSteps> loadStepLog(llvm::StringRef path);
+
+} // namespace sim
+} // namespace ratrain
+
+#endif // RATRAIN_SIMULATOR_STEPLOG_H

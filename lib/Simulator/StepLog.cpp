@@ -1,0 +1,65 @@
+//===- StepLog.cpp - Measured step times of a real run --------------------===//
+
+#include "ratrain/Simulator/StepLog.h"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <algorithm>
+
+using namespace ratrain;
+using namespace ratrain::sim;
+
+llvm::Expected<MeasuredSteps> sim::parseStepLog(llvm::StringRef text,
+                                                llvm::StringRef fileName) {
+  MeasuredSteps result;
+  auto fail = [&](size_t line, const llvm::Twine &what) {
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        llvm::formatv("{0}:{1}: {2}", fileName, line, what.str()).str());
+  };
+  llvm::SmallVector<llvm::StringRef> lines;
+  text.split(lines, '\n');
+  for (auto [index, raw] : llvm::enumerate(lines)) {
+    llvm::StringRef line = raw.trim();
+    if (line.empty())
+      continue;
+    llvm::Expected<llvm::json::Value> value = llvm::json::parse(line);
+    if (!value)
+      return fail(index + 1, "not JSON: " + llvm::toString(value.takeError()));
+    const llvm::json::Object *object = value->getAsObject();
+    if (!object)
+      return fail(index + 1, "expected a JSON object");
+    std::optional<double> seconds = object->getNumber("step_s");
+    if (!seconds || !(*seconds >= 0))
+      return fail(index + 1, "missing or negative \"step_s\"");
+    result.stepSeconds.push_back(*seconds);
+    if (std::optional<double> tokens = object->getNumber("tokens"))
+      result.tokensPerStep = *tokens;
+    if (const llvm::json::Array *peaks = object->getArray("peak_arena_bytes"))
+      for (const llvm::json::Value &peak : *peaks)
+        if (std::optional<int64_t> bytes = peak.getAsInteger())
+          result.peakArenaBytes = std::max(result.peakArenaBytes, *bytes);
+  }
+  if (result.stepSeconds.empty())
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   fileName + ": no steps logged");
+  std::vector<double> steady(result.stepSeconds.begin() +
+                                 (result.stepSeconds.size() > 1 ? 1 : 0),
+                             result.stepSeconds.end());
+  std::sort(steady.begin(), steady.end());
+  size_t n = steady.size();
+  result.medianStepSeconds =
+      n % 2 ? steady[n / 2] : (steady[n / 2 - 1] + steady[n / 2]) / 2;
+  return result;
+}
+
+llvm::Expected<MeasuredSteps> sim::loadStepLog(llvm::StringRef path) {
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
+      llvm::MemoryBuffer::getFileOrSTDIN(path);
+  if (!buffer)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   path + ": " + buffer.getError().message());
+  return parseStepLog((*buffer)->getBuffer(), path);
+}

@@ -1,0 +1,49 @@
+//===- StepLogTest.cpp - Reading the runtime's step log -------------------===//
+
+#include "TestMachine.h"
+
+#include "ratrain/Simulator/StepLog.h"
+
+#include "gtest/gtest.h"
+
+using namespace ratrain;
+using namespace ratrain::sim;
+using namespace ratrain::sim::testing;
+
+namespace {
+
+TEST(StepLog, MedianSkipsTheWarmUpStep) {
+  MeasuredSteps steps = expectOk(parseStepLog(
+      "{\"step\":1,\"tokens\":4096,\"step_s\":9.0,\"peak_arena_bytes\":[5,7]}\n"
+      "\n"
+      "{\"step\":2,\"tokens\":4096,\"step_s\":2.0,\"loss\":null}\n"
+      "{\"step\":3,\"tokens\":4096,\"step_s\":4.0}\n"
+      "{\"step\":4,\"tokens\":4096,\"step_s\":3.0,\"peak_arena_bytes\":[9]}\n",
+      "log"));
+  ASSERT_EQ(steps.stepSeconds.size(), 4u);
+  EXPECT_DOUBLE_EQ(steps.medianStepSeconds, 3.0);
+  EXPECT_DOUBLE_EQ(steps.tokensPerStep, 4096.0);
+  EXPECT_EQ(steps.peakArenaBytes, 9);
+  // Even count: the mean of the two middle steps.
+  MeasuredSteps even = expectOk(parseStepLog(
+      "{\"step_s\":100}\n{\"step_s\":1}\n{\"step_s\":3}\n", "log"));
+  EXPECT_DOUBLE_EQ(even.medianStepSeconds, 2.0);
+  // A single step is its own median.
+  EXPECT_DOUBLE_EQ(
+      expectOk(parseStepLog("{\"step_s\":5}", "log")).medianStepSeconds, 5.0);
+}
+
+TEST(StepLog, ErrorsNameFileAndLine) {
+  EXPECT_EQ(
+      expectError(parseStepLog("{\"step_s\":1}\n{\"step\":2}\n", "run.log")),
+      "run.log:2: missing or negative \"step_s\"");
+  EXPECT_NE(expectError(parseStepLog("{\"step_s\":1}\nnot json\n", "run.log"))
+                .find("run.log:2: not JSON"),
+            std::string::npos);
+  EXPECT_EQ(expectError(parseStepLog("\n\n", "run.log")),
+            "run.log: no steps logged");
+  EXPECT_NE(expectError(loadStepLog("/nonexistent/step.log")).find("step.log"),
+            std::string::npos);
+}
+
+} // namespace
