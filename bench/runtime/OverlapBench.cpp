@@ -13,7 +13,12 @@
 // Not a Google Benchmark program: MPI ranks must run the same number of
 // iterations, which Benchmark's adaptive iteration count does not guarantee.
 //
-//   mpirun -np 2 ratrain-bench-overlap [--mib 32] [--reps 15]
+// With --op p2p the communication is instead a pipeline exchange: every rank
+// sends --mib MiB to its right neighbour and receives as much from its left
+// one (isend/irecv, the rendezvous protocol for large messages).
+//
+//   mpirun -np 2 ratrain-bench-overlap [--op allreduce|p2p] [--mib 32]
+//                                      [--reps 15]
 //
 //===----------------------------------------------------------------------===//
 
@@ -63,8 +68,11 @@ double median(std::vector<double> values) {
 int main(int argc, char **argv) {
   double mib = 32;
   int reps = 15;
+  bool p2p = false;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--mib"))
+    if (!std::strcmp(argv[i], "--op"))
+      p2p = !std::strcmp(argv[i + 1], "p2p");
+    else if (!std::strcmp(argv[i], "--mib"))
       mib = std::atof(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--reps"))
       reps = std::atoi(argv[i + 1]);
@@ -76,17 +84,31 @@ int main(int argc, char **argv) {
   options.pp = 1;
   options.dp = worldSize;
   uint64_t bytes = uint64_t(mib * (1 << 20)) / 4 * 4;
-  options.ddrBytes = bytes;
+  options.ddrBytes = 2 * bytes;
   Runtime rt(argc, argv, options);
   Buffer grad = rt.ddr().buffer(0, bytes);
+  Buffer incoming = rt.ddr().buffer(bytes, bytes);
   for (uint64_t i = 0; i < bytes / 4; ++i)
     grad.as<float>()[i] = 1.0f;
   bool inlineMode = rt.options().progress == ProgressMode::Inline;
   Compute compute;
   const int chunks = 64;
   auto sync = [&] { rt.wait(rt.barrier(Group::World)); };
-  auto allReduce = [&] {
-    return rt.allReduce(Group::Data, grad, ElemType::F32);
+  // One communication step; returns the token(s) to wait for.
+  int right = (rt.rank() + 1) % rt.worldSize();
+  int left = (rt.rank() + rt.worldSize() - 1) % rt.worldSize();
+  struct Tokens {
+    Token a, b;
+  };
+  auto communicate = [&]() -> Tokens {
+    if (!p2p)
+      return {rt.allReduce(Group::Data, grad, ElemType::F32), Token{}};
+    return {rt.recv(Group::World, left, 7, incoming),
+            rt.send(Group::World, right, 7, grad)};
+  };
+  auto finish = [&](Tokens t) {
+    rt.wait(t.a);
+    rt.wait(t.b);
   };
 
   // Time the all-reduce alone, then calibrate the compute loop to match it.
@@ -94,7 +116,7 @@ int main(int argc, char **argv) {
   for (int r = 0; r < reps; ++r) {
     sync();
     auto start = Clock::now();
-    rt.wait(allReduce());
+    finish(communicate());
     comm.push_back(seconds(start));
   }
   double commTime = median(comm);
@@ -120,7 +142,7 @@ int main(int argc, char **argv) {
   for (int r = 0; r < reps; ++r) {
     sync();
     auto start = Clock::now();
-    rt.wait(allReduce());
+    finish(communicate());
     commTimes.push_back(seconds(start));
 
     sync();
@@ -131,22 +153,22 @@ int main(int argc, char **argv) {
     sync();
     start = Clock::now();
     compute.run(iterations, chunks, [] {});
-    rt.wait(allReduce());
+    finish(communicate());
     serial.push_back(seconds(start));
 
     sync();
     start = Clock::now();
-    Token token = allReduce();
+    Tokens token = communicate();
     compute.run(iterations, chunks, [] {});
-    rt.wait(token);
+    finish(token);
     overlap.push_back(seconds(start));
 
     if (inlineMode) {
       sync();
       start = Clock::now();
-      Token polled = allReduce();
+      Tokens polled = communicate();
       compute.run(iterations, chunks, [&] { rt.poll(); });
-      rt.wait(polled);
+      finish(polled);
       overlapPoll.push_back(seconds(start));
     }
   }
@@ -162,9 +184,10 @@ int main(int argc, char **argv) {
   double tPoll = inlineMode ? worst(median(overlapPoll)) : 0;
   if (rt.rank() == 0) {
     const char *mode = inlineMode ? "inline" : "thread";
-    std::printf("overlap benchmark: %d ranks, all-reduce of %.1f MiB f32, "
-                "progress=%s, poll=%uus, median of %d (max over ranks)\n",
-                rt.worldSize(), mib, mode, rt.options().pollMicros, reps);
+    std::printf("overlap benchmark: %d ranks, %s of %.1f MiB, progress=%s, "
+                "poll=%uus, median of %d (max over ranks)\n",
+                rt.worldSize(), p2p ? "ring send/recv" : "f32 all-reduce", mib,
+                mode, rt.options().pollMicros, reps);
     std::printf("  comm alone      %8.2f ms\n", tComm * 1e3);
     std::printf("  compute alone   %8.2f ms\n", tCompute * 1e3);
     std::printf("  serialized      %8.2f ms  (baseline)\n", tSerial * 1e3);
