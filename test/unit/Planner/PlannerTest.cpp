@@ -250,10 +250,13 @@ TEST(Planner, InfeasibleCapNamesTheLargestParts) {
 
 TEST(Planner, MemoryBoundNeverPrunesAFeasiblePlan) {
   MachineModel machine = loadMT3000();
+  for (LifecyclePolicy policy :
+       {LifecyclePolicy::RATrain, LifecyclePolicy::GpuStyle})
   for (const char *name : {"llama-2-7b", "qwen2.5-32b", "llama-2-70b"}) {
     ModelConfig model = loadModel(name);
     for (int64_t clusters : {64, 256}) {
       PlanRequest request;
+      request.policy = policy;
       request.clusters = clusters;
       request.globalBatch = 512;
       request.topK = 1000;
