@@ -84,6 +84,10 @@ public:
     Expr nTiles = (S + JT - 1) / JT;
 
     Func Kt("Kt");
+    // V rows of the head in natural layout, contiguous (the activations' row
+    // stride, Hkv * D floats, folds a key tile's rows onto one L1 set).
+    Func Vn("Vn");
+    Vn(d, s, h, b) = v(d, h / G, min(s, S - 1), b);
     Kt(ji, d, jt, h, b) = k(d, h / G, min(jt * JT + ji, S - 1), b);
     RDom rd(0, D, "rd");
     Func dot("dot");
@@ -115,10 +119,20 @@ public:
     RDom rk(0, JT, 0, nTiles, "rk");
     rk.where(rk.y * JT <= ic * R + R - 1);
     Expr kg = rk.y * JT + rk.x;
+    // One key tile's contribution is a register tile (otile, R rows x DC
+    // dims, summed over the tile's 32 keys); o adds the tiles up.
+    Var kt("kt");
+    RDom rx(0, JT, "rx");
+    Func otile("otile");
+    otile(d, ir, ic, kt, h, b) = 0.0f;
+    otile(d, ir, ic, kt, h, b) +=
+        p(rx, ic * R + ir, kt, h, b) * Vn(d, kt * JT + rx, h, b);
+    RDom rt(0, nTiles, "rt");
+    rt.where(rt * JT <= ic * R + R - 1);
     Func o("o");
     o(d, ir, ic, h, b) = 0.0f;
-    o(d, ir, ic, h, b) +=
-        p(rk.x, ic * R + ir, rk.y, h, b) * v(d, h / G, min(kg, S - 1), b);
+    o(d, ir, ic, h, b) += otile(d, ir, ic, rt, h, b);
+    (void)kg;
 
     out(d, h, s, b) = Tuple(o(d, s % R, s / R, h, b), lse(s, h, b));
 
@@ -134,6 +148,7 @@ public:
         .parallel(hb)
         .vectorize(di, kLanes)
         .unroll(di);
+    Vn.compute_at(out, hb).vectorize(d, kLanes);
     Kt.compute_at(out, hb).bound(ji, 0, JT).reorder(ji, d, jt).vectorize(
         ji, kLanes);
     sc.compute_at(out, qb)
@@ -160,10 +175,16 @@ public:
     o.compute_at(out, qb).bound(ir, 0, R).bound(d, 0, D).vectorize(d, kLanes);
     o.update()
         .split(d, dco, dci, DC)
-        .reorder(dci, ir, rk.x, dco, ic, rk.y)
+        .reorder(dci, ir, dco, ic, rt)
         .vectorize(dci, kLanes)
         .unroll(dci)
         .unroll(ir);
+    otile.compute_at(o, dco)
+        .store_in(MemoryType::Stack)
+        .vectorize(d, kLanes)
+        .unroll(d)
+        .unroll(ir);
+    otile.update().reorder(d, ir, rx).vectorize(d, kLanes).unroll(d).unroll(ir);
 
     q.dim(0).set_stride(1).set_min(0).set_extent(D);
     k.dim(0).set_stride(1).set_min(0).set_extent(D);
@@ -199,6 +220,8 @@ public:
     Expr iClamped = min(i, S - 1);
 
     Func Kt("Kt"), Vt("Vt");
+    Func Kn("Kn"); // K rows, contiguous (see the forward's Vn)
+    Kn(d, s, h, b) = k(d, h / G, min(s, S - 1), b);
     Kt(ji, d, jt, h, b) = k(d, h / G, min(jt * JT + ji, S - 1), b);
     Vt(ji, d, jt, h, b) = v(d, h / G, min(jt * JT + ji, S - 1), b);
     RDom rd(0, D, "rd");
@@ -224,8 +247,7 @@ public:
     Expr kg = rk.y * JT + rk.x;
     Func acc("acc");
     acc(d, ir, ic, h, b) = 0.0f;
-    acc(d, ir, ic, h, b) +=
-        ds(rk.x, ic * R + ir, rk.y, h, b) * k(d, h / G, min(kg, S - 1), b);
+    acc(d, ir, ic, h, b) += ds(rk.x, ic * R + ir, rk.y, h, b) * Kn(d, kg, h, b);
     dq(d, h, s, b) = acc(d, s % R, s / R, h, b) * scale;
 
     Var qb("qb"), si("si"), hb("hb"), io("io"), iu("iu"), sc0("sc0"), sr("sr"),
@@ -239,6 +261,7 @@ public:
         .parallel(hb)
         .vectorize(di, kLanes)
         .unroll(di);
+    Kn.compute_at(dq, hb).vectorize(d, kLanes);
     Kt.compute_at(dq, hb).bound(ji, 0, JT).reorder(ji, d, jt).vectorize(ji,
                                                                         kLanes);
     Vt.compute_at(dq, hb).bound(ji, 0, JT).reorder(ji, d, jt).vectorize(ji,
@@ -301,6 +324,9 @@ public:
     Expr jClamped = min(j, S - 1);
 
     // Query-side operands, transposed into query-tile-major order.
+    Func Qn("Qn"), dOn("dOn");
+    Qn(d, s, h, b) = q(d, h, min(s, S - 1), b);
+    dOn(d, s, h, b) = dO(d, h, min(s, S - 1), b);
     Func Qt("Qt"), dOt("dOt");
     Qt(ii, d, it, h, b) = q(d, h, min(it * IT + ii, S - 1), b);
     dOt(ii, d, it, h, b) = dO(d, h, min(it * IT + ii, S - 1), b);
@@ -329,13 +355,13 @@ public:
     RDom ri(0, IT, 0, nTiles, 0, G, "ri");
     ri.where(ri.y * IT + IT - 1 >= jc * R);
     Expr hq = hk * G + ri.z;
-    Expr iq = min(ri.y * IT + ri.x, S - 1);
+    Expr iq = ri.y * IT + ri.x;
     Func acc("acc");
     acc(d, jr, jc, hk, b) = Tuple(0.0f, 0.0f);
     Tuple ptv = pt(ri.x, jc * R + jr, ri.y, hq, b);
     acc(d, jr, jc, hk, b) =
-        Tuple(acc(d, jr, jc, hk, b)[0] + ptv[1] * q(d, hq, iq, b),
-              acc(d, jr, jc, hk, b)[1] + ptv[0] * dO(d, hq, iq, b));
+        Tuple(acc(d, jr, jc, hk, b)[0] + ptv[1] * Qn(d, iq, hq, b),
+              acc(d, jr, jc, hk, b)[1] + ptv[0] * dOn(d, iq, hq, b));
     out(d, hk, s, b) = Tuple(acc(d, s % R, s / R, hk, b)[0] * scale,
                              acc(d, s % R, s / R, hk, b)[1]);
 
@@ -379,6 +405,12 @@ public:
         .vectorize(dci, kLanes)
         .unroll(dci)
         .unroll(jr);
+    // Natural-layout copies of the head's q and dO rows: a query tile's rows
+    // become one contiguous 32 x D block (the activations' row stride is
+    // Hq * D floats, 16 KiB at 32 x 128, which folds every row of a tile
+    // onto one L1 set).
+    for (Func f : {Qn, dOn})
+      f.compute_at(out, hb).vectorize(d, kLanes);
 
     for (auto *in : {&q, &k, &v, &o, &dO})
       in->dim(0).set_stride(1).set_min(0).set_extent(D);
