@@ -46,7 +46,7 @@ LogicalResult ModelOp::verifyRegions() {
       return layer.emitOpError("has index ")
              << layer.getIndex() << " but is layer " << position
              << " of the model";
-    LayerKind expected = position == 0 ? LayerKind::Embedding
+    LayerKind expected = position == 0                   ? LayerKind::Embedding
                          : position + 1 == layers.size() ? LayerKind::Head
                                                          : LayerKind::Decoder;
     if (layer.getKind() != expected)
@@ -197,15 +197,13 @@ LogicalResult PipelineOp::verifyRegions() {
         stage.getNumLayers() != plan.getStageLayers()[index])
       return stage.emitOpError("owns layers [")
              << stage.getFirstLayer() << ", " << stage.getEndLayer()
-             << ") but the plan gives it [" << plan.getFirstLayer(index)
-             << ", " << plan.getFirstLayer(index) + plan.getStageLayers()[index]
-             << ")";
+             << ") but the plan gives it [" << plan.getFirstLayer(index) << ", "
+             << plan.getFirstLayer(index) + plan.getStageLayers()[index] << ")";
   }
   return success();
 }
 
-LogicalResult
-PipelineOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+LogicalResult PipelineOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   auto model =
       symbolTable.lookupNearestSymbolFrom<ModelOp>(*this, getModelAttr());
   if (!model)
@@ -227,8 +225,8 @@ PipelineOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
 
 /// The block argument types of a stage owning layers [first, first + count):
 /// per layer its view, master and optimizer state.
-static SmallVector<Type> getStageStateTypes(MLIRContext *context,
-                                            int64_t first, int64_t count) {
+static SmallVector<Type> getStageStateTypes(MLIRContext *context, int64_t first,
+                                            int64_t count) {
   SmallVector<Type> types;
   for (int64_t layer = first; layer < first + count; ++layer) {
     types.push_back(ViewType::get(context, layer));
@@ -287,8 +285,8 @@ ParseResult StageOp::parse(OpAsmParser &parser, OperationState &result) {
   SmallVector<OpAsmParser::Argument> arguments;
   if (parser.parseInteger(stage) || parser.parseKeyword("layers") ||
       parser.parseLSquare() || parser.parseInteger(first) ||
-      parser.parseComma() || parser.parseInteger(end) ||
-      parser.parseRParen() || parser.parseKeyword("states") ||
+      parser.parseComma() || parser.parseInteger(end) || parser.parseRParen() ||
+      parser.parseKeyword("states") ||
       parser.parseArgumentList(arguments, OpAsmParser::Delimiter::Paren,
                                /*allowType=*/true) ||
       parser.parseOptionalAttrDictWithKeyword(result.attributes))
@@ -307,10 +305,9 @@ ParseResult StageOp::parse(OpAsmParser &parser, OperationState &result) {
 void StageOp::print(OpAsmPrinter &printer) {
   printer << ' ' << getStage() << " layers [" << getFirstLayer() << ", "
           << getEndLayer() << ") states(";
-  llvm::interleaveComma(getBody().getArguments(), printer,
-                        [&](BlockArgument arg) {
-                          printer.printRegionArgument(arg);
-                        });
+  llvm::interleaveComma(
+      getBody().getArguments(), printer,
+      [&](BlockArgument arg) { printer.printRegionArgument(arg); });
   printer << ')';
   printer.printOptionalAttrDictWithKeyword(
       (*this)->getAttrs(),

@@ -24,22 +24,19 @@ void RATrainDialect::registerTypes() {
 std::optional<int64_t> ratrain::getStateLayer(Type type) {
   return TypeSwitch<Type, std::optional<int64_t>>(type)
       .Case<ViewType, MasterType, OptStateType, GradType, ActivationType>(
-          [](auto state) -> std::optional<int64_t> {
-            return state.getLayer();
-          })
-      .Case<AsyncType>([](AsyncType async) {
-        return getStateLayer(async.getValue());
-      })
+          [](auto state) -> std::optional<int64_t> { return state.getLayer(); })
+      .Case<AsyncType>(
+          [](AsyncType async) { return getStateLayer(async.getValue()); })
       .Case<OffloadedType>([](OffloadedType offloaded) {
         return getStateLayer(offloaded.getState());
       })
       .Default([](Type) { return std::nullopt; });
 }
 
-LogicalResult OffloadedType::verify(function_ref<InFlightDiagnostic()> emitError,
-                                    Type state) {
-  if (!isa<ViewType, MasterType, OptStateType, GradType, ActivationType>(
-          state))
+LogicalResult
+OffloadedType::verify(function_ref<InFlightDiagnostic()> emitError,
+                      Type state) {
+  if (!isa<ViewType, MasterType, OptStateType, GradType, ActivationType>(state))
     return emitError() << "only a training state can be offloaded, got "
                        << state;
   return success();

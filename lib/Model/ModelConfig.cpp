@@ -71,9 +71,9 @@ ratrain::parsePositionEncoding(llvm::StringRef name) {
 }
 
 int64_t ModelConfig::paramsPerLayer() const {
-  int64_t attention = hidden * hidden      // q
+  int64_t attention = hidden * hidden        // q
                       + 2 * hidden * kvDim() // k, v
-                      + hidden * hidden;   // o
+                      + hidden * hidden;     // o
   if (qkvBias)
     attention += hidden + 2 * kvDim();
   int64_t mlp = 3 * hidden * ffnHidden; // gate, up, down
@@ -92,8 +92,8 @@ int64_t ModelConfig::totalParams() const {
 }
 
 double ModelConfig::layerMatmulFlopsPerToken() const {
-  double macs = 2.0 * hidden * hidden + 2.0 * hidden * kvDim() +
-                3.0 * hidden * ffnHidden;
+  double macs =
+      2.0 * hidden * hidden + 2.0 * hidden * kvDim() + 3.0 * hidden * ffnHidden;
   return 2.0 * macs;
 }
 
@@ -115,17 +115,15 @@ llvm::Error ModelConfig::validate() const {
   struct {
     const char *field;
     int64_t value;
-  } positives[] = {{"num_hidden_layers", numLayers},
-                   {"hidden_size", hidden},
-                   {"num_attention_heads", numHeads},
-                   {"num_key_value_heads", numKVHeads},
-                   {"intermediate_size", ffnHidden},
-                   {"vocab_size", vocab},
-                   {"sequence length", seqLen}};
+  } positives[] = {
+      {"num_hidden_layers", numLayers},  {"hidden_size", hidden},
+      {"num_attention_heads", numHeads}, {"num_key_value_heads", numKVHeads},
+      {"intermediate_size", ffnHidden},  {"vocab_size", vocab},
+      {"sequence length", seqLen}};
   for (auto &p : positives)
     if (p.value <= 0)
-      return fail(llvm::formatv("{0} must be positive, got {1}", p.field,
-                                p.value));
+      return fail(
+          llvm::formatv("{0} must be positive, got {1}", p.field, p.value));
   if (hidden % numHeads != 0)
     return fail(llvm::formatv(
         "hidden_size {0} is not a multiple of num_attention_heads {1}", hidden,

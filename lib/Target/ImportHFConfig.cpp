@@ -56,11 +56,10 @@ OwningOpRef<ModuleOp> ratrain::buildModelModule(const ModelConfig &config,
 
   auto model = ModelOp::create(
       builder, loc, getModelSymbol(config.name),
-      stringifyModelFamily(config.family),
-      getDTypeType(context, config.dtype), config.seqLen, config.maxPositions,
-      config.positions == PositionEncoding::Alibi
-          ? PositionEncodingKind::Alibi
-          : PositionEncodingKind::Rope,
+      stringifyModelFamily(config.family), getDTypeType(context, config.dtype),
+      config.seqLen, config.maxPositions,
+      config.positions == PositionEncoding::Alibi ? PositionEncodingKind::Alibi
+                                                  : PositionEncodingKind::Rope,
       APFloat(config.rmsNormEps), APFloat(config.ropeTheta),
       config.tieEmbeddings,
       /*plan=*/PlanAttr());

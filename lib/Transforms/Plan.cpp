@@ -42,12 +42,12 @@ PlanAttr buildPlanAttr(MLIRContext *context, const Plan &plan,
     stageLayers.push_back(layers);
     recompute.push_back(toIRRecompute(config.recompute[stage]));
   }
-  return PlanAttr::get(context, clusters, config.pipelineStages,
-                       config.dataParallel, config.microBatchSize,
-                       config.numMicroBatches, static_cast<int64_t>(config.zero),
-                       stageLayers, recompute,
-                       static_cast<int64_t>(std::llround(plan.time.total * 1e6)),
-                       plan.peakBytes(), toIROffload(config.offload));
+  return PlanAttr::get(
+      context, clusters, config.pipelineStages, config.dataParallel,
+      config.microBatchSize, config.numMicroBatches,
+      static_cast<int64_t>(config.zero), stageLayers, recompute,
+      static_cast<int64_t>(std::llround(plan.time.total * 1e6)),
+      plan.peakBytes(), toIROffload(config.offload));
 }
 
 struct PlanPass : public ratrain::impl::RATrainPlanBase<PlanPass> {
@@ -63,8 +63,8 @@ struct PlanPass : public ratrain::impl::RATrainPlanBase<PlanPass> {
       return signalPassFailure();
 
     PlanRequest request;
-    request.clusters = clusters > 0 ? int64_t(clusters)
-                                    : machine->totalClusters();
+    request.clusters =
+        clusters > 0 ? int64_t(clusters) : machine->totalClusters();
     request.globalBatch = globalBatch;
     if (request.globalBatch < 1) {
       module.emitError("--ratrain-plan needs global-batch=<sequences>");
@@ -95,8 +95,7 @@ struct PlanPass : public ratrain::impl::RATrainPlanBase<PlanPass> {
         return signalPassFailure();
       }
       const Plan &best = result->plans.front();
-      model.setPlanAttr(
-          buildPlanAttr(&getContext(), best, request.clusters));
+      model.setPlanAttr(buildPlanAttr(&getContext(), best, request.clusters));
       if (showTop > 0) {
         std::string text;
         llvm::raw_string_ostream os(text);

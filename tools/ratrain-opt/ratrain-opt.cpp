@@ -39,6 +39,6 @@ int main(int argc, char **argv) {
 
   mlir::DialectRegistry registry;
   registry.insert<ratrain::RATrainDialect, ratrain::mt3k::MT3KDialect>();
-  return mlir::asMainReturnCode(mlir::MlirOptMain(
-      argc, argv, "RATrain optimizer driver\n", registry));
+  return mlir::asMainReturnCode(
+      mlir::MlirOptMain(argc, argv, "RATrain optimizer driver\n", registry));
 }

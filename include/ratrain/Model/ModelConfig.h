@@ -45,14 +45,14 @@ std::optional<PositionEncoding> parsePositionEncoding(llvm::StringRef name);
 struct ModelConfig {
   std::string name;
   ModelFamily family = ModelFamily::Llama;
-  int64_t numLayers = 0;    ///< Decoder layers.
-  int64_t hidden = 0;       ///< Model width h.
-  int64_t numHeads = 0;     ///< Attention heads a.
-  int64_t numKVHeads = 0;   ///< Key/value heads (== numHeads without GQA).
-  int64_t ffnHidden = 0;    ///< SwiGLU intermediate size.
-  int64_t vocab = 0;        ///< Vocabulary size.
-  int64_t seqLen = 0;       ///< Training sequence length s.
-  int64_t maxPositions = 0; ///< max_position_embeddings of the config.
+  int64_t numLayers = 0;     ///< Decoder layers.
+  int64_t hidden = 0;        ///< Model width h.
+  int64_t numHeads = 0;      ///< Attention heads a.
+  int64_t numKVHeads = 0;    ///< Key/value heads (== numHeads without GQA).
+  int64_t ffnHidden = 0;     ///< SwiGLU intermediate size.
+  int64_t vocab = 0;         ///< Vocabulary size.
+  int64_t seqLen = 0;        ///< Training sequence length s.
+  int64_t maxPositions = 0;  ///< max_position_embeddings of the config.
   DType dtype = DType::BF16; ///< Low-precision compute / parameter-view type.
   bool qkvBias = false;      ///< Biases on q, k, v projections (Qwen2).
   PositionEncoding positions = PositionEncoding::Rope;
