@@ -64,7 +64,7 @@ Arena::create(MemorySpace space, uint64_t capacity, uint64_t alignment) {
   arena->baseAddress = reinterpret_cast<std::byte *>(base);
   arena->mapping = map;
   arena->mappingBytes = mapBytes;
-  return std::move(arena);
+  return arena;
 }
 
 Arena::~Arena() {

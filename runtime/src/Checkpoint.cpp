@@ -483,7 +483,7 @@ ratrain::rt::verifyCheckpoint(llvm::StringRef path) {
       std::vector<char> scratch(info->end - info->begin);
       if (llvm::Error error = shard->read(info->name, info->dtype, info->shape,
                                           scratch.data(), scratch.size()))
-        return std::move(error);
+        return error;
       ++summary.tensors;
       summary.bytes += scratch.size();
     }

@@ -44,7 +44,7 @@ llvm::Expected<AtomicFile> AtomicFile::create(llvm::StringRef path) {
     return makeError(llvm::formatv("{0}: cannot create a temporary file: {1}",
                                    path, std::strerror(errno)));
   file.failAfter = failureAfterForTesting.load();
-  return std::move(file);
+  return file;
 }
 
 AtomicFile::AtomicFile(AtomicFile &&other)

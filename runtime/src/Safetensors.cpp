@@ -261,7 +261,7 @@ llvm::Expected<SafetensorsFile> SafetensorsFile::open(llvm::StringRef path) {
   for (size_t i = 0; i < result.infos.size(); ++i)
     result.byName[result.infos[i].name] = i;
   result.file = std::shared_ptr<llvm::MemoryBuffer>(std::move(*buffer));
-  return std::move(result);
+  return result;
 }
 
 const TensorInfo *SafetensorsFile::find(llvm::StringRef name) const {

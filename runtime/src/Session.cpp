@@ -54,7 +54,7 @@ SessionOptions::parse(int argc, char **argv, const SessionOptions &defaults) {
     else
       return makeError(llvm::formatv("unknown flag '{0}'", flag));
     if (error)
-      return std::move(error);
+      return error;
   }
   if (options.resume && options.checkpointDir.empty())
     return makeError("--resume needs --ckpt DIR");

@@ -88,7 +88,7 @@ llvm::Expected<StepLogger> StepLogger::create(llvm::StringRef jsonPath,
   }
   logger.progress = progress == Progress::Always ||
                     (progress == Progress::Auto && isatty(STDERR_FILENO));
-  return std::move(logger);
+  return logger;
 }
 
 StepLogger::StepLogger(StepLogger &&other)
