@@ -108,6 +108,12 @@ StepLogger::~StepLogger() {
 void StepLogger::log(const StepRecord &record) {
   ++logged;
   if (json) {
+    // A JSON line on the terminal that shows the progress line: clear the
+    // progress line first so that the two do not share a row.
+    if (progressShown && json == stdout && isatty(STDOUT_FILENO)) {
+      std::fprintf(stderr, "\r\x1b[K");
+      std::fflush(stderr);
+    }
     std::string line = formatStepJSON(record);
     std::fprintf(json, "%s\n", line.c_str());
     std::fflush(json);
