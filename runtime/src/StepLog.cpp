@@ -86,8 +86,11 @@ llvm::Expected<StepLogger> StepLogger::create(llvm::StringRef jsonPath,
                                      jsonPath, std::strerror(errno)));
     logger.ownsJson = true;
   }
-  logger.progress = progress == Progress::Always ||
-                    (progress == Progress::Auto && isatty(STDERR_FILENO));
+  if (progress == Progress::Always ||
+      (progress == Progress::Auto && isatty(STDERR_FILENO)))
+    logger.progress = stderr;
+  else if (progress == Progress::Auto && isatty(STDOUT_FILENO))
+    logger.progress = stdout;
   return logger;
 }
 
@@ -110,9 +113,10 @@ void StepLogger::log(const StepRecord &record) {
   if (json) {
     // A JSON line on the terminal that shows the progress line: clear the
     // progress line first so that the two do not share a row.
-    if (progressShown && json == stdout && isatty(STDOUT_FILENO)) {
-      std::fprintf(stderr, "\r\x1b[K");
-      std::fflush(stderr);
+    if (progressShown &&
+        (json == progress || (json == stdout && isatty(STDOUT_FILENO)))) {
+      std::fprintf(progress, "\r\x1b[K");
+      std::fflush(progress);
     }
     std::string line = formatStepJSON(record);
     std::fprintf(json, "%s\n", line.c_str());
@@ -121,16 +125,16 @@ void StepLogger::log(const StepRecord &record) {
   if (progress) {
     std::string line = formatProgressLine(record, logged);
     // \r and "erase to end of line" rewrite the line in place.
-    std::fprintf(stderr, "\r%s\x1b[K", line.c_str());
-    std::fflush(stderr);
+    std::fprintf(progress, "\r%s\x1b[K", line.c_str());
+    std::fflush(progress);
     progressShown = true;
   }
 }
 
 void StepLogger::finish() {
   if (progressShown) {
-    std::fprintf(stderr, "\n");
-    std::fflush(stderr);
+    std::fprintf(progress, "\n");
+    std::fflush(progress);
     progressShown = false;
   }
 }

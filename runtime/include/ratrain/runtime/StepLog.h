@@ -39,7 +39,9 @@ std::string formatProgressLine(const StepRecord &record, uint64_t stepsLogged);
 std::string formatDuration(double seconds);
 
 /// Writes JSON lines to a file ("" = none, "-" = stdout) and the progress
-/// line to stderr when it is a terminal (or when forced).
+/// line to a terminal: stderr when it is one, else stdout when that is one
+/// (under mpirun a rank's stdout is a pseudo-terminal when mpirun's is, its
+/// stderr never). Progress::Always forces stderr.
 class StepLogger {
 public:
   enum class Progress { Auto, Always, Never };
@@ -60,7 +62,7 @@ private:
   StepLogger() = default;
   std::FILE *json = nullptr;
   bool ownsJson = false;
-  bool progress = false;
+  std::FILE *progress = nullptr; ///< Where the progress line goes, if any.
   bool progressShown = false;
   uint64_t logged = 0;
 };
