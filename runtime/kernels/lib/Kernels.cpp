@@ -48,6 +48,7 @@
 #include "ratrain_k_swiglu_bwd.h"
 #include "ratrain_k_swiglu_fwd.h"
 
+#include <climits>
 #include <cmath>
 #include <initializer_list>
 #include <vector>
@@ -58,15 +59,23 @@ namespace {
 using Halide::Runtime::Buffer;
 
 /// A dense Halide buffer over `data`: extents listed innermost first.
+/// Halide indexes with int32: a tensor of 2^31 elements or more is described
+/// with zero extents, so the pipeline fails its bounds check and returns an
+/// error instead of wrapping around.
 template <typename T>
 Buffer<T> dense(const T *data, std::initializer_list<int64_t> extents) {
   std::vector<halide_dimension_t> dims;
   int64_t stride = 1;
+  bool tooLarge = false;
   for (int64_t e : extents) {
+    tooLarge |= e > INT32_MAX || stride * e > INT32_MAX;
     dims.push_back(halide_dimension_t(0, static_cast<int32_t>(e),
                                       static_cast<int32_t>(stride)));
     stride *= e;
   }
+  if (tooLarge)
+    for (halide_dimension_t &d : dims)
+      d.extent = 0;
   return Buffer<T>(const_cast<T *>(data), static_cast<int>(dims.size()),
                    dims.data());
 }

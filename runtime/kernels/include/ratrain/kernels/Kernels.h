@@ -23,6 +23,8 @@
 //  - Functions return 0 on success and a nonzero Halide error code otherwise
 //    (the message has then been printed to stderr); size errors (e.g. an
 //    unsupported head dimension) return -1 without running anything.
+//  - Each tensor must have fewer than 2^31 elements (Halide indexes with
+//    int32); a larger one makes the call return an error.
 //  - Kernels are multi-threaded through Halide's thread pool (one worker per
 //    core by default; see setNumThreads).
 //
