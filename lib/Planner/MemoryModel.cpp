@@ -258,6 +258,16 @@ ratrain::computeStageMemory(const ModelConfig &model, int64_t stage,
   // total stays 16 bytes/param.
   mem.gradients = w * shardedGradients;
   bool gpuStyle = options.lifecycle == LifecyclePolicy::GpuStyle;
+  // ZeRO-2 under the layer-level lifecycle: a layer's gradient is ready (and
+  // reduce-scattered) only after its last micro-batch's backward, so with
+  // m > 1 every owned layer accumulates its full gradient until then; the
+  // shards it keeps after the sync are separate. With m = 1 each layer is
+  // reduce-scattered right after its only backward: the shard plus one
+  // layer's full gradient as the reduce-scatter input (communication below).
+  bool zero2Accumulates =
+      zero == ZeroStage::Gradients && d > 1 && numMicroBatches > 1;
+  if (zero2Accumulates)
+    mem.gradients = w * (params + shardedGradients);
   if (gpuStyle) {
     // A GPU-style runtime accumulates every micro-batch's gradients into a
     // flat FP32 buffer of the whole stage and reduces it (all-reduce or, with
@@ -331,7 +341,8 @@ ratrain::computeStageMemory(const ModelConfig &model, int64_t stage,
   // stage as the reduce-scatter input.
   if (pipelineStages > 1)
     mem.communicationBuffers += 4 * sb * h * w;
-  if (d > 1 && zero == ZeroStage::Gradients && !gpuStyle) {
+  if (d > 1 && zero == ZeroStage::Gradients && !gpuStyle &&
+      !zero2Accumulates) {
     int64_t largest = model.paramsPerLayer();
     if (first)
       largest = std::max(largest, model.embeddingParams());

@@ -49,7 +49,10 @@ std::optional<RecomputePolicy> parseRecomputePolicy(llvm::StringRef name);
 enum class ZeroStage {
   None = 0,      ///< replicated: 16 bytes/param
   Optimizer = 1, ///< master + Adam m, v sharded: 4 + 12/d bytes/param
-  Gradients = 2, ///< also gradients sharded: 2 + 14/d bytes/param
+  /// Also gradients sharded: 2 + 14/d bytes/param with one micro-batch;
+  /// with m > 1 the full gradients accumulate until the last backward:
+  /// 4 + 14/d (see StageMemory::gradients).
+  Gradients = 2,
 };
 /// "0", "1", "2".
 llvm::StringRef stringifyZeroStage(ZeroStage stage);
@@ -208,8 +211,11 @@ struct StageMemory {
   int64_t parameterViews = 0;  ///< 16-bit views used by compute (2 B/param)
   int64_t masterWeights = 0;   ///< FP32 master copy (4 B/param, /d with ZeRO)
   int64_t optimizerStates = 0; ///< Adam m and v (8 B/param, /d with ZeRO)
-  /// 16-bit gradients (2 B/param, /d ZeRO-2); gpu-style: the FP32 flat
-  /// buffer of the whole stage (4 B/param, whatever the ZeRO stage).
+  /// 16-bit gradients (2 B/param). ZeRO-2 shards them (/d) when each layer
+  /// is reduce-scattered right after its backward (m = 1); with m > 1 every
+  /// layer accumulates its full gradient until its reduce-scatter after the
+  /// last micro-batch, so 2 B/param plus the shards. gpu-style: the FP32
+  /// flat buffer of the whole stage (4 B/param, whatever the ZeRO stage).
   int64_t gradients = 0;
   int64_t activations = 0;     ///< stored layer activations, all in flight
   /// Transient activations of the layer being recomputed in backward (one

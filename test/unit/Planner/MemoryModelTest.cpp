@@ -88,14 +88,33 @@ TEST(MemoryModel, ZeroOneShardsMasterAndOptimizer) {
   EXPECT_EQ(s.modelStates(), 549367808);
 }
 
-TEST(MemoryModel, ZeroTwoAlsoShardsGradients) {
+TEST(MemoryModel, ZeroTwoShardsTheGradientOfASingleMicroBatch) {
+  ModelConfig m = synthetic();
+  ParallelConfig c = ParallelConfig::balanced(
+      8, 2, 8, 1, 1, RecomputePolicy::Full, ZeroStage::Gradients);
+  StageMemory s = computeStageMemory(m, c, 0);
+  // m = 1: each layer is reduce-scattered right after its only backward.
+  // 2 + 14/8 bytes per param: 3.75 * 99885056.
+  EXPECT_EQ(s.gradients, 2 * 12485632LL);
+  EXPECT_EQ(s.modelStates(), 374568960);
+  // p2p 4 * sbh * 2 bytes (b = 1) and the reduce-scatter input: the largest
+  // item's full gradient (the embedding on stage 0).
+  EXPECT_EQ(s.communicationBuffers, 16777216LL + 2 * kEmbedding);
+}
+
+TEST(MemoryModel, ZeroTwoAccumulatesFullGradientsOverMicroBatches) {
   ModelConfig m = synthetic();
   ParallelConfig c = ParallelConfig::balanced(
       8, 2, 8, 1, 4, RecomputePolicy::Full, ZeroStage::Gradients);
   StageMemory s = computeStageMemory(m, c, 0);
-  // 2 + 14/8 bytes per param: 3.75 * 99885056.
-  EXPECT_EQ(s.gradients, 2 * 12485632LL);
-  EXPECT_EQ(s.modelStates(), 374568960);
+  // m = 4: a layer's gradient is ready only after its last micro-batch, so
+  // every layer accumulates its full 16-bit gradient until its
+  // reduce-scatter; the shards it keeps are separate: 2 * (P + P/8).
+  EXPECT_EQ(s.gradients, 2 * (99885056LL + 12485632LL));
+  EXPECT_EQ(s.modelStates(), 2 * 99885056LL + 14 * 12485632LL +
+                                 2 * 99885056LL);
+  // The accumulation buffers are the reduce-scatter inputs: no bucket.
+  EXPECT_EQ(s.communicationBuffers, 16777216LL);
 }
 
 TEST(MemoryModel, ShardsRoundUp) {
@@ -191,10 +210,10 @@ TEST(MemoryModel, EmbeddingHeadAndBuffers) {
   // FP32 softmax 4*s*b*V + int32 labels 4*s*b.
   EXPECT_EQ(mem[3].embeddingHeadActivations,
             16777216LL + 786432000LL + 16384LL);
-  // p2p: 4 * sbh * 2 bytes; ZeRO-2 bucket: the largest layer's gradient
-  // (the embedding on stage 0, a decoder layer in the middle).
-  EXPECT_EQ(mem[0].communicationBuffers, 33554432LL + 2 * kEmbedding);
-  EXPECT_EQ(mem[1].communicationBuffers, 33554432LL + 2 * kLayerParams);
+  // p2p: 4 * sbh * 2 bytes; with m = 8 ZeRO-2 accumulates full gradients,
+  // which are the reduce-scatter inputs (no separate bucket).
+  EXPECT_EQ(mem[0].communicationBuffers, 33554432LL);
+  EXPECT_EQ(mem[1].communicationBuffers, 33554432LL);
   // Workspace: max(2 * s*b*ffn * 2, s*b*(h + 2kv) * 4) = max(67108864,
   // 50331648).
   EXPECT_EQ(mem[1].kernelWorkspace, 67108864);
@@ -293,9 +312,10 @@ TEST(MemoryModel, GpuStyleZeroShardsOnlyMasterAndOptimizer) {
     // The reduce-scatter runs in place on it: only the p2p buffers.
     EXPECT_EQ(s.communicationBuffers, 33554432LL / 2);
   }
-  // ratrain ZeRO-2 for comparison: 2 + 14/d and the largest item's bucket.
+  // ratrain ZeRO-2 of one micro-batch for comparison: 2 + 14/d and the
+  // largest item's bucket.
   ParallelConfig c = ParallelConfig::balanced(
-      8, 2, 8, 1, 4, RecomputePolicy::Full, ZeroStage::Gradients);
+      8, 2, 8, 1, 1, RecomputePolicy::Full, ZeroStage::Gradients);
   StageMemory r = computeStageMemory(m, c, 0);
   EXPECT_EQ(r.modelStates(), 2 * p + 14 * shard);
   EXPECT_EQ(r.communicationBuffers, 33554432LL / 2 + 2 * kEmbedding);
