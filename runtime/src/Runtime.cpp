@@ -139,6 +139,17 @@ llvm::StringRef ratrain::rt::stringifyGroup(Group group) {
   return "?";
 }
 
+llvm::StringRef ratrain::rt::stringifyRankOrder(RankOrder order) {
+  return order == RankOrder::StageMajor ? "stage-major" : "replica-major";
+}
+
+std::optional<RankOrder> ratrain::rt::parseRankOrder(llvm::StringRef name) {
+  return llvm::StringSwitch<std::optional<RankOrder>>(name)
+      .Case("stage-major", RankOrder::StageMajor)
+      .Case("replica-major", RankOrder::ReplicaMajor)
+      .Default(std::nullopt);
+}
+
 std::optional<Group> ratrain::rt::parseGroup(llvm::StringRef name) {
   return llvm::StringSwitch<std::optional<Group>>(name)
       .Case("world", Group::World)
@@ -161,6 +172,16 @@ void RuntimeOptions::applyEnvironment() {
       fatal(llvm::formatv("environment variable RATRAIN_PROGRESS='{0}' must "
                           "be 'thread' or 'inline'",
                           text));
+  }
+  if (const char *order = std::getenv("RATRAIN_RANK_ORDER")) {
+    if (*order) {
+      std::optional<RankOrder> parsed = parseRankOrder(order);
+      if (!parsed)
+        fatal(llvm::formatv("environment variable RATRAIN_RANK_ORDER='{0}' "
+                            "must be 'stage-major' or 'replica-major'",
+                            order));
+      rankOrder = *parsed;
+    }
   }
   if (auto value = parseEnvNumber("RATRAIN_PROGRESS_POLL_US"))
     pollMicros = unsigned(*value);
@@ -213,7 +234,7 @@ Runtime::Runtime(int &argc, char **&argv, RuntimeOptions options)
         needed));
   if (opts.pp < 1 || opts.dp < 1)
     fatal(llvm::formatv("invalid layout pp={0} x dp={1}", opts.pp, opts.dp));
-  grid = Layout{opts.pp, opts.dp};
+  grid = Layout{opts.pp, opts.dp, opts.rankOrder};
   if (size != grid.worldSize())
     fatal(llvm::formatv("the job has {0} ranks, but the plan needs pp {1} x "
                         "dp {2} = {3} (mpirun -np {3})",

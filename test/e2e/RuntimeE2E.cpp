@@ -108,14 +108,24 @@ void runComm(Runtime &rt) {
   int nodes = rt.worldSize() / perNode;
   CHECK(rt.groupSize(Group::NodeLocal) == perNode, "node size {0}",
         rt.groupSize(Group::NodeLocal));
-  // Stage-major layout: a stage's dp replicas are consecutive ranks.
-  int dpPerNode = std::max(1, std::min(grid.dp, perNode));
-  CHECK(rt.groupSize(Group::DataNodeLocal) == dpPerNode,
+  // The data group's members on each node, in dp order.
+  std::vector<std::vector<int>> dataByNode(static_cast<size_t>(nodes));
+  for (int d = 0; d < grid.dp; ++d) {
+    int r = grid.rankOf(rt.stage(), d);
+    dataByNode[size_t(r / perNode)].push_back(r);
+  }
+  const std::vector<int> &mine = dataByNode[size_t(rt.rank() / perNode)];
+  int localIndex =
+      int(std::find(mine.begin(), mine.end(), rt.rank()) - mine.begin());
+  int crossSize = 0;
+  for (const std::vector<int> &members : dataByNode)
+    crossSize += int(members.size()) > localIndex ? 1 : 0;
+  CHECK(rt.groupSize(Group::DataNodeLocal) == int(mine.size()),
         "data.node size {0}, want {1}", rt.groupSize(Group::DataNodeLocal),
-        dpPerNode);
-  CHECK(rt.groupSize(Group::DataCrossNode) == grid.dp / dpPerNode,
-        "data.cross size {0} ({1} nodes)", rt.groupSize(Group::DataCrossNode),
-        nodes);
+        mine.size());
+  CHECK(rt.groupSize(Group::DataCrossNode) == crossSize,
+        "data.cross size {0}, want {1}", rt.groupSize(Group::DataCrossNode),
+        crossSize);
 
   // 1. Pipeline activations, 4 micro-batches of 64 KiB.
   exchangeActivations(rt, 4, 64 << 10);

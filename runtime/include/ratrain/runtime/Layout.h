@@ -1,10 +1,12 @@
 //===- Layout.h - Ranks, pipeline stages and data-parallel groups -*- C++ -*-=//
 //
 // One MPI rank per compute cluster. A job of pp x dp ranks is laid out
-// stage-major: rank = stage * dp + dpIndex, so the dp replicas of a stage are
-// adjacent ranks (and, with a block rank mapping, usually share a node: the
-// gradient all-reduce, the heaviest collective, then stays node-local as far
-// as possible).
+// stage-major by default: rank = stage * dp + dpIndex, so the dp replicas of a
+// stage are adjacent ranks (and, with a block rank mapping, usually share a
+// node: the gradient all-reduce, the heaviest collective, then stays
+// node-local as far as possible; Megatron-LM orders ranks the same way).
+// Replica-major (rank = dpIndex * pp + stage, the convention the mt3k design
+// notes suggest) keeps a replica's stages together instead.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,15 +35,31 @@ constexpr unsigned kNumGroups = 6;
 llvm::StringRef stringifyGroup(Group group);
 std::optional<Group> parseGroup(llvm::StringRef name);
 
+/// How world ranks are assigned to (stage, dp index).
+enum class RankOrder : unsigned char {
+  StageMajor,   ///< rank = stage * dp + dpIndex.
+  ReplicaMajor, ///< rank = dpIndex * pp + stage.
+};
+llvm::StringRef stringifyRankOrder(RankOrder order);
+std::optional<RankOrder> parseRankOrder(llvm::StringRef name);
+
 /// The pp x dp grid.
 struct Layout {
   int pp = 1;
   int dp = 1;
+  RankOrder order = RankOrder::StageMajor;
 
   int worldSize() const { return pp * dp; }
-  int stageOf(int rank) const { return rank / dp; }
-  int dpIndexOf(int rank) const { return rank % dp; }
-  int rankOf(int stage, int dpIndex) const { return stage * dp + dpIndex; }
+  int stageOf(int rank) const {
+    return order == RankOrder::StageMajor ? rank / dp : rank % pp;
+  }
+  int dpIndexOf(int rank) const {
+    return order == RankOrder::StageMajor ? rank % dp : rank / pp;
+  }
+  int rankOf(int stage, int dpIndex) const {
+    return order == RankOrder::StageMajor ? stage * dp + dpIndex
+                                          : dpIndex * pp + stage;
+  }
 };
 
 } // namespace ratrain::rt

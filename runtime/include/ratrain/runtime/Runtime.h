@@ -73,6 +73,8 @@ enum class ProgressMode : unsigned char {
 struct RuntimeOptions {
   int pp = 1;
   int dp = 1;
+  /// Environment: RATRAIN_RANK_ORDER=stage-major|replica-major.
+  RankOrder rankOrder = RankOrder::StageMajor;
   /// Planned arena capacities per rank, in bytes.
   uint64_t ddrBytes = 0;
   uint64_t gsmBytes = 0;
