@@ -8,6 +8,7 @@
 
 #include "MT3K/MT3KDialect.h"
 #include "RATrain/RATrainDialect.h"
+#include "ratrain/Conversion/Passes.h"
 #include "ratrain/Transforms/Passes.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -36,6 +37,7 @@ int main(int argc, char **argv) {
   mlir::registerCSEPass();
   mlir::registerSymbolDCEPass();
   ratrain::registerRATrainPasses();
+  ratrain::registerRATrainConversionPasses();
 
   mlir::DialectRegistry registry;
   registry.insert<ratrain::RATrainDialect, ratrain::mt3k::MT3KDialect>();

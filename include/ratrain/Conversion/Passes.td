@@ -1,0 +1,58 @@
+//===- Passes.td - RATrain conversion passes ---------------*- tablegen -*-===//
+//
+// --ratrain-lower-to-mt3k: a scheduled, buffer-assigned ratrain pipeline to
+// mt3k programs (one per pipeline stage). docs/lowering.md has the mapping.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RATRAIN_CONVERSION_PASSES_TD
+#define RATRAIN_CONVERSION_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def RATrainLowerToMT3K : Pass<"ratrain-lower-to-mt3k", "mlir::ModuleOp"> {
+  let summary = "Lower a scheduled ratrain pipeline to mt3k programs";
+  let description = [{
+    Input: a module after `--ratrain-schedule-pipeline` (plan, expand-1f1b,
+    schedule-lifecycle, assign-buffers, verify-schedule). Output: one
+    `mt3k.machine` (capacities from the machine model), the `mt3k.group`s
+    (`@dp` data-parallel, `@pp` pipeline, `@node` node-local when a sync is
+    hierarchical) and one `mt3k.program @stage<s>` per pipeline stage. The
+    ratrain model and pipeline are replaced.
+
+    Per stage, every state lives at the DDR offset buffer assignment chose:
+    the layer's parameter view, FP32 master (the view itself for FP32
+    models), Adam m and v, the gradient, stored activations and pipeline
+    messages, each carved into per-tensor `mt3k.view`s named after the
+    HuggingFace LLaMA parameters. The prologue initializes parameters and
+    optimizer state (`mt3k.init_param`). The iteration is the stage's
+    schedule op by op: forward / backward / recompute become the kernel
+    sequence of the layer, `sync` a collective on `@dp`, `update` AdamW
+    through GSM staging with a DMA of the refreshed view into place,
+    `send` / `recv` point-to-point on `@pp` with tag `2 * mb + direction`.
+    Temporaries of the layer kernels and the outgoing pipeline messages live
+    in a lowering scratch area appended to the assigned arena (the
+    program's `ddr_arena` is the assigned arena plus that area; it must fit
+    the machine's DDR). Waits for asynchronous work are placed at the
+    schedule's `ratrain.wait`s, or earlier where an operation would touch
+    memory still in flight, so the programs pass the mt3k hazard checks.
+  }];
+  let dependentDialects = ["::ratrain::mt3k::MT3KDialect"];
+  let options = [
+    Option<"machineFile", "machine", "std::string", "\"\"",
+           "machine file (YAML); defaults to the module's ratrain.machine">,
+    Option<"learningRate", "lr", "double", "3.0e-4", "AdamW learning rate">,
+    Option<"beta1", "beta1", "double", "0.9", "AdamW beta1">,
+    Option<"beta2", "beta2", "double", "0.95", "AdamW beta2">,
+    Option<"epsilon", "eps", "double", "1.0e-8", "AdamW epsilon">,
+    Option<"weightDecay", "weight-decay", "double", "0.1",
+           "AdamW decoupled weight decay">,
+    Option<"initStd", "init-std", "double", "0.02",
+           "standard deviation of the normal initialization of the "
+           "embedding, projection and LM-head weights">,
+    Option<"alignment", "alignment", "int64_t", "64",
+           "buffer alignment in bytes recorded on mt3k.machine">
+  ];
+}
+
+#endif // RATRAIN_CONVERSION_PASSES_TD

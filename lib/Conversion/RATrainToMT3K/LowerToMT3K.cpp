@@ -1,0 +1,1554 @@
+//===- LowerToMT3K.cpp - Scheduled ratrain pipeline to mt3k programs ------===//
+//
+// --ratrain-lower-to-mt3k: every stage of a scheduled, buffer-assigned
+// `ratrain.pipeline` becomes one `mt3k.program` that a rank of that stage
+// runs for one training step: buffers at the assigned DDR offsets, the
+// LLaMA layer kernels, AdamW through GSM staging, collectives on the
+// data-parallel group and point-to-point transfers on the pipeline group,
+// with tokens waited where the schedule waits (or earlier, where an
+// operation would otherwise touch memory still in flight). The mapping, the
+// buffer layouts and what an emitter does per op are in docs/lowering.md.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ratrain/Conversion/Passes.h"
+
+#include "MT3K/MT3KDialect.h"
+#include "MT3K/MT3KOps.h"
+#include "RATrain/RATrainOps.h"
+#include "ratrain/Transforms/PassUtils.h"
+#include "ratrain/Transforms/ScheduleUtils.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+#include <map>
+#include <optional>
+#include <string>
+
+namespace ratrain {
+#define GEN_PASS_DEF_RATRAINLOWERTOMT3K
+#include "ratrain/Conversion/Passes.h.inc"
+} // namespace ratrain
+
+using namespace mlir;
+using namespace ratrain;
+namespace mt = ratrain::mt3k;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Parameter tensors and slot layouts
+//===----------------------------------------------------------------------===//
+
+/// One parameter tensor of a layer: its HuggingFace name, shape, initial
+/// value and position (in elements) inside the layer's flat state buffers.
+struct ParamTensor {
+  std::string name;
+  SmallVector<int64_t, 2> shape;
+  mt::InitKind init = mt::InitKind::normal;
+  int64_t offset = 0; ///< elements from the start of the layer's buffers
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int64_t d : shape)
+      n *= d;
+    return n;
+  }
+};
+
+/// The model sizes the lowering needs.
+struct Dims {
+  int64_t batch = 1, seq = 1, tokens = 1; ///< b, s, T = b * s
+  int64_t hidden = 0, heads = 0, kvHeads = 0, headDim = 0, ffn = 0;
+  int64_t vocab = 0, qDim = 0, kvDim = 0;
+  int64_t microBatches = 1;
+  bool qkvBias = false;
+};
+
+/// The tensors of a model layer in the order they sit in its flat view,
+/// master, gradient and Adam buffers (HF names, so a checkpoint maps 1:1).
+SmallVector<ParamTensor> layerTensors(LayerOp layer, const Dims &dims) {
+  SmallVector<ParamTensor> tensors;
+  int64_t offset = 0;
+  auto add = [&](std::string name, SmallVector<int64_t, 2> shape,
+                 mt::InitKind init) {
+    ParamTensor tensor{std::move(name), std::move(shape), init, offset};
+    offset += tensor.numel();
+    tensors.push_back(std::move(tensor));
+  };
+  int64_t h = dims.hidden;
+  switch (layer.getKind()) {
+  case LayerKind::Embedding:
+    add("model.embed_tokens.weight", {dims.vocab, h}, mt::InitKind::normal);
+    break;
+  case LayerKind::Head:
+    add("model.norm.weight", {h}, mt::InitKind::ones);
+    add("lm_head.weight", {dims.vocab, h}, mt::InitKind::normal);
+    break;
+  case LayerKind::Decoder: {
+    std::string p = llvm::formatv("model.layers.{0}.", layer.getIndex() - 1);
+    add(p + "input_layernorm.weight", {h}, mt::InitKind::ones);
+    add(p + "self_attn.q_proj.weight", {dims.qDim, h}, mt::InitKind::normal);
+    add(p + "self_attn.k_proj.weight", {dims.kvDim, h}, mt::InitKind::normal);
+    add(p + "self_attn.v_proj.weight", {dims.kvDim, h}, mt::InitKind::normal);
+    if (dims.qkvBias) {
+      add(p + "self_attn.q_proj.bias", {dims.qDim}, mt::InitKind::zeros);
+      add(p + "self_attn.k_proj.bias", {dims.kvDim}, mt::InitKind::zeros);
+      add(p + "self_attn.v_proj.bias", {dims.kvDim}, mt::InitKind::zeros);
+    }
+    add(p + "self_attn.o_proj.weight", {h, dims.qDim}, mt::InitKind::normal);
+    add(p + "post_attention_layernorm.weight", {h}, mt::InitKind::ones);
+    add(p + "mlp.gate_proj.weight", {dims.ffn, h}, mt::InitKind::normal);
+    add(p + "mlp.up_proj.weight", {dims.ffn, h}, mt::InitKind::normal);
+    add(p + "mlp.down_proj.weight", {h, dims.ffn}, mt::InitKind::normal);
+    break;
+  }
+  }
+  return tensors;
+}
+
+/// The name prefix of a layer's flat buffers.
+std::string layerPrefix(LayerOp layer) {
+  switch (layer.getKind()) {
+  case LayerKind::Embedding:
+    return "model.embed_tokens";
+  case LayerKind::Head:
+    return "lm_head";
+  case LayerKind::Decoder:
+    break;
+  }
+  return llvm::formatv("model.layers.{0}", layer.getIndex() - 1);
+}
+
+int64_t alignTo(int64_t value, int64_t alignment) {
+  return (value + alignment - 1) / alignment * alignment;
+}
+
+/// Bump allocation of slots inside a byte range, each slot aligned.
+struct SlotAllocator {
+  int64_t alignment = 64;
+  int64_t size = 0;
+  int64_t take(int64_t bytes) {
+    int64_t offset = alignTo(size, alignment);
+    size = offset + bytes;
+    return offset;
+  }
+};
+
+/// Byte offsets of what a decoder layer's forward keeps for its backward,
+/// inside the activation buffer (elements of the model dtype unless noted).
+struct DecoderLayout {
+  int64_t x, xn1, q, k, v, o, x2, xn2, gate, up;
+  int64_t hact = -1; ///< -1: not stored, the backward recomputes SwiGLU
+  int64_t rstd1, rstd2, lse; ///< f32
+  int64_t bytes;             ///< with hact when stored
+};
+
+DecoderLayout decoderLayout(const Dims &d, int64_t w, int64_t available,
+                            int64_t alignment) {
+  DecoderLayout l;
+  SlotAllocator a{alignment};
+  int64_t T = d.tokens;
+  l.x = a.take(T * d.hidden * w);
+  l.xn1 = a.take(T * d.hidden * w);
+  l.q = a.take(T * d.qDim * w);
+  l.k = a.take(T * d.kvDim * w);
+  l.v = a.take(T * d.kvDim * w);
+  l.o = a.take(T * d.qDim * w);
+  l.x2 = a.take(T * d.hidden * w);
+  l.xn2 = a.take(T * d.hidden * w);
+  l.gate = a.take(T * d.ffn * w);
+  l.up = a.take(T * d.ffn * w);
+  l.rstd1 = a.take(T * 4);
+  l.rstd2 = a.take(T * 4);
+  l.lse = a.take(T * d.heads * 4);
+  SlotAllocator withHact = a;
+  int64_t hact = withHact.take(T * d.ffn * w);
+  if (withHact.size <= available) {
+    l.hact = hact;
+    l.bytes = withHact.size;
+  } else {
+    l.bytes = a.size;
+  }
+  return l;
+}
+
+/// Byte offsets of the head's stored activations: the final-norm input and
+/// output, the logits (overwritten in place by their gradient in the
+/// forward), 1/rms, the loss and the labels.
+struct HeadLayout {
+  int64_t x, xn, logits, rstd, loss, labels, bytes;
+};
+
+HeadLayout headLayout(const Dims &d, int64_t w, int64_t alignment) {
+  HeadLayout l;
+  SlotAllocator a{alignment};
+  int64_t T = d.tokens;
+  l.x = a.take(T * d.hidden * w);
+  l.xn = a.take(T * d.hidden * w);
+  l.logits = a.take(T * d.vocab * w);
+  l.rstd = a.take(T * 4);
+  l.loss = a.take(4);
+  l.labels = a.take(T * 4);
+  l.bytes = a.size;
+  return l;
+}
+
+/// A byte range of one memory space (absolute, through views).
+struct Range {
+  mt::MemorySpace space = mt::MemorySpace::ddr;
+  int64_t begin = 0, end = 0;
+  bool overlaps(const Range &other) const {
+    return space == other.space && begin < other.end && other.begin < end;
+  }
+};
+
+/// An asynchronous operation whose token has not been waited on yet.
+struct InFlight {
+  Value token;
+  SmallVector<Range, 2> reads, writes;
+};
+
+struct LoweringOptions {
+  double lr, beta1, beta2, eps, weightDecay, initStd;
+  int64_t alignment;
+};
+
+//===----------------------------------------------------------------------===//
+// Stage lowering
+//===----------------------------------------------------------------------===//
+
+/// Lowers one `ratrain.stage` into one `mt3k.program`.
+class StageLowering {
+public:
+  StageLowering(ModelOp model, PipelineOp pipeline, StageOp stage,
+                const MachineModel &machine, const LoweringOptions &options,
+                const Dims &dims, Type elementType, OpBuilder &moduleBuilder)
+      : model(model), pipeline(pipeline), stage(stage), machine(machine),
+        options(options), dims(dims), elem(elementType),
+        ctx(model.getContext()), b(ctx), pro(ctx),
+        moduleBuilder(moduleBuilder) {}
+
+  /// Checks the stage and plans the lowering scratch area; emits an error
+  /// and fails when the stage cannot be lowered.
+  LogicalResult plan();
+  /// Creates the program (after plan()).
+  LogicalResult lower();
+
+private:
+  // Sizes and types.
+  int64_t elemBytes() const { return getDTypeBytes(dtype); }
+  bool isF32Model() const { return elem.isF32(); }
+  mt::BufferType ddrType(ArrayRef<int64_t> shape, Type type) const {
+    return mt::BufferType::get(mt::MemorySpace::ddr, shape, type);
+  }
+
+  // Assigned buffers.
+  std::optional<std::array<int64_t, 2>> assigned(Value value);
+  std::optional<std::array<int64_t, 2>> assignedMessage(Operation *transfer);
+  LayerOp layerOp(int64_t index) { return layers[index]; }
+
+  // Buffers and views (created in the prologue, memoized).
+  Value base(mt::MemorySpace space, StringRef name, int64_t offset,
+             int64_t bytes);
+  Value ddrBase(StringRef name, int64_t offset, int64_t bytes) {
+    return base(mt::MemorySpace::ddr, name, offset, bytes);
+  }
+  Value slot(Value source, int64_t byteOffset, ArrayRef<int64_t> shape,
+             Type type);
+  Value scratch(StringRef name, int64_t offset, ArrayRef<int64_t> shape,
+                Type type);
+  Value stateBase(Value state, StringRef role, int64_t layer);
+  Value tensorOf(Value flat, const ParamTensor &tensor, Type type,
+                 ArrayRef<int64_t> shape = {});
+
+  // Hazards and tokens.
+  std::optional<Range> rangeOf(Value buffer) const;
+  void resolve(ArrayRef<Value> reads, ArrayRef<Value> writes);
+  void track(Value token, ArrayRef<Value> reads, ArrayRef<Value> writes);
+  void waitTokens(ArrayRef<Value> tokens);
+
+  // Kernel helpers (each resolves hazards first).
+  void gemm(Value a, Value bm, Value c, bool ta, bool tb, bool acc);
+  void copy(Value from, Value to);
+  void elementwise(mt::ElementwiseKind kind, ArrayRef<Value> ins,
+                   ArrayRef<Value> outs, std::optional<double> theta = {},
+                   std::optional<double> scale = {});
+  void rmsnormFwd(Value x, Value w, Value y, Value rstd);
+  void rmsnormBwd(Value x, Value w, Value rstd, Value dy, Value dx, Value dw,
+                  bool acc);
+
+  // Layer pieces.
+  struct LayerWeights {
+    SmallVector<Value> tensors; ///< in layerTensors order, shaped
+    Value get(StringRef suffix) const;
+    const SmallVector<ParamTensor> *names = nullptr;
+  };
+  LayerWeights weights(Value flat, int64_t layer, Type type);
+  struct DecoderActs {
+    Value x, xn1, q2, k2, v2, o2, q4, k4, v4, o4, x2, xn2, gate, up, hact;
+    Value rstd1, rstd2, lse;
+  };
+  DecoderActs decoderActs(Value inputBase, Value restBase, int64_t restOffset,
+                          bool hactStored);
+  Value flowInput(int64_t layer, int64_t mb);
+  Value flowOutput(int64_t layer, int64_t mb);
+  Value gradInput(int64_t layer, int64_t mb);
+  Value gradOutput(int64_t layer, int64_t mb);
+  Value matrix(Value buffer, int64_t cols);
+
+  void emitDecoderForward(const LayerWeights &w, const DecoderActs &a,
+                          Value src, Value dst);
+  void emitDecoderBackward(const LayerWeights &w, const LayerWeights &g,
+                           const DecoderActs &a, Value dy, Value dx, bool acc);
+  void emitHeadForward(const LayerWeights &w, Value act, int64_t mb,
+                       Value src);
+  void emitHeadBackward(const LayerWeights &w, const LayerWeights &g,
+                        Value act, Value dx, bool acc);
+
+  // ratrain ops.
+  LogicalResult lowerForward(ForwardOp op);
+  LogicalResult lowerRecompute(RecomputeOp op);
+  LogicalResult lowerBackward(BackwardOp op);
+  LogicalResult lowerSync(SyncOp op);
+  LogicalResult lowerUpdate(UpdateOp op);
+  void lowerTransfer(Operation *op, bool send);
+  LogicalResult emitPrologue();
+
+  Value actBase(Value act, int64_t layer, int64_t mb);
+  Value gradFlat(Value grad, int64_t layer);
+  int64_t layerParams(int64_t layer) { return layerOp(layer).getNumParams(); }
+  int64_t shardElements(int64_t layer) {
+    return layerParams(layer) / plan_.getDp();
+  }
+  bool zero() const { return plan_.getZero() > 0; }
+  /// ZeRO with an FP32 model: this rank's persistent master shard, in the
+  /// lowering's area (the assigned master is the full view).
+  Value masterShard(int64_t layer) {
+    return scratch(llvm::formatv("zero.master_shard.layer{0}", layer).str(),
+                   masterShardOff.lookup(layer), {shardElements(layer)},
+                   Float32Type::get(ctx));
+  }
+  mt::CollectiveAlgorithm algorithm(SyncHierarchy hierarchy) const;
+
+  ModelOp model;
+  PipelineOp pipeline;
+  StageOp stage;
+  const MachineModel &machine;
+  LoweringOptions options;
+  Dims dims;
+  Type elem;
+  DType dtype = DType::F32;
+  MLIRContext *ctx;
+  PlanAttr plan_;
+  SmallVector<LayerOp> layers;
+  int64_t numStages = 1, stageIndex = 0;
+
+  OpBuilder b;   ///< the iteration (appends at the end of the body)
+  OpBuilder pro; ///< the prologue (inserts before the sentinel)
+  OpBuilder &moduleBuilder;
+  mt::ProgramOp program;
+  Operation *sentinel = nullptr;
+  Location loc = UnknownLoc::get(ctx);
+
+  // Scratch area appended to the assigned arena (offsets are absolute).
+  int64_t arenaBytes = 0, programArena = 0;
+  int64_t streamOff = 0, onesOff = -1, r1Off = 0, r2Off = 0, wOff = 0;
+  int64_t fwdFullOff = -1;
+  SmallVector<int64_t, 2> outboxOff[2]; ///< per payload: K slots
+  /// ZeRO, per layer: the gradient shard, the view shard and (FP32 models,
+  /// whose assigned master is the full view) the persistent master shard.
+  DenseMap<int64_t, int64_t> gradShardOff, viewShardOff, masterShardOff;
+  int64_t gsmSlotBytes = 0;
+  DecoderLayout fullLayout;
+  HeadLayout head;
+
+  // Transfers: (payload, mb) -> outbox slot index / the recv op.
+  std::map<std::pair<int, int64_t>, int64_t> outboxSlot;
+  std::map<std::pair<int, int64_t>, Operation *> recvOps;
+
+  // Memoized buffers and views, and the absolute range of every buffer
+  // value this lowering created.
+  llvm::StringMap<Value> bases;
+  std::map<std::tuple<const void *, int64_t, const void *>, Value> views;
+  DenseMap<Value, Range> ranges;
+
+  SmallVector<InFlight> inflight;
+  DenseMap<Value, SmallVector<Value>> pending; ///< ratrain async -> tokens
+  DenseMap<int64_t, SmallVector<Value>> updateTokens; ///< layer -> DMAs
+  SmallVector<Value, 2> gsmSlots;
+  DenseMap<Value, std::string> reloadKeys; ///< offload async -> key
+  std::map<int64_t, SmallVector<ParamTensor>> tensorCache;
+};
+
+//===----------------------------------------------------------------------===//
+// Assigned buffers
+//===----------------------------------------------------------------------===//
+
+std::optional<std::array<int64_t, 2>> StageLowering::assigned(Value value) {
+  if (auto arg = dyn_cast<BlockArgument>(value)) {
+    auto attr = stage->getAttrOfType<DenseI64ArrayAttr>(kArgBuffersAttr);
+    unsigned index = arg.getArgNumber();
+    if (!attr || int64_t(attr.size()) < 3 * (index + 1))
+      return std::nullopt;
+    return std::array<int64_t, 2>{attr[3 * index + 1], attr[3 * index + 2]};
+  }
+  Operation *def = value.getDefiningOp();
+  auto attr = def ? def->getAttrOfType<DenseI64ArrayAttr>(kBuffersAttr)
+                  : DenseI64ArrayAttr();
+  unsigned index = cast<OpResult>(value).getResultNumber();
+  if (!attr || int64_t(attr.size()) < 3 * (index + 1))
+    return std::nullopt;
+  return std::array<int64_t, 2>{attr[3 * index + 1], attr[3 * index + 2]};
+}
+
+std::optional<std::array<int64_t, 2>>
+StageLowering::assignedMessage(Operation *transfer) {
+  auto attr = transfer->getAttrOfType<DenseI64ArrayAttr>(kBuffersAttr);
+  if (!attr || attr.size() < 3)
+    return std::nullopt;
+  return std::array<int64_t, 2>{attr[1], attr[2]};
+}
+
+//===----------------------------------------------------------------------===//
+// Buffers, views, ranges
+//===----------------------------------------------------------------------===//
+
+Value StageLowering::base(mt::MemorySpace space, StringRef name,
+                          int64_t offset, int64_t bytes) {
+  std::string key = llvm::formatv("{0}@{1}:{2}", name, offset, bytes);
+  auto it = bases.find(key);
+  if (it != bases.end())
+    return it->second;
+  auto type = mt::BufferType::get(space, {bytes}, IntegerType::get(ctx, 8));
+  Value value = mt::BufferOp::create(pro, loc, type, name, offset);
+  ranges[value] = Range{space, offset, offset + bytes};
+  bases[key] = value;
+  return value;
+}
+
+Value StageLowering::slot(Value source, int64_t byteOffset,
+                          ArrayRef<int64_t> shape, Type type) {
+  auto sourceType = cast<mt::BufferType>(source.getType());
+  auto resultType = mt::BufferType::get(sourceType.getSpace(), shape, type);
+  if (byteOffset == 0 && resultType == sourceType)
+    return source;
+  auto key = std::make_tuple((const void *)source.getAsOpaquePointer(), byteOffset,
+                             resultType.getAsOpaquePointer());
+  auto it = views.find(key);
+  if (it != views.end())
+    return it->second;
+  Value value = mt::ViewOp::create(pro, loc, resultType, source, byteOffset);
+  Range range = ranges.lookup(source);
+  range.begin += byteOffset;
+  range.end = range.begin + resultType.getSizeInBytes();
+  ranges[value] = range;
+  views[key] = value;
+  return value;
+}
+
+Value StageLowering::scratch(StringRef name, int64_t offset,
+                             ArrayRef<int64_t> shape, Type type) {
+  auto bufferType = ddrType(shape, type);
+  Value flat = ddrBase(name, offset, bufferType.getSizeInBytes());
+  return slot(flat, 0, shape, type);
+}
+
+Value StageLowering::stateBase(Value state, StringRef role, int64_t layer) {
+  auto buffer = assigned(state);
+  std::string name = llvm::formatv("{0}.{1}", layerPrefix(layerOp(layer)), role);
+  return ddrBase(name, (*buffer)[0], (*buffer)[1]);
+}
+
+Value StageLowering::tensorOf(Value flat, const ParamTensor &tensor, Type type,
+                              ArrayRef<int64_t> shape) {
+  int64_t bytes = type.getIntOrFloatBitWidth() / 8;
+  return slot(flat, tensor.offset * bytes,
+              shape.empty() ? ArrayRef<int64_t>(tensor.shape) : shape, type);
+}
+
+std::optional<Range> StageLowering::rangeOf(Value buffer) const {
+  auto it = ranges.find(buffer);
+  if (it == ranges.end())
+    return std::nullopt;
+  return it->second;
+}
+
+void StageLowering::resolve(ArrayRef<Value> reads, ArrayRef<Value> writes) {
+  SmallVector<Range> readRanges, writeRanges;
+  for (Value v : reads)
+    if (auto r = rangeOf(v))
+      readRanges.push_back(*r);
+  for (Value v : writes)
+    if (auto r = rangeOf(v))
+      writeRanges.push_back(*r);
+  SmallVector<Value> conflicts;
+  for (const InFlight &op : inflight) {
+    bool conflict = false;
+    for (const Range &w : op.writes)
+      for (const Range &r : readRanges)
+        conflict |= w.overlaps(r);
+    for (const Range &w : writeRanges) {
+      for (const Range &r : op.reads)
+        conflict |= w.overlaps(r);
+      for (const Range &r : op.writes)
+        conflict |= w.overlaps(r);
+    }
+    if (conflict)
+      conflicts.push_back(op.token);
+  }
+  waitTokens(conflicts);
+}
+
+void StageLowering::track(Value token, ArrayRef<Value> reads,
+                          ArrayRef<Value> writes) {
+  InFlight op;
+  op.token = token;
+  for (Value v : reads)
+    if (auto r = rangeOf(v))
+      op.reads.push_back(*r);
+  for (Value v : writes)
+    if (auto r = rangeOf(v))
+      op.writes.push_back(*r);
+  inflight.push_back(std::move(op));
+}
+
+void StageLowering::waitTokens(ArrayRef<Value> tokens) {
+  SmallVector<Value> live;
+  for (Value token : tokens) {
+    auto it = llvm::find_if(
+        inflight, [&](const InFlight &op) { return op.token == token; });
+    if (it == inflight.end() || llvm::is_contained(live, token))
+      continue;
+    live.push_back(token);
+    inflight.erase(it);
+  }
+  if (!live.empty())
+    mt::WaitOp::create(b, loc, live);
+}
+
+//===----------------------------------------------------------------------===//
+// Kernel helpers
+//===----------------------------------------------------------------------===//
+
+void StageLowering::gemm(Value a, Value bm, Value c, bool ta, bool tb,
+                         bool acc) {
+  resolve({a, bm, c}, {c});
+  mt::GemmOp::create(b, loc, a, bm, c, ta, tb, acc, FloatAttr());
+}
+
+void StageLowering::copy(Value from, Value to) {
+  elementwise(mt::ElementwiseKind::cast, {from}, {to});
+}
+
+void StageLowering::elementwise(mt::ElementwiseKind kind, ArrayRef<Value> ins,
+                                ArrayRef<Value> outs,
+                                std::optional<double> theta,
+                                std::optional<double> scale) {
+  SmallVector<Value> reads(ins);
+  llvm::append_range(reads, outs);
+  resolve(reads, outs);
+  mt::ElementwiseOp::create(b, loc, kind, ins, outs,
+                            theta ? b.getF64FloatAttr(*theta) : FloatAttr(),
+                            scale ? b.getF64FloatAttr(*scale) : FloatAttr());
+}
+
+void StageLowering::rmsnormFwd(Value x, Value w, Value y, Value rstd) {
+  resolve({x, w}, {y, rstd});
+  mt::RMSNormFwdOp::create(b, loc, x, w, y, rstd,
+                           APFloat(double(model.getRmsEps().convertToDouble())));
+}
+
+void StageLowering::rmsnormBwd(Value x, Value w, Value rstd, Value dy,
+                               Value dx, Value dw, bool acc) {
+  resolve({x, w, rstd, dy, dw}, {dx, dw});
+  mt::RMSNormBwdOp::create(b, loc, x, w, rstd, dy, dx, dw, acc);
+}
+
+Value StageLowering::matrix(Value buffer, int64_t cols) {
+  auto type = cast<mt::BufferType>(buffer.getType());
+  return slot(buffer, 0, {type.getNumElements() / cols, cols},
+              type.getElementType());
+}
+
+//===----------------------------------------------------------------------===//
+// Layer weights and activations
+//===----------------------------------------------------------------------===//
+
+Value StageLowering::LayerWeights::get(StringRef suffix) const {
+  for (auto [tensor, value] : llvm::zip_equal(*names, tensors))
+    if (StringRef(tensor.name).ends_with(suffix))
+      return value;
+  llvm_unreachable("unknown parameter tensor");
+}
+
+StageLowering::LayerWeights StageLowering::weights(Value flat, int64_t layer,
+                                                   Type type) {
+  LayerWeights result;
+  auto [it, inserted] = tensorCache.try_emplace(layer);
+  if (inserted)
+    it->second = layerTensors(layerOp(layer), dims);
+  const SmallVector<ParamTensor> &tensors = it->second;
+  result.names = &tensors;
+  for (const ParamTensor &tensor : tensors)
+    result.tensors.push_back(tensorOf(flat, tensor, type));
+  return result;
+}
+
+StageLowering::DecoderActs StageLowering::decoderActs(Value inputBase,
+                                                      Value restBase,
+                                                      int64_t restOffset,
+                                                      bool hactStored) {
+  const DecoderLayout &l = fullLayout;
+  int64_t T = dims.tokens, B = dims.batch, S = dims.seq;
+  Type f32 = Float32Type::get(ctx);
+  auto at = [&](int64_t offset) { return restOffset + offset; };
+  DecoderActs a;
+  a.x = slot(inputBase, 0, {T, dims.hidden}, elem);
+  a.xn1 = slot(restBase, at(l.xn1), {T, dims.hidden}, elem);
+  a.q2 = slot(restBase, at(l.q), {T, dims.qDim}, elem);
+  a.k2 = slot(restBase, at(l.k), {T, dims.kvDim}, elem);
+  a.v2 = slot(restBase, at(l.v), {T, dims.kvDim}, elem);
+  a.o2 = slot(restBase, at(l.o), {T, dims.qDim}, elem);
+  a.q4 = slot(restBase, at(l.q), {B, S, dims.heads, dims.headDim}, elem);
+  a.k4 = slot(restBase, at(l.k), {B, S, dims.kvHeads, dims.headDim}, elem);
+  a.v4 = slot(restBase, at(l.v), {B, S, dims.kvHeads, dims.headDim}, elem);
+  a.o4 = slot(restBase, at(l.o), {B, S, dims.heads, dims.headDim}, elem);
+  a.x2 = slot(restBase, at(l.x2), {T, dims.hidden}, elem);
+  a.xn2 = slot(restBase, at(l.xn2), {T, dims.hidden}, elem);
+  a.gate = slot(restBase, at(l.gate), {T, dims.ffn}, elem);
+  a.up = slot(restBase, at(l.up), {T, dims.ffn}, elem);
+  if (hactStored && l.hact >= 0)
+    a.hact = slot(restBase, at(l.hact), {T, dims.ffn}, elem);
+  a.rstd1 = slot(restBase, at(l.rstd1), {T}, f32);
+  a.rstd2 = slot(restBase, at(l.rstd2), {T}, f32);
+  a.lse = slot(restBase, at(l.lse), {B, dims.heads, S}, f32);
+  return a;
+}
+
+Value StageLowering::actBase(Value act, int64_t layer, int64_t mb) {
+  auto buffer = assigned(act);
+  std::string name = llvm::formatv("act.layer{0}.mb{1}", layer, mb);
+  return ddrBase(name, (*buffer)[0], (*buffer)[1]);
+}
+
+Value StageLowering::gradFlat(Value grad, int64_t layer) {
+  auto buffer = assigned(grad);
+  std::string name = llvm::formatv("{0}.grad", layerPrefix(layerOp(layer)));
+  Value flat = ddrBase(name, (*buffer)[0], (*buffer)[1]);
+  return slot(flat, 0, {layerParams(layer)}, elem);
+}
+
+/// The boundary tensor [T, h] a transfer carries.
+static std::pair<int, int64_t> transferKey(Payload payload, int64_t mb) {
+  return {payload == Payload::Gradient ? 1 : 0, mb};
+}
+
+Value StageLowering::flowInput(int64_t layer, int64_t mb) {
+  SmallVector<int64_t, 2> shape{dims.tokens, dims.hidden};
+  if (layer == stage.getFirstLayer() && stageIndex > 0) {
+    Operation *recv = recvOps.at(transferKey(Payload::Activation, mb));
+    auto buffer = assignedMessage(recv);
+    Value flat = ddrBase(llvm::formatv("recv.activation.mb{0}", mb).str(),
+                         (*buffer)[0], (*buffer)[1]);
+    return slot(flat, 0, shape, elem);
+  }
+  return scratch("scratch.stream", streamOff, shape, elem);
+}
+
+Value StageLowering::flowOutput(int64_t layer, int64_t mb) {
+  SmallVector<int64_t, 2> shape{dims.tokens, dims.hidden};
+  if (layer == stage.getEndLayer() - 1 && stageIndex + 1 < numStages) {
+    int64_t k = outboxSlot.at(transferKey(Payload::Activation, mb));
+    return scratch(llvm::formatv("outbox.activation.{0}", k).str(),
+                   outboxOff[0][k], shape, elem);
+  }
+  return scratch("scratch.stream", streamOff, shape, elem);
+}
+
+Value StageLowering::gradInput(int64_t layer, int64_t mb) {
+  SmallVector<int64_t, 2> shape{dims.tokens, dims.hidden};
+  if (layer == stage.getEndLayer() - 1 && stageIndex + 1 < numStages) {
+    Operation *recv = recvOps.at(transferKey(Payload::Gradient, mb));
+    auto buffer = assignedMessage(recv);
+    Value flat = ddrBase(llvm::formatv("recv.gradient.mb{0}", mb).str(),
+                         (*buffer)[0], (*buffer)[1]);
+    return slot(flat, 0, shape, elem);
+  }
+  return scratch("scratch.stream", streamOff, shape, elem);
+}
+
+Value StageLowering::gradOutput(int64_t layer, int64_t mb) {
+  SmallVector<int64_t, 2> shape{dims.tokens, dims.hidden};
+  if (layer == stage.getFirstLayer() && stageIndex > 0) {
+    int64_t k = outboxSlot.at(transferKey(Payload::Gradient, mb));
+    return scratch(llvm::formatv("outbox.gradient.{0}", k).str(),
+                   outboxOff[1][k], shape, elem);
+  }
+  return scratch("scratch.stream", streamOff, shape, elem);
+}
+
+//===----------------------------------------------------------------------===//
+// Layer kernel sequences
+//===----------------------------------------------------------------------===//
+
+void StageLowering::emitDecoderForward(const LayerWeights &w,
+                                       const DecoderActs &a, Value src,
+                                       Value dst) {
+  int64_t T = dims.tokens, B = dims.batch, S = dims.seq;
+  double theta = model.getRopeTheta().convertToDouble();
+  double scale = 1.0 / std::sqrt(double(dims.headDim));
+  if (src)
+    copy(src, a.x);
+  rmsnormFwd(a.x, w.get("input_layernorm.weight"), a.xn1, a.rstd1);
+  // Projections; rotary embedding of q and k into the stored q, k.
+  Value qpre = scratch("scratch.r1", r1Off, {T, dims.qDim}, elem);
+  Value kpre = scratch("scratch.r1", r1Off + T * dims.qDim * elemBytes(),
+                       {T, dims.kvDim}, elem);
+  gemm(a.xn1, w.get("q_proj.weight"), qpre, false, true, false);
+  gemm(a.xn1, w.get("k_proj.weight"), kpre, false, true, false);
+  gemm(a.xn1, w.get("v_proj.weight"), a.v2, false, true, false);
+  if (dims.qkvBias) {
+    Value ones = scratch("scratch.ones", onesOff, {T, 1}, elem);
+    auto bias = [&](StringRef name, int64_t n) {
+      return slot(w.get(name), 0, {1, n}, elem);
+    };
+    gemm(ones, bias("q_proj.bias", dims.qDim), qpre, false, false, true);
+    gemm(ones, bias("k_proj.bias", dims.kvDim), kpre, false, false, true);
+    gemm(ones, bias("v_proj.bias", dims.kvDim), a.v2, false, false, true);
+  }
+  Value qpre4 = slot(qpre, 0, {B, S, dims.heads, dims.headDim}, elem);
+  Value kpre4 = slot(kpre, 0, {B, S, dims.kvHeads, dims.headDim}, elem);
+  elementwise(mt::ElementwiseKind::rope, {qpre4}, {a.q4}, theta);
+  elementwise(mt::ElementwiseKind::rope, {kpre4}, {a.k4}, theta);
+  resolve({a.q4, a.k4, a.v4}, {a.o4, a.lse});
+  mt::AttentionFwdOp::create(b, loc, a.q4, a.k4, a.v4, a.o4, a.lse,
+                             /*causal=*/true, b.getF64FloatAttr(scale));
+  // Output projection with the residual: x2 = x + o Wo^T.
+  copy(a.x, a.x2);
+  gemm(a.o2, w.get("o_proj.weight"), a.x2, false, true, true);
+  rmsnormFwd(a.x2, w.get("post_attention_layernorm.weight"), a.xn2, a.rstd2);
+  gemm(a.xn2, w.get("gate_proj.weight"), a.gate, false, true, false);
+  gemm(a.xn2, w.get("up_proj.weight"), a.up, false, true, false);
+  Value hact = a.hact ? a.hact : scratch("scratch.w", wOff, {T, dims.ffn}, elem);
+  if (!a.hact && !dst)
+    return; // a recompute without a stored SwiGLU output has nothing left
+  elementwise(mt::ElementwiseKind::swiglu, {a.gate, a.up}, {hact});
+  if (!dst)
+    return;
+  // Down projection with the residual: out = x2 + h Wd^T.
+  copy(a.x2, dst);
+  gemm(hact, w.get("down_proj.weight"), dst, false, true, true);
+}
+
+void StageLowering::emitDecoderBackward(const LayerWeights &w,
+                                        const LayerWeights &g,
+                                        const DecoderActs &a, Value dy,
+                                        Value dx, bool acc) {
+  int64_t T = dims.tokens, B = dims.batch, S = dims.seq, E = elemBytes();
+  double theta = model.getRopeTheta().convertToDouble();
+  double scale = 1.0 / std::sqrt(double(dims.headDim));
+  // Scratch: R1 holds dh, then dq/dk/dv, then dxn1 (over dq); W (the
+  // assigned kernel workspace when large enough) dgate/dup, then do,
+  // dq/dk before rope; R2 the gradient of the attention residual.
+  Value dh = scratch("scratch.r1", r1Off, {T, dims.ffn}, elem);
+  Value dq4 = scratch("scratch.r1", r1Off, {B, S, dims.heads, dims.headDim},
+                      elem);
+  Value dk4 = scratch("scratch.r1", r1Off + T * dims.qDim * E,
+                      {B, S, dims.kvHeads, dims.headDim}, elem);
+  Value dv4 =
+      scratch("scratch.r1", r1Off + T * (dims.qDim + dims.kvDim) * E,
+              {B, S, dims.kvHeads, dims.headDim}, elem);
+  Value dv2 = slot(dv4, 0, {T, dims.kvDim}, elem);
+  Value dxn1 = scratch("scratch.r1", r1Off, {T, dims.hidden}, elem);
+  Value dgate = scratch("scratch.w", wOff, {T, dims.ffn}, elem);
+  Value dup = scratch("scratch.w", wOff + T * dims.ffn * E, {T, dims.ffn},
+                      elem);
+  Value dO4 = scratch("scratch.w", wOff, {B, S, dims.heads, dims.headDim},
+                      elem);
+  Value dO2 = slot(dO4, 0, {T, dims.qDim}, elem);
+  Value dqpre4 = scratch("scratch.w", wOff + T * dims.qDim * E,
+                         {B, S, dims.heads, dims.headDim}, elem);
+  Value dkpre4 = scratch("scratch.w", wOff + 2 * T * dims.qDim * E,
+                         {B, S, dims.kvHeads, dims.headDim}, elem);
+  Value dqpre = slot(dqpre4, 0, {T, dims.qDim}, elem);
+  Value dkpre = slot(dkpre4, 0, {T, dims.kvDim}, elem);
+  Value dres = scratch("scratch.r2", r2Off, {T, dims.hidden}, elem);
+
+  // MLP: out = x2 + down(swiglu(gate, up)).
+  Value hact = a.hact;
+  if (!hact) {
+    hact = dgate; // free until swiglu_bwd writes dgate
+    elementwise(mt::ElementwiseKind::swiglu, {a.gate, a.up}, {hact});
+  }
+  gemm(dy, w.get("down_proj.weight"), dh, false, false, false);
+  gemm(dy, hact, g.get("down_proj.weight"), true, false, acc);
+  elementwise(mt::ElementwiseKind::swiglu_bwd, {a.gate, a.up, dh},
+              {dgate, dup});
+  gemm(dgate, w.get("gate_proj.weight"), dres, false, false, false);
+  gemm(dup, w.get("up_proj.weight"), dres, false, false, true);
+  gemm(dgate, a.xn2, g.get("gate_proj.weight"), true, false, acc);
+  gemm(dup, a.xn2, g.get("up_proj.weight"), true, false, acc);
+  rmsnormBwd(a.x2, w.get("post_attention_layernorm.weight"), a.rstd2, dres,
+             dres, g.get("post_attention_layernorm.weight"), acc);
+  elementwise(mt::ElementwiseKind::residual_add, {dres, dy}, {dres});
+  // Attention: x2 = x + o Wo^T.
+  gemm(dres, w.get("o_proj.weight"), dO2, false, false, false);
+  gemm(dres, a.o2, g.get("o_proj.weight"), true, false, acc);
+  resolve({a.q4, a.k4, a.v4, a.o4, dO4, a.lse}, {dq4, dk4, dv4});
+  mt::AttentionBwdOp::create(b, loc, a.q4, a.k4, a.v4, a.o4, dO4, a.lse, dq4,
+                             dk4, dv4, /*causal=*/true,
+                             b.getF64FloatAttr(scale));
+  elementwise(mt::ElementwiseKind::rope_bwd, {dq4}, {dqpre4}, theta);
+  elementwise(mt::ElementwiseKind::rope_bwd, {dk4}, {dkpre4}, theta);
+  gemm(dqpre, w.get("q_proj.weight"), dxn1, false, false, false);
+  gemm(dkpre, w.get("k_proj.weight"), dxn1, false, false, true);
+  gemm(dv2, w.get("v_proj.weight"), dxn1, false, false, true);
+  gemm(dqpre, a.xn1, g.get("q_proj.weight"), true, false, acc);
+  gemm(dkpre, a.xn1, g.get("k_proj.weight"), true, false, acc);
+  gemm(dv2, a.xn1, g.get("v_proj.weight"), true, false, acc);
+  if (dims.qkvBias) {
+    Value ones = scratch("scratch.ones", onesOff, {T, 1}, elem);
+    auto bias = [&](StringRef name, int64_t n) {
+      return slot(g.get(name), 0, {1, n}, elem);
+    };
+    gemm(ones, dqpre, bias("q_proj.bias", dims.qDim), true, false, acc);
+    gemm(ones, dkpre, bias("k_proj.bias", dims.kvDim), true, false, acc);
+    gemm(ones, dv2, bias("v_proj.bias", dims.kvDim), true, false, acc);
+  }
+  rmsnormBwd(a.x, w.get("input_layernorm.weight"), a.rstd1, dxn1, dxn1,
+             g.get("input_layernorm.weight"), acc);
+  elementwise(mt::ElementwiseKind::residual_add, {dxn1, dres}, {dx});
+}
+
+void StageLowering::emitHeadForward(const LayerWeights &w, Value act,
+                                    int64_t mb, Value src) {
+  int64_t T = dims.tokens;
+  Type f32 = Float32Type::get(ctx);
+  Value x = slot(act, head.x, {T, dims.hidden}, elem);
+  Value xn = slot(act, head.xn, {T, dims.hidden}, elem);
+  Value logits = slot(act, head.logits, {T, dims.vocab}, elem);
+  Value rstd = slot(act, head.rstd, {T}, f32);
+  Value loss = slot(act, head.loss, {}, f32);
+  Value labels = slot(act, head.labels, {T}, IntegerType::get(ctx, 32));
+  copy(src, x);
+  rmsnormFwd(x, w.get("model.norm.weight"), xn, rstd);
+  gemm(xn, w.get("lm_head.weight"), logits, false, true, false);
+  resolve({}, {labels});
+  mt::LoadBatchOp::create(b, loc, mt::BatchField::labels, labels, mb);
+  elementwise(mt::ElementwiseKind::cross_entropy, {logits, labels}, {loss});
+  resolve({loss}, {});
+  mt::ReportLossOp::create(b, loc, loss, mb);
+  // The step's loss is the mean over all T * m tokens of the stage's
+  // micro-batches (and over the data-parallel replicas: the gradient sync
+  // averages), so each micro-batch's logits gradient is scaled by 1/(T m).
+  elementwise(mt::ElementwiseKind::cross_entropy_bwd, {logits, labels},
+              {logits}, std::nullopt,
+              1.0 / double(T * dims.microBatches));
+}
+
+void StageLowering::emitHeadBackward(const LayerWeights &w,
+                                     const LayerWeights &g, Value act,
+                                     Value dx, bool acc) {
+  int64_t T = dims.tokens;
+  Type f32 = Float32Type::get(ctx);
+  Value x = slot(act, head.x, {T, dims.hidden}, elem);
+  Value xn = slot(act, head.xn, {T, dims.hidden}, elem);
+  Value dlogits = slot(act, head.logits, {T, dims.vocab}, elem);
+  Value rstd = slot(act, head.rstd, {T}, f32);
+  Value dxn = scratch("scratch.r2", r2Off, {T, dims.hidden}, elem);
+  gemm(dlogits, w.get("lm_head.weight"), dxn, false, false, false);
+  gemm(dlogits, xn, g.get("lm_head.weight"), true, false, acc);
+  rmsnormBwd(x, w.get("model.norm.weight"), rstd, dxn, dx,
+             g.get("model.norm.weight"), acc);
+}
+
+//===----------------------------------------------------------------------===//
+// ratrain ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult StageLowering::lowerForward(ForwardOp op) {
+  int64_t layer = op.getView().getType().getLayer();
+  int64_t mb = op.getMicroBatch();
+  LayerWeights w = weights(stateBase(op.getView(), "view", layer), layer, elem);
+  Value act = actBase(op.getActivation(), layer, mb);
+  switch (layerOp(layer).getKind()) {
+  case LayerKind::Embedding: {
+    Value ids = slot(act, 0, {dims.tokens}, IntegerType::get(ctx, 32));
+    resolve({}, {ids});
+    mt::LoadBatchOp::create(b, loc, mt::BatchField::inputs, ids, mb);
+    Value out = flowOutput(layer, mb);
+    elementwise(mt::ElementwiseKind::embedding,
+                {w.get("embed_tokens.weight"), ids}, {out});
+    return success();
+  }
+  case LayerKind::Head:
+    emitHeadForward(w, act, mb, flowInput(layer, mb));
+    return success();
+  case LayerKind::Decoder:
+    break;
+  }
+  bool inputOnly = op.getActivation().getType().getKind() ==
+                   ActivationKind::Input;
+  DecoderActs a;
+  if (inputOnly) {
+    // Only x is kept; the rest of the forward runs in the scratch area.
+    Value rest = ddrBase("scratch.forward", fwdFullOff, fullLayout.bytes);
+    a = decoderActs(act, rest, 0, /*hactStored=*/true);
+  } else {
+    a = decoderActs(act, act, 0, /*hactStored=*/true);
+  }
+  emitDecoderForward(w, a, flowInput(layer, mb), flowOutput(layer, mb));
+  return success();
+}
+
+LogicalResult StageLowering::lowerRecompute(RecomputeOp op) {
+  int64_t layer = op.getView().getType().getLayer();
+  int64_t mb = op.getMicroBatch();
+  LayerWeights w = weights(stateBase(op.getView(), "view", layer), layer, elem);
+  Value input = actBase(op.getInput(), layer, mb);
+  Value recovered = actBase(op.getActivation(), layer, mb);
+  DecoderActs a = decoderActs(recovered, recovered, 0, /*hactStored=*/true);
+  Value storedX = slot(input, 0, {dims.tokens, dims.hidden}, elem);
+  emitDecoderForward(w, a, storedX, Value());
+  return success();
+}
+
+LogicalResult StageLowering::lowerBackward(BackwardOp op) {
+  int64_t layer = op.getView().getType().getLayer();
+  int64_t mb = op.getMicroBatch();
+  bool acc = op.getAcc() != nullptr;
+  LayerWeights w = weights(stateBase(op.getView(), "view", layer), layer, elem);
+  Value gradFlatBuffer = gradFlat(op.getGrad(), layer);
+  LayerWeights g = weights(gradFlatBuffer, layer, elem);
+  Value act = actBase(op.getActivation(), layer, mb);
+  switch (layerOp(layer).getKind()) {
+  case LayerKind::Embedding: {
+    Value ids = slot(act, 0, {dims.tokens}, IntegerType::get(ctx, 32));
+    Value table = g.get("embed_tokens.weight");
+    // The scatter-add always accumulates: the first micro-batch zeroes.
+    if (!acc) {
+      resolve({}, {table});
+      mt::FillOp::create(b, loc, table, APFloat(0.0));
+    }
+    elementwise(mt::ElementwiseKind::embedding_bwd, {ids, gradInput(layer, mb)},
+                {table});
+    return success();
+  }
+  case LayerKind::Head:
+    emitHeadBackward(w, g, act, gradOutput(layer, mb), acc);
+    return success();
+  case LayerKind::Decoder:
+    break;
+  }
+  DecoderActs a = decoderActs(act, act, 0, /*hactStored=*/true);
+  emitDecoderBackward(w, g, a, gradInput(layer, mb), gradOutput(layer, mb),
+                      acc);
+  return success();
+}
+
+mt::CollectiveAlgorithm
+StageLowering::algorithm(SyncHierarchy hierarchy) const {
+  if (hierarchy == SyncHierarchy::Hierarchical)
+    return mt::CollectiveAlgorithm::hierarchical;
+  return machine.network.collective == CollectiveAlgorithm::Tree
+             ? mt::CollectiveAlgorithm::tree
+             : mt::CollectiveAlgorithm::ring;
+}
+
+LogicalResult StageLowering::lowerSync(SyncOp op) {
+  auto dp = FlatSymbolRefAttr::get(ctx, "dp");
+  auto alg = mt::CollectiveAlgorithmAttr::get(ctx, algorithm(op.getHierarchy()));
+  Type stateType = op.getState().getType();
+  Value token;
+  if (auto grad = dyn_cast<GradType>(stateType)) {
+    int64_t layer = grad.getLayer();
+    Value full = gradFlat(op.getState(), layer);
+    if (!zero()) {
+      resolve({full}, {full});
+      token = mt::AllReduceOp::create(
+          b, loc, mt::ReduceKindAttr::get(ctx, mt::ReduceKind::avg), full,
+          full, dp, alg);
+      track(token, {full}, {full});
+    } else {
+      // ZeRO-1: the optimizer only needs this rank's shard of the averaged
+      // gradient, so the all-reduce is carried out as a reduce-scatter.
+      Value shard = scratch(llvm::formatv("zero.grad_shard.layer{0}", layer).str(),
+                            gradShardOff.lookup(layer),
+                            {shardElements(layer)}, elem);
+      resolve({full}, {shard});
+      token = mt::ReduceScatterOp::create(
+          b, loc, mt::ReduceKindAttr::get(ctx, mt::ReduceKind::avg), full,
+          shard, dp, alg);
+      track(token, {full}, {shard});
+    }
+  } else if (auto view = dyn_cast<ViewType>(stateType)) {
+    int64_t layer = view.getLayer();
+    Value flat = stateBase(op.getState(), "view", layer);
+    Value full = slot(flat, 0, {layerParams(layer)}, elem);
+    Value shard =
+        scratch(llvm::formatv("zero.view_shard.layer{0}", layer).str(),
+                viewShardOff.lookup(layer), {shardElements(layer)}, elem);
+    resolve({shard}, {full});
+    token = mt::AllGatherOp::create(b, loc, shard, full, dp, alg);
+    track(token, {shard}, {full});
+  } else {
+    return op.emitOpError("cannot lower a sync of ") << stateType;
+  }
+  pending[op.getPending()].push_back(token);
+  return success();
+}
+
+LogicalResult StageLowering::lowerUpdate(UpdateOp op) {
+  int64_t layer = op.getMaster().getType().getLayer();
+  int64_t n = zero() ? shardElements(layer) : layerParams(layer);
+  Type f32 = Float32Type::get(ctx);
+  // Gradient (this rank's shard with ZeRO), master (the view itself for
+  // FP32 models), Adam m and v, and where the refreshed view goes.
+  Value grad =
+      zero() ? scratch(llvm::formatv("zero.grad_shard.layer{0}", layer).str(),
+                       gradShardOff.lookup(layer), {n}, elem)
+             : gradFlat(op.getGrad(), layer);
+  Value viewFlat = stateBase(stage.getViewArg(layer), "view", layer);
+  Value master;
+  if (zero() && isF32Model())
+    master = masterShard(layer);
+  else if (isF32Model())
+    master = slot(viewFlat, 0, {n}, f32);
+  else
+    master = slot(stateBase(op.getMaster(), "master", layer), 0, {n}, f32);
+  Value opt = stateBase(op.getOptState(), "adam", layer);
+  Value m = slot(opt, 0, {n}, f32);
+  Value v = slot(opt, n * 4, {n}, f32);
+  Value viewDest;
+  if (zero())
+    viewDest = scratch(llvm::formatv("zero.view_shard.layer{0}", layer).str(),
+                       viewShardOff.lookup(layer), {n}, elem);
+  else if (!isF32Model())
+    viewDest = slot(viewFlat, 0, {n}, elem);
+
+  int64_t E = elemBytes();
+  int64_t chunk = std::max<int64_t>(1, gsmSlotBytes / E);
+  chunk = std::min(chunk, n);
+  SmallVector<Value> &tokens = updateTokens[layer];
+  tokens.clear();
+  for (int64_t start = 0, index = 0; start < n; start += chunk, ++index) {
+    int64_t count = std::min(chunk, n - start);
+    Value gi = slot(grad, start * E, {count}, elem);
+    Value mi = slot(master, start * 4, {count}, f32);
+    Value m1 = slot(m, start * 4, {count}, f32);
+    Value v1 = slot(v, start * 4, {count}, f32);
+    Value staged = slot(gsmSlots[index % 2], 0, {count}, elem);
+    resolve({gi, mi, m1, v1}, {mi, m1, v1, staged});
+    mt::AdamWOp::create(b, loc, gi, mi, m1, v1, staged, options.lr,
+                        options.beta1, options.beta2, options.eps,
+                        options.weightDecay);
+    if (!viewDest)
+      continue; // FP32: the master is the view; the GSM copy is the prefetch
+    Value dest = slot(viewDest, start * E, {count}, elem);
+    resolve({staged}, {dest});
+    Value token = mt::DmaOp::create(b, loc, staged, dest, IntegerAttr(),
+                                    IntegerAttr());
+    track(token, {staged}, {dest});
+    tokens.push_back(token);
+  }
+  return success();
+}
+
+void StageLowering::lowerTransfer(Operation *op, bool send) {
+  Payload payload = *getTransferPayload(op);
+  int64_t mb = send ? cast<SendOp>(op).getMicroBatch()
+                    : cast<RecvOp>(op).getMicroBatch();
+  int64_t peer = send ? cast<SendOp>(op).getPeer() : cast<RecvOp>(op).getPeer();
+  int64_t tag = 2 * mb + (payload == Payload::Gradient ? 1 : 0);
+  auto pp = FlatSymbolRefAttr::get(ctx, "pp");
+  IntegerType i64 = IntegerType::get(ctx, 64);
+  if (send) {
+    int64_t k = outboxSlot.at(transferKey(payload, mb));
+    int dir = payload == Payload::Gradient ? 1 : 0;
+    Value buffer = scratch(llvm::formatv("outbox.{0}.{1}", dir ? "gradient"
+                                                               : "activation",
+                                         k)
+                               .str(),
+                           outboxOff[dir][k], {dims.tokens, dims.hidden}, elem);
+    resolve({buffer}, {});
+    Value token = mt::SendOp::create(b, loc, buffer, IntegerAttr::get(i64, peer),
+                                     pp, IntegerAttr::get(i64, tag));
+    track(token, {buffer}, {});
+    return;
+  }
+  auto assignedBuffer = assignedMessage(op);
+  Value flat = ddrBase(llvm::formatv("recv.{0}.mb{1}",
+                                     payload == Payload::Gradient ? "gradient"
+                                                                  : "activation",
+                                     mb)
+                           .str(),
+                       (*assignedBuffer)[0], (*assignedBuffer)[1]);
+  Value buffer = slot(flat, 0, {dims.tokens, dims.hidden}, elem);
+  resolve({}, {buffer});
+  Value token = mt::RecvOp::create(b, loc, buffer, IntegerAttr::get(i64, peer),
+                                   pp, IntegerAttr::get(i64, tag));
+  track(token, {}, {buffer});
+}
+
+//===----------------------------------------------------------------------===//
+// Planning and the prologue
+//===----------------------------------------------------------------------===//
+
+LogicalResult StageLowering::plan() {
+  plan_ = pipeline.getPlan();
+  layers = model.getLayers();
+  numStages = plan_.getPp();
+  stageIndex = stage.getStage();
+  dtype = model.toModelConfig().dtype;
+  int64_t A = options.alignment;
+  int64_t E = elemBytes();
+
+  auto arena = stage->getAttrOfType<IntegerAttr>(kArenaBytesAttr);
+  StageBuffers buffers = analyzeStageBuffers(stage);
+  FailureOr<bool> assignedOk = readAssignedBuffers(buffers, stage);
+  if (failed(assignedOk))
+    return failure();
+  if (!*assignedOk || !arena || !stage->hasAttr(kScratchBuffersAttr))
+    return stage.emitOpError("stage ")
+           << stageIndex
+           << " was not buffer-assigned: run --ratrain-assign-buffers (or "
+              "--ratrain-schedule-pipeline) before --ratrain-lower-to-mt3k";
+  arenaBytes = arena.getInt();
+
+  // Every buffer offset must honour the machine's alignment.
+  for (const StageBuffer &buffer : buffers.buffers)
+    if (buffer.bytes > 0 && buffer.offset % A != 0)
+      return stage.emitOpError("stage ")
+             << stageIndex << ": " << buffer.describe() << " is at offset "
+             << buffer.offset << ", not a multiple of the alignment " << A;
+
+  int64_t T = dims.tokens;
+  // The stored activations must hold what the backward reads.
+  int64_t smallestDecoderAct = -1;
+  for (const StageBuffer &buffer : buffers.buffers) {
+    if (buffer.kind != BufferKind::Activation &&
+        buffer.kind != BufferKind::Recomputed)
+      continue;
+    auto kind = cast<ActivationType>(buffer.type).getKind();
+    LayerKind layerKind = layerOp(buffer.layer).getKind();
+    int64_t need = 0;
+    if (layerKind == LayerKind::Embedding)
+      need = 4 * T;
+    else if (layerKind == LayerKind::Head)
+      need = headLayout(dims, E, A).bytes;
+    else if (kind == ActivationKind::Input)
+      need = T * dims.hidden * E;
+    else {
+      need = decoderLayout(dims, E, /*available=*/0, A).bytes;
+      if (smallestDecoderAct < 0 || buffer.bytes < smallestDecoderAct)
+        smallestDecoderAct = buffer.bytes;
+    }
+    if (buffer.bytes < need)
+      return stage.emitOpError("stage ")
+             << stageIndex << ": " << buffer.describe() << " has "
+             << buffer.bytes << " bytes but the lowering stores " << need
+             << " bytes there";
+  }
+  fullLayout = decoderLayout(dims, E, smallestDecoderAct < 0 ? 0 : smallestDecoderAct, A);
+  head = headLayout(dims, E, A);
+
+  // The lowering scratch area, appended to the assigned arena.
+  SlotAllocator area{A};
+  area.size = alignTo(arenaBytes, A);
+  streamOff = area.take(T * dims.hidden * E);
+  if (dims.qkvBias)
+    onesOff = area.take(T * E);
+  r1Off = area.take(std::max({T * dims.ffn, T * (dims.qDim + 2 * dims.kvDim),
+                              T * dims.hidden}) *
+                    E);
+  r2Off = area.take(T * dims.hidden * E);
+  int64_t wNeed =
+      std::max(2 * T * dims.ffn, T * (2 * dims.qDim + dims.kvDim)) * E;
+  auto scratchAttr = stage->getAttrOfType<DictionaryAttr>(kScratchBuffersAttr);
+  auto workspace =
+      scratchAttr ? scratchAttr.getAs<DenseI64ArrayAttr>("workspace")
+                  : DenseI64ArrayAttr();
+  if (workspace && workspace.size() == 3 && workspace[2] >= wNeed)
+    wOff = workspace[1];
+  else
+    wOff = area.take(wNeed);
+  bool anyInput = llvm::any_of(stage.getBody().front(), [](Operation &op) {
+    auto forward = dyn_cast<ForwardOp>(op);
+    return forward &&
+           forward.getActivation().getType().getKind() == ActivationKind::Input;
+  });
+  if (anyInput)
+    fwdFullOff = area.take(fullLayout.bytes);
+
+  // Outgoing pipeline messages: two slots per direction, reused round-robin
+  // (see docs/lowering.md, "Pipeline messages").
+  int64_t sends[2] = {0, 0};
+  for (Operation &op : stage.getBody().front()) {
+    if (auto send = dyn_cast<SendOp>(op)) {
+      int dir = send.getPayload() == Payload::Gradient ? 1 : 0;
+      outboxSlot[transferKey(send.getPayload(), send.getMicroBatch())] =
+          sends[dir]++ % 2;
+    } else if (auto recv = dyn_cast<RecvOp>(op)) {
+      recvOps[transferKey(recv.getPayload(), recv.getMicroBatch())] = &op;
+    }
+  }
+  for (int dir = 0; dir < 2; ++dir)
+    for (int64_t k = 0; k < std::min<int64_t>(sends[dir], 2); ++k)
+      outboxOff[dir].push_back(area.take(T * dims.hidden * E));
+
+  // ZeRO-1: per layer, this rank's gradient shard (reduce-scatter output)
+  // and view shard (AdamW's output, the all-gather input).
+  if (zero())
+    for (int64_t layer = stage.getFirstLayer(); layer < stage.getEndLayer();
+         ++layer) {
+      gradShardOff[layer] = area.take(shardElements(layer) * E);
+      viewShardOff[layer] = area.take(shardElements(layer) * E);
+      if (isF32Model())
+        masterShardOff[layer] = area.take(shardElements(layer) * 4);
+    }
+  programArena = alignTo(area.size, A);
+  if (programArena > machine.cluster.ddrBytes)
+    return stage.emitOpError("stage ")
+           << stageIndex << " needs " << programArena
+           << " bytes of DDR once lowered (" << arenaBytes
+           << " assigned + " << programArena - arenaBytes
+           << " of kernel temporaries and outgoing messages), but a cluster "
+              "has "
+           << machine.cluster.ddrBytes;
+
+  gsmSlotBytes = (machine.cluster.gsmBytes / 2) / A * A;
+  if (gsmSlotBytes < A)
+    return stage.emitOpError("the machine's GSM (")
+           << machine.cluster.gsmBytes
+           << " bytes) is too small for two staging slots";
+  return success();
+}
+
+LogicalResult StageLowering::emitPrologue() {
+  Type f32 = Float32Type::get(ctx);
+  IntegerType i64 = IntegerType::get(ctx, 64);
+  for (int64_t i = 0; i < 2; ++i)
+    gsmSlots.push_back(base(mt::MemorySpace::gsm,
+                            llvm::formatv("gsm.staging.{0}", i).str(),
+                            i * gsmSlotBytes, gsmSlotBytes));
+  auto init = [&](mt::InitKind kind, Value dest, StringRef param,
+                  std::optional<int64_t> elementOffset = std::nullopt) {
+    mt::InitParamOp::create(
+        pro, loc, kind, dest, param,
+        kind == mt::InitKind::normal ? pro.getF64FloatAttr(options.initStd)
+                                     : FloatAttr(),
+        elementOffset ? IntegerAttr::get(i64, *elementOffset) : IntegerAttr());
+  };
+  for (int64_t layer = stage.getFirstLayer(); layer < stage.getEndLayer();
+       ++layer) {
+    SmallVector<ParamTensor> tensors = layerTensors(layerOp(layer), dims);
+    Value view = stateBase(stage.getViewArg(layer), "view", layer);
+    Value opt = stateBase(stage.getOptStateArg(layer), "adam", layer);
+    int64_t n = zero() ? shardElements(layer) : layerParams(layer);
+    // The view (the master itself for FP32 models), tensor by tensor.
+    for (const ParamTensor &tensor : tensors)
+      init(tensor.init, tensorOf(view, tensor, elem), tensor.name);
+    if (!zero()) {
+      if (!isF32Model()) {
+        Value master = stateBase(stage.getMasterArg(layer), "master", layer);
+        for (const ParamTensor &tensor : tensors)
+          init(tensor.init, tensorOf(master, tensor, f32), tensor.name);
+      }
+      for (const ParamTensor &tensor : tensors) {
+        init(mt::InitKind::zeros, tensorOf(opt, tensor, f32),
+             tensor.name + ".exp_avg");
+        ParamTensor second = tensor;
+        second.offset += n;
+        init(mt::InitKind::zeros, tensorOf(opt, second, f32),
+             tensor.name + ".exp_avg_sq");
+      }
+      continue;
+    }
+    // ZeRO-1: the master, m and v hold this rank's shard of the layer's
+    // flattened parameters, elements [r * n, (r + 1) * n) for data-parallel
+    // index r. The shard is initialized tensor piece by tensor piece; the
+    // emitter adds r * n to the element offsets (ratrain.dp_shard).
+    Value master =
+        isF32Model()
+            ? masterShard(layer)
+            : slot(stateBase(stage.getMasterArg(layer), "master", layer), 0,
+                   {n}, f32);
+    Value m = slot(opt, 0, {n}, f32);
+    Value v = slot(opt, 4 * n, {n}, f32);
+    auto shardInit = [&](mt::InitKind kind, Value dest, StringRef param) {
+      auto op = mt::InitParamOp::create(
+          pro, loc, kind, dest, param,
+          kind == mt::InitKind::normal ? pro.getF64FloatAttr(options.initStd)
+                                       : FloatAttr(),
+          IntegerAttr());
+      op->setAttr("ratrain.dp_shard", IntegerAttr::get(i64, n));
+      SmallVector<Attribute> pieces;
+      for (const ParamTensor &tensor : tensors)
+        pieces.push_back(StringAttr::get(
+            ctx, llvm::formatv("{0}:{1}:{2}:{3}", tensor.name, tensor.offset,
+                               tensor.numel(),
+                               mt::stringifyInitKind(tensor.init))
+                     .str()));
+      op->setAttr("ratrain.dp_shard_tensors", ArrayAttr::get(ctx, pieces));
+    };
+    std::string prefix = layerPrefix(layerOp(layer));
+    shardInit(mt::InitKind::normal, master, prefix);
+    shardInit(mt::InitKind::zeros, m, prefix + ".exp_avg");
+    shardInit(mt::InitKind::zeros, v, prefix + ".exp_avg_sq");
+  }
+  return success();
+}
+
+LogicalResult StageLowering::lower() {
+  loc = stage.getLoc();
+  program = mt::ProgramOp::create(
+      moduleBuilder, loc, llvm::formatv("stage{0}", stageIndex).str(),
+      stageIndex, programArena);
+  if (program.getBody().empty())
+    program.getBody().emplaceBlock();
+  Block &body = program.getBodyBlock();
+  b.setInsertionPointToEnd(&body);
+  sentinel = mt::WaitOp::create(b, loc, ValueRange());
+  pro.setInsertionPoint(sentinel);
+  if (failed(emitPrologue()))
+    return failure();
+
+  for (Operation &op : stage.getBody().front()) {
+    loc = op.getLoc();
+    LogicalResult result = success();
+    if (auto forward = dyn_cast<ForwardOp>(op))
+      result = lowerForward(forward);
+    else if (auto recompute = dyn_cast<RecomputeOp>(op))
+      result = lowerRecompute(recompute);
+    else if (auto backward = dyn_cast<BackwardOp>(op))
+      result = lowerBackward(backward);
+    else if (isa<SendOp>(op))
+      lowerTransfer(&op, /*send=*/true);
+    else if (isa<RecvOp>(op))
+      lowerTransfer(&op, /*send=*/false);
+    else if (isa<GradReadyOp>(op))
+      ; // the gradient is complete: nothing to run
+    else if (auto sync = dyn_cast<SyncOp>(op))
+      result = lowerSync(sync);
+    else if (auto wait = dyn_cast<WaitOp>(op))
+      waitTokens(pending.lookup(wait.getPending()));
+    else if (auto update = dyn_cast<UpdateOp>(op)) {
+      if (update.getOptimizer() != Optimizer::AdamW)
+        return update.emitOpError("only AdamW updates are lowered");
+      result = lowerUpdate(update);
+    } else if (auto prefetch = dyn_cast<ViewPrefetchOp>(op))
+      pending[prefetch.getPending()] =
+          updateTokens.lookup(prefetch.getMaster().getType().getLayer());
+    else if (auto offload = dyn_cast<OffloadOp>(op)) {
+      auto buffer = assigned(offload.getState());
+      if (!buffer || (*buffer)[1] == 0)
+        return offload.emitOpError("offloads a state that is not in DDR");
+      Value source = ddrBase(describeScheduleOp(&op), (*buffer)[0],
+                             (*buffer)[1]);
+      std::string key =
+          llvm::formatv("offload.{0}.{1}", stageIndex,
+                        std::distance(stage.getBody().front().begin(),
+                                      Block::iterator(&op)));
+      reloadKeys[offload.getPending()] = key;
+      resolve({source}, {});
+      Value token = mt::OffloadOp::create(
+          b, loc, source,
+          mt::StorageTierAttr::get(ctx, offload.getTier() == StorageTier::Host
+                                            ? mt::StorageTier::host
+                                            : mt::StorageTier::storage),
+          StringAttr::get(ctx, key));
+      track(token, {source}, {});
+      pending[offload.getPending()].push_back(token);
+    } else if (auto reload = dyn_cast<ReloadOp>(op)) {
+      auto buffer = assigned(reload.getPending());
+      auto producer = reload.getOffloaded().getDefiningOp<WaitOp>();
+      auto offload = producer
+                         ? producer.getPending().getDefiningOp<OffloadOp>()
+                         : OffloadOp();
+      if (!buffer || (*buffer)[1] == 0 || !offload)
+        return reload.emitOpError(
+            "reloads a state that no waited offload of this stage stored");
+      Value dest = ddrBase(describeScheduleOp(&op), (*buffer)[0], (*buffer)[1]);
+      resolve({}, {dest});
+      Value token = mt::ReloadOp::create(
+          b, loc, dest,
+          mt::StorageTierAttr::get(ctx, offload.getTier() == StorageTier::Host
+                                            ? mt::StorageTier::host
+                                            : mt::StorageTier::storage),
+          StringAttr::get(ctx, reloadKeys.lookup(offload.getPending())));
+      track(token, {}, {dest});
+      pending[reload.getPending()].push_back(token);
+    } else if (isa<YieldOp>(op)) {
+      SmallVector<Value> all;
+      for (const InFlight &f : inflight)
+        all.push_back(f.token);
+      waitTokens(all);
+    } else {
+      return op.emitOpError("cannot be lowered to mt3k");
+    }
+    if (failed(result))
+      return failure();
+  }
+  sentinel->erase();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// The pass
+//===----------------------------------------------------------------------===//
+
+struct LowerToMT3KPass
+    : public ratrain::impl::RATrainLowerToMT3KBase<LowerToMT3KPass> {
+  using RATrainLowerToMT3KBase::RATrainLowerToMT3KBase;
+
+  void runOnOperation() override;
+};
+
+/// Rejects what the lowering does not support, with a reason.
+LogicalResult checkSupported(PipelineOp pipeline, ModelOp model) {
+  PlanAttr plan = pipeline.getPlan();
+  ModelConfig config = model.toModelConfig();
+  if (model.getPositions() != PositionEncodingKind::Rope)
+    return pipeline.emitOpError("cannot be lowered: model @")
+           << model.getSymName()
+           << " uses ALiBi positions; the mt3k kernels implement RoPE";
+  if (model.getFamily() == "baichuan")
+    return pipeline.emitOpError("cannot be lowered: model @")
+           << model.getSymName()
+           << " is a Baichuan model (packed W_pack projection, ALiBi)";
+  if (model.getTieEmbeddings())
+    return pipeline.emitOpError("cannot be lowered: model @")
+           << model.getSymName()
+           << " ties its embeddings; the shared embedding/LM-head gradient "
+              "is not lowered yet";
+  if (plan.getZero() >= 2)
+    return pipeline.emitOpError("cannot be lowered: ZeRO-")
+           << plan.getZero()
+           << " keeps only a gradient shard per layer but the schedule "
+              "accumulates full gradients (docs/schedule.md, open point); "
+              "plan ZeRO-0 or ZeRO-1";
+  if (plan.getOffload() != Offload::None)
+    return pipeline.emitOpError(
+        "cannot be lowered: optimizer-state offload plans are not lowered yet");
+  if (plan.getZero() >= 1)
+    for (LayerOp layer : model.getLayers())
+      if (layer.getNumParams() % plan.getDp() != 0)
+        return pipeline.emitOpError("cannot be lowered: layer ")
+               << layer.getIndex() << " has " << layer.getNumParams()
+               << " parameters, not a multiple of dp = " << plan.getDp()
+               << " (ZeRO shards must be equal)";
+  return success();
+}
+
+void LowerToMT3KPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  SmallVector<PipelineOp> pipelines(module.getOps<PipelineOp>());
+  if (pipelines.empty()) {
+    module.emitError("found no ratrain.pipeline to lower: run "
+                     "--ratrain-schedule-pipeline first");
+    return signalPassFailure();
+  }
+  if (pipelines.size() > 1) {
+    pipelines[1].emitOpError("is a second pipeline; an mt3k module describes "
+                             "one training job");
+    return signalPassFailure();
+  }
+  PipelineOp pipeline = pipelines.front();
+  FailureOr<ModelOp> model = lookupPipelineModel(pipeline);
+  if (failed(model))
+    return signalPassFailure();
+  if (!pipeline.getPolicy()) {
+    pipeline.emitOpError("was not lifecycle-scheduled: run "
+                         "--ratrain-schedule-pipeline first");
+    return signalPassFailure();
+  }
+  if (failed(checkSupported(pipeline, *model)))
+    return signalPassFailure();
+  FailureOr<MachineModel> machine = loadPassMachine(module, machineFile);
+  if (failed(machine))
+    return signalPassFailure();
+
+  PlanAttr plan = pipeline.getPlan();
+  ModelConfig config = model->toModelConfig();
+  Dims dims;
+  dims.batch = plan.getMicroBatchSize();
+  dims.seq = config.seqLen;
+  dims.tokens = dims.batch * dims.seq;
+  dims.hidden = config.hidden;
+  dims.heads = config.numHeads;
+  dims.kvHeads = config.numKVHeads;
+  dims.headDim = config.headDim();
+  dims.ffn = config.ffnHidden;
+  dims.vocab = config.vocab;
+  dims.qDim = dims.heads * dims.headDim;
+  dims.kvDim = config.kvDim();
+  dims.qkvBias = config.qkvBias;
+  dims.microBatches = plan.getMicroBatches();
+  Type elem = model->getDtype();
+
+  // Every layer's tensors must add up to its parameter count.
+  for (LayerOp layer : model->getLayers()) {
+    int64_t total = 0;
+    for (const ParamTensor &tensor : layerTensors(layer, dims))
+      total += tensor.numel();
+    if (total != layer.getNumParams()) {
+      layer.emitOpError("has ")
+          << layer.getNumParams() << " parameters but its tensors hold "
+          << total;
+      return signalPassFailure();
+    }
+  }
+
+  LoweringOptions options{learningRate, beta1,   beta2,
+                          epsilon,      weightDecay, initStd,
+                          int64_t(alignment)};
+  if (alignment <= 0 || (alignment & (alignment - 1)) != 0) {
+    module.emitError("--ratrain-lower-to-mt3k: alignment ")
+        << int64_t(alignment) << " is not a power of two";
+    return signalPassFailure();
+  }
+
+  OpBuilder moduleBuilder(module.getContext());
+  moduleBuilder.setInsertionPoint(*model);
+  Location loc = pipeline.getLoc();
+  bool hierarchical = false;
+  pipeline.walk([&](SyncOp sync) {
+    hierarchical |= sync.getHierarchy() == SyncHierarchy::Hierarchical;
+  });
+
+  SmallVector<std::unique_ptr<StageLowering>> stages;
+  for (StageOp stage : pipeline.getStages()) {
+    stages.push_back(std::make_unique<StageLowering>(
+        *model, pipeline, stage, *machine, options, dims, elem,
+        moduleBuilder));
+    if (failed(stages.back()->plan()))
+      return signalPassFailure();
+  }
+
+  const ClusterSpec &cluster = machine->cluster;
+  mt::MachineOp::create(moduleBuilder, loc, machine->name, cluster.ddrBytes,
+                        cluster.gsmBytes, cluster.amBytesPerCore,
+                        cluster.cores, cluster.dmaChannels,
+                        int64_t(alignment));
+  mt::GroupOp::create(moduleBuilder, loc, "dp", mt::GroupKind::data_parallel,
+                      plan.getDp());
+  mt::GroupOp::create(moduleBuilder, loc, "pp", mt::GroupKind::pipeline,
+                      plan.getPp());
+  if (hierarchical)
+    mt::GroupOp::create(moduleBuilder, loc, "node", mt::GroupKind::node_local,
+                        machine->clustersPerNode);
+  for (auto &stage : stages)
+    if (failed(stage->lower()))
+      return signalPassFailure();
+  pipeline.erase();
+  model->erase();
+}
+
+} // namespace
