@@ -459,5 +459,20 @@ LogicalResult UpdateOp::verify() {
   return success();
 }
 
+LogicalResult ReloadOp::verify() {
+  Value operand = getOffloaded();
+  if (isa<OffloadedType>(operand.getType()))
+    return success();
+  // A state in the tier between steps: only the step-start value.
+  auto arg = dyn_cast<BlockArgument>(operand);
+  if (!arg || arg.getOwner()->getParentOp() != (*this)->getParentOp())
+    return emitOpError("reloads ")
+           << operand.getType()
+           << " that is not in the offload tier: only an "
+              "!ratrain.offloaded value or a state argument of the stage "
+              "can be reloaded";
+  return success();
+}
+
 #define GET_OP_CLASSES
 #include "RATrain/RATrainOps.cpp.inc"

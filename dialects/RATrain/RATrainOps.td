@@ -375,11 +375,27 @@ def RATrain_ReloadOp : RATrain_StageOp<"reload", [
     TypesMatchWith<"result is the async reloaded state", "offloaded",
       "pending",
       "::ratrain::AsyncType::get($_self.getContext(), "
-      "::llvm::cast<::ratrain::OffloadedType>($_self).getState())">]> {
+      "::llvm::isa<::ratrain::OffloadedType>($_self) ? "
+      "::llvm::cast<::ratrain::OffloadedType>($_self).getState() : $_self)">]> {
   let summary = "bring an offloaded state back into DDR";
-  let arguments = (ins RATrain_AnyOffloaded:$offloaded);
+  let description = [{
+    The operand is either an `!ratrain.offloaded<T>` (a state this step moved
+    out with `ratrain.offload` and waited for), or a master or optimizer
+    state block argument of the enclosing stage: a state the plan keeps in
+    the offload tier between steps (`offload = optimizer|master`) is, at
+    the step start, in the tier, and its block argument names that copy.
+    The result is the state back in DDR once waited.
+
+    ```mlir
+    %r = ratrain.reload %o3 : !ratrain.opt_state<3>
+    %o3r = ratrain.wait %r : !ratrain.async<!ratrain.opt_state<3>>
+    ```
+  }];
+  let arguments = (ins AnyTypeOf<[RATrain_AnyOffloaded, RATrain_AnyMaster,
+                                  RATrain_AnyOptState]>:$offloaded);
   let results = (outs RATrain_AnyAsync:$pending);
   let assemblyFormat = "$offloaded attr-dict `:` qualified(type($offloaded))";
+  let hasVerifier = 1;
 }
 
 #endif // RATRAIN_OPS_TD

@@ -81,6 +81,23 @@ struct PlanPass : public ratrain::impl::RATrainPlanBase<PlanPass> {
       request.pipelineStages = pipelineDepth;
     if (microBatchSize > 0)
       request.microBatchSize = microBatchSize;
+    if (zero >= 0) {
+      if (zero > 2) {
+        module.emitError("--ratrain-plan: zero must be 0, 1 or 2, got ")
+            << zero;
+        return signalPassFailure();
+      }
+      request.zero = static_cast<ZeroStage>(int64_t(zero));
+    }
+    if (!offload.empty()) {
+      std::optional<OffloadPolicy> forced = parseOffloadPolicy(offload);
+      if (!forced) {
+        module.emitError("--ratrain-plan: unknown offload policy '")
+            << offload << "' (none, optimizer or master)";
+        return signalPassFailure();
+      }
+      request.offload = *forced;
+    }
     request.topK = std::max<int64_t>(1, showTop);
 
     for (ModelOp model : models) {

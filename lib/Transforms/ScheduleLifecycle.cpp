@@ -92,6 +92,17 @@ public:
                             bytes, plan.getDp());
   }
 
+  /// Seconds of one reload or write-back of `layer`'s offloaded states
+  /// (the whole states, in chunks when the machine streams in chunks).
+  double offloadSeconds(int64_t layer) const {
+    int64_t bytes = 0;
+    if (sizes.offloadsMaster())
+      bytes += sizes.masterBytes(layer);
+    if (sizes.offloadsOptState())
+      bytes += sizes.optStateBytes(layer);
+    return costs.offloadTransfer(bytes);
+  }
+
   SyncKind syncKind() const {
     return plan.getZero() >= 2 ? SyncKind::ReduceScatter : SyncKind::AllReduce;
   }
@@ -107,39 +118,66 @@ private:
   bool spansNodes;
 };
 
-/// The new states of one layer once its lifecycle ran.
+/// The lifecycle values of one layer, filled in as its ops are emitted.
 struct LayerLifecycle {
   int64_t layer = 0;
-  Value finalGrad;   ///< the gradient after the last micro-batch
-  Value pendingGrad; ///< the sync's async value
+  Value finalGrad;     ///< the gradient after the last micro-batch
+  Value pendingGrad;   ///< the sync's async value
+  double syncDone = 0; ///< predicted end of the sync (ratrain)
+  Value syncedGrad;    ///< the sync's wait, once emitted
+  /// Offload: the reloads of the offloaded states (null: state in DDR).
+  Value pendingMaster, pendingOptState;
+  bool reloadIssued = false;
+  double reloadDone = 0;
   Value newMaster;   ///< from the update
   Value newOptState; ///< from the update
   Value pendingView; ///< from the view prefetch
-  Value newView;     ///< the view in place for the next step
+  Value newView;     ///< the prefetch's wait, once emitted
+  /// Offload: the write-backs of the updated states.
+  SmallVector<Value, 2> pendingWriteBack;
+  double writeBackDone = 0;
+  bool released = false;
 };
 
 /// Schedules the lifecycle of one stage.
 class StageScheduler {
 public:
   StageScheduler(StageOp stage, PlanAttr plan, const StageCosts &costs,
-                 bool ratrainPolicy, int64_t recomputeAhead)
-      : stage(stage), plan(plan), costs(costs), ratrainPolicy(ratrainPolicy),
-        recomputeAhead(recomputeAhead), builder(stage.getContext()) {}
+                 const BufferSizes &sizes, StorageTier tier, bool ratrainPolicy,
+                 int64_t recomputeAhead)
+      : stage(stage), plan(plan), costs(costs), sizes(sizes), tier(tier),
+        ratrainPolicy(ratrainPolicy), recomputeAhead(recomputeAhead),
+        builder(stage.getContext()) {}
 
   LogicalResult run();
 
 private:
+  bool offloads() const {
+    return sizes.offloadsMaster() || sizes.offloadsOptState();
+  }
   void placeRecomputes();
   void emitGradReadyAndSync(LayerLifecycle &life);
-  void emitWaitUpdatePrefetch(LayerLifecycle &life);
+  void emitSyncWait(LayerLifecycle &life);
+  void emitReloads(LayerLifecycle &life, double now);
+  void emitUpdate(LayerLifecycle &life);
+  void emitViewPrefetch(LayerLifecycle &life);
+  void emitWriteBack(LayerLifecycle &life, double now);
+  void emitRelease(LayerLifecycle &life);
   void emitViewInPlace(ArrayRef<LayerLifecycle *> layers);
+  /// The first op of the stage's last backward sweep (micro-batch m - 1):
+  /// its recv gradient, a hoisted recompute or its first backward.
+  Operation *lastSweepStart();
 
   StageOp stage;
   PlanAttr plan;
   const StageCosts &costs;
+  const BufferSizes &sizes;
+  StorageTier tier;
   bool ratrainPolicy;
   int64_t recomputeAhead;
   OpBuilder builder;
+  /// Predicted time the offload stream is free (ratrain).
+  double offloadFree = 0;
 };
 
 } // namespace
@@ -184,6 +222,23 @@ void StageScheduler::placeRecomputes() {
   }
 }
 
+Operation *StageScheduler::lastSweepStart() {
+  int64_t last = plan.getMicroBatches() - 1;
+  for (Operation &op : stage.getBody().front()) {
+    if (auto recv = dyn_cast<RecvOp>(op))
+      if (recv.getPayload() == Payload::Gradient &&
+          int64_t(recv.getMicroBatch()) == last)
+        return &op;
+    if (auto recompute = dyn_cast<RecomputeOp>(op))
+      if (int64_t(recompute.getMicroBatch()) == last)
+        return &op;
+    if (auto backward = dyn_cast<BackwardOp>(op))
+      if (int64_t(backward.getMicroBatch()) == last)
+        return &op;
+  }
+  return stage.getYield();
+}
+
 void StageScheduler::emitGradReadyAndSync(LayerLifecycle &life) {
   MLIRContext *context = stage.getContext();
   Location loc = stage.getLoc();
@@ -201,20 +256,102 @@ void StageScheduler::emitGradReadyAndSync(LayerLifecycle &life) {
           .getPending();
 }
 
-void StageScheduler::emitWaitUpdatePrefetch(LayerLifecycle &life) {
-  Location loc = stage.getLoc();
-  int64_t layer = life.layer;
-  Value synced =
-      WaitOp::create(builder, loc,
+void StageScheduler::emitSyncWait(LayerLifecycle &life) {
+  if (life.syncedGrad)
+    return;
+  life.syncedGrad =
+      WaitOp::create(builder, stage.getLoc(),
                      cast<AsyncType>(life.pendingGrad.getType()).getValue(),
                      life.pendingGrad)
           .getValue();
-  auto update = UpdateOp::create(
-      builder, loc, stage.getMasterArg(layer).getType(),
-      stage.getOptStateArg(layer).getType(), Optimizer::AdamW, synced,
-      stage.getMasterArg(layer), stage.getOptStateArg(layer));
+}
+
+void StageScheduler::emitReloads(LayerLifecycle &life, double now) {
+  if (life.reloadIssued)
+    return;
+  life.reloadIssued = true;
+  Location loc = stage.getLoc();
+  MLIRContext *context = stage.getContext();
+  if (sizes.offloadsMaster()) {
+    BlockArgument master = stage.getMasterArg(life.layer);
+    life.pendingMaster =
+        ReloadOp::create(builder, loc,
+                         AsyncType::get(context, master.getType()), master)
+            .getPending();
+  }
+  if (sizes.offloadsOptState()) {
+    BlockArgument optState = stage.getOptStateArg(life.layer);
+    life.pendingOptState =
+        ReloadOp::create(builder, loc,
+                         AsyncType::get(context, optState.getType()), optState)
+            .getPending();
+  }
+  offloadFree = std::max(offloadFree, now) + costs.offloadSeconds(life.layer);
+  life.reloadDone = offloadFree;
+}
+
+void StageScheduler::emitUpdate(LayerLifecycle &life) {
+  Location loc = stage.getLoc();
+  int64_t layer = life.layer;
+  emitSyncWait(life);
+  auto inDDR = [&](Value pending, BlockArgument state) -> Value {
+    if (!pending)
+      return state;
+    return WaitOp::create(builder, loc, state.getType(), pending).getValue();
+  };
+  Value master = inDDR(life.pendingMaster, stage.getMasterArg(layer));
+  Value optState = inDDR(life.pendingOptState, stage.getOptStateArg(layer));
+  auto update =
+      UpdateOp::create(builder, loc, master.getType(), optState.getType(),
+                       Optimizer::AdamW, life.syncedGrad, master, optState);
   life.newMaster = update.getNewMaster();
   life.newOptState = update.getNewOptState();
+}
+
+void StageScheduler::emitViewPrefetch(LayerLifecycle &life) {
+  life.pendingView =
+      ViewPrefetchOp::create(
+          builder, stage.getLoc(),
+          AsyncType::get(stage.getContext(),
+                         ViewType::get(stage.getContext(), life.layer)),
+          life.newMaster)
+          .getPending();
+}
+
+void StageScheduler::emitWriteBack(LayerLifecycle &life, double now) {
+  MLIRContext *context = stage.getContext();
+  auto writeBack = [&](Value state) {
+    life.pendingWriteBack.push_back(
+        OffloadOp::create(
+            builder, stage.getLoc(),
+            AsyncType::get(context,
+                           OffloadedType::get(context, state.getType())),
+            state, tier)
+            .getPending());
+  };
+  if (sizes.offloadsMaster())
+    writeBack(life.newMaster);
+  if (sizes.offloadsOptState())
+    writeBack(life.newOptState);
+  offloadFree = std::max(offloadFree, now) + costs.offloadSeconds(life.layer);
+  life.writeBackDone = offloadFree;
+}
+
+void StageScheduler::emitRelease(LayerLifecycle &life) {
+  if (life.released)
+    return;
+  life.released = true;
+  Location loc = stage.getLoc();
+  // The cast reads the offloaded master: it completes before the buffer is
+  // reused.
+  if (sizes.offloadsMaster() && !life.newView)
+    life.newView = WaitOp::create(builder, loc,
+                                  ViewType::get(stage.getContext(), life.layer),
+                                  life.pendingView)
+                       .getValue();
+  for (Value pending : life.pendingWriteBack)
+    WaitOp::create(builder, loc, cast<AsyncType>(pending.getType()).getValue(),
+                   pending);
 }
 
 void StageScheduler::emitViewInPlace(ArrayRef<LayerLifecycle *> layers) {
@@ -223,8 +360,9 @@ void StageScheduler::emitViewInPlace(ArrayRef<LayerLifecycle *> layers) {
   SmallVector<Value> gathers;
   for (LayerLifecycle *life : layers) {
     Type viewType = ViewType::get(context, life->layer);
-    life->newView =
-        WaitOp::create(builder, loc, viewType, life->pendingView).getValue();
+    if (!life->newView)
+      life->newView =
+          WaitOp::create(builder, loc, viewType, life->pendingView).getValue();
     if (plan.getZero() >= 1)
       gathers.push_back(
           SyncOp::create(builder, loc, AsyncType::get(context, viewType),
@@ -241,7 +379,8 @@ void StageScheduler::emitViewInPlace(ArrayRef<LayerLifecycle *> layers) {
 LogicalResult StageScheduler::run() {
   Block &body = stage.getBody().front();
   for (Operation &op : body)
-    if (isa<GradReadyOp, SyncOp, UpdateOp, ViewPrefetchOp, WaitOp>(op))
+    if (isa<GradReadyOp, SyncOp, UpdateOp, ViewPrefetchOp, WaitOp, OffloadOp,
+            ReloadOp>(op))
       return op.emitOpError("stage ")
              << stage.getStage()
              << " already has lifecycle operations; "
@@ -267,69 +406,84 @@ LogicalResult StageScheduler::run() {
              << "; run --ratrain-expand-1f1b first";
     lastBackward[life.finalGrad.getDefiningOp()] = &life;
   }
+  // Layers in the order their gradients become ready: the order of the
+  // syncs, the updates and the offload stream.
+  SmallVector<LayerLifecycle *> order;
+  for (Operation &op : body)
+    if (LayerLifecycle *life = lastBackward.lookup(&op))
+      order.push_back(life);
+  DenseMap<LayerLifecycle *, size_t> rank;
+  for (auto [index, life] : llvm::enumerate(order))
+    rank[life] = index;
 
   YieldOp yield = stage.getYield();
   SmallVector<LayerLifecycle *> updated;
   if (!ratrainPolicy) {
     // Whole-stage phases at the iteration boundary, layers in the order
     // their gradients became ready.
-    SmallVector<LayerLifecycle *> order;
-    for (Operation &op : body)
-      if (LayerLifecycle *life = lastBackward.lookup(&op))
-        order.push_back(life);
     builder.setInsertionPoint(yield);
     for (LayerLifecycle *life : order)
       emitGradReadyAndSync(*life);
-    SmallVector<Value> synced;
     for (LayerLifecycle *life : order)
-      synced.push_back(
-          WaitOp::create(
-              builder, stage.getLoc(),
-              cast<AsyncType>(life->pendingGrad.getType()).getValue(),
-              life->pendingGrad)
-              .getValue());
-    for (auto [life, grad] : llvm::zip(order, synced)) {
-      auto update = UpdateOp::create(
-          builder, stage.getLoc(), stage.getMasterArg(life->layer).getType(),
-          stage.getOptStateArg(life->layer).getType(), Optimizer::AdamW, grad,
-          stage.getMasterArg(life->layer), stage.getOptStateArg(life->layer));
-      life->newMaster = update.getNewMaster();
-      life->newOptState = update.getNewOptState();
+      emitSyncWait(*life);
+    // Offloaded states stream through two buffers: the reload of a layer
+    // right before its update, its write-back right after; the buffer of
+    // the layer before last is released first. The cast of an offloaded
+    // master runs before its write-back.
+    for (auto [index, life] : llvm::enumerate(order)) {
+      if (offloads()) {
+        if (index >= 2)
+          emitRelease(*order[index - 2]);
+        emitReloads(*life, 0);
+      }
+      emitUpdate(*life);
+      if (sizes.offloadsMaster())
+        emitViewPrefetch(*life);
+      if (offloads())
+        emitWriteBack(*life, 0);
     }
+    if (!sizes.offloadsMaster())
+      for (LayerLifecycle *life : order)
+        emitViewPrefetch(*life);
     for (LayerLifecycle *life : order)
-      life->pendingView =
-          ViewPrefetchOp::create(
-              builder, stage.getLoc(),
-              AsyncType::get(stage.getContext(),
-                             ViewType::get(stage.getContext(), life->layer)),
-              life->newMaster)
-              .getPending();
+      emitRelease(*life);
     updated = order;
   } else {
     // Walk the program with a compute-stream clock; the communication
-    // stream runs the syncs in issue order.
-    struct PendingSync {
-      LayerLifecycle *life;
-      double done;
-    };
-    std::deque<PendingSync> inFlight;
+    // stream runs the syncs in issue order, the offload stream the reloads
+    // and write-backs in issue order.
+    std::deque<LayerLifecycle *> inFlight;
+    // ZeRO-2: reduce-scatters issued and not yet waited, in issue order.
+    std::deque<LayerLifecycle *> unwaitedScatters;
+    // Offload: layers whose reload waits for the buffer of the layer two
+    // updates earlier (order index of the layer to reload).
+    std::deque<size_t> refills;
+    bool zero2 = plan.getZero() >= 2;
     double clock = 0, commFree = 0;
+    auto refill = [&](size_t index) {
+      emitRelease(*order[index - 2]);
+      emitReloads(*order[index], clock);
+    };
     auto retire = [&](Operation *before) {
-      PendingSync next = inFlight.front();
+      LayerLifecycle *life = inFlight.front();
       inFlight.pop_front();
       builder.setInsertionPoint(before);
-      emitWaitUpdatePrefetch(*next.life);
-      next.life->pendingView =
-          ViewPrefetchOp::create(
-              builder, stage.getLoc(),
-              AsyncType::get(
-                  stage.getContext(),
-                  ViewType::get(stage.getContext(), next.life->layer)),
-              next.life->newMaster)
-              .getPending();
-      clock =
-          std::max(clock, next.done) + costs.updateSeconds(next.life->layer);
-      updated.push_back(next.life);
+      size_t index = rank[life];
+      if (!refills.empty() && refills.front() == index) {
+        refills.pop_front();
+        refill(index);
+      }
+      emitUpdate(*life);
+      emitViewPrefetch(*life);
+      clock = std::max({clock, life->syncDone, life->reloadDone}) +
+              costs.updateSeconds(life->layer);
+      if (offloads()) {
+        emitWriteBack(*life, clock);
+        if (index + 2 < order.size())
+          refills.push_back(index + 2);
+      }
+      llvm::erase(unwaitedScatters, life);
+      updated.push_back(life);
     };
     // The stage's last gradient send is on the critical path of the
     // pipeline drain (stage s - 1 waits for it, then s - 2 for that one):
@@ -339,9 +493,40 @@ LogicalResult StageScheduler::run() {
       if (send.getPayload() == Payload::Gradient)
         lastSend = send;
     bool drained = lastSend == nullptr;
+    // The first two layers' offloaded states are reloaded when the last
+    // backward sweep starts, overlapping it.
+    Operation *sweepStart = offloads() ? lastSweepStart() : nullptr;
     for (Operation *op = &body.front(); op != yield.getOperation();) {
       Operation *next = op->getNextNode();
-      while (drained && !inFlight.empty() && inFlight.front().done <= clock)
+      builder.setInsertionPoint(op);
+      if (op == sweepStart)
+        for (size_t index = 0; index < std::min<size_t>(2, order.size());
+             ++index)
+          emitReloads(*order[index], clock);
+      // A buffer of the window is free once its write-back completed.
+      while (!refills.empty() &&
+             order[refills.front() - 2]->writeBackDone <= clock) {
+        refill(refills.front());
+        refills.pop_front();
+      }
+      // ZeRO-2: a completed reduce-scatter frees the full gradient; with
+      // m = 1 at most one is in flight when a backward starts (the full
+      // gradients are double-buffered).
+      while (zero2 && !unwaitedScatters.empty() &&
+             (unwaitedScatters.front()->syncDone <= clock ||
+              (plan.getMicroBatches() == 1 && isa<BackwardOp>(op) &&
+               unwaitedScatters.size() >= 2))) {
+        LayerLifecycle *life = unwaitedScatters.front();
+        unwaitedScatters.pop_front();
+        emitSyncWait(*life);
+        clock = std::max(clock, life->syncDone);
+      }
+      // An update goes where its sync and its states' reload are predicted
+      // complete.
+      while (drained && !inFlight.empty() &&
+             inFlight.front()->syncDone <= clock &&
+             (!offloads() || (inFlight.front()->reloadIssued &&
+                              inFlight.front()->reloadDone <= clock)))
         retire(op);
       if (op == lastSend)
         drained = true;
@@ -351,7 +536,10 @@ LogicalResult StageScheduler::run() {
         emitGradReadyAndSync(*life);
         double start = std::max(commFree, clock);
         commFree = start + costs.syncSeconds(life->layer);
-        inFlight.push_back({life, commFree});
+        life->syncDone = commFree;
+        inFlight.push_back(life);
+        if (zero2)
+          unwaitedScatters.push_back(life);
         // Ops inserted after `op` are not revisited.
         next = life->pendingGrad.getDefiningOp()->getNextNode();
       }
@@ -359,6 +547,9 @@ LogicalResult StageScheduler::run() {
     }
     while (!inFlight.empty())
       retire(yield);
+    builder.setInsertionPoint(yield);
+    for (LayerLifecycle *life : updated)
+      emitRelease(*life);
   }
 
   // Views in place for the next step, the stage's first layer first.
@@ -415,11 +606,23 @@ struct ScheduleLifecyclePass
       SmallVector<LayerKind> kinds;
       for (LayerOp layer : model->getLayers())
         kinds.push_back(layer.getKind());
+      if (plan.getOffload() != Offload::None && !machine->offload.present()) {
+        pipeline.emitOpError("plan keeps ")
+            << (plan.getOffload() == Offload::Master
+                    ? "the master weights and optimizer states"
+                    : "the optimizer states")
+            << " in the offload tier, but machine '" << machine->name
+            << "' has none (no 'offload:' in its machine file)";
+        return signalPassFailure();
+      }
+      StorageTier tier = machine->offload.kind == OffloadTierKind::Storage
+                             ? StorageTier::Storage
+                             : StorageTier::Host;
       for (StageOp stage : pipeline.getStages()) {
         StageCosts costs(costModel, sizes, plan, kinds, stage.getStage(),
                          machine->clustersPerNode);
-        if (failed(StageScheduler(stage, plan, costs, ratrainPolicy,
-                                  recomputeAhead)
+        if (failed(StageScheduler(stage, plan, costs, sizes, tier,
+                                  ratrainPolicy, recomputeAhead)
                        .run()))
           return signalPassFailure();
       }

@@ -6,6 +6,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/SymbolTable.h"
 
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -48,7 +49,8 @@ static int64_t ceilDiv(int64_t x, int64_t y) { return (x + y - 1) / y; }
 
 BufferSizes::BufferSizes(ModelOp model, PlanAttr plan,
                          const MemoryOptions &options)
-    : plan(plan), config(model.toModelConfig()), options(options) {
+    : plan(plan), config(model.toModelConfig()), options(options),
+      offload(fromIROffload(plan.getOffload())) {
   for (LayerOp layer : model.getLayers()) {
     int64_t params = layer.getNumParams();
     // The memory model gives the last stage its own copy of a tied
@@ -93,8 +95,53 @@ int64_t BufferSizes::optStateBytes(int64_t layer) const {
 }
 
 int64_t BufferSizes::gradBytes(int64_t layer) const {
+  return int64_t(getDTypeBytes(config.dtype)) * params(layer);
+}
+
+int64_t BufferSizes::gradShardBytes(int64_t layer) const {
+  if (plan.getZero() < 2)
+    return 0;
   return int64_t(getDTypeBytes(config.dtype)) *
          shardedParams(params(layer), plan, 2);
+}
+
+bool BufferSizes::offloadsMaster() const {
+  return offload == OffloadPolicy::MasterAndOptimizer &&
+         getDTypeBytes(config.dtype) < 4;
+}
+
+bool BufferSizes::offloadsOptState() const {
+  return offload != OffloadPolicy::None;
+}
+
+int64_t BufferSizes::residentMasterBytes(int64_t layer) const {
+  return offloadsMaster() ? 0 : masterBytes(layer);
+}
+
+int64_t BufferSizes::residentOptStateBytes(int64_t layer) const {
+  return offloadsOptState() ? 0 : optStateBytes(layer);
+}
+
+/// A state's share of one streaming chunk: `bytes` of a layer whose
+/// offloaded states total `offloaded` bytes, `chunk` of which stream
+/// through DDR at a time.
+static int64_t chunkShare(int64_t bytes, int64_t offloaded, int64_t chunk) {
+  if (chunk <= 0 || offloaded <= chunk || offloaded == 0)
+    return bytes;
+  // bytes * chunk / offloaded, rounded down, without overflow.
+  return int64_t((__int128)bytes * chunk / offloaded);
+}
+
+int64_t BufferSizes::streamedMasterBytes(int64_t layer) const {
+  int64_t offloaded = (offloadsMaster() ? masterBytes(layer) : 0) +
+                      (offloadsOptState() ? optStateBytes(layer) : 0);
+  return chunkShare(masterBytes(layer), offloaded, options.offloadChunkBytes);
+}
+
+int64_t BufferSizes::streamedOptStateBytes(int64_t layer) const {
+  int64_t offloaded = (offloadsMaster() ? masterBytes(layer) : 0) +
+                      (offloadsOptState() ? optStateBytes(layer) : 0);
+  return chunkShare(optStateBytes(layer), offloaded, options.offloadChunkBytes);
 }
 
 int64_t BufferSizes::activationBytes(int64_t layer, ActivationKind kind) const {
@@ -127,12 +174,9 @@ int64_t BufferSizes::workspaceBytes(int64_t stage) const {
   return stageMemory[stage].kernelWorkspace;
 }
 
-int64_t BufferSizes::syncStagingBytes(int64_t stage) const {
-  // The memory model's communication buffers less the four pipeline
-  // message buffers, which are buffers of their own here.
-  int64_t messages = plan.getPp() > 1 ? 4 * boundaryBytes() : 0;
-  return std::max<int64_t>(0,
-                           stageMemory[stage].communicationBuffers - messages);
+int64_t BufferSizes::syncStagingBytes(int64_t) const {
+  // Syncs run in place on the accumulation buffers (see the header).
+  return 0;
 }
 
 int64_t BufferSizes::attentionScratchBytes(int64_t stage) const {
@@ -166,6 +210,8 @@ StringRef ratrain::stringifyBufferKind(BufferKind kind) {
     return "opt_state";
   case BufferKind::Gradient:
     return "gradient";
+  case BufferKind::GradientShard:
+    return "gradient_shard";
   case BufferKind::Activation:
     return "activation";
   case BufferKind::Recomputed:
@@ -203,6 +249,9 @@ std::string StageBuffer::describe() const {
     break;
   case BufferKind::Gradient:
     os << "gradient of layer " << layer;
+    break;
+  case BufferKind::GradientShard:
+    os << "gradient shard of layer " << layer;
     break;
   case BufferKind::Activation:
     os << "activations of layer " << layer << " mb " << microBatch;
@@ -322,8 +371,12 @@ private:
   StageBuffers result;
   /// The view buffer of each layer (its block argument's).
   DenseMap<int64_t, unsigned> viewBuffer;
-  /// Offload in flight: the async value -> the buffer it empties.
-  DenseMap<Value, unsigned> offloading;
+  /// Offload in flight: the async value -> the state it moves out.
+  DenseMap<Value, Value> offloading;
+  /// States whose offload completed: they are in the tier, not in DDR.
+  DenseSet<Value> offloaded;
+  /// View prefetch in flight: the async value -> the master it reads.
+  DenseMap<Value, Value> prefetchSource;
   /// Recvs waiting for their consumer, by (payload, micro-batch).
   DenseMap<std::pair<int, int64_t>, unsigned> pendingRecv;
   /// Position of the last producer of an outgoing message, by (payload,
@@ -335,6 +388,9 @@ private:
 
 void BufferBuilder::visit(Operation *op, int64_t position) {
   int64_t first = stage.getFirstLayer(), last = stage.getEndLayer() - 1;
+  // The yield's operands are handled once all ops are visited.
+  if (isa<YieldOp>(op))
+    return;
   for (Value operand : op->getOperands())
     use(operand, position);
 
@@ -426,12 +482,29 @@ void BufferBuilder::visit(Operation *op, int64_t position) {
     auto off = offloading.find(wait.getPending());
     if (off != offloading.end()) {
       // The state leaves DDR once the offload completes.
-      extend(off->second, position);
+      use(off->second, position);
+      offloaded.insert(off->second);
       return;
     }
+    auto prefetch = prefetchSource.find(wait.getPending());
+    if (prefetch != prefetchSource.end())
+      // The cast reads the master until it completes.
+      use(prefetch->second, position);
     auto it = result.bufferOf.find(wait.getPending());
-    if (it != result.bufferOf.end())
-      join(wait.getValue(), it->second, position);
+    if (it == result.bufferOf.end())
+      return;
+    auto sync = dyn_cast_or_null<SyncOp>(wait.getPending().getDefiningOp());
+    if (sync && sync.getKind() == SyncKind::ReduceScatter) {
+      // The full gradient is free once the reduce-scatter completes; this
+      // rank's shard lands in a buffer of its own.
+      Type type = wait.getValue().getType();
+      join(wait.getValue(),
+           newBuffer(BufferKind::GradientShard, type,
+                     getStateLayer(type).value_or(-1), position),
+           position);
+      return;
+    }
+    join(wait.getValue(), it->second, position);
     return;
   }
   if (auto update = dyn_cast<UpdateOp>(op)) {
@@ -449,12 +522,11 @@ void BufferBuilder::visit(Operation *op, int64_t position) {
     auto it = viewBuffer.find(layer);
     if (it != viewBuffer.end())
       join(prefetch.getPending(), it->second, position);
+    prefetchSource[prefetch.getPending()] = prefetch.getMaster();
     return;
   }
   if (auto offload = dyn_cast<OffloadOp>(op)) {
-    auto it = result.bufferOf.find(offload.getState());
-    if (it != result.bufferOf.end())
-      offloading[offload.getPending()] = it->second;
+    offloading[offload.getPending()] = offload.getState();
     return;
   }
   if (auto reload = dyn_cast<ReloadOp>(op)) {
@@ -495,14 +567,17 @@ StageBuffers BufferBuilder::run() {
   }
   for (auto [position, op] : llvm::enumerate(result.ops))
     visit(op, position);
-  // The states returned for the next step live to the end.
+  // The states returned for the next step live to the end, except those
+  // written back to the offload tier.
   for (Value value : stage.getYield().getStates())
-    use(value, stepEnd);
+    if (!offloaded.contains(value))
+      use(value, stepEnd);
   // Layer states persist across steps even when the yield returns another
-  // value of the same buffer.
+  // value of the same buffer; so does a ZeRO-2 gradient shard.
   for (StageBuffer &buffer : result.buffers)
     if (buffer.kind == BufferKind::View || buffer.kind == BufferKind::Master ||
-        buffer.kind == BufferKind::OptState) {
+        buffer.kind == BufferKind::OptState ||
+        buffer.kind == BufferKind::GradientShard) {
       buffer.start = -1;
       buffer.end = stepEnd;
     }
@@ -521,13 +596,16 @@ void ratrain::sizeStageBuffers(StageBuffers &buffers, StageOp stage,
       buffer.bytes = sizes.viewBytes(buffer.layer);
       break;
     case BufferKind::Master:
-      buffer.bytes = sizes.masterBytes(buffer.layer);
+      buffer.bytes = sizes.residentMasterBytes(buffer.layer);
       break;
     case BufferKind::OptState:
-      buffer.bytes = sizes.optStateBytes(buffer.layer);
+      buffer.bytes = sizes.residentOptStateBytes(buffer.layer);
       break;
     case BufferKind::Gradient:
       buffer.bytes = sizes.gradBytes(buffer.layer);
+      break;
+    case BufferKind::GradientShard:
+      buffer.bytes = sizes.gradShardBytes(buffer.layer);
       break;
     case BufferKind::Activation:
     case BufferKind::Recomputed:
@@ -543,9 +621,9 @@ void ratrain::sizeStageBuffers(StageBuffers &buffers, StageOp stage,
       if (isa<ViewType>(type))
         buffer.bytes = sizes.viewBytes(buffer.layer);
       else if (isa<MasterType>(type))
-        buffer.bytes = sizes.masterBytes(buffer.layer);
+        buffer.bytes = sizes.streamedMasterBytes(buffer.layer);
       else if (isa<OptStateType>(type))
-        buffer.bytes = sizes.optStateBytes(buffer.layer);
+        buffer.bytes = sizes.streamedOptStateBytes(buffer.layer);
       else if (isa<GradType>(type))
         buffer.bytes = sizes.gradBytes(buffer.layer);
       else if (auto act = dyn_cast<ActivationType>(type))

@@ -57,7 +57,12 @@ Operation *contentProducer(Value value) {
 /// Checks the program of one stage.
 class StageChecker {
 public:
-  StageChecker(StageOp stage, PlanAttr plan) : stage(stage), plan(plan) {}
+  /// `offloadsMaster` / `offloadsOptState`: the plan keeps those states in
+  /// the offload tier between steps.
+  StageChecker(StageOp stage, PlanAttr plan, bool offloadsMaster,
+               bool offloadsOptState)
+      : stage(stage), plan(plan), offloadsMaster(offloadsMaster),
+        offloadsOptState(offloadsOptState) {}
 
   LogicalResult run();
 
@@ -72,8 +77,20 @@ private:
   /// step's view, a re-materialized view (ZeRO 0) or an all-gathered one.
   bool viewInPlace(Value view, std::string &why) const;
 
+  /// Whether the plan keeps states of `type` in the offload tier.
+  bool inTier(Type type) const {
+    return (isa<MasterType>(type) && offloadsMaster) ||
+           (isa<OptStateType>(type) && offloadsOptState);
+  }
+  LogicalResult checkStateInDDR(UpdateOp update, Value state);
+
   StageOp stage;
   PlanAttr plan;
+  bool offloadsMaster, offloadsOptState;
+  /// States whose offload was issued, by the offload; and those whose
+  /// offload completed (they are in the tier).
+  DenseMap<Value, Operation *> offloadedBy;
+  DenseSet<Value> writtenBack;
   /// Values replaced by a newer state and the op that replaced them.
   DenseMap<Value, Operation *> replacedBy;
   /// Micro-batches accumulated into each partial gradient value.
@@ -122,7 +139,34 @@ LogicalResult StageChecker::checkView(Operation *user, Value view,
          << " before it is in place: " << why;
 }
 
+LogicalResult StageChecker::checkStateInDDR(UpdateOp update, Value state) {
+  if (!inTier(state.getType()))
+    return success();
+  Operation *def = state.getDefiningOp();
+  auto wait = dyn_cast_or_null<WaitOp>(def);
+  if (wait && isa_and_nonnull<ReloadOp>(wait.getPending().getDefiningOp()))
+    return success();
+  int64_t layer = update.getGrad().getType().getLayer();
+  return update.emitOpError("update-on-offloaded-state: the update of layer ")
+         << layer << " uses " << state.getType()
+         << ", which the plan keeps in the offload tier (offload = "
+         << stringifyOffload(plan.getOffload())
+         << "), without reloading it: its operand must be the 'ratrain.wait' "
+            "of a 'ratrain.reload'";
+}
+
 LogicalResult StageChecker::checkNotStale(Operation *user, Value value) {
+  // A state written back to the tier is returned by the yield from there.
+  if (isa<YieldOp>(user) && writtenBack.contains(value))
+    return success();
+  if (Operation *offload = offloadedBy.lookup(value)) {
+    InFlightDiagnostic diag = user->emitOpError("uses a stale state: the ")
+                              << value.getType()
+                              << " was moved to the offload tier by '"
+                              << offload->getName() << "'";
+    diag.attachNote(offload->getLoc()) << "offloaded here";
+    return diag;
+  }
   Operation *replacer = replacedBy.lookup(value);
   if (!replacer)
     return success();
@@ -244,6 +288,17 @@ LogicalResult StageChecker::run() {
       unwaited.insert({sync.getPending(), &op});
       continue;
     }
+    if (auto reload = dyn_cast<ReloadOp>(op)) {
+      Value source = reload.getOffloaded();
+      if (isa<BlockArgument>(source) && !inTier(source.getType()))
+        return op.emitOpError("reload-of-resident-state: reloads ")
+               << source.getType()
+               << " from the step start, but the plan keeps it in DDR "
+                  "(offload = "
+               << stringifyOffload(plan.getOffload()) << ")";
+    }
+    if (auto offload = dyn_cast<OffloadOp>(op))
+      offloadedBy[offload.getState()] = &op;
     if (isa<ViewPrefetchOp, OffloadOp, ReloadOp>(op)) {
       unwaited.insert({op.getResult(0), &op});
       if (auto prefetch = dyn_cast<ViewPrefetchOp>(op)) {
@@ -259,6 +314,9 @@ LogicalResult StageChecker::run() {
         return op.emitOpError("waits for an async value that is not in "
                               "flight (already waited)");
       unwaited.erase(wait.getPending());
+      if (auto offload =
+              dyn_cast_or_null<OffloadOp>(wait.getPending().getDefiningOp()))
+        writtenBack.insert(offload.getState());
       continue;
     }
     if (auto update = dyn_cast<UpdateOp>(op)) {
@@ -275,6 +333,9 @@ LogicalResult StageChecker::run() {
                << " uses a gradient that is not the result of a completed "
                   "'ratrain.sync' (a 'ratrain.wait' on its all_reduce or "
                   "reduce_scatter)";
+      if (failed(checkStateInDDR(update, update.getMaster())) ||
+          failed(checkStateInDDR(update, update.getOptState())))
+        return failure();
       replacedBy[update.getMaster()] = &op;
       replacedBy[update.getOptState()] = &op;
       newMaster[layer] = update.getNewMaster();
@@ -284,6 +345,14 @@ LogicalResult StageChecker::run() {
       for (auto [index, value] : llvm::enumerate(yield.getStates())) {
         Type type = value.getType();
         int64_t layer = *getStateLayer(type);
+        if (inTier(type) && !writtenBack.contains(value) &&
+            !(isa<BlockArgument>(value) &&
+              cast<BlockArgument>(value).getArgNumber() == index))
+          return op.emitOpError("offloaded-state-not-written-back: returns ")
+                 << type
+                 << ", which the plan keeps in the offload tier (offload = "
+                 << stringifyOffload(plan.getOffload())
+                 << "), without a completed 'ratrain.offload' of it";
         if (!isa<ViewType>(type))
           continue;
         std::string why;
@@ -449,8 +518,20 @@ struct VerifySchedulePass
     ModuleOp module = getOperation();
     bool ok = true;
     for (PipelineOp pipeline : module.getOps<PipelineOp>()) {
+      // FP32 models keep no separate master: only Adam m, v are offloaded.
+      PlanAttr plan = pipeline.getPlan();
+      bool lowPrecision = true;
+      if (FailureOr<ModelOp> model = lookupPipelineModel(pipeline);
+          succeeded(model))
+        lowPrecision = getDTypeBytes(model->toModelConfig().dtype) < 4;
+      else
+        ok = false;
+      bool offloadsOptState = plan.getOffload() != Offload::None;
+      bool offloadsMaster =
+          plan.getOffload() == Offload::Master && lowPrecision;
       for (StageOp stage : pipeline.getStages()) {
-        if (failed(StageChecker(stage, pipeline.getPlan()).run()))
+        if (failed(StageChecker(stage, plan, offloadsMaster, offloadsOptState)
+                       .run()))
           ok = false;
         else if (failed(checkBufferOverlap(stage)))
           ok = false;

@@ -74,9 +74,11 @@ ratrain.model @tiny family("llama") dtype(bf16) seq_len(128)
 
 // -----
 
-// ZeRO-2 over dp = 8: master, optimizer state and gradient are this rank's
-// 1/8 shard; the reduce-scatter needs the largest layer's full 16-bit
-// gradient as staging (1451008 bytes).
+// ZeRO-2 over dp = 8: master and optimizer state are this rank's 1/8 shard.
+// A layer's gradient accumulates over the micro-batches in a full-size
+// buffer (1451008 bytes for a decoder layer) that the reduce-scatter reads
+// in place; this rank's shard (181376 bytes) lands at the wait in a buffer
+// of its own that persists over the step; no sync staging.
 ratrain.model @deep family("llama") dtype(bf16) seq_len(128)
     max_positions(256) positions rope rms_eps(1.0e-05) rope_theta(1.0e+04)
     plan #ratrain.plan<clusters = 16, pp = 2, dp = 8, micro_batch_size = 1,
@@ -96,5 +98,8 @@ ratrain.model @deep family("llama") dtype(bf16) seq_len(128)
 // CHECK-LABEL: ratrain.stage 1 layers [4, 8)
 // CHECK-SAME: ratrain.arg_buffers = array<i64: 0, 0, 1451008, 1, 1451008, 362752, 2, 1813760, 725504,
 // CHECK-SAME: 9, 7617792, 262656, 10, 7880448, 65664, 11, 7946112, 131328>
-// CHECK-SAME: sync_staging = array<i64: {{[0-9]+}}, {{[0-9]+}}, 1451008>
-// CHECK: ratrain.backward %view4, %{{.*}} mb(0) {ratrain.buffers = array<i64: {{[0-9]+}}, {{[0-9]+}}, 181376>}
+// CHECK-SAME: sync_staging = array<i64: {{[0-9]+}}, {{[0-9]+}}, 0>
+// CHECK: ratrain.backward %view4, %{{.*}} mb(0) {ratrain.buffers = array<i64: [[G4:[0-9]+]], {{[0-9]+}}, 1451008>}
+// CHECK: ratrain.backward %view4, %{{.*}} mb(1) {ratrain.buffers = array<i64: [[G4]], {{[0-9]+}}, 1451008>}
+// CHECK: ratrain.sync reduce_scatter %{{.*}} {ratrain.buffers = array<i64: [[G4]], {{[0-9]+}}, 1451008>} : !ratrain.grad<4, ready>
+// CHECK: ratrain.wait %{{.*}} {ratrain.buffers = array<i64: {{[0-9]+}}, {{[0-9]+}}, 181376>} : !ratrain.async<!ratrain.grad<4, synced>>

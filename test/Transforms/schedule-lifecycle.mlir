@@ -312,8 +312,9 @@ ratrain.model @tiny family("llama") dtype(bf16) seq_len(128)
 // reduce-scatter, then all-gathers of the new views), 4 layers per stage;
 // stage 1 recomputes fully. Under ratrain, stage 0 (no upstream stage)
 // updates layers 3 and 2 while the backward of layers 1 and 0 still runs;
-// stage 1 issues its syncs during the last backward sweep and updates after
-// its last gradient send.
+// stage 1 issues its syncs during the last backward sweep, waits for each
+// reduce-scatter where it is predicted complete (the layer's full gradient
+// is free from there) and updates after its last gradient send.
 ratrain.model @deep family("llama") dtype(bf16) seq_len(128)
     max_positions(256) positions rope rms_eps(1.0e-05) rope_theta(1.0e+04)
     plan #ratrain.plan<clusters = 16, pp = 2, dp = 8, micro_batch_size = 1,
@@ -408,6 +409,7 @@ ratrain.model @deep family("llama") dtype(bf16) seq_len(128)
 // RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.grad_ready %{{[a-z_0-9]+}} : !ratrain.grad<7, partial>
 // RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.sync reduce_scatter %{{[a-z_0-9]+}} hierarchy hierarchical : !ratrain.grad<7, ready> -> !ratrain.async<!ratrain.grad<7, synced>>
 // RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.recompute %{{[a-z_0-9]+}}, %{{[a-z_0-9]+}} mb(1) : !ratrain.view<6>, !ratrain.act<6, input> -> !ratrain.act<6, full>
+// RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.wait %{{[a-z_0-9]+}} : !ratrain.async<!ratrain.grad<7, synced>>
 // RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.backward %{{[a-z_0-9]+}}, %{{[a-z_0-9]+}} acc(%{{[a-z_0-9]+}}) mb(1) : !ratrain.view<6>, !ratrain.act<6, full>
 // RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.grad_ready %{{[a-z_0-9]+}} : !ratrain.grad<6, partial>
 // RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.sync reduce_scatter %{{[a-z_0-9]+}} hierarchy hierarchical : !ratrain.grad<6, ready> -> !ratrain.async<!ratrain.grad<6, synced>>
@@ -415,18 +417,17 @@ ratrain.model @deep family("llama") dtype(bf16) seq_len(128)
 // RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.backward %{{[a-z_0-9]+}}, %{{[a-z_0-9]+}} acc(%{{[a-z_0-9]+}}) mb(1) : !ratrain.view<5>, !ratrain.act<5, full>
 // RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.grad_ready %{{[a-z_0-9]+}} : !ratrain.grad<5, partial>
 // RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.sync reduce_scatter %{{[a-z_0-9]+}} hierarchy hierarchical : !ratrain.grad<5, ready> -> !ratrain.async<!ratrain.grad<5, synced>>
+// RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.wait %{{[a-z_0-9]+}} : !ratrain.async<!ratrain.grad<6, synced>>
 // RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.recompute %{{[a-z_0-9]+}}, %{{[a-z_0-9]+}} mb(1) : !ratrain.view<4>, !ratrain.act<4, input> -> !ratrain.act<4, full>
 // RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.backward %{{[a-z_0-9]+}}, %{{[a-z_0-9]+}} acc(%{{[a-z_0-9]+}}) mb(1) : !ratrain.view<4>, !ratrain.act<4, full>
 // RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.grad_ready %{{[a-z_0-9]+}} : !ratrain.grad<4, partial>
 // RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.sync reduce_scatter %{{[a-z_0-9]+}} hierarchy hierarchical : !ratrain.grad<4, ready> -> !ratrain.async<!ratrain.grad<4, synced>>
+// RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.wait %{{[a-z_0-9]+}} : !ratrain.async<!ratrain.grad<5, synced>>
 // RAT-NEXT: ratrain.send gradient mb(1) to(0)
-// RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.wait %{{[a-z_0-9]+}} : !ratrain.async<!ratrain.grad<7, synced>>
 // RAT-NEXT: %{{[a-z_0-9]+}}, %{{[a-z_0-9]+}} = ratrain.update adamw %{{[a-z_0-9]+}}, %{{[a-z_0-9]+}}, %{{[a-z_0-9]+}} : !ratrain.grad<7, synced>, !ratrain.master<7>, !ratrain.opt_state<7>
 // RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.view_prefetch %{{[a-z_0-9]+}} : !ratrain.master<7>
-// RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.wait %{{[a-z_0-9]+}} : !ratrain.async<!ratrain.grad<6, synced>>
 // RAT-NEXT: %{{[a-z_0-9]+}}, %{{[a-z_0-9]+}} = ratrain.update adamw %{{[a-z_0-9]+}}, %{{[a-z_0-9]+}}, %{{[a-z_0-9]+}} : !ratrain.grad<6, synced>, !ratrain.master<6>, !ratrain.opt_state<6>
 // RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.view_prefetch %{{[a-z_0-9]+}} : !ratrain.master<6>
-// RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.wait %{{[a-z_0-9]+}} : !ratrain.async<!ratrain.grad<5, synced>>
 // RAT-NEXT: %{{[a-z_0-9]+}}, %{{[a-z_0-9]+}} = ratrain.update adamw %{{[a-z_0-9]+}}, %{{[a-z_0-9]+}}, %{{[a-z_0-9]+}} : !ratrain.grad<5, synced>, !ratrain.master<5>, !ratrain.opt_state<5>
 // RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.view_prefetch %{{[a-z_0-9]+}} : !ratrain.master<5>
 // RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.wait %{{[a-z_0-9]+}} : !ratrain.async<!ratrain.grad<4, synced>>

@@ -87,8 +87,33 @@ public:
   int64_t masterBytes(int64_t layer) const;
   /// Adam m and v, 8 bytes/param (ZeRO >= 1: the shard).
   int64_t optStateBytes(int64_t layer) const;
-  /// The gradient, w bytes/param (ZeRO-2: the shard, as the memory model).
+  /// The gradient a backward accumulates into: the layer's full gradient,
+  /// w bytes/param, under every ZeRO stage (the schedule accumulates all
+  /// micro-batches before it syncs).
   int64_t gradBytes(int64_t layer) const;
+  /// ZeRO-2: this rank's shard of the reduce-scattered gradient, w *
+  /// ceil(params / dp); 0 under ZeRO 0/1 (the all-reduce runs in place).
+  int64_t gradShardBytes(int64_t layer) const;
+
+  /// The plan's offload policy.
+  OffloadPolicy getOffload() const { return offload; }
+  /// Whether the plan keeps the master (resp. optimizer state) of every
+  /// layer in the offload tier between steps. FP32 models never offload
+  /// the master: their view is the master.
+  bool offloadsMaster() const;
+  bool offloadsOptState() const;
+  /// DDR bytes of a state's block argument: 0 when the plan keeps it in the
+  /// offload tier, else masterBytes / optStateBytes.
+  int64_t residentMasterBytes(int64_t layer) const;
+  int64_t residentOptStateBytes(int64_t layer) const;
+  /// DDR bytes of a reloaded master (optimizer state) of `layer` in the
+  /// streaming window: the whole state, or, when the machine streams in
+  /// chunks (offload.chunk_bytes) and the layer's offloaded states exceed
+  /// one chunk, this state's share of the one chunk that streams through
+  /// DDR (offloaded bytes are apportioned 4 : 8 between master and Adam
+  /// m, v), as the memory model's offload window counts it.
+  int64_t streamedMasterBytes(int64_t layer) const;
+  int64_t streamedOptStateBytes(int64_t layer) const;
   /// Stored activations of `layer` for one micro-batch: the Korthikanti
   /// sizes for decoder layers (`full`: no recompute, `selective`, `input`:
   /// 2sbh), token ids for the embedding, norm output, logits and softmax
@@ -99,9 +124,12 @@ public:
   /// DDR scratch of the largest layer kernel of a stage (the memory
   /// model's kernel workspace).
   int64_t workspaceBytes(int64_t stage) const;
-  /// Gradient-sync staging of a stage: the memory model's communication
-  /// buffers other than the pipeline messages (ZeRO-2's reduce-scatter
-  /// input); 0 when syncs run in place.
+  /// Gradient-sync staging of a stage: 0. All-reduce runs in place on the
+  /// accumulated gradient and a ZeRO-2 reduce-scatter reads it in place and
+  /// writes this rank's shard (a buffer of its own), so no staging buffer
+  /// exists; the memory model's ZeRO-2 staging (one layer's full gradient)
+  /// is covered by the full-size accumulation buffers instead. Kept as a
+  /// scratch entry so that the attribute's shape stays stable.
   int64_t syncStagingBytes(int64_t stage) const;
   /// Attention scores a backward recomputes under selective recompute (the
   /// memory model's recompute buffer; 0 with fused attention).
@@ -111,6 +139,7 @@ private:
   PlanAttr plan;
   ModelConfig config;
   MemoryOptions options;
+  OffloadPolicy offload = OffloadPolicy::None;
   /// The memory model's accounting of each stage.
   std::vector<StageMemory> stageMemory;
   llvm::SmallVector<int64_t> layerParams;
@@ -126,12 +155,13 @@ enum class BufferKind {
   View,
   Master,
   OptState,
-  Gradient,
-  Activation,  ///< stored by a forward
-  Recomputed,  ///< produced by a recompute
-  RecvMessage, ///< lands a received activation or gradient
-  SendMessage, ///< holds an activation or gradient until it is sent
-  Reloaded,    ///< a state brought back by ratrain.reload
+  Gradient,      ///< full-size accumulation buffer of a layer's gradient
+  GradientShard, ///< ZeRO-2: this rank's reduce-scattered shard
+  Activation,    ///< stored by a forward
+  Recomputed,    ///< produced by a recompute
+  RecvMessage,   ///< lands a received activation or gradient
+  SendMessage,   ///< holds an activation or gradient until it is sent
+  Reloaded,      ///< a state brought back by ratrain.reload
   Workspace,
   SyncStaging,
   AttentionScratch,
@@ -195,7 +225,12 @@ struct StageBuffers {
 /// start and yielded values to the step end. A recv's message buffer lives
 /// until the op that consumes it (the forward of the stage's first layer or
 /// the backward of its last layer of that micro-batch); a send's from the
-/// op that produced it.
+/// op that produced it. Asynchronous readers keep their source live until
+/// they are waited: an offloaded state's buffer until the offload's wait
+/// (a yielded value whose offload completed is in the tier, not in DDR, at
+/// the step end), and a master until the wait of the view prefetch that
+/// casts it. The wait of a `reduce_scatter` ends the full gradient's buffer
+/// and starts the shard's, which persists over the step.
 StageBuffers analyzeStageBuffers(StageOp stage);
 
 /// Fills in the bytes of every buffer and adds the stage's scratch buffers

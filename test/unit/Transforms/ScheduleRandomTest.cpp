@@ -24,6 +24,7 @@
 #include "mlir/Pass/PassManager.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -271,12 +272,34 @@ int64_t checkStageBuffers(StageOp stage, const std::string &where) {
   // Pending transfers by (payload, micro-batch).
   std::map<std::pair<int, int64_t>, SmallVector<int64_t, 3>> pendingRecv;
   std::map<std::pair<int, int64_t>, int64_t> producer;
+  // Asynchronous readers: a view prefetch reads its master, an offload its
+  // state, until waited. States whose offload completed are in the tier.
+  DenseMap<Value, Value> asyncSource;
+  DenseSet<Value> writtenBack;
   for (auto [at, op] : llvm::enumerate(ops)) {
     int64_t pos = at;
     for (Value operand : op->getOperands())
-      touch(tripleOf(operand), pos);
+      if (!isa<YieldOp>(op) || !writtenBack.contains(operand))
+        touch(tripleOf(operand), pos);
     for (Value result : op->getResults())
       touch(tripleOf(result), pos);
+    if (auto prefetch = dyn_cast<ViewPrefetchOp>(op))
+      asyncSource[prefetch.getPending()] = prefetch.getMaster();
+    if (auto offload = dyn_cast<OffloadOp>(op))
+      asyncSource[offload.getPending()] = offload.getState();
+    if (auto wait = dyn_cast<WaitOp>(op)) {
+      if (Value source = asyncSource.lookup(wait.getPending())) {
+        touch(tripleOf(source), pos);
+        if (isa<OffloadOp>(wait.getPending().getDefiningOp()))
+          writtenBack.insert(source);
+      }
+      // A ZeRO-2 gradient shard persists over the step.
+      auto sync = dyn_cast<SyncOp>(wait.getPending().getDefiningOp());
+      if (sync && sync.getKind() == SyncKind::ReduceScatter) {
+        touch(tripleOf(wait.getValue()), -1);
+        touch(tripleOf(wait.getValue()), stepEnd);
+      }
+    }
     auto attr = op->getAttrOfType<DenseI64ArrayAttr>(kBuffersAttr);
     if (auto recv = dyn_cast<RecvOp>(op)) {
       EXPECT_TRUE(attr) << where;
