@@ -1,0 +1,95 @@
+// Errors of --ratrain-lower-to-mt3k. Each case runs the schedule passes and
+// the lowering in one invocation, so the pipeline and its stages carry the
+// location of the model they were expanded from.
+
+// RUN: ratrain-opt %s -split-input-file -verify-diagnostics \
+// RUN:   --ratrain-expand-1f1b --ratrain-schedule-lifecycle=machine=%examples/machines/mt3000.yaml \
+// RUN:   --ratrain-assign-buffers=machine=%examples/machines/mt3000.yaml --ratrain-verify-schedule \
+// RUN:   --ratrain-lower-to-mt3k=machine=%examples/machines/mt3000.yaml
+
+// A module without a scheduled pipeline.
+// expected-error@+1 {{found no ratrain.pipeline to lower: run --ratrain-schedule-pipeline first}}
+module {
+}
+
+// -----
+
+// ZeRO-2: the schedule's gradients accumulate at full size but the buffers
+// hold a shard.
+// expected-error@+1 {{'ratrain.pipeline' op cannot be lowered: ZeRO-2 keeps only a gradient shard per layer}}
+ratrain.model @zero2 family("llama") dtype(bf16) seq_len(64) max_positions(128) positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) plan #ratrain.plan<clusters = 4, pp = 2, dp = 2, micro_batch_size = 1, micro_batches = 2, zero = 2, stage_layers = [2, 2], recompute = [none, none], step_us = 1000, peak_bytes = 1000000> {
+  ratrain.layer 0 embedding hidden(64) vocab(128)
+  ratrain.layer 1 decoder hidden(64) heads(2) kv_heads(2) ffn(172)
+  ratrain.layer 2 decoder hidden(64) heads(2) kv_heads(2) ffn(172)
+  ratrain.layer 3 head hidden(64) vocab(128)
+}
+
+// -----
+
+// expected-error@+1 {{'ratrain.pipeline' op cannot be lowered: model @alibi uses ALiBi positions; the mt3k kernels implement RoPE}}
+ratrain.model @alibi family("llama") dtype(bf16) seq_len(64) max_positions(128) positions alibi rms_eps(1.0e-05) rope_theta(1.0e+04) plan #ratrain.plan<clusters = 4, pp = 2, dp = 2, micro_batch_size = 1, micro_batches = 2, zero = 0, stage_layers = [2, 2], recompute = [none, none], step_us = 1000, peak_bytes = 1000000> {
+  ratrain.layer 0 embedding hidden(64) vocab(128)
+  ratrain.layer 1 decoder hidden(64) heads(2) kv_heads(2) ffn(172)
+  ratrain.layer 2 decoder hidden(64) heads(2) kv_heads(2) ffn(172)
+  ratrain.layer 3 head hidden(64) vocab(128)
+}
+
+// -----
+
+// expected-error@+1 {{'ratrain.pipeline' op cannot be lowered: model @baichuan is a Baichuan model (packed W_pack projection, ALiBi)}}
+ratrain.model @baichuan family("baichuan") dtype(bf16) seq_len(64) max_positions(128) positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) plan #ratrain.plan<clusters = 4, pp = 2, dp = 2, micro_batch_size = 1, micro_batches = 2, zero = 0, stage_layers = [2, 2], recompute = [none, none], step_us = 1000, peak_bytes = 1000000> {
+  ratrain.layer 0 embedding hidden(64) vocab(128)
+  ratrain.layer 1 decoder hidden(64) heads(2) kv_heads(2) ffn(172)
+  ratrain.layer 2 decoder hidden(64) heads(2) kv_heads(2) ffn(172)
+  ratrain.layer 3 head hidden(64) vocab(128)
+}
+
+// -----
+
+// expected-error@+1 {{'ratrain.pipeline' op cannot be lowered: model @tied ties its embeddings; the shared embedding/LM-head gradient is not lowered yet}}
+ratrain.model @tied family("llama") dtype(bf16) seq_len(64) max_positions(128) positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) tie_embeddings plan #ratrain.plan<clusters = 4, pp = 2, dp = 2, micro_batch_size = 1, micro_batches = 2, zero = 0, stage_layers = [2, 2], recompute = [none, none], step_us = 1000, peak_bytes = 1000000> {
+  ratrain.layer 0 embedding hidden(64) vocab(128)
+  ratrain.layer 1 decoder hidden(64) heads(2) kv_heads(2) ffn(172)
+  ratrain.layer 2 decoder hidden(64) heads(2) kv_heads(2) ffn(172)
+  ratrain.layer 3 head hidden(64) vocab(128)
+}
+
+// -----
+
+// ZeRO-1 shards each layer's flattened parameters equally over dp.
+// expected-error@+1 {{'ratrain.pipeline' op cannot be lowered: layer 0 has 8192 parameters, not a multiple of dp = 3 (ZeRO shards must be equal)}}
+ratrain.model @uneven family("llama") dtype(bf16) seq_len(64) max_positions(128) positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) plan #ratrain.plan<clusters = 6, pp = 2, dp = 3, micro_batch_size = 1, micro_batches = 2, zero = 1, stage_layers = [2, 2], recompute = [none, none], step_us = 1000, peak_bytes = 1000000> {
+  ratrain.layer 0 embedding hidden(64) vocab(128)
+  ratrain.layer 1 decoder hidden(64) heads(2) kv_heads(2) ffn(172)
+  ratrain.layer 2 decoder hidden(64) heads(2) kv_heads(2) ffn(172)
+  ratrain.layer 3 head hidden(64) vocab(128)
+}
+
+// -----
+
+// An FFN much wider than 4h: the memory model's 34sbh bytes of activations
+// (fused attention on MT-3000) cannot hold gate, up and the rest.
+// expected-error@+1 {{'ratrain.stage' op stage 0: activations of layer 1 mb 0 has 139776 bytes but the lowering stores 578560 bytes there}}
+ratrain.model @wide family("llama") dtype(bf16) seq_len(64) max_positions(128) positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) plan #ratrain.plan<clusters = 4, pp = 2, dp = 2, micro_batch_size = 1, micro_batches = 2, zero = 0, stage_layers = [2, 2], recompute = [none, none], step_us = 1000, peak_bytes = 1000000> {
+  ratrain.layer 0 embedding hidden(64) vocab(128)
+  ratrain.layer 1 decoder hidden(64) heads(2) kv_heads(2) ffn(2000)
+  ratrain.layer 2 decoder hidden(64) heads(2) kv_heads(2) ffn(2000)
+  ratrain.layer 3 head hidden(64) vocab(128)
+}
+
+// -----
+
+// Two models expand to two pipelines; a module describes one job.
+ratrain.model @first family("llama") dtype(bf16) seq_len(64) max_positions(128) positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) plan #ratrain.plan<clusters = 4, pp = 2, dp = 2, micro_batch_size = 1, micro_batches = 2, zero = 0, stage_layers = [2, 2], recompute = [none, none], step_us = 1000, peak_bytes = 1000000> {
+  ratrain.layer 0 embedding hidden(64) vocab(128)
+  ratrain.layer 1 decoder hidden(64) heads(2) kv_heads(2) ffn(172)
+  ratrain.layer 2 decoder hidden(64) heads(2) kv_heads(2) ffn(172)
+  ratrain.layer 3 head hidden(64) vocab(128)
+}
+// expected-error@+1 {{'ratrain.pipeline' op is a second pipeline; an mt3k module describes one training job}}
+ratrain.model @second family("llama") dtype(bf16) seq_len(64) max_positions(128) positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) plan #ratrain.plan<clusters = 4, pp = 2, dp = 2, micro_batch_size = 1, micro_batches = 2, zero = 0, stage_layers = [2, 2], recompute = [none, none], step_us = 1000, peak_bytes = 1000000> {
+  ratrain.layer 0 embedding hidden(64) vocab(128)
+  ratrain.layer 1 decoder hidden(64) heads(2) kv_heads(2) ffn(172)
+  ratrain.layer 2 decoder hidden(64) heads(2) kv_heads(2) ffn(172)
+  ratrain.layer 3 head hidden(64) vocab(128)
+}
