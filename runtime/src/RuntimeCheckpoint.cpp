@@ -7,6 +7,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
+#include <cstdio>
 
 using namespace ratrain;
 using namespace ratrain::rt;
@@ -28,22 +29,58 @@ private:
 } // namespace ratrain::rt
 
 namespace {
-/// Keeps the first local error; later ones are dropped.
+/// The first error of this rank, as text (it travels to the other ranks).
 struct LocalStatus {
-  llvm::Error error = llvm::Error::success();
+  std::string message;
   bool failed = false;
   void set(llvm::Error e) {
     if (!e)
       return;
-    if (failed) {
-      llvm::consumeError(std::move(e));
-      return;
-    }
-    error = std::move(e);
+    std::string text = llvm::toString(std::move(e));
+    if (!failed)
+      message = std::move(text);
     failed = true;
   }
 };
+
+/// Bytes of an error message exchanged between ranks.
+constexpr size_t kMessageBytes = 1024;
 } // namespace
+
+/// Collective: whether every rank succeeded and, if not, the message of the
+/// lowest failing rank, so that every rank reports the real cause (the
+/// launcher may tear the job down before the failing rank's own output is
+/// forwarded).
+static std::optional<std::string> firstFailure(Runtime &rt,
+                                               const LocalStatus &status) {
+  if (rt.allReduceMin(status.failed ? 0 : 1) == 1)
+    return std::nullopt;
+  std::vector<char> mine(kMessageBytes, '\0');
+  if (status.failed)
+    std::snprintf(mine.data(), kMessageBytes, "%s", status.message.c_str());
+  std::vector<char> all(kMessageBytes * size_t(rt.worldSize()));
+  Buffer send{reinterpret_cast<std::byte *>(mine.data()), 0, kMessageBytes,
+              MemorySpace::DDR};
+  Buffer recv{reinterpret_cast<std::byte *>(all.data()), 0, all.size(),
+              MemorySpace::DDR};
+  rt.wait(rt.allGather(Group::World, send, recv));
+  for (int r = 0; r < rt.worldSize(); ++r)
+    if (all[size_t(r) * kMessageBytes] != '\0')
+      return llvm::formatv("rank {0}: {1}", r,
+                           std::string(&all[size_t(r) * kMessageBytes]))
+          .str();
+  return std::string("a rank failed");
+}
+
+/// This rank's error after a failed collective step: its own message, or
+/// the first failing rank's.
+static llvm::Error reportFailure(const LocalStatus &status,
+                                 const std::string &first,
+                                 const llvm::Twine &context) {
+  if (status.failed)
+    return makeError(status.message);
+  return makeError(context + " failed on " + first);
+}
 
 llvm::Error Runtime::saveCheckpoint(llvm::StringRef root,
                                     const ModelConfig &model,
@@ -76,29 +113,31 @@ llvm::Error Runtime::saveCheckpoint(llvm::StringRef root,
                                            staging, ec.message())));
     }
   }
-  bool ok = allReduceMin(status.failed ? 0 : 1) == 1;
+  std::optional<std::string> failure = firstFailure(*this, status);
   // 2. One writer per stage.
-  if (ok && dpIndex() == 0)
+  if (!failure && dpIndex() == 0)
     status.set(
         writeStageShards(staging, model, partition, stage(), slots, state));
-  ok = ok && allReduceMin(status.failed ? 0 : 1) == 1;
+  if (!failure)
+    failure = firstFailure(*this, status);
   // 3. Rank 0 publishes.
-  if (ok && rank() == 0) {
+  if (!failure && rank() == 0) {
     status.set(writeCheckpointIndex(staging, model, partition, state));
     if (!status.failed)
       status.set(commitCheckpoint(root, staging, state.step));
   }
-  ok = ok && allReduceMin(status.failed ? 0 : 1) == 1;
-  if (!ok && rank() == 0)
+  if (!failure)
+    failure = firstFailure(*this, status);
+  if (!failure)
+    return llvm::Error::success();
+  if (rank() == 0)
     llvm::sys::fs::remove_directories(staging);
-  if (status.failed)
-    return std::move(status.error);
-  if (!ok)
-    return makeError(llvm::formatv("checkpoint save of step {0} under {1} "
-                                   "failed on another rank; existing "
-                                   "checkpoints are untouched",
-                                   state.step, root));
-  return llvm::Error::success();
+  return reportFailure(
+      status, *failure,
+      llvm::formatv("checkpoint save of step {0} under {1} (existing "
+                    "checkpoints are untouched)",
+                    state.step, root)
+          .str());
 }
 
 llvm::Expected<TrainerState>
@@ -119,13 +158,8 @@ Runtime::loadCheckpoint(llvm::StringRef path, const ModelConfig &model,
       status.set(loadSlots(*directory, slots));
     }
   }
-  bool ok = allReduceMin(status.failed ? 0 : 1) == 1;
-  if (status.failed)
-    return std::move(status.error);
-  if (!ok)
-    return makeError(llvm::formatv("loading checkpoint {0} failed on another "
-                                   "rank",
-                                   path));
+  if (std::optional<std::string> failure = firstFailure(*this, status))
+    return reportFailure(status, *failure, "loading checkpoint " + path);
   return state;
 }
 

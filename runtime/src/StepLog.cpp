@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 
 #include <unistd.h>
@@ -86,10 +87,25 @@ llvm::Expected<StepLogger> StepLogger::create(llvm::StringRef jsonPath,
                                      jsonPath, std::strerror(errno)));
     logger.ownsJson = true;
   }
+  if (progress == Progress::Auto) {
+    llvm::StringRef mode;
+    if (const char *env = std::getenv("RATRAIN_PROGRESS_LINE"))
+      mode = env;
+    if (mode == "always")
+      progress = Progress::Always;
+    else if (mode == "never")
+      progress = Progress::Never;
+    else if (!mode.empty() && mode != "auto")
+      return makeError(llvm::formatv("RATRAIN_PROGRESS_LINE='{0}' must be "
+                                     "auto, always or never",
+                                     mode));
+  }
+  bool underMPI = std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr ||
+                  std::getenv("PMI_SIZE") != nullptr;
   if (progress == Progress::Always ||
       (progress == Progress::Auto && isatty(STDERR_FILENO)))
     logger.progress = stderr;
-  else if (progress == Progress::Auto && isatty(STDOUT_FILENO))
+  else if (progress == Progress::Auto && !underMPI && isatty(STDOUT_FILENO))
     logger.progress = stdout;
   return logger;
 }

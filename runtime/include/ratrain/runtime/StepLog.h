@@ -39,9 +39,12 @@ std::string formatProgressLine(const StepRecord &record, uint64_t stepsLogged);
 std::string formatDuration(double seconds);
 
 /// Writes JSON lines to a file ("" = none, "-" = stdout) and the progress
-/// line to a terminal: stderr when it is one, else stdout when that is one
-/// (under mpirun a rank's stdout is a pseudo-terminal when mpirun's is, its
-/// stderr never). Progress::Always forces stderr.
+/// line to a terminal: stderr when it is one, else stdout when it is one and
+/// the process does not run under mpirun (Open MPI gives every rank a
+/// pseudo-terminal as stdout, even when mpirun's output goes to a file).
+/// Progress::Always writes it to stderr regardless (under mpirun, whose
+/// forwarded stderr shows it on mpirun's terminal). The environment variable
+/// RATRAIN_PROGRESS_LINE=auto|always|never overrides Progress::Auto.
 class StepLogger {
 public:
   enum class Progress { Auto, Always, Never };
