@@ -368,6 +368,14 @@ private:
   int64_t gsmSlotBytes = 0;
   DecoderLayout fullLayout;
   HeadLayout head;
+  /// Named scratch regions: name -> (offset, bytes).
+  llvm::StringMap<std::pair<int64_t, int64_t>> regions;
+  /// Takes `bytes` of the lowering's area for the region `name`.
+  int64_t region(SlotAllocator &area, StringRef name, int64_t bytes) {
+    int64_t offset = area.take(bytes);
+    regions[name] = {offset, bytes};
+    return offset;
+  }
 
   // Transfers: (payload, mb) -> outbox slot index / the recv op.
   std::map<std::pair<int, int64_t>, int64_t> outboxSlot;
@@ -383,6 +391,7 @@ private:
   DenseMap<Value, SmallVector<Value>> pending; ///< ratrain async -> tokens
   DenseMap<int64_t, SmallVector<Value>> updateTokens; ///< layer -> DMAs
   SmallVector<Value, 2> gsmSlots;
+  int64_t gsmNext = 0; ///< the GSM staging slot the next AdamW chunk uses
   std::map<int64_t, SmallVector<ParamTensor>> tensorCache;
 };
 
@@ -454,9 +463,13 @@ Value StageLowering::slot(Value source, int64_t byteOffset,
 
 Value StageLowering::scratch(StringRef name, int64_t offset,
                              ArrayRef<int64_t> shape, Type type) {
-  auto bufferType = ddrType(shape, type);
-  Value flat = ddrBase(name, offset, bufferType.getSizeInBytes());
-  return slot(flat, 0, shape, type);
+  // A slot of a named region of the lowering's area (or of the assigned
+  // workspace): one mt3k.buffer per region, views for its slots.
+  auto region = regions.find(name);
+  assert(region != regions.end() && "unknown scratch region");
+  auto [regionOffset, regionBytes] = region->second;
+  Value flat = ddrBase(name, regionOffset, regionBytes);
+  return slot(flat, offset - regionOffset, shape, type);
 }
 
 Value StageLowering::stateBase(Value state, StringRef role, int64_t layer) {
@@ -898,7 +911,8 @@ LogicalResult StageLowering::lowerForward(ForwardOp op) {
   DecoderActs a;
   if (inputOnly) {
     // Only x is kept; the rest of the forward runs in the scratch area.
-    Value rest = ddrBase("scratch.forward", fwdFullOff, fullLayout.bytes);
+    Value rest = ddrBase("scratch.forward", fwdFullOff,
+                         regions.lookup("scratch.forward").second);
     a = decoderActs(act, rest, 0, /*hactStored=*/true);
   } else {
     a = decoderActs(act, act, 0, /*hactStored=*/true);
@@ -1037,13 +1051,15 @@ LogicalResult StageLowering::lowerUpdate(UpdateOp op) {
   chunk = std::min(chunk, n);
   SmallVector<Value> &tokens = updateTokens[layer];
   tokens.clear();
-  for (int64_t start = 0, index = 0; start < n; start += chunk, ++index) {
+  for (int64_t start = 0; start < n; start += chunk) {
     int64_t count = std::min(chunk, n - start);
     Value gi = slot(grad, start * E, {count}, elem);
     Value mi = slot(master, start * 4, {count}, f32);
     Value m1 = slot(m, start * 4, {count}, f32);
     Value v1 = slot(v, start * 4, {count}, f32);
-    Value staged = slot(gsmSlots[index % 2], 0, {count}, elem);
+    // The two GSM slots alternate over all updates of the step, so a layer's
+    // first chunk does not wait for the previous layer's last DMA.
+    Value staged = slot(gsmSlots[gsmNext++ % 2], 0, {count}, elem);
     resolve({gi, mi, m1, v1}, {mi, m1, v1, staged});
     mt::AdamWOp::create(b, loc, gi, mi, m1, v1, staged, options.lr,
                         options.beta1, options.beta2, options.eps,
@@ -1161,30 +1177,34 @@ LogicalResult StageLowering::plan() {
   // The lowering scratch area, appended to the assigned arena.
   SlotAllocator area{A};
   area.size = alignTo(arenaBytes, A);
-  streamOff = area.take(T * dims.hidden * E);
+  streamOff = region(area, "scratch.stream", T * dims.hidden * E);
   if (dims.qkvBias)
-    onesOff = area.take(T * E);
-  r1Off = area.take(std::max({T * dims.ffn, T * (dims.qDim + 2 * dims.kvDim),
-                              T * dims.hidden}) *
-                    E);
-  r2Off = area.take(T * dims.hidden * E);
+    onesOff = region(area, "scratch.ones", T * E);
+  r1Off = region(area, "scratch.r1",
+                 std::max({T * dims.ffn, T * (dims.qDim + 2 * dims.kvDim),
+                           T * dims.hidden}) *
+                     E);
+  r2Off = region(area, "scratch.r2", T * dims.hidden * E);
   int64_t wNeed =
       std::max(2 * T * dims.ffn, T * (2 * dims.qDim + dims.kvDim)) * E;
   auto scratchAttr = stage->getAttrOfType<DictionaryAttr>(kScratchBuffersAttr);
   auto workspace =
       scratchAttr ? scratchAttr.getAs<DenseI64ArrayAttr>("workspace")
                   : DenseI64ArrayAttr();
-  if (workspace && workspace.size() == 3 && workspace[2] >= wNeed)
+  if (workspace && workspace.size() == 3 && workspace[2] >= wNeed) {
+    // The assigned kernel workspace holds the MLP-backward temporaries.
     wOff = workspace[1];
-  else
-    wOff = area.take(wNeed);
+    regions["scratch.w"] = {wOff, workspace[2]};
+  } else {
+    wOff = region(area, "scratch.w", wNeed);
+  }
   bool anyInput = llvm::any_of(stage.getBody().front(), [](Operation &op) {
     auto forward = dyn_cast<ForwardOp>(op);
     return forward &&
            forward.getActivation().getType().getKind() == ActivationKind::Input;
   });
   if (anyInput)
-    fwdFullOff = area.take(fullLayout.bytes);
+    fwdFullOff = region(area, "scratch.forward", fullLayout.bytes);
 
   // Outgoing pipeline messages: two slots per direction, reused round-robin
   // (see docs/lowering.md, "Pipeline messages").
@@ -1200,17 +1220,26 @@ LogicalResult StageLowering::plan() {
   }
   for (int dir = 0; dir < 2; ++dir)
     for (int64_t k = 0; k < std::min<int64_t>(sends[dir], 2); ++k)
-      outboxOff[dir].push_back(area.take(T * dims.hidden * E));
+      outboxOff[dir].push_back(region(
+          area,
+          llvm::formatv("outbox.{0}.{1}", dir ? "gradient" : "activation", k)
+              .str(),
+          T * dims.hidden * E));
 
   // ZeRO-1: per layer, this rank's gradient shard (reduce-scatter output)
   // and view shard (AdamW's output, the all-gather input).
   if (zero())
     for (int64_t layer = stage.getFirstLayer(); layer < stage.getEndLayer();
          ++layer) {
-      gradShardOff[layer] = area.take(shardElements(layer) * E);
-      viewShardOff[layer] = area.take(shardElements(layer) * E);
+      int64_t n = shardElements(layer);
+      gradShardOff[layer] = region(
+          area, llvm::formatv("zero.grad_shard.layer{0}", layer).str(), n * E);
+      viewShardOff[layer] = region(
+          area, llvm::formatv("zero.view_shard.layer{0}", layer).str(), n * E);
       if (isF32Model())
-        masterShardOff[layer] = area.take(shardElements(layer) * 4);
+        masterShardOff[layer] = region(
+            area, llvm::formatv("zero.master_shard.layer{0}", layer).str(),
+            n * 4);
     }
   programArena = alignTo(area.size, A);
   if (programArena > machine.cluster.ddrBytes)
