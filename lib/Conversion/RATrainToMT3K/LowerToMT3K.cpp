@@ -1317,6 +1317,8 @@ LogicalResult StageLowering::emitPrologue() {
                                        : FloatAttr(),
           IntegerAttr());
       op->setAttr("ratrain.dp_shard", IntegerAttr::get(i64, n));
+      if (kind == mt::InitKind::zeros)
+        return;
       SmallVector<Attribute> pieces;
       for (const ParamTensor &tensor : tensors)
         pieces.push_back(StringAttr::get(
