@@ -494,7 +494,10 @@ void BufferBuilder::visit(Operation *op, int64_t position) {
     if (it == result.bufferOf.end())
       return;
     auto sync = dyn_cast_or_null<SyncOp>(wait.getPending().getDefiningOp());
-    if (sync && sync.getKind() == SyncKind::ReduceScatter) {
+    // Over a group of one the shard is the whole gradient, in place.
+    auto pipeline = stage->getParentOfType<PipelineOp>();
+    bool sharded = !pipeline || pipeline.getPlan().getDp() > 1;
+    if (sync && sync.getKind() == SyncKind::ReduceScatter && sharded) {
       // The full gradient is free once the reduce-scatter completes; this
       // rank's shard lands in a buffer of its own.
       Type type = wait.getValue().getType();

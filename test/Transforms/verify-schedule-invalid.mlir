@@ -450,3 +450,178 @@ ratrain.pipeline @step for @m
         : !ratrain.view<2>, !ratrain.master<2>, !ratrain.opt_state<2>
   }
 }
+
+// -----
+
+// The plan keeps Adam m, v in the offload tier, but the update uses the
+// optimizer state of the step start without reloading it.
+ratrain.model @m family("llama") dtype(bf16) seq_len(16) max_positions(16)
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
+  ratrain.layer 0 embedding hidden(64) vocab(128)
+  ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(4) ffn(128)
+  ratrain.layer 2 head hidden(64) vocab(128)
+}
+ratrain.pipeline @step for @m
+    plan #ratrain.plan<clusters = 2, pp = 1, dp = 2, micro_batch_size = 1,
+                       micro_batches = 2, zero = 0, stage_layers = [3],
+                       recompute = [none], step_us = 0, peak_bytes = 0,
+                       offload = optimizer> {
+  ratrain.stage 0 layers [0, 3) states(%v0: !ratrain.view<0>,
+      %m0: !ratrain.master<0>, %o0: !ratrain.opt_state<0>,
+      %v1: !ratrain.view<1>, %m1: !ratrain.master<1>,
+      %o1: !ratrain.opt_state<1>, %v2: !ratrain.view<2>,
+      %m2: !ratrain.master<2>, %o2: !ratrain.opt_state<2>) {
+    %a = ratrain.forward %v1 mb(0) : !ratrain.view<1> -> !ratrain.act<1, full>
+    %b = ratrain.forward %v1 mb(1) : !ratrain.view<1> -> !ratrain.act<1, full>
+    %g = ratrain.backward %v1, %a mb(0) : !ratrain.view<1>, !ratrain.act<1, full>
+    %h = ratrain.backward %v1, %b acc(%g) mb(1) : !ratrain.view<1>, !ratrain.act<1, full>
+    %r = ratrain.grad_ready %h : !ratrain.grad<1, partial>
+    %t = ratrain.sync all_reduce %r hierarchy flat
+        : !ratrain.grad<1, ready> -> !ratrain.async<!ratrain.grad<1, synced>>
+    %s = ratrain.wait %t : !ratrain.async<!ratrain.grad<1, synced>>
+    // expected-error @+1 {{update-on-offloaded-state: the update of layer 1 uses '!ratrain.opt_state<1>', which the plan keeps in the offload tier (offload = optimizer), without reloading it}}
+    %nm, %no = ratrain.update adamw %s, %m1, %o1
+        : !ratrain.grad<1, synced>, !ratrain.master<1>, !ratrain.opt_state<1>
+    %p = ratrain.view_prefetch %nm : !ratrain.master<1>
+    %nv = ratrain.wait %p : !ratrain.async<!ratrain.view<1>>
+    ratrain.yield %v0, %m0, %o0, %nv, %nm, %no, %v2, %m2, %o2
+        : !ratrain.view<0>, !ratrain.master<0>, !ratrain.opt_state<0>,
+          !ratrain.view<1>, !ratrain.master<1>, !ratrain.opt_state<1>,
+          !ratrain.view<2>, !ratrain.master<2>, !ratrain.opt_state<2>
+  }
+}
+
+// -----
+
+// The optimizer state is reloaded and updated, but the step returns it
+// without writing it back to the tier.
+ratrain.model @m family("llama") dtype(bf16) seq_len(16) max_positions(16)
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
+  ratrain.layer 0 embedding hidden(64) vocab(128)
+  ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(4) ffn(128)
+  ratrain.layer 2 head hidden(64) vocab(128)
+}
+ratrain.pipeline @step for @m
+    plan #ratrain.plan<clusters = 2, pp = 1, dp = 2, micro_batch_size = 1,
+                       micro_batches = 2, zero = 0, stage_layers = [3],
+                       recompute = [none], step_us = 0, peak_bytes = 0,
+                       offload = optimizer> {
+  ratrain.stage 0 layers [0, 3) states(%v0: !ratrain.view<0>,
+      %m0: !ratrain.master<0>, %o0: !ratrain.opt_state<0>,
+      %v1: !ratrain.view<1>, %m1: !ratrain.master<1>,
+      %o1: !ratrain.opt_state<1>, %v2: !ratrain.view<2>,
+      %m2: !ratrain.master<2>, %o2: !ratrain.opt_state<2>) {
+    %a = ratrain.forward %v1 mb(0) : !ratrain.view<1> -> !ratrain.act<1, full>
+    %b = ratrain.forward %v1 mb(1) : !ratrain.view<1> -> !ratrain.act<1, full>
+    %g = ratrain.backward %v1, %a mb(0) : !ratrain.view<1>, !ratrain.act<1, full>
+    %h = ratrain.backward %v1, %b acc(%g) mb(1) : !ratrain.view<1>, !ratrain.act<1, full>
+    %r = ratrain.grad_ready %h : !ratrain.grad<1, partial>
+    %t = ratrain.sync all_reduce %r hierarchy flat
+        : !ratrain.grad<1, ready> -> !ratrain.async<!ratrain.grad<1, synced>>
+    %s = ratrain.wait %t : !ratrain.async<!ratrain.grad<1, synced>>
+    %ro = ratrain.reload %o1 : !ratrain.opt_state<1>
+    %o1r = ratrain.wait %ro : !ratrain.async<!ratrain.opt_state<1>>
+    %nm, %no = ratrain.update adamw %s, %m1, %o1r
+        : !ratrain.grad<1, synced>, !ratrain.master<1>, !ratrain.opt_state<1>
+    %p = ratrain.view_prefetch %nm : !ratrain.master<1>
+    %nv = ratrain.wait %p : !ratrain.async<!ratrain.view<1>>
+    // expected-error @+1 {{offloaded-state-not-written-back: returns '!ratrain.opt_state<1>', which the plan keeps in the offload tier (offload = optimizer), without a completed 'ratrain.offload' of it}}
+    ratrain.yield %v0, %m0, %o0, %nv, %nm, %no, %v2, %m2, %o2
+        : !ratrain.view<0>, !ratrain.master<0>, !ratrain.opt_state<0>,
+          !ratrain.view<1>, !ratrain.master<1>, !ratrain.opt_state<1>,
+          !ratrain.view<2>, !ratrain.master<2>, !ratrain.opt_state<2>
+  }
+}
+
+// -----
+
+// With `offload = optimizer` the master stays in DDR: reloading it from
+// the step start is a misuse.
+ratrain.model @m family("llama") dtype(bf16) seq_len(16) max_positions(16)
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
+  ratrain.layer 0 embedding hidden(64) vocab(128)
+  ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(4) ffn(128)
+  ratrain.layer 2 head hidden(64) vocab(128)
+}
+ratrain.pipeline @step for @m
+    plan #ratrain.plan<clusters = 2, pp = 1, dp = 2, micro_batch_size = 1,
+                       micro_batches = 2, zero = 0, stage_layers = [3],
+                       recompute = [none], step_us = 0, peak_bytes = 0,
+                       offload = optimizer> {
+  ratrain.stage 0 layers [0, 3) states(%v0: !ratrain.view<0>,
+      %m0: !ratrain.master<0>, %o0: !ratrain.opt_state<0>,
+      %v1: !ratrain.view<1>, %m1: !ratrain.master<1>,
+      %o1: !ratrain.opt_state<1>, %v2: !ratrain.view<2>,
+      %m2: !ratrain.master<2>, %o2: !ratrain.opt_state<2>) {
+    %a = ratrain.forward %v1 mb(0) : !ratrain.view<1> -> !ratrain.act<1, full>
+    %b = ratrain.forward %v1 mb(1) : !ratrain.view<1> -> !ratrain.act<1, full>
+    %g = ratrain.backward %v1, %a mb(0) : !ratrain.view<1>, !ratrain.act<1, full>
+    %h = ratrain.backward %v1, %b acc(%g) mb(1) : !ratrain.view<1>, !ratrain.act<1, full>
+    %r = ratrain.grad_ready %h : !ratrain.grad<1, partial>
+    %t = ratrain.sync all_reduce %r hierarchy flat
+        : !ratrain.grad<1, ready> -> !ratrain.async<!ratrain.grad<1, synced>>
+    %s = ratrain.wait %t : !ratrain.async<!ratrain.grad<1, synced>>
+    // expected-error @+1 {{reload-of-resident-state: reloads '!ratrain.master<1>' from the step start, but the plan keeps it in DDR (offload = optimizer)}}
+    %rm = ratrain.reload %m1 : !ratrain.master<1>
+    %m1r = ratrain.wait %rm : !ratrain.async<!ratrain.master<1>>
+    %ro = ratrain.reload %o1 : !ratrain.opt_state<1>
+    %o1r = ratrain.wait %ro : !ratrain.async<!ratrain.opt_state<1>>
+    %nm, %no = ratrain.update adamw %s, %m1r, %o1r
+        : !ratrain.grad<1, synced>, !ratrain.master<1>, !ratrain.opt_state<1>
+    %p = ratrain.view_prefetch %nm : !ratrain.master<1>
+    %nv = ratrain.wait %p : !ratrain.async<!ratrain.view<1>>
+    ratrain.yield %v0, %m0, %o0, %nv, %nm, %no, %v2, %m2, %o2
+        : !ratrain.view<0>, !ratrain.master<0>, !ratrain.opt_state<0>,
+          !ratrain.view<1>, !ratrain.master<1>, !ratrain.opt_state<1>,
+          !ratrain.view<2>, !ratrain.master<2>, !ratrain.opt_state<2>
+  }
+}
+
+// -----
+
+// With `offload = master` the new master is written back before the view
+// prefetch casts it: the cast reads a state that is leaving DDR.
+ratrain.model @m family("llama") dtype(bf16) seq_len(16) max_positions(16)
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
+  ratrain.layer 0 embedding hidden(64) vocab(128)
+  ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(4) ffn(128)
+  ratrain.layer 2 head hidden(64) vocab(128)
+}
+ratrain.pipeline @step for @m
+    plan #ratrain.plan<clusters = 2, pp = 1, dp = 2, micro_batch_size = 1,
+                       micro_batches = 2, zero = 0, stage_layers = [3],
+                       recompute = [none], step_us = 0, peak_bytes = 0,
+                       offload = master> {
+  ratrain.stage 0 layers [0, 3) states(%v0: !ratrain.view<0>,
+      %m0: !ratrain.master<0>, %o0: !ratrain.opt_state<0>,
+      %v1: !ratrain.view<1>, %m1: !ratrain.master<1>,
+      %o1: !ratrain.opt_state<1>, %v2: !ratrain.view<2>,
+      %m2: !ratrain.master<2>, %o2: !ratrain.opt_state<2>) {
+    %a = ratrain.forward %v1 mb(0) : !ratrain.view<1> -> !ratrain.act<1, full>
+    %b = ratrain.forward %v1 mb(1) : !ratrain.view<1> -> !ratrain.act<1, full>
+    %g = ratrain.backward %v1, %a mb(0) : !ratrain.view<1>, !ratrain.act<1, full>
+    %h = ratrain.backward %v1, %b acc(%g) mb(1) : !ratrain.view<1>, !ratrain.act<1, full>
+    %r = ratrain.grad_ready %h : !ratrain.grad<1, partial>
+    %t = ratrain.sync all_reduce %r hierarchy flat
+        : !ratrain.grad<1, ready> -> !ratrain.async<!ratrain.grad<1, synced>>
+    %s = ratrain.wait %t : !ratrain.async<!ratrain.grad<1, synced>>
+    %rm = ratrain.reload %m1 : !ratrain.master<1>
+    %m1r = ratrain.wait %rm : !ratrain.async<!ratrain.master<1>>
+    %ro = ratrain.reload %o1 : !ratrain.opt_state<1>
+    %o1r = ratrain.wait %ro : !ratrain.async<!ratrain.opt_state<1>>
+    %nm, %no = ratrain.update adamw %s, %m1r, %o1r
+        : !ratrain.grad<1, synced>, !ratrain.master<1>, !ratrain.opt_state<1>
+    // expected-note @+1 {{offloaded here}}
+    %wm = ratrain.offload %nm to host : !ratrain.master<1>
+    %wo = ratrain.offload %no to host : !ratrain.opt_state<1>
+    // expected-error @+1 {{uses a stale state: the '!ratrain.master<1>' was moved to the offload tier by 'ratrain.offload'}}
+    %p = ratrain.view_prefetch %nm : !ratrain.master<1>
+    %nv = ratrain.wait %p : !ratrain.async<!ratrain.view<1>>
+    %dm = ratrain.wait %wm : !ratrain.async<!ratrain.offloaded<!ratrain.master<1>>>
+    %do = ratrain.wait %wo : !ratrain.async<!ratrain.offloaded<!ratrain.opt_state<1>>>
+    ratrain.yield %v0, %m0, %o0, %nv, %nm, %no, %v2, %m2, %o2
+        : !ratrain.view<0>, !ratrain.master<0>, !ratrain.opt_state<0>,
+          !ratrain.view<1>, !ratrain.master<1>, !ratrain.opt_state<1>,
+          !ratrain.view<2>, !ratrain.master<2>, !ratrain.opt_state<2>
+  }
+}

@@ -230,7 +230,8 @@ struct StageBuffers {
 /// (a yielded value whose offload completed is in the tier, not in DDR, at
 /// the step end), and a master until the wait of the view prefetch that
 /// casts it. The wait of a `reduce_scatter` ends the full gradient's buffer
-/// and starts the shard's, which persists over the step.
+/// and starts the shard's, which persists over the step (dp > 1; over a
+/// group of one the shard is the gradient itself, in place).
 StageBuffers analyzeStageBuffers(StageOp stage);
 
 /// Fills in the bytes of every buffer and adds the stage's scratch buffers

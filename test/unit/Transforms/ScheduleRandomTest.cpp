@@ -295,7 +295,8 @@ int64_t checkStageBuffers(StageOp stage, const std::string &where) {
       }
       // A ZeRO-2 gradient shard persists over the step.
       auto sync = dyn_cast<SyncOp>(wait.getPending().getDefiningOp());
-      if (sync && sync.getKind() == SyncKind::ReduceScatter) {
+      if (sync && sync.getKind() == SyncKind::ReduceScatter &&
+          stage->getParentOfType<PipelineOp>().getPlan().getDp() > 1) {
         touch(tripleOf(wait.getValue()), -1);
         touch(tripleOf(wait.getValue()), stepEnd);
       }
