@@ -646,7 +646,9 @@ StageLowering::DecoderActs StageLowering::decoderActs(Value inputBase,
 
 Value StageLowering::actBase(Value act, int64_t layer, int64_t mb) {
   auto buffer = assigned(act);
-  std::string name = llvm::formatv("act.layer{0}.mb{1}", layer, mb);
+  std::string name = llvm::formatv(
+      "act.layer{0}.mb{1}{2}", layer, mb,
+      act.getDefiningOp<RecomputeOp>() ? ".recomputed" : "");
   return ddrBase(name, (*buffer)[0], (*buffer)[1]);
 }
 
