@@ -80,6 +80,14 @@ def RATrainScheduleLifecycle
     data-parallel group spans nodes), its `wait`, `update adamw`,
     `view_prefetch` and its `wait` (with ZeRO >= 1 an `all_gather` of the
     new view and its `wait`), and returns the new states from the yield.
+    When the plan offloads states (`offload = optimizer|master`), each
+    update is bracketed by a `reload` of the offloaded states (of the stage
+    arguments, which name the copies in the tier) and their write-back
+    `offload`, streamed through two buffers (a layer is reloaded once the
+    layer two updates earlier has written back). With ZeRO-2 a
+    reduce-scatter's `wait` comes where it is predicted complete, freeing
+    the layer's full gradient (with m = 1 at most one is in flight when a
+    backward starts).
 
     `policy=ratrain`: a layer's sync is issued right after its last backward;
     its wait + update are placed at the first point where the predicted
@@ -115,7 +123,10 @@ def RATrainAssignBuffers : Pass<"ratrain-assign-buffers", "mlir::ModuleOp"> {
   let summary = "Assign DDR offsets to every buffer of every stage";
   let description = [{
     Computes the live range (in program positions) of every buffer of each
-    stage: parameter views, master weights, optimizer states, gradients,
+    stage: parameter views, master weights and optimizer states (0 bytes
+    when the plan keeps them in the offload tier; reloaded states in the
+    streaming window), gradients (full-size accumulation buffers; the ZeRO-2
+    shard from the reduce-scatter's wait on),
     stored activations per micro-batch, recomputed activations, pipeline
     send/receive buffers, and the stage's kernel workspace, gradient-sync
     staging and attention scratch. Sizes follow the planner's memory model.
@@ -149,9 +160,11 @@ def RATrainVerifySchedule
     view that is not in place; a backward or recompute without the stored
     activations of its micro-batch; a state used after it was replaced
     (stale); buffers that overlap in time and address (when
-    `--ratrain-assign-buffers` ran); and a pipeline whose sends and
-    receives cannot all complete (deadlock), found by running all stages'
-    transfers together with buffered sends.
+    `--ratrain-assign-buffers` ran); an update on a state the plan keeps in
+    the offload tier that was not reloaded, a yield of such a state not
+    written back, a reload of a state the plan keeps in DDR; and a pipeline
+    whose sends and receives cannot all complete (deadlock), found by
+    running all stages' transfers together with buffered sends.
   }];
 }
 
