@@ -119,9 +119,11 @@ double finiteDiff(std::vector<float> &x, size_t i,
 struct GemmShape {
   int64_t M, N, K;
 };
-const GemmShape kGemmShapes[] = {{1, 1, 1},       {7, 13, 5},
-                                 {12, 32, 64},    {37, 65, 129},
-                                 {100, 300, 517}, {130, 97, 1030}};
+/// Includes K deeper than one k panel (KC <= 2048), so the accumulation
+/// over panels runs.
+const GemmShape kGemmShapes[] = {
+    {1, 1, 1},       {7, 13, 5},      {12, 32, 64},   {37, 65, 129},
+    {100, 300, 517}, {130, 97, 1030}, {37, 70, 2100}, {20, 33, 4133}};
 
 /// A(i, k) and B(k, j) of op(A) * op(B) for each form, from row-major data.
 double opA(GemmForm f, const std::vector<float> &A, int64_t M, int64_t K,
