@@ -1,7 +1,7 @@
 //===- ScheduleRandomTest.cpp - Randomized tests of the schedule passes ---===//
 //
 // Builds models and plans programmatically over many (layers, p, m, dp,
-// ZeRO, recompute, policy) combinations, runs expand-1f1b ->
+// ZeRO, offload, recompute, policy) combinations, runs expand-1f1b ->
 // schedule-lifecycle -> assign-buffers -> verify-schedule, and checks what
 // must hold for every schedule: it verifies; each stage runs the 1F1B
 // order; no two buffers overlap in both time and address; the recorded
@@ -40,7 +40,8 @@ using namespace ratrain;
 namespace {
 
 /// A machine of 64 nodes of 4 clusters with plenty of DDR, so every plan
-/// fits and data-parallel groups of more than 4 span nodes.
+/// fits and data-parallel groups of more than 4 span nodes, and an offload
+/// tier streaming in 64 KiB chunks (smaller than most layers' states).
 constexpr const char *kMachineYaml = R"(name: test
 nodes: 64
 clusters_per_node: 4
@@ -67,12 +68,19 @@ network:
     bandwidth: 2e9
     latency: 5e-6
   collective: hierarchical
+offload:
+  kind: host
+  bytes_per_node: 1e12
+  bandwidth: 8e9
+  latency: 10e-6
+  chunk_bytes: 65536
 )";
 
 /// One randomly drawn training configuration.
 struct Scenario {
   ModelConfig model;
   int64_t pp = 1, dp = 1, microBatchSize = 1, microBatches = 1, zero = 0;
+  std::string offload = "none";
   SmallVector<int64_t> stageLayers;
   SmallVector<Recompute> recompute;
   std::string policy;
@@ -83,7 +91,8 @@ struct Scenario {
     os << "decoders=" << model.numLayers
        << " dtype=" << stringifyDType(model.dtype) << " pp=" << pp
        << " dp=" << dp << " mbs=" << microBatchSize << " m=" << microBatches
-       << " zero=" << zero << " policy=" << policy << " layers=";
+       << " zero=" << zero << " offload=" << offload << " policy=" << policy
+       << " layers=";
     for (int64_t count : stageLayers)
       os << count << ",";
     os << " recompute=";
@@ -136,6 +145,8 @@ Scenario drawScenario(std::mt19937_64 &rng) {
   for (int64_t i = 0; i < s.pp; ++i)
     s.recompute.push_back(static_cast<Recompute>(uniform(0, 2)));
   s.policy = uniform(0, 1) ? "ratrain" : "gpu-style";
+  const char *offloads[] = {"none", "none", "optimizer", "master"};
+  s.offload = offloads[uniform(0, 3)];
   return s;
 }
 
@@ -168,7 +179,10 @@ protected:
     os << "], recompute = [";
     llvm::interleaveComma(s.recompute, os,
                           [&](Recompute r) { os << stringifyRecompute(r); });
-    os << "], step_us = 0, peak_bytes = 0>";
+    os << "], step_us = 0, peak_bytes = 0";
+    if (s.offload != "none")
+      os << ", offload = " << s.offload;
+    os << ">";
     auto plan = dyn_cast_or_null<PlanAttr>(parseAttribute(text, &context));
     EXPECT_TRUE(plan) << text;
     model.setPlanAttr(plan);
@@ -442,6 +456,19 @@ TEST_F(ScheduleRandomTest, EverySchedulePassesTheVerifierAndPacksBuffers) {
     for (StageOp stage : pipeline.getStages()) {
       std::string at = where + " stage " + std::to_string(stage.getStage());
       checkStageProgram(stage, pipeline.getPlan(), at);
+      // Offload: every layer reloads and writes back each offloaded state
+      // (FP32 models keep their master, which is the view).
+      int64_t offloaded =
+          s.offload == "none"
+              ? 0
+              : (s.offload == "master" && s.model.dtype != DType::F32 ? 2 : 1);
+      int64_t reloads = 0, writeBacks = 0;
+      for (Operation &op : stage.getBody().front()) {
+        reloads += isa<ReloadOp>(op);
+        writeBacks += isa<OffloadOp>(op);
+      }
+      EXPECT_EQ(reloads, offloaded * stage.getNumLayers()) << at;
+      EXPECT_EQ(writeBacks, offloaded * stage.getNumLayers()) << at;
       int64_t peak = checkStageBuffers(stage, at);
       auto recorded = stage->getAttrOfType<IntegerAttr>(kPeakBytesAttr);
       ASSERT_TRUE(recorded) << at;
@@ -512,6 +539,39 @@ TEST_F(ScheduleRandomTest, VerifierRejectsAnUpdateBeforeItsGradientIsReady) {
     diagnostics.clear();
     EXPECT_TRUE(failed(verify(*module, diagnostics))) << s.describe();
     EXPECT_NE(diagnostics.find("use-before-ready"), std::string::npos)
+        << s.describe() << "\n"
+        << diagnostics;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 20);
+}
+
+TEST_F(ScheduleRandomTest, VerifierRejectsAnUpdateOnAnOffloadedState) {
+  std::mt19937_64 rng(13);
+  int checked = 0;
+  for (int i = 0; i < 200 && checked < 20; ++i) {
+    Scenario s = drawScenario(rng);
+    if (s.offload == "none")
+      continue;
+    OwningOpRef<ModuleOp> module = buildModule(s);
+    std::string diagnostics;
+    ASSERT_TRUE(succeeded(schedule(*module, s.policy, diagnostics)))
+        << s.describe() << "\n"
+        << diagnostics;
+    // The update takes the optimizer state of the step start, which is in
+    // the tier, instead of its reloaded copy.
+    UpdateOp update;
+    module->walk([&](UpdateOp op) {
+      if (!update)
+        update = op;
+    });
+    ASSERT_TRUE(update) << s.describe();
+    auto stage = update->getParentOfType<StageOp>();
+    int64_t layer = update.getGrad().getType().getLayer();
+    update.getOptStateMutable().assign(stage.getOptStateArg(layer));
+    diagnostics.clear();
+    EXPECT_TRUE(failed(verify(*module, diagnostics))) << s.describe();
+    EXPECT_NE(diagnostics.find("update-on-offloaded-state"), std::string::npos)
         << s.describe() << "\n"
         << diagnostics;
     ++checked;
