@@ -769,8 +769,10 @@ void StageLowering::emitDecoderBackward(const LayerWeights &w,
   double theta = model.getRopeTheta().convertToDouble();
   double scale = 1.0 / std::sqrt(double(dims.headDim));
   // Scratch: R1 holds dh, then dq/dk/dv, then dxn1 (over dq); W (the
-  // assigned kernel workspace when large enough) dgate/dup, then do,
-  // dq/dk before rope; R2 the gradient of the attention residual.
+  // assigned kernel workspace when large enough) dgate/dup, then the MLP
+  // norm's input gradient, then do and dq/dk before rope, then the
+  // attention norm's input gradient; R2 the gradient of the residual stream
+  // between the two halves. No kernel runs in place.
   Value dh = scratch("scratch.r1", r1Off, {T, dims.ffn}, elem);
   Value dq4 = scratch("scratch.r1", r1Off, {B, S, dims.heads, dims.headDim},
                       elem);
@@ -809,9 +811,12 @@ void StageLowering::emitDecoderBackward(const LayerWeights &w,
   gemm(dup, w.get("up_proj.weight"), dres, false, false, true);
   gemm(dgate, a.xn2, g.get("gate_proj.weight"), true, false, acc);
   gemm(dup, a.xn2, g.get("up_proj.weight"), true, false, acc);
+  // The norm's input gradient goes to W (dgate and dup are dead), so no
+  // kernel runs in place; then the residual: dres = dy + d(x2) through norm.
+  Value normGrad = scratch("scratch.w", wOff, {T, dims.hidden}, elem);
   rmsnormBwd(a.x2, w.get("post_attention_layernorm.weight"), a.rstd2, dres,
-             dres, g.get("post_attention_layernorm.weight"), acc);
-  elementwise(mt::ElementwiseKind::residual_add, {dres, dy}, {dres});
+             normGrad, g.get("post_attention_layernorm.weight"), acc);
+  elementwise(mt::ElementwiseKind::residual_add, {normGrad, dy}, {dres});
   // Attention: x2 = x + o Wo^T.
   gemm(dres, w.get("o_proj.weight"), dO2, false, false, false);
   gemm(dres, a.o2, g.get("o_proj.weight"), true, false, acc);
@@ -836,9 +841,10 @@ void StageLowering::emitDecoderBackward(const LayerWeights &w,
     gemm(ones, dkpre, bias("k_proj.bias", dims.kvDim), true, false, acc);
     gemm(ones, dv2, bias("v_proj.bias", dims.kvDim), true, false, acc);
   }
-  rmsnormBwd(a.x, w.get("input_layernorm.weight"), a.rstd1, dxn1, dxn1,
+  // W[0, T h) held do, dead after the attention backward.
+  rmsnormBwd(a.x, w.get("input_layernorm.weight"), a.rstd1, dxn1, normGrad,
              g.get("input_layernorm.weight"), acc);
-  elementwise(mt::ElementwiseKind::residual_add, {dxn1, dres}, {dx});
+  elementwise(mt::ElementwiseKind::residual_add, {normGrad, dres}, {dx});
 }
 
 void StageLowering::emitHeadForward(const LayerWeights &w, Value act,
