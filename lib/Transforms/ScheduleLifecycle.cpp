@@ -7,7 +7,9 @@
 //
 // `ratrain` places each layer's lifecycle as early as its data allows, with
 // the cost model deciding where a sync has completed; `gpu-style` runs each
-// lifecycle step as a whole-stage phase at the iteration boundary.
+// lifecycle step as a whole-stage phase at the iteration boundary. States
+// the plan keeps in the offload tier are reloaded for the update and written
+// back after it, through two buffers (docs/schedule.md, "Offload").
 //
 //===----------------------------------------------------------------------===//
 
