@@ -1357,6 +1357,13 @@ LogicalResult StageLowering::lower() {
   pro.setInsertionPoint(sentinel);
   if (failed(emitPrologue()))
     return failure();
+  if (dims.qkvBias) {
+    // The ones vector of the bias GEMMs (rewritten every step: a fill is
+    // not a prologue op).
+    Value ones = scratch("scratch.ones", onesOff, {dims.tokens, 1}, elem);
+    resolve({}, {ones});
+    mt::FillOp::create(b, loc, ones, APFloat(1.0));
+  }
 
   for (Operation &op : stage.getBody().front()) {
     loc = op.getLoc();
