@@ -145,7 +145,7 @@ struct SlotAllocator {
 /// inside the activation buffer (elements of the model dtype unless noted).
 struct DecoderLayout {
   int64_t x, xn1, q, k, v, o, x2, xn2, gate, up;
-  int64_t hact = -1; ///< -1: not stored, the backward recomputes SwiGLU
+  int64_t hact = -1;         ///< -1: not stored, the backward recomputes SwiGLU
   int64_t rstd1, rstd2, lse; ///< f32
   int64_t bytes;             ///< with hact when stored
 };
@@ -307,10 +307,9 @@ private:
                           Value src, Value dst);
   void emitDecoderBackward(const LayerWeights &w, const LayerWeights &g,
                            const DecoderActs &a, Value dy, Value dx, bool acc);
-  void emitHeadForward(const LayerWeights &w, Value act, int64_t mb,
-                       Value src);
-  void emitHeadBackward(const LayerWeights &w, const LayerWeights &g,
-                        Value act, Value dx, bool acc);
+  void emitHeadForward(const LayerWeights &w, Value act, int64_t mb, Value src);
+  void emitHeadBackward(const LayerWeights &w, const LayerWeights &g, Value act,
+                        Value dx, bool acc);
 
   // ratrain ops.
   LogicalResult lowerForward(ForwardOp op);
@@ -428,8 +427,8 @@ StageLowering::assignedMessage(Operation *transfer) {
 // Buffers, views, ranges
 //===----------------------------------------------------------------------===//
 
-Value StageLowering::base(mt::MemorySpace space, StringRef name,
-                          int64_t offset, int64_t bytes) {
+Value StageLowering::base(mt::MemorySpace space, StringRef name, int64_t offset,
+                          int64_t bytes) {
   std::string key = llvm::formatv("{0}@{1}:{2}", name, offset, bytes);
   auto it = bases.find(key);
   if (it != bases.end())
@@ -447,8 +446,8 @@ Value StageLowering::slot(Value source, int64_t byteOffset,
   auto resultType = mt::BufferType::get(sourceType.getSpace(), shape, type);
   if (byteOffset == 0 && resultType == sourceType)
     return source;
-  auto key = std::make_tuple((const void *)source.getAsOpaquePointer(), byteOffset,
-                             resultType.getAsOpaquePointer());
+  auto key = std::make_tuple((const void *)source.getAsOpaquePointer(),
+                             byteOffset, resultType.getAsOpaquePointer());
   auto it = views.find(key);
   if (it != views.end())
     return it->second;
@@ -474,7 +473,8 @@ Value StageLowering::scratch(StringRef name, int64_t offset,
 
 Value StageLowering::stateBase(Value state, StringRef role, int64_t layer) {
   auto buffer = assigned(state);
-  std::string name = llvm::formatv("{0}.{1}", layerPrefix(layerOp(layer)), role);
+  std::string name =
+      llvm::formatv("{0}.{1}", layerPrefix(layerOp(layer)), role);
   return ddrBase(name, (*buffer)[0], (*buffer)[1]);
 }
 
@@ -573,12 +573,13 @@ void StageLowering::elementwise(mt::ElementwiseKind kind, ArrayRef<Value> ins,
 
 void StageLowering::rmsnormFwd(Value x, Value w, Value y, Value rstd) {
   resolve({x, w}, {y, rstd});
-  mt::RMSNormFwdOp::create(b, loc, x, w, y, rstd,
-                           APFloat(double(model.getRmsEps().convertToDouble())));
+  mt::RMSNormFwdOp::create(
+      b, loc, x, w, y, rstd,
+      APFloat(double(model.getRmsEps().convertToDouble())));
 }
 
-void StageLowering::rmsnormBwd(Value x, Value w, Value rstd, Value dy,
-                               Value dx, Value dw, bool acc) {
+void StageLowering::rmsnormBwd(Value x, Value w, Value rstd, Value dy, Value dx,
+                               Value dw, bool acc) {
   resolve({x, w, rstd, dy, dw}, {dx, dw});
   mt::RMSNormBwdOp::create(b, loc, x, w, rstd, dy, dx, dw, acc);
 }
@@ -646,9 +647,9 @@ StageLowering::DecoderActs StageLowering::decoderActs(Value inputBase,
 
 Value StageLowering::actBase(Value act, int64_t layer, int64_t mb) {
   auto buffer = assigned(act);
-  std::string name = llvm::formatv(
-      "act.layer{0}.mb{1}{2}", layer, mb,
-      act.getDefiningOp<RecomputeOp>() ? ".recomputed" : "");
+  std::string name =
+      llvm::formatv("act.layer{0}.mb{1}{2}", layer, mb,
+                    act.getDefiningOp<RecomputeOp>() ? ".recomputed" : "");
   return ddrBase(name, (*buffer)[0], (*buffer)[1]);
 }
 
@@ -750,7 +751,8 @@ void StageLowering::emitDecoderForward(const LayerWeights &w,
   rmsnormFwd(a.x2, w.get("post_attention_layernorm.weight"), a.xn2, a.rstd2);
   gemm(a.xn2, w.get("gate_proj.weight"), a.gate, false, true, false);
   gemm(a.xn2, w.get("up_proj.weight"), a.up, false, true, false);
-  Value hact = a.hact ? a.hact : scratch("scratch.w", wOff, {T, dims.ffn}, elem);
+  Value hact =
+      a.hact ? a.hact : scratch("scratch.w", wOff, {T, dims.ffn}, elem);
   if (!a.hact && !dst)
     return; // a recompute without a stored SwiGLU output has nothing left
   elementwise(mt::ElementwiseKind::swiglu, {a.gate, a.up}, {hact});
@@ -774,20 +776,19 @@ void StageLowering::emitDecoderBackward(const LayerWeights &w,
   // attention norm's input gradient; R2 the gradient of the residual stream
   // between the two halves. No kernel runs in place.
   Value dh = scratch("scratch.r1", r1Off, {T, dims.ffn}, elem);
-  Value dq4 = scratch("scratch.r1", r1Off, {B, S, dims.heads, dims.headDim},
-                      elem);
+  Value dq4 =
+      scratch("scratch.r1", r1Off, {B, S, dims.heads, dims.headDim}, elem);
   Value dk4 = scratch("scratch.r1", r1Off + T * dims.qDim * E,
                       {B, S, dims.kvHeads, dims.headDim}, elem);
-  Value dv4 =
-      scratch("scratch.r1", r1Off + T * (dims.qDim + dims.kvDim) * E,
-              {B, S, dims.kvHeads, dims.headDim}, elem);
+  Value dv4 = scratch("scratch.r1", r1Off + T * (dims.qDim + dims.kvDim) * E,
+                      {B, S, dims.kvHeads, dims.headDim}, elem);
   Value dv2 = slot(dv4, 0, {T, dims.kvDim}, elem);
   Value dxn1 = scratch("scratch.r1", r1Off, {T, dims.hidden}, elem);
   Value dgate = scratch("scratch.w", wOff, {T, dims.ffn}, elem);
-  Value dup = scratch("scratch.w", wOff + T * dims.ffn * E, {T, dims.ffn},
-                      elem);
-  Value dO4 = scratch("scratch.w", wOff, {B, S, dims.heads, dims.headDim},
-                      elem);
+  Value dup =
+      scratch("scratch.w", wOff + T * dims.ffn * E, {T, dims.ffn}, elem);
+  Value dO4 =
+      scratch("scratch.w", wOff, {B, S, dims.heads, dims.headDim}, elem);
   Value dO2 = slot(dO4, 0, {T, dims.qDim}, elem);
   Value dqpre4 = scratch("scratch.w", wOff + T * dims.qDim * E,
                          {B, S, dims.heads, dims.headDim}, elem);
@@ -869,13 +870,12 @@ void StageLowering::emitHeadForward(const LayerWeights &w, Value act,
   // micro-batches (and over the data-parallel replicas: the gradient sync
   // averages), so each micro-batch's logits gradient is scaled by 1/(T m).
   elementwise(mt::ElementwiseKind::cross_entropy_bwd, {logits, labels},
-              {logits}, std::nullopt,
-              1.0 / double(T * dims.microBatches));
+              {logits}, std::nullopt, 1.0 / double(T * dims.microBatches));
 }
 
 void StageLowering::emitHeadBackward(const LayerWeights &w,
-                                     const LayerWeights &g, Value act,
-                                     Value dx, bool acc) {
+                                     const LayerWeights &g, Value act, Value dx,
+                                     bool acc) {
   int64_t T = dims.tokens;
   Type f32 = Float32Type::get(ctx);
   Value x = slot(act, head.x, {T, dims.hidden}, elem);
@@ -914,8 +914,8 @@ LogicalResult StageLowering::lowerForward(ForwardOp op) {
   case LayerKind::Decoder:
     break;
   }
-  bool inputOnly = op.getActivation().getType().getKind() ==
-                   ActivationKind::Input;
+  bool inputOnly =
+      op.getActivation().getType().getKind() == ActivationKind::Input;
   DecoderActs a;
   if (inputOnly) {
     // Only x is kept; the rest of the forward runs in the scratch area.
@@ -985,7 +985,8 @@ StageLowering::algorithm(SyncHierarchy hierarchy) const {
 
 LogicalResult StageLowering::lowerSync(SyncOp op) {
   auto dp = FlatSymbolRefAttr::get(ctx, "dp");
-  auto alg = mt::CollectiveAlgorithmAttr::get(ctx, algorithm(op.getHierarchy()));
+  auto alg =
+      mt::CollectiveAlgorithmAttr::get(ctx, algorithm(op.getHierarchy()));
   Type stateType = op.getState().getType();
   Value token;
   if (auto grad = dyn_cast<GradType>(stateType)) {
@@ -994,15 +995,15 @@ LogicalResult StageLowering::lowerSync(SyncOp op) {
     if (!zero()) {
       resolve({full}, {full});
       token = mt::AllReduceOp::create(
-          b, loc, mt::ReduceKindAttr::get(ctx, mt::ReduceKind::avg), full,
-          full, dp, alg);
+          b, loc, mt::ReduceKindAttr::get(ctx, mt::ReduceKind::avg), full, full,
+          dp, alg);
       track(token, {full}, {full});
     } else {
       // ZeRO-1: the optimizer only needs this rank's shard of the averaged
       // gradient, so the all-reduce is carried out as a reduce-scatter.
-      Value shard = scratch(llvm::formatv("zero.grad_shard.layer{0}", layer).str(),
-                            gradShardOff.lookup(layer),
-                            {shardElements(layer)}, elem);
+      Value shard =
+          scratch(llvm::formatv("zero.grad_shard.layer{0}", layer).str(),
+                  gradShardOff.lookup(layer), {shardElements(layer)}, elem);
       resolve({full}, {shard});
       token = mt::ReduceScatterOp::create(
           b, loc, mt::ReduceKindAttr::get(ctx, mt::ReduceKind::avg), full,
@@ -1076,8 +1077,8 @@ LogicalResult StageLowering::lowerUpdate(UpdateOp op) {
       continue; // FP32: the master is the view; the GSM copy is the prefetch
     Value dest = slot(viewDest, start * E, {count}, elem);
     resolve({staged}, {dest});
-    Value token = mt::DmaOp::create(b, loc, staged, dest, IntegerAttr(),
-                                    IntegerAttr());
+    Value token =
+        mt::DmaOp::create(b, loc, staged, dest, IntegerAttr(), IntegerAttr());
     track(token, {staged}, {dest});
     tokens.push_back(token);
   }
@@ -1095,24 +1096,24 @@ void StageLowering::lowerTransfer(Operation *op, bool send) {
   if (send) {
     int64_t k = outboxSlot.at(transferKey(payload, mb));
     int dir = payload == Payload::Gradient ? 1 : 0;
-    Value buffer = scratch(llvm::formatv("outbox.{0}.{1}", dir ? "gradient"
-                                                               : "activation",
-                                         k)
-                               .str(),
-                           outboxOff[dir][k], {dims.tokens, dims.hidden}, elem);
+    Value buffer = scratch(
+        llvm::formatv("outbox.{0}.{1}", dir ? "gradient" : "activation", k)
+            .str(),
+        outboxOff[dir][k], {dims.tokens, dims.hidden}, elem);
     resolve({buffer}, {});
-    Value token = mt::SendOp::create(b, loc, buffer, IntegerAttr::get(i64, peer),
-                                     pp, IntegerAttr::get(i64, tag));
+    Value token =
+        mt::SendOp::create(b, loc, buffer, IntegerAttr::get(i64, peer), pp,
+                           IntegerAttr::get(i64, tag));
     track(token, {buffer}, {});
     return;
   }
   auto assignedBuffer = assignedMessage(op);
-  Value flat = ddrBase(llvm::formatv("recv.{0}.mb{1}",
-                                     payload == Payload::Gradient ? "gradient"
-                                                                  : "activation",
-                                     mb)
-                           .str(),
-                       (*assignedBuffer)[0], (*assignedBuffer)[1]);
+  Value flat =
+      ddrBase(llvm::formatv(
+                  "recv.{0}.mb{1}",
+                  payload == Payload::Gradient ? "gradient" : "activation", mb)
+                  .str(),
+              (*assignedBuffer)[0], (*assignedBuffer)[1]);
   Value buffer = slot(flat, 0, {dims.tokens, dims.hidden}, elem);
   resolve({}, {buffer});
   Value token = mt::RecvOp::create(b, loc, buffer, IntegerAttr::get(i64, peer),
@@ -1179,7 +1180,8 @@ LogicalResult StageLowering::plan() {
              << buffer.bytes << " bytes but the lowering stores " << need
              << " bytes there";
   }
-  fullLayout = decoderLayout(dims, E, smallestDecoderAct < 0 ? 0 : smallestDecoderAct, A);
+  fullLayout = decoderLayout(
+      dims, E, smallestDecoderAct < 0 ? 0 : smallestDecoderAct, A);
   head = headLayout(dims, E, A);
 
   // The lowering scratch area, appended to the assigned arena.
@@ -1196,9 +1198,9 @@ LogicalResult StageLowering::plan() {
   int64_t wNeed =
       std::max(2 * T * dims.ffn, T * (2 * dims.qDim + dims.kvDim)) * E;
   auto scratchAttr = stage->getAttrOfType<DictionaryAttr>(kScratchBuffersAttr);
-  auto workspace =
-      scratchAttr ? scratchAttr.getAs<DenseI64ArrayAttr>("workspace")
-                  : DenseI64ArrayAttr();
+  auto workspace = scratchAttr
+                       ? scratchAttr.getAs<DenseI64ArrayAttr>("workspace")
+                       : DenseI64ArrayAttr();
   if (workspace && workspace.size() == 3 && workspace[2] >= wNeed) {
     // The assigned kernel workspace holds the MLP-backward temporaries.
     wOff = workspace[1];
@@ -1253,8 +1255,8 @@ LogicalResult StageLowering::plan() {
   if (programArena > machine.cluster.ddrBytes)
     return stage.emitOpError("stage ")
            << stageIndex << " needs " << programArena
-           << " bytes of DDR once lowered (" << arenaBytes
-           << " assigned + " << programArena - arenaBytes
+           << " bytes of DDR once lowered (" << arenaBytes << " assigned + "
+           << programArena - arenaBytes
            << " of kernel temporaries and outgoing messages), but a cluster "
               "has "
            << machine.cluster.ddrBytes;
@@ -1330,10 +1332,10 @@ LogicalResult StageLowering::emitPrologue() {
       SmallVector<Attribute> pieces;
       for (const ParamTensor &tensor : tensors)
         pieces.push_back(StringAttr::get(
-            ctx, llvm::formatv("{0}:{1}:{2}:{3}", tensor.name, tensor.offset,
-                               tensor.numel(),
-                               mt::stringifyInitKind(tensor.init))
-                     .str()));
+            ctx,
+            llvm::formatv("{0}:{1}:{2}:{3}", tensor.name, tensor.offset,
+                          tensor.numel(), mt::stringifyInitKind(tensor.init))
+                .str()));
       op->setAttr("ratrain.dp_shard_tensors", ArrayAttr::get(ctx, pieces));
     };
     std::string prefix = layerPrefix(layerOp(layer));
@@ -1346,9 +1348,9 @@ LogicalResult StageLowering::emitPrologue() {
 
 LogicalResult StageLowering::lower() {
   loc = stage.getLoc();
-  program = mt::ProgramOp::create(
-      moduleBuilder, loc, llvm::formatv("stage{0}", stageIndex).str(),
-      stageIndex, programArena);
+  program = mt::ProgramOp::create(moduleBuilder, loc,
+                                  llvm::formatv("stage{0}", stageIndex).str(),
+                                  stageIndex, programArena);
   if (program.getBody().empty())
     program.getBody().emplaceBlock();
   Block &body = program.getBodyBlock();
@@ -1509,8 +1511,8 @@ void LowerToMT3KPass::runOnOperation() {
     (void)total;
   }
 
-  LoweringOptions options{learningRate, beta1,   beta2,
-                          epsilon,      weightDecay, initStd,
+  LoweringOptions options{learningRate,      beta1,       beta2,
+                          epsilon,           weightDecay, initStd,
                           int64_t(alignment)};
   if (alignment <= 0 || (alignment & (alignment - 1)) != 0) {
     module.emitError("--ratrain-lower-to-mt3k: alignment ")
@@ -1529,17 +1531,15 @@ void LowerToMT3KPass::runOnOperation() {
   SmallVector<std::unique_ptr<StageLowering>> stages;
   for (StageOp stage : pipeline.getStages()) {
     stages.push_back(std::make_unique<StageLowering>(
-        *model, pipeline, stage, *machine, options, dims, elem,
-        moduleBuilder));
+        *model, pipeline, stage, *machine, options, dims, elem, moduleBuilder));
     if (failed(stages.back()->plan()))
       return signalPassFailure();
   }
 
   const ClusterSpec &cluster = machine->cluster;
   mt::MachineOp::create(moduleBuilder, loc, machine->name, cluster.ddrBytes,
-                        cluster.gsmBytes, cluster.amBytesPerCore,
-                        cluster.cores, cluster.dmaChannels,
-                        int64_t(alignment));
+                        cluster.gsmBytes, cluster.amBytesPerCore, cluster.cores,
+                        cluster.dmaChannels, int64_t(alignment));
   mt::GroupOp::create(moduleBuilder, loc, "dp", mt::GroupKind::data_parallel,
                       plan.getDp());
   mt::GroupOp::create(moduleBuilder, loc, "pp", mt::GroupKind::pipeline,
