@@ -1550,6 +1550,35 @@ void LowerToMT3KPass::runOnOperation() {
   for (auto &stage : stages)
     if (failed(stage->lower()))
       return signalPassFailure();
+  // What the driver and the runtime need besides the programs: the model
+  // (the runtime's ModelConfig: sizes, dtype, norm and RoPE constants) and
+  // the plan (pp, dp, micro-batching, the stage layer split), as module
+  // attributes, since the ratrain ops go away.
+  MLIRContext *ctx = module.getContext();
+  Builder attrs(ctx);
+  SmallVector<NamedAttribute> modelAttrs = {
+      attrs.getNamedAttr("name", model->getSymNameAttr()),
+      attrs.getNamedAttr("family", model->getFamilyAttr()),
+      attrs.getNamedAttr("dtype", TypeAttr::get(elem)),
+      attrs.getNamedAttr("decoder_layers",
+                         attrs.getI64IntegerAttr(config.numLayers)),
+      attrs.getNamedAttr("hidden", attrs.getI64IntegerAttr(config.hidden)),
+      attrs.getNamedAttr("heads", attrs.getI64IntegerAttr(config.numHeads)),
+      attrs.getNamedAttr("kv_heads",
+                         attrs.getI64IntegerAttr(config.numKVHeads)),
+      attrs.getNamedAttr("ffn", attrs.getI64IntegerAttr(config.ffnHidden)),
+      attrs.getNamedAttr("vocab", attrs.getI64IntegerAttr(config.vocab)),
+      attrs.getNamedAttr("seq_len", attrs.getI64IntegerAttr(config.seqLen)),
+      attrs.getNamedAttr("max_positions",
+                         attrs.getI64IntegerAttr(config.maxPositions)),
+      attrs.getNamedAttr("rms_eps", model->getRmsEpsAttr()),
+      attrs.getNamedAttr("rope_theta", model->getRopeThetaAttr()),
+      attrs.getNamedAttr("qkv_bias", attrs.getBoolAttr(config.qkvBias))};
+  module->setAttr("ratrain.model", attrs.getDictionaryAttr(modelAttrs));
+  module->setAttr("ratrain.plan", plan);
+  if (std::optional<SchedulePolicy> policy = pipeline.getPolicy())
+    module->setAttr("ratrain.policy",
+                    attrs.getStringAttr(stringifySchedulePolicy(*policy)));
   pipeline.erase();
   model->erase();
 }
