@@ -332,6 +332,34 @@ public:
   }
 };
 
+/// Partial sums of squares for the global gradient norm (clipping): chunk c
+/// of `chunk` elements sums x^2 in 16 fp32 lanes; the caller adds the
+/// ceil(n / chunk) chunk sums in double.
+class SumSquares : public Generator<SumSquares> {
+public:
+  GeneratorParam<int> chunk{"chunk", 1 << 14};
+  Input<Buffer<float>> x{"x", 1};
+  Output<Buffer<float>> sums{"sums", 1};
+
+  void generate() {
+    const int CH = chunk;
+    Var c("c"), l("l");
+    Expr n = x.dim(0).extent();
+    RDom r(0, CH / kLanes, "r");
+    Expr idx = c * CH + r * kLanes + l;
+    Expr v = x(min(idx, n - 1));
+    Func lanes("lanes");
+    lanes(l, c) = 0.0f;
+    lanes(l, c) += select(idx < n, v * v, 0.0f);
+    RDom rl(0, kLanes, "rl");
+    sums(c) = 0.0f;
+    sums(c) += lanes(rl, c);
+    sums.parallel(c);
+    lanes.compute_at(sums, c).bound(l, 0, kLanes).vectorize(l);
+    lanes.update().vectorize(l);
+  }
+};
+
 /// fp32 -> bf16/fp16 (round to nearest even) and back, as uint16 bits.
 class Convert : public Generator<Convert> {
 public:
@@ -370,3 +398,4 @@ HALIDE_REGISTER_GENERATOR(CrossEntropy, ratrain_cross_entropy)
 HALIDE_REGISTER_GENERATOR(AdamW, ratrain_adamw)
 HALIDE_REGISTER_GENERATOR(AdamWView, ratrain_adamw_view)
 HALIDE_REGISTER_GENERATOR(Convert, ratrain_convert)
+HALIDE_REGISTER_GENERATOR(SumSquares, ratrain_sum_squares)

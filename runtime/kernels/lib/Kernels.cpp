@@ -45,6 +45,7 @@
 #include "ratrain_k_rmsnorm_bwd.h"
 #include "ratrain_k_rmsnorm_fwd.h"
 #include "ratrain_k_rope.h"
+#include "ratrain_k_sum_squares.h"
 #include "ratrain_k_swiglu_bwd.h"
 #include "ratrain_k_swiglu_fwd.h"
 
@@ -394,6 +395,23 @@ int crossEntropy(int64_t T, int64_t V, const float *logits,
   return ratrain_k_cross_entropy(dense(logits, {V, T}), dense(targets, {T}),
                                  gradScale, dense(loss, {T}),
                                  dense(dlogits, {V, T}));
+}
+
+int sumSquares(int64_t n, const float *x, double *result) {
+  *result = 0.0;
+  if (n <= 0)
+    return 0;
+  constexpr int64_t kChunk = 16384; // the generator's `chunk`
+  std::vector<float> sums((n + kChunk - 1) / kChunk);
+  int err = ratrain_k_sum_squares(dense(x, {n}),
+                                  dense(sums.data(), {int64_t(sums.size())}));
+  if (err)
+    return err;
+  double total = 0.0;
+  for (float s : sums)
+    total += s;
+  *result = total;
+  return 0;
 }
 
 //===----------------------------------------------------------------------===//

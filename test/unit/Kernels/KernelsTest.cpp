@@ -691,6 +691,22 @@ TEST(CrossEntropy, GradientMatchesFiniteDifferences) {
 }
 
 //===----------------------------------------------------------------------===//
+// Sum of squares (gradient norm)
+//===----------------------------------------------------------------------===//
+
+TEST(SumSquares, MatchesReference) {
+  for (int64_t n : {0, 1, 15, 16385, 100003}) {
+    auto x = randomVector(n, 110, -3.0f, 3.0f);
+    double ref = 0;
+    for (float v : x)
+      ref += double(v) * v;
+    double got = -1;
+    ASSERT_EQ(sumSquares(n, x.data(), &got), 0);
+    EXPECT_NEAR(got, ref, kTol * std::max(1.0, ref)) << n;
+  }
+}
+
+//===----------------------------------------------------------------------===//
 // AdamW
 //===----------------------------------------------------------------------===//
 

@@ -231,6 +231,12 @@ int adamw(int64_t n, float *p, const float *g, float *m, float *v,
           const AdamWParams &params, uint16_t *view = nullptr,
           Half viewType = Half::BF16);
 
+/// *result = sum_i x[i]^2 over n values (fp32 squares summed in fp32 per
+/// 16 Ki-element chunk, chunks added in double): the squared global norm for
+/// gradient clipping, e.g. gradScale = min(1, maxNorm / sqrt(sum over all
+/// gradients)) passed to adamw.
+int sumSquares(int64_t n, const float *x, double *result);
+
 } // namespace ratrain::kernels
 
 #endif // RATRAIN_KERNELS_KERNELS_H
