@@ -12,6 +12,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
+#include <cstring>
 #include <map>
 #include <memory>
 
@@ -165,17 +166,61 @@ std::string ratrain::rt::stagingDirectory(llvm::StringRef root, uint64_t step) {
   return join(root, "." + stepDirectoryName(step) + ".partial");
 }
 
-llvm::Error ratrain::rt::writeStageShards(llvm::StringRef directory,
-                                          const ModelConfig &model,
-                                          const StagePartition &partition,
-                                          int stage,
-                                          llvm::ArrayRef<ParamSlot> slots,
-                                          const TrainerState &state) {
+std::string ratrain::rt::zeroShardName(llvm::StringRef modelFile, int dpIndex,
+                                       int dp) {
+  llvm::StringRef stem = modelFile;
+  stem.consume_front("model-");
+  stem.consume_back(".safetensors");
+  return llvm::formatv("optimizer-{0}-zero-{1:d5}-of-{2:d5}.safetensors", stem,
+                       dpIndex + 1, dp)
+      .str();
+}
+
+namespace {
+const char *safetensorsDType(ElemType type) {
+  switch (type) {
+  case ElemType::F32:
+    return "F32";
+  case ElemType::BF16:
+    return "BF16";
+  case ElemType::F16:
+    return "F16";
+  default:
+    return "";
+  }
+}
+
+/// Elements of a shard that lie inside the tensor.
+uint64_t validShardElements(const ParamSlot &slot, uint64_t numel) {
+  if (slot.shardOffset >= numel)
+    return 0;
+  return std::min(slot.shardElements, numel - slot.shardOffset);
+}
+} // namespace
+
+llvm::Error ratrain::rt::writeStageShards(
+    llvm::StringRef directory, const ModelConfig &model,
+    const StagePartition &partition, int stage, llvm::ArrayRef<ParamSlot> slots,
+    const TrainerState &state, int dpIndex) {
   std::vector<ParamSpec> expected = stageParameters(model, partition, stage);
   std::map<std::string, const ParamSlot *> byName;
-  for (const ParamSlot &slot : slots)
+  size_t shardedSlots = 0;
+  for (const ParamSlot &slot : slots) {
     byName[slot.name] = &slot;
-  SafetensorsWriter params, moments;
+    shardedSlots += slot.sharded() ? 1 : 0;
+  }
+  if (slots.size() != expected.size())
+    return makeError(llvm::formatv("checkpoint save: stage {0} owns {1} "
+                                   "tensors, the program passed {2}",
+                                   stage, expected.size(), slots.size()));
+  bool zero = shardedSlots != 0;
+  if (zero && shardedSlots != slots.size())
+    return makeError(llvm::formatv("checkpoint save: {0} of stage {1}'s {2} "
+                                   "tensors are ZeRO-sharded; shard all or "
+                                   "none",
+                                   shardedSlots, stage, slots.size()));
+  std::string modelFile = modelShardName(stage, state.pp);
+  SafetensorsWriter params, moments, shards;
   bool haveMoments = false;
   for (const ParamSpec &spec : expected) {
     auto it = byName.find(spec.name);
@@ -189,7 +234,37 @@ llvm::Error ratrain::rt::writeStageShards(llvm::StringRef directory,
                                      "the model says {2}",
                                      spec.name, formatShape(slot.shape),
                                      formatShape(spec.shape)));
-    uint64_t bytes = spec.numElements() * 4;
+    uint64_t numel = spec.numElements();
+    if (zero) {
+      uint64_t shardBytes = slot.shardElements * 4;
+      if (slot.master.bytes != shardBytes || slot.expAvg.bytes != shardBytes ||
+          slot.expAvgSq.bytes != shardBytes)
+        return makeError(llvm::formatv(
+            "checkpoint save: '{0}' shard buffers hold {1}, {2} and {3} "
+            "bytes, a shard of {4} fp32 elements needs {5}",
+            spec.name, slot.master.bytes, slot.expAvg.bytes,
+            slot.expAvgSq.bytes, slot.shardElements, shardBytes));
+      const char *dtype = safetensorsDType(slot.viewType);
+      if (!*dtype || slot.view.bytes != numel * getElemBytes(slot.viewType))
+        return makeError(llvm::formatv(
+            "checkpoint save: '{0}' view buffer "
+            "holds {1} bytes, {2} {3} needs {4}",
+            spec.name, slot.view.bytes, stringifyElemType(slot.viewType),
+            formatShape(spec.shape), numel * getElemBytes(slot.viewType)));
+      params.add(spec.name, dtype, spec.shape, slot.view.data, slot.view.bytes);
+      uint64_t valid = validShardElements(slot, numel);
+      std::vector<int64_t> shape{int64_t(valid)};
+      shards.add(spec.name + ".master", "F32", shape, slot.master.data,
+                 valid * 4);
+      shards.add(spec.name + ".exp_avg", "F32", shape, slot.expAvg.data,
+                 valid * 4);
+      shards.add(spec.name + ".exp_avg_sq", "F32", shape, slot.expAvgSq.data,
+                 valid * 4);
+      shards.setMetadata("ratrain.shard_offset." + spec.name,
+                         std::to_string(slot.shardOffset));
+      continue;
+    }
+    uint64_t bytes = numel * 4;
     if (slot.master.bytes != bytes)
       return makeError(llvm::formatv("checkpoint save: '{0}' master buffer "
                                      "holds {1} bytes, fp32 {2} needs {3}",
@@ -210,15 +285,22 @@ llvm::Error ratrain::rt::writeStageShards(llvm::StringRef directory,
       haveMoments = true;
     }
   }
-  if (slots.size() != expected.size())
-    return makeError(llvm::formatv("checkpoint save: stage {0} owns {1} "
-                                   "tensors, the program passed {2}",
-                                   stage, expected.size(), slots.size()));
+  if (zero) {
+    shards.setMetadata("ratrain.step", std::to_string(state.step));
+    shards.setMetadata("ratrain.dp", std::to_string(state.dp));
+    shards.setMetadata("ratrain.dp_index", std::to_string(dpIndex));
+    if (llvm::Error error = shards.write(
+            join(directory, zeroShardName(modelFile, dpIndex, state.dp))))
+      return error;
+  }
+  if (dpIndex != 0)
+    return llvm::Error::success();
   params.setMetadata("format", "pt");
   params.setMetadata("ratrain.stage", std::to_string(stage));
-  if (llvm::Error error =
-          params.write(join(directory, modelShardName(stage, state.pp))))
+  if (llvm::Error error = params.write(join(directory, modelFile)))
     return error;
+  if (zero)
+    return llvm::Error::success();
   moments.setMetadata("format", "pt");
   moments.setMetadata("ratrain.step", std::to_string(state.step));
   moments.setMetadata("ratrain.has_moments", haveMoments ? "1" : "0");
@@ -228,22 +310,41 @@ llvm::Error ratrain::rt::writeStageShards(llvm::StringRef directory,
 llvm::Error ratrain::rt::writeCheckpointIndex(llvm::StringRef directory,
                                               const ModelConfig &model,
                                               const StagePartition &partition,
-                                              const TrainerState &state) {
+                                              const TrainerState &state,
+                                              bool zero) {
   llvm::json::Object weights, moments;
+  llvm::json::Array zeroShards;
+  for (int stage = 0; zero && stage < partition.numStages(); ++stage)
+    for (int d = 0; d < state.dp; ++d)
+      zeroShards.push_back(
+          zeroShardName(modelShardName(stage, state.pp), d, state.dp));
   uint64_t totalBytes = 0;
   for (const ParamSpec &spec : llamaParameters(model)) {
     int stage = partition.stageOfLayer(spec.layer);
     weights[spec.name] = modelShardName(stage, state.pp);
-    moments[spec.name + ".exp_avg"] = optimizerShardName(stage, state.pp);
-    moments[spec.name + ".exp_avg_sq"] = optimizerShardName(stage, state.pp);
+    if (!zero) {
+      moments[spec.name + ".exp_avg"] = optimizerShardName(stage, state.pp);
+      moments[spec.name + ".exp_avg_sq"] = optimizerShardName(stage, state.pp);
+    }
     totalBytes += spec.numElements() * 4;
   }
-  llvm::json::Value modelIndex = llvm::json::Object{
-      {"metadata", llvm::json::Object{{"total_size", totalBytes}}},
-      {"weight_map", std::move(weights)}};
-  llvm::json::Value optimizerIndex = llvm::json::Object{
-      {"metadata", llvm::json::Object{{"total_size", 2 * totalBytes}}},
-      {"weight_map", std::move(moments)}};
+  // With ZeRO the model file holds the 16-bit views, whose size rank 0 does
+  // not know for other stages: total_size is left out.
+  llvm::json::Object modelMetadata, optimizerMetadata;
+  if (!zero) {
+    modelMetadata["total_size"] = totalBytes;
+    optimizerMetadata["total_size"] = 2 * totalBytes;
+  } else {
+    optimizerMetadata["zero_dp"] = state.dp;
+  }
+  llvm::json::Object optimizerObject{{"metadata", std::move(optimizerMetadata)},
+                                     {"weight_map", std::move(moments)}};
+  if (zero)
+    optimizerObject["zero_shards"] = std::move(zeroShards);
+  llvm::json::Value modelIndex =
+      llvm::json::Object{{"metadata", std::move(modelMetadata)},
+                         {"weight_map", std::move(weights)}};
+  llvm::json::Value optimizerIndex = std::move(optimizerObject);
   llvm::json::Array boundaries;
   for (int64_t layer : partition.firstLayer)
     boundaries.push_back(layer);
@@ -254,6 +355,7 @@ llvm::Error ratrain::rt::writeCheckpointIndex(llvm::StringRef directory,
                          {"seed", std::to_string(state.seed)},
                          {"pp", state.pp},
                          {"dp", state.dp},
+                         {"zero", zero},
                          {"stage_first_layer", std::move(boundaries)},
                          {"model", modelShapeJSON(model)}};
   if (llvm::Error error = writeFileAtomically(
@@ -367,8 +469,10 @@ ratrain::rt::readTrainerState(llvm::StringRef directory,
 }
 
 llvm::Error ratrain::rt::loadSlots(llvm::StringRef directory,
-                                   llvm::ArrayRef<ParamSlot> slots) {
+                                   llvm::ArrayRef<ParamSlot> slots, int dpIndex,
+                                   int dp) {
   std::map<std::string, std::unique_ptr<SafetensorsFile>> files;
+  bool checkpointIsZero = false;
   auto loadIndex = [&](const char *indexName,
                        std::map<std::string, std::string> &map) -> llvm::Error {
     std::string path = join(directory, indexName);
@@ -380,6 +484,8 @@ llvm::Error ratrain::rt::loadSlots(llvm::StringRef directory,
         root ? root->getObject("weight_map") : nullptr;
     if (!weights)
       return makeError(path + ": missing weight_map");
+    if (root->getArray("zero_shards"))
+      checkpointIsZero = true;
     for (auto &[key, file] : *weights) {
       auto name = file.getAsString();
       if (!name || name->contains('/'))
@@ -391,44 +497,105 @@ llvm::Error ratrain::rt::loadSlots(llvm::StringRef directory,
   std::map<std::string, std::string> weightMap, momentMap;
   if (llvm::Error error = loadIndex(kModelIndex, weightMap))
     return error;
-  bool needMoments = false;
+  bool zero = false;
+  for (const ParamSlot &slot : slots)
+    zero |= slot.sharded();
+  bool needMoments = zero;
   for (const ParamSlot &slot : slots)
     needMoments |= slot.expAvg.bytes || slot.expAvgSq.bytes;
   if (needMoments)
     if (llvm::Error error = loadIndex(kOptimizerIndex, momentMap))
       return error;
+  if (zero != checkpointIsZero && needMoments)
+    return makeError(llvm::formatv(
+        "{0}: the checkpoint holds {1} optimizer state, this program keeps it "
+        "{2}",
+        join(directory, kOptimizerIndex),
+        checkpointIsZero ? "ZeRO-sharded" : "unsharded",
+        zero ? "ZeRO-sharded" : "unsharded"));
 
+  auto open =
+      [&](const std::string &fileName) -> llvm::Expected<SafetensorsFile *> {
+    std::unique_ptr<SafetensorsFile> &file = files[fileName];
+    if (!file) {
+      auto opened = SafetensorsFile::open(join(directory, fileName));
+      if (!opened)
+        return opened.takeError();
+      file = std::make_unique<SafetensorsFile>(std::move(*opened));
+    }
+    return file.get();
+  };
   auto readTensor = [&](std::map<std::string, std::string> &map,
                         const char *indexName, const std::string &name,
-                        llvm::ArrayRef<int64_t> shape,
+                        llvm::StringRef dtype, llvm::ArrayRef<int64_t> shape,
                         const Buffer &buffer) -> llvm::Error {
     auto it = map.find(name);
     if (it == map.end())
       return makeError(llvm::formatv("{0}: tensor '{1}' is not in the "
                                      "checkpoint",
                                      join(directory, indexName), name));
-    std::unique_ptr<SafetensorsFile> &file = files[it->second];
-    if (!file) {
-      auto opened = SafetensorsFile::open(join(directory, it->second));
-      if (!opened)
-        return opened.takeError();
-      file = std::make_unique<SafetensorsFile>(std::move(*opened));
-    }
-    return file->read(name, "F32", shape, buffer.data, buffer.bytes);
+    auto file = open(it->second);
+    if (!file)
+      return file.takeError();
+    return (*file)->read(name, dtype, shape, buffer.data, buffer.bytes);
   };
   for (const ParamSlot &slot : slots) {
+    if (!slot.sharded()) {
+      if (llvm::Error error = readTensor(weightMap, kModelIndex, slot.name,
+                                         "F32", slot.shape, slot.master))
+        return error;
+      if (slot.expAvg.bytes || slot.expAvgSq.bytes) {
+        if (llvm::Error error =
+                readTensor(momentMap, kOptimizerIndex, slot.name + ".exp_avg",
+                           "F32", slot.shape, slot.expAvg))
+          return error;
+        if (llvm::Error error = readTensor(momentMap, kOptimizerIndex,
+                                           slot.name + ".exp_avg_sq", "F32",
+                                           slot.shape, slot.expAvgSq))
+          return error;
+      }
+      continue;
+    }
+    // ZeRO: the view from the model file, the ranges from this data rank's
+    // zero shard file of the stage that saved the tensor.
+    const char *viewDType = safetensorsDType(slot.viewType);
     if (llvm::Error error = readTensor(weightMap, kModelIndex, slot.name,
-                                       slot.shape, slot.master))
+                                       viewDType, slot.shape, slot.view))
       return error;
-    if (slot.expAvg.bytes || slot.expAvgSq.bytes) {
-      if (llvm::Error error =
-              readTensor(momentMap, kOptimizerIndex, slot.name + ".exp_avg",
-                         slot.shape, slot.expAvg))
+    uint64_t numel = 1;
+    for (int64_t d : slot.shape)
+      numel *= uint64_t(d);
+    uint64_t valid = validShardElements(slot, numel);
+    if (slot.master.bytes < valid * 4 || slot.expAvg.bytes < valid * 4 ||
+        slot.expAvgSq.bytes < valid * 4)
+      return makeError(llvm::formatv("checkpoint load: '{0}' shard buffers "
+                                     "are smaller than {1} fp32 elements",
+                                     slot.name, valid));
+    std::string shardFile = zeroShardName(weightMap[slot.name], dpIndex, dp);
+    auto file = open(shardFile);
+    if (!file)
+      return file.takeError();
+    auto offset = (*file)->metadata().find("ratrain.shard_offset." + slot.name);
+    if (offset == (*file)->metadata().end() ||
+        offset->second != std::to_string(slot.shardOffset))
+      return makeError(llvm::formatv(
+          "{0}: tensor '{1}' was saved with its shard at element {2}, this "
+          "rank's shard starts at {3} (resume with the same data-parallel "
+          "size and sharding)",
+          (*file)->path(), slot.name,
+          offset == (*file)->metadata().end() ? std::string("(none)")
+                                              : offset->second,
+          slot.shardOffset));
+    std::vector<int64_t> shape{int64_t(valid)};
+    const Buffer *targets[3] = {&slot.master, &slot.expAvg, &slot.expAvgSq};
+    const char *suffixes[3] = {".master", ".exp_avg", ".exp_avg_sq"};
+    for (int i = 0; i < 3; ++i) {
+      if (llvm::Error error = (*file)->read(slot.name + suffixes[i], "F32",
+                                            shape, targets[i]->data, valid * 4))
         return error;
-      if (llvm::Error error =
-              readTensor(momentMap, kOptimizerIndex, slot.name + ".exp_avg_sq",
-                         slot.shape, slot.expAvgSq))
-        return error;
+      // Padding past the tensor's end reads as zeros.
+      std::memset(targets[i]->data + valid * 4, 0,
+                  targets[i]->bytes - valid * 4);
     }
   }
   return llvm::Error::success();
@@ -464,6 +631,26 @@ ratrain::rt::verifyCheckpoint(llvm::StringRef path) {
         object ? object->getObject("weight_map") : nullptr;
     if (!weights)
       return makeError(indexPath + ": missing weight_map");
+    if (llvm::json::Array *zeroShards = object->getArray("zero_shards")) {
+      for (const llvm::json::Value &entry : *zeroShards) {
+        std::optional<llvm::StringRef> file = entry.getAsString();
+        if (!file || file->contains('/'))
+          return makeError(indexPath + ": invalid zero shard file name");
+        auto opened = SafetensorsFile::open(join(*directory, *file));
+        if (!opened)
+          return opened.takeError();
+        for (const TensorInfo &info : opened->tensors()) {
+          std::vector<char> scratch(info.end - info.begin);
+          if (llvm::Error error =
+                  opened->read(info.name, info.dtype, info.shape,
+                               scratch.data(), scratch.size()))
+            return error;
+          ++summary.tensors;
+          summary.bytes += scratch.size();
+        }
+        ++summary.files;
+      }
+    }
     for (auto &[key, value] : *weights) {
       std::optional<llvm::StringRef> file = value.getAsString();
       if (!file || file->contains('/'))
@@ -488,6 +675,6 @@ ratrain::rt::verifyCheckpoint(llvm::StringRef path) {
       summary.bytes += scratch.size();
     }
   }
-  summary.files = files.size();
+  summary.files += files.size();
   return summary;
 }

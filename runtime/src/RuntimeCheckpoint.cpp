@@ -113,16 +113,21 @@ llvm::Error Runtime::saveCheckpoint(llvm::StringRef root,
                                            staging, ec.message())));
     }
   }
+  bool anySharded = false;
+  for (const ParamSlot &slot : slots)
+    anySharded |= slot.sharded();
+  bool zero = allReduceMin(anySharded ? 0 : 1) == 0;
   std::optional<std::string> failure = firstFailure(*this, status);
-  // 2. One writer per stage.
-  if (!failure && dpIndex() == 0)
-    status.set(
-        writeStageShards(staging, model, partition, stage(), slots, state));
+  // 2. The data rank 0 of every stage writes its model (and unsharded
+  // optimizer) file; with ZeRO every rank writes its shards.
+  if (!failure)
+    status.set(writeStageShards(staging, model, partition, stage(), slots,
+                                state, dpIndex()));
   if (!failure)
     failure = firstFailure(*this, status);
   // 3. Rank 0 publishes.
   if (!failure && rank() == 0) {
-    status.set(writeCheckpointIndex(staging, model, partition, state));
+    status.set(writeCheckpointIndex(staging, model, partition, state, zero));
     if (!status.failed)
       status.set(commitCheckpoint(root, staging, state.step));
   }
@@ -155,7 +160,7 @@ Runtime::loadCheckpoint(llvm::StringRef path, const ModelConfig &model,
       status.set(read.takeError());
     else {
       state = *read;
-      status.set(loadSlots(*directory, slots));
+      status.set(loadSlots(*directory, slots, dpIndex(), dpSize()));
     }
   }
   if (std::optional<std::string> failure = firstFailure(*this, status))

@@ -17,7 +17,11 @@
 // planned offsets, init_param, addParam) and a per-step body driven by
 // rt::Session (load_batch, report_loss, logging, checkpoints, resume).
 //
-//   ratrain-train-e2e --model M [--pp P] [--dp D] [--kill-at-step S]
+// With --zero the fp32 master weights and Adam moments are sharded over the
+// data group (ZeRO-1): gradients are reduce-scattered, each rank updates its
+// shard and the full fp32 parameter view is all-gathered back.
+//
+//   ratrain-train-e2e --model M [--pp P] [--dp D] [--zero] [--kill-at-step S]
 //     [--fail-save-at S] [--loss-out FILE]  + Session flags: --data D
 //     --steps N [--ckpt DIR] [--save-every K] [--resume] [--log FILE]
 //
@@ -50,6 +54,7 @@ struct Args {
   std::string model, lossOut;
   int pp = 1, dp = 1;
   uint64_t killAtStep = 0, failSaveAt = 0;
+  bool zero = false;
   /// The flags left for rt::SessionOptions::parse.
   std::vector<char *> sessionArgs;
 };
@@ -74,6 +79,8 @@ Args parseArgs(int argc, char **argv) {
       a.dp = std::atoi(value().c_str());
     else if (flag == "--kill-at-step")
       a.killAtStep = std::strtoull(value().c_str(), nullptr, 10);
+    else if (flag == "--zero")
+      a.zero = true;
     else if (flag == "--fail-save-at")
       a.failSaveAt = std::strtoull(value().c_str(), nullptr, 10);
     else
@@ -89,6 +96,9 @@ struct Plan {
   struct Param {
     ParamSpec spec;
     uint64_t master, expAvg, expAvgSq, grad, bytes;
+    /// ZeRO: elements per shard, the padded full size (dp x shard), the
+    /// full fp32 view (padded) and the gradient shard.
+    uint64_t shard = 0, padded = 0, view = 0, gradShard = 0;
   };
   std::vector<Param> params;
   uint64_t inputs = 0, labels = 0, fieldBytes = 0; ///< Per micro-batch.
@@ -106,15 +116,27 @@ struct Plan {
 };
 
 Plan makePlan(const ModelConfig &model, const StagePartition &partition,
-              int stage, const SessionOptions &o) {
+              int stage, const SessionOptions &o, int dp, bool zero) {
   Plan plan;
   for (ParamSpec &spec : stageParameters(model, partition, stage)) {
-    uint64_t bytes = spec.numElements() * 4;
+    uint64_t numel = spec.numElements();
+    uint64_t bytes = numel * 4;
     Plan::Param p{spec, 0, 0, 0, 0, bytes};
-    p.master = plan.take(bytes);
-    p.expAvg = plan.take(bytes);
-    p.expAvgSq = plan.take(bytes);
-    p.grad = plan.take(bytes);
+    if (zero) {
+      p.shard = (numel + uint64_t(dp) - 1) / uint64_t(dp);
+      p.padded = p.shard * uint64_t(dp);
+      p.master = plan.take(p.shard * 4);
+      p.expAvg = plan.take(p.shard * 4);
+      p.expAvgSq = plan.take(p.shard * 4);
+      p.gradShard = plan.take(p.shard * 4);
+      p.grad = plan.take(p.padded * 4);
+      p.view = plan.take(p.padded * 4);
+    } else {
+      p.master = plan.take(bytes);
+      p.expAvg = plan.take(bytes);
+      p.expAvgSq = plan.take(bytes);
+      p.grad = plan.take(bytes);
+    }
     plan.params.push_back(std::move(p));
   }
   uint64_t tokens = uint64_t(o.microBatch * o.seqLen);
@@ -159,8 +181,9 @@ int main(int argc, char **argv) {
   // the largest stage (every rank plans all stages; cheap).
   uint64_t capacity = 0;
   for (int s = 0; s < a.pp; ++s)
-    capacity = std::max(capacity,
-                        makePlan(model, partition, s, sessionOptions).capacity);
+    capacity = std::max(
+        capacity,
+        makePlan(model, partition, s, sessionOptions, a.dp, a.zero).capacity);
   RuntimeOptions options;
   options.pp = a.pp;
   options.dp = a.dp;
@@ -168,20 +191,41 @@ int main(int argc, char **argv) {
   Runtime rt(argc, argv, options);
   Session session(rt, model, partition, sessionOptions);
   const SessionOptions &o = session.options();
-  Plan plan = makePlan(model, partition, rt.stage(), o);
+  Plan plan = makePlan(model, partition, rt.stage(), o, rt.dpSize(), a.zero);
   Arena &ddr = rt.ddr();
 
   // Prologue: initial weights, Adam moments at zero (the arena is zeroed),
   // registration for checkpoints.
   for (Plan::Param &p : plan.params) {
-    ParamSlot slot{p.spec.name, p.spec.shape, ddr.buffer(p.master, p.bytes),
-                   ddr.buffer(p.expAvg, p.bytes),
-                   ddr.buffer(p.expAvgSq, p.bytes)};
+    // Weights used by compute: the master itself, or the ZeRO view.
+    Buffer weights = ddr.buffer(a.zero ? p.view : p.master, p.bytes);
     if (p.spec.shape.size() == 1)
-      initParam(slot.master, ElemType::F32, InitKind::Ones, p.spec.name);
+      initParam(weights, ElemType::F32, InitKind::Ones, p.spec.name);
     else
-      initParam(slot.master, ElemType::F32, InitKind::Normal, p.spec.name,
-                0.02);
+      initParam(weights, ElemType::F32, InitKind::Normal, p.spec.name, 0.02);
+    if (!a.zero) {
+      session.addParam({p.spec.name, p.spec.shape, weights,
+                        ddr.buffer(p.expAvg, p.bytes),
+                        ddr.buffer(p.expAvgSq, p.bytes)});
+      continue;
+    }
+    ParamSlot slot;
+    slot.name = p.spec.name;
+    slot.shape = p.spec.shape;
+    slot.master = ddr.buffer(p.master, p.shard * 4);
+    slot.expAvg = ddr.buffer(p.expAvg, p.shard * 4);
+    slot.expAvgSq = ddr.buffer(p.expAvgSq, p.shard * 4);
+    slot.shardOffset = uint64_t(rt.dpIndex()) * p.shard;
+    slot.shardElements = p.shard;
+    slot.view = weights;
+    slot.viewType = ElemType::F32;
+    // The master shard starts as this rank's range of the view.
+    uint64_t numel = p.spec.numElements();
+    uint64_t valid = slot.shardOffset < numel
+                         ? std::min(p.shard, numel - slot.shardOffset)
+                         : 0;
+    std::memcpy(slot.master.data, weights.data + slot.shardOffset * 4,
+                valid * 4);
     session.addParam(slot);
   }
   session.start();
@@ -219,7 +263,8 @@ int main(int argc, char **argv) {
             ddr.buffer(plan.inputs + mb * plan.fieldBytes, plan.fieldBytes);
         session.loadBatch(BatchField::Inputs, inputs, mb);
         const int32_t *ids = inputs.as<int32_t>();
-        const float *e = ddr.get<float>(embed->master, vocab * h);
+        const float *e =
+            ddr.get<float>(a.zero ? embed->view : embed->master, vocab * h);
         float *x = act.as<float>();
         for (int64_t t = 0; t < tokensPerMB; ++t)
           std::memcpy(x + t * h, e + int64_t(ids[t]) * h, h * 4);
@@ -242,7 +287,8 @@ int main(int argc, char **argv) {
       session.loadBatch(BatchField::Labels, labels, mb);
       const int32_t *targets = labels.as<int32_t>();
       const float *x = act.as<float>();
-      const float *w = ddr.get<float>(head->master, vocab * h);
+      const float *w =
+          ddr.get<float>(a.zero ? head->view : head->master, vocab * h);
       float *dw = ddr.get<float>(head->grad, vocab * h);
       float *logits = ddr.get<float>(plan.logits, tokensPerMB * vocab);
       float *dx =
@@ -306,23 +352,28 @@ int main(int argc, char **argv) {
     }
     rt.waitAll(pending);
 
-    // Gradient all-reduce over the data group (the scale already divides by
-    // dp), issued for every trained tensor before waiting on any.
+    // Gradients: all-reduced over the data group (the scale already divides
+    // by dp), or with ZeRO reduce-scattered into this rank's shard; issued for
+    // every trained tensor before waiting on any.
     std::vector<Token> reductions;
     for (Plan::Param *p : trained)
-      reductions.push_back(rt.allReduce(
-          Group::Data, ddr.buffer(p->grad, p->bytes), ElemType::F32));
+      reductions.push_back(
+          a.zero ? rt.reduceScatter(
+                       Group::Data, ddr.buffer(p->grad, p->padded * 4),
+                       ddr.buffer(p->gradShard, p->shard * 4), ElemType::F32)
+                 : rt.allReduce(Group::Data, ddr.buffer(p->grad, p->bytes),
+                                ElemType::F32));
     rt.waitAll(reductions);
-    // Adam.
+    // Adam on the whole tensor or on the shard.
     const double lr = 1e-2, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
     double correction1 = 1 - std::pow(beta1, double(step));
     double correction2 = 1 - std::pow(beta2, double(step));
     for (Plan::Param *p : trained) {
-      uint64_t n = p->spec.numElements();
+      uint64_t n = a.zero ? p->shard : p->spec.numElements();
       float *w = ddr.get<float>(p->master, n);
       float *m = ddr.get<float>(p->expAvg, n);
       float *v = ddr.get<float>(p->expAvgSq, n);
-      const float *g = ddr.get<float>(p->grad, n);
+      const float *g = ddr.get<float>(a.zero ? p->gradShard : p->grad, n);
       for (uint64_t i = 0; i < n; ++i) {
         m[i] = float(beta1 * m[i] + (1 - beta1) * g[i]);
         v[i] = float(beta2 * v[i] + (1 - beta2) * double(g[i]) * g[i]);
@@ -330,6 +381,15 @@ int main(int argc, char **argv) {
             (m[i] / correction1) / (std::sqrt(v[i] / correction2) + eps);
         w[i] = float(w[i] - lr * update);
       }
+    }
+    if (a.zero) {
+      // Refresh the parameter views from the updated shards.
+      std::vector<Token> gathers;
+      for (Plan::Param *p : trained)
+        gathers.push_back(rt.allGather(Group::Data,
+                                       ddr.buffer(p->master, p->shard * 4),
+                                       ddr.buffer(p->view, p->padded * 4)));
+      rt.waitAll(gathers);
     }
 
     if (a.failSaveAt == step && rt.isLastStage())

@@ -2,6 +2,7 @@
 # Train, save, kill, resume: the loss curve after the checkpoint must equal
 # the uninterrupted run's bit for bit; bad inputs must fail cleanly.
 #   train-resume-test.sh MPIEXEC TRAIN_BIN MODEL DATA PP DP WORKDIR CKPT_TOOL
+# TRAIN_EXTRA_ARGS (e.g. --zero) is passed to every training run.
 set -uo pipefail
 mpiexec=$1; train=$2; model=$3; data=$4; pp=$5; dp=$6; work=$7; ckpt_tool=$8
 np=$(( pp * dp ))
@@ -14,7 +15,7 @@ run() { # run LOGFILE ARGS... ; returns the job's exit code
   local log=$1; shift
   timeout -k 10 240 "$mpiexec" --oversubscribe -np "$np" \
     -x RATRAIN_COMM_TIMEOUT_S=60 "$train" --model "$model" --data "$data" \
-    --pp "$pp" --dp "$dp" --steps $steps "$@" > "$log" 2>&1
+    --pp "$pp" --dp "$dp" --steps $steps ${TRAIN_EXTRA_ARGS:-} "$@" > "$log" 2>&1
 }
 expect_failure() { # expect_failure NAME REGEX ARGS...
   local name=$1 regex=$2; shift 2

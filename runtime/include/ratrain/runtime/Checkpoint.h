@@ -27,6 +27,7 @@
 #include "ratrain/Model/ModelConfig.h"
 #include "ratrain/runtime/Arena.h"
 #include "ratrain/runtime/Data.h"
+#include "ratrain/runtime/ElemType.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
@@ -77,13 +78,28 @@ std::vector<ParamSpec> stageParameters(const ModelConfig &model,
 
 /// Where one parameter lives in the arena: fp32 master weights and, when the
 /// rank keeps them, the Adam moments (empty buffers when not).
+///
+/// ZeRO: with shardElements > 0 the rank keeps only elements [shardOffset,
+/// shardOffset + shardElements) of the flattened fp32 master and moments
+/// (buffers of shardElements x 4 bytes; a part past the tensor's end is
+/// padding), and `view` holds the replicated full tensor in `viewType`, which
+/// goes to the HuggingFace model file. Sharding is all or nothing per job.
 struct ParamSlot {
   std::string name;
   std::vector<int64_t> shape;
   Buffer master;
   Buffer expAvg;
   Buffer expAvgSq;
+  uint64_t shardOffset = 0;
+  uint64_t shardElements = 0;
+  Buffer view;
+  ElemType viewType = ElemType::BF16;
+  bool sharded() const { return shardElements != 0; }
 };
+
+/// "optimizer-00001-of-00002-zero-00002-of-00004.safetensors": data rank 1's
+/// shards of the stage whose model file is `modelFile`.
+std::string zeroShardName(llvm::StringRef modelFile, int dpIndex, int dp);
 
 /// Everything besides tensors needed to resume bit-identically.
 struct TrainerState {
@@ -100,20 +116,24 @@ std::string optimizerShardName(int stage, int pp);
 /// "step-00000042".
 std::string stepDirectoryName(uint64_t step);
 
-/// Writes stage `stage`'s model and optimizer shards into `directory` (each
-/// file atomically). Slots must be exactly the stage's parameters, with shapes
-/// matching `model`.
+/// Writes stage `stage`'s files into `directory` (each file atomically) as
+/// data rank `dpIndex`: rank 0 writes the model file and, without ZeRO, the
+/// optimizer file; with ZeRO every data rank writes its zero shard file
+/// (`<name>.master`, `.exp_avg`, `.exp_avg_sq` of its range). Slots must be
+/// exactly the stage's parameters, with shapes matching `model`.
 llvm::Error writeStageShards(llvm::StringRef directory,
                              const ModelConfig &model,
                              const StagePartition &partition, int stage,
                              llvm::ArrayRef<ParamSlot> slots,
-                             const TrainerState &state);
+                             const TrainerState &state, int dpIndex = 0);
 
 /// Writes both indexes and trainer_state.json into `directory`.
+/// With `zero`, the optimizer index lists the zero shard files instead of a
+/// weight map.
 llvm::Error writeCheckpointIndex(llvm::StringRef directory,
                                  const ModelConfig &model,
                                  const StagePartition &partition,
-                                 const TrainerState &state);
+                                 const TrainerState &state, bool zero = false);
 
 /// Renames the staging directory to `<root>/step-<N>` and points
 /// `<root>/latest` at it. An existing step-<N> is replaced only after the new
@@ -137,8 +157,12 @@ llvm::Expected<TrainerState> readTrainerState(llvm::StringRef directory,
 /// indexes, so the checkpoint may come from another pipeline partition.
 /// Every check (missing tensor, dtype, shape, checksum, truncation) names the
 /// file and tensor.
+/// Sharded slots read their ranges from the zero shard files of data rank
+/// `dpIndex` of `dp` (the same dp size and ranges as at save time; a
+/// mismatch is an error naming the tensor).
 llvm::Error loadSlots(llvm::StringRef directory,
-                      llvm::ArrayRef<ParamSlot> slots);
+                      llvm::ArrayRef<ParamSlot> slots, int dpIndex = 0,
+                      int dp = 1);
 
 /// What verifyCheckpoint found.
 struct CheckpointSummary {
