@@ -1,0 +1,448 @@
+#!/usr/bin/env python3
+"""A reference interpreter of lowered mt3k programs, for a gradient check.
+
+Runs every program of an mt3k module (one per pipeline stage) for one
+training step, with the kernels implemented in plain Python (float64),
+pipeline messages delivered between the programs, and the data loader
+replaced by fixed pseudo-random token ids. It records the loss the programs
+report and the gradient each `mt3k.adamw` receives, then checks that
+gradient against central finite differences of the reported loss, for a
+sample of elements of every parameter tensor. A wrong operand, transpose,
+missing accumulation or pipeline wiring in the lowering makes the two
+disagree.
+
+Usage: mt3k-gradcheck.py MODULE.mlir  (prints one line per checked element
+and 'gradcheck: N elements OK'; exits 1 on a mismatch).
+"""
+
+import math
+import random
+import re
+import sys
+
+SIZES = {"f32": 4, "f16": 2, "bf16": 2, "i32": 4, "i64": 8, "i8": 1}
+
+
+def parse_type(text):
+    """'!mt3k.buffer<ddr, 4x8xf32>' -> (space, shape, dtype)."""
+    m = re.match(r"!mt3k\.buffer<(\w+), (.*)>", text.strip())
+    space, rest = m.group(1), m.group(2)
+    parts = rest.split("x")
+    return space, [int(p) for p in parts[:-1]], parts[-1]
+
+
+class Ref:
+    """A typed reference to memory: space, absolute byte offset, shape."""
+
+    def __init__(self, space, offset, shape, dtype):
+        self.space, self.offset, self.shape, self.dtype = space, offset, shape, dtype
+
+    def numel(self):
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    def addr(self, i):
+        return (self.space, self.offset + i * SIZES[self.dtype])
+
+
+class Machine:
+    """Memory of one rank: (space, byte offset) -> element value."""
+
+    def __init__(self):
+        self.mem = {}
+
+    def read(self, ref):
+        return [self.mem.get(ref.addr(i), 0.0) for i in range(ref.numel())]
+
+    def write(self, ref, values):
+        assert len(values) == ref.numel()
+        for i, v in enumerate(values):
+            self.mem[ref.addr(i)] = v
+
+
+def init_value(param, index, kind, std):
+    if kind == "zeros":
+        return 0.0
+    if kind == "ones":
+        return 1.0
+    rng = random.Random(f"{param}:{index}")
+    return rng.gauss(0.0, std)
+
+
+def token_ids(field, mb, count, vocab):
+    rng = random.Random(f"{field}:{mb}")
+    return [rng.randrange(vocab) for _ in range(count)]
+
+
+OPERAND = r"%[\w#]+"
+
+
+class Program:
+    def __init__(self, stage, lines):
+        self.stage = stage
+        self.lines = lines
+
+
+def parse_module(text):
+    programs = []
+    current = None
+    vocab = None
+    for line in text.splitlines():
+        m = re.match(r"\s*mt3k\.program @\w+ stage (\d+)", line)
+        if m:
+            current = Program(int(m.group(1)), [])
+            programs.append(current)
+            continue
+        if current is not None and line.strip() and line.strip() != "}":
+            current.lines.append(line.strip())
+    m = re.search(r"vocab = (\d+)", text)
+    vocab = int(m.group(1))
+    return programs, vocab
+
+
+def split_operands(text):
+    return re.findall(OPERAND, text)
+
+
+class Runner:
+    """Runs all programs of a module for one step."""
+
+    def __init__(self, programs, vocab, perturb=None, std_override=0.5):
+        self.programs = programs
+        self.vocab = vocab
+        self.perturb = perturb
+        self.std = std_override
+        self.machines = {p.stage: Machine() for p in programs}
+        self.refs = {p.stage: {} for p in programs}
+        self.mailbox = {}
+        self.losses = {}
+        self.grads = {}  # (stage, master offset) -> gradient values
+        self.params = {}  # name -> (stage, Ref) of the master / fp32 view
+
+    # Kernels ---------------------------------------------------------------
+
+    def run_op(self, stage, line):
+        mach, refs = self.machines[stage], self.refs[stage]
+        R = lambda name: refs[name]
+
+        m = re.match(r"(%\w+) = mt3k\.buffer \"[^\"]*\" at (\d+) : (.*)$", line)
+        if m:
+            space, shape, dtype = parse_type(m.group(3))
+            refs[m.group(1)] = Ref(space, int(m.group(2)), shape, dtype)
+            return True
+        m = re.match(r"(%\w+) = mt3k\.view (%\w+)\[(\d+)\] : .* to (.*)$", line)
+        if m:
+            src = R(m.group(2))
+            space, shape, dtype = parse_type(m.group(4))
+            refs[m.group(1)] = Ref(space, src.offset + int(m.group(3)), shape, dtype)
+            return True
+        m = re.match(r"mt3k\.init_param (\w+) (%\w+) \"([^\"]+)\"(?: std (\S+))?", line)
+        if m:
+            kind, ref, name = m.group(1), R(m.group(2)), m.group(3)
+            std = self.std if m.group(4) else 0.0
+            values = [init_value(name, i, kind, std) for i in range(ref.numel())]
+            if self.perturb and self.perturb[0] == name and not name.endswith(
+                    (".exp_avg", ".exp_avg_sq")):
+                values[self.perturb[1]] += self.perturb[2]
+            mach.write(ref, values)
+            if not name.endswith((".exp_avg", ".exp_avg_sq")) and ref.dtype == "f32":
+                self.params[name] = (stage, ref)
+            return True
+        m = re.match(r"mt3k\.load_batch (\w+) (%\w+) micro_batch (\d+)", line)
+        if m:
+            ref = R(m.group(2))
+            mach.write(ref, token_ids(m.group(1), int(m.group(3)), ref.numel(), self.vocab))
+            return True
+        m = re.match(r"mt3k\.report_loss (%\w+) micro_batch (\d+)", line)
+        if m:
+            self.losses[(stage, int(m.group(2)))] = mach.read(R(m.group(1)))[0]
+            return True
+        m = re.match(r"mt3k\.fill (%\w+), (\S+) :", line)
+        if m:
+            ref = R(m.group(1))
+            mach.write(ref, [float(m.group(2))] * ref.numel())
+            return True
+        m = re.match(r"mt3k\.gemm (%\w+), (%\w+) -> (%\w+)(.*?) :", line)
+        if m:
+            self.gemm(mach, R(m.group(1)), R(m.group(2)), R(m.group(3)), m.group(4))
+            return True
+        m = re.match(r"mt3k\.rmsnorm_fwd (%\w+), (%\w+) -> (%\w+), (%\w+) eps (\S+)", line)
+        if m:
+            self.rmsnorm_fwd(mach, *[R(m.group(i)) for i in range(1, 5)], float(m.group(5)))
+            return True
+        m = re.match(r"mt3k\.rmsnorm_bwd (%\w+), (%\w+), (%\w+), (%\w+) -> (%\w+), (%\w+)( accumulate)?", line)
+        if m:
+            self.rmsnorm_bwd(mach, *[R(m.group(i)) for i in range(1, 7)], bool(m.group(7)))
+            return True
+        m = re.match(r"mt3k\.attention_fwd (%\w+), (%\w+), (%\w+) -> (%\w+), (%\w+) causal scale (\S+)", line)
+        if m:
+            self.attention_fwd(mach, *[R(m.group(i)) for i in range(1, 6)], float(m.group(6)))
+            return True
+        m = re.match(r"mt3k\.attention_bwd (%\w+), (%\w+), (%\w+), (%\w+), (%\w+), (%\w+) -> (%\w+), (%\w+), (%\w+) causal scale (\S+)", line)
+        if m:
+            self.attention_bwd(mach, *[R(m.group(i)) for i in range(1, 10)], float(m.group(10)))
+            return True
+        m = re.match(r"mt3k\.elementwise (\w+) ins\((.*?) :.*?\) outs\((.*?) :.*?\)(?: theta (\S+))?(?: scale (\S+))?$", line)
+        if m:
+            ins = [R(n) for n in split_operands(m.group(2))]
+            outs = [R(n) for n in split_operands(m.group(3))]
+            self.elementwise(mach, m.group(1), ins, outs,
+                             float(m.group(4)) if m.group(4) else None,
+                             float(m.group(5)) if m.group(5) else None)
+            return True
+        m = re.match(r"mt3k\.adamw (%\w+), (%\w+), (%\w+), (%\w+) -> (%\w+)", line)
+        if m:
+            grad, master = R(m.group(1)), R(m.group(2))
+            self.grads[(stage, master.offset)] = mach.read(grad)
+            return True
+        m = re.match(r"%\w+ = mt3k\.all_reduce \w+ (%\w+) -> (%\w+) on @dp", line)
+        if m:  # dp = 1
+            mach.write(R(m.group(2)), mach.read(R(m.group(1))))
+            return True
+        m = re.match(r"%\w+ = mt3k\.dma (%\w+) -> (%\w+)", line)
+        if m:
+            mach.write(R(m.group(2)), mach.read(R(m.group(1))))
+            return True
+        m = re.match(r"%\w+ = mt3k\.send (%\w+) to (\d+) on @pp tag (\d+)", line)
+        if m:
+            self.mailbox[(stage, int(m.group(2)), int(m.group(3)))] = mach.read(R(m.group(1)))
+            return True
+        m = re.match(r"%\w+ = mt3k\.recv (%\w+) from (\d+) on @pp tag (\d+)", line)
+        if m:
+            key = (int(m.group(2)), stage, int(m.group(3)))
+            if key not in self.mailbox:
+                return False  # blocked until the sender gets there
+            mach.write(R(m.group(1)), self.mailbox.pop(key))
+            return True
+        if line.startswith("mt3k.wait"):
+            return True
+        raise RuntimeError(f"stage {stage}: cannot interpret: {line}")
+
+    def gemm(self, mach, a, b, c, flags):
+        A, B = mach.read(a), mach.read(b)
+        ta, tb, acc = "transpose_a" in flags, "transpose_b" in flags, "accumulate" in flags
+        ar, ac = a.shape
+        br, bc = b.shape
+        M, K = (ac, ar) if ta else (ar, ac)
+        N = br if tb else bc
+        at = lambda i, k: A[k * ac + i] if ta else A[i * ac + k]
+        bt = lambda k, j: B[j * bc + k] if tb else B[k * bc + j]
+        C = mach.read(c) if acc else [0.0] * (M * N)
+        for i in range(M):
+            for j in range(N):
+                C[i * N + j] += sum(at(i, k) * bt(k, j) for k in range(K))
+        mach.write(c, C)
+
+    def rmsnorm_fwd(self, mach, x, w, y, rstd, eps):
+        X, W = mach.read(x), mach.read(w)
+        T, H = x.shape
+        Y, RS = [], []
+        for t in range(T):
+            row = X[t * H:(t + 1) * H]
+            r = 1.0 / math.sqrt(sum(v * v for v in row) / H + eps)
+            RS.append(r)
+            Y += [row[i] * r * W[i] for i in range(H)]
+        mach.write(y, Y)
+        mach.write(rstd, RS)
+
+    def rmsnorm_bwd(self, mach, x, w, rstd, dy, dx, dw, acc):
+        X, W, RS, DY = mach.read(x), mach.read(w), mach.read(rstd), mach.read(dy)
+        T, H = x.shape
+        DX = []
+        DW = mach.read(dw) if acc else [0.0] * H
+        for t in range(T):
+            row, g = X[t * H:(t + 1) * H], DY[t * H:(t + 1) * H]
+            r = RS[t]
+            gw = [g[i] * W[i] for i in range(H)]
+            dot = sum(gw[i] * row[i] for i in range(H)) / H
+            DX += [r * gw[i] - row[i] * r ** 3 * dot for i in range(H)]
+            for i in range(H):
+                DW[i] += g[i] * row[i] * r
+        mach.write(dx, DX)
+        mach.write(dw, DW)
+
+    @staticmethod
+    def heads(ref):
+        b, s, h, d = ref.shape
+        return b, s, h, d
+
+    def attention_fwd(self, mach, q, k, v, o, lse, scale):
+        Q, K, V = mach.read(q), mach.read(k), mach.read(v)
+        B, S, H, D = q.shape
+        HK = k.shape[2]
+        O, L = [0.0] * len(Q), [0.0] * (B * H * S)
+        qi = lambda b, s, h, d: ((b * S + s) * H + h) * D + d
+        ki = lambda b, s, h, d: ((b * S + s) * HK + h) * D + d
+        for b in range(B):
+            for h in range(H):
+                g = h // (H // HK)
+                for i in range(S):
+                    sc = [scale * sum(Q[qi(b, i, h, d)] * K[ki(b, j, g, d)] for d in range(D))
+                          for j in range(i + 1)]
+                    mx = max(sc)
+                    z = sum(math.exp(x - mx) for x in sc)
+                    L[(b * H + h) * S + i] = mx + math.log(z)
+                    p = [math.exp(x - mx) / z for x in sc]
+                    for d in range(D):
+                        O[qi(b, i, h, d)] = sum(p[j] * V[ki(b, j, g, d)] for j in range(i + 1))
+        mach.write(o, O)
+        mach.write(lse, L)
+
+    def attention_bwd(self, mach, q, k, v, o, do, lse, dq, dk, dv, scale):
+        Q, K, V, O, DO, L = (mach.read(r) for r in (q, k, v, o, do, lse))
+        B, S, H, D = q.shape
+        HK = k.shape[2]
+        DQ, DK, DV = [0.0] * len(Q), [0.0] * len(K), [0.0] * len(V)
+        qi = lambda b, s, h, d: ((b * S + s) * H + h) * D + d
+        ki = lambda b, s, h, d: ((b * S + s) * HK + h) * D + d
+        for b in range(B):
+            for h in range(H):
+                g = h // (H // HK)
+                for i in range(S):
+                    l = L[(b * H + h) * S + i]
+                    p = [math.exp(scale * sum(Q[qi(b, i, h, d)] * K[ki(b, j, g, d)] for d in range(D)) - l)
+                         for j in range(i + 1)]
+                    delta = sum(DO[qi(b, i, h, d)] * O[qi(b, i, h, d)] for d in range(D))
+                    for j in range(i + 1):
+                        dp = sum(DO[qi(b, i, h, d)] * V[ki(b, j, g, d)] for d in range(D))
+                        ds = p[j] * (dp - delta)
+                        for d in range(D):
+                            DV[ki(b, j, g, d)] += p[j] * DO[qi(b, i, h, d)]
+                            DQ[qi(b, i, h, d)] += scale * ds * K[ki(b, j, g, d)]
+                            DK[ki(b, j, g, d)] += scale * ds * Q[qi(b, i, h, d)]
+        mach.write(dq, DQ)
+        mach.write(dk, DK)
+        mach.write(dv, DV)
+
+    def elementwise(self, mach, kind, ins, outs, theta, scale):
+        if kind == "cast":
+            mach.write(outs[0], mach.read(ins[0]))
+        elif kind == "residual_add":
+            a, b = mach.read(ins[0]), mach.read(ins[1])
+            mach.write(outs[0], [x + y for x, y in zip(a, b)])
+        elif kind == "swiglu":
+            g, u = mach.read(ins[0]), mach.read(ins[1])
+            sig = lambda x: 1.0 / (1.0 + math.exp(-x))
+            mach.write(outs[0], [x * sig(x) * y for x, y in zip(g, u)])
+        elif kind == "swiglu_bwd":
+            g, u, dh = (mach.read(r) for r in ins)
+            sig = lambda x: 1.0 / (1.0 + math.exp(-x))
+            dg, du = [], []
+            for x, y, d in zip(g, u, dh):
+                s = sig(x)
+                dg.append(d * y * s * (1 + x * (1 - s)))
+                du.append(d * x * s)
+            mach.write(outs[0], dg)
+            mach.write(outs[1], du)
+        elif kind in ("rope", "rope_bwd"):
+            X = mach.read(ins[0])
+            B, S, H, D = ins[0].shape
+            Y = [0.0] * len(X)
+            half = D // 2
+            for b in range(B):
+                for s in range(S):
+                    for h in range(H):
+                        base = ((b * S + s) * H + h) * D
+                        for i in range(half):
+                            ang = s * theta ** (-2.0 * i / D)
+                            c, sn = math.cos(ang), math.sin(ang)
+                            x0, x1 = X[base + i], X[base + i + half]
+                            if kind == "rope":
+                                Y[base + i] = x0 * c - x1 * sn
+                                Y[base + i + half] = x1 * c + x0 * sn
+                            else:
+                                Y[base + i] = x0 * c + x1 * sn
+                                Y[base + i + half] = x1 * c - x0 * sn
+            mach.write(outs[0], Y)
+        elif kind == "embedding":
+            table, ids = mach.read(ins[0]), mach.read(ins[1])
+            H = ins[0].shape[1]
+            out = []
+            for t in ids:
+                out += table[int(t) * H:(int(t) + 1) * H]
+            mach.write(outs[0], out)
+        elif kind == "embedding_bwd":
+            ids, dx = mach.read(ins[0]), mach.read(ins[1])
+            H = outs[0].shape[1]
+            table = mach.read(outs[0])
+            for t, tok in enumerate(ids):
+                for i in range(H):
+                    table[int(tok) * H + i] += dx[t * H + i]
+            mach.write(outs[0], table)
+        elif kind in ("cross_entropy", "cross_entropy_bwd"):
+            logits, labels = mach.read(ins[0]), mach.read(ins[1])
+            T, V = ins[0].shape
+            total, grad = 0.0, []
+            for t in range(T):
+                row = logits[t * V:(t + 1) * V]
+                mx = max(row)
+                z = sum(math.exp(x - mx) for x in row)
+                lbl = int(labels[t])
+                total += mx + math.log(z) - row[lbl]
+                grad += [(math.exp(x - mx) / z - (1.0 if j == lbl else 0.0)) * (scale or 1.0)
+                         for j, x in enumerate(row)]
+            if kind == "cross_entropy":
+                mach.write(outs[0], [total / T])
+            else:
+                mach.write(outs[0], grad)
+        else:
+            raise RuntimeError(f"unknown elementwise kind {kind}")
+
+    # Scheduling ------------------------------------------------------------
+
+    def run(self):
+        pcs = {p.stage: 0 for p in self.programs}
+        while True:
+            progressed, done = False, True
+            for p in self.programs:
+                while pcs[p.stage] < len(p.lines):
+                    done = False
+                    if not self.run_op(p.stage, p.lines[pcs[p.stage]]):
+                        break
+                    pcs[p.stage] += 1
+                    progressed = True
+            if all(pcs[p.stage] == len(p.lines) for p in self.programs):
+                return
+            if not progressed:
+                raise RuntimeError(f"deadlock at {pcs}")
+
+    def loss(self):
+        return sum(self.losses.values()) / len(self.losses)
+
+
+def main():
+    programs, vocab = parse_module(open(sys.argv[1]).read())
+    base = Runner(programs, vocab)
+    base.run()
+    print(f"loss {base.loss():.6f} over {len(base.losses)} micro-batches")
+    # The gradient of each parameter element, from the adamw that updates it.
+    checked, failed = 0, 0
+    eps = 1e-5
+    for name, (stage, ref) in sorted(base.params.items()):
+        masters = [off for (s, off) in base.grads if s == stage and off <= ref.offset]
+        master = max(masters)
+        grad = base.grads[(stage, master)]
+        first = (ref.offset - master) // 4
+        rng = random.Random(name)
+        for e in sorted(rng.sample(range(ref.numel()), min(3, ref.numel()))):
+            analytic = grad[first + e]
+            losses = []
+            for sign in (1, -1):
+                run = Runner(programs, vocab, perturb=(name, e, sign * eps))
+                run.run()
+                losses.append(run.loss())
+            numeric = (losses[0] - losses[1]) / (2 * eps)
+            ok = abs(analytic - numeric) <= 1e-6 + 1e-4 * max(abs(analytic), abs(numeric))
+            checked += 1
+            failed += not ok
+            print(f"{'ok  ' if ok else 'FAIL'} {name}[{e}] program {analytic:.9g} finite-difference {numeric:.9g}")
+    if failed:
+        print(f"gradcheck: {failed} of {checked} elements differ")
+        sys.exit(1)
+    print(f"gradcheck: {checked} elements OK")
+
+
+if __name__ == "__main__":
+    main()
