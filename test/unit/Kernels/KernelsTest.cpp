@@ -23,10 +23,19 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <ostream>
 #include <random>
+#include <string>
 #include <vector>
 
 using namespace ratrain::kernels;
+
+namespace ratrain::kernels {
+/// Names GEMM forms in gtest output.
+void PrintTo(GemmForm form, std::ostream *os) {
+  *os << (form == GemmForm::NT ? "NT" : form == GemmForm::NN ? "NN" : "TN");
+}
+} // namespace ratrain::kernels
 
 namespace {
 
@@ -201,7 +210,18 @@ TEST_P(GemmTest, Bf16AndFp16MatchReferenceOnRoundedInputs) {
 
 INSTANTIATE_TEST_SUITE_P(Forms, GemmTest,
                          ::testing::Values(GemmForm::NT, GemmForm::NN,
-                                           GemmForm::TN));
+                                           GemmForm::TN),
+                         [](const ::testing::TestParamInfo<GemmForm> &info) {
+                           switch (info.param) {
+                           case GemmForm::NT:
+                             return std::string("NT");
+                           case GemmForm::NN:
+                             return std::string("NN");
+                           case GemmForm::TN:
+                             return std::string("TN");
+                           }
+                           return std::string("unknown");
+                         });
 
 TEST(Convert, Bf16RoundsToNearestEven) {
   std::vector<float> x = randomVector(1000, 5, -1000.0f, 1000.0f);

@@ -14,7 +14,7 @@
 //    fp16, stored as uint16_t bit patterns) with fp32 accumulation and fp32
 //    output: the mixed-precision scheme of the training lifecycle, where
 //    AdamW keeps the fp32 master weights and re-materializes the 16-bit
-//    parameter view, and activations are converted with toBF16/toF16 before
+//    parameter view, and activations are converted with toHalf before
 //    they enter a 16-bit GEMM.
 //  - "Overwritten" outputs are fully written; "accumulated" outputs are
 //    read and added to (dst += ...), so they must be initialized (zero them
