@@ -16,20 +16,17 @@
 // {64, 256, 1024} clusters of examples/machines/mt3000.yaml, global batch
 // 1024).
 //
-// Known gap (docs/schedule.md, "ZeRO-2 gradients"): with ZeRO-2 and m > 1
-// the schedule accumulates each layer's full gradient over all micro-batches
-// and reduce-scatters it once, so every owned layer's full gradient is live
-// during the last backward sweep, while a memory model that counts the
-// shard plus one layer's reduce-scatter staging predicts less. Such plans
-// are tolerated (counted and printed, not failed) until the planner counts
-// w * (P + shard(P)). With ZeRO-2 and m = 1 each layer is reduce-scattered
-// right after its only backward, but the reduce-scatter overlaps the next
-// layer's backward, so two full gradients are live (double-buffered); a
-// memory model that counts one layer's staging may be short by up to the
-// stage's largest full gradient: that excess, and only that, is tolerated
-// too, until the planner counts w * (shard(P) + two largest full item
-// gradients). Every other disagreement fails.
-//
+// Known gap (docs/schedule.md, "ZeRO-2 gradients"): with ZeRO-2 and m = 1
+// each layer is reduce-scattered right after its only backward, but the
+// reduce-scatter overlaps the next layer's backward, so two full gradients
+// are live (double-buffered) while the memory model counts one layer's
+// reduce-scatter staging: it may be short by up to the stage's second
+// largest full gradient. That excess (bounded here by the largest full
+// gradient), and only that, is tolerated (counted and printed, not failed)
+// until the planner counts w * (sum of shards + two largest full item
+// gradients) for m = 1. ZeRO-2 with m > 1 (every owned layer's full
+// gradient live until its reduce-scatter) is counted by the memory model
+// and must agree like every other plan.
 //===----------------------------------------------------------------------===//
 
 #include "RATrain/RATrainDialect.h"
@@ -70,13 +67,16 @@ constexpr int64_t kToleranceBytesPerLayer = 16;
 struct Outcome {
   bool planned = false;   ///< the planner found a plan
   bool scheduled = false; ///< the pipeline succeeded
-  bool knownGap = false;  ///< ZeRO-2 with m > 1 (see the file comment)
-  std::string plan;       ///< the plan, described
+  /// ZeRO-2 over dp > 1 with m = 1: the known gap may apply.
+  bool zero2SingleMicroBatch = false;
+  std::string plan; ///< the plan, described
   std::string diagnostics;
   /// Per stage: (assigned peak, planner's prediction).
   SmallVector<std::pair<int64_t, int64_t>> stages;
   /// Stages over the prediction (beyond the tolerance), described.
   std::string disagreements;
+  /// Stages over it by no more than the known gap allows, described.
+  std::string knownGap;
   /// Per stage: the largest sum of reloaded (streamed) state bytes live at
   /// one position, and the planner's offload window.
   SmallVector<std::pair<int64_t, int64_t>> windows;
@@ -133,9 +133,9 @@ protected:
     PlanAttr plan = *model.getPlan();
     ParallelConfig parallel = toParallelConfig(plan);
     outcome.plan = parallel.describe();
-    outcome.knownGap = parallel.zero == ZeroStage::Gradients &&
-                       parallel.dataParallel > 1 &&
-                       parallel.numMicroBatches > 1;
+    outcome.zero2SingleMicroBatch = parallel.zero == ZeroStage::Gradients &&
+                                    parallel.dataParallel > 1 &&
+                                    parallel.numMicroBatches == 1;
 
     PassManager pm(&context);
     SchedulePipelineOptions options;
@@ -168,18 +168,17 @@ protected:
       int64_t tolerance = kToleranceBytesPerLayer * stage.getNumLayers();
       // ZeRO-2, m = 1: the second full gradient of the double buffer.
       int64_t doubleBuffer = 0;
-      if (parallel.zero == ZeroStage::Gradients && parallel.dataParallel > 1 &&
-          parallel.numMicroBatches == 1)
+      if (outcome.zero2SingleMicroBatch)
         for (int64_t layer = stage.getFirstLayer(); layer < stage.getEndLayer();
              ++layer)
           doubleBuffer = std::max(doubleBuffer, sizes.gradBytes(layer));
-      if (assigned > expected + tolerance && doubleBuffer > 0 &&
-          assigned <= expected + tolerance + doubleBuffer)
-        outcome.knownGap = true;
-      if (assigned > expected + tolerance)
-        outcome.disagreements +=
-            llvm::formatv("stage {0}: assigned {1} > planner {2} (+{3}); ",
-                          index, assigned, expected, assigned - expected);
+      std::string excess =
+          llvm::formatv("stage {0}: assigned {1} > planner {2} (+{3}); ", index,
+                        assigned, expected, assigned - expected);
+      if (assigned > expected + tolerance + doubleBuffer)
+        outcome.disagreements += excess;
+      else if (assigned > expected + tolerance)
+        outcome.knownGap += excess;
 
       // The streamed states live at once never exceed the planner's window.
       StageBuffers buffers = analyzeStageBuffers(stage);
@@ -203,14 +202,20 @@ protected:
     if (!outcome.planned)
       return;
     ++planned;
-    if (outcome.knownGap &&
-        (!outcome.scheduled || !outcome.disagreements.empty())) {
+    // Known gap: the excess of double-buffered full gradients, also when
+    // it takes a plan at the cap over it.
+    bool overCapacity = !outcome.scheduled &&
+                        outcome.diagnostics.find("of DDR but a cluster has") !=
+                            std::string::npos;
+    if (!outcome.knownGap.empty() ||
+        (outcome.zero2SingleMicroBatch && overCapacity)) {
       ++knownGapFailures;
       knownGaps += "  " + where + " " + outcome.plan + ": " +
-                   (outcome.scheduled ? outcome.disagreements
+                   (outcome.scheduled ? outcome.knownGap
                                       : firstLine(outcome.diagnostics)) +
                    "\n";
-      return;
+      if (!outcome.scheduled)
+        return;
     }
     EXPECT_TRUE(outcome.scheduled) << where << " " << outcome.plan << ":\n"
                                    << outcome.diagnostics;
@@ -340,7 +345,7 @@ TEST_F(PlanScheduleAgreementTest, RandomPlannerPlansScheduleUnderTheirPeak) {
   EXPECT_GT(agreed, 0);
   std::cout << planned << " of " << kScenarios << " requests planned, "
             << agreed << " scheduled and agreed, " << knownGapFailures
-            << " known-gap (ZeRO-2) disagreements\n"
+            << " known-gap (ZeRO-2, m = 1) disagreements\n"
             << knownGaps;
 }
 
@@ -414,7 +419,7 @@ TEST_F(PlanScheduleAgreementTest, PaperCasesOnMT3000) {
                 << predicted << ", assigned peak " << assigned << " "
                 << (outcome.scheduled && outcome.disagreements.empty()
                         ? "agree"
-                        : (outcome.knownGap ? "KNOWN GAP" : "FAIL"))
+                        : (!outcome.knownGap.empty() ? "KNOWN GAP" : "FAIL"))
                 << "\n";
     }
   }
