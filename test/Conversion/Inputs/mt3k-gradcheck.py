@@ -1,14 +1,18 @@
 #!/usr/bin/env python3
 """A reference interpreter of lowered mt3k programs, for a gradient check.
 
-Runs every program of an mt3k module (one per pipeline stage) for one
-training step, with the kernels implemented in plain Python (float64),
-pipeline messages delivered between the programs, and the data loader
-replaced by fixed pseudo-random token ids. It records the loss the programs
-report and the gradient each `mt3k.adamw` receives, then checks that
-gradient against central finite differences of the reported loss, for a
-sample of elements of every parameter tensor. A wrong operand, transpose,
-missing accumulation or pipeline wiring in the lowering makes the two
+Runs every program of an mt3k module (one per pipeline stage, dp replicas
+of each) for one training step, with the kernels implemented in plain
+Python (float64), pipeline messages delivered between the programs of a
+replica, collectives combined across the replicas of a stage, and the data
+loader replaced by pseudo-random token ids (different per replica). It
+records the loss the programs report and the gradient each `mt3k.adamw`
+receives (this rank's shard under ZeRO-1), then checks that gradient
+against central finite differences of the reported loss (the mean over
+micro-batches and replicas), for a sample of elements of every parameter
+tensor, and checks the parameter view after the step against one AdamW
+step from the initial value with that gradient. A wrong operand, transpose,
+missing accumulation, pipeline or shard wiring in the lowering makes them
 disagree.
 
 Usage: mt3k-gradcheck.py MODULE.mlir  (prints one line per checked element
@@ -109,22 +113,30 @@ def split_operands(text):
 class Runner:
     """Runs all programs of a module for one step."""
 
-    def __init__(self, programs, vocab, perturb=None, std_override=0.5):
+    def __init__(self, programs, vocab, dp, perturb=None, std_override=0.5):
         self.programs = programs
         self.vocab = vocab
+        self.dp = dp
         self.perturb = perturb
         self.std = std_override
-        self.machines = {p.stage: Machine() for p in programs}
-        self.refs = {p.stage: {} for p in programs}
+        self.ranks = [(p.stage, r) for p in programs for r in range(dp)]
+        self.machines = {rank: Machine() for rank in self.ranks}
+        self.refs = {rank: {} for rank in self.ranks}
         self.mailbox = {}
+        self.collectives = {}  # (stage, index) -> {replica: contribution}
+        self.done = {}  # (stage, index) -> results per replica
+        self.issued = {rank: 0 for rank in self.ranks}
         self.losses = {}
-        self.grads = {}  # (stage, master offset) -> gradient values
-        self.params = {}  # name -> (stage, Ref) of the master / fp32 view
+        self.grads = {}  # (rank, master offset) -> gradient values
+        self.params = {}  # name -> (stage, Ref) of the fp32 view
+        self.shards = {}  # (rank, master offset) -> (shard size, tensors)
+        self.adam = {}  # the hyper-parameters of the adamw ops
 
     # Kernels ---------------------------------------------------------------
 
-    def run_op(self, stage, line):
-        mach, refs = self.machines[stage], self.refs[stage]
+    def run_op(self, rank, line):
+        stage, replica = rank
+        mach, refs = self.machines[rank], self.refs[rank]
         R = lambda name: refs[name]
 
         m = re.match(r"(%\w+) = mt3k\.buffer \"[^\"]*\" at (\d+) : (.*)$", line)
@@ -142,7 +154,32 @@ class Runner:
         if m:
             kind, ref, name = m.group(1), R(m.group(2)), m.group(3)
             std = self.std if m.group(4) else 0.0
+            shard = re.search(r"ratrain.dp_shard = (\d+)", line)
+            pieces = re.search(r"ratrain.dp_shard_tensors = \[(.*?)\]", line)
+            if pieces:
+                # A ZeRO-1 master shard: element i is element r * n + i of
+                # the layer, valued as the tensor piece that holds it.
+                n = int(shard.group(1))
+                tensors = []
+                for piece in re.findall(r'"([^"]+)"', pieces.group(1)):
+                    tname, off, numel, tkind = piece.rsplit(":", 3)
+                    tensors.append((tname, int(off), int(numel), tkind))
+                values = []
+                for i in range(ref.numel()):
+                    g = replica * n + i
+                    tname, off, numel, tkind = next(
+                        t for t in tensors if t[1] <= g < t[1] + t[2])
+                    v = init_value(tname, g - off, tkind, self.std)
+                    if self.perturb and self.perturb[0] == tname and self.perturb[1] == g - off:
+                        v += self.perturb[2]
+                    values.append(v)
+                mach.write(ref, values)
+                self.shards[(rank, ref.offset)] = (n, tensors)
+                return True
             values = [init_value(name, i, kind, std) for i in range(ref.numel())]
+            if shard:  # zeros of a ZeRO-1 m / v shard
+                mach.write(ref, values)
+                return True
             if self.perturb and self.perturb[0] == name and not name.endswith(
                     (".exp_avg", ".exp_avg_sq")):
                 values[self.perturb[1]] += self.perturb[2]
@@ -153,11 +190,12 @@ class Runner:
         m = re.match(r"mt3k\.load_batch (\w+) (%\w+) micro_batch (\d+)", line)
         if m:
             ref = R(m.group(2))
-            mach.write(ref, token_ids(m.group(1), int(m.group(3)), ref.numel(), self.vocab))
+            mach.write(ref, token_ids(f"{m.group(1)}:{replica}", int(m.group(3)),
+                                      ref.numel(), self.vocab))
             return True
         m = re.match(r"mt3k\.report_loss (%\w+) micro_batch (\d+)", line)
         if m:
-            self.losses[(stage, int(m.group(2)))] = mach.read(R(m.group(1)))[0]
+            self.losses[(rank, int(m.group(2)))] = mach.read(R(m.group(1)))[0]
             return True
         m = re.match(r"mt3k\.fill (%\w+), (\S+) :", line)
         if m:
@@ -192,26 +230,38 @@ class Runner:
                              float(m.group(4)) if m.group(4) else None,
                              float(m.group(5)) if m.group(5) else None)
             return True
-        m = re.match(r"mt3k\.adamw (%\w+), (%\w+), (%\w+), (%\w+) -> (%\w+)", line)
+        m = re.match(r"mt3k\.adamw (%\w+), (%\w+), (%\w+), (%\w+) -> (%\w+) lr (\S+) beta1 (\S+) "
+                     r"beta2 (\S+) eps (\S+) weight_decay (\S+)", line)
         if m:
-            grad, master = R(m.group(1)), R(m.group(2))
-            self.grads[(stage, master.offset)] = mach.read(grad)
+            grad, master, mm, vv, view = (R(m.group(i)) for i in range(1, 6))
+            lr, b1, b2, eps, wd = (float(m.group(i)) for i in range(6, 11))
+            self.adam = dict(lr=lr, b1=b1, b2=b2, eps=eps, wd=wd)
+            g, p, m1, v1 = (mach.read(r) for r in (grad, master, mm, vv))
+            self.grads[(rank, master.offset)] = g
+            m1 = [b1 * a + (1 - b1) * x for a, x in zip(m1, g)]
+            v1 = [b2 * a + (1 - b2) * x * x for a, x in zip(v1, g)]
+            # Step 1: bias corrections 1 - beta^1.
+            p = [w - lr * ((a / (1 - b1)) / (math.sqrt(c / (1 - b2)) + eps) + wd * w)
+                 for w, a, c in zip(p, m1, v1)]
+            mach.write(master, p)
+            mach.write(mm, m1)
+            mach.write(vv, v1)
+            mach.write(view, p)
             return True
-        m = re.match(r"%\w+ = mt3k\.all_reduce \w+ (%\w+) -> (%\w+) on @dp", line)
-        if m:  # dp = 1
-            mach.write(R(m.group(2)), mach.read(R(m.group(1))))
-            return True
+        m = re.match(r"%\w+ = mt3k\.(all_reduce \w+|reduce_scatter \w+|all_gather) (%\w+) -> (%\w+) on @dp", line)
+        if m:
+            return self.collective(rank, m.group(1).split()[0], R(m.group(2)), R(m.group(3)))
         m = re.match(r"%\w+ = mt3k\.dma (%\w+) -> (%\w+)", line)
         if m:
             mach.write(R(m.group(2)), mach.read(R(m.group(1))))
             return True
         m = re.match(r"%\w+ = mt3k\.send (%\w+) to (\d+) on @pp tag (\d+)", line)
         if m:
-            self.mailbox[(stage, int(m.group(2)), int(m.group(3)))] = mach.read(R(m.group(1)))
+            self.mailbox[(stage, int(m.group(2)), int(m.group(3)), replica)] = mach.read(R(m.group(1)))
             return True
         m = re.match(r"%\w+ = mt3k\.recv (%\w+) from (\d+) on @pp tag (\d+)", line)
         if m:
-            key = (int(m.group(2)), stage, int(m.group(3)))
+            key = (int(m.group(2)), stage, int(m.group(3)), replica)
             if key not in self.mailbox:
                 return False  # blocked until the sender gets there
             mach.write(R(m.group(1)), self.mailbox.pop(key))
@@ -219,6 +269,37 @@ class Runner:
         if line.startswith("mt3k.wait"):
             return True
         raise RuntimeError(f"stage {stage}: cannot interpret: {line}")
+
+    def collective(self, rank, kind, src, dst):
+        """Blocks until every replica of the stage has contributed."""
+        stage, replica = rank
+        key = (stage, self.issued[rank])
+        if key in self.done:
+            if replica in self.done[key]:
+                self.machines[rank].write(dst, self.done[key].pop(replica))
+                self.issued[rank] += 1
+                return True
+            return False
+        parts = self.collectives.setdefault(key, {})
+        parts[replica] = self.machines[rank].read(src)
+        if len(parts) < self.dp:
+            return False  # blocked; a retry re-records the same contribution
+        data = [parts[r] for r in range(self.dp)]
+        if kind == "all_gather":
+            whole = [x for part in data for x in part]
+            results = {r: whole for r in range(self.dp)}
+        else:
+            mean = [sum(col) / self.dp for col in zip(*data)]
+            if kind == "all_reduce":
+                results = {r: mean for r in range(self.dp)}
+            else:
+                n = len(mean) // self.dp
+                results = {r: mean[r * n:(r + 1) * n] for r in range(self.dp)}
+        self.done[key] = results
+        del self.collectives[key]
+        self.machines[rank].write(dst, results.pop(replica))
+        self.issued[rank] += 1
+        return True
 
     def gemm(self, mach, a, b, c, flags):
         A, B = mach.read(a), mach.read(b)
@@ -393,17 +474,18 @@ class Runner:
     # Scheduling ------------------------------------------------------------
 
     def run(self):
-        pcs = {p.stage: 0 for p in self.programs}
+        lines = {(p.stage, r): p.lines for p in self.programs for r in range(self.dp)}
+        pcs = {rank: 0 for rank in self.ranks}
         while True:
-            progressed, done = False, True
-            for p in self.programs:
-                while pcs[p.stage] < len(p.lines):
-                    done = False
-                    if not self.run_op(p.stage, p.lines[pcs[p.stage]]):
+            progressed = False
+            for rank in self.ranks:
+                while pcs[rank] < len(lines[rank]):
+                    line = lines[rank][pcs[rank]]
+                    if not self.run_op(rank, line):
                         break
-                    pcs[p.stage] += 1
+                    pcs[rank] += 1
                     progressed = True
-            if all(pcs[p.stage] == len(p.lines) for p in self.programs):
+            if all(pcs[rank] == len(lines[rank]) for rank in self.ranks):
                 return
             if not progressed:
                 raise RuntimeError(f"deadlock at {pcs}")
@@ -413,31 +495,50 @@ class Runner:
 
 
 def main():
-    programs, vocab = parse_module(open(sys.argv[1]).read())
-    base = Runner(programs, vocab)
+    text = open(sys.argv[1]).read()
+    programs, vocab = parse_module(text)
+    dp = int(re.search(r"ratrain.plan = #ratrain.plan<[^>]*\bdp = (\d+)", text).group(1))
+    base = Runner(programs, vocab, dp)
     base.run()
-    print(f"loss {base.loss():.6f} over {len(base.losses)} micro-batches")
-    # The gradient of each parameter element, from the adamw that updates it.
+    print(f"loss {base.loss():.6f} over {len(base.losses)} micro-batches of {dp} replicas")
     checked, failed = 0, 0
     eps = 1e-5
+    hp = base.adam
     for name, (stage, ref) in sorted(base.params.items()):
-        masters = [off for (s, off) in base.grads if s == stage and off <= ref.offset]
-        master = max(masters)
-        grad = base.grads[(stage, master)]
-        first = (ref.offset - master) // 4
+        # Where the gradient of this tensor arrives: the adamw of its layer,
+        # the whole layer (ZeRO-0) or the shard holding the element (ZeRO-1).
+        shard = next(((key, n, t) for key, (n, tensors) in base.shards.items()
+                      for t in tensors if key[0] == (stage, 0) and t[0] == name), None)
         rng = random.Random(name)
         for e in sorted(rng.sample(range(ref.numel()), min(3, ref.numel()))):
-            analytic = grad[first + e]
+            if shard:
+                (rank0, offset), n, tensor = shard
+                g = tensor[1] + e
+                owner = (stage, g // n)
+                offsets = [off for (rk, off) in base.shards if rk == owner]
+                master = next(off for off in offsets
+                              if any(t[0] == name for t in base.shards[(owner, off)][1]))
+                analytic = base.grads[(owner, master)][g % n]
+            else:
+                master = max(off for (rk, off) in base.grads
+                             if rk == (stage, 0) and off <= ref.offset)
+                analytic = base.grads[((stage, 0), master)][(ref.offset - master) // 4 + e]
             losses = []
             for sign in (1, -1):
-                run = Runner(programs, vocab, perturb=(name, e, sign * eps))
+                run = Runner(programs, vocab, dp, perturb=(name, e, sign * eps))
                 run.run()
                 losses.append(run.loss())
             numeric = (losses[0] - losses[1]) / (2 * eps)
             ok = abs(analytic - numeric) <= 1e-6 + 1e-4 * max(abs(analytic), abs(numeric))
+            # The view every replica computes with next step: one AdamW step.
+            p0 = init_value(name, e, "ones" if name.endswith("norm.weight") else "normal", 0.5)
+            expected = p0 - hp["lr"] * (analytic / (abs(analytic) + hp["eps"]) + hp["wd"] * p0)
+            views = [base.machines[(stage, r)].read(ref)[e] for r in range(dp)]
+            updated = all(abs(v - expected) <= 1e-9 + 1e-6 * abs(expected) for v in views)
             checked += 1
-            failed += not ok
-            print(f"{'ok  ' if ok else 'FAIL'} {name}[{e}] program {analytic:.9g} finite-difference {numeric:.9g}")
+            failed += not (ok and updated)
+            print(f"{'ok  ' if ok and updated else 'FAIL'} {name}[{e}] program {analytic:.9g} "
+                  f"finite-difference {numeric:.9g} updated {views[0]:.9g} expected {expected:.9g}")
     if failed:
         print(f"gradcheck: {failed} of {checked} elements differ")
         sys.exit(1)
