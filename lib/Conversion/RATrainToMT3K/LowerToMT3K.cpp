@@ -126,6 +126,7 @@ std::string layerPrefix(LayerOp layer) {
   return llvm::formatv("model.layers.{0}", layer.getIndex() - 1);
 }
 
+/// `value` rounded up to a multiple of `alignment`.
 int64_t alignTo(int64_t value, int64_t alignment) {
   return (value + alignment - 1) / alignment * alignment;
 }
@@ -150,6 +151,8 @@ struct DecoderLayout {
   int64_t bytes;             ///< with hact when stored
 };
 
+/// The layout of a decoder layer's stored activations at `w` bytes per
+/// element; `hact` is stored when the layout with it fits in `available`.
 DecoderLayout decoderLayout(const Dims &d, int64_t w, int64_t available,
                             int64_t alignment) {
   DecoderLayout l;
@@ -186,6 +189,7 @@ struct HeadLayout {
   int64_t x, xn, logits, rstd, loss, labels, bytes;
 };
 
+/// The layout of the head's stored activations at `w` bytes per element.
 HeadLayout headLayout(const Dims &d, int64_t w, int64_t alignment) {
   HeadLayout l;
   SlotAllocator a{alignment};
@@ -215,6 +219,7 @@ struct InFlight {
   SmallVector<Range, 2> reads, writes;
 };
 
+/// The pass options a stage lowering uses.
 struct LoweringOptions {
   double lr, beta1, beta2, eps, weightDecay, initStd;
   int64_t alignment;
