@@ -8,6 +8,8 @@
 #include "ratrain/Planner/MemoryModel.h"
 #include "ratrain/Planner/Planner.h"
 
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -228,13 +230,11 @@ ratrain::computeStageMemory(const ModelConfig &model, int64_t stage,
                             zero, OffloadPolicy::None, options);
 }
 
-StageMemory
-ratrain::computeStageMemory(const ModelConfig &model, int64_t stage,
-                            int64_t pipelineStages, int64_t dataParallel,
-                            int64_t microBatchSize, int64_t numMicroBatches,
-                            StageLayers layers, RecomputePolicy recompute,
-                            ZeroStage zero, OffloadPolicy offload,
-                            const MemoryOptions &options) {
+StageMemory ratrain::computeStageMemory(
+    const ModelConfig &model, int64_t stage, int64_t pipelineStages,
+    int64_t dataParallel, int64_t microBatchSize, int64_t numMicroBatches,
+    StageLayers layers, RecomputePolicy recompute, ZeroStage zero,
+    OffloadPolicy offload, const MemoryOptions &options) {
   StageMemory mem;
   mem.stage = stage;
   bool first = stage == 0, last = stage == pipelineStages - 1;
@@ -264,10 +264,27 @@ ratrain::computeStageMemory(const ModelConfig &model, int64_t stage,
   // shards it keeps after the sync are separate. With m = 1 each layer is
   // reduce-scattered right after its only backward: the shard plus one
   // layer's full gradient as the reduce-scatter input (communication below).
-  bool zero2Accumulates =
-      zero == ZeroStage::Gradients && d > 1 && numMicroBatches > 1;
-  if (zero2Accumulates)
+  bool zero2 = zero == ZeroStage::Gradients && d > 1 &&
+               options.lifecycle != LifecyclePolicy::GpuStyle;
+  bool zero2Accumulates = zero2 && numMicroBatches > 1;
+  if (zero2Accumulates) {
     mem.gradients = w * (params + shardedGradients);
+  } else if (zero2) {
+    // m = 1: a layer's reduce-scatter overlaps the next layer's backward, so
+    // the two largest items' full gradients are live next to the shards
+    // (the reduce-scatter inputs: no separate staging buffer).
+    llvm::SmallVector<int64_t> items(layers.numLayers, model.paramsPerLayer());
+    if (first)
+      items.push_back(model.embeddingParams());
+    if (last)
+      items.push_back(model.headParams() +
+                      (model.tieEmbeddings && pipelineStages > 1
+                           ? model.embeddingParams()
+                           : 0));
+    llvm::sort(items, std::greater<int64_t>());
+    int64_t largestTwo = items[0] + (items.size() > 1 ? items[1] : 0);
+    mem.gradients = w * (shardedGradients + largestTwo);
+  }
   if (gpuStyle) {
     // A GPU-style runtime accumulates every micro-batch's gradients into a
     // flat FP32 buffer of the whole stage and reduces it (all-reduce or, with
@@ -291,13 +308,13 @@ ratrain::computeStageMemory(const ModelConfig &model, int64_t stage,
     if (first)
       largestItem = std::max(largestItem, model.embeddingParams());
     if (last)
-      largestItem = std::max(
-          largestItem,
-          model.headParams() + (model.tieEmbeddings && pipelineStages > 1
-                                    ? model.embeddingParams()
-                                    : 0));
-    int64_t itemShard = zero >= ZeroStage::Optimizer ? ceilDiv(largestItem, d)
-                                                     : largestItem;
+      largestItem =
+          std::max(largestItem, model.headParams() +
+                                    (model.tieEmbeddings && pipelineStages > 1
+                                         ? model.embeddingParams()
+                                         : 0));
+    int64_t itemShard =
+        zero >= ZeroStage::Optimizer ? ceilDiv(largestItem, d) : largestItem;
     int64_t buffer = perParam * itemShard;
     if (options.offloadChunkBytes > 0)
       buffer = std::min(buffer, options.offloadChunkBytes);
@@ -335,21 +352,12 @@ ratrain::computeStageMemory(const ModelConfig &model, int64_t stage,
                                  sb * (model.hidden + 2 * model.kvDim()) * 4);
 
   // Send and receive buffers for activations and activation gradients
-  // between stages. All-reduce (ZeRO 0/1) runs in place on the gradients and
-  // the ZeRO all-gather in place on the views; ZeRO-2 needs the full
-  // gradient of the largest "layer" (decoder layer, embedding, head) of the
-  // stage as the reduce-scatter input.
+  // between stages. All-reduce (ZeRO 0/1) runs in place on the gradients,
+  // the ZeRO all-gather in place on the views, and ZeRO-2 reduce-scatters
+  // from the full gradients counted above.
   if (pipelineStages > 1)
     mem.communicationBuffers += 4 * sb * h * w;
-  if (d > 1 && zero == ZeroStage::Gradients && !gpuStyle &&
-      !zero2Accumulates) {
-    int64_t largest = model.paramsPerLayer();
-    if (first)
-      largest = std::max(largest, model.embeddingParams());
-    if (last)
-      largest = std::max(largest, model.headParams());
-    mem.communicationBuffers += largest * w;
-  }
+
   return mem;
 }
 
@@ -357,11 +365,10 @@ StageMemory ratrain::computeStageMemory(const ModelConfig &model,
                                         const ParallelConfig &config,
                                         int64_t stage,
                                         const MemoryOptions &options) {
-  return computeStageMemory(model, stage, config.pipelineStages,
-                            config.dataParallel, config.microBatchSize,
-                            config.numMicroBatches, config.stages[stage],
-                            config.recompute[stage], config.zero,
-                            config.offload, options);
+  return computeStageMemory(
+      model, stage, config.pipelineStages, config.dataParallel,
+      config.microBatchSize, config.numMicroBatches, config.stages[stage],
+      config.recompute[stage], config.zero, config.offload, options);
 }
 
 std::vector<StageMemory> ratrain::computeMemory(const ModelConfig &model,

@@ -450,7 +450,16 @@ llvm::Expected<PlanResult> ratrain::planTraining(const ModelConfig &model0,
                                          /*m=*/1, {0, 1}, leanest, zero,
                                          offload, memoryOptions);
     ++result.stageEvaluations;
-    double states = double(one.modelStates() + one.optimizerWorkspace);
+    // Under ZeRO-2 a stage also holds up to two full item gradients (m = 1)
+    // or all of them (m > 1); per layer only the shard is certain.
+    int64_t gradients = one.gradients;
+    if (zero == ZeroStage::Gradients &&
+        memoryOptions.lifecycle != LifecyclePolicy::GpuStyle)
+      gradients = std::min<int64_t>(
+          gradients, int64_t(getDTypeBytes(model.dtype)) *
+                         ((model.paramsPerLayer() + d - 1) / d));
+    double states = double(one.modelStates() - one.gradients + gradients +
+                           one.optimizerWorkspace);
     double perLayer = states + double(one.activations);
     double extra = double(model.embeddingParams() + model.headParams()) *
                    states / double(model.paramsPerLayer());

@@ -93,13 +93,15 @@ TEST(MemoryModel, ZeroTwoShardsTheGradientOfASingleMicroBatch) {
   ParallelConfig c = ParallelConfig::balanced(
       8, 2, 8, 1, 1, RecomputePolicy::Full, ZeroStage::Gradients);
   StageMemory s = computeStageMemory(m, c, 0);
-  // m = 1: each layer is reduce-scattered right after its only backward.
-  // 2 + 14/8 bytes per param: 3.75 * 99885056.
-  EXPECT_EQ(s.gradients, 2 * 12485632LL);
-  EXPECT_EQ(s.modelStates(), 374568960);
-  // p2p 4 * sbh * 2 bytes (b = 1) and the reduce-scatter input: the largest
-  // item's full gradient (the embedding on stage 0).
-  EXPECT_EQ(s.communicationBuffers, 16777216LL + 2 * kEmbedding);
+  // m = 1: each layer is reduce-scattered right after its only backward,
+  // overlapping the next layer's backward, so the shards (2/8 bytes per
+  // param) plus the two largest items' full gradients (the embedding and a
+  // decoder layer on stage 0) are live; they are the reduce-scatter inputs.
+  int64_t largestTwo = kEmbedding + kLayerParams;
+  EXPECT_EQ(s.gradients, 2 * (12485632LL + largestTwo));
+  EXPECT_EQ(s.modelStates(), 374568960 + 2 * largestTwo);
+  // p2p 4 * sbh * 2 bytes (b = 1), no separate staging.
+  EXPECT_EQ(s.communicationBuffers, 16777216LL);
 }
 
 TEST(MemoryModel, ZeroTwoAccumulatesFullGradientsOverMicroBatches) {
@@ -111,8 +113,7 @@ TEST(MemoryModel, ZeroTwoAccumulatesFullGradientsOverMicroBatches) {
   // every layer accumulates its full 16-bit gradient until its
   // reduce-scatter; the shards it keeps are separate: 2 * (P + P/8).
   EXPECT_EQ(s.gradients, 2 * (99885056LL + 12485632LL));
-  EXPECT_EQ(s.modelStates(), 2 * 99885056LL + 14 * 12485632LL +
-                                 2 * 99885056LL);
+  EXPECT_EQ(s.modelStates(), 2 * 99885056LL + 14 * 12485632LL + 2 * 99885056LL);
   // The accumulation buffers are the reduce-scatter inputs: no bucket.
   EXPECT_EQ(s.communicationBuffers, 16777216LL);
 }
@@ -300,8 +301,8 @@ TEST(MemoryModel, GpuStyleZeroShardsOnlyMasterAndOptimizer) {
   gpu.lifecycle = LifecyclePolicy::GpuStyle;
   const int64_t p = 99885056, shard = 12485632; // P / 8
   for (ZeroStage zero : {ZeroStage::Optimizer, ZeroStage::Gradients}) {
-    ParallelConfig c = ParallelConfig::balanced(
-        8, 2, 8, 1, 4, RecomputePolicy::Full, zero);
+    ParallelConfig c =
+        ParallelConfig::balanced(8, 2, 8, 1, 4, RecomputePolicy::Full, zero);
     StageMemory s = computeStageMemory(m, c, 0, gpu);
     // The flat FP32 gradient buffer of the whole stage stays until the
     // boundary's reduce-scatter, even with ZeRO-2: 6 + 16/d bytes/param.
@@ -312,13 +313,14 @@ TEST(MemoryModel, GpuStyleZeroShardsOnlyMasterAndOptimizer) {
     // The reduce-scatter runs in place on it: only the p2p buffers.
     EXPECT_EQ(s.communicationBuffers, 33554432LL / 2);
   }
-  // ratrain ZeRO-2 of one micro-batch for comparison: 2 + 14/d and the
-  // largest item's bucket.
+  // ratrain ZeRO-2 of one micro-batch for comparison: 2 + 14/d and the two
+  // largest items' full gradients (embedding and a decoder layer).
   ParallelConfig c = ParallelConfig::balanced(
       8, 2, 8, 1, 1, RecomputePolicy::Full, ZeroStage::Gradients);
   StageMemory r = computeStageMemory(m, c, 0);
-  EXPECT_EQ(r.modelStates(), 2 * p + 14 * shard);
-  EXPECT_EQ(r.communicationBuffers, 33554432LL / 2 + 2 * kEmbedding);
+  EXPECT_EQ(r.modelStates(),
+            2 * p + 14 * shard + 2 * (kEmbedding + kLayerParams));
+  EXPECT_EQ(r.communicationBuffers, 33554432LL / 2);
 }
 
 TEST(MemoryModel, OffloadOptimizerStates) {
@@ -327,10 +329,8 @@ TEST(MemoryModel, OffloadOptimizerStates) {
       ParallelConfig::balanced(8, 2, 1, 1, 4, RecomputePolicy::Full);
   c.offload = OffloadPolicy::OptimizerStates;
   StageMemory s = computeStageMemory(m, c, 0);
-  StageMemory none = computeStageMemory(m, ParallelConfig::balanced(
-                                               8, 2, 1, 1, 4,
-                                               RecomputePolicy::Full),
-                                        0);
+  StageMemory none = computeStageMemory(
+      m, ParallelConfig::balanced(8, 2, 1, 1, 4, RecomputePolicy::Full), 0);
   const int64_t p = 99885056;
   EXPECT_EQ(s.optimizerStates, 0);
   EXPECT_EQ(s.masterWeights, 4 * p);
@@ -342,8 +342,7 @@ TEST(MemoryModel, OffloadOptimizerStates) {
   ParallelConfig four =
       ParallelConfig::balanced(8, 4, 1, 1, 4, RecomputePolicy::Full);
   four.offload = OffloadPolicy::OptimizerStates;
-  EXPECT_EQ(computeStageMemory(m, four, 1).offloadWindow,
-            2 * 8 * kLayerParams);
+  EXPECT_EQ(computeStageMemory(m, four, 1).offloadWindow, 2 * 8 * kLayerParams);
   EXPECT_EQ(computeStageMemory(m, four, 1).offloadedBytes,
             8 * 2 * kLayerParams);
   // Streaming in 64 MB chunks: two chunks in DDR.

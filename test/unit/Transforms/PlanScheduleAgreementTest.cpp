@@ -16,17 +16,10 @@
 // {64, 256, 1024} clusters of examples/machines/mt3000.yaml, global batch
 // 1024).
 //
-// Known gap (docs/schedule.md, "ZeRO-2 gradients"): with ZeRO-2 and m = 1
-// each layer is reduce-scattered right after its only backward, but the
-// reduce-scatter overlaps the next layer's backward, so two full gradients
-// are live (double-buffered) while the memory model counts one layer's
-// reduce-scatter staging: it may be short by up to the stage's second
-// largest full gradient. That excess (bounded here by the largest full
-// gradient), and only that, is tolerated (counted and printed, not failed)
-// until the planner counts w * (sum of shards + two largest full item
-// gradients) for m = 1. ZeRO-2 with m > 1 (every owned layer's full
-// gradient live until its reduce-scatter) is counted by the memory model
-// and must agree like every other plan.
+// ZeRO-2 counts what the schedule keeps live: with m > 1 every owned
+// layer's full gradient until its reduce-scatter, with m = 1 the shards plus
+// the two largest items' full gradients (the reduce-scatter of one layer
+// overlaps the next layer's backward). Every plan must agree.
 //===----------------------------------------------------------------------===//
 
 #include "RATrain/RATrainDialect.h"
@@ -67,16 +60,12 @@ constexpr int64_t kToleranceBytesPerLayer = 16;
 struct Outcome {
   bool planned = false;   ///< the planner found a plan
   bool scheduled = false; ///< the pipeline succeeded
-  /// ZeRO-2 over dp > 1 with m = 1: the known gap may apply.
-  bool zero2SingleMicroBatch = false;
-  std::string plan; ///< the plan, described
+  std::string plan;       ///< the plan, described
   std::string diagnostics;
   /// Per stage: (assigned peak, planner's prediction).
   SmallVector<std::pair<int64_t, int64_t>> stages;
   /// Stages over the prediction (beyond the tolerance), described.
   std::string disagreements;
-  /// Stages over it by no more than the known gap allows, described.
-  std::string knownGap;
   /// Per stage: the largest sum of reloaded (streamed) state bytes live at
   /// one position, and the planner's offload window.
   SmallVector<std::pair<int64_t, int64_t>> windows;
@@ -133,9 +122,6 @@ protected:
     PlanAttr plan = *model.getPlan();
     ParallelConfig parallel = toParallelConfig(plan);
     outcome.plan = parallel.describe();
-    outcome.zero2SingleMicroBatch = parallel.zero == ZeroStage::Gradients &&
-                                    parallel.dataParallel > 1 &&
-                                    parallel.numMicroBatches == 1;
 
     PassManager pm(&context);
     SchedulePipelineOptions options;
@@ -166,19 +152,11 @@ protected:
       outcome.tolerances.push_back(kToleranceBytesPerLayer *
                                    stage.getNumLayers());
       int64_t tolerance = kToleranceBytesPerLayer * stage.getNumLayers();
-      // ZeRO-2, m = 1: the second full gradient of the double buffer.
-      int64_t doubleBuffer = 0;
-      if (outcome.zero2SingleMicroBatch)
-        for (int64_t layer = stage.getFirstLayer(); layer < stage.getEndLayer();
-             ++layer)
-          doubleBuffer = std::max(doubleBuffer, sizes.gradBytes(layer));
       std::string excess =
           llvm::formatv("stage {0}: assigned {1} > planner {2} (+{3}); ", index,
                         assigned, expected, assigned - expected);
-      if (assigned > expected + tolerance + doubleBuffer)
+      if (assigned > expected + tolerance)
         outcome.disagreements += excess;
-      else if (assigned > expected + tolerance)
-        outcome.knownGap += excess;
 
       // The streamed states live at once never exceed the planner's window.
       StageBuffers buffers = analyzeStageBuffers(stage);
@@ -196,27 +174,11 @@ protected:
     return outcome;
   }
 
-  /// Checks an outcome: planned plans schedule and agree, except the known
-  /// gap, which is counted.
+  /// Checks an outcome: planned plans schedule and agree.
   void check(const Outcome &outcome, const std::string &where) {
     if (!outcome.planned)
       return;
     ++planned;
-    // Known gap: the excess of double-buffered full gradients, also when
-    // it takes a plan at the cap over it.
-    bool overCapacity = !outcome.scheduled &&
-                        outcome.diagnostics.find("of DDR but a cluster has") !=
-                            std::string::npos;
-    if (!outcome.knownGap.empty() ||
-        (outcome.zero2SingleMicroBatch && overCapacity)) {
-      ++knownGapFailures;
-      knownGaps += "  " + where + " " + outcome.plan + ": " +
-                   (outcome.scheduled ? outcome.knownGap
-                                      : firstLine(outcome.diagnostics)) +
-                   "\n";
-      if (!outcome.scheduled)
-        return;
-    }
     EXPECT_TRUE(outcome.scheduled) << where << " " << outcome.plan << ":\n"
                                    << outcome.diagnostics;
     EXPECT_TRUE(outcome.disagreements.empty())
@@ -235,8 +197,7 @@ protected:
 
   MLIRContext context;
   std::vector<std::string> temporaries;
-  int planned = 0, agreed = 0, knownGapFailures = 0;
-  std::string knownGaps;
+  int planned = 0, agreed = 0;
 };
 
 /// A machine with `ddrBytes` per cluster and optionally an offload tier.
@@ -344,9 +305,7 @@ TEST_F(PlanScheduleAgreementTest, RandomPlannerPlansScheduleUnderTheirPeak) {
   EXPECT_GE(planned, kScenarios / 2);
   EXPECT_GT(agreed, 0);
   std::cout << planned << " of " << kScenarios << " requests planned, "
-            << agreed << " scheduled and agreed, " << knownGapFailures
-            << " known-gap (ZeRO-2, m = 1) disagreements\n"
-            << knownGaps;
+            << agreed << " scheduled and agreed\n";
 }
 
 /// Offload plans: every policy forced on a machine with a tier, so that
@@ -417,13 +376,11 @@ TEST_F(PlanScheduleAgreementTest, PaperCasesOnMT3000) {
       }
       std::cout << where << ": " << outcome.plan << ": planner peak "
                 << predicted << ", assigned peak " << assigned << " "
-                << (outcome.scheduled && outcome.disagreements.empty()
-                        ? "agree"
-                        : (!outcome.knownGap.empty() ? "KNOWN GAP" : "FAIL"))
+                << (outcome.scheduled && outcome.disagreements.empty() ? "agree"
+                                                                       : "FAIL")
                 << "\n";
     }
   }
-  std::cout << knownGaps;
 }
 
 } // namespace
