@@ -73,6 +73,10 @@ public:
 private:
   llvm::Error buildStage(StageOp stage, sim::StageProgram &program);
   double computeSeconds(mlir::Operation *op) const;
+  /// Bytes an offload or reload of `value` moves between DDR and the tier:
+  /// a master or optimizer state moves whole (this rank's shard) even when
+  /// it streams through DDR in chunks; other states move their DDR buffer.
+  int64_t transferBytes(mlir::Value value, const StageBuffers &buffers) const;
   sim::CollectiveSpec collective(SyncOp sync) const;
   int64_t shardParams(int64_t layer) const {
     int64_t params = sizes.params(layer);
@@ -90,6 +94,23 @@ private:
 };
 
 } // namespace
+
+int64_t ScheduleAdapter::transferBytes(mlir::Value value,
+                                       const StageBuffers &buffers) const {
+  mlir::Type type = value.getType();
+  if (auto async = llvm::dyn_cast<AsyncType>(type))
+    type = async.getValue();
+  if (auto master = llvm::dyn_cast<MasterType>(type))
+    return sizes.masterBytes(master.getLayer());
+  if (auto opt = llvm::dyn_cast<OptStateType>(type))
+    return sizes.optStateBytes(opt.getLayer());
+  auto it = buffers.bufferOf.find(value);
+  if (it == buffers.bufferOf.end())
+    for (mlir::Operation *user : value.getUsers())
+      if (auto wait = llvm::dyn_cast<WaitOp>(user))
+        it = buffers.bufferOf.find(wait.getValue());
+  return it == buffers.bufferOf.end() ? 0 : buffers.buffers[it->second].bytes;
+}
 
 double ScheduleAdapter::computeSeconds(mlir::Operation *op) const {
   const int64_t b = plan.getMicroBatchSize();
@@ -268,23 +289,13 @@ llvm::Error ScheduleAdapter::buildStage(StageOp stage,
       tokens[prefetch.getPending()] = program.addDma(
           bytes, 0, llvm::formatv("view-prefetch L{0}", layer).str());
     } else if (auto offload = llvm::dyn_cast<OffloadOp>(op)) {
-      int64_t bytes = 0;
-      auto it = buffers.bufferOf.find(offload.getState());
-      if (it != buffers.bufferOf.end())
-        bytes = buffers.buffers[it->second].bytes;
+      int64_t bytes = transferBytes(offload.getState(), buffers);
       tokens[offload.getPending()] = program.addOffloadTransfer(
           bytes,
           llvm::formatv("offload L{0}", layerOf(offload.getState().getType()))
               .str());
     } else if (auto reload = llvm::dyn_cast<ReloadOp>(op)) {
-      int64_t bytes = 0;
-      auto it = buffers.bufferOf.find(reload.getPending());
-      if (it == buffers.bufferOf.end())
-        for (mlir::Operation *user : reload.getPending().getUsers())
-          if (auto wait = llvm::dyn_cast<WaitOp>(user))
-            it = buffers.bufferOf.find(wait.getValue());
-      if (it != buffers.bufferOf.end())
-        bytes = buffers.buffers[it->second].bytes;
+      int64_t bytes = transferBytes(reload.getPending(), buffers);
       tokens[reload.getPending()] = program.addOffloadTransfer(
           bytes,
           llvm::formatv("reload L{0}", layerOf(reload.getPending().getType()))
