@@ -14,18 +14,6 @@ module {
 
 // -----
 
-// ZeRO-2: the schedule's gradients accumulate at full size but the buffers
-// hold a shard.
-// expected-error@+1 {{'ratrain.pipeline' op cannot be lowered: ZeRO-2 keeps only a gradient shard per layer}}
-ratrain.model @zero2 family("llama") dtype(bf16) seq_len(64) max_positions(128) positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) plan #ratrain.plan<clusters = 4, pp = 2, dp = 2, micro_batch_size = 1, micro_batches = 2, zero = 2, stage_layers = [2, 2], recompute = [none, none], step_us = 1000, peak_bytes = 1000000> {
-  ratrain.layer 0 embedding hidden(64) vocab(128)
-  ratrain.layer 1 decoder hidden(64) heads(2) kv_heads(2) ffn(172)
-  ratrain.layer 2 decoder hidden(64) heads(2) kv_heads(2) ffn(172)
-  ratrain.layer 3 head hidden(64) vocab(128)
-}
-
-// -----
-
 // expected-error@+1 {{'ratrain.pipeline' op cannot be lowered: model @alibi uses ALiBi positions; the mt3k kernels implement RoPE}}
 ratrain.model @alibi family("llama") dtype(bf16) seq_len(64) max_positions(128) positions alibi rms_eps(1.0e-05) rope_theta(1.0e+04) plan #ratrain.plan<clusters = 4, pp = 2, dp = 2, micro_batch_size = 1, micro_batches = 2, zero = 0, stage_layers = [2, 2], recompute = [none, none], step_us = 1000, peak_bytes = 1000000> {
   ratrain.layer 0 embedding hidden(64) vocab(128)

@@ -50,8 +50,10 @@ def RATrainLowerToMT3K : Pass<"ratrain-lower-to-mt3k", "mlir::ModuleOp"> {
     Option<"initStd", "init-std", "double", "0.02",
            "standard deviation of the normal initialization of the "
            "embedding, projection and LM-head weights">,
-    Option<"alignment", "alignment", "int64_t", "64",
-           "buffer alignment in bytes recorded on mt3k.machine">
+    Option<"alignment", "alignment", "int64_t", "0",
+           "buffer alignment in bytes recorded on mt3k.machine, checked "
+           "against every assigned offset (0: the largest power of two up "
+           "to 64 that divides all of them)">
   ];
 }
 

@@ -243,6 +243,9 @@ public:
   /// Checks the stage and plans the lowering scratch area; emits an error
   /// and fails when the stage cannot be lowered.
   LogicalResult plan();
+  /// The largest power of two (up to the alignment) dividing every assigned
+  /// offset of the stage (after plan()).
+  int64_t getOffsetAlignment() const { return offsetAlignment; }
   /// Creates the program (after plan()).
   LogicalResult lower();
 
@@ -332,6 +335,23 @@ private:
     return layerParams(layer) / plan_.getDp();
   }
   bool zero() const { return plan_.getZero() > 0; }
+  /// ZeRO-2 over dp > 1: buffer assignment gives the reduce-scattered shard
+  /// (the value of the reduce-scatter's wait) a buffer of its own.
+  bool assignedGradShard() const {
+    return plan_.getZero() >= 2 && plan_.getDp() > 1;
+  }
+  /// This rank's gradient shard of `layer`; `synced` is the value of the
+  /// reduce-scatter's wait.
+  Value gradShard(Value synced, int64_t layer) {
+    int64_t n = shardElements(layer);
+    if (!assignedGradShard())
+      return scratch(llvm::formatv("zero.grad_shard.layer{0}", layer).str(),
+                     gradShardOff.lookup(layer), {n}, elem);
+    auto buffer = assigned(synced);
+    std::string name =
+        llvm::formatv("{0}.grad_shard", layerPrefix(layerOp(layer)));
+    return slot(ddrBase(name, (*buffer)[0], (*buffer)[1]), 0, {n}, elem);
+  }
   /// ZeRO with an FP32 model: this rank's persistent master shard, in the
   /// lowering's area (the assigned master is the full view).
   Value masterShard(int64_t layer) {
@@ -362,7 +382,7 @@ private:
   Location loc = UnknownLoc::get(ctx);
 
   // Scratch area appended to the assigned arena (offsets are absolute).
-  int64_t arenaBytes = 0, programArena = 0;
+  int64_t arenaBytes = 0, programArena = 0, offsetAlignment = 64;
   int64_t streamOff = 0, onesOff = -1, r1Off = 0, r2Off = 0, wOff = 0;
   int64_t fwdFullOff = -1;
   SmallVector<int64_t, 2> outboxOff[2]; ///< per payload: K slots
@@ -1006,9 +1026,14 @@ LogicalResult StageLowering::lowerSync(SyncOp op) {
     } else {
       // ZeRO-1: the optimizer only needs this rank's shard of the averaged
       // gradient, so the all-reduce is carried out as a reduce-scatter.
-      Value shard =
-          scratch(llvm::formatv("zero.grad_shard.layer{0}", layer).str(),
-                  gradShardOff.lookup(layer), {shardElements(layer)}, elem);
+      // ZeRO-2: the shard lands in the buffer of the sync's wait.
+      Value synced;
+      for (Operation *user : op.getPending().getUsers())
+        if (auto wait = dyn_cast<WaitOp>(user))
+          synced = wait.getValue();
+      if (!synced)
+        return op.emitOpError("is never waited");
+      Value shard = gradShard(synced, layer);
       resolve({full}, {shard});
       token = mt::ReduceScatterOp::create(
           b, loc, mt::ReduceKindAttr::get(ctx, mt::ReduceKind::avg), full,
@@ -1039,9 +1064,7 @@ LogicalResult StageLowering::lowerUpdate(UpdateOp op) {
   // Gradient (this rank's shard with ZeRO), master (the view itself for
   // FP32 models), Adam m and v, and where the refreshed view goes.
   Value grad =
-      zero() ? scratch(llvm::formatv("zero.grad_shard.layer{0}", layer).str(),
-                       gradShardOff.lookup(layer), {n}, elem)
-             : gradFlat(op.getGrad(), layer);
+      zero() ? gradShard(op.getGrad(), layer) : gradFlat(op.getGrad(), layer);
   Value viewFlat = stateBase(stage.getViewArg(layer), "view", layer);
   Value master;
   if (zero() && isF32Model())
@@ -1136,7 +1159,9 @@ LogicalResult StageLowering::plan() {
   numStages = plan_.getPp();
   stageIndex = stage.getStage();
   dtype = model.toModelConfig().dtype;
-  int64_t A = options.alignment;
+  // Slots of the lowering's own layouts are 64-byte aligned; the assigned
+  // offsets must be multiples of an explicit alignment, or (auto) set it.
+  int64_t A = options.alignment > 0 ? options.alignment : 64;
   int64_t E = elemBytes();
 
   auto arena = stage->getAttrOfType<IntegerAttr>(kArenaBytesAttr);
@@ -1151,12 +1176,21 @@ LogicalResult StageLowering::plan() {
               "--ratrain-schedule-pipeline) before --ratrain-lower-to-mt3k";
   arenaBytes = arena.getInt();
 
-  // Every buffer offset must honour the machine's alignment.
-  for (const StageBuffer &buffer : buffers.buffers)
-    if (buffer.bytes > 0 && buffer.offset % A != 0)
+  // Every buffer offset must honour the machine's alignment: an explicit
+  // one is checked; the automatic one is the largest power of two up to 64
+  // that divides every assigned offset (assign-buffers packs buffers
+  // without padding, so ZeRO shard sizes can leave offsets 8-aligned only).
+  offsetAlignment = A;
+  for (const StageBuffer &buffer : buffers.buffers) {
+    if (buffer.bytes == 0)
+      continue;
+    if (options.alignment > 0 && buffer.offset % A != 0)
       return stage.emitOpError("stage ")
              << stageIndex << ": " << buffer.describe() << " is at offset "
              << buffer.offset << ", not a multiple of the alignment " << A;
+    while (buffer.offset % offsetAlignment != 0)
+      offsetAlignment /= 2;
+  }
 
   int64_t T = dims.tokens;
   // The stored activations must hold what the backward reads.
@@ -1241,14 +1275,17 @@ LogicalResult StageLowering::plan() {
               .str(),
           T * dims.hidden * E));
 
-  // ZeRO-1: per layer, this rank's gradient shard (reduce-scatter output)
-  // and view shard (AdamW's output, the all-gather input).
+  // ZeRO: per layer, this rank's gradient shard (the reduce-scatter output;
+  // ZeRO-2 schedules assign it a buffer of its own) and view shard (AdamW's
+  // output, the all-gather input).
   if (zero())
     for (int64_t layer = stage.getFirstLayer(); layer < stage.getEndLayer();
          ++layer) {
       int64_t n = shardElements(layer);
-      gradShardOff[layer] = region(
-          area, llvm::formatv("zero.grad_shard.layer{0}", layer).str(), n * E);
+      if (!assignedGradShard())
+        gradShardOff[layer] =
+            region(area, llvm::formatv("zero.grad_shard.layer{0}", layer).str(),
+                   n * E);
       viewShardOff[layer] = region(
           area, llvm::formatv("zero.view_shard.layer{0}", layer).str(), n * E);
       if (isF32Model())
@@ -1441,12 +1478,6 @@ LogicalResult checkSupported(PipelineOp pipeline, ModelOp model) {
            << model.getSymName()
            << " ties its embeddings; the shared embedding/LM-head gradient "
               "is not lowered yet";
-  if (plan.getZero() >= 2)
-    return pipeline.emitOpError("cannot be lowered: ZeRO-")
-           << plan.getZero()
-           << " keeps only a gradient shard per layer but the schedule "
-              "accumulates full gradients (docs/schedule.md, open point); "
-              "plan ZeRO-0 or ZeRO-1";
   if (plan.getOffload() != Offload::None)
     return pipeline.emitOpError(
         "cannot be lowered: optimizer-state offload plans are not lowered yet");
@@ -1519,7 +1550,7 @@ void LowerToMT3KPass::runOnOperation() {
   LoweringOptions options{learningRate,      beta1,       beta2,
                           epsilon,           weightDecay, initStd,
                           int64_t(alignment)};
-  if (alignment <= 0 || (alignment & (alignment - 1)) != 0) {
+  if (alignment < 0 || (alignment & (alignment - 1)) != 0) {
     module.emitError("--ratrain-lower-to-mt3k: alignment ")
         << int64_t(alignment) << " is not a power of two";
     return signalPassFailure();
@@ -1541,10 +1572,17 @@ void LowerToMT3KPass::runOnOperation() {
       return signalPassFailure();
   }
 
+  int64_t machineAlignment = alignment;
+  if (machineAlignment == 0) {
+    machineAlignment = 64;
+    for (auto &stage : stages)
+      machineAlignment =
+          std::min(machineAlignment, stage->getOffsetAlignment());
+  }
   const ClusterSpec &cluster = machine->cluster;
   mt::MachineOp::create(moduleBuilder, loc, machine->name, cluster.ddrBytes,
                         cluster.gsmBytes, cluster.amBytesPerCore, cluster.cores,
-                        cluster.dmaChannels, int64_t(alignment));
+                        cluster.dmaChannels, machineAlignment);
   mt::GroupOp::create(moduleBuilder, loc, "dp", mt::GroupKind::data_parallel,
                       plan.getDp());
   mt::GroupOp::create(moduleBuilder, loc, "pp", mt::GroupKind::pipeline,
