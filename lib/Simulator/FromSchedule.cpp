@@ -113,35 +113,9 @@ int64_t ScheduleAdapter::transferBytes(mlir::Value value,
 }
 
 double ScheduleAdapter::computeSeconds(mlir::Operation *op) const {
-  const int64_t b = plan.getMicroBatchSize();
-  if (auto forward = llvm::dyn_cast<ForwardOp>(op)) {
-    switch (kinds[forward.getView().getType().getLayer()]) {
-    case LayerKind::Embedding:
-      return costs.embeddingForward(b);
-    case LayerKind::Head:
-      return costs.headForward(b);
-    case LayerKind::Decoder:
-      return costs.layerForward(b);
-    }
-  }
-  if (llvm::isa<RecomputeOp>(op))
-    return costs.layerRecompute(b, RecomputePolicy::Full);
-  if (auto backward = llvm::dyn_cast<BackwardOp>(op)) {
-    switch (kinds[backward.getView().getType().getLayer()]) {
-    case LayerKind::Embedding:
-      return costs.embeddingBackward(b);
-    case LayerKind::Head:
-      return costs.headBackward(b);
-    case LayerKind::Decoder: {
-      double seconds = costs.layerBackward(b);
-      // A selective backward recomputes its attention core itself.
-      if (backward.getActivation().getType().getKind() ==
-          ActivationKind::Selective)
-        seconds += costs.layerRecompute(b, RecomputePolicy::Selective);
-      return seconds;
-    }
-    }
-  }
+  if (double seconds =
+          computeLayerOpSeconds(op, costs, kinds, plan.getMicroBatchSize()))
+    return seconds;
   if (auto update = llvm::dyn_cast<UpdateOp>(op))
     return costs.optimizerUpdate(
         shardParams(layerOf(update.getGrad().getType())));

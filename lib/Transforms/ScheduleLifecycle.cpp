@@ -45,36 +45,7 @@ public:
 
   /// Compute-stream seconds of `op` (0 for ops that only issue work).
   double computeSeconds(Operation *op) const {
-    int64_t b = plan.getMicroBatchSize();
-    if (auto forward = dyn_cast<ForwardOp>(op)) {
-      switch (kinds[forward.getView().getType().getLayer()]) {
-      case LayerKind::Embedding:
-        return costs.embeddingForward(b);
-      case LayerKind::Head:
-        return costs.headForward(b);
-      case LayerKind::Decoder:
-        return costs.layerForward(b);
-      }
-    }
-    if (isa<RecomputeOp>(op))
-      return costs.layerRecompute(b, RecomputePolicy::Full);
-    if (auto backward = dyn_cast<BackwardOp>(op)) {
-      switch (kinds[backward.getView().getType().getLayer()]) {
-      case LayerKind::Embedding:
-        return costs.embeddingBackward(b);
-      case LayerKind::Head:
-        return costs.headBackward(b);
-      case LayerKind::Decoder: {
-        double seconds = costs.layerBackward(b);
-        // A selective backward recomputes its attention core itself.
-        if (backward.getActivation().getType().getKind() ==
-            ActivationKind::Selective)
-          seconds += costs.layerRecompute(b, RecomputePolicy::Selective);
-        return seconds;
-      }
-      }
-    }
-    return 0;
+    return computeLayerOpSeconds(op, costs, kinds, plan.getMicroBatchSize());
   }
 
   /// Seconds of the optimizer update of `layer` (its shard with ZeRO >= 1).

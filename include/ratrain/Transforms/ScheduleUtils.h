@@ -12,6 +12,7 @@
 #define RATRAIN_TRANSFORMS_SCHEDULEUTILS_H
 
 #include "RATrain/RATrainOps.h"
+#include "ratrain/Planner/CostModel.h"
 #include "ratrain/Planner/MemoryModel.h"
 
 #include "mlir/IR/Value.h"
@@ -251,6 +252,15 @@ std::optional<Payload> getTransferPayload(mlir::Operation *op);
 /// A short description of an op for diagnostics: "ratrain.backward of layer
 /// 3 mb(2)".
 std::string describeScheduleOp(mlir::Operation *op);
+
+/// Predicted compute-stream seconds of a layer's forward, recompute or
+/// backward for one micro-batch of `microBatchSize` sequences (a selective
+/// backward also recomputes its attention core); 0 for every other op.
+/// `kinds[l]` is the kind of model layer `l`. The lifecycle scheduler and
+/// the simulator time ops with this one function.
+double computeLayerOpSeconds(mlir::Operation *op, const CostModel &costs,
+                             llvm::ArrayRef<LayerKind> kinds,
+                             int64_t microBatchSize);
 
 /// Whether a stage's data-parallel group (clusters stage*dp .. stage*dp +
 /// dp - 1) spans more than one node of `clustersPerNode` clusters.
