@@ -335,22 +335,19 @@ private:
     return layerParams(layer) / plan_.getDp();
   }
   bool zero() const { return plan_.getZero() > 0; }
-  /// ZeRO-2 over dp > 1: buffer assignment gives the reduce-scattered shard
-  /// (the value of the reduce-scatter's wait) a buffer of its own.
-  bool assignedGradShard() const {
-    return plan_.getZero() >= 2 && plan_.getDp() > 1;
-  }
-  /// This rank's gradient shard of `layer`; `synced` is the value of the
-  /// reduce-scatter's wait.
-  Value gradShard(Value synced, int64_t layer) {
+  /// This rank's gradient shard of `layer`: the buffer assignment gave it
+  /// (ZeRO-2 over dp > 1: the value of the reduce-scatter's wait), or a
+  /// region of the lowering's area (ZeRO-1).
+  Value gradShard(int64_t layer) {
     int64_t n = shardElements(layer);
-    if (!assignedGradShard())
+    auto assignedShard = assignedGradShard.find(layer);
+    if (assignedShard == assignedGradShard.end())
       return scratch(llvm::formatv("zero.grad_shard.layer{0}", layer).str(),
                      gradShardOff.lookup(layer), {n}, elem);
-    auto buffer = assigned(synced);
     std::string name =
         llvm::formatv("{0}.grad_shard", layerPrefix(layerOp(layer)));
-    return slot(ddrBase(name, (*buffer)[0], (*buffer)[1]), 0, {n}, elem);
+    auto [offset, bytes] = assignedShard->second;
+    return slot(ddrBase(name, offset, bytes), 0, {n}, elem);
   }
   /// ZeRO with an FP32 model: this rank's persistent master shard, in the
   /// lowering's area (the assigned master is the full view).
@@ -389,6 +386,8 @@ private:
   /// ZeRO, per layer: the gradient shard, the view shard and (FP32 models,
   /// whose assigned master is the full view) the persistent master shard.
   DenseMap<int64_t, int64_t> gradShardOff, viewShardOff, masterShardOff;
+  /// ZeRO-2: the gradient shards buffer assignment placed (offset, bytes).
+  DenseMap<int64_t, std::pair<int64_t, int64_t>> assignedGradShard;
   int64_t gsmSlotBytes = 0;
   DecoderLayout fullLayout;
   HeadLayout head;
@@ -1027,13 +1026,7 @@ LogicalResult StageLowering::lowerSync(SyncOp op) {
       // ZeRO-1: the optimizer only needs this rank's shard of the averaged
       // gradient, so the all-reduce is carried out as a reduce-scatter.
       // ZeRO-2: the shard lands in the buffer of the sync's wait.
-      Value synced;
-      for (Operation *user : op.getPending().getUsers())
-        if (auto wait = dyn_cast<WaitOp>(user))
-          synced = wait.getValue();
-      if (!synced)
-        return op.emitOpError("is never waited");
-      Value shard = gradShard(synced, layer);
+      Value shard = gradShard(layer);
       resolve({full}, {shard});
       token = mt::ReduceScatterOp::create(
           b, loc, mt::ReduceKindAttr::get(ctx, mt::ReduceKind::avg), full,
@@ -1063,8 +1056,7 @@ LogicalResult StageLowering::lowerUpdate(UpdateOp op) {
   Type f32 = Float32Type::get(ctx);
   // Gradient (this rank's shard with ZeRO), master (the view itself for
   // FP32 models), Adam m and v, and where the refreshed view goes.
-  Value grad =
-      zero() ? gradShard(op.getGrad(), layer) : gradFlat(op.getGrad(), layer);
+  Value grad = zero() ? gradShard(layer) : gradFlat(op.getGrad(), layer);
   Value viewFlat = stateBase(stage.getViewArg(layer), "view", layer);
   Value master;
   if (zero() && isF32Model())
@@ -1176,6 +1168,14 @@ LogicalResult StageLowering::plan() {
               "--ratrain-schedule-pipeline) before --ratrain-lower-to-mt3k";
   arenaBytes = arena.getInt();
 
+  for (Operation &op : stage.getBody().front())
+    if (isa<OffloadOp, ReloadOp>(op))
+      return op.emitOpError(
+          "cannot be lowered: an offloaded state would have to be in the "
+          "offload tier before the step's first reload, which an mt3k "
+          "program cannot express (its prologue only initializes DDR); "
+          "optimizer-state offload plans are not lowered yet");
+
   // Every buffer offset must honour the machine's alignment: an explicit
   // one is checked; the automatic one is the largest power of two up to 64
   // that divides every assigned offset (assign-buffers packs buffers
@@ -1219,6 +1219,9 @@ LogicalResult StageLowering::plan() {
              << buffer.bytes << " bytes but the lowering stores " << need
              << " bytes there";
   }
+  for (const StageBuffer &buffer : buffers.buffers)
+    if (buffer.kind == BufferKind::GradientShard && buffer.bytes > 0)
+      assignedGradShard[buffer.layer] = {buffer.offset, buffer.bytes};
   fullLayout = decoderLayout(
       dims, E, smallestDecoderAct < 0 ? 0 : smallestDecoderAct, A);
   head = headLayout(dims, E, A);
@@ -1282,7 +1285,7 @@ LogicalResult StageLowering::plan() {
     for (int64_t layer = stage.getFirstLayer(); layer < stage.getEndLayer();
          ++layer) {
       int64_t n = shardElements(layer);
-      if (!assignedGradShard())
+      if (!assignedGradShard.count(layer))
         gradShardOff[layer] =
             region(area, llvm::formatv("zero.grad_shard.layer{0}", layer).str(),
                    n * E);
@@ -1441,7 +1444,7 @@ LogicalResult StageLowering::lower() {
         all.push_back(f.token);
       waitTokens(all);
     } else {
-      return op.emitOpError("cannot be lowered to mt3k");
+      llvm_unreachable("every ratrain stage op is handled above");
     }
     if (failed(result))
       return failure();
@@ -1478,9 +1481,6 @@ LogicalResult checkSupported(PipelineOp pipeline, ModelOp model) {
            << model.getSymName()
            << " ties its embeddings; the shared embedding/LM-head gradient "
               "is not lowered yet";
-  if (plan.getOffload() != Offload::None)
-    return pipeline.emitOpError(
-        "cannot be lowered: optimizer-state offload plans are not lowered yet");
   if (plan.getZero() >= 1)
     for (LayerOp layer : model.getLayers())
       if (layer.getNumParams() % plan.getDp() != 0)
