@@ -1,0 +1,37 @@
+//===- EmitCpp.h - mt3k programs to a C++ training program ------*- C++ -*-===//
+//
+// `ratrain-translate --mt3k-to-cpp`: a module of `mt3k.program`s (plus its
+// `mt3k.machine` and `mt3k.group`s) becomes one C++ translation unit that
+// links against the runtime (runtime/) and the Halide kernels
+// (runtime/kernels). The mt3k ops are first converted to the `emitc`
+// dialect (one `emitc.func` per program, `emitc.call_opaque` per op), which
+// MLIR's C++ emitter prints. See docs/emitter.md.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RATRAIN_TARGET_EMITCPP_H
+#define RATRAIN_TARGET_EMITCPP_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "mlir/Support/LLVM.h"
+
+namespace ratrain {
+
+/// Converts the mt3k programs of `module` into a new module of `emitc` ops:
+/// includes, the helper preamble, one `emitc.func` per program and `main`.
+/// Emits diagnostics and returns failure on ops it cannot translate.
+mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
+convertMT3KToEmitC(mlir::ModuleOp module);
+
+/// convertMT3KToEmitC followed by mlir::emitc::translateToCpp.
+mlir::LogicalResult translateMT3KToCpp(mlir::ModuleOp module,
+                                       llvm::raw_ostream &os);
+
+/// Registers `--mt3k-to-cpp` (C++ source) and `--mt3k-to-emitc` (the
+/// intermediate emitc module, for inspection) with mlir-translate.
+void registerMT3KToCppTranslation();
+
+} // namespace ratrain
+
+#endif // RATRAIN_TARGET_EMITCPP_H

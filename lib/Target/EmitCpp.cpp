@@ -1,0 +1,775 @@
+//===- EmitCpp.cpp - mt3k programs to a C++ training program --------------===//
+//
+// mt3k -> emitc -> C++. Every mt3k value becomes a C++ variable: a buffer or
+// view a `ratrain_emit::Tensor` (runtime Buffer + element type), a token a
+// `ratrain::rt::Token`. Every op becomes one `emitc.call_opaque` of a helper
+// of the preamble (EmitCppPreamble.inc) or of the runtime. The program's
+// prologue runs once, the rest inside the Session's step loop. See
+// docs/emitter.md.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ratrain/Target/EmitCpp.h"
+
+#include "MT3K/MT3KDialect.h"
+#include "MT3K/MT3KOps.h"
+#include "MT3K/MT3KTypes.h"
+#include "RATrain/RATrainAttrs.h"
+#include "RATrain/RATrainDialect.h"
+
+#include "mlir/Dialect/EmitC/IR/EmitC.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/Target/Cpp/CppEmitter.h"
+#include "mlir/Tools/mlir-translate/Translation.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace ratrain;
+using namespace ratrain::mt3k;
+
+namespace {
+
+const char *const kPreamble =
+#include "EmitCppPreamble.inc"
+    ;
+
+/// A C++ string literal of `s`.
+std::string cppString(StringRef s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\')
+      out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+StringRef elemTypeName(Type type) {
+  if (type.isF32())
+    return "ratrain::rt::ElemType::F32";
+  if (type.isBF16())
+    return "ratrain::rt::ElemType::BF16";
+  if (type.isF16())
+    return "ratrain::rt::ElemType::F16";
+  if (type.isInteger(32))
+    return "ratrain::rt::ElemType::I32";
+  if (type.isInteger(64))
+    return "ratrain::rt::ElemType::I64";
+  return "ratrain::rt::ElemType::U8";
+}
+
+StringRef reduceName(ReduceKind kind) {
+  switch (kind) {
+  case ReduceKind::sum:
+    return "ratrain::rt::ReduceOp::Sum";
+  case ReduceKind::avg:
+    return "ratrain::rt::ReduceOp::Avg";
+  case ReduceKind::max:
+    return "ratrain::rt::ReduceOp::Max";
+  case ReduceKind::min:
+    return "ratrain::rt::ReduceOp::Min";
+  }
+  return "";
+}
+
+StringRef algorithmName(mt3k::CollectiveAlgorithm algorithm) {
+  switch (algorithm) {
+  case mt3k::CollectiveAlgorithm::ring:
+    return "ratrain::rt::CollectiveAlgorithm::Ring";
+  case mt3k::CollectiveAlgorithm::tree:
+    return "ratrain::rt::CollectiveAlgorithm::Tree";
+  case mt3k::CollectiveAlgorithm::hierarchical:
+    return "ratrain::rt::CollectiveAlgorithm::Hierarchical";
+  }
+  return "";
+}
+
+StringRef initKindName(StringRef kind) {
+  if (kind == "zeros")
+    return "ratrain::rt::InitKind::Zeros";
+  if (kind == "ones")
+    return "ratrain::rt::InitKind::Ones";
+  if (kind == "normal")
+    return "ratrain::rt::InitKind::Normal";
+  return "";
+}
+
+StringRef tierName(mt3k::StorageTier tier) {
+  return tier == mt3k::StorageTier::host ? "ratrain::rt::StorageTier::Host"
+                                         : "ratrain::rt::StorageTier::Storage";
+}
+
+/// One argument of a helper call: an mt3k value (mapped to its C++
+/// variable) or a constant printed as-is.
+struct Arg {
+  Value value;
+  Attribute attr;
+  Arg(Value v) : value(v) {}
+  Arg(Attribute a) : attr(a) {}
+};
+
+class Converter {
+public:
+  Converter(ModuleOp source, ModuleOp target)
+      : source(source), ctx(source.getContext()), b(ctx) {
+    b.setInsertionPointToEnd(target.getBody());
+    tensorType = emitc::OpaqueType::get(ctx, "ratrain_emit::Tensor");
+    tokenType = emitc::OpaqueType::get(ctx, "ratrain::rt::Token");
+  }
+
+  LogicalResult run();
+
+private:
+  // Constants printed into the call.
+  Attribute opaque(StringRef text) { return emitc::OpaqueAttr::get(ctx, text); }
+  Attribute i64(int64_t v) { return b.getI64IntegerAttr(v); }
+  Attribute f64(double v) { return b.getF64FloatAttr(v); }
+  Attribute boolean(bool v) { return b.getBoolAttr(v); }
+  Attribute str(StringRef s) { return opaque(cppString(s)); }
+  Attribute elemType(Value v) {
+    return opaque(elemTypeName(cast<BufferType>(v.getType()).getElementType()));
+  }
+
+  /// Emits `callee(args...)`; returns its result when `result` is set.
+  Value call(Location loc, StringRef callee, Type result, ArrayRef<Arg> args) {
+    SmallVector<Value> operands;
+    SmallVector<Attribute> attrs;
+    for (const Arg &arg : args) {
+      if (arg.value) {
+        attrs.push_back(b.getIndexAttr(operands.size()));
+        operands.push_back(arg.value);
+      } else {
+        attrs.push_back(arg.attr);
+      }
+    }
+    TypeRange results = result ? TypeRange(result) : TypeRange();
+    auto op = emitc::CallOpaqueOp::create(b, loc, results, callee, operands,
+                                          b.getArrayAttr(attrs));
+    return result ? op.getResult(0) : Value();
+  }
+
+  /// The C++ variable of an mt3k value.
+  Value get(Value v) { return mapping.lookup(v); }
+  Arg group(Operation *op, FlatSymbolRefAttr symbol);
+
+  LogicalResult convertProgram(ProgramOp program);
+  LogicalResult convertOp(Operation *op);
+  LogicalResult emitMain();
+
+  ModuleOp source;
+  MLIRContext *ctx;
+  OpBuilder b;
+  Type tensorType, tokenType;
+  Value runtime, session;
+  DenseMap<Value, Value> mapping;
+  bool failedGroup = false;
+};
+
+Arg Converter::group(Operation *op, FlatSymbolRefAttr symbol) {
+  auto groupOp = SymbolTable::lookupNearestSymbolFrom<GroupOp>(op, symbol);
+  if (!groupOp) {
+    op->emitOpError() << "names no mt3k.group " << symbol;
+    failedGroup = true;
+    return Arg(opaque("ratrain::rt::Group::World"));
+  }
+  switch (groupOp.getKind()) {
+  case GroupKind::data_parallel:
+    return Arg(opaque("ratrain::rt::Group::Data"));
+  case GroupKind::pipeline:
+    return Arg(opaque("ratrain::rt::Group::Pipeline"));
+  case GroupKind::node_local:
+    return Arg(opaque("ratrain::rt::Group::NodeLocal"));
+  }
+  return Arg(opaque("ratrain::rt::Group::World"));
+}
+
+static ArrayRef<int64_t> shapeOf(Value v) {
+  return cast<BufferType>(v.getType()).getShape();
+}
+static int64_t numel(Value v) {
+  return cast<BufferType>(v.getType()).getNumElements();
+}
+static int64_t bytesOf(Value v) {
+  return cast<BufferType>(v.getType()).getSizeInBytes();
+}
+
+LogicalResult Converter::convertOp(Operation *op) {
+  Location loc = op->getLoc();
+  auto t = [&](Value v) { return Arg(get(v)); };
+  Arg rt(runtime), sess(session);
+
+  if (auto buffer = dyn_cast<BufferOp>(op)) {
+    auto type = cast<BufferType>(buffer.getType());
+    StringRef fn = type.getSpace() == MemorySpace::ddr   ? "ratrain_emit::ddr"
+                   : type.getSpace() == MemorySpace::gsm ? "ratrain_emit::gsm"
+                                                         : "ratrain_emit::am";
+    mapping[buffer.getResult()] =
+        call(loc, fn, tensorType,
+             {rt, i64(buffer.getOffset()), i64(type.getSizeInBytes()),
+              elemType(buffer.getResult())});
+    return success();
+  }
+  if (auto view = dyn_cast<ViewOp>(op)) {
+    mapping[view.getResult()] =
+        call(loc, "ratrain_emit::view", tensorType,
+             {t(view.getSource()), i64(view.getByteOffset()),
+              i64(bytesOf(view.getResult())), elemType(view.getResult())});
+    return success();
+  }
+  if (auto init = dyn_cast<InitParamOp>(op)) {
+    StringRef kind = initKindName(stringifyInitKind(init.getKind()));
+    double std = init.getStd() ? init.getStd()->convertToDouble() : 0.0;
+    auto shard = op->getAttrOfType<IntegerAttr>("ratrain.dp_shard");
+    auto tensors = op->getAttrOfType<ArrayAttr>("ratrain.dp_shard_tensors");
+    if (shard && tensors) {
+      // "name:offset:numel:init" per tensor of the flattened layer.
+      for (Attribute entry : tensors) {
+        auto text = dyn_cast<StringAttr>(entry);
+        SmallVector<StringRef> parts;
+        if (text)
+          llvm::SplitString(text.getValue(), parts, ":");
+        int64_t offset = 0, count = 0;
+        if (!text || parts.size() != 4 || parts[1].getAsInteger(10, offset) ||
+            parts[2].getAsInteger(10, count) || initKindName(parts[3]).empty())
+          return op->emitOpError("malformed ratrain.dp_shard_tensors entry ")
+                 << entry;
+        call(loc, "ratrain_emit::initShardTensor", Type(),
+             {rt, t(init.getDest()), str(parts[0]), i64(offset), i64(count),
+              opaque(initKindName(parts[3])), f64(std), i64(shard.getInt())});
+      }
+      return success();
+    }
+    if (shard) {
+      call(loc, "ratrain_emit::initShard", Type(),
+           {rt, t(init.getDest()), opaque(kind), str(init.getParam()), f64(std),
+            i64(shard.getInt())});
+      return success();
+    }
+    call(loc, "ratrain_emit::initParam", Type(),
+         {t(init.getDest()), opaque(kind), str(init.getParam()), f64(std),
+          i64(init.getElementOffset().value_or(0))});
+    return success();
+  }
+
+  // Kernels.
+  if (auto gemm = dyn_cast<GemmOp>(op)) {
+    ArrayRef<int64_t> a = shapeOf(gemm.getA()), bs = shapeOf(gemm.getB());
+    int64_t M, N, K;
+    StringRef form;
+    if (gemm.getTransposeA() && gemm.getTransposeB())
+      return op->emitOpError(
+          "has no host kernel: transpose_a with transpose_b");
+    if (gemm.getTransposeB()) {
+      form = "ratrain::kernels::GemmForm::NT";
+      M = a[0], K = a[1], N = bs[0];
+    } else if (gemm.getTransposeA()) {
+      form = "ratrain::kernels::GemmForm::TN";
+      K = a[0], M = a[1], N = bs[1];
+    } else {
+      form = "ratrain::kernels::GemmForm::NN";
+      M = a[0], K = a[1], N = bs[1];
+    }
+    double alpha = gemm.getAlpha() ? gemm.getAlpha()->convertToDouble() : 1.0;
+    call(loc, "ratrain_emit::gemm", Type(),
+         {t(gemm.getA()), t(gemm.getB()), t(gemm.getC()), opaque(form), i64(M),
+          i64(N), i64(K), boolean(gemm.getAccumulate()), f64(alpha)});
+    return success();
+  }
+  if (auto attn = dyn_cast<AttentionFwdOp>(op)) {
+    if (!attn.getCausal())
+      return op->emitOpError("has no host kernel: attention without causal");
+    ArrayRef<int64_t> q = shapeOf(attn.getQ()), kv = shapeOf(attn.getK());
+    double scale = attn.getScale() ? attn.getScale()->convertToDouble()
+                                   : 1.0 / std::sqrt(double(q[3]));
+    call(loc, "ratrain_emit::attentionFwd", Type(),
+         {t(attn.getQ()), t(attn.getK()), t(attn.getV()), t(attn.getO()),
+          t(attn.getLse()), i64(q[0]), i64(q[1]), i64(q[2]), i64(kv[2]),
+          i64(q[3]), f64(scale)});
+    return success();
+  }
+  if (auto attn = dyn_cast<AttentionBwdOp>(op)) {
+    if (!attn.getCausal())
+      return op->emitOpError("has no host kernel: attention without causal");
+    ArrayRef<int64_t> q = shapeOf(attn.getQ()), kv = shapeOf(attn.getK());
+    double scale = attn.getScale() ? attn.getScale()->convertToDouble()
+                                   : 1.0 / std::sqrt(double(q[3]));
+    call(loc, "ratrain_emit::attentionBwd", Type(),
+         {t(attn.getQ()), t(attn.getK()), t(attn.getV()), t(attn.getO()),
+          t(attn.getDO()), t(attn.getLse()), t(attn.getDq()), t(attn.getDk()),
+          t(attn.getDv()), i64(q[0]), i64(q[1]), i64(q[2]), i64(kv[2]),
+          i64(q[3]), f64(scale)});
+    return success();
+  }
+  if (auto norm = dyn_cast<RMSNormFwdOp>(op)) {
+    ArrayRef<int64_t> x = shapeOf(norm.getX());
+    call(loc, "ratrain_emit::rmsnormFwd", Type(),
+         {t(norm.getX()), t(norm.getWeight()), t(norm.getY()),
+          t(norm.getRstd()), i64(x[0]), i64(x[1]),
+          f64(norm.getEps().convertToDouble())});
+    return success();
+  }
+  if (auto norm = dyn_cast<RMSNormBwdOp>(op)) {
+    ArrayRef<int64_t> x = shapeOf(norm.getX());
+    call(loc, "ratrain_emit::rmsnormBwd", Type(),
+         {t(norm.getX()), t(norm.getWeight()), t(norm.getRstd()),
+          t(norm.getDy()), t(norm.getDx()), t(norm.getDweight()), i64(x[0]),
+          i64(x[1]), boolean(norm.getAccumulate())});
+    return success();
+  }
+  if (auto ew = dyn_cast<ElementwiseOp>(op)) {
+    auto in = ew.getInputs();
+    auto out = ew.getOutputs();
+    auto rows = [&](Value v) {
+      ArrayRef<int64_t> s = shapeOf(v);
+      int64_t last = s.empty() ? 1 : s.back();
+      return std::make_pair(numel(v) / last, last);
+    };
+    switch (ew.getKind()) {
+    case ElementwiseKind::swiglu: {
+      auto [T, F] = rows(out[0]);
+      call(loc, "ratrain_emit::swiglu", Type(),
+           {t(in[0]), t(in[1]), t(out[0]), i64(T), i64(F)});
+      return success();
+    }
+    case ElementwiseKind::swiglu_bwd: {
+      auto [T, F] = rows(out[0]);
+      call(
+          loc, "ratrain_emit::swigluBwd", Type(),
+          {t(in[0]), t(in[1]), t(in[2]), t(out[0]), t(out[1]), i64(T), i64(F)});
+      return success();
+    }
+    case ElementwiseKind::residual_add:
+      call(loc, "ratrain_emit::residualAdd", Type(),
+           {t(in[0]), t(in[1]), t(out[0])});
+      return success();
+    case ElementwiseKind::rope:
+    case ElementwiseKind::rope_bwd: {
+      ArrayRef<int64_t> s = shapeOf(in[0]);
+      if (s.size() != 4)
+        return op->emitOpError(
+            "rope operands must be [batch, seq, heads, dim]");
+      call(loc, "ratrain_emit::rope", Type(),
+           {t(in[0]), t(out[0]), i64(s[0]), i64(s[1]), i64(s[2]), i64(s[3]),
+            f64(ew.getTheta()->convertToDouble()),
+            boolean(ew.getKind() == ElementwiseKind::rope_bwd)});
+      return success();
+    }
+    case ElementwiseKind::embedding: {
+      ArrayRef<int64_t> table = shapeOf(in[0]);
+      call(loc, "ratrain_emit::embedding", Type(),
+           {t(in[0]), t(in[1]), t(out[0]), i64(numel(in[1])), i64(table[0]),
+            i64(table[1])});
+      return success();
+    }
+    case ElementwiseKind::embedding_bwd: {
+      ArrayRef<int64_t> table = shapeOf(out[0]);
+      call(loc, "ratrain_emit::embeddingBwd", Type(),
+           {t(in[0]), t(in[1]), t(out[0]), i64(numel(in[0])), i64(table[0]),
+            i64(table[1])});
+      return success();
+    }
+    case ElementwiseKind::cross_entropy: {
+      auto [T, V] = rows(in[0]);
+      call(loc, "ratrain_emit::crossEntropy", Type(),
+           {t(in[0]), t(in[1]), t(out[0]), i64(T), i64(V)});
+      return success();
+    }
+    case ElementwiseKind::cross_entropy_bwd: {
+      auto [T, V] = rows(in[0]);
+      double scale = ew.getScale() ? ew.getScale()->convertToDouble() : 1.0;
+      call(loc, "ratrain_emit::crossEntropyBwd", Type(),
+           {t(in[0]), t(in[1]), t(out[0]), i64(T), i64(V), f64(scale)});
+      return success();
+    }
+    case ElementwiseKind::cast:
+      call(loc, "ratrain_emit::cast", Type(), {t(in[0]), t(out[0])});
+      return success();
+    case ElementwiseKind::scale:
+      call(loc, "ratrain_emit::scale", Type(),
+           {t(in[0]), t(out[0]), f64(ew.getScale()->convertToDouble())});
+      return success();
+    }
+    return op->emitOpError("unknown elementwise kind");
+  }
+  if (auto adam = dyn_cast<AdamWOp>(op)) {
+    double gradScale =
+        adam.getGradScale() ? adam.getGradScale()->convertToDouble() : 1.0;
+    call(loc, "ratrain_emit::adamw", Type(),
+         {sess, t(adam.getGrad()), t(adam.getMaster()), t(adam.getM()),
+          t(adam.getV()), t(adam.getView()),
+          f64(adam.getLr().convertToDouble()),
+          f64(adam.getBeta1().convertToDouble()),
+          f64(adam.getBeta2().convertToDouble()),
+          f64(adam.getEps().convertToDouble()),
+          f64(adam.getWeightDecay().convertToDouble()), f64(gradScale)});
+    return success();
+  }
+  if (auto fill = dyn_cast<FillOp>(op)) {
+    call(loc, "ratrain_emit::fill", Type(),
+         {t(fill.getDest()), f64(fill.getValue().convertToDouble())});
+    return success();
+  }
+
+  // Asynchronous data movement and communication.
+  if (auto dma = dyn_cast<DmaOp>(op)) {
+    mapping[dma.getToken()] =
+        call(loc, "ratrain_emit::dma", tokenType,
+             {rt, t(dma.getSource()), t(dma.getDest()),
+              i64(dma.getCore() ? int64_t(*dma.getCore()) : 0),
+              i64(dma.getChannel() ? int64_t(*dma.getChannel()) : -1)});
+    return success();
+  }
+  if (auto ar = dyn_cast<AllReduceOp>(op)) {
+    mapping[ar.getToken()] =
+        call(loc, "ratrain_emit::allReduce", tokenType,
+             {rt, group(op, ar.getGroupAttr()), t(ar.getSource()),
+              t(ar.getDest()), opaque(reduceName(ar.getReduce())),
+              opaque(algorithmName(ar.getAlgorithm()))});
+    return success();
+  }
+  if (auto rs = dyn_cast<ReduceScatterOp>(op)) {
+    mapping[rs.getToken()] =
+        call(loc, "ratrain_emit::reduceScatter", tokenType,
+             {rt, group(op, rs.getGroupAttr()), t(rs.getSource()),
+              t(rs.getDest()), opaque(reduceName(rs.getReduce()))});
+    return success();
+  }
+  if (auto ag = dyn_cast<AllGatherOp>(op)) {
+    mapping[ag.getToken()] = call(
+        loc, "ratrain_emit::allGather", tokenType,
+        {rt, group(op, ag.getGroupAttr()), t(ag.getSource()), t(ag.getDest())});
+    return success();
+  }
+  if (auto bc = dyn_cast<BroadcastOp>(op)) {
+    mapping[bc.getToken()] = call(loc, "ratrain_emit::broadcast", tokenType,
+                                  {rt, group(op, bc.getGroupAttr()),
+                                   t(bc.getBuffer()), i64(bc.getRoot())});
+    return success();
+  }
+  if (auto send = dyn_cast<SendOp>(op)) {
+    mapping[send.getToken()] =
+        call(loc, "ratrain_emit::send", tokenType,
+             {rt, group(op, send.getGroupAttr()), i64(send.getPeer()),
+              i64(send.getTag()), t(send.getBuffer())});
+    return success();
+  }
+  if (auto recv = dyn_cast<RecvOp>(op)) {
+    mapping[recv.getToken()] =
+        call(loc, "ratrain_emit::recv", tokenType,
+             {rt, group(op, recv.getGroupAttr()), i64(recv.getPeer()),
+              i64(recv.getTag()), t(recv.getBuffer())});
+    return success();
+  }
+  if (auto barrier = dyn_cast<BarrierOp>(op)) {
+    call(loc, "ratrain_emit::barrier", Type(),
+         {rt, group(op, barrier.getGroupAttr())});
+    return success();
+  }
+  if (auto off = dyn_cast<OffloadOp>(op)) {
+    mapping[off.getToken()] =
+        call(loc, "ratrain_emit::offload", tokenType,
+             {rt, t(off.getSource()), opaque(tierName(off.getTier())),
+              str(off.getKey())});
+    return success();
+  }
+  if (auto rel = dyn_cast<ReloadOp>(op)) {
+    mapping[rel.getToken()] =
+        call(loc, "ratrain_emit::reload", tokenType,
+             {rt, t(rel.getDest()), opaque(tierName(rel.getTier())),
+              str(rel.getKey())});
+    return success();
+  }
+  if (auto wait = dyn_cast<WaitOp>(op)) {
+    if (wait.getTokens().empty())
+      return success();
+    SmallVector<Arg> args{rt};
+    for (Value token : wait.getTokens())
+      args.push_back(t(token));
+    call(loc, "ratrain_emit::wait", Type(), args);
+    return success();
+  }
+
+  // Session.
+  if (auto load = dyn_cast<LoadBatchOp>(op)) {
+    call(loc, "ratrain_emit::loadBatch", Type(),
+         {sess,
+          opaque(load.getField() == BatchField::inputs
+                     ? "ratrain::rt::BatchField::Inputs"
+                     : "ratrain::rt::BatchField::Labels"),
+          t(load.getDest()), i64(load.getMicroBatch())});
+    return success();
+  }
+  if (auto report = dyn_cast<ReportLossOp>(op)) {
+    call(loc, "ratrain_emit::reportLoss", Type(),
+         {sess, t(report.getLoss()), i64(report.getMicroBatch())});
+    return success();
+  }
+  return op->emitOpError("cannot be translated to C++");
+}
+
+LogicalResult Converter::convertProgram(ProgramOp program) {
+  Location loc = program.getLoc();
+  auto rtType = emitc::OpaqueType::get(ctx, "ratrain::rt::Runtime &");
+  auto sessionType = emitc::OpaqueType::get(ctx, "ratrain::rt::Session &");
+  std::string name = ("ratrain_" + program.getSymName()).str();
+  auto func = emitc::FuncOp::create(
+      b, loc, name, FunctionType::get(ctx, {rtType, sessionType}, {}));
+  Block *entry = func.addEntryBlock();
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(entry);
+  runtime = entry->getArgument(0);
+  session = entry->getArgument(1);
+  mapping.clear();
+
+  emitc::VerbatimOp::create(
+      b, loc, ("// " + program.getSymName() + ": prologue (runs once)").str());
+  bool inPrologue = true;
+  for (Operation &op : program.getBodyBlock()) {
+    if (inPrologue && !isa<BufferOp, ViewOp, InitParamOp>(op)) {
+      inPrologue = false;
+      emitc::VerbatimOp::create(
+          b, loc, b.getStringAttr("for ({}.start(); {}.beginStep();) {{"),
+          ValueRange{session, session});
+    }
+    if (failed(convertOp(&op)) || failedGroup)
+      return failure();
+  }
+  if (inPrologue)
+    emitc::VerbatimOp::create(
+        b, loc, b.getStringAttr("for ({}.start(); {}.beginStep();) {{"),
+        ValueRange{session, session});
+  emitc::VerbatimOp::create(b, loc, b.getStringAttr("{}.endStep();"),
+                            ValueRange{session});
+  emitc::VerbatimOp::create(b, loc, "}");
+  emitc::ReturnOp::create(b, loc, Value());
+  return success();
+}
+
+LogicalResult Converter::emitMain() {
+  Location loc = source.getLoc();
+  MachineOp machine;
+  int64_t pp = 0, dp = 1;
+  for (Operation &op : *source.getBody()) {
+    if (auto m = dyn_cast<MachineOp>(op))
+      machine = m;
+    if (auto g = dyn_cast<GroupOp>(op)) {
+      if (g.getKind() == GroupKind::pipeline)
+        pp = g.getSize();
+      if (g.getKind() == GroupKind::data_parallel)
+        dp = g.getSize();
+    }
+  }
+  if (!machine)
+    return source.emitError("has no mt3k.machine to size the runtime from");
+  SmallVector<ProgramOp> programs(source.getOps<ProgramOp>());
+  if (programs.empty())
+    return source.emitError("has no mt3k.program to emit");
+  if (pp == 0)
+    pp = programs.size();
+  int64_t ddrBytes = 0;
+  for (ProgramOp p : programs)
+    ddrBytes = std::max<int64_t>(ddrBytes, p.getDdrArena()
+                                               ? int64_t(*p.getDdrArena())
+                                               : int64_t(machine.getDdr()));
+
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "int main(int argc, char **argv) {\n"
+     << "  // mt3k.machine \"" << machine.getName() << "\", the groups and "
+     << "the largest ddr_arena of the programs.\n"
+     << "  ratrain::rt::RuntimeOptions options;\n"
+     << "  options.pp = " << pp << ";\n"
+     << "  options.dp = " << dp << ";\n"
+     << "  options.ddrBytes = " << ddrBytes << "ull;\n"
+     << "  options.gsmBytes = " << machine.getGsm() << "ull;\n"
+     << "  options.amBytes = " << machine.getAm() << "ull;\n"
+     << "  options.cores = " << machine.getCores() << ";\n"
+     << "  options.dmaChannels = " << machine.getDmaChannels() << ";\n"
+     << "  options.arenaAlignment = " << machine.getAlignment() << ";\n"
+     << "  ratrain::rt::Runtime rt(argc, argv, options);\n";
+
+  // The model and plan for the Session (data loader, loss log, checkpoints).
+  auto model = source->getAttrOfType<DictionaryAttr>("ratrain.model");
+  int64_t numLayers = 0, seqLen = 0;
+  os << "  ratrain::ModelConfig model;\n";
+  if (model) {
+    auto integer = [&](StringRef key) -> int64_t {
+      if (auto a = model.getAs<IntegerAttr>(key))
+        return a.getInt();
+      return 0;
+    };
+    auto real = [&](StringRef key, double fallback) {
+      if (auto a = model.getAs<FloatAttr>(key))
+        return a.getValueAsDouble();
+      return fallback;
+    };
+    numLayers = integer("decoder_layers");
+    seqLen = integer("seq_len");
+    StringRef family = "Llama";
+    if (auto f = model.getAs<StringAttr>("family")) {
+      if (f.getValue() == "qwen2")
+        family = "Qwen2";
+      else if (f.getValue() == "baichuan")
+        family = "Baichuan";
+    }
+    StringRef dtype = "BF16";
+    if (auto d = model.getAs<TypeAttr>("dtype")) {
+      if (d.getValue().isF32())
+        dtype = "F32";
+      else if (d.getValue().isF16())
+        dtype = "F16";
+    }
+    std::string name;
+    if (auto n = model.getAs<StringAttr>("name"))
+      name = n.getValue().str();
+    bool qkvBias = false;
+    if (auto q = model.getAs<BoolAttr>("qkv_bias"))
+      qkvBias = q.getValue();
+    os << "  model.name = " << cppString(name) << ";\n"
+       << "  model.family = ratrain::ModelFamily::" << family << ";\n"
+       << "  model.numLayers = " << numLayers << ";\n"
+       << "  model.hidden = " << integer("hidden") << ";\n"
+       << "  model.numHeads = " << integer("heads") << ";\n"
+       << "  model.numKVHeads = " << integer("kv_heads") << ";\n"
+       << "  model.ffnHidden = " << integer("ffn") << ";\n"
+       << "  model.vocab = " << integer("vocab") << ";\n"
+       << "  model.seqLen = " << seqLen << ";\n"
+       << "  model.maxPositions = " << integer("max_positions") << ";\n"
+       << "  model.dtype = ratrain::DType::" << dtype << ";\n"
+       << "  model.qkvBias = " << (qkvBias ? "true" : "false") << ";\n"
+       << "  model.rmsNormEps = "
+       << llvm::formatv("{0:e9}", real("rms_eps", 1e-6)) << ";\n"
+       << "  model.ropeTheta = "
+       << llvm::formatv("{0:e9}", real("rope_theta", 10000.0)) << ";\n";
+  } else {
+    os << "  // no ratrain.model attribute: the Session gets an empty model\n";
+  }
+
+  // Stage partition in decoder layers: stage_layers counts model layers
+  // (embedding + decoders + head).
+  int64_t microBatch = 1, microBatches = 1;
+  std::string partition;
+  if (auto plan = source->getAttrOfType<ratrain::PlanAttr>("ratrain.plan")) {
+    microBatch = plan.getMicroBatchSize();
+    microBatches = plan.getMicroBatches();
+    int64_t cumulative = 0;
+    partition = "{0";
+    ArrayRef<int64_t> stages = plan.getStageLayers();
+    for (size_t s = 0; s + 1 < stages.size(); ++s) {
+      cumulative += stages[s];
+      partition += ", " + std::to_string(std::clamp<int64_t>(cumulative - 1, 0,
+                                                             numLayers));
+    }
+    partition += ", " + std::to_string(numLayers) + "}";
+  }
+  if (partition.empty())
+    os << "  ratrain::rt::StagePartition partition = "
+          "ratrain::rt::StagePartition::even(model.numLayers, "
+       << pp << ");\n";
+  else
+    os << "  ratrain::rt::StagePartition partition;\n"
+       << "  partition.firstLayer = " << partition << ";\n";
+  os << "  ratrain::rt::SessionOptions defaults;\n"
+     << "  defaults.seqLen = " << seqLen << ";\n"
+     << "  defaults.microBatch = " << microBatch << ";\n"
+     << "  defaults.microBatches = " << microBatches << ";\n"
+     << "  ratrain::rt::Session session(rt, model, partition,\n"
+     << "      ratrain::rt::exitOnError(\n"
+     << "          ratrain::rt::SessionOptions::parse(argc, argv, "
+        "defaults)));\n"
+     << "  switch (rt.stage()) {\n";
+  for (ProgramOp p : programs)
+    os << "  case " << p.getStage() << ":\n"
+       << "    ratrain_" << p.getSymName() << "(rt, session);\n"
+       << "    break;\n";
+  os << "  default:\n"
+     << "    ratrain::rt::fatal(\"no mt3k.program for this rank's stage\");\n"
+     << "  }\n"
+     << "  return 0;\n"
+     << "}";
+  emitc::VerbatimOp::create(b, loc, b.getStringAttr(os.str()));
+  return success();
+}
+
+LogicalResult Converter::run() {
+  Location loc = source.getLoc();
+  emitc::VerbatimOp::create(
+      b, loc,
+      "// Generated by ratrain-translate --mt3k-to-cpp from mt3k programs. "
+      "Do not edit.");
+  for (StringRef header :
+       {"algorithm", "cmath", "cstdint", "cstring", "memory", "vector"})
+    emitc::IncludeOp::create(b, loc, b.getStringAttr(header), b.getUnitAttr());
+  for (StringRef header :
+       {"ratrain/kernels/Kernels.h", "ratrain/runtime/Error.h",
+        "ratrain/runtime/Runtime.h", "ratrain/runtime/Session.h"})
+    emitc::IncludeOp::create(b, loc, b.getStringAttr(header), UnitAttr());
+  emitc::VerbatimOp::create(b, loc, b.getStringAttr(kPreamble));
+  for (ProgramOp program : source.getOps<ProgramOp>())
+    if (failed(convertProgram(program)))
+      return failure();
+  return emitMain();
+}
+
+} // namespace
+
+FailureOr<OwningOpRef<ModuleOp>> ratrain::convertMT3KToEmitC(ModuleOp module) {
+  MLIRContext *ctx = module.getContext();
+  ctx->getOrLoadDialect<emitc::EmitCDialect>();
+  OwningOpRef<ModuleOp> target = ModuleOp::create(module.getLoc());
+  Converter converter(module, *target);
+  if (failed(converter.run()))
+    return failure();
+  return target;
+}
+
+LogicalResult ratrain::translateMT3KToCpp(ModuleOp module,
+                                          llvm::raw_ostream &os) {
+  FailureOr<OwningOpRef<ModuleOp>> target = convertMT3KToEmitC(module);
+  if (failed(target))
+    return failure();
+  return emitc::translateToCpp(target->get(), os);
+}
+
+void ratrain::registerMT3KToCppTranslation() {
+  auto dialects = [](DialectRegistry &registry) {
+    registry.insert<mt3k::MT3KDialect, ratrain::RATrainDialect,
+                    emitc::EmitCDialect>();
+  };
+  TranslateFromMLIRRegistration toCpp(
+      "mt3k-to-cpp",
+      "emit a module of mt3k programs as a C++ training program (via emitc)",
+      [](Operation *op, llvm::raw_ostream &os) -> LogicalResult {
+        auto module = dyn_cast<ModuleOp>(op);
+        if (!module)
+          return op->emitOpError("expected a module of mt3k programs");
+        return translateMT3KToCpp(module, os);
+      },
+      dialects);
+  TranslateFromMLIRRegistration toEmitC(
+      "mt3k-to-emitc",
+      "convert a module of mt3k programs to the emitc module --mt3k-to-cpp "
+      "prints",
+      [](Operation *op, llvm::raw_ostream &os) -> LogicalResult {
+        auto module = dyn_cast<ModuleOp>(op);
+        if (!module)
+          return op->emitOpError("expected a module of mt3k programs");
+        FailureOr<OwningOpRef<ModuleOp>> target = convertMT3KToEmitC(module);
+        if (failed(target))
+          return failure();
+        (*target)->print(os);
+        os << "\n";
+        return success();
+      },
+      dialects);
+}
