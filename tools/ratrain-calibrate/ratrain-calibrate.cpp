@@ -1,7 +1,7 @@
 //===- ratrain-calibrate.cpp - Measure this host, write a machine file ----===//
 //
 // ratrain-calibrate [-o examples/machines/host.yaml] [--clusters-per-node N]
-//                   [--ddr-fraction 0.5] [--quick]
+//                   [--ddr-fraction 0.5] [--quick] [--no-mpi]
 //
 // Treats the host as one node of N clusters (default: one per CPU), each
 // with hardware_concurrency / N cores, and measures:
@@ -10,13 +10,21 @@
 //  - DDR bandwidth: STREAM triad run by all clusters at once, per cluster;
 //  - FP32 FMA and bf16 dot-product peaks per core (register-only kernels
 //    compiled with -O3 -march=native) times the cores of a cluster;
-//  - GEMM efficiency: OpenBLAS sgemm on one core / the FP32 peak (when
-//    OpenBLAS is available), memory-bound efficiency: an Adam update / triad;
-//  - DMA bandwidth: a large memcpy; intra-node link: latency of a cache-line
-//    ping-pong between two threads and bandwidth of copying a buffer written
-//    by another thread.
-// Attention efficiencies are assumptions derived from the GEMM efficiency and
-// are marked so in the file. The file is parsed back before it is written.
+//  - kernel efficiencies, when the runtime's Halide kernels are built
+//    (RATRAIN_HAVE_KERNELS): the NT GEMM in bf16 and fp32 on a tiny-LLaMA
+//    and a LLaMA-7B shape / the peak of the matching precision; causal GQA
+//    attention forward and backward on the tiny model's and LLaMA-7B's
+//    heads / the FP32 peak (the kernels are fp32); AdamW (with its bf16
+//    view) and RMSNorm forward / the DDR bandwidth. Without the kernels:
+//    OpenBLAS sgemm / FP32 peak, an Adam loop / triad, attention assumed;
+//  - transfers, when the MPI runtime is built: ratrain-calibrate-mpi under
+//    `mpirun -np 2 --oversubscribe` measures the runtime's point-to-point
+//    latency and bandwidth (intra_node), its DMA (dma_bandwidth) and its
+//    host offload / reload (offload.bandwidth). Without it (or --no-mpi): a
+//    memcpy, copying a buffer another thread wrote, and a cache-line
+//    ping-pong between two threads.
+// The file's header says where each number comes from. The file is parsed
+// back before it is written.
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,12 +38,15 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -43,7 +54,9 @@
 #include <thread>
 #include <vector>
 
-#ifdef RATRAIN_HAVE_CBLAS
+#ifdef RATRAIN_HAVE_KERNELS
+#include "ratrain/kernels/Kernels.h"
+#elif defined(RATRAIN_HAVE_CBLAS)
 #include <cblas.h>
 extern "C" void openblas_set_num_threads(int);
 #endif
@@ -63,6 +76,9 @@ static cl::opt<double>
     ddrFraction("ddr-fraction", cl::init(0.5),
                 cl::desc("share of RAM the clusters may use together"));
 static cl::opt<bool> quick("quick", cl::desc("shorter measurements (noisier)"));
+static cl::opt<bool>
+    noMpi("no-mpi", cl::desc("measure transfers between threads instead of "
+                             "running the runtime under mpirun"));
 static cl::opt<std::string> machineName("name", cl::init("host"),
                                         cl::desc("machine name"));
 
@@ -226,6 +242,208 @@ double pingPongLatency(int rounds) {
   return t / rounds / 2;
 }
 
+/// CPU time of the whole process (all threads): the Halide kernels run on
+/// their own thread pool, and a descheduled thread does not count.
+double processCpuSeconds(const std::function<void()> &f) {
+  timespec start, end;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &start);
+  f();
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &end);
+  return double(end.tv_sec - start.tv_sec) +
+         1e-9 * double(end.tv_nsec - start.tv_nsec);
+}
+
+#ifdef RATRAIN_HAVE_KERNELS
+namespace kn = ratrain::kernels;
+
+/// Best rate (work per CPU-second of the process, i.e. per busy core) of
+/// `reps` timed runs of a few calls each, after one warm-up call; 0 when a
+/// call fails. `work` is the work of one call.
+double kernelRate(int reps, double work, const std::function<int()> &call) {
+  if (call() != 0)
+    return 0;
+  int inner = int(std::clamp(5e9 / work, 1.0, 50.0));
+  double best = 0;
+  for (int r = 0; r < reps; ++r) {
+    int status = 0;
+    double t = processCpuSeconds([&] {
+      for (int i = 0; i < inner && status == 0; ++i)
+        status = call();
+    });
+    if (status != 0)
+      return 0;
+    if (t > 0)
+      best = std::max(best, work * inner / t);
+  }
+  return best;
+}
+
+std::vector<float> randomFloats(size_t n, uint32_t seed) {
+  std::vector<float> v(n);
+  uint32_t x = seed * 2654435761u + 1;
+  for (float &f : v) {
+    x = x * 1664525u + 1013904223u;
+    f = float(int32_t(x >> 8) - (1 << 23)) / float(1 << 23);
+  }
+  return v;
+}
+
+struct GemmFigure {
+  const char *what;
+  int64_t m, n, k;
+  double fp32 = 0, bf16 = 0; ///< FLOP/s per core
+};
+
+struct AttentionFigure {
+  const char *what;
+  int64_t b, s, hq, hkv, d;
+  double forward = 0, backward = 0; ///< FLOP/s per core
+};
+
+/// The NT GEMM (Y = X W^T) in fp32 and with bf16 operands.
+void measureGemm(GemmFigure &g, int reps) {
+  std::vector<float> a = randomFloats(g.m * g.k, 1),
+                     b = randomFloats(g.n * g.k, 2), c(g.m * g.n);
+  std::vector<uint16_t> ah(a.size()), bh(b.size());
+  kn::toHalf(kn::Half::BF16, a.size(), a.data(), ah.data());
+  kn::toHalf(kn::Half::BF16, b.size(), b.data(), bh.data());
+  double flops = 2.0 * double(g.m) * double(g.n) * double(g.k);
+  g.fp32 = kernelRate(reps, flops, [&] {
+    return kn::gemm(kn::GemmForm::NT, g.m, g.n, g.k, a.data(), b.data(),
+                    c.data());
+  });
+  g.bf16 = kernelRate(reps, flops, [&] {
+    return kn::gemm16(kn::GemmForm::NT, kn::Half::BF16, g.m, g.n, g.k,
+                      ah.data(), bh.data(), c.data());
+  });
+}
+
+/// Causal GQA attention; FLOPs counted as the cost model does: 4 S^2/2 D per
+/// head forward (QK^T and PV over the causal half), 2.5 times that backward.
+void measureAttention(AttentionFigure &f, int reps) {
+  int64_t t = f.b * f.s, qw = f.hq * f.d, kw = f.hkv * f.d;
+  std::vector<float> q = randomFloats(t * qw, 3), k = randomFloats(t * kw, 4),
+                     v = randomFloats(t * kw, 5),
+                     dout = randomFloats(t * qw, 6);
+  std::vector<float> out(t * qw), lse(f.b * f.hq * f.s), dq(t * qw), dk(t * kw),
+      dv(t * kw);
+  float scale = 1.0f / std::sqrt(float(f.d));
+  double flops = 4.0 * double(f.s) * double(f.s) / 2 * double(f.d) *
+                 double(f.hq) * double(f.b);
+  f.forward = kernelRate(reps, flops, [&] {
+    return kn::attentionForward(f.b, f.s, f.hq, f.hkv, f.d, q.data(), k.data(),
+                                v.data(), scale, out.data(), lse.data());
+  });
+  f.backward = kernelRate(reps, 2.5 * flops, [&] {
+    return kn::attentionBackward(f.b, f.s, f.hq, f.hkv, f.d, q.data(), k.data(),
+                                 v.data(), out.data(), dout.data(), lse.data(),
+                                 scale, dq.data(), dk.data(), dv.data());
+  });
+}
+
+/// AdamW over n parameters with the bf16 view: reads p, g, m, v, writes p,
+/// m, v and the view (30 bytes per parameter). Bytes/s per core.
+double measureAdamW(int64_t n, int reps) {
+  std::vector<float> p = randomFloats(n, 7), g = randomFloats(n, 8), m(n, 0.0f),
+                     v(n, 0.0f);
+  std::vector<uint16_t> view(n);
+  kn::AdamWParams params;
+  return kernelRate(reps, 30.0 * double(n), [&] {
+    return kn::adamw(n, p.data(), g.data(), m.data(), v.data(), params,
+                     view.data(), kn::Half::BF16);
+  });
+}
+
+/// RMSNorm forward of [T, H]: reads x, writes y (8 bytes per element).
+double measureRmsNorm(int64_t t, int64_t h, int reps) {
+  std::vector<float> x = randomFloats(t * h, 9), w = randomFloats(h, 10),
+                     y(t * h), rstd(t);
+  return kernelRate(reps, 8.0 * double(t) * double(h), [&] {
+    return kn::rmsnormForward(t, h, x.data(), w.data(), 1e-5f, y.data(),
+                              rstd.data());
+  });
+}
+#endif // RATRAIN_HAVE_KERNELS
+
+/// What ratrain-calibrate-mpi measured through the runtime (all zero when
+/// it did not run).
+struct RuntimeTransfers {
+  std::string command;
+  double latency = 0;                                  ///< one way, s
+  std::vector<std::pair<double, double>> pointToPoint; ///< bytes, s one way
+  double dmaBytes = 0, dmaSeconds = 0;
+  double offloadBytes = 0, offloadSeconds = 0;
+  bool ok() const {
+    return latency > 0 && !pointToPoint.empty() && dmaSeconds > 0 &&
+           offloadSeconds > 0;
+  }
+  /// Bandwidth of the largest message with the latency taken off.
+  double linkBandwidth() const {
+    auto [bytes, seconds] = pointToPoint.back();
+    return bytes / std::max(seconds - latency, 0.5 * seconds);
+  }
+};
+
+/// Runs the runtime's transfer measurement on two local ranks with the
+/// progress mode `progress` (RATRAIN_PROGRESS: thread or inline).
+RuntimeTransfers measureRuntimeTransfers(const char *argv0,
+                                         const char *progress) {
+  RuntimeTransfers result;
+#if defined(RATRAIN_CALIBRATE_MPIEXEC) && defined(RATRAIN_CALIBRATE_MPI_HELPER)
+  // The helper sits next to this executable (or where the build put it).
+  std::string helper = RATRAIN_CALIBRATE_MPI_HELPER;
+  std::string self = llvm::sys::fs::getMainExecutable(
+      argv0, reinterpret_cast<void *>(&measureRuntimeTransfers));
+  if (!self.empty()) {
+    llvm::SmallString<256> sibling(llvm::sys::path::parent_path(self));
+    llvm::sys::path::append(sibling, "ratrain-calibrate-mpi");
+    if (llvm::sys::fs::can_execute(sibling))
+      helper = std::string(sibling);
+  }
+  if (!llvm::sys::fs::can_execute(helper))
+    return result;
+  // Open MPI refuses root without these; two ranks may exceed the slots.
+  setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
+  setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
+  setenv("RATRAIN_PROGRESS_LINE", "never", 0);
+  setenv("RATRAIN_PROGRESS", progress, 1);
+  std::string arguments = " -np 2 --oversubscribe -x RATRAIN_PROGRESS ";
+  result.command = "RATRAIN_PROGRESS=" + std::string(progress) + " " +
+                   llvm::sys::path::filename(RATRAIN_CALIBRATE_MPIEXEC).str() +
+                   arguments + llvm::sys::path::filename(helper).str() +
+                   (quick ? " --quick" : "");
+  std::string shell = "timeout 180 '" RATRAIN_CALIBRATE_MPIEXEC "'" +
+                      arguments + "'" + helper + "'" +
+                      (quick ? " --quick" : "") + " </dev/null";
+  FILE *pipe = popen(shell.c_str(), "r");
+  if (!pipe)
+    return result;
+  char line[512];
+  while (std::fgets(line, sizeof(line), pipe)) {
+    llvm::SmallVector<llvm::StringRef> words;
+    llvm::StringRef(line).trim().split(words, ' ', -1, false);
+    double x = 0, y = 0;
+    if (words.size() == 2 && words[0] == "latency" && !words[1].getAsDouble(x))
+      result.latency = x;
+    else if (words.size() == 3 && !words[1].getAsDouble(x) &&
+             !words[2].getAsDouble(y)) {
+      if (words[0] == "p2p")
+        result.pointToPoint.push_back({x, y});
+      else if (words[0] == "dma")
+        result.dmaBytes = x, result.dmaSeconds = y;
+      else if (words[0] == "offload")
+        result.offloadBytes = x, result.offloadSeconds = y;
+    }
+  }
+  if (pclose(pipe) != 0)
+    return RuntimeTransfers{result.command};
+#else
+  (void)argv0;
+  (void)progress;
+#endif
+  return result;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -241,6 +459,7 @@ int main(int argc, char **argv) {
   if (!(ddrFraction > 0 && ddrFraction <= 1))
     return fail("--ddr-fraction must be in (0, 1]");
 
+  auto started = Clock::now();
   unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
   unsigned clusters = clustersPerNodeOpt ? unsigned(clustersPerNodeOpt) : cpus;
   if (clusters > cpus || cpus % clusters)
@@ -315,35 +534,128 @@ int main(int argc, char **argv) {
                                 "one; Adam update {2:f1} GB/s\n",
                                 triadAll / 1e9, triadOne / 1e9, adamOne / 1e9);
 
-  // memcpy ("DMA") and the intra-node link.
+  // memcpy ("DMA") and the intra-node link between threads: the figures
+  // when the runtime is not built (or --no-mpi).
   double copyOne = bestRate(reps, [&] {
     std::memcpy(a.data(), b.data(), n * sizeof(float));
     return double(n * sizeof(float));
   });
-  double linkBandwidth = 0;
+  double threadBandwidth = 0;
   for (int r = 0; r < reps; ++r) {
     // The producer writes, the consumer (another thread) copies it out.
     std::thread producer([&] { std::fill(c.begin(), c.end(), float(r)); });
     producer.join();
     double t = threadCpuSeconds(
         [&] { std::memcpy(d.data(), c.data(), n * sizeof(float)); });
-    linkBandwidth = std::max(linkBandwidth, double(n * sizeof(float)) / t);
+    threadBandwidth = std::max(threadBandwidth, double(n * sizeof(float)) / t);
   }
-  double latency = 1;
+  double threadLatency = 1;
   if (cpus > 1)
     for (int r = 0; r < reps; ++r)
-      latency = std::min(latency, pingPongLatency(quick ? 20000 : 100000));
+      threadLatency =
+          std::min(threadLatency, pingPongLatency(quick ? 5000 : 20000));
   else
-    latency = 1e-6;
+    threadLatency = 1e-6;
   llvm::errs() << llvm::formatv("  memcpy {0:f1} GB/s; thread-to-thread copy "
                                 "{1:f1} GB/s, latency {2:f2} us\n",
-                                copyOne / 1e9, linkBandwidth / 1e9,
-                                latency * 1e6);
+                                copyOne / 1e9, threadBandwidth / 1e9,
+                                threadLatency * 1e6);
+  // Free the STREAM arrays before the kernels allocate theirs.
+  arrays.clear();
+  arrays.shrink_to_fit();
 
-  // GEMM efficiency.
-  double gemmEfficiency = 0.45; // assumption without OpenBLAS
+  // Kernel efficiencies.
+  std::string kernelNotes;
+  llvm::raw_string_ostream notes(kernelNotes);
+  double gemmEfficiency = 0.45; // assumption without kernels or OpenBLAS
+  double attentionForwardEfficiency = 0, attentionBackwardEfficiency = 0;
+  double bf16Peak = bf16PerCore > 0 ? bf16PerCore : fp32PerCore;
+#ifdef RATRAIN_HAVE_KERNELS
+  {
+    for (std::vector<float> *v : {&a, &b, &c, &d})
+      std::vector<float>().swap(*v);
+    // One cluster: its cores' worth of Halide workers; rates are per
+    // CPU-second, i.e. per busy core.
+    kn::setNumThreads(int(coresPerCluster));
+    const int kreps = quick ? 2 : 3;
+    GemmFigure gemms[] = {
+        {"tiny LLaMA MLP up (2048 tokens, h 256 -> ffn 688)", 2048, 688, 256},
+        {"LLaMA-7B QKV/O projection (1024 tokens, h 4096)", 1024, 4096, 4096}};
+    double gemmSum = 0;
+    for (GemmFigure &g : gemms) {
+      measureGemm(g, kreps);
+      if (g.fp32 <= 0 || g.bf16 <= 0)
+        return fail("the Halide GEMM failed");
+      gemmSum += g.fp32 / fp32PerCore + g.bf16 / bf16Peak;
+      llvm::errs() << llvm::formatv("  Halide GEMM NT {0}x{1}x{2}: fp32 {3:f1} "
+                                    "GFLOP/s ({4:f2} of peak), bf16 {5:f1} "
+                                    "({6:f2})\n",
+                                    g.m, g.n, g.k, g.fp32 / 1e9,
+                                    g.fp32 / fp32PerCore, g.bf16 / 1e9,
+                                    g.bf16 / bf16Peak);
+      notes << llvm::formatv(
+          "#  [M]   NT {0} x {1} x {2}, {3}: fp32 {4:f1} GFLOP/s per core = "
+          "{5:f3} of the FP32 peak, bf16 {6:f1} = {7:f3} of the bf16 peak\n",
+          g.m, g.n, g.k, g.what, g.fp32 / 1e9, g.fp32 / fp32PerCore,
+          g.bf16 / 1e9, g.bf16 / bf16Peak);
+    }
+    gemmEfficiency = std::clamp(gemmSum / (2 * std::size(gemms)), 0.05, 1.0);
+
+    AttentionFigure attentions[] = {
+        // The tiny LLaMA's attention (h 256, S 256, two query heads per
+        // KV head) with 64-wide heads: its own D 32 forward exists, but the
+        // D 32 backward runs the D 64 pipelines (Kernels.cpp) and aborts.
+        {"the tiny LLaMA's h 256 as 64-wide heads", 1, 256, 4, 2, 64},
+        {"LLaMA-7B's heads at 1024 tokens", 1, 1024, 32, 32, 128}};
+    double forwardSum = 0, backwardSum = 0;
+    for (AttentionFigure &f : attentions) {
+      measureAttention(f, kreps);
+      if (f.forward <= 0 || f.backward <= 0)
+        return fail("the Halide attention kernels failed");
+      forwardSum += f.forward / fp32PerCore;
+      backwardSum += f.backward / fp32PerCore;
+      llvm::errs() << llvm::formatv("  Halide attention B {0} S {1} Hq {2} "
+                                    "Hkv {3} D {4}: forward {5:f1} GFLOP/s, "
+                                    "backward {6:f1}\n",
+                                    f.b, f.s, f.hq, f.hkv, f.d, f.forward / 1e9,
+                                    f.backward / 1e9);
+      notes << llvm::formatv(
+          "#  [M]   B {0}, S {1}, Hq {2}, Hkv {3}, D {4} ({5}): forward "
+          "{6:f1} GFLOP/s per core = {7:f3}, backward {8:f1} = {9:f3} of the "
+          "FP32 peak\n",
+          f.b, f.s, f.hq, f.hkv, f.d, f.what, f.forward / 1e9,
+          f.forward / fp32PerCore, f.backward / 1e9, f.backward / fp32PerCore);
+    }
+    attentionForwardEfficiency =
+        std::clamp(forwardSum / std::size(attentions), 0.05, 1.0);
+    attentionBackwardEfficiency =
+        std::clamp(backwardSum / std::size(attentions), 0.05, 1.0);
+
+    // Memory-bound kernels against the cluster's DDR bandwidth (the cost
+    // model divides their bytes by ddr_bandwidth * memory_bound).
+    int64_t params = quick ? (4 << 20) : (8 << 20);
+    double adamw = measureAdamW(params, kreps) * coresPerCluster;
+    double rmsnorm =
+        measureRmsNorm(quick ? 1024 : 2048, 4096, kreps) * coresPerCluster;
+    if (adamw <= 0 || rmsnorm <= 0)
+      return fail("the Halide AdamW / RMSNorm kernels failed");
+    double adamwShare = adamw / ddrPerCluster,
+           rmsnormShare = rmsnorm / ddrPerCluster;
+    memoryEfficiency = std::clamp(
+        (std::min(adamwShare, 1.0) + std::min(rmsnormShare, 1.0)) / 2, 0.05,
+        1.0);
+    llvm::errs() << llvm::formatv("  Halide AdamW {0:f1} GB/s, RMSNorm "
+                                  "{1:f1} GB/s\n",
+                                  adamw / 1e9, rmsnorm / 1e9);
+    notes << llvm::formatv(
+        "#  [M]   AdamW over {0} Mi parameters with the bf16 view (30 B per "
+        "parameter): {1:f1} GB/s = {2:f3} of ddr_bandwidth; RMSNorm forward "
+        "{3} x 4096 (8 B per element): {4:f1} GB/s = {5:f3}\n",
+        params >> 20, adamw / 1e9, adamwShare, quick ? 1024 : 2048,
+        rmsnorm / 1e9, rmsnormShare);
+  }
+#elif defined(RATRAIN_HAVE_CBLAS)
   double sgemmRate = 0;
-#ifdef RATRAIN_HAVE_CBLAS
   {
     openblas_set_num_threads(1);
     const int dim = quick ? 512 : 1024;
@@ -361,6 +673,39 @@ int main(int argc, char **argv) {
                                   dim, sgemmRate / 1e9);
   }
 #endif
+#ifndef RATRAIN_HAVE_KERNELS
+  attentionForwardEfficiency = 0.6 * gemmEfficiency;
+  attentionBackwardEfficiency = 0.5 * gemmEfficiency;
+#endif
+
+  // Transfers through the runtime.
+  // The default progress mode (a progress thread owns MPI) gives the
+  // figures; inline progress is measured for comparison.
+  RuntimeTransfers transfers, inlineTransfers;
+  if (!noMpi && cpus > 1) {
+    transfers = measureRuntimeTransfers(argv[0], "thread");
+    if (transfers.ok())
+      inlineTransfers = measureRuntimeTransfers(argv[0], "inline");
+    if (transfers.ok())
+      llvm::errs() << llvm::formatv(
+          "  runtime: p2p latency {0:f2} us, {1:f1} GB/s; DMA {2:f1} GB/s; "
+          "offload+reload {3:f1} GB/s\n",
+          transfers.latency * 1e6, transfers.linkBandwidth() / 1e9,
+          transfers.dmaBytes / transfers.dmaSeconds / 1e9,
+          transfers.offloadBytes / transfers.offloadSeconds / 1e9);
+    else if (!transfers.command.empty())
+      llvm::errs() << "  warning: `" << transfers.command
+                   << "` failed; using the thread figures\n";
+  }
+  bool runtimeTransfers = transfers.ok();
+  double linkBandwidth =
+      runtimeTransfers ? transfers.linkBandwidth() : threadBandwidth;
+  double latency = runtimeTransfers ? transfers.latency : threadLatency;
+  double dmaBandwidth =
+      runtimeTransfers ? transfers.dmaBytes / transfers.dmaSeconds : copyOne;
+  double offloadBandwidth =
+      runtimeTransfers ? transfers.offloadBytes / transfers.offloadSeconds
+                       : copyOne;
 
   MachineModel machine;
   machine.name = machineName;
@@ -372,24 +717,29 @@ int main(int argc, char **argv) {
   cs.gsmBytes = gsmBytes;
   cs.amBytesPerCore = amBytes;
   cs.ddrBandwidth = ddrPerCluster;
-  cs.dmaBandwidth = copyOne;
+  cs.dmaBandwidth = dmaBandwidth;
   cs.dmaChannels = 1;
   cs.peakFlopsF32 = fp32PerCore * coresPerCluster;
-  cs.peakFlopsF16 =
-      (bf16PerCore > 0 ? bf16PerCore : fp32PerCore) * coresPerCluster;
+  cs.peakFlopsF16 = bf16Peak * coresPerCluster;
   cs.efficiency.gemm = gemmEfficiency;
-  cs.efficiency.attentionForward = 0.6 * gemmEfficiency;
-  cs.efficiency.attentionBackward = 0.5 * gemmEfficiency;
+  cs.efficiency.attentionForward = attentionForwardEfficiency;
+  cs.efficiency.attentionBackward = attentionBackwardEfficiency;
   cs.efficiency.memoryBound = memoryEfficiency;
+  // The Halide attention kernels are flash-style: no S x S matrix reaches
+  // memory, only the per-row lse is saved.
+#ifdef RATRAIN_HAVE_KERNELS
+  cs.fusedAttention = true;
+#else
   cs.fusedAttention = false;
+#endif
   machine.network.intraNode = {linkBandwidth, latency};
   machine.network.interNode = {linkBandwidth, latency};
   machine.network.collective = CollectiveAlgorithm::Ring;
   // Offload tier: host RAM the clusters' DDR arenas leave, half of it (the
-  // rest for the OS and the processes), at memcpy speed. [D/U]
+  // rest for the OS and the processes). [D/U]
   machine.offload.kind = OffloadTierKind::Host;
   machine.offload.bytesPerNode = int64_t(double(ram) * (1 - ddrFraction) / 2);
-  machine.offload.bandwidth = copyOne;
+  machine.offload.bandwidth = offloadBandwidth;
   machine.offload.latency = 1e-6;
 
   std::string body = printMachineModel(machine);
@@ -406,7 +756,9 @@ int main(int argc, char **argv) {
   os << "# Machine file of this host, written by ratrain-calibrate on " << date
      << ".\n# " << cpuModel() << ": " << cpus << " CPUs as " << clusters
      << " clusters of " << coresPerCluster << " cores, one node.\n"
-     << "# SI base units: bytes, bytes/s, FLOP/s, seconds.\n#\n"
+     << "# SI base units: bytes, bytes/s, FLOP/s, seconds. Rates are the best "
+        "of a few runs, per\n# CPU-second of the measuring threads (the host "
+        "is shared), transfers per wall second.\n#\n"
      << "# Measured [M], derived [D], assumed [U]:\n"
      << llvm::formatv("#  [M] caches (sysfs): L2 {0} B per core -> "
                       "am_bytes_per_core; L3 {1} B shared by {2} CPUs -> "
@@ -415,34 +767,101 @@ int main(int argc, char **argv) {
      << llvm::formatv("#  [D] ddr_bytes = MemTotal {0} B * {1} / {2} "
                       "clusters\n",
                       ram, double(ddrFraction), clusters)
-     << llvm::formatv("#  [M] FP32 FMA ({0}, -O3 -march=native): {1:f1} "
-                      "GFLOP/s per core; bf16 dot (vdpbf16ps): {2:f1} GFLOP/s "
-                      "per core{3}\n",
+     << llvm::formatv("#  [M] peaks: FP32 FMA loop ({0}, -O3 -march=native) "
+                      "{1:f1} GFLOP/s per core -> peak_flops_f32; bf16 dot "
+                      "loop (vdpbf16ps) {2:f1} GFLOP/s per core -> "
+                      "peak_flops_f16{3}\n",
                       fmaIsaName(), fp32PerCore / 1e9, bf16PerCore / 1e9,
                       bf16PerCore > 0 ? "" : " (unavailable: f16 = f32)")
      << llvm::formatv("#  [M] STREAM triad: {0:f1} GB/s with all CPUs "
                       "(ddr_bandwidth = that / clusters), {1:f1} GB/s on one\n",
-                      triadAll / 1e9, triadOne / 1e9)
-     << llvm::formatv("#  [M] Adam update {0:f1} GB/s on one core -> "
-                      "memory_bound = Adam / triad\n",
-                      adamOne / 1e9)
-     << (sgemmRate > 0
-             ? llvm::formatv("#  [M] OpenBLAS sgemm {0:f1} GFLOP/s on one "
-                             "core -> gemm = sgemm / FP32 peak\n",
-                             sgemmRate / 1e9)
-                   .str()
-             : std::string("#  [U] gemm efficiency 0.45 (built without "
-                           "OpenBLAS)\n"))
-     << "#  [U] attention_forward = 0.6 * gemm, attention_backward = 0.5 * "
-        "gemm; fused_attention false\n"
-     << llvm::formatv("#  [M] memcpy {0:f1} GB/s -> dma_bandwidth; copying "
-                      "another thread's buffer {1:f1} GB/s and cache-line "
-                      "ping-pong {2:f3} us one way -> intra_node\n",
-                      copyOne / 1e9, linkBandwidth / 1e9, latency * 1e6)
-     << "#  [U] one node: inter_node repeats intra_node\n"
+                      triadAll / 1e9, triadOne / 1e9);
+#ifdef RATRAIN_HAVE_KERNELS
+  os << "#  [M] efficiency: the runtime's Halide kernels (ratrain_kernels) on "
+     << coresPerCluster << " thread(s), one cluster:\n"
+     << "#      gemm = mean of fp32 / FP32 peak and bf16 / bf16 peak over "
+        "the GEMMs below;\n"
+     << "#      attention_forward / _backward = mean over the shapes below of "
+        "achieved / FP32 peak\n"
+     << "#      (the attention kernels are fp32; FLOPs 4 S^2/2 D per head "
+        "forward, 2.5x backward,\n#      as the cost model counts); "
+        "memory_bound = mean of AdamW and RMSNorm / ddr_bandwidth, each\n"
+     << "#      capped at 1\n"
+     << kernelNotes;
+#else
+  os << llvm::formatv("#  [M] Adam loop {0:f1} GB/s on one core -> "
+                      "memory_bound = Adam / triad (the Halide kernels are "
+                      "not built: fallback)\n",
+                      adamOne / 1e9);
+#ifdef RATRAIN_HAVE_CBLAS
+  os << llvm::formatv("#  [M] OpenBLAS sgemm {0:f1} GFLOP/s on one core -> "
+                      "gemm = sgemm / FP32 peak (the Halide kernels are not "
+                      "built: fallback)\n",
+                      sgemmRate / 1e9);
+#else
+  os << "#  [U] gemm efficiency 0.45 (built without the Halide kernels and "
+        "OpenBLAS)\n";
+#endif
+  os << "#  [U] attention_forward = 0.6 * gemm, attention_backward = 0.5 * "
+        "gemm\n";
+#endif
+#ifdef RATRAIN_HAVE_KERNELS
+  os << "#  [D] fused_attention true: the Halide attention kernels tile the "
+        "scores through L2/L1 and save only lse (no S x S matrix)\n";
+#else
+  os << "#  [U] fused_attention false\n";
+#endif
+  if (runtimeTransfers) {
+    os << "#  [M] transfers through the runtime (rt::Runtime, 2 ranks, Open "
+          "MPI shared memory): `"
+       << transfers.command << "`:\n";
+    os << llvm::formatv("#      ping-pong of zero-byte signals: {0:f2} us "
+                        "one way -> intra_node.latency (the progress "
+                        "threads' wake-ups and polling, every "
+                        "RATRAIN_PROGRESS_POLL_US, on shared cores)\n",
+                        transfers.latency * 1e6);
+    os << "#      ping-pong of DDR buffers, one way:";
+    for (auto [bytes, seconds] : transfers.pointToPoint)
+      os << llvm::formatv(" {0} MiB {1:f1} us ({2:f1} GB/s);",
+                          int64_t(bytes) >> 20, seconds * 1e6,
+                          bytes / seconds / 1e9);
+    os << llvm::formatv("\n#      intra_node.bandwidth = {0} MiB / (time - "
+                        "latency)\n",
+                        int64_t(transfers.pointToPoint.back().first) >> 20);
+    os << llvm::formatv("#      rt.dma of {0} MiB DDR -> DDR on both ranks "
+                        "at once: {1:f1} GB/s -> dma_bandwidth\n",
+                        int64_t(transfers.dmaBytes) >> 20, dmaBandwidth / 1e9);
+    os << llvm::formatv("#      rt.offload + rt.reload of {0} MiB to host "
+                        "memory on both ranks at once: {1:f1} GB/s -> "
+                        "offload.bandwidth\n",
+                        int64_t(transfers.offloadBytes / 2) >> 20,
+                        offloadBandwidth / 1e9);
+    if (inlineTransfers.ok())
+      os << llvm::formatv("#      (for comparison, RATRAIN_PROGRESS=inline, "
+                          "no progress thread: latency {0:f2} us, {1} MiB "
+                          "{2:f1} GB/s)\n",
+                          inlineTransfers.latency * 1e6,
+                          int64_t(inlineTransfers.pointToPoint.back().first) >>
+                              20,
+                          inlineTransfers.linkBandwidth() / 1e9);
+    os << llvm::formatv("#      (for comparison, between threads: memcpy "
+                        "{0:f1} GB/s, copy of another thread's buffer "
+                        "{1:f1} GB/s, cache-line ping-pong {2:f3} us)\n",
+                        copyOne / 1e9, threadBandwidth / 1e9,
+                        threadLatency * 1e6);
+  } else {
+    os << llvm::formatv("#  [M] memcpy {0:f1} GB/s -> dma_bandwidth and "
+                        "offload.bandwidth; copying another thread's buffer "
+                        "{1:f1} GB/s and cache-line ping-pong {2:f3} us one "
+                        "way -> intra_node (the MPI runtime was not measured: "
+                        "fallback)\n",
+                        copyOne / 1e9, threadBandwidth / 1e9,
+                        threadLatency * 1e6);
+  }
+  os << "#  [U] one node: inter_node repeats intra_node\n"
      << llvm::formatv("#  [D/U] offload tier (host RAM): bytes_per_node = "
                       "MemTotal * (1 - {0}) / 2 (the rest for the OS), "
-                      "bandwidth = memcpy, latency 1 us\n",
+                      "latency 1 us\n",
                       double(ddrFraction))
      << "# The kernel build reads cluster: gsm_bytes, am_bytes_per_core and "
         "cores as plain integers.\n"
@@ -457,6 +876,8 @@ int main(int argc, char **argv) {
   if (ec)
     return fail(outputPath + ": " + ec.message());
   out << text;
-  llvm::errs() << "wrote " << outputPath << "\n";
+  llvm::errs() << llvm::formatv(
+      "wrote {0} ({1:f1} s)\n", outputPath,
+      std::chrono::duration<double>(Clock::now() - started).count());
   return sink == 12345.0f ? 2 : 0;
 }

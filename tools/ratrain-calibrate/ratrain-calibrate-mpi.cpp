@@ -1,0 +1,127 @@
+//===- ratrain-calibrate-mpi.cpp - Transfers through the RATrain runtime --===//
+//
+// mpirun -np 2 ratrain-calibrate-mpi [--quick]
+//
+// The transfer half of ratrain-calibrate: two ranks (pp = 2, dp = 1) of the
+// real runtime (rt::Runtime, its progress thread, DMA threads and arenas)
+// measure
+//  - point-to-point: a ping-pong of zero-byte signals (latency) and of DDR
+//    buffers of 1, 8 and 64 MiB (rt.send / rt.recv + wait; one-way time =
+//    round trip / 2), every size the best of a few repetitions;
+//  - DMA: rt.dma of 64 MiB DDR -> DDR, both ranks at once;
+//  - offload: rt.offload / rt.reload of 64 MiB to host memory, both ranks at
+//    once.
+// Rank 0 prints one `key value...` line per figure (seconds, bytes/s) on
+// stdout; ratrain-calibrate parses them. Wall time (steady clock), best of
+// the repetitions: the host is shared.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ratrain/runtime/Runtime.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+using namespace ratrain::rt;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double now() {
+  return std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  bool quick = false;
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "--quick") == 0)
+      quick = true;
+  const uint64_t maxBytes = 64ull << 20;
+  RuntimeOptions options;
+  options.pp = 2;
+  options.dp = 1;
+  // Send and receive buffers, and a DMA destination.
+  options.ddrBytes = 3 * maxBytes;
+  options.gsmBytes = 64 << 10;
+  options.amBytes = 16 << 10;
+  options.cores = 1;
+  options.dmaChannels = 1;
+  Runtime rt(argc, argv, options);
+  const int peer = 1 - rt.stage();
+  const bool first = rt.stage() == 0;
+  Buffer sendBuf = rt.ddr().buffer(0, maxBytes);
+  Buffer recvBuf = rt.ddr().buffer(maxBytes, maxBytes);
+  Buffer dmaBuf = rt.ddr().buffer(2 * maxBytes, maxBytes);
+  std::memset(sendBuf.data, 1 + rt.rank(), maxBytes);
+  std::memset(recvBuf.data, 0, maxBytes);
+  std::memset(dmaBuf.data, 0, maxBytes);
+  const int reps = quick ? 3 : 5;
+
+  auto barrier = [&] { rt.wait(rt.barrier(Group::World)); };
+  // One-way time of a ping-pong of `bytes` (0: signals), best of reps.
+  auto pingPong = [&](uint64_t bytes, int rounds) {
+    Buffer s = sendBuf.slice(0, bytes), r = recvBuf.slice(0, bytes);
+    auto round = [&] {
+      if (first) {
+        rt.wait(rt.send(Group::Pipeline, peer, 1, bytes ? s : Buffer{}));
+        rt.wait(rt.recv(Group::Pipeline, peer, 2, bytes ? r : Buffer{}));
+      } else {
+        rt.wait(rt.recv(Group::Pipeline, peer, 1, bytes ? r : Buffer{}));
+        rt.wait(rt.send(Group::Pipeline, peer, 2, bytes ? s : Buffer{}));
+      }
+    };
+    round(); // warm-up: connections, registration
+    double best = 1e30;
+    for (int rep = 0; rep < reps; ++rep) {
+      barrier();
+      double start = now();
+      for (int i = 0; i < rounds; ++i)
+        round();
+      best = std::min(best, (now() - start) / rounds / 2);
+    }
+    return best;
+  };
+
+  double latency = pingPong(0, quick ? 200 : 1000);
+  std::vector<std::pair<uint64_t, double>> sizes;
+  for (uint64_t bytes : {uint64_t(1) << 20, uint64_t(8) << 20, maxBytes})
+    sizes.push_back({bytes, pingPong(bytes, bytes >= maxBytes ? 3 : 10)});
+
+  // Both ranks at once: what one cluster gets while every cluster streams.
+  auto concurrent = [&](auto &&op) {
+    op(); // warm-up (the first offload allocates its host copy)
+    double best = 1e30;
+    for (int rep = 0; rep < reps; ++rep) {
+      barrier();
+      double start = now();
+      op();
+      best = std::min(best, now() - start);
+    }
+    std::vector<double> all = rt.allGatherDoubles(best);
+    return *std::max_element(all.begin(), all.end());
+  };
+  double dmaSeconds = concurrent([&] { rt.wait(rt.dma(dmaBuf, sendBuf)); });
+  double offloadSeconds = concurrent([&] {
+    rt.wait(rt.offload(sendBuf, StorageTier::Host, "calibrate"));
+    rt.wait(rt.reload(dmaBuf, StorageTier::Host, "calibrate"));
+  });
+
+  if (first) {
+    std::printf("latency %.9e\n", latency);
+    for (auto [bytes, seconds] : sizes)
+      std::printf("p2p %llu %.9e\n", (unsigned long long)bytes, seconds);
+    std::printf("dma %llu %.9e\n", (unsigned long long)maxBytes, dmaSeconds);
+    std::printf("offload %llu %.9e\n", (unsigned long long)(2 * maxBytes),
+                offloadSeconds);
+    std::fflush(stdout);
+  }
+  barrier();
+  return 0;
+}
