@@ -9,7 +9,9 @@
 
 #include "HalideBuffer.h"
 #include "HalideRuntime.h"
+
 #include "Tiling.h"
+#include <cstdio>
 
 #include "ratrain_halide_runtime_owner.h"
 #include "ratrain_k_adamw.h"
@@ -56,6 +58,19 @@
 
 namespace ratrain::kernels {
 namespace {
+
+/// Halide's default error handler aborts the process; the API promises an
+/// error code instead (the message still goes to stderr), so every kernel
+/// call returns Halide's nonzero code to its caller.
+void printHalideError(void * /*userContext*/, const char *message) {
+  std::fprintf(stderr, "ratrain kernels: %s\n", message);
+}
+
+/// Installs the handler before the first kernel runs.
+[[maybe_unused]] const bool kErrorHandlerInstalled = [] {
+  halide_set_error_handler(printHalideError);
+  return true;
+}();
 
 using Halide::Runtime::Buffer;
 
@@ -279,10 +294,15 @@ int attentionBackward(int64_t B, int64_t S, int64_t Hq, int64_t Hkv, int64_t D,
     if (!err)
       err = ratrain_k_attention_bwd_dkv_d128(qb, kb, vb, ob, dob, lb, scale,
                                              dkb, dvb);
-  } else {
+  } else if (D == 64) {
     err = ratrain_k_attention_bwd_dq_d64(qb, kb, vb, ob, dob, lb, scale, dqb);
     if (!err)
       err = ratrain_k_attention_bwd_dkv_d64(qb, kb, vb, ob, dob, lb, scale, dkb,
+                                            dvb);
+  } else {
+    err = ratrain_k_attention_bwd_dq_d32(qb, kb, vb, ob, dob, lb, scale, dqb);
+    if (!err)
+      err = ratrain_k_attention_bwd_dkv_d32(qb, kb, vb, ob, dob, lb, scale, dkb,
                                             dvb);
   }
   return err;

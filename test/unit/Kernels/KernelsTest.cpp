@@ -343,11 +343,11 @@ void refAttentionBackward(const AttnShape &a, const std::vector<float> &q,
       }
 }
 
-const AttnShape kAttnShapes[] = {{1, 1, 1, 1, 64},
-                                 {2, 37, 4, 2, 64},
-                                 {1, 100, 2, 1, 128},
-                                 {1, 65, 3, 3, 128},
-                                 {2, 70, 8, 2, 64}};
+/// Every supported head dimension (32 is the tiny LLaMA's), ragged lengths.
+const AttnShape kAttnShapes[] = {{1, 1, 1, 1, 64},    {2, 37, 4, 2, 64},
+                                 {1, 100, 2, 1, 128}, {1, 65, 3, 3, 128},
+                                 {2, 70, 8, 2, 64},   {1, 45, 8, 4, 32},
+                                 {2, 129, 4, 1, 32}};
 
 TEST(Attention, ForwardMatchesReference) {
   for (const AttnShape &a : kAttnShapes) {
