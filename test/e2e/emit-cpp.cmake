@@ -83,3 +83,10 @@ add_test(NAME e2e.emit.tiny-pp2.train
           $<TARGET_FILE:ratrain-emit-tiny-pp2> ${RATRAIN_CORPUS_TOKENS} 2)
 set_tests_properties(e2e.emit.tiny-pp2.train PROPERTIES TIMEOUT 600
   LABELS "e2e;mpi" PROCESSORS 2 FIXTURES_REQUIRED ratrain-emit-tiny-pp2)
+# Inline progress: the helpers poll the runtime after every kernel.
+add_test(NAME e2e.emit.tiny-pp2.train.inline
+  COMMAND ${RATRAIN_EMIT_DIR}/emit-run-test.sh ${MPIEXEC_EXECUTABLE} 2
+          $<TARGET_FILE:ratrain-emit-tiny-pp2> ${RATRAIN_CORPUS_TOKENS} 2)
+set_tests_properties(e2e.emit.tiny-pp2.train.inline PROPERTIES TIMEOUT 600
+  LABELS "e2e;mpi" PROCESSORS 2 FIXTURES_REQUIRED ratrain-emit-tiny-pp2
+  ENVIRONMENT "RATRAIN_PROGRESS=inline")
