@@ -23,6 +23,7 @@
 #include "mlir/Target/Cpp/CppEmitter.h"
 #include "mlir/Tools/mlir-translate/Translation.h"
 
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
@@ -163,6 +164,8 @@ private:
   Arg group(Operation *op, FlatSymbolRefAttr symbol);
 
   LogicalResult convertProgram(ProgramOp program);
+  /// Session::addParam for every parameter tensor the prologue initializes.
+  void emitParams(ProgramOp program);
   LogicalResult convertOp(Operation *op);
   LogicalResult emitMain();
 
@@ -517,6 +520,45 @@ LogicalResult Converter::convertOp(Operation *op) {
   return op->emitOpError("cannot be translated to C++");
 }
 
+void Converter::emitParams(ProgramOp program) {
+  // Per HF tensor name, from the prologue's init_params: the f32 master, a
+  // 16-bit view, and the moments "<name>.exp_avg" / "<name>.exp_avg_sq".
+  // ZeRO programs (layer shards, ratrain.dp_shard) register nothing.
+  struct Param {
+    Value master, view, m, v;
+  };
+  llvm::MapVector<StringRef, Param> params;
+  for (auto init : program.getBodyBlock().getOps<InitParamOp>()) {
+    if (init->hasAttr("ratrain.dp_shard"))
+      return;
+    StringRef name = init.getParam();
+    Value dest = init.getDest();
+    if (name.consume_back(".exp_avg_sq"))
+      params[name].v = dest;
+    else if (name.consume_back(".exp_avg"))
+      params[name].m = dest;
+    else if (cast<BufferType>(dest.getType()).getElementType().isF32())
+      params[name].master = dest;
+    else
+      params[name].view = dest;
+  }
+  if (!params.empty())
+    emitc::VerbatimOp::create(
+        b, program.getLoc(),
+        "// parameters and Adam moments for checkpoints (Session::addParam)");
+  for (auto &[name, p] : params) {
+    if (!p.master || !p.m || !p.v)
+      continue;
+    std::string shape = "std::vector<int64_t>{";
+    llvm::raw_string_ostream os(shape);
+    llvm::interleaveComma(shapeOf(p.master), os);
+    os << "}";
+    call(program.getLoc(), "ratrain_emit::addParam", Type(),
+         {Arg(session), str(name), opaque(os.str()), Arg(get(p.master)),
+          Arg(get(p.m)), Arg(get(p.v)), Arg(get(p.view ? p.view : p.master))});
+  }
+}
+
 LogicalResult Converter::convertProgram(ProgramOp program) {
   Location loc = program.getLoc();
   auto rtType = emitc::OpaqueType::get(ctx, "ratrain::rt::Runtime &");
@@ -534,20 +576,23 @@ LogicalResult Converter::convertProgram(ProgramOp program) {
   emitc::VerbatimOp::create(
       b, loc, ("// " + program.getSymName() + ": prologue (runs once)").str());
   bool inPrologue = true;
+  auto startLoop = [&] {
+    emitParams(program);
+    emitc::VerbatimOp::create(
+        b, loc,
+        b.getStringAttr("for (ratrain_emit::start({}); {}.beginStep();) {{"),
+        ValueRange{session, session});
+  };
   for (Operation &op : program.getBodyBlock()) {
     if (inPrologue && !isa<BufferOp, ViewOp, InitParamOp>(op)) {
       inPrologue = false;
-      emitc::VerbatimOp::create(
-          b, loc, b.getStringAttr("for ({}.start(); {}.beginStep();) {{"),
-          ValueRange{session, session});
+      startLoop();
     }
     if (failed(convertOp(&op)) || failedGroup)
       return failure();
   }
   if (inPrologue)
-    emitc::VerbatimOp::create(
-        b, loc, b.getStringAttr("for ({}.start(); {}.beginStep();) {{"),
-        ValueRange{session, session});
+    startLoop();
   emitc::VerbatimOp::create(b, loc, b.getStringAttr("{}.endStep();"),
                             ValueRange{session});
   emitc::VerbatimOp::create(b, loc, "}");

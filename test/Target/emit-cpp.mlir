@@ -94,7 +94,9 @@ module {
     mt3k.init_param zeros %vv "layer.exp_avg_sq" {ratrain.dp_shard = 4096 : i64} : !mt3k.buffer<ddr, 64x64xf32>
 
     // The iteration runs in the Session's step loop.
-    // CHECK: for ([[S]].start(); [[S]].beginStep();) {
+    // ZeRO programs register no parameters for checkpoints.
+    // CHECK-NOT: addParam
+    // CHECK: for (ratrain_emit::start([[S]]); [[S]].beginStep();) {
     // CHECK: ratrain_emit::loadBatch([[S]], ratrain::rt::BatchField::Inputs, [[IDS]], 0);
     mt3k.load_batch inputs %ids micro_batch 0 : !mt3k.buffer<ddr, 16xi32>
     // CHECK: ratrain_emit::loadBatch([[S]], ratrain::rt::BatchField::Labels, {{v[0-9]+}}, 0);
@@ -190,7 +192,20 @@ module {
   // CHECK-LABEL: void ratrain_stage1(
   mt3k.program @stage1 stage 1 {
     %r = mt3k.buffer "msg" at 0 : !mt3k.buffer<ddr, 16x64xf32>
-    // CHECK: for (
+    // Per tensor name: the f32 master, the 16-bit view and the moments of the
+    // prologue's init_params become one Session::addParam.
+    // CHECK: [[P:v[0-9]+]] = ratrain_emit::ddr({{v[0-9]+}}, 4096
+    %p = mt3k.buffer "p" at 4096 : !mt3k.buffer<ddr, 16x64xf32>
+    %pm = mt3k.buffer "p.m" at 8192 : !mt3k.buffer<ddr, 16x64xf32>
+    %pv = mt3k.buffer "p.v" at 12288 : !mt3k.buffer<ddr, 16x64xf32>
+    // CHECK: [[PVIEW:v[0-9]+]] = ratrain_emit::ddr({{v[0-9]+}}, 16384
+    %pview = mt3k.buffer "p.view" at 16384 : !mt3k.buffer<ddr, 16x64xbf16>
+    mt3k.init_param normal %p "p" std 2.000000e-02 : !mt3k.buffer<ddr, 16x64xf32>
+    mt3k.init_param normal %pview "p" std 2.000000e-02 : !mt3k.buffer<ddr, 16x64xbf16>
+    mt3k.init_param zeros %pm "p.exp_avg" : !mt3k.buffer<ddr, 16x64xf32>
+    mt3k.init_param zeros %pv "p.exp_avg_sq" : !mt3k.buffer<ddr, 16x64xf32>
+    // CHECK: ratrain_emit::addParam([[S1:v[0-9]+]], "p", std::vector<int64_t>{16, 64}, [[P]], {{v[0-9]+}}, {{v[0-9]+}}, [[PVIEW]]);
+    // CHECK: for (ratrain_emit::start([[S1]]);
     // CHECK: ratrain::rt::Token [[T:v[0-9]+]] = ratrain_emit::recv({{v[0-9]+}}, ratrain::rt::Group::Pipeline, 0, 3, {{v[0-9]+}});
     %t = mt3k.recv %r from 0 on @pp tag 3 : !mt3k.buffer<ddr, 16x64xf32>
     mt3k.wait %t

@@ -90,3 +90,9 @@ add_test(NAME e2e.emit.tiny-pp2.train.inline
 set_tests_properties(e2e.emit.tiny-pp2.train.inline PROPERTIES TIMEOUT 600
   LABELS "e2e;mpi" PROCESSORS 2 FIXTURES_REQUIRED ratrain-emit-tiny-pp2
   ENVIRONMENT "RATRAIN_PROGRESS=inline")
+# Checkpoints: save at step 2, resume, bit-identical steps 3 and 4.
+add_test(NAME e2e.emit.tiny-pp2.resume
+  COMMAND ${RATRAIN_EMIT_DIR}/emit-resume-test.sh ${MPIEXEC_EXECUTABLE} 2
+          $<TARGET_FILE:ratrain-emit-tiny-pp2> ${RATRAIN_CORPUS_TOKENS})
+set_tests_properties(e2e.emit.tiny-pp2.resume PROPERTIES TIMEOUT 600
+  LABELS "e2e;mpi" PROCESSORS 2 FIXTURES_REQUIRED ratrain-emit-tiny-pp2)
