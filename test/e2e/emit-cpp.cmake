@@ -11,14 +11,14 @@ set(RATRAIN_EMIT_DIR ${CMAKE_CURRENT_SOURCE_DIR})
 
 # ratrain_add_emitted_program(<target> MLIR <mt3k module>)
 # ratrain_add_emitted_program(<target> MODEL <config.json> MACHINE <file>
-#                             PLAN <--ratrain-plan options>)
+#                             PLAN <--ratrain-plan options> [DTYPE bf16|f16])
 # Emits the C++ program of an mt3k module (or of a model lowered by
 # import -> plan -> schedule -> lower-to-mt3k) and builds it into <target>,
 # linked with ratrain_runtime and ratrain_kernels. The target is not built by
 # default (`ninja <target>`); the generated source is <target>.cpp in the
 # current binary directory.
 function(ratrain_add_emitted_program target)
-  cmake_parse_arguments(ARG "" "MLIR;MODEL;MACHINE;PLAN" "" ${ARGN})
+  cmake_parse_arguments(ARG "" "MLIR;MODEL;MACHINE;PLAN;DTYPE" "" ${ARGN})
   set(cpp ${CMAKE_CURRENT_BINARY_DIR}/${target}.cpp)
   if(ARG_MLIR)
     add_custom_command(OUTPUT ${cpp}
@@ -30,7 +30,7 @@ function(ratrain_add_emitted_program target)
     add_custom_command(OUTPUT ${cpp}
       COMMAND ${RATRAIN_EMIT_DIR}/emit-lower.sh
               $<TARGET_FILE:ratrain-translate> $<TARGET_FILE:ratrain-opt>
-              ${ARG_MODEL} ${ARG_MACHINE} "${ARG_PLAN}" ${mlir}
+              ${ARG_MODEL} ${ARG_MACHINE} "${ARG_PLAN}" ${mlir} ${ARG_DTYPE}
       COMMAND ratrain-translate --mt3k-to-cpp ${mlir} -o ${cpp}
       DEPENDS ratrain-translate ratrain-opt ${ARG_MODEL} ${ARG_MACHINE}
               ${RATRAIN_EMIT_DIR}/emit-lower.sh
@@ -96,3 +96,26 @@ add_test(NAME e2e.emit.tiny-pp2.resume
           $<TARGET_FILE:ratrain-emit-tiny-pp2> ${RATRAIN_CORPUS_TOKENS})
 set_tests_properties(e2e.emit.tiny-pp2.resume PROPERTIES TIMEOUT 600
   LABELS "e2e;mpi" PROCESSORS 2 FIXTURES_REQUIRED ratrain-emit-tiny-pp2)
+
+# A bf16 model (16-bit views, activations and gradients; fp32 masters): the
+# helpers stage 16-bit operands through fp32 for the host kernels.
+ratrain_add_emitted_program(ratrain-emit-tiny-bf16
+  MODEL ${PROJECT_SOURCE_DIR}/examples/models/tiny-llama.json
+  MACHINE ${PROJECT_SOURCE_DIR}/examples/machines/host.yaml
+  PLAN "clusters=2 global-batch=4 pp=2" DTYPE bf16)
+add_test(NAME e2e.emit.tiny-bf16.compile
+  COMMAND ${CMAKE_COMMAND} --build ${CMAKE_BINARY_DIR}
+          --target ratrain-emit-tiny-bf16 ratrain-corpus)
+set_tests_properties(e2e.emit.tiny-bf16.compile PROPERTIES TIMEOUT 600
+  LABELS "e2e" FIXTURES_SETUP ratrain-emit-tiny-bf16
+  RESOURCE_LOCK ratrain-build-tree)
+add_test(NAME e2e.emit.tiny-bf16.train
+  COMMAND ${RATRAIN_EMIT_DIR}/emit-run-test.sh ${MPIEXEC_EXECUTABLE} 2
+          $<TARGET_FILE:ratrain-emit-tiny-bf16> ${RATRAIN_CORPUS_TOKENS} 2)
+set_tests_properties(e2e.emit.tiny-bf16.train PROPERTIES TIMEOUT 600
+  LABELS "e2e;mpi" PROCESSORS 2 FIXTURES_REQUIRED ratrain-emit-tiny-bf16)
+add_test(NAME e2e.emit.tiny-bf16.resume
+  COMMAND ${RATRAIN_EMIT_DIR}/emit-resume-test.sh ${MPIEXEC_EXECUTABLE} 2
+          $<TARGET_FILE:ratrain-emit-tiny-bf16> ${RATRAIN_CORPUS_TOKENS})
+set_tests_properties(e2e.emit.tiny-bf16.resume PROPERTIES TIMEOUT 600
+  LABELS "e2e;mpi" PROCESSORS 2 FIXTURES_REQUIRED ratrain-emit-tiny-bf16)
