@@ -529,8 +529,14 @@ void Converter::emitParams(ProgramOp program) {
   };
   llvm::MapVector<StringRef, Param> params;
   for (auto init : program.getBodyBlock().getOps<InitParamOp>()) {
-    if (init->hasAttr("ratrain.dp_shard"))
+    if (init->hasAttr("ratrain.dp_shard")) {
+      call(program.getLoc(), "ratrain_emit::noCheckpoints", Type(),
+           {Arg(session),
+            str("its master weights and Adam moments are ZeRO shards of "
+                "whole layers, which the runtime's checkpoints do not "
+                "store yet")});
       return;
+    }
     StringRef name = init.getParam();
     Value dest = init.getDest();
     if (name.consume_back(".exp_avg_sq"))

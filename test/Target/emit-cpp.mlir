@@ -94,7 +94,9 @@ module {
     mt3k.init_param zeros %vv "layer.exp_avg_sq" {ratrain.dp_shard = 4096 : i64} : !mt3k.buffer<ddr, 64x64xf32>
 
     // The iteration runs in the Session's step loop.
-    // ZeRO programs register no parameters for checkpoints.
+    // ZeRO programs register no parameters for checkpoints: --ckpt fails.
+    // CHECK-NOT: addParam
+    // CHECK: ratrain_emit::noCheckpoints([[S]], "its master weights and Adam moments are ZeRO shards
     // CHECK-NOT: addParam
     // CHECK: for (ratrain_emit::start([[S]]); [[S]].beginStep();) {
     // CHECK: ratrain_emit::loadBatch([[S]], ratrain::rt::BatchField::Inputs, [[IDS]], 0);
