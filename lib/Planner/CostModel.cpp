@@ -186,10 +186,9 @@ double CostModel::offloadTransfer(int64_t bytes) const {
   const OffloadTierSpec &tier = machine.offload;
   if (!tier.present())
     return std::numeric_limits<double>::infinity();
-  double transfers =
-      tier.chunkBytes > 0
-          ? std::ceil(double(bytes) / double(tier.chunkBytes))
-          : 1.0;
+  double transfers = tier.chunkBytes > 0
+                         ? std::ceil(double(bytes) / double(tier.chunkBytes))
+                         : 1.0;
   return transfers * tier.latency + double(bytes) / tier.bandwidth;
 }
 
@@ -371,17 +370,18 @@ StepTime ratrain::predictStepTime(const CostModel &costs,
     if (offloadPerParam > 0) {
       // Reload + write-back of each update item: the decoder layers, the
       // embedding (stage 0), the head (+ tied embedding copy, last stage).
-      double item = costs.offloadTransfer(offloadedBytes(model.paramsPerLayer()));
+      double item =
+          costs.offloadTransfer(offloadedBytes(model.paramsPerLayer()));
       t.offloadSeconds = 2 * n * item;
       if (i == 0)
         t.offloadSeconds +=
             2 * costs.offloadTransfer(offloadedBytes(model.embeddingParams()));
       if (i == p - 1)
-        t.offloadSeconds += 2 * costs.offloadTransfer(offloadedBytes(
-                                    model.headParams() +
-                                    (model.tieEmbeddings && p > 1
-                                         ? model.embeddingParams()
-                                         : 0)));
+        t.offloadSeconds +=
+            2 *
+            costs.offloadTransfer(offloadedBytes(
+                model.headParams() +
+                (model.tieEmbeddings && p > 1 ? model.embeddingParams() : 0)));
       result.offload = std::max(result.offload, t.offloadSeconds);
     }
   }
@@ -452,8 +452,8 @@ StepTime ratrain::predictStepTime(const CostModel &costs,
     std::vector<double> reloadEnd(items.size(), sweepStart);
     double offloadFree = sweepStart;
     auto reload = [&](size_t k) {
-      offloadFree = offloadFree +
-                    costs.offloadTransfer(offloadedBytes(items[k].params));
+      offloadFree =
+          offloadFree + costs.offloadTransfer(offloadedBytes(items[k].params));
       reloadEnd[k] = offloadFree;
     };
     if (offloadPerParam > 0)

@@ -455,9 +455,9 @@ llvm::Expected<PlanResult> ratrain::planTraining(const ModelConfig &model0,
     int64_t gradients = one.gradients;
     if (zero == ZeroStage::Gradients &&
         memoryOptions.lifecycle != LifecyclePolicy::GpuStyle)
-      gradients = std::min<int64_t>(
-          gradients, int64_t(getDTypeBytes(model.dtype)) *
-                         ((model.paramsPerLayer() + d - 1) / d));
+      gradients = std::min<int64_t>(gradients,
+                                    int64_t(getDTypeBytes(model.dtype)) *
+                                        ((model.paramsPerLayer() + d - 1) / d));
     double states = double(one.modelStates() - one.gradients + gradients +
                            one.optimizerWorkspace);
     double perLayer = states + double(one.activations);
@@ -508,61 +508,61 @@ llvm::Expected<PlanResult> ratrain::planTraining(const ModelConfig &model0,
       else
         zeros = {ZeroStage::None, ZeroStage::Optimizer, ZeroStage::Gradients};
       for (ZeroStage zero : zeros) {
-       // The fastest feasible plan of this (p, d, b, zero) with less
-       // offload: an offload plan must beat it.
-       double bestWithLessOffload = std::numeric_limits<double>::infinity();
-       for (OffloadPolicy offload : offloads) {
-        ++result.combinationsVisited;
-        CombinationSolver solver(model, costs, policies, p, d, b, m, zero,
-                                 offload, cap, tierCap, memoryOptions,
-                                 result.stageEvaluations);
-        bool pruned = request.pruneByMemoryBound &&
-                      lowerBound(p, d, b, m, zero, offload) > cap;
-        std::vector<ParallelConfig> candidates;
-        if (!pruned) {
-          if (std::optional<ParallelConfig> c = solver.solveMinMaxSplit())
-            candidates.push_back(std::move(*c));
-          if (std::optional<ParallelConfig> c = solver.evenSplit())
-            if (candidates.empty() || c->stages != candidates[0].stages ||
-                c->recompute != candidates[0].recompute)
+        // The fastest feasible plan of this (p, d, b, zero) with less
+        // offload: an offload plan must beat it.
+        double bestWithLessOffload = std::numeric_limits<double>::infinity();
+        for (OffloadPolicy offload : offloads) {
+          ++result.combinationsVisited;
+          CombinationSolver solver(model, costs, policies, p, d, b, m, zero,
+                                   offload, cap, tierCap, memoryOptions,
+                                   result.stageEvaluations);
+          bool pruned = request.pruneByMemoryBound &&
+                        lowerBound(p, d, b, m, zero, offload) > cap;
+          std::vector<ParallelConfig> candidates;
+          if (!pruned) {
+            if (std::optional<ParallelConfig> c = solver.solveMinMaxSplit())
               candidates.push_back(std::move(*c));
-        } else {
-          ++result.combinationsPruned;
-        }
-        double bestHere = std::numeric_limits<double>::infinity();
-        for (ParallelConfig &config : candidates) {
-          ++result.candidatesEvaluated;
-          Plan plan = evaluatePlan(model, machine, config, request.policy);
-          if (plan.peakBytes() > cap || plan.peakOffloadedBytes() > tierCap)
-            continue;
-          ++result.feasiblePlans;
-          // Prefer no (or less) offload unless offloading is faster.
-          if (plan.time.total < bestWithLessOffload) {
-            bestHere = std::min(bestHere, plan.time.total);
-            feasible.push_back(std::move(plan));
+            if (std::optional<ParallelConfig> c = solver.evenSplit())
+              if (candidates.empty() || c->stages != candidates[0].stages ||
+                  c->recompute != candidates[0].recompute)
+                candidates.push_back(std::move(*c));
+          } else {
+            ++result.combinationsPruned;
+          }
+          double bestHere = std::numeric_limits<double>::infinity();
+          for (ParallelConfig &config : candidates) {
+            ++result.candidatesEvaluated;
+            Plan plan = evaluatePlan(model, machine, config, request.policy);
+            if (plan.peakBytes() > cap || plan.peakOffloadedBytes() > tierCap)
+              continue;
+            ++result.feasiblePlans;
+            // Prefer no (or less) offload unless offloading is faster.
+            if (plan.time.total < bestWithLessOffload) {
+              bestHere = std::min(bestHere, plan.time.total);
+              feasible.push_back(std::move(plan));
+            }
+          }
+          bestWithLessOffload = std::min(bestWithLessOffload, bestHere);
+          if (candidates.empty() && feasible.empty()) {
+            // Remember the candidate that comes closest to fitting: the
+            // smallest worst ratio of DDR (and offload tier) to its cap.
+            ParallelConfig lean = solver.leastMemorySplit();
+            double peak = 0;
+            for (int64_t i = 0; i < p; ++i) {
+              StageMemory mem =
+                  computeStageMemory(model, lean, i, memoryOptions);
+              peak = std::max(peak, double(mem.total()) / double(cap));
+              if (mem.offloadedBytes > 0)
+                peak = std::max(peak, tierCap > 0 ? double(mem.offloadedBytes) /
+                                                        double(tierCap)
+                                                  : 1e300);
+            }
+            if (peak < closestPeak) {
+              closestPeak = peak;
+              closest = std::move(lean);
+            }
           }
         }
-        bestWithLessOffload = std::min(bestWithLessOffload, bestHere);
-        if (candidates.empty() && feasible.empty()) {
-          // Remember the candidate that comes closest to fitting: the
-          // smallest worst ratio of DDR (and offload tier) to its cap.
-          ParallelConfig lean = solver.leastMemorySplit();
-          double peak = 0;
-          for (int64_t i = 0; i < p; ++i) {
-            StageMemory mem =
-                computeStageMemory(model, lean, i, memoryOptions);
-            peak = std::max(peak, double(mem.total()) / double(cap));
-            if (mem.offloadedBytes > 0)
-              peak = std::max(peak, tierCap > 0 ? double(mem.offloadedBytes) /
-                                                      double(tierCap)
-                                                : 1e300);
-          }
-          if (peak < closestPeak) {
-            closestPeak = peak;
-            closest = std::move(lean);
-          }
-        }
-       }
       }
     }
   }

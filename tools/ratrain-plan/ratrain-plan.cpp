@@ -199,8 +199,7 @@ int main(int argc, char **argv) {
   }
 
   if (!both) {
-    llvm::Expected<PlanResult> result =
-        planTraining(*model, *machine, request);
+    llvm::Expected<PlanResult> result = planTraining(*model, *machine, request);
     if (!result)
       return fail(llvm::toString(result.takeError()));
     printResult(llvm::outs(), *model, *machine, request, *result);
@@ -291,7 +290,7 @@ int main(int argc, char **argv) {
     os << llvm::formatv("predicted speedup ratrain / gpu-style: {0:f3}x\n",
                         speedup);
   else
-    os << "predicted speedup ratrain / gpu-style: n/a (" 
+    os << "predicted speedup ratrain / gpu-style: n/a ("
        << (bestRatrain ? "gpu-style" : "ratrain") << " has no plan)\n";
   return 0;
 }

@@ -1,5 +1,4 @@
-//===- MachineModel.h - A machine with an explicit memory hierarchy -*- C++
-//-*-===//
+//===- MachineModel.h - A machine with a memory hierarchy -------*- C++ -*-===//
 //
 // What RATrain knows about the machine it plans for, simulates and runs on:
 // compute clusters (MT-3000: 20 GB usable DDR, 6 MB GSM, per-core AM, DMA),

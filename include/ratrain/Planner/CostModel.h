@@ -1,5 +1,4 @@
-//===- CostModel.h - Seconds of compute and communication --------*- C++
-//-*-===//
+//===- CostModel.h - Seconds of compute and communication -------*- C++ -*-===//
 //
 // Analytic costs of the pieces of a training iteration on a MachineModel:
 // per-layer forward/backward/recompute (roofline per GEMM with the machine's

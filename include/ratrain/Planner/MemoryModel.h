@@ -1,5 +1,4 @@
-//===- MemoryModel.h - Per-stage DDR accounting of a training plan -*- C++
-//-*-===//
+//===- MemoryModel.h - Per-stage memory of a plan --------------*- C++ -*-===//
 //
 // How many bytes of one compute cluster's DDR a pipeline stage needs under
 // non-interleaved 1F1B with data parallelism and optional ZeRO-1/2 sharding:
@@ -217,7 +216,7 @@ struct StageMemory {
   /// last micro-batch, so 2 B/param plus the shards. gpu-style: the FP32
   /// flat buffer of the whole stage (4 B/param, whatever the ZeRO stage).
   int64_t gradients = 0;
-  int64_t activations = 0;     ///< stored layer activations, all in flight
+  int64_t activations = 0; ///< stored layer activations, all in flight
   /// Transient activations of the layer being recomputed in backward (one
   /// layer, one micro-batch: its full activations for `full`, its attention
   /// scores for `selective`).

@@ -1,12 +1,12 @@
-//===- Planner.h - Resource-aware training-plan search -----------*- C++
-//-*-===//
+//===- Planner.h - Resource-aware training-plan search ----------*- C++ -*-===//
 //
 // Searches pipeline depth, data-parallel width, micro-batch size and count
 // (the global batch fixed), ZeRO stage, optimizer-state offload, the stage
 // layer split and the recompute policy of each stage; keeps only plans whose
 // every stage fits the usable DDR of one cluster (and the offload tier),
 // counted with the memory model of the requested lifecycle policy; ranks
-// them by the predicted step time of the cost model (CostModel.h). Plain C++, LLVM Support only; the
+// them by the predicted step time of the cost model (CostModel.h). Plain C++,
+// LLVM Support only; the
 // `--ratrain-plan` pass and the `ratrain-plan` CLI both call it.
 //
 //===----------------------------------------------------------------------===//

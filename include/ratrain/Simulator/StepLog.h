@@ -1,5 +1,4 @@
-//===- StepLog.h - Measured step times of a real run -------------*- C++
-//-*-===//
+//===- StepLog.h - Measured step times of a real run ------------*- C++ -*-===//
 //
 // Reads the runtime's per-step JSON log (one object per line with "step",
 // "step_s", "tokens", ...; runtime/src/StepLog.cpp) so that ratrain-sim can

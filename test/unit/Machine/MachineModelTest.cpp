@@ -218,10 +218,10 @@ TEST(MachineModel, OffloadTier) {
                        "bandwidth: 1}\n")
                 .find("offload.kind: expected host or storage, got 'tape'"),
             std::string::npos);
-  EXPECT_NE(parseError(std::string(minimal) +
-                       "offload: {kind: host, bandwidth: 1}\n")
-                .find("missing required key 'bytes_per_node'"),
-            std::string::npos);
+  EXPECT_NE(
+      parseError(std::string(minimal) + "offload: {kind: host, bandwidth: 1}\n")
+          .find("missing required key 'bytes_per_node'"),
+      std::string::npos);
   EXPECT_NE(parseError(std::string(minimal) +
                        "offload: {kind: host, bytes_per_node: 1e9, "
                        "bandwidth: 0}\n")

@@ -226,8 +226,8 @@ TEST(CostModel, OffloadTransfer) {
   EXPECT_NEAR(costs.offloadTransfer(1000000000), 0.1 + 1e-5, 1e-15);
   // In 300 MB chunks: 4 transfers, 4 latencies.
   machine.offload.chunkBytes = 300000000;
-  EXPECT_NEAR(CostModel(model, machine).offloadTransfer(1000000000),
-              0.1 + 4e-5, 1e-15);
+  EXPECT_NEAR(CostModel(model, machine).offloadTransfer(1000000000), 0.1 + 4e-5,
+              1e-15);
 }
 
 TEST(CostModel, OffloadIsExposedWholeByGpuStyleAndHiddenByRATrain) {
@@ -235,9 +235,8 @@ TEST(CostModel, OffloadIsExposedWholeByGpuStyleAndHiddenByRATrain) {
   machine.offload = {OffloadTierKind::Host, 64000000000, 10e9, 1e-5, 0};
   ModelConfig model = testModel();
   CostModel costs(model, machine);
-  ParallelConfig c = ParallelConfig::balanced(8, 4, 4, 1, 8,
-                                              RecomputePolicy::None,
-                                              ZeroStage::Optimizer);
+  ParallelConfig c = ParallelConfig::balanced(
+      8, 4, 4, 1, 8, RecomputePolicy::None, ZeroStage::Optimizer);
   StepTime gpuNone = predictStepTime(costs, c, LifecyclePolicy::GpuStyle);
   StepTime ratNone = predictStepTime(costs, c, LifecyclePolicy::RATrain);
   c.offload = OffloadPolicy::MasterAndOptimizer;

@@ -52,8 +52,7 @@ void checkResult(const ModelConfig &model, const MachineModel &machine,
     for (int64_t i = 0; i < c.pipelineStages; ++i) {
       EXPECT_LE(plan.memory[i].total(), machine.cluster.ddrBytes)
           << c.describe() << " stage " << i;
-      EXPECT_LE(plan.memory[i].offloadedBytes,
-                machine.offloadBytesPerCluster())
+      EXPECT_LE(plan.memory[i].offloadedBytes, machine.offloadBytesPerCluster())
           << c.describe() << " stage " << i;
       EXPECT_EQ(plan.memory[i].total(), again[i].total());
       EXPECT_EQ(plan.memory[i].offloadedBytes, again[i].offloadedBytes);
@@ -252,30 +251,32 @@ TEST(Planner, MemoryBoundNeverPrunesAFeasiblePlan) {
   MachineModel machine = loadMT3000();
   for (LifecyclePolicy policy :
        {LifecyclePolicy::RATrain, LifecyclePolicy::GpuStyle})
-  for (const char *name : {"llama-2-7b", "qwen2.5-32b", "llama-2-70b"}) {
-    ModelConfig model = loadModel(name);
-    for (int64_t clusters : {64, 256}) {
-      PlanRequest request;
-      request.policy = policy;
-      request.clusters = clusters;
-      request.globalBatch = 512;
-      request.topK = 1000;
-      llvm::Expected<PlanResult> pruned = planTraining(model, machine, request);
-      request.pruneByMemoryBound = false;
-      llvm::Expected<PlanResult> full = planTraining(model, machine, request);
-      ASSERT_EQ(bool(pruned), bool(full)) << name << " @" << clusters;
-      if (!pruned) {
-        llvm::consumeError(pruned.takeError());
-        llvm::consumeError(full.takeError());
-        continue;
+    for (const char *name : {"llama-2-7b", "qwen2.5-32b", "llama-2-70b"}) {
+      ModelConfig model = loadModel(name);
+      for (int64_t clusters : {64, 256}) {
+        PlanRequest request;
+        request.policy = policy;
+        request.clusters = clusters;
+        request.globalBatch = 512;
+        request.topK = 1000;
+        llvm::Expected<PlanResult> pruned =
+            planTraining(model, machine, request);
+        request.pruneByMemoryBound = false;
+        llvm::Expected<PlanResult> full = planTraining(model, machine, request);
+        ASSERT_EQ(bool(pruned), bool(full)) << name << " @" << clusters;
+        if (!pruned) {
+          llvm::consumeError(pruned.takeError());
+          llvm::consumeError(full.takeError());
+          continue;
+        }
+        EXPECT_EQ(full->combinationsPruned, 0);
+        EXPECT_GE(full->candidatesEvaluated, pruned->candidatesEvaluated);
+        EXPECT_EQ(full->feasiblePlans, pruned->feasiblePlans)
+            << name << " @" << clusters;
+        EXPECT_DOUBLE_EQ(full->plans[0].time.total,
+                         pruned->plans[0].time.total);
       }
-      EXPECT_EQ(full->combinationsPruned, 0);
-      EXPECT_GE(full->candidatesEvaluated, pruned->candidatesEvaluated);
-      EXPECT_EQ(full->feasiblePlans, pruned->feasiblePlans)
-          << name << " @" << clusters;
-      EXPECT_DOUBLE_EQ(full->plans[0].time.total, pruned->plans[0].time.total);
     }
-  }
 }
 
 TEST(Planner, ConstraintsAreHonoured) {
@@ -381,80 +382,82 @@ TEST(Planner, MatchesExhaustiveSearchOnASmallModel) {
   machine.offload.bytesPerNode = 4 * 600000000LL;
   for (LifecyclePolicy lifecycle :
        {LifecyclePolicy::RATrain, LifecyclePolicy::GpuStyle})
-  for (int64_t cap :
-       {int64_t(3500000000), int64_t(1800000000), int64_t(1200000000)}) {
-    MemoryOptions options = MemoryOptions::forMachine(machine, lifecycle);
-    double best = std::numeric_limits<double>::infinity();
-    int64_t exhaustive = 0;
-    for (int64_t p : {1, 2, 4, 8}) {
-      int64_t d = clusters / p, perReplica = globalBatch / d;
-      for (int64_t b = 1; b <= perReplica; ++b) {
-        if (perReplica % b)
-          continue;
-        for (ZeroStage zero :
-             {ZeroStage::None, ZeroStage::Optimizer, ZeroStage::Gradients}) {
-          if (d == 1 && zero != ZeroStage::None)
+    for (int64_t cap :
+         {int64_t(3500000000), int64_t(1800000000), int64_t(1200000000)}) {
+      MemoryOptions options = MemoryOptions::forMachine(machine, lifecycle);
+      double best = std::numeric_limits<double>::infinity();
+      int64_t exhaustive = 0;
+      for (int64_t p : {1, 2, 4, 8}) {
+        int64_t d = clusters / p, perReplica = globalBatch / d;
+        for (int64_t b = 1; b <= perReplica; ++b) {
+          if (perReplica % b)
             continue;
-          for (OffloadPolicy offload :
-               {OffloadPolicy::None, OffloadPolicy::OptimizerStates,
-                OffloadPolicy::MasterAndOptimizer}) {
-          ParallelConfig c = ParallelConfig::balanced(
-              8, p, d, b, perReplica / b, RecomputePolicy::None, zero);
-          c.offload = offload;
-          // All compositions of 8 layers into p stages.
-          std::function<void(int64_t, int64_t)> split = [&](int64_t stage,
-                                                            int64_t next) {
-            if (stage == p - 1) {
-              c.stages[stage] = {next, 8 - next};
-              if (8 - next < 1)
-                return;
-              // All policy vectors.
-              int64_t vectors = 1;
-              for (int64_t i = 0; i < p; ++i)
-                vectors *= 3;
-              for (int64_t v = 0; v < vectors; ++v) {
-                int64_t code = v;
-                bool fits = true;
-                for (int64_t i = 0; i < p && fits; ++i) {
-                  c.recompute[i] = policies[code % 3];
-                  code /= 3;
-                  StageMemory mem = computeStageMemory(model, c, i, options);
-                  fits = mem.total() <= cap &&
-                         mem.offloadedBytes <= machine.offloadBytesPerCluster();
+          for (ZeroStage zero :
+               {ZeroStage::None, ZeroStage::Optimizer, ZeroStage::Gradients}) {
+            if (d == 1 && zero != ZeroStage::None)
+              continue;
+            for (OffloadPolicy offload :
+                 {OffloadPolicy::None, OffloadPolicy::OptimizerStates,
+                  OffloadPolicy::MasterAndOptimizer}) {
+              ParallelConfig c = ParallelConfig::balanced(
+                  8, p, d, b, perReplica / b, RecomputePolicy::None, zero);
+              c.offload = offload;
+              // All compositions of 8 layers into p stages.
+              std::function<void(int64_t, int64_t)> split = [&](int64_t stage,
+                                                                int64_t next) {
+                if (stage == p - 1) {
+                  c.stages[stage] = {next, 8 - next};
+                  if (8 - next < 1)
+                    return;
+                  // All policy vectors.
+                  int64_t vectors = 1;
+                  for (int64_t i = 0; i < p; ++i)
+                    vectors *= 3;
+                  for (int64_t v = 0; v < vectors; ++v) {
+                    int64_t code = v;
+                    bool fits = true;
+                    for (int64_t i = 0; i < p && fits; ++i) {
+                      c.recompute[i] = policies[code % 3];
+                      code /= 3;
+                      StageMemory mem =
+                          computeStageMemory(model, c, i, options);
+                      fits = mem.total() <= cap &&
+                             mem.offloadedBytes <=
+                                 machine.offloadBytesPerCluster();
+                    }
+                    if (!fits)
+                      continue;
+                    ++exhaustive;
+                    Plan plan = evaluatePlan(model, machine, c, lifecycle);
+                    best = std::min(best, plan.time.total);
+                  }
+                  return;
                 }
-                if (!fits)
-                  continue;
-                ++exhaustive;
-                Plan plan = evaluatePlan(model, machine, c, lifecycle);
-                best = std::min(best, plan.time.total);
-              }
-              return;
+                for (int64_t n = 1; next + n <= 8 - (p - 1 - stage); ++n) {
+                  c.stages[stage] = {next, n};
+                  split(stage + 1, next + n);
+                }
+              };
+              split(0, 0);
             }
-            for (int64_t n = 1; next + n <= 8 - (p - 1 - stage); ++n) {
-              c.stages[stage] = {next, n};
-              split(stage + 1, next + n);
-            }
-          };
-          split(0, 0);
           }
         }
       }
+      PlanRequest request;
+      request.clusters = clusters;
+      request.globalBatch = globalBatch;
+      request.memoryCapBytes = cap;
+      request.policy = lifecycle;
+      llvm::Expected<PlanResult> result = planTraining(model, machine, request);
+      ASSERT_TRUE(bool(result)) << llvm::toString(result.takeError());
+      ASSERT_GT(exhaustive, 0);
+      double found = result->plans[0].time.total;
+      // Never better than the optimum (it is one of the exhaustive configs),
+      // and within 0.5% of it (on this model it finds the optimum exactly).
+      EXPECT_GE(found, best * (1 - 1e-12)) << "cap " << cap;
+      EXPECT_LE(found, best * 1.005) << "cap " << cap;
+      EXPECT_LT(result->candidatesEvaluated, exhaustive);
     }
-    PlanRequest request;
-    request.clusters = clusters;
-    request.globalBatch = globalBatch;
-    request.memoryCapBytes = cap;
-    request.policy = lifecycle;
-    llvm::Expected<PlanResult> result = planTraining(model, machine, request);
-    ASSERT_TRUE(bool(result)) << llvm::toString(result.takeError());
-    ASSERT_GT(exhaustive, 0);
-    double found = result->plans[0].time.total;
-    // Never better than the optimum (it is one of the exhaustive configs),
-    // and within 0.5% of it (on this model it finds the optimum exactly).
-    EXPECT_GE(found, best * (1 - 1e-12)) << "cap " << cap;
-    EXPECT_LE(found, best * 1.005) << "cap " << cap;
-    EXPECT_LT(result->candidatesEvaluated, exhaustive);
-  }
 }
 
 TEST(Planner, FormattingHelpers) {
