@@ -402,6 +402,20 @@ void Engine::rerate(uint32_t linkId) {
   }
 }
 
+/// A slot of `slots`: a freed one when there is one, else a new one at the
+/// end. The caller initializes it.
+template <typename T>
+static uint32_t allocateSlot(std::vector<T> &slots,
+                             std::vector<uint32_t> &freeSlots) {
+  if (!freeSlots.empty()) {
+    uint32_t index = freeSlots.back();
+    freeSlots.pop_back();
+    return index;
+  }
+  slots.emplace_back();
+  return static_cast<uint32_t>(slots.size() - 1);
+}
+
 void Engine::startFlow(uint32_t opIndex, double bytes, uint32_t linkA,
                        uint32_t linkB) {
   FlowLinks route;
@@ -429,14 +443,7 @@ void Engine::startFlow(uint32_t opIndex, double bytes, const FlowLinks &route) {
     schedule(now, EventType::StepDone, opIndex);
     return;
   }
-  uint32_t flowIndex;
-  if (!freeFlows.empty()) {
-    flowIndex = freeFlows.back();
-    freeFlows.pop_back();
-  } else {
-    flowIndex = static_cast<uint32_t>(flows.size());
-    flows.emplace_back();
-  }
+  uint32_t flowIndex = allocateSlot(flows, freeFlows);
   Flow &flow = flows[flowIndex];
   flow.remaining = bytes;
   flow.rate = 0;
@@ -489,14 +496,7 @@ void Engine::finishFlow(uint32_t flowIndex) {
 
 void Engine::issueAsync(uint32_t s, const Task &task) {
   StageState &st = stages[s];
-  uint32_t opIndex;
-  if (!freeOps.empty()) {
-    opIndex = freeOps.back();
-    freeOps.pop_back();
-  } else {
-    opIndex = static_cast<uint32_t>(ops.size());
-    ops.emplace_back();
-  }
+  uint32_t opIndex = allocateSlot(ops, freeOps);
   Op &op = ops[opIndex];
   op = Op();
   op.stage = s;

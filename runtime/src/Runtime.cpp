@@ -529,30 +529,21 @@ Token Runtime::barrier(Group group) {
 }
 
 Token Runtime::send(Group group, int peer, int tag, Buffer data) {
-  char what[TokenPool::kWhatBytes];
-  char extra[64];
-  std::snprintf(extra, sizeof(extra), " to %s rank %d, tag %d",
-                stringifyGroup(group).data(), peer, tag);
-  describe(what, "send", group, data, extra);
-  if (peer < 0 || peer >= groupSize(group) || peer == groupRank(group))
-    fatal(llvm::formatv("{0}: invalid peer {1} (group size {2}, self {3})",
-                        what, peer, groupSize(group), groupRank(group)));
-  if (tag < 0 || tag > 32767)
-    fatal(llvm::formatv("{0}: tag {1} is outside [0, 32767]", what, tag));
-  int count = elementCount(data, 1, what);
-  Token token = pool->acquire(what, issueTimeout);
-  comm->submit(token,
-               {CommEngine::Kind::Send, communicators[unsigned(group)],
-                data.data, nullptr, count, MPI_BYTE, MPI_OP_NULL, peer, tag});
-  return token;
+  return pointToPoint(/*isSend=*/true, group, peer, tag, data);
 }
 
 Token Runtime::recv(Group group, int peer, int tag, Buffer data) {
+  return pointToPoint(/*isSend=*/false, group, peer, tag, data);
+}
+
+Token Runtime::pointToPoint(bool isSend, Group group, int peer, int tag,
+                            Buffer data) {
   char what[TokenPool::kWhatBytes];
   char extra[64];
-  std::snprintf(extra, sizeof(extra), " from %s rank %d, tag %d",
-                stringifyGroup(group).data(), peer, tag);
-  describe(what, "recv", group, data, extra);
+  std::snprintf(extra, sizeof(extra), " %s %s rank %d, tag %d",
+                isSend ? "to" : "from", stringifyGroup(group).data(), peer,
+                tag);
+  describe(what, isSend ? "send" : "recv", group, data, extra);
   if (peer < 0 || peer >= groupSize(group) || peer == groupRank(group))
     fatal(llvm::formatv("{0}: invalid peer {1} (group size {2}, self {3})",
                         what, peer, groupSize(group), groupRank(group)));
@@ -561,8 +552,10 @@ Token Runtime::recv(Group group, int peer, int tag, Buffer data) {
   int count = elementCount(data, 1, what);
   Token token = pool->acquire(what, issueTimeout);
   comm->submit(token,
-               {CommEngine::Kind::Recv, communicators[unsigned(group)], nullptr,
-                data.data, count, MPI_BYTE, MPI_OP_NULL, peer, tag});
+               {isSend ? CommEngine::Kind::Send : CommEngine::Kind::Recv,
+                communicators[unsigned(group)], isSend ? data.data : nullptr,
+                isSend ? nullptr : data.data, count, MPI_BYTE, MPI_OP_NULL,
+                peer, tag});
   return token;
 }
 

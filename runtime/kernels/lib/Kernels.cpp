@@ -134,17 +134,21 @@ TileConfig tileConfig() {
 // GEMM
 //===----------------------------------------------------------------------===//
 
+/// An empty inner dimension: C = beta * C (beta 0 overwrites, so C may
+/// hold garbage). Returns 0.
+static int scaleByBeta(int64_t n, float *C, float beta) {
+  for (int64_t i = 0; i < n; ++i)
+    C[i] = beta == 0.0f ? 0.0f : beta * C[i];
+  return 0;
+}
+
 int gemm(GemmForm form, int64_t M, int64_t N, int64_t K, const float *A,
          const float *B, float *C, float beta) {
   if (anyEmpty({M, N}))
     return 0;
   auto c = dense(C, {N, M});
-  if (K <= 0) {
-    // C = beta * C.
-    for (int64_t i = 0; i < M * N; ++i)
-      C[i] = beta == 0.0f ? 0.0f : beta * C[i];
-    return 0;
-  }
+  if (K <= 0)
+    return scaleByBeta(M * N, C, beta);
   switch (form) {
   case GemmForm::NT:
     return ratrain_k_gemm_nt_f32(dense(A, {K, M}), dense(B, {K, N}), c, beta,
@@ -164,11 +168,8 @@ int gemm16(GemmForm form, Half type, int64_t M, int64_t N, int64_t K,
   if (anyEmpty({M, N}))
     return 0;
   auto c = dense(C, {N, M});
-  if (K <= 0) {
-    for (int64_t i = 0; i < M * N; ++i)
-      C[i] = beta == 0.0f ? 0.0f : beta * C[i];
-    return 0;
-  }
+  if (K <= 0)
+    return scaleByBeta(M * N, C, beta);
   if (type == Half::F16) {
     switch (form) {
     case GemmForm::NT:

@@ -276,6 +276,8 @@ public:
 
 private:
   void checkChannel(int channel) const;
+  /// send (isSend) or recv: checks peer and tag, issues the transfer.
+  Token pointToPoint(bool isSend, Group group, int peer, int tag, Buffer data);
   /// Watchdog limit given to operations issued now (negative: default).
   double issueTimeout = -1;
   friend class ScopedIssueTimeout;
