@@ -19,6 +19,7 @@
 #include "llvm/Support/YAMLParser.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 
@@ -502,6 +503,39 @@ llvm::Expected<MachineModel> ratrain::loadMachineModel(llvm::StringRef path) {
         buffer.getError(),
         path + ": cannot read machine file: " + buffer.getError().message());
   return parseMachineModel((*buffer)->getBuffer(), path);
+}
+
+llvm::Expected<MachineModel>
+ratrain::oversubscribe(const MachineModel &machine, int64_t ranksPerCluster) {
+  if (ranksPerCluster < 1)
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        llvm::formatv("machine '{0}': ranks per cluster must be at least 1, "
+                      "got {1}",
+                      machine.name, ranksPerCluster));
+  if (ranksPerCluster == 1)
+    return machine;
+  int64_t k = ranksPerCluster;
+  double share = 1.0 / double(k);
+  MachineModel split = machine;
+  split.name = llvm::formatv("{0}-x{1}", machine.name, k).str();
+  split.clustersPerNode = machine.clustersPerNode * k;
+  ClusterSpec &c = split.cluster;
+  c.cores = std::max<int64_t>(1, machine.cluster.cores / k);
+  c.ddrBytes = machine.cluster.ddrBytes / k;
+  c.gsmBytes = machine.cluster.gsmBytes / k;
+  c.dmaChannels = std::max<int64_t>(1, machine.cluster.dmaChannels / k);
+  c.ddrBandwidth = machine.cluster.ddrBandwidth * share;
+  c.dmaBandwidth = machine.cluster.dmaBandwidth * share;
+  c.peakFlopsF16 = machine.cluster.peakFlopsF16 * share;
+  c.peakFlopsF32 = machine.cluster.peakFlopsF32 * share;
+  if (llvm::Error error = split.validate())
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        llvm::formatv("machine '{0}' split into {1} virtual clusters per "
+                      "cluster: {2}",
+                      machine.name, k, llvm::toString(std::move(error))));
+  return split;
 }
 
 std::string ratrain::printMachineModel(const MachineModel &machine) {

@@ -129,6 +129,18 @@ struct MachineModel {
   llvm::Error validate() const;
 };
 
+/// Splits every cluster of `machine` into `ranksPerCluster` virtual clusters,
+/// so that more ranks than physical clusters can run on it (e.g. 4 MPI ranks
+/// on a 2-cluster host): each virtual cluster gets 1/K of its cluster's DDR
+/// capacity, GSM, compute peaks, DDR and DMA bandwidth, and DMA channels and
+/// cores (both at least 1); AM per core, kernel efficiencies, the network
+/// and the per-node offload tier stay as they are. `clusters_per_node` is
+/// multiplied by K and the name gets a "-xK" suffix. K = 1 returns the
+/// machine unchanged. Fails when K < 1 or the result does not validate
+/// (e.g. DDR smaller than K bytes).
+llvm::Expected<MachineModel> oversubscribe(const MachineModel &machine,
+                                           int64_t ranksPerCluster);
+
 /// Parses a machine file's YAML text; `fileName` is used in messages. Errors
 /// name the file and the missing or malformed key.
 llvm::Expected<MachineModel> parseMachineModel(llvm::StringRef yaml,
