@@ -622,11 +622,17 @@ std::vector<double> Runtime::allGatherDoubles(double value) {
 
 std::vector<double> Runtime::allGatherDoublePairs(double first, double second) {
   double pair[2] = {first, second};
-  std::vector<double> values(2 * static_cast<size_t>(worldSize()));
-  Buffer send{reinterpret_cast<std::byte *>(pair), 0, sizeof(pair),
-              MemorySpace::DDR};
-  Buffer recv{reinterpret_cast<std::byte *>(values.data()), 0,
-              sizeof(double) * values.size(), MemorySpace::DDR};
-  wait(allGather(Group::World, send, recv));
-  return values;
+  return allGatherDoubleTuples(pair);
+}
+
+std::vector<double>
+Runtime::allGatherDoubleTuples(llvm::ArrayRef<double> values) {
+  std::vector<double> send(values.begin(), values.end());
+  std::vector<double> gathered(send.size() * static_cast<size_t>(worldSize()));
+  Buffer sendBuffer{reinterpret_cast<std::byte *>(send.data()), 0,
+                    sizeof(double) * send.size(), MemorySpace::DDR};
+  Buffer recvBuffer{reinterpret_cast<std::byte *>(gathered.data()), 0,
+                    sizeof(double) * gathered.size(), MemorySpace::DDR};
+  wait(allGather(Group::World, sendBuffer, recvBuffer));
+  return gathered;
 }

@@ -169,20 +169,30 @@ Runtime::loadCheckpoint(llvm::StringRef path, const ModelConfig &model,
 }
 
 double Runtime::logStep(StepLogger *logger, uint64_t step, uint64_t totalSteps,
-                        double loss, double tokens, double seconds) {
+                        double loss, double tokens, double seconds,
+                        const StepTimeSplit *times) {
   auto now = TokenPool::Clock::now();
   if (!firstLogStart)
     firstLogStart =
         now - std::chrono::duration_cast<TokenPool::Clock::duration>(
                   std::chrono::duration<double>(seconds));
-  // One collective per step: (loss, peak DDR bytes) of every rank.
-  std::vector<double> gathered = allGatherDoublePairs(
-      isLastStage() ? loss : NAN, double(ddr().peakBytes()));
+  // One collective per step: (loss, peak DDR bytes[, step, kernel and wait
+  // seconds]) of every rank.
+  double mine[5] = {isLastStage() ? loss : NAN, double(ddr().peakBytes()), 0,
+                    0, 0};
+  if (times) {
+    mine[2] = times->step;
+    mine[3] = times->kernel;
+    mine[4] = times->wait;
+  }
+  size_t stride = times ? 5 : 2;
+  std::vector<double> gathered =
+      allGatherDoubleTuples(llvm::ArrayRef<double>(mine, stride));
   double sum = 0;
   int count = 0;
   for (int r = 0; r < worldSize(); ++r)
     if (grid.stageOf(r) == grid.pp - 1) {
-      sum += gathered[2 * r];
+      sum += gathered[stride * r];
       ++count;
     }
   double meanLoss = count ? sum / count : NAN;
@@ -196,8 +206,16 @@ double Runtime::logStep(StepLogger *logger, uint64_t step, uint64_t totalSteps,
   record.seconds = seconds;
   record.elapsedSeconds =
       std::chrono::duration<double>(now - *firstLogStart).count();
-  for (int r = 0; r < worldSize(); ++r)
-    record.peakArenaBytes.push_back(uint64_t(gathered[2 * r + 1]));
+  for (int r = 0; r < worldSize(); ++r) {
+    record.peakArenaBytes.push_back(uint64_t(gathered[stride * r + 1]));
+    if (times) {
+      StepTimeSplit split;
+      split.step = gathered[stride * r + 2];
+      split.kernel = gathered[stride * r + 3];
+      split.wait = gathered[stride * r + 4];
+      record.rankTimes.push_back(split);
+    }
+  }
   logger->log(record);
   return meanLoss;
 }

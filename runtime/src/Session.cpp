@@ -135,8 +135,12 @@ void Session::endStep() {
   double loss = lossCount ? lossSum / double(lossCount) : NAN;
   double tokens =
       double(opts.microBatches * opts.microBatch * opts.seqLen * rt.dpSize());
+  // Kernel and wait seconds of this step, measured by the emitted helpers.
+  StepTimeSplit times;
+  times.step = seconds;
+  rt.stepTimers().take(times);
   lastStepLoss = rt.logStep(logger ? &*logger : nullptr, currentStep,
-                            opts.steps, loss, tokens, seconds);
+                            opts.steps, loss, tokens, seconds, &times);
   bool due = !opts.checkpointDir.empty() &&
              ((opts.saveEvery && currentStep % opts.saveEvery == 0) ||
               currentStep == opts.steps);

@@ -26,6 +26,19 @@ std::string ratrain::rt::formatStepJSON(const StepRecord &record) {
                             {"step_s", record.seconds},
                             {"elapsed_s", record.elapsedSeconds},
                             {"peak_arena_bytes", std::move(peaks)}};
+  if (!record.rankTimes.empty()) {
+    llvm::json::Array step, kernel, wait, other;
+    for (const StepTimeSplit &split : record.rankTimes) {
+      step.push_back(split.step);
+      kernel.push_back(split.kernel);
+      wait.push_back(split.wait);
+      other.push_back(split.other());
+    }
+    object["rank_step_s"] = std::move(step);
+    object["kernel_s"] = std::move(kernel);
+    object["wait_s"] = std::move(wait);
+    object["other_s"] = std::move(other);
+  }
   // JSON has no NaN: a diverged loss is logged as null.
   if (std::isfinite(record.loss))
     object["loss"] = record.loss;
@@ -36,6 +49,13 @@ std::string ratrain::rt::formatStepJSON(const StepRecord &record) {
   os << llvm::json::Value(std::move(object));
   os.flush();
   return text;
+}
+
+void StepTimers::take(StepTimeSplit &split) {
+  split.kernel = std::chrono::duration<double>(kernel).count();
+  split.wait = std::chrono::duration<double>(wait).count();
+  kernel = Clock::duration{0};
+  wait = Clock::duration{0};
 }
 
 std::string ratrain::rt::formatDuration(double seconds) {

@@ -9,6 +9,7 @@
 
 #include "gtest/gtest.h"
 
+#include <chrono>
 #include <cmath>
 
 using namespace ratrain::rt;
@@ -36,6 +37,74 @@ TEST(StepLog, JSONLineHasEveryField) {
   EXPECT_EQ((*peaks)[1].getAsInteger(), 2048);
   record.loss = NAN;
   EXPECT_NE(formatStepJSON(record).find("\"loss\":null"), std::string::npos);
+}
+
+TEST(StepLog, JSONLineSplitsEveryRanksStepTime) {
+  StepRecord record;
+  record.step = 3;
+  record.tokens = 1024;
+  record.seconds = 0.5;
+  // No measured split: no time fields.
+  std::string bare = formatStepJSON(record);
+  EXPECT_EQ(bare.find("kernel_s"), std::string::npos);
+  EXPECT_EQ(bare.find("other_s"), std::string::npos);
+
+  StepTimeSplit first;
+  first.step = 0.5;
+  first.kernel = 0.375;
+  first.wait = 0.0625;
+  StepTimeSplit second;
+  second.step = 0.25;
+  second.kernel = 0.25;
+  second.wait = 0.125; // Clock skew: kernel + wait > step.
+  record.rankTimes = {first, second};
+  auto value = llvm::json::parse(formatStepJSON(record));
+  ASSERT_TRUE(bool(value));
+  llvm::json::Object *object = value->getAsObject();
+  auto at = [&](llvm::StringRef key, size_t rank) -> double {
+    llvm::json::Array *array = object->getArray(key);
+    if (!array || array->size() != 2)
+      return -1;
+    return (*array)[rank].getAsNumber().value_or(-1);
+  };
+  EXPECT_EQ(at("rank_step_s", 0), 0.5);
+  EXPECT_EQ(at("kernel_s", 0), 0.375);
+  EXPECT_EQ(at("wait_s", 0), 0.0625);
+  EXPECT_EQ(at("other_s", 0), 0.0625);
+  EXPECT_EQ(at("rank_step_s", 1), 0.25);
+  EXPECT_EQ(at("wait_s", 1), 0.125);
+  EXPECT_EQ(at("other_s", 1), 0.0); // Never negative.
+  EXPECT_EQ(object->getNumber("step_s"), 0.5);
+}
+
+TEST(StepLog, TimersSumKernelsAndWaitsUntilTaken) {
+  using std::chrono::microseconds;
+  using std::chrono::milliseconds;
+  StepTimers timers;
+  timers.addKernel(milliseconds(250));
+  timers.addKernel(milliseconds(125));
+  timers.addWait(microseconds(62500));
+  StepTimeSplit split;
+  split.step = 0.5;
+  timers.take(split);
+  EXPECT_EQ(split.step, 0.5); // Kept.
+  EXPECT_DOUBLE_EQ(split.kernel, 0.375);
+  EXPECT_DOUBLE_EQ(split.wait, 0.0625);
+  EXPECT_DOUBLE_EQ(split.other(), 0.0625);
+  // take() restarts both sums.
+  timers.take(split);
+  EXPECT_EQ(split.kernel, 0.0);
+  EXPECT_EQ(split.wait, 0.0);
+  // A scope adds to its own sum only.
+  { StepTimers::Scope waiting(timers, /*isKernel=*/false); }
+  timers.take(split);
+  EXPECT_EQ(split.kernel, 0.0);
+  EXPECT_GE(split.wait, 0.0);
+  { StepTimers::Scope computing(timers, /*isKernel=*/true); }
+  timers.addWait(milliseconds(1));
+  timers.take(split);
+  EXPECT_GE(split.kernel, 0.0);
+  EXPECT_DOUBLE_EQ(split.wait, 0.001);
 }
 
 TEST(StepLog, ProgressLineWithETA) {

@@ -243,6 +243,9 @@ public:
   std::vector<double> allGatherDoubles(double value);
   /// Gathers two doubles per rank: result[2 * rank], result[2 * rank + 1].
   std::vector<double> allGatherDoublePairs(double first, double second);
+  /// Gathers values.size() doubles per rank (the same count on every rank):
+  /// result[values.size() * rank + i].
+  std::vector<double> allGatherDoubleTuples(llvm::ArrayRef<double> values);
 
   //===--- Checkpoints and step logs (collective: every rank calls them)
   //---===//
@@ -267,9 +270,16 @@ public:
   /// (pass the loss on last-stage ranks, NaN elsewhere; rank 0 logs the mean
   /// over the last stage's replicas) and writes through `logger` on rank 0
   /// (`logger` may be null elsewhere). `tokens` counts the whole job's tokens
-  /// of this step. Returns the logged loss on every rank.
+  /// of this step. With `times` (this rank's step time split; every rank
+  /// passes it or none does) the same collective gathers every rank's split
+  /// into the record. Returns the logged loss on every rank.
   double logStep(StepLogger *logger, uint64_t step, uint64_t totalSteps,
-                 double loss, double tokens, double seconds);
+                 double loss, double tokens, double seconds,
+                 const StepTimeSplit *times = nullptr);
+
+  /// This rank's kernel and wait time accumulators (StepLog.h), fed by the
+  /// emitted program's helpers and taken once per step by Session::endStep.
+  StepTimers &stepTimers() { return timers; }
 
   /// The runtime in this process, or null.
   static Runtime *current();
@@ -294,6 +304,7 @@ private:
   std::unique_ptr<DmaEngine> dmaEngine;
   std::unique_ptr<Arena> ddrArena, gsmArena, amArena;
   std::optional<TokenPool::Clock::time_point> firstLogStart;
+  StepTimers timers;
   std::unique_ptr<OffloadStore> offloads;
 };
 

@@ -2,9 +2,12 @@
 //
 // One JSON object per line and step:
 //   {"step":12,"loss":3.2101,"tokens":4096,"tokens_per_s":8123.4,
-//    "step_s":0.504,"elapsed_s":6.1,"peak_arena_bytes":[1048576, ...]}
-// (peak DDR arena bytes per world rank) and, when stderr is a terminal, a
-// progress line rewritten in place:
+//    "step_s":0.504,"elapsed_s":6.1,"peak_arena_bytes":[1048576, ...],
+//    "rank_step_s":[0.503, ...],"kernel_s":[0.41, ...],"wait_s":[0.07, ...],
+//    "other_s":[0.023, ...]}
+// (peak DDR arena bytes and, when measured, where each world rank's step
+// time went: kernels, blocking waits, the rest) and, when stderr is a
+// terminal, a progress line rewritten in place:
 //   step 12/100 | loss 3.2101 | 8.1k tok/s | 0.504 s/step | ETA 44s
 //
 //===----------------------------------------------------------------------===//
@@ -15,12 +18,69 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <string>
 #include <vector>
 
 namespace ratrain::rt {
+
+/// Where one rank's step time went, in seconds: `kernel` inside compute
+/// kernel calls, `wait` blocked waiting for communication or DMA, and the
+/// rest (runtime and helper overhead, fp32 staging conversions, data
+/// loading, issuing transfers, inline progress polls).
+struct StepTimeSplit {
+  double step = 0;
+  double kernel = 0;
+  double wait = 0;
+  /// step - kernel - wait, never negative.
+  double other() const {
+    double rest = step - kernel - wait;
+    return rest > 0 ? rest : 0.0;
+  }
+};
+
+/// This rank's kernel and wait time since the last take(), accumulated by the
+/// emitted program's kernel and wait helpers on the main thread. Adding is a
+/// steady_clock read before and after the call and an integer add: no
+/// allocation, no synchronization, no collective.
+class StepTimers {
+public:
+  using Clock = std::chrono::steady_clock;
+
+  void addKernel(Clock::duration elapsed) { kernel += elapsed; }
+  void addWait(Clock::duration elapsed) { wait += elapsed; }
+
+  /// The kernel and wait seconds accumulated since the last take() (or since
+  /// start-up), into `split` (which keeps its `step`); restarts both sums.
+  void take(StepTimeSplit &split);
+
+  /// Times a scope into the kernel or the wait sum.
+  class Scope {
+  public:
+    Scope(StepTimers &timers, bool isKernel)
+        : timers(timers), isKernel(isKernel), start(Clock::now()) {}
+    ~Scope() {
+      Clock::duration elapsed = Clock::now() - start;
+      if (isKernel)
+        timers.addKernel(elapsed);
+      else
+        timers.addWait(elapsed);
+    }
+    Scope(const Scope &) = delete;
+    Scope &operator=(const Scope &) = delete;
+
+  private:
+    StepTimers &timers;
+    bool isKernel;
+    Clock::time_point start;
+  };
+
+private:
+  Clock::duration kernel{0};
+  Clock::duration wait{0};
+};
 
 struct StepRecord {
   uint64_t step = 0;
@@ -30,6 +90,8 @@ struct StepRecord {
   double seconds = 0;        ///< Wall time of the step.
   double elapsedSeconds = 0; ///< Since the first logged step started.
   std::vector<uint64_t> peakArenaBytes; ///< Per world rank.
+  /// Per world rank; empty when not measured (no time fields are logged).
+  std::vector<StepTimeSplit> rankTimes;
 };
 
 std::string formatStepJSON(const StepRecord &record);
