@@ -523,45 +523,104 @@ LogicalResult Converter::convertOp(Operation *op) {
 void Converter::emitParams(ProgramOp program) {
   // Per HF tensor name, from the prologue's init_params: the f32 master, a
   // 16-bit view, and the moments "<name>.exp_avg" / "<name>.exp_avg_sq".
-  // ZeRO programs (layer shards, ratrain.dp_shard) register nothing.
+  // ZeRO programs (ratrain.dp_shard) initialize per layer prefix the master,
+  // m and v shards of the layer's flattened tensors, and per tensor the full
+  // replicated view: each tensor is registered as the piece of it that falls
+  // into this data rank's layer shard (computed at run time from dpIndex).
   struct Param {
     Value master, view, m, v;
   };
+  struct LayerShard {
+    Value master, m, v;
+    int64_t elements = 0;
+    ArrayAttr tensors;
+  };
   llvm::MapVector<StringRef, Param> params;
+  llvm::MapVector<StringRef, LayerShard> shards;
+  bool zero = llvm::any_of(
+      program.getBodyBlock().getOps<InitParamOp>(),
+      [](InitParamOp init) { return init->hasAttr("ratrain.dp_shard"); });
   for (auto init : program.getBodyBlock().getOps<InitParamOp>()) {
-    if (init->hasAttr("ratrain.dp_shard")) {
-      call(program.getLoc(), "ratrain_emit::noCheckpoints", Type(),
-           {Arg(session),
-            str("its master weights and Adam moments are ZeRO shards of "
-                "whole layers, which the runtime's checkpoints do not "
-                "store yet")});
-      return;
-    }
     StringRef name = init.getParam();
     Value dest = init.getDest();
+    if (auto shard = init->getAttrOfType<IntegerAttr>("ratrain.dp_shard")) {
+      LayerShard *layer;
+      if (name.consume_back(".exp_avg_sq")) {
+        layer = &shards[name];
+        layer->v = dest;
+      } else if (name.consume_back(".exp_avg")) {
+        layer = &shards[name];
+        layer->m = dest;
+      } else {
+        layer = &shards[name];
+        layer->master = dest;
+        layer->tensors =
+            init->getAttrOfType<ArrayAttr>("ratrain.dp_shard_tensors");
+      }
+      layer->elements = shard.getInt();
+      continue;
+    }
     if (name.consume_back(".exp_avg_sq"))
       params[name].v = dest;
     else if (name.consume_back(".exp_avg"))
       params[name].m = dest;
-    else if (cast<BufferType>(dest.getType()).getElementType().isF32())
-      params[name].master = dest;
-    else
+    else if (zero || !cast<BufferType>(dest.getType()).getElementType().isF32())
       params[name].view = dest;
+    else
+      params[name].master = dest;
   }
-  if (!params.empty())
-    emitc::VerbatimOp::create(
-        b, program.getLoc(),
-        "// parameters and Adam moments for checkpoints (Session::addParam)");
+  auto shapeText = [](ArrayRef<int64_t> shape) {
+    std::string text = "std::vector<int64_t>{";
+    llvm::raw_string_ostream os(text);
+    llvm::interleaveComma(shape, os);
+    os << "}";
+    return text;
+  };
+  bool commented = false;
+  auto registerParam = [&](StringRef callee, ArrayRef<Arg> args) {
+    if (!commented)
+      emitc::VerbatimOp::create(
+          b, program.getLoc(),
+          "// parameters and Adam moments for checkpoints (Session::addParam)");
+    commented = true;
+    call(program.getLoc(), callee, Type(), args);
+  };
+  if (zero) {
+    for (auto &[prefix, layer] : shards) {
+      if (!layer.master || !layer.m || !layer.v || !layer.tensors)
+        continue;
+      // "name:offset:numel:init" per tensor of the flattened layer (checked
+      // when the init_param was converted).
+      for (Attribute entry : layer.tensors) {
+        SmallVector<StringRef> parts;
+        llvm::SplitString(cast<StringAttr>(entry).getValue(), parts, ":");
+        int64_t offset = 0, count = 0;
+        if (parts.size() != 4 || parts[1].getAsInteger(10, offset) ||
+            parts[2].getAsInteger(10, count))
+          continue;
+        // The view holds the full tensor (its shape is the HF shape); an
+        // F32 model's view is the tensor itself.
+        auto it = params.find(parts[0]);
+        Value view = it == params.end() ? Value() : it->second.view;
+        if (!view)
+          continue;
+        registerParam("ratrain_emit::addShardParam",
+                      {Arg(session), Arg(runtime), str(parts[0]),
+                       opaque(shapeText(shapeOf(view))), i64(offset),
+                       i64(count), i64(layer.elements), Arg(get(layer.master)),
+                       Arg(get(layer.m)), Arg(get(layer.v)), Arg(get(view))});
+      }
+    }
+    return;
+  }
   for (auto &[name, p] : params) {
     if (!p.master || !p.m || !p.v)
       continue;
-    std::string shape = "std::vector<int64_t>{";
-    llvm::raw_string_ostream os(shape);
-    llvm::interleaveComma(shapeOf(p.master), os);
-    os << "}";
-    call(program.getLoc(), "ratrain_emit::addParam", Type(),
-         {Arg(session), str(name), opaque(os.str()), Arg(get(p.master)),
-          Arg(get(p.m)), Arg(get(p.v)), Arg(get(p.view ? p.view : p.master))});
+    registerParam("ratrain_emit::addParam",
+                  {Arg(session), str(name),
+                   opaque(shapeText(shapeOf(p.master))), Arg(get(p.master)),
+                   Arg(get(p.m)), Arg(get(p.v)),
+                   Arg(get(p.view ? p.view : p.master))});
   }
 }
 

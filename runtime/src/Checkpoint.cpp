@@ -12,6 +12,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -190,6 +191,15 @@ const char *safetensorsDType(ElemType type) {
   }
 }
 
+/// Metadata keys of a zero shard file: where this rank's range of a tensor
+/// starts, and how many elements of the tensor it holds.
+std::string shardOffsetKey(llvm::StringRef name) {
+  return ("ratrain.shard_offset." + name).str();
+}
+std::string shardElementsKey(llvm::StringRef name) {
+  return ("ratrain.shard_elements." + name).str();
+}
+
 /// Elements of a shard that lie inside the tensor.
 uint64_t validShardElements(const ParamSlot &slot, uint64_t numel) {
   if (slot.shardOffset >= numel)
@@ -260,8 +270,9 @@ llvm::Error ratrain::rt::writeStageShards(
                  valid * 4);
       shards.add(spec.name + ".exp_avg_sq", "F32", shape, slot.expAvgSq.data,
                  valid * 4);
-      shards.setMetadata("ratrain.shard_offset." + spec.name,
+      shards.setMetadata(shardOffsetKey(spec.name),
                          std::to_string(slot.shardOffset));
+      shards.setMetadata(shardElementsKey(spec.name), std::to_string(valid));
       continue;
     }
     uint64_t bytes = numel * 4;
@@ -575,16 +586,20 @@ llvm::Error ratrain::rt::loadSlots(llvm::StringRef directory,
     auto file = open(shardFile);
     if (!file)
       return file.takeError();
-    auto offset = (*file)->metadata().find("ratrain.shard_offset." + slot.name);
-    if (offset == (*file)->metadata().end() ||
-        offset->second != std::to_string(slot.shardOffset))
+    const std::map<std::string, std::string> &meta = (*file)->metadata();
+    auto offset = meta.find(shardOffsetKey(slot.name));
+    auto elements = meta.find(shardElementsKey(slot.name));
+    std::string savedOffset =
+        offset == meta.end() ? std::string("(none)") : offset->second;
+    std::string savedElements =
+        elements == meta.end() ? std::string("(none)") : elements->second;
+    if (savedOffset != std::to_string(slot.shardOffset) ||
+        savedElements != std::to_string(valid))
       return makeError(llvm::formatv(
-          "{0}: tensor '{1}' was saved with its shard at element {2}, this "
-          "rank's shard starts at {3} (resume with the same data-parallel "
-          "size and sharding)",
-          (*file)->path(), slot.name,
-          offset == (*file)->metadata().end() ? std::string("(none)")
-                                              : offset->second,
+          "{0}: tensor '{1}' was saved with a shard of {2} elements at element "
+          "{3}, this rank's shard is {4} elements at element {5} (resume with "
+          "the same data-parallel size and sharding)",
+          (*file)->path(), slot.name, savedElements, savedOffset, valid,
           slot.shardOffset));
     std::vector<int64_t> shape{int64_t(valid)};
     const Buffer *targets[3] = {&slot.master, &slot.expAvg, &slot.expAvgSq};
@@ -594,8 +609,9 @@ llvm::Error ratrain::rt::loadSlots(llvm::StringRef directory,
                                             shape, targets[i]->data, valid * 4))
         return error;
       // Padding past the tensor's end reads as zeros.
-      std::memset(targets[i]->data + valid * 4, 0,
-                  targets[i]->bytes - valid * 4);
+      if (targets[i]->bytes > valid * 4)
+        std::memset(targets[i]->data + valid * 4, 0,
+                    targets[i]->bytes - valid * 4);
     }
   }
   return llvm::Error::success();
@@ -621,6 +637,15 @@ ratrain::rt::verifyCheckpoint(llvm::StringRef path) {
   summary.dp = int(root->getInteger("dp").value_or(0));
 
   std::map<std::string, std::unique_ptr<SafetensorsFile>> files;
+  /// ZeRO: per tensor, the (offset, elements) ranges the shard files record,
+  /// and the file of each; the tensors' sizes from the model files.
+  struct ShardRange {
+    uint64_t offset, elements;
+    std::string file;
+  };
+  std::map<std::string, std::vector<ShardRange>> shardRanges;
+  std::map<std::string, uint64_t> modelElements;
+  bool zero = false;
   for (const char *indexName : {kModelIndex, kOptimizerIndex}) {
     std::string indexPath = join(*directory, indexName);
     auto index = readJSON(indexPath);
@@ -632,6 +657,7 @@ ratrain::rt::verifyCheckpoint(llvm::StringRef path) {
     if (!weights)
       return makeError(indexPath + ": missing weight_map");
     if (llvm::json::Array *zeroShards = object->getArray("zero_shards")) {
+      zero = true;
       for (const llvm::json::Value &entry : *zeroShards) {
         std::optional<llvm::StringRef> file = entry.getAsString();
         if (!file || file->contains('/'))
@@ -640,6 +666,23 @@ ratrain::rt::verifyCheckpoint(llvm::StringRef path) {
         if (!opened)
           return opened.takeError();
         for (const TensorInfo &info : opened->tensors()) {
+          llvm::StringRef tensor = info.name;
+          if (tensor.consume_back(".master")) {
+            const std::map<std::string, std::string> &meta = opened->metadata();
+            auto offset = meta.find(shardOffsetKey(tensor));
+            auto elements = meta.find(shardElementsKey(tensor));
+            uint64_t first = 0, count = 0;
+            if (offset == meta.end() || elements == meta.end() ||
+                llvm::StringRef(offset->second).getAsInteger(10, first) ||
+                llvm::StringRef(elements->second).getAsInteger(10, count) ||
+                count != info.numElements())
+              return makeError(llvm::formatv(
+                  "{0}: tensor '{1}' has no valid shard range (metadata {2} "
+                  "and {3}, matching its {4} elements)",
+                  opened->path(), info.name, shardOffsetKey(tensor),
+                  shardElementsKey(tensor), info.numElements()));
+            shardRanges[tensor.str()].push_back({first, count, opened->path()});
+          }
           std::vector<char> scratch(info.end - info.begin);
           if (llvm::Error error =
                   opened->read(info.name, info.dtype, info.shape,
@@ -667,6 +710,8 @@ ratrain::rt::verifyCheckpoint(llvm::StringRef path) {
         return makeError(llvm::formatv("{0}: tensor '{1}' named by {2} is "
                                        "missing",
                                        shard->path(), key.str(), indexName));
+      if (llvm::StringRef(indexName) == kModelIndex)
+        modelElements[key.str()] = info->numElements();
       std::vector<char> scratch(info->end - info->begin);
       if (llvm::Error error = shard->read(info->name, info->dtype, info->shape,
                                           scratch.data(), scratch.size()))
@@ -676,5 +721,38 @@ ratrain::rt::verifyCheckpoint(llvm::StringRef path) {
     }
   }
   summary.files += files.size();
+  if (!zero)
+    return summary;
+  // Every tensor's ranges, over all data ranks, tile it exactly.
+  for (auto &[name, numel] : modelElements) {
+    std::vector<ShardRange> &ranges = shardRanges[name];
+    std::sort(ranges.begin(), ranges.end(),
+              [](const ShardRange &a, const ShardRange &b) {
+                return a.offset < b.offset;
+              });
+    uint64_t covered = 0;
+    for (const ShardRange &range : ranges) {
+      if (range.elements == 0)
+        continue;
+      if (range.offset != covered)
+        return makeError(llvm::formatv(
+            "{0}: the ZeRO shards of tensor '{1}' ({2} elements) {3} at "
+            "element {4}: {5} records elements [{6}, {7})",
+            *directory, name, numel,
+            range.offset > covered ? "leave a hole" : "overlap", covered,
+            range.file, range.offset, range.offset + range.elements));
+      covered += range.elements;
+    }
+    if (covered != numel)
+      return makeError(llvm::formatv(
+          "{0}: the ZeRO shards of tensor '{1}' cover {2} of its {3} "
+          "elements",
+          *directory, name, covered, numel));
+  }
+  for (auto &[name, ranges] : shardRanges)
+    if (!modelElements.count(name))
+      return makeError(llvm::formatv("{0}: {1} holds a ZeRO shard of '{2}', "
+                                     "which the model index does not name",
+                                     *directory, ranges.front().file, name));
   return summary;
 }

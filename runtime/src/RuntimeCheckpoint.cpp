@@ -7,7 +7,9 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
 
 using namespace ratrain;
 using namespace ratrain::rt;
@@ -125,6 +127,19 @@ llvm::Error Runtime::saveCheckpoint(llvm::StringRef root,
                                 state, dpIndex()));
   if (!failure)
     failure = firstFailure(*this, status);
+  // Test hook: a crash while the checkpoint is half-written (every shard in
+  // the staging directory, no index, nothing committed).
+  if (!failure && rank() == 0)
+    if (const char *killStep = std::getenv("RATRAIN_TEST_KILL_IN_SAVE"))
+      if (std::to_string(state.step) == killStep) {
+        std::fprintf(stderr,
+                     "RATRAIN_TEST_KILL_IN_SAVE: rank 0 kills itself while "
+                     "saving step %llu (staging directory %s)\n",
+                     static_cast<unsigned long long>(state.step),
+                     staging.c_str());
+        std::fflush(stderr);
+        std::raise(SIGKILL);
+      }
   // 3. Rank 0 publishes.
   if (!failure && rank() == 0) {
     status.set(writeCheckpointIndex(staging, model, partition, state, zero));
@@ -178,8 +193,8 @@ double Runtime::logStep(StepLogger *logger, uint64_t step, uint64_t totalSteps,
                   std::chrono::duration<double>(seconds));
   // One collective per step: (loss, peak DDR bytes[, step, kernel and wait
   // seconds]) of every rank.
-  double mine[5] = {isLastStage() ? loss : NAN, double(ddr().peakBytes()), 0,
-                    0, 0};
+  double mine[5] = {isLastStage() ? loss : NAN, double(ddr().peakBytes()), 0, 0,
+                    0};
   if (times) {
     mine[2] = times->step;
     mine[3] = times->kernel;

@@ -304,6 +304,7 @@ llvm::Error SafetensorsFile::read(llvm::StringRef name, llvm::StringRef dtype,
                                      "checksum is {2}, the file recorded {3}",
                                      fileName, name, actual, checksum->second));
   }
-  std::memcpy(out, raw.data(), raw.size());
+  if (!raw.empty()) // Zero-element tensors (empty ZeRO ranges) copy nothing.
+    std::memcpy(out, raw.data(), raw.size());
   return llvm::Error::success();
 }

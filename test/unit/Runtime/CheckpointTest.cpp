@@ -461,3 +461,187 @@ TEST(Checkpoint, ZeroShardsRoundTripPerDataRank) {
                 .find("tensors are ZeRO-sharded; shard all or none"),
             std::string::npos);
 }
+
+namespace {
+/// One data rank's ZeRO state as an emitted program registers it: all of a
+/// stage's tensors flattened into one buffer of `total` elements, rank r
+/// keeping elements [r * n, (r + 1) * n) (n = total / dp), and one slot per
+/// tensor holding the piece of it inside that range (possibly empty).
+/// `skew` moves rank 1's boundary in its first cut tensor (to make ranges
+/// that do not tile).
+struct FlatZeroState {
+  std::unique_ptr<Arena> arena;
+  std::vector<ParamSlot> slots;
+
+  FlatZeroState(const ModelConfig &model, int dpIndex, int dp, float salt,
+                uint64_t skew = 0) {
+    std::vector<ParamSpec> specs = llamaParameters(model);
+    uint64_t total = 0;
+    for (const ParamSpec &spec : specs)
+      total += spec.numElements();
+    uint64_t n = (total + dp - 1) / dp;
+    uint64_t viewBytes = 0;
+    for (const ParamSpec &spec : specs)
+      viewBytes += (spec.numElements() * 2 + 15) / 16 * 16;
+    arena = std::move(*Arena::create(MemorySpace::DDR, 3 * n * 4 + viewBytes));
+    Buffer master = arena->buffer(0, n * 4), m = arena->buffer(n * 4, n * 4),
+           v = arena->buffer(2 * n * 4, n * 4);
+    uint64_t begin = uint64_t(dpIndex) * n, end = begin + n;
+    for (uint64_t i = 0; i < n; ++i) {
+      master.as<float>()[i] = salt + float((begin + i) % 89);
+      m.as<float>()[i] = -salt - float((begin + i) % 7);
+      v.as<float>()[i] = salt * float((begin + i) % 5);
+    }
+    uint64_t tensorOffset = 0, viewOffset = 3 * n * 4;
+    bool skewed = false;
+    for (const ParamSpec &spec : specs) {
+      uint64_t numel = spec.numElements();
+      uint64_t lo = std::max(begin, tensorOffset);
+      uint64_t hi = std::min(end, tensorOffset + numel);
+      if (lo >= hi)
+        lo = hi = begin;
+      if (skew && dpIndex == 1 && !skewed && lo > tensorOffset && hi > lo) {
+        lo += skew; // leaves a hole in this tensor
+        skewed = true;
+      }
+      ParamSlot slot;
+      slot.name = spec.name;
+      slot.shape = spec.shape;
+      slot.zeroShard = true;
+      slot.shardOffset = hi > lo ? lo - tensorOffset : 0;
+      slot.shardElements = hi - lo;
+      slot.master = master.slice((lo - begin) * 4, (hi - lo) * 4);
+      slot.expAvg = m.slice((lo - begin) * 4, (hi - lo) * 4);
+      slot.expAvgSq = v.slice((lo - begin) * 4, (hi - lo) * 4);
+      slot.view = arena->buffer(viewOffset, numel * 2);
+      slot.viewType = ElemType::BF16;
+      for (uint64_t i = 0; i < numel; ++i)
+        slot.view.as<uint16_t>()[i] = uint16_t(i * 3 + tensorOffset);
+      viewOffset += (numel * 2 + 15) / 16 * 16;
+      tensorOffset += numel;
+      slots.push_back(slot);
+    }
+  }
+};
+
+/// Saves the ranks' flat ZeRO states as step `step` under `root`.
+llvm::Error saveFlat(const std::string &root, const ModelConfig &model,
+                     const std::vector<FlatZeroState> &ranks, uint64_t step) {
+  StagePartition partition = StagePartition::even(model.numLayers, 1);
+  TrainerState state{step, {64}, 3, 1, int(ranks.size())};
+  std::string staging = stagingDirectory(root, state.step);
+  llvm::sys::fs::create_directories(staging);
+  for (size_t d = 0; d < ranks.size(); ++d)
+    if (llvm::Error error = writeStageShards(staging, model, partition, 0,
+                                             ranks[d].slots, state, int(d)))
+      return error;
+  if (llvm::Error error = writeCheckpointIndex(staging, model, partition, state,
+                                               /*zero=*/true))
+    return error;
+  return commitCheckpoint(root, staging, state.step);
+}
+} // namespace
+
+TEST(Checkpoint, ZeroPiecesOfFlattenedLayersRoundTrip) {
+  TempDir dir;
+  ModelConfig model = tinyLlama();
+  const int dp = 2;
+  std::vector<FlatZeroState> ranks;
+  for (int d = 0; d < dp; ++d)
+    ranks.emplace_back(model, d, dp, 2.0f + d);
+  // Rank 0 holds none of lm_head, rank 1 none of the embedding; one tensor
+  // is cut between them.
+  size_t emptyPieces = 0, cut = 0;
+  for (size_t i = 0; i < ranks[0].slots.size(); ++i) {
+    emptyPieces += (ranks[0].slots[i].shardElements == 0) +
+                   (ranks[1].slots[i].shardElements == 0);
+    cut += ranks[0].slots[i].shardElements && ranks[1].slots[i].shardElements;
+  }
+  EXPECT_GT(emptyPieces, 0u);
+  EXPECT_EQ(cut, 1u);
+  std::string root = dir.path("ckpt");
+  ASSERT_EQ(errorText(saveFlat(root, model, ranks, 6)), "");
+
+  auto summary = verifyCheckpoint(root);
+  ASSERT_TRUE(bool(summary)) << llvm::toString(summary.takeError());
+  EXPECT_EQ(summary->tensors, (1 + 3 * dp) * llamaParameters(model).size());
+  // Each piece records its range in the shard file's metadata.
+  auto shard = SafetensorsFile::open(
+      root + "/step-00000006/optimizer-00001-of-00001-zero-00002-of-00002."
+             "safetensors");
+  ASSERT_TRUE(bool(shard)) << llvm::toString(shard.takeError());
+  EXPECT_EQ(shard->metadata().at("ratrain.shard_elements.lm_head.weight"),
+            std::to_string(model.vocab * model.hidden));
+  EXPECT_EQ(shard->metadata().at("ratrain.shard_offset.lm_head.weight"), "0");
+  EXPECT_EQ(
+      shard->metadata().at("ratrain.shard_elements.model.embed_tokens.weight"),
+      "0");
+
+  for (int d = 0; d < dp; ++d) {
+    FlatZeroState fresh(model, d, dp, 0.0f);
+    std::memset(fresh.arena->base(), 0, fresh.arena->capacity());
+    ASSERT_EQ(errorText(loadSlots(root + "/step-00000006", fresh.slots, d, dp)),
+              "");
+    EXPECT_EQ(std::memcmp(fresh.arena->base(), ranks[d].arena->base(),
+                          ranks[d].arena->capacity()),
+              0)
+        << "data rank " << d;
+  }
+
+  // A rank whose range differs from the saved one is told which and how.
+  FlatZeroState skewed(model, 1, dp, 0.0f, /*skew=*/8);
+  std::string message =
+      errorText(loadSlots(root + "/step-00000006", skewed.slots, 1, dp));
+  EXPECT_NE(message.find("optimizer-00001-of-00001-zero-00002-of-00002."
+                         "safetensors: tensor '"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("' was saved with a shard of "), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("(resume with the same data-parallel size and "
+                         "sharding)"),
+            std::string::npos)
+      << message;
+}
+
+TEST(Checkpoint, VerifyRejectsZeroShardsThatDoNotTile) {
+  TempDir dir;
+  ModelConfig model = tinyLlama();
+  std::vector<FlatZeroState> ranks;
+  ranks.emplace_back(model, 0, 2, 1.0f);
+  ranks.emplace_back(model, 1, 2, 1.0f, /*skew=*/8);
+  std::string root = dir.path("ckpt");
+  ASSERT_EQ(errorText(saveFlat(root, model, ranks, 2)), "");
+  std::string message = errorText(verifyCheckpoint(root).takeError());
+  EXPECT_NE(message.find("leave a hole at element"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("optimizer-00001-of-00001-zero-00002-of-00002."
+                         "safetensors records elements ["),
+            std::string::npos)
+      << message;
+
+  // Data rank 1's ranges saved twice: they overlap (lm_head.weight, all of
+  // it on rank 1, is the first tensor by name).
+  std::vector<FlatZeroState> twice;
+  twice.emplace_back(model, 1, 2, 1.0f);
+  twice.emplace_back(model, 1, 2, 1.0f);
+  std::string root2 = dir.path("ckpt2");
+  ASSERT_EQ(errorText(saveFlat(root2, model, twice, 2)), "");
+  message = errorText(verifyCheckpoint(root2).takeError());
+  EXPECT_NE(message.find("the ZeRO shards of tensor 'lm_head.weight' (65536 "
+                         "elements) overlap at element 65536"),
+            std::string::npos)
+      << message;
+
+  // Data rank 0's twice: nobody holds lm_head.weight.
+  std::vector<FlatZeroState> rankZero;
+  rankZero.emplace_back(model, 0, 2, 1.0f);
+  rankZero.emplace_back(model, 0, 2, 1.0f);
+  std::string root3 = dir.path("ckpt3");
+  ASSERT_EQ(errorText(saveFlat(root3, model, rankZero, 2)), "");
+  message = errorText(verifyCheckpoint(root3).takeError());
+  EXPECT_NE(message.find("the ZeRO shards of tensor 'lm_head.weight' cover 0 "
+                         "of its 65536 elements"),
+            std::string::npos)
+      << message;
+}

@@ -79,11 +79,15 @@ std::vector<ParamSpec> stageParameters(const ModelConfig &model,
 /// Where one parameter lives in the arena: fp32 master weights and, when the
 /// rank keeps them, the Adam moments (empty buffers when not).
 ///
-/// ZeRO: with shardElements > 0 the rank keeps only elements [shardOffset,
-/// shardOffset + shardElements) of the flattened fp32 master and moments
-/// (buffers of shardElements x 4 bytes; a part past the tensor's end is
-/// padding), and `view` holds the replicated full tensor in `viewType`, which
-/// goes to the HuggingFace model file. Sharding is all or nothing per job.
+/// ZeRO: a sharded slot (shardElements > 0, or `zeroShard` set) keeps only
+/// elements [shardOffset, shardOffset + shardElements) of the flattened fp32
+/// master and moments (buffers of shardElements x 4 bytes; a part past the
+/// tensor's end is padding), and `view` holds the replicated full tensor in
+/// `viewType`, which goes to the HuggingFace model file. The range is
+/// arbitrary: the data ranks' ranges of a tensor need not be equal, only
+/// disjoint and together cover it (layer-flattened ZeRO gives a rank a piece
+/// of some tensors and none of others: `zeroShard` with shardElements == 0).
+/// Sharding is all or nothing per job.
 struct ParamSlot {
   std::string name;
   std::vector<int64_t> shape;
@@ -92,9 +96,11 @@ struct ParamSlot {
   Buffer expAvgSq;
   uint64_t shardOffset = 0;
   uint64_t shardElements = 0;
+  /// Sharded even when this rank's range is empty.
+  bool zeroShard = false;
   Buffer view;
   ElemType viewType = ElemType::BF16;
-  bool sharded() const { return shardElements != 0; }
+  bool sharded() const { return zeroShard || shardElements != 0; }
 };
 
 /// "optimizer-00001-of-00002-zero-00002-of-00004.safetensors": data rank 1's
@@ -119,8 +125,10 @@ std::string stepDirectoryName(uint64_t step);
 /// Writes stage `stage`'s files into `directory` (each file atomically) as
 /// data rank `dpIndex`: rank 0 writes the model file and, without ZeRO, the
 /// optimizer file; with ZeRO every data rank writes its zero shard file
-/// (`<name>.master`, `.exp_avg`, `.exp_avg_sq` of its range). Slots must be
-/// exactly the stage's parameters, with shapes matching `model`.
+/// (`<name>.master`, `.exp_avg`, `.exp_avg_sq` of its range, shape [count],
+/// and metadata "ratrain.shard_offset.<name>" / "ratrain.shard_elements.
+/// <name>" recording the range in elements of the flattened tensor). Slots
+/// must be exactly the stage's parameters, with shapes matching `model`.
 llvm::Error writeStageShards(llvm::StringRef directory,
                              const ModelConfig &model,
                              const StagePartition &partition, int stage,
@@ -158,8 +166,9 @@ llvm::Expected<TrainerState> readTrainerState(llvm::StringRef directory,
 /// Every check (missing tensor, dtype, shape, checksum, truncation) names the
 /// file and tensor.
 /// Sharded slots read their ranges from the zero shard files of data rank
-/// `dpIndex` of `dp` (the same dp size and ranges as at save time; a
-/// mismatch is an error naming the tensor).
+/// `dpIndex` of `dp` (the same dp size and ranges as at save time: a range
+/// whose offset or element count differs from the recorded one is an error
+/// naming the file and tensor).
 llvm::Error loadSlots(llvm::StringRef directory,
                       llvm::ArrayRef<ParamSlot> slots, int dpIndex = 0,
                       int dp = 1);
@@ -175,7 +184,9 @@ struct CheckpointSummary {
 
 /// Checks a checkpoint without a model: trainer_state.json parses, every
 /// tensor of both indexes exists in its shard, every shard is structurally
-/// valid and every recorded checksum matches. Errors name file and tensor.
+/// valid and every recorded checksum matches; with ZeRO, the data ranks'
+/// recorded ranges of every tensor tile it exactly (no hole, no overlap).
+/// Errors name file and tensor.
 llvm::Expected<CheckpointSummary> verifyCheckpoint(llvm::StringRef path);
 
 } // namespace ratrain::rt

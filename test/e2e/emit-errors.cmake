@@ -1,0 +1,53 @@
+# Checkpoints of ZeRO programs and bad input through emitted programs.
+# Included from test/e2e/CMakeLists.txt after emit-cpp.cmake, whose programs
+# (ratrain-emit-tiny: pp 1 x dp 2, ZeRO-1) and fixtures these tests use.
+if(NOT (TARGET ratrain_kernels AND TARGET ratrain_runtime AND
+        TARGET ratrain-translate AND TARGET ratrain-opt AND
+        TARGET ratrain-ckpt AND TARGET ratrain-emit-tiny))
+  return()
+endif()
+
+# ZeRO-1 checkpoints: save at step 2, resume, bit-identical steps 3 and 4.
+add_test(NAME e2e.emit.tiny.resume
+  COMMAND ${RATRAIN_EMIT_DIR}/emit-resume-test.sh ${MPIEXEC_EXECUTABLE} 2
+          $<TARGET_FILE:ratrain-emit-tiny> ${RATRAIN_CORPUS_TOKENS})
+set_tests_properties(e2e.emit.tiny.resume PROPERTIES TIMEOUT 600
+  LABELS "e2e;mpi" PROCESSORS 2 FIXTURES_REQUIRED ratrain-emit-tiny)
+
+# A job killed while saving step 4 leaves step 2 intact (verified by
+# ratrain-ckpt); resuming from it repeats steps 3-6 bit for bit.
+foreach(program ratrain-emit-tiny ratrain-emit-tiny-pp2)
+  string(REPLACE "ratrain-emit-" "" name ${program})
+  add_test(NAME e2e.emit.${name}.kill-in-save
+    COMMAND ${RATRAIN_EMIT_DIR}/emit-kill-save-test.sh ${MPIEXEC_EXECUTABLE} 2
+            $<TARGET_FILE:${program}> ${RATRAIN_CORPUS_TOKENS}
+            $<TARGET_FILE:ratrain-ckpt>)
+  set_tests_properties(e2e.emit.${name}.kill-in-save PROPERTIES TIMEOUT 600
+    LABELS "e2e;mpi" PROCESSORS 2 FIXTURES_REQUIRED ${program})
+endforeach()
+
+# ratrain_add_emit_error_test(<case> <regex>): emit-error-test.sh on the
+# ZeRO program; a non-zero exit and a message matching <regex>.
+function(ratrain_add_emit_error_test case regex)
+  add_test(NAME e2e.emit.tiny.error.${case}
+    COMMAND ${RATRAIN_EMIT_DIR}/emit-error-test.sh ${MPIEXEC_EXECUTABLE} 2
+            $<TARGET_FILE:ratrain-emit-tiny> ${RATRAIN_CORPUS_TOKENS}
+            ${case} ${regex})
+  set_tests_properties(e2e.emit.tiny.error.${case} PROPERTIES TIMEOUT 600
+    LABELS "e2e;mpi" PROCESSORS 2 FIXTURES_REQUIRED ratrain-emit-tiny)
+endfunction()
+
+ratrain_add_emit_error_test(checksum
+  "optimizer-00001-of-00001-zero-00002-of-00002\\.safetensors: tensor '[^']+' is corrupt: its data checksum is 0x[0-9a-f]+, the file recorded 0x[0-9a-f]+")
+ratrain_add_emit_error_test(truncated
+  "model-00001-of-00001\\.safetensors: .*\\(truncated\\)")
+ratrain_add_emit_error_test(wrong-shape
+  "trainer_state\\.json: the checkpoint was saved from a model with hidden_size = 128, this model has 256")
+ratrain_add_emit_error_test(missing-data
+  "no-such-file\\.tok: cannot read the token file")
+ratrain_add_emit_error_test(corrupt-data
+  "cut\\.tok: the header says [0-9]+ tokens of [0-9] bytes \\([0-9]+ bytes\\), but the file holds 4064 bytes of tokens \\(truncated or corrupt\\)")
+ratrain_add_emit_error_test(arena
+  "the plan needs [0-9]+ bytes of DDR per rank, but a rank has 1048576 bytes \\(RATRAIN_DDR_LIMIT_BYTES\\)")
+ratrain_add_emit_error_test(killed-rank
+  "exited on signal 9|communication timed out|MPI failure")
