@@ -14,18 +14,6 @@
 
 using namespace ratrain;
 
-llvm::StringRef ratrain::stringifyCollectiveKind(CollectiveKind kind) {
-  switch (kind) {
-  case CollectiveKind::AllReduce:
-    return "all-reduce";
-  case CollectiveKind::ReduceScatter:
-    return "reduce-scatter";
-  case CollectiveKind::AllGather:
-    return "all-gather";
-  }
-  llvm_unreachable("unknown collective");
-}
-
 llvm::StringRef ratrain::stringifyLifecyclePolicy(LifecyclePolicy policy) {
   return policy == LifecyclePolicy::GpuStyle ? "gpu-style" : "ratrain";
 }

@@ -42,10 +42,10 @@ llvm::Expected<Synthetic1F1BConfig> sim::planToSyntheticConfig(
   result.activationBytes = p > 1 ? costs.pipelineMessageBytes(b) : 0;
   result.pipelineLink =
       costs.pipelineLink(config) == ratrain::LinkClass::IntraNode
-          ? sim::LinkClass::IntraNode
-          : sim::LinkClass::InterNode;
-  result.syncKind = zero ? sim::CollectiveKind::ReduceScatter
-                         : sim::CollectiveKind::AllReduce;
+          ? LinkClass::IntraNode
+          : LinkClass::InterNode;
+  result.syncKind =
+      zero ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce;
   result.syncAlgorithm = options.algorithm.value_or(machine.network.collective);
   const int64_t perNode = std::max<int64_t>(1, machine.clustersPerNode);
   result.dpMembersPerNode = (d % perNode == 0 || perNode % d == 0)

@@ -128,13 +128,13 @@ sim::CollectiveSpec ScheduleAdapter::collective(SyncOp sync) const {
   sim::CollectiveSpec spec;
   switch (sync.getKind()) {
   case SyncKind::AllReduce:
-    spec.kind = sim::CollectiveKind::AllReduce;
+    spec.kind = CollectiveKind::AllReduce;
     break;
   case SyncKind::ReduceScatter:
-    spec.kind = sim::CollectiveKind::ReduceScatter;
+    spec.kind = CollectiveKind::ReduceScatter;
     break;
   case SyncKind::AllGather:
-    spec.kind = sim::CollectiveKind::AllGather;
+    spec.kind = CollectiveKind::AllGather;
     break;
   }
   // The full 16-bit gradient (all-reduce, reduce-scatter input) or view
@@ -159,9 +159,9 @@ sim::CollectiveSpec ScheduleAdapter::collective(SyncOp sync) const {
 llvm::Error ScheduleAdapter::buildStage(StageOp stage,
                                         sim::StageProgram &program) {
   program.name = llvm::formatv("stage {0}", stage.getStage()).str();
-  const sim::LinkClass pipelineLink =
-      plan.getClusters() <= machine.clustersPerNode ? sim::LinkClass::IntraNode
-                                                    : sim::LinkClass::InterNode;
+  const LinkClass pipelineLink = plan.getClusters() <= machine.clustersPerNode
+                                     ? LinkClass::IntraNode
+                                     : LinkClass::InterNode;
   const int64_t message = sizes.boundaryBytes();
 
   // Buffers and their live ranges: the assignment's if present, else sized
@@ -247,10 +247,9 @@ llvm::Error ScheduleAdapter::buildStage(StageOp stage,
     } else if (auto sync = llvm::dyn_cast<SyncOp>(op)) {
       sim::CollectiveSpec spec = collective(sync);
       tokens[sync.getPending()] = program.addCollective(
-          spec,
-          llvm::formatv("{0} L{1}", sim::stringifyCollectiveKind(spec.kind),
-                        layerOf(sync.getState().getType()))
-              .str());
+          spec, llvm::formatv("{0} L{1}", stringifyCollectiveKind(spec.kind),
+                              layerOf(sync.getState().getType()))
+                    .str());
     } else if (auto update = llvm::dyn_cast<UpdateOp>(op)) {
       program.addCompute(
           sim::ComputeKind::Update, computeSeconds(op), 0,

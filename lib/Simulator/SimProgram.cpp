@@ -30,18 +30,6 @@ llvm::StringRef sim::stringifyComputeKind(ComputeKind kind) {
   return "other";
 }
 
-llvm::StringRef sim::stringifyCollectiveKind(CollectiveKind kind) {
-  switch (kind) {
-  case CollectiveKind::AllReduce:
-    return "all-reduce";
-  case CollectiveKind::ReduceScatter:
-    return "reduce-scatter";
-  case CollectiveKind::AllGather:
-    return "all-gather";
-  }
-  return "all-reduce";
-}
-
 llvm::StringRef sim::stringifyCommKind(CommKind kind) {
   switch (kind) {
   case CommKind::Dma:
@@ -70,10 +58,6 @@ CommKind sim::getCommKind(CollectiveKind kind) {
     return CommKind::AllGather;
   }
   return CommKind::AllReduce;
-}
-
-llvm::StringRef sim::stringifyLinkClass(LinkClass link) {
-  return link == LinkClass::IntraNode ? "intra-node" : "inter-node";
 }
 
 llvm::StringRef sim::stringifyAlgorithm(CollectiveAlgorithm algorithm) {

@@ -14,6 +14,7 @@
 #ifndef RATRAIN_PLANNER_COSTMODEL_H
 #define RATRAIN_PLANNER_COSTMODEL_H
 
+#include "ratrain/Machine/Collectives.h"
 #include "ratrain/Machine/MachineModel.h"
 #include "ratrain/Model/ModelConfig.h"
 #include "ratrain/Planner/MemoryModel.h"
@@ -25,13 +26,6 @@
 #include <vector>
 
 namespace ratrain {
-
-/// Collective operations of gradient synchronization and ZeRO.
-enum class CollectiveKind { AllReduce, ReduceScatter, AllGather };
-llvm::StringRef stringifyCollectiveKind(CollectiveKind kind);
-
-/// Which link class joins two clusters.
-enum class LinkClass { IntraNode, InterNode };
 
 // LifecyclePolicy, stringifyLifecyclePolicy and parseLifecyclePolicy are
 // declared in MemoryModel.h (the memory model depends on the policy too).

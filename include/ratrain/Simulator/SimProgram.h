@@ -31,6 +31,7 @@
 #ifndef RATRAIN_SIMULATOR_SIMPROGRAM_H
 #define RATRAIN_SIMULATOR_SIMPROGRAM_H
 
+#include "ratrain/Machine/Collectives.h"
 #include "ratrain/Machine/MachineModel.h"
 
 #include "llvm/ADT/ArrayRef.h"
@@ -56,9 +57,12 @@ enum class ComputeKind : uint8_t {
 constexpr unsigned kNumComputeKinds = 6;
 llvm::StringRef stringifyComputeKind(ComputeKind kind);
 
-/// Collective operations over a data-parallel group.
-enum class CollectiveKind : uint8_t { AllReduce, ReduceScatter, AllGather };
-llvm::StringRef stringifyCollectiveKind(CollectiveKind kind);
+// Collective kinds and link classes are the machine's vocabulary, shared with
+// the planner's cost model (ratrain/Machine/Collectives.h).
+using ::ratrain::CollectiveKind;
+using ::ratrain::LinkClass;
+using ::ratrain::stringifyCollectiveKind;
+using ::ratrain::stringifyLinkClass;
 
 /// Kinds of communication the compute stream can be blocked on; exposed
 /// (non-overlapped) communication is reported per kind.
@@ -73,10 +77,6 @@ enum class CommKind : uint8_t {
 constexpr unsigned kNumCommKinds = 6;
 llvm::StringRef stringifyCommKind(CommKind kind);
 CommKind getCommKind(CollectiveKind kind);
-
-/// Which of a cluster's network links a transfer uses.
-enum class LinkClass : uint8_t { IntraNode, InterNode };
-llvm::StringRef stringifyLinkClass(LinkClass link);
 
 /// Name of a collective algorithm ("ring", "tree", "hierarchical").
 llvm::StringRef stringifyAlgorithm(CollectiveAlgorithm algorithm);

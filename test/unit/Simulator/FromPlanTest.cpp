@@ -44,23 +44,19 @@ TEST(FromPlan, CollectivesAgreeWithTheCostModel) {
     for (CollectiveAlgorithm algorithm :
          {CollectiveAlgorithm::Ring, CollectiveAlgorithm::Tree,
           CollectiveAlgorithm::Hierarchical}) {
-      for (auto [planner, simulator] :
-           {std::pair{ratrain::CollectiveKind::AllReduce,
-                      sim::CollectiveKind::AllReduce},
-            std::pair{ratrain::CollectiveKind::ReduceScatter,
-                      sim::CollectiveKind::ReduceScatter},
-            std::pair{ratrain::CollectiveKind::AllGather,
-                      sim::CollectiveKind::AllGather}}) {
+      for (CollectiveKind kind :
+           {CollectiveKind::AllReduce, CollectiveKind::ReduceScatter,
+            CollectiveKind::AllGather}) {
         CollectiveSpec spec;
-        spec.kind = simulator;
+        spec.kind = kind;
         spec.bytes = bytes;
         spec.groupSize = k;
         spec.membersPerNode = perNode;
         spec.algorithm = algorithm;
-        double expected = costs.collective(planner, algorithm, bytes, k);
+        double expected = costs.collective(kind, algorithm, bytes, k);
         EXPECT_NEAR(collectiveTime(spec, machine), expected, 1e-9 * expected)
             << "k=" << k << " " << stringifyAlgorithm(algorithm).str() << " "
-            << stringifyCollectiveKind(simulator).str();
+            << stringifyCollectiveKind(kind).str();
         // And the engine reproduces the closed form.
         SimProgram program;
         program.stages.emplace_back("s");
