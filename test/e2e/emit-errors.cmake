@@ -51,3 +51,52 @@ ratrain_add_emit_error_test(arena
   "the plan needs [0-9]+ bytes of DDR per rank, but a rank has 1048576 bytes \\(RATRAIN_DDR_LIMIT_BYTES\\)")
 ratrain_add_emit_error_test(killed-rank
   "exited on signal 9|communication timed out|MPI failure")
+
+# ZeRO-2 (gradients reduce-scattered into their own shard buffers): the same
+# layer-flattened master and moment shards, the same checkpoints.
+ratrain_add_emitted_program(ratrain-emit-tiny-zero2
+  MODEL ${PROJECT_SOURCE_DIR}/examples/models/tiny-llama.json
+  MACHINE ${PROJECT_SOURCE_DIR}/examples/machines/host.yaml
+  PLAN "clusters=2 global-batch=8 zero=2")
+add_test(NAME e2e.emit.tiny-zero2.compile
+  COMMAND ${CMAKE_COMMAND} --build ${CMAKE_BINARY_DIR}
+          --target ratrain-emit-tiny-zero2 ratrain-corpus ratrain-ckpt)
+set_tests_properties(e2e.emit.tiny-zero2.compile PROPERTIES TIMEOUT 600
+  LABELS "e2e" FIXTURES_SETUP ratrain-emit-tiny-zero2
+  RESOURCE_LOCK ratrain-build-tree)
+add_test(NAME e2e.emit.tiny-zero2.kill-in-save
+  COMMAND ${RATRAIN_EMIT_DIR}/emit-kill-save-test.sh ${MPIEXEC_EXECUTABLE} 2
+          $<TARGET_FILE:ratrain-emit-tiny-zero2> ${RATRAIN_CORPUS_TOKENS}
+          $<TARGET_FILE:ratrain-ckpt>)
+set_tests_properties(e2e.emit.tiny-zero2.kill-in-save PROPERTIES TIMEOUT 600
+  LABELS "e2e;mpi" PROCESSORS 2 FIXTURES_REQUIRED ratrain-emit-tiny-zero2)
+
+# Four ranks, pp 2 x dp 2 with ZeRO-1, on the host machine split into two
+# virtual clusters per cluster (`ratrain machine --ranks-per-cluster 2`):
+# every stage's data ranks write their shard files; kill mid-save, verify,
+# resume bit for bit.
+if(TARGET ratrain)
+  set(_host4 ${CMAKE_CURRENT_BINARY_DIR}/host-2-ranks-per-cluster.yaml)
+  add_custom_command(OUTPUT ${_host4}
+    COMMAND ratrain machine ${PROJECT_SOURCE_DIR}/examples/machines/host.yaml
+            --ranks-per-cluster 2 -o ${_host4}
+    DEPENDS ratrain ${PROJECT_SOURCE_DIR}/examples/machines/host.yaml
+    COMMENT "Splitting host.yaml into 4 virtual clusters")
+  ratrain_add_emitted_program(ratrain-emit-tiny-pp2xdp2-zero
+    MODEL ${PROJECT_SOURCE_DIR}/examples/models/tiny-llama.json
+    MACHINE ${_host4}
+    PLAN "clusters=4 global-batch=8 pp=2 zero=1")
+  add_test(NAME e2e.emit.tiny-pp2xdp2-zero.compile
+    COMMAND ${CMAKE_COMMAND} --build ${CMAKE_BINARY_DIR}
+            --target ratrain-emit-tiny-pp2xdp2-zero ratrain-corpus ratrain-ckpt)
+  set_tests_properties(e2e.emit.tiny-pp2xdp2-zero.compile PROPERTIES
+    TIMEOUT 600 LABELS "e2e" FIXTURES_SETUP ratrain-emit-tiny-pp2xdp2-zero
+    RESOURCE_LOCK ratrain-build-tree)
+  add_test(NAME e2e.emit.tiny-pp2xdp2-zero.kill-in-save
+    COMMAND ${RATRAIN_EMIT_DIR}/emit-kill-save-test.sh ${MPIEXEC_EXECUTABLE} 4
+            $<TARGET_FILE:ratrain-emit-tiny-pp2xdp2-zero>
+            ${RATRAIN_CORPUS_TOKENS} $<TARGET_FILE:ratrain-ckpt>)
+  set_tests_properties(e2e.emit.tiny-pp2xdp2-zero.kill-in-save PROPERTIES
+    TIMEOUT 600 LABELS "e2e;mpi" PROCESSORS 4
+    FIXTURES_REQUIRED ratrain-emit-tiny-pp2xdp2-zero)
+endif()
