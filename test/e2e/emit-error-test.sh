@@ -1,5 +1,5 @@
 #!/bin/bash
-# emit-error-test.sh MPIEXEC NP PROGRAM TOKENS CASE REGEX
+# emit-error-test.sh MPIEXEC NP PROGRAM TOKENS CASE REGEX [OTHER_PROGRAM]
 # Bad input through an emitted training program: prepares CASE, runs the
 # program, and requires a non-zero exit and output matching REGEX (extended
 # grep). Cases:
@@ -8,6 +8,8 @@
 #   truncated     --resume from a checkpoint whose model file lost its tail
 #   wrong-shape   --resume from a checkpoint whose trainer_state.json says
 #                 hidden_size 128 (this model has 256)
+#   other-model   OTHER_PROGRAM (another model, same plan) --resume-s from
+#                 PROGRAM's checkpoint
 #   missing-data  --data names no file
 #   corrupt-data  --data is a token file cut short
 #   arena         RATRAIN_DDR_LIMIT_BYTES=1048576: the program's DDR arena is
@@ -15,7 +17,7 @@
 #   killed-rank   one rank is SIGKILLed after step 1 was logged, mid-run;
 #                 the job must end within the watchdog (RATRAIN_COMM_TIMEOUT_S)
 set -uo pipefail
-mpiexec=$1 np=$2 program=$3 tokens=$4 case=$5 regex=$6
+mpiexec=$1 np=$2 program=$3 tokens=$4 case=$5 regex=$6 other=${7-}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export RATRAIN_PROGRESS_LINE=never
 dir=$(mktemp -d)
@@ -56,6 +58,11 @@ case $case in
     sed -i 's/"hidden_size": 256/"hidden_size": 128/' "$step/trainer_state.json"
     grep -q '"hidden_size": 128' "$step/trainer_state.json" ||
       fail "could not edit trainer_state.json"
+    args=("${resume[@]}") ;;
+  other-model)
+    [ -x "$other" ] || fail "OTHER_PROGRAM '$other' is not an executable"
+    save
+    program=$other
     args=("${resume[@]}") ;;
   missing-data)
     args=(--data "$dir/no-such-file.tok" --steps 2 --log -) ;;

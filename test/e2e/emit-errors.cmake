@@ -43,6 +43,26 @@ ratrain_add_emit_error_test(truncated
   "model-00001-of-00001\\.safetensors: .*\\(truncated\\)")
 ratrain_add_emit_error_test(wrong-shape
   "trainer_state\\.json: the checkpoint was saved from a model with hidden_size = 128, this model has 256")
+# The same plan for a 2-layer copy of the tiny LLaMA resumes from the 4-layer
+# model's checkpoint: refused, naming the difference.
+ratrain_add_emitted_program(ratrain-emit-tiny-2-layers
+  MODEL ${CMAKE_CURRENT_SOURCE_DIR}/tiny-llama-2-layers.json
+  MACHINE ${PROJECT_SOURCE_DIR}/examples/machines/host.yaml
+  PLAN "clusters=2 global-batch=8")
+add_test(NAME e2e.emit.tiny-2-layers.compile
+  COMMAND ${CMAKE_COMMAND} --build ${CMAKE_BINARY_DIR}
+          --target ratrain-emit-tiny-2-layers)
+set_tests_properties(e2e.emit.tiny-2-layers.compile PROPERTIES TIMEOUT 600
+  LABELS "e2e" FIXTURES_SETUP ratrain-emit-tiny-2-layers
+  RESOURCE_LOCK ratrain-build-tree)
+add_test(NAME e2e.emit.tiny.error.other-model
+  COMMAND ${RATRAIN_EMIT_DIR}/emit-error-test.sh ${MPIEXEC_EXECUTABLE} 2
+          $<TARGET_FILE:ratrain-emit-tiny> ${RATRAIN_CORPUS_TOKENS} other-model
+          "trainer_state\\.json: the checkpoint was saved from a model with num_hidden_layers = 4, this model has 2"
+          $<TARGET_FILE:ratrain-emit-tiny-2-layers>)
+set_tests_properties(e2e.emit.tiny.error.other-model PROPERTIES TIMEOUT 600
+  LABELS "e2e;mpi" PROCESSORS 2
+  FIXTURES_REQUIRED "ratrain-emit-tiny;ratrain-emit-tiny-2-layers")
 ratrain_add_emit_error_test(missing-data
   "no-such-file\\.tok: cannot read the token file")
 ratrain_add_emit_error_test(corrupt-data
