@@ -78,14 +78,15 @@ esac
 
 start=$SECONDS
 if [ "$case" = killed-rank ]; then
-  # mpirun starts the ranks as its children: after the first step line,
-  # SIGKILL the last of them by its process id.
+  # mpirun (under timeout) starts the ranks as its children: after the first
+  # step line, SIGKILL the last of them by its process id.
   export RATRAIN_COMM_TIMEOUT_S=20
   output=$(
     {
-      "$mpiexec" -np "$np" --oversubscribe -x RATRAIN_COMM_TIMEOUT_S \
-        "$program" --data "$tokens" --steps 100000 --log - 2>&1 &
-      echo "mpirun $!" >"$dir/pid"
+      timeout -k 10 240 "$mpiexec" -np "$np" --oversubscribe \
+        -x RATRAIN_COMM_TIMEOUT_S "$program" --data "$tokens" \
+        --steps 100000 --log - 2>&1 &
+      echo "timeout $!" >"$dir/pid"
       wait $!
       echo "mpirun exit status $?"
     } | {
@@ -93,7 +94,8 @@ if [ "$case" = killed-rank ]; then
       while IFS= read -r line; do
         printf '%s\n' "$line"
         if [ -z "$killed" ] && [[ $line == *'"step":1,'* ]]; then
-          mpirun=$(sed -n 's/^mpirun //p' "$dir/pid")
+          wrapper=$(sed -n 's/^timeout //p' "$dir/pid")
+          mpirun=$(ps -o pid= --ppid "$wrapper" | head -n1 | tr -d ' ')
           victim=$(ps -o pid= --ppid "$mpirun" | tail -n1 | tr -d ' ')
           [ -n "$victim" ] || { echo "no rank process under mpirun $mpirun"; break; }
           echo "killing rank process $victim (SIGKILL) after step 1"
@@ -113,7 +115,9 @@ else
   printf '%s\n' "$output"
 fi
 echo "exit status $rc after $((SECONDS - start)) s"
-[ "$rc" -ne 124 ] || fail "the job did not end (timeout)"
+# 124, or 137 at the limit: timeout had to stop the job.
+[ "$rc" -ne 124 ] && [ $((SECONDS - start)) -lt 240 ] ||
+  fail "the job did not end within 240 s (timeout)"
 [ "$rc" -ne 0 ] || fail "expected a non-zero exit status"
 grep -Eq -- "$regex" <<<"$output" || fail "output does not match /$regex/"
 echo "PASS ($case): exit status $rc, message matches /$regex/"
