@@ -11,14 +11,18 @@ set(RATRAIN_EMIT_DIR ${CMAKE_CURRENT_SOURCE_DIR})
 
 # ratrain_add_emitted_program(<target> MLIR <mt3k module>)
 # ratrain_add_emitted_program(<target> MODEL <config.json> MACHINE <file>
-#                             PLAN <--ratrain-plan options> [DTYPE bf16|f16])
+#                             PLAN <--ratrain-plan options> [DTYPE bf16|f16]
+#                             [POLICY ratrain|gpu-style]
+#                             [DEPENDS <files or targets the MACHINE needs>])
 # Emits the C++ program of an mt3k module (or of a model lowered by
-# import -> plan -> schedule -> lower-to-mt3k) and builds it into <target>,
+# import -> plan -> schedule -> lower-to-mt3k, with the lifecycle POLICY for
+# both the plan and the schedule; default ratrain) and builds it into <target>,
 # linked with ratrain_runtime and ratrain_kernels. The target is not built by
 # default (`ninja <target>`); the generated source is <target>.cpp in the
 # current binary directory.
 function(ratrain_add_emitted_program target)
-  cmake_parse_arguments(ARG "" "MLIR;MODEL;MACHINE;PLAN;DTYPE" "" ${ARGN})
+  cmake_parse_arguments(ARG "" "MLIR;MODEL;MACHINE;PLAN;DTYPE;POLICY" "DEPENDS"
+                        ${ARGN})
   set(cpp ${CMAKE_CURRENT_BINARY_DIR}/${target}.cpp)
   if(ARG_MLIR)
     add_custom_command(OUTPUT ${cpp}
@@ -27,13 +31,20 @@ function(ratrain_add_emitted_program target)
       COMMENT "Emitting ${target}.cpp")
   else()
     set(mlir ${CMAKE_CURRENT_BINARY_DIR}/${target}.mlir)
+    set(options)
+    if(ARG_DTYPE)
+      list(APPEND options --dtype ${ARG_DTYPE})
+    endif()
+    if(ARG_POLICY)
+      list(APPEND options --policy ${ARG_POLICY})
+    endif()
     add_custom_command(OUTPUT ${cpp}
       COMMAND ${RATRAIN_EMIT_DIR}/emit-lower.sh
               $<TARGET_FILE:ratrain-translate> $<TARGET_FILE:ratrain-opt>
-              ${ARG_MODEL} ${ARG_MACHINE} "${ARG_PLAN}" ${mlir} ${ARG_DTYPE}
+              ${ARG_MODEL} ${ARG_MACHINE} "${ARG_PLAN}" ${mlir} ${options}
       COMMAND ratrain-translate --mt3k-to-cpp ${mlir} -o ${cpp}
       DEPENDS ratrain-translate ratrain-opt ${ARG_MODEL} ${ARG_MACHINE}
-              ${RATRAIN_EMIT_DIR}/emit-lower.sh
+              ${RATRAIN_EMIT_DIR}/emit-lower.sh ${ARG_DEPENDS}
       COMMENT "Lowering ${ARG_MODEL} and emitting ${target}.cpp")
   endif()
   add_executable(${target} EXCLUDE_FROM_ALL ${cpp})
