@@ -8,10 +8,12 @@
 #     schedule-lifecycle -> assign-buffers -> verify, for the ratrain policy
 #     and the gpu-style baseline;
 #  3. simulate both programs on the machine model and compare;
-#  4. compile the embedded tiny LLaMA for this host (2 clusters, PP=2) down to
-#     an executable (lower-to-mt3k -> C++ -> runtime + Halide kernels), train
-#     it under mpirun on the shipped corpus, and compare the simulator's
-#     prediction for the same program with the measured step time.
+#  4. with the `ratrain` driver, compile the embedded tiny LLaMA for this host
+#     (4 ranks as PP=2 x DP=2) down to an executable (lower-to-mt3k -> C++ ->
+#     runtime + Halide kernels) and train it under mpirun on the shipped
+#     corpus, with a checkpoint at the end;
+#  5. compare the simulator's prediction for the same program with the
+#     measured step time.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -63,23 +65,28 @@ awk -v r="$rat" -v g="$gpu" 'BEGIN {
   printf "LLaMA-2-7B @1024: ratrain %.0f tokens/s, gpu-style %.0f tokens/s, speedup %.3fx (paper: 112,790.55 tokens/s)\n", r, g, r / g }'
 echo "timelines: $OUT/llama-2-7b.*.svg (open in a browser), traces: $OUT/llama-2-7b.*.trace.json (chrome://tracing, ui.perfetto.dev)"
 
-step "4. Compile and train the embedded tiny LLaMA on this host (PP=2, 2 ranks)"
+step "4. Compile and train the embedded tiny LLaMA on this host: 4 ranks as PP=2 x DP=2"
 TINY_STEPS="${RATRAIN_TINY_STEPS:-200}"
-# The executable: import -> plan -> schedule -> lower-to-mt3k -> emit C++ ->
-# build against the runtime and kernels (test/e2e/emit-cpp.cmake).
-ninja -C "$BUILD_DIR" ratrain-emit-tiny-pp2 ratrain-corpus
-# The scheduled program of the same plan, for the simulator.
-"$BIN/ratrain-translate" --import-hf-config "$ROOT/examples/models/tiny-llama.json" \
-    --machine "$HOST" |
-  "$BIN/ratrain-opt" --ratrain-plan="clusters=2 global-batch=4 pp=2" \
-    --ratrain-schedule-pipeline -o "$OUT/tiny-llama.ratrain.mlir"
-rm -f "$OUT/tiny-llama.steps.jsonl"
-mpirun -np 2 --oversubscribe "$BUILD_DIR/test/e2e/ratrain-emit-tiny-pp2" \
-  --data "$BUILD_DIR/examples/data/corpus.tok" --steps "$TINY_STEPS" \
-  --log "$OUT/tiny-llama.steps.jsonl" --ckpt "$OUT/tiny-llama.ckpt" \
-  --save-every "$TINY_STEPS"
+RATRAIN="$BIN/ratrain"
+TINY="$ROOT/examples/models/tiny-llama.json"
+# The driver (docs/driver.md) runs import -> plan -> schedule -> lower-to-mt3k
+# -> emit C++ -> one compiler command against libratrain_program.so, caches
+# the executable and starts it under mpirun. host.yaml has 2 clusters: 4 ranks
+# split each into 2 virtual clusters. `compile --keep-temps` keeps every
+# stage's output: the scheduled program and the split machine file feed the
+# simulator below.
+"$RATRAIN" compile "$TINY" --machine "$HOST" --ranks 4 --pp 2 \
+  -o "$OUT/tiny-llama" --keep-temps "$OUT/tiny-llama.d"
+rm -rf "$OUT/tiny-llama.steps.jsonl" "$OUT/tiny-llama.ckpt"
+"$RATRAIN" run "$TINY" --machine "$HOST" --ranks 4 --pp 2 \
+  --steps "$TINY_STEPS" --log "$OUT/tiny-llama.steps.jsonl" \
+  --ckpt "$OUT/tiny-llama.ckpt" --save-every "$TINY_STEPS"
 awk -F'"loss":' 'NF > 1 { split($2, a, ","); loss[++n] = a[1] }
   END { printf "tiny LLaMA: loss %.3f at step 1 -> %.3f at step %d\n", loss[1], loss[n], n }' \
   "$OUT/tiny-llama.steps.jsonl"
-"$BIN/ratrain-sim" "$OUT/tiny-llama.ratrain.mlir" --machine "$HOST" \
+"$BIN/ratrain-ckpt" verify "$OUT/tiny-llama.ckpt"
+
+step "5. The simulator's prediction for the same program against the measured steps"
+"$BIN/ratrain-sim" "$OUT/tiny-llama.d/scheduled.mlir" \
+  --machine "$OUT/tiny-llama.d/machine.yaml" \
   --measured-log "$OUT/tiny-llama.steps.jsonl" | tee "$OUT/tiny-llama.sim.txt"
