@@ -28,7 +28,15 @@
 //
 // delta = rowsum(dO * O) is computed inside the dq pass and by the dkv pass
 // for its own rows. The head dimension is a generator parameter (the inner
-// d loops unroll fully into registers); 64 and 128 are built.
+// d loops unroll fully into registers); 32, 64 and 128 are built.
+//
+// ALiBi (generator parameter `alibi`, Baichuan-13B / BLOOM): the three
+// generators take one more input, `slopes` (h), and add the linear bias
+// slopes(h) * (j - i) to every scaled score (j <= i: the bias is <= 0). The
+// forward's lse includes the bias, and both backward passes recompute the
+// probabilities with it; the bias is constant, so dS and the dq / dk / dv
+// products are unchanged. With `alibi` off (RoPE models) the input does not
+// exist and the pipelines are exactly the plain ones.
 //
 //===----------------------------------------------------------------------===//
 
@@ -61,6 +69,29 @@ public:
   GP<int> gsmBytes{"gsm_bytes", 6 << 20};
   GP<int> amBytes{"am_bytes", 768 << 10};
   GP<int> cores{"cores", 2};
+  GP<bool> alibi{"alibi", false};
+
+  /// The per-query-head ALiBi slopes (h); only with `alibi`.
+  GeneratorInput<Buffer<float>> *slopes = nullptr;
+
+  void configure() {
+    if (alibi)
+      slopes = this->template add_input<Buffer<float>>("slopes", 1);
+  }
+
+  /// `score` of query row `i`, key `j` in head `h` plus its ALiBi bias;
+  /// `score` itself without `alibi` (the plain pipelines stay as they are).
+  Expr withBias(Expr score, Expr h, Expr i, Expr j) {
+    if (!alibi)
+      return score;
+    return score + (*slopes)(h)*cast<float>(j - i);
+  }
+
+  /// The slopes buffer's constraints: unit stride, min 0.
+  void constrainSlopes() {
+    if (alibi)
+      slopes->dim(0).set_stride(1).set_min(0);
+  }
 };
 
 /// Causal attention forward. Output tuple (o, lse) over (d, h, s, b): the
@@ -94,7 +125,8 @@ public:
     dot(ji, i, jt, h, b) = 0.0f;
     dot(ji, i, jt, h, b) += q(rd, h, min(i, S - 1), b) * Kt(ji, rd, jt, h, b);
     Func sc("sc");
-    sc(ji, i, jt, h, b) = dot(ji, i, jt, h, b) * scale;
+    sc(ji, i, jt, h, b) =
+        withBias(dot(ji, i, jt, h, b) * scale, h, i, jt * JT + ji);
 
     RDom rj(0, JT, 0, nTiles, "rj");
     rj.where(rj.y * JT <= i);
@@ -193,6 +225,7 @@ public:
     outF.output_buffers()[0].dim(0).set_stride(1).set_min(0).set_extent(D);
     // lse: stride 0 along d (see the class comment).
     outF.output_buffers()[1].dim(0).set_stride(Expr());
+    constrainSlopes();
   }
 };
 
@@ -237,7 +270,9 @@ public:
     Func ds("ds");
     Expr pv = select(
         jt * JT + ji <= i,
-        safeExp(dot(ji, i, jt, h, b) * scale - lse(iClamped, h, b)), 0.0f);
+        safeExp(withBias(dot(ji, i, jt, h, b) * scale, h, i, jt * JT + ji) -
+                lse(iClamped, h, b)),
+        0.0f);
     ds(ji, i, jt, h, b) = pv * (dpdot(ji, i, jt, h, b) - delta(i, h, b));
 
     // dq = scale * dS K on R x DC register tiles (as O = P V forward).
@@ -292,6 +327,7 @@ public:
       in->dim(0).set_stride(1).set_min(0).set_extent(D);
     lse.dim(0).set_stride(1);
     dq.dim(0).set_stride(1).set_min(0).set_extent(D);
+    constrainSlopes();
   }
 };
 
@@ -343,8 +379,10 @@ public:
     pdot(ii, j, it, h, b) += dOt(ii, rd, it, h, b) * v(rd, h / G, jClamped, b);
     Func pt("pt");
     Expr valid = ig >= j && ig < S;
-    Expr pv = select(
-        valid, safeExp(sdot(ii, j, it, h, b) * scale - lse(igc, h, b)), 0.0f);
+    Expr pv = select(valid,
+                     safeExp(withBias(sdot(ii, j, it, h, b) * scale, h, ig, j) -
+                             lse(igc, h, b)),
+                     0.0f);
     pt(ii, j, it, h, b) =
         Tuple(pv, pv * (pdot(ii, j, it, h, b) - delta(igc, h, b)));
 
@@ -418,6 +456,7 @@ public:
     Func outF = out;
     outF.output_buffers()[0].dim(0).set_stride(1).set_min(0).set_extent(D);
     outF.output_buffers()[1].dim(0).set_stride(1);
+    constrainSlopes();
   }
 };
 

@@ -18,6 +18,15 @@
 #include "ratrain_k_adamw_bf16.h"
 #include "ratrain_k_adamw_f16.h"
 #include "ratrain_k_add.h"
+#include "ratrain_k_attention_alibi_bwd_dkv_d128.h"
+#include "ratrain_k_attention_alibi_bwd_dkv_d32.h"
+#include "ratrain_k_attention_alibi_bwd_dkv_d64.h"
+#include "ratrain_k_attention_alibi_bwd_dq_d128.h"
+#include "ratrain_k_attention_alibi_bwd_dq_d32.h"
+#include "ratrain_k_attention_alibi_bwd_dq_d64.h"
+#include "ratrain_k_attention_alibi_fwd_d128.h"
+#include "ratrain_k_attention_alibi_fwd_d32.h"
+#include "ratrain_k_attention_alibi_fwd_d64.h"
 #include "ratrain_k_attention_bwd_dkv_d128.h"
 #include "ratrain_k_attention_bwd_dkv_d32.h"
 #include "ratrain_k_attention_bwd_dkv_d64.h"
@@ -251,9 +260,74 @@ bool attentionShapesOk(int64_t B, int64_t S, int64_t Hq, int64_t Hkv,
 }
 } // namespace
 
+void alibiSlopes(int64_t heads, float *slopes) {
+  if (heads <= 0)
+    return;
+  int64_t n = 1;
+  while (n * 2 <= heads)
+    n *= 2;
+  for (int64_t k = 0; k < heads; ++k) {
+    // Head k < n: 2^(-8 (k+1) / n); head n + m: slope 2m of 2n heads,
+    // 2^(-8 (2m+1) / (2n)).
+    double exponent = k < n ? -8.0 * double(k + 1) / double(n)
+                            : -4.0 * double(2 * (k - n) + 1) / double(n);
+    slopes[k] = static_cast<float>(std::exp2(exponent));
+  }
+}
+
+namespace {
+/// The AOT pipelines of one head dimension: plain (RoPE models) and ALiBi.
+using FwdFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
+                      float, halide_buffer_t *, halide_buffer_t *);
+using FwdAlibiFn = int (*)(halide_buffer_t *, halide_buffer_t *,
+                           halide_buffer_t *, float, halide_buffer_t *,
+                           halide_buffer_t *, halide_buffer_t *);
+using DqFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
+                     halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
+                     float, halide_buffer_t *);
+using DqAlibiFn = int (*)(halide_buffer_t *, halide_buffer_t *,
+                          halide_buffer_t *, halide_buffer_t *,
+                          halide_buffer_t *, halide_buffer_t *, float,
+                          halide_buffer_t *, halide_buffer_t *);
+using DkvFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
+                      halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
+                      float, halide_buffer_t *, halide_buffer_t *);
+using DkvAlibiFn = int (*)(halide_buffer_t *, halide_buffer_t *,
+                           halide_buffer_t *, halide_buffer_t *,
+                           halide_buffer_t *, halide_buffer_t *, float,
+                           halide_buffer_t *, halide_buffer_t *,
+                           halide_buffer_t *);
+struct AttentionPipelines {
+  FwdFn fwd;
+  DqFn dq;
+  DkvFn dkv;
+  FwdAlibiFn fwdAlibi;
+  DqAlibiFn dqAlibi;
+  DkvAlibiFn dkvAlibi;
+};
+
+#define RATRAIN_ATTENTION_PIPELINES(D)                                         \
+  AttentionPipelines {                                                         \
+    ratrain_k_attention_fwd_d##D, ratrain_k_attention_bwd_dq_d##D,             \
+        ratrain_k_attention_bwd_dkv_d##D, ratrain_k_attention_alibi_fwd_d##D,  \
+        ratrain_k_attention_alibi_bwd_dq_d##D,                                 \
+        ratrain_k_attention_alibi_bwd_dkv_d##D                                 \
+  }
+
+/// The pipelines of head dimension D (one of attentionSupportsHeadDim's).
+AttentionPipelines attentionPipelines(int64_t D) {
+  if (D == 128)
+    return RATRAIN_ATTENTION_PIPELINES(128);
+  if (D == 64)
+    return RATRAIN_ATTENTION_PIPELINES(64);
+  return RATRAIN_ATTENTION_PIPELINES(32);
+}
+#undef RATRAIN_ATTENTION_PIPELINES
+} // namespace
+
 int attentionForward(int64_t B, int64_t S, int64_t Hq, int64_t Hkv, int64_t D,
                      const float *q, const float *k, const float *v,
-                     float scale, float *out, float *lse) {
+                     float scale, float *out, float *lse, const float *slopes) {
   if (!attentionShapesOk(B, S, Hq, Hkv, D))
     return -1;
   auto qb = dense(q, {D, Hq, S, B});
@@ -267,17 +341,17 @@ int attentionForward(int64_t B, int64_t S, int64_t Hq, int64_t Hkv, int64_t D,
       {0, static_cast<int32_t>(S), 1},
       {0, static_cast<int32_t>(B), static_cast<int32_t>(Hq * S)}};
   Buffer<float> lb(lse, 4, lseDims);
-  if (D == 128)
-    return ratrain_k_attention_fwd_d128(qb, kb, vb, scale, ob, lb);
-  if (D == 64)
-    return ratrain_k_attention_fwd_d64(qb, kb, vb, scale, ob, lb);
-  return ratrain_k_attention_fwd_d32(qb, kb, vb, scale, ob, lb);
+  AttentionPipelines p = attentionPipelines(D);
+  if (slopes)
+    return p.fwdAlibi(qb, kb, vb, scale, dense(slopes, {Hq}), ob, lb);
+  return p.fwd(qb, kb, vb, scale, ob, lb);
 }
 
 int attentionBackward(int64_t B, int64_t S, int64_t Hq, int64_t Hkv, int64_t D,
                       const float *q, const float *k, const float *v,
                       const float *out, const float *dout, const float *lse,
-                      float scale, float *dq, float *dk, float *dv) {
+                      float scale, float *dq, float *dk, float *dv,
+                      const float *slopes) {
   if (!attentionShapesOk(B, S, Hq, Hkv, D))
     return -1;
   auto qb = dense(q, {D, Hq, S, B});
@@ -289,23 +363,17 @@ int attentionBackward(int64_t B, int64_t S, int64_t Hq, int64_t Hkv, int64_t D,
   auto dqb = dense(dq, {D, Hq, S, B});
   auto dkb = dense(dk, {D, Hkv, S, B});
   auto dvb = dense(dv, {D, Hkv, S, B});
-  int err;
-  if (D == 128) {
-    err = ratrain_k_attention_bwd_dq_d128(qb, kb, vb, ob, dob, lb, scale, dqb);
+  AttentionPipelines p = attentionPipelines(D);
+  if (slopes) {
+    auto sb = dense(slopes, {Hq});
+    int err = p.dqAlibi(qb, kb, vb, ob, dob, lb, scale, sb, dqb);
     if (!err)
-      err = ratrain_k_attention_bwd_dkv_d128(qb, kb, vb, ob, dob, lb, scale,
-                                             dkb, dvb);
-  } else if (D == 64) {
-    err = ratrain_k_attention_bwd_dq_d64(qb, kb, vb, ob, dob, lb, scale, dqb);
-    if (!err)
-      err = ratrain_k_attention_bwd_dkv_d64(qb, kb, vb, ob, dob, lb, scale, dkb,
-                                            dvb);
-  } else {
-    err = ratrain_k_attention_bwd_dq_d32(qb, kb, vb, ob, dob, lb, scale, dqb);
-    if (!err)
-      err = ratrain_k_attention_bwd_dkv_d32(qb, kb, vb, ob, dob, lb, scale, dkb,
-                                            dvb);
+      err = p.dkvAlibi(qb, kb, vb, ob, dob, lb, scale, sb, dkb, dvb);
+    return err;
   }
+  int err = p.dq(qb, kb, vb, ob, dob, lb, scale, dqb);
+  if (!err)
+    err = p.dkv(qb, kb, vb, ob, dob, lb, scale, dkb, dvb);
   return err;
 }
 

@@ -267,11 +267,35 @@ struct AttnShape {
   int64_t B, S, Hq, Hkv, D;
 };
 
-/// Double-precision causal GQA attention; returns out and lse.
+/// The ALiBi slopes, written as Baichuan2's modeling code computes them:
+/// `_get_interleave(n)` for the largest power of two n <= heads, then every
+/// other slope of `_get_interleave(2n)` for the rest.
+std::vector<double> refAlibiSlopes(int64_t heads) {
+  auto interleave = [](int64_t n) {
+    double start = std::pow(2.0, -std::pow(2.0, -(std::log2(double(n)) - 3)));
+    std::vector<double> slopes;
+    for (int64_t i = 0; i < n; ++i)
+      slopes.push_back(start * std::pow(start, double(i)));
+    return slopes;
+  };
+  int64_t n = int64_t(1) << int64_t(std::floor(std::log2(double(heads))));
+  std::vector<double> slopes = interleave(n);
+  if (n != heads) {
+    std::vector<double> extra = interleave(2 * n);
+    for (int64_t i = 0; int64_t(slopes.size()) < heads; i += 2)
+      slopes.push_back(extra[i]);
+  }
+  return slopes;
+}
+
+/// Double-precision causal GQA attention; returns out and lse. With
+/// `slopes` (one per query head) the scores get the ALiBi bias
+/// slopes[h] * (j - i).
 void refAttention(const AttnShape &a, const std::vector<float> &q,
                   const std::vector<float> &k, const std::vector<float> &v,
                   double scale, std::vector<double> &out,
-                  std::vector<double> &lse) {
+                  std::vector<double> &lse,
+                  const std::vector<double> *slopes = nullptr) {
   const int64_t G = a.Hq / a.Hkv;
   out.assign(a.B * a.S * a.Hq * a.D, 0.0);
   lse.assign(a.B * a.Hq * a.S, 0.0);
@@ -286,7 +310,7 @@ void refAttention(const AttnShape &a, const std::vector<float> &q,
           double d = 0;
           for (int64_t x = 0; x < a.D; ++x)
             d += double(qi[x]) * kj[x];
-          s[j] = d * scale;
+          s[j] = d * scale + (slopes ? (*slopes)[h] * double(j - i) : 0.0);
           mx = std::max(mx, s[j]);
         }
         double sum = 0;
@@ -310,9 +334,10 @@ void refAttentionBackward(const AttnShape &a, const std::vector<float> &q,
                           const std::vector<float> &v,
                           const std::vector<float> &dout, double scale,
                           std::vector<double> &dq, std::vector<double> &dk,
-                          std::vector<double> &dv) {
+                          std::vector<double> &dv,
+                          const std::vector<double> *slopes = nullptr) {
   std::vector<double> out, lse;
-  refAttention(a, q, k, v, scale, out, lse);
+  refAttention(a, q, k, v, scale, out, lse, slopes);
   const int64_t G = a.Hq / a.Hkv;
   dq.assign(q.size(), 0.0);
   dk.assign(k.size(), 0.0);
@@ -332,7 +357,8 @@ void refAttentionBackward(const AttnShape &a, const std::vector<float> &q,
             sdot += double(q[qi + x]) * k[kj + x];
             dp += double(dout[qi + x]) * v[kj + x];
           }
-          double p = std::exp(sdot * scale - l);
+          double bias = slopes ? (*slopes)[h] * double(j - i) : 0.0;
+          double p = std::exp(sdot * scale + bias - l);
           double ds = p * (dp - delta);
           for (int64_t x = 0; x < a.D; ++x) {
             dv[kj + x] += p * dout[qi + x];
@@ -415,6 +441,118 @@ TEST(Attention, BackwardMatchesFiniteDifferences) {
                               dq.data(), dk.data(), dv.data()),
             0);
   std::mt19937 gen(7);
+  for (int trial = 0; trial < 12; ++trial) {
+    size_t iq = gen() % q.size(), ik = gen() % k.size(), iv = gen() % v.size();
+    EXPECT_NEAR(dq[iq], finiteDiff(q, iq, loss),
+                2e-2 * (1 + std::fabs(dq[iq])));
+    EXPECT_NEAR(dk[ik], finiteDiff(k, ik, loss),
+                2e-2 * (1 + std::fabs(dk[ik])));
+    EXPECT_NEAR(dv[iv], finiteDiff(v, iv, loss),
+                2e-2 * (1 + std::fabs(dv[iv])));
+  }
+}
+
+TEST(Attention, AlibiSlopesMatchBaichuan) {
+  for (int64_t heads : {1, 2, 3, 4, 6, 8, 12, 32, 40, 64, 80}) {
+    SCOPED_TRACE(testing::Message() << "heads " << heads);
+    std::vector<float> slopes(heads);
+    alibiSlopes(heads, slopes.data());
+    std::vector<double> ref = refAlibiSlopes(heads);
+    ASSERT_EQ(ref.size(), size_t(heads));
+    for (int64_t h = 0; h < heads; ++h)
+      EXPECT_NEAR(slopes[h], ref[h], 1e-7 * ref[h]) << "head " << h;
+  }
+  // Spelled out: 8 heads are 2^-1 .. 2^-8; 40 heads (Baichuan2-13B) are
+  // 2^(-(k+1)/4) for k < 32, then 2^(-(2m+1)/8).
+  std::vector<float> s8(8), s40(40);
+  alibiSlopes(8, s8.data());
+  alibiSlopes(40, s40.data());
+  for (int k = 0; k < 8; ++k)
+    EXPECT_EQ(s8[k], std::ldexp(1.0f, -(k + 1)));
+  EXPECT_FLOAT_EQ(s40[0], std::pow(2.0f, -0.25f));
+  EXPECT_FLOAT_EQ(s40[31], 1.0f / 256);
+  EXPECT_FLOAT_EQ(s40[32], std::pow(2.0f, -0.125f));
+  EXPECT_FLOAT_EQ(s40[39], std::pow(2.0f, -15.0f / 8));
+}
+
+/// ALiBi shapes: power-of-two and other head counts (40: Baichuan2-13B),
+/// GQA, every head dimension, ragged lengths.
+const AttnShape kAlibiShapes[] = {{1, 1, 1, 1, 64},     {2, 37, 4, 4, 64},
+                                  {1, 100, 40, 40, 32}, {1, 65, 3, 3, 128},
+                                  {2, 70, 6, 2, 64},    {1, 129, 8, 8, 32},
+                                  {1, 50, 12, 4, 128}};
+
+TEST(Attention, AlibiForwardAndBackwardMatchReference) {
+  for (const AttnShape &a : kAlibiShapes) {
+    SCOPED_TRACE(testing::Message() << "B" << a.B << " S" << a.S << " Hq"
+                                    << a.Hq << " Hkv" << a.Hkv << " D" << a.D);
+    auto q = randomVector(a.B * a.S * a.Hq * a.D, 40);
+    auto k = randomVector(a.B * a.S * a.Hkv * a.D, 41);
+    auto v = randomVector(a.B * a.S * a.Hkv * a.D, 42);
+    auto dout = randomVector(q.size(), 43);
+    float scale = 1.0f / std::sqrt(float(a.D));
+    std::vector<float> slopes(a.Hq);
+    alibiSlopes(a.Hq, slopes.data());
+    std::vector<double> rslopes(slopes.begin(), slopes.end());
+    std::vector<float> out(q.size()), lse(a.B * a.Hq * a.S);
+    ASSERT_EQ(attentionForward(a.B, a.S, a.Hq, a.Hkv, a.D, q.data(), k.data(),
+                               v.data(), scale, out.data(), lse.data(),
+                               slopes.data()),
+              0);
+    std::vector<double> rout, rlse;
+    refAttention(a, q, k, v, scale, rout, rlse, &rslopes);
+    expectClose(out, rout, kTol, "alibi out");
+    expectClose(lse, rlse, kTol, "alibi lse");
+    std::vector<float> dq(q.size()), dk(k.size()), dv(v.size());
+    ASSERT_EQ(attentionBackward(a.B, a.S, a.Hq, a.Hkv, a.D, q.data(), k.data(),
+                                v.data(), out.data(), dout.data(), lse.data(),
+                                scale, dq.data(), dk.data(), dv.data(),
+                                slopes.data()),
+              0);
+    std::vector<double> rdq, rdk, rdv;
+    refAttentionBackward(a, q, k, v, dout, scale, rdq, rdk, rdv, &rslopes);
+    expectClose(dq, rdq, kTol, "alibi dq");
+    expectClose(dk, rdk, kTol, "alibi dk");
+    expectClose(dv, rdv, kTol, "alibi dv");
+    // The bias changes the result: the plain kernel's output differs.
+    if (a.S > 1) {
+      std::vector<float> plain(q.size()), plainLse(lse.size());
+      ASSERT_EQ(attentionForward(a.B, a.S, a.Hq, a.Hkv, a.D, q.data(), k.data(),
+                                 v.data(), scale, plain.data(),
+                                 plainLse.data()),
+                0);
+      double maxDiff = 0;
+      for (size_t i = 0; i < out.size(); ++i)
+        maxDiff = std::max(maxDiff, double(std::fabs(out[i] - plain[i])));
+      EXPECT_GT(maxDiff, 1e-2);
+    }
+  }
+}
+
+TEST(Attention, AlibiBackwardMatchesFiniteDifferences) {
+  const AttnShape a{1, 33, 6, 3, 64};
+  auto q = randomVector(a.B * a.S * a.Hq * a.D, 50);
+  auto k = randomVector(a.B * a.S * a.Hkv * a.D, 51);
+  auto v = randomVector(a.B * a.S * a.Hkv * a.D, 52);
+  auto r = randomVector(q.size(), 53); // L = sum(out * r)
+  float scale = 1.0f / std::sqrt(float(a.D));
+  std::vector<float> slopes(a.Hq);
+  alibiSlopes(a.Hq, slopes.data());
+  std::vector<float> out(q.size()), lse(a.B * a.Hq * a.S);
+  auto loss = [&]() {
+    EXPECT_EQ(attentionForward(a.B, a.S, a.Hq, a.Hkv, a.D, q.data(), k.data(),
+                               v.data(), scale, out.data(), lse.data(),
+                               slopes.data()),
+              0);
+    return dot(out, r);
+  };
+  loss();
+  std::vector<float> dq(q.size()), dk(k.size()), dv(v.size());
+  ASSERT_EQ(attentionBackward(a.B, a.S, a.Hq, a.Hkv, a.D, q.data(), k.data(),
+                              v.data(), out.data(), r.data(), lse.data(), scale,
+                              dq.data(), dk.data(), dv.data(), slopes.data()),
+            0);
+  std::mt19937 gen(9);
   for (int trial = 0; trial < 12; ++trial) {
     size_t iq = gen() % q.size(), ik = gen() % k.size(), iv = gen() % v.size();
     EXPECT_NEAR(dq[iq], finiteDiff(q, iq, loss),

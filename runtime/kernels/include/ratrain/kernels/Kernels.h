@@ -97,6 +97,13 @@ int fromHalf(Half type, int64_t n, const uint16_t *src, float *dst);
 /// Head dimensions the attention kernels are built for: 32, 64 and 128.
 bool attentionSupportsHeadDim(int64_t headDim);
 
+/// The ALiBi slopes of a model with `heads` attention heads, as Baichuan2
+/// and BLOOM compute them (`_get_alibi_slopes` / `_get_interleave`): with n
+/// the largest power of two <= heads, head k < n gets 2^(-8 (k+1) / n) and
+/// head n + m gets 2^(-4 (2m+1) / n) (every other slope of 2n heads).
+///   slopes [heads]  overwritten
+void alibiSlopes(int64_t heads, float *slopes);
+
 /// Causal attention forward with GQA (Hq % Hkv == 0, query head h reads KV
 /// head h / (Hq / Hkv)).
 ///   q   [B*S, Hq*D]    k, v [B*S, Hkv*D]
@@ -104,18 +111,24 @@ bool attentionSupportsHeadDim(int64_t headDim);
 ///   lse [B, Hq, S]     overwritten; log-sum-exp of the scaled scores of
 ///                      each query row, saved for the backward pass
 /// scale is usually 1/sqrt(D). Save q, k, v, out and lse for backward.
+/// With `slopes` ([Hq], see alibiSlopes) the scores get the ALiBi bias
+///   score(h, i, j) = scale * q_i . k_j + slopes[h] * (j - i),  j <= i
+/// (Baichuan-13B, BLOOM; no rotary embedding then); null: no bias.
 int attentionForward(int64_t B, int64_t S, int64_t Hq, int64_t Hkv, int64_t D,
                      const float *q, const float *k, const float *v,
-                     float scale, float *out, float *lse);
+                     float scale, float *out, float *lse,
+                     const float *slopes = nullptr);
 
 /// Causal attention backward; recomputes the probabilities tile by tile
 /// from q, k and the saved lse (no S x S matrix is stored).
 ///   dout [B*S, Hq*D]    gradient of out
 ///   dq [B*S, Hq*D], dk, dv [B*S, Hkv*D]  overwritten
+/// `slopes` must be the forward's (ALiBi) or null.
 int attentionBackward(int64_t B, int64_t S, int64_t Hq, int64_t Hkv, int64_t D,
                       const float *q, const float *k, const float *v,
                       const float *out, const float *dout, const float *lse,
-                      float scale, float *dq, float *dk, float *dv);
+                      float scale, float *dq, float *dk, float *dv,
+                      const float *slopes = nullptr);
 
 //===----------------------------------------------------------------------===//
 // RMSNorm
