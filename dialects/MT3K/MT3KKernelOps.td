@@ -60,6 +60,13 @@ def MT3K_AttentionFwdOp : MT3K_InProgramOp<"attention_fwd"> {
     `seq == kv_seq`). `scale` defaults to `1/sqrt(head_dim)`. Rotary
     embeddings are applied beforehand (`mt3k.elementwise rope`).
 
+    `alibi` adds the ALiBi linear position bias of Baichuan-13B and BLOOM
+    instead: `mask[h, i, j] = slope_h * (j - i)` for `j <= i`, with the
+    slopes of `heads` heads as those models compute them (`2^(-8 (k+1) / n)`
+    for the largest power of two `n <= heads`, then every other slope of
+    `2n` heads for the rest; `ratrain::kernels::alibiSlopes`). `lse`
+    includes the bias.
+
     ```mlir
     mt3k.attention_fwd %q, %k, %v -> %o, %lse causal
         : !mt3k.buffer<ddr, 1x4096x32x128xbf16>, !mt3k.buffer<ddr, 1x4096x8x128xbf16>,
@@ -72,10 +79,11 @@ def MT3K_AttentionFwdOp : MT3K_InProgramOp<"attention_fwd"> {
                        Arg<MT3K_FloatBufferOfRank<4>, "values", [MemRead]>:$v,
                        Arg<MT3K_FloatBufferOfRank<4>, "output", [MemWrite]>:$o,
                        Arg<MT3K_F32BufferOfRank<3>, "log-sum-exp", [MemWrite]>:$lse,
-                       UnitAttr:$causal, OptionalAttr<F64Attr>:$scale);
+                       UnitAttr:$causal, UnitAttr:$alibi,
+                       OptionalAttr<F64Attr>:$scale);
   let assemblyFormat = [{
-    $q `,` $k `,` $v `->` $o `,` $lse (`causal` $causal^)? (`scale` $scale^)?
-    attr-dict `:` qualified(type($q)) `,` qualified(type($k)) `,`
+    $q `,` $k `,` $v `->` $o `,` $lse (`causal` $causal^)? (`alibi` $alibi^)?
+    (`scale` $scale^)? attr-dict `:` qualified(type($q)) `,` qualified(type($k)) `,`
     qualified(type($v)) `->` qualified(type($o)) `,` qualified(type($lse))
   }];
   let hasVerifier = 1;
@@ -88,8 +96,8 @@ def MT3K_AttentionBwdOp : MT3K_InProgramOp<"attention_bwd"> {
     gradient `do` and the saved `lse`, writes the gradients `dq`, `dk`, `dv`
     (each of the type of its input). The attention probabilities are
     recomputed from `lse` tile by tile (flash-attention backward); `dk` and
-    `dv` sum the contributions of all query heads of a group. `causal` and
-    `scale` must match the forward call.
+    `dv` sum the contributions of all query heads of a group. `causal`,
+    `alibi` and `scale` must match the forward call.
 
     ```mlir
     mt3k.attention_bwd %q, %k, %v, %o, %do, %lse -> %dq, %dk, %dv causal
@@ -106,10 +114,11 @@ def MT3K_AttentionBwdOp : MT3K_InProgramOp<"attention_bwd"> {
                        Arg<MT3K_FloatBufferOfRank<4>, "query gradient", [MemWrite]>:$dq,
                        Arg<MT3K_FloatBufferOfRank<4>, "key gradient", [MemWrite]>:$dk,
                        Arg<MT3K_FloatBufferOfRank<4>, "value gradient", [MemWrite]>:$dv,
-                       UnitAttr:$causal, OptionalAttr<F64Attr>:$scale);
+                       UnitAttr:$causal, UnitAttr:$alibi,
+                       OptionalAttr<F64Attr>:$scale);
   let assemblyFormat = [{
     $q `,` $k `,` $v `,` $o `,` $d_o `,` $lse `->` $dq `,` $dk `,` $dv
-    (`causal` $causal^)? (`scale` $scale^)? attr-dict
+    (`causal` $causal^)? (`alibi` $alibi^)? (`scale` $scale^)? attr-dict
     `:` qualified(type($q)) `,` qualified(type($k)) `,` qualified(type($v))
     `,` qualified(type($o)) `,` qualified(type($d_o)) `,` qualified(type($lse))
     `->` qualified(type($dq)) `,` qualified(type($dk)) `,` qualified(type($dv))

@@ -297,7 +297,7 @@ LogicalResult Converter::convertOp(Operation *op) {
     call(loc, "ratrain_emit::attentionFwd", Type(),
          {t(attn.getQ()), t(attn.getK()), t(attn.getV()), t(attn.getO()),
           t(attn.getLse()), i64(q[0]), i64(q[1]), i64(q[2]), i64(kv[2]),
-          i64(q[3]), f64(scale)});
+          i64(q[3]), f64(scale), boolean(attn.getAlibi())});
     return success();
   }
   if (auto attn = dyn_cast<AttentionBwdOp>(op)) {
@@ -310,7 +310,7 @@ LogicalResult Converter::convertOp(Operation *op) {
          {t(attn.getQ()), t(attn.getK()), t(attn.getV()), t(attn.getO()),
           t(attn.getDO()), t(attn.getLse()), t(attn.getDq()), t(attn.getDk()),
           t(attn.getDv()), i64(q[0]), i64(q[1]), i64(q[2]), i64(kv[2]),
-          i64(q[3]), f64(scale)});
+          i64(q[3]), f64(scale), boolean(attn.getAlibi())});
     return success();
   }
   if (auto norm = dyn_cast<RMSNormFwdOp>(op)) {

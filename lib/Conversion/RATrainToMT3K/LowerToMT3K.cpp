@@ -69,6 +69,12 @@ struct Dims {
   int64_t vocab = 0, qDim = 0, kvDim = 0;
   int64_t microBatches = 1;
   bool qkvBias = false;
+  /// ALiBi position bias in attention instead of rotary embeddings
+  /// (Baichuan2-13B).
+  bool alibi = false;
+  /// Baichuan: q, k, v are one packed `self_attn.W_pack.weight`
+  /// ([qDim + 2 kvDim, h], rows q then k then v), as in HF checkpoints.
+  bool packedQkv = false;
 };
 
 /// The tensors of a model layer in the order they sit in its flat view,
@@ -94,9 +100,16 @@ SmallVector<ParamTensor> layerTensors(LayerOp layer, const Dims &dims) {
   case LayerKind::Decoder: {
     std::string p = llvm::formatv("model.layers.{0}.", layer.getIndex() - 1);
     add(p + "input_layernorm.weight", {h}, mt::InitKind::ones);
-    add(p + "self_attn.q_proj.weight", {dims.qDim, h}, mt::InitKind::normal);
-    add(p + "self_attn.k_proj.weight", {dims.kvDim, h}, mt::InitKind::normal);
-    add(p + "self_attn.v_proj.weight", {dims.kvDim, h}, mt::InitKind::normal);
+    if (dims.packedQkv) {
+      // The same rows as q_proj, k_proj, v_proj one after the other; the
+      // kernels read them as three views (StageLowering::weights).
+      add(p + "self_attn.W_pack.weight", {dims.qDim + 2 * dims.kvDim, h},
+          mt::InitKind::normal);
+    } else {
+      add(p + "self_attn.q_proj.weight", {dims.qDim, h}, mt::InitKind::normal);
+      add(p + "self_attn.k_proj.weight", {dims.kvDim, h}, mt::InitKind::normal);
+      add(p + "self_attn.v_proj.weight", {dims.kvDim, h}, mt::InitKind::normal);
+    }
     if (dims.qkvBias) {
       add(p + "self_attn.q_proj.bias", {dims.qDim}, mt::InitKind::zeros);
       add(p + "self_attn.k_proj.bias", {dims.kvDim}, mt::InitKind::zeros);
@@ -297,6 +310,9 @@ private:
     SmallVector<Value> tensors; ///< in layerTensors order, shaped
     Value get(StringRef suffix) const;
     const SmallVector<ParamTensor> *names = nullptr;
+    /// Views inside a packed tensor by the name of the tensor they stand
+    /// for (Baichuan's W_pack: q_proj, k_proj and v_proj).
+    SmallVector<std::pair<std::string, Value>, 3> views;
   };
   LayerWeights weights(Value flat, int64_t layer, Type type);
   struct DecoderActs {
@@ -619,6 +635,9 @@ Value StageLowering::matrix(Value buffer, int64_t cols) {
 //===----------------------------------------------------------------------===//
 
 Value StageLowering::LayerWeights::get(StringRef suffix) const {
+  for (const auto &[name, value] : views)
+    if (StringRef(name).ends_with(suffix))
+      return value;
   for (auto [tensor, value] : llvm::zip_equal(*names, tensors))
     if (StringRef(tensor.name).ends_with(suffix))
       return value;
@@ -633,8 +652,21 @@ StageLowering::LayerWeights StageLowering::weights(Value flat, int64_t layer,
     it->second = layerTensors(layerOp(layer), dims);
   const SmallVector<ParamTensor> &tensors = it->second;
   result.names = &tensors;
-  for (const ParamTensor &tensor : tensors)
+  for (const ParamTensor &tensor : tensors) {
     result.tensors.push_back(tensorOf(flat, tensor, type));
+    if (!StringRef(tensor.name).ends_with("self_attn.W_pack.weight"))
+      continue;
+    // W_pack rows: q [0, qDim), k [qDim, qDim + kvDim), v after.
+    int64_t h = dims.hidden, offset = tensor.offset;
+    for (auto [name, rows] :
+         {std::pair<StringRef, int64_t>{"q_proj.weight", dims.qDim},
+          {"k_proj.weight", dims.kvDim},
+          {"v_proj.weight", dims.kvDim}}) {
+      ParamTensor view{name.str(), {rows, h}, tensor.init, offset};
+      result.views.emplace_back(name.str(), tensorOf(flat, view, type));
+      offset += rows * h;
+    }
+  }
   return result;
 }
 
@@ -746,10 +778,14 @@ void StageLowering::emitDecoderForward(const LayerWeights &w,
   if (src)
     copy(src, a.x);
   rmsnormFwd(a.x, w.get("input_layernorm.weight"), a.xn1, a.rstd1);
-  // Projections; rotary embedding of q and k into the stored q, k.
-  Value qpre = scratch("scratch.r1", r1Off, {T, dims.qDim}, elem);
-  Value kpre = scratch("scratch.r1", r1Off + T * dims.qDim * elemBytes(),
-                       {T, dims.kvDim}, elem);
+  // Projections; rotary embedding of q and k into the stored q, k (ALiBi:
+  // the projections are the stored q, k).
+  Value qpre =
+      dims.alibi ? a.q2 : scratch("scratch.r1", r1Off, {T, dims.qDim}, elem);
+  Value kpre = dims.alibi
+                   ? a.k2
+                   : scratch("scratch.r1", r1Off + T * dims.qDim * elemBytes(),
+                             {T, dims.kvDim}, elem);
   gemm(a.xn1, w.get("q_proj.weight"), qpre, false, true, false);
   gemm(a.xn1, w.get("k_proj.weight"), kpre, false, true, false);
   gemm(a.xn1, w.get("v_proj.weight"), a.v2, false, true, false);
@@ -764,11 +800,15 @@ void StageLowering::emitDecoderForward(const LayerWeights &w,
   }
   Value qpre4 = slot(qpre, 0, {B, S, dims.heads, dims.headDim}, elem);
   Value kpre4 = slot(kpre, 0, {B, S, dims.kvHeads, dims.headDim}, elem);
-  elementwise(mt::ElementwiseKind::rope, {qpre4}, {a.q4}, theta);
-  elementwise(mt::ElementwiseKind::rope, {kpre4}, {a.k4}, theta);
+  // ALiBi: positions enter as the attention's bias instead.
+  if (!dims.alibi) {
+    elementwise(mt::ElementwiseKind::rope, {qpre4}, {a.q4}, theta);
+    elementwise(mt::ElementwiseKind::rope, {kpre4}, {a.k4}, theta);
+  }
   resolve({a.q4, a.k4, a.v4}, {a.o4, a.lse});
   mt::AttentionFwdOp::create(b, loc, a.q4, a.k4, a.v4, a.o4, a.lse,
-                             /*causal=*/true, b.getF64FloatAttr(scale));
+                             /*causal=*/true, /*alibi=*/dims.alibi,
+                             b.getF64FloatAttr(scale));
   // Output projection with the residual: x2 = x + o Wo^T.
   copy(a.x, a.x2);
   gemm(a.o2, w.get("o_proj.weight"), a.x2, false, true, true);
@@ -847,10 +887,17 @@ void StageLowering::emitDecoderBackward(const LayerWeights &w,
   gemm(dres, a.o2, g.get("o_proj.weight"), true, false, acc);
   resolve({a.q4, a.k4, a.v4, a.o4, dO4, a.lse}, {dq4, dk4, dv4});
   mt::AttentionBwdOp::create(b, loc, a.q4, a.k4, a.v4, a.o4, dO4, a.lse, dq4,
-                             dk4, dv4, /*causal=*/true,
+                             dk4, dv4, /*causal=*/true, /*alibi=*/dims.alibi,
                              b.getF64FloatAttr(scale));
-  elementwise(mt::ElementwiseKind::rope_bwd, {dq4}, {dqpre4}, theta);
-  elementwise(mt::ElementwiseKind::rope_bwd, {dk4}, {dkpre4}, theta);
+  if (dims.alibi) {
+    // No rotary embedding to undo; dq, dk move out of R1, which dxn1
+    // overwrites.
+    copy(dq4, dqpre4);
+    copy(dk4, dkpre4);
+  } else {
+    elementwise(mt::ElementwiseKind::rope_bwd, {dq4}, {dqpre4}, theta);
+    elementwise(mt::ElementwiseKind::rope_bwd, {dk4}, {dkpre4}, theta);
+  }
   gemm(dqpre, w.get("q_proj.weight"), dxn1, false, false, false);
   gemm(dkpre, w.get("k_proj.weight"), dxn1, false, false, true);
   gemm(dv2, w.get("v_proj.weight"), dxn1, false, false, true);
@@ -1468,14 +1515,6 @@ struct LowerToMT3KPass
 LogicalResult checkSupported(PipelineOp pipeline, ModelOp model) {
   PlanAttr plan = pipeline.getPlan();
   ModelConfig config = model.toModelConfig();
-  if (model.getPositions() != PositionEncodingKind::Rope)
-    return pipeline.emitOpError("cannot be lowered: model @")
-           << model.getSymName()
-           << " uses ALiBi positions; the mt3k kernels implement RoPE";
-  if (model.getFamily() == "baichuan")
-    return pipeline.emitOpError("cannot be lowered: model @")
-           << model.getSymName()
-           << " is a Baichuan model (packed W_pack projection, ALiBi)";
   if (model.getTieEmbeddings())
     return pipeline.emitOpError("cannot be lowered: model @")
            << model.getSymName()
@@ -1534,11 +1573,13 @@ void LowerToMT3KPass::runOnOperation() {
   dims.qDim = dims.heads * dims.headDim;
   dims.kvDim = config.kvDim();
   dims.qkvBias = config.qkvBias;
+  dims.alibi = config.positions == PositionEncoding::Alibi;
+  dims.packedQkv = config.family == ModelFamily::Baichuan;
   dims.microBatches = plan.getMicroBatches();
   Type elem = model->getDtype();
 
-  // Every layer's tensors add up to its parameter count (Baichuan, whose
-  // packed projection differs, is rejected above).
+  // Every layer's tensors add up to its parameter count (Baichuan's W_pack
+  // holds exactly q_proj, k_proj and v_proj).
   for (LayerOp layer : model->getLayers()) {
     int64_t total = 0;
     for (const ParamTensor &tensor : layerTensors(layer, dims))

@@ -214,13 +214,15 @@ class Runner:
         if m:
             self.rmsnorm_bwd(mach, *[R(m.group(i)) for i in range(1, 7)], bool(m.group(7)))
             return True
-        m = re.match(r"mt3k\.attention_fwd (%\w+), (%\w+), (%\w+) -> (%\w+), (%\w+) causal scale (\S+)", line)
+        m = re.match(r"mt3k\.attention_fwd (%\w+), (%\w+), (%\w+) -> (%\w+), (%\w+) causal( alibi)? scale (\S+)", line)
         if m:
-            self.attention_fwd(mach, *[R(m.group(i)) for i in range(1, 6)], float(m.group(6)))
+            self.attention_fwd(mach, *[R(m.group(i)) for i in range(1, 6)], float(m.group(7)),
+                               bool(m.group(6)))
             return True
-        m = re.match(r"mt3k\.attention_bwd (%\w+), (%\w+), (%\w+), (%\w+), (%\w+), (%\w+) -> (%\w+), (%\w+), (%\w+) causal scale (\S+)", line)
+        m = re.match(r"mt3k\.attention_bwd (%\w+), (%\w+), (%\w+), (%\w+), (%\w+), (%\w+) -> (%\w+), (%\w+), (%\w+) causal( alibi)? scale (\S+)", line)
         if m:
-            self.attention_bwd(mach, *[R(m.group(i)) for i in range(1, 10)], float(m.group(10)))
+            self.attention_bwd(mach, *[R(m.group(i)) for i in range(1, 10)], float(m.group(11)),
+                               bool(m.group(10)))
             return True
         m = re.match(r"mt3k\.elementwise (\w+) ins\((.*?) :.*?\) outs\((.*?) :.*?\)(?: theta (\S+))?(?: scale (\S+))?$", line)
         if m:
@@ -349,10 +351,26 @@ class Runner:
         b, s, h, d = ref.shape
         return b, s, h, d
 
-    def attention_fwd(self, mach, q, k, v, o, lse, scale):
+    @staticmethod
+    def alibi_slopes(heads):
+        """Baichuan2's _get_alibi_slopes: _get_interleave(n) for the largest
+        power of two n <= heads, then every other slope of 2n heads."""
+        def interleave(n):
+            start = 2 ** (-(2 ** -(math.log2(n) - 3)))
+            return [start * start ** i for i in range(n)]
+        n = 2 ** math.floor(math.log2(heads))
+        return (interleave(n) + interleave(2 * n)[0::2])[:heads]
+
+    def bias(self, alibi, H):
+        """The score bias of head h, query i, key j (ALiBi or none)."""
+        slopes = self.alibi_slopes(H) if alibi else [0.0] * H
+        return lambda h, i, j: slopes[h] * (j - i)
+
+    def attention_fwd(self, mach, q, k, v, o, lse, scale, alibi=False):
         Q, K, V = mach.read(q), mach.read(k), mach.read(v)
         B, S, H, D = q.shape
         HK = k.shape[2]
+        bias = self.bias(alibi, H)
         O, L = [0.0] * len(Q), [0.0] * (B * H * S)
         qi = lambda b, s, h, d: ((b * S + s) * H + h) * D + d
         ki = lambda b, s, h, d: ((b * S + s) * HK + h) * D + d
@@ -361,7 +379,7 @@ class Runner:
                 g = h // (H // HK)
                 for i in range(S):
                     sc = [scale * sum(Q[qi(b, i, h, d)] * K[ki(b, j, g, d)] for d in range(D))
-                          for j in range(i + 1)]
+                          + bias(h, i, j) for j in range(i + 1)]
                     mx = max(sc)
                     z = sum(math.exp(x - mx) for x in sc)
                     L[(b * H + h) * S + i] = mx + math.log(z)
@@ -371,10 +389,11 @@ class Runner:
         mach.write(o, O)
         mach.write(lse, L)
 
-    def attention_bwd(self, mach, q, k, v, o, do, lse, dq, dk, dv, scale):
+    def attention_bwd(self, mach, q, k, v, o, do, lse, dq, dk, dv, scale, alibi=False):
         Q, K, V, O, DO, L = (mach.read(r) for r in (q, k, v, o, do, lse))
         B, S, H, D = q.shape
         HK = k.shape[2]
+        bias = self.bias(alibi, H)
         DQ, DK, DV = [0.0] * len(Q), [0.0] * len(K), [0.0] * len(V)
         qi = lambda b, s, h, d: ((b * S + s) * H + h) * D + d
         ki = lambda b, s, h, d: ((b * S + s) * HK + h) * D + d
@@ -383,7 +402,8 @@ class Runner:
                 g = h // (H // HK)
                 for i in range(S):
                     l = L[(b * H + h) * S + i]
-                    p = [math.exp(scale * sum(Q[qi(b, i, h, d)] * K[ki(b, j, g, d)] for d in range(D)) - l)
+                    p = [math.exp(scale * sum(Q[qi(b, i, h, d)] * K[ki(b, j, g, d)] for d in range(D))
+                                  + bias(h, i, j) - l)
                          for j in range(i + 1)]
                     delta = sum(DO[qi(b, i, h, d)] * O[qi(b, i, h, d)] for d in range(D))
                     for j in range(i + 1):

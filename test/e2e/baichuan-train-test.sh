@@ -1,0 +1,59 @@
+#!/bin/sh
+# baichuan-train-test.sh MPIEXEC NP PROGRAM TOKENS STEPS CKPT_TOOL LAYERS
+# Trains an emitted Baichuan program for STEPS steps on NP ranks, saving a
+# checkpoint at the end, and checks that
+#  - it exits 0 and every step logged a finite loss;
+#  - the loss fell: the mean of the last 5 steps is below the first step's;
+#  - the checkpoint verifies, and its tensors carry Baichuan's HF names:
+#    model.layers.N.self_attn.W_pack.weight for each of the LAYERS decoder
+#    layers, and no q_proj / k_proj / v_proj.
+set -eu
+if [ $# -ne 7 ]; then
+  echo "error: baichuan-train-test.sh: expected MPIEXEC NP PROGRAM TOKENS" \
+       "STEPS CKPT_TOOL LAYERS, got $# arguments" >&2
+  exit 2
+fi
+mpiexec=$1 np=$2 program=$3 tokens=$4 steps=$5 ckpt_tool=$6 layers=$7
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export RATRAIN_PROGRESS_LINE=never
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+fail() {
+  echo "FAIL: $*"
+  exit 1
+}
+status=0
+timeout 500 "$mpiexec" -np "$np" --oversubscribe "$program" --data "$tokens" \
+  --steps "$steps" --log "$dir/steps.jsonl" --ckpt "$dir/ckpt" \
+  --save-every "$steps" >"$dir/out.txt" 2>&1 || status=$?
+cat "$dir/out.txt"
+[ "$status" -eq 0 ] || fail "the program exited with status $status"
+# {"elapsed_s":...,"loss":5.517293,...}: loss is null when not finite.
+losses=$(sed -n 's/.*"loss":\([^,}]*\).*/\1/p' "$dir/steps.jsonl")
+count=$(printf '%s\n' "$losses" | grep -c -E '^-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$' || true)
+[ "$count" -eq "$steps" ] || fail "expected $steps finite losses, got: $losses"
+echo "losses: $(echo $losses)"
+printf '%s\n' "$losses" | awk -v steps="$steps" '
+  NR == 1 { first = $1 }
+  NR > steps - 5 { tail += $1; n++ }
+  END {
+    last = tail / n
+    printf "loss: first %.4f, mean of the last %d %.4f\n", first, n, last
+    exit !(last < first)
+  }' || fail "the loss did not fall"
+
+"$ckpt_tool" verify "$dir/ckpt" || fail "ratrain-ckpt verify rejects the checkpoint"
+: >"$dir/names.txt"
+for f in $(find "$dir/ckpt" -name '*.safetensors' | sort); do
+  "$ckpt_tool" list "$f" >>"$dir/names.txt" || fail "ratrain-ckpt list $f"
+done
+layer=0
+while [ "$layer" -lt "$layers" ]; do
+  grep -q "model\.layers\.$layer\.self_attn\.W_pack\.weight" "$dir/names.txt" ||
+    fail "the checkpoint has no model.layers.$layer.self_attn.W_pack.weight"
+  layer=$((layer + 1))
+done
+if grep -E 'q_proj|k_proj|v_proj' "$dir/names.txt"; then
+  fail "the checkpoint names separate q/k/v projections"
+fi
+echo "PASS: $steps steps, loss fell, W_pack in the checkpoint"

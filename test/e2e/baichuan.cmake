@@ -1,0 +1,32 @@
+# Baichuan models (docs/lowering.md, "Baichuan"): the tiny Baichuan
+# (examples/models/tiny-baichuan.json: ALiBi attention, packed W_pack
+# projection) on two clusters (the planner picks pp 1 x dp 2, ZeRO-1) is
+# lowered, emitted, compiled and trained on the corpus; the loss must fall
+# and the checkpoint must hold the HF names (self_attn.W_pack.weight).
+# Included from test/e2e/CMakeLists.txt after emit-cpp.cmake.
+if(NOT COMMAND ratrain_add_emitted_program OR NOT TARGET ratrain-corpus OR
+   NOT TARGET ratrain-ckpt)
+  return()
+endif()
+
+set(RATRAIN_BAICHUAN_STEPS 30 CACHE STRING
+    "steps of the tiny Baichuan's training test")
+
+ratrain_add_emitted_program(ratrain-emit-tiny-baichuan
+  MODEL ${PROJECT_SOURCE_DIR}/examples/models/tiny-baichuan.json
+  MACHINE ${PROJECT_SOURCE_DIR}/examples/machines/host.yaml
+  PLAN "clusters=2 global-batch=8")
+add_test(NAME e2e.emit.tiny-baichuan.compile
+  COMMAND ${CMAKE_COMMAND} --build ${CMAKE_BINARY_DIR}
+          --target ratrain-emit-tiny-baichuan ratrain-corpus ratrain-ckpt)
+set_tests_properties(e2e.emit.tiny-baichuan.compile PROPERTIES TIMEOUT 600
+  LABELS "e2e" FIXTURES_SETUP ratrain-emit-tiny-baichuan
+  RESOURCE_LOCK ratrain-build-tree)
+add_test(NAME e2e.emit.tiny-baichuan.train
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/baichuan-train-test.sh
+          ${MPIEXEC_EXECUTABLE} 2 $<TARGET_FILE:ratrain-emit-tiny-baichuan>
+          ${RATRAIN_CORPUS_TOKENS} ${RATRAIN_BAICHUAN_STEPS}
+          $<TARGET_FILE:ratrain-ckpt> 4)
+set_tests_properties(e2e.emit.tiny-baichuan.train PROPERTIES TIMEOUT 600
+  LABELS "e2e;mpi" PROCESSORS 2
+  FIXTURES_REQUIRED ratrain-emit-tiny-baichuan)
