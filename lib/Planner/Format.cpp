@@ -117,17 +117,18 @@ void ratrain::printPlanTable(llvm::raw_ostream &os,
 void ratrain::printStageBreakdown(llvm::raw_ostream &os, const Plan &plan,
                                   int64_t capBytes) {
   os << llvm::formatv("{0,5} {1,6} {2,-9} {3,9} {4,9} {5,9} {6,9} {7,9} "
-                      "{8,9} {9,9} {10,9} {11,9} {12,9} {13,9} {14,9} {15,5} "
-                      "{16,9}\n",
+                      "{8,9} {9,9} {10,9} {11,9} {12,9} {13,9} {14,9} {15,9} "
+                      "{16,9} {17,9} {18,5} {19,9}\n",
                       "stage", "layers", "recompute", "views", "master",
                       "optim", "grads", "activ", "recomp", "emb/head",
-                      "workspace", "comm", "optim-ws", "offl-win", "total",
-                      "fits", "offloaded");
+                      "workspace", "comm", "optim-ws", "offl-win", "layer-tmp",
+                      "outbox", "zero-shd", "total", "fits", "offloaded");
   for (const StageMemory &m : plan.memory) {
     const StageLayers &layers = plan.config.stages[m.stage];
     os << llvm::formatv(
         "{0,5} {1,6} {2,-9} {3,9} {4,9} {5,9} {6,9} {7,9} {8,9} {9,9} "
-        "{10,9} {11,9} {12,9} {13,9} {14,9} {15,5} {16,9}\n",
+        "{10,9} {11,9} {12,9} {13,9} {14,9} {15,9} {16,9} {17,9} {18,5} "
+        "{19,9}\n",
         m.stage, layers.numLayers,
         stringifyRecomputePolicy(plan.config.recompute[m.stage]),
         formatBytes(m.parameterViews), formatBytes(m.masterWeights),
@@ -135,8 +136,10 @@ void ratrain::printStageBreakdown(llvm::raw_ostream &os, const Plan &plan,
         formatBytes(m.activations), formatBytes(m.recomputeBuffer),
         formatBytes(m.embeddingHeadActivations), formatBytes(m.kernelWorkspace),
         formatBytes(m.communicationBuffers), formatBytes(m.optimizerWorkspace),
-        formatBytes(m.offloadWindow), formatBytes(m.total()),
-        m.total() <= capBytes ? "yes" : "NO", formatBytes(m.offloadedBytes));
+        formatBytes(m.offloadWindow), formatBytes(m.layerTemporaries),
+        formatBytes(m.outgoingMessages), formatBytes(m.zeroShards),
+        formatBytes(m.total()), m.total() <= capBytes ? "yes" : "NO",
+        formatBytes(m.offloadedBytes));
   }
 }
 
@@ -184,6 +187,9 @@ void ratrain::printPlanJSON(llvm::raw_ostream &os, const PlanResult &result) {
                                  m.communicationBuffers);
                   json.attribute("optimizer_workspace", m.optimizerWorkspace);
                   json.attribute("offload_window", m.offloadWindow);
+                  json.attribute("layer_temporaries", m.layerTemporaries);
+                  json.attribute("outgoing_messages", m.outgoingMessages);
+                  json.attribute("zero_shards", m.zeroShards);
                   json.attribute("total", m.total());
                 });
                 json.attribute("offloaded_bytes", m.offloadedBytes);

@@ -173,6 +173,85 @@ static int64_t scaleToDType(const ModelConfig &model, int64_t bytes16) {
   return bytes16 * int64_t(getDTypeBytes(model.dtype)) / 2;
 }
 
+LayerShape LayerShape::of(const ModelConfig &model, int64_t microBatchSize) {
+  LayerShape shape;
+  shape.tokens = model.seqLen * microBatchSize;
+  shape.hidden = model.hidden;
+  shape.heads = model.numHeads;
+  shape.qDim = model.numHeads * model.headDim();
+  shape.kvDim = model.kvDim();
+  shape.ffn = model.ffnHidden;
+  shape.qkvBias = model.qkvBias;
+  return shape;
+}
+
+namespace {
+/// Bump allocation of aligned slots.
+struct Slots {
+  int64_t alignment;
+  int64_t size = 0;
+  int64_t take(int64_t bytes) {
+    int64_t offset = alignBytes(size, alignment);
+    size = offset + bytes;
+    return offset;
+  }
+};
+} // namespace
+
+DecoderActivationLayout ratrain::decoderActivationLayout(const LayerShape &d,
+                                                         int64_t w,
+                                                         int64_t available,
+                                                         int64_t alignment) {
+  DecoderActivationLayout l;
+  Slots a{alignment};
+  int64_t T = d.tokens;
+  l.x = a.take(T * d.hidden * w);
+  l.xn1 = a.take(T * d.hidden * w);
+  l.q = a.take(T * d.qDim * w);
+  l.k = a.take(T * d.kvDim * w);
+  l.v = a.take(T * d.kvDim * w);
+  l.o = a.take(T * d.qDim * w);
+  l.x2 = a.take(T * d.hidden * w);
+  l.xn2 = a.take(T * d.hidden * w);
+  l.gate = a.take(T * d.ffn * w);
+  l.up = a.take(T * d.ffn * w);
+  l.rstd1 = a.take(T * 4);
+  l.rstd2 = a.take(T * 4);
+  l.lse = a.take(T * d.heads * 4);
+  Slots withHact = a;
+  int64_t hact = withHact.take(T * d.ffn * w);
+  if (withHact.size <= available) {
+    l.hact = hact;
+    l.bytes = withHact.size;
+  } else {
+    l.bytes = a.size;
+  }
+  return l;
+}
+
+LoweringScratch LoweringScratch::of(const LayerShape &d, int64_t E) {
+  int64_t T = d.tokens;
+  LoweringScratch s;
+  s.stream = T * d.hidden * E;
+  s.ones = d.qkvBias ? T * E : 0;
+  s.r1 = std::max({T * d.ffn, T * (d.qDim + 2 * d.kvDim), T * d.hidden}) * E;
+  s.r2 = T * d.hidden * E;
+  s.w = std::max(2 * T * d.ffn, T * (2 * d.qDim + d.kvDim)) * E;
+  s.message = T * d.hidden * E;
+  return s;
+}
+
+ZeroShardSizes ZeroShardSizes::of(int64_t layerParams, int64_t dataParallel,
+                                  int64_t elemBytes) {
+  int64_t n = layerParams / std::max<int64_t>(dataParallel, 1);
+  ZeroShardSizes sizes;
+  sizes.gradShard = n * elemBytes;
+  sizes.viewShard = n * elemBytes;
+  // An FP32 model's assigned master is its view; the shard is separate.
+  sizes.masterShard = elemBytes >= 4 ? n * 4 : 0;
+  return sizes;
+}
+
 int64_t ratrain::layerActivationBytes(const ModelConfig &model,
                                       int64_t microBatchSize,
                                       RecomputePolicy policy,
@@ -180,15 +259,24 @@ int64_t ratrain::layerActivationBytes(const ModelConfig &model,
   int64_t s = model.seqLen, b = microBatchSize, h = model.hidden,
           a = model.numHeads;
   int64_t sbh = s * b * h;
+  // What the lowering stores of a layer kept for backward (no hact): more
+  // than 34sbh for a SwiGLU FFN wider than ~3.3h with narrow K/V.
+  auto stored = [&] {
+    return decoderActivationLayout(LayerShape::of(model, microBatchSize),
+                                   getDTypeBytes(model.dtype),
+                                   /*available=*/0)
+        .bytes;
+  };
   switch (policy) {
   case RecomputePolicy::None:
     // sbh(34 + 5as/h) = 34sbh + 5as^2b; fused attention keeps FP32 row
     // statistics (4asb) instead of the scores.
     if (options.fusedAttention)
-      return scaleToDType(model, 34 * sbh) + 4 * a * s * b;
-    return scaleToDType(model, 34 * sbh + 5 * a * s * s * b);
+      return std::max(scaleToDType(model, 34 * sbh) + 4 * a * s * b, stored());
+    return std::max(scaleToDType(model, 34 * sbh + 5 * a * s * s * b),
+                    stored());
   case RecomputePolicy::Selective:
-    return scaleToDType(model, 34 * sbh);
+    return std::max(scaleToDType(model, 34 * sbh), stored());
   case RecomputePolicy::Full:
     return scaleToDType(model, 2 * sbh);
   }
@@ -358,6 +446,48 @@ StageMemory ratrain::computeStageMemory(
   if (pipelineStages > 1)
     mem.communicationBuffers += 4 * sb * h * w;
 
+  // What --ratrain-lower-to-mt3k appends to the assigned arena (the region
+  // sizes come from the same functions; see LowerToMT3K.cpp, "The lowering
+  // scratch area"): the arena's round-up to the alignment, the layer
+  // kernels' temporaries, the full-recompute forward layout (without the
+  // SwiGLU output, which goes to scratch.w), the outboxes
+  // and the ZeRO shards.
+  const int64_t A = kLoweringAlignment;
+  LayerShape shape = LayerShape::of(model, microBatchSize);
+  LoweringScratch scratch = LoweringScratch::of(shape, w);
+  mem.layerTemporaries = A + alignBytes(scratch.stream, A) +
+                         alignBytes(scratch.ones, A) +
+                         alignBytes(scratch.r1, A) + alignBytes(scratch.r2, A);
+  if (mem.kernelWorkspace < scratch.w)
+    mem.layerTemporaries += alignBytes(scratch.w, A);
+  if (recompute == RecomputePolicy::Full)
+    mem.layerTemporaries +=
+        alignBytes(decoderActivationLayout(shape, w, /*available=*/0).bytes, A);
+  int64_t sendsPerDirection = numMicroBatches;
+  int64_t slots = (last ? 0 : outboxSlots(sendsPerDirection)) +
+                  (first ? 0 : outboxSlots(sendsPerDirection));
+  mem.outgoingMessages = slots * alignBytes(scratch.message, A);
+  if (zero >= ZeroStage::Optimizer) {
+    // One item per owned layer, the embedding and the head (with its own
+    // copy of a tied embedding). ZeRO-2 under the layer-level lifecycle
+    // counts the gradient shards in `gradients` (assigned buffers).
+    llvm::SmallVector<int64_t> items(layers.numLayers, model.paramsPerLayer());
+    if (first)
+      items.push_back(model.embeddingParams());
+    if (last)
+      items.push_back(model.headParams() +
+                      (model.tieEmbeddings && pipelineStages > 1
+                           ? model.embeddingParams()
+                           : 0));
+    for (int64_t itemParams : items) {
+      ZeroShardSizes shards = ZeroShardSizes::of(itemParams, d, w);
+      if (!zero2)
+        mem.zeroShards += alignBytes(shards.gradShard, A);
+      mem.zeroShards +=
+          alignBytes(shards.viewShard, A) + alignBytes(shards.masterShard, A);
+    }
+  }
+
   return mem;
 }
 
@@ -391,5 +521,8 @@ std::vector<std::pair<llvm::StringRef, int64_t>> StageMemory::fields() const {
           {"kernel workspace", kernelWorkspace},
           {"communication buffers", communicationBuffers},
           {"optimizer workspace", optimizerWorkspace},
-          {"offload window", offloadWindow}};
+          {"offload window", offloadWindow},
+          {"layer temporaries", layerTemporaries},
+          {"outgoing messages", outgoingMessages},
+          {"ZeRO shards", zeroShards}};
 }

@@ -226,22 +226,34 @@ public:
     int64_t total = 0;
     for (int64_t i = 0; i < p; ++i)
       total += n[i] = maxLayers(i, hi);
-    // Remove the excess from the stages with the slowest slot.
-    auto slotOf = [&](int64_t i) {
-      std::optional<size_t> k = bestPolicy(i, n[i]);
-      return k ? slot(i, n[i], *k) : std::numeric_limits<double>::infinity();
+    // Remove the excess one layer at a time where it shortens the sum of
+    // the slots most (every slot already fits under `hi`, so the slowest
+    // slot cannot grow; the sum is the pipeline's fill and drain). A stage
+    // whose layer count needs recompute gains the recompute of every layer
+    // back when a layer leaves it; ties go to the slowest slot.
+    auto slotOf = [&](int64_t i, int64_t layers) {
+      std::optional<size_t> k = bestPolicy(i, layers);
+      return k ? slot(i, layers, *k) : std::numeric_limits<double>::infinity();
     };
-    std::priority_queue<std::pair<double, int64_t>> heap;
-    for (int64_t i = 0; i < p; ++i)
-      heap.push({slotOf(i), i});
-    while (total > model.numLayers && !heap.empty()) {
-      auto [time, i] = heap.top();
-      heap.pop();
-      if (n[i] <= 1)
-        continue;
-      --n[i];
+    while (total > model.numLayers) {
+      int64_t pick = -1;
+      double bestGain = -1, bestSlot = -1;
+      for (int64_t i = 0; i < p; ++i) {
+        if (n[i] <= 1)
+          continue;
+        double now = slotOf(i, n[i]);
+        double gain = now - slotOf(i, n[i] - 1);
+        if (gain > bestGain * (1 + 1e-12) ||
+            (gain >= bestGain * (1 - 1e-12) && now > bestSlot)) {
+          pick = i;
+          bestGain = gain;
+          bestSlot = now;
+        }
+      }
+      if (pick < 0)
+        break;
+      --n[pick];
       --total;
-      heap.push({slotOf(i), i});
     }
     if (total != model.numLayers)
       return std::nullopt;

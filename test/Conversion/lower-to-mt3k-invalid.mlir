@@ -35,18 +35,6 @@ ratrain.model @uneven family("llama") dtype(bf16) seq_len(64) max_positions(128)
 
 // -----
 
-// An FFN much wider than 4h: the memory model's 34sbh bytes of activations
-// (fused attention on MT-3000) cannot hold gate, up and the rest.
-// expected-error@+1 {{'ratrain.stage' op stage 0: activations of layer 1 mb 0 has 139776 bytes but the lowering stores 578560 bytes there}}
-ratrain.model @wide family("llama") dtype(bf16) seq_len(64) max_positions(128) positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) plan #ratrain.plan<clusters = 4, pp = 2, dp = 2, micro_batch_size = 1, micro_batches = 2, zero = 0, stage_layers = [2, 2], recompute = [none, none], step_us = 1000, peak_bytes = 1000000> {
-  ratrain.layer 0 embedding hidden(64) vocab(128)
-  ratrain.layer 1 decoder hidden(64) heads(2) kv_heads(2) ffn(2000)
-  ratrain.layer 2 decoder hidden(64) heads(2) kv_heads(2) ffn(2000)
-  ratrain.layer 3 head hidden(64) vocab(128)
-}
-
-// -----
-
 // Two models expand to two pipelines; a module describes one job.
 ratrain.model @first family("llama") dtype(bf16) seq_len(64) max_positions(128) positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) plan #ratrain.plan<clusters = 4, pp = 2, dp = 2, micro_batch_size = 1, micro_batches = 2, zero = 0, stage_layers = [2, 2], recompute = [none, none], step_us = 1000, peak_bytes = 1000000> {
   ratrain.layer 0 embedding hidden(64) vocab(128)

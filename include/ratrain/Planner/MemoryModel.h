@@ -190,9 +190,89 @@ int64_t offloadedBytesPerParam(const ModelConfig &model, OffloadPolicy offload);
 /// non-interleaved 1F1B: min(p - stage, m).
 int64_t inFlightMicroBatches(const ParallelConfig &config, int64_t stage);
 
+//===----------------------------------------------------------------------===//
+// What the mt3k lowering materializes
+//===----------------------------------------------------------------------===//
+//
+// --ratrain-lower-to-mt3k stores a decoder layer's activations in a layout of
+// its own and appends a scratch area to the assigned arena (layer kernel
+// temporaries, outgoing pipeline messages, ZeRO shards). The lowering sizes
+// those regions with the functions below, and computeStageMemory counts them,
+// so a plan the planner accepts fits once lowered.
+
+/// The slot alignment of the lowering's own layouts and scratch regions
+/// (its default; an explicit --ratrain-lower-to-mt3k alignment may differ).
+constexpr int64_t kLoweringAlignment = 64;
+
+/// `value` rounded up to a multiple of `alignment` (> 0).
+inline int64_t alignBytes(int64_t value, int64_t alignment) {
+  return (value + alignment - 1) / alignment * alignment;
+}
+
+/// The sizes of one decoder layer's tensors for one micro-batch.
+struct LayerShape {
+  int64_t tokens = 1; ///< T = s * b
+  int64_t hidden = 0, heads = 0, qDim = 0, kvDim = 0, ffn = 0;
+  bool qkvBias = false;
+  /// The shape of `model`'s decoder layer with `microBatchSize` sequences.
+  static LayerShape of(const ModelConfig &model, int64_t microBatchSize);
+};
+
+/// Byte offsets of what a decoder layer's forward keeps for its backward,
+/// inside its activation buffer (elements of `elemBytes` unless noted).
+struct DecoderActivationLayout {
+  int64_t x, xn1, q, k, v, o, x2, xn2, gate, up;
+  int64_t hact = -1;         ///< -1: not stored, the backward recomputes SwiGLU
+  int64_t rstd1, rstd2, lse; ///< f32
+  int64_t bytes;             ///< with hact when stored
+};
+
+/// The layout the lowering stores a decoder layer's activations in, slots
+/// aligned to `alignment`; the SwiGLU output `hact` is stored when the
+/// layout with it fits in `available` bytes.
+DecoderActivationLayout
+decoderActivationLayout(const LayerShape &shape, int64_t elemBytes,
+                        int64_t available,
+                        int64_t alignment = kLoweringAlignment);
+
+/// Sizes of the lowering's per-layer kernel temporaries and message slots
+/// (bytes, before alignment).
+struct LoweringScratch {
+  int64_t stream = 0; ///< scratch.stream: one T x h tensor
+  int64_t ones = 0;   ///< scratch.ones: T ones for the q/k/v bias (0: none)
+  /// scratch.r1: the largest of the T x ffn, T x (q + 2 kv) and T x h
+  /// backward temporaries.
+  int64_t r1 = 0;
+  int64_t r2 = 0; ///< scratch.r2: one T x h tensor
+  /// scratch.w: the MLP backward's gate/up gradients or the attention
+  /// backward's dq/dk pre-rotation; the assigned kernel workspace holds it
+  /// when it is at least this large.
+  int64_t w = 0;
+  int64_t message = 0; ///< one outgoing pipeline message slot (T x h)
+
+  static LoweringScratch of(const LayerShape &shape, int64_t elemBytes);
+};
+
+/// Bytes of one layer's ZeRO shards in the lowering's area: its gradient
+/// shard (reduce-scatter output, unless the buffer assignment gives it one),
+/// its view shard (AdamW output, all-gather input) and, for an FP32 model,
+/// its persistent FP32 master shard.
+struct ZeroShardSizes {
+  int64_t gradShard = 0, viewShard = 0, masterShard = 0;
+  /// The shards of a layer of `layerParams` over `dataParallel` ranks.
+  static ZeroShardSizes of(int64_t layerParams, int64_t dataParallel,
+                           int64_t elemBytes);
+};
+
+/// Outgoing message slots of one direction: one per send, reused
+/// round-robin, at most two.
+inline int64_t outboxSlots(int64_t sends) { return sends < 2 ? sends : 2; }
+
 /// Bytes of stored activations of one decoder layer for one micro-batch of
 /// `microBatchSize` sequences (16-bit activations; the Korthikanti formulas
-/// with the model's s, h, a).
+/// with the model's s, h, a), and at least what the lowering stores
+/// (decoderActivationLayout without hact) for `none` and `selective`: a
+/// SwiGLU FFN much wider than 3h with narrow K/V stores more than 34sbh.
 int64_t layerActivationBytes(const ModelConfig &model, int64_t microBatchSize,
                              RecomputePolicy policy,
                              const MemoryOptions &options = {});
@@ -232,6 +312,17 @@ struct StageMemory {
   /// With offload: DDR window streaming the offloaded states of the two
   /// update items in flight (double-buffered reload / write-back).
   int64_t offloadWindow = 0;
+  /// What the mt3k lowering appends to the assigned arena for the layer
+  /// kernels (LoweringScratch: stream, ones, r1, r2, and w unless the
+  /// kernel workspace holds it), the full-recompute forward layout
+  /// (scratch.forward) and the arena's round-up to the alignment.
+  int64_t layerTemporaries = 0;
+  /// The lowering's outgoing pipeline message slots (outboxes: up to two
+  /// per direction, T x h each).
+  int64_t outgoingMessages = 0;
+  /// With ZeRO: the lowering's per-layer gradient, view (and FP32 master)
+  /// shards (ZeroShardSizes), 1/d of the stage's parameters each.
+  int64_t zeroShards = 0;
   /// With offload: bytes this cluster keeps in the offload tier (not DDR,
   /// not part of total()).
   int64_t offloadedBytes = 0;
@@ -241,7 +332,7 @@ struct StageMemory {
     return parameterViews + masterWeights + optimizerStates + gradients +
            activations + recomputeBuffer + embeddingHeadActivations +
            kernelWorkspace + communicationBuffers + optimizerWorkspace +
-           offloadWindow;
+           offloadWindow + layerTemporaries + outgoingMessages + zeroShards;
   }
   /// Model states only (views + master + optimizer + gradients).
   int64_t modelStates() const {

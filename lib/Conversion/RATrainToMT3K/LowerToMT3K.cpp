@@ -16,6 +16,7 @@
 #include "MT3K/MT3KDialect.h"
 #include "MT3K/MT3KOps.h"
 #include "RATrain/RATrainOps.h"
+#include "ratrain/Planner/MemoryModel.h"
 #include "ratrain/Transforms/PassUtils.h"
 #include "ratrain/Transforms/ScheduleUtils.h"
 
@@ -155,44 +156,29 @@ struct SlotAllocator {
   }
 };
 
-/// Byte offsets of what a decoder layer's forward keeps for its backward,
-/// inside the activation buffer (elements of the model dtype unless noted).
-struct DecoderLayout {
-  int64_t x, xn1, q, k, v, o, x2, xn2, gate, up;
-  int64_t hact = -1;         ///< -1: not stored, the backward recomputes SwiGLU
-  int64_t rstd1, rstd2, lse; ///< f32
-  int64_t bytes;             ///< with hact when stored
-};
+/// What a decoder layer's forward keeps for its backward: the planner's
+/// layout (ratrain/Planner/MemoryModel.h), so the memory model counts what
+/// the lowering stores.
+using DecoderLayout = DecoderActivationLayout;
+
+/// The planner's shape of a decoder layer of `d`.
+LayerShape layerShape(const Dims &d) {
+  LayerShape shape;
+  shape.tokens = d.tokens;
+  shape.hidden = d.hidden;
+  shape.heads = d.heads;
+  shape.qDim = d.qDim;
+  shape.kvDim = d.kvDim;
+  shape.ffn = d.ffn;
+  shape.qkvBias = d.qkvBias;
+  return shape;
+}
 
 /// The layout of a decoder layer's stored activations at `w` bytes per
 /// element; `hact` is stored when the layout with it fits in `available`.
 DecoderLayout decoderLayout(const Dims &d, int64_t w, int64_t available,
                             int64_t alignment) {
-  DecoderLayout l;
-  SlotAllocator a{alignment};
-  int64_t T = d.tokens;
-  l.x = a.take(T * d.hidden * w);
-  l.xn1 = a.take(T * d.hidden * w);
-  l.q = a.take(T * d.qDim * w);
-  l.k = a.take(T * d.kvDim * w);
-  l.v = a.take(T * d.kvDim * w);
-  l.o = a.take(T * d.qDim * w);
-  l.x2 = a.take(T * d.hidden * w);
-  l.xn2 = a.take(T * d.hidden * w);
-  l.gate = a.take(T * d.ffn * w);
-  l.up = a.take(T * d.ffn * w);
-  l.rstd1 = a.take(T * 4);
-  l.rstd2 = a.take(T * 4);
-  l.lse = a.take(T * d.heads * 4);
-  SlotAllocator withHact = a;
-  int64_t hact = withHact.take(T * d.ffn * w);
-  if (withHact.size <= available) {
-    l.hact = hact;
-    l.bytes = withHact.size;
-  } else {
-    l.bytes = a.size;
-  }
-  return l;
+  return decoderActivationLayout(layerShape(d), w, available, alignment);
 }
 
 /// Byte offsets of the head's stored activations: the final-norm input and
@@ -989,10 +975,11 @@ LogicalResult StageLowering::lowerForward(ForwardOp op) {
       op.getActivation().getType().getKind() == ActivationKind::Input;
   DecoderActs a;
   if (inputOnly) {
-    // Only x is kept; the rest of the forward runs in the scratch area.
+    // Only x is kept; the rest of the forward runs in the scratch area,
+    // the SwiGLU output in scratch.w (scratch.forward holds no hact).
     Value rest = ddrBase("scratch.forward", fwdFullOff,
                          regions.lookup("scratch.forward").second);
-    a = decoderActs(act, rest, 0, /*hactStored=*/true);
+    a = decoderActs(act, rest, 0, /*hactStored=*/false);
   } else {
     a = decoderActs(act, act, 0, /*hactStored=*/true);
   }
@@ -1276,16 +1263,16 @@ LogicalResult StageLowering::plan() {
   // The lowering scratch area, appended to the assigned arena.
   SlotAllocator area{A};
   area.size = alignTo(arenaBytes, A);
-  streamOff = region(area, "scratch.stream", T * dims.hidden * E);
-  if (dims.qkvBias)
-    onesOff = region(area, "scratch.ones", T * E);
-  r1Off = region(area, "scratch.r1",
-                 std::max({T * dims.ffn, T * (dims.qDim + 2 * dims.kvDim),
-                           T * dims.hidden}) *
-                     E);
-  r2Off = region(area, "scratch.r2", T * dims.hidden * E);
-  int64_t wNeed =
-      std::max(2 * T * dims.ffn, T * (2 * dims.qDim + dims.kvDim)) * E;
+  // Region sizes from the planner's LoweringScratch and ZeroShardSizes,
+  // which computeStageMemory counts (layer temporaries, outgoing messages,
+  // ZeRO shards).
+  LoweringScratch sizes = LoweringScratch::of(layerShape(dims), E);
+  streamOff = region(area, "scratch.stream", sizes.stream);
+  if (sizes.ones > 0)
+    onesOff = region(area, "scratch.ones", sizes.ones);
+  r1Off = region(area, "scratch.r1", sizes.r1);
+  r2Off = region(area, "scratch.r2", sizes.r2);
+  int64_t wNeed = sizes.w;
   auto scratchAttr = stage->getAttrOfType<DictionaryAttr>(kScratchBuffersAttr);
   auto workspace = scratchAttr
                        ? scratchAttr.getAs<DenseI64ArrayAttr>("workspace")
@@ -1303,7 +1290,8 @@ LogicalResult StageLowering::plan() {
            forward.getActivation().getType().getKind() == ActivationKind::Input;
   });
   if (anyInput)
-    fwdFullOff = region(area, "scratch.forward", fullLayout.bytes);
+    fwdFullOff = region(area, "scratch.forward",
+                        decoderLayout(dims, E, /*available=*/0, A).bytes);
 
   // Outgoing pipeline messages: two slots per direction, reused round-robin
   // (see docs/lowering.md, "Pipeline messages").
@@ -1318,12 +1306,12 @@ LogicalResult StageLowering::plan() {
     }
   }
   for (int dir = 0; dir < 2; ++dir)
-    for (int64_t k = 0; k < std::min<int64_t>(sends[dir], 2); ++k)
+    for (int64_t k = 0; k < outboxSlots(sends[dir]); ++k)
       outboxOff[dir].push_back(region(
           area,
           llvm::formatv("outbox.{0}.{1}", dir ? "gradient" : "activation", k)
               .str(),
-          T * dims.hidden * E));
+          sizes.message));
 
   // ZeRO: per layer, this rank's gradient shard (the reduce-scatter output;
   // ZeRO-2 schedules assign it a buffer of its own) and view shard (AdamW's
@@ -1331,17 +1319,19 @@ LogicalResult StageLowering::plan() {
   if (zero())
     for (int64_t layer = stage.getFirstLayer(); layer < stage.getEndLayer();
          ++layer) {
-      int64_t n = shardElements(layer);
+      ZeroShardSizes shards =
+          ZeroShardSizes::of(layerParams(layer), plan_.getDp(), E);
       if (!assignedGradShard.count(layer))
         gradShardOff[layer] =
             region(area, llvm::formatv("zero.grad_shard.layer{0}", layer).str(),
-                   n * E);
-      viewShardOff[layer] = region(
-          area, llvm::formatv("zero.view_shard.layer{0}", layer).str(), n * E);
-      if (isF32Model())
+                   shards.gradShard);
+      viewShardOff[layer] =
+          region(area, llvm::formatv("zero.view_shard.layer{0}", layer).str(),
+                 shards.viewShard);
+      if (shards.masterShard > 0)
         masterShardOff[layer] = region(
             area, llvm::formatv("zero.master_shard.layer{0}", layer).str(),
-            n * 4);
+            shards.masterShard);
     }
   programArena = alignTo(area.size, A);
   if (programArena > machine.cluster.ddrBytes)

@@ -383,7 +383,9 @@ TEST(Planner, MatchesExhaustiveSearchOnASmallModel) {
   for (LifecyclePolicy lifecycle :
        {LifecyclePolicy::RATrain, LifecyclePolicy::GpuStyle})
     for (int64_t cap :
-         {int64_t(3500000000), int64_t(1800000000), int64_t(1200000000)}) {
+         // The smallest cap leaves the gpu-style runtime (with the
+         // lowering's temporaries and ZeRO shards counted) a few plans.
+         {int64_t(3500000000), int64_t(1800000000), int64_t(1300000000)}) {
       MemoryOptions options = MemoryOptions::forMachine(machine, lifecycle);
       double best = std::numeric_limits<double>::infinity();
       int64_t exhaustive = 0;
