@@ -385,4 +385,91 @@ TEST(MemoryModel, ParsesNames) {
   EXPECT_EQ(stringifyRecomputePolicy(RecomputePolicy::Full), "full");
 }
 
+// What the mt3k lowering appends to the assigned arena, by hand for the
+// synthetic model at b = 1 (T = 2048, h = q = kv = 1024, ffn = 4096, w = 2).
+TEST(MemoryModel, LoweringScratchByHand) {
+  ModelConfig m = synthetic();
+  LoweringScratch scratch = LoweringScratch::of(LayerShape::of(m, 1), 2);
+  EXPECT_EQ(scratch.stream, 2048 * 1024 * 2);  // T h w
+  EXPECT_EQ(scratch.ones, 0);                  // no q/k/v bias
+  EXPECT_EQ(scratch.r1, 2048 * 4096 * 2);      // T ffn w
+  EXPECT_EQ(scratch.r2, 2048 * 1024 * 2);      // T h w
+  EXPECT_EQ(scratch.w, 2 * 2048 * 4096 * 2);   // 2 T ffn w
+  EXPECT_EQ(scratch.message, 2048 * 1024 * 2); // T h w
+
+  // x, xn1, q, k, v, o, x2, xn2 (8 T h w), gate, up (2 T ffn w), 1/rms x 2
+  // (2 T 4), lse (T a 4); every slot a multiple of 64.
+  constexpr int64_t kLayout =
+      8 * 4194304LL + 2 * 16777216LL + 2 * 8192 + 2048 * 16 * 4;
+  EXPECT_EQ(decoderActivationLayout(LayerShape::of(m, 1), 2, 0).bytes, kLayout);
+  // hact is stored when the buffer has room for it.
+  DecoderActivationLayout withHact =
+      decoderActivationLayout(LayerShape::of(m, 1), 2, kLayout + 16777216);
+  EXPECT_EQ(withHact.hact, kLayout);
+  EXPECT_EQ(withHact.bytes, kLayout + 16777216);
+
+  // pp = 4, m = 4, no ZeRO: the kernel workspace (2 T ffn w) holds
+  // scratch.w; layer temporaries = 64 + stream + r1 + r2 (+ the forward
+  // layout under full recompute); outboxes: 2 per direction sent.
+  ParallelConfig c =
+      ParallelConfig::balanced(8, 4, 1, 1, 4, RecomputePolicy::None);
+  int64_t temporaries = 64 + 4194304 + 16777216 + 4194304;
+  StageMemory first = computeStageMemory(m, c, 0);
+  EXPECT_EQ(first.kernelWorkspace, 33554432);
+  EXPECT_EQ(first.layerTemporaries, temporaries);
+  EXPECT_EQ(first.outgoingMessages, 2 * 4194304);
+  EXPECT_EQ(first.zeroShards, 0);
+  EXPECT_EQ(computeStageMemory(m, c, 1).outgoingMessages, 4 * 4194304);
+  EXPECT_EQ(computeStageMemory(m, c, 3).outgoingMessages, 2 * 4194304);
+  c.recompute.assign(4, RecomputePolicy::Full);
+  EXPECT_EQ(computeStageMemory(m, c, 1).layerTemporaries,
+            temporaries + kLayout);
+  // One micro-batch: one slot per direction.
+  ParallelConfig one =
+      ParallelConfig::balanced(8, 4, 1, 1, 1, RecomputePolicy::None);
+  EXPECT_EQ(computeStageMemory(m, one, 1).outgoingMessages, 2 * 4194304);
+}
+
+// ZeRO: per item (8 layers, embedding, head on a single stage) a gradient
+// and a view shard of w floor(n / d) bytes; ZeRO-2 under the layer-level
+// lifecycle keeps its gradient shards in `gradients`.
+TEST(MemoryModel, LoweringZeroShardsByHand) {
+  ModelConfig m = synthetic();
+  int64_t perItem = 8 * (kLayerParams / 4) * 2 + (kEmbedding / 4) * 2 +
+                    (kHead / 4) * 2; // 99885568, slots 64-aligned already
+  ParallelConfig c = ParallelConfig::balanced(
+      8, 1, 4, 1, 4, RecomputePolicy::None, ZeroStage::Optimizer);
+  EXPECT_EQ(computeStageMemory(m, c, 0).zeroShards, 2 * perItem);
+  c.zero = ZeroStage::Gradients;
+  EXPECT_EQ(computeStageMemory(m, c, 0).zeroShards, perItem);
+  MemoryOptions gpu;
+  gpu.lifecycle = LifecyclePolicy::GpuStyle;
+  EXPECT_EQ(computeStageMemory(m, c, 0, gpu).zeroShards, 2 * perItem);
+  // FP32 models add the FP32 master shard.
+  EXPECT_EQ(ZeroShardSizes::of(kLayerParams, 4, 4).masterShard,
+            (kLayerParams / 4) * 4);
+  EXPECT_EQ(ZeroShardSizes::of(kLayerParams, 4, 2).masterShard, 0);
+}
+
+// A SwiGLU FFN of 8h with 2 K/V heads of 16: 34sbh undercounts what the
+// lowering stores; none and selective are sized to its layout.
+TEST(MemoryModel, WideFFNActivationsMatchTheLoweringLayout) {
+  ModelConfig m = synthetic();
+  m.numKVHeads = 2; // kv = 128
+  m.ffnHidden = 8192;
+  // x, xn1, x2, xn2 (4 T h w), q, o (2 T h w), k, v (2 T 128 w), gate, up
+  // (2 T 8192 w), 1/rms x 2, lse.
+  constexpr int64_t kLayout = 4 * 4194304LL + 2 * 4194304LL + 2 * 524288LL +
+                              2 * 33554432LL + 2 * 8192 + 2048 * 16 * 4;
+  static_assert(kLayout > 34LL * 2048 * 1024, "wider than 34sbh");
+  MemoryOptions fused;
+  fused.fusedAttention = true;
+  EXPECT_EQ(layerActivationBytes(m, 1, RecomputePolicy::Selective), kLayout);
+  EXPECT_EQ(layerActivationBytes(m, 1, RecomputePolicy::None, fused), kLayout);
+  EXPECT_EQ(layerActivationBytes(m, 1, RecomputePolicy::Full), 2 * 2048 * 1024);
+  // The standard width keeps the Korthikanti numbers.
+  EXPECT_EQ(layerActivationBytes(synthetic(), 2, RecomputePolicy::Selective),
+            kSelectiveB2);
+}
+
 } // namespace
