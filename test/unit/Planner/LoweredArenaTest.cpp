@@ -11,7 +11,8 @@
 // planner and forced to 2 and 4, Qwen2.5-32B (a SwiGLU FFN 5.4x wider than
 // h with 8 K/V heads: the lowering's activation layout is larger than
 // 34sbh) and LLaMA-2-70B, under both lifecycle policies where the plan is
-// lowerable (optimizer-state offload plans are not lowered yet).
+// lowerable (optimizer-state offload plans are not lowered yet: LLaMA-2-70B
+// under gpu-style is planned with offload=none).
 //
 //===----------------------------------------------------------------------===//
 
@@ -54,6 +55,7 @@ struct Case {
   const char *model;
   int64_t pp; ///< -1: the planner chooses
   const char *policy;
+  const char *offload = ""; ///< forced offload policy ("": the planner's)
 };
 
 class LoweredArenaTest : public ::testing::TestWithParam<Case> {
@@ -71,7 +73,9 @@ std::string caseName(const ::testing::TestParamInfo<Case> &info) {
                     info.param.pp < 0 ? std::string("auto")
                                       : std::to_string(info.param.pp),
                     info.param.policy)
-          .str();
+          .str() +
+      (*info.param.offload ? std::string("_offload_") + info.param.offload
+                           : std::string());
   for (char &c : name)
     if (!isalnum(static_cast<unsigned char>(c)))
       c = '_';
@@ -103,6 +107,7 @@ TEST_P(LoweredArenaTest, LoweredArenaFitsPlannedPeak) {
   planOptions.policy = c.policy;
   if (c.pp > 0)
     planOptions.pipelineDepth = c.pp;
+  planOptions.offload = c.offload;
   pm.addPass(createRATrainPlan(planOptions));
   SchedulePipelineOptions scheduleOptions;
   scheduleOptions.policy = c.policy;
@@ -143,10 +148,16 @@ TEST_P(LoweredArenaTest, LoweredArenaFitsPlannedPeak) {
 }
 
 const Case kCases[] = {
-    {"llama-2-7b", -1, "ratrain"},    {"llama-2-7b", 2, "ratrain"},
-    {"llama-2-7b", 4, "ratrain"},     {"llama-2-7b", -1, "gpu-style"},
-    {"llama-2-7b", 4, "gpu-style"},   {"qwen2.5-32b", -1, "ratrain"},
-    {"qwen2.5-32b", -1, "gpu-style"}, {"llama-2-70b", -1, "ratrain"},
+    {"llama-2-7b", -1, "ratrain"},
+    {"llama-2-7b", 2, "ratrain"},
+    {"llama-2-7b", 4, "ratrain"},
+    {"llama-2-7b", -1, "gpu-style"},
+    {"llama-2-7b", 4, "gpu-style"},
+    {"qwen2.5-32b", -1, "ratrain"},
+    {"qwen2.5-32b", -1, "gpu-style"},
+    {"llama-2-70b", -1, "ratrain"},
+    // The planner's gpu-style plan offloads master weights (not lowered).
+    {"llama-2-70b", -1, "gpu-style", "none"},
 };
 
 INSTANTIATE_TEST_SUITE_P(MT3000At1024, LoweredArenaTest,
