@@ -97,6 +97,7 @@ ModelConfig ModelOp::toModelConfig() {
                          ? PositionEncoding::Alibi
                          : PositionEncoding::Rope;
   config.tieEmbeddings = getTieEmbeddings();
+  config.normHead = getNormHead();
   config.rmsNormEps = getRmsEps().convertToDouble();
   config.ropeTheta = getRopeTheta().convertToDouble();
   return config;

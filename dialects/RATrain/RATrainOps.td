@@ -25,7 +25,11 @@ def RATrain_ModelOp : RATrain_Op<"model", [
   let description = [{
     The model's layers, in order: one `embedding`, the `decoder` layers, one
     `head` (final RMSNorm, LM head and loss). Model-wide settings are
-    attributes; `plan` is attached by `--ratrain-plan`.
+    attributes; `plan` is attached by `--ratrain-plan`. `norm_head` marks
+    Baichuan2's NormHead: the LM head multiplies by its weight with every
+    vocabulary row L2-normalized (`torch.nn.functional.normalize`, eps
+    1e-12); the importer sets it for a Baichuan config with Baichuan2's
+    vocabulary (125696) or `"norm_head": true`.
 
     ```mlir
     ratrain.model @tiny family("llama") dtype(f32) seq_len(128)
@@ -47,7 +51,8 @@ def RATrain_ModelOp : RATrain_Op<"model", [
     F64Attr:$rms_eps,
     F64Attr:$rope_theta,
     UnitAttr:$tie_embeddings,
-    OptionalAttr<RATrain_PlanAttr>:$plan
+    OptionalAttr<RATrain_PlanAttr>:$plan,
+    UnitAttr:$norm_head
   );
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
@@ -55,7 +60,7 @@ def RATrain_ModelOp : RATrain_Op<"model", [
     `seq_len` `(` $seq_len `)` `max_positions` `(` $max_positions `)`
     `positions` $positions `rms_eps` `(` $rms_eps `)`
     `rope_theta` `(` $rope_theta `)` (`tie_embeddings` $tie_embeddings^)?
-    (`plan` qualified($plan)^)? attr-dict-with-keyword $body
+    (`norm_head` $norm_head^)? (`plan` qualified($plan)^)? attr-dict-with-keyword $body
   }];
   let hasRegionVerifier = 1;
   let extraClassDeclaration = [{

@@ -153,6 +153,22 @@ ratrain::parseHFConfig(llvm::StringRef json, llvm::StringRef fileName,
   config.tieEmbeddings = reader.optionalBool("tie_word_embeddings", false);
   config.qkvBias = config.family == ModelFamily::Qwen2;
 
+  // NormHead: Baichuan2's lm_head L2-normalizes the rows of its weight;
+  // Baichuan-1's does not. Their configs differ only in the vocabulary
+  // (Baichuan2: 125696, Baichuan-1: 64000), so a Baichuan config has a
+  // NormHead when its vocab_size is Baichuan2's, unless the (non-HF) field
+  // "norm_head" says otherwise.
+  constexpr int64_t kBaichuan2Vocab = 125696;
+  if (reader.has("norm_head")) {
+    config.normHead = reader.optionalBool("norm_head", false);
+    if (config.normHead && config.family != ModelFamily::Baichuan)
+      reader.fail("field 'norm_head' is true; NormHead is only supported "
+                  "for model_type 'baichuan'");
+  } else {
+    config.normHead = config.family == ModelFamily::Baichuan &&
+                      config.vocab == kBaichuan2Vocab;
+  }
+
   // Baichuan2-13B has no max_position_embeddings and uses ALiBi; Baichuan2-7B
   // (and every LLaMA/Qwen2) has it and uses rotary embeddings.
   if (reader.has("max_position_embeddings")) {

@@ -432,6 +432,14 @@ StageMemory ratrain::computeStageMemory(
   if (last)
     mem.embeddingHeadActivations +=
         inFlight * (2 * w * sb * h + (w + 4) * sb * model.vocab + 4 * sb);
+  // Baichuan2's NormHead: the lowering's row-normalized copy of the LM-head
+  // weight for the step, its rows' 1/rms and the normalization's weight and
+  // weight gradient (LowerToMT3K.cpp, normHeadLayout).
+  if (last && model.normHead)
+    mem.embeddingHeadActivations +=
+        alignBytes(w * model.vocab * h, kLoweringAlignment) +
+        alignBytes(4 * model.vocab, kLoweringAlignment) +
+        2 * alignBytes(w * h, kLoweringAlignment);
 
   // Largest DDR scratch of a layer kernel: the SwiGLU backward's gate/up
   // gradients (2 * s*b*ffn 16-bit) or the attention backward's FP32 dQ, dK,

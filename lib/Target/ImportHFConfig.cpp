@@ -62,7 +62,7 @@ OwningOpRef<ModuleOp> ratrain::buildModelModule(const ModelConfig &config,
                                                   : PositionEncodingKind::Rope,
       APFloat(config.rmsNormEps), APFloat(config.ropeTheta),
       config.tieEmbeddings,
-      /*plan=*/PlanAttr());
+      /*plan=*/PlanAttr(), config.normHead);
   Block *body = new Block();
   model.getBody().push_back(body);
   builder.setInsertionPointToStart(body);

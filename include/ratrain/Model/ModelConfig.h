@@ -57,6 +57,9 @@ struct ModelConfig {
   bool qkvBias = false;      ///< Biases on q, k, v projections (Qwen2).
   PositionEncoding positions = PositionEncoding::Rope;
   bool tieEmbeddings = false;
+  /// Baichuan2's NormHead: the LM head multiplies by its weight with every
+  /// vocabulary row L2-normalized (the parameter is still lm_head.weight).
+  bool normHead = false;
   double rmsNormEps = 1e-6;
   double ropeTheta = 10000.0;
 

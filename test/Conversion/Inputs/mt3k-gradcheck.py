@@ -15,14 +15,20 @@ step from the initial value with that gradient. A wrong operand, transpose,
 missing accumulation, pipeline or shard wiring in the lowering makes them
 disagree.
 
-Usage: mt3k-gradcheck.py MODULE.mlir  (prints one line per checked element
-and 'gradcheck: N elements OK'; exits 1 on a mismatch).
+Usage: mt3k-gradcheck.py MODULE.mlir [--drop-normhead-jacobian]  (prints
+one line per checked element and 'gradcheck: N elements OK'; exits 1 on a
+mismatch). --drop-normhead-jacobian runs the NormHead Jacobian (the
+rmsnorm_bwd that writes into the buffer "scratch.normhead") as the identity,
+so the LM head's weight receives the gradient of its normalized copy: a
+lowering without the Jacobian, which the check must reject.
 """
 
 import math
 import random
 import re
 import sys
+
+DROP_NORMHEAD_JACOBIAN = False
 
 SIZES = {"f32": 4, "f16": 2, "bf16": 2, "i32": 4, "i64": 8, "i8": 1}
 
@@ -38,8 +44,9 @@ def parse_type(text):
 class Ref:
     """A typed reference to memory: space, absolute byte offset, shape."""
 
-    def __init__(self, space, offset, shape, dtype):
+    def __init__(self, space, offset, shape, dtype, name=""):
         self.space, self.offset, self.shape, self.dtype = space, offset, shape, dtype
+        self.name = name  # of the mt3k.buffer it is (a view of)
 
     def numel(self):
         n = 1
@@ -142,13 +149,15 @@ class Runner:
         m = re.match(r"(%\w+) = mt3k\.buffer \"[^\"]*\" at (\d+) : (.*)$", line)
         if m:
             space, shape, dtype = parse_type(m.group(3))
-            refs[m.group(1)] = Ref(space, int(m.group(2)), shape, dtype)
+            name = re.match(r"(%\w+) = mt3k\.buffer \"([^\"]*)\"", line).group(2)
+            refs[m.group(1)] = Ref(space, int(m.group(2)), shape, dtype, name)
             return True
         m = re.match(r"(%\w+) = mt3k\.view (%\w+)\[(\d+)\] : .* to (.*)$", line)
         if m:
             src = R(m.group(2))
             space, shape, dtype = parse_type(m.group(4))
-            refs[m.group(1)] = Ref(space, src.offset + int(m.group(3)), shape, dtype)
+            refs[m.group(1)] = Ref(space, src.offset + int(m.group(3)), shape, dtype,
+                                   src.name)
             return True
         m = re.match(r"mt3k\.init_param (\w+) (%\w+) \"([^\"]+)\"(?: std (\S+))?", line)
         if m:
@@ -332,6 +341,9 @@ class Runner:
 
     def rmsnorm_bwd(self, mach, x, w, rstd, dy, dx, dw, acc):
         X, W, RS, DY = mach.read(x), mach.read(w), mach.read(rstd), mach.read(dy)
+        if DROP_NORMHEAD_JACOBIAN and dx.name == "scratch.normhead":
+            mach.write(dx, DY)  # the gradient of the normalized weight as is
+            return
         T, H = x.shape
         DX = []
         DW = mach.read(dw) if acc else [0.0] * H
@@ -515,6 +527,8 @@ class Runner:
 
 
 def main():
+    global DROP_NORMHEAD_JACOBIAN
+    DROP_NORMHEAD_JACOBIAN = "--drop-normhead-jacobian" in sys.argv[2:]
     text = open(sys.argv[1]).read()
     programs, vocab = parse_module(text)
     dp = int(re.search(r"ratrain.plan = #ratrain.plan<[^>]*\bdp = (\d+)", text).group(1))
