@@ -288,12 +288,17 @@ static LogicalResult verifyPipelineTraffic(ProgramOp program) {
 }
 
 LogicalResult ProgramOp::verifyRegions() {
-  // The prologue: buffers, views and parameter initialization.
+  // The prologue: buffers, views and parameter initialization, and the
+  // offloads (with their waits) marked `mt3k.prologue` that put initialized
+  // states into the offload tier before the first iteration.
+  auto inPrologue = [](Operation &op) {
+    return op.hasAttr("mt3k.prologue") && llvm::isa<OffloadOp, WaitOp>(op);
+  };
   Operation *firstOfIteration = nullptr;
   for (Operation &op : getBody().front()) {
     if (llvm::isa<BufferOp, ViewOp>(op))
       continue;
-    if (!llvm::isa<InitParamOp>(op)) {
+    if (!llvm::isa<InitParamOp>(op) && !inPrologue(op)) {
       if (!firstOfIteration)
         firstOfIteration = &op;
       continue;
@@ -308,11 +313,13 @@ LogicalResult ProgramOp::verifyRegions() {
     }
   }
 
-  // Offloads by key: a key is offloaded once and reloaded with its size.
-  llvm::StringMap<OffloadOp> offloads;
+  // Offloads by key: a key is offloaded once by the prologue and once per
+  // iteration, and reloaded with its size.
+  llvm::StringMap<OffloadOp> offloads, prologueOffloads;
   for (Operation &op : getBody().front()) {
     if (auto offload = llvm::dyn_cast<OffloadOp>(op)) {
-      auto [it, inserted] = offloads.try_emplace(offload.getKey(), offload);
+      auto [it, inserted] = (inPrologue(op) ? prologueOffloads : offloads)
+                                .try_emplace(offload.getKey(), offload);
       if (!inserted) {
         InFlightDiagnostic diag = offload.emitOpError("key '")
                                   << offload.getKey()
@@ -325,12 +332,14 @@ LogicalResult ProgramOp::verifyRegions() {
     auto reload = llvm::dyn_cast<ReloadOp>(op);
     if (!reload)
       continue;
-    auto it = offloads.find(reload.getKey());
-    if (it == offloads.end() || it->second.getTier() != reload.getTier())
+    OffloadOp earlier = offloads.lookup(reload.getKey());
+    if (!earlier)
+      earlier = prologueOffloads.lookup(reload.getKey());
+    if (!earlier || earlier.getTier() != reload.getTier())
       return reload.emitOpError("key '")
              << reload.getKey() << "' has no earlier offload to "
              << stringifyStorageTier(reload.getTier());
-    int64_t stored = it->second.getSource().getType().getSizeInBytes();
+    int64_t stored = earlier.getSource().getType().getSizeInBytes();
     int64_t wanted = reload.getDest().getType().getSizeInBytes();
     if (stored != wanted)
       return reload.emitOpError("reloads ")

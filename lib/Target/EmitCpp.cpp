@@ -537,6 +537,31 @@ void Converter::emitParams(ProgramOp program) {
   };
   llvm::MapVector<StringRef, Param> params;
   llvm::MapVector<StringRef, LayerShard> shards;
+  // States the plan keeps in the offload tier live there between steps: a
+  // checkpoint saves (and a resume loads) the tier copy, at the key and byte
+  // offset the lowering put on the init_param.
+  DenseMap<Value, Value> tierCopies;
+  llvm::StringMap<OffloadOp> prologueOffloads;
+  for (auto offload : program.getBodyBlock().getOps<OffloadOp>())
+    if (offload->hasAttr("mt3k.prologue"))
+      prologueOffloads[offload.getKey()] = offload;
+  for (auto init : program.getBodyBlock().getOps<InitParamOp>()) {
+    auto key = init->getAttrOfType<StringAttr>("ratrain.offload_key");
+    auto offset = init->getAttrOfType<IntegerAttr>("ratrain.offload_offset");
+    OffloadOp offload =
+        key ? prologueOffloads.lookup(key.getValue()) : OffloadOp();
+    if (!offload || !offset)
+      continue;
+    tierCopies[init.getDest()] =
+        call(program.getLoc(), "ratrain_emit::offloaded", tensorType,
+             {Arg(runtime), Arg(session), Arg(get(init.getDest())),
+              opaque(tierName(offload.getTier())), str(key.getValue()),
+              i64(offset.getInt())});
+  }
+  auto cpp = [&](Value v) {
+    Value copy = tierCopies.lookup(v);
+    return Arg(copy ? copy : get(v));
+  };
   bool zero = llvm::any_of(
       program.getBodyBlock().getOps<InitParamOp>(),
       [](InitParamOp init) { return init->hasAttr("ratrain.dp_shard"); });
@@ -607,8 +632,8 @@ void Converter::emitParams(ProgramOp program) {
         registerParam("ratrain_emit::addShardParam",
                       {Arg(session), Arg(runtime), str(parts[0]),
                        opaque(shapeText(shapeOf(view))), i64(offset),
-                       i64(count), i64(layer.elements), Arg(get(layer.master)),
-                       Arg(get(layer.m)), Arg(get(layer.v)), Arg(get(view))});
+                       i64(count), i64(layer.elements), cpp(layer.master),
+                       cpp(layer.m), cpp(layer.v), Arg(get(view))});
       }
     }
     return;
@@ -618,9 +643,8 @@ void Converter::emitParams(ProgramOp program) {
       continue;
     registerParam("ratrain_emit::addParam",
                   {Arg(session), str(name),
-                   opaque(shapeText(shapeOf(p.master))), Arg(get(p.master)),
-                   Arg(get(p.m)), Arg(get(p.v)),
-                   Arg(get(p.view ? p.view : p.master))});
+                   opaque(shapeText(shapeOf(p.master))), cpp(p.master),
+                   cpp(p.m), cpp(p.v), Arg(get(p.view ? p.view : p.master))});
   }
 }
 
@@ -649,7 +673,12 @@ LogicalResult Converter::convertProgram(ProgramOp program) {
         ValueRange{session, session});
   };
   for (Operation &op : program.getBodyBlock()) {
-    if (inPrologue && !isa<BufferOp, ViewOp, InitParamOp>(op)) {
+    // The prologue's offloads put initialized offloaded states into the tier
+    // (docs/lowering.md, "Offloaded optimizer states and masters").
+    bool prologueOffload =
+        isa<OffloadOp, WaitOp>(op) && op.hasAttr("mt3k.prologue");
+    if (inPrologue && !isa<BufferOp, ViewOp, InitParamOp>(op) &&
+        !prologueOffload) {
       inPrologue = false;
       startLoop();
     }

@@ -136,3 +136,20 @@ Token OffloadStore::reload(Buffer dst, StorageTier tier, llvm::StringRef key) {
     ::close(fd);
   });
 }
+
+Buffer OffloadStore::copyOf(StorageTier tier, llvm::StringRef key) {
+  if (tier != StorageTier::Host)
+    fatal(llvm::formatv("offloaded copy of '{0}': only host-tier copies are "
+                        "in memory, not {1} ones",
+                        key, tierName(tier)));
+  Entry &e = entry(tier, key);
+  if (e.bytes == 0 || !e.host)
+    fatal(llvm::formatv("offloaded copy of '{0}' in host: nothing was "
+                        "offloaded under that key",
+                        key));
+  Buffer copy;
+  copy.data = e.host.get();
+  copy.bytes = e.bytes;
+  copy.space = MemorySpace::DDR;
+  return copy;
+}

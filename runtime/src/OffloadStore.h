@@ -26,6 +26,8 @@ public:
 
   Token offload(Buffer src, StorageTier tier, llvm::StringRef key);
   Token reload(Buffer dst, StorageTier tier, llvm::StringRef key);
+  /// The host copy under `key` (see Runtime::offloadedCopy).
+  Buffer copyOf(StorageTier tier, llvm::StringRef key);
 
 private:
   struct Entry {

@@ -394,6 +394,10 @@ Token Runtime::reload(Buffer dst, StorageTier tier, llvm::StringRef key) {
   return offloads->reload(dst, tier, key);
 }
 
+Buffer Runtime::offloadedCopy(StorageTier tier, llvm::StringRef key) {
+  return offloads->copyOf(tier, key);
+}
+
 int Runtime::groupSize(Group group) const {
   return groupSizes[unsigned(group)];
 }

@@ -220,6 +220,11 @@ public:
   /// Copies the bytes offloaded under `key` into `dst` (same size); fatal
   /// when nothing was offloaded under `key`.
   Token reload(Buffer dst, StorageTier tier, llvm::StringRef key);
+  /// The host copy of the bytes offloaded under `key` (host tier only), valid
+  /// until the Runtime is destroyed: checkpoints of offloaded states read and
+  /// write it between steps. Fatal for the storage tier and for a key nothing
+  /// was offloaded under.
+  Buffer offloadedCopy(StorageTier tier, llvm::StringRef key);
 
   //===--- Completion -----------------------------------------------------===//
   /// True when the operation finished (releases the token).
