@@ -138,6 +138,7 @@ class Runner:
         self.params = {}  # name -> (stage, Ref) of the fp32 view
         self.shards = {}  # (rank, master offset) -> (shard size, tensors)
         self.adam = {}  # the hyper-parameters of the adamw ops
+        self.tier = {}  # (rank, tier, key) -> offloaded bytes (mt3k.offload)
 
     # Kernels ---------------------------------------------------------------
 
@@ -276,6 +277,16 @@ class Runner:
             if key not in self.mailbox:
                 return False  # blocked until the sender gets there
             mach.write(R(m.group(1)), self.mailbox.pop(key))
+            return True
+        m = re.match(r"%\w+ = mt3k\.(offload|reload) (%\w+) (?:to|from) (\w+) \"([^\"]+)\"", line)
+        if m:
+            # The offload tier: one copy per rank, tier and key (taken at once;
+            # the element values at their byte addresses in the buffer).
+            ref, key = R(m.group(2)), (rank, m.group(3), m.group(4))
+            if m.group(1) == "offload":
+                self.tier[key] = mach.read(ref)
+            else:
+                mach.write(ref, self.tier[key])
             return True
         if line.startswith("mt3k.wait"):
             return True
