@@ -76,6 +76,9 @@ struct Dims {
   /// Baichuan: q, k, v are one packed `self_attn.W_pack.weight`
   /// ([qDim + 2 kvDim, h], rows q then k then v), as in HF checkpoints.
   bool packedQkv = false;
+  /// Baichuan2's NormHead: the LM head computes with its weight's vocabulary
+  /// rows L2-normalized (`ratrain.model ... norm_head`).
+  bool normHead = false;
 };
 
 /// The tensors of a model layer in the order they sit in its flat view,
@@ -203,6 +206,33 @@ HeadLayout headLayout(const Dims &d, int64_t w, int64_t alignment) {
   return l;
 }
 
+/// Byte offsets of the NormHead slots in the region `scratch.normhead`: the
+/// normalized LM-head weight (the forward's and backward's GEMM operand; the
+/// Jacobian's output before it is copied into the gradient), 1/rms of its
+/// rows, the RMSNorm weight 1/sqrt(h) that turns RMSNorm into an L2
+/// normalization, and the RMSNorm weight gradient the Jacobian discards.
+struct NormHeadLayout {
+  int64_t weight, rnorm, gamma, dgamma, bytes;
+};
+
+/// The NormHead scratch layout at `w` bytes per element.
+NormHeadLayout normHeadLayout(const Dims &d, int64_t w, int64_t alignment) {
+  NormHeadLayout l;
+  SlotAllocator a{alignment};
+  l.weight = a.take(d.vocab * d.hidden * w);
+  l.rnorm = a.take(d.vocab * 4);
+  l.gamma = a.take(d.hidden * w);
+  l.dgamma = a.take(d.hidden * w);
+  l.bytes = a.size;
+  return l;
+}
+
+/// The RMSNorm epsilon of the NormHead normalization: rms = sqrt(||w||^2 / h
+/// + eps) with eps = 1e-24 / h is ||w|| / sqrt(h) up to F.normalize's
+/// max(||w||, 1e-12) (both are exact for rows with ||w||^2 >> 1e-24, and a
+/// zero row maps to zero either way).
+double normHeadEps(int64_t hidden) { return 1e-24 / double(hidden); }
+
 /// A byte range of one memory space (absolute, through views).
 struct Range {
   mt::MemorySpace space = mt::MemorySpace::ddr;
@@ -320,6 +350,14 @@ private:
   void emitHeadForward(const LayerWeights &w, Value act, int64_t mb, Value src);
   void emitHeadBackward(const LayerWeights &w, const LayerWeights &g, Value act,
                         Value dx, bool acc);
+  /// The LM-head weight the head's GEMMs use: the view, or with a NormHead
+  /// its row-normalized copy in scratch.normhead, computed by the first call
+  /// of the step (the view does not change within a step).
+  Value headWeight(const LayerWeights &w);
+  /// NormHead: maps the gradient of the normalized weight, accumulated in
+  /// the LM-head gradient by the backward GEMMs, through the normalization's
+  /// Jacobian into the gradient of the weight (at the head's grad_ready).
+  void emitNormHeadJacobian(GradReadyOp op);
 
   // ratrain ops.
   LogicalResult lowerForward(ForwardOp op);
@@ -384,6 +422,9 @@ private:
   int64_t arenaBytes = 0, programArena = 0, offsetAlignment = 64;
   int64_t streamOff = 0, onesOff = -1, r1Off = 0, r2Off = 0, wOff = 0;
   int64_t fwdFullOff = -1;
+  int64_t normHeadOff = -1; ///< scratch.normhead (NormHead, head stage only)
+  NormHeadLayout normHeadSlots;
+  Value normHeadSource; ///< the LM-head view the normalized copy is of
   SmallVector<int64_t, 2> outboxOff[2]; ///< per payload: K slots
   /// ZeRO, per layer: the gradient shard, the view shard and (FP32 models,
   /// whose assigned master is the full view) the persistent master shard.
@@ -917,7 +958,7 @@ void StageLowering::emitHeadForward(const LayerWeights &w, Value act,
   Value labels = slot(act, head.labels, {T}, IntegerType::get(ctx, 32));
   copy(src, x);
   rmsnormFwd(x, w.get("model.norm.weight"), xn, rstd);
-  gemm(xn, w.get("lm_head.weight"), logits, false, true, false);
+  gemm(xn, headWeight(w), logits, false, true, false);
   resolve({}, {labels});
   mt::LoadBatchOp::create(b, loc, mt::BatchField::labels, labels, mb);
   elementwise(mt::ElementwiseKind::cross_entropy, {logits, labels}, {loss});
@@ -940,10 +981,59 @@ void StageLowering::emitHeadBackward(const LayerWeights &w,
   Value dlogits = slot(act, head.logits, {T, dims.vocab}, elem);
   Value rstd = slot(act, head.rstd, {T}, f32);
   Value dxn = scratch("scratch.r2", r2Off, {T, dims.hidden}, elem);
-  gemm(dlogits, w.get("lm_head.weight"), dxn, false, false, false);
+  gemm(dlogits, headWeight(w), dxn, false, false, false);
+  // With a NormHead this is the gradient of the normalized weight until
+  // emitNormHeadJacobian maps it.
   gemm(dlogits, xn, g.get("lm_head.weight"), true, false, acc);
   rmsnormBwd(x, w.get("model.norm.weight"), rstd, dxn, dx,
              g.get("model.norm.weight"), acc);
+}
+
+Value StageLowering::headWeight(const LayerWeights &w) {
+  Value weight = w.get("lm_head.weight");
+  if (!dims.normHead)
+    return weight;
+  int64_t V = dims.vocab, h = dims.hidden;
+  Value normalized = scratch("scratch.normhead",
+                             normHeadOff + normHeadSlots.weight, {V, h}, elem);
+  if (normHeadSource)
+    return normalized;
+  // First use in the step: w_hat = w / ||w|| per vocabulary row, as RMSNorm
+  // with the weight 1/sqrt(h): w / sqrt(||w||^2 / h + eps) / sqrt(h).
+  normHeadSource = weight;
+  Value gamma =
+      scratch("scratch.normhead", normHeadOff + normHeadSlots.gamma, {h}, elem);
+  Value rnorm = scratch("scratch.normhead", normHeadOff + normHeadSlots.rnorm,
+                        {V}, Float32Type::get(ctx));
+  resolve({}, {gamma});
+  mt::FillOp::create(b, loc, gamma, APFloat(1.0 / std::sqrt(double(h))));
+  resolve({weight, gamma}, {normalized, rnorm});
+  mt::RMSNormFwdOp::create(b, loc, weight, gamma, normalized, rnorm,
+                           APFloat(normHeadEps(h)));
+  return normalized;
+}
+
+void StageLowering::emitNormHeadJacobian(GradReadyOp op) {
+  int64_t layer = op.getGrad().getType().getLayer();
+  int64_t V = dims.vocab, h = dims.hidden;
+  LayerWeights g = weights(gradFlat(op.getGrad(), layer), layer, elem);
+  Value grad = g.get("lm_head.weight");
+  // dL/dw = (g - w_hat (w_hat . g)) / ||w|| per row, g = dL/dw_hat: the
+  // RMSNorm backward with the forward's weight 1/sqrt(h) and 1/rms. Its
+  // output goes to the normalized weight's slot (dead after the last head
+  // backward), then replaces the gradient; the RMSNorm weight gradient is
+  // discarded.
+  Value out = scratch("scratch.normhead", normHeadOff + normHeadSlots.weight,
+                      {V, h}, elem);
+  Value gamma =
+      scratch("scratch.normhead", normHeadOff + normHeadSlots.gamma, {h}, elem);
+  Value dgamma = scratch("scratch.normhead", normHeadOff + normHeadSlots.dgamma,
+                         {h}, elem);
+  Value rnorm = scratch("scratch.normhead", normHeadOff + normHeadSlots.rnorm,
+                        {V}, Float32Type::get(ctx));
+  rmsnormBwd(normHeadSource, gamma, rnorm, grad, out, dgamma,
+             /*acc=*/false);
+  copy(out, grad);
 }
 
 //===----------------------------------------------------------------------===//
@@ -1333,6 +1423,16 @@ LogicalResult StageLowering::plan() {
             area, llvm::formatv("zero.master_shard.layer{0}", layer).str(),
             shards.masterShard);
     }
+  // NormHead: the normalized LM-head weight and its row statistics, on the
+  // stage that holds the head.
+  bool hasHead = false;
+  for (int64_t layer = stage.getFirstLayer(); layer < stage.getEndLayer();
+       ++layer)
+    hasHead |= layerOp(layer).getKind() == LayerKind::Head;
+  if (dims.normHead && hasHead) {
+    normHeadSlots = normHeadLayout(dims, E, A);
+    normHeadOff = region(area, "scratch.normhead", normHeadSlots.bytes);
+  }
   programArena = alignTo(area.size, A);
   if (programArena > machine.cluster.ddrBytes)
     return stage.emitOpError("stage ")
@@ -1462,9 +1562,14 @@ LogicalResult StageLowering::lower() {
       lowerTransfer(&op, /*send=*/true);
     else if (isa<RecvOp>(op))
       lowerTransfer(&op, /*send=*/false);
-    else if (isa<GradReadyOp>(op))
-      ; // the gradient is complete: nothing to run
-    else if (auto sync = dyn_cast<SyncOp>(op))
+    else if (auto ready = dyn_cast<GradReadyOp>(op)) {
+      // The gradient is complete: nothing to run, except the NormHead's
+      // Jacobian for the head.
+      if (dims.normHead &&
+          layerOp(ready.getGrad().getType().getLayer()).getKind() ==
+              LayerKind::Head)
+        emitNormHeadJacobian(ready);
+    } else if (auto sync = dyn_cast<SyncOp>(op))
       result = lowerSync(sync);
     else if (auto wait = dyn_cast<WaitOp>(op))
       waitTokens(pending.lookup(wait.getPending()));
@@ -1565,6 +1670,7 @@ void LowerToMT3KPass::runOnOperation() {
   dims.qkvBias = config.qkvBias;
   dims.alibi = config.positions == PositionEncoding::Alibi;
   dims.packedQkv = config.family == ModelFamily::Baichuan;
+  dims.normHead = config.normHead;
   dims.microBatches = plan.getMicroBatches();
   Type elem = model->getDtype();
 
@@ -1648,6 +1754,11 @@ void LowerToMT3KPass::runOnOperation() {
       attrs.getNamedAttr("rms_eps", model->getRmsEpsAttr()),
       attrs.getNamedAttr("rope_theta", model->getRopeThetaAttr()),
       attrs.getNamedAttr("qkv_bias", attrs.getBoolAttr(config.qkvBias))};
+  // Only when set (the runtime's ModelConfig does not need it; it marks the
+  // program as Baichuan2's NormHead one).
+  if (config.normHead)
+    modelAttrs.push_back(
+        attrs.getNamedAttr("norm_head", attrs.getBoolAttr(true)));
   module->setAttr("ratrain.model", attrs.getDictionaryAttr(modelAttrs));
   module->setAttr("ratrain.plan", plan);
   if (std::optional<SchedulePolicy> policy = pipeline.getPolicy())
