@@ -307,6 +307,24 @@ int64_t ratrain::stageParams(const ModelConfig &model,
 
 static int64_t ceilDiv(int64_t x, int64_t y) { return (x + y - 1) / y; }
 
+/// Parameters of each item the stage updates as a unit: one per owned layer,
+/// then the embedding on the first stage and the head on the last (with its
+/// own copy of a tied embedding when the pipeline has several stages).
+static llvm::SmallVector<int64_t> stageUpdateItems(const ModelConfig &model,
+                                                   StageLayers layers,
+                                                   bool first, bool last,
+                                                   int64_t pipelineStages) {
+  llvm::SmallVector<int64_t> items(layers.numLayers, model.paramsPerLayer());
+  if (first)
+    items.push_back(model.embeddingParams());
+  if (last)
+    items.push_back(model.headParams() +
+                    (model.tieEmbeddings && pipelineStages > 1
+                         ? model.embeddingParams()
+                         : 0));
+  return items;
+}
+
 StageMemory
 ratrain::computeStageMemory(const ModelConfig &model, int64_t stage,
                             int64_t pipelineStages, int64_t dataParallel,
@@ -361,14 +379,8 @@ StageMemory ratrain::computeStageMemory(
     // m = 1: a layer's reduce-scatter overlaps the next layer's backward, so
     // the two largest items' full gradients are live next to the shards
     // (the reduce-scatter inputs: no separate staging buffer).
-    llvm::SmallVector<int64_t> items(layers.numLayers, model.paramsPerLayer());
-    if (first)
-      items.push_back(model.embeddingParams());
-    if (last)
-      items.push_back(model.headParams() +
-                      (model.tieEmbeddings && pipelineStages > 1
-                           ? model.embeddingParams()
-                           : 0));
+    llvm::SmallVector<int64_t> items =
+        stageUpdateItems(model, layers, first, last, pipelineStages);
     llvm::sort(items, std::greater<int64_t>());
     int64_t largestTwo = items[0] + (items.size() > 1 ? items[1] : 0);
     mem.gradients = w * (shardedGradients + largestTwo);
@@ -393,14 +405,9 @@ StageMemory ratrain::computeStageMemory(
     mem.optimizerStates = 0;
     mem.offloadedBytes = perParam * shardedOptimizer;
     int64_t largestItem = model.paramsPerLayer();
-    if (first)
-      largestItem = std::max(largestItem, model.embeddingParams());
-    if (last)
-      largestItem =
-          std::max(largestItem, model.headParams() +
-                                    (model.tieEmbeddings && pipelineStages > 1
-                                         ? model.embeddingParams()
-                                         : 0));
+    for (int64_t item :
+         stageUpdateItems(model, layers, first, last, pipelineStages))
+      largestItem = std::max(largestItem, item);
     int64_t itemShard =
         zero >= ZeroStage::Optimizer ? ceilDiv(largestItem, d) : largestItem;
     int64_t buffer = perParam * itemShard;
@@ -479,14 +486,8 @@ StageMemory ratrain::computeStageMemory(
     // One item per owned layer, the embedding and the head (with its own
     // copy of a tied embedding). ZeRO-2 under the layer-level lifecycle
     // counts the gradient shards in `gradients` (assigned buffers).
-    llvm::SmallVector<int64_t> items(layers.numLayers, model.paramsPerLayer());
-    if (first)
-      items.push_back(model.embeddingParams());
-    if (last)
-      items.push_back(model.headParams() +
-                      (model.tieEmbeddings && pipelineStages > 1
-                           ? model.embeddingParams()
-                           : 0));
+    llvm::SmallVector<int64_t> items =
+        stageUpdateItems(model, layers, first, last, pipelineStages);
     for (int64_t itemParams : items) {
       ZeroShardSizes shards = ZeroShardSizes::of(itemParams, d, w);
       if (!zero2)
