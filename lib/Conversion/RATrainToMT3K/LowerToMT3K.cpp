@@ -248,6 +248,11 @@ struct InFlight {
   SmallVector<Range, 2> reads, writes;
 };
 
+/// Marks the `mt3k.offload` and `mt3k.wait` ops of a program's prologue
+/// that put the initialized offloaded states into the tier (they run once,
+/// before the iteration; see the mt3k program verifier).
+constexpr llvm::StringLiteral kPrologueAttr = "mt3k.prologue";
+
 /// The pass options a stage lowering uses.
 struct LoweringOptions {
   double lr, beta1, beta2, eps, weightDecay, initStd;
@@ -366,7 +371,38 @@ private:
   LogicalResult lowerSync(SyncOp op);
   LogicalResult lowerUpdate(UpdateOp op);
   void lowerTransfer(Operation *op, bool send);
+  void lowerReload(ReloadOp op);
+  void lowerOffload(OffloadOp op);
   LogicalResult emitPrologue();
+
+  // Offloaded states (plan offload = optimizer | master).
+  /// A master or optimizer state the plan keeps in the offload tier between
+  /// steps: its tier key, tier, and the DDR window the step reloads it into
+  /// (the assigned buffer of its reload), which the prologue also uses to
+  /// initialize it before the first offload.
+  struct OffloadedState {
+    std::string key;
+    mt::StorageTier tier = mt::StorageTier::host;
+    int64_t windowOffset = 0, windowBytes = 0;
+  };
+  /// The tier key of `layer`'s state of `role` ("master" or "adam").
+  std::string offloadKey(int64_t layer, StringRef role) {
+    return llvm::formatv("{0}.{1}", layerPrefix(layerOp(layer)), role);
+  }
+  /// Finds the stage's offloaded states; fails when one cannot be lowered.
+  LogicalResult planOffloads();
+  /// Offloads the first `bytes` of `flat` (the initialized window of an
+  /// offloaded state) in the prologue and waits for it.
+  void prologueOffload(Value flat, int64_t bytes, const OffloadedState &state);
+  /// The flat DDR window `layer`'s offloaded state of `role` is reloaded
+  /// into (and initialized in, in the prologue).
+  Value offloadWindow(int64_t layer, StringRef role);
+  /// Bytes of `layer`'s offloaded state of `role`: the f32 master, or Adam m
+  /// and v (this rank's shard with ZeRO).
+  int64_t offloadedBytes(int64_t layer, StringRef role) {
+    int64_t n = zero() ? shardElements(layer) : layerParams(layer);
+    return role == "adam" ? 8 * n : 4 * n;
+  }
 
   Value actBase(Value act, int64_t layer, int64_t mb);
   Value gradFlat(Value grad, int64_t layer);
@@ -458,6 +494,8 @@ private:
   DenseMap<int64_t, SmallVector<Value>> updateTokens; ///< layer -> DMAs
   SmallVector<Value, 2> gsmSlots;
   int64_t gsmNext = 0; ///< the GSM staging slot the next AdamW chunk uses
+  /// Offloaded states by key (offloadKey).
+  std::map<std::string, OffloadedState> offloaded;
   std::map<int64_t, SmallVector<ParamTensor>> tensorCache;
 };
 
@@ -1266,6 +1304,112 @@ void StageLowering::lowerTransfer(Operation *op, bool send) {
 }
 
 //===----------------------------------------------------------------------===//
+// Offloaded states
+//===----------------------------------------------------------------------===//
+
+/// The layer and role ("master" or "adam") of an offloadable state type.
+static std::optional<std::pair<int64_t, StringRef>> offloadedRole(Type type) {
+  if (auto master = dyn_cast<MasterType>(type))
+    return std::make_pair(master.getLayer(), StringRef("master"));
+  if (auto opt = dyn_cast<OptStateType>(type))
+    return std::make_pair(opt.getLayer(), StringRef("adam"));
+  return std::nullopt;
+}
+
+LogicalResult StageLowering::planOffloads() {
+  // The write-backs name the tier of each offloaded state.
+  std::map<std::string, mt::StorageTier> tiers;
+  for (Operation &op : stage.getBody().front()) {
+    auto offload = dyn_cast<OffloadOp>(op);
+    if (!offload)
+      continue;
+    auto role = offloadedRole(offload.getState().getType());
+    if (!role)
+      return offload.emitOpError("cannot be lowered: only master and "
+                                 "optimizer states are offloaded, not ")
+             << offload.getState().getType();
+    tiers[offloadKey(role->first, role->second)] =
+        offload.getTier() == StorageTier::Host ? mt::StorageTier::host
+                                               : mt::StorageTier::storage;
+  }
+  for (Operation &op : stage.getBody().front()) {
+    auto reload = dyn_cast<ReloadOp>(op);
+    if (!reload)
+      continue;
+    auto role = offloadedRole(reload.getOffloaded().getType());
+    if (!role || !isa<BlockArgument>(reload.getOffloaded()))
+      return reload.emitOpError(
+          "cannot be lowered: only master and optimizer states that the plan "
+          "keeps in the offload tier between steps are reloaded");
+    auto [layer, roleName] = *role;
+    std::string key = offloadKey(layer, roleName);
+    auto tier = tiers.find(key);
+    if (tier == tiers.end())
+      return reload.emitOpError("cannot be lowered: '")
+             << key << "' is reloaded but never written back to the tier";
+    auto window = assigned(reload.getPending());
+    if (!window)
+      return stage.emitOpError("stage ")
+             << stageIndex
+             << " was not buffer-assigned: run --ratrain-assign-buffers (or "
+                "--ratrain-schedule-pipeline) before --ratrain-lower-to-mt3k";
+    int64_t need = offloadedBytes(layer, roleName);
+    if ((*window)[1] < need)
+      return reload.emitOpError("cannot be lowered: the window of '")
+             << key << "' holds " << (*window)[1]
+             << " bytes, but the state has " << need
+             << " (streaming an offloaded state in chunks is not lowered)";
+    offloaded[key] = {key, tier->second, (*window)[0], (*window)[1]};
+  }
+  return success();
+}
+
+void StageLowering::prologueOffload(Value flat, int64_t bytes,
+                                    const OffloadedState &state) {
+  Value source = slot(flat, 0, {bytes}, IntegerType::get(ctx, 8));
+  auto offload = mt::OffloadOp::create(
+      pro, loc, source, mt::StorageTierAttr::get(ctx, state.tier),
+      pro.getStringAttr(state.key));
+  offload->setAttr(kPrologueAttr, UnitAttr::get(ctx));
+  auto wait = mt::WaitOp::create(pro, loc, ValueRange{offload.getToken()});
+  wait->setAttr(kPrologueAttr, UnitAttr::get(ctx));
+}
+
+Value StageLowering::offloadWindow(int64_t layer, StringRef role) {
+  const OffloadedState &state = offloaded.at(offloadKey(layer, role));
+  // Named like the state (stateBase), so the update, which reads the state
+  // through the reload's wait, uses the same buffer.
+  return ddrBase(state.key, state.windowOffset, state.windowBytes);
+}
+
+void StageLowering::lowerReload(ReloadOp op) {
+  auto [layer, role] = *offloadedRole(op.getOffloaded().getType());
+  const OffloadedState &state = offloaded.at(offloadKey(layer, role));
+  Value window = slot(offloadWindow(layer, role), 0,
+                      {offloadedBytes(layer, role)}, IntegerType::get(ctx, 8));
+  resolve({}, {window});
+  Value token = mt::ReloadOp::create(b, loc, window,
+                                     mt::StorageTierAttr::get(ctx, state.tier),
+                                     b.getStringAttr(state.key));
+  track(token, {}, {window});
+  pending[op.getPending()] = {token};
+}
+
+void StageLowering::lowerOffload(OffloadOp op) {
+  auto [layer, role] = *offloadedRole(op.getState().getType());
+  const OffloadedState &state = offloaded.at(offloadKey(layer, role));
+  Value flat = stateBase(op.getState(), role, layer);
+  Value source =
+      slot(flat, 0, {offloadedBytes(layer, role)}, IntegerType::get(ctx, 8));
+  resolve({source}, {});
+  Value token = mt::OffloadOp::create(b, loc, source,
+                                      mt::StorageTierAttr::get(ctx, state.tier),
+                                      b.getStringAttr(state.key));
+  track(token, {source}, {});
+  pending[op.getPending()] = {token};
+}
+
+//===----------------------------------------------------------------------===//
 // Planning and the prologue
 //===----------------------------------------------------------------------===//
 
@@ -1292,13 +1436,8 @@ LogicalResult StageLowering::plan() {
               "--ratrain-schedule-pipeline) before --ratrain-lower-to-mt3k";
   arenaBytes = arena.getInt();
 
-  for (Operation &op : stage.getBody().front())
-    if (isa<OffloadOp, ReloadOp>(op))
-      return op.emitOpError(
-          "cannot be lowered: an offloaded state would have to be in the "
-          "offload tier before the step's first reload, which an mt3k "
-          "program cannot express (its prologue only initializes DDR); "
-          "optimizer-state offload plans are not lowered yet");
+  if (failed(planOffloads()))
+    return failure();
 
   // Every buffer offset must honour the machine's alignment: an explicit
   // one is checked; the automatic one is the largest power of two up to 64
@@ -1458,9 +1597,20 @@ LogicalResult StageLowering::emitPrologue() {
     gsmSlots.push_back(base(mt::MemorySpace::gsm,
                             llvm::formatv("gsm.staging.{0}", i).str(),
                             i * gsmSlotBytes, gsmSlotBytes));
+  // An init of (a piece of) an offloaded state names the tier copy it ends
+  // up in (key, byte offset), so the emitter registers that copy for
+  // checkpoints.
+  auto markOffloaded = [&](mt::InitParamOp op, int64_t layer, StringRef role,
+                           int64_t byteOffset) {
+    auto it = offloaded.find(offloadKey(layer, role));
+    if (it == offloaded.end())
+      return;
+    op->setAttr("ratrain.offload_key", pro.getStringAttr(it->second.key));
+    op->setAttr("ratrain.offload_offset", IntegerAttr::get(i64, byteOffset));
+  };
   auto init = [&](mt::InitKind kind, Value dest, StringRef param,
                   std::optional<int64_t> elementOffset = std::nullopt) {
-    mt::InitParamOp::create(
+    return mt::InitParamOp::create(
         pro, loc, kind, dest, param,
         kind == mt::InitKind::normal ? pro.getF64FloatAttr(options.initStd)
                                      : FloatAttr(),
@@ -1470,39 +1620,57 @@ LogicalResult StageLowering::emitPrologue() {
        ++layer) {
     SmallVector<ParamTensor> tensors = layerTensors(layerOp(layer), dims);
     Value view = stateBase(stage.getViewArg(layer), "view", layer);
-    Value opt = stateBase(stage.getOptStateArg(layer), "adam", layer);
+    // An offloaded state is initialized in its reload window and then
+    // offloaded, so the first step's reload finds it in the tier.
+    auto stateOf = [&](Value arg, StringRef role) {
+      return offloaded.count(offloadKey(layer, role))
+                 ? offloadWindow(layer, role)
+                 : stateBase(arg, role, layer);
+    };
+    auto writeBack = [&](Value flat, StringRef role) {
+      auto it = offloaded.find(offloadKey(layer, role));
+      if (it != offloaded.end())
+        prologueOffload(flat, offloadedBytes(layer, role), it->second);
+    };
+    Value opt = stateOf(stage.getOptStateArg(layer), "adam");
     int64_t n = zero() ? shardElements(layer) : layerParams(layer);
     // The view (the master itself for FP32 models), tensor by tensor.
     for (const ParamTensor &tensor : tensors)
       init(tensor.init, tensorOf(view, tensor, elem), tensor.name);
     if (!zero()) {
       if (!isF32Model()) {
-        Value master = stateBase(stage.getMasterArg(layer), "master", layer);
+        Value master = stateOf(stage.getMasterArg(layer), "master");
         for (const ParamTensor &tensor : tensors)
-          init(tensor.init, tensorOf(master, tensor, f32), tensor.name);
+          markOffloaded(
+              init(tensor.init, tensorOf(master, tensor, f32), tensor.name),
+              layer, "master", tensor.offset * 4);
+        writeBack(master, "master");
       }
       for (const ParamTensor &tensor : tensors) {
-        init(mt::InitKind::zeros, tensorOf(opt, tensor, f32),
-             tensor.name + ".exp_avg");
+        markOffloaded(init(mt::InitKind::zeros, tensorOf(opt, tensor, f32),
+                           tensor.name + ".exp_avg"),
+                      layer, "adam", tensor.offset * 4);
         ParamTensor second = tensor;
         second.offset += n;
-        init(mt::InitKind::zeros, tensorOf(opt, second, f32),
-             tensor.name + ".exp_avg_sq");
+        markOffloaded(init(mt::InitKind::zeros, tensorOf(opt, second, f32),
+                           tensor.name + ".exp_avg_sq"),
+                      layer, "adam", second.offset * 4);
       }
+      writeBack(opt, "adam");
       continue;
     }
     // ZeRO-1: the master, m and v hold this rank's shard of the layer's
     // flattened parameters, elements [r * n, (r + 1) * n) for data-parallel
     // index r. The shard is initialized tensor piece by tensor piece; the
     // emitter adds r * n to the element offsets (ratrain.dp_shard).
+    Value masterFlat =
+        isF32Model() ? Value() : stateOf(stage.getMasterArg(layer), "master");
     Value master =
-        isF32Model()
-            ? masterShard(layer)
-            : slot(stateBase(stage.getMasterArg(layer), "master", layer), 0,
-                   {n}, f32);
+        isF32Model() ? masterShard(layer) : slot(masterFlat, 0, {n}, f32);
     Value m = slot(opt, 0, {n}, f32);
     Value v = slot(opt, 4 * n, {n}, f32);
-    auto shardInit = [&](mt::InitKind kind, Value dest, StringRef param) {
+    auto shardInit = [&](mt::InitKind kind, Value dest,
+                         StringRef param) -> mt::InitParamOp {
       auto op = mt::InitParamOp::create(
           pro, loc, kind, dest, param,
           kind == mt::InitKind::normal ? pro.getF64FloatAttr(options.initStd)
@@ -1510,7 +1678,7 @@ LogicalResult StageLowering::emitPrologue() {
           IntegerAttr());
       op->setAttr("ratrain.dp_shard", IntegerAttr::get(i64, n));
       if (kind == mt::InitKind::zeros)
-        return;
+        return op;
       SmallVector<Attribute> pieces;
       for (const ParamTensor &tensor : tensors)
         pieces.push_back(StringAttr::get(
@@ -1519,11 +1687,19 @@ LogicalResult StageLowering::emitPrologue() {
                           tensor.numel(), mt::stringifyInitKind(tensor.init))
                 .str()));
       op->setAttr("ratrain.dp_shard_tensors", ArrayAttr::get(ctx, pieces));
+      return op;
     };
     std::string prefix = layerPrefix(layerOp(layer));
-    shardInit(mt::InitKind::normal, master, prefix);
-    shardInit(mt::InitKind::zeros, m, prefix + ".exp_avg");
-    shardInit(mt::InitKind::zeros, v, prefix + ".exp_avg_sq");
+    auto masterInit = shardInit(mt::InitKind::normal, master, prefix);
+    if (!isF32Model()) {
+      markOffloaded(masterInit, layer, "master", 0);
+      writeBack(masterFlat, "master");
+    }
+    markOffloaded(shardInit(mt::InitKind::zeros, m, prefix + ".exp_avg"), layer,
+                  "adam", 0);
+    markOffloaded(shardInit(mt::InitKind::zeros, v, prefix + ".exp_avg_sq"),
+                  layer, "adam", 4 * n);
+    writeBack(opt, "adam");
   }
   return success();
 }
@@ -1562,6 +1738,10 @@ LogicalResult StageLowering::lower() {
       lowerTransfer(&op, /*send=*/true);
     else if (isa<RecvOp>(op))
       lowerTransfer(&op, /*send=*/false);
+    else if (auto reload = dyn_cast<ReloadOp>(op))
+      lowerReload(reload);
+    else if (auto offload = dyn_cast<OffloadOp>(op))
+      lowerOffload(offload);
     else if (auto ready = dyn_cast<GradReadyOp>(op)) {
       // The gradient is complete: nothing to run, except the NormHead's
       // Jacobian for the head.
