@@ -505,8 +505,8 @@ llvm::Expected<MachineModel> ratrain::loadMachineModel(llvm::StringRef path) {
   return parseMachineModel((*buffer)->getBuffer(), path);
 }
 
-llvm::Expected<MachineModel>
-ratrain::oversubscribe(const MachineModel &machine, int64_t ranksPerCluster) {
+llvm::Expected<MachineModel> ratrain::oversubscribe(const MachineModel &machine,
+                                                    int64_t ranksPerCluster) {
   if (ranksPerCluster < 1)
     return llvm::createStringError(
         llvm::inconvertibleErrorCode(),
