@@ -234,6 +234,11 @@ LogicalResult Converter::convertOp(Operation *op) {
     double std = init.getStd() ? init.getStd()->convertToDouble() : 0.0;
     auto shard = op->getAttrOfType<IntegerAttr>("ratrain.dp_shard");
     auto tensors = op->getAttrOfType<ArrayAttr>("ratrain.dp_shard_tensors");
+    // A streamed shard is initialized piece by piece: elements
+    // [ratrain.dp_shard_offset, + the destination's) of this rank's shard.
+    SmallVector<Arg, 1> pieceOffset;
+    if (auto offset = op->getAttrOfType<IntegerAttr>("ratrain.dp_shard_offset"))
+      pieceOffset.push_back(i64(offset.getInt()));
     if (shard && tensors) {
       // "name:offset:numel:init" per tensor of the flattened layer.
       for (Attribute entry : tensors) {
@@ -246,16 +251,21 @@ LogicalResult Converter::convertOp(Operation *op) {
             parts[2].getAsInteger(10, count) || initKindName(parts[3]).empty())
           return op->emitOpError("malformed ratrain.dp_shard_tensors entry ")
                  << entry;
-        call(loc, "ratrain_emit::initShardTensor", Type(),
-             {rt, t(init.getDest()), str(parts[0]), i64(offset), i64(count),
-              opaque(initKindName(parts[3])), f64(std), i64(shard.getInt())});
+        SmallVector<Arg> args = {
+            rt,          t(init.getDest()),  str(parts[0]),
+            i64(offset), i64(count),         opaque(initKindName(parts[3])),
+            f64(std),    i64(shard.getInt())};
+        llvm::append_range(args, pieceOffset);
+        call(loc, "ratrain_emit::initShardTensor", Type(), args);
       }
       return success();
     }
     if (shard) {
-      call(loc, "ratrain_emit::initShard", Type(),
-           {rt, t(init.getDest()), opaque(kind), str(init.getParam()), f64(std),
-            i64(shard.getInt())});
+      SmallVector<Arg> args = {rt,           t(init.getDest()),
+                               opaque(kind), str(init.getParam()),
+                               f64(std),     i64(shard.getInt())};
+      llvm::append_range(args, pieceOffset);
+      call(loc, "ratrain_emit::initShard", Type(), args);
       return success();
     }
     call(loc, "ratrain_emit::initParam", Type(),
@@ -541,22 +551,41 @@ void Converter::emitParams(ProgramOp program) {
   // checkpoint saves (and a resume loads) the tier copy, at the key and byte
   // offset the lowering put on the init_param.
   DenseMap<Value, Value> tierCopies;
+  // A state streamed in chunks is offloaded in pieces `<key>@<offset>`,
+  // which the host tier keeps in the one copy of `<key>`; an init of its
+  // first piece of a tensor registers the whole tensor there
+  // (ratrain.offload_bytes), those of later pieces (ratrain.offload_piece >
+  // 0) are not registered.
   llvm::StringMap<OffloadOp> prologueOffloads;
   for (auto offload : program.getBodyBlock().getOps<OffloadOp>())
-    if (offload->hasAttr("mt3k.prologue"))
+    if (offload->hasAttr("mt3k.prologue")) {
       prologueOffloads[offload.getKey()] = offload;
+      auto [parent, offset] = offload.getKey().rsplit('@');
+      uint64_t value;
+      if (!offset.empty() && !offset.getAsInteger(10, value))
+        prologueOffloads.try_emplace(parent, offload);
+    }
+  auto laterPiece = [](InitParamOp init) {
+    auto piece = init->getAttrOfType<IntegerAttr>("ratrain.offload_piece");
+    return piece && piece.getInt() > 0;
+  };
   for (auto init : program.getBodyBlock().getOps<InitParamOp>()) {
     auto key = init->getAttrOfType<StringAttr>("ratrain.offload_key");
     auto offset = init->getAttrOfType<IntegerAttr>("ratrain.offload_offset");
     OffloadOp offload =
         key ? prologueOffloads.lookup(key.getValue()) : OffloadOp();
-    if (!offload || !offset)
+    if (!offload || !offset || laterPiece(init))
       continue;
+    SmallVector<Arg> args = {Arg(runtime),
+                             Arg(session),
+                             Arg(get(init.getDest())),
+                             opaque(tierName(offload.getTier())),
+                             str(key.getValue()),
+                             i64(offset.getInt())};
+    if (auto bytes = init->getAttrOfType<IntegerAttr>("ratrain.offload_bytes"))
+      args.push_back(i64(bytes.getInt()));
     tierCopies[init.getDest()] =
-        call(program.getLoc(), "ratrain_emit::offloaded", tensorType,
-             {Arg(runtime), Arg(session), Arg(get(init.getDest())),
-              opaque(tierName(offload.getTier())), str(key.getValue()),
-              i64(offset.getInt())});
+        call(program.getLoc(), "ratrain_emit::offloaded", tensorType, args);
   }
   auto cpp = [&](Value v) {
     Value copy = tierCopies.lookup(v);
@@ -566,6 +595,8 @@ void Converter::emitParams(ProgramOp program) {
       program.getBodyBlock().getOps<InitParamOp>(),
       [](InitParamOp init) { return init->hasAttr("ratrain.dp_shard"); });
   for (auto init : program.getBodyBlock().getOps<InitParamOp>()) {
+    if (laterPiece(init))
+      continue;
     StringRef name = init.getParam();
     Value dest = init.getDest();
     if (auto shard = init->getAttrOfType<IntegerAttr>("ratrain.dp_shard")) {
@@ -643,8 +674,11 @@ void Converter::emitParams(ProgramOp program) {
       continue;
     registerParam("ratrain_emit::addParam",
                   {Arg(session), str(name),
-                   opaque(shapeText(shapeOf(p.master))), cpp(p.master),
-                   cpp(p.m), cpp(p.v), Arg(get(p.view ? p.view : p.master))});
+                   // A streamed master's first piece is flat; the 16-bit
+                   // view has the tensor's shape.
+                   opaque(shapeText(shapeOf(p.view ? p.view : p.master))),
+                   cpp(p.master), cpp(p.m), cpp(p.v),
+                   Arg(get(p.view ? p.view : p.master))});
   }
 }
 

@@ -68,7 +68,42 @@ OffloadStore::Entry &OffloadStore::entry(StorageTier tier,
   return (tier == StorageTier::Host ? host : storage)[key.str()];
 }
 
+std::optional<std::pair<llvm::StringRef, uint64_t>>
+OffloadStore::pieceOf(StorageTier tier, llvm::StringRef key) {
+  if (tier != StorageTier::Host)
+    return std::nullopt;
+  auto [parent, offset] = key.rsplit('@');
+  uint64_t value = 0;
+  if (parent.empty() || offset.empty() || offset.getAsInteger(10, value))
+    return std::nullopt;
+  return std::make_pair(parent, value);
+}
+
 Token OffloadStore::offload(Buffer src, StorageTier tier, llvm::StringRef key) {
+  if (auto piece = pieceOf(tier, key)) {
+    std::byte *to;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      Entry &e = host[piece->first.str()];
+      uint64_t end = piece->second + src.bytes;
+      if (e.bytes < end) {
+        // Grows (only in the prologue, which waits each offload: nothing
+        // is in flight on the old copy).
+        std::unique_ptr<std::byte[]> grown(new std::byte[end]());
+        if (e.host)
+          std::memcpy(grown.get(), e.host.get(), e.bytes);
+        e.host = std::move(grown);
+        e.bytes = end;
+      }
+      to = e.host.get() + piece->second;
+    }
+    char what[TokenPool::kWhatBytes];
+    std::snprintf(what, sizeof(what), "offload of %s[%llu, +%llu) to host '%s'",
+                  stringifyMemorySpace(src.space).data(),
+                  (unsigned long long)src.offset, (unsigned long long)src.bytes,
+                  key.str().c_str());
+    return dma.call(what, [to, src] { std::memcpy(to, src.data, src.bytes); });
+  }
   Entry &e = entry(tier, key);
   if (e.bytes != 0 && e.bytes != src.bytes)
     fatal(llvm::formatv("offload of '{0}' to {1}: {2} bytes, but the key "
@@ -106,6 +141,26 @@ Token OffloadStore::offload(Buffer src, StorageTier tier, llvm::StringRef key) {
 }
 
 Token OffloadStore::reload(Buffer dst, StorageTier tier, llvm::StringRef key) {
+  if (auto piece = pieceOf(tier, key)) {
+    const std::byte *from;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      Entry &e = host[piece->first.str()];
+      if (!e.host || e.bytes < piece->second + dst.bytes)
+        fatal(llvm::formatv("reload of '{0}' from host: {1} bytes at {2} of "
+                            "'{3}', which holds {4}",
+                            key, dst.bytes, piece->second, piece->first,
+                            e.bytes));
+      from = e.host.get() + piece->second;
+    }
+    char what[TokenPool::kWhatBytes];
+    std::snprintf(
+        what, sizeof(what), "reload of host '%s' into %s[%llu, +%llu)",
+        key.str().c_str(), stringifyMemorySpace(dst.space).data(),
+        (unsigned long long)dst.offset, (unsigned long long)dst.bytes);
+    return dma.call(what,
+                    [from, dst] { std::memcpy(dst.data, from, dst.bytes); });
+  }
   Entry &e = entry(tier, key);
   if (e.bytes == 0 || (tier == StorageTier::Host && !e.host) ||
       (tier == StorageTier::Storage && !e.written))

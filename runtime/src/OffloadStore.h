@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 namespace ratrain::rt {
@@ -36,6 +37,11 @@ private:
     bool written = false; ///< Storage tier: the file exists.
   };
   Entry &entry(StorageTier tier, llvm::StringRef key);
+  /// A host-tier key `<parent>@<byte offset>` names bytes of `<parent>`'s
+  /// copy (a piece of a state streamed in chunks; the copy grows to hold
+  /// it): the parent and the offset.
+  static std::optional<std::pair<llvm::StringRef, uint64_t>>
+  pieceOf(StorageTier tier, llvm::StringRef key);
   std::string fileOf(llvm::StringRef key) const;
 
   DmaEngine &dma;

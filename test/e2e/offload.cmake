@@ -20,22 +20,49 @@ set(offload_host ${PROJECT_SOURCE_DIR}/examples/machines/host.yaml)
 # RATRAIN_OFFLOAD_DIR) instead of host memory.
 set(offload_storage ${CMAKE_CURRENT_BINARY_DIR}/offload/host-storage.yaml)
 file(READ ${offload_host} offload_yaml)
-string(REPLACE "\n  kind: host\n" "\n  kind: storage\n" offload_yaml
+string(REPLACE "\n  kind: host\n" "\n  kind: storage\n" offload_storage_yaml
        "${offload_yaml}")
-file(WRITE ${offload_storage} "${offload_yaml}")
+file(WRITE ${offload_storage} "${offload_storage_yaml}")
 set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${offload_host})
+
+# host.yaml streaming offloaded states in 1 MB chunks (offload.chunk_bytes):
+# a tiny LLaMA layer's Adam state (5.8 MB; 2.9 MB per ZeRO-1 shard) and its
+# bf16 run's fp32 master (2.9 MB) stream through their windows in several
+# chunks, with tensors spanning chunks (docs/lowering.md, "Streaming in
+# chunks").
+set(offload_chunked ${CMAKE_CURRENT_BINARY_DIR}/offload/host-chunked.yaml)
+string(REPLACE "\n  chunk_bytes: 0\n" "\n  chunk_bytes: 1000000\n" offload_yaml
+       "${offload_yaml}")
+string(FIND "${offload_yaml}" "chunk_bytes: 1000000" offload_chunk_found)
+if(offload_chunk_found EQUAL -1)
+  message(FATAL_ERROR "offload.cmake: no 'chunk_bytes: 0' in ${offload_host}")
+endif()
+file(WRITE ${offload_chunked} "${offload_yaml}")
+
+# The reference of the ZeRO-1 bf16 case with masters offloaded and streamed:
+# the same plan (pp 1 x dp 2, ZeRO-1) without offload.
+ratrain_add_emitted_program(ratrain-offload-reference-zero1-bf16
+  MODEL ${offload_model} MACHINE ${offload_host}
+  PLAN "clusters=2 global-batch=8" DTYPE bf16)
 
 # name | --dtype (empty: the model's f32) | plan | reference program |
 # machine (empty: host.yaml)
 # pp 2 x dp 1 with Adam m, v offloaded; the same in bf16 with the fp32
 # masters offloaded too; pp 1 x dp 2 under ZeRO-1 (the planner's choice for
 # global batch 8), where each rank offloads its shards; pp 2 with the
-# storage tier (trains the same; --ckpt is refused).
+# storage tier (trains the same; --ckpt is refused); the first three again
+# with the states streamed in chunks (host-chunked.yaml), and pp 1 x dp 2
+# under ZeRO-1 in bf16 with the masters offloaded and streamed (shard pieces
+# of the master initialized per chunk).
 set(offload_cases
   "optimizer||clusters=2 global-batch=4 pp=2 offload=optimizer|ratrain-emit-tiny-pp2|"
   "master-bf16|bf16|clusters=2 global-batch=4 pp=2 offload=master|ratrain-emit-tiny-bf16|"
   "zero1-optimizer||clusters=2 global-batch=8 offload=optimizer|ratrain-emit-tiny|"
-  "storage||clusters=2 global-batch=4 pp=2 offload=optimizer|ratrain-emit-tiny-pp2|${offload_storage}")
+  "storage||clusters=2 global-batch=4 pp=2 offload=optimizer|ratrain-emit-tiny-pp2|${offload_storage}"
+  "chunked-optimizer||clusters=2 global-batch=4 pp=2 offload=optimizer|ratrain-emit-tiny-pp2|${offload_chunked}"
+  "chunked-master-bf16|bf16|clusters=2 global-batch=4 pp=2 offload=master|ratrain-emit-tiny-bf16|${offload_chunked}"
+  "chunked-zero1-optimizer||clusters=2 global-batch=8 offload=optimizer|ratrain-emit-tiny|${offload_chunked}"
+  "chunked-zero1-master-bf16|bf16|clusters=2 global-batch=8 offload=master|ratrain-offload-reference-zero1-bf16|${offload_chunked}")
 foreach(case ${offload_cases})
   string(REPLACE "|" ";" fields "${case}")
   list(GET fields 0 name)

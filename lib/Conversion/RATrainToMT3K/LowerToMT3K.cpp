@@ -370,6 +370,12 @@ private:
   LogicalResult lowerBackward(BackwardOp op);
   LogicalResult lowerSync(SyncOp op);
   LogicalResult lowerUpdate(UpdateOp op);
+  /// AdamW over `n` elements of grad, master, m, v (the refreshed view into
+  /// `viewDest` when set), `chunk` elements per GSM staging slot; the view
+  /// DMAs' tokens go to `tokens`.
+  LogicalResult updateRange(Value grad, Value master, Value m, Value v,
+                            Value viewDest, int64_t n, int64_t chunk,
+                            SmallVector<Value> &tokens);
   void lowerTransfer(Operation *op, bool send);
   void lowerReload(ReloadOp op);
   void lowerOffload(OffloadOp op);
@@ -384,7 +390,51 @@ private:
     std::string key;
     mt::StorageTier tier = mt::StorageTier::host;
     int64_t windowOffset = 0, windowBytes = 0;
+    /// The window holds less than the state: it is streamed through the
+    /// window's two halves in chunks of streamChunk[layer] elements.
+    bool streamed = false;
   };
+  /// One piece of a chunk of a streamed state in a half of its window: the
+  /// bytes and their tier key, `<key>@<byte offset>` in the state's unchunked
+  /// layout (the host tier keeps the pieces of a key in one copy).
+  struct StatePiece {
+    Value bytes;
+    std::string key;
+  };
+  /// Whether `layer`'s state of `role` is offloaded and streamed in chunks.
+  bool streamed(int64_t layer, StringRef role) {
+    auto it = offloaded.find(offloadKey(layer, role));
+    return it != offloaded.end() && it->second.streamed;
+  }
+  /// The pieces of elements [start, start + count) of `layer`'s streamed
+  /// state of `role` in half `half` of its window: the master's, or Adam
+  /// m's (at byte 0 of the half) and v's (at 4 x the chunk's elements).
+  SmallVector<StatePiece, 2> chunkPieces(int64_t layer, StringRef role,
+                                         int64_t start, int64_t count,
+                                         int64_t half);
+  /// The f32 view of the moment or master `sub` (0: master or m, 1: v) of
+  /// a chunk of `count` elements of a streamed state in half `half`.
+  Value chunkView(int64_t layer, StringRef role, int64_t sub, int64_t count,
+                  int64_t half);
+  /// Reloads (`reload`) or offloads the pieces of a chunk of every streamed
+  /// state of `layer`, tracking their tokens.
+  SmallVector<Value> streamChunkOf(int64_t layer, int64_t start, int64_t half,
+                                   bool reload);
+  /// The prologue of a streamed state: initialized chunk by chunk in its
+  /// window and offloaded piece by piece.
+  void prologueStream(int64_t layer, StringRef role,
+                      ArrayRef<ParamTensor> tensors);
+  /// `ratrain.dp_shard_tensors` of a ZeRO master shard init:
+  /// "name:offset:numel:init" per tensor of the flattened layer.
+  ArrayAttr shardTensorsAttr(ArrayRef<ParamTensor> tensors) {
+    SmallVector<Attribute> pieces;
+    for (const ParamTensor &tensor : tensors)
+      pieces.push_back(StringAttr::get(
+          ctx, llvm::formatv("{0}:{1}:{2}:{3}", tensor.name, tensor.offset,
+                             tensor.numel(), mt::stringifyInitKind(tensor.init))
+                   .str()));
+    return ArrayAttr::get(ctx, pieces);
+  }
   /// The tier key of `layer`'s state of `role` ("master" or "adam").
   std::string offloadKey(int64_t layer, StringRef role) {
     return llvm::formatv("{0}.{1}", layerPrefix(layerOp(layer)), role);
@@ -496,6 +546,11 @@ private:
   int64_t gsmNext = 0; ///< the GSM staging slot the next AdamW chunk uses
   /// Offloaded states by key (offloadKey).
   std::map<std::string, OffloadedState> offloaded;
+  /// Elements per chunk of the streamed states of a layer (all of its
+  /// streamed states use the same chunks).
+  DenseMap<int64_t, int64_t> streamChunk;
+  /// The offloads of the last chunks of a streamed state, by key.
+  std::map<std::string, SmallVector<Value>> streamTokens;
   std::map<int64_t, SmallVector<ParamTensor>> tensorCache;
 };
 
@@ -1225,11 +1280,14 @@ LogicalResult StageLowering::lowerUpdate(UpdateOp op) {
     master = masterShard(layer);
   else if (isF32Model())
     master = slot(viewFlat, 0, {n}, f32);
-  else
+  else if (!streamed(layer, "master"))
     master = slot(stateBase(op.getMaster(), "master", layer), 0, {n}, f32);
-  Value opt = stateBase(op.getOptState(), "adam", layer);
-  Value m = slot(opt, 0, {n}, f32);
-  Value v = slot(opt, n * 4, {n}, f32);
+  Value m, v;
+  if (!streamed(layer, "adam")) {
+    Value opt = stateBase(op.getOptState(), "adam", layer);
+    m = slot(opt, 0, {n}, f32);
+    v = slot(opt, n * 4, {n}, f32);
+  }
   Value viewDest;
   if (zero())
     viewDest = scratch(llvm::formatv("zero.view_shard.layer{0}", layer).str(),
@@ -1239,9 +1297,48 @@ LogicalResult StageLowering::lowerUpdate(UpdateOp op) {
 
   int64_t E = elemBytes();
   int64_t chunk = std::max<int64_t>(1, gsmSlotBytes / E);
-  chunk = std::min(chunk, n);
   SmallVector<Value> &tokens = updateTokens[layer];
   tokens.clear();
+  // Streamed states (docs/lowering.md, "Streaming in chunks"): elements
+  // [s, s + c) at a time, chunk k in half k % 2 of the windows; the reload
+  // of chunk k + 1 into the other half overlaps AdamW on chunk k, then
+  // chunk k is offloaded back (a reload into a half waits for the half's
+  // write-back through the hazard tracking).
+  int64_t stream = streamChunk.lookup(layer);
+  int64_t streamStep = stream ? stream : n;
+  for (int64_t s = 0, k = 0; s < n; s += streamStep, ++k) {
+    int64_t c = std::min(streamStep, n - s);
+    if (stream && s + streamStep < n)
+      streamChunkOf(layer, s + streamStep, (k + 1) % 2, /*reload=*/true);
+    Value gc = grad, mc = master, m0 = m, v0 = v, dc = viewDest;
+    if (stream) {
+      gc = slot(grad, s * E, {c}, elem);
+      mc = streamed(layer, "master") ? chunkView(layer, "master", 0, c, k % 2)
+                                     : slot(master, s * 4, {c}, f32);
+      if (streamed(layer, "adam")) {
+        m0 = chunkView(layer, "adam", 0, c, k % 2);
+        v0 = chunkView(layer, "adam", 1, c, k % 2);
+      } else {
+        m0 = slot(m, s * 4, {c}, f32);
+        v0 = slot(v, s * 4, {c}, f32);
+      }
+      if (viewDest)
+        dc = slot(viewDest, s * E, {c}, elem);
+    }
+    if (failed(updateRange(gc, mc, m0, v0, dc, c, std::min(chunk, c), tokens)))
+      return failure();
+    if (stream)
+      streamChunkOf(layer, s, k % 2, /*reload=*/false);
+  }
+  return success();
+}
+
+LogicalResult StageLowering::updateRange(Value grad, Value master, Value m,
+                                         Value v, Value viewDest, int64_t n,
+                                         int64_t chunk,
+                                         SmallVector<Value> &tokens) {
+  Type f32 = Float32Type::get(ctx);
+  int64_t E = elemBytes();
   for (int64_t start = 0; start < n; start += chunk) {
     int64_t count = std::min(chunk, n - start);
     Value gi = slot(grad, start * E, {count}, elem);
@@ -1354,14 +1451,84 @@ LogicalResult StageLowering::planOffloads() {
              << " was not buffer-assigned: run --ratrain-assign-buffers (or "
                 "--ratrain-schedule-pipeline) before --ratrain-lower-to-mt3k";
     int64_t need = offloadedBytes(layer, roleName);
-    if ((*window)[1] < need)
+    bool stream = (*window)[1] < need;
+    offloaded[key] = {key, tier->second, (*window)[0], (*window)[1], stream};
+    if (!stream)
+      continue;
+    // A window smaller than the state (the machine's offload.chunk_bytes;
+    // the planner sizes it as two chunks): the state streams through the
+    // window's halves in chunks of whole elements (a multiple of 16, so
+    // halves and pieces stay 64-byte aligned); a layer's streamed states
+    // share the smallest chunk.
+    int64_t perElement = roleName == "adam" ? 8 : 4;
+    int64_t chunk = (*window)[1] / 2 / perElement / 16 * 16;
+    if (chunk <= 0)
       return reload.emitOpError("cannot be lowered: the window of '")
              << key << "' holds " << (*window)[1]
-             << " bytes, but the state has " << need
-             << " (streaming an offloaded state in chunks is not lowered)";
-    offloaded[key] = {key, tier->second, (*window)[0], (*window)[1]};
+             << " bytes, too few to stream the state in two chunks of 16 "
+                "elements";
+    auto [it, inserted] = streamChunk.try_emplace(layer, chunk);
+    if (!inserted)
+      it->second = std::min(it->second, chunk);
   }
   return success();
+}
+
+SmallVector<StageLowering::StatePiece, 2>
+StageLowering::chunkPieces(int64_t layer, StringRef role, int64_t start,
+                           int64_t count, int64_t half) {
+  const OffloadedState &state = offloaded.at(offloadKey(layer, role));
+  int64_t n = zero() ? shardElements(layer) : layerParams(layer);
+  IntegerType i8 = IntegerType::get(ctx, 8);
+  SmallVector<StatePiece, 2> pieces;
+  int64_t subs = role == "adam" ? 2 : 1;
+  for (int64_t sub = 0; sub < subs; ++sub) {
+    Value view = chunkView(layer, role, sub, count, half);
+    int64_t tierOffset = 4 * (sub * n + start);
+    pieces.push_back({slot(view, 0, {4 * count}, i8),
+                      llvm::formatv("{0}@{1}", state.key, tierOffset).str()});
+  }
+  return pieces;
+}
+
+Value StageLowering::chunkView(int64_t layer, StringRef role, int64_t sub,
+                               int64_t count, int64_t half) {
+  int64_t chunk = streamChunk.lookup(layer);
+  int64_t subs = role == "adam" ? 2 : 1;
+  int64_t byteOffset = 4 * chunk * (half * subs + sub);
+  return slot(offloadWindow(layer, role), byteOffset, {count},
+              Float32Type::get(ctx));
+}
+
+SmallVector<Value> StageLowering::streamChunkOf(int64_t layer, int64_t start,
+                                                int64_t half, bool reload) {
+  int64_t n = zero() ? shardElements(layer) : layerParams(layer);
+  int64_t count = std::min(streamChunk.lookup(layer), n - start);
+  SmallVector<Value> tokens;
+  for (StringRef role : {StringRef("master"), StringRef("adam")}) {
+    if (!streamed(layer, role))
+      continue;
+    const OffloadedState &state = offloaded.at(offloadKey(layer, role));
+    auto tier = mt::StorageTierAttr::get(ctx, state.tier);
+    for (const StatePiece &piece :
+         chunkPieces(layer, role, start, count, half)) {
+      Value token;
+      if (reload) {
+        resolve({}, {piece.bytes});
+        token = mt::ReloadOp::create(b, loc, piece.bytes, tier,
+                                     b.getStringAttr(piece.key));
+        track(token, {}, {piece.bytes});
+      } else {
+        resolve({piece.bytes}, {});
+        token = mt::OffloadOp::create(b, loc, piece.bytes, tier,
+                                      b.getStringAttr(piece.key));
+        track(token, {piece.bytes}, {});
+        streamTokens[state.key].push_back(token);
+      }
+      tokens.push_back(token);
+    }
+  }
+  return tokens;
 }
 
 void StageLowering::prologueOffload(Value flat, int64_t bytes,
@@ -1385,6 +1552,22 @@ Value StageLowering::offloadWindow(int64_t layer, StringRef role) {
 void StageLowering::lowerReload(ReloadOp op) {
   auto [layer, role] = *offloadedRole(op.getOffloaded().getType());
   const OffloadedState &state = offloaded.at(offloadKey(layer, role));
+  if (state.streamed) {
+    // The first chunk into the first half; the update streams the rest.
+    SmallVector<Value> tokens;
+    int64_t n = zero() ? shardElements(layer) : layerParams(layer);
+    auto tier = mt::StorageTierAttr::get(ctx, state.tier);
+    for (const StatePiece &piece : chunkPieces(
+             layer, role, 0, std::min(streamChunk.lookup(layer), n), 0)) {
+      resolve({}, {piece.bytes});
+      Value token = mt::ReloadOp::create(b, loc, piece.bytes, tier,
+                                         b.getStringAttr(piece.key));
+      track(token, {}, {piece.bytes});
+      tokens.push_back(token);
+    }
+    pending[op.getPending()] = tokens;
+    return;
+  }
   Value window = slot(offloadWindow(layer, role), 0,
                       {offloadedBytes(layer, role)}, IntegerType::get(ctx, 8));
   resolve({}, {window});
@@ -1398,6 +1581,12 @@ void StageLowering::lowerReload(ReloadOp op) {
 void StageLowering::lowerOffload(OffloadOp op) {
   auto [layer, role] = *offloadedRole(op.getState().getType());
   const OffloadedState &state = offloaded.at(offloadKey(layer, role));
+  if (state.streamed) {
+    // The update offloaded every chunk; its wait waits the ones in flight.
+    pending[op.getPending()] = streamTokens[state.key];
+    streamTokens[state.key].clear();
+    return;
+  }
   Value flat = stateBase(op.getState(), role, layer);
   Value source =
       slot(flat, 0, {offloadedBytes(layer, role)}, IntegerType::get(ctx, 8));
@@ -1590,6 +1779,76 @@ LogicalResult StageLowering::plan() {
   return success();
 }
 
+void StageLowering::prologueStream(int64_t layer, StringRef role,
+                                   ArrayRef<ParamTensor> tensors) {
+  const OffloadedState &state = offloaded.at(offloadKey(layer, role));
+  IntegerType i64 = IntegerType::get(ctx, 64);
+  int64_t n = zero() ? shardElements(layer) : layerParams(layer);
+  int64_t chunk = streamChunk.lookup(layer);
+  bool adam = role == "adam";
+  auto tier = mt::StorageTierAttr::get(ctx, state.tier);
+  // Each init names the tier copy of its piece (the key without '@' and the
+  // byte offset in the unchunked layout, where a tensor's pieces are
+  // contiguous): ratrain.offload_bytes is the size of the whole tensor (or
+  // shard) there, and an init of a later piece (ratrain.offload_piece > 0)
+  // is not registered again.
+  auto mark = [&](mt::InitParamOp op, int64_t byteOffset, int64_t piece,
+                  int64_t bytes) {
+    op->setAttr("ratrain.offload_key", pro.getStringAttr(state.key));
+    op->setAttr("ratrain.offload_offset", IntegerAttr::get(i64, byteOffset));
+    op->setAttr("ratrain.offload_piece", IntegerAttr::get(i64, piece));
+    op->setAttr("ratrain.offload_bytes", IntegerAttr::get(i64, bytes));
+  };
+  auto create = [&](mt::InitKind kind, Value dest, StringRef param,
+                    int64_t elementOffset) {
+    return mt::InitParamOp::create(
+        pro, loc, kind, dest, param,
+        kind == mt::InitKind::normal ? pro.getF64FloatAttr(options.initStd)
+                                     : FloatAttr(),
+        elementOffset ? IntegerAttr::get(i64, elementOffset) : IntegerAttr());
+  };
+  for (int64_t start = 0; start < n; start += chunk) {
+    int64_t count = std::min(chunk, n - start);
+    for (int64_t sub = 0; sub < (adam ? 2 : 1); ++sub) {
+      Value half = chunkView(layer, role, sub, count, 0);
+      StringRef suffix = !adam ? "" : sub ? ".exp_avg_sq" : ".exp_avg";
+      mt::InitKind zeros = mt::InitKind::zeros;
+      if (zero()) {
+        // This rank's shard piece [start, start + count): the emitter adds
+        // r * n + ratrain.dp_shard_offset to the element offsets.
+        std::string prefix = layerPrefix(layerOp(layer));
+        auto op = create(adam ? zeros : mt::InitKind::normal, half,
+                         prefix + suffix.str(), 0);
+        op->setAttr("ratrain.dp_shard", IntegerAttr::get(i64, n));
+        op->setAttr("ratrain.dp_shard_offset", IntegerAttr::get(i64, start));
+        if (!adam)
+          op->setAttr("ratrain.dp_shard_tensors", shardTensorsAttr(tensors));
+        mark(op, 4 * (sub * n + start), start, 4 * n);
+        continue;
+      }
+      for (const ParamTensor &tensor : tensors) {
+        int64_t lo = std::max(start, tensor.offset);
+        int64_t hi = std::min(start + count, tensor.offset + tensor.numel());
+        if (lo >= hi)
+          continue;
+        Value dest =
+            slot(half, 4 * (lo - start), {hi - lo}, Float32Type::get(ctx));
+        auto op = create(adam ? zeros : tensor.init, dest,
+                         tensor.name + suffix.str(), lo - tensor.offset);
+        mark(op, 4 * (sub * n + tensor.offset), lo - tensor.offset,
+             4 * tensor.numel());
+      }
+    }
+    for (const StatePiece &piece : chunkPieces(layer, role, start, count, 0)) {
+      auto offload = mt::OffloadOp::create(pro, loc, piece.bytes, tier,
+                                           pro.getStringAttr(piece.key));
+      offload->setAttr(kPrologueAttr, UnitAttr::get(ctx));
+      auto wait = mt::WaitOp::create(pro, loc, ValueRange{offload.getToken()});
+      wait->setAttr(kPrologueAttr, UnitAttr::get(ctx));
+    }
+  }
+}
+
 LogicalResult StageLowering::emitPrologue() {
   Type f32 = Float32Type::get(ctx);
   IntegerType i64 = IntegerType::get(ctx, 64);
@@ -1632,13 +1891,50 @@ LogicalResult StageLowering::emitPrologue() {
       if (it != offloaded.end())
         prologueOffload(flat, offloadedBytes(layer, role), it->second);
     };
-    Value opt = stateOf(stage.getOptStateArg(layer), "adam");
+    // Streamed states are initialized chunk by chunk (after the view).
+    bool streamMaster = streamed(layer, "master");
+    bool streamAdam = streamed(layer, "adam");
+    Value opt =
+        streamAdam ? Value() : stateOf(stage.getOptStateArg(layer), "adam");
     int64_t n = zero() ? shardElements(layer) : layerParams(layer);
     // The view (the master itself for FP32 models), tensor by tensor.
     for (const ParamTensor &tensor : tensors)
       init(tensor.init, tensorOf(view, tensor, elem), tensor.name);
+    if (streamMaster)
+      prologueStream(layer, "master", tensors);
+    if (streamAdam)
+      prologueStream(layer, "adam", tensors);
+    if (streamAdam) {
+      // Only the master stays whole (in its window or its buffer; an FP32
+      // model's is its view, or with ZeRO its shard).
+      if (streamMaster || (isF32Model() && !zero()))
+        continue;
+      if (!zero()) {
+        Value master = stateOf(stage.getMasterArg(layer), "master");
+        for (const ParamTensor &tensor : tensors)
+          markOffloaded(
+              init(tensor.init, tensorOf(master, tensor, f32), tensor.name),
+              layer, "master", tensor.offset * 4);
+        writeBack(master, "master");
+        continue;
+      }
+      Value masterFlat =
+          isF32Model() ? Value() : stateOf(stage.getMasterArg(layer), "master");
+      auto op = mt::InitParamOp::create(
+          pro, loc, mt::InitKind::normal,
+          isF32Model() ? masterShard(layer) : slot(masterFlat, 0, {n}, f32),
+          layerPrefix(layerOp(layer)), pro.getF64FloatAttr(options.initStd),
+          IntegerAttr());
+      op->setAttr("ratrain.dp_shard", IntegerAttr::get(i64, n));
+      op->setAttr("ratrain.dp_shard_tensors", shardTensorsAttr(tensors));
+      if (masterFlat) {
+        markOffloaded(op, layer, "master", 0);
+        writeBack(masterFlat, "master");
+      }
+      continue;
+    }
     if (!zero()) {
-      if (!isF32Model()) {
+      if (!isF32Model() && !streamMaster) {
         Value master = stateOf(stage.getMasterArg(layer), "master");
         for (const ParamTensor &tensor : tensors)
           markOffloaded(
@@ -1663,10 +1959,12 @@ LogicalResult StageLowering::emitPrologue() {
     // flattened parameters, elements [r * n, (r + 1) * n) for data-parallel
     // index r. The shard is initialized tensor piece by tensor piece; the
     // emitter adds r * n to the element offsets (ratrain.dp_shard).
-    Value masterFlat =
-        isF32Model() ? Value() : stateOf(stage.getMasterArg(layer), "master");
-    Value master =
-        isF32Model() ? masterShard(layer) : slot(masterFlat, 0, {n}, f32);
+    Value masterFlat = isF32Model() || streamMaster
+                           ? Value()
+                           : stateOf(stage.getMasterArg(layer), "master");
+    Value master = isF32Model() ? masterShard(layer)
+                   : masterFlat ? slot(masterFlat, 0, {n}, f32)
+                                : Value();
     Value m = slot(opt, 0, {n}, f32);
     Value v = slot(opt, 4 * n, {n}, f32);
     auto shardInit = [&](mt::InitKind kind, Value dest,
@@ -1679,21 +1977,16 @@ LogicalResult StageLowering::emitPrologue() {
       op->setAttr("ratrain.dp_shard", IntegerAttr::get(i64, n));
       if (kind == mt::InitKind::zeros)
         return op;
-      SmallVector<Attribute> pieces;
-      for (const ParamTensor &tensor : tensors)
-        pieces.push_back(StringAttr::get(
-            ctx,
-            llvm::formatv("{0}:{1}:{2}:{3}", tensor.name, tensor.offset,
-                          tensor.numel(), mt::stringifyInitKind(tensor.init))
-                .str()));
-      op->setAttr("ratrain.dp_shard_tensors", ArrayAttr::get(ctx, pieces));
+      op->setAttr("ratrain.dp_shard_tensors", shardTensorsAttr(tensors));
       return op;
     };
     std::string prefix = layerPrefix(layerOp(layer));
-    auto masterInit = shardInit(mt::InitKind::normal, master, prefix);
-    if (!isF32Model()) {
-      markOffloaded(masterInit, layer, "master", 0);
-      writeBack(masterFlat, "master");
+    if (!streamMaster) {
+      auto masterInit = shardInit(mt::InitKind::normal, master, prefix);
+      if (!isF32Model()) {
+        markOffloaded(masterInit, layer, "master", 0);
+        writeBack(masterFlat, "master");
+      }
     }
     markOffloaded(shardInit(mt::InitKind::zeros, m, prefix + ".exp_avg"), layer,
                   "adam", 0);

@@ -565,9 +565,12 @@ def main():
                               if any(t[0] == name for t in base.shards[(owner, off)][1]))
                 analytic = base.grads[(owner, master)][g % n]
             else:
+                # The AdamW call whose master range holds the element (a
+                # tensor may span calls: GSM chunks, streamed chunks).
+                at = ref.offset + 4 * e
                 master = max(off for (rk, off) in base.grads
-                             if rk == (stage, 0) and off <= ref.offset)
-                analytic = base.grads[((stage, 0), master)][(ref.offset - master) // 4 + e]
+                             if rk == (stage, 0) and off <= at)
+                analytic = base.grads[((stage, 0), master)][(at - master) // 4]
             losses = []
             for sign in (1, -1):
                 run = Runner(programs, vocab, dp, perturb=(name, e, sign * eps))

@@ -215,7 +215,11 @@ public:
   //===--- Offload (activation offloading to host memory or storage) -----===//
   /// Copies `src` out of the arenas under `key` (host memory, or a file in
   /// RuntimeOptions::offloadDirectory). The first offload of a key allocates
-  /// its host copy; later ones reuse it (the size must stay the same).
+  /// its host copy; later ones reuse it (the size must stay the same). A
+  /// host-tier key `<parent>@<byte offset>` (a piece of a state streamed in
+  /// chunks) names those bytes of `<parent>`'s copy, which grows to hold
+  /// them (grow it only while no copy of `<parent>` is in flight); reload()
+  /// reads them back and offloadedCopy(`<parent>`) holds every piece.
   Token offload(Buffer src, StorageTier tier, llvm::StringRef key);
   /// Copies the bytes offloaded under `key` into `dst` (same size); fatal
   /// when nothing was offloaded under `key`.
