@@ -1891,6 +1891,16 @@ LogicalResult StageLowering::emitPrologue() {
       if (it != offloaded.end())
         prologueOffload(flat, offloadedBytes(layer, role), it->second);
     };
+    // The FP32 master of a 16-bit model, whole (not a ZeRO shard), tensor by
+    // tensor, then written to the tier when it is offloaded.
+    auto initWholeMaster = [&] {
+      Value master = stateOf(stage.getMasterArg(layer), "master");
+      for (const ParamTensor &tensor : tensors)
+        markOffloaded(
+            init(tensor.init, tensorOf(master, tensor, f32), tensor.name),
+            layer, "master", tensor.offset * 4);
+      writeBack(master, "master");
+    };
     // Streamed states are initialized chunk by chunk (after the view).
     bool streamMaster = streamed(layer, "master");
     bool streamAdam = streamed(layer, "adam");
@@ -1910,12 +1920,7 @@ LogicalResult StageLowering::emitPrologue() {
       if (streamMaster || (isF32Model() && !zero()))
         continue;
       if (!zero()) {
-        Value master = stateOf(stage.getMasterArg(layer), "master");
-        for (const ParamTensor &tensor : tensors)
-          markOffloaded(
-              init(tensor.init, tensorOf(master, tensor, f32), tensor.name),
-              layer, "master", tensor.offset * 4);
-        writeBack(master, "master");
+        initWholeMaster();
         continue;
       }
       Value masterFlat =
@@ -1934,14 +1939,8 @@ LogicalResult StageLowering::emitPrologue() {
       continue;
     }
     if (!zero()) {
-      if (!isF32Model() && !streamMaster) {
-        Value master = stateOf(stage.getMasterArg(layer), "master");
-        for (const ParamTensor &tensor : tensors)
-          markOffloaded(
-              init(tensor.init, tensorOf(master, tensor, f32), tensor.name),
-              layer, "master", tensor.offset * 4);
-        writeBack(master, "master");
-      }
+      if (!isF32Model() && !streamMaster)
+        initWholeMaster();
       for (const ParamTensor &tensor : tensors) {
         markOffloaded(init(mt::InitKind::zeros, tensorOf(opt, tensor, f32),
                            tensor.name + ".exp_avg"),
