@@ -69,9 +69,7 @@ OffloadStore::Entry &OffloadStore::entry(StorageTier tier,
 }
 
 std::optional<std::pair<llvm::StringRef, uint64_t>>
-OffloadStore::pieceOf(StorageTier tier, llvm::StringRef key) {
-  if (tier != StorageTier::Host)
-    return std::nullopt;
+OffloadStore::pieceOf(llvm::StringRef key) {
   auto [parent, offset] = key.rsplit('@');
   uint64_t value = 0;
   if (parent.empty() || offset.empty() || offset.getAsInteger(10, value))
@@ -79,48 +77,70 @@ OffloadStore::pieceOf(StorageTier tier, llvm::StringRef key) {
   return std::make_pair(parent, value);
 }
 
-Token OffloadStore::offload(Buffer src, StorageTier tier, llvm::StringRef key) {
-  if (auto piece = pieceOf(tier, key)) {
-    std::byte *to;
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      Entry &e = host[piece->first.str()];
-      uint64_t end = piece->second + src.bytes;
-      if (e.bytes < end) {
-        // Grows (only in the prologue, which waits each offload: nothing
-        // is in flight on the old copy).
-        std::unique_ptr<std::byte[]> grown(new std::byte[end]());
-        if (e.host)
-          std::memcpy(grown.get(), e.host.get(), e.bytes);
-        e.host = std::move(grown);
-        e.bytes = end;
-      }
-      to = e.host.get() + piece->second;
-    }
-    char what[TokenPool::kWhatBytes];
-    std::snprintf(what, sizeof(what), "offload of %s[%llu, +%llu) to host '%s'",
-                  stringifyMemorySpace(src.space).data(),
-                  (unsigned long long)src.offset, (unsigned long long)src.bytes,
-                  key.str().c_str());
-    return dma.call(what, [to, src] { std::memcpy(to, src.data, src.bytes); });
-  }
+OffloadStore::Entry &OffloadStore::checkedEntry(StorageTier tier,
+                                                llvm::StringRef key,
+                                                uint64_t bytes,
+                                                bool offloading) {
   Entry &e = entry(tier, key);
-  if (e.bytes != 0 && e.bytes != src.bytes)
-    fatal(llvm::formatv("offload of '{0}' to {1}: {2} bytes, but the key "
-                        "held {3} bytes before",
-                        key, tierName(tier), src.bytes, e.bytes));
-  e.bytes = src.bytes;
+  if (offloading) {
+    if (e.bytes != 0 && e.bytes != bytes)
+      fatal(llvm::formatv("offload of '{0}' to {1}: {2} bytes, but the key "
+                          "held {3} bytes before",
+                          key, tierName(tier), bytes, e.bytes));
+    e.bytes = bytes;
+    return e;
+  }
+  if (e.bytes == 0 || (tier == StorageTier::Host && !e.host) ||
+      (tier == StorageTier::Storage && !e.written))
+    fatal(llvm::formatv("reload of '{0}' from {1}: nothing was offloaded "
+                        "under that key",
+                        key, tierName(tier)));
+  if (e.bytes != bytes)
+    fatal(llvm::formatv("reload of '{0}' from {1}: {2} bytes were offloaded, "
+                        "the destination holds {3}",
+                        key, tierName(tier), e.bytes, bytes));
+  return e;
+}
+
+std::byte *OffloadStore::hostBytes(llvm::StringRef key, uint64_t bytes,
+                                   bool offloading) {
+  if (auto piece = pieceOf(key)) {
+    auto [parent, offset] = *piece;
+    std::lock_guard<std::mutex> lock(mutex);
+    Entry &e = host[parent.str()];
+    uint64_t end = offset + bytes;
+    if (e.bytes < end) {
+      if (!offloading)
+        fatal(llvm::formatv("reload of '{0}' from host: {1} bytes at {2} of "
+                            "'{3}', which holds {4}",
+                            key, bytes, offset, parent, e.bytes));
+      // Grows (only in the prologue, which waits each offload: nothing is
+      // in flight on the old copy).
+      std::unique_ptr<std::byte[]> grown(new std::byte[end]());
+      if (e.host)
+        std::memcpy(grown.get(), e.host.get(), e.bytes);
+      e.host = std::move(grown);
+      e.bytes = end;
+    }
+    return e.host.get() + offset;
+  }
+  Entry &e = checkedEntry(StorageTier::Host, key, bytes, offloading);
+  if (!e.host) // the key's first offload
+    e.host.reset(new std::byte[bytes]);
+  return e.host.get();
+}
+
+Token OffloadStore::offload(Buffer src, StorageTier tier, llvm::StringRef key) {
   char what[TokenPool::kWhatBytes];
   std::snprintf(what, sizeof(what), "offload of %s[%llu, +%llu) to %s '%s'",
                 stringifyMemorySpace(src.space).data(),
                 (unsigned long long)src.offset, (unsigned long long)src.bytes,
                 tierName(tier), key.str().c_str());
   if (tier == StorageTier::Host) {
-    if (!e.host)
-      e.host.reset(new std::byte[src.bytes]);
-    std::byte *to = e.host.get();
+    std::byte *to = hostBytes(key, src.bytes, /*offloading=*/true);
     return dma.call(what, [to, src] { std::memcpy(to, src.data, src.bytes); });
   }
+  Entry &e = checkedEntry(tier, key, src.bytes, /*offloading=*/true);
   if (!createdDirectory && !llvm::sys::fs::is_directory(directory)) {
     if (std::error_code ec = llvm::sys::fs::create_directories(directory))
       fatal(
@@ -141,46 +161,19 @@ Token OffloadStore::offload(Buffer src, StorageTier tier, llvm::StringRef key) {
 }
 
 Token OffloadStore::reload(Buffer dst, StorageTier tier, llvm::StringRef key) {
-  if (auto piece = pieceOf(tier, key)) {
-    const std::byte *from;
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      Entry &e = host[piece->first.str()];
-      if (!e.host || e.bytes < piece->second + dst.bytes)
-        fatal(llvm::formatv("reload of '{0}' from host: {1} bytes at {2} of "
-                            "'{3}', which holds {4}",
-                            key, dst.bytes, piece->second, piece->first,
-                            e.bytes));
-      from = e.host.get() + piece->second;
-    }
-    char what[TokenPool::kWhatBytes];
-    std::snprintf(
-        what, sizeof(what), "reload of host '%s' into %s[%llu, +%llu)",
-        key.str().c_str(), stringifyMemorySpace(dst.space).data(),
-        (unsigned long long)dst.offset, (unsigned long long)dst.bytes);
-    return dma.call(what,
-                    [from, dst] { std::memcpy(dst.data, from, dst.bytes); });
-  }
-  Entry &e = entry(tier, key);
-  if (e.bytes == 0 || (tier == StorageTier::Host && !e.host) ||
-      (tier == StorageTier::Storage && !e.written))
-    fatal(llvm::formatv("reload of '{0}' from {1}: nothing was offloaded "
-                        "under that key",
-                        key, tierName(tier)));
-  if (e.bytes != dst.bytes)
-    fatal(llvm::formatv("reload of '{0}' from {1}: {2} bytes were offloaded, "
-                        "the destination holds {3}",
-                        key, tierName(tier), e.bytes, dst.bytes));
+  const std::byte *from = nullptr;
+  if (tier == StorageTier::Host)
+    from = hostBytes(key, dst.bytes, /*offloading=*/false);
+  else
+    checkedEntry(tier, key, dst.bytes, /*offloading=*/false);
   char what[TokenPool::kWhatBytes];
   std::snprintf(what, sizeof(what), "reload of %s '%s' into %s[%llu, +%llu)",
                 tierName(tier), key.str().c_str(),
                 stringifyMemorySpace(dst.space).data(),
                 (unsigned long long)dst.offset, (unsigned long long)dst.bytes);
-  if (tier == StorageTier::Host) {
-    const std::byte *from = e.host.get();
+  if (from)
     return dma.call(what,
                     [from, dst] { std::memcpy(dst.data, from, dst.bytes); });
-  }
   std::string path = fileOf(key);
   return dma.call(what, [path, dst] {
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);

@@ -37,11 +37,18 @@ private:
     bool written = false; ///< Storage tier: the file exists.
   };
   Entry &entry(StorageTier tier, llvm::StringRef key);
+  /// The entry of a key transferred whole: an offload fixes its size, a
+  /// reload must find one of the same size. Errors are fatal.
+  Entry &checkedEntry(StorageTier tier, llvm::StringRef key, uint64_t bytes,
+                      bool offloading);
   /// A host-tier key `<parent>@<byte offset>` names bytes of `<parent>`'s
   /// copy (a piece of a state streamed in chunks; the copy grows to hold
   /// it): the parent and the offset.
   static std::optional<std::pair<llvm::StringRef, uint64_t>>
-  pieceOf(StorageTier tier, llvm::StringRef key);
+  pieceOf(llvm::StringRef key);
+  /// Where `bytes` bytes under a host-tier `key` live: a piece in its
+  /// parent's copy, or the key's own copy (allocated on its first offload).
+  std::byte *hostBytes(llvm::StringRef key, uint64_t bytes, bool offloading);
   std::string fileOf(llvm::StringRef key) const;
 
   DmaEngine &dma;
