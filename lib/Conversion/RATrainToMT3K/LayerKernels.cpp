@@ -1,0 +1,259 @@
+//===- LayerKernels.cpp - Decoder and head kernel sequences ---------------===//
+//
+// The mt3k kernel sequences of a decoder layer's and the head's forward and
+// backward, and Baichuan2's NormHead.
+//
+//===----------------------------------------------------------------------===//
+
+#include "StageLowering.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace ratrain;
+using namespace ratrain::lowering;
+namespace mt = ratrain::mt3k;
+
+//===----------------------------------------------------------------------===//
+// Layer kernel sequences
+//===----------------------------------------------------------------------===//
+
+void StageLowering::emitDecoderForward(const LayerWeights &w,
+                                       const DecoderActs &a, Value src,
+                                       Value dst) {
+  int64_t T = dims.tokens, B = dims.batch, S = dims.seq;
+  double theta = model.getRopeTheta().convertToDouble();
+  double scale = 1.0 / std::sqrt(double(dims.headDim));
+  if (src)
+    copy(src, a.x);
+  rmsnormFwd(a.x, w.get("input_layernorm.weight"), a.xn1, a.rstd1);
+  // Projections; rotary embedding of q and k into the stored q, k (ALiBi:
+  // the projections are the stored q, k).
+  Value qpre =
+      dims.alibi ? a.q2 : scratch("scratch.r1", r1Off, {T, dims.qDim}, elem);
+  Value kpre = dims.alibi
+                   ? a.k2
+                   : scratch("scratch.r1", r1Off + T * dims.qDim * elemBytes(),
+                             {T, dims.kvDim}, elem);
+  gemm(a.xn1, w.get("q_proj.weight"), qpre, false, true, false);
+  gemm(a.xn1, w.get("k_proj.weight"), kpre, false, true, false);
+  gemm(a.xn1, w.get("v_proj.weight"), a.v2, false, true, false);
+  if (dims.qkvBias) {
+    Value ones = scratch("scratch.ones", onesOff, {T, 1}, elem);
+    auto bias = [&](StringRef name, int64_t n) {
+      return slot(w.get(name), 0, {1, n}, elem);
+    };
+    gemm(ones, bias("q_proj.bias", dims.qDim), qpre, false, false, true);
+    gemm(ones, bias("k_proj.bias", dims.kvDim), kpre, false, false, true);
+    gemm(ones, bias("v_proj.bias", dims.kvDim), a.v2, false, false, true);
+  }
+  Value qpre4 = slot(qpre, 0, {B, S, dims.heads, dims.headDim}, elem);
+  Value kpre4 = slot(kpre, 0, {B, S, dims.kvHeads, dims.headDim}, elem);
+  // ALiBi: positions enter as the attention's bias instead.
+  if (!dims.alibi) {
+    elementwise(mt::ElementwiseKind::rope, {qpre4}, {a.q4}, theta);
+    elementwise(mt::ElementwiseKind::rope, {kpre4}, {a.k4}, theta);
+  }
+  resolve({a.q4, a.k4, a.v4}, {a.o4, a.lse});
+  mt::AttentionFwdOp::create(b, loc, a.q4, a.k4, a.v4, a.o4, a.lse,
+                             /*causal=*/true, /*alibi=*/dims.alibi,
+                             b.getF64FloatAttr(scale));
+  // Output projection with the residual: x2 = x + o Wo^T.
+  copy(a.x, a.x2);
+  gemm(a.o2, w.get("o_proj.weight"), a.x2, false, true, true);
+  rmsnormFwd(a.x2, w.get("post_attention_layernorm.weight"), a.xn2, a.rstd2);
+  gemm(a.xn2, w.get("gate_proj.weight"), a.gate, false, true, false);
+  gemm(a.xn2, w.get("up_proj.weight"), a.up, false, true, false);
+  Value hact =
+      a.hact ? a.hact : scratch("scratch.w", wOff, {T, dims.ffn}, elem);
+  if (!a.hact && !dst)
+    return; // a recompute without a stored SwiGLU output has nothing left
+  elementwise(mt::ElementwiseKind::swiglu, {a.gate, a.up}, {hact});
+  if (!dst)
+    return;
+  // Down projection with the residual: out = x2 + h Wd^T.
+  copy(a.x2, dst);
+  gemm(hact, w.get("down_proj.weight"), dst, false, true, true);
+}
+
+void StageLowering::emitDecoderBackward(const LayerWeights &w,
+                                        const LayerWeights &g,
+                                        const DecoderActs &a, Value dy,
+                                        Value dx, bool acc) {
+  int64_t T = dims.tokens, B = dims.batch, S = dims.seq, E = elemBytes();
+  double theta = model.getRopeTheta().convertToDouble();
+  double scale = 1.0 / std::sqrt(double(dims.headDim));
+  // Scratch: R1 holds dh, then dq/dk/dv, then dxn1 (over dq); W (the
+  // assigned kernel workspace when large enough) dgate/dup, then the MLP
+  // norm's input gradient, then do and dq/dk before rope, then the
+  // attention norm's input gradient; R2 the gradient of the residual stream
+  // between the two halves. No kernel runs in place.
+  Value dh = scratch("scratch.r1", r1Off, {T, dims.ffn}, elem);
+  Value dq4 =
+      scratch("scratch.r1", r1Off, {B, S, dims.heads, dims.headDim}, elem);
+  Value dk4 = scratch("scratch.r1", r1Off + T * dims.qDim * E,
+                      {B, S, dims.kvHeads, dims.headDim}, elem);
+  Value dv4 = scratch("scratch.r1", r1Off + T * (dims.qDim + dims.kvDim) * E,
+                      {B, S, dims.kvHeads, dims.headDim}, elem);
+  Value dv2 = slot(dv4, 0, {T, dims.kvDim}, elem);
+  Value dxn1 = scratch("scratch.r1", r1Off, {T, dims.hidden}, elem);
+  Value dgate = scratch("scratch.w", wOff, {T, dims.ffn}, elem);
+  Value dup =
+      scratch("scratch.w", wOff + T * dims.ffn * E, {T, dims.ffn}, elem);
+  Value dO4 =
+      scratch("scratch.w", wOff, {B, S, dims.heads, dims.headDim}, elem);
+  Value dO2 = slot(dO4, 0, {T, dims.qDim}, elem);
+  Value dqpre4 = scratch("scratch.w", wOff + T * dims.qDim * E,
+                         {B, S, dims.heads, dims.headDim}, elem);
+  Value dkpre4 = scratch("scratch.w", wOff + 2 * T * dims.qDim * E,
+                         {B, S, dims.kvHeads, dims.headDim}, elem);
+  Value dqpre = slot(dqpre4, 0, {T, dims.qDim}, elem);
+  Value dkpre = slot(dkpre4, 0, {T, dims.kvDim}, elem);
+  Value dres = scratch("scratch.r2", r2Off, {T, dims.hidden}, elem);
+
+  // MLP: out = x2 + down(swiglu(gate, up)).
+  Value hact = a.hact;
+  if (!hact) {
+    hact = dgate; // free until swiglu_bwd writes dgate
+    elementwise(mt::ElementwiseKind::swiglu, {a.gate, a.up}, {hact});
+  }
+  gemm(dy, w.get("down_proj.weight"), dh, false, false, false);
+  gemm(dy, hact, g.get("down_proj.weight"), true, false, acc);
+  elementwise(mt::ElementwiseKind::swiglu_bwd, {a.gate, a.up, dh},
+              {dgate, dup});
+  gemm(dgate, w.get("gate_proj.weight"), dres, false, false, false);
+  gemm(dup, w.get("up_proj.weight"), dres, false, false, true);
+  gemm(dgate, a.xn2, g.get("gate_proj.weight"), true, false, acc);
+  gemm(dup, a.xn2, g.get("up_proj.weight"), true, false, acc);
+  // The norm's input gradient goes to W (dgate and dup are dead), so no
+  // kernel runs in place; then the residual: dres = dy + d(x2) through norm.
+  Value normGrad = scratch("scratch.w", wOff, {T, dims.hidden}, elem);
+  rmsnormBwd(a.x2, w.get("post_attention_layernorm.weight"), a.rstd2, dres,
+             normGrad, g.get("post_attention_layernorm.weight"), acc);
+  elementwise(mt::ElementwiseKind::residual_add, {normGrad, dy}, {dres});
+  // Attention: x2 = x + o Wo^T.
+  gemm(dres, w.get("o_proj.weight"), dO2, false, false, false);
+  gemm(dres, a.o2, g.get("o_proj.weight"), true, false, acc);
+  resolve({a.q4, a.k4, a.v4, a.o4, dO4, a.lse}, {dq4, dk4, dv4});
+  mt::AttentionBwdOp::create(b, loc, a.q4, a.k4, a.v4, a.o4, dO4, a.lse, dq4,
+                             dk4, dv4, /*causal=*/true, /*alibi=*/dims.alibi,
+                             b.getF64FloatAttr(scale));
+  if (dims.alibi) {
+    // No rotary embedding to undo; dq, dk move out of R1, which dxn1
+    // overwrites.
+    copy(dq4, dqpre4);
+    copy(dk4, dkpre4);
+  } else {
+    elementwise(mt::ElementwiseKind::rope_bwd, {dq4}, {dqpre4}, theta);
+    elementwise(mt::ElementwiseKind::rope_bwd, {dk4}, {dkpre4}, theta);
+  }
+  gemm(dqpre, w.get("q_proj.weight"), dxn1, false, false, false);
+  gemm(dkpre, w.get("k_proj.weight"), dxn1, false, false, true);
+  gemm(dv2, w.get("v_proj.weight"), dxn1, false, false, true);
+  gemm(dqpre, a.xn1, g.get("q_proj.weight"), true, false, acc);
+  gemm(dkpre, a.xn1, g.get("k_proj.weight"), true, false, acc);
+  gemm(dv2, a.xn1, g.get("v_proj.weight"), true, false, acc);
+  if (dims.qkvBias) {
+    Value ones = scratch("scratch.ones", onesOff, {T, 1}, elem);
+    auto bias = [&](StringRef name, int64_t n) {
+      return slot(g.get(name), 0, {1, n}, elem);
+    };
+    gemm(ones, dqpre, bias("q_proj.bias", dims.qDim), true, false, acc);
+    gemm(ones, dkpre, bias("k_proj.bias", dims.kvDim), true, false, acc);
+    gemm(ones, dv2, bias("v_proj.bias", dims.kvDim), true, false, acc);
+  }
+  // W[0, T h) held do, dead after the attention backward.
+  rmsnormBwd(a.x, w.get("input_layernorm.weight"), a.rstd1, dxn1, normGrad,
+             g.get("input_layernorm.weight"), acc);
+  elementwise(mt::ElementwiseKind::residual_add, {normGrad, dres}, {dx});
+}
+
+void StageLowering::emitHeadForward(const LayerWeights &w, Value act,
+                                    int64_t mb, Value src) {
+  int64_t T = dims.tokens;
+  Type f32 = Float32Type::get(ctx);
+  Value x = slot(act, head.x, {T, dims.hidden}, elem);
+  Value xn = slot(act, head.xn, {T, dims.hidden}, elem);
+  Value logits = slot(act, head.logits, {T, dims.vocab}, elem);
+  Value rstd = slot(act, head.rstd, {T}, f32);
+  Value loss = slot(act, head.loss, {}, f32);
+  Value labels = slot(act, head.labels, {T}, IntegerType::get(ctx, 32));
+  copy(src, x);
+  rmsnormFwd(x, w.get("model.norm.weight"), xn, rstd);
+  gemm(xn, headWeight(w), logits, false, true, false);
+  resolve({}, {labels});
+  mt::LoadBatchOp::create(b, loc, mt::BatchField::labels, labels, mb);
+  elementwise(mt::ElementwiseKind::cross_entropy, {logits, labels}, {loss});
+  resolve({loss}, {});
+  mt::ReportLossOp::create(b, loc, loss, mb);
+  // The step's loss is the mean over all T * m tokens of the stage's
+  // micro-batches (and over the data-parallel replicas: the gradient sync
+  // averages), so each micro-batch's logits gradient is scaled by 1/(T m).
+  elementwise(mt::ElementwiseKind::cross_entropy_bwd, {logits, labels},
+              {logits}, std::nullopt, 1.0 / double(T * dims.microBatches));
+}
+
+void StageLowering::emitHeadBackward(const LayerWeights &w,
+                                     const LayerWeights &g, Value act, Value dx,
+                                     bool acc) {
+  int64_t T = dims.tokens;
+  Type f32 = Float32Type::get(ctx);
+  Value x = slot(act, head.x, {T, dims.hidden}, elem);
+  Value xn = slot(act, head.xn, {T, dims.hidden}, elem);
+  Value dlogits = slot(act, head.logits, {T, dims.vocab}, elem);
+  Value rstd = slot(act, head.rstd, {T}, f32);
+  Value dxn = scratch("scratch.r2", r2Off, {T, dims.hidden}, elem);
+  gemm(dlogits, headWeight(w), dxn, false, false, false);
+  // With a NormHead this is the gradient of the normalized weight until
+  // emitNormHeadJacobian maps it.
+  gemm(dlogits, xn, g.get("lm_head.weight"), true, false, acc);
+  rmsnormBwd(x, w.get("model.norm.weight"), rstd, dxn, dx,
+             g.get("model.norm.weight"), acc);
+}
+
+Value StageLowering::headWeight(const LayerWeights &w) {
+  Value weight = w.get("lm_head.weight");
+  if (!dims.normHead)
+    return weight;
+  int64_t V = dims.vocab, h = dims.hidden;
+  Value normalized = scratch("scratch.normhead",
+                             normHeadOff + normHeadSlots.weight, {V, h}, elem);
+  if (normHeadSource)
+    return normalized;
+  // First use in the step: w_hat = w / ||w|| per vocabulary row, as RMSNorm
+  // with the weight 1/sqrt(h): w / sqrt(||w||^2 / h + eps) / sqrt(h).
+  normHeadSource = weight;
+  Value gamma =
+      scratch("scratch.normhead", normHeadOff + normHeadSlots.gamma, {h}, elem);
+  Value rnorm = scratch("scratch.normhead", normHeadOff + normHeadSlots.rnorm,
+                        {V}, Float32Type::get(ctx));
+  resolve({}, {gamma});
+  mt::FillOp::create(b, loc, gamma, APFloat(1.0 / std::sqrt(double(h))));
+  resolve({weight, gamma}, {normalized, rnorm});
+  mt::RMSNormFwdOp::create(b, loc, weight, gamma, normalized, rnorm,
+                           APFloat(normHeadEps(h)));
+  return normalized;
+}
+
+void StageLowering::emitNormHeadJacobian(GradReadyOp op) {
+  int64_t layer = op.getGrad().getType().getLayer();
+  int64_t V = dims.vocab, h = dims.hidden;
+  LayerWeights g = weights(gradFlat(op.getGrad(), layer), layer, elem);
+  Value grad = g.get("lm_head.weight");
+  // dL/dw = (g - w_hat (w_hat . g)) / ||w|| per row, g = dL/dw_hat: the
+  // RMSNorm backward with the forward's weight 1/sqrt(h) and 1/rms. Its
+  // output goes to the normalized weight's slot (dead after the last head
+  // backward), then replaces the gradient; the RMSNorm weight gradient is
+  // discarded.
+  Value out = scratch("scratch.normhead", normHeadOff + normHeadSlots.weight,
+                      {V, h}, elem);
+  Value gamma =
+      scratch("scratch.normhead", normHeadOff + normHeadSlots.gamma, {h}, elem);
+  Value dgamma = scratch("scratch.normhead", normHeadOff + normHeadSlots.dgamma,
+                         {h}, elem);
+  Value rnorm = scratch("scratch.normhead", normHeadOff + normHeadSlots.rnorm,
+                        {V}, Float32Type::get(ctx));
+  rmsnormBwd(normHeadSource, gamma, rnorm, grad, out, dgamma,
+             /*acc=*/false);
+  copy(out, grad);
+}

@@ -1,0 +1,357 @@
+//===- LowerScheduleOps.cpp - ratrain schedule ops to mt3k ----------------===//
+//
+// One lowering per scheduled ratrain op (forward, recompute, backward, sync,
+// update, send/recv) and the walk over a stage program.
+//
+//===----------------------------------------------------------------------===//
+
+#include "StageLowering.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace ratrain;
+using namespace ratrain::lowering;
+namespace mt = ratrain::mt3k;
+
+//===----------------------------------------------------------------------===//
+// ratrain ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult StageLowering::lowerForward(ForwardOp op) {
+  int64_t layer = op.getView().getType().getLayer();
+  int64_t mb = op.getMicroBatch();
+  LayerWeights w = weights(stateBase(op.getView(), "view", layer), layer, elem);
+  Value act = actBase(op.getActivation(), layer, mb);
+  switch (layerOp(layer).getKind()) {
+  case LayerKind::Embedding: {
+    Value ids = slot(act, 0, {dims.tokens}, IntegerType::get(ctx, 32));
+    resolve({}, {ids});
+    mt::LoadBatchOp::create(b, loc, mt::BatchField::inputs, ids, mb);
+    Value out = flowOutput(layer, mb);
+    elementwise(mt::ElementwiseKind::embedding,
+                {w.get("embed_tokens.weight"), ids}, {out});
+    return success();
+  }
+  case LayerKind::Head:
+    emitHeadForward(w, act, mb, flowInput(layer, mb));
+    return success();
+  case LayerKind::Decoder:
+    break;
+  }
+  bool inputOnly =
+      op.getActivation().getType().getKind() == ActivationKind::Input;
+  DecoderActs a;
+  if (inputOnly) {
+    // Only x is kept; the rest of the forward runs in the scratch area,
+    // the SwiGLU output in scratch.w (scratch.forward holds no hact).
+    Value rest = ddrBase("scratch.forward", fwdFullOff,
+                         regions.lookup("scratch.forward").second);
+    a = decoderActs(act, rest, 0, /*hactStored=*/false);
+  } else {
+    a = decoderActs(act, act, 0, /*hactStored=*/true);
+  }
+  emitDecoderForward(w, a, flowInput(layer, mb), flowOutput(layer, mb));
+  return success();
+}
+
+LogicalResult StageLowering::lowerRecompute(RecomputeOp op) {
+  int64_t layer = op.getView().getType().getLayer();
+  int64_t mb = op.getMicroBatch();
+  LayerWeights w = weights(stateBase(op.getView(), "view", layer), layer, elem);
+  Value input = actBase(op.getInput(), layer, mb);
+  Value recovered = actBase(op.getActivation(), layer, mb);
+  DecoderActs a = decoderActs(recovered, recovered, 0, /*hactStored=*/true);
+  Value storedX = slot(input, 0, {dims.tokens, dims.hidden}, elem);
+  emitDecoderForward(w, a, storedX, Value());
+  return success();
+}
+
+LogicalResult StageLowering::lowerBackward(BackwardOp op) {
+  int64_t layer = op.getView().getType().getLayer();
+  int64_t mb = op.getMicroBatch();
+  bool acc = op.getAcc() != nullptr;
+  LayerWeights w = weights(stateBase(op.getView(), "view", layer), layer, elem);
+  Value gradFlatBuffer = gradFlat(op.getGrad(), layer);
+  LayerWeights g = weights(gradFlatBuffer, layer, elem);
+  Value act = actBase(op.getActivation(), layer, mb);
+  switch (layerOp(layer).getKind()) {
+  case LayerKind::Embedding: {
+    Value ids = slot(act, 0, {dims.tokens}, IntegerType::get(ctx, 32));
+    Value table = g.get("embed_tokens.weight");
+    // The scatter-add always accumulates: the first micro-batch zeroes.
+    if (!acc) {
+      resolve({}, {table});
+      mt::FillOp::create(b, loc, table, APFloat(0.0));
+    }
+    elementwise(mt::ElementwiseKind::embedding_bwd, {ids, gradInput(layer, mb)},
+                {table});
+    return success();
+  }
+  case LayerKind::Head:
+    emitHeadBackward(w, g, act, gradOutput(layer, mb), acc);
+    return success();
+  case LayerKind::Decoder:
+    break;
+  }
+  DecoderActs a = decoderActs(act, act, 0, /*hactStored=*/true);
+  emitDecoderBackward(w, g, a, gradInput(layer, mb), gradOutput(layer, mb),
+                      acc);
+  return success();
+}
+
+mt::CollectiveAlgorithm
+StageLowering::algorithm(SyncHierarchy hierarchy) const {
+  if (hierarchy == SyncHierarchy::Hierarchical)
+    return mt::CollectiveAlgorithm::hierarchical;
+  return machine.network.collective == CollectiveAlgorithm::Tree
+             ? mt::CollectiveAlgorithm::tree
+             : mt::CollectiveAlgorithm::ring;
+}
+
+LogicalResult StageLowering::lowerSync(SyncOp op) {
+  auto dp = FlatSymbolRefAttr::get(ctx, "dp");
+  auto alg =
+      mt::CollectiveAlgorithmAttr::get(ctx, algorithm(op.getHierarchy()));
+  Type stateType = op.getState().getType();
+  Value token;
+  if (auto grad = dyn_cast<GradType>(stateType)) {
+    int64_t layer = grad.getLayer();
+    Value full = gradFlat(op.getState(), layer);
+    if (!zero()) {
+      resolve({full}, {full});
+      token = mt::AllReduceOp::create(
+          b, loc, mt::ReduceKindAttr::get(ctx, mt::ReduceKind::avg), full, full,
+          dp, alg);
+      track(token, {full}, {full});
+    } else {
+      // ZeRO-1: the optimizer only needs this rank's shard of the averaged
+      // gradient, so the all-reduce is carried out as a reduce-scatter.
+      // ZeRO-2: the shard lands in the buffer of the sync's wait.
+      Value shard = gradShard(layer);
+      resolve({full}, {shard});
+      token = mt::ReduceScatterOp::create(
+          b, loc, mt::ReduceKindAttr::get(ctx, mt::ReduceKind::avg), full,
+          shard, dp, alg);
+      track(token, {full}, {shard});
+    }
+  } else if (auto view = dyn_cast<ViewType>(stateType)) {
+    int64_t layer = view.getLayer();
+    Value flat = stateBase(op.getState(), "view", layer);
+    Value full = slot(flat, 0, {layerParams(layer)}, elem);
+    Value shard =
+        scratch(llvm::formatv("zero.view_shard.layer{0}", layer).str(),
+                viewShardOff.lookup(layer), {shardElements(layer)}, elem);
+    resolve({shard}, {full});
+    token = mt::AllGatherOp::create(b, loc, shard, full, dp, alg);
+    track(token, {shard}, {full});
+  } else {
+    return op.emitOpError("cannot lower a sync of ") << stateType;
+  }
+  pending[op.getPending()].push_back(token);
+  return success();
+}
+
+LogicalResult StageLowering::lowerUpdate(UpdateOp op) {
+  int64_t layer = op.getMaster().getType().getLayer();
+  int64_t n = zero() ? shardElements(layer) : layerParams(layer);
+  Type f32 = Float32Type::get(ctx);
+  // Gradient (this rank's shard with ZeRO), master (the view itself for
+  // FP32 models), Adam m and v, and where the refreshed view goes.
+  Value grad = zero() ? gradShard(layer) : gradFlat(op.getGrad(), layer);
+  Value viewFlat = stateBase(stage.getViewArg(layer), "view", layer);
+  Value master;
+  if (zero() && isF32Model())
+    master = masterShard(layer);
+  else if (isF32Model())
+    master = slot(viewFlat, 0, {n}, f32);
+  else if (!streamed(layer, "master"))
+    master = slot(stateBase(op.getMaster(), "master", layer), 0, {n}, f32);
+  Value m, v;
+  if (!streamed(layer, "adam")) {
+    Value opt = stateBase(op.getOptState(), "adam", layer);
+    m = slot(opt, 0, {n}, f32);
+    v = slot(opt, n * 4, {n}, f32);
+  }
+  Value viewDest;
+  if (zero())
+    viewDest = scratch(llvm::formatv("zero.view_shard.layer{0}", layer).str(),
+                       viewShardOff.lookup(layer), {n}, elem);
+  else if (!isF32Model())
+    viewDest = slot(viewFlat, 0, {n}, elem);
+
+  int64_t E = elemBytes();
+  int64_t chunk = std::max<int64_t>(1, gsmSlotBytes / E);
+  SmallVector<Value> &tokens = updateTokens[layer];
+  tokens.clear();
+  // Streamed states (docs/lowering.md, "Streaming in chunks"): elements
+  // [s, s + c) at a time, chunk k in half k % 2 of the windows; the reload
+  // of chunk k + 1 into the other half overlaps AdamW on chunk k, then
+  // chunk k is offloaded back (a reload into a half waits for the half's
+  // write-back through the hazard tracking).
+  int64_t stream = streamChunk.lookup(layer);
+  int64_t streamStep = stream ? stream : n;
+  for (int64_t s = 0, k = 0; s < n; s += streamStep, ++k) {
+    int64_t c = std::min(streamStep, n - s);
+    if (stream && s + streamStep < n)
+      streamChunkOf(layer, s + streamStep, (k + 1) % 2, /*reload=*/true);
+    Value gc = grad, mc = master, m0 = m, v0 = v, dc = viewDest;
+    if (stream) {
+      gc = slot(grad, s * E, {c}, elem);
+      mc = streamed(layer, "master") ? chunkView(layer, "master", 0, c, k % 2)
+                                     : slot(master, s * 4, {c}, f32);
+      if (streamed(layer, "adam")) {
+        m0 = chunkView(layer, "adam", 0, c, k % 2);
+        v0 = chunkView(layer, "adam", 1, c, k % 2);
+      } else {
+        m0 = slot(m, s * 4, {c}, f32);
+        v0 = slot(v, s * 4, {c}, f32);
+      }
+      if (viewDest)
+        dc = slot(viewDest, s * E, {c}, elem);
+    }
+    if (failed(updateRange(gc, mc, m0, v0, dc, c, std::min(chunk, c), tokens)))
+      return failure();
+    if (stream)
+      streamChunkOf(layer, s, k % 2, /*reload=*/false);
+  }
+  return success();
+}
+
+LogicalResult StageLowering::updateRange(Value grad, Value master, Value m,
+                                         Value v, Value viewDest, int64_t n,
+                                         int64_t chunk,
+                                         SmallVector<Value> &tokens) {
+  Type f32 = Float32Type::get(ctx);
+  int64_t E = elemBytes();
+  for (int64_t start = 0; start < n; start += chunk) {
+    int64_t count = std::min(chunk, n - start);
+    Value gi = slot(grad, start * E, {count}, elem);
+    Value mi = slot(master, start * 4, {count}, f32);
+    Value m1 = slot(m, start * 4, {count}, f32);
+    Value v1 = slot(v, start * 4, {count}, f32);
+    // The two GSM slots alternate over all updates of the step, so a layer's
+    // first chunk does not wait for the previous layer's last DMA.
+    Value staged = slot(gsmSlots[gsmNext++ % 2], 0, {count}, elem);
+    resolve({gi, mi, m1, v1}, {mi, m1, v1, staged});
+    mt::AdamWOp::create(b, loc, gi, mi, m1, v1, staged, options.lr,
+                        options.beta1, options.beta2, options.eps,
+                        options.weightDecay);
+    if (!viewDest)
+      continue; // FP32: the master is the view; the GSM copy is the prefetch
+    Value dest = slot(viewDest, start * E, {count}, elem);
+    resolve({staged}, {dest});
+    Value token =
+        mt::DmaOp::create(b, loc, staged, dest, IntegerAttr(), IntegerAttr());
+    track(token, {staged}, {dest});
+    tokens.push_back(token);
+  }
+  return success();
+}
+
+void StageLowering::lowerTransfer(Operation *op, bool send) {
+  Payload payload = *getTransferPayload(op);
+  int64_t mb = send ? cast<SendOp>(op).getMicroBatch()
+                    : cast<RecvOp>(op).getMicroBatch();
+  int64_t peer = send ? cast<SendOp>(op).getPeer() : cast<RecvOp>(op).getPeer();
+  int64_t tag = 2 * mb + (payload == Payload::Gradient ? 1 : 0);
+  auto pp = FlatSymbolRefAttr::get(ctx, "pp");
+  IntegerType i64 = IntegerType::get(ctx, 64);
+  if (send) {
+    int64_t k = outboxSlot.at(transferKey(payload, mb));
+    int dir = payload == Payload::Gradient ? 1 : 0;
+    Value buffer = scratch(
+        llvm::formatv("outbox.{0}.{1}", dir ? "gradient" : "activation", k)
+            .str(),
+        outboxOff[dir][k], {dims.tokens, dims.hidden}, elem);
+    resolve({buffer}, {});
+    Value token =
+        mt::SendOp::create(b, loc, buffer, IntegerAttr::get(i64, peer), pp,
+                           IntegerAttr::get(i64, tag));
+    track(token, {buffer}, {});
+    return;
+  }
+  auto assignedBuffer = assignedMessage(op);
+  Value flat =
+      ddrBase(llvm::formatv(
+                  "recv.{0}.mb{1}",
+                  payload == Payload::Gradient ? "gradient" : "activation", mb)
+                  .str(),
+              (*assignedBuffer)[0], (*assignedBuffer)[1]);
+  Value buffer = slot(flat, 0, {dims.tokens, dims.hidden}, elem);
+  resolve({}, {buffer});
+  Value token = mt::RecvOp::create(b, loc, buffer, IntegerAttr::get(i64, peer),
+                                   pp, IntegerAttr::get(i64, tag));
+  track(token, {}, {buffer});
+}
+
+LogicalResult StageLowering::lower() {
+  loc = stage.getLoc();
+  program = mt::ProgramOp::create(moduleBuilder, loc,
+                                  llvm::formatv("stage{0}", stageIndex).str(),
+                                  stageIndex, programArena);
+  if (program.getBody().empty())
+    program.getBody().emplaceBlock();
+  Block &body = program.getBodyBlock();
+  b.setInsertionPointToEnd(&body);
+  sentinel = mt::WaitOp::create(b, loc, ValueRange());
+  pro.setInsertionPoint(sentinel);
+  if (failed(emitPrologue()))
+    return failure();
+  if (dims.qkvBias) {
+    // The ones vector of the bias GEMMs (rewritten every step: a fill is
+    // not a prologue op).
+    Value ones = scratch("scratch.ones", onesOff, {dims.tokens, 1}, elem);
+    resolve({}, {ones});
+    mt::FillOp::create(b, loc, ones, APFloat(1.0));
+  }
+
+  for (Operation &op : stage.getBody().front()) {
+    loc = op.getLoc();
+    LogicalResult result = success();
+    if (auto forward = dyn_cast<ForwardOp>(op))
+      result = lowerForward(forward);
+    else if (auto recompute = dyn_cast<RecomputeOp>(op))
+      result = lowerRecompute(recompute);
+    else if (auto backward = dyn_cast<BackwardOp>(op))
+      result = lowerBackward(backward);
+    else if (isa<SendOp>(op))
+      lowerTransfer(&op, /*send=*/true);
+    else if (isa<RecvOp>(op))
+      lowerTransfer(&op, /*send=*/false);
+    else if (auto reload = dyn_cast<ReloadOp>(op))
+      lowerReload(reload);
+    else if (auto offload = dyn_cast<OffloadOp>(op))
+      lowerOffload(offload);
+    else if (auto ready = dyn_cast<GradReadyOp>(op)) {
+      // The gradient is complete: nothing to run, except the NormHead's
+      // Jacobian for the head.
+      if (dims.normHead &&
+          layerOp(ready.getGrad().getType().getLayer()).getKind() ==
+              LayerKind::Head)
+        emitNormHeadJacobian(ready);
+    } else if (auto sync = dyn_cast<SyncOp>(op))
+      result = lowerSync(sync);
+    else if (auto wait = dyn_cast<WaitOp>(op))
+      waitTokens(pending.lookup(wait.getPending()));
+    else if (auto update = dyn_cast<UpdateOp>(op)) {
+      if (update.getOptimizer() != Optimizer::AdamW)
+        return update.emitOpError("only AdamW updates are lowered");
+      result = lowerUpdate(update);
+    } else if (auto prefetch = dyn_cast<ViewPrefetchOp>(op))
+      pending[prefetch.getPending()] =
+          updateTokens.lookup(prefetch.getMaster().getType().getLayer());
+    else if (isa<YieldOp>(op)) {
+      SmallVector<Value> all;
+      for (const InFlight &f : inflight)
+        all.push_back(f.token);
+      waitTokens(all);
+    } else {
+      llvm_unreachable("every ratrain stage op is handled above");
+    }
+    if (failed(result))
+      return failure();
+  }
+  sentinel->erase();
+  return success();
+}

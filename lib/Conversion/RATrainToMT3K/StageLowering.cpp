@@ -1,0 +1,344 @@
+//===- StageLowering.cpp - Buffers, views, tokens, kernel helpers ---------===//
+//
+// The core of StageLowering: the buffers buffer assignment gave each value,
+// views into them, the hazard tracking that places tokens and waits, and the
+// kernel helpers the layer sequences are written with.
+//
+//===----------------------------------------------------------------------===//
+
+#include "StageLowering.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace ratrain;
+using namespace ratrain::lowering;
+namespace mt = ratrain::mt3k;
+
+//===----------------------------------------------------------------------===//
+// Assigned buffers
+//===----------------------------------------------------------------------===//
+
+std::optional<std::array<int64_t, 2>> StageLowering::assigned(Value value) {
+  if (auto arg = dyn_cast<BlockArgument>(value)) {
+    auto attr = stage->getAttrOfType<DenseI64ArrayAttr>(kArgBuffersAttr);
+    unsigned index = arg.getArgNumber();
+    if (!attr || int64_t(attr.size()) < 3 * (index + 1))
+      return std::nullopt;
+    return std::array<int64_t, 2>{attr[3 * index + 1], attr[3 * index + 2]};
+  }
+  Operation *def = value.getDefiningOp();
+  auto attr = def ? def->getAttrOfType<DenseI64ArrayAttr>(kBuffersAttr)
+                  : DenseI64ArrayAttr();
+  unsigned index = cast<OpResult>(value).getResultNumber();
+  if (!attr || int64_t(attr.size()) < 3 * (index + 1))
+    return std::nullopt;
+  return std::array<int64_t, 2>{attr[3 * index + 1], attr[3 * index + 2]};
+}
+
+std::optional<std::array<int64_t, 2>>
+StageLowering::assignedMessage(Operation *transfer) {
+  auto attr = transfer->getAttrOfType<DenseI64ArrayAttr>(kBuffersAttr);
+  if (!attr || attr.size() < 3)
+    return std::nullopt;
+  return std::array<int64_t, 2>{attr[1], attr[2]};
+}
+
+//===----------------------------------------------------------------------===//
+// Buffers, views, ranges
+//===----------------------------------------------------------------------===//
+
+Value StageLowering::base(mt::MemorySpace space, StringRef name, int64_t offset,
+                          int64_t bytes) {
+  std::string key = llvm::formatv("{0}@{1}:{2}", name, offset, bytes);
+  auto it = bases.find(key);
+  if (it != bases.end())
+    return it->second;
+  auto type = mt::BufferType::get(space, {bytes}, IntegerType::get(ctx, 8));
+  Value value = mt::BufferOp::create(pro, loc, type, name, offset);
+  ranges[value] = Range{space, offset, offset + bytes};
+  bases[key] = value;
+  return value;
+}
+
+Value StageLowering::slot(Value source, int64_t byteOffset,
+                          ArrayRef<int64_t> shape, Type type) {
+  auto sourceType = cast<mt::BufferType>(source.getType());
+  auto resultType = mt::BufferType::get(sourceType.getSpace(), shape, type);
+  if (byteOffset == 0 && resultType == sourceType)
+    return source;
+  auto key = std::make_tuple((const void *)source.getAsOpaquePointer(),
+                             byteOffset, resultType.getAsOpaquePointer());
+  auto it = views.find(key);
+  if (it != views.end())
+    return it->second;
+  Value value = mt::ViewOp::create(pro, loc, resultType, source, byteOffset);
+  Range range = ranges.lookup(source);
+  range.begin += byteOffset;
+  range.end = range.begin + resultType.getSizeInBytes();
+  ranges[value] = range;
+  views[key] = value;
+  return value;
+}
+
+Value StageLowering::scratch(StringRef name, int64_t offset,
+                             ArrayRef<int64_t> shape, Type type) {
+  // A slot of a named region of the lowering's area (or of the assigned
+  // workspace): one mt3k.buffer per region, views for its slots.
+  auto region = regions.find(name);
+  assert(region != regions.end() && "unknown scratch region");
+  auto [regionOffset, regionBytes] = region->second;
+  Value flat = ddrBase(name, regionOffset, regionBytes);
+  return slot(flat, offset - regionOffset, shape, type);
+}
+
+Value StageLowering::stateBase(Value state, StringRef role, int64_t layer) {
+  auto buffer = assigned(state);
+  std::string name =
+      llvm::formatv("{0}.{1}", layerPrefix(layerOp(layer)), role);
+  return ddrBase(name, (*buffer)[0], (*buffer)[1]);
+}
+
+Value StageLowering::tensorOf(Value flat, const ParamTensor &tensor, Type type,
+                              ArrayRef<int64_t> shape) {
+  int64_t bytes = type.getIntOrFloatBitWidth() / 8;
+  return slot(flat, tensor.offset * bytes,
+              shape.empty() ? ArrayRef<int64_t>(tensor.shape) : shape, type);
+}
+
+std::optional<Range> StageLowering::rangeOf(Value buffer) const {
+  auto it = ranges.find(buffer);
+  if (it == ranges.end())
+    return std::nullopt;
+  return it->second;
+}
+
+void StageLowering::resolve(ArrayRef<Value> reads, ArrayRef<Value> writes) {
+  SmallVector<Range> readRanges, writeRanges;
+  for (Value v : reads)
+    if (auto r = rangeOf(v))
+      readRanges.push_back(*r);
+  for (Value v : writes)
+    if (auto r = rangeOf(v))
+      writeRanges.push_back(*r);
+  SmallVector<Value> conflicts;
+  for (const InFlight &op : inflight) {
+    bool conflict = false;
+    for (const Range &w : op.writes)
+      for (const Range &r : readRanges)
+        conflict |= w.overlaps(r);
+    for (const Range &w : writeRanges) {
+      for (const Range &r : op.reads)
+        conflict |= w.overlaps(r);
+      for (const Range &r : op.writes)
+        conflict |= w.overlaps(r);
+    }
+    if (conflict)
+      conflicts.push_back(op.token);
+  }
+  waitTokens(conflicts);
+}
+
+void StageLowering::track(Value token, ArrayRef<Value> reads,
+                          ArrayRef<Value> writes) {
+  InFlight op;
+  op.token = token;
+  for (Value v : reads)
+    if (auto r = rangeOf(v))
+      op.reads.push_back(*r);
+  for (Value v : writes)
+    if (auto r = rangeOf(v))
+      op.writes.push_back(*r);
+  inflight.push_back(std::move(op));
+}
+
+void StageLowering::waitTokens(ArrayRef<Value> tokens) {
+  SmallVector<Value> live;
+  for (Value token : tokens) {
+    auto it = llvm::find_if(
+        inflight, [&](const InFlight &op) { return op.token == token; });
+    if (it == inflight.end() || llvm::is_contained(live, token))
+      continue;
+    live.push_back(token);
+    inflight.erase(it);
+  }
+  if (!live.empty())
+    mt::WaitOp::create(b, loc, live);
+}
+
+//===----------------------------------------------------------------------===//
+// Kernel helpers
+//===----------------------------------------------------------------------===//
+
+void StageLowering::gemm(Value a, Value bm, Value c, bool ta, bool tb,
+                         bool acc) {
+  resolve({a, bm, c}, {c});
+  mt::GemmOp::create(b, loc, a, bm, c, ta, tb, acc, FloatAttr());
+}
+
+void StageLowering::copy(Value from, Value to) {
+  elementwise(mt::ElementwiseKind::cast, {from}, {to});
+}
+
+void StageLowering::elementwise(mt::ElementwiseKind kind, ArrayRef<Value> ins,
+                                ArrayRef<Value> outs,
+                                std::optional<double> theta,
+                                std::optional<double> scale) {
+  SmallVector<Value> reads(ins);
+  llvm::append_range(reads, outs);
+  resolve(reads, outs);
+  mt::ElementwiseOp::create(b, loc, kind, ins, outs,
+                            theta ? b.getF64FloatAttr(*theta) : FloatAttr(),
+                            scale ? b.getF64FloatAttr(*scale) : FloatAttr());
+}
+
+void StageLowering::rmsnormFwd(Value x, Value w, Value y, Value rstd) {
+  resolve({x, w}, {y, rstd});
+  mt::RMSNormFwdOp::create(
+      b, loc, x, w, y, rstd,
+      APFloat(double(model.getRmsEps().convertToDouble())));
+}
+
+void StageLowering::rmsnormBwd(Value x, Value w, Value rstd, Value dy, Value dx,
+                               Value dw, bool acc) {
+  resolve({x, w, rstd, dy, dw}, {dx, dw});
+  mt::RMSNormBwdOp::create(b, loc, x, w, rstd, dy, dx, dw, acc);
+}
+
+Value StageLowering::matrix(Value buffer, int64_t cols) {
+  auto type = cast<mt::BufferType>(buffer.getType());
+  return slot(buffer, 0, {type.getNumElements() / cols, cols},
+              type.getElementType());
+}
+
+//===----------------------------------------------------------------------===//
+// Layer weights and activations
+//===----------------------------------------------------------------------===//
+
+Value StageLowering::LayerWeights::get(StringRef suffix) const {
+  for (const auto &[name, value] : views)
+    if (StringRef(name).ends_with(suffix))
+      return value;
+  for (auto [tensor, value] : llvm::zip_equal(*names, tensors))
+    if (StringRef(tensor.name).ends_with(suffix))
+      return value;
+  llvm_unreachable("unknown parameter tensor");
+}
+
+StageLowering::LayerWeights StageLowering::weights(Value flat, int64_t layer,
+                                                   Type type) {
+  LayerWeights result;
+  auto [it, inserted] = tensorCache.try_emplace(layer);
+  if (inserted)
+    it->second = layerTensors(layerOp(layer), dims);
+  const SmallVector<ParamTensor> &tensors = it->second;
+  result.names = &tensors;
+  for (const ParamTensor &tensor : tensors) {
+    result.tensors.push_back(tensorOf(flat, tensor, type));
+    if (!StringRef(tensor.name).ends_with("self_attn.W_pack.weight"))
+      continue;
+    // W_pack rows: q [0, qDim), k [qDim, qDim + kvDim), v after.
+    int64_t h = dims.hidden, offset = tensor.offset;
+    for (auto [name, rows] :
+         {std::pair<StringRef, int64_t>{"q_proj.weight", dims.qDim},
+          {"k_proj.weight", dims.kvDim},
+          {"v_proj.weight", dims.kvDim}}) {
+      ParamTensor view{name.str(), {rows, h}, tensor.init, offset};
+      result.views.emplace_back(name.str(), tensorOf(flat, view, type));
+      offset += rows * h;
+    }
+  }
+  return result;
+}
+
+StageLowering::DecoderActs StageLowering::decoderActs(Value inputBase,
+                                                      Value restBase,
+                                                      int64_t restOffset,
+                                                      bool hactStored) {
+  const DecoderLayout &l = fullLayout;
+  int64_t T = dims.tokens, B = dims.batch, S = dims.seq;
+  Type f32 = Float32Type::get(ctx);
+  auto at = [&](int64_t offset) { return restOffset + offset; };
+  DecoderActs a;
+  a.x = slot(inputBase, 0, {T, dims.hidden}, elem);
+  a.xn1 = slot(restBase, at(l.xn1), {T, dims.hidden}, elem);
+  a.q2 = slot(restBase, at(l.q), {T, dims.qDim}, elem);
+  a.k2 = slot(restBase, at(l.k), {T, dims.kvDim}, elem);
+  a.v2 = slot(restBase, at(l.v), {T, dims.kvDim}, elem);
+  a.o2 = slot(restBase, at(l.o), {T, dims.qDim}, elem);
+  a.q4 = slot(restBase, at(l.q), {B, S, dims.heads, dims.headDim}, elem);
+  a.k4 = slot(restBase, at(l.k), {B, S, dims.kvHeads, dims.headDim}, elem);
+  a.v4 = slot(restBase, at(l.v), {B, S, dims.kvHeads, dims.headDim}, elem);
+  a.o4 = slot(restBase, at(l.o), {B, S, dims.heads, dims.headDim}, elem);
+  a.x2 = slot(restBase, at(l.x2), {T, dims.hidden}, elem);
+  a.xn2 = slot(restBase, at(l.xn2), {T, dims.hidden}, elem);
+  a.gate = slot(restBase, at(l.gate), {T, dims.ffn}, elem);
+  a.up = slot(restBase, at(l.up), {T, dims.ffn}, elem);
+  if (hactStored && l.hact >= 0)
+    a.hact = slot(restBase, at(l.hact), {T, dims.ffn}, elem);
+  a.rstd1 = slot(restBase, at(l.rstd1), {T}, f32);
+  a.rstd2 = slot(restBase, at(l.rstd2), {T}, f32);
+  a.lse = slot(restBase, at(l.lse), {B, dims.heads, S}, f32);
+  return a;
+}
+
+Value StageLowering::actBase(Value act, int64_t layer, int64_t mb) {
+  auto buffer = assigned(act);
+  std::string name =
+      llvm::formatv("act.layer{0}.mb{1}{2}", layer, mb,
+                    act.getDefiningOp<RecomputeOp>() ? ".recomputed" : "");
+  return ddrBase(name, (*buffer)[0], (*buffer)[1]);
+}
+
+Value StageLowering::gradFlat(Value grad, int64_t layer) {
+  auto buffer = assigned(grad);
+  std::string name = llvm::formatv("{0}.grad", layerPrefix(layerOp(layer)));
+  Value flat = ddrBase(name, (*buffer)[0], (*buffer)[1]);
+  return slot(flat, 0, {layerParams(layer)}, elem);
+}
+
+/// The boundary tensor [T, h] a transfer carries.
+
+Value StageLowering::flowInput(int64_t layer, int64_t mb) {
+  SmallVector<int64_t, 2> shape{dims.tokens, dims.hidden};
+  if (layer == stage.getFirstLayer() && stageIndex > 0) {
+    Operation *recv = recvOps.at(transferKey(Payload::Activation, mb));
+    auto buffer = assignedMessage(recv);
+    Value flat = ddrBase(llvm::formatv("recv.activation.mb{0}", mb).str(),
+                         (*buffer)[0], (*buffer)[1]);
+    return slot(flat, 0, shape, elem);
+  }
+  return scratch("scratch.stream", streamOff, shape, elem);
+}
+
+Value StageLowering::flowOutput(int64_t layer, int64_t mb) {
+  SmallVector<int64_t, 2> shape{dims.tokens, dims.hidden};
+  if (layer == stage.getEndLayer() - 1 && stageIndex + 1 < numStages) {
+    int64_t k = outboxSlot.at(transferKey(Payload::Activation, mb));
+    return scratch(llvm::formatv("outbox.activation.{0}", k).str(),
+                   outboxOff[0][k], shape, elem);
+  }
+  return scratch("scratch.stream", streamOff, shape, elem);
+}
+
+Value StageLowering::gradInput(int64_t layer, int64_t mb) {
+  SmallVector<int64_t, 2> shape{dims.tokens, dims.hidden};
+  if (layer == stage.getEndLayer() - 1 && stageIndex + 1 < numStages) {
+    Operation *recv = recvOps.at(transferKey(Payload::Gradient, mb));
+    auto buffer = assignedMessage(recv);
+    Value flat = ddrBase(llvm::formatv("recv.gradient.mb{0}", mb).str(),
+                         (*buffer)[0], (*buffer)[1]);
+    return slot(flat, 0, shape, elem);
+  }
+  return scratch("scratch.stream", streamOff, shape, elem);
+}
+
+Value StageLowering::gradOutput(int64_t layer, int64_t mb) {
+  SmallVector<int64_t, 2> shape{dims.tokens, dims.hidden};
+  if (layer == stage.getFirstLayer() && stageIndex > 0) {
+    int64_t k = outboxSlot.at(transferKey(Payload::Gradient, mb));
+    return scratch(llvm::formatv("outbox.gradient.{0}", k).str(),
+                   outboxOff[1][k], shape, elem);
+  }
+  return scratch("scratch.stream", streamOff, shape, elem);
+}

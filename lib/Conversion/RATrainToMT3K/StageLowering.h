@@ -1,0 +1,563 @@
+//===- StageLowering.h - One ratrain.stage to one mt3k.program --*- C++ -*-===//
+//
+// Private to the ratrain-to-mt3k conversion (as CIRCT's SeqToSV keeps
+// FirRegLowering.h next to its pass): the layouts the lowering places in DDR
+// and `StageLowering`, which lowers one scheduled, buffer-assigned
+// `ratrain.stage` into one `mt3k.program`. Its parts live in one file per
+// concern:
+//   StageLowering.cpp     assigned buffers, views, tokens, kernel helpers
+//   LayerKernels.cpp      the kernel sequences of decoder and head layers
+//   LowerScheduleOps.cpp  forward/backward/sync/update/send/recv, lower()
+//   OffloadStreaming.cpp  offloaded and chunk-streamed optimizer states
+//   StagePlanning.cpp     the scratch-area plan and the program prologue
+//   LowerToMT3K.cpp       the pass
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RATRAIN_LIB_CONVERSION_RATRAINTOMT3K_STAGELOWERING_H
+#define RATRAIN_LIB_CONVERSION_RATRAINTOMT3K_STAGELOWERING_H
+
+#include "MT3K/MT3KDialect.h"
+#include "MT3K/MT3KOps.h"
+#include "RATrain/RATrainOps.h"
+#include "ratrain/Machine/MachineModel.h"
+#include "ratrain/Planner/MemoryModel.h"
+#include "ratrain/Transforms/ScheduleUtils.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <map>
+#include <optional>
+#include <string>
+
+namespace ratrain::lowering {
+
+using namespace mlir;
+namespace mt = ratrain::mt3k;
+
+//===----------------------------------------------------------------------===//
+// Parameter tensors and slot layouts
+//===----------------------------------------------------------------------===//
+
+/// One parameter tensor of a layer: its HuggingFace name, shape, initial
+/// value and position (in elements) inside the layer's flat state buffers.
+struct ParamTensor {
+  std::string name;
+  SmallVector<int64_t, 2> shape;
+  mt::InitKind init = mt::InitKind::normal;
+  int64_t offset = 0; ///< elements from the start of the layer's buffers
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int64_t d : shape)
+      n *= d;
+    return n;
+  }
+};
+
+/// The model sizes the lowering needs.
+struct Dims {
+  int64_t batch = 1, seq = 1, tokens = 1; ///< b, s, T = b * s
+  int64_t hidden = 0, heads = 0, kvHeads = 0, headDim = 0, ffn = 0;
+  int64_t vocab = 0, qDim = 0, kvDim = 0;
+  int64_t microBatches = 1;
+  bool qkvBias = false;
+  /// ALiBi position bias in attention instead of rotary embeddings
+  /// (Baichuan2-13B).
+  bool alibi = false;
+  /// Baichuan: q, k, v are one packed `self_attn.W_pack.weight`
+  /// ([qDim + 2 kvDim, h], rows q then k then v), as in HF checkpoints.
+  bool packedQkv = false;
+  /// Baichuan2's NormHead: the LM head computes with its weight's vocabulary
+  /// rows L2-normalized (`ratrain.model ... norm_head`).
+  bool normHead = false;
+};
+
+/// The tensors of a model layer in the order they sit in its flat view,
+/// master, gradient and Adam buffers (HF names, so a checkpoint maps 1:1).
+inline SmallVector<ParamTensor> layerTensors(LayerOp layer, const Dims &dims) {
+  SmallVector<ParamTensor> tensors;
+  int64_t offset = 0;
+  auto add = [&](std::string name, SmallVector<int64_t, 2> shape,
+                 mt::InitKind init) {
+    ParamTensor tensor{std::move(name), std::move(shape), init, offset};
+    offset += tensor.numel();
+    tensors.push_back(std::move(tensor));
+  };
+  int64_t h = dims.hidden;
+  switch (layer.getKind()) {
+  case LayerKind::Embedding:
+    add("model.embed_tokens.weight", {dims.vocab, h}, mt::InitKind::normal);
+    break;
+  case LayerKind::Head:
+    add("model.norm.weight", {h}, mt::InitKind::ones);
+    add("lm_head.weight", {dims.vocab, h}, mt::InitKind::normal);
+    break;
+  case LayerKind::Decoder: {
+    std::string p = llvm::formatv("model.layers.{0}.", layer.getIndex() - 1);
+    add(p + "input_layernorm.weight", {h}, mt::InitKind::ones);
+    if (dims.packedQkv) {
+      // The same rows as q_proj, k_proj, v_proj one after the other; the
+      // kernels read them as three views (StageLowering::weights).
+      add(p + "self_attn.W_pack.weight", {dims.qDim + 2 * dims.kvDim, h},
+          mt::InitKind::normal);
+    } else {
+      add(p + "self_attn.q_proj.weight", {dims.qDim, h}, mt::InitKind::normal);
+      add(p + "self_attn.k_proj.weight", {dims.kvDim, h}, mt::InitKind::normal);
+      add(p + "self_attn.v_proj.weight", {dims.kvDim, h}, mt::InitKind::normal);
+    }
+    if (dims.qkvBias) {
+      add(p + "self_attn.q_proj.bias", {dims.qDim}, mt::InitKind::zeros);
+      add(p + "self_attn.k_proj.bias", {dims.kvDim}, mt::InitKind::zeros);
+      add(p + "self_attn.v_proj.bias", {dims.kvDim}, mt::InitKind::zeros);
+    }
+    add(p + "self_attn.o_proj.weight", {h, dims.qDim}, mt::InitKind::normal);
+    add(p + "post_attention_layernorm.weight", {h}, mt::InitKind::ones);
+    add(p + "mlp.gate_proj.weight", {dims.ffn, h}, mt::InitKind::normal);
+    add(p + "mlp.up_proj.weight", {dims.ffn, h}, mt::InitKind::normal);
+    add(p + "mlp.down_proj.weight", {h, dims.ffn}, mt::InitKind::normal);
+    break;
+  }
+  }
+  return tensors;
+}
+
+/// The name prefix of a layer's flat buffers.
+inline std::string layerPrefix(LayerOp layer) {
+  switch (layer.getKind()) {
+  case LayerKind::Embedding:
+    return "model.embed_tokens";
+  case LayerKind::Head:
+    return "lm_head";
+  case LayerKind::Decoder:
+    break;
+  }
+  return llvm::formatv("model.layers.{0}", layer.getIndex() - 1);
+}
+
+/// `value` rounded up to a multiple of `alignment`.
+inline int64_t alignTo(int64_t value, int64_t alignment) {
+  return (value + alignment - 1) / alignment * alignment;
+}
+
+/// Bump allocation of slots inside a byte range, each slot aligned.
+struct SlotAllocator {
+  int64_t alignment = 64;
+  int64_t size = 0;
+  int64_t take(int64_t bytes) {
+    int64_t offset = alignTo(size, alignment);
+    size = offset + bytes;
+    return offset;
+  }
+};
+
+/// What a decoder layer's forward keeps for its backward: the planner's
+/// layout (ratrain/Planner/MemoryModel.h), so the memory model counts what
+/// the lowering stores.
+using DecoderLayout = DecoderActivationLayout;
+
+/// The planner's shape of a decoder layer of `d`.
+inline LayerShape layerShape(const Dims &d) {
+  LayerShape shape;
+  shape.tokens = d.tokens;
+  shape.hidden = d.hidden;
+  shape.heads = d.heads;
+  shape.qDim = d.qDim;
+  shape.kvDim = d.kvDim;
+  shape.ffn = d.ffn;
+  shape.qkvBias = d.qkvBias;
+  return shape;
+}
+
+/// The layout of a decoder layer's stored activations at `w` bytes per
+/// element; `hact` is stored when the layout with it fits in `available`.
+inline DecoderLayout decoderLayout(const Dims &d, int64_t w, int64_t available,
+                                   int64_t alignment) {
+  return decoderActivationLayout(layerShape(d), w, available, alignment);
+}
+
+/// Byte offsets of the head's stored activations: the final-norm input and
+/// output, the logits (overwritten in place by their gradient in the
+/// forward), 1/rms, the loss and the labels.
+struct HeadLayout {
+  int64_t x, xn, logits, rstd, loss, labels, bytes;
+};
+
+/// The layout of the head's stored activations at `w` bytes per element.
+inline HeadLayout headLayout(const Dims &d, int64_t w, int64_t alignment) {
+  HeadLayout l;
+  SlotAllocator a{alignment};
+  int64_t T = d.tokens;
+  l.x = a.take(T * d.hidden * w);
+  l.xn = a.take(T * d.hidden * w);
+  l.logits = a.take(T * d.vocab * w);
+  l.rstd = a.take(T * 4);
+  l.loss = a.take(4);
+  l.labels = a.take(T * 4);
+  l.bytes = a.size;
+  return l;
+}
+
+/// Byte offsets of the NormHead slots in the region `scratch.normhead`: the
+/// normalized LM-head weight (the forward's and backward's GEMM operand; the
+/// Jacobian's output before it is copied into the gradient), 1/rms of its
+/// rows, the RMSNorm weight 1/sqrt(h) that turns RMSNorm into an L2
+/// normalization, and the RMSNorm weight gradient the Jacobian discards.
+struct NormHeadLayout {
+  int64_t weight, rnorm, gamma, dgamma, bytes;
+};
+
+/// The NormHead scratch layout at `w` bytes per element.
+inline NormHeadLayout normHeadLayout(const Dims &d, int64_t w,
+                                     int64_t alignment) {
+  NormHeadLayout l;
+  SlotAllocator a{alignment};
+  l.weight = a.take(d.vocab * d.hidden * w);
+  l.rnorm = a.take(d.vocab * 4);
+  l.gamma = a.take(d.hidden * w);
+  l.dgamma = a.take(d.hidden * w);
+  l.bytes = a.size;
+  return l;
+}
+
+/// The RMSNorm epsilon of the NormHead normalization: rms = sqrt(||w||^2 / h
+/// + eps) with eps = 1e-24 / h is ||w|| / sqrt(h) up to F.normalize's
+/// max(||w||, 1e-12) (both are exact for rows with ||w||^2 >> 1e-24, and a
+/// zero row maps to zero either way).
+inline double normHeadEps(int64_t hidden) { return 1e-24 / double(hidden); }
+
+/// A byte range of one memory space (absolute, through views).
+struct Range {
+  mt::MemorySpace space = mt::MemorySpace::ddr;
+  int64_t begin = 0, end = 0;
+  bool overlaps(const Range &other) const {
+    return space == other.space && begin < other.end && other.begin < end;
+  }
+};
+
+/// An asynchronous operation whose token has not been waited on yet.
+struct InFlight {
+  Value token;
+  SmallVector<Range, 2> reads, writes;
+};
+
+/// Marks the `mt3k.offload` and `mt3k.wait` ops of a program's prologue
+/// that put the initialized offloaded states into the tier (they run once,
+/// before the iteration; see the mt3k program verifier).
+constexpr llvm::StringLiteral kPrologueAttr = "mt3k.prologue";
+
+/// The pass options a stage lowering uses.
+struct LoweringOptions {
+  double lr, beta1, beta2, eps, weightDecay, initStd;
+  int64_t alignment;
+};
+
+//===----------------------------------------------------------------------===//
+// Stage lowering
+//===----------------------------------------------------------------------===//
+
+/// Lowers one `ratrain.stage` into one `mt3k.program`.
+class StageLowering {
+public:
+  StageLowering(ModelOp model, PipelineOp pipeline, StageOp stage,
+                const MachineModel &machine, const LoweringOptions &options,
+                const Dims &dims, Type elementType, OpBuilder &moduleBuilder)
+      : model(model), pipeline(pipeline), stage(stage), machine(machine),
+        options(options), dims(dims), elem(elementType),
+        ctx(model.getContext()), b(ctx), pro(ctx),
+        moduleBuilder(moduleBuilder) {}
+
+  /// Checks the stage and plans the lowering scratch area; emits an error
+  /// and fails when the stage cannot be lowered.
+  LogicalResult plan();
+  /// The largest power of two (up to the alignment) dividing every assigned
+  /// offset of the stage (after plan()).
+  int64_t getOffsetAlignment() const { return offsetAlignment; }
+  /// Creates the program (after plan()).
+  LogicalResult lower();
+
+private:
+  // Sizes and types.
+  int64_t elemBytes() const { return getDTypeBytes(dtype); }
+  bool isF32Model() const { return elem.isF32(); }
+  mt::BufferType ddrType(ArrayRef<int64_t> shape, Type type) const {
+    return mt::BufferType::get(mt::MemorySpace::ddr, shape, type);
+  }
+
+  // Assigned buffers.
+  std::optional<std::array<int64_t, 2>> assigned(Value value);
+  std::optional<std::array<int64_t, 2>> assignedMessage(Operation *transfer);
+  LayerOp layerOp(int64_t index) { return layers[index]; }
+
+  // Buffers and views (created in the prologue, memoized).
+  Value base(mt::MemorySpace space, StringRef name, int64_t offset,
+             int64_t bytes);
+  Value ddrBase(StringRef name, int64_t offset, int64_t bytes) {
+    return base(mt::MemorySpace::ddr, name, offset, bytes);
+  }
+  Value slot(Value source, int64_t byteOffset, ArrayRef<int64_t> shape,
+             Type type);
+  Value scratch(StringRef name, int64_t offset, ArrayRef<int64_t> shape,
+                Type type);
+  Value stateBase(Value state, StringRef role, int64_t layer);
+  Value tensorOf(Value flat, const ParamTensor &tensor, Type type,
+                 ArrayRef<int64_t> shape = {});
+
+  // Hazards and tokens.
+  std::optional<Range> rangeOf(Value buffer) const;
+  void resolve(ArrayRef<Value> reads, ArrayRef<Value> writes);
+  void track(Value token, ArrayRef<Value> reads, ArrayRef<Value> writes);
+  void waitTokens(ArrayRef<Value> tokens);
+
+  // Kernel helpers (each resolves hazards first).
+  void gemm(Value a, Value bm, Value c, bool ta, bool tb, bool acc);
+  void copy(Value from, Value to);
+  void elementwise(mt::ElementwiseKind kind, ArrayRef<Value> ins,
+                   ArrayRef<Value> outs, std::optional<double> theta = {},
+                   std::optional<double> scale = {});
+  void rmsnormFwd(Value x, Value w, Value y, Value rstd);
+  void rmsnormBwd(Value x, Value w, Value rstd, Value dy, Value dx, Value dw,
+                  bool acc);
+
+  // Layer pieces.
+  struct LayerWeights {
+    SmallVector<Value> tensors; ///< in layerTensors order, shaped
+    Value get(StringRef suffix) const;
+    const SmallVector<ParamTensor> *names = nullptr;
+    /// Views inside a packed tensor by the name of the tensor they stand
+    /// for (Baichuan's W_pack: q_proj, k_proj and v_proj).
+    SmallVector<std::pair<std::string, Value>, 3> views;
+  };
+  LayerWeights weights(Value flat, int64_t layer, Type type);
+  struct DecoderActs {
+    Value x, xn1, q2, k2, v2, o2, q4, k4, v4, o4, x2, xn2, gate, up, hact;
+    Value rstd1, rstd2, lse;
+  };
+  DecoderActs decoderActs(Value inputBase, Value restBase, int64_t restOffset,
+                          bool hactStored);
+  Value flowInput(int64_t layer, int64_t mb);
+  Value flowOutput(int64_t layer, int64_t mb);
+  Value gradInput(int64_t layer, int64_t mb);
+  Value gradOutput(int64_t layer, int64_t mb);
+  Value matrix(Value buffer, int64_t cols);
+
+  void emitDecoderForward(const LayerWeights &w, const DecoderActs &a,
+                          Value src, Value dst);
+  void emitDecoderBackward(const LayerWeights &w, const LayerWeights &g,
+                           const DecoderActs &a, Value dy, Value dx, bool acc);
+  void emitHeadForward(const LayerWeights &w, Value act, int64_t mb, Value src);
+  void emitHeadBackward(const LayerWeights &w, const LayerWeights &g, Value act,
+                        Value dx, bool acc);
+  /// The LM-head weight the head's GEMMs use: the view, or with a NormHead
+  /// its row-normalized copy in scratch.normhead, computed by the first call
+  /// of the step (the view does not change within a step).
+  Value headWeight(const LayerWeights &w);
+  /// NormHead: maps the gradient of the normalized weight, accumulated in
+  /// the LM-head gradient by the backward GEMMs, through the normalization's
+  /// Jacobian into the gradient of the weight (at the head's grad_ready).
+  void emitNormHeadJacobian(GradReadyOp op);
+
+  // ratrain ops.
+  LogicalResult lowerForward(ForwardOp op);
+  LogicalResult lowerRecompute(RecomputeOp op);
+  LogicalResult lowerBackward(BackwardOp op);
+  LogicalResult lowerSync(SyncOp op);
+  LogicalResult lowerUpdate(UpdateOp op);
+  /// AdamW over `n` elements of grad, master, m, v (the refreshed view into
+  /// `viewDest` when set), `chunk` elements per GSM staging slot; the view
+  /// DMAs' tokens go to `tokens`.
+  LogicalResult updateRange(Value grad, Value master, Value m, Value v,
+                            Value viewDest, int64_t n, int64_t chunk,
+                            SmallVector<Value> &tokens);
+  void lowerTransfer(Operation *op, bool send);
+  void lowerReload(ReloadOp op);
+  void lowerOffload(OffloadOp op);
+  LogicalResult emitPrologue();
+
+  // Offloaded states (plan offload = optimizer | master).
+  /// A master or optimizer state the plan keeps in the offload tier between
+  /// steps: its tier key, tier, and the DDR window the step reloads it into
+  /// (the assigned buffer of its reload), which the prologue also uses to
+  /// initialize it before the first offload.
+  struct OffloadedState {
+    std::string key;
+    mt::StorageTier tier = mt::StorageTier::host;
+    int64_t windowOffset = 0, windowBytes = 0;
+    /// The window holds less than the state: it is streamed through the
+    /// window's two halves in chunks of streamChunk[layer] elements.
+    bool streamed = false;
+  };
+  /// One piece of a chunk of a streamed state in a half of its window: the
+  /// bytes and their tier key, `<key>@<byte offset>` in the state's unchunked
+  /// layout (the host tier keeps the pieces of a key in one copy).
+  struct StatePiece {
+    Value bytes;
+    std::string key;
+  };
+  /// Whether `layer`'s state of `role` is offloaded and streamed in chunks.
+  bool streamed(int64_t layer, StringRef role) {
+    auto it = offloaded.find(offloadKey(layer, role));
+    return it != offloaded.end() && it->second.streamed;
+  }
+  /// The pieces of elements [start, start + count) of `layer`'s streamed
+  /// state of `role` in half `half` of its window: the master's, or Adam
+  /// m's (at byte 0 of the half) and v's (at 4 x the chunk's elements).
+  SmallVector<StatePiece, 2> chunkPieces(int64_t layer, StringRef role,
+                                         int64_t start, int64_t count,
+                                         int64_t half);
+  /// The f32 view of the moment or master `sub` (0: master or m, 1: v) of
+  /// a chunk of `count` elements of a streamed state in half `half`.
+  Value chunkView(int64_t layer, StringRef role, int64_t sub, int64_t count,
+                  int64_t half);
+  /// Reloads (`reload`) or offloads the pieces of a chunk of every streamed
+  /// state of `layer`, tracking their tokens.
+  SmallVector<Value> streamChunkOf(int64_t layer, int64_t start, int64_t half,
+                                   bool reload);
+  /// The prologue of a streamed state: initialized chunk by chunk in its
+  /// window and offloaded piece by piece.
+  void prologueStream(int64_t layer, StringRef role,
+                      ArrayRef<ParamTensor> tensors);
+  /// `ratrain.dp_shard_tensors` of a ZeRO master shard init:
+  /// "name:offset:numel:init" per tensor of the flattened layer.
+  ArrayAttr shardTensorsAttr(ArrayRef<ParamTensor> tensors) {
+    SmallVector<Attribute> pieces;
+    for (const ParamTensor &tensor : tensors)
+      pieces.push_back(StringAttr::get(
+          ctx, llvm::formatv("{0}:{1}:{2}:{3}", tensor.name, tensor.offset,
+                             tensor.numel(), mt::stringifyInitKind(tensor.init))
+                   .str()));
+    return ArrayAttr::get(ctx, pieces);
+  }
+  /// The tier key of `layer`'s state of `role` ("master" or "adam").
+  std::string offloadKey(int64_t layer, StringRef role) {
+    return llvm::formatv("{0}.{1}", layerPrefix(layerOp(layer)), role);
+  }
+  /// Finds the stage's offloaded states; fails when one cannot be lowered.
+  LogicalResult planOffloads();
+  /// Offloads the first `bytes` of `flat` (the initialized window of an
+  /// offloaded state) in the prologue and waits for it.
+  void prologueOffload(Value flat, int64_t bytes, const OffloadedState &state);
+  /// The flat DDR window `layer`'s offloaded state of `role` is reloaded
+  /// into (and initialized in, in the prologue).
+  Value offloadWindow(int64_t layer, StringRef role);
+  /// Bytes of `layer`'s offloaded state of `role`: the f32 master, or Adam m
+  /// and v (this rank's shard with ZeRO).
+  int64_t offloadedBytes(int64_t layer, StringRef role) {
+    int64_t n = zero() ? shardElements(layer) : layerParams(layer);
+    return role == "adam" ? 8 * n : 4 * n;
+  }
+
+  Value actBase(Value act, int64_t layer, int64_t mb);
+  Value gradFlat(Value grad, int64_t layer);
+  int64_t layerParams(int64_t layer) { return layerOp(layer).getNumParams(); }
+  int64_t shardElements(int64_t layer) {
+    return layerParams(layer) / plan_.getDp();
+  }
+  bool zero() const { return plan_.getZero() > 0; }
+  /// This rank's gradient shard of `layer`: the buffer assignment gave it
+  /// (ZeRO-2 over dp > 1: the value of the reduce-scatter's wait), or a
+  /// region of the lowering's area (ZeRO-1).
+  Value gradShard(int64_t layer) {
+    int64_t n = shardElements(layer);
+    auto assignedShard = assignedGradShard.find(layer);
+    if (assignedShard == assignedGradShard.end())
+      return scratch(llvm::formatv("zero.grad_shard.layer{0}", layer).str(),
+                     gradShardOff.lookup(layer), {n}, elem);
+    std::string name =
+        llvm::formatv("{0}.grad_shard", layerPrefix(layerOp(layer)));
+    auto [offset, bytes] = assignedShard->second;
+    return slot(ddrBase(name, offset, bytes), 0, {n}, elem);
+  }
+  /// ZeRO with an FP32 model: this rank's persistent master shard, in the
+  /// lowering's area (the assigned master is the full view).
+  Value masterShard(int64_t layer) {
+    return scratch(llvm::formatv("zero.master_shard.layer{0}", layer).str(),
+                   masterShardOff.lookup(layer), {shardElements(layer)},
+                   Float32Type::get(ctx));
+  }
+  mt::CollectiveAlgorithm algorithm(SyncHierarchy hierarchy) const;
+
+  ModelOp model;
+  PipelineOp pipeline;
+  StageOp stage;
+  const MachineModel &machine;
+  LoweringOptions options;
+  Dims dims;
+  Type elem;
+  DType dtype = DType::F32;
+  MLIRContext *ctx;
+  PlanAttr plan_;
+  SmallVector<LayerOp> layers;
+  int64_t numStages = 1, stageIndex = 0;
+
+  OpBuilder b;   ///< the iteration (appends at the end of the body)
+  OpBuilder pro; ///< the prologue (inserts before the sentinel)
+  OpBuilder &moduleBuilder;
+  mt::ProgramOp program;
+  Operation *sentinel = nullptr;
+  Location loc = UnknownLoc::get(ctx);
+
+  // Scratch area appended to the assigned arena (offsets are absolute).
+  int64_t arenaBytes = 0, programArena = 0, offsetAlignment = 64;
+  int64_t streamOff = 0, onesOff = -1, r1Off = 0, r2Off = 0, wOff = 0;
+  int64_t fwdFullOff = -1;
+  int64_t normHeadOff = -1; ///< scratch.normhead (NormHead, head stage only)
+  NormHeadLayout normHeadSlots;
+  Value normHeadSource; ///< the LM-head view the normalized copy is of
+  SmallVector<int64_t, 2> outboxOff[2]; ///< per payload: K slots
+  /// ZeRO, per layer: the gradient shard, the view shard and (FP32 models,
+  /// whose assigned master is the full view) the persistent master shard.
+  DenseMap<int64_t, int64_t> gradShardOff, viewShardOff, masterShardOff;
+  /// ZeRO-2: the gradient shards buffer assignment placed (offset, bytes).
+  DenseMap<int64_t, std::pair<int64_t, int64_t>> assignedGradShard;
+  int64_t gsmSlotBytes = 0;
+  DecoderLayout fullLayout;
+  HeadLayout head;
+  /// Named scratch regions: name -> (offset, bytes).
+  llvm::StringMap<std::pair<int64_t, int64_t>> regions;
+  /// Takes `bytes` of the lowering's area for the region `name`.
+  int64_t region(SlotAllocator &area, StringRef name, int64_t bytes) {
+    int64_t offset = area.take(bytes);
+    regions[name] = {offset, bytes};
+    return offset;
+  }
+
+  // Transfers: (payload, mb) -> outbox slot index / the recv op.
+  std::map<std::pair<int, int64_t>, int64_t> outboxSlot;
+  std::map<std::pair<int, int64_t>, Operation *> recvOps;
+
+  // Memoized buffers and views, and the absolute range of every buffer
+  // value this lowering created.
+  llvm::StringMap<Value> bases;
+  std::map<std::tuple<const void *, int64_t, const void *>, Value> views;
+  DenseMap<Value, Range> ranges;
+
+  SmallVector<InFlight> inflight;
+  DenseMap<Value, SmallVector<Value>> pending; ///< ratrain async -> tokens
+  DenseMap<int64_t, SmallVector<Value>> updateTokens; ///< layer -> DMAs
+  SmallVector<Value, 2> gsmSlots;
+  int64_t gsmNext = 0; ///< the GSM staging slot the next AdamW chunk uses
+  /// Offloaded states by key (offloadKey).
+  std::map<std::string, OffloadedState> offloaded;
+  /// Elements per chunk of the streamed states of a layer (all of its
+  /// streamed states use the same chunks).
+  DenseMap<int64_t, int64_t> streamChunk;
+  /// The offloads of the last chunks of a streamed state, by key.
+  std::map<std::string, SmallVector<Value>> streamTokens;
+  std::map<int64_t, SmallVector<ParamTensor>> tensorCache;
+};
+
+/// The pipeline-boundary transfer key of a send or recv: (0 activation / 1
+/// gradient, micro-batch).
+inline std::pair<int, int64_t> transferKey(Payload payload, int64_t mb) {
+  return {payload == Payload::Gradient ? 1 : 0, mb};
+}
+
+} // namespace ratrain::lowering
+
+#endif // RATRAIN_LIB_CONVERSION_RATRAINTOMT3K_STAGELOWERING_H
