@@ -1,6 +1,7 @@
 //===- Checkpoint.cpp - Sharded HuggingFace-style checkpoints -------------===//
 
 #include "ratrain/runtime/Checkpoint.h"
+#include "ratrain/Model/ParameterLayout.h"
 #include "ratrain/runtime/Error.h"
 #include "ratrain/runtime/FileIO.h"
 #include "ratrain/runtime/Safetensors.h"
@@ -70,37 +71,19 @@ uint64_t ParamSpec::numElements() const {
   return n;
 }
 
-std::vector<ParamSpec> ratrain::rt::llamaParameters(const ModelConfig &model) {
+std::vector<ParamSpec> ratrain::rt::modelParameters(const ModelConfig &model) {
   std::vector<ParamSpec> params;
-  int64_t h = model.hidden, kv = model.kvDim(), f = model.ffnHidden;
-  params.push_back({"model.embed_tokens.weight", {model.vocab, h}, -1});
-  for (int64_t layer = 0; layer < model.numLayers; ++layer) {
-    std::string prefix = "model.layers." + std::to_string(layer) + ".";
-    auto add = [&](const std::string &name, std::vector<int64_t> shape) {
-      params.push_back({prefix + name, std::move(shape), layer});
-    };
-    if (model.family == ModelFamily::Baichuan) {
-      add("self_attn.W_pack.weight", {3 * h, h});
-    } else {
-      add("self_attn.q_proj.weight", {h, h});
-      add("self_attn.k_proj.weight", {kv, h});
-      add("self_attn.v_proj.weight", {kv, h});
-      if (model.qkvBias) {
-        add("self_attn.q_proj.bias", {h});
-        add("self_attn.k_proj.bias", {kv});
-        add("self_attn.v_proj.bias", {kv});
-      }
-    }
-    add("self_attn.o_proj.weight", {h, h});
-    add("mlp.gate_proj.weight", {f, h});
-    add("mlp.up_proj.weight", {f, h});
-    add("mlp.down_proj.weight", {h, f});
-    add("input_layernorm.weight", {h});
-    add("post_attention_layernorm.weight", {h});
+  int64_t last = numParameterLayers(model) - 1;
+  for (int64_t layer = 0; layer <= last; ++layer) {
+    // ParamSpec's layer: -1 the embedding, -2 the head, else the decoder
+    // layer from 0.
+    int64_t tag = layer == 0 ? -1 : layer == last ? -2 : layer - 1;
+    for (ParamTensor &tensor : layerParameterTensors(model, layer))
+      params.push_back(
+          {std::move(tensor.name),
+           std::vector<int64_t>(tensor.shape.begin(), tensor.shape.end()),
+           tag});
   }
-  params.push_back({"model.norm.weight", {h}, -2});
-  if (!model.tieEmbeddings)
-    params.push_back({"lm_head.weight", {model.vocab, h}, -2});
   return params;
 }
 
@@ -143,7 +126,7 @@ std::vector<ParamSpec>
 ratrain::rt::stageParameters(const ModelConfig &model,
                              const StagePartition &partition, int stage) {
   std::vector<ParamSpec> result;
-  for (ParamSpec &param : llamaParameters(model))
+  for (ParamSpec &param : modelParameters(model))
     if (partition.stageOfLayer(param.layer) == stage)
       result.push_back(std::move(param));
   return result;
@@ -330,7 +313,7 @@ llvm::Error ratrain::rt::writeCheckpointIndex(llvm::StringRef directory,
       zeroShards.push_back(
           zeroShardName(modelShardName(stage, state.pp), d, state.dp));
   uint64_t totalBytes = 0;
-  for (const ParamSpec &spec : llamaParameters(model)) {
+  for (const ParamSpec &spec : modelParameters(model)) {
     int stage = partition.stageOfLayer(spec.layer);
     weights[spec.name] = modelShardName(stage, state.pp);
     if (!zero) {

@@ -113,7 +113,8 @@ void LowerToMT3KPass::runOnOperation() {
   // holds exactly q_proj, k_proj and v_proj).
   for (LayerOp layer : model->getLayers()) {
     int64_t total = 0;
-    for (const ParamTensor &tensor : layerTensors(layer, dims))
+    for (const ParamTensor &tensor :
+         layerParameterTensors(config, layer.getIndex()))
       total += tensor.numel();
     assert(total == layer.getNumParams() && "tensors miss parameters");
     (void)total;

@@ -250,7 +250,7 @@ void StageLowering::prologueStream(int64_t layer, StringRef role,
       if (zero()) {
         // This rank's shard piece [start, start + count): the emitter adds
         // r * n + ratrain.dp_shard_offset to the element offsets.
-        std::string prefix = layerPrefix(layerOp(layer));
+        std::string prefix = layerPrefix(layer);
         auto op = create(adam ? zeros : mt::InitKind::normal, half,
                          prefix + suffix.str(), 0);
         op->setAttr("ratrain.dp_shard", IntegerAttr::get(i64, n));
@@ -267,7 +267,7 @@ void StageLowering::prologueStream(int64_t layer, StringRef role,
           continue;
         Value dest =
             slot(half, 4 * (lo - start), {hi - lo}, Float32Type::get(ctx));
-        auto op = create(adam ? zeros : tensor.init, dest,
+        auto op = create(adam ? zeros : toInitKind(tensor.init), dest,
                          tensor.name + suffix.str(), lo - tensor.offset);
         mark(op, 4 * (sub * n + tensor.offset), lo - tensor.offset,
              4 * tensor.numel());

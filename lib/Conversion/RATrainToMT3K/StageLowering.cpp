@@ -94,8 +94,7 @@ Value StageLowering::scratch(StringRef name, int64_t offset,
 
 Value StageLowering::stateBase(Value state, StringRef role, int64_t layer) {
   auto buffer = assigned(state);
-  std::string name =
-      llvm::formatv("{0}.{1}", layerPrefix(layerOp(layer)), role);
+  std::string name = llvm::formatv("{0}.{1}", layerPrefix(layer), role);
   return ddrBase(name, (*buffer)[0], (*buffer)[1]);
 }
 
@@ -230,7 +229,7 @@ StageLowering::LayerWeights StageLowering::weights(Value flat, int64_t layer,
   LayerWeights result;
   auto [it, inserted] = tensorCache.try_emplace(layer);
   if (inserted)
-    it->second = layerTensors(layerOp(layer), dims);
+    it->second = layerTensors(layer);
   const SmallVector<ParamTensor> &tensors = it->second;
   result.names = &tensors;
   for (const ParamTensor &tensor : tensors) {
@@ -292,7 +291,7 @@ Value StageLowering::actBase(Value act, int64_t layer, int64_t mb) {
 
 Value StageLowering::gradFlat(Value grad, int64_t layer) {
   auto buffer = assigned(grad);
-  std::string name = llvm::formatv("{0}.grad", layerPrefix(layerOp(layer)));
+  std::string name = llvm::formatv("{0}.grad", layerPrefix(layer));
   Value flat = ddrBase(name, (*buffer)[0], (*buffer)[1]);
   return slot(flat, 0, {layerParams(layer)}, elem);
 }

@@ -21,6 +21,7 @@
 #include "MT3K/MT3KOps.h"
 #include "RATrain/RATrainOps.h"
 #include "ratrain/Machine/MachineModel.h"
+#include "ratrain/Model/ParameterLayout.h"
 #include "ratrain/Planner/MemoryModel.h"
 #include "ratrain/Transforms/ScheduleUtils.h"
 
@@ -45,21 +46,6 @@ namespace mt = ratrain::mt3k;
 // Parameter tensors and slot layouts
 //===----------------------------------------------------------------------===//
 
-/// One parameter tensor of a layer: its HuggingFace name, shape, initial
-/// value and position (in elements) inside the layer's flat state buffers.
-struct ParamTensor {
-  std::string name;
-  SmallVector<int64_t, 2> shape;
-  mt::InitKind init = mt::InitKind::normal;
-  int64_t offset = 0; ///< elements from the start of the layer's buffers
-  int64_t numel() const {
-    int64_t n = 1;
-    for (int64_t d : shape)
-      n *= d;
-    return n;
-  }
-};
-
 /// The model sizes the lowering needs.
 struct Dims {
   int64_t batch = 1, seq = 1, tokens = 1; ///< b, s, T = b * s
@@ -78,66 +64,17 @@ struct Dims {
   bool normHead = false;
 };
 
-/// The tensors of a model layer in the order they sit in its flat view,
-/// master, gradient and Adam buffers (HF names, so a checkpoint maps 1:1).
-inline SmallVector<ParamTensor> layerTensors(LayerOp layer, const Dims &dims) {
-  SmallVector<ParamTensor> tensors;
-  int64_t offset = 0;
-  auto add = [&](std::string name, SmallVector<int64_t, 2> shape,
-                 mt::InitKind init) {
-    ParamTensor tensor{std::move(name), std::move(shape), init, offset};
-    offset += tensor.numel();
-    tensors.push_back(std::move(tensor));
-  };
-  int64_t h = dims.hidden;
-  switch (layer.getKind()) {
-  case LayerKind::Embedding:
-    add("model.embed_tokens.weight", {dims.vocab, h}, mt::InitKind::normal);
-    break;
-  case LayerKind::Head:
-    add("model.norm.weight", {h}, mt::InitKind::ones);
-    add("lm_head.weight", {dims.vocab, h}, mt::InitKind::normal);
-    break;
-  case LayerKind::Decoder: {
-    std::string p = llvm::formatv("model.layers.{0}.", layer.getIndex() - 1);
-    add(p + "input_layernorm.weight", {h}, mt::InitKind::ones);
-    if (dims.packedQkv) {
-      // The same rows as q_proj, k_proj, v_proj one after the other; the
-      // kernels read them as three views (StageLowering::weights).
-      add(p + "self_attn.W_pack.weight", {dims.qDim + 2 * dims.kvDim, h},
-          mt::InitKind::normal);
-    } else {
-      add(p + "self_attn.q_proj.weight", {dims.qDim, h}, mt::InitKind::normal);
-      add(p + "self_attn.k_proj.weight", {dims.kvDim, h}, mt::InitKind::normal);
-      add(p + "self_attn.v_proj.weight", {dims.kvDim, h}, mt::InitKind::normal);
-    }
-    if (dims.qkvBias) {
-      add(p + "self_attn.q_proj.bias", {dims.qDim}, mt::InitKind::zeros);
-      add(p + "self_attn.k_proj.bias", {dims.kvDim}, mt::InitKind::zeros);
-      add(p + "self_attn.v_proj.bias", {dims.kvDim}, mt::InitKind::zeros);
-    }
-    add(p + "self_attn.o_proj.weight", {h, dims.qDim}, mt::InitKind::normal);
-    add(p + "post_attention_layernorm.weight", {h}, mt::InitKind::ones);
-    add(p + "mlp.gate_proj.weight", {dims.ffn, h}, mt::InitKind::normal);
-    add(p + "mlp.up_proj.weight", {dims.ffn, h}, mt::InitKind::normal);
-    add(p + "mlp.down_proj.weight", {h, dims.ffn}, mt::InitKind::normal);
+/// The mt3k initializer of a parameter initialization.
+inline mt::InitKind toInitKind(ParamInit init) {
+  switch (init) {
+  case ParamInit::Normal:
+    return mt::InitKind::normal;
+  case ParamInit::Ones:
+    return mt::InitKind::ones;
+  case ParamInit::Zeros:
     break;
   }
-  }
-  return tensors;
-}
-
-/// The name prefix of a layer's flat buffers.
-inline std::string layerPrefix(LayerOp layer) {
-  switch (layer.getKind()) {
-  case LayerKind::Embedding:
-    return "model.embed_tokens";
-  case LayerKind::Head:
-    return "lm_head";
-  case LayerKind::Decoder:
-    break;
-  }
-  return llvm::formatv("model.layers.{0}", layer.getIndex() - 1);
+  return mt::InitKind::zeros;
 }
 
 /// `value` rounded up to a multiple of `alignment`.
@@ -268,8 +205,8 @@ public:
                 const MachineModel &machine, const LoweringOptions &options,
                 const Dims &dims, Type elementType, OpBuilder &moduleBuilder)
       : model(model), pipeline(pipeline), stage(stage), machine(machine),
-        options(options), dims(dims), elem(elementType),
-        ctx(model.getContext()), b(ctx), pro(ctx),
+        options(options), dims(dims), modelConfig(model.toModelConfig()),
+        elem(elementType), ctx(model.getContext()), b(ctx), pro(ctx),
         moduleBuilder(moduleBuilder) {}
 
   /// Checks the stage and plans the lowering scratch area; emits an error
@@ -293,6 +230,15 @@ private:
   std::optional<std::array<int64_t, 2>> assigned(Value value);
   std::optional<std::array<int64_t, 2>> assignedMessage(Operation *transfer);
   LayerOp layerOp(int64_t index) { return layers[index]; }
+  /// The parameter tensors of model layer `layer` in their flat-buffer
+  /// order (ratrain/Model/ParameterLayout.h) and the name prefix of its
+  /// buffers.
+  SmallVector<ParamTensor> layerTensors(int64_t layer) const {
+    return layerParameterTensors(modelConfig, layer);
+  }
+  std::string layerPrefix(int64_t layer) const {
+    return layerParameterPrefix(modelConfig, layer);
+  }
 
   // Buffers and views (created in the prologue, memoized).
   Value base(mt::MemorySpace space, StringRef name, int64_t offset,
@@ -429,13 +375,14 @@ private:
     for (const ParamTensor &tensor : tensors)
       pieces.push_back(StringAttr::get(
           ctx, llvm::formatv("{0}:{1}:{2}:{3}", tensor.name, tensor.offset,
-                             tensor.numel(), mt::stringifyInitKind(tensor.init))
+                             tensor.numel(),
+                             mt::stringifyInitKind(toInitKind(tensor.init)))
                    .str()));
     return ArrayAttr::get(ctx, pieces);
   }
   /// The tier key of `layer`'s state of `role` ("master" or "adam").
   std::string offloadKey(int64_t layer, StringRef role) {
-    return llvm::formatv("{0}.{1}", layerPrefix(layerOp(layer)), role);
+    return llvm::formatv("{0}.{1}", layerPrefix(layer), role);
   }
   /// Finds the stage's offloaded states; fails when one cannot be lowered.
   LogicalResult planOffloads();
@@ -468,8 +415,7 @@ private:
     if (assignedShard == assignedGradShard.end())
       return scratch(llvm::formatv("zero.grad_shard.layer{0}", layer).str(),
                      gradShardOff.lookup(layer), {n}, elem);
-    std::string name =
-        llvm::formatv("{0}.grad_shard", layerPrefix(layerOp(layer)));
+    std::string name = llvm::formatv("{0}.grad_shard", layerPrefix(layer));
     auto [offset, bytes] = assignedShard->second;
     return slot(ddrBase(name, offset, bytes), 0, {n}, elem);
   }
@@ -488,6 +434,7 @@ private:
   const MachineModel &machine;
   LoweringOptions options;
   Dims dims;
+  ModelConfig modelConfig;
   Type elem;
   DType dtype = DType::F32;
   MLIRContext *ctx;

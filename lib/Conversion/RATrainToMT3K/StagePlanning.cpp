@@ -224,7 +224,7 @@ LogicalResult StageLowering::emitPrologue() {
   };
   for (int64_t layer = stage.getFirstLayer(); layer < stage.getEndLayer();
        ++layer) {
-    SmallVector<ParamTensor> tensors = layerTensors(layerOp(layer), dims);
+    SmallVector<ParamTensor> tensors = layerTensors(layer);
     Value view = stateBase(stage.getViewArg(layer), "view", layer);
     // An offloaded state is initialized in its reload window and then
     // offloaded, so the first step's reload finds it in the tier.
@@ -243,9 +243,9 @@ LogicalResult StageLowering::emitPrologue() {
     auto initWholeMaster = [&] {
       Value master = stateOf(stage.getMasterArg(layer), "master");
       for (const ParamTensor &tensor : tensors)
-        markOffloaded(
-            init(tensor.init, tensorOf(master, tensor, f32), tensor.name),
-            layer, "master", tensor.offset * 4);
+        markOffloaded(init(toInitKind(tensor.init),
+                           tensorOf(master, tensor, f32), tensor.name),
+                      layer, "master", tensor.offset * 4);
       writeBack(master, "master");
     };
     // Streamed states are initialized chunk by chunk (after the view).
@@ -256,7 +256,7 @@ LogicalResult StageLowering::emitPrologue() {
     int64_t n = zero() ? shardElements(layer) : layerParams(layer);
     // The view (the master itself for FP32 models), tensor by tensor.
     for (const ParamTensor &tensor : tensors)
-      init(tensor.init, tensorOf(view, tensor, elem), tensor.name);
+      init(toInitKind(tensor.init), tensorOf(view, tensor, elem), tensor.name);
     if (streamMaster)
       prologueStream(layer, "master", tensors);
     if (streamAdam)
@@ -275,7 +275,7 @@ LogicalResult StageLowering::emitPrologue() {
       auto op = mt::InitParamOp::create(
           pro, loc, mt::InitKind::normal,
           isF32Model() ? masterShard(layer) : slot(masterFlat, 0, {n}, f32),
-          layerPrefix(layerOp(layer)), pro.getF64FloatAttr(options.initStd),
+          layerPrefix(layer), pro.getF64FloatAttr(options.initStd),
           IntegerAttr());
       op->setAttr("ratrain.dp_shard", IntegerAttr::get(i64, n));
       op->setAttr("ratrain.dp_shard_tensors", shardTensorsAttr(tensors));
@@ -326,7 +326,7 @@ LogicalResult StageLowering::emitPrologue() {
       op->setAttr("ratrain.dp_shard_tensors", shardTensorsAttr(tensors));
       return op;
     };
-    std::string prefix = layerPrefix(layerOp(layer));
+    std::string prefix = layerPrefix(layer);
     if (!streamMaster) {
       auto masterInit = shardInit(mt::InitKind::normal, master, prefix);
       if (!isF32Model()) {

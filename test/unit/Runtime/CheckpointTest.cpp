@@ -97,20 +97,22 @@ std::string readRaw(const std::string &path) {
 
 TEST(Checkpoint, HuggingFaceNamesAndShapes) {
   ModelConfig model = tinyLlama();
-  std::vector<ParamSpec> params = llamaParameters(model);
+  std::vector<ParamSpec> params = modelParameters(model);
   // Embedding, 9 tensors per layer, final norm, LM head.
   ASSERT_EQ(params.size(), 1u + 9 * 4 + 2);
   EXPECT_EQ(params[0].name, "model.embed_tokens.weight");
   EXPECT_EQ(params[0].shape, (std::vector<int64_t>{256, 256}));
-  EXPECT_EQ(params[1].name, "model.layers.0.self_attn.q_proj.weight");
-  EXPECT_EQ(params[2].name, "model.layers.0.self_attn.k_proj.weight");
+  // Within a layer, the order of the lowering's flat buffers.
+  EXPECT_EQ(params[1].name, "model.layers.0.input_layernorm.weight");
+  EXPECT_EQ(params[2].name, "model.layers.0.self_attn.q_proj.weight");
+  EXPECT_EQ(params[3].name, "model.layers.0.self_attn.k_proj.weight");
   // 4 KV heads of 32: k/v project 256 -> 128.
-  EXPECT_EQ(params[2].shape, (std::vector<int64_t>{128, 256}));
-  EXPECT_EQ(params[5].name, "model.layers.0.mlp.gate_proj.weight");
-  EXPECT_EQ(params[5].shape, (std::vector<int64_t>{688, 256}));
-  EXPECT_EQ(params[7].name, "model.layers.0.mlp.down_proj.weight");
-  EXPECT_EQ(params[7].shape, (std::vector<int64_t>{256, 688}));
-  EXPECT_EQ(params[9].name, "model.layers.0.post_attention_layernorm.weight");
+  EXPECT_EQ(params[3].shape, (std::vector<int64_t>{128, 256}));
+  EXPECT_EQ(params[6].name, "model.layers.0.post_attention_layernorm.weight");
+  EXPECT_EQ(params[7].name, "model.layers.0.mlp.gate_proj.weight");
+  EXPECT_EQ(params[7].shape, (std::vector<int64_t>{688, 256}));
+  EXPECT_EQ(params[9].name, "model.layers.0.mlp.down_proj.weight");
+  EXPECT_EQ(params[9].shape, (std::vector<int64_t>{256, 688}));
   EXPECT_EQ(params[params.size() - 2].name, "model.norm.weight");
   EXPECT_EQ(params.back().name, "lm_head.weight");
   uint64_t total = 0;
@@ -119,12 +121,12 @@ TEST(Checkpoint, HuggingFaceNamesAndShapes) {
   EXPECT_EQ(int64_t(total), model.totalParams());
 
   model.tieEmbeddings = true;
-  EXPECT_EQ(llamaParameters(model).back().name, "model.norm.weight");
+  EXPECT_EQ(modelParameters(model).back().name, "model.norm.weight");
   model.tieEmbeddings = false;
   model.family = ModelFamily::Qwen2;
   model.qkvBias = true;
-  std::vector<ParamSpec> qwen = llamaParameters(model);
-  EXPECT_EQ(qwen[4].name, "model.layers.0.self_attn.q_proj.bias");
+  std::vector<ParamSpec> qwen = modelParameters(model);
+  EXPECT_EQ(qwen[5].name, "model.layers.0.self_attn.q_proj.bias");
   uint64_t qwenTotal = 0;
   for (const ParamSpec &p : qwen)
     qwenTotal += p.numElements();
@@ -145,11 +147,10 @@ TEST(Checkpoint, StagePartition) {
   std::vector<ParamSpec> first = stageParameters(model, even, 0);
   std::vector<ParamSpec> last = stageParameters(model, even, 1);
   EXPECT_EQ(first.front().name, "model.embed_tokens.weight");
-  EXPECT_EQ(first.back().name,
-            "model.layers.1.post_attention_layernorm.weight");
-  EXPECT_EQ(last.front().name, "model.layers.2.self_attn.q_proj.weight");
+  EXPECT_EQ(first.back().name, "model.layers.1.mlp.down_proj.weight");
+  EXPECT_EQ(last.front().name, "model.layers.2.input_layernorm.weight");
   EXPECT_EQ(last.back().name, "lm_head.weight");
-  EXPECT_EQ(first.size() + last.size(), llamaParameters(model).size());
+  EXPECT_EQ(first.size() + last.size(), modelParameters(model).size());
 }
 
 TEST(Checkpoint, SaveAndLoadRoundTripBitExactly) {
@@ -198,8 +199,8 @@ TEST(Checkpoint, SaveAndLoadRoundTripBitExactly) {
   StageState stage2(model, four, 2, 0.0f);
   StageState zero(stage2, 0);
   ASSERT_EQ(errorText(loadSlots(*resolved, zero.slots)), "");
-  const float *q = zero.slots[0].master.as<float>();
-  EXPECT_EQ(zero.slots[0].name, "model.layers.2.self_attn.q_proj.weight");
+  const float *q = zero.slots[1].master.as<float>();
+  EXPECT_EQ(zero.slots[1].name, "model.layers.2.self_attn.q_proj.weight");
   EXPECT_EQ(q[1], -2.0f + 0.25f); // Stage 1 of the pp = 2 save, salt -2.
 }
 
@@ -325,7 +326,7 @@ TEST(Checkpoint, VerifyChecksEveryTensorWithoutAModel) {
   EXPECT_EQ(summary->dp, 3);
   EXPECT_EQ(summary->files, 4u);
   // Parameters plus two moments each.
-  EXPECT_EQ(summary->tensors, 3 * llamaParameters(model).size());
+  EXPECT_EQ(summary->tensors, 3 * modelParameters(model).size());
   std::string shard =
       root + "/step-00000004/optimizer-00002-of-00002.safetensors";
   std::string bytes = readRaw(shard);
@@ -346,7 +347,7 @@ struct ZeroState {
   std::vector<ParamSlot> slots;
 
   ZeroState(const ModelConfig &model, int dpIndex, int dp, float salt) {
-    std::vector<ParamSpec> specs = llamaParameters(model);
+    std::vector<ParamSpec> specs = modelParameters(model);
     uint64_t bytes = 0;
     for (const ParamSpec &spec : specs) {
       uint64_t shard = (spec.numElements() + dp - 1) / dp;
@@ -438,7 +439,7 @@ TEST(Checkpoint, ZeroShardsRoundTripPerDataRank) {
   ASSERT_TRUE(bool(summary)) << llvm::toString(summary.takeError());
   EXPECT_EQ(summary->files, 4u);
   // Views in the model file, three shards per tensor and data rank.
-  EXPECT_EQ(summary->tensors, (1 + 3 * dp) * llamaParameters(model).size());
+  EXPECT_EQ(summary->tensors, (1 + 3 * dp) * modelParameters(model).size());
 
   // Another data-parallel size cannot take these shards.
   ZeroState other(model, 1, 2, 0.0f);
@@ -475,7 +476,7 @@ struct FlatZeroState {
 
   FlatZeroState(const ModelConfig &model, int dpIndex, int dp, float salt,
                 uint64_t skew = 0) {
-    std::vector<ParamSpec> specs = llamaParameters(model);
+    std::vector<ParamSpec> specs = modelParameters(model);
     uint64_t total = 0;
     for (const ParamSpec &spec : specs)
       total += spec.numElements();
@@ -564,7 +565,7 @@ TEST(Checkpoint, ZeroPiecesOfFlattenedLayersRoundTrip) {
 
   auto summary = verifyCheckpoint(root);
   ASSERT_TRUE(bool(summary)) << llvm::toString(summary.takeError());
-  EXPECT_EQ(summary->tensors, (1 + 3 * dp) * llamaParameters(model).size());
+  EXPECT_EQ(summary->tensors, (1 + 3 * dp) * modelParameters(model).size());
   // Each piece records its range in the shard file's metadata.
   auto shard = SafetensorsFile::open(
       root + "/step-00000006/optimizer-00001-of-00001-zero-00002-of-00002."

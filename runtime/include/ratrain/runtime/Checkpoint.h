@@ -49,13 +49,12 @@ struct ParamSpec {
   uint64_t numElements() const;
 };
 
-/// Every parameter of a LLaMA-style model in HuggingFace order and naming:
-/// model.embed_tokens.weight; per layer self_attn.{q,k,v,o}_proj.weight (plus
-/// q/k/v biases for Qwen2; W_pack for Baichuan), mlp.{gate,up,down}_proj
-/// .weight, input_layernorm.weight, post_attention_layernorm.weight; then
-/// model.norm.weight and lm_head.weight (absent with tied embeddings).
-/// Shapes are HF's [out_features, in_features].
-std::vector<ParamSpec> llamaParameters(const ModelConfig &model);
+/// Every parameter of the model with its HuggingFace name and shape ([out,
+/// in]), layer by layer (embedding, decoder layers, final norm and LM head;
+/// lm_head.weight absent with tied embeddings) and within a layer in the
+/// order of the lowering's flat buffers: the one layout of
+/// ratrain/Model/ParameterLayout.h.
+std::vector<ParamSpec> modelParameters(const ModelConfig &model);
 
 /// Which decoder layers each pipeline stage holds: stage s holds layers
 /// [firstLayer[s], firstLayer[s + 1]). Stage 0 also holds the embedding, the
