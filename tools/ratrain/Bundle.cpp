@@ -34,7 +34,6 @@
 #include "llvm/Support/Program.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <cstring>
 
 extern char **environ;
 
