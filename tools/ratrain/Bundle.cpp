@@ -34,7 +34,6 @@
 #include "llvm/Support/Program.h"
 #include "llvm/Support/raw_ostream.h"
 
-
 extern char **environ;
 
 using llvm::StringRef;
