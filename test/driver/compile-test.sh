@@ -1,7 +1,8 @@
 #!/bin/sh
 # compile-test.sh RATRAIN MODEL MACHINE TOKENS WORKDIR
-# `ratrain compile` writes an executable (keeping every stage's output), and
-# the executable trains 2 steps under mpirun with finite losses.
+# `ratrain compile` writes an executable (keeping every stage's output) that
+# loads no LLVM, MLIR or Halide library, and the executable trains 2 steps
+# under mpirun with finite losses.
 set -eu
 ratrain=$1 model=$2 machine=$3 tokens=$4 work=$5
 rm -rf "$work"
@@ -19,6 +20,7 @@ for file in model.mlir planned.mlir scheduled.mlir mt3k.mlir program.cpp \
     exit 1
   fi
 done
+"$(dirname "$0")/ldd-test.sh" "$work/program"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export RATRAIN_PROGRESS_LINE=never
 timeout 300 mpirun -np 2 --oversubscribe "$work/program" --data "$tokens" \

@@ -33,3 +33,17 @@ foreach(pp 2 4)
   set_tests_properties(${_name} PROPERTIES TIMEOUT 600
     LABELS "e2e;mpi" PROCESSORS 4)
 endforeach()
+
+# A thin runtime (docs/runtime.md): the program library loads no LLVM, MLIR or
+# Halide library (e2e.driver.compile checks an emitted program the same way).
+add_test(NAME driver.program-library-deps
+  COMMAND ${_driver_dir}/ldd-test.sh $<TARGET_FILE:ratrain_program>)
+set_tests_properties(driver.program-library-deps PROPERTIES LABELS "driver")
+
+# `ratrain compile --bundle`: the bundle, copied out of a temporary folder
+# outside the build tree, trains 3 steps under mpirun -np 2 on its own.
+add_test(NAME e2e.driver.bundle
+  COMMAND ${_driver_dir}/bundle-test.sh $<TARGET_FILE:ratrain> ${_tiny}
+          ${_host} ${CMAKE_BINARY_DIR})
+set_tests_properties(e2e.driver.bundle PROPERTIES TIMEOUT 600
+  LABELS "e2e;mpi" PROCESSORS 2)

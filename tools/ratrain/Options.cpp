@@ -1,0 +1,195 @@
+//===- Options.cpp - Messages and command lines of the driver -------------===//
+//
+// How the driver reports errors and progress, parses a subcommand's command
+// line, and reads the model, machine and plan flags every compiling
+// subcommand takes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Driver.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+using llvm::StringRef;
+namespace fs = llvm::sys::fs;
+
+namespace ratrain::driver {
+
+//===----------------------------------------------------------------------===//
+// Messages
+//===----------------------------------------------------------------------===//
+
+int fail(const llvm::Twine &message) {
+  llvm::errs() << "error: " << message << "\n";
+  return 1;
+}
+
+int fail(llvm::Error error) { return fail(llvm::toString(std::move(error))); }
+
+void note(const llvm::Twine &message) {
+  llvm::errs() << "ratrain: " << message << "\n";
+}
+
+llvm::Error makeError(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+const char *const kPlanFlagsHelp = R"(PLAN OPTIONS:
+  --machine FILE        machine file (YAML), required
+  --ranks N             MPI ranks = clusters to plan for (default: the
+                        machine's clusters); more ranks than clusters split
+                        each cluster into N/clusters virtual clusters
+  --pp P                pipeline stages (default: the planner's choice)
+  --dp D                data-parallel replicas (pp = ranks / D)
+  --zero Z              ZeRO stage 0, 1 or 2 (default: the planner's choice)
+  --global-batch B      sequences per step (default: 2 x ranks)
+  --policy NAME         lifecycle policy: ratrain (default) or gpu-style
+  --dtype TYPE          train in bf16 or f16 (default: the config's dtype)
+)";
+
+//===----------------------------------------------------------------------===//
+// Command lines
+//===----------------------------------------------------------------------===//
+
+std::optional<std::string> Args::get(StringRef flag) const {
+  auto it = values.find(flag);
+  if (it == values.end())
+    return std::nullopt;
+  return it->second;
+}
+
+bool Args::has(StringRef flag) const { return switches.count(flag.str()); }
+
+llvm::Expected<Args> parseArgs(StringRef command,
+                               llvm::ArrayRef<std::string> argv,
+                               llvm::ArrayRef<StringRef> valueFlags,
+                               llvm::ArrayRef<StringRef> switchFlags) {
+  Args args;
+  for (size_t i = 0; i < argv.size(); ++i) {
+    StringRef arg = argv[i];
+    if (arg == "--") {
+      args.rest.assign(argv.begin() + i + 1, argv.end());
+      break;
+    }
+    if (!arg.starts_with("-") || arg == "-") {
+      args.positional.push_back(arg.str());
+      continue;
+    }
+    auto [flag, inlineValue] = arg.split('=');
+    bool hasInline = arg.contains('=');
+    if (llvm::is_contained(switchFlags, flag)) {
+      if (hasInline)
+        return makeError(llvm::formatv("{0} takes no value", flag));
+      args.switches.insert(flag.str());
+      continue;
+    }
+    if (!llvm::is_contained(valueFlags, flag))
+      return makeError(llvm::formatv(
+          "unknown option '{0}' (see 'ratrain {1} --help')", flag, command));
+    if (hasInline) {
+      args.values[flag] = inlineValue.str();
+    } else {
+      if (i + 1 >= argv.size())
+        return makeError(llvm::formatv("{0} needs a value", flag));
+      args.values[flag] = argv[++i];
+    }
+  }
+  return args;
+}
+
+llvm::Expected<int64_t> getPositive(const Args &args, StringRef flag,
+                                    int64_t fallback) {
+  std::optional<std::string> text = args.get(flag);
+  if (!text)
+    return fallback;
+  int64_t value = 0;
+  if (StringRef(*text).getAsInteger(10, value) || value < 1)
+    return makeError(llvm::formatv(
+        "{0}: expected a positive integer, got '{1}'", flag, *text));
+  return value;
+}
+
+std::string formatCommand(llvm::ArrayRef<std::string> argv) {
+  std::string text;
+  for (const std::string &arg : argv) {
+    if (!text.empty())
+      text += ' ';
+    bool plain = !arg.empty() && llvm::all_of(arg, [](char c) {
+      return llvm::isAlnum(c) || StringRef("-_./=,:+@%").contains(c);
+    });
+    text += plain ? arg : "'" + arg + "'";
+  }
+  return text;
+}
+
+//===----------------------------------------------------------------------===//
+// Model, machine and plan flags
+//===----------------------------------------------------------------------===//
+
+llvm::ArrayRef<StringRef> getPlanValueFlags() {
+  static const StringRef flags[] = {"--machine", "--ranks", "--pp",
+                                    "--dp",      "--zero",  "--global-batch",
+                                    "--policy",  "--dtype"};
+  return flags;
+}
+
+llvm::Expected<CompileOptions> getCompileOptions(const Args &args,
+                                                 StringRef command) {
+  CompileOptions options;
+  if (args.positional.empty())
+    return makeError(llvm::formatv("no model config (usage: ratrain {0} "
+                                   "MODEL.json --machine FILE ...)",
+                                   command));
+  if (args.positional.size() > 1)
+    return makeError(llvm::formatv("unexpected argument '{0}' (one model "
+                                   "config per command)",
+                                   args.positional[1]));
+  options.model = args.positional[0];
+  if (!fs::exists(options.model))
+    return makeError(options.model + ": no such model config");
+  std::optional<std::string> machine = args.get("--machine");
+  if (!machine)
+    return makeError("--machine FILE is required");
+  options.machineFile = *machine;
+  if (!fs::exists(options.machineFile))
+    return makeError(options.machineFile + ": no such machine file");
+  options.verbose = args.has("--verbose") || args.has("-v");
+
+  for (StringRef flag : {"--ranks", "--pp", "--dp", "--global-batch"})
+    if (llvm::Expected<int64_t> value = getPositive(args, flag, 0); !value)
+      return value.takeError();
+    else if (*value) {
+      if (flag == "--ranks")
+        options.ranks = *value;
+      else if (flag == "--pp")
+        options.pp = *value;
+      else if (flag == "--dp")
+        options.dp = *value;
+      else
+        options.globalBatch = *value;
+    }
+  if (std::optional<std::string> zero = args.get("--zero")) {
+    if (*zero != "0" && *zero != "1" && *zero != "2")
+      return makeError("--zero: expected 0, 1 or 2, got '" + *zero + "'");
+    options.zero = std::stoll(*zero);
+  }
+  if (std::optional<std::string> policy = args.get("--policy")) {
+    if (*policy != "ratrain" && *policy != "gpu-style")
+      return makeError("--policy: expected ratrain or gpu-style, got '" +
+                       *policy + "'");
+    options.policy = *policy;
+  }
+  if (std::optional<std::string> dtype = args.get("--dtype")) {
+    if (*dtype != "bf16" && *dtype != "f16" && *dtype != "f32")
+      return makeError("--dtype: expected bf16, f16 or f32, got '" + *dtype +
+                       "'");
+    options.dtype = *dtype;
+  }
+  return options;
+}
+
+} // namespace ratrain::driver
