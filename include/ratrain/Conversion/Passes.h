@@ -7,6 +7,7 @@
 #ifndef RATRAIN_CONVERSION_PASSES_H
 #define RATRAIN_CONVERSION_PASSES_H
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 

@@ -37,7 +37,8 @@ def RATrainLowerToMT3K : Pass<"ratrain-lower-to-mt3k", "mlir::ModuleOp"> {
     schedule's `ratrain.wait`s, or earlier where an operation would touch
     memory still in flight, so the programs pass the mt3k hazard checks.
   }];
-  let dependentDialects = ["::ratrain::mt3k::MT3KDialect"];
+  let dependentDialects = ["::ratrain::mt3k::MT3KDialect",
+                           "::mlir::func::FuncDialect"];
   let options = [
     Option<"machineFile", "machine", "std::string", "\"\"",
            "machine file (YAML); defaults to the module's ratrain.machine">,
@@ -53,7 +54,12 @@ def RATrainLowerToMT3K : Pass<"ratrain-lower-to-mt3k", "mlir::ModuleOp"> {
     Option<"alignment", "alignment", "int64_t", "0",
            "buffer alignment in bytes recorded on mt3k.machine, checked "
            "against every assigned offset (0: the largest power of two up "
-           "to 64 that divides all of them)">
+           "to 64 that divides all of them)">,
+    Option<"outlineLayers", "outline-layers", "bool", "false",
+           "emit each decoder layer's forward, recompute and backward as a "
+           "call of a `func.func` shared by every layer and micro-batch "
+           "with the same kernel sequence (its buffers are the arguments), "
+           "instead of unrolling the kernels at every use">
   ];
 }
 

@@ -21,6 +21,8 @@ namespace mt = ratrain::mt3k;
 LogicalResult StageLowering::lowerForward(ForwardOp op) {
   int64_t layer = op.getView().getType().getLayer();
   int64_t mb = op.getMicroBatch();
+  bool outlined = layerOp(layer).getKind() == LayerKind::Decoder &&
+                  beginOutline("decoder_forward");
   LayerWeights w = weights(stateBase(op.getView(), "view", layer), layer, elem);
   Value act = actBase(op.getActivation(), layer, mb);
   switch (layerOp(layer).getKind()) {
@@ -52,18 +54,23 @@ LogicalResult StageLowering::lowerForward(ForwardOp op) {
     a = decoderActs(act, act, 0, /*hactStored=*/true);
   }
   emitDecoderForward(w, a, flowInput(layer, mb), flowOutput(layer, mb));
+  if (outlined)
+    endOutline();
   return success();
 }
 
 LogicalResult StageLowering::lowerRecompute(RecomputeOp op) {
   int64_t layer = op.getView().getType().getLayer();
   int64_t mb = op.getMicroBatch();
+  bool outlined = beginOutline("decoder_recompute");
   LayerWeights w = weights(stateBase(op.getView(), "view", layer), layer, elem);
   Value input = actBase(op.getInput(), layer, mb);
   Value recovered = actBase(op.getActivation(), layer, mb);
   DecoderActs a = decoderActs(recovered, recovered, 0, /*hactStored=*/true);
   Value storedX = slot(input, 0, {dims.tokens, dims.hidden}, elem);
   emitDecoderForward(w, a, storedX, Value());
+  if (outlined)
+    endOutline();
   return success();
 }
 
@@ -71,6 +78,8 @@ LogicalResult StageLowering::lowerBackward(BackwardOp op) {
   int64_t layer = op.getView().getType().getLayer();
   int64_t mb = op.getMicroBatch();
   bool acc = op.getAcc() != nullptr;
+  bool outlined = layerOp(layer).getKind() == LayerKind::Decoder &&
+                  beginOutline("decoder_backward");
   LayerWeights w = weights(stateBase(op.getView(), "view", layer), layer, elem);
   Value gradFlatBuffer = gradFlat(op.getGrad(), layer);
   LayerWeights g = weights(gradFlatBuffer, layer, elem);
@@ -97,6 +106,8 @@ LogicalResult StageLowering::lowerBackward(BackwardOp op) {
   DecoderActs a = decoderActs(act, act, 0, /*hactStored=*/true);
   emitDecoderBackward(w, g, a, gradInput(layer, mb), gradOutput(layer, mb),
                       acc);
+  if (outlined)
+    endOutline();
   return success();
 }
 

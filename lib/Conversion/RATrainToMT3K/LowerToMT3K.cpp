@@ -120,9 +120,9 @@ void LowerToMT3KPass::runOnOperation() {
     (void)total;
   }
 
-  LoweringOptions options{learningRate,      beta1,       beta2,
-                          epsilon,           weightDecay, initStd,
-                          int64_t(alignment)};
+  LoweringOptions options{
+      learningRate,       beta1,        beta2, epsilon, weightDecay, initStd,
+      int64_t(alignment), outlineLayers};
   if (alignment < 0 || (alignment & (alignment - 1)) != 0) {
     module.emitError("--ratrain-lower-to-mt3k: alignment ")
         << int64_t(alignment) << " is not a power of two";
@@ -137,10 +137,12 @@ void LowerToMT3KPass::runOnOperation() {
     hierarchical |= sync.getHierarchy() == SyncHierarchy::Hierarchical;
   });
 
+  OutlinedFunctions outlined;
   SmallVector<std::unique_ptr<StageLowering>> stages;
   for (StageOp stage : pipeline.getStages()) {
     stages.push_back(std::make_unique<StageLowering>(
-        *model, pipeline, stage, *machine, options, dims, elem, moduleBuilder));
+        *model, pipeline, stage, *machine, options, dims, elem, moduleBuilder,
+        outlined));
     if (failed(stages.back()->plan()))
       return signalPassFailure();
   }

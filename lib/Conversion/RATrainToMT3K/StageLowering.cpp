@@ -51,6 +51,25 @@ StageLowering::assignedMessage(Operation *transfer) {
 Value StageLowering::base(mt::MemorySpace space, StringRef name, int64_t offset,
                           int64_t bytes) {
   std::string key = llvm::formatv("{0}@{1}:{2}", name, offset, bytes);
+  if (outline) {
+    // Inside a function body: the caller's buffer becomes an argument.
+    auto captured = outline->argOfKey.find(key);
+    if (captured != outline->argOfKey.end())
+      return outline->function.getArgument(captured->second);
+    std::optional<Outline> body = std::move(outline);
+    outline.reset();
+    Value outer = base(space, name, offset, bytes);
+    outline = std::move(body);
+    unsigned index = outline->outer.size();
+    Block &entry = outline->function.getBody().front();
+    Value arg = entry.addArgument(outer.getType(), loc);
+    outline->outer.push_back(outer);
+    outline->reads.push_back(false);
+    outline->writes.push_back(false);
+    outline->argOfKey[key] = index;
+    outline->rootArg[arg] = index;
+    return arg;
+  }
   auto it = bases.find(key);
   if (it != bases.end())
     return it->second;
@@ -67,11 +86,22 @@ Value StageLowering::slot(Value source, int64_t byteOffset,
   auto resultType = mt::BufferType::get(sourceType.getSpace(), shape, type);
   if (byteOffset == 0 && resultType == sourceType)
     return source;
+  assert((!outline || outline->rootArg.count(source)) &&
+         "an outlined body takes views of its arguments only");
   auto key = std::make_tuple((const void *)source.getAsOpaquePointer(),
                              byteOffset, resultType.getAsOpaquePointer());
   auto it = views.find(key);
   if (it != views.end())
     return it->second;
+  if (outline) {
+    // Views of a function argument are taken in the body, where the kernels
+    // use them.
+    unsigned index = outline->rootArg.lookup(source);
+    Value value = mt::ViewOp::create(b, loc, resultType, source, byteOffset);
+    outline->rootArg[value] = index;
+    views[key] = value;
+    return value;
+  }
   Value value = mt::ViewOp::create(pro, loc, resultType, source, byteOffset);
   Range range = ranges.lookup(source);
   range.begin += byteOffset;
@@ -113,6 +143,13 @@ std::optional<Range> StageLowering::rangeOf(Value buffer) const {
 }
 
 void StageLowering::resolve(ArrayRef<Value> reads, ArrayRef<Value> writes) {
+  if (outline) {
+    for (Value v : reads)
+      outline->reads[outline->rootArg.at(v)] = true;
+    for (Value v : writes)
+      outline->writes[outline->rootArg.at(v)] = true;
+    return;
+  }
   SmallVector<Range> readRanges, writeRanges;
   for (Value v : reads)
     if (auto r = rangeOf(v))
@@ -140,6 +177,7 @@ void StageLowering::resolve(ArrayRef<Value> reads, ArrayRef<Value> writes) {
 
 void StageLowering::track(Value token, ArrayRef<Value> reads,
                           ArrayRef<Value> writes) {
+  assert(!outline && "outlined layer bodies start no asynchronous work");
   InFlight op;
   op.token = token;
   for (Value v : reads)
@@ -163,6 +201,74 @@ void StageLowering::waitTokens(ArrayRef<Value> tokens) {
   }
   if (!live.empty())
     mt::WaitOp::create(b, loc, live);
+}
+
+//===----------------------------------------------------------------------===//
+// Outlined layer bodies
+//===----------------------------------------------------------------------===//
+
+bool StageLowering::beginOutline(StringRef name) {
+  if (!options.outlineLayers)
+    return false;
+  assert(!outline && "outlined bodies do not nest");
+  Outline body;
+  body.name = name;
+  body.function = func::FuncOp::create(moduleBuilder, loc, name,
+                                       FunctionType::get(ctx, {}, {}));
+  body.function.setPrivate();
+  body.function.addEntryBlock();
+  body.resume = b.saveInsertionPoint();
+  b.setInsertionPointToEnd(&body.function.getBody().front());
+  outline = std::move(body);
+  return true;
+}
+
+void StageLowering::endOutline() {
+  Outline body = std::move(*outline);
+  outline.reset();
+  func::FuncOp function = body.function;
+  func::ReturnOp::create(b, loc);
+  Block &entry = function.getBody().front();
+  function.setFunctionType(
+      FunctionType::get(ctx, entry.getArgumentTypes(), {}));
+  // Views of the body are memoized by value: forget them with the body.
+  for (auto it = views.begin(); it != views.end();) {
+    Value value = it->second;
+    if (body.rootArg.count(value))
+      it = views.erase(it);
+    else
+      ++it;
+  }
+  b.restoreInsertionPoint(body.resume);
+
+  // One function per distinct kernel sequence.
+  func::FuncOp callee;
+  for (func::FuncOp existing : outlined.functions)
+    if (existing.getFunctionType() == function.getFunctionType() &&
+        OperationEquivalence::isRegionEquivalentTo(
+            &existing.getBody(), &function.getBody(),
+            OperationEquivalence::IgnoreLocations)) {
+      callee = existing;
+      break;
+    }
+  if (callee) {
+    function.erase();
+  } else {
+    callee = function;
+    callee.setSymName(
+        llvm::formatv("{0}_{1}", body.name, outlined.functions.size()).str());
+    outlined.functions.push_back(callee);
+  }
+
+  SmallVector<Value> reads, writes;
+  for (auto [index, value] : llvm::enumerate(body.outer)) {
+    if (body.reads[index])
+      reads.push_back(value);
+    if (body.writes[index])
+      writes.push_back(value);
+  }
+  resolve(reads, writes);
+  func::CallOp::create(b, loc, callee, body.outer);
 }
 
 //===----------------------------------------------------------------------===//

@@ -25,6 +25,7 @@
 #include "ratrain/Planner/MemoryModel.h"
 #include "ratrain/Transforms/ScheduleUtils.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 
@@ -192,6 +193,14 @@ constexpr llvm::StringLiteral kPrologueAttr = "mt3k.prologue";
 struct LoweringOptions {
   double lr, beta1, beta2, eps, weightDecay, initStd;
   int64_t alignment;
+  /// Decoder layer kernel sequences become calls of shared functions.
+  bool outlineLayers = false;
+};
+
+/// The shared functions of outlined layer kernel sequences of a module (one
+/// per distinct sequence; every stage's lowering adds to it).
+struct OutlinedFunctions {
+  SmallVector<func::FuncOp> functions;
 };
 
 //===----------------------------------------------------------------------===//
@@ -203,11 +212,12 @@ class StageLowering {
 public:
   StageLowering(ModelOp model, PipelineOp pipeline, StageOp stage,
                 const MachineModel &machine, const LoweringOptions &options,
-                const Dims &dims, Type elementType, OpBuilder &moduleBuilder)
+                const Dims &dims, Type elementType, OpBuilder &moduleBuilder,
+                OutlinedFunctions &outlined)
       : model(model), pipeline(pipeline), stage(stage), machine(machine),
         options(options), dims(dims), modelConfig(model.toModelConfig()),
         elem(elementType), ctx(model.getContext()), b(ctx), pro(ctx),
-        moduleBuilder(moduleBuilder) {}
+        moduleBuilder(moduleBuilder), outlined(outlined) {}
 
   /// Checks the stage and plans the lowering scratch area; emits an error
   /// and fails when the stage cannot be lowered.
@@ -253,6 +263,29 @@ private:
   Value stateBase(Value state, StringRef role, int64_t layer);
   Value tensorOf(Value flat, const ParamTensor &tensor, Type type,
                  ArrayRef<int64_t> shape = {});
+
+  // Outlining: while a layer's kernel sequence is built into a function
+  // body, every buffer it asks for (base) becomes an argument of the
+  // function, views are taken inside the body, and the reads and writes
+  // the kernels report are collected per argument instead of waited; the
+  // call then waits for what its arguments conflict with.
+  struct Outline {
+    func::FuncOp function;
+    StringRef name;
+    /// Per argument: the caller's buffer, whether the body reads / writes it.
+    SmallVector<Value> outer;
+    SmallVector<bool> reads, writes;
+    /// base() key -> argument; body value (argument or view) -> argument.
+    llvm::StringMap<unsigned> argOfKey;
+    DenseMap<Value, unsigned> rootArg;
+    OpBuilder::InsertPoint resume;
+  };
+  /// Starts building a function body named after `name` (when the pass
+  /// outlines layers); returns whether it did.
+  bool beginOutline(StringRef name);
+  /// Ends the body: reuses an equivalent function or keeps this one, and
+  /// emits the call (after waiting for what its buffers conflict with).
+  void endOutline();
 
   // Hazards and tokens.
   std::optional<Range> rangeOf(Value buffer) const;
@@ -445,6 +478,8 @@ private:
   OpBuilder b;   ///< the iteration (appends at the end of the body)
   OpBuilder pro; ///< the prologue (inserts before the sentinel)
   OpBuilder &moduleBuilder;
+  OutlinedFunctions &outlined;
+  std::optional<Outline> outline;
   mt::ProgramOp program;
   Operation *sentinel = nullptr;
   Location loc = UnknownLoc::get(ctx);
