@@ -18,7 +18,7 @@
 #include "RATrain/RATrainOps.h"
 #include "ratrain/Planner/MemoryModel.h"
 #include "ratrain/Transforms/PassUtils.h"
-#include "ratrain/Transforms/ScheduleUtils.h"
+#include "ratrain/Analysis/StageBufferAnalysis.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -456,7 +456,7 @@ private:
 
   Value actBase(Value act, int64_t layer, int64_t mb);
   Value gradFlat(Value grad, int64_t layer);
-  int64_t layerParams(int64_t layer) { return layerOp(layer).getNumParams(); }
+  int64_t layerParams(int64_t layer) { return getLayerParams(layerOp(layer)); }
   int64_t shardElements(int64_t layer) {
     return layerParams(layer) / plan_.getDp();
   }
@@ -560,14 +560,14 @@ private:
 
 std::optional<std::array<int64_t, 2>> StageLowering::assigned(Value value) {
   if (auto arg = dyn_cast<BlockArgument>(value)) {
-    auto attr = stage->getAttrOfType<DenseI64ArrayAttr>(kArgBuffersAttr);
+    auto attr = RATrainDialect::ArgBuffersAttrHelper(stage->getContext()).getAttr(stage);
     unsigned index = arg.getArgNumber();
     if (!attr || int64_t(attr.size()) < 3 * (index + 1))
       return std::nullopt;
     return std::array<int64_t, 2>{attr[3 * index + 1], attr[3 * index + 2]};
   }
   Operation *def = value.getDefiningOp();
-  auto attr = def ? def->getAttrOfType<DenseI64ArrayAttr>(kBuffersAttr)
+  auto attr = def ? RATrainDialect::BuffersAttrHelper(def->getContext()).getAttr(def)
                   : DenseI64ArrayAttr();
   unsigned index = cast<OpResult>(value).getResultNumber();
   if (!attr || int64_t(attr.size()) < 3 * (index + 1))
@@ -577,7 +577,7 @@ std::optional<std::array<int64_t, 2>> StageLowering::assigned(Value value) {
 
 std::optional<std::array<int64_t, 2>>
 StageLowering::assignedMessage(Operation *transfer) {
-  auto attr = transfer->getAttrOfType<DenseI64ArrayAttr>(kBuffersAttr);
+  auto attr = RATrainDialect::BuffersAttrHelper(transfer->getContext()).getAttr(transfer);
   if (!attr || attr.size() < 3)
     return std::nullopt;
   return std::array<int64_t, 2>{attr[1], attr[2]};
@@ -1365,7 +1365,7 @@ LogicalResult StageLowering::updateRange(Value grad, Value master, Value m,
 }
 
 void StageLowering::lowerTransfer(Operation *op, bool send) {
-  Payload payload = *getTransferPayload(op);
+  Payload payload = cast<TransferOpInterface>(op).getPayload();
   int64_t mb = send ? cast<SendOp>(op).getMicroBatch()
                     : cast<RecvOp>(op).getMicroBatch();
   int64_t peer = send ? cast<SendOp>(op).getPeer() : cast<RecvOp>(op).getPeer();
@@ -1607,18 +1607,18 @@ LogicalResult StageLowering::plan() {
   layers = model.getLayers();
   numStages = plan_.getPp();
   stageIndex = stage.getStage();
-  dtype = model.toModelConfig().dtype;
+  dtype = getModelConfig(model).dtype;
   // Slots of the lowering's own layouts are 64-byte aligned; the assigned
   // offsets must be multiples of an explicit alignment, or (auto) set it.
   int64_t A = options.alignment > 0 ? options.alignment : 64;
   int64_t E = elemBytes();
 
-  auto arena = stage->getAttrOfType<IntegerAttr>(kArenaBytesAttr);
-  StageBuffers buffers = analyzeStageBuffers(stage);
-  FailureOr<bool> assignedOk = readAssignedBuffers(buffers, stage);
+  auto arena = RATrainDialect::ArenaBytesAttrHelper(stage->getContext()).getAttr(stage);
+  StageBufferAnalysis buffers(stage);
+  FailureOr<bool> assignedOk = buffers.readAssigned();
   if (failed(assignedOk))
     return failure();
-  if (!*assignedOk || !arena || !stage->hasAttr(kScratchBuffersAttr))
+  if (!*assignedOk || !arena || !RATrainDialect::ScratchBuffersAttrHelper(stage->getContext()).isAttrPresent(stage))
     return stage.emitOpError("stage ")
            << stageIndex
            << " was not buffer-assigned: run --ratrain-assign-buffers (or "
@@ -1633,7 +1633,7 @@ LogicalResult StageLowering::plan() {
   // that divides every assigned offset (assign-buffers packs buffers
   // without padding, so ZeRO shard sizes can leave offsets 8-aligned only).
   offsetAlignment = A;
-  for (const StageBuffer &buffer : buffers.buffers) {
+  for (const StageBuffer &buffer : buffers.getBuffers()) {
     if (buffer.bytes == 0)
       continue;
     if (options.alignment > 0 && buffer.offset % A != 0)
@@ -1647,7 +1647,7 @@ LogicalResult StageLowering::plan() {
   int64_t T = dims.tokens;
   // The stored activations must hold what the backward reads.
   int64_t smallestDecoderAct = -1;
-  for (const StageBuffer &buffer : buffers.buffers) {
+  for (const StageBuffer &buffer : buffers.getBuffers()) {
     if (buffer.kind != BufferKind::Activation &&
         buffer.kind != BufferKind::Recomputed)
       continue;
@@ -1671,7 +1671,7 @@ LogicalResult StageLowering::plan() {
              << buffer.bytes << " bytes but the lowering stores " << need
              << " bytes there";
   }
-  for (const StageBuffer &buffer : buffers.buffers)
+  for (const StageBuffer &buffer : buffers.getBuffers())
     if (buffer.kind == BufferKind::GradientShard && buffer.bytes > 0)
       assignedGradShard[buffer.layer] = {buffer.offset, buffer.bytes};
   fullLayout = decoderLayout(
@@ -1691,7 +1691,7 @@ LogicalResult StageLowering::plan() {
   r1Off = region(area, "scratch.r1", sizes.r1);
   r2Off = region(area, "scratch.r2", sizes.r2);
   int64_t wNeed = sizes.w;
-  auto scratchAttr = stage->getAttrOfType<DictionaryAttr>(kScratchBuffersAttr);
+  auto scratchAttr = RATrainDialect::ScratchBuffersAttrHelper(stage->getContext()).getAttr(stage);
   auto workspace = scratchAttr
                        ? scratchAttr.getAs<DenseI64ArrayAttr>("workspace")
                        : DenseI64ArrayAttr();
@@ -2081,7 +2081,7 @@ struct LowerToMT3KPass
 /// Rejects what the lowering does not support, with a reason.
 LogicalResult checkSupported(PipelineOp pipeline, ModelOp model) {
   PlanAttr plan = pipeline.getPlan();
-  ModelConfig config = model.toModelConfig();
+  ModelConfig config = getModelConfig(model);
   if (model.getTieEmbeddings())
     return pipeline.emitOpError("cannot be lowered: model @")
            << model.getSymName()
@@ -2089,9 +2089,9 @@ LogicalResult checkSupported(PipelineOp pipeline, ModelOp model) {
               "is not lowered yet";
   if (plan.getZero() >= 1)
     for (LayerOp layer : model.getLayers())
-      if (layer.getNumParams() % plan.getDp() != 0)
+      if (getLayerParams(layer) % plan.getDp() != 0)
         return pipeline.emitOpError("cannot be lowered: layer ")
-               << layer.getIndex() << " has " << layer.getNumParams()
+               << layer.getIndex() << " has " << getLayerParams(layer)
                << " parameters, not a multiple of dp = " << plan.getDp()
                << " (ZeRO shards must be equal)";
   return success();
@@ -2111,7 +2111,7 @@ void LowerToMT3KPass::runOnOperation() {
     return signalPassFailure();
   }
   PipelineOp pipeline = pipelines.front();
-  FailureOr<ModelOp> model = lookupPipelineModel(pipeline);
+  FailureOr<ModelOp> model = pipeline.lookupModel();
   if (failed(model))
     return signalPassFailure();
   if (!pipeline.getPolicy()) {
@@ -2126,7 +2126,7 @@ void LowerToMT3KPass::runOnOperation() {
     return signalPassFailure();
 
   PlanAttr plan = pipeline.getPlan();
-  ModelConfig config = model->toModelConfig();
+  ModelConfig config = getModelConfig(*model);
   Dims dims;
   dims.batch = plan.getMicroBatchSize();
   dims.seq = config.seqLen;
@@ -2152,7 +2152,7 @@ void LowerToMT3KPass::runOnOperation() {
     int64_t total = 0;
     for (const ParamTensor &tensor : layerTensors(layer, dims))
       total += tensor.numel();
-    assert(total == layer.getNumParams() && "tensors miss parameters");
+    assert(total == getLayerParams(layer) && "tensors miss parameters");
     (void)total;
   }
 
