@@ -105,7 +105,7 @@ std::string StageBuffer::describe() const {
 // Building the buffers
 //===----------------------------------------------------------------------===//
 
-namespace ratrain {
+namespace ratrain::detail {
 
 /// Builds the buffers of one stage into a StageBufferAnalysis.
 class StageBufferBuilder {
@@ -162,9 +162,10 @@ private:
   DenseMap<std::pair<int, int64_t>, int64_t> lastProducer;
 };
 
-} // namespace ratrain
+} // namespace ratrain::detail
 
-void StageBufferBuilder::visit(Operation *op, int64_t position) {
+void ratrain::detail::StageBufferBuilder::visit(Operation *op,
+                                                int64_t position) {
   int64_t first = stage.getFirstLayer(), last = stage.getEndLayer() - 1;
   // The yield's operands are handled once all ops are visited.
   if (isa<YieldOp>(op))
@@ -328,7 +329,7 @@ void StageBufferBuilder::visit(Operation *op, int64_t position) {
          position);
 }
 
-void StageBufferBuilder::run() {
+void ratrain::detail::StageBufferBuilder::run() {
   Block &body = stage.getBody().front();
   for (Operation &op : body) {
     result.position[&op] = result.ops.size();
@@ -371,7 +372,7 @@ void StageBufferBuilder::run() {
 
 StageBufferAnalysis::StageBufferAnalysis(Operation *op)
     : stage(cast<StageOp>(op)) {
-  StageBufferBuilder(stage, *this).run();
+  ratrain::detail::StageBufferBuilder(stage, *this).run();
 }
 
 std::optional<unsigned> StageBufferAnalysis::lookupBuffer(Value value) const {

@@ -3,19 +3,17 @@
 // Private to lib/Simulator: the engine's state and events. Engine.cpp runs
 // the events; Simulator.cpp builds the report and prints it.
 //
-//
 // State: per stage a program counter, the current iteration, and the
 // completion time of every asynchronous task instance (iteration x task).
 // Events (a binary heap ordered by time, then by insertion order, so runs are
 // deterministic): a compute task ends, a transfer's latency elapses, a flow
-// finishes. Flows carry bytes over one or two links at the rate
-// min over their links of (link bandwidth / weight of the flows on the link)
-// (weight 1 on a cluster's own links; on a node's shared injection link a flow
-// weighs as many as the symmetric clusters of the node that send the same
-// way at the same time); whenever a
-// flow starts or ends, the flows sharing its links are settled (bytes moved so
-// far subtracted) and get new rates and completion events. Stale completion
-// events are recognised by a version number.
+// finishes. Flows carry bytes over one or two links at the rate min over
+// their links of (link bandwidth / weight of the flows on the link) (weight 1
+// on a cluster's own links; on a node's shared injection link a flow weighs
+// as many as the symmetric clusters of the node that send the same way at the
+// same time); whenever a flow starts or ends, the flows sharing its links are
+// settled (bytes moved so far subtracted) and get new rates and completion
+// events. Stale completion events are recognised by a version number.
 //
 //===----------------------------------------------------------------------===//
 

@@ -24,6 +24,9 @@
 namespace ratrain {
 
 class BufferSizes;
+namespace detail {
+class StageBufferBuilder;
+} // namespace detail
 
 /// What a stage buffer holds.
 enum class BufferKind {
@@ -140,7 +143,7 @@ public:
   mlir::FailureOr<bool> readAssigned();
 
 private:
-  friend class StageBufferBuilder;
+  friend class detail::StageBufferBuilder;
 
   /// Forgets sizes, offsets and scratch buffers.
   void reset();
