@@ -15,12 +15,12 @@
 
 #include "RATrain/RATrainDialect.h"
 #include "RATrain/RATrainOps.h"
+#include "ratrain/Analysis/StageBufferAnalysis.h"
 #include "ratrain/Model/HFConfig.h"
 #include "ratrain/Planner/Planner.h"
 #include "ratrain/Target/ImportHFConfig.h"
 #include "ratrain/Transforms/PassUtils.h"
 #include "ratrain/Transforms/Passes.h"
-#include "ratrain/Transforms/ScheduleUtils.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
@@ -150,12 +150,16 @@ void report(const std::string &policy, int64_t pipelineDepth) {
       ++opCounts[op.getName().getStringRef().str()];
       ++ops;
     }
-    StageBuffers analyzed = analyzeStageBuffers(stage);
-    buffers += analyzed.buffers.size();
+    StageBufferAnalysis analyzed(stage);
+    buffers += analyzed.getBuffers().size();
     maxPeak = std::max<int64_t>(
-        maxPeak, stage->getAttrOfType<IntegerAttr>(kPeakBytesAttr).getInt());
+        maxPeak, RATrainDialect::PeakBytesAttrHelper(stage->getContext())
+                     .getAttr(stage)
+                     .getInt());
     maxArena = std::max<int64_t>(
-        maxArena, stage->getAttrOfType<IntegerAttr>(kArenaBytesAttr).getInt());
+        maxArena, RATrainDialect::ArenaBytesAttrHelper(stage->getContext())
+                      .getAttr(stage)
+                      .getInt());
   }
   llvm::outs() << llvm::formatv(
       "\nLLaMA-2-7B @ {0} clusters, policy {1}, {2}: {3}\n", kClusters, policy,
@@ -186,7 +190,9 @@ void report(const std::string &policy, int64_t pipelineDepth) {
       formatBytes(maxPeak), formatBytes(maxArena),
       formatBytes(plan.getPeakBytes()),
       formatBytes(
-          pipeline->getAttrOfType<IntegerAttr>(kCapacityBytesAttr).getInt()));
+          RATrainDialect::CapacityBytesAttrHelper(pipeline->getContext())
+              .getAttr(pipeline)
+              .getInt()));
 }
 
 } // namespace

@@ -39,6 +39,34 @@ def RATrain_Dialect : Dialect {
     synchronized, a forward on a master weight, a backward on an activation
     that was not recovered) does not verify.
   }];
+  // Attributes the schedule passes attach to ratrain ops (typed; the
+  // dialect verifies the type of each one it finds).
+  let discardableAttrs = (ins
+    // On a value-producing op: `array<i64: id, offset, bytes, ...>`, one
+    // triple per result (the DDR buffer the result lives in; bytes 0 for
+    // results that are not in DDR). On `ratrain.send` / `ratrain.recv`: one
+    // triple, the message buffer.
+    "::mlir::DenseI64ArrayAttr":$buffers,
+    // On a stage: `array<i64: id, offset, bytes, ...>`, one triple per block
+    // argument.
+    "::mlir::DenseI64ArrayAttr":$arg_buffers,
+    // On a stage: a dictionary of buffers not tied to a value, each
+    // `array<i64: id, offset, bytes>`: `workspace`, `sync_staging`,
+    // `attention_scratch`.
+    "::mlir::DictionaryAttr":$scratch_buffers,
+    // On a stage: the largest sum of live bytes over its program positions.
+    "::mlir::IntegerAttr":$peak_bytes,
+    // On a stage: the first program position (-1: step start) at the peak.
+    "::mlir::IntegerAttr":$peak_position,
+    // On a stage: the arena size, max(offset + bytes) over its buffers.
+    "::mlir::IntegerAttr":$arena_bytes,
+    // On a pipeline: the DDR capacity per cluster the buffers were checked
+    // against.
+    "::mlir::IntegerAttr":$capacity_bytes,
+    // On the module: the machine file given to --import-hf-config --machine.
+    "::mlir::StringAttr":$machine
+  );
+  let hasOperationAttrVerify = 1;
   let useDefaultTypePrinterParser = 1;
   let useDefaultAttributePrinterParser = 1;
   let extraClassDeclaration = [{

@@ -6,9 +6,35 @@
 #include "mlir/IR/OpImplementation.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
 using namespace ratrain;
+
+#include "RATrain/RATrainInterfaces.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// Interfaces
+//===----------------------------------------------------------------------===//
+
+std::string ratrain::detail::describeScheduleOp(Operation *op) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << op->getName().getStringRef();
+  if (auto transfer = dyn_cast<TransferOpInterface>(op))
+    os << " " << stringifyPayload(transfer.getPayload());
+  for (Type type : op->getResultTypes())
+    if (std::optional<int64_t> layer = getStateLayer(type)) {
+      os << " of layer " << *layer;
+      break;
+    }
+  if (op->getNumResults() == 0 && op->getNumOperands() > 0 && !isa<YieldOp>(op))
+    if (std::optional<int64_t> layer = getStateLayer(op->getOperandTypes()[0]))
+      os << " of layer " << *layer;
+  if (auto mb = op->getAttrOfType<IntegerAttr>("micro_batch"))
+    os << " mb(" << mb.getInt() << ")";
+  return text;
+}
 
 //===----------------------------------------------------------------------===//
 // ModelOp
@@ -74,35 +100,6 @@ LogicalResult ModelOp::verifyRegions() {
   return success();
 }
 
-ModelConfig ModelOp::toModelConfig() {
-  SmallVector<LayerOp, 8> layers = getLayers();
-  LayerOp decoder = layers[1];
-  ModelConfig config;
-  config.name = getSymName().str();
-  config.family = parseModelFamily(getFamily()).value_or(ModelFamily::Llama);
-  config.numLayers = layers.size() - 2;
-  config.hidden = decoder.getHidden();
-  config.numHeads = *decoder.getHeads();
-  config.numKVHeads = *decoder.getKvHeads();
-  config.ffnHidden = *decoder.getFfn();
-  config.vocab = *layers.front().getVocab();
-  config.seqLen = getSeqLen();
-  config.maxPositions = getMaxPositions();
-  Type dtype = getDtype();
-  config.dtype = dtype.isF32()   ? DType::F32
-                 : dtype.isF16() ? DType::F16
-                                 : DType::BF16;
-  config.qkvBias = decoder.getQkvBias();
-  config.positions = getPositions() == PositionEncodingKind::Alibi
-                         ? PositionEncoding::Alibi
-                         : PositionEncoding::Rope;
-  config.tieEmbeddings = getTieEmbeddings();
-  config.normHead = getNormHead();
-  config.rmsNormEps = getRmsEps().convertToDouble();
-  config.ropeTheta = getRopeTheta().convertToDouble();
-  return config;
-}
-
 //===----------------------------------------------------------------------===//
 // LayerOp
 //===----------------------------------------------------------------------===//
@@ -148,35 +145,22 @@ LogicalResult LayerOp::verify() {
                  failed(absent(getQkvBias(), "qkv_bias")));
 }
 
-int64_t LayerOp::getNumParams() {
-  int64_t hidden = getHidden();
-  switch (getKind()) {
-  case LayerKind::Embedding:
-    return int64_t(*getVocab()) * hidden;
-  case LayerKind::Head: {
-    auto model = (*this)->getParentOfType<ModelOp>();
-    bool tied = model && model.getTieEmbeddings();
-    return hidden + (tied ? 0 : int64_t(*getVocab()) * hidden);
-  }
-  case LayerKind::Decoder: {
-    ModelConfig config;
-    config.hidden = hidden;
-    config.numHeads = *getHeads();
-    config.numKVHeads = *getKvHeads();
-    config.ffnHidden = *getFfn();
-    config.qkvBias = getQkvBias();
-    return config.paramsPerLayer();
-  }
-  }
-  llvm_unreachable("unknown layer kind");
-}
-
 //===----------------------------------------------------------------------===//
 // PipelineOp
 //===----------------------------------------------------------------------===//
 
 SmallVector<StageOp, 8> PipelineOp::getStages() {
   return llvm::to_vector<8>(getBody().front().getOps<StageOp>());
+}
+
+FailureOr<ModelOp> PipelineOp::lookupModel() {
+  auto model =
+      SymbolTable::lookupNearestSymbolFrom<ModelOp>(*this, getModelAttr());
+  if (!model)
+    return emitOpError("refers to '")
+               << getModel() << "', which is not a ratrain.model",
+           failure();
+  return model;
 }
 
 LogicalResult PipelineOp::verifyRegions() {
@@ -351,6 +335,21 @@ static std::optional<int64_t> getProducerMicroBatch(Value activation) {
   if (auto recompute = dyn_cast_or_null<RecomputeOp>(def))
     return recompute.getMicroBatch();
   return std::nullopt;
+}
+
+ActivationKind ForwardOp::getStoredActivationKind(LayerKind layer,
+                                                  Recompute recompute) {
+  if (layer != LayerKind::Decoder)
+    return ActivationKind::Full;
+  switch (recompute) {
+  case Recompute::None:
+    return ActivationKind::Full;
+  case Recompute::Selective:
+    return ActivationKind::Selective;
+  case Recompute::Full:
+    return ActivationKind::Input;
+  }
+  llvm_unreachable("unknown recompute policy");
 }
 
 LogicalResult ForwardOp::verify() {

@@ -5,13 +5,23 @@
 
 #include "RATrain/RATrainDialect.h"
 #include "RATrain/RATrainTypes.h"
-#include "ratrain/Model/ModelConfig.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include <string>
+
+namespace ratrain {
+namespace detail {
+/// The default ScheduleOpInterface::describe().
+std::string describeScheduleOp(mlir::Operation *op);
+} // namespace detail
+} // namespace ratrain
+
+#include "RATrain/RATrainInterfaces.h.inc"
 
 #define GET_OP_CLASSES
 #include "RATrain/RATrainOps.h.inc"

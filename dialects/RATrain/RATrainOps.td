@@ -3,6 +3,7 @@
 #ifndef RATRAIN_OPS_TD
 #define RATRAIN_OPS_TD
 
+include "RATrain/RATrainInterfaces.td"
 include "RATrain/RATrainTypes.td"
 include "mlir/IR/OpAsmInterface.td"
 include "mlir/IR/SymbolInterfaces.td"
@@ -13,7 +14,8 @@ class RATrain_Op<string mnemonic, list<Trait> traits = []>
 
 /// Ops that make up a stage's program.
 class RATrain_StageOp<string mnemonic, list<Trait> traits = []>
-    : RATrain_Op<mnemonic, !listconcat(traits, [HasParent<"StageOp">])>;
+    : RATrain_Op<mnemonic, !listconcat(traits, [HasParent<"StageOp">,
+                                                RATrain_ScheduleOpInterface])>;
 
 //===----------------------------------------------------------------------===//
 // Model description
@@ -68,8 +70,6 @@ def RATrain_ModelOp : RATrain_Op<"model", [
     ::llvm::SmallVector<LayerOp, 8> getLayers();
     /// Number of model layers, embedding and head included.
     int64_t getNumLayers();
-    /// The plain description the planner, cost model and runtime use.
-    ::ratrain::ModelConfig toModelConfig();
   }];
 }
 
@@ -97,10 +97,6 @@ def RATrain_LayerOp : RATrain_Op<"layer", [HasParent<"ModelOp">]> {
     (`vocab` `(` $vocab^ `)`)? (`qkv_bias` $qkv_bias^)? attr-dict
   }];
   let hasVerifier = 1;
-  let extraClassDeclaration = [{
-    /// Number of parameters of this layer.
-    int64_t getNumParams();
-  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -130,6 +126,8 @@ def RATrain_PipelineOp : RATrain_Op<"pipeline", [
   let hasRegionVerifier = 1;
   let extraClassDeclaration = [{
     ::llvm::SmallVector<StageOp, 8> getStages();
+    /// The model the pipeline refers to, or an error on the pipeline.
+    ::mlir::FailureOr<ModelOp> lookupModel();
   }];
 }
 
@@ -171,7 +169,7 @@ def RATrain_StageOp : RATrain_Op<"stage", [
 }
 
 def RATrain_YieldOp : RATrain_Op<"yield", [
-    Pure, Terminator, HasParent<"StageOp">]> {
+    Pure, Terminator, HasParent<"StageOp">, RATrain_ScheduleOpInterface]> {
   let summary = "the stage's states at the end of the step";
   let arguments = (ins Variadic<AnyType>:$states);
   let assemblyFormat = "attr-dict ($states^ `:` qualified(type($states)))?";
@@ -198,6 +196,15 @@ def RATrain_ForwardOp : RATrain_StageOp<"forward"> {
     qualified(type($activation))
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The activation kind the forward of a `layer` layer stores in a stage
+    /// with recovery policy `recompute`: decoder layers store `full` (none),
+    /// `selective` (selective) or `input` (full); the embedding and head
+    /// always store `full` (as in the memory model, which never recomputes
+    /// them).
+    static ActivationKind getStoredActivationKind(LayerKind layer,
+                                                  Recompute recompute);
+  }];
 }
 
 def RATrain_RecomputeOp : RATrain_StageOp<"recompute"> {
@@ -244,7 +251,7 @@ def RATrain_BackwardOp : RATrain_StageOp<"backward", [
   let hasVerifier = 1;
 }
 
-def RATrain_SendOp : RATrain_StageOp<"send"> {
+def RATrain_SendOp : RATrain_StageOp<"send", [RATrain_TransferOpInterface]> {
   let summary = "send a micro-batch's boundary tensor to a neighbour stage";
   let description = [{
     `activation`: the output of the stage's last layer, to stage + 1;
@@ -259,7 +266,7 @@ def RATrain_SendOp : RATrain_StageOp<"send"> {
   let hasVerifier = 1;
 }
 
-def RATrain_RecvOp : RATrain_StageOp<"recv"> {
+def RATrain_RecvOp : RATrain_StageOp<"recv", [RATrain_TransferOpInterface]> {
   let summary = "receive a micro-batch's boundary tensor from a neighbour";
   let description = [{
     Blocks the stage until the matching `ratrain.send` of `peer` arrives.

@@ -5,10 +5,12 @@
 #include "RATrain/RATrainDialect.h"
 #include "RATrain/RATrainOps.h"
 #include "RATrain/RATrainTypes.h"
+#include "ratrain/Analysis/BufferSizes.h"
+#include "ratrain/Analysis/LayerTiming.h"
+#include "ratrain/Analysis/ModelAndPlan.h"
+#include "ratrain/Analysis/StageBufferAnalysis.h"
 #include "ratrain/Planner/CostModel.h"
 #include "ratrain/Simulator/FromPlan.h"
-#include "ratrain/Transforms/PassUtils.h"
-#include "ratrain/Transforms/ScheduleUtils.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -32,9 +34,11 @@ llvm::Error opError(mlir::Operation *op, const llvm::Twine &what) {
   std::string location;
   llvm::raw_string_ostream os(location);
   op->getLoc().print(os);
+  auto scheduleOp = llvm::dyn_cast<ScheduleOpInterface>(op);
+  std::string name =
+      scheduleOp ? scheduleOp.describe() : op->getName().getStringRef().str();
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 location + ": " + describeScheduleOp(op) +
-                                     ": " + what.str());
+                                 location + ": " + name + ": " + what.str());
 }
 
 /// The layer a state type belongs to (-1 for other types).
@@ -62,7 +66,7 @@ public:
   ScheduleAdapter(PipelineOp pipeline, ModelOp model,
                   const MachineModel &machine)
       : pipeline(pipeline), plan(pipeline.getPlan()), machine(machine),
-        config(model.toModelConfig()), costs(config, machine),
+        config(getModelConfig(model)), costs(config, machine),
         sizes(model, plan, MemoryOptions::forMachine(machine)) {
     for (LayerOp layer : model.getLayers())
       kinds.push_back(layer.getKind());
@@ -76,7 +80,8 @@ private:
   /// Bytes an offload or reload of `value` moves between DDR and the tier:
   /// a master or optimizer state moves whole (this rank's shard) even when
   /// it streams through DDR in chunks; other states move their DDR buffer.
-  int64_t transferBytes(mlir::Value value, const StageBuffers &buffers) const;
+  int64_t transferBytes(mlir::Value value,
+                        const StageBufferAnalysis &buffers) const;
   sim::CollectiveSpec collective(SyncOp sync) const;
   int64_t shardParams(int64_t layer) const {
     int64_t params = sizes.params(layer);
@@ -95,8 +100,9 @@ private:
 
 } // namespace
 
-int64_t ScheduleAdapter::transferBytes(mlir::Value value,
-                                       const StageBuffers &buffers) const {
+int64_t
+ScheduleAdapter::transferBytes(mlir::Value value,
+                               const StageBufferAnalysis &buffers) const {
   mlir::Type type = value.getType();
   if (auto async = llvm::dyn_cast<AsyncType>(type))
     type = async.getValue();
@@ -104,12 +110,12 @@ int64_t ScheduleAdapter::transferBytes(mlir::Value value,
     return sizes.masterBytes(master.getLayer());
   if (auto opt = llvm::dyn_cast<OptStateType>(type))
     return sizes.optStateBytes(opt.getLayer());
-  auto it = buffers.bufferOf.find(value);
-  if (it == buffers.bufferOf.end())
+  std::optional<unsigned> buffer = buffers.lookupBuffer(value);
+  if (!buffer)
     for (mlir::Operation *user : value.getUsers())
       if (auto wait = llvm::dyn_cast<WaitOp>(user))
-        it = buffers.bufferOf.find(wait.getValue());
-  return it == buffers.bufferOf.end() ? 0 : buffers.buffers[it->second].bytes;
+        buffer = buffers.lookupBuffer(wait.getValue());
+  return buffer ? buffers.getBuffer(*buffer).bytes : 0;
 }
 
 double ScheduleAdapter::computeSeconds(mlir::Operation *op) const {
@@ -166,7 +172,7 @@ llvm::Error ScheduleAdapter::buildStage(StageOp stage,
 
   // Buffers and their live ranges: the assignment's if present, else sized
   // by the memory model.
-  StageBuffers buffers = analyzeStageBuffers(stage);
+  StageBufferAnalysis buffers(stage);
   {
     std::string diagnostics;
     mlir::ScopedDiagnosticHandler handler(stage.getContext(),
@@ -174,20 +180,22 @@ llvm::Error ScheduleAdapter::buildStage(StageOp stage,
                                             diagnostics += diag.str() + "\n";
                                             return mlir::success();
                                           });
-    mlir::FailureOr<bool> assigned = readAssignedBuffers(buffers, stage);
+    mlir::FailureOr<bool> assigned = buffers.readAssigned();
     if (mlir::failed(assigned))
       return opError(stage, "malformed buffer assignment: " + diagnostics);
     if (!*assigned)
-      sizeStageBuffers(buffers, stage, sizes);
+      buffers.size(sizes);
   }
-  if (auto peak = stage->getAttrOfType<mlir::IntegerAttr>(kPeakBytesAttr))
+  if (mlir::IntegerAttr peak =
+          RATrainDialect::PeakBytesAttrHelper(stage.getContext())
+              .getAttr(stage))
     program.assignedPeakBytes = peak.getInt();
-  const int64_t stepEnd = buffers.stepEnd();
+  const int64_t stepEnd = buffers.getStepEnd();
   // Allocations before position i (index i + 1; index 0 is the step start)
   // and frees after it.
   std::vector<int64_t> allocAt(static_cast<size_t>(stepEnd + 2), 0);
   std::vector<int64_t> freeAt(static_cast<size_t>(stepEnd + 2), 0);
-  for (const StageBuffer &buffer : buffers.buffers) {
+  for (const StageBuffer &buffer : buffers.getBuffers()) {
     if (buffer.bytes <= 0)
       continue;
     allocAt[static_cast<size_t>(std::max<int64_t>(-1, buffer.start) + 1)] +=
@@ -200,7 +208,7 @@ llvm::Error ScheduleAdapter::buildStage(StageOp stage,
 
   llvm::DenseMap<mlir::Value, sim::Token> tokens;
   for (int64_t position = 0; position <= stepEnd; ++position) {
-    mlir::Operation *op = buffers.ops[static_cast<size_t>(position)];
+    mlir::Operation *op = buffers.getOp(position);
     if (int64_t bytes = allocAt[static_cast<size_t>(position + 1)])
       program.addAlloc(bytes, "buffers");
 
@@ -340,7 +348,7 @@ sim::buildProgramFromSchedule(mlir::ModuleOp module,
                                           diagnostics += diag.str() + "\n";
                                           return mlir::success();
                                         });
-  mlir::FailureOr<ModelOp> model = lookupPipelineModel(pipeline);
+  mlir::FailureOr<ModelOp> model = pipeline.lookupModel();
   if (mlir::failed(model))
     return opError(pipeline, "no model: " + diagnostics);
   ScheduleAdapter adapter(pipeline, *model, machine);

@@ -1,17 +1,18 @@
 //===- AssignBuffers.cpp - --ratrain-assign-buffers -----------------------===//
 //
 // DDR-capacity-aware buffer assignment of every stage: live ranges from the
-// program (ScheduleUtils.h), sizes from the planner's memory model, offsets
+// program (StageBufferAnalysis), sizes from the planner's memory model, offsets
 // from an interval-packing allocator, a check against the usable DDR per
 // cluster, and a memory-over-time report.
 //
 //===----------------------------------------------------------------------===//
 
 #include "RATrain/RATrainOps.h"
+#include "ratrain/Analysis/BufferSizes.h"
+#include "ratrain/Analysis/StageBufferAnalysis.h"
 #include "ratrain/Planner/Planner.h"
 #include "ratrain/Transforms/PassUtils.h"
 #include "ratrain/Transforms/Passes.h"
-#include "ratrain/Transforms/ScheduleUtils.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Diagnostics.h"
@@ -88,49 +89,45 @@ int64_t packStageBuffers(MutableArrayRef<StageBuffer> buffers,
 namespace {
 
 /// Writes the buffers of a stage into its IR.
-void recordBuffers(StageOp stage, const StageBuffers &buffers) {
-  Builder builder(stage.getContext());
+void recordBuffers(StageOp stage, const StageBufferAnalysis &buffers) {
+  MLIRContext *context = stage.getContext();
+  Builder builder(context);
+  RATrainDialect::BuffersAttrHelper buffersAttr(context);
   auto triple = [&](std::optional<unsigned> index) {
     if (!index)
       return SmallVector<int64_t, 3>{-1, 0, 0};
-    const StageBuffer &b = buffers.buffers[*index];
+    const StageBuffer &b = buffers.getBuffer(*index);
     return SmallVector<int64_t, 3>{int64_t(*index), b.offset, b.bytes};
-  };
-  auto lookup = [&](Value value) -> std::optional<unsigned> {
-    auto it = buffers.bufferOf.find(value);
-    if (it == buffers.bufferOf.end())
-      return std::nullopt;
-    return it->second;
   };
 
   SmallVector<int64_t> args;
   for (BlockArgument arg : stage.getBody().getArguments())
-    llvm::append_range(args, triple(lookup(arg)));
-  stage->setAttr(kArgBuffersAttr, builder.getDenseI64ArrayAttr(args));
+    llvm::append_range(args, triple(buffers.lookupBuffer(arg)));
+  RATrainDialect::ArgBuffersAttrHelper(context).setAttr(
+      stage, builder.getDenseI64ArrayAttr(args));
 
-  for (Operation *op : buffers.ops) {
-    auto transfer = buffers.transferBuffer.find(op);
-    if (transfer != buffers.transferBuffer.end()) {
-      op->setAttr(kBuffersAttr,
-                  builder.getDenseI64ArrayAttr(triple(transfer->second)));
+  for (Operation *op : buffers.getOps()) {
+    if (std::optional<unsigned> transfer = buffers.lookupTransferBuffer(op)) {
+      buffersAttr.setAttr(op, builder.getDenseI64ArrayAttr(triple(transfer)));
       continue;
     }
     if (op->getNumResults() == 0)
       continue;
     SmallVector<int64_t> values;
     for (Value result : op->getResults())
-      llvm::append_range(values, triple(lookup(result)));
-    op->setAttr(kBuffersAttr, builder.getDenseI64ArrayAttr(values));
+      llvm::append_range(values, triple(buffers.lookupBuffer(result)));
+    buffersAttr.setAttr(op, builder.getDenseI64ArrayAttr(values));
   }
 
   SmallVector<NamedAttribute> scratch;
-  for (auto [index, buffer] : llvm::enumerate(buffers.buffers))
+  for (auto [index, buffer] : llvm::enumerate(buffers.getBuffers()))
     if (!buffer.scratchName.empty())
       scratch.push_back(builder.getNamedAttr(
           buffer.scratchName,
           builder.getDenseI64ArrayAttr(
               {int64_t(index), buffer.offset, buffer.bytes})));
-  stage->setAttr(kScratchBuffersAttr, builder.getDictionaryAttr(scratch));
+  RATrainDialect::ScratchBuffersAttrHelper(context).setAttr(
+      stage, builder.getDictionaryAttr(scratch));
 }
 
 struct AssignBuffersPass
@@ -147,7 +144,8 @@ struct AssignBuffersPass
     int64_t capacityBytes = capacity;
     MemoryOptions memoryOptions;
     if (capacityBytes <= 0 || !machineFile.empty() ||
-        module->hasAttr("ratrain.machine")) {
+        RATrainDialect::MachineAttrHelper(module->getContext())
+            .isAttrPresent(module)) {
       FailureOr<MachineModel> machine = loadPassMachine(module, machineFile);
       if (failed(machine))
         return signalPassFailure();
@@ -160,35 +158,38 @@ struct AssignBuffersPass
     llvm::raw_string_ostream reportStream(report);
     bool failedAny = false;
     for (PipelineOp pipeline : pipelines) {
-      FailureOr<ModelOp> model = lookupPipelineModel(pipeline);
+      FailureOr<ModelOp> model = pipeline.lookupModel();
       if (failed(model))
         return signalPassFailure();
       BufferSizes sizes(*model, pipeline.getPlan(), memoryOptions);
       Builder builder(&getContext());
-      pipeline->setAttr(kCapacityBytesAttr,
-                        builder.getI64IntegerAttr(capacityBytes));
+      RATrainDialect::CapacityBytesAttrHelper(&getContext())
+          .setAttr(pipeline, builder.getI64IntegerAttr(capacityBytes));
       for (StageOp stage : pipeline.getStages()) {
-        StageBuffers buffers = analyzeStageBuffers(stage);
-        sizeStageBuffers(buffers, stage, sizes);
-        int64_t arena = packStageBuffers(buffers.buffers, buffers.stepEnd());
-        SmallVector<int64_t> live = buffers.liveBytes();
+        auto &buffers = getChildAnalysis<StageBufferAnalysis>(stage);
+        buffers.size(sizes);
+        int64_t arena =
+            packStageBuffers(buffers.getBuffers(), buffers.getStepEnd());
+        SmallVector<int64_t> live = buffers.computeLiveBytes();
         auto peakIt = std::max_element(live.begin(), live.end());
         int64_t peak = *peakIt;
         int64_t peakPosition = int64_t(peakIt - live.begin()) - 1;
 
         recordBuffers(stage, buffers);
-        stage->setAttr(kPeakBytesAttr, builder.getI64IntegerAttr(peak));
-        stage->setAttr(kPeakPositionAttr,
-                       builder.getI64IntegerAttr(peakPosition));
-        stage->setAttr(kArenaBytesAttr, builder.getI64IntegerAttr(arena));
+        MLIRContext *context = &getContext();
+        RATrainDialect::PeakBytesAttrHelper(context).setAttr(
+            stage, builder.getI64IntegerAttr(peak));
+        RATrainDialect::PeakPositionAttrHelper(context).setAttr(
+            stage, builder.getI64IntegerAttr(peakPosition));
+        RATrainDialect::ArenaBytesAttrHelper(context).setAttr(
+            stage, builder.getI64IntegerAttr(arena));
 
         for (auto [index, bytes] : llvm::enumerate(live)) {
           int64_t position = int64_t(index) - 1;
           reportStream << pipeline.getSymName() << "," << stage.getStage()
                        << "," << position << ","
-                       << (position < 0
-                               ? std::string("start")
-                               : describeScheduleOp(buffers.ops[position]))
+                       << (position < 0 ? std::string("start")
+                                        : buffers.describeOp(position))
                        << "," << bytes << "\n";
         }
 
@@ -221,13 +222,14 @@ struct AssignBuffersPass
   /// The over-capacity error: the stage, its peak position and op, the
   /// bytes of its persistent states, and the largest other buffers live
   /// there.
-  static void reportOverCapacity(StageOp stage, const StageBuffers &buffers,
+  static void reportOverCapacity(StageOp stage,
+                                 const StageBufferAnalysis &buffers,
                                  int64_t peak, int64_t peakPosition,
                                  int64_t arena, int64_t capacityBytes) {
-    int64_t stepEnd = buffers.stepEnd();
+    int64_t stepEnd = buffers.getStepEnd();
     int64_t persistent = 0;
     SmallVector<unsigned> liveAtPeak;
-    for (auto [index, buffer] : llvm::enumerate(buffers.buffers)) {
+    for (auto [index, buffer] : llvm::enumerate(buffers.getBuffers())) {
       if (buffer.bytes == 0 || !buffer.liveAt(peakPosition))
         continue;
       if (buffer.isPersistent(stepEnd))
@@ -236,13 +238,12 @@ struct AssignBuffersPass
         liveAtPeak.push_back(index);
     }
     llvm::stable_sort(liveAtPeak, [&](unsigned a, unsigned b) {
-      return buffers.buffers[a].bytes > buffers.buffers[b].bytes;
+      return buffers.getBuffer(a).bytes > buffers.getBuffer(b).bytes;
     });
-    std::string where =
-        peakPosition < 0
-            ? std::string("at the step start")
-            : "at position " + std::to_string(peakPosition) + " (" +
-                  describeScheduleOp(buffers.ops[peakPosition]) + ")";
+    std::string where = peakPosition < 0
+                            ? std::string("at the step start")
+                            : "at position " + std::to_string(peakPosition) +
+                                  " (" + buffers.describeOp(peakPosition) + ")";
     InFlightDiagnostic diag =
         stage.emitOpError("stage ")
         << stage.getStage() << " needs " << formatBytes(arena)
@@ -252,14 +253,14 @@ struct AssignBuffersPass
         << liveAtPeak.size() << " other live buffers";
     for (auto [rank, index] :
          llvm::enumerate(ArrayRef(liveAtPeak).take_front(4))) {
-      const StageBuffer &buffer = buffers.buffers[index];
+      const StageBuffer &buffer = buffers.getBuffer(index);
       diag << (rank ? ", " : ", the largest: ") << buffer.describe() << " "
            << formatBytes(buffer.bytes);
     }
     if (arena > peak)
       diag << "; fragmentation adds " << formatBytes(arena - peak);
     if (peakPosition >= 0)
-      diag.attachNote(buffers.ops[peakPosition]->getLoc())
+      diag.attachNote(buffers.getOp(peakPosition)->getLoc())
           << "the peak is at this op";
   }
 };

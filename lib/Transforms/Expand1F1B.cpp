@@ -9,7 +9,6 @@
 
 #include "RATrain/RATrainOps.h"
 #include "ratrain/Transforms/Passes.h"
-#include "ratrain/Transforms/ScheduleUtils.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/SymbolTable.h"
@@ -59,7 +58,8 @@ void StageProgramBuilder::forward(int64_t microBatch) {
     RecvOp::create(builder, loc, Payload::Activation, microBatch, s - 1);
   for (int64_t layer = stage.getFirstLayer(); layer < stage.getEndLayer();
        ++layer) {
-    ActivationKind kind = storedActivationKind(layerKinds[layer], recompute);
+    ActivationKind kind =
+        ForwardOp::getStoredActivationKind(layerKinds[layer], recompute);
     auto type = ActivationType::get(context, layer, kind);
     activations[{layer, microBatch}] =
         ForwardOp::create(builder, loc, type, stage.getViewArg(layer),

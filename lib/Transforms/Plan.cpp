@@ -101,7 +101,7 @@ struct PlanPass : public ratrain::impl::RATrainPlanBase<PlanPass> {
     request.topK = std::max<int64_t>(1, showTop);
 
     for (ModelOp model : models) {
-      ModelConfig config = model.toModelConfig();
+      ModelConfig config = getModelConfig(model);
       llvm::Expected<PlanResult> result =
           planTraining(config, *machine, request);
       if (!result) {

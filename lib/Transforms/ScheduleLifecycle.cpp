@@ -14,10 +14,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "RATrain/RATrainOps.h"
+#include "ratrain/Analysis/BufferSizes.h"
+#include "ratrain/Analysis/LayerTiming.h"
 #include "ratrain/Planner/CostModel.h"
 #include "ratrain/Transforms/PassUtils.h"
 #include "ratrain/Transforms/Passes.h"
-#include "ratrain/Transforms/ScheduleUtils.h"
 
 #include "mlir/IR/Builders.h"
 
@@ -30,6 +31,17 @@ namespace ratrain {
 
 using namespace mlir;
 using namespace ratrain;
+
+/// Whether a stage's data-parallel group (clusters stage*dp .. stage*dp +
+/// dp - 1) spans more than one node of `clustersPerNode` clusters.
+static bool dataParallelGroupSpansNodes(int64_t stage, int64_t dataParallel,
+                                        int64_t clustersPerNode) {
+  if (clustersPerNode < 1)
+    return false;
+  int64_t first = stage * dataParallel;
+  int64_t last = first + dataParallel - 1;
+  return first / clustersPerNode != last / clustersPerNode;
+}
 
 namespace {
 
@@ -569,11 +581,11 @@ struct ScheduleLifecyclePass
       return signalPassFailure();
 
     for (PipelineOp pipeline : pipelines) {
-      FailureOr<ModelOp> model = lookupPipelineModel(pipeline);
+      FailureOr<ModelOp> model = pipeline.lookupModel();
       if (failed(model))
         return signalPassFailure();
       PlanAttr plan = pipeline.getPlan();
-      ModelConfig config = model->toModelConfig();
+      ModelConfig config = getModelConfig(*model);
       CostModel costModel(config, *machine);
       BufferSizes sizes(*model, plan, MemoryOptions::forMachine(*machine));
       SmallVector<LayerKind> kinds;

@@ -1,7 +1,7 @@
 //===- SchedulePipeline.cpp - --ratrain-schedule-pipeline -----------------===//
 //
 // expand-1f1b -> schedule-lifecycle -> assign-buffers -> verify-schedule as
-// one pass, with the options they share.
+// one registered pipeline, with the options they share.
 //
 //===----------------------------------------------------------------------===//
 
@@ -9,11 +9,7 @@
 #include "ratrain/Transforms/Passes.h"
 
 #include "mlir/Pass/PassManager.h"
-
-namespace ratrain {
-#define GEN_PASS_DEF_RATRAINSCHEDULEPIPELINE
-#include "ratrain/Transforms/Passes.h.inc"
-} // namespace ratrain
+#include "mlir/Pass/PassRegistry.h"
 
 using namespace mlir;
 using namespace ratrain;
@@ -33,23 +29,10 @@ void ratrain::buildSchedulePipeline(OpPassManager &pm,
   pm.addPass(createRATrainVerifySchedule());
 }
 
-namespace {
-
-struct SchedulePipelinePass
-    : public ratrain::impl::RATrainSchedulePipelineBase<SchedulePipelinePass> {
-  using Base::Base;
-
-  void runOnOperation() override {
-    OpPassManager pm(ModuleOp::getOperationName());
-    SchedulePipelineOptions options;
-    options.policy = policy;
-    options.machineFile = machineFile;
-    options.capacity = capacity;
-    options.reportFile = reportFile;
-    buildSchedulePipeline(pm, options);
-    if (failed(runPipeline(pm, getOperation())))
-      signalPassFailure();
-  }
-};
-
-} // namespace
+void ratrain::registerSchedulePipeline() {
+  PassPipelineRegistration<SchedulePipelineOptions>(
+      "ratrain-schedule-pipeline",
+      "expand-1f1b, schedule-lifecycle, assign-buffers, verify-schedule: the "
+      "four schedule passes in order with the given options",
+      buildSchedulePipeline);
+}

@@ -10,8 +10,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "RATrain/RATrainOps.h"
+#include "ratrain/Analysis/ModelAndPlan.h"
+#include "ratrain/Analysis/StageBufferAnalysis.h"
 #include "ratrain/Transforms/Passes.h"
-#include "ratrain/Transforms/ScheduleUtils.h"
 
 #include "mlir/IR/Diagnostics.h"
 
@@ -399,29 +400,29 @@ namespace {
 
 /// Checks that no two buffers recorded by --ratrain-assign-buffers share
 /// addresses while both are live.
-LogicalResult checkBufferOverlap(StageOp stage) {
-  StageBuffers buffers = analyzeStageBuffers(stage);
-  FailureOr<bool> present = readAssignedBuffers(buffers, stage);
+LogicalResult checkBufferOverlap(StageBufferAnalysis &buffers) {
+  StageOp stage = buffers.getStage();
+  FailureOr<bool> present = buffers.readAssigned();
   if (failed(present))
     return failure();
   if (!*present)
     return success();
   SmallVector<unsigned> order;
-  for (auto [index, buffer] : llvm::enumerate(buffers.buffers))
+  for (auto [index, buffer] : llvm::enumerate(buffers.getBuffers()))
     if (buffer.bytes > 0)
       order.push_back(index);
   llvm::sort(order, [&](unsigned a, unsigned b) {
-    return buffers.buffers[a].start < buffers.buffers[b].start;
+    return buffers.getBuffer(a).start < buffers.getBuffer(b).start;
   });
   // Sweep over start positions with the buffers still live.
   SmallVector<unsigned> active;
   for (unsigned index : order) {
-    const StageBuffer &buffer = buffers.buffers[index];
+    const StageBuffer &buffer = buffers.getBuffer(index);
     llvm::erase_if(active, [&](unsigned other) {
-      return buffers.buffers[other].end < buffer.start;
+      return buffers.getBuffer(other).end < buffer.start;
     });
     for (unsigned other : active) {
-      const StageBuffer &o = buffers.buffers[other];
+      const StageBuffer &o = buffers.getBuffer(other);
       if (o.offset < buffer.offset + buffer.bytes &&
           buffer.offset < o.offset + o.bytes) {
         int64_t at = std::max(o.start, buffer.start);
@@ -432,7 +433,7 @@ LogicalResult checkBufferOverlap(StageOp stage) {
             << buffer.offset + buffer.bytes << ") are both live at position "
             << at;
         if (at >= 0)
-          diag.attachNote(buffers.ops[at]->getLoc()) << "both live here";
+          diag.attachNote(buffers.getOp(at)->getLoc()) << "both live here";
         return diag;
       }
     }
@@ -521,9 +522,8 @@ struct VerifySchedulePass
       // FP32 models keep no separate master: only Adam m, v are offloaded.
       PlanAttr plan = pipeline.getPlan();
       bool lowPrecision = true;
-      if (FailureOr<ModelOp> model = lookupPipelineModel(pipeline);
-          succeeded(model))
-        lowPrecision = getDTypeBytes(model->toModelConfig().dtype) < 4;
+      if (FailureOr<ModelOp> model = pipeline.lookupModel(); succeeded(model))
+        lowPrecision = getDTypeBytes(getModelConfig(*model).dtype) < 4;
       else
         ok = false;
       bool offloadsOptState = plan.getOffload() != Offload::None;
@@ -533,7 +533,8 @@ struct VerifySchedulePass
         if (failed(StageChecker(stage, plan, offloadsMaster, offloadsOptState)
                        .run()))
           ok = false;
-        else if (failed(checkBufferOverlap(stage)))
+        else if (failed(checkBufferOverlap(
+                     getChildAnalysis<StageBufferAnalysis>(stage))))
           ok = false;
       }
       if (ok && failed(checkDeadlock(pipeline)))

@@ -10,6 +10,7 @@
 #include "RATrain/RATrainDialect.h"
 #include "ratrain/Conversion/Passes.h"
 #include "ratrain/Transforms/Passes.h"
+#include "ratrain/Transforms/SchedulePipeline.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
@@ -37,6 +38,7 @@ int main(int argc, char **argv) {
   mlir::registerCSEPass();
   mlir::registerSymbolDCEPass();
   ratrain::registerRATrainPasses();
+  ratrain::registerSchedulePipeline();
   ratrain::registerRATrainConversionPasses();
 
   mlir::DialectRegistry registry;

@@ -23,7 +23,7 @@
 //   wait                           -> wait on the async op's token
 //   grad_ready, yield              -> nothing
 //
-// DDR: every buffer of the stage (ScheduleUtils' liveness, sized by the
+// DDR: every buffer of the stage (StageBufferAnalysis' liveness, sized by the
 // memory model or read from --ratrain-assign-buffers' attributes) is
 // allocated before the op that starts it and freed after its last use;
 // `ratrain.peak_bytes` is reported as the assigned peak.

@@ -168,23 +168,4 @@ def RATrainVerifySchedule
   }];
 }
 
-def RATrainSchedulePipeline
-    : Pass<"ratrain-schedule-pipeline", "mlir::ModuleOp"> {
-  let summary = "expand-1f1b, schedule-lifecycle, assign-buffers, "
-                "verify-schedule";
-  let description = [{
-    Runs the four schedule passes in order with the given options.
-  }];
-  let options = [
-    Option<"policy", "policy", "std::string", "\"ratrain\"",
-           "lifecycle policy: ratrain or gpu-style">,
-    Option<"machineFile", "machine", "std::string", "\"\"",
-           "machine file (YAML); defaults to the module's ratrain.machine">,
-    Option<"capacity", "capacity", "int64_t", "0",
-           "DDR bytes per cluster (0: the machine's usable DDR)">,
-    Option<"reportFile", "report", "std::string", "\"\"",
-           "memory-over-time CSV of assign-buffers">
-  ];
-}
-
 #endif // RATRAIN_TRANSFORMS_PASSES_TD

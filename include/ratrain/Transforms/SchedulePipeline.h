@@ -4,23 +4,34 @@
 #define RATRAIN_TRANSFORMS_SCHEDULEPIPELINE_H
 
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassOptions.h"
 
 #include <cstdint>
 #include <string>
 
 namespace ratrain {
 
-/// Options of the schedule pipeline (see the passes' options in
+/// Options of --ratrain-schedule-pipeline (see the passes' options in
 /// Passes.td).
-struct SchedulePipelineOptions {
-  /// "ratrain" or "gpu-style".
-  std::string policy = "ratrain";
-  /// Machine file; empty: the module's `ratrain.machine`.
-  std::string machineFile;
-  /// DDR bytes per cluster; 0: the machine's usable DDR.
-  int64_t capacity = 0;
-  /// Memory-over-time CSV ("-": stdout; empty: none).
-  std::string reportFile;
+struct SchedulePipelineOptions
+    : public mlir::PassPipelineOptions<SchedulePipelineOptions> {
+  Option<std::string> policy{*this, "policy",
+                             llvm::cl::desc("lifecycle policy: ratrain or "
+                                            "gpu-style"),
+                             llvm::cl::init("ratrain")};
+  Option<std::string> machineFile{
+      *this, "machine",
+      llvm::cl::desc("machine file (YAML); defaults to the module's "
+                     "ratrain.machine"),
+      llvm::cl::init("")};
+  Option<int64_t> capacity{
+      *this, "capacity",
+      llvm::cl::desc("DDR bytes per cluster (0: the machine's usable DDR)"),
+      llvm::cl::init(0)};
+  Option<std::string> reportFile{
+      *this, "report",
+      llvm::cl::desc("memory-over-time CSV of assign-buffers (\"-\": stdout)"),
+      llvm::cl::init("")};
 };
 
 /// Adds --ratrain-expand-1f1b, --ratrain-schedule-lifecycle,
@@ -28,6 +39,9 @@ struct SchedulePipelineOptions {
 /// builtin.module pass manager).
 void buildSchedulePipeline(mlir::OpPassManager &pm,
                            const SchedulePipelineOptions &options);
+
+/// Registers the pipeline as --ratrain-schedule-pipeline.
+void registerSchedulePipeline();
 
 } // namespace ratrain
 

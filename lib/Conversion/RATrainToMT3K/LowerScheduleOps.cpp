@@ -261,7 +261,7 @@ LogicalResult StageLowering::updateRange(Value grad, Value master, Value m,
 }
 
 void StageLowering::lowerTransfer(Operation *op, bool send) {
-  Payload payload = *getTransferPayload(op);
+  Payload payload = cast<TransferOpInterface>(op).getPayload();
   int64_t mb = send ? cast<SendOp>(op).getMicroBatch()
                     : cast<RecvOp>(op).getMicroBatch();
   int64_t peer = send ? cast<SendOp>(op).getPeer() : cast<RecvOp>(op).getPeer();

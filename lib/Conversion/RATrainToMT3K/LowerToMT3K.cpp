@@ -44,7 +44,7 @@ struct LowerToMT3KPass
 /// Rejects what the lowering does not support, with a reason.
 LogicalResult checkSupported(PipelineOp pipeline, ModelOp model) {
   PlanAttr plan = pipeline.getPlan();
-  ModelConfig config = model.toModelConfig();
+  ModelConfig config = getModelConfig(model);
   if (model.getTieEmbeddings())
     return pipeline.emitOpError("cannot be lowered: model @")
            << model.getSymName()
@@ -52,9 +52,9 @@ LogicalResult checkSupported(PipelineOp pipeline, ModelOp model) {
               "is not lowered yet";
   if (plan.getZero() >= 1)
     for (LayerOp layer : model.getLayers())
-      if (layer.getNumParams() % plan.getDp() != 0)
+      if (getLayerParams(layer) % plan.getDp() != 0)
         return pipeline.emitOpError("cannot be lowered: layer ")
-               << layer.getIndex() << " has " << layer.getNumParams()
+               << layer.getIndex() << " has " << getLayerParams(layer)
                << " parameters, not a multiple of dp = " << plan.getDp()
                << " (ZeRO shards must be equal)";
   return success();
@@ -74,7 +74,7 @@ void LowerToMT3KPass::runOnOperation() {
     return signalPassFailure();
   }
   PipelineOp pipeline = pipelines.front();
-  FailureOr<ModelOp> model = lookupPipelineModel(pipeline);
+  FailureOr<ModelOp> model = pipeline.lookupModel();
   if (failed(model))
     return signalPassFailure();
   if (!pipeline.getPolicy()) {
@@ -89,7 +89,7 @@ void LowerToMT3KPass::runOnOperation() {
     return signalPassFailure();
 
   PlanAttr plan = pipeline.getPlan();
-  ModelConfig config = model->toModelConfig();
+  ModelConfig config = getModelConfig(*model);
   Dims dims;
   dims.batch = plan.getMicroBatchSize();
   dims.seq = config.seqLen;
@@ -116,7 +116,7 @@ void LowerToMT3KPass::runOnOperation() {
     for (const ParamTensor &tensor :
          layerParameterTensors(config, layer.getIndex()))
       total += tensor.numel();
-    assert(total == layer.getNumParams() && "tensors miss parameters");
+    assert(total == getLayerParams(layer) && "tensors miss parameters");
     (void)total;
   }
 

@@ -21,15 +21,17 @@ namespace mt = ratrain::mt3k;
 
 std::optional<std::array<int64_t, 2>> StageLowering::assigned(Value value) {
   if (auto arg = dyn_cast<BlockArgument>(value)) {
-    auto attr = stage->getAttrOfType<DenseI64ArrayAttr>(kArgBuffersAttr);
+    auto attr = RATrainDialect::ArgBuffersAttrHelper(stage->getContext())
+                    .getAttr(stage);
     unsigned index = arg.getArgNumber();
     if (!attr || int64_t(attr.size()) < 3 * (index + 1))
       return std::nullopt;
     return std::array<int64_t, 2>{attr[3 * index + 1], attr[3 * index + 2]};
   }
   Operation *def = value.getDefiningOp();
-  auto attr = def ? def->getAttrOfType<DenseI64ArrayAttr>(kBuffersAttr)
-                  : DenseI64ArrayAttr();
+  auto attr =
+      def ? RATrainDialect::BuffersAttrHelper(def->getContext()).getAttr(def)
+          : DenseI64ArrayAttr();
   unsigned index = cast<OpResult>(value).getResultNumber();
   if (!attr || int64_t(attr.size()) < 3 * (index + 1))
     return std::nullopt;
@@ -38,7 +40,8 @@ std::optional<std::array<int64_t, 2>> StageLowering::assigned(Value value) {
 
 std::optional<std::array<int64_t, 2>>
 StageLowering::assignedMessage(Operation *transfer) {
-  auto attr = transfer->getAttrOfType<DenseI64ArrayAttr>(kBuffersAttr);
+  auto attr = RATrainDialect::BuffersAttrHelper(transfer->getContext())
+                  .getAttr(transfer);
   if (!attr || attr.size() < 3)
     return std::nullopt;
   return std::array<int64_t, 2>{attr[1], attr[2]};

@@ -20,10 +20,11 @@
 #include "MT3K/MT3KDialect.h"
 #include "MT3K/MT3KOps.h"
 #include "RATrain/RATrainOps.h"
+#include "ratrain/Analysis/ModelAndPlan.h"
+#include "ratrain/Analysis/StageBufferAnalysis.h"
 #include "ratrain/Machine/MachineModel.h"
 #include "ratrain/Model/ParameterLayout.h"
 #include "ratrain/Planner/MemoryModel.h"
-#include "ratrain/Transforms/ScheduleUtils.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -215,7 +216,7 @@ public:
                 const Dims &dims, Type elementType, OpBuilder &moduleBuilder,
                 OutlinedFunctions &outlined)
       : model(model), pipeline(pipeline), stage(stage), machine(machine),
-        options(options), dims(dims), modelConfig(model.toModelConfig()),
+        options(options), dims(dims), modelConfig(getModelConfig(model)),
         elem(elementType), ctx(model.getContext()), b(ctx), pro(ctx),
         moduleBuilder(moduleBuilder), outlined(outlined) {}
 
@@ -434,7 +435,7 @@ private:
 
   Value actBase(Value act, int64_t layer, int64_t mb);
   Value gradFlat(Value grad, int64_t layer);
-  int64_t layerParams(int64_t layer) { return layerOp(layer).getNumParams(); }
+  int64_t layerParams(int64_t layer) { return getLayerParams(layerOp(layer)); }
   int64_t shardElements(int64_t layer) {
     return layerParams(layer) / plan_.getDp();
   }

@@ -24,18 +24,21 @@ LogicalResult StageLowering::plan() {
   layers = model.getLayers();
   numStages = plan_.getPp();
   stageIndex = stage.getStage();
-  dtype = model.toModelConfig().dtype;
+  dtype = getModelConfig(model).dtype;
   // Slots of the lowering's own layouts are 64-byte aligned; the assigned
   // offsets must be multiples of an explicit alignment, or (auto) set it.
   int64_t A = options.alignment > 0 ? options.alignment : 64;
   int64_t E = elemBytes();
 
-  auto arena = stage->getAttrOfType<IntegerAttr>(kArenaBytesAttr);
-  StageBuffers buffers = analyzeStageBuffers(stage);
-  FailureOr<bool> assignedOk = readAssignedBuffers(buffers, stage);
+  auto arena =
+      RATrainDialect::ArenaBytesAttrHelper(stage->getContext()).getAttr(stage);
+  StageBufferAnalysis buffers(stage);
+  FailureOr<bool> assignedOk = buffers.readAssigned();
   if (failed(assignedOk))
     return failure();
-  if (!*assignedOk || !arena || !stage->hasAttr(kScratchBuffersAttr))
+  if (!*assignedOk || !arena ||
+      !RATrainDialect::ScratchBuffersAttrHelper(stage->getContext())
+           .isAttrPresent(stage))
     return stage.emitOpError("stage ")
            << stageIndex
            << " was not buffer-assigned: run --ratrain-assign-buffers (or "
@@ -50,7 +53,7 @@ LogicalResult StageLowering::plan() {
   // that divides every assigned offset (assign-buffers packs buffers
   // without padding, so ZeRO shard sizes can leave offsets 8-aligned only).
   offsetAlignment = A;
-  for (const StageBuffer &buffer : buffers.buffers) {
+  for (const StageBuffer &buffer : buffers.getBuffers()) {
     if (buffer.bytes == 0)
       continue;
     if (options.alignment > 0 && buffer.offset % A != 0)
@@ -64,7 +67,7 @@ LogicalResult StageLowering::plan() {
   int64_t T = dims.tokens;
   // The stored activations must hold what the backward reads.
   int64_t smallestDecoderAct = -1;
-  for (const StageBuffer &buffer : buffers.buffers) {
+  for (const StageBuffer &buffer : buffers.getBuffers()) {
     if (buffer.kind != BufferKind::Activation &&
         buffer.kind != BufferKind::Recomputed)
       continue;
@@ -88,7 +91,7 @@ LogicalResult StageLowering::plan() {
              << buffer.bytes << " bytes but the lowering stores " << need
              << " bytes there";
   }
-  for (const StageBuffer &buffer : buffers.buffers)
+  for (const StageBuffer &buffer : buffers.getBuffers())
     if (buffer.kind == BufferKind::GradientShard && buffer.bytes > 0)
       assignedGradShard[buffer.layer] = {buffer.offset, buffer.bytes};
   fullLayout = decoderLayout(
@@ -108,7 +111,9 @@ LogicalResult StageLowering::plan() {
   r1Off = region(area, "scratch.r1", sizes.r1);
   r2Off = region(area, "scratch.r2", sizes.r2);
   int64_t wNeed = sizes.w;
-  auto scratchAttr = stage->getAttrOfType<DictionaryAttr>(kScratchBuffersAttr);
+  auto scratchAttr =
+      RATrainDialect::ScratchBuffersAttrHelper(stage->getContext())
+          .getAttr(stage);
   auto workspace = scratchAttr
                        ? scratchAttr.getAs<DenseI64ArrayAttr>("workspace")
                        : DenseI64ArrayAttr();

@@ -24,6 +24,9 @@
 
 #include "RATrain/RATrainDialect.h"
 #include "RATrain/RATrainOps.h"
+#include "ratrain/Analysis/BufferSizes.h"
+#include "ratrain/Analysis/ModelAndPlan.h"
+#include "ratrain/Analysis/StageBufferAnalysis.h"
 #include "ratrain/Machine/MachineModel.h"
 #include "ratrain/Model/HFConfig.h"
 #include "ratrain/Planner/MemoryModel.h"
@@ -32,7 +35,6 @@
 #include "ratrain/Transforms/PassUtils.h"
 #include "ratrain/Transforms/Passes.h"
 #include "ratrain/Transforms/SchedulePipeline.h"
-#include "ratrain/Transforms/ScheduleUtils.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -140,13 +142,15 @@ protected:
     MemoryOptions memoryOptions =
         MemoryOptions::forMachine(*machine, *parseLifecyclePolicy(policy));
     std::vector<StageMemory> predicted =
-        computeMemory(model.toModelConfig(), parallel, memoryOptions);
+        computeMemory(getModelConfig(model), parallel, memoryOptions);
     BufferSizes sizes(model, plan, MemoryOptions::forMachine(*machine));
     PipelineOp pipeline = *module->getOps<PipelineOp>().begin();
     for (StageOp stage : pipeline.getStages()) {
       int64_t index = stage.getStage();
       int64_t assigned =
-          stage->getAttrOfType<IntegerAttr>(kPeakBytesAttr).getInt();
+          RATrainDialect::PeakBytesAttrHelper(stage->getContext())
+              .getAttr(stage)
+              .getInt();
       int64_t expected = predicted[index].total();
       outcome.stages.push_back({assigned, expected});
       outcome.tolerances.push_back(kToleranceBytesPerLayer *
@@ -159,12 +163,13 @@ protected:
         outcome.disagreements += excess;
 
       // The streamed states live at once never exceed the planner's window.
-      StageBuffers buffers = analyzeStageBuffers(stage);
-      sizeStageBuffers(buffers, stage, sizes);
+      StageBufferAnalysis buffers(stage);
+      buffers.size(sizes);
       int64_t window = 0;
-      for (int64_t position = -1; position <= buffers.stepEnd(); ++position) {
+      for (int64_t position = -1; position <= buffers.getStepEnd();
+           ++position) {
         int64_t live = 0;
-        for (const StageBuffer &buffer : buffers.buffers)
+        for (const StageBuffer &buffer : buffers.getBuffers())
           if (buffer.kind == BufferKind::Reloaded && buffer.liveAt(position))
             live += buffer.bytes;
         window = std::max(window, live);

@@ -16,7 +16,6 @@
 #include "ratrain/Target/ImportHFConfig.h"
 #include "ratrain/Transforms/Passes.h"
 #include "ratrain/Transforms/SchedulePipeline.h"
-#include "ratrain/Transforms/ScheduleUtils.h"
 
 #include "mlir/AsmParser/AsmParser.h"
 #include "mlir/IR/Diagnostics.h"
@@ -254,7 +253,8 @@ int64_t checkStageBuffers(StageOp stage, const std::string &where) {
     b.first = std::min(b.first, at);
     b.last = std::max(b.last, at);
   };
-  auto args = stage->getAttrOfType<DenseI64ArrayAttr>(kArgBuffersAttr);
+  auto args =
+      RATrainDialect::ArgBuffersAttrHelper(stage->getContext()).getAttr(stage);
   EXPECT_TRUE(args) << where;
   if (!args)
     return 0;
@@ -264,7 +264,8 @@ int64_t checkStageBuffers(StageOp stage, const std::string &where) {
           args.asArrayRef().slice(3 * arg.getArgNumber(), 3));
     auto result = cast<OpResult>(value);
     auto attr =
-        result.getOwner()->getAttrOfType<DenseI64ArrayAttr>(kBuffersAttr);
+        RATrainDialect::BuffersAttrHelper(result.getOwner()->getContext())
+            .getAttr(result.getOwner());
     if (!attr)
       return {-1, 0, 0};
     return SmallVector<int64_t, 3>(
@@ -275,7 +276,9 @@ int64_t checkStageBuffers(StageOp stage, const std::string &where) {
     touch(tripleOf(arg), -1);
     touch(tripleOf(arg), stepEnd);
   }
-  if (auto scratch = stage->getAttrOfType<DictionaryAttr>(kScratchBuffersAttr))
+  if (auto scratch =
+          RATrainDialect::ScratchBuffersAttrHelper(stage->getContext())
+              .getAttr(stage))
     for (NamedAttribute entry : scratch) {
       auto triple = cast<DenseI64ArrayAttr>(entry.getValue()).asArrayRef();
       touch(triple, -1);
@@ -315,7 +318,7 @@ int64_t checkStageBuffers(StageOp stage, const std::string &where) {
         touch(tripleOf(wait.getValue()), stepEnd);
       }
     }
-    auto attr = op->getAttrOfType<DenseI64ArrayAttr>(kBuffersAttr);
+    auto attr = RATrainDialect::BuffersAttrHelper(op->getContext()).getAttr(op);
     if (auto recv = dyn_cast<RecvOp>(op)) {
       EXPECT_TRUE(attr) << where;
       touch(attr.asArrayRef(), pos);
@@ -380,7 +383,8 @@ int64_t checkStageBuffers(StageOp stage, const std::string &where) {
         live += b->bytes;
     peak = std::max(peak, live);
   }
-  auto arenaAttr = stage->getAttrOfType<IntegerAttr>(kArenaBytesAttr);
+  auto arenaAttr =
+      RATrainDialect::ArenaBytesAttrHelper(stage->getContext()).getAttr(stage);
   EXPECT_TRUE(arenaAttr) << where;
   if (arenaAttr) {
     EXPECT_EQ(arenaAttr.getInt(), arena) << where;
@@ -470,7 +474,8 @@ TEST_F(ScheduleRandomTest, EverySchedulePassesTheVerifierAndPacksBuffers) {
       EXPECT_EQ(reloads, offloaded * stage.getNumLayers()) << at;
       EXPECT_EQ(writeBacks, offloaded * stage.getNumLayers()) << at;
       int64_t peak = checkStageBuffers(stage, at);
-      auto recorded = stage->getAttrOfType<IntegerAttr>(kPeakBytesAttr);
+      auto recorded = RATrainDialect::PeakBytesAttrHelper(stage->getContext())
+                          .getAttr(stage);
       ASSERT_TRUE(recorded) << at;
       EXPECT_EQ(recorded.getInt(), peak) << at;
     }

@@ -1,13 +1,11 @@
-//===- ScheduleUtils.cpp - Shared analyses of stage programs --------------===//
+//===- StageBufferAnalysis.cpp - Buffers of a stage program ---------------===//
 
-#include "ratrain/Transforms/ScheduleUtils.h"
-#include "ratrain/Transforms/PassUtils.h"
+#include "ratrain/Analysis/StageBufferAnalysis.h"
+#include "ratrain/Analysis/BufferSizes.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
-#include "mlir/IR/SymbolTable.h"
 
 #include "llvm/ADT/DenseSet.h"
-#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
@@ -17,187 +15,7 @@ using namespace mlir;
 using namespace ratrain;
 
 //===----------------------------------------------------------------------===//
-// Model and plan
-//===----------------------------------------------------------------------===//
-
-FailureOr<ModelOp> ratrain::lookupPipelineModel(PipelineOp pipeline) {
-  auto model = SymbolTable::lookupNearestSymbolFrom<ModelOp>(
-      pipeline, pipeline.getModelAttr());
-  if (!model)
-    return pipeline.emitOpError("refers to '")
-               << pipeline.getModel() << "', which is not a ratrain.model",
-           failure();
-  return model;
-}
-
-ActivationKind ratrain::storedActivationKind(LayerKind layer,
-                                             Recompute recompute) {
-  if (layer != LayerKind::Decoder)
-    return ActivationKind::Full;
-  switch (recompute) {
-  case Recompute::None:
-    return ActivationKind::Full;
-  case Recompute::Selective:
-    return ActivationKind::Selective;
-  case Recompute::Full:
-    return ActivationKind::Input;
-  }
-  llvm_unreachable("unknown recompute policy");
-}
-
-static int64_t ceilDiv(int64_t x, int64_t y) { return (x + y - 1) / y; }
-
-BufferSizes::BufferSizes(ModelOp model, PlanAttr plan,
-                         const MemoryOptions &options)
-    : plan(plan), config(model.toModelConfig()), options(options),
-      offload(fromIROffload(plan.getOffload())) {
-  for (LayerOp layer : model.getLayers()) {
-    int64_t params = layer.getNumParams();
-    // The memory model gives the last stage its own copy of a tied
-    // embedding matrix when it is not also the first stage.
-    if (layer.getKind() == LayerKind::Head && config.tieEmbeddings &&
-        plan.getPp() > 1)
-      params += config.embeddingParams();
-    layerParams.push_back(params);
-    layerKinds.push_back(layer.getKind());
-  }
-  ParallelConfig parallel = toParallelConfig(plan);
-  for (int64_t stage = 0; stage < plan.getPp(); ++stage)
-    stageMemory.push_back(
-        computeStageMemory(config, stage, parallel.pipelineStages,
-                           parallel.dataParallel, parallel.microBatchSize,
-                           parallel.numMicroBatches, parallel.stages[stage],
-                           parallel.recompute[stage], parallel.zero, options));
-}
-
-int64_t BufferSizes::params(int64_t layer) const { return layerParams[layer]; }
-
-int64_t BufferSizes::viewBytes(int64_t layer) const {
-  return int64_t(getDTypeBytes(config.dtype)) * params(layer);
-}
-
-/// Parameters of `layer` this rank keeps of a state sharded from ZeRO stage
-/// `from` on.
-static int64_t shardedParams(int64_t params, PlanAttr plan, int64_t from) {
-  return plan.getZero() >= from
-             ? ceilDiv(params, std::max<int64_t>(plan.getDp(), 1))
-             : params;
-}
-
-int64_t BufferSizes::masterBytes(int64_t layer) const {
-  if (getDTypeBytes(config.dtype) >= 4)
-    return 0;
-  return 4 * shardedParams(params(layer), plan, 1);
-}
-
-int64_t BufferSizes::optStateBytes(int64_t layer) const {
-  return 8 * shardedParams(params(layer), plan, 1);
-}
-
-int64_t BufferSizes::gradBytes(int64_t layer) const {
-  return int64_t(getDTypeBytes(config.dtype)) * params(layer);
-}
-
-int64_t BufferSizes::gradShardBytes(int64_t layer) const {
-  if (plan.getZero() < 2)
-    return 0;
-  return int64_t(getDTypeBytes(config.dtype)) *
-         shardedParams(params(layer), plan, 2);
-}
-
-bool BufferSizes::offloadsMaster() const {
-  return offload == OffloadPolicy::MasterAndOptimizer &&
-         getDTypeBytes(config.dtype) < 4;
-}
-
-bool BufferSizes::offloadsOptState() const {
-  return offload != OffloadPolicy::None;
-}
-
-int64_t BufferSizes::residentMasterBytes(int64_t layer) const {
-  return offloadsMaster() ? 0 : masterBytes(layer);
-}
-
-int64_t BufferSizes::residentOptStateBytes(int64_t layer) const {
-  return offloadsOptState() ? 0 : optStateBytes(layer);
-}
-
-/// A state's share of one streaming chunk: `bytes` of a layer whose
-/// offloaded states total `offloaded` bytes, `chunk` of which stream
-/// through DDR at a time.
-static int64_t chunkShare(int64_t bytes, int64_t offloaded, int64_t chunk) {
-  if (chunk <= 0 || offloaded <= chunk || offloaded == 0)
-    return bytes;
-  // bytes * chunk / offloaded, rounded down, without overflow.
-  return int64_t((__int128)bytes * chunk / offloaded);
-}
-
-int64_t BufferSizes::streamedMasterBytes(int64_t layer) const {
-  int64_t offloaded = (offloadsMaster() ? masterBytes(layer) : 0) +
-                      (offloadsOptState() ? optStateBytes(layer) : 0);
-  return chunkShare(masterBytes(layer), offloaded, options.offloadChunkBytes);
-}
-
-int64_t BufferSizes::streamedOptStateBytes(int64_t layer) const {
-  int64_t offloaded = (offloadsMaster() ? masterBytes(layer) : 0) +
-                      (offloadsOptState() ? optStateBytes(layer) : 0);
-  return chunkShare(optStateBytes(layer), offloaded, options.offloadChunkBytes);
-}
-
-int64_t BufferSizes::activationBytes(int64_t layer, ActivationKind kind) const {
-  int64_t w = getDTypeBytes(config.dtype);
-  int64_t sb = config.seqLen * plan.getMicroBatchSize();
-  switch (layerKinds[layer]) {
-  case LayerKind::Embedding:
-    // Token ids (int32).
-    return 4 * sb;
-  case LayerKind::Head:
-    // Final-norm input and output, logits, their FP32 softmax, labels.
-    return 2 * w * sb * config.hidden + (w + 4) * sb * config.vocab + 4 * sb;
-  case LayerKind::Decoder:
-    break;
-  }
-  RecomputePolicy policy = kind == ActivationKind::Full ? RecomputePolicy::None
-                           : kind == ActivationKind::Selective
-                               ? RecomputePolicy::Selective
-                               : RecomputePolicy::Full;
-  return layerActivationBytes(config, plan.getMicroBatchSize(), policy,
-                              options);
-}
-
-int64_t BufferSizes::boundaryBytes() const {
-  return config.seqLen * plan.getMicroBatchSize() * config.hidden *
-         int64_t(getDTypeBytes(config.dtype));
-}
-
-int64_t BufferSizes::workspaceBytes(int64_t stage) const {
-  return stageMemory[stage].kernelWorkspace;
-}
-
-int64_t BufferSizes::syncStagingBytes(int64_t) const {
-  // Syncs run in place on the accumulation buffers (see the header).
-  return 0;
-}
-
-int64_t BufferSizes::attentionScratchBytes(int64_t stage) const {
-  // Under full recompute the recompute buffer is the recomputed layer's
-  // activations, a buffer of its own here.
-  if (plan.getRecompute()[stage] != Recompute::Selective)
-    return 0;
-  return stageMemory[stage].recomputeBuffer;
-}
-
-bool ratrain::dataParallelGroupSpansNodes(int64_t stage, int64_t dataParallel,
-                                          int64_t clustersPerNode) {
-  if (clustersPerNode < 1)
-    return false;
-  int64_t first = stage * dataParallel;
-  int64_t last = first + dataParallel - 1;
-  return first / clustersPerNode != last / clustersPerNode;
-}
-
-//===----------------------------------------------------------------------===//
-// Buffers
+// StageBuffer
 //===----------------------------------------------------------------------===//
 
 StringRef ratrain::stringifyBufferKind(BufferKind kind) {
@@ -261,10 +79,11 @@ std::string StageBuffer::describe() const {
     break;
   case BufferKind::RecvMessage:
   case BufferKind::SendMessage: {
-    std::optional<Payload> payload = getTransferPayload(transfer);
     os << (kind == BufferKind::RecvMessage ? "received " : "outgoing ")
-       << (payload ? stringifyPayload(*payload) : "message") << " mb "
-       << microBatch;
+       << (transfer
+               ? stringifyPayload(TransferOpInterface(transfer).getPayload())
+               : "message")
+       << " mb " << microBatch;
     break;
   }
   case BufferKind::Reloaded:
@@ -282,60 +101,19 @@ std::string StageBuffer::describe() const {
   return text;
 }
 
-SmallVector<int64_t> StageBuffers::liveBytes() const {
-  // Difference array over positions -1 .. stepEnd().
-  int64_t count = stepEnd() + 2;
-  SmallVector<int64_t> delta(count + 1, 0);
-  for (const StageBuffer &buffer : buffers) {
-    if (buffer.bytes == 0)
-      continue;
-    delta[buffer.start + 1] += buffer.bytes;
-    delta[buffer.end + 2] -= buffer.bytes;
-  }
-  SmallVector<int64_t> live(count, 0);
-  int64_t running = 0;
-  for (int64_t i = 0; i < count; ++i) {
-    running += delta[i];
-    live[i] = running;
-  }
-  return live;
-}
+//===----------------------------------------------------------------------===//
+// Building the buffers
+//===----------------------------------------------------------------------===//
 
-std::optional<Payload> ratrain::getTransferPayload(Operation *op) {
-  if (auto send = dyn_cast_or_null<SendOp>(op))
-    return send.getPayload();
-  if (auto recv = dyn_cast_or_null<RecvOp>(op))
-    return recv.getPayload();
-  return std::nullopt;
-}
+namespace ratrain::detail {
 
-std::string ratrain::describeScheduleOp(Operation *op) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << op->getName().getStringRef();
-  if (std::optional<Payload> payload = getTransferPayload(op))
-    os << " " << stringifyPayload(*payload);
-  for (Type type : op->getResultTypes())
-    if (std::optional<int64_t> layer = getStateLayer(type)) {
-      os << " of layer " << *layer;
-      break;
-    }
-  if (op->getNumResults() == 0 && op->getNumOperands() > 0 && !isa<YieldOp>(op))
-    if (std::optional<int64_t> layer = getStateLayer(op->getOperandTypes()[0]))
-      os << " of layer " << *layer;
-  if (auto mb = op->getAttrOfType<IntegerAttr>("micro_batch"))
-    os << " mb(" << mb.getInt() << ")";
-  return text;
-}
-
-namespace {
-
-/// Builds the buffers of one stage.
-class BufferBuilder {
+/// Builds the buffers of one stage into a StageBufferAnalysis.
+class StageBufferBuilder {
 public:
-  explicit BufferBuilder(StageOp stage) : stage(stage) {}
+  StageBufferBuilder(StageOp stage, StageBufferAnalysis &result)
+      : stage(stage), result(result) {}
 
-  StageBuffers run();
+  void run();
 
 private:
   unsigned newBuffer(BufferKind kind, Type type, int64_t layer, int64_t start,
@@ -368,7 +146,7 @@ private:
   void visit(Operation *op, int64_t position);
 
   StageOp stage;
-  StageBuffers result;
+  StageBufferAnalysis &result;
   /// The view buffer of each layer (its block argument's).
   DenseMap<int64_t, unsigned> viewBuffer;
   /// Offload in flight: the async value -> the state it moves out.
@@ -384,9 +162,10 @@ private:
   DenseMap<std::pair<int, int64_t>, int64_t> lastProducer;
 };
 
-} // namespace
+} // namespace ratrain::detail
 
-void BufferBuilder::visit(Operation *op, int64_t position) {
+void ratrain::detail::StageBufferBuilder::visit(Operation *op,
+                                                int64_t position) {
   int64_t first = stage.getFirstLayer(), last = stage.getEndLayer() - 1;
   // The yield's operands are handled once all ops are visited.
   if (isa<YieldOp>(op))
@@ -448,7 +227,7 @@ void BufferBuilder::visit(Operation *op, int64_t position) {
   if (auto recv = dyn_cast<RecvOp>(op)) {
     unsigned buffer = newBuffer(BufferKind::RecvMessage, Type(), -1, position,
                                 recv.getMicroBatch());
-    result.buffers[buffer].transfer = op;
+    result.buffers[buffer].transfer = cast<TransferOpInterface>(op);
     result.transferBuffer[op] = buffer;
     pendingRecv[{int(recv.getPayload()), int64_t(recv.getMicroBatch())}] =
         buffer;
@@ -462,7 +241,7 @@ void BufferBuilder::visit(Operation *op, int64_t position) {
     unsigned buffer = newBuffer(BufferKind::SendMessage, Type(), -1, start,
                                 send.getMicroBatch());
     extend(buffer, position);
-    result.buffers[buffer].transfer = op;
+    result.buffers[buffer].transfer = cast<TransferOpInterface>(op);
     result.transferBuffer[op] = buffer;
     return;
   }
@@ -550,13 +329,13 @@ void BufferBuilder::visit(Operation *op, int64_t position) {
          position);
 }
 
-StageBuffers BufferBuilder::run() {
+void ratrain::detail::StageBufferBuilder::run() {
   Block &body = stage.getBody().front();
   for (Operation &op : body) {
     result.position[&op] = result.ops.size();
     result.ops.push_back(&op);
   }
-  int64_t stepEnd = result.stepEnd();
+  int64_t stepEnd = result.getStepEnd();
   for (BlockArgument arg : body.getArguments()) {
     Type type = arg.getType();
     int64_t layer = *getStateLayer(type);
@@ -584,16 +363,68 @@ StageBuffers BufferBuilder::run() {
       buffer.start = -1;
       buffer.end = stepEnd;
     }
-  return std::move(result);
+  result.numValueBuffers = result.buffers.size();
 }
 
-StageBuffers ratrain::analyzeStageBuffers(StageOp stage) {
-  return BufferBuilder(stage).run();
+//===----------------------------------------------------------------------===//
+// StageBufferAnalysis
+//===----------------------------------------------------------------------===//
+
+StageBufferAnalysis::StageBufferAnalysis(Operation *op)
+    : stage(cast<StageOp>(op)) {
+  ratrain::detail::StageBufferBuilder(stage, *this).run();
 }
 
-void ratrain::sizeStageBuffers(StageBuffers &buffers, StageOp stage,
-                               const BufferSizes &sizes) {
-  for (StageBuffer &buffer : buffers.buffers) {
+std::optional<unsigned> StageBufferAnalysis::lookupBuffer(Value value) const {
+  auto it = bufferOf.find(value);
+  if (it == bufferOf.end())
+    return std::nullopt;
+  return it->second;
+}
+
+std::optional<unsigned>
+StageBufferAnalysis::lookupTransferBuffer(Operation *op) const {
+  auto it = transferBuffer.find(op);
+  if (it == transferBuffer.end())
+    return std::nullopt;
+  return it->second;
+}
+
+std::string StageBufferAnalysis::describeOp(int64_t position) const {
+  Operation *op = getOp(position);
+  if (auto scheduleOp = dyn_cast<ScheduleOpInterface>(op))
+    return scheduleOp.describe();
+  return op->getName().getStringRef().str();
+}
+
+void StageBufferAnalysis::reset() {
+  buffers.truncate(numValueBuffers);
+  for (StageBuffer &buffer : buffers)
+    buffer.bytes = buffer.offset = 0;
+}
+
+SmallVector<int64_t> StageBufferAnalysis::computeLiveBytes() const {
+  // Difference array over positions -1 .. getStepEnd().
+  int64_t count = getStepEnd() + 2;
+  SmallVector<int64_t> delta(count + 1, 0);
+  for (const StageBuffer &buffer : buffers) {
+    if (buffer.bytes == 0)
+      continue;
+    delta[buffer.start + 1] += buffer.bytes;
+    delta[buffer.end + 2] -= buffer.bytes;
+  }
+  SmallVector<int64_t> live(count, 0);
+  int64_t running = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    running += delta[i];
+    live[i] = running;
+  }
+  return live;
+}
+
+void StageBufferAnalysis::size(const BufferSizes &sizes) {
+  reset();
+  for (StageBuffer &buffer : buffers) {
     switch (buffer.kind) {
     case BufferKind::View:
       buffer.bytes = sizes.viewBytes(buffer.layer);
@@ -646,9 +477,9 @@ void ratrain::sizeStageBuffers(StageBuffers &buffers, StageOp stage,
     buffer.kind = kind;
     buffer.scratchName = name;
     buffer.start = -1;
-    buffer.end = buffers.stepEnd();
+    buffer.end = getStepEnd();
     buffer.bytes = bytes;
-    buffers.buffers.push_back(buffer);
+    buffers.push_back(buffer);
   };
   addScratch(BufferKind::Workspace, "workspace", sizes.workspaceBytes(index));
   addScratch(BufferKind::SyncStaging, "sync_staging",
@@ -657,15 +488,19 @@ void ratrain::sizeStageBuffers(StageBuffers &buffers, StageOp stage,
              sizes.attentionScratchBytes(index));
 }
 
-FailureOr<bool> ratrain::readAssignedBuffers(StageBuffers &buffers,
-                                             StageOp stage) {
-  auto args = stage->getAttrOfType<DenseI64ArrayAttr>(kArgBuffersAttr);
+FailureOr<bool> StageBufferAnalysis::readAssigned() {
+  reset();
+  MLIRContext *context = stage->getContext();
+  RATrainDialect::BuffersAttrHelper buffersAttr(context);
+  RATrainDialect::ArgBuffersAttrHelper argBuffersAttr(context);
+  RATrainDialect::ScratchBuffersAttrHelper scratchBuffersAttr(context);
+  DenseI64ArrayAttr args = argBuffersAttr.getAttr(stage);
   if (!args)
     return false;
   Block &body = stage.getBody().front();
   if (args.size() != int64_t(3 * body.getNumArguments()))
-    return stage.emitOpError("'")
-               << kArgBuffersAttr << "' must hold 3 integers per state",
+    return stage.emitOpError("'") << argBuffersAttr.getName().getValue()
+                                  << "' must hold 3 integers per state",
            failure();
 
   // Buffer index -> (id, offset, bytes) as first recorded.
@@ -677,55 +512,54 @@ FailureOr<bool> ratrain::readAssignedBuffers(StageBuffers &buffers,
     if (!inserted && it->second != value)
       return where->emitOpError("records buffer [")
              << value[0] << ", " << value[1] << ", " << value[2]
-             << "] for a value of " << buffers.buffers[buffer].describe()
+             << "] for a value of " << buffers[buffer].describe()
              << ", which is recorded elsewhere as [" << it->second[0] << ", "
              << it->second[1] << ", " << it->second[2] << "]";
     return success();
   };
   for (BlockArgument arg : body.getArguments()) {
-    auto it = buffers.bufferOf.find(arg);
-    if (it != buffers.bufferOf.end() &&
+    auto it = bufferOf.find(arg);
+    if (it != bufferOf.end() &&
         failed(record(it->second,
                       args.asArrayRef().slice(3 * arg.getArgNumber(), 3),
                       stage)))
       return failure();
   }
-  for (Operation *op : buffers.ops) {
-    auto attr = op->getAttrOfType<DenseI64ArrayAttr>(kBuffersAttr);
+  for (Operation *op : ops) {
+    DenseI64ArrayAttr attr = buffersAttr.getAttr(op);
     if (!attr)
       continue;
     ArrayRef<int64_t> values = attr.asArrayRef();
-    auto transfer = buffers.transferBuffer.find(op);
-    if (transfer != buffers.transferBuffer.end()) {
+    auto transfer = transferBuffer.find(op);
+    if (transfer != transferBuffer.end()) {
       if (values.size() != 3)
-        return op->emitOpError("'")
-                   << kBuffersAttr << "' of a transfer must hold 3 integers",
+        return op->emitOpError("'") << buffersAttr.getName().getValue()
+                                    << "' of a transfer must hold 3 integers",
                failure();
       if (failed(record(transfer->second, values, op)))
         return failure();
       continue;
     }
     if (values.size() != 3 * op->getNumResults())
-      return op->emitOpError("'")
-                 << kBuffersAttr << "' must hold 3 integers per result",
+      return op->emitOpError("'") << buffersAttr.getName().getValue()
+                                  << "' must hold 3 integers per result",
              failure();
     for (OpResult result : op->getResults()) {
-      auto it = buffers.bufferOf.find(result);
-      if (it != buffers.bufferOf.end() &&
+      auto it = bufferOf.find(result);
+      if (it != bufferOf.end() &&
           failed(record(it->second,
                         values.slice(3 * result.getResultNumber(), 3), op)))
         return failure();
     }
   }
-  for (auto [index, buffer] : llvm::enumerate(buffers.buffers)) {
+  for (auto [index, buffer] : llvm::enumerate(buffers)) {
     auto it = recorded.find(index);
     if (it == recorded.end())
       continue;
     buffer.offset = it->second[1];
     buffer.bytes = it->second[2];
   }
-  if (auto scratch =
-          stage->getAttrOfType<DictionaryAttr>(kScratchBuffersAttr)) {
+  if (DictionaryAttr scratch = scratchBuffersAttr.getAttr(stage)) {
     for (NamedAttribute entry : scratch) {
       auto triple = dyn_cast<DenseI64ArrayAttr>(entry.getValue());
       if (!triple || triple.size() != 3)
@@ -737,46 +571,11 @@ FailureOr<bool> ratrain::readAssignedBuffers(StageBuffers &buffers,
       buffer.kind = BufferKind::Workspace;
       buffer.scratchName = entry.getName().getValue();
       buffer.start = -1;
-      buffer.end = buffers.stepEnd();
+      buffer.end = getStepEnd();
       buffer.offset = triple[1];
       buffer.bytes = triple[2];
-      buffers.buffers.push_back(buffer);
+      buffers.push_back(buffer);
     }
   }
   return true;
-}
-
-double ratrain::computeLayerOpSeconds(Operation *op, const CostModel &costs,
-                                      ArrayRef<LayerKind> kinds,
-                                      int64_t microBatchSize) {
-  int64_t b = microBatchSize;
-  if (auto forward = dyn_cast<ForwardOp>(op)) {
-    switch (kinds[forward.getView().getType().getLayer()]) {
-    case LayerKind::Embedding:
-      return costs.embeddingForward(b);
-    case LayerKind::Head:
-      return costs.headForward(b);
-    case LayerKind::Decoder:
-      return costs.layerForward(b);
-    }
-  }
-  if (isa<RecomputeOp>(op))
-    return costs.layerRecompute(b, RecomputePolicy::Full);
-  if (auto backward = dyn_cast<BackwardOp>(op)) {
-    switch (kinds[backward.getView().getType().getLayer()]) {
-    case LayerKind::Embedding:
-      return costs.embeddingBackward(b);
-    case LayerKind::Head:
-      return costs.headBackward(b);
-    case LayerKind::Decoder: {
-      double seconds = costs.layerBackward(b);
-      // A selective backward recomputes its attention core itself.
-      if (backward.getActivation().getType().getKind() ==
-          ActivationKind::Selective)
-        seconds += costs.layerRecompute(b, RecomputePolicy::Selective);
-      return seconds;
-    }
-    }
-  }
-  return 0;
 }

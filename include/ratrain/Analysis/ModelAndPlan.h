@@ -1,0 +1,40 @@
+//===- ModelAndPlan.h - The planner's view of a model and plan --*- C++ -*-===//
+//
+// Converts the IR's model description (`ratrain.model`, `ratrain.layer`) and
+// `#ratrain.plan` to the plain C++ descriptions of ratrain/Model and
+// ratrain/Planner that the planner's cost and memory models, the lowering
+// and the runtime use.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RATRAIN_ANALYSIS_MODELANDPLAN_H
+#define RATRAIN_ANALYSIS_MODELANDPLAN_H
+
+#include "RATrain/RATrainOps.h"
+#include "ratrain/Model/ModelConfig.h"
+#include "ratrain/Planner/MemoryModel.h"
+
+namespace ratrain {
+
+/// The plain description of `model` the planner, cost model and runtime use.
+ModelConfig getModelConfig(ModelOp model);
+
+/// Number of parameters of `layer`.
+int64_t getLayerParams(LayerOp layer);
+
+/// Converts between the planner's recompute policy and the dialect's.
+Recompute toIRRecompute(RecomputePolicy policy);
+RecomputePolicy fromIRRecompute(Recompute recompute);
+
+/// Converts between the planner's offload policy and the dialect's.
+Offload toIROffload(OffloadPolicy policy);
+OffloadPolicy fromIROffload(Offload offload);
+
+/// The planner's view of a `#ratrain.plan`: stage layer ranges over decoder
+/// layers (the plan attribute counts model layers, embedding and head
+/// included).
+ParallelConfig toParallelConfig(PlanAttr plan);
+
+} // namespace ratrain
+
+#endif // RATRAIN_ANALYSIS_MODELANDPLAN_H

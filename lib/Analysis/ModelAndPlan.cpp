@@ -1,0 +1,130 @@
+//===- ModelAndPlan.cpp - The planner's view of a model and plan ----------===//
+
+#include "ratrain/Analysis/ModelAndPlan.h"
+
+using namespace mlir;
+using namespace ratrain;
+
+ModelConfig ratrain::getModelConfig(ModelOp model) {
+  SmallVector<LayerOp, 8> layers = model.getLayers();
+  LayerOp decoder = layers[1];
+  ModelConfig config;
+  config.name = model.getSymName().str();
+  config.family =
+      parseModelFamily(model.getFamily()).value_or(ModelFamily::Llama);
+  config.numLayers = layers.size() - 2;
+  config.hidden = decoder.getHidden();
+  config.numHeads = *decoder.getHeads();
+  config.numKVHeads = *decoder.getKvHeads();
+  config.ffnHidden = *decoder.getFfn();
+  config.vocab = *layers.front().getVocab();
+  config.seqLen = model.getSeqLen();
+  config.maxPositions = model.getMaxPositions();
+  Type dtype = model.getDtype();
+  config.dtype = dtype.isF32()   ? DType::F32
+                 : dtype.isF16() ? DType::F16
+                                 : DType::BF16;
+  config.qkvBias = decoder.getQkvBias();
+  config.positions = model.getPositions() == PositionEncodingKind::Alibi
+                         ? PositionEncoding::Alibi
+                         : PositionEncoding::Rope;
+  config.tieEmbeddings = model.getTieEmbeddings();
+  config.normHead = model.getNormHead();
+  config.rmsNormEps = model.getRmsEps().convertToDouble();
+  config.ropeTheta = model.getRopeTheta().convertToDouble();
+  return config;
+}
+
+int64_t ratrain::getLayerParams(LayerOp layer) {
+  int64_t hidden = layer.getHidden();
+  switch (layer.getKind()) {
+  case LayerKind::Embedding:
+    return int64_t(*layer.getVocab()) * hidden;
+  case LayerKind::Head: {
+    auto model = layer->getParentOfType<ModelOp>();
+    bool tied = model && model.getTieEmbeddings();
+    return hidden + (tied ? 0 : int64_t(*layer.getVocab()) * hidden);
+  }
+  case LayerKind::Decoder: {
+    ModelConfig config;
+    config.hidden = hidden;
+    config.numHeads = *layer.getHeads();
+    config.numKVHeads = *layer.getKvHeads();
+    config.ffnHidden = *layer.getFfn();
+    config.qkvBias = layer.getQkvBias();
+    return config.paramsPerLayer();
+  }
+  }
+  llvm_unreachable("unknown layer kind");
+}
+
+Recompute ratrain::toIRRecompute(RecomputePolicy policy) {
+  switch (policy) {
+  case RecomputePolicy::None:
+    return Recompute::None;
+  case RecomputePolicy::Selective:
+    return Recompute::Selective;
+  case RecomputePolicy::Full:
+    return Recompute::Full;
+  }
+  llvm_unreachable("unknown recompute policy");
+}
+
+RecomputePolicy ratrain::fromIRRecompute(Recompute recompute) {
+  switch (recompute) {
+  case Recompute::None:
+    return RecomputePolicy::None;
+  case Recompute::Selective:
+    return RecomputePolicy::Selective;
+  case Recompute::Full:
+    return RecomputePolicy::Full;
+  }
+  llvm_unreachable("unknown recompute");
+}
+
+Offload ratrain::toIROffload(OffloadPolicy policy) {
+  switch (policy) {
+  case OffloadPolicy::None:
+    return Offload::None;
+  case OffloadPolicy::OptimizerStates:
+    return Offload::Optimizer;
+  case OffloadPolicy::MasterAndOptimizer:
+    return Offload::Master;
+  }
+  llvm_unreachable("unknown offload policy");
+}
+
+OffloadPolicy ratrain::fromIROffload(Offload offload) {
+  switch (offload) {
+  case Offload::None:
+    return OffloadPolicy::None;
+  case Offload::Optimizer:
+    return OffloadPolicy::OptimizerStates;
+  case Offload::Master:
+    return OffloadPolicy::MasterAndOptimizer;
+  }
+  llvm_unreachable("unknown offload");
+}
+
+ParallelConfig ratrain::toParallelConfig(PlanAttr plan) {
+  ParallelConfig config;
+  config.pipelineStages = plan.getPp();
+  config.dataParallel = plan.getDp();
+  config.microBatchSize = plan.getMicroBatchSize();
+  config.numMicroBatches = plan.getMicroBatches();
+  config.zero = static_cast<ZeroStage>(plan.getZero());
+  config.offload = fromIROffload(plan.getOffload());
+  int64_t firstDecoder = 0;
+  for (int64_t stage = 0; stage < plan.getPp(); ++stage) {
+    // Model layer 0 (embedding) is on stage 0, the head on the last stage.
+    int64_t decoders = plan.getStageLayers()[stage];
+    if (stage == 0)
+      --decoders;
+    if (stage == plan.getPp() - 1)
+      --decoders;
+    config.stages.push_back({firstDecoder, decoders});
+    firstDecoder += decoders;
+    config.recompute.push_back(fromIRRecompute(plan.getRecompute()[stage]));
+  }
+  return config;
+}

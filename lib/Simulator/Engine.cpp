@@ -1,0 +1,680 @@
+//===- Engine.cpp - The simulator's discrete-event engine -----------------===//
+//
+// Setup, the event and flow machinery, asynchronous tasks and the stage
+// streams of the engine declared in Engine.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Engine.h"
+
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <deque>
+#include <limits>
+#include <map>
+#include <queue>
+#include <tuple>
+
+using namespace ratrain;
+using namespace ratrain::sim;
+using namespace ratrain::sim::detail;
+
+//===----------------------------------------------------------------------===//
+// Setup
+//===----------------------------------------------------------------------===//
+
+llvm::Error Engine::prepare() {
+  if (options.iterations == 0)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "at least one iteration must be simulated");
+  if (llvm::Error error = program.verify())
+    return error;
+  const uint32_t numStages = static_cast<uint32_t>(program.stages.size());
+  const uint32_t channels =
+      static_cast<uint32_t>(std::max<int64_t>(1, machine.cluster.dmaChannels));
+
+  links.resize(static_cast<size_t>(numStages) * NumLinkSlots);
+  for (uint32_t s = 0; s < numStages; ++s) {
+    links[linkIndex(s, DmaLink)].bandwidth = machine.cluster.dmaBandwidth;
+    links[linkIndex(s, IntraTx)].bandwidth =
+        machine.network.intraNode.bandwidth;
+    links[linkIndex(s, IntraRx)].bandwidth =
+        machine.network.intraNode.bandwidth;
+    links[linkIndex(s, InterTx)].bandwidth =
+        machine.network.interNode.bandwidth;
+    links[linkIndex(s, InterRx)].bandwidth =
+        machine.network.interNode.bandwidth;
+    links[linkIndex(s, NodeTx)].bandwidth =
+        machine.network.nodeInjectionBandwidth;
+    links[linkIndex(s, NodeRx)].bandwidth =
+        machine.network.nodeInjectionBandwidth;
+    links[linkIndex(s, OffloadLink)].bandwidth = machine.offload.bandwidth;
+  }
+
+  // Send lookup for recv matching (verify() guarantees a unique match).
+  std::map<std::tuple<uint32_t, uint32_t, uint64_t>, uint32_t> sends;
+  for (uint32_t s = 0; s < numStages; ++s) {
+    const StageProgram &sp = program.stages[s];
+    for (uint32_t i = 0, e = static_cast<uint32_t>(sp.size()); i < e; ++i) {
+      const Task &t = sp.getTask(i);
+      if (t.kind == TaskKind::Send)
+        sends[{s, t.peer, t.tag}] = i;
+    }
+  }
+
+  std::map<std::tuple<int, int, int64_t, int64_t, int64_t>, uint32_t> planIndex;
+  auto needBandwidth = [&](uint32_t s, uint32_t i, double bandwidth,
+                           llvm::StringRef what) -> llvm::Error {
+    if (bandwidth > 0 && std::isfinite(bandwidth))
+      return llvm::Error::success();
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        llvm::formatv("stage {0}, {1}: machine '{2}' has no {3} bandwidth", s,
+                      program.stages[s].describeTask(i), machine.name, what)
+            .str());
+  };
+
+  stages.resize(numStages);
+  for (uint32_t s = 0; s < numStages; ++s) {
+    const StageProgram &sp = program.stages[s];
+    StageState &st = stages[s];
+    const size_t n = sp.size();
+    st.done.assign(n * options.iterations, kPending);
+    st.issued.assign(n * options.iterations, kPending);
+    st.matchedSend.assign(n, kNone);
+    st.plan.assign(n, kNone);
+    st.stats.resize(options.iterations);
+    st.dmaQueue.resize(channels);
+    st.dmaBusy.assign(channels, false);
+    uint32_t streams = 1;
+    for (const Task &t : sp.getTasks())
+      if (t.kind == TaskKind::Collective)
+        streams = std::max(streams, t.channel + 1);
+    st.commQueue.resize(streams);
+    st.commBusy.assign(streams, false);
+    for (uint32_t i = 0; i < n; ++i) {
+      const Task &t = sp.getTask(i);
+      switch (t.kind) {
+      case TaskKind::Recv:
+        st.matchedSend[i] = sends.at({t.peer, s, t.tag});
+        break;
+      case TaskKind::Dma:
+        if (t.channel >= channels)
+          return llvm::createStringError(
+              llvm::inconvertibleErrorCode(),
+              llvm::formatv("stage {0}, {1}: DMA channel {2}, but machine "
+                            "'{3}' has {4}",
+                            s, sp.describeTask(i), t.channel, machine.name,
+                            channels)
+                  .str());
+        if (t.bytes > 0)
+          if (llvm::Error e =
+                  needBandwidth(s, i, machine.cluster.dmaBandwidth, "DMA"))
+            return e;
+        break;
+      case TaskKind::Offload:
+        if (t.bytes > 0 && !machine.offload.present())
+          return llvm::createStringError(
+              llvm::inconvertibleErrorCode(),
+              llvm::formatv("stage {0}, {1}: machine '{2}' has no offload "
+                            "tier",
+                            s, sp.describeTask(i), machine.name)
+                  .str());
+        break;
+      case TaskKind::Send:
+        if (t.bytes > 0)
+          if (llvm::Error e =
+                  needBandwidth(s, i,
+                                t.link == LinkClass::IntraNode
+                                    ? machine.network.intraNode.bandwidth
+                                    : machine.network.interNode.bandwidth,
+                                stringifyLinkClass(t.link)))
+            return e;
+        break;
+      case TaskKind::Collective: {
+        const CollectiveSpec &c = t.collective;
+        auto key = std::make_tuple(static_cast<int>(c.kind),
+                                   static_cast<int>(c.algorithm), c.bytes,
+                                   c.groupSize, c.membersPerNode);
+        auto [it, inserted] =
+            planIndex.emplace(key, static_cast<uint32_t>(plans.size()));
+        if (inserted) {
+          plans.push_back(planCollective(c));
+          for (const CollectiveStep &step : plans.back())
+            if (step.bytes > 0)
+              if (llvm::Error e =
+                      needBandwidth(s, i,
+                                    step.link == LinkClass::IntraNode
+                                        ? machine.network.intraNode.bandwidth
+                                        : machine.network.interNode.bandwidth,
+                                    stringifyLinkClass(step.link)))
+                return e;
+        }
+        st.plan[i] = it->second;
+        break;
+      }
+      default:
+        break;
+      }
+    }
+  }
+  return llvm::Error::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Event machinery
+//===----------------------------------------------------------------------===//
+
+void Engine::schedule(double time, EventType type, uint32_t id,
+                      uint32_t version) {
+  events.push(Event{time, nextSeq++, id, version, type});
+}
+
+void Engine::settle(Flow &flow) {
+  if (flow.last < now) {
+    flow.remaining -= flow.rate * (now - flow.last);
+    if (flow.remaining < 0)
+      flow.remaining = 0;
+    flow.last = now;
+  }
+}
+
+/// Gives every flow on `link` its new fair-share rate and completion event.
+void Engine::rerate(uint32_t linkId) {
+  for (uint32_t flowIndex : links[linkId].flows) {
+    Flow &flow = flows[flowIndex];
+    settle(flow);
+    double rate = std::numeric_limits<double>::infinity();
+    for (unsigned i = 0; i < Flow::kMaxLinks; ++i)
+      if (flow.links[i] != kNone)
+        rate = std::min(rate, links[flow.links[i]].bandwidth /
+                                  links[flow.links[i]].weight);
+    flow.rate = rate;
+    ++flow.version;
+    schedule(now + flow.remaining / rate, EventType::FlowDone, flowIndex,
+             flow.version);
+  }
+}
+
+/// A slot of `slots`: a freed one when there is one, else a new one at the
+/// end. The caller initializes it.
+template <typename T>
+static uint32_t allocateSlot(std::vector<T> &slots,
+                             std::vector<uint32_t> &freeSlots) {
+  if (!freeSlots.empty()) {
+    uint32_t index = freeSlots.back();
+    freeSlots.pop_back();
+    return index;
+  }
+  slots.emplace_back();
+  return static_cast<uint32_t>(slots.size() - 1);
+}
+
+void Engine::startFlow(uint32_t opIndex, double bytes, uint32_t linkA,
+                       uint32_t linkB) {
+  FlowLinks route;
+  route.add(linkA, 1);
+  route.add(linkB, 1);
+  startFlow(opIndex, bytes, route);
+}
+
+void Engine::startNetworkFlow(uint32_t opIndex, double bytes, uint32_t from,
+                              uint32_t to, LinkClass cls, int64_t streams) {
+  FlowLinks route;
+  route.add(networkLink(from, cls, /*rx=*/false), 1);
+  route.add(networkLink(to, cls, /*rx=*/true), 1);
+  if (cls == LinkClass::InterNode &&
+      machine.network.nodeInjectionBandwidth > 0) {
+    double weight = static_cast<double>(std::max<int64_t>(1, streams));
+    route.add(linkIndex(from, NodeTx), weight);
+    route.add(linkIndex(to, NodeRx), weight);
+  }
+  startFlow(opIndex, bytes, route);
+}
+
+void Engine::startFlow(uint32_t opIndex, double bytes, const FlowLinks &route) {
+  if (bytes <= 0) {
+    schedule(now, EventType::StepDone, opIndex);
+    return;
+  }
+  uint32_t flowIndex = allocateSlot(flows, freeFlows);
+  Flow &flow = flows[flowIndex];
+  flow.remaining = bytes;
+  flow.rate = 0;
+  flow.last = now;
+  for (unsigned i = 0; i < Flow::kMaxLinks; ++i) {
+    flow.links[i] = route.links[i];
+    flow.weights[i] = route.weights[i];
+  }
+  flow.op = opIndex;
+  flow.active = true;
+  ops[opIndex].flow = flowIndex;
+  for (unsigned i = 0; i < Flow::kMaxLinks; ++i) {
+    if (route.links[i] == kNone)
+      continue;
+    Link &link = links[route.links[i]];
+    link.flows.push_back(flowIndex);
+    link.weight += route.weights[i];
+  }
+  for (unsigned i = 0; i < Flow::kMaxLinks; ++i)
+    if (route.links[i] != kNone)
+      rerate(route.links[i]);
+}
+
+void Engine::finishFlow(uint32_t flowIndex) {
+  Flow &flow = flows[flowIndex];
+  flow.active = false;
+  ++flow.version;
+  uint32_t opIndex = flow.op;
+  for (unsigned i = 0; i < Flow::kMaxLinks; ++i) {
+    if (flow.links[i] == kNone)
+      continue;
+    Link &link = links[flow.links[i]];
+    link.flows.erase(
+        std::find(link.flows.begin(), link.flows.end(), flowIndex));
+    link.weight -= flow.weights[i];
+    if (link.flows.empty())
+      link.weight = 0; // no drift from repeated additions
+  }
+  for (unsigned i = 0; i < Flow::kMaxLinks; ++i)
+    if (flow.links[i] != kNone)
+      rerate(flow.links[i]);
+  freeFlows.push_back(flowIndex);
+  ops[opIndex].flow = kNone;
+  stepDone(opIndex);
+}
+
+//===----------------------------------------------------------------------===//
+// Asynchronous tasks
+//===----------------------------------------------------------------------===//
+
+void Engine::issueAsync(uint32_t s, const Task &task) {
+  StageState &st = stages[s];
+  uint32_t opIndex = allocateSlot(ops, freeOps);
+  Op &op = ops[opIndex];
+  op = Op();
+  op.stage = s;
+  op.iteration = st.iteration;
+  op.task = st.pc;
+  op.start = now;
+  st.issued[slot(s, st.iteration, st.pc)] = now;
+  switch (task.kind) {
+  case TaskKind::Dma:
+    if (st.dmaBusy[task.channel]) {
+      st.dmaQueue[task.channel].push_back(opIndex);
+    } else {
+      st.dmaBusy[task.channel] = true;
+      startDma(opIndex);
+    }
+    return;
+  case TaskKind::Send:
+    schedule(now + latency(task.link), EventType::LatencyDone, opIndex);
+    return;
+  case TaskKind::Offload:
+    if (st.offloadBusy) {
+      st.offloadQueue.push_back(opIndex);
+    } else {
+      st.offloadBusy = true;
+      startOffload(opIndex);
+    }
+    return;
+  case TaskKind::Collective:
+    op.plan = st.plan[st.pc];
+    op.numSteps = static_cast<uint32_t>(plans[op.plan].size());
+    if (st.commBusy[task.channel]) {
+      st.commQueue[task.channel].push_back(opIndex);
+    } else {
+      st.commBusy[task.channel] = true;
+      startCollective(opIndex);
+    }
+    return;
+  default:
+    return;
+  }
+}
+
+void Engine::startCollective(uint32_t opIndex) {
+  Op &op = ops[opIndex];
+  op.start = now;
+  if (op.numSteps == 0) {
+    schedule(now, EventType::StepDone, opIndex);
+    return;
+  }
+  schedule(now + latency(plans[op.plan][0].link), EventType::LatencyDone,
+           opIndex);
+}
+
+/// Offload transfers: a latency per chunk, then the bytes over the tier link.
+void Engine::startOffload(uint32_t opIndex) {
+  Op &op = ops[opIndex];
+  op.start = now;
+  const Task &task = program.stages[op.stage].getTask(op.task);
+  const OffloadTierSpec &tier = machine.offload;
+  double chunks = tier.chunkBytes > 0 && task.bytes > 0
+                      ? std::ceil(static_cast<double>(task.bytes) /
+                                  static_cast<double>(tier.chunkBytes))
+                      : 1.0;
+  schedule(now + chunks * tier.latency, EventType::LatencyDone, opIndex);
+}
+
+void Engine::startDma(uint32_t opIndex) {
+  Op &op = ops[opIndex];
+  op.start = now;
+  const Task &task = program.stages[op.stage].getTask(op.task);
+  startFlow(opIndex, static_cast<double>(task.bytes),
+            linkIndex(op.stage, DmaLink), kNone);
+}
+
+/// The latency of the op's current step has elapsed: move its bytes.
+void Engine::startStep(uint32_t opIndex) {
+  Op &op = ops[opIndex];
+  const Task &task = program.stages[op.stage].getTask(op.task);
+  if (task.kind == TaskKind::Offload) {
+    startFlow(opIndex, static_cast<double>(task.bytes),
+              linkIndex(op.stage, OffloadLink), kNone);
+    return;
+  }
+  if (task.kind == TaskKind::Send) {
+    startNetworkFlow(opIndex, static_cast<double>(task.bytes), op.stage,
+                     task.peer, task.link, program.stageReplicasPerNode);
+    return;
+  }
+  const CollectiveStep &step = plans[op.plan][op.step];
+  startNetworkFlow(opIndex, step.bytes, op.stage, op.stage, step.link,
+                   step.streams);
+}
+
+void Engine::stepDone(uint32_t opIndex) {
+  Op &op = ops[opIndex];
+  const Task &task = program.stages[op.stage].getTask(op.task);
+  if (task.kind == TaskKind::Collective && ++op.step < op.numSteps) {
+    schedule(now + latency(plans[op.plan][op.step].link),
+             EventType::LatencyDone, opIndex);
+    return;
+  }
+  completeOp(opIndex);
+}
+
+void Engine::completeOp(uint32_t opIndex) {
+  const Op op = ops[opIndex];
+  freeOps.push_back(opIndex);
+  StageState &st = stages[op.stage];
+  const Task &task = program.stages[op.stage].getTask(op.task);
+  st.done[slot(op.stage, op.iteration, op.task)] = now;
+  IterationStats &stats = st.stats[op.iteration];
+  stats.lastAsyncDone = std::max(stats.lastAsyncDone, now);
+
+  if (recording(op.iteration)) {
+    TraceInterval interval;
+    interval.stage = op.stage;
+    interval.task = op.task;
+    interval.iteration = op.iteration;
+    interval.start = op.start;
+    interval.end = now;
+    if (task.kind == TaskKind::Dma) {
+      interval.lane = Lane::Dma;
+      interval.kind = static_cast<uint8_t>(CommKind::Dma);
+      interval.channel = task.channel;
+    } else if (task.kind == TaskKind::Offload) {
+      interval.lane = Lane::Offload;
+      interval.kind = static_cast<uint8_t>(CommKind::Offload);
+    } else {
+      interval.lane = Lane::Network;
+      interval.kind = static_cast<uint8_t>(
+          task.kind == TaskKind::Send ? CommKind::P2P
+                                      : getCommKind(task.collective.kind));
+    }
+    trace.push_back(interval);
+  }
+
+  if (task.kind == TaskKind::Dma) {
+    auto &queue = st.dmaQueue[task.channel];
+    if (queue.empty()) {
+      st.dmaBusy[task.channel] = false;
+    } else {
+      uint32_t next = queue.front();
+      queue.pop_front();
+      startDma(next);
+    }
+  } else if (task.kind == TaskKind::Offload) {
+    if (st.offloadQueue.empty()) {
+      st.offloadBusy = false;
+    } else {
+      uint32_t next = st.offloadQueue.front();
+      st.offloadQueue.pop_front();
+      startOffload(next);
+    }
+  } else if (task.kind == TaskKind::Collective) {
+    auto &queue = st.commQueue[task.channel];
+    if (queue.empty()) {
+      st.commBusy[task.channel] = false;
+    } else {
+      uint32_t next = queue.front();
+      queue.pop_front();
+      startCollective(next);
+    }
+  }
+
+  // Wake whoever waits for this instance: the stage itself (a wait) or, for a
+  // send, the receiving stage.
+  auto wakes = [&](uint32_t s) {
+    const StageState &w = stages[s];
+    return w.blocked && w.blockStage == op.stage &&
+           w.blockIteration == op.iteration && w.blockTask == op.task;
+  };
+  if (wakes(op.stage))
+    resume(op.stage);
+  if (task.kind == TaskKind::Send && wakes(task.peer))
+    resume(task.peer);
+}
+
+//===----------------------------------------------------------------------===//
+// Stage streams
+//===----------------------------------------------------------------------===//
+
+void Engine::block(uint32_t s, uint32_t onStage, uint32_t onIteration,
+                   uint32_t onTask, CommKind kind, bool isRecv) {
+  StageState &st = stages[s];
+  st.blocked = true;
+  st.blockedOnRecv = isRecv;
+  st.blockStage = onStage;
+  st.blockIteration = onIteration;
+  st.blockTask = onTask;
+  st.blockKind = kind;
+  st.blockSince = now;
+}
+
+void Engine::resume(uint32_t s) {
+  StageState &st = stages[s];
+  st.blocked = false;
+  double exposedFrom = st.blockSince;
+  if (st.blockedOnRecv) {
+    // Waiting before the matching send was issued is pipeline bubble; only
+    // the transfer itself is exposed communication.
+    double issued =
+        stages[st.blockStage]
+            .issued[slot(st.blockStage, st.blockIteration, st.blockTask)];
+    exposedFrom = std::max(exposedFrom, issued);
+  }
+  if (now > exposedFrom) {
+    st.stats[st.iteration].exposed[static_cast<unsigned>(st.blockKind)] +=
+        now - exposedFrom;
+    if (recording(st.iteration)) {
+      TraceInterval interval;
+      interval.stage = s;
+      interval.task = st.pc;
+      interval.iteration = st.iteration;
+      interval.lane = Lane::Blocked;
+      interval.kind = static_cast<uint8_t>(st.blockKind);
+      interval.start = exposedFrom;
+      interval.end = now;
+      trace.push_back(interval);
+    }
+  }
+  ++st.pc;
+  advance(s);
+}
+
+void Engine::advance(uint32_t s) {
+  StageState &st = stages[s];
+  const StageProgram &sp = program.stages[s];
+  const uint32_t n = static_cast<uint32_t>(sp.size());
+  while (true) {
+    if (st.pc == n) {
+      st.stats[st.iteration].streamEnd = now;
+      st.pc = 0;
+      if (++st.iteration == options.iterations) {
+        st.finished = true;
+        return;
+      }
+      continue;
+    }
+    const Task &task = sp.getTask(st.pc);
+    switch (task.kind) {
+    case TaskKind::Compute: {
+      st.stats[st.iteration].busy[static_cast<unsigned>(task.computeKind)] +=
+          task.seconds;
+      if (task.seconds <= 0) {
+        ++st.pc;
+        continue;
+      }
+      if (recording(st.iteration)) {
+        TraceInterval interval;
+        interval.stage = s;
+        interval.task = st.pc;
+        interval.iteration = st.iteration;
+        interval.lane = Lane::Compute;
+        interval.kind = static_cast<uint8_t>(task.computeKind);
+        interval.start = now;
+        interval.end = now + task.seconds;
+        trace.push_back(interval);
+      }
+      ++st.pc;
+      schedule(now + task.seconds, EventType::ComputeDone, s);
+      return;
+    }
+    case TaskKind::Dma:
+    case TaskKind::Send:
+    case TaskKind::Collective:
+    case TaskKind::Offload:
+      issueAsync(s, task);
+      ++st.pc;
+      continue;
+    case TaskKind::Recv: {
+      uint32_t send = st.matchedSend[st.pc];
+      if (!std::isnan(
+              stages[task.peer].done[slot(task.peer, st.iteration, send)])) {
+        ++st.pc;
+        continue;
+      }
+      block(s, task.peer, st.iteration, send, CommKind::P2P, true);
+      return;
+    }
+    case TaskKind::Wait: {
+      if (task.previousIteration && st.iteration == 0) {
+        ++st.pc;
+        continue;
+      }
+      uint32_t iteration = st.iteration - (task.previousIteration ? 1 : 0);
+      if (!std::isnan(st.done[slot(s, iteration, task.waitTask)])) {
+        ++st.pc;
+        continue;
+      }
+      const Task &awaited = sp.getTask(task.waitTask);
+      CommKind kind;
+      switch (awaited.kind) {
+      case TaskKind::Dma:
+        kind = CommKind::Dma;
+        break;
+      case TaskKind::Send:
+        kind = CommKind::P2P;
+        break;
+      case TaskKind::Offload:
+        kind = CommKind::Offload;
+        break;
+      default:
+        kind = getCommKind(awaited.collective.kind);
+        break;
+      }
+      block(s, s, iteration, task.waitTask, kind, false);
+      return;
+    }
+    case TaskKind::Alloc:
+      st.memory += task.bytes;
+      st.peakMemory = std::max(st.peakMemory, st.memory);
+      ++st.pc;
+      continue;
+    case TaskKind::Free:
+      st.memory -= task.bytes;
+      ++st.pc;
+      continue;
+    }
+  }
+}
+
+std::string Engine::describeBlock(uint32_t s) const {
+  const StageState &st = stages[s];
+  const StageProgram &sp = program.stages[s];
+  std::string text = llvm::formatv("stage {0}{1}, {2} in iteration {3}", s,
+                                   sp.name.empty() ? "" : " '" + sp.name + "'",
+                                   sp.describeTask(st.pc), st.iteration + 1)
+                         .str();
+  const StageProgram &target = program.stages[st.blockStage];
+  const StageState &ts = stages[st.blockStage];
+  bool issued = !std::isnan(
+      ts.issued[slot(st.blockStage, st.blockIteration, st.blockTask)]);
+  text += llvm::formatv(" waits for stage {0} {1} of iteration {2}, which "
+                        "{3}",
+                        st.blockStage, target.describeTask(st.blockTask),
+                        st.blockIteration + 1,
+                        issued ? "never completes" : "is never issued")
+              .str();
+  return text;
+}
+
+llvm::Error Engine::run() {
+  if (llvm::Error error = prepare())
+    return error;
+  for (uint32_t s = 0; s < stages.size(); ++s)
+    advance(s);
+  while (!events.empty()) {
+    Event event = events.top();
+    events.pop();
+    now = event.time;
+    ++processed;
+    switch (event.type) {
+    case EventType::ComputeDone:
+      advance(event.id);
+      break;
+    case EventType::LatencyDone:
+      startStep(event.id);
+      break;
+    case EventType::FlowDone: {
+      const Flow &flow = flows[event.id];
+      if (flow.active && flow.version == event.version)
+        finishFlow(event.id);
+      break;
+    }
+    case EventType::StepDone:
+      stepDone(event.id);
+      break;
+    }
+  }
+  std::string deadlock;
+  for (uint32_t s = 0; s < stages.size(); ++s) {
+    if (stages[s].finished)
+      continue;
+    if (!deadlock.empty())
+      deadlock += "; ";
+    deadlock += describeBlock(s);
+  }
+  if (!deadlock.empty())
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "deadlock at t=" + formatNumber(now) +
+                                       " s: " + deadlock);
+  return llvm::Error::success();
+}

@@ -1,0 +1,230 @@
+//===- Engine.h - The simulator's discrete-event engine ---------*- C++ -*-===//
+//
+// Private to lib/Simulator: the engine's state and events. Engine.cpp runs
+// the events; Simulator.cpp builds the report and prints it.
+//
+// State: per stage a program counter, the current iteration, and the
+// completion time of every asynchronous task instance (iteration x task).
+// Events (a binary heap ordered by time, then by insertion order, so runs are
+// deterministic): a compute task ends, a transfer's latency elapses, a flow
+// finishes. Flows carry bytes over one or two links at the rate min over
+// their links of (link bandwidth / weight of the flows on the link) (weight 1
+// on a cluster's own links; on a node's shared injection link a flow weighs
+// as many as the symmetric clusters of the node that send the same way at the
+// same time); whenever a flow starts or ends, the flows sharing its links are
+// settled (bytes moved so far subtracted) and get new rates and completion
+// events. Stale completion events are recognised by a version number.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RATRAIN_LIB_SIMULATOR_ENGINE_H
+#define RATRAIN_LIB_SIMULATOR_ENGINE_H
+
+#include "ratrain/Simulator/Simulator.h"
+
+#include "llvm/ADT/SmallVector.h"
+
+#include <cstdint>
+#include <deque>
+#include <limits>
+#include <queue>
+#include <string>
+#include <vector>
+
+namespace ratrain {
+namespace sim {
+namespace detail {
+
+inline constexpr double kPending = std::numeric_limits<double>::quiet_NaN();
+inline constexpr uint32_t kNone = ~0u;
+
+/// Links of one stage's representative cluster.
+enum LinkSlot : uint32_t {
+  DmaLink = 0,
+  IntraTx,
+  IntraRx,
+  InterTx,
+  InterRx,
+  NodeTx, ///< The node's injection into the inter-node network (shared).
+  NodeRx,
+  OffloadLink, ///< DDR <-> offload tier, reads and writes.
+  NumLinkSlots
+};
+
+struct Link {
+  double bandwidth = 0;
+  double weight = 0; ///< Sum of the weights of the flows on the link.
+  llvm::SmallVector<uint32_t, 4> flows;
+};
+
+/// The links a flow crosses, with its weight on each.
+struct FlowLinks {
+  uint32_t links[4] = {kNone, kNone, kNone, kNone};
+  double weights[4] = {1, 1, 1, 1};
+  unsigned count = 0;
+  void add(uint32_t link, double weight) {
+    if (link == kNone)
+      return;
+    links[count] = link;
+    weights[count] = weight;
+    ++count;
+  }
+};
+
+struct Flow {
+  double remaining = 0;
+  double rate = 0;
+  double last = 0;
+  static constexpr unsigned kMaxLinks = 4;
+  uint32_t links[kMaxLinks] = {kNone, kNone, kNone, kNone};
+  double weights[kMaxLinks] = {1, 1, 1, 1};
+  uint32_t version = 0;
+  uint32_t op = kNone;
+  bool active = false;
+};
+
+/// An asynchronous task instance in flight.
+struct Op {
+  uint32_t stage = 0;
+  uint32_t iteration = 0;
+  uint32_t task = 0;
+  uint32_t plan = kNone; ///< Collectives: index into the plan table.
+  uint32_t step = 0;
+  uint32_t numSteps = 1;
+  uint32_t flow = kNone;
+  double start = 0; ///< When the first byte could move (after any queueing).
+};
+
+enum class EventType : uint8_t { ComputeDone, LatencyDone, FlowDone, StepDone };
+
+struct Event {
+  double time;
+  uint64_t seq;
+  uint32_t id;
+  uint32_t version;
+  EventType type;
+};
+
+struct EventLater {
+  bool operator()(const Event &a, const Event &b) const {
+    if (a.time != b.time)
+      return a.time > b.time;
+    return a.seq > b.seq;
+  }
+};
+
+struct IterationStats {
+  std::array<double, kNumComputeKinds> busy{};
+  std::array<double, kNumCommKinds> exposed{};
+  double streamEnd = 0;
+  double lastAsyncDone = 0;
+};
+
+struct StageState {
+  uint32_t pc = 0;
+  uint32_t iteration = 0;
+  bool finished = false;
+  // Blocking state.
+  bool blocked = false;
+  bool blockedOnRecv = false;
+  uint32_t blockStage = 0, blockIteration = 0, blockTask = 0;
+  CommKind blockKind = CommKind::P2P;
+  double blockSince = 0;
+  // Per (iteration, task): completion and issue time of async tasks.
+  std::vector<double> done;
+  std::vector<double> issued;
+  /// Recv task -> index of the matching send in the peer stage.
+  std::vector<uint32_t> matchedSend;
+  /// Collective task -> plan index.
+  std::vector<uint32_t> plan;
+  std::vector<IterationStats> stats;
+  int64_t memory = 0;
+  int64_t peakMemory = 0;
+  std::vector<std::deque<uint32_t>> dmaQueue;
+  std::vector<bool> dmaBusy;
+  /// Collectives queued on each communication stream, and whether one runs.
+  std::vector<std::deque<uint32_t>> commQueue;
+  std::vector<bool> commBusy;
+  /// Offload-tier transfers queued on the cluster's offload stream.
+  std::deque<uint32_t> offloadQueue;
+  bool offloadBusy = false;
+};
+
+class Engine {
+public:
+  Engine(const SimProgram &program, const MachineModel &machine,
+         const SimOptions &options)
+      : program(program), machine(machine), options(options) {}
+
+  llvm::Error run();
+  SimReport makeReport() const;
+
+private:
+  llvm::Error prepare();
+  void advance(uint32_t stage);
+  void block(uint32_t stage, uint32_t onStage, uint32_t onIteration,
+             uint32_t onTask, CommKind kind, bool isRecv);
+  void resume(uint32_t stage);
+  void issueAsync(uint32_t stage, const Task &task);
+  void startDma(uint32_t opIndex);
+  void startCollective(uint32_t opIndex);
+  void startOffload(uint32_t opIndex);
+  void startStep(uint32_t opIndex);
+  void startFlow(uint32_t opIndex, double bytes, uint32_t linkA,
+                 uint32_t linkB);
+  void startFlow(uint32_t opIndex, double bytes, const FlowLinks &route);
+  /// A transfer over the network from `from`'s cluster to `to`'s; inter-node
+  /// transfers also cross both nodes' injection links with weight `streams`.
+  void startNetworkFlow(uint32_t opIndex, double bytes, uint32_t from,
+                        uint32_t to, LinkClass cls, int64_t streams);
+  void finishFlow(uint32_t flowIndex);
+  void stepDone(uint32_t opIndex);
+  void completeOp(uint32_t opIndex);
+  void rerate(uint32_t link);
+  void settle(Flow &flow);
+  void schedule(double time, EventType type, uint32_t id, uint32_t version = 0);
+  uint32_t linkIndex(uint32_t stage, LinkSlot slot) const {
+    return stage * NumLinkSlots + slot;
+  }
+  uint32_t networkLink(uint32_t stage, LinkClass cls, bool rx) const {
+    return linkIndex(stage, cls == LinkClass::IntraNode
+                                ? (rx ? IntraRx : IntraTx)
+                                : (rx ? InterRx : InterTx));
+  }
+  double latency(LinkClass cls) const {
+    return cls == LinkClass::IntraNode ? machine.network.intraNode.latency
+                                       : machine.network.interNode.latency;
+  }
+  bool recording(uint32_t iteration) const {
+    return options.recordTrace &&
+           (options.traceIterations == 0 ||
+            iteration + options.traceIterations >= options.iterations);
+  }
+  size_t slot(uint32_t stage, uint32_t iteration, uint32_t task) const {
+    return static_cast<size_t>(iteration) * program.stages[stage].size() + task;
+  }
+  std::string describeBlock(uint32_t stage) const;
+
+  const SimProgram &program;
+  const MachineModel &machine;
+  const SimOptions &options;
+
+  std::vector<StageState> stages;
+  std::vector<Link> links;
+  std::vector<Flow> flows;
+  std::vector<uint32_t> freeFlows;
+  std::vector<Op> ops;
+  std::vector<uint32_t> freeOps;
+  std::vector<std::vector<CollectiveStep>> plans;
+  std::priority_queue<Event, std::vector<Event>, EventLater> events;
+  uint64_t nextSeq = 0;
+  uint64_t processed = 0;
+  double now = 0;
+  std::vector<TraceInterval> trace;
+};
+
+} // namespace detail
+} // namespace sim
+} // namespace ratrain
+
+#endif // RATRAIN_LIB_SIMULATOR_ENGINE_H
