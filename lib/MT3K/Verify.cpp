@@ -1,0 +1,262 @@
+//===- Verify.cpp - --mt3k-verify -----------------------------------------===//
+//
+// The program-wide and cross-program checks of an mt3k module: hazards and
+// waits (from the async-hazard analysis), offload keys, and point-to-point
+// traffic on pipeline groups.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ratrain/Analysis/AsyncHazards.h"
+#include "ratrain/MT3K/Passes.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/StringMap.h"
+
+namespace ratrain::mt3k {
+#define GEN_PASS_DEF_MT3KVERIFY
+#include "ratrain/MT3K/Passes.h.inc"
+} // namespace ratrain::mt3k
+
+using namespace mlir;
+using namespace ratrain::mt3k;
+
+//===----------------------------------------------------------------------===//
+// Hazards and waits
+//===----------------------------------------------------------------------===//
+
+/// `%3`: the name the printer gives `value`.
+static std::string getOperandName(Value value) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  value.printAsOperand(os, OpPrintingFlags());
+  return text;
+}
+
+/// `'k' of the host store`
+static std::string describeSlot(Attribute slot) {
+  auto parts = llvm::cast<ArrayAttr>(slot);
+  auto tier = llvm::cast<StorageTierAttr>(parts[0]);
+  auto key = llvm::cast<StringAttr>(parts[1]);
+  return ("'" + key.getValue() + "' of the " +
+          stringifyStorageTier(tier.getValue()) + " store")
+      .str();
+}
+
+/// Reports `hazard` at its conflicting operation, with a note at the
+/// asynchronous operation.
+static void reportHazard(const AsyncHazard &hazard) {
+  Operation *op = hazard.op;
+  const MemoryAccess &access = hazard.access, &pending = hazard.pending;
+  std::string token = getOperandName(hazard.getToken());
+  if (pending.storeSlot) {
+    auto key =
+        llvm::cast<StringAttr>(llvm::cast<ArrayAttr>(pending.storeSlot)[1]);
+    if (llvm::isa<ReloadOp>(op) && llvm::isa<OffloadOp>(hazard.asyncOp)) {
+      InFlightDiagnostic diag = op->emitOpError("reloads key '")
+                                << key.getValue()
+                                << "' before its offload is waited on (token "
+                                << token << ")";
+      diag.attachNote(hazard.asyncOp->getLoc()) << "offloaded here";
+      return;
+    }
+    InFlightDiagnostic diag = op->emitOpError()
+                              << (access.writes ? "writes" : "reads") << " key "
+                              << describeSlot(pending.storeSlot)
+                              << " that an unfinished '"
+                              << hazard.asyncOp->getName() << "' "
+                              << (pending.writes ? "writes" : "reads")
+                              << "; wait on its token first (token " << token
+                              << ")";
+    diag.attachNote(hazard.asyncOp->getLoc())
+        << "asynchronous operation started here";
+    return;
+  }
+  const MemoryRange &range = *access.range;
+  InFlightDiagnostic diag =
+      op->emitOpError() << (access.writes ? "writes" : "reads") << " "
+                        << stringifyMemorySpace(range.space) << " bytes ["
+                        << range.begin << ", " << range.end << ") of buffer '"
+                        << BufferOp(range.buffer).getName()
+                        << "' that an unfinished '" << hazard.asyncOp->getName()
+                        << "' " << (pending.writes ? "writes" : "reads")
+                        << "; wait on its token first (token " << token << ")";
+  diag.attachNote(hazard.asyncOp->getLoc())
+      << "asynchronous operation started here";
+}
+
+/// Every token is waited on, before any operation that conflicts with its
+/// asynchronous operation.
+static LogicalResult verifyWaits(const AsyncHazardAnalysis &analysis) {
+  for (const AsyncHazard &hazard : analysis.getHazards())
+    reportHazard(hazard);
+  for (AsyncOpInterface asyncOp : analysis.getUnwaitedOps())
+    asyncOp->emitOpError("token is never waited on");
+  return success(analysis.isHazardFree());
+}
+
+//===----------------------------------------------------------------------===//
+// Offload keys
+//===----------------------------------------------------------------------===//
+
+/// A key is offloaded once by the prologue and once per iteration, and
+/// reloaded, after an offload to the same tier, with its size.
+static LogicalResult verifyOffloadKeys(ProgramOp program) {
+  bool ok = true;
+  llvm::StringMap<OffloadOp> offloads, prologueOffloads;
+  for (Operation &op : program.getBodyBlock()) {
+    if (auto offload = llvm::dyn_cast<OffloadOp>(op)) {
+      auto [it, inserted] = (isPrologueOp(&op) ? prologueOffloads : offloads)
+                                .try_emplace(offload.getKey(), offload);
+      if (!inserted) {
+        InFlightDiagnostic diag = offload.emitOpError("key '")
+                                  << offload.getKey()
+                                  << "' is offloaded more than once";
+        diag.attachNote(it->second.getLoc()) << "first offloaded here";
+        ok = false;
+      }
+      continue;
+    }
+    auto reload = llvm::dyn_cast<ReloadOp>(op);
+    if (!reload)
+      continue;
+    OffloadOp earlier = offloads.lookup(reload.getKey());
+    if (!earlier)
+      earlier = prologueOffloads.lookup(reload.getKey());
+    if (!earlier || earlier.getTier() != reload.getTier()) {
+      reload.emitOpError("key '")
+          << reload.getKey() << "' has no earlier offload to "
+          << stringifyStorageTier(reload.getTier());
+      ok = false;
+      continue;
+    }
+    int64_t stored = earlier.getSource().getType().getSizeInBytes();
+    int64_t wanted = reload.getDest().getType().getSizeInBytes();
+    if (stored != wanted) {
+      reload.emitOpError("reloads ") << wanted << " bytes, but key '"
+                                     << reload.getKey() << "' holds " << stored;
+      ok = false;
+    }
+  }
+  return success(ok);
+}
+
+//===----------------------------------------------------------------------===//
+// Pipeline traffic
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// (group, peer, tag)
+using TransferKey = std::tuple<StringRef, int64_t, int64_t>;
+
+/// The sends and recvs of one program on pipeline groups, by (group, peer,
+/// tag), in program order.
+struct PipelineTransfers {
+  llvm::MapVector<TransferKey, SmallVector<SendOp>> sends;
+  llvm::MapVector<TransferKey, SmallVector<RecvOp>> recvs;
+};
+} // namespace
+
+template <typename TransferOp>
+static void collect(ProgramOp program,
+                    llvm::MapVector<TransferKey, SmallVector<TransferOp>> &map,
+                    SymbolTableCollection &symbols) {
+  for (auto op : program.getBodyBlock().getOps<TransferOp>()) {
+    auto group =
+        symbols.lookupNearestSymbolFrom<GroupOp>(program, op.getGroupAttr());
+    if (!group || group.getKind() != GroupKind::pipeline)
+      continue;
+    map[{op.getGroup(), static_cast<int64_t>(op.getPeer()),
+         static_cast<int64_t>(op.getTag())}]
+        .push_back(op);
+  }
+}
+
+/// On pipeline groups, where a rank's index is its program's stage, the k-th
+/// send of a program to stage p with tag t is received by the k-th recv from
+/// its stage with tag t in p's program, into as many bytes; and every recv
+/// has such a send. Stages without a program in the module are not checked.
+/// Reports the first mismatch of each program.
+static LogicalResult verifyPipelineTraffic(ModuleOp module) {
+  SymbolTableCollection symbols;
+  llvm::DenseMap<int64_t, ProgramOp> byStage;
+  llvm::DenseMap<Operation *, PipelineTransfers> transfers;
+  for (auto program : module.getOps<ProgramOp>()) {
+    byStage.try_emplace(program.getStage(), program);
+    PipelineTransfers &own = transfers[program];
+    collect(program, own.sends, symbols);
+    collect(program, own.recvs, symbols);
+  }
+  auto verifyProgram = [&](ProgramOp program) -> LogicalResult {
+    int64_t self = program.getStage();
+    // A transfer to itself is reported by the op's own verifier.
+    auto peerOf = [&](int64_t peer) {
+      return peer == self ? ProgramOp() : byStage.lookup(peer);
+    };
+    for (auto &[key, sends] : transfers[program].sends) {
+      auto [group, peer, tag] = key;
+      ProgramOp peerProgram = peerOf(peer);
+      if (!peerProgram)
+        continue;
+      auto &peerRecvs = transfers[peerProgram].recvs;
+      auto matching = peerRecvs.find({group, self, tag});
+      for (auto [index, send] : llvm::enumerate(sends)) {
+        if (matching == peerRecvs.end() || index >= matching->second.size())
+          return send.emitOpError("to stage ")
+                 << peer << " with tag " << tag << " on @" << group
+                 << " has no matching 'mt3k.recv' in program @"
+                 << peerProgram.getSymName();
+        RecvOp recv = matching->second[index];
+        int64_t sent = send.getBuffer().getType().getSizeInBytes();
+        int64_t received = recv.getBuffer().getType().getSizeInBytes();
+        if (sent != received) {
+          InFlightDiagnostic diag =
+              send.emitOpError("sends ")
+              << sent << " bytes, but the matching recv receives " << received;
+          diag.attachNote(recv.getLoc()) << "received here";
+          return diag;
+        }
+      }
+    }
+    for (auto &[key, recvs] : transfers[program].recvs) {
+      auto [group, peer, tag] = key;
+      ProgramOp peerProgram = peerOf(peer);
+      if (!peerProgram)
+        continue;
+      auto &peerSends = transfers[peerProgram].sends;
+      auto matching = peerSends.find({group, self, tag});
+      size_t sent = matching == peerSends.end() ? 0 : matching->second.size();
+      if (recvs.size() > sent)
+        return recvs[sent].emitOpError("from stage ")
+               << peer << " with tag " << tag << " on @" << group
+               << " has no matching 'mt3k.send' in program @"
+               << peerProgram.getSymName();
+    }
+    return success();
+  };
+  bool ok = true;
+  for (auto program : module.getOps<ProgramOp>())
+    ok &= succeeded(verifyProgram(program));
+  return success(ok);
+}
+
+//===----------------------------------------------------------------------===//
+// The pass
+//===----------------------------------------------------------------------===//
+
+namespace {
+struct VerifyPass : public ratrain::mt3k::impl::MT3KVerifyBase<VerifyPass> {
+  void runOnOperation() override {
+    bool ok = true;
+    for (auto program : getOperation().getOps<ProgramOp>()) {
+      ok &= succeeded(verifyOffloadKeys(program));
+      ok &= succeeded(
+          verifyWaits(getChildAnalysis<AsyncHazardAnalysis>(program)));
+    }
+    ok &= succeeded(verifyPipelineTraffic(getOperation()));
+    if (!ok)
+      return signalPassFailure();
+    markAllAnalysesPreserved();
+  }
+};
+} // namespace
