@@ -88,8 +88,8 @@ def MT3K_ProgramOp : MT3K_Op<"program", [
     waited on, and before its wait no operation touches memory that the
     asynchronous operation still reads or writes (two readers may overlap; a
     writer overlaps nothing); offloaded keys are reloaded after their
-    offload; point-to-point traffic on a `pipeline` group is matched across
-    programs. `--mt3k-insert-waits` places the waits that are missing.
+    offload; point-to-point traffic and collectives on a `pipeline` group
+    are matched across programs. `--mt3k-insert-waits` places the waits that are missing.
 
     `ddr_arena`, when present,
     is the size of the DDR arena the buffer-assignment pass planned for this

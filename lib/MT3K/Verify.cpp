@@ -1,8 +1,8 @@
 //===- Verify.cpp - --mt3k-verify -----------------------------------------===//
 //
 // The program-wide and cross-program checks of an mt3k module: hazards and
-// waits (from the async-hazard analysis), offload keys, and point-to-point
-// traffic on pipeline groups.
+// waits (from the async-hazard analysis), offload keys, and the traffic on
+// pipeline groups (send/recv matching, the same collectives on every stage).
 //
 //===----------------------------------------------------------------------===//
 
@@ -241,6 +241,97 @@ static LogicalResult verifyPipelineTraffic(ModuleOp module) {
 }
 
 //===----------------------------------------------------------------------===//
+// Pipeline collectives
+//===----------------------------------------------------------------------===//
+
+/// Whether `a` and `b` are the same collective: operation, inherent
+/// attributes (reduction, group, algorithm, root) and, per buffer operand,
+/// element type and count.
+static bool isSameCollective(Operation *a, Operation *b) {
+  if (a->getName() != b->getName() ||
+      a->getPropertiesAsAttribute() != b->getPropertiesAsAttribute() ||
+      a->getNumOperands() != b->getNumOperands())
+    return false;
+  for (auto [x, y] : llvm::zip(a->getOperandTypes(), b->getOperandTypes())) {
+    auto bx = llvm::cast<BufferType>(x), by = llvm::cast<BufferType>(y);
+    if (bx.getElementType() != by.getElementType() ||
+        bx.getNumElements() != by.getNumElements())
+      return false;
+  }
+  return true;
+}
+
+/// Every rank of a pipeline group, i.e. every stage, takes part in each of
+/// its collectives and barriers: the programs issue the same sequence of
+/// them on the group. Each program is compared with the module's first;
+/// reports the first difference of each program.
+static LogicalResult verifyPipelineCollectives(ModuleOp module) {
+  SymbolTableCollection symbols;
+  // The collectives of each program by pipeline group, in program order.
+  using Sequences = llvm::MapVector<StringRef, SmallVector<Operation *>>;
+  SmallVector<std::pair<ProgramOp, Sequences>> programs;
+  for (auto program : module.getOps<ProgramOp>()) {
+    Sequences &sequences = programs.emplace_back(program, Sequences()).second;
+    for (Operation &op : program.getBodyBlock()) {
+      if (!llvm::isa<AllReduceOp, ReduceScatterOp, AllGatherOp, BroadcastOp,
+                     BarrierOp>(op))
+        continue;
+      auto groupName = op.getAttrOfType<FlatSymbolRefAttr>("group");
+      auto group = symbols.lookupNearestSymbolFrom<GroupOp>(program, groupName);
+      if (group && group.getKind() == GroupKind::pipeline)
+        sequences[groupName.getValue()].push_back(&op);
+    }
+  }
+  if (programs.size() < 2)
+    return success();
+  auto sequenceOf = [](Sequences &sequences,
+                       StringRef group) -> ArrayRef<Operation *> {
+    auto it = sequences.find(group);
+    return it == sequences.end() ? ArrayRef<Operation *>() : it->second;
+  };
+  auto &[first, reference] = programs.front();
+  bool ok = true;
+  for (auto &[program, sequences] : llvm::drop_begin(programs)) {
+    // The groups either program uses, in order of first use.
+    SmallVector<StringRef> groups;
+    for (Sequences *each : {&reference, &sequences})
+      for (auto &entry : *each)
+        if (!llvm::is_contained(groups, entry.first))
+          groups.push_back(entry.first);
+    for (StringRef group : groups) {
+      ArrayRef<Operation *> expected = sequenceOf(reference, group);
+      ArrayRef<Operation *> actual = sequenceOf(sequences, group);
+      size_t index = 0;
+      while (index < expected.size() && index < actual.size() &&
+             isSameCollective(expected[index], actual[index]))
+        ++index;
+      if (index == expected.size() && index == actual.size())
+        continue;
+      ok = false;
+      if (index == actual.size()) {
+        expected[index]->emitOpError("is collective #")
+            << index << " on pipeline group @" << group << ", but program @"
+            << program.getSymName() << " has no such collective";
+      } else if (index == expected.size()) {
+        actual[index]->emitOpError("is collective #")
+            << index << " on pipeline group @" << group << ", but program @"
+            << first.getSymName() << " has no such collective";
+      } else {
+        InFlightDiagnostic diag =
+            actual[index]->emitOpError("is collective #")
+            << index << " on pipeline group @" << group
+            << ", but differs from that of program @" << first.getSymName()
+            << ": every stage takes part in the same collectives";
+        diag.attachNote(expected[index]->getLoc())
+            << "collective #" << index << " of program @" << first.getSymName();
+      }
+      break;
+    }
+  }
+  return success(ok);
+}
+
+//===----------------------------------------------------------------------===//
 // The pass
 //===----------------------------------------------------------------------===//
 
@@ -254,6 +345,7 @@ struct VerifyPass : public ratrain::mt3k::impl::MT3KVerifyBase<VerifyPass> {
           verifyWaits(getChildAnalysis<AsyncHazardAnalysis>(program)));
     }
     ok &= succeeded(verifyPipelineTraffic(getOperation()));
+    ok &= succeeded(verifyPipelineCollectives(getOperation()));
     if (!ok)
       return signalPassFailure();
     markAllAnalysesPreserved();

@@ -184,3 +184,55 @@ mt3k.program @s1 stage 1 {
   %t1 = mt3k.recv %a from 0 on @pp tag 0 : !mt3k.buffer<ddr, 64xf32>
   mt3k.wait %t1
 }
+
+// -----
+
+// Every stage takes part in each collective on a pipeline group: the same
+// all-reduce on both stages (through differently shaped views) is fine.
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.group @pp pipeline size 2
+mt3k.program @s0 stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 64xf32>
+  %t0 = mt3k.all_reduce sum %a -> %a on @pp ring : !mt3k.buffer<ddr, 64xf32> -> !mt3k.buffer<ddr, 64xf32>
+  mt3k.wait %t0
+  mt3k.barrier @pp
+}
+mt3k.program @s1 stage 1 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 8x8xf32>
+  %t0 = mt3k.all_reduce sum %a -> %a on @pp ring : !mt3k.buffer<ddr, 8x8xf32> -> !mt3k.buffer<ddr, 8x8xf32>
+  mt3k.wait %t0
+  mt3k.barrier @pp
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.group @pp pipeline size 2
+mt3k.program @s0 stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 64xf32>
+  // expected-note @+1 {{collective #0 of program @s0}}
+  %t0 = mt3k.all_reduce sum %a -> %a on @pp ring : !mt3k.buffer<ddr, 64xf32> -> !mt3k.buffer<ddr, 64xf32>
+  mt3k.wait %t0
+}
+mt3k.program @s1 stage 1 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 64xf32>
+  // expected-error @+1 {{'mt3k.all_reduce' op is collective #0 on pipeline group @pp, but differs from that of program @s0: every stage takes part in the same collectives}}
+  %t0 = mt3k.all_reduce max %a -> %a on @pp ring : !mt3k.buffer<ddr, 64xf32> -> !mt3k.buffer<ddr, 64xf32>
+  mt3k.wait %t0
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.group @pp pipeline size 2
+mt3k.group @dp data_parallel size 2
+mt3k.program @s0 stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 64xf32>
+  // Data-parallel collectives stay within a stage: not compared.
+  %t0 = mt3k.all_reduce sum %a -> %a on @dp ring : !mt3k.buffer<ddr, 64xf32> -> !mt3k.buffer<ddr, 64xf32>
+  mt3k.wait %t0
+  // expected-error @+1 {{'mt3k.barrier' op is collective #0 on pipeline group @pp, but program @s1 has no such collective}}
+  mt3k.barrier @pp
+}
+mt3k.program @s1 stage 1 {
+}

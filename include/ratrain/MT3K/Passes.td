@@ -95,8 +95,11 @@ def MT3KVerify : Pass<"mt3k-verify", "::mlir::ModuleOp"> {
     **Pipeline traffic.** On `pipeline` groups, where a rank's index is its
     program's stage, the k-th `mt3k.send` of stage s to stage p with tag t
     is received by the k-th `mt3k.recv` of stage p from s with tag t, into
-    as many bytes, and every recv has such a send. Stages without a program
-    in the module are not checked.
+    as many bytes, and every recv has such a send. Every stage takes part in
+    each collective and barrier on a pipeline group: all programs issue the
+    same sequence of them (operation, reduction, algorithm, root, element
+    type and count of each buffer). Stages without a program in the module
+    are not checked.
 
     Meant to run on the result of `--ratrain-lower-to-mt3k`, after
     `--mt3k-insert-waits`.
