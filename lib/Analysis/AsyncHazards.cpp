@@ -64,6 +64,18 @@ HazardKind AsyncHazard::getKind() const {
                         : HazardKind::WriteAfterRead;
 }
 
+StringRef ratrain::mt3k::stringifyHazardKind(HazardKind kind) {
+  switch (kind) {
+  case HazardKind::ReadAfterWrite:
+    return "read-after-write";
+  case HazardKind::WriteAfterRead:
+    return "write-after-read";
+  case HazardKind::WriteAfterWrite:
+    return "write-after-write";
+  }
+  return "";
+}
+
 WaitOp AsyncHazardAnalysis::getWait(AsyncOpInterface asyncOp) {
   for (Operation *user : asyncOp.getAsyncToken().getUsers())
     if (auto wait = llvm::dyn_cast<WaitOp>(user))

@@ -48,7 +48,9 @@ static std::string describeSlot(Attribute slot) {
 static void reportHazard(const AsyncHazard &hazard) {
   Operation *op = hazard.op;
   const MemoryAccess &access = hazard.access, &pending = hazard.pending;
-  std::string token = getOperandName(hazard.getToken());
+  // `(token %3, write-after-read)`
+  std::string token = getOperandName(hazard.getToken()) + ", " +
+                      stringifyHazardKind(hazard.getKind()).str();
   if (pending.storeSlot) {
     auto key =
         llvm::cast<StringAttr>(llvm::cast<ArrayAttr>(pending.storeSlot)[1]);

@@ -24,7 +24,7 @@ mt3k.program @raw stage 0 {
   // expected-note @+2 {{asynchronous operation started here}}
   // expected-error @+1 {{'mt3k.dma' op token is never waited on}}
   %t = mt3k.dma %a -> %b : !mt3k.buffer<ddr, 64xf32> -> !mt3k.buffer<gsm, 64xf32>
-  // expected-error @+1 {{'mt3k.elementwise' op reads gsm bytes [0, 256) of buffer 'b' that an unfinished 'mt3k.dma' writes; wait on its token first (token %2)}}
+  // expected-error @+1 {{'mt3k.elementwise' op reads gsm bytes [0, 256) of buffer 'b' that an unfinished 'mt3k.dma' writes; wait on its token first (token %2, read-after-write)}}
   mt3k.elementwise scale ins(%b : !mt3k.buffer<gsm, 64xf32>) outs(%b : !mt3k.buffer<gsm, 64xf32>) scale 2.0
 }
 
@@ -49,7 +49,7 @@ mt3k.program @war stage 0 {
   %t = mt3k.send %a to 1 on @pp tag 0 : !mt3k.buffer<ddr, 8x8xf32>
   // Reading what a send reads is fine.
   mt3k.gemm %a, %a -> %c : !mt3k.buffer<ddr, 8x8xf32>, !mt3k.buffer<ddr, 8x8xf32> -> !mt3k.buffer<ddr, 8x8xf32>
-  // expected-error @+1 {{'mt3k.fill' op writes ddr bytes [0, 256) of buffer 'a' that an unfinished 'mt3k.send' reads; wait on its token first (token %2)}}
+  // expected-error @+1 {{'mt3k.fill' op writes ddr bytes [0, 256) of buffer 'a' that an unfinished 'mt3k.send' reads; wait on its token first (token %2, write-after-read)}}
   mt3k.fill %a, 0.0 : !mt3k.buffer<ddr, 8x8xf32>
   mt3k.wait %t
 }
@@ -75,7 +75,7 @@ mt3k.program @shared stage 0 {
   %s = mt3k.send %a to 1 on @pp tag 0 : !mt3k.buffer<ddr, 8x8xf32>
   // expected-note @+1 {{asynchronous operation started here}}
   %r = mt3k.recv %in from 1 on @pp tag 1 : !mt3k.buffer<ddr, 128xf32>
-  // expected-error @+1 {{'mt3k.gemm' op reads ddr bytes [512, 768) of buffer 'in' that an unfinished 'mt3k.recv' writes; wait on its token first (token %5)}}
+  // expected-error @+1 {{'mt3k.gemm' op reads ddr bytes [512, 768) of buffer 'in' that an unfinished 'mt3k.recv' writes; wait on its token first (token %5, read-after-write)}}
   mt3k.gemm %a, %rows -> %c : !mt3k.buffer<ddr, 8x8xf32>, !mt3k.buffer<ddr, 8x8xf32> -> !mt3k.buffer<ddr, 8x8xf32>
   mt3k.wait %s, %r
 }
@@ -127,7 +127,7 @@ mt3k.program @prologue stage 0 {
   %p = mt3k.offload %a to host "s" {mt3k.prologue} : !mt3k.buffer<ddr, 64xf32>
   mt3k.init_param zeros %b "w" : !mt3k.buffer<ddr, 64xf32>
   mt3k.fill %c, 1.0 : !mt3k.buffer<ddr, 64xf32>
-  // expected-error @+1 {{'mt3k.reload' op reloads key 's' before its offload is waited on (token %3)}}
+  // expected-error @+1 {{'mt3k.reload' op reloads key 's' before its offload is waited on (token %3, read-after-write)}}
   %r = mt3k.reload %b from host "s" : !mt3k.buffer<ddr, 64xf32>
   mt3k.wait %r
 }

@@ -60,7 +60,7 @@ mt3k.program @p stage 0 {
   %b = mt3k.buffer "b" at 0 : !mt3k.buffer<am, 64xf32>
   // expected-note @+1 {{asynchronous operation started here}}
   %t0 = mt3k.dma %a -> %b core 1 : !mt3k.buffer<ddr, 64xf32> -> !mt3k.buffer<am, 64xf32>
-  // expected-error @+1 {{'mt3k.dma' op writes am bytes [0, 256) of buffer 'b' that an unfinished 'mt3k.dma' writes; wait on its token first}}
+  // expected-error @+1 {{'mt3k.dma' op writes am bytes [0, 256) of buffer 'b' that an unfinished 'mt3k.dma' writes; wait on its token first (token %2, write-after-write)}}
   %t1 = mt3k.dma %a -> %b core 1 : !mt3k.buffer<ddr, 64xf32> -> !mt3k.buffer<am, 64xf32>
   mt3k.wait %t0, %t1
 }
@@ -90,7 +90,7 @@ mt3k.program @p stage 0 {
   mt3k.wait %t0 {mt3k.prologue}
   // expected-note @+1 {{asynchronous operation started here}}
   %t1 = mt3k.reload %b from host "k" : !mt3k.buffer<ddr, 64xf32>
-  // expected-error @+1 {{'mt3k.offload' op writes key 'k' of the host store that an unfinished 'mt3k.reload' reads; wait on its token first (token %3)}}
+  // expected-error @+1 {{'mt3k.offload' op writes key 'k' of the host store that an unfinished 'mt3k.reload' reads; wait on its token first (token %3, write-after-read)}}
   %t2 = mt3k.offload %a to host "k" : !mt3k.buffer<ddr, 64xf32>
   mt3k.wait %t1, %t2
 }

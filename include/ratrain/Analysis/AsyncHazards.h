@@ -55,6 +55,9 @@ enum class HazardKind {
   WriteAfterWrite,
 };
 
+/// `read-after-write`, `write-after-read` or `write-after-write`.
+llvm::StringRef stringifyHazardKind(HazardKind kind);
+
 /// A later operation that touches memory an asynchronous operation still
 /// uses: no wait on the asynchronous operation's token comes before it.
 struct AsyncHazard {
