@@ -12,6 +12,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 namespace ratrain::mt3k {
 #define GEN_PASS_DEF_MT3KINSERTWAITS
@@ -58,12 +59,13 @@ void InsertWaitsPass::runOnOperation() {
       before = firstOfIteration;
     points[{before, prologue}].push_back(asyncOp);
   };
-  for (const AsyncHazard &hazard : analysis.getHazards())
+  llvm::SmallPtrSet<Operation *, 16> hazardous;
+  for (const AsyncHazard &hazard : analysis.getHazards()) {
     waitAt(hazard.asyncOp, hazard.op);
+    hazardous.insert(hazard.asyncOp);
+  }
   for (AsyncOpInterface asyncOp : analysis.getUnwaitedOps())
-    if (llvm::none_of(analysis.getHazards(), [&](const AsyncHazard &hazard) {
-          return hazard.asyncOp == asyncOp;
-        }))
+    if (!hazardous.contains(asyncOp))
       waitAt(asyncOp, nullptr);
 
   // A token is waited on once: it leaves a wait that comes too late (after

@@ -9,6 +9,7 @@
 #include "ratrain/Analysis/AsyncHazards.h"
 #include "ratrain/MT3K/Passes.h"
 
+#include "mlir/IR/AsmState.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringMap.h"
@@ -26,10 +27,10 @@ using namespace ratrain::mt3k;
 //===----------------------------------------------------------------------===//
 
 /// `%3`: the name the printer gives `value`.
-static std::string getOperandName(Value value) {
+static std::string getOperandName(Value value, AsmState &names) {
   std::string text;
   llvm::raw_string_ostream os(text);
-  value.printAsOperand(os, OpPrintingFlags());
+  value.printAsOperand(os, names);
   return text;
 }
 
@@ -45,20 +46,19 @@ static std::string describeSlot(Attribute slot) {
 
 /// Reports `hazard` at its conflicting operation, with a note at the
 /// asynchronous operation.
-static void reportHazard(const AsyncHazard &hazard) {
+static void reportHazard(const AsyncHazard &hazard, AsmState &names) {
   Operation *op = hazard.op;
   const MemoryAccess &access = hazard.access, &pending = hazard.pending;
   // `(token %3, write-after-read)`
-  std::string token = getOperandName(hazard.getToken()) + ", " +
-                      stringifyHazardKind(hazard.getKind()).str();
+  std::string token = "(token " + getOperandName(hazard.getToken(), names) +
+                      ", " + stringifyHazardKind(hazard.getKind()).str() + ")";
   if (pending.storeSlot) {
     auto key =
         llvm::cast<StringAttr>(llvm::cast<ArrayAttr>(pending.storeSlot)[1]);
     if (llvm::isa<ReloadOp>(op) && llvm::isa<OffloadOp>(hazard.asyncOp)) {
-      InFlightDiagnostic diag = op->emitOpError("reloads key '")
-                                << key.getValue()
-                                << "' before its offload is waited on (token "
-                                << token << ")";
+      InFlightDiagnostic diag =
+          op->emitOpError("reloads key '")
+          << key.getValue() << "' before its offload is waited on " << token;
       diag.attachNote(hazard.asyncOp->getLoc()) << "offloaded here";
       return;
     }
@@ -68,8 +68,7 @@ static void reportHazard(const AsyncHazard &hazard) {
                               << " that an unfinished '"
                               << hazard.asyncOp->getName() << "' "
                               << (pending.writes ? "writes" : "reads")
-                              << "; wait on its token first (token " << token
-                              << ")";
+                              << "; wait on its token first " << token;
     diag.attachNote(hazard.asyncOp->getLoc())
         << "asynchronous operation started here";
     return;
@@ -82,16 +81,21 @@ static void reportHazard(const AsyncHazard &hazard) {
                         << BufferOp(range.buffer).getName()
                         << "' that an unfinished '" << hazard.asyncOp->getName()
                         << "' " << (pending.writes ? "writes" : "reads")
-                        << "; wait on its token first (token " << token << ")";
+                        << "; wait on its token first " << token;
   diag.attachNote(hazard.asyncOp->getLoc())
       << "asynchronous operation started here";
 }
 
 /// Every token is waited on, before any operation that conflicts with its
 /// asynchronous operation.
-static LogicalResult verifyWaits(const AsyncHazardAnalysis &analysis) {
+static LogicalResult verifyWaits(ProgramOp program,
+                                 const AsyncHazardAnalysis &analysis) {
+  if (analysis.isHazardFree())
+    return success();
+  // Value names as the printer numbers them in the program (computed once).
+  AsmState names(program);
   for (const AsyncHazard &hazard : analysis.getHazards())
-    reportHazard(hazard);
+    reportHazard(hazard, names);
   for (AsyncOpInterface asyncOp : analysis.getUnwaitedOps())
     asyncOp->emitOpError("token is never waited on");
   return success(analysis.isHazardFree());
@@ -344,7 +348,7 @@ struct VerifyPass : public ratrain::mt3k::impl::MT3KVerifyBase<VerifyPass> {
     for (auto program : getOperation().getOps<ProgramOp>()) {
       ok &= succeeded(verifyOffloadKeys(program));
       ok &= succeeded(
-          verifyWaits(getChildAnalysis<AsyncHazardAnalysis>(program)));
+          verifyWaits(program, getChildAnalysis<AsyncHazardAnalysis>(program)));
     }
     ok &= succeeded(verifyPipelineTraffic(getOperation()));
     ok &= succeeded(verifyPipelineCollectives(getOperation()));
