@@ -46,7 +46,11 @@ def MT3K_Dialect : Dialect {
       Buffers are references: operations read and write the memory they name.
     * `mt3k.dma` starts an asynchronous copy between two different memory
       spaces and yields a `!mt3k.token`; `mt3k.wait` blocks until the given
-      tokens have completed. Every token must be waited on.
+      tokens have completed. Every token must be waited on, before any
+      operation touches memory the asynchronous operation still reads or
+      writes: asynchronous operations implement `AsyncOpInterface`, every
+      operation declares its memory effects, and `--mt3k-verify` checks the
+      waits that `--mt3k-insert-waits` places (docs/mt3k-passes.md).
     * Kernel calls (`mt3k.gemm`, `mt3k.attention_fwd`, `mt3k.attention_bwd`,
       `mt3k.rmsnorm_fwd`, `mt3k.rmsnorm_bwd`, `mt3k.elementwise`,
       `mt3k.adamw`, `mt3k.fill`) run synchronously on the whole cluster.

@@ -9,6 +9,7 @@
 
 #include "MT3K/MT3KAttrs.h"
 #include "MT3K/MT3KDialect.h"
+#include "MT3K/MT3KInterfaces.h"
 #include "MT3K/MT3KTypes.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OpDefinition.h"
@@ -17,28 +18,56 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
-namespace ratrain::mt3k {
-/// Implemented in MT3KOps.cpp: fails unless `token` is used by an mt3k.wait.
-mlir::LogicalResult verifyTokenIsWaited(mlir::Operation *op, mlir::Value token);
+#include <optional>
 
+namespace ratrain::mt3k {
 /// The world outside the program's buffers (network, data loader, loss log).
 struct RuntimeResource
     : public mlir::SideEffects::Resource::Base<RuntimeResource> {
   llvm::StringRef getName() final { return "mt3k.runtime"; }
 };
 
-/// Trait of asynchronous operations (DMA, communication): the first result
-/// is a token that must be consumed by an `mt3k.wait`.
-template <typename ConcreteType>
-class AsyncOp : public mlir::OpTrait::TraitBase<ConcreteType, AsyncOp> {
-public:
-  static mlir::LogicalResult verifyTrait(mlir::Operation *op) {
-    return verifyTokenIsWaited(op, op->getResult(0));
-  }
+/// The runtime's offload tiers. Effects on it carry `[tier, key]` as their
+/// parameters: the bytes kept under one key of one tier.
+struct OffloadStoreResource
+    : public mlir::SideEffects::Resource::Base<OffloadStoreResource> {
+  llvm::StringRef getName() final { return "mt3k.offload_store"; }
 };
 } // namespace ratrain::mt3k
 
 #define GET_OP_CLASSES
 #include "MT3K/MT3KOps.h.inc"
+
+namespace ratrain::mt3k {
+/// The attribute that marks the offloads and waits of a program's prologue.
+inline constexpr llvm::StringLiteral kPrologueAttrName = "mt3k.prologue";
+
+/// Whether `op` belongs to its program's prologue: buffers, views,
+/// parameter initialization, and offloads and waits marked `mt3k.prologue`.
+bool isPrologueOp(mlir::Operation *op);
+
+/// A byte range of one memory space, resolved through views.
+struct MemoryRange {
+  MemorySpace space;
+  /// For AM: the core whose AM is meant, or -1 for every core.
+  int64_t core = -1;
+  int64_t begin = 0, end = 0;
+  /// The buffer the range belongs to (for messages).
+  BufferOp buffer;
+
+  /// Whether the two ranges share a byte of one memory (for AM: of one
+  /// core's AM).
+  bool overlaps(const MemoryRange &other) const {
+    if (space != other.space || begin >= other.end || other.begin >= end)
+      return false;
+    return space != MemorySpace::am || core < 0 || other.core < 0 ||
+           core == other.core;
+  }
+};
+
+/// The absolute range `value` names, if it is an mt3k buffer that derives
+/// from an `mt3k.buffer` through `mt3k.view`s (every core's AM for AM).
+std::optional<MemoryRange> resolveMemoryRange(mlir::Value value);
+} // namespace ratrain::mt3k
 
 #endif // RATRAIN_MT3K_MT3KOPS_H

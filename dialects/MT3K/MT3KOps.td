@@ -11,6 +11,7 @@
 include "MT3K/MT3KDialect.td"
 include "MT3K/MT3KAttrs.td"
 include "MT3K/MT3KTypes.td"
+include "MT3K/MT3KInterfaces.td"
 include "mlir/IR/OpBase.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
@@ -23,21 +24,23 @@ class MT3K_Op<string mnemonic, list<Trait> traits = []>
 class MT3K_InProgramOp<string mnemonic, list<Trait> traits = []>
     : MT3K_Op<mnemonic, !listconcat(traits, [HasParent<"ProgramOp">])>;
 
-/// An asynchronous operation: its token result must be consumed by an
-/// `mt3k.wait` (verified by ratrain::mt3k::AsyncOp).
-def MT3K_AsyncOpTrait : NativeOpTrait<"AsyncOp"> {
-  let cppNamespace = "::ratrain::mt3k";
-}
-
-/// Traits of an asynchronous operation: its only result is a token, which
-/// builders infer (ODS generates inferReturnTypes for the buildable type).
-defvar MT3K_AsyncOp = [MT3K_AsyncOpTrait,
+/// Traits of an asynchronous operation: it implements the async op
+/// interface, and its only result is a token, which builders infer (ODS
+/// generates inferReturnTypes for the buildable type).
+defvar MT3K_AsyncOp = [MT3K_AsyncOpInterface,
                        DeclareOpInterfaceMethods<InferTypeOpInterface>];
 
 /// The world outside the program's buffers: the network, the data loader
 /// and the loss log. Operations that talk to it write it, so they are
-/// neither erased nor merged.
+/// neither erased nor merged. The runtime orders these effects itself (MPI
+/// requests, the loader's queue): they are not hazards between operations.
 def MT3K_RuntimeResource : Resource<"::ratrain::mt3k::RuntimeResource">;
+
+/// The offload tiers (host memory, storage): `mt3k.offload` writes and
+/// `mt3k.reload` reads the bytes kept under one key of one tier; the effect's
+/// parameters name them (`[tier, key]`, see OffloadOp::getEffects).
+def MT3K_OffloadStoreResource
+    : Resource<"::ratrain::mt3k::OffloadStoreResource">;
 
 include "MT3K/MT3KStructureOps.td"
 include "MT3K/MT3KKernelOps.td"

@@ -79,19 +79,17 @@ def MT3K_ProgramOp : MT3K_Op<"program", [
     The operations that every rank running pipeline stage `stage` executes,
     in order. The body is a single block without terminator; it has no
     control flow. Its prologue (the leading `mt3k.buffer`, `mt3k.view` and
-    `mt3k.init_param` operations) runs once before the first iteration; the
-    rest runs once per training iteration. Verified over the body: no
-    operation touches memory that an asynchronous operation (DMA or
-    communication) still reads or writes before the token of that operation
-    has been waited on (two readers may overlap; a writer overlaps nothing).
-    Buffer ranges are resolved through `mt3k.view`s to absolute offsets, and
-    a DMA to or from AM only touches the AM of its `core`.
+    `mt3k.init_param` operations, and the offloads and waits marked
+    `mt3k.prologue`) runs once before the first iteration; the rest runs
+    once per training iteration. Programs on a module have distinct stages.
 
-    Programs on a module have distinct stages. Point-to-point traffic on a
-    `pipeline` group is checked across programs: the k-th `mt3k.send` of
-    stage s to stage p with tag t is matched by the k-th `mt3k.recv` of stage
-    p from s with tag t, of the same byte size (stages without a program in
-    the module are not checked).
+    The verifier checks this structure only. What the program does over time
+    is checked by `--mt3k-verify` (docs/mt3k-passes.md): every token is
+    waited on, and before its wait no operation touches memory that the
+    asynchronous operation still reads or writes (two readers may overlap; a
+    writer overlaps nothing); offloaded keys are reloaded after their
+    offload; point-to-point traffic and collectives on a `pipeline` group
+    are matched across programs. `--mt3k-insert-waits` places the waits that are missing.
 
     `ddr_arena`, when present,
     is the size of the DDR arena the buffer-assignment pass planned for this
@@ -185,12 +183,15 @@ def MT3K_ViewOp : MT3K_InProgramOp<"view", [Pure]> {
 // Asynchronous data movement
 //===----------------------------------------------------------------------===//
 
-def MT3K_DmaOp : MT3K_InProgramOp<"dma", MT3K_AsyncOp> {
+def MT3K_DmaOp : MT3K_InProgramOp<"dma", !listconcat(MT3K_AsyncOp,
+    [DeclareOpInterfaceMethods<MemoryEffectsOpInterface>])> {
   let summary = "asynchronous copy between two memory spaces";
   let description = [{
     Starts copying `source` into `dest` on a DMA engine and yields a token;
     until the token has been waited on, no operation may write `source` or
-    touch `dest` (the enclosing program verifies this).
+    touch `dest` (`--mt3k-verify` checks this). Effects: reads `source`,
+    writes `dest`; the effect on the AM side carries the `core` as its
+    parameter.
     Allowed directions: `ddr <-> gsm`, `ddr <-> am`, `gsm <-> am`; a copy
     within one space is not a DMA (use `mt3k.elementwise cast`). Both buffers
     hold the same number of bytes and the same element type (shapes may
@@ -208,8 +209,8 @@ def MT3K_DmaOp : MT3K_InProgramOp<"dma", MT3K_AsyncOp> {
     mt3k.wait %t0, %t1
     ```
   }];
-  let arguments = (ins Arg<MT3K_AnyBuffer, "copied from", [MemRead]>:$source,
-                       Arg<MT3K_AnyBuffer, "copied to", [MemWrite]>:$dest,
+  let arguments = (ins Arg<MT3K_AnyBuffer, "copied from (read)">:$source,
+                       Arg<MT3K_AnyBuffer, "copied to (written)">:$dest,
                        OptionalAttr<ConfinedAttr<I64Attr, [IntNonNegative]>>:$core,
                        OptionalAttr<ConfinedAttr<I64Attr, [IntNonNegative]>>:$channel);
   let results = (outs MT3K_TokenType:$token);
@@ -221,20 +222,21 @@ def MT3K_DmaOp : MT3K_InProgramOp<"dma", MT3K_AsyncOp> {
 }
 
 def MT3K_OffloadOp : MT3K_InProgramOp<"offload", !listconcat(MT3K_AsyncOp,
-    [MemoryEffects<[MemWrite<MT3K_RuntimeResource>]>])> {
+    [DeclareOpInterfaceMethods<MemoryEffectsOpInterface>])> {
   let summary = "asynchronously copy a DDR buffer out to host memory or storage";
   let description = [{
     Starts copying `source` into the runtime's `tier` store (host memory or
     storage, outside the DDR arena) under `key`, and yields a token. After
     the wait, the DDR range may be reused; a later `mt3k.reload` with the
     same key brings the bytes back (activation offloading, as in GriNNder).
-    A key is offloaded at most once per iteration.
+    A key is offloaded at most once per iteration. Effects: reads `source`,
+    writes the offload store at `[tier, key]`.
 
     ```mlir
     %t = mt3k.offload %act to host "act.layer3.mb2" : !mt3k.buffer<ddr, 4096x4096xbf16>
     ```
   }];
-  let arguments = (ins Arg<MT3K_DdrBuffer, "offloaded", [MemRead]>:$source,
+  let arguments = (ins Arg<MT3K_DdrBuffer, "offloaded (read)">:$source,
                        MT3K_StorageTierAttr:$tier, StrAttr:$key);
   let results = (outs MT3K_TokenType:$token);
   let assemblyFormat = [{
@@ -243,19 +245,20 @@ def MT3K_OffloadOp : MT3K_InProgramOp<"offload", !listconcat(MT3K_AsyncOp,
 }
 
 def MT3K_ReloadOp : MT3K_InProgramOp<"reload", !listconcat(MT3K_AsyncOp,
-    [MemoryEffects<[MemWrite<MT3K_RuntimeResource>]>])> {
+    [DeclareOpInterfaceMethods<MemoryEffectsOpInterface>])> {
   let summary = "asynchronously copy offloaded bytes back into DDR";
   let description = [{
     Starts copying the bytes stored under `key` by an earlier `mt3k.offload`
     of the same program and tier into `dest` (same byte size, any DDR
     offset), and yields a token. The offload's token must have been waited
-    on first.
+    on first. Effects: reads the offload store at `[tier, key]`, writes
+    `dest`.
 
     ```mlir
     %t = mt3k.reload %act from host "act.layer3.mb2" : !mt3k.buffer<ddr, 4096x4096xbf16>
     ```
   }];
-  let arguments = (ins Arg<MT3K_DdrBuffer, "reloaded", [MemWrite]>:$dest,
+  let arguments = (ins Arg<MT3K_DdrBuffer, "reloaded (written)">:$dest,
                        MT3K_StorageTierAttr:$tier, StrAttr:$key);
   let results = (outs MT3K_TokenType:$token);
   let assemblyFormat = [{

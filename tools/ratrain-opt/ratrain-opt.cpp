@@ -2,13 +2,15 @@
 //
 // mlir-opt for RATrain: the ratrain and mt3k dialects, upstream
 // canonicalize/cse, and every RATrain pass (import -> plan -> expand-1f1b ->
-// schedule-lifecycle -> assign-buffers -> verify-schedule -> lower-to-mt3k).
+// schedule-lifecycle -> assign-buffers -> verify-schedule -> lower-to-mt3k ->
+// mt3k-insert-waits -> mt3k-verify).
 //
 //===----------------------------------------------------------------------===//
 
 #include "MT3K/MT3KDialect.h"
 #include "RATrain/RATrainDialect.h"
 #include "ratrain/Conversion/Passes.h"
+#include "ratrain/MT3K/Passes.h"
 #include "ratrain/Transforms/Passes.h"
 #include "ratrain/Transforms/SchedulePipeline.h"
 
@@ -40,6 +42,7 @@ int main(int argc, char **argv) {
   ratrain::registerRATrainPasses();
   ratrain::registerSchedulePipeline();
   ratrain::registerRATrainConversionPasses();
+  ratrain::mt3k::registerMT3KPasses();
 
   mlir::DialectRegistry registry;
   registry.insert<ratrain::RATrainDialect, ratrain::mt3k::MT3KDialect>();

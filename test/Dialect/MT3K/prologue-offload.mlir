@@ -1,4 +1,4 @@
-// RUN: ratrain-opt %s -split-input-file -verify-diagnostics | FileCheck %s
+// RUN: ratrain-opt %s -split-input-file -verify-diagnostics --mt3k-verify | FileCheck %s
 
 // Offloaded states (docs/lowering.md, "Offloaded optimizer states and
 // masters"): the prologue initializes a state, offloads it and waits

@@ -1,0 +1,125 @@
+//===- MT3KCommOps.cpp - mt3k communication verifiers ---------------------===//
+//
+// Verifiers of the collectives and point-to-point transfers
+// (MT3KCommOps.td): groups, ranks and sizes. Matching transfers across
+// programs is `--mt3k-verify`'s business (lib/MT3K/VerifyTraffic.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#include "MT3K/MT3KOps.h"
+
+using namespace mlir;
+using namespace ratrain::mt3k;
+
+static BufferType bufferType(Value value) {
+  return llvm::cast<BufferType>(value.getType());
+}
+
+/// Resolves `group` to an mt3k.group or reports that it names none.
+static GroupOp lookupGroup(Operation *op, FlatSymbolRefAttr group,
+                           SymbolTableCollection &symbolTable) {
+  auto groupOp =
+      symbolTable.lookupNearestSymbolFrom<GroupOp>(op, group.getAttr());
+  if (!groupOp)
+    op->emitOpError("'") << group << "' does not name an 'mt3k.group'";
+  return groupOp;
+}
+
+/// Fails unless `rank` is an index of `group`; `what` names the index.
+static LogicalResult verifyRankInGroup(Operation *op, StringRef what,
+                                       int64_t rank, GroupOp group) {
+  if (rank >= group.getSize())
+    return op->emitOpError()
+           << what << " " << rank << " is out of range: group @"
+           << group.getSymName() << " has " << group.getSize() << " ranks";
+  return success();
+}
+
+/// Fails unless `large` holds `factor` times the elements of `small`, with
+/// the same element type.
+static LogicalResult verifyGroupMultiple(Operation *op, Value large,
+                                         StringRef largeName, Value small,
+                                         StringRef smallName, GroupOp group) {
+  BufferType largeType = bufferType(large), smallType = bufferType(small);
+  if (largeType.getElementType() != smallType.getElementType())
+    return op->emitOpError("source and destination element types differ: ")
+           << bufferType(large).getElementType() << " vs "
+           << bufferType(small).getElementType();
+  if (largeType.getNumElements() !=
+      group.getSize() * smallType.getNumElements())
+    return op->emitOpError()
+           << largeName << " has " << largeType.getNumElements()
+           << " elements, expected " << group.getSize() << " (size of @"
+           << group.getSymName() << ") x " << smallType.getNumElements() << " ("
+           << smallName << ")";
+  return success();
+}
+
+/// A point-to-point peer is in the group and, on the pipeline group, is not
+/// the sending/receiving stage itself.
+static LogicalResult verifyPeer(Operation *op, int64_t peer, GroupOp group) {
+  if (failed(verifyRankInGroup(op, "peer", peer, group)))
+    return failure();
+  if (group.getKind() == GroupKind::pipeline)
+    if (auto program = op->getParentOfType<ProgramOp>())
+      if (static_cast<int64_t>(program.getStage()) == peer)
+        return op->emitOpError("stage ")
+               << peer << " cannot transfer to or from itself";
+  return success();
+}
+
+LogicalResult AllReduceOp::verify() {
+  if (getSource().getType() != getDest().getType())
+    return emitOpError("source and destination types differ: ")
+           << getSource().getType() << " vs " << getDest().getType();
+  return success();
+}
+
+LogicalResult
+AllReduceOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  return success(lookupGroup(*this, getGroupAttr(), symbolTable) != nullptr);
+}
+
+LogicalResult
+ReduceScatterOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  GroupOp group = lookupGroup(*this, getGroupAttr(), symbolTable);
+  if (!group)
+    return failure();
+  return verifyGroupMultiple(*this, getSource(), "source", getDest(),
+                             "destination", group);
+}
+
+LogicalResult
+AllGatherOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  GroupOp group = lookupGroup(*this, getGroupAttr(), symbolTable);
+  if (!group)
+    return failure();
+  return verifyGroupMultiple(*this, getDest(), "destination", getSource(),
+                             "source", group);
+}
+
+LogicalResult
+BroadcastOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  GroupOp group = lookupGroup(*this, getGroupAttr(), symbolTable);
+  if (!group)
+    return failure();
+  return verifyRankInGroup(*this, "root", getRoot(), group);
+}
+
+LogicalResult SendOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  GroupOp group = lookupGroup(*this, getGroupAttr(), symbolTable);
+  if (!group)
+    return failure();
+  return verifyPeer(*this, getPeer(), group);
+}
+
+LogicalResult RecvOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  GroupOp group = lookupGroup(*this, getGroupAttr(), symbolTable);
+  if (!group)
+    return failure();
+  return verifyPeer(*this, getPeer(), group);
+}
+
+LogicalResult BarrierOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  return success(lookupGroup(*this, getGroupAttr(), symbolTable) != nullptr);
+}
