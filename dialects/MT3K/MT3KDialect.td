@@ -12,6 +12,8 @@ include "mlir/IR/OpBase.td"
 def MT3K_Dialect : Dialect {
   let name = "mt3k";
   let cppNamespace = "::ratrain::mt3k";
+  // Outlined layer bodies are `func.func`s that programs `func.call`.
+  let dependentDialects = ["::mlir::func::FuncDialect"];
   let summary = "Target IR for an MT-3000-like cluster: explicit memories, "
                 "DMA, kernels and communication";
   let description = [{

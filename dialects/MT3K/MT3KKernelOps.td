@@ -13,7 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-def MT3K_GemmOp : MT3K_InProgramOp<"gemm"> {
+def MT3K_GemmOp : MT3K_ComputeOp<"gemm"> {
   let summary = "matrix multiply: c = alpha * op(a) * op(b) (+ c)";
   let description = [{
     `op(a)` is `a` (`[M, K]`) or, with `transpose_a`, `a` transposed (`a` is
@@ -48,7 +48,7 @@ def MT3K_GemmOp : MT3K_InProgramOp<"gemm"> {
   let hasVerifier = 1;
 }
 
-def MT3K_AttentionFwdOp : MT3K_InProgramOp<"attention_fwd"> {
+def MT3K_AttentionFwdOp : MT3K_ComputeOp<"attention_fwd"> {
   let summary = "fused multi-head attention forward (GQA), saves the log-sum-exp";
   let description = [{
     `o = softmax(scale * q k^T + mask) v` per head, with grouped-query
@@ -89,7 +89,7 @@ def MT3K_AttentionFwdOp : MT3K_InProgramOp<"attention_fwd"> {
   let hasVerifier = 1;
 }
 
-def MT3K_AttentionBwdOp : MT3K_InProgramOp<"attention_bwd"> {
+def MT3K_AttentionBwdOp : MT3K_ComputeOp<"attention_bwd"> {
   let summary = "fused multi-head attention backward (GQA)";
   let description = [{
     Given the forward's inputs `q`, `k`, `v`, its output `o`, the output
@@ -126,7 +126,7 @@ def MT3K_AttentionBwdOp : MT3K_InProgramOp<"attention_bwd"> {
   let hasVerifier = 1;
 }
 
-def MT3K_RMSNormFwdOp : MT3K_InProgramOp<"rmsnorm_fwd"> {
+def MT3K_RMSNormFwdOp : MT3K_ComputeOp<"rmsnorm_fwd"> {
   let summary = "RMSNorm forward, saves the reciprocal RMS";
   let description = [{
     For each row `i` of `x` (`[tokens, hidden]`):
@@ -154,7 +154,7 @@ def MT3K_RMSNormFwdOp : MT3K_InProgramOp<"rmsnorm_fwd"> {
   let hasVerifier = 1;
 }
 
-def MT3K_RMSNormBwdOp : MT3K_InProgramOp<"rmsnorm_bwd"> {
+def MT3K_RMSNormBwdOp : MT3K_ComputeOp<"rmsnorm_bwd"> {
   let summary = "RMSNorm backward";
   let description = [{
     From the forward's input `x`, `weight`, saved `rstd` and the output
@@ -189,7 +189,7 @@ def MT3K_RMSNormBwdOp : MT3K_InProgramOp<"rmsnorm_bwd"> {
 }
 
 def MT3K_ElementwiseOp
-    : MT3K_InProgramOp<"elementwise", [AttrSizedOperandSegments]> {
+    : MT3K_ComputeOp<"elementwise", [AttrSizedOperandSegments]> {
   let summary = "a memory-bound kernel selected by `kind`";
   let description = [{
     Kernels whose cost is dominated by memory traffic. Each kind takes a
@@ -294,7 +294,7 @@ def MT3K_AdamWOp : MT3K_InProgramOp<"adamw"> {
   let hasVerifier = 1;
 }
 
-def MT3K_FillOp : MT3K_InProgramOp<"fill"> {
+def MT3K_FillOp : MT3K_ComputeOp<"fill"> {
   let summary = "set every element of a buffer to a constant";
   let description = [{
     Writes `value` (converted to the element type) to every element, e.g. to

@@ -11,6 +11,7 @@
 #include "MT3K/MT3KDialect.h"
 #include "MT3K/MT3KInterfaces.h"
 #include "MT3K/MT3KTypes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/IR/OpImplementation.h"

@@ -24,6 +24,14 @@ class MT3K_Op<string mnemonic, list<Trait> traits = []>
 class MT3K_InProgramOp<string mnemonic, list<Trait> traits = []>
     : MT3K_Op<mnemonic, !listconcat(traits, [HasParent<"ProgramOp">])>;
 
+/// A synchronous operation on buffers (a kernel or a view): in a program's
+/// body, or in the body of a `func.func` that several places of the programs
+/// call with their buffers as arguments (an outlined layer; a kernel there
+/// computes on views of the function's arguments).
+class MT3K_ComputeOp<string mnemonic, list<Trait> traits = []>
+    : MT3K_Op<mnemonic, !listconcat(traits,
+        [ParentOneOf<["ProgramOp", "::mlir::func::FuncOp"]>])>;
+
 /// Traits of an asynchronous operation: it implements the async op
 /// interface, and its only result is a token, which builders infer (ODS
 /// generates inferReturnTypes for the buildable type).

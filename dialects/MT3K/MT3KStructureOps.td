@@ -155,7 +155,7 @@ def MT3K_BufferOp : MT3K_InProgramOp<"buffer", [Pure]> {
   let hasVerifier = 1;
 }
 
-def MT3K_ViewOp : MT3K_InProgramOp<"view", [Pure]> {
+def MT3K_ViewOp : MT3K_ComputeOp<"view", [Pure]> {
   let summary = "a byte range of a buffer, reinterpreted";
   let description = [{
     The result names the bytes `[byte_offset, byte_offset + size(result))`

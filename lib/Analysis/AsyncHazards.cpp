@@ -7,6 +7,9 @@
 
 #include "ratrain/Analysis/AsyncHazards.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/SymbolTable.h"
+
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/MapVector.h"
 
@@ -32,6 +35,45 @@ SmallVector<MemoryAccess> ratrain::mt3k::getMemoryAccesses(Operation *op) {
       range->core = core.getInt();
     accesses.push_back({range, Attribute(), writes});
   };
+  if (auto call = llvm::dyn_cast<func::CallOp>(op)) {
+    // A call of an outlined layer body: each buffer argument is read
+    // (written) when an operation of the body reads (writes) a view of it.
+    auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+        call, call.getCalleeAttr());
+    if (callee && !callee.isExternal()) {
+      SmallVector<bool> reads(callee.getNumArguments()),
+          writes(callee.getNumArguments());
+      callee.walk([&](Operation *inner) {
+        auto innerEffects = llvm::dyn_cast<MemoryEffectOpInterface>(inner);
+        SmallVector<MemoryEffects::EffectInstance> instances;
+        if (innerEffects)
+          innerEffects.getEffects(instances);
+        auto note = [&](Value value, bool isWrite) {
+          while (auto view = value.getDefiningOp<ViewOp>())
+            value = view.getSource();
+          auto arg = llvm::dyn_cast<BlockArgument>(value);
+          if (!arg || arg.getOwner()->getParentOp() != callee)
+            return;
+          (isWrite ? writes : reads)[arg.getArgNumber()] = true;
+        };
+        if (!innerEffects) {
+          for (Value operand : inner->getOperands())
+            note(operand, /*isWrite=*/true);
+          return;
+        }
+        for (const MemoryEffects::EffectInstance &instance : instances)
+          if (Value value = instance.getValue())
+            note(value, llvm::isa<MemoryEffects::Write>(instance.getEffect()));
+      });
+      for (auto [index, operand] : llvm::enumerate(call.getOperands())) {
+        if (writes[index])
+          addBuffer(operand, /*writes=*/true, Attribute());
+        else if (reads[index])
+          addBuffer(operand, /*writes=*/false, Attribute());
+      }
+      return accesses;
+    }
+  }
   auto effects = llvm::dyn_cast<MemoryEffectOpInterface>(op);
   if (!effects) {
     // Unknown effects: every buffer operand may be read and written.

@@ -14,6 +14,7 @@
 #include "ratrain/Transforms/Passes.h"
 #include "ratrain/Transforms/SchedulePipeline.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
@@ -45,7 +46,8 @@ int main(int argc, char **argv) {
   ratrain::mt3k::registerMT3KPasses();
 
   mlir::DialectRegistry registry;
-  registry.insert<ratrain::RATrainDialect, ratrain::mt3k::MT3KDialect>();
+  registry.insert<ratrain::RATrainDialect, ratrain::mt3k::MT3KDialect,
+                  mlir::func::FuncDialect>();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "RATrain optimizer driver\n", registry));
 }

@@ -97,19 +97,45 @@ class Program:
 
 
 def parse_module(text):
-    programs = []
-    current = None
-    vocab = None
+    """The programs of a module, with every call of an outlined layer body
+    (`func.func` shared by layers and micro-batches) replaced by the body's
+    lines, its arguments renamed to the call's operands and its own values to
+    names unique to the call."""
+    programs, functions = [], {}
+    current = None  # the lines being collected: a program's or a function's
     for line in text.splitlines():
-        m = re.match(r"\s*mt3k\.program @\w+ stage (\d+)", line)
+        m = re.match(r"  mt3k\.program @\w+ stage (\d+)", line)
         if m:
-            current = Program(int(m.group(1)), [])
-            programs.append(current)
+            program = Program(int(m.group(1)), [])
+            programs.append(program)
+            current = program.lines
             continue
-        if current is not None and line.strip() and line.strip() != "}":
-            current.lines.append(line.strip())
-    m = re.search(r"vocab = (\d+)", text)
-    vocab = int(m.group(1))
+        m = re.match(r"  func\.func private @(\w+)\((.*)\)", line)
+        if m:
+            current = []
+            functions[m.group(1)] = (re.findall(r"(%[\w#]+):", m.group(2)), current)
+            continue
+        if line.startswith("  }"):
+            current = None
+            continue
+        stripped = line.strip()
+        if current is not None and stripped and not stripped.startswith("return"):
+            current.append(stripped)
+    calls = 0
+    for program in programs:
+        lines = []
+        for line in program.lines:
+            m = re.match(r"(?:func\.)?call @(\w+)\(([^)]*)\)", line)
+            if not m:
+                lines.append(line)
+                continue
+            calls += 1
+            params, body = functions[m.group(1)]
+            mapping = dict(zip(params, split_operands(m.group(2))))
+            rename = lambda v: mapping.get(v.group(0), f"{v.group(0)}_call{calls}")
+            lines.extend(re.sub(OPERAND, rename, body_line) for body_line in body)
+        program.lines = lines
+    vocab = int(re.search(r"vocab = (\d+)", text).group(1))
     return programs, vocab
 
 
