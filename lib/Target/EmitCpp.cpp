@@ -167,6 +167,11 @@ private:
   /// Session::addParam for every parameter tensor the prologue initializes.
   void emitParams(ProgramOp program);
   LogicalResult convertOp(Operation *op);
+  /// Drops what the C++ program would not use, so that it compiles without
+  /// unused-variable warnings: a variable for a call result nothing reads
+  /// (the call stays as a statement; an unused view goes) and unused
+  /// parameters (voided).
+  void dropUnusedResults(emitc::FuncOp func);
   LogicalResult emitMain();
 
   ModuleOp source;
@@ -725,7 +730,37 @@ LogicalResult Converter::convertProgram(ProgramOp program) {
                             ValueRange{session});
   emitc::VerbatimOp::create(b, loc, "}");
   emitc::ReturnOp::create(b, loc, Value());
+  dropUnusedResults(func);
   return success();
+}
+
+void Converter::dropUnusedResults(emitc::FuncOp func) {
+  // Backwards, so that a view dropped here can leave its source unused.
+  SmallVector<emitc::CallOpaqueOp> calls;
+  func.walk([&](emitc::CallOpaqueOp call) { calls.push_back(call); });
+  for (emitc::CallOpaqueOp call : llvm::reverse(calls)) {
+    if (call.getNumResults() != 1 || !call.getResult(0).use_empty())
+      continue;
+    // A view only slices its source (the mt3k verifier checked the range).
+    if (call.getCallee() == "ratrain_emit::view") {
+      call.erase();
+      continue;
+    }
+    // Everything else has an effect: an arena check, a transfer to wait
+    // for never. Keep the call as a statement.
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(call);
+    emitc::CallOpaqueOp::create(b, call.getLoc(), TypeRange(), call.getCallee(),
+                                call.getOperands(), call.getArgsAttr());
+    call.erase();
+  }
+  // A stage's function has the signature every stage's has; a parameter
+  // its program does not use is voided.
+  b.setInsertionPointToStart(&func.getBody().front());
+  for (BlockArgument arg : func.getArguments())
+    if (arg.use_empty())
+      emitc::VerbatimOp::create(b, func.getLoc(), b.getStringAttr("(void){};"),
+                                ValueRange{arg});
 }
 
 LogicalResult Converter::emitMain() {
