@@ -40,19 +40,39 @@ const char *const kPreamble =
 #include "EmitCppPreamble.inc"
     ;
 
-/// A C++ string literal of `s`.
+/// A C++ string literal of the bytes of `s`: printable ASCII as is (with `"`
+/// and `\\` escaped), every other byte (NUL, control characters, UTF-8
+/// sequences) as a three-digit octal escape, which takes no more digits than
+/// its own, so that the string has the same bytes at run time.
 std::string cppString(StringRef s) {
   std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\')
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
       out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
+      out += char(c);
+    } else if (c >= 0x20 && c < 0x7f) {
+      out += char(c);
+    } else {
+      out += '\\';
+      out += char('0' + (c >> 6));
+      out += char('0' + ((c >> 3) & 7));
+      out += char('0' + (c & 7));
     }
-    out += c;
   }
   return out + "\"";
+}
+
+/// `s` for a `//` comment: non-printable bytes (a newline would end the
+/// comment) as `\xNN`.
+std::string commentText(StringRef s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (c >= 0x20 && c < 0x7f && c != '\\')
+      out += char(c);
+    else
+      out += llvm::formatv("\\x{0:x-2}", unsigned(c)).str();
+  }
+  return out;
 }
 
 StringRef elemTypeName(Type type) {
@@ -691,7 +711,15 @@ LogicalResult Converter::convertProgram(ProgramOp program) {
   Location loc = program.getLoc();
   auto rtType = emitc::OpaqueType::get(ctx, "ratrain::rt::Runtime &");
   auto sessionType = emitc::OpaqueType::get(ctx, "ratrain::rt::Session &");
-  std::string name = ("ratrain_" + program.getSymName()).str();
+  // The stage's C++ function is named after the program.
+  StringRef symName = program.getSymName();
+  if (symName.empty() || !llvm::all_of(symName, [](char c) {
+        return llvm::isAlnum(c) || c == '_';
+      }))
+    return program.emitOpError("name '")
+           << commentText(symName)
+           << "' is not usable in a C++ identifier (letters, digits, '_')";
+  std::string name = ("ratrain_" + symName).str();
   auto func = emitc::FuncOp::create(
       b, loc, name, FunctionType::get(ctx, {rtType, sessionType}, {}));
   Block *entry = func.addEntryBlock();
@@ -793,7 +821,8 @@ LogicalResult Converter::emitMain() {
   std::string text;
   llvm::raw_string_ostream os(text);
   os << "int main(int argc, char **argv) {\n"
-     << "  // mt3k.machine \"" << machine.getName() << "\", the groups and "
+     << "  // mt3k.machine \"" << commentText(machine.getName())
+     << "\", the groups and "
      << "the largest ddr_arena of the programs.\n"
      << "  ratrain::rt::RuntimeOptions options;\n"
      << "  options.pp = " << pp << ";\n"
