@@ -1,20 +1,22 @@
 //===- EmitCpp.cpp - mt3k programs to a C++ training program --------------===//
 //
 // mt3k -> emitc -> C++. Every mt3k value becomes a C++ variable: a buffer or
-// view a `ratrain_emit::Tensor` (runtime Buffer + element type), a token a
-// `ratrain::rt::Token`. Every op becomes one `emitc.call_opaque` of a helper
-// of the preamble (EmitCppPreamble.inc) or of the runtime. The program's
-// prologue runs once, the rest inside the Session's step loop. See
-// docs/emitter.md.
+// view a `ratrain::rt::emit::Tensor` (runtime Buffer + element type), a
+// token a `ratrain::rt::Token`. Every op becomes one `emitc.call_opaque` of a
+// helper of ratrain/runtime/EmittedProgram.h, the one header the program
+// includes. A stage's prologue runs once, the rest inside the Session's step
+// loop; main() hands a description of the program (machine, model, plan,
+// stages) to the runtime's entry point. See docs/emitter.md.
 //
 //===----------------------------------------------------------------------===//
 
 #include "ratrain/Target/EmitCpp.h"
 
+#include "EmitCppInternal.h"
+
 #include "MT3K/MT3KDialect.h"
 #include "MT3K/MT3KOps.h"
 #include "MT3K/MT3KTypes.h"
-#include "RATrain/RATrainAttrs.h"
 #include "RATrain/RATrainDialect.h"
 
 #include "mlir/Dialect/EmitC/IR/EmitC.h"
@@ -25,7 +27,6 @@
 
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
@@ -33,47 +34,11 @@
 using namespace mlir;
 using namespace ratrain;
 using namespace ratrain::mt3k;
+using ratrain::emitc_cpp::commentText;
+using ratrain::emitc_cpp::cppString;
+using ratrain::emitc_cpp::emitProgramDescription;
 
 namespace {
-
-const char *const kPreamble =
-#include "EmitCppPreamble.inc"
-    ;
-
-/// A C++ string literal of the bytes of `s`: printable ASCII as is (with `"`
-/// and `\\` escaped), every other byte (NUL, control characters, UTF-8
-/// sequences) as a three-digit octal escape, which takes no more digits than
-/// its own, so that the string has the same bytes at run time.
-std::string cppString(StringRef s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += char(c);
-    } else if (c >= 0x20 && c < 0x7f) {
-      out += char(c);
-    } else {
-      out += '\\';
-      out += char('0' + (c >> 6));
-      out += char('0' + ((c >> 3) & 7));
-      out += char('0' + (c & 7));
-    }
-  }
-  return out + "\"";
-}
-
-/// `s` for a `//` comment: non-printable bytes (a newline would end the
-/// comment) as `\xNN`.
-std::string commentText(StringRef s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (c >= 0x20 && c < 0x7f && c != '\\')
-      out += char(c);
-    else
-      out += llvm::formatv("\\x{0:x-2}", unsigned(c)).str();
-  }
-  return out;
-}
 
 StringRef elemTypeName(Type type) {
   if (type.isF32())
@@ -144,7 +109,7 @@ public:
   Converter(ModuleOp source, ModuleOp target)
       : source(source), ctx(source.getContext()), b(ctx) {
     b.setInsertionPointToEnd(target.getBody());
-    tensorType = emitc::OpaqueType::get(ctx, "ratrain_emit::Tensor");
+    tensorType = emitc::OpaqueType::get(ctx, "ratrain::rt::emit::Tensor");
     tokenType = emitc::OpaqueType::get(ctx, "ratrain::rt::Token");
   }
 
@@ -192,7 +157,6 @@ private:
   /// (the call stays as a statement; an unused view goes) and unused
   /// parameters (voided).
   void dropUnusedResults(emitc::FuncOp func);
-  LogicalResult emitMain();
 
   ModuleOp source;
   MLIRContext *ctx;
@@ -238,9 +202,10 @@ LogicalResult Converter::convertOp(Operation *op) {
 
   if (auto buffer = dyn_cast<BufferOp>(op)) {
     auto type = cast<BufferType>(buffer.getType());
-    StringRef fn = type.getSpace() == MemorySpace::ddr   ? "ratrain_emit::ddr"
-                   : type.getSpace() == MemorySpace::gsm ? "ratrain_emit::gsm"
-                                                         : "ratrain_emit::am";
+    StringRef fn =
+        type.getSpace() == MemorySpace::ddr   ? "ratrain::rt::emit::ddr"
+        : type.getSpace() == MemorySpace::gsm ? "ratrain::rt::emit::gsm"
+                                              : "ratrain::rt::emit::am";
     mapping[buffer.getResult()] =
         call(loc, fn, tensorType,
              {rt, i64(buffer.getOffset()), i64(type.getSizeInBytes()),
@@ -249,7 +214,7 @@ LogicalResult Converter::convertOp(Operation *op) {
   }
   if (auto view = dyn_cast<ViewOp>(op)) {
     mapping[view.getResult()] =
-        call(loc, "ratrain_emit::view", tensorType,
+        call(loc, "ratrain::rt::emit::view", tensorType,
              {t(view.getSource()), i64(view.getByteOffset()),
               i64(bytesOf(view.getResult())), elemType(view.getResult())});
     return success();
@@ -281,7 +246,7 @@ LogicalResult Converter::convertOp(Operation *op) {
             i64(offset), i64(count),         opaque(initKindName(parts[3])),
             f64(std),    i64(shard.getInt())};
         llvm::append_range(args, pieceOffset);
-        call(loc, "ratrain_emit::initShardTensor", Type(), args);
+        call(loc, "ratrain::rt::emit::initShardTensor", Type(), args);
       }
       return success();
     }
@@ -290,10 +255,10 @@ LogicalResult Converter::convertOp(Operation *op) {
                                opaque(kind), str(init.getParam()),
                                f64(std),     i64(shard.getInt())};
       llvm::append_range(args, pieceOffset);
-      call(loc, "ratrain_emit::initShard", Type(), args);
+      call(loc, "ratrain::rt::emit::initShard", Type(), args);
       return success();
     }
-    call(loc, "ratrain_emit::initParam", Type(),
+    call(loc, "ratrain::rt::emit::initParam", Type(),
          {t(init.getDest()), opaque(kind), str(init.getParam()), f64(std),
           i64(init.getElementOffset().value_or(0))});
     return success();
@@ -318,7 +283,7 @@ LogicalResult Converter::convertOp(Operation *op) {
       M = a[0], K = a[1], N = bs[1];
     }
     double alpha = gemm.getAlpha() ? gemm.getAlpha()->convertToDouble() : 1.0;
-    call(loc, "ratrain_emit::gemm", Type(),
+    call(loc, "ratrain::rt::emit::gemm", Type(),
          {t(gemm.getA()), t(gemm.getB()), t(gemm.getC()), opaque(form), i64(M),
           i64(N), i64(K), boolean(gemm.getAccumulate()), f64(alpha)});
     return success();
@@ -329,7 +294,7 @@ LogicalResult Converter::convertOp(Operation *op) {
     ArrayRef<int64_t> q = shapeOf(attn.getQ()), kv = shapeOf(attn.getK());
     double scale = attn.getScale() ? attn.getScale()->convertToDouble()
                                    : 1.0 / std::sqrt(double(q[3]));
-    call(loc, "ratrain_emit::attentionFwd", Type(),
+    call(loc, "ratrain::rt::emit::attentionFwd", Type(),
          {t(attn.getQ()), t(attn.getK()), t(attn.getV()), t(attn.getO()),
           t(attn.getLse()), i64(q[0]), i64(q[1]), i64(q[2]), i64(kv[2]),
           i64(q[3]), f64(scale), boolean(attn.getAlibi())});
@@ -341,7 +306,7 @@ LogicalResult Converter::convertOp(Operation *op) {
     ArrayRef<int64_t> q = shapeOf(attn.getQ()), kv = shapeOf(attn.getK());
     double scale = attn.getScale() ? attn.getScale()->convertToDouble()
                                    : 1.0 / std::sqrt(double(q[3]));
-    call(loc, "ratrain_emit::attentionBwd", Type(),
+    call(loc, "ratrain::rt::emit::attentionBwd", Type(),
          {t(attn.getQ()), t(attn.getK()), t(attn.getV()), t(attn.getO()),
           t(attn.getDO()), t(attn.getLse()), t(attn.getDq()), t(attn.getDk()),
           t(attn.getDv()), i64(q[0]), i64(q[1]), i64(q[2]), i64(kv[2]),
@@ -350,7 +315,7 @@ LogicalResult Converter::convertOp(Operation *op) {
   }
   if (auto norm = dyn_cast<RMSNormFwdOp>(op)) {
     ArrayRef<int64_t> x = shapeOf(norm.getX());
-    call(loc, "ratrain_emit::rmsnormFwd", Type(),
+    call(loc, "ratrain::rt::emit::rmsnormFwd", Type(),
          {t(norm.getX()), t(norm.getWeight()), t(norm.getY()),
           t(norm.getRstd()), i64(x[0]), i64(x[1]),
           f64(norm.getEps().convertToDouble())});
@@ -358,7 +323,7 @@ LogicalResult Converter::convertOp(Operation *op) {
   }
   if (auto norm = dyn_cast<RMSNormBwdOp>(op)) {
     ArrayRef<int64_t> x = shapeOf(norm.getX());
-    call(loc, "ratrain_emit::rmsnormBwd", Type(),
+    call(loc, "ratrain::rt::emit::rmsnormBwd", Type(),
          {t(norm.getX()), t(norm.getWeight()), t(norm.getRstd()),
           t(norm.getDy()), t(norm.getDx()), t(norm.getDweight()), i64(x[0]),
           i64(x[1]), boolean(norm.getAccumulate())});
@@ -375,19 +340,19 @@ LogicalResult Converter::convertOp(Operation *op) {
     switch (ew.getKind()) {
     case ElementwiseKind::swiglu: {
       auto [T, F] = rows(out[0]);
-      call(loc, "ratrain_emit::swiglu", Type(),
+      call(loc, "ratrain::rt::emit::swiglu", Type(),
            {t(in[0]), t(in[1]), t(out[0]), i64(T), i64(F)});
       return success();
     }
     case ElementwiseKind::swiglu_bwd: {
       auto [T, F] = rows(out[0]);
       call(
-          loc, "ratrain_emit::swigluBwd", Type(),
+          loc, "ratrain::rt::emit::swigluBwd", Type(),
           {t(in[0]), t(in[1]), t(in[2]), t(out[0]), t(out[1]), i64(T), i64(F)});
       return success();
     }
     case ElementwiseKind::residual_add:
-      call(loc, "ratrain_emit::residualAdd", Type(),
+      call(loc, "ratrain::rt::emit::residualAdd", Type(),
            {t(in[0]), t(in[1]), t(out[0])});
       return success();
     case ElementwiseKind::rope:
@@ -396,7 +361,7 @@ LogicalResult Converter::convertOp(Operation *op) {
       if (s.size() != 4)
         return op->emitOpError(
             "rope operands must be [batch, seq, heads, dim]");
-      call(loc, "ratrain_emit::rope", Type(),
+      call(loc, "ratrain::rt::emit::rope", Type(),
            {t(in[0]), t(out[0]), i64(s[0]), i64(s[1]), i64(s[2]), i64(s[3]),
             f64(ew.getTheta()->convertToDouble()),
             boolean(ew.getKind() == ElementwiseKind::rope_bwd)});
@@ -404,36 +369,36 @@ LogicalResult Converter::convertOp(Operation *op) {
     }
     case ElementwiseKind::embedding: {
       ArrayRef<int64_t> table = shapeOf(in[0]);
-      call(loc, "ratrain_emit::embedding", Type(),
+      call(loc, "ratrain::rt::emit::embedding", Type(),
            {t(in[0]), t(in[1]), t(out[0]), i64(numel(in[1])), i64(table[0]),
             i64(table[1])});
       return success();
     }
     case ElementwiseKind::embedding_bwd: {
       ArrayRef<int64_t> table = shapeOf(out[0]);
-      call(loc, "ratrain_emit::embeddingBwd", Type(),
+      call(loc, "ratrain::rt::emit::embeddingBwd", Type(),
            {t(in[0]), t(in[1]), t(out[0]), i64(numel(in[0])), i64(table[0]),
             i64(table[1])});
       return success();
     }
     case ElementwiseKind::cross_entropy: {
       auto [T, V] = rows(in[0]);
-      call(loc, "ratrain_emit::crossEntropy", Type(),
+      call(loc, "ratrain::rt::emit::crossEntropy", Type(),
            {t(in[0]), t(in[1]), t(out[0]), i64(T), i64(V)});
       return success();
     }
     case ElementwiseKind::cross_entropy_bwd: {
       auto [T, V] = rows(in[0]);
       double scale = ew.getScale() ? ew.getScale()->convertToDouble() : 1.0;
-      call(loc, "ratrain_emit::crossEntropyBwd", Type(),
+      call(loc, "ratrain::rt::emit::crossEntropyBwd", Type(),
            {t(in[0]), t(in[1]), t(out[0]), i64(T), i64(V), f64(scale)});
       return success();
     }
     case ElementwiseKind::cast:
-      call(loc, "ratrain_emit::cast", Type(), {t(in[0]), t(out[0])});
+      call(loc, "ratrain::rt::emit::cast", Type(), {t(in[0]), t(out[0])});
       return success();
     case ElementwiseKind::scale:
-      call(loc, "ratrain_emit::scale", Type(),
+      call(loc, "ratrain::rt::emit::scale", Type(),
            {t(in[0]), t(out[0]), f64(ew.getScale()->convertToDouble())});
       return success();
     }
@@ -442,7 +407,7 @@ LogicalResult Converter::convertOp(Operation *op) {
   if (auto adam = dyn_cast<AdamWOp>(op)) {
     double gradScale =
         adam.getGradScale() ? adam.getGradScale()->convertToDouble() : 1.0;
-    call(loc, "ratrain_emit::adamw", Type(),
+    call(loc, "ratrain::rt::emit::adamw", Type(),
          {sess, t(adam.getGrad()), t(adam.getMaster()), t(adam.getM()),
           t(adam.getV()), t(adam.getView()),
           f64(adam.getLr().convertToDouble()),
@@ -453,7 +418,7 @@ LogicalResult Converter::convertOp(Operation *op) {
     return success();
   }
   if (auto fill = dyn_cast<FillOp>(op)) {
-    call(loc, "ratrain_emit::fill", Type(),
+    call(loc, "ratrain::rt::emit::fill", Type(),
          {t(fill.getDest()), f64(fill.getValue().convertToDouble())});
     return success();
   }
@@ -461,7 +426,7 @@ LogicalResult Converter::convertOp(Operation *op) {
   // Asynchronous data movement and communication.
   if (auto dma = dyn_cast<DmaOp>(op)) {
     mapping[dma.getToken()] =
-        call(loc, "ratrain_emit::dma", tokenType,
+        call(loc, "ratrain::rt::emit::dma", tokenType,
              {rt, t(dma.getSource()), t(dma.getDest()),
               i64(dma.getCore() ? int64_t(*dma.getCore()) : 0),
               i64(dma.getChannel() ? int64_t(*dma.getChannel()) : -1)});
@@ -469,7 +434,7 @@ LogicalResult Converter::convertOp(Operation *op) {
   }
   if (auto ar = dyn_cast<AllReduceOp>(op)) {
     mapping[ar.getToken()] =
-        call(loc, "ratrain_emit::allReduce", tokenType,
+        call(loc, "ratrain::rt::emit::allReduce", tokenType,
              {rt, group(op, ar.getGroupAttr()), t(ar.getSource()),
               t(ar.getDest()), opaque(reduceName(ar.getReduce())),
               opaque(algorithmName(ar.getAlgorithm()))});
@@ -477,52 +442,53 @@ LogicalResult Converter::convertOp(Operation *op) {
   }
   if (auto rs = dyn_cast<ReduceScatterOp>(op)) {
     mapping[rs.getToken()] =
-        call(loc, "ratrain_emit::reduceScatter", tokenType,
+        call(loc, "ratrain::rt::emit::reduceScatter", tokenType,
              {rt, group(op, rs.getGroupAttr()), t(rs.getSource()),
               t(rs.getDest()), opaque(reduceName(rs.getReduce()))});
     return success();
   }
   if (auto ag = dyn_cast<AllGatherOp>(op)) {
     mapping[ag.getToken()] = call(
-        loc, "ratrain_emit::allGather", tokenType,
+        loc, "ratrain::rt::emit::allGather", tokenType,
         {rt, group(op, ag.getGroupAttr()), t(ag.getSource()), t(ag.getDest())});
     return success();
   }
   if (auto bc = dyn_cast<BroadcastOp>(op)) {
-    mapping[bc.getToken()] = call(loc, "ratrain_emit::broadcast", tokenType,
-                                  {rt, group(op, bc.getGroupAttr()),
-                                   t(bc.getBuffer()), i64(bc.getRoot())});
+    mapping[bc.getToken()] =
+        call(loc, "ratrain::rt::emit::broadcast", tokenType,
+             {rt, group(op, bc.getGroupAttr()), t(bc.getBuffer()),
+              i64(bc.getRoot())});
     return success();
   }
   if (auto send = dyn_cast<SendOp>(op)) {
     mapping[send.getToken()] =
-        call(loc, "ratrain_emit::send", tokenType,
+        call(loc, "ratrain::rt::emit::send", tokenType,
              {rt, group(op, send.getGroupAttr()), i64(send.getPeer()),
               i64(send.getTag()), t(send.getBuffer())});
     return success();
   }
   if (auto recv = dyn_cast<RecvOp>(op)) {
     mapping[recv.getToken()] =
-        call(loc, "ratrain_emit::recv", tokenType,
+        call(loc, "ratrain::rt::emit::recv", tokenType,
              {rt, group(op, recv.getGroupAttr()), i64(recv.getPeer()),
               i64(recv.getTag()), t(recv.getBuffer())});
     return success();
   }
   if (auto barrier = dyn_cast<BarrierOp>(op)) {
-    call(loc, "ratrain_emit::barrier", Type(),
+    call(loc, "ratrain::rt::emit::barrier", Type(),
          {rt, group(op, barrier.getGroupAttr())});
     return success();
   }
   if (auto off = dyn_cast<OffloadOp>(op)) {
     mapping[off.getToken()] =
-        call(loc, "ratrain_emit::offload", tokenType,
+        call(loc, "ratrain::rt::emit::offload", tokenType,
              {rt, t(off.getSource()), opaque(tierName(off.getTier())),
               str(off.getKey())});
     return success();
   }
   if (auto rel = dyn_cast<ReloadOp>(op)) {
     mapping[rel.getToken()] =
-        call(loc, "ratrain_emit::reload", tokenType,
+        call(loc, "ratrain::rt::emit::reload", tokenType,
              {rt, t(rel.getDest()), opaque(tierName(rel.getTier())),
               str(rel.getKey())});
     return success();
@@ -533,13 +499,13 @@ LogicalResult Converter::convertOp(Operation *op) {
     SmallVector<Arg> args{rt};
     for (Value token : wait.getTokens())
       args.push_back(t(token));
-    call(loc, "ratrain_emit::wait", Type(), args);
+    call(loc, "ratrain::rt::emit::wait", Type(), args);
     return success();
   }
 
   // Session.
   if (auto load = dyn_cast<LoadBatchOp>(op)) {
-    call(loc, "ratrain_emit::loadBatch", Type(),
+    call(loc, "ratrain::rt::emit::loadBatch", Type(),
          {sess,
           opaque(load.getField() == BatchField::inputs
                      ? "ratrain::rt::BatchField::Inputs"
@@ -548,7 +514,7 @@ LogicalResult Converter::convertOp(Operation *op) {
     return success();
   }
   if (auto report = dyn_cast<ReportLossOp>(op)) {
-    call(loc, "ratrain_emit::reportLoss", Type(),
+    call(loc, "ratrain::rt::emit::reportLoss", Type(),
          {sess, t(report.getLoss()), i64(report.getMicroBatch())});
     return success();
   }
@@ -609,8 +575,8 @@ void Converter::emitParams(ProgramOp program) {
                              i64(offset.getInt())};
     if (auto bytes = init->getAttrOfType<IntegerAttr>("ratrain.offload_bytes"))
       args.push_back(i64(bytes.getInt()));
-    tierCopies[init.getDest()] =
-        call(program.getLoc(), "ratrain_emit::offloaded", tensorType, args);
+    tierCopies[init.getDest()] = call(
+        program.getLoc(), "ratrain::rt::emit::offloaded", tensorType, args);
   }
   auto cpp = [&](Value v) {
     Value copy = tierCopies.lookup(v);
@@ -685,7 +651,7 @@ void Converter::emitParams(ProgramOp program) {
         Value view = it == params.end() ? Value() : it->second.view;
         if (!view)
           continue;
-        registerParam("ratrain_emit::addShardParam",
+        registerParam("ratrain::rt::emit::addShardParam",
                       {Arg(session), Arg(runtime), str(parts[0]),
                        opaque(shapeText(shapeOf(view))), i64(offset),
                        i64(count), i64(layer.elements), cpp(layer.master),
@@ -697,7 +663,7 @@ void Converter::emitParams(ProgramOp program) {
   for (auto &[name, p] : params) {
     if (!p.master || !p.m || !p.v)
       continue;
-    registerParam("ratrain_emit::addParam",
+    registerParam("ratrain::rt::emit::addParam",
                   {Arg(session), str(name),
                    // A streamed master's first piece is flat; the 16-bit
                    // view has the tensor's shape.
@@ -736,7 +702,8 @@ LogicalResult Converter::convertProgram(ProgramOp program) {
     emitParams(program);
     emitc::VerbatimOp::create(
         b, loc,
-        b.getStringAttr("for (ratrain_emit::start({}); {}.beginStep();) {{"),
+        b.getStringAttr(
+            "for (ratrain::rt::emit::start({}); {}.beginStep();) {{"),
         ValueRange{session, session});
   };
   for (Operation &op : program.getBodyBlock()) {
@@ -770,7 +737,7 @@ void Converter::dropUnusedResults(emitc::FuncOp func) {
     if (call.getNumResults() != 1 || !call.getResult(0).use_empty())
       continue;
     // A view only slices its source (the mt3k verifier checked the range).
-    if (call.getCallee() == "ratrain_emit::view") {
+    if (call.getCallee() == "ratrain::rt::emit::view") {
       call.erase();
       continue;
     }
@@ -791,171 +758,18 @@ void Converter::dropUnusedResults(emitc::FuncOp func) {
                                 ValueRange{arg});
 }
 
-LogicalResult Converter::emitMain() {
-  Location loc = source.getLoc();
-  MachineOp machine;
-  int64_t pp = 0, dp = 1;
-  for (Operation &op : *source.getBody()) {
-    if (auto m = dyn_cast<MachineOp>(op))
-      machine = m;
-    if (auto g = dyn_cast<GroupOp>(op)) {
-      if (g.getKind() == GroupKind::pipeline)
-        pp = g.getSize();
-      if (g.getKind() == GroupKind::data_parallel)
-        dp = g.getSize();
-    }
-  }
-  if (!machine)
-    return source.emitError("has no mt3k.machine to size the runtime from");
-  SmallVector<ProgramOp> programs(source.getOps<ProgramOp>());
-  if (programs.empty())
-    return source.emitError("has no mt3k.program to emit");
-  if (pp == 0)
-    pp = programs.size();
-  int64_t ddrBytes = 0;
-  for (ProgramOp p : programs)
-    ddrBytes = std::max<int64_t>(ddrBytes, p.getDdrArena()
-                                               ? int64_t(*p.getDdrArena())
-                                               : int64_t(machine.getDdr()));
-
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << "int main(int argc, char **argv) {\n"
-     << "  // mt3k.machine \"" << commentText(machine.getName())
-     << "\", the groups and "
-     << "the largest ddr_arena of the programs.\n"
-     << "  ratrain::rt::RuntimeOptions options;\n"
-     << "  options.pp = " << pp << ";\n"
-     << "  options.dp = " << dp << ";\n"
-     << "  options.ddrBytes = " << ddrBytes << "ull;\n"
-     << "  options.gsmBytes = " << machine.getGsm() << "ull;\n"
-     << "  options.amBytes = " << machine.getAm() << "ull;\n"
-     << "  options.cores = " << machine.getCores() << ";\n"
-     << "  options.dmaChannels = " << machine.getDmaChannels() << ";\n"
-     << "  options.arenaAlignment = " << machine.getAlignment() << ";\n"
-     << "  ratrain::rt::Runtime rt(argc, argv, options);\n";
-
-  // The model and plan for the Session (data loader, loss log, checkpoints).
-  auto model = source->getAttrOfType<DictionaryAttr>("ratrain.model");
-  int64_t numLayers = 0, seqLen = 0;
-  os << "  ratrain::ModelConfig model;\n";
-  if (model) {
-    auto integer = [&](StringRef key) -> int64_t {
-      if (auto a = model.getAs<IntegerAttr>(key))
-        return a.getInt();
-      return 0;
-    };
-    auto real = [&](StringRef key, double fallback) {
-      if (auto a = model.getAs<FloatAttr>(key))
-        return a.getValueAsDouble();
-      return fallback;
-    };
-    numLayers = integer("decoder_layers");
-    seqLen = integer("seq_len");
-    StringRef family = "Llama";
-    if (auto f = model.getAs<StringAttr>("family")) {
-      if (f.getValue() == "qwen2")
-        family = "Qwen2";
-      else if (f.getValue() == "baichuan")
-        family = "Baichuan";
-    }
-    StringRef dtype = "BF16";
-    if (auto d = model.getAs<TypeAttr>("dtype")) {
-      if (d.getValue().isF32())
-        dtype = "F32";
-      else if (d.getValue().isF16())
-        dtype = "F16";
-    }
-    std::string name;
-    if (auto n = model.getAs<StringAttr>("name"))
-      name = n.getValue().str();
-    bool qkvBias = false;
-    if (auto q = model.getAs<BoolAttr>("qkv_bias"))
-      qkvBias = q.getValue();
-    os << "  model.name = " << cppString(name) << ";\n"
-       << "  model.family = ratrain::ModelFamily::" << family << ";\n"
-       << "  model.numLayers = " << numLayers << ";\n"
-       << "  model.hidden = " << integer("hidden") << ";\n"
-       << "  model.numHeads = " << integer("heads") << ";\n"
-       << "  model.numKVHeads = " << integer("kv_heads") << ";\n"
-       << "  model.ffnHidden = " << integer("ffn") << ";\n"
-       << "  model.vocab = " << integer("vocab") << ";\n"
-       << "  model.seqLen = " << seqLen << ";\n"
-       << "  model.maxPositions = " << integer("max_positions") << ";\n"
-       << "  model.dtype = ratrain::DType::" << dtype << ";\n"
-       << "  model.qkvBias = " << (qkvBias ? "true" : "false") << ";\n"
-       << "  model.rmsNormEps = "
-       << llvm::formatv("{0:e9}", real("rms_eps", 1e-6)) << ";\n"
-       << "  model.ropeTheta = "
-       << llvm::formatv("{0:e9}", real("rope_theta", 10000.0)) << ";\n";
-  } else {
-    os << "  // no ratrain.model attribute: the Session gets an empty model\n";
-  }
-
-  // Stage partition in decoder layers: stage_layers counts model layers
-  // (embedding + decoders + head).
-  int64_t microBatch = 1, microBatches = 1;
-  std::string partition;
-  if (auto plan = source->getAttrOfType<ratrain::PlanAttr>("ratrain.plan")) {
-    microBatch = plan.getMicroBatchSize();
-    microBatches = plan.getMicroBatches();
-    int64_t cumulative = 0;
-    partition = "{0";
-    ArrayRef<int64_t> stages = plan.getStageLayers();
-    for (size_t s = 0; s + 1 < stages.size(); ++s) {
-      cumulative += stages[s];
-      partition += ", " + std::to_string(std::clamp<int64_t>(cumulative - 1, 0,
-                                                             numLayers));
-    }
-    partition += ", " + std::to_string(numLayers) + "}";
-  }
-  if (partition.empty())
-    os << "  ratrain::rt::StagePartition partition = "
-          "ratrain::rt::StagePartition::even(model.numLayers, "
-       << pp << ");\n";
-  else
-    os << "  ratrain::rt::StagePartition partition;\n"
-       << "  partition.firstLayer = " << partition << ";\n";
-  os << "  ratrain::rt::SessionOptions defaults;\n"
-     << "  defaults.seqLen = " << seqLen << ";\n"
-     << "  defaults.microBatch = " << microBatch << ";\n"
-     << "  defaults.microBatches = " << microBatches << ";\n"
-     << "  ratrain::rt::Session session(rt, model, partition,\n"
-     << "      ratrain::rt::exitOnError(\n"
-     << "          ratrain::rt::SessionOptions::parse(argc, argv, "
-        "defaults)));\n"
-     << "  switch (rt.stage()) {\n";
-  for (ProgramOp p : programs)
-    os << "  case " << p.getStage() << ":\n"
-       << "    ratrain_" << p.getSymName() << "(rt, session);\n"
-       << "    break;\n";
-  os << "  default:\n"
-     << "    ratrain::rt::fatal(\"no mt3k.program for this rank's stage\");\n"
-     << "  }\n"
-     << "  return 0;\n"
-     << "}";
-  emitc::VerbatimOp::create(b, loc, b.getStringAttr(os.str()));
-  return success();
-}
-
 LogicalResult Converter::run() {
   Location loc = source.getLoc();
   emitc::VerbatimOp::create(
       b, loc,
       "// Generated by ratrain-translate --mt3k-to-cpp from mt3k programs. "
       "Do not edit.");
-  for (StringRef header : {"algorithm", "cmath", "cstdint", "cstring", "memory",
-                           "optional", "vector"})
-    emitc::IncludeOp::create(b, loc, b.getStringAttr(header), b.getUnitAttr());
-  for (StringRef header :
-       {"ratrain/kernels/Kernels.h", "ratrain/runtime/Error.h",
-        "ratrain/runtime/Runtime.h", "ratrain/runtime/Session.h"})
-    emitc::IncludeOp::create(b, loc, b.getStringAttr(header), UnitAttr());
-  emitc::VerbatimOp::create(b, loc, b.getStringAttr(kPreamble));
+  emitc::IncludeOp::create(
+      b, loc, b.getStringAttr("ratrain/runtime/EmittedProgram.h"), UnitAttr());
   for (ProgramOp program : source.getOps<ProgramOp>())
     if (failed(convertProgram(program)))
       return failure();
-  return emitMain();
+  return emitProgramDescription(b, source);
 }
 
 } // namespace

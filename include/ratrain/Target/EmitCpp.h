@@ -19,7 +19,9 @@
 namespace ratrain {
 
 /// Converts the mt3k programs of `module` into a new module of `emitc` ops:
-/// includes, the helper preamble, one `emitc.func` per program and `main`.
+/// the include of ratrain/runtime/EmittedProgram.h, one `emitc.func` per
+/// program, the program description (`emitc.global`s) and `main`, which
+/// calls the runtime's entry point.
 /// Emits diagnostics and returns failure on ops it cannot translate.
 mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
 convertMT3KToEmitC(mlir::ModuleOp module);
