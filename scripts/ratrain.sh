@@ -16,7 +16,7 @@ JOBS="${JOBS:-$(nproc)}"
 
 # Every package the build, the tests and the runtime need.
 PACKAGES=(
-  cmake ninja-build g++ git python3 ccache
+  cmake ninja-build g++ clang git python3 ccache
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools libzstd-dev
   libhalide14-0-dev
   libopenmpi-dev openmpi-bin

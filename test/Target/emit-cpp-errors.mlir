@@ -33,3 +33,13 @@ module {
 module {
   mt3k.machine "test" ddr 1048576 gsm 65536 am 16384 cores 2 dma_channels 2 alignment 64
 }
+
+// -----
+
+// A program's name becomes part of a C++ function name.
+module {
+  mt3k.machine "test" ddr 1048576 gsm 65536 am 16384 cores 2 dma_channels 2 alignment 64
+  // expected-error @below {{'mt3k.program' op name 'stage\x0a0' is not usable in a C++ identifier (letters, digits, '_')}}
+  mt3k.program @"stage\0A0" stage 0 {
+  }
+}

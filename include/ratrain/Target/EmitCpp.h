@@ -16,13 +16,38 @@
 #include "mlir/IR/OwningOpRef.h"
 #include "mlir/Support/LLVM.h"
 
+#include <memory>
+
+namespace mlir {
+class Pass;
+class RewritePatternSet;
+class TypeConverter;
+} // namespace mlir
+
 namespace ratrain {
 
 /// Converts the mt3k programs of `module` into a new module of `emitc` ops:
-/// includes, the helper preamble, one `emitc.func` per program and `main`.
+/// the include of ratrain/runtime/EmittedProgram.h, one `emitc.func` per
+/// program, the program description (`emitc.global`s) and `main`, which
+/// calls the runtime's entry point.
 /// Emits diagnostics and returns failure on ops it cannot translate.
 mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
 convertMT3KToEmitC(mlir::ModuleOp module);
+
+/// The type conversions of the mt3k -> emitc conversion: `!mt3k.buffer` ->
+/// `ratrain::rt::emit::Tensor`, `!mt3k.token` -> `ratrain::rt::Token`, other
+/// types as they are.
+void populateMT3KToEmitCTypeConversions(mlir::TypeConverter &converter);
+
+/// One pattern per mt3k op: the op, inside its stage function (an
+/// `emitc.func` whose parameters are the `Runtime &` and the `Session &`),
+/// becomes calls of the helpers of ratrain/runtime/EmittedProgram.h.
+void populateMT3KToEmitCPatterns(mlir::TypeConverter &converter,
+                                 mlir::RewritePatternSet &patterns);
+
+/// The pass behind convertMT3KToEmitC (`convert-mt3k-to-emitc`): the stage
+/// functions, the patterns, the program description and main().
+std::unique_ptr<mlir::Pass> createConvertMT3KToEmitCPass();
 
 /// convertMT3KToEmitC followed by mlir::emitc::translateToCpp.
 mlir::LogicalResult translateMT3KToCpp(mlir::ModuleOp module,

@@ -1,0 +1,252 @@
+//===- EmitCppMain.cpp - The program description and main() ---------------===//
+//
+// The module-level part of --mt3k-to-cpp: the description of the program
+// (machine, model, plan, stages) as `emitc.global`s and a main() that hands
+// it to the runtime's entry point; and the C++ spelling of names. See
+// docs/emitter.md.
+//
+//===----------------------------------------------------------------------===//
+
+#include "EmitCppInternal.h"
+
+#include "MT3K/MT3KOps.h"
+#include "RATrain/RATrainAttrs.h"
+
+#include "mlir/Dialect/EmitC/IR/EmitC.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <string>
+
+using namespace mlir;
+using namespace ratrain;
+using namespace ratrain::mt3k;
+
+std::string ratrain::emitc_cpp::cppString(StringRef s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += char(c);
+    } else if (c >= 0x20 && c < 0x7f) {
+      out += char(c);
+    } else {
+      out += '\\';
+      out += char('0' + (c >> 6));
+      out += char('0' + ((c >> 3) & 7));
+      out += char('0' + (c & 7));
+    }
+  }
+  return out + "\"";
+}
+
+std::string ratrain::emitc_cpp::commentText(StringRef s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (c >= 0x20 && c < 0x7f && c != '\\')
+      out += char(c);
+    else
+      out += llvm::formatv("\\x{0:x-2}", unsigned(c)).str();
+  }
+  return out;
+}
+
+LogicalResult ratrain::emitc_cpp::emitProgramDescription(OpBuilder &b,
+                                                         ModuleOp source) {
+  MLIRContext *ctx = b.getContext();
+  auto opaque = [&](StringRef text) {
+    return emitc::OpaqueAttr::get(ctx, text);
+  };
+  Location loc = source.getLoc();
+  MachineOp machine;
+  int64_t pp = 0, dp = 1;
+  for (Operation &op : *source.getBody()) {
+    if (auto m = dyn_cast<MachineOp>(op))
+      machine = m;
+    if (auto g = dyn_cast<GroupOp>(op)) {
+      if (g.getKind() == GroupKind::pipeline)
+        pp = g.getSize();
+      if (g.getKind() == GroupKind::data_parallel)
+        dp = g.getSize();
+    }
+  }
+  if (!machine)
+    return source.emitError("has no mt3k.machine to size the runtime from");
+  SmallVector<ProgramOp> programs(source.getOps<ProgramOp>());
+  if (programs.empty())
+    return source.emitError("has no mt3k.program to emit");
+  if (pp == 0)
+    pp = programs.size();
+  int64_t ddrBytes = 0;
+  for (ProgramOp p : programs)
+    ddrBytes = std::max<int64_t>(ddrBytes, p.getDdrArena()
+                                               ? int64_t(*p.getDdrArena())
+                                               : int64_t(machine.getDdr()));
+
+  // `static const <type> <name> = <init>;` at module level.
+  auto global = [&](StringRef name, Type type, const std::string &init) {
+    emitc::GlobalOp::create(b, loc, name, type, opaque(init),
+                            /*extern_specifier=*/false,
+                            /*static_specifier=*/true,
+                            /*const_specifier=*/true);
+  };
+  auto field = [](StringRef name, const Twine &value) {
+    return ("\n    /*" + name + "=*/" + value + ",").str();
+  };
+
+  // The model for the Session (data loader, loss log, checkpoints).
+  auto model = source->getAttrOfType<DictionaryAttr>("ratrain.model");
+  int64_t numLayers = 0, seqLen = 0;
+  if (model) {
+    auto integer = [&](StringRef key) -> int64_t {
+      if (auto a = model.getAs<IntegerAttr>(key))
+        return a.getInt();
+      return 0;
+    };
+    auto real = [&](StringRef key, double fallback) {
+      if (auto a = model.getAs<FloatAttr>(key))
+        return a.getValueAsDouble();
+      return fallback;
+    };
+    numLayers = integer("decoder_layers");
+    seqLen = integer("seq_len");
+    StringRef family = "Llama";
+    if (auto f = model.getAs<StringAttr>("family")) {
+      if (f.getValue() == "qwen2")
+        family = "Qwen2";
+      else if (f.getValue() == "baichuan")
+        family = "Baichuan";
+    }
+    StringRef dtype = "BF16";
+    if (auto d = model.getAs<TypeAttr>("dtype")) {
+      if (d.getValue().isF32())
+        dtype = "F32";
+      else if (d.getValue().isF16())
+        dtype = "F16";
+    }
+    std::string name;
+    if (auto n = model.getAs<StringAttr>("name"))
+      name = n.getValue().str();
+    bool qkvBias = false;
+    if (auto q = model.getAs<BoolAttr>("qkv_bias"))
+      qkvBias = q.getValue();
+    auto number = [](int64_t v) { return std::to_string(v); };
+    std::string init = "{";
+    init += field("name", cppString(name));
+    init += field("family", "ratrain::ModelFamily::" + family);
+    init += field("numLayers", number(numLayers));
+    init += field("hidden", number(integer("hidden")));
+    init += field("numHeads", number(integer("heads")));
+    init += field("numKVHeads", number(integer("kv_heads")));
+    init += field("ffnHidden", number(integer("ffn")));
+    init += field("vocab", number(integer("vocab")));
+    init += field("seqLen", number(seqLen));
+    init += field("maxPositions", number(integer("max_positions")));
+    init += field("dtype", "ratrain::DType::" + dtype);
+    init += field("qkvBias", qkvBias ? "true" : "false");
+    init += field("rmsNormEps",
+                  llvm::formatv("{0:e9}", real("rms_eps", 1e-6)).str());
+    init += field("ropeTheta",
+                  llvm::formatv("{0:e9}", real("rope_theta", 10000.0)).str());
+    init += "\n}";
+    emitc::VerbatimOp::create(b, loc, "// The module's ratrain.model.");
+    global("ratrain_model",
+           emitc::OpaqueType::get(ctx, "ratrain::rt::emit::ProgramModel"),
+           init);
+  }
+
+  // Stage partition in decoder layers: stage_layers counts model layers
+  // (embedding + decoders + head).
+  int64_t microBatch = 1, microBatches = 1;
+  SmallVector<int64_t> partition;
+  if (auto plan = source->getAttrOfType<ratrain::PlanAttr>("ratrain.plan")) {
+    microBatch = plan.getMicroBatchSize();
+    microBatches = plan.getMicroBatches();
+    int64_t cumulative = 0;
+    partition.push_back(0);
+    ArrayRef<int64_t> stages = plan.getStageLayers();
+    for (size_t s = 0; s + 1 < stages.size(); ++s) {
+      cumulative += stages[s];
+      partition.push_back(std::clamp<int64_t>(cumulative - 1, 0, numLayers));
+    }
+    partition.push_back(numLayers);
+    std::string init;
+    llvm::raw_string_ostream os(init);
+    os << "{";
+    llvm::interleaveComma(partition, os);
+    os << "}";
+    emitc::VerbatimOp::create(
+        b, loc, "// The first decoder layer of each stage (ratrain.plan).");
+    global("ratrain_partition",
+           emitc::ArrayType::get({int64_t(partition.size())},
+                                 b.getIntegerType(64)),
+           init);
+  }
+
+  // The program of each stage.
+  std::string stages;
+  {
+    llvm::raw_string_ostream os(stages);
+    os << "{";
+    llvm::interleaveComma(programs, os, [&](ProgramOp p) {
+      os << "{" << p.getStage() << ", ratrain_" << p.getSymName() << "}";
+    });
+    os << "}";
+  }
+  global("ratrain_stages",
+         emitc::ArrayType::get(
+             {int64_t(programs.size())},
+             emitc::OpaqueType::get(ctx, "ratrain::rt::emit::StageProgram")),
+         stages);
+
+  auto number = [](int64_t v) { return std::to_string(v); };
+  std::string init = "{";
+  init += field("machine", cppString(machine.getName()));
+  init += field("pp", number(pp));
+  init += field("dp", number(dp));
+  init += field("ddrBytes", number(ddrBytes) + "ull");
+  init += field("gsmBytes", number(machine.getGsm()) + "ull");
+  init += field("amBytes", number(machine.getAm()) + "ull");
+  init += field("cores", number(machine.getCores()));
+  init += field("dmaChannels", number(machine.getDmaChannels()));
+  init += field("arenaAlignment", number(machine.getAlignment()));
+  init += field("model", model ? "&ratrain_model" : "nullptr");
+  init +=
+      field("partition", partition.empty() ? "nullptr" : "ratrain_partition");
+  init += field("partitionSize", number(partition.size()));
+  init += field("seqLen", number(seqLen));
+  init += field("microBatch", number(microBatch));
+  init += field("microBatches", number(microBatches));
+  init += field("stages", "ratrain_stages");
+  init += field("numStages", number(programs.size()));
+  init += "\n}";
+  emitc::VerbatimOp::create(
+      b, loc,
+      "// The runtime sized from the mt3k.machine, the groups and the largest "
+      "ddr_arena of the programs; the session from the model and plan.");
+  global("ratrain_program",
+         emitc::OpaqueType::get(ctx, "ratrain::rt::emit::ProgramDescription"),
+         init);
+
+  // int main(int argc, char **argv): the runtime's entry point.
+  Type intType = emitc::OpaqueType::get(ctx, "int");
+  Type argvType = emitc::OpaqueType::get(ctx, "char **");
+  auto mainFunc = emitc::FuncOp::create(
+      b, loc, "main", FunctionType::get(ctx, {intType, argvType}, {intType}));
+  Block *entry = mainFunc.addEntryBlock();
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(entry);
+  auto run = emitc::CallOpaqueOp::create(
+      b, loc, TypeRange(intType), "ratrain::rt::emit::runProgram",
+      entry->getArguments(),
+      b.getArrayAttr(
+          {b.getIndexAttr(0), b.getIndexAttr(1), opaque("ratrain_program")}));
+  Value status = run.getResult(0);
+  emitc::ReturnOp::create(b, loc, status);
+  return success();
+}

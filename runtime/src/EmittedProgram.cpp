@@ -1,0 +1,255 @@
+//===- EmittedProgram.cpp - Memory, communication, checkpoints, main ------===//
+//
+// The non-compute helpers of EmittedProgram.h: arena buffers, parameter
+// initialization, asynchronous operations, checkpoint registration, and
+// runProgram(), the main() of every emitted program.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ratrain/runtime/EmittedProgram.h"
+#include "ratrain/runtime/EmittedProgramStaging.h"
+
+#include "ratrain/runtime/Error.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ratrain::rt::emit {
+namespace k = ratrain::kernels;
+
+//===--- memory -----------------------------------------------------------===//
+Tensor ddr(Runtime &r, uint64_t offset, uint64_t bytes, ElemType type) {
+  return {r.ddr().buffer(offset, bytes), type};
+}
+Tensor gsm(Runtime &r, uint64_t offset, uint64_t bytes, ElemType type) {
+  return {r.gsm().buffer(offset, bytes), type};
+}
+Tensor am(Runtime &r, uint64_t offset, uint64_t bytes, ElemType type) {
+  return {r.amBuffer(0, offset, bytes), type};
+}
+Tensor view(const Tensor &source, uint64_t byteOffset, uint64_t bytes,
+            ElemType type) {
+  return {source.buf.slice(byteOffset, bytes), type};
+}
+
+//===--- prologue ---------------------------------------------------------===//
+void initParam(const Tensor &t, InitKind kind, const char *param, double std,
+               uint64_t elementOffset) {
+  rt::initParam(t.buf, t.type, kind, param, std, elementOffset);
+}
+
+ShardRange intersectShard(uint64_t begin, uint64_t end, uint64_t tensorOffset,
+                          uint64_t numel) {
+  return {std::max(begin, tensorOffset), std::min(end, tensorOffset + numel)};
+}
+
+void initShardTensor(Runtime &r, const Tensor &shard, const char *name,
+                     uint64_t tensorOffset, uint64_t numel, InitKind kind,
+                     double std, uint64_t shardElements, uint64_t pieceOffset) {
+  uint64_t begin = uint64_t(r.dpIndex()) * shardElements + pieceOffset;
+  ShardRange range =
+      intersectShard(begin, begin + shard.numel(), tensorOffset, numel);
+  if (range.empty())
+    return;
+  uint64_t bytes = getElemBytes(shard.type);
+  rt::initParam(shard.buf.slice((range.lo - begin) * bytes,
+                                (range.hi - range.lo) * bytes),
+                shard.type, kind, name, std, range.lo - tensorOffset);
+}
+
+void initShard(Runtime &r, const Tensor &shard, InitKind kind,
+               const char *param, double std, uint64_t shardElements,
+               uint64_t pieceOffset) {
+  rt::initParam(shard.buf, shard.type, kind, param, std,
+                uint64_t(r.dpIndex()) * shardElements + pieceOffset);
+}
+
+//===--- asynchronous operations ------------------------------------------===//
+namespace {
+Buffer onCore(Runtime &r, const Tensor &t, int core) {
+  if (t.buf.space != MemorySpace::AM || core <= 0)
+    return t.buf;
+  return r.amBuffer(core, t.buf.offset, t.buf.bytes);
+}
+} // namespace
+
+Token dma(Runtime &r, const Tensor &src, const Tensor &dst, int core,
+          int channel) {
+  return r.dma(onCore(r, dst, core), onCore(r, src, core), channel);
+}
+Token allReduce(Runtime &r, Group g, const Tensor &src, const Tensor &dst,
+                ReduceOp op, CollectiveAlgorithm algorithm) {
+  return r.allReduce(g, src.buf, dst.buf, src.type, op, algorithm);
+}
+Token reduceScatter(Runtime &r, Group g, const Tensor &src, const Tensor &dst,
+                    ReduceOp op) {
+  return r.reduceScatter(g, src.buf, dst.buf, src.type, op);
+}
+Token allGather(Runtime &r, Group g, const Tensor &src, const Tensor &dst) {
+  return r.allGather(g, src.buf, dst.buf);
+}
+Token broadcast(Runtime &r, Group g, const Tensor &t, int root) {
+  return r.broadcast(g, t.buf, root);
+}
+Token send(Runtime &r, Group g, int peer, int tag, const Tensor &t) {
+  return r.send(g, peer, tag, t.buf);
+}
+Token recv(Runtime &r, Group g, int peer, int tag, const Tensor &t) {
+  return r.recv(g, peer, tag, t.buf);
+}
+void barrier(Runtime &r, Group g) {
+  Token token = r.barrier(g);
+  StepTimers::Scope timed(r.stepTimers(), /*isKernel=*/false);
+  r.wait(token);
+}
+Token offload(Runtime &r, const Tensor &t, StorageTier tier, const char *key) {
+  return r.offload(t.buf, tier, key);
+}
+Token reload(Runtime &r, const Tensor &t, StorageTier tier, const char *key) {
+  return r.reload(t.buf, tier, key);
+}
+Tensor offloaded(Runtime &r, Session &s, const Tensor &window, StorageTier tier,
+                 const char *key, uint64_t byteOffset, uint64_t bytes) {
+  if (tier == StorageTier::Storage) {
+    if (!s.options().checkpointDir.empty())
+      fatal(std::string("--ckpt: '") + key +
+            "' is offloaded to storage; checkpoints of states kept in "
+            "the storage tier are not supported");
+    return window;
+  }
+  return Tensor{r.offloadedCopy(tier, key).slice(
+                    byteOffset, bytes ? bytes : window.buf.bytes),
+                window.type};
+}
+void waitAll(Runtime &r, std::initializer_list<Token> tokens) {
+  StepTimers::Scope timed(r.stepTimers(), /*isKernel=*/false);
+  r.waitAll(tokens);
+}
+
+//===--- session ----------------------------------------------------------===//
+namespace {
+/// 16-bit parameter views to re-derive from their masters after a resume.
+struct ViewOfMaster {
+  Buffer master;
+  Tensor view;
+};
+std::vector<ViewOfMaster> &viewsOfMasters() {
+  static std::vector<ViewOfMaster> views;
+  return views;
+}
+} // namespace
+
+void addParam(Session &s, const char *name, std::vector<int64_t> shape,
+              const Tensor &master, const Tensor &m, const Tensor &v,
+              const Tensor &view) {
+  ParamSlot slot;
+  slot.name = name;
+  slot.shape = std::move(shape);
+  slot.master = master.buf;
+  slot.expAvg = m.buf;
+  slot.expAvgSq = v.buf;
+  if (isHalf(view.type)) {
+    slot.view = view.buf;
+    slot.viewType = view.type;
+    viewsOfMasters().push_back({master.buf, view});
+  }
+  s.addParam(slot);
+}
+
+void addShardParam(Session &s, Runtime &r, const char *name,
+                   std::vector<int64_t> shape, uint64_t tensorOffset,
+                   uint64_t numel, uint64_t shardElements, const Tensor &master,
+                   const Tensor &m, const Tensor &v, const Tensor &view) {
+  uint64_t begin = uint64_t(r.dpIndex()) * shardElements;
+  ShardRange range =
+      intersectShard(begin, begin + shardElements, tensorOffset, numel);
+  if (range.empty()) // None of the tensor is in this rank's shard.
+    range.lo = range.hi = begin;
+  ParamSlot slot;
+  slot.name = name;
+  slot.shape = std::move(shape);
+  slot.zeroShard = true;
+  slot.shardOffset = range.empty() ? 0 : range.lo - tensorOffset;
+  slot.shardElements = range.hi - range.lo;
+  auto piece = [&](const Tensor &t) {
+    return t.buf.slice((range.lo - begin) * 4, (range.hi - range.lo) * 4);
+  };
+  slot.master = piece(master);
+  slot.expAvg = piece(m);
+  slot.expAvgSq = piece(v);
+  slot.view = view.buf;
+  slot.viewType = view.type;
+  s.addParam(slot);
+}
+
+uint64_t start(Session &s) {
+  uint64_t first = s.start();
+  if (s.options().resume)
+    for (const ViewOfMaster &p : viewsOfMasters())
+      check(k::toHalf(half(p.view.type), int64_t(p.view.numel()),
+                      p.master.as<float>(), p.view.buf.as<uint16_t>()),
+            "toHalf");
+  return first;
+}
+void loadBatch(Session &s, BatchField field, const Tensor &t,
+               int64_t microBatch) {
+  s.loadBatch(field, t.buf, microBatch);
+}
+void reportLoss(Session &s, const Tensor &t, int64_t microBatch) {
+  s.reportLoss(t.buf, microBatch);
+}
+
+//===--- the program ------------------------------------------------------===//
+int runProgram(int argc, char **argv, const ProgramDescription &program) {
+  RuntimeOptions options;
+  options.pp = program.pp;
+  options.dp = program.dp;
+  options.ddrBytes = program.ddrBytes;
+  options.gsmBytes = program.gsmBytes;
+  options.amBytes = program.amBytes;
+  options.cores = program.cores;
+  options.dmaChannels = program.dmaChannels;
+  options.arenaAlignment = program.arenaAlignment;
+  Runtime rt(argc, argv, options);
+
+  ModelConfig model;
+  if (const ProgramModel *m = program.model) {
+    model.name = m->name;
+    model.family = m->family;
+    model.numLayers = m->numLayers;
+    model.hidden = m->hidden;
+    model.numHeads = m->numHeads;
+    model.numKVHeads = m->numKVHeads;
+    model.ffnHidden = m->ffnHidden;
+    model.vocab = m->vocab;
+    model.seqLen = m->seqLen;
+    model.maxPositions = m->maxPositions;
+    model.dtype = m->dtype;
+    model.qkvBias = m->qkvBias;
+    model.rmsNormEps = m->rmsNormEps;
+    model.ropeTheta = m->ropeTheta;
+  }
+  StagePartition partition;
+  if (program.partition)
+    partition.firstLayer.assign(program.partition,
+                                program.partition + program.partitionSize);
+  else
+    partition = StagePartition::even(model.numLayers, program.pp);
+  SessionOptions defaults;
+  defaults.seqLen = program.seqLen;
+  defaults.microBatch = program.microBatch;
+  defaults.microBatches = program.microBatches;
+  Session session(rt, model, partition,
+                  exitOnError(SessionOptions::parse(argc, argv, defaults)));
+  for (size_t i = 0; i < program.numStages; ++i) {
+    if (program.stages[i].stage != rt.stage())
+      continue;
+    program.stages[i].run(rt, session);
+    return 0;
+  }
+  fatal("no mt3k.program for this rank's stage");
+}
+
+} // namespace ratrain::rt::emit

@@ -1,0 +1,406 @@
+//===- EmittedProgramKernels.cpp - Compute kernels of emitted programs ---===//
+//
+// The compute helpers of EmittedProgram.h and their fp32 staging
+// (EmittedProgramStaging.h): each runs one host kernel of runtime/kernels.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ratrain/runtime/EmittedProgram.h"
+#include "ratrain/runtime/EmittedProgramStaging.h"
+
+#include "ratrain/runtime/Error.h"
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ratrain::rt::emit {
+namespace k = ratrain::kernels;
+
+//===--- staging ----------------------------------------------------------===//
+float *Staging::acquire(uint64_t n) {
+  if (depth == slots.size())
+    slots.emplace_back();
+  Slot &slot = slots[depth++];
+  if (slot.capacity < n) {
+    slot.data.reset(new float[n]); // uninitialized: every use overwrites
+    slot.capacity = n;
+  }
+  return slot.data.get();
+}
+
+Staging &staging() {
+  static thread_local Staging pool;
+  return pool;
+}
+
+bool isHalf(ElemType t) { return t == ElemType::BF16 || t == ElemType::F16; }
+k::Half half(ElemType t) {
+  return t == ElemType::F16 ? k::Half::F16 : k::Half::BF16;
+}
+bool overlaps(const Tensor &a, const Tensor &b) {
+  return a.buf.data < b.buf.data + b.buf.bytes &&
+         b.buf.data < a.buf.data + a.buf.bytes;
+}
+
+void check(int status, const char *kernel) {
+  if (status != 0)
+    fatal(std::string("kernel ") + kernel + " failed with status " +
+          std::to_string(status));
+  if (Runtime *r = Runtime::current())
+    r->poll();
+}
+
+In::In(const Tensor &t, bool copy) {
+  uint64_t n = t.numel();
+  if (t.type == ElemType::F32 && !copy) {
+    p = t.buf.as<float>();
+    return;
+  }
+  if (t.type != ElemType::F32 && !isHalf(t.type))
+    fatal("a kernel operand is not a floating-point buffer");
+  float *tmp = staged.emplace(n).data();
+  if (t.type == ElemType::F32)
+    std::memcpy(tmp, t.buf.as<float>(), n * sizeof(float));
+  else
+    check(k::fromHalf(half(t.type), int64_t(n), t.buf.as<uint16_t>(), tmp),
+          "fromHalf");
+  p = tmp;
+}
+
+Out::Out(const Tensor &tensor, bool load) : t(tensor) {
+  if (t.type == ElemType::F32) {
+    p = t.buf.as<float>();
+    return;
+  }
+  if (!isHalf(t.type))
+    fatal("a kernel result is not a floating-point buffer");
+  p = staged.emplace(t.numel()).data();
+  if (load)
+    check(
+        k::fromHalf(half(t.type), int64_t(t.numel()), t.buf.as<uint16_t>(), p),
+        "fromHalf");
+}
+
+Out::~Out() {
+  if (staged)
+    check(k::toHalf(half(t.type), int64_t(t.numel()), p, t.buf.as<uint16_t>()),
+          "toHalf");
+}
+
+namespace {
+/// Runs one compute kernel call, adds its time to this rank's kernel seconds
+/// of the step (StepTimers: two clock reads, no allocation), then checks
+/// its status. fp32 staging conversions around it count as overhead.
+template <typename Call> void kernel(const char *name, Call &&call) {
+  using Clock = StepTimers::Clock;
+  Clock::time_point start = Clock::now();
+  int status = call();
+  Clock::duration elapsed = Clock::now() - start;
+  Runtime *r = Runtime::current();
+  if (r)
+    r->stepTimers().addKernel(elapsed);
+  check(status, name);
+}
+
+/// The ALiBi slopes of `heads` heads (computed once per head count), or
+/// null without `alibi`.
+const float *alibiSlopes(bool alibi, int64_t heads) {
+  if (!alibi)
+    return nullptr;
+  static std::vector<std::pair<int64_t, std::vector<float>>> cache;
+  for (const auto &[n, slopes] : cache)
+    if (n == heads)
+      return slopes.data();
+  std::vector<float> slopes(heads);
+  k::alibiSlopes(heads, slopes.data());
+  cache.emplace_back(heads, std::move(slopes));
+  return cache.back().second.data();
+}
+
+/// Rotary tables and positions (t mod S) of one (S, D, theta), built once.
+struct Rope {
+  int64_t S, D;
+  double theta;
+  std::vector<float> cosTable, sinTable;
+  std::vector<int32_t> pos;
+};
+const Rope &ropeTables(int64_t T, int64_t S, int64_t D, double theta) {
+  static std::vector<std::unique_ptr<Rope>> cache;
+  for (auto &r : cache)
+    if (r->S == S && r->D == D && r->theta == theta &&
+        int64_t(r->pos.size()) >= T)
+      return *r;
+  auto r = std::make_unique<Rope>();
+  r->S = S;
+  r->D = D;
+  r->theta = theta;
+  r->cosTable.resize(uint64_t(S) * uint64_t(D / 2));
+  r->sinTable.resize(uint64_t(S) * uint64_t(D / 2));
+  k::ropeTables(S, D, theta, r->cosTable.data(), r->sinTable.data());
+  r->pos.resize(uint64_t(T));
+  for (int64_t t = 0; t < T; ++t)
+    r->pos[uint64_t(t)] = int32_t(t % S);
+  cache.push_back(std::move(r));
+  return *cache.back();
+}
+} // namespace
+
+//===--- kernels ----------------------------------------------------------===//
+/// c (+)= alpha op(a) op(b); M, N, K of the kernel's GemmForm.
+void gemm(const Tensor &a, const Tensor &b, const Tensor &c, k::GemmForm form,
+          int64_t M, int64_t N, int64_t K, bool accumulate, double alpha) {
+  bool direct = c.type == ElemType::F32 && alpha == 1.0;
+  uint64_t elements = uint64_t(M) * uint64_t(N);
+  std::optional<Scratch> product;
+  float *dst = nullptr;
+  if (direct) {
+    dst = c.buf.as<float>();
+  } else {
+    product.emplace(elements);
+    dst = product->data();
+  }
+  float beta = direct && accumulate ? 1.0f : 0.0f;
+  if (isHalf(a.type) && a.type == b.type) {
+    kernel("gemm16", [&] {
+      return k::gemm16(form, half(a.type), M, N, K, a.buf.as<uint16_t>(),
+                       b.buf.as<uint16_t>(), dst, beta);
+    });
+  } else {
+    In ai(a), bi(b);
+    kernel("gemm",
+           [&] { return k::gemm(form, M, N, K, ai.p, bi.p, dst, beta); });
+  }
+  if (direct)
+    return;
+  Out co(c, accumulate);
+  float s = float(alpha);
+  for (uint64_t i = 0; i < elements; ++i)
+    co.p[i] = (accumulate ? co.p[i] : 0.0f) + s * dst[i];
+}
+
+/// `alibi`: the scores get the ALiBi bias (mt3k.attention_fwd alibi).
+void attentionFwd(const Tensor &q, const Tensor &kk, const Tensor &v,
+                  const Tensor &o, const Tensor &lse, int64_t B, int64_t S,
+                  int64_t Hq, int64_t Hkv, int64_t D, double scale,
+                  bool alibi) {
+  In qi(q), ki(kk), vi(v);
+  Out oo(o, false), lo(lse, false);
+  const float *slopes = alibiSlopes(alibi, Hq);
+  kernel("attentionForward", [&] {
+    return k::attentionForward(B, S, Hq, Hkv, D, qi.p, ki.p, vi.p, float(scale),
+                               oo.p, lo.p, slopes);
+  });
+}
+
+void attentionBwd(const Tensor &q, const Tensor &kk, const Tensor &v,
+                  const Tensor &o, const Tensor &dout, const Tensor &lse,
+                  const Tensor &dq, const Tensor &dk, const Tensor &dv,
+                  int64_t B, int64_t S, int64_t Hq, int64_t Hkv, int64_t D,
+                  double scale, bool alibi) {
+  In qi(q), ki(kk), vi(v), oi(o), di(dout), li(lse);
+  Out dqo(dq, false), dko(dk, false), dvo(dv, false);
+  const float *slopes = alibiSlopes(alibi, Hq);
+  kernel("attentionBackward", [&] {
+    return k::attentionBackward(B, S, Hq, Hkv, D, qi.p, ki.p, vi.p, oi.p, di.p,
+                                li.p, float(scale), dqo.p, dko.p, dvo.p,
+                                slopes);
+  });
+}
+
+void rmsnormFwd(const Tensor &x, const Tensor &w, const Tensor &y,
+                const Tensor &rstd, int64_t T, int64_t H, double eps) {
+  In xi(x), wi(w);
+  Out yo(y, false), ro(rstd, false);
+  kernel("rmsnormForward", [&] {
+    return k::rmsnormForward(T, H, xi.p, wi.p, float(eps), yo.p, ro.p);
+  });
+}
+
+/// The kernel accumulates dw; without `accumulate` dw is zeroed first.
+void rmsnormBwd(const Tensor &x, const Tensor &w, const Tensor &rstd,
+                const Tensor &dy, const Tensor &dx, const Tensor &dw, int64_t T,
+                int64_t H, bool accumulate) {
+  In xi(x), wi(w), ri(rstd), di(dy, overlaps(dy, dx));
+  Out dxo(dx, false), dwo(dw, accumulate);
+  if (!accumulate)
+    std::fill(dwo.p, dwo.p + dw.numel(), 0.0f);
+  kernel("rmsnormBackward", [&] {
+    return k::rmsnormBackward(T, H, xi.p, wi.p, ri.p, di.p, dxo.p, dwo.p);
+  });
+}
+
+/// x, y [B, S, heads, D]; in place allowed (the input is copied).
+void rope(const Tensor &x, const Tensor &y, int64_t B, int64_t S, int64_t heads,
+          int64_t D, double theta, bool backward) {
+  int64_t T = B * S;
+  const Rope &r = ropeTables(T, S, D, theta);
+  In xi(x, overlaps(x, y));
+  Out yo(y, false);
+  if (backward)
+    kernel("ropeBackward", [&] {
+      return k::ropeBackward(T, heads, D, r.pos.data(), S, r.cosTable.data(),
+                             r.sinTable.data(), xi.p, yo.p);
+    });
+  else
+    kernel("ropeForward", [&] {
+      return k::ropeForward(T, heads, D, r.pos.data(), S, r.cosTable.data(),
+                            r.sinTable.data(), xi.p, yo.p);
+    });
+}
+
+void swiglu(const Tensor &g, const Tensor &u, const Tensor &h, int64_t T,
+            int64_t F) {
+  In gi(g, overlaps(g, h)), ui(u, overlaps(u, h));
+  Out ho(h, false);
+  kernel("swigluForward",
+         [&] { return k::swigluForward(T, F, gi.p, ui.p, ho.p); });
+}
+
+void swigluBwd(const Tensor &g, const Tensor &u, const Tensor &dh,
+               const Tensor &dg, const Tensor &du, int64_t T, int64_t F) {
+  bool alias = overlaps(g, dg) || overlaps(g, du) || overlaps(u, dg) ||
+               overlaps(u, du) || overlaps(dh, dg) || overlaps(dh, du);
+  In gi(g, alias), ui(u, alias), hi(dh, alias);
+  Out dgo(dg, false), duo(du, false);
+  kernel("swigluBackward", [&] {
+    return k::swigluBackward(T, F, gi.p, ui.p, hi.p, dgo.p, duo.p);
+  });
+}
+
+void residualAdd(const Tensor &a, const Tensor &b, const Tensor &c) {
+  In ai(a), bi(b);
+  Out co(c, false);
+  kernel("add", [&] { return k::add(int64_t(c.numel()), ai.p, bi.p, co.p); });
+}
+
+void embedding(const Tensor &table, const Tensor &ids, const Tensor &x,
+               int64_t T, int64_t V, int64_t H) {
+  In ti(table);
+  Out xo(x, false);
+  kernel("embeddingForward", [&] {
+    return k::embeddingForward(T, V, H, ids.buf.as<int32_t>(), ti.p, xo.p);
+  });
+}
+
+/// Scatter-add into dtable (accumulated).
+void embeddingBwd(const Tensor &ids, const Tensor &dx, const Tensor &dtable,
+                  int64_t T, int64_t V, int64_t H) {
+  In di(dx);
+  Out to(dtable, true);
+  kernel("embeddingBackward", [&] {
+    return k::embeddingBackward(T, V, H, ids.buf.as<int32_t>(), di.p, to.p);
+  });
+}
+
+/// loss = the mean token loss over the rows whose label is in [0, V).
+void crossEntropy(const Tensor &logits, const Tensor &labels,
+                  const Tensor &loss, int64_t T, int64_t V) {
+  In li(logits);
+  Scratch perToken(static_cast<uint64_t>(T));
+  Scratch grad(static_cast<uint64_t>(T) * static_cast<uint64_t>(V));
+  const int32_t *y = labels.buf.as<int32_t>();
+  kernel("crossEntropy", [&] {
+    return k::crossEntropy(T, V, li.p, y, 0.0f, perToken.data(), grad.data());
+  });
+  double sum = 0;
+  int64_t count = 0;
+  for (int64_t t = 0; t < T; ++t)
+    if (y[t] >= 0 && y[t] < V) {
+      sum += perToken.data()[t];
+      ++count;
+    }
+  *loss.buf.as<float>() = count ? float(sum / double(count)) : 0.0f;
+}
+
+/// dlogits = (softmax(logits) - onehot(labels)) * scale; may be logits.
+void crossEntropyBwd(const Tensor &logits, const Tensor &labels,
+                     const Tensor &dlogits, int64_t T, int64_t V,
+                     double scale) {
+  In li(logits);
+  Out go(dlogits, false);
+  Scratch perToken(static_cast<uint64_t>(T));
+  kernel("crossEntropy", [&] {
+    return k::crossEntropy(T, V, li.p, labels.buf.as<int32_t>(), float(scale),
+                           perToken.data(), go.p);
+  });
+}
+
+/// Element type conversion or copy (same shape).
+void cast(const Tensor &x, const Tensor &y) {
+  if (x.type == y.type) {
+    if (x.buf.data != y.buf.data)
+      std::memmove(y.buf.data, x.buf.data, y.buf.bytes);
+    return;
+  }
+  In xi(x);
+  Out yo(y, false);
+  std::copy(xi.p, xi.p + y.numel(), yo.p);
+}
+
+void scale(const Tensor &x, const Tensor &y, double factor) {
+  In xi(x);
+  Out yo(y, false);
+  float s = float(factor);
+  for (uint64_t i = 0, n = y.numel(); i < n; ++i)
+    yo.p[i] = xi.p[i] * s;
+}
+
+/// One AdamW step; the step number for bias correction is the session's.
+void adamw(Session &session, const Tensor &g, const Tensor &p, const Tensor &m,
+           const Tensor &v, const Tensor &viewOut, double lr, double beta1,
+           double beta2, double eps, double weightDecay, double gradScale) {
+  In gi(g);
+  k::AdamWParams params;
+  params.lr = float(lr);
+  params.beta1 = float(beta1);
+  params.beta2 = float(beta2);
+  params.eps = float(eps);
+  params.weightDecay = float(weightDecay);
+  params.gradScale = float(gradScale);
+  params.step = int64_t(session.step());
+  int64_t n = int64_t(p.numel());
+  float *master = p.buf.as<float>();
+  if (isHalf(viewOut.type)) {
+    kernel("adamw", [&] {
+      return k::adamw(n, master, gi.p, m.buf.as<float>(), v.buf.as<float>(),
+                      params, viewOut.buf.as<uint16_t>(), half(viewOut.type));
+    });
+    return;
+  }
+  kernel("adamw", [&] {
+    return k::adamw(n, master, gi.p, m.buf.as<float>(), v.buf.as<float>(),
+                    params);
+  });
+  if (viewOut.buf.data != p.buf.data)
+    std::memcpy(viewOut.buf.data, p.buf.data, p.buf.bytes);
+}
+
+void fill(const Tensor &t, double value) {
+  uint64_t n = t.numel();
+  switch (t.type) {
+  case ElemType::F32:
+    std::fill(t.buf.as<float>(), t.buf.as<float>() + n, float(value));
+    return;
+  case ElemType::I32:
+    std::fill(t.buf.as<int32_t>(), t.buf.as<int32_t>() + n, int32_t(value));
+    return;
+  case ElemType::I64:
+    std::fill(t.buf.as<int64_t>(), t.buf.as<int64_t>() + n, int64_t(value));
+    return;
+  case ElemType::U8:
+    std::fill(t.buf.as<uint8_t>(), t.buf.as<uint8_t>() + n, uint8_t(value));
+    return;
+  default: {
+    float f = float(value);
+    uint16_t bits = 0;
+    check(k::toHalf(half(t.type), 1, &f, &bits), "toHalf");
+    std::fill(t.buf.as<uint16_t>(), t.buf.as<uint16_t>() + n, bits);
+  }
+  }
+}
+
+} // namespace ratrain::rt::emit
