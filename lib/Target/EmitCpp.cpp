@@ -20,7 +20,9 @@
 #include "MT3K/MT3KOps.h"
 #include "RATrain/RATrainDialect.h"
 
+#include "mlir/Conversion/FuncToEmitC/FuncToEmitC.h"
 #include "mlir/Dialect/EmitC/IR/EmitC.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
@@ -68,7 +70,7 @@ struct ConvertMT3KToEmitCPass
            "program)";
   }
   void getDependentDialects(DialectRegistry &registry) const override {
-    registry.insert<emitc::EmitCDialect>();
+    registry.insert<emitc::EmitCDialect, func::FuncDialect>();
   }
 
   void runOnOperation() override;
@@ -106,9 +108,12 @@ void ConvertMT3KToEmitCPass::runOnOperation() {
   populateMT3KToEmitCTypeConversions(converter);
   RewritePatternSet patterns(ctx);
   populateMT3KToEmitCPatterns(converter, patterns);
+  // Outlined layer bodies (func.func) become C++ functions of Tensor
+  // arguments that the stage functions call.
+  populateFuncToEmitCPatterns(converter, patterns);
   ConversionTarget target(*ctx);
   target.addLegalDialect<emitc::EmitCDialect>();
-  target.addIllegalDialect<MT3KDialect>();
+  target.addIllegalDialect<MT3KDialect, func::FuncDialect>();
   target.addLegalOp<MachineOp, GroupOp>();
   target.addDynamicallyLegalOp<emitc::CallOpaqueOp, emitc::VerbatimOp>(
       [&](Operation *op) { return converter.isLegal(op->getOperandTypes()); });

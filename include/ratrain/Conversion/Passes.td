@@ -55,7 +55,7 @@ def RATrainLowerToMT3K : Pass<"ratrain-lower-to-mt3k", "mlir::ModuleOp"> {
            "buffer alignment in bytes recorded on mt3k.machine, checked "
            "against every assigned offset (0: the largest power of two up "
            "to 64 that divides all of them)">,
-    Option<"outlineLayers", "outline-layers", "bool", "false",
+    Option<"outlineLayers", "outline-layers", "bool", "true",
            "emit each decoder layer's forward, recompute and backward as a "
            "call of a `func.func` shared by every layer and micro-batch "
            "with the same kernel sequence (its buffers are the arguments), "

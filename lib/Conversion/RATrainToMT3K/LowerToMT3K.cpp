@@ -168,6 +168,11 @@ void LowerToMT3KPass::runOnOperation() {
   for (auto &stage : stages)
     if (failed(stage->lower()))
       return signalPassFailure();
+  // Outlined layer bodies come before the programs that call them (C++
+  // declares a function before its use).
+  if (auto first = *module.getOps<mt::ProgramOp>().begin())
+    for (func::FuncOp function : outlined.functions)
+      function->moveBefore(first);
   // What the driver and the runtime need besides the programs: the model
   // (the runtime's ModelConfig: sizes, dtype, norm and RoPE constants) and
   // the plan (pp, dp, micro-batching, the stage layer split), as module
