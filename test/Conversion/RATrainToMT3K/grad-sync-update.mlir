@@ -225,6 +225,8 @@ ratrain.pipeline @tiny_step for @tiny plan #ratrain.plan<clusters = 2, pp = 1, d
     %g0_0 = ratrain.backward %view0, %act0_0 mb(0) {ratrain.buffers = array<i64: 15, 606144, 16384>} : !ratrain.view<0>, !ratrain.act<0, full>
     %ready0 = ratrain.grad_ready %g0_0 {ratrain.buffers = array<i64: 15, 606144, 16384>} : !ratrain.grad<0, partial>
     %sync0 = ratrain.sync reduce_scatter %ready0 hierarchy flat {ratrain.buffers = array<i64: 15, 606144, 16384>} : !ratrain.grad<0, ready> -> !ratrain.async<!ratrain.grad<0, synced>>
+    // ZeRO-2: the reduce-scatter reads the full gradient (buffer 13) and
+    // its wait starts this rank's shard, a buffer of its own (16).
     %synced1 = ratrain.wait %sync1 {ratrain.buffers = array<i64: 16, 468544, 41088>} : !ratrain.async<!ratrain.grad<1, synced>>
     %master1n, %opt1n = ratrain.update adamw %synced1, %master1, %opt1 {ratrain.buffers = array<i64: 4, 147712, 82176, 5, 229888, 164352>} : !ratrain.grad<1, synced>, !ratrain.master<1>, !ratrain.opt_state<1>
     %cast1 = ratrain.view_prefetch %master1n {ratrain.buffers = array<i64: 3, 65536, 82176>} : !ratrain.master<1>

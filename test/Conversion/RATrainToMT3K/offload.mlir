@@ -46,6 +46,7 @@ ratrain.pipeline @tiny_step for @tiny plan #ratrain.plan<clusters = 1, pp = 1, d
     %act1_0 = ratrain.forward %view1 mb(0) {ratrain.buffers = array<i64: 10, 797440, 34880>} : !ratrain.view<1> -> !ratrain.act<1, full>
     %act2_0 = ratrain.forward %view2 mb(0) {ratrain.buffers = array<i64: 11, 567040, 12320>} : !ratrain.view<2> -> !ratrain.act<2, full>
     %reload2 = ratrain.reload %opt2 {ratrain.buffers = array<i64: 12, 731392, 66048>} : !ratrain.opt_state<2>
+    // The decoder's Adam state comes back into its window (buffer 13) ...
     %reload1 = ratrain.reload %opt1 {ratrain.buffers = array<i64: 13, 238336, 328704>} : !ratrain.opt_state<1>
     %g2_0 = ratrain.backward %view2, %act2_0 mb(0) {ratrain.buffers = array<i64: 14, 832320, 33024>} : !ratrain.view<2>, !ratrain.act<2, full>
     %ready2 = ratrain.grad_ready %g2_0 {ratrain.buffers = array<i64: 14, 832320, 33024>} : !ratrain.grad<2, partial>
@@ -65,6 +66,7 @@ ratrain.pipeline @tiny_step for @tiny plan #ratrain.plan<clusters = 1, pp = 1, d
     %opt1r = ratrain.wait %reload1 {ratrain.buffers = array<i64: 13, 238336, 328704>} : !ratrain.async<!ratrain.opt_state<1>>
     %master1n, %opt1n = ratrain.update adamw %synced1, %master1, %opt1r {ratrain.buffers = array<i64: 4, 0, 0, 13, 238336, 328704>} : !ratrain.grad<1, synced>, !ratrain.master<1>, !ratrain.opt_state<1>
     %cast1 = ratrain.view_prefetch %master1n {ratrain.buffers = array<i64: 3, 32768, 164352>} : !ratrain.master<1>
+    // The write-back to the host tier, waited before the yield.
     %off1 = ratrain.offload %opt1n to host {ratrain.buffers = array<i64: -1, 0, 0>} : !ratrain.opt_state<1>
     %offdone2 = ratrain.wait %off2 {ratrain.buffers = array<i64: -1, 0, 0>} : !ratrain.async<!ratrain.offloaded<!ratrain.opt_state<2>>>
     %reload0 = ratrain.reload %opt0 {ratrain.buffers = array<i64: 17, 567040, 65536>} : !ratrain.opt_state<0>
@@ -126,6 +128,7 @@ ratrain.pipeline @tiny_step for @tiny plan #ratrain.plan<clusters = 1, pp = 1, d
     %act1_0 = ratrain.forward %view1 mb(0) {ratrain.buffers = array<i64: 10, 797440, 34880>} : !ratrain.view<1> -> !ratrain.act<1, full>
     %act2_0 = ratrain.forward %view2 mb(0) {ratrain.buffers = array<i64: 11, 567040, 12320>} : !ratrain.view<2> -> !ratrain.act<2, full>
     %reload2 = ratrain.reload %opt2 {ratrain.buffers = array<i64: 12, 731392, 66048>} : !ratrain.opt_state<2>
+    // ... into a window smaller than the state (buffer 13, cut by hand).
     %reload1 = ratrain.reload %opt1 {ratrain.buffers = array<i64: 13, 238336, 262144>} : !ratrain.opt_state<1>
     %g2_0 = ratrain.backward %view2, %act2_0 mb(0) {ratrain.buffers = array<i64: 14, 832320, 33024>} : !ratrain.view<2>, !ratrain.act<2, full>
     %ready2 = ratrain.grad_ready %g2_0 {ratrain.buffers = array<i64: 14, 832320, 33024>} : !ratrain.grad<2, partial>

@@ -34,10 +34,14 @@ ratrain.pipeline @tiny_step for @tiny plan #ratrain.plan<clusters = 2, pp = 2, d
                                              workspace = array<i64: 20, 591360, 8192>}} {
     %act0_0 = ratrain.forward %view0 mb(0) {ratrain.buffers = array<i64: 6, 866432, 32>} : !ratrain.view<0> -> !ratrain.act<0, full>
     %act1_0 = ratrain.forward %view1 mb(0) {ratrain.buffers = array<i64: 7, 763904, 34880>} : !ratrain.view<1> -> !ratrain.act<1, full>
+    // Sends are buffered: the stage goes on at once, and assign-buffers
+    // reuses a send buffer right after the send (599552: mb 0, mb 1, then
+    // the decoder gradient).
     ratrain.send activation mb(0) to(1) {ratrain.buffers = array<i64: 8, 599552, 2048>}
     %act0_1 = ratrain.forward %view0 mb(1) {ratrain.buffers = array<i64: 9, 868480, 32>} : !ratrain.view<0> -> !ratrain.act<0, full>
     %act1_1 = ratrain.forward %view1 mb(1) {ratrain.buffers = array<i64: 10, 798784, 34880>} : !ratrain.view<1> -> !ratrain.act<1, full>
     ratrain.send activation mb(1) to(1) {ratrain.buffers = array<i64: 11, 599552, 2048>}
+    // A recv blocks until the message is there; it lands at its buffer.
     ratrain.recv gradient mb(0) from(1) {ratrain.buffers = array<i64: 12, 833664, 2048>}
     %g1_0 = ratrain.backward %view1, %act1_0 mb(0) {ratrain.buffers = array<i64: 13, 599552, 164352>} : !ratrain.view<1>, !ratrain.act<1, full>
     %g0_0 = ratrain.backward %view0, %act0_0 mb(0) {ratrain.buffers = array<i64: 14, 833664, 32768>} : !ratrain.view<0>, !ratrain.act<0, full>
@@ -74,6 +78,8 @@ ratrain.pipeline @tiny_step for @tiny plan #ratrain.plan<clusters = 2, pp = 2, d
     ratrain.recv activation mb(0) from(0) {ratrain.buffers = array<i64: 3, 107264, 2048>}
     %act2_0 = ratrain.forward %view2 mb(0) {ratrain.buffers = array<i64: 4, 140288, 12320>} : !ratrain.view<2> -> !ratrain.act<2, full>
     %g2_0 = ratrain.backward %view2, %act2_0 mb(0) {ratrain.buffers = array<i64: 5, 107264, 33024>} : !ratrain.view<2>, !ratrain.act<2, full>
+    // 152608: the send buffer of gradient mb 0 is the recv buffer of
+    // activation mb 1, posted right after the send.
     ratrain.send gradient mb(0) to(0) {ratrain.buffers = array<i64: 6, 152608, 2048>}
     ratrain.recv activation mb(1) from(0) {ratrain.buffers = array<i64: 7, 152608, 2048>}
     %act2_1 = ratrain.forward %view2 mb(1) {ratrain.buffers = array<i64: 8, 140288, 12320>} : !ratrain.view<2> -> !ratrain.act<2, full>

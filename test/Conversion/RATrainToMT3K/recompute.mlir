@@ -50,6 +50,8 @@ ratrain.pipeline @tiny_step for @tiny plan #ratrain.plan<clusters = 1, pp = 1, d
     %synced2 = ratrain.wait %sync2 {ratrain.buffers = array<i64: 12, 698624, 33024>} : !ratrain.async<!ratrain.grad<2, synced>>
     %master2n, %opt2n = ratrain.update adamw %synced2, %master2, %opt2 {ratrain.buffers = array<i64: 7, 0, 0, 8, 624384, 66048>} : !ratrain.grad<2, synced>, !ratrain.master<2>, !ratrain.opt_state<2>
     %cast2 = ratrain.view_prefetch %master2n {ratrain.buffers = array<i64: 6, 591360, 33024>} : !ratrain.master<2>
+    // Recovers layer 1's full activations from its stored input into a
+    // buffer of its own (id 13), which the backward then reads.
     %rec1_0 = ratrain.recompute %view1, %act1_0 mb(0) {ratrain.buffers = array<i64: 13, 862976, 34880>} : !ratrain.view<1>, !ratrain.act<1, input> -> !ratrain.act<1, full>
     %g1_0 = ratrain.backward %view1, %rec1_0 mb(0) {ratrain.buffers = array<i64: 14, 698624, 164352>} : !ratrain.view<1>, !ratrain.act<1, full>
     %ready1 = ratrain.grad_ready %g1_0 {ratrain.buffers = array<i64: 14, 698624, 164352>} : !ratrain.grad<1, partial>
