@@ -12,6 +12,8 @@
 //           the reduce-scatter's `wait` (<prefix>.grad_shard).
 //   hierarchical: a sync `hierarchy hierarchical` adds the @node group and
 //           runs the collective with the hierarchical algorithm.
+//   small GSM: AdamW runs in chunks of at most one staging slot of view,
+//           alternating the two slots.
 //
 // Inputs: scheduled, buffer-assigned 1-stage pipelines of a tiny bf16 LLaMA
 // (hidden 64, 2 heads, ffn 128, vocab 128, seq 8; embedding, one decoder
@@ -22,6 +24,10 @@
 
 // RUN: ratrain-opt %s -split-input-file | ratrain-opt -split-input-file --ratrain-verify-schedule > /dev/null
 // RUN: ratrain-opt %s -split-input-file --ratrain-lower-to-mt3k=machine=%S/Inputs/tiny.yaml | FileCheck %s
+// With 64 KB of GSM (two 32 KB slots) an update runs in chunks of at most
+// one slot of view (checked on the ZeRO-0 case below).
+// RUN: sed 's/^  gsm_bytes: 1048576$/  gsm_bytes: 65536/' %S/Inputs/tiny.yaml > %t.small-gsm.yaml
+// RUN: ratrain-opt %s -split-input-file --ratrain-lower-to-mt3k=machine=%t.small-gsm.yaml | FileCheck %s --check-prefix=CHUNKED
 
 // ZeRO-0.
 ratrain.model @tiny family("llama") dtype(bf16) seq_len(8) max_positions(16) positions rope rms_eps(1.000000e-05) rope_theta(1.000000e+04) plan #ratrain.plan<clusters = 2, pp = 1, dp = 2, micro_batch_size = 1, micro_batches = 1, zero = 0, stage_layers = [3], recompute = [none], step_us = 1000, peak_bytes = 1000000> {
@@ -104,6 +110,46 @@ ratrain.pipeline @tiny_step for @tiny plan #ratrain.plan<clusters = 2, pp = 1, d
 // The view_prefetch's wait (at the end of the step) waits the DMA.
 // CHECK: mt3k.wait %[[DMA]]{{$}}
 // CHECK-NEXT: }
+
+
+// With the small GSM, the decoder's 41088 elements are updated in chunks of 16384,
+// 16384 and 8320 (element offsets 0, 16384, 32768 of the gradient, master,
+// m, v and view), alternating the slots; the head took slot 0 first, so
+// the decoder's chunk 1 waits for the head's DMA, and chunk 2 (slot 1
+// again) for chunk 0's.
+// CHUNKED-LABEL: ratrain.plan = #ratrain.plan<clusters = 2, pp = 1, dp = 2, micro_batch_size = 1, micro_batches = 1, zero = 0,
+// CHUNKED: %[[GSM0:[0-9]+]] = mt3k.buffer "gsm.staging.0" at 0 : !mt3k.buffer<gsm, 32768xi8>
+// CHUNKED-NEXT: %[[GSM1:[0-9]+]] = mt3k.buffer "gsm.staging.1" at 32768 : !mt3k.buffer<gsm, 32768xi8>
+// The chunk views: gradient, master, m, v, the staging slot, the view.
+// CHUNKED: %[[G0:[0-9]+]] = mt3k.view %[[G:[0-9]+]][0] : !mt3k.buffer<ddr, 41088xbf16> to !mt3k.buffer<ddr, 16384xbf16>
+// CHUNKED-NEXT: %[[P0:[0-9]+]] = mt3k.view %[[P:[0-9]+]][0] : !mt3k.buffer<ddr, 41088xf32> to !mt3k.buffer<ddr, 16384xf32>
+// CHUNKED-NEXT: %[[M0:[0-9]+]] = mt3k.view %[[M:[0-9]+]][0] : !mt3k.buffer<ddr, 41088xf32> to !mt3k.buffer<ddr, 16384xf32>
+// CHUNKED-NEXT: %[[V0:[0-9]+]] = mt3k.view %[[V:[0-9]+]][0] : !mt3k.buffer<ddr, 41088xf32> to !mt3k.buffer<ddr, 16384xf32>
+// CHUNKED-NEXT: %[[S0:[0-9]+]] = mt3k.view %[[GSM1]][0] : !mt3k.buffer<gsm, 32768xi8> to !mt3k.buffer<gsm, 16384xbf16>
+// CHUNKED-NEXT: %[[VIEW0:[0-9]+]] = mt3k.view %[[VIEW:[0-9]+]][0] : !mt3k.buffer<ddr, 41088xbf16> to !mt3k.buffer<ddr, 16384xbf16>
+// CHUNKED-NEXT: %[[G1:[0-9]+]] = mt3k.view %[[G]][32768] : !mt3k.buffer<ddr, 41088xbf16> to !mt3k.buffer<ddr, 16384xbf16>
+// CHUNKED-NEXT: %[[P1:[0-9]+]] = mt3k.view %[[P]][65536] : !mt3k.buffer<ddr, 41088xf32> to !mt3k.buffer<ddr, 16384xf32>
+// CHUNKED-NEXT: %[[M1:[0-9]+]] = mt3k.view %[[M]][65536] : !mt3k.buffer<ddr, 41088xf32> to !mt3k.buffer<ddr, 16384xf32>
+// CHUNKED-NEXT: %[[V1:[0-9]+]] = mt3k.view %[[V]][65536] : !mt3k.buffer<ddr, 41088xf32> to !mt3k.buffer<ddr, 16384xf32>
+// CHUNKED-NEXT: %[[S1:[0-9]+]] = mt3k.view %[[GSM0]][0] : !mt3k.buffer<gsm, 32768xi8> to !mt3k.buffer<gsm, 16384xbf16>
+// CHUNKED-NEXT: %[[VIEW1:[0-9]+]] = mt3k.view %[[VIEW]][32768] : !mt3k.buffer<ddr, 41088xbf16> to !mt3k.buffer<ddr, 16384xbf16>
+// CHUNKED-NEXT: %[[G2:[0-9]+]] = mt3k.view %[[G]][65536] : !mt3k.buffer<ddr, 41088xbf16> to !mt3k.buffer<ddr, 8320xbf16>
+// CHUNKED-NEXT: %[[P2:[0-9]+]] = mt3k.view %[[P]][131072] : !mt3k.buffer<ddr, 41088xf32> to !mt3k.buffer<ddr, 8320xf32>
+// CHUNKED-NEXT: %[[M2:[0-9]+]] = mt3k.view %[[M]][131072] : !mt3k.buffer<ddr, 41088xf32> to !mt3k.buffer<ddr, 8320xf32>
+// CHUNKED-NEXT: %[[V2:[0-9]+]] = mt3k.view %[[V]][131072] : !mt3k.buffer<ddr, 41088xf32> to !mt3k.buffer<ddr, 8320xf32>
+// CHUNKED-NEXT: %[[S2:[0-9]+]] = mt3k.view %[[GSM1]][0] : !mt3k.buffer<gsm, 32768xi8> to !mt3k.buffer<gsm, 8320xbf16>
+// CHUNKED-NEXT: %[[VIEW2:[0-9]+]] = mt3k.view %[[VIEW]][65536] : !mt3k.buffer<ddr, 41088xbf16> to !mt3k.buffer<ddr, 8320xbf16>
+// CHUNKED: %[[SYNC:[0-9]+]] = mt3k.all_reduce avg %[[G]] -> %[[G]] on @dp ring
+// CHUNKED: %[[HEADDMA:[0-9]+]] = mt3k.dma %{{[0-9]+}} -> %{{[0-9]+}}
+// CHUNKED: mt3k.wait %[[SYNC]]{{$}}
+// CHUNKED-NEXT: mt3k.adamw %[[G0]], %[[P0]], %[[M0]], %[[V0]] -> %[[S0]] lr
+// CHUNKED-NEXT: %[[D0:[0-9]+]] = mt3k.dma %[[S0]] -> %[[VIEW0]]
+// CHUNKED-NEXT: mt3k.wait %[[HEADDMA]]{{$}}
+// CHUNKED-NEXT: mt3k.adamw %[[G1]], %[[P1]], %[[M1]], %[[V1]] -> %[[S1]] lr
+// CHUNKED-NEXT: %[[D1:[0-9]+]] = mt3k.dma %[[S1]] -> %[[VIEW1]]
+// CHUNKED-NEXT: mt3k.wait %[[D0]]{{$}}
+// CHUNKED-NEXT: mt3k.adamw %[[G2]], %[[P2]], %[[M2]], %[[V2]] -> %[[S2]] lr
+// CHUNKED-NEXT: %[[D2:[0-9]+]] = mt3k.dma %[[S2]] -> %[[VIEW2]]
 
 // -----
 
