@@ -9,6 +9,7 @@
 #include "MT3K/MT3KDialect.h"
 #include "RATrain/RATrainDialect.h"
 #include "ratrain/Conversion/Passes.h"
+#include "ratrain/Support/CrashReport.h"
 #include "ratrain/Transforms/Passes.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -20,6 +21,7 @@
 #include <vector>
 
 int main(int argc, char **argv) {
+  ratrain::setBugReportMessage();
   // Diagnostics point at the source location; dumping the whole operation
   // (often a whole model or pipeline) after every message buries them. Pass
   // --mlir-print-op-on-diagnostic to get the dump back.

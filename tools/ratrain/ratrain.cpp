@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ratrain/Machine/MachineModel.h"
+#include "ratrain/Support/CrashReport.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallString.h"
@@ -987,6 +988,7 @@ int machineCommand(llvm::ArrayRef<std::string> argv) {
 } // namespace
 
 int main(int argc, char **argv) {
+  ratrain::InitTool init(argc, argv);
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) {
     llvm::errs() << kMainHelp;
