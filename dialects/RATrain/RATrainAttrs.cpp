@@ -59,11 +59,25 @@ LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (int64_t(recompute.size()) != pp)
     return emitError() << "plan has " << recompute.size()
                        << " recompute entries for pp = " << pp;
-  for (int64_t count : stageLayers)
+  int64_t totalLayers = 0;
+  for (int64_t count : stageLayers) {
     if (count < 1 || count > limits::kMaxModelLayers)
       return emitError() << "plan gives a stage " << count
                          << " layers (1 to the limit of "
                          << limits::kMaxModelLayers << ")";
+    if (count * microBatches > limits::kMaxStageScheduleSize)
+      return emitError() << "plan schedules " << count << " layers x "
+                         << microBatches
+                         << " micro-batches on one stage, more than the limit "
+                            "of "
+                         << limits::kMaxStageScheduleSize;
+    totalLayers += count;
+  }
+  if (totalLayers * microBatches > limits::kMaxScheduleSize)
+    return emitError() << "plan schedules " << totalLayers << " layers x "
+                       << microBatches
+                       << " micro-batches, more than the limit of "
+                       << limits::kMaxScheduleSize;
   if (stepMicros < 0 || peakBytes < 0)
     return emitError() << "plan predictions must not be negative";
   return success();

@@ -533,6 +533,21 @@ llvm::Expected<PlanResult> ratrain::planTraining(const ModelConfig &model0,
                 .str();
         continue;
       }
+      // The schedule's size (#ratrain.plan checks it per stage and in all):
+      // model layers x m, and the smallest largest stage x m.
+      int64_t modelLayers = model.numLayers + 2;
+      if (modelLayers * m > limits::kMaxScheduleSize ||
+          (modelLayers + p - 1) / p * m > limits::kMaxStageScheduleSize) {
+        structuralReason =
+            llvm::formatv("micro-batch size {0} gives {1} micro-batches of "
+                          "{2} layers on {3} stages, more than the schedule "
+                          "limits of {4} (layer, micro-batch) pairs in all "
+                          "and {5} per stage",
+                          b, m, modelLayers, p, limits::kMaxScheduleSize,
+                          limits::kMaxStageScheduleSize)
+                .str();
+        continue;
+      }
       std::vector<ZeroStage> zeros;
       if (request.zero)
         zeros = {*request.zero};

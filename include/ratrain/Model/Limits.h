@@ -63,6 +63,13 @@ inline constexpr int64_t kMaxGlobalBatch = int64_t(1) << 20;
 /// Micro-batches per iteration and pipeline (gradient accumulation steps):
 /// the schedule has a forward and a backward per micro-batch and layer.
 inline constexpr int64_t kMaxMicroBatches = int64_t(1) << 14;
+/// (layer, micro-batch) pairs of one pipeline stage: stage layers x
+/// micro-batches. The schedule passes take time superlinear in it (about 7 s
+/// at the limit on a 2-core host, 0.1 s at 6,000 pairs).
+inline constexpr int64_t kMaxStageScheduleSize = int64_t(1) << 16;
+/// (layer, micro-batch) pairs of the whole pipeline: model layers x
+/// micro-batches (the scheduled IR holds about 1.5 KB per pair).
+inline constexpr int64_t kMaxScheduleSize = int64_t(1) << 20;
 /// Compute clusters (MPI ranks) of a plan, a machine or a checkpoint: pp x dp
 /// and nodes x clusters_per_node (MPI counts ranks in an int).
 inline constexpr int64_t kMaxClusters = int64_t(1) << 24;
