@@ -333,8 +333,8 @@ LogicalResult StageOp::verifyRegions() {
            << count << " layers from layer " << first;
   if (first > limits::kMaxModelLayers ||
       count > limits::kMaxModelLayers - first)
-    return emitOpError("layer range [")
-           << first << ", " << first + count << ") exceeds the limit of "
+    return emitOpError("owns ")
+           << count << " layers from layer " << first << ", past the limit of "
            << limits::kMaxModelLayers << " model layers";
   SmallVector<Type> expected =
       getStageStateTypes(getContext(), getFirstLayer(), getNumLayers());

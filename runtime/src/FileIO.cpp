@@ -47,7 +47,7 @@ static llvm::Error checkReplaceable(llvm::StringRef path) {
                      : S_ISCHR(status.st_mode)  ? "a character device"
                      : S_ISBLK(status.st_mode)  ? "a block device"
                      : S_ISSOCK(status.st_mode) ? "a socket"
-                                                : "not a regular file";
+                                                : "a special file";
   return makeError(llvm::formatv("{0}: refusing to replace {1} with the "
                                  "output; only a regular file or a new path "
                                  "can be written",
