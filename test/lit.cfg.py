@@ -17,6 +17,10 @@ llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
 
 tool_dirs = [config.ratrain_tools_dir, config.llvm_tools_dir]
+# The runtime's tools (ratrain-tokenize, ratrain-ckpt): tests REQUIRES: runtime.
+if config.ratrain_enable_runtime.upper() in ("ON", "1", "TRUE", "YES"):
+    config.available_features.add("runtime")
+    llvm_config.add_tool_substitutions(["ratrain-tokenize", "ratrain-ckpt"], tool_dirs)
 tools = ["ratrain-opt", "ratrain-translate", "ratrain-plan", "ratrain-sim", "ratrain"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 # FileCheck, not, count, split-file come from llvm-22.

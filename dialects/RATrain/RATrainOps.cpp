@@ -1,6 +1,7 @@
 //===- RATrainOps.cpp - ratrain operations --------------------------------===//
 
 #include "RATrain/RATrainOps.h"
+#include "ratrain/Model/Limits.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
@@ -276,6 +277,10 @@ ParseResult StageOp::parse(OpAsmParser &parser, OperationState &result) {
                                /*allowType=*/true) ||
       parser.parseOptionalAttrDictWithKeyword(result.attributes))
     return failure();
+  if (first < 0 || end < first)
+    return parser.emitError(parser.getNameLoc(), "layer range [")
+           << first << ", " << end << ") "
+           << (first < 0 ? "starts below layer 0" : "runs backwards");
   Builder &builder = parser.getBuilder();
   result.addAttribute(getStageAttrName(result.name),
                       builder.getI64IntegerAttr(stage));
@@ -302,8 +307,19 @@ void StageOp::print(OpAsmPrinter &printer) {
 }
 
 LogicalResult StageOp::verifyRegions() {
-  if (getNumLayers() < 1)
-    return emitOpError("must own at least one layer");
+  // I64Attr getters are unsigned: compare the signed values, and bound the
+  // count before building the expected types (hand-written IR may have a
+  // range that runs backwards or spans 2^40 layers).
+  int64_t first = static_cast<int64_t>(getFirstLayer());
+  int64_t count = static_cast<int64_t>(getNumLayers());
+  if (first < 0 || count < 1)
+    return emitOpError("must own at least one layer from layer 0 on, got ")
+           << count << " layers from layer " << first;
+  if (first > limits::kMaxModelLayers ||
+      count > limits::kMaxModelLayers - first)
+    return emitOpError("owns ")
+           << count << " layers from layer " << first << ", past the limit of "
+           << limits::kMaxModelLayers << " model layers";
   SmallVector<Type> expected =
       getStageStateTypes(getContext(), getFirstLayer(), getNumLayers());
   TypeRange actual = getBody().getArgumentTypes();

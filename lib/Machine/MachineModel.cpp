@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ratrain/Machine/MachineModel.h"
+#include "ratrain/Model/Limits.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringMap.h"
@@ -85,6 +86,11 @@ llvm::Error MachineModel::validate() const {
   for (const IntField &f : ints)
     if (f.value <= 0)
       return fail(f.key, llvm::formatv("must be positive, got {0}", f.value));
+  // totalClusters() multiplies them: bound the product (no overflow).
+  if (clustersPerNode > limits::kMaxClusters / nodes)
+    return fail("nodes x clusters_per_node",
+                llvm::formatv("{0} x {1} exceeds the limit of {2} clusters",
+                              nodes, clustersPerNode, limits::kMaxClusters));
   struct RealField {
     const char *key;
     double value;
@@ -180,6 +186,12 @@ public:
         {"nodes", "clusters_per_node"});
     if (stream.failed() && !firstError)
       return error(nullptr, "", "malformed YAML");
+    // One machine per file: a second document (after `---`) would otherwise
+    // be ignored.
+    if (!firstError && ++it != stream.end())
+      return error(it->getRoot(), "",
+                   "a second YAML document; a machine file holds one machine "
+                   "(remove the '---' and what follows it)");
     if (!firstError && !sawCluster)
       setError(root, "", "missing required key 'cluster'");
     if (!firstError && !sawNetwork)
@@ -516,6 +528,13 @@ llvm::Expected<MachineModel> ratrain::oversubscribe(const MachineModel &machine,
   if (ranksPerCluster == 1)
     return machine;
   int64_t k = ranksPerCluster;
+  if (k > limits::kMaxClusters / machine.totalClusters())
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        llvm::formatv("machine '{0}': {1} ranks per cluster on {2} clusters "
+                      "exceed the limit of {3} clusters",
+                      machine.name, k, machine.totalClusters(),
+                      limits::kMaxClusters));
   double share = 1.0 / double(k);
   MachineModel split = machine;
   split.name = llvm::formatv("{0}-x{1}", machine.name, k).str();

@@ -9,6 +9,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "ratrain/Model/HFConfig.h"
+#include "ratrain/Model/JSON.h"
+#include "ratrain/Model/Limits.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -114,7 +116,7 @@ private:
 llvm::Expected<ModelConfig>
 ratrain::parseHFConfig(llvm::StringRef json, llvm::StringRef fileName,
                        const HFImportOptions &options) {
-  llvm::Expected<Value> parsed = llvm::json::parse(json);
+  llvm::Expected<Value> parsed = parseJSON(json);
   if (!parsed)
     return llvm::createStringError(
         llvm::inconvertibleErrorCode(), "%s: not valid JSON: %s",
@@ -211,6 +213,17 @@ ratrain::parseHFConfig(llvm::StringRef json, llvm::StringRef fileName,
     return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s: %s",
                                    fileName.str().c_str(),
                                    llvm::toString(std::move(error)).c_str());
+  // A model is imported to be trained: refuse a head dimension the attention
+  // kernels are not built for here rather than at run time.
+  if (!limits::isSupportedHeadDim(config.headDim()))
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        llvm::formatv("{0}: head dimension {1} (hidden_size {2} / "
+                      "num_attention_heads {3}) is not supported by the "
+                      "attention kernels (supported: {4})",
+                      fileName, config.headDim(), config.hidden,
+                      config.numHeads, limits::kAttentionHeadDimsText)
+            .str());
   return config;
 }
 

@@ -1,6 +1,7 @@
 //===- ModelConfig.cpp - Dense decoder-only LLM description ---------------===//
 
 #include "ratrain/Model/ModelConfig.h"
+#include "ratrain/Model/Limits.h"
 
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -124,6 +125,22 @@ llvm::Error ModelConfig::validate() const {
     if (p.value <= 0)
       return fail(
           llvm::formatv("{0} must be positive, got {1}", p.field, p.value));
+  // Upper bounds (ratrain/Model/Limits.h): beyond them the IR, the plans and
+  // the size arithmetic would grow without bound.
+  struct {
+    const char *field;
+    int64_t value, limit;
+  } bounded[] = {
+      {"num_hidden_layers", numLayers, limits::kMaxDecoderLayers},
+      {"hidden_size", hidden, limits::kMaxHidden},
+      {"intermediate_size", ffnHidden, limits::kMaxFFNHidden},
+      {"vocab_size", vocab, limits::kMaxVocab},
+      {"sequence length", seqLen, limits::kMaxSequenceLength},
+      {"max_position_embeddings", maxPositions, limits::kMaxSequenceLength}};
+  for (auto &b : bounded)
+    if (b.value > b.limit)
+      return fail(llvm::formatv("{0} {1} exceeds the limit of {2}", b.field,
+                                b.value, b.limit));
   if (hidden % numHeads != 0)
     return fail(llvm::formatv(
         "hidden_size {0} is not a multiple of num_attention_heads {1}", hidden,

@@ -24,6 +24,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ratrain/Planner/Planner.h"
+#include "ratrain/Model/Limits.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
@@ -371,6 +372,14 @@ llvm::Expected<PlanResult> ratrain::planTraining(const ModelConfig &model0,
   if (request.globalBatch < 1)
     return makeError(llvm::formatv("global batch must be positive, got {0}",
                                    request.globalBatch));
+  if (request.clusters > limits::kMaxClusters)
+    return makeError(llvm::formatv("{0} clusters exceed the limit of {1}",
+                                   request.clusters, limits::kMaxClusters));
+  if (request.globalBatch > limits::kMaxGlobalBatch)
+    return makeError(llvm::formatv("global batch {0} exceeds the limit of {1} "
+                                   "sequences",
+                                   request.globalBatch,
+                                   limits::kMaxGlobalBatch));
   if (request.topK < 1)
     return makeError(
         llvm::formatv("top must be positive, got {0}", request.topK));
@@ -392,11 +401,15 @@ llvm::Expected<PlanResult> ratrain::planTraining(const ModelConfig &model0,
         machine.clustersPerNode));
   int64_t cap = request.memoryCapBytes > 0 ? request.memoryCapBytes
                                            : machine.cluster.ddrBytes;
-  auto checkFixed = [&](const char *what, std::optional<int64_t> value) {
-    return value && *value < 1
-               ? makeError(llvm::formatv("{0} must be positive, got {1}", what,
-                                         *value))
-               : llvm::Error::success();
+  auto checkFixed = [&](const char *what,
+                        std::optional<int64_t> value) -> llvm::Error {
+    if (value && *value < 1)
+      return makeError(
+          llvm::formatv("{0} must be positive, got {1}", what, *value));
+    if (value && *value > limits::kMaxClusters)
+      return makeError(llvm::formatv("{0} {1} exceeds the limit of {2}", what,
+                                     *value, limits::kMaxClusters));
+    return llvm::Error::success();
   };
   if (llvm::Error err = checkFixed("pp", request.pipelineStages))
     return std::move(err);
@@ -512,6 +525,29 @@ llvm::Expected<PlanResult> ratrain::planTraining(const ModelConfig &model0,
         continue;
       }
       int64_t m = perReplica / b;
+      if (m > limits::kMaxMicroBatches) {
+        structuralReason =
+            llvm::formatv("micro-batch size {0} gives {1} micro-batches, "
+                          "more than the limit of {2}",
+                          b, m, limits::kMaxMicroBatches)
+                .str();
+        continue;
+      }
+      // The schedule's size (#ratrain.plan checks it per stage and in all):
+      // model layers x m, and the smallest largest stage x m.
+      int64_t modelLayers = model.numLayers + 2;
+      if (modelLayers * m > limits::kMaxScheduleSize ||
+          (modelLayers + p - 1) / p * m > limits::kMaxStageScheduleSize) {
+        structuralReason =
+            llvm::formatv("micro-batch size {0} gives {1} micro-batches of "
+                          "{2} layers on {3} stages, more than the schedule "
+                          "limits of {4} (layer, micro-batch) pairs in all "
+                          "and {5} per stage",
+                          b, m, modelLayers, p, limits::kMaxScheduleSize,
+                          limits::kMaxStageScheduleSize)
+                .str();
+        continue;
+      }
       std::vector<ZeroStage> zeros;
       if (request.zero)
         zeros = {*request.zero};

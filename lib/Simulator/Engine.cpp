@@ -7,6 +7,8 @@
 
 #include "Engine.h"
 
+#include "ratrain/Model/Limits.h"
+
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -33,6 +35,17 @@ llvm::Error Engine::prepare() {
                                    "at least one iteration must be simulated");
   if (llvm::Error error = program.verify())
     return error;
+  // State is kept per task and iteration: bound the product (no overflow:
+  // iterations < 2^32 and the task count is bounded by memory).
+  const uint64_t tasks = program.totalTasks();
+  if (tasks > 0 && uint64_t(options.iterations) >
+                       uint64_t(limits::kMaxSimulatedTaskRuns) / tasks)
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        llvm::formatv("{0} iterations of {1} tasks exceed the limit of {2} "
+                      "simulated task runs (simulate fewer iterations)",
+                      options.iterations, tasks, limits::kMaxSimulatedTaskRuns)
+            .str());
   const uint32_t numStages = static_cast<uint32_t>(program.stages.size());
   const uint32_t channels =
       static_cast<uint32_t>(std::max<int64_t>(1, machine.cluster.dmaChannels));

@@ -1,6 +1,7 @@
 //===- StepLog.cpp - Measured step times of a real run --------------------===//
 
 #include "ratrain/Simulator/StepLog.h"
+#include "ratrain/Model/JSON.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -25,7 +26,7 @@ llvm::Expected<MeasuredSteps> sim::parseStepLog(llvm::StringRef text,
     llvm::StringRef line = raw.trim();
     if (line.empty())
       continue;
-    llvm::Expected<llvm::json::Value> value = llvm::json::parse(line);
+    llvm::Expected<llvm::json::Value> value = parseJSON(line);
     if (!value)
       return fail(index + 1, "not JSON: " + llvm::toString(value.takeError()));
     const llvm::json::Object *object = value->getAsObject();

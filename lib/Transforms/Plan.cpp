@@ -25,10 +25,12 @@ using namespace ratrain;
 
 namespace {
 
-/// The plan attribute for a planner result. The attribute counts model
-/// layers (embedding on stage 0, head on the last stage); the planner counts
-/// decoder layers.
-PlanAttr buildPlanAttr(MLIRContext *context, const Plan &plan,
+/// The plan attribute for a planner result, or null after an error through
+/// `emitError` when it fails the attribute's verifier. The attribute counts
+/// model layers (embedding on stage 0, head on the last stage); the planner
+/// counts decoder layers.
+PlanAttr buildPlanAttr(function_ref<InFlightDiagnostic()> emitError,
+                       MLIRContext *context, const Plan &plan,
                        int64_t clusters) {
   const ParallelConfig &config = plan.config;
   SmallVector<int64_t> stageLayers;
@@ -42,12 +44,18 @@ PlanAttr buildPlanAttr(MLIRContext *context, const Plan &plan,
     stageLayers.push_back(layers);
     recompute.push_back(toIRRecompute(config.recompute[stage]));
   }
-  return PlanAttr::get(
-      context, clusters, config.pipelineStages, config.dataParallel,
-      config.microBatchSize, config.numMicroBatches,
-      static_cast<int64_t>(config.zero), stageLayers, recompute,
-      static_cast<int64_t>(std::llround(plan.time.total * 1e6)),
-      plan.peakBytes(), toIROffload(config.offload));
+  auto zero = static_cast<int64_t>(config.zero);
+  auto stepMicros = static_cast<int64_t>(std::llround(plan.time.total * 1e6));
+  Offload offload = toIROffload(config.offload);
+  if (failed(PlanAttr::verify(
+          emitError, clusters, config.pipelineStages, config.dataParallel,
+          config.microBatchSize, config.numMicroBatches, zero, stageLayers,
+          recompute, stepMicros, plan.peakBytes(), offload)))
+    return {};
+  return PlanAttr::get(context, clusters, config.pipelineStages,
+                       config.dataParallel, config.microBatchSize,
+                       config.numMicroBatches, zero, stageLayers, recompute,
+                       stepMicros, plan.peakBytes(), offload);
 }
 
 struct PlanPass : public ratrain::impl::RATrainPlanBase<PlanPass> {
@@ -112,7 +120,13 @@ struct PlanPass : public ratrain::impl::RATrainPlanBase<PlanPass> {
         return signalPassFailure();
       }
       const Plan &best = result->plans.front();
-      model.setPlanAttr(buildPlanAttr(&getContext(), best, request.clusters));
+      // The planner keeps within the schedule limits on average; an uneven
+      // split may still exceed them on one stage (an error, not an assert).
+      PlanAttr plan = buildPlanAttr([&] { return model.emitError(); },
+                                    &getContext(), best, request.clusters);
+      if (!plan)
+        return signalPassFailure();
+      model.setPlanAttr(plan);
       if (showTop > 0) {
         std::string text;
         llvm::raw_string_ostream os(text);

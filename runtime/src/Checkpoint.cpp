@@ -1,6 +1,8 @@
 //===- Checkpoint.cpp - Sharded HuggingFace-style checkpoints -------------===//
 
 #include "ratrain/runtime/Checkpoint.h"
+#include "ratrain/Model/JSON.h"
+#include "ratrain/Model/Limits.h"
 #include "ratrain/Model/ParameterLayout.h"
 #include "ratrain/runtime/Error.h"
 #include "ratrain/runtime/FileIO.h"
@@ -38,7 +40,7 @@ llvm::Expected<llvm::json::Value> readJSON(llvm::StringRef path) {
   if (!buffer)
     return makeError(llvm::formatv("{0}: cannot read: {1}", path,
                                    buffer.getError().message()));
-  auto value = llvm::json::parse((*buffer)->getBuffer());
+  auto value = ratrain::parseJSON((*buffer)->getBuffer());
   if (!value)
     return makeError(llvm::formatv("{0}: corrupt JSON: {1}", path,
                                    llvm::toString(value.takeError())));
@@ -417,33 +419,61 @@ ratrain::rt::resolveCheckpoint(llvm::StringRef path) {
 }
 
 llvm::Expected<TrainerState>
-ratrain::rt::readTrainerState(llvm::StringRef directory,
-                              const ModelConfig &model) {
-  std::string path = join(directory, kTrainerState);
-  auto value = readJSON(path);
-  if (!value)
-    return value.takeError();
-  llvm::json::Object *root = value->getAsObject();
+ratrain::rt::parseTrainerState(const llvm::json::Value &value,
+                               llvm::StringRef path) {
+  const llvm::json::Object *root = value.getAsObject();
   auto fail = [&](const llvm::Twine &message) {
     return makeError(path + ": " + message);
   };
   if (!root || root->getString("format") != "ratrain-checkpoint-1")
     return fail("not a RATrain trainer state (format "
                 "'ratrain-checkpoint-1' expected)");
-  TrainerState state;
   auto step = root->getInteger("step");
   auto samples = root->getInteger("data_samples");
   auto seed = root->getString("seed");
   auto pp = root->getInteger("pp");
   auto dp = root->getInteger("dp");
-  if (!step || !samples || !seed || !pp || !dp || *step < 0 || *samples < 0)
+  if (!step || !samples || !seed || !pp || !dp)
     return fail("missing or invalid step, data_samples, seed, pp or dp");
+  for (auto [name, count] :
+       {std::pair{"step", *step}, std::pair{"data_samples", *samples}})
+    if (count < 0)
+      return fail(
+          llvm::formatv("{0} must not be negative, got {1}", name, count));
+  // pp x dp ranks, each a positive count that MPI can hold.
+  for (auto [name, count] : {std::pair{"pp", *pp}, std::pair{"dp", *dp}})
+    if (count < 1 || count > limits::kMaxClusters)
+      return fail(llvm::formatv("{0} {1} is not between 1 and the limit of "
+                                "{2} clusters",
+                                name, count, limits::kMaxClusters));
+  if (*pp * *dp > limits::kMaxClusters)
+    return fail(llvm::formatv("pp {0} x dp {1} exceeds the limit of {2} "
+                              "clusters",
+                              *pp, *dp, limits::kMaxClusters));
+  TrainerState state;
   state.step = uint64_t(*step);
   state.data.samples = uint64_t(*samples);
   if (seed->getAsInteger(10, state.seed))
     return fail("seed is not an unsigned integer");
   state.pp = int(*pp);
   state.dp = int(*dp);
+  return state;
+}
+
+llvm::Expected<TrainerState>
+ratrain::rt::readTrainerState(llvm::StringRef directory,
+                              const ModelConfig &model) {
+  std::string path = join(directory, kTrainerState);
+  auto value = readJSON(path);
+  if (!value)
+    return value.takeError();
+  llvm::Expected<TrainerState> state = parseTrainerState(*value, path);
+  if (!state)
+    return state.takeError();
+  llvm::json::Object *root = value->getAsObject();
+  auto fail = [&](const llvm::Twine &message) {
+    return makeError(path + ": " + message);
+  };
   llvm::json::Object *shape = root->getObject("model");
   if (!shape)
     return fail("missing model shape");
@@ -459,7 +489,7 @@ ratrain::rt::readTrainerState(llvm::StringRef directory,
                                 llvm::formatv("{0}", want).str()));
     }
   }
-  return state;
+  return *state;
 }
 
 llvm::Error ratrain::rt::loadSlots(llvm::StringRef directory,
@@ -608,16 +638,17 @@ ratrain::rt::verifyCheckpoint(llvm::StringRef path) {
   CheckpointSummary summary;
   summary.directory = *directory;
   std::string statePath = join(*directory, kTrainerState);
-  auto state = readJSON(statePath);
+  auto stateJSON = readJSON(statePath);
+  if (!stateJSON)
+    return stateJSON.takeError();
+  // The same checks as resume (readTrainerState), less the model shape.
+  llvm::Expected<TrainerState> state = parseTrainerState(*stateJSON, statePath);
   if (!state)
     return state.takeError();
-  llvm::json::Object *root = state->getAsObject();
-  if (!root || root->getString("format") != "ratrain-checkpoint-1")
-    return makeError(statePath + ": not a RATrain trainer state");
-  summary.step = uint64_t(root->getInteger("step").value_or(0));
-  summary.dataSamples = uint64_t(root->getInteger("data_samples").value_or(0));
-  summary.pp = int(root->getInteger("pp").value_or(0));
-  summary.dp = int(root->getInteger("dp").value_or(0));
+  summary.step = state->step;
+  summary.dataSamples = state->data.samples;
+  summary.pp = state->pp;
+  summary.dp = state->dp;
 
   std::map<std::string, std::unique_ptr<SafetensorsFile>> files;
   /// ZeRO: per tensor, the (offset, elements) ranges the shard files record,

@@ -27,7 +27,36 @@ void AtomicFile::setWriteFailureAfterForTesting(uint64_t bytes) {
   failureAfterForTesting.store(bytes);
 }
 
+/// Fails unless `path` is absent or a regular file: the rename of commit()
+/// would replace a symlink, a device node, a fifo or a socket with a regular
+/// file (and fail on a directory).
+static llvm::Error checkReplaceable(llvm::StringRef path) {
+  std::string name = path.str();
+  struct stat status;
+  if (::lstat(name.c_str(), &status) != 0) {
+    if (errno == ENOENT)
+      return llvm::Error::success();
+    return makeError(
+        llvm::formatv("{0}: cannot inspect: {1}", path, std::strerror(errno)));
+  }
+  if (S_ISREG(status.st_mode))
+    return llvm::Error::success();
+  const char *kind = S_ISLNK(status.st_mode)    ? "a symbolic link"
+                     : S_ISDIR(status.st_mode)  ? "a directory"
+                     : S_ISFIFO(status.st_mode) ? "a fifo"
+                     : S_ISCHR(status.st_mode)  ? "a character device"
+                     : S_ISBLK(status.st_mode)  ? "a block device"
+                     : S_ISSOCK(status.st_mode) ? "a socket"
+                                                : "a special file";
+  return makeError(llvm::formatv("{0}: refusing to replace {1} with the "
+                                 "output; only a regular file or a new path "
+                                 "can be written",
+                                 path, kind));
+}
+
 llvm::Expected<AtomicFile> AtomicFile::create(llvm::StringRef path) {
+  if (llvm::Error error = checkReplaceable(path))
+    return std::move(error);
   AtomicFile file;
   file.target = path.str();
   llvm::StringRef directory = llvm::sys::path::parent_path(path);
@@ -104,6 +133,10 @@ llvm::Error AtomicFile::commit() {
   if (rc != 0)
     return makeError(
         llvm::formatv("{0}: close failed: {1}", target, std::strerror(errno)));
+  // Again right before the rename: the target may have changed meanwhile.
+  // (The destructor removes the temporary file.)
+  if (llvm::Error error = checkReplaceable(target))
+    return error;
   if (::rename(temporary.c_str(), target.c_str()) != 0)
     return makeError(llvm::formatv("{0}: cannot rename the temporary file "
                                    "into place: {1}",

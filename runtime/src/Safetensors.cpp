@@ -1,6 +1,7 @@
 //===- Safetensors.cpp - safetensors reader and writer --------------------===//
 
 #include "ratrain/runtime/Safetensors.h"
+#include "ratrain/Model/JSON.h"
 #include "ratrain/runtime/Error.h"
 #include "ratrain/runtime/FileIO.h"
 
@@ -168,7 +169,7 @@ llvm::Expected<SafetensorsFile> SafetensorsFile::open(llvm::StringRef path) {
                               "(truncated) or the 100 MB limit",
                               headerBytes, bytes.size()));
   llvm::StringRef headerText = bytes.substr(8, headerBytes);
-  llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(headerText);
+  llvm::Expected<llvm::json::Value> parsed = ratrain::parseJSON(headerText);
   if (!parsed)
     return fail("header is not valid JSON: " +
                 llvm::toString(parsed.takeError()));

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ratrain/Support/CrashReport.h"
 #include "ratrain/runtime/Checkpoint.h"
 #include "ratrain/runtime/Safetensors.h"
 
@@ -18,6 +19,7 @@
 using namespace ratrain::rt;
 
 int main(int argc, char **argv) {
+  ratrain::InitTool init(argc, argv);
   if (argc != 3 ||
       (std::strcmp(argv[1], "verify") != 0 && std::strcmp(argv[1], "list"))) {
     llvm::errs() << "usage: ratrain-ckpt verify CHECKPOINT_DIR\n"

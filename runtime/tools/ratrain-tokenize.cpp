@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ratrain/Support/CrashReport.h"
 #include "ratrain/runtime/Data.h"
 #include "ratrain/runtime/FileIO.h"
 
@@ -45,6 +46,7 @@ int failWith(llvm::Error error) {
 } // namespace
 
 int main(int argc, char **argv) {
+  ratrain::InitTool init(argc, argv);
   llvm::cl::ParseCommandLineOptions(argc, argv,
                                     "RATrain byte-level tokenizer\n");
   if (inputs.empty())

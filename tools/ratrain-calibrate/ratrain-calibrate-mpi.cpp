@@ -17,6 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ratrain/Support/CrashReport.h"
 #include "ratrain/runtime/Runtime.h"
 
 #include <algorithm>
@@ -39,6 +40,7 @@ double now() {
 } // namespace
 
 int main(int argc, char **argv) {
+  ratrain::InitTool init(argc, argv);
   bool quick = false;
   for (int i = 1; i < argc; ++i)
     if (std::strcmp(argv[i], "--quick") == 0)

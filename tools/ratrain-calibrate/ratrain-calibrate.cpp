@@ -31,12 +31,12 @@
 #include "Kernels.h"
 
 #include "ratrain/Machine/MachineModel.h"
+#include "ratrain/Support/CrashReport.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/WithColor.h"
@@ -447,7 +447,7 @@ RuntimeTransfers measureRuntimeTransfers(const char *argv0,
 } // namespace
 
 int main(int argc, char **argv) {
-  llvm::InitLLVM init(argc, argv);
+  ratrain::InitTool init(argc, argv);
   cl::ParseCommandLineOptions(argc, argv,
                               "measure this host and write a RATrain "
                               "machine file\n");

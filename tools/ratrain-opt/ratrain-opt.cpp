@@ -11,6 +11,7 @@
 #include "RATrain/RATrainDialect.h"
 #include "ratrain/Conversion/Passes.h"
 #include "ratrain/MT3K/Passes.h"
+#include "ratrain/Support/CrashReport.h"
 #include "ratrain/Transforms/Passes.h"
 #include "ratrain/Transforms/SchedulePipeline.h"
 
@@ -24,6 +25,7 @@
 #include <vector>
 
 int main(int argc, char **argv) {
+  ratrain::setBugReportMessage();
   // Diagnostics point at the source location; dumping the whole operation
   // (often a whole model or pipeline) after every message buries them. Pass
   // --mlir-print-op-on-diagnostic to get the dump back.

@@ -19,10 +19,10 @@
 #include "ratrain/Machine/MachineModel.h"
 #include "ratrain/Model/HFConfig.h"
 #include "ratrain/Planner/Planner.h"
+#include "ratrain/Support/CrashReport.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
@@ -139,7 +139,7 @@ static int fail(const llvm::Twine &message) {
 }
 
 int main(int argc, char **argv) {
-  llvm::InitLLVM init(argc, argv);
+  ratrain::InitTool init(argc, argv);
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(argc, argv,
                               "RATrain resource-aware training planner\n");
@@ -158,8 +158,9 @@ int main(int argc, char **argv) {
   request.globalBatch = globalBatch;
   request.seqLen = seqLen;
   request.topK = top;
-  if (memoryCap < 0 || memoryCap > 9e18)
-    return fail("--memory-cap: expected a byte count, got " +
+  // Written so that NaN fails too.
+  if (!(memoryCap >= 0 && memoryCap <= 9e18))
+    return fail("--memory-cap: expected a byte count from 0 to 9e18, got " +
                 llvm::formatv("{0}", double(memoryCap)).str());
   request.memoryCapBytes = int64_t(memoryCap);
   bool both = policy == "both";

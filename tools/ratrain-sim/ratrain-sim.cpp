@@ -21,6 +21,7 @@
 #include "ratrain/Simulator/Simulator.h"
 #include "ratrain/Simulator/StepLog.h"
 #include "ratrain/Simulator/Timeline.h"
+#include "ratrain/Support/CrashReport.h"
 #ifdef RATRAIN_SIM_HAVE_SCHEDULE_ADAPTER
 #include "ratrain/Simulator/FromSchedule.h"
 #endif
@@ -28,10 +29,10 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cmath>
 #include <optional>
 
 using namespace ratrain;
@@ -222,7 +223,7 @@ programFromSchedule(const MachineModel &machine) {
 }
 
 int main(int argc, char **argv) {
-  llvm::InitLLVM init(argc, argv);
+  ratrain::InitTool init(argc, argv);
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(
       argc, argv, "RATrain simulator: a training step, event by event\n");
@@ -234,6 +235,12 @@ int main(int argc, char **argv) {
     return fail("give either a scheduled module (.mlir) or --model");
   if (iterations == 0)
     return fail("--iterations: at least 1");
+  // Written so that NaN fails too.
+  if (measuredStep.getNumOccurrences() &&
+      !(measuredStep > 0 && std::isfinite(measuredStep)))
+    return fail("--measured-step: expected a positive number of seconds, "
+                "got " +
+                llvm::formatv("{0}", double(measuredStep)).str());
 
   PlanInfo info;
   llvm::Expected<SimProgram> program = modelPath.empty()

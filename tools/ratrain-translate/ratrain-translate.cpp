@@ -5,12 +5,14 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ratrain/Support/CrashReport.h"
 #include "ratrain/Target/EmitCpp.h"
 #include "ratrain/Target/ImportHFConfig.h"
 
 #include "mlir/Tools/mlir-translate/MlirTranslateMain.h"
 
 int main(int argc, char **argv) {
+  ratrain::setBugReportMessage();
   ratrain::registerImportHFConfigTranslation();
   ratrain::registerMT3KToCppTranslation();
   return mlir::failed(

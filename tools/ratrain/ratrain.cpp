@@ -20,6 +20,8 @@
 
 #include "Driver.h"
 
+#include "ratrain/Support/CrashReport.h"
+
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -48,6 +50,7 @@ EXAMPLE:
 )";
 
 int main(int argc, char **argv) {
+  ratrain::InitTool init(argc, argv);
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) {
     llvm::errs() << kMainHelp;

@@ -6,12 +6,14 @@
 //===----------------------------------------------------------------------===//
 
 #include "ratrain/kernels/Kernels.h"
+#include "ratrain/Model/Limits.h"
 
 #include "HalideBuffer.h"
 #include "HalideRuntime.h"
 
 #include "Tiling.h"
 #include <cstdio>
+#include <iterator>
 
 #include "ratrain_halide_runtime_owner.h"
 #include "ratrain_k_adamw.h"
@@ -249,7 +251,7 @@ int fromHalf(Half type, int64_t n, const uint16_t *src, float *dst) {
 //===----------------------------------------------------------------------===//
 
 bool attentionSupportsHeadDim(int64_t headDim) {
-  return headDim == 32 || headDim == 64 || headDim == 128;
+  return ratrain::limits::isSupportedHeadDim(headDim);
 }
 
 namespace {
@@ -313,6 +315,16 @@ struct AttentionPipelines {
         ratrain_k_attention_alibi_bwd_dq_d##D,                                 \
         ratrain_k_attention_alibi_bwd_dkv_d##D                                 \
   }
+
+// The pipelines below are those of runtime/kernels/CMakeLists.txt (foreach
+// hd 32 64 128); the compiler refuses other head dimensions with the same
+// list (ratrain/Model/Limits.h).
+static_assert(std::size(ratrain::limits::kAttentionHeadDims) == 3 &&
+                  ratrain::limits::kAttentionHeadDims[0] == 32 &&
+                  ratrain::limits::kAttentionHeadDims[1] == 64 &&
+                  ratrain::limits::kAttentionHeadDims[2] == 128,
+              "kAttentionHeadDims must list the head dimensions "
+              "attentionPipelines() dispatches to");
 
 /// The pipelines of head dimension D (one of attentionSupportsHeadDim's).
 AttentionPipelines attentionPipelines(int64_t D) {

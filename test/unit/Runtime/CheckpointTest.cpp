@@ -227,6 +227,50 @@ TEST(Checkpoint, WrongModelShapeIsReported) {
                             "the model expects [256, 512]");
 }
 
+/// Resume (readTrainerState) and ratrain-ckpt verify (verifyCheckpoint) check
+/// trainer_state.json with the same function: for each bad value both fail
+/// with the same message (verify used to say ok to pp 0, dp -3, step -1 and
+/// pp 2^31).
+TEST(Checkpoint, VerifyAndResumeRejectTheSameTrainerStates) {
+  TempDir dir;
+  ModelConfig model = tinyLlama();
+  StagePartition partition = StagePartition::even(model.numLayers, 1);
+  std::vector<StageState> stages;
+  stages.emplace_back(model, partition, 0, 1.0f);
+  std::string root = dir.path("ckpt");
+  ASSERT_EQ(errorText(save(root, model, partition, stages, {3, {0}, 1, 1, 1})),
+            "");
+  std::string step = root + "/step-00000003";
+  std::string statePath = step + "/trainer_state.json";
+  auto original = llvm::MemoryBuffer::getFile(statePath);
+  ASSERT_TRUE(bool(original));
+  std::string text = (*original)->getBuffer().str();
+  struct Case {
+    const char *from, *to, *message;
+  } cases[] = {
+      {"\"pp\": 1", "\"pp\": 0",
+       "pp 0 is not between 1 and the limit of 16777216 clusters"},
+      {"\"dp\": 1", "\"dp\": -3",
+       "dp -3 is not between 1 and the limit of 16777216 clusters"},
+      {"\"step\": 3", "\"step\": -1", "step must not be negative, got -1"},
+      {"\"pp\": 1", "\"pp\": 2147483648",
+       "pp 2147483648 is not between 1 and the limit of 16777216 clusters"},
+  };
+  for (const Case &c : cases) {
+    size_t at = text.find(c.from);
+    ASSERT_NE(at, std::string::npos) << c.from << " in " << text;
+    std::string edited = text;
+    edited.replace(at, std::strlen(c.from), c.to);
+    ASSERT_EQ(errorText(writeFileAtomically(statePath, edited)), "");
+    std::string expected = statePath + ": " + c.message;
+    EXPECT_EQ(errorText(readTrainerState(step, model).takeError()), expected);
+    EXPECT_EQ(errorText(verifyCheckpoint(step).takeError()), expected);
+  }
+  ASSERT_EQ(errorText(writeFileAtomically(statePath, text)), "");
+  EXPECT_TRUE(bool(readTrainerState(step, model)));
+  EXPECT_TRUE(bool(verifyCheckpoint(step)));
+}
+
 TEST(Checkpoint, CorruptAndMissingFilesAreReported) {
   TempDir dir;
   ModelConfig model = tinyLlama();

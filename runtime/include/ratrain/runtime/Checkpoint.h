@@ -32,6 +32,7 @@
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/JSON.h"
 
 #include <cstdint>
 #include <string>
@@ -155,7 +156,15 @@ std::string stagingDirectory(llvm::StringRef root, uint64_t step);
 /// `latest` file resolves to the step it names. Errors name what is missing.
 llvm::Expected<std::string> resolveCheckpoint(llvm::StringRef path);
 
-/// Reads and validates trainer_state.json against the model shape.
+/// Validates a parsed trainer_state.json (`path` names it in messages):
+/// format, step and data_samples not negative, a seed, pp and dp positive
+/// with pp x dp at most limits::kMaxClusters. verifyCheckpoint and
+/// readTrainerState (resume) both check through it.
+llvm::Expected<TrainerState> parseTrainerState(const llvm::json::Value &value,
+                                               llvm::StringRef path);
+
+/// Reads trainer_state.json, validates it (parseTrainerState) and checks it
+/// against the model shape.
 llvm::Expected<TrainerState> readTrainerState(llvm::StringRef directory,
                                               const ModelConfig &model);
 

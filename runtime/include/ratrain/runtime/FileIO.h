@@ -4,7 +4,10 @@
 // through AtomicFile: the data is written to a temporary file in the same
 // directory, fsync'ed, renamed over the target and the directory fsync'ed.
 // A failure at any point removes the temporary file and leaves an existing
-// target untouched, so no reader ever sees a half-written file.
+// target untouched, so no reader ever sees a half-written file. A target
+// that exists and is not a regular file (a symlink, a directory, a device
+// node, a fifo) is refused, at create() and again before the rename: the
+// rename would replace it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,7 +24,8 @@ namespace ratrain::rt {
 
 class AtomicFile {
 public:
-  /// Creates a temporary file next to `path`.
+  /// Creates a temporary file next to `path`; fails when `path` exists and
+  /// is not a regular file.
   static llvm::Expected<AtomicFile> create(llvm::StringRef path);
   AtomicFile(AtomicFile &&other);
   AtomicFile &operator=(AtomicFile &&) = delete;
