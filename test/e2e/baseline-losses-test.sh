@@ -75,7 +75,9 @@ fi
 if [ "${RATRAIN_BASELINE_RECORD-}" = 1 ]; then
   src=$(dirname "$baseline")
   commit=$(git -C "$src" log -1 --format='%H (%cs)' 2>/dev/null || echo unknown)
-  if [ -n "$(git -C "$src" status --porcelain --untracked-files=no 2>/dev/null)" ]; then
+  # Changes outside the baselines (which a recording run itself rewrites).
+  if [ -n "$(git -C "$src" status --porcelain --untracked-files=no \
+      -- ':/' ':(exclude).' 2>/dev/null)" ]; then
     commit="$commit with uncommitted changes"
   fi
   mkdir -p "$src"
