@@ -38,7 +38,13 @@ foreach(case ${baseline_cases})
   list(GET fields 1 ranks)
   list(GET fields 2 target)
   list(GET fields 3 plan)
+  # A renamed or dropped program must not drop its baseline silently.
   if(NOT TARGET ${target})
+    add_test(NAME e2e.baseline-losses.${name}
+      COMMAND sh -c "echo \"FAIL: $1: no target $2 builds its program\"; exit 1"
+              baseline-losses ${name} ${target})
+    set_tests_properties(e2e.baseline-losses.${name} PROPERTIES
+      LABELS "e2e;mpi")
     continue()
   endif()
   list(APPEND baseline_targets ${target})
