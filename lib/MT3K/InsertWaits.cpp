@@ -40,6 +40,11 @@ void InsertWaitsPass::runOnOperation() {
     markAllAnalysesPreserved();
     return;
   }
+  insertMissingWaits(program, analysis);
+}
+
+void ratrain::mt3k::insertMissingWaits(ProgramOp program,
+                                       const AsyncHazardAnalysis &analysis) {
   Block &body = program.getBodyBlock();
   Operation *firstOfIteration = nullptr;
   for (Operation &op : body)
@@ -71,7 +76,7 @@ void InsertWaitsPass::runOnOperation() {
   // A token is waited on once: it leaves a wait that comes too late (after
   // the new waits are in place, so that no insertion point is erased).
   llvm::MapVector<Operation *, SmallVector<Value>> lateWaits;
-  OpBuilder builder(&getContext());
+  OpBuilder builder(program.getContext());
   for (auto &[point, asyncOps] : points) {
     auto [before, prologue] = point;
     llvm::sort(asyncOps, [](AsyncOpInterface a, AsyncOpInterface b) {

@@ -34,8 +34,14 @@ def RATrainLowerToMT3K : Pass<"ratrain-lower-to-mt3k", "mlir::ModuleOp"> {
     in a lowering scratch area appended to the assigned arena (the
     program's `ddr_arena` is the assigned arena plus that area; it must fit
     the machine's DDR). Waits for asynchronous work are placed at the
-    schedule's `ratrain.wait`s, or earlier where an operation would touch
-    memory still in flight, so the programs pass the mt3k hazard checks.
+    schedule's `ratrain.wait`s, and earlier where an operation would touch
+    memory still in flight: those come from the async-hazard analysis of
+    the ops' declared memory effects (what `--mt3k-insert-waits` does), so
+    the programs pass `--mt3k-verify`. With `outline-layers` (the default) a
+    decoder layer's forward, recompute and backward are one `func.func` per
+    distinct kernel sequence, called with each layer's and micro-batch's
+    buffers, so a program grows by a call, not a kernel sequence, per layer
+    and micro-batch.
   }];
   let dependentDialects = ["::ratrain::mt3k::MT3KDialect",
                            "::mlir::func::FuncDialect"];

@@ -54,7 +54,6 @@ void StageLowering::emitDecoderForward(const LayerWeights &w,
     elementwise(mt::ElementwiseKind::rope, {qpre4}, {a.q4}, theta);
     elementwise(mt::ElementwiseKind::rope, {kpre4}, {a.k4}, theta);
   }
-  resolve({a.q4, a.k4, a.v4}, {a.o4, a.lse});
   mt::AttentionFwdOp::create(b, loc, a.q4, a.k4, a.v4, a.o4, a.lse,
                              /*causal=*/true, /*alibi=*/dims.alibi,
                              b.getF64FloatAttr(scale));
@@ -134,7 +133,6 @@ void StageLowering::emitDecoderBackward(const LayerWeights &w,
   // Attention: x2 = x + o Wo^T.
   gemm(dres, w.get("o_proj.weight"), dO2, false, false, false);
   gemm(dres, a.o2, g.get("o_proj.weight"), true, false, acc);
-  resolve({a.q4, a.k4, a.v4, a.o4, dO4, a.lse}, {dq4, dk4, dv4});
   mt::AttentionBwdOp::create(b, loc, a.q4, a.k4, a.v4, a.o4, dO4, a.lse, dq4,
                              dk4, dv4, /*causal=*/true, /*alibi=*/dims.alibi,
                              b.getF64FloatAttr(scale));
@@ -181,10 +179,8 @@ void StageLowering::emitHeadForward(const LayerWeights &w, Value act,
   copy(src, x);
   rmsnormFwd(x, w.get("model.norm.weight"), xn, rstd);
   gemm(xn, headWeight(w), logits, false, true, false);
-  resolve({}, {labels});
   mt::LoadBatchOp::create(b, loc, mt::BatchField::labels, labels, mb);
   elementwise(mt::ElementwiseKind::cross_entropy, {logits, labels}, {loss});
-  resolve({loss}, {});
   mt::ReportLossOp::create(b, loc, loss, mb);
   // The step's loss is the mean over all T * m tokens of the stage's
   // micro-batches (and over the data-parallel replicas: the gradient sync
@@ -227,9 +223,7 @@ Value StageLowering::headWeight(const LayerWeights &w) {
       scratch("scratch.normhead", normHeadOff + normHeadSlots.gamma, {h}, elem);
   Value rnorm = scratch("scratch.normhead", normHeadOff + normHeadSlots.rnorm,
                         {V}, Float32Type::get(ctx));
-  resolve({}, {gamma});
   mt::FillOp::create(b, loc, gamma, APFloat(1.0 / std::sqrt(double(h))));
-  resolve({weight, gamma}, {normalized, rnorm});
   mt::RMSNormFwdOp::create(b, loc, weight, gamma, normalized, rnorm,
                            APFloat(normHeadEps(h)));
   return normalized;

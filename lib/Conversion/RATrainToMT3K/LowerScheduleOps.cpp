@@ -7,6 +7,9 @@
 
 #include "StageLowering.h"
 
+#include "ratrain/Analysis/AsyncHazards.h"
+#include "ratrain/MT3K/Passes.h"
+
 #include <cmath>
 
 using namespace mlir;
@@ -28,7 +31,6 @@ LogicalResult StageLowering::lowerForward(ForwardOp op) {
   switch (layerOp(layer).getKind()) {
   case LayerKind::Embedding: {
     Value ids = slot(act, 0, {dims.tokens}, IntegerType::get(ctx, 32));
-    resolve({}, {ids});
     mt::LoadBatchOp::create(b, loc, mt::BatchField::inputs, ids, mb);
     Value out = flowOutput(layer, mb);
     elementwise(mt::ElementwiseKind::embedding,
@@ -90,7 +92,6 @@ LogicalResult StageLowering::lowerBackward(BackwardOp op) {
     Value table = g.get("embed_tokens.weight");
     // The scatter-add always accumulates: the first micro-batch zeroes.
     if (!acc) {
-      resolve({}, {table});
       mt::FillOp::create(b, loc, table, APFloat(0.0));
     }
     elementwise(mt::ElementwiseKind::embedding_bwd, {ids, gradInput(layer, mb)},
@@ -130,21 +131,19 @@ LogicalResult StageLowering::lowerSync(SyncOp op) {
     int64_t layer = grad.getLayer();
     Value full = gradFlat(op.getState(), layer);
     if (!zero()) {
-      resolve({full}, {full});
       token = mt::AllReduceOp::create(
           b, loc, mt::ReduceKindAttr::get(ctx, mt::ReduceKind::avg), full, full,
           dp, alg);
-      track(token, {full}, {full});
+      track(token);
     } else {
       // ZeRO-1: the optimizer only needs this rank's shard of the averaged
       // gradient, so the all-reduce is carried out as a reduce-scatter.
       // ZeRO-2: the shard lands in the buffer of the sync's wait.
       Value shard = gradShard(layer);
-      resolve({full}, {shard});
       token = mt::ReduceScatterOp::create(
           b, loc, mt::ReduceKindAttr::get(ctx, mt::ReduceKind::avg), full,
           shard, dp, alg);
-      track(token, {full}, {shard});
+      track(token);
     }
   } else if (auto view = dyn_cast<ViewType>(stateType)) {
     int64_t layer = view.getLayer();
@@ -153,9 +152,8 @@ LogicalResult StageLowering::lowerSync(SyncOp op) {
     Value shard =
         scratch(llvm::formatv("zero.view_shard.layer{0}", layer).str(),
                 viewShardOff.lookup(layer), {shardElements(layer)}, elem);
-    resolve({shard}, {full});
     token = mt::AllGatherOp::create(b, loc, shard, full, dp, alg);
-    track(token, {shard}, {full});
+    track(token);
   } else {
     return op.emitOpError("cannot lower a sync of ") << stateType;
   }
@@ -244,17 +242,15 @@ LogicalResult StageLowering::updateRange(Value grad, Value master, Value m,
     // The two GSM slots alternate over all updates of the step, so a layer's
     // first chunk does not wait for the previous layer's last DMA.
     Value staged = slot(gsmSlots[gsmNext++ % 2], 0, {count}, elem);
-    resolve({gi, mi, m1, v1}, {mi, m1, v1, staged});
     mt::AdamWOp::create(b, loc, gi, mi, m1, v1, staged, options.lr,
                         options.beta1, options.beta2, options.eps,
                         options.weightDecay);
     if (!viewDest)
       continue; // FP32: the master is the view; the GSM copy is the prefetch
     Value dest = slot(viewDest, start * E, {count}, elem);
-    resolve({staged}, {dest});
     Value token =
         mt::DmaOp::create(b, loc, staged, dest, IntegerAttr(), IntegerAttr());
-    track(token, {staged}, {dest});
+    track(token);
     tokens.push_back(token);
   }
   return success();
@@ -275,11 +271,10 @@ void StageLowering::lowerTransfer(Operation *op, bool send) {
         llvm::formatv("outbox.{0}.{1}", dir ? "gradient" : "activation", k)
             .str(),
         outboxOff[dir][k], {dims.tokens, dims.hidden}, elem);
-    resolve({buffer}, {});
     Value token =
         mt::SendOp::create(b, loc, buffer, IntegerAttr::get(i64, peer), pp,
                            IntegerAttr::get(i64, tag));
-    track(token, {buffer}, {});
+    track(token);
     return;
   }
   auto assignedBuffer = assignedMessage(op);
@@ -290,10 +285,9 @@ void StageLowering::lowerTransfer(Operation *op, bool send) {
                   .str(),
               (*assignedBuffer)[0], (*assignedBuffer)[1]);
   Value buffer = slot(flat, 0, {dims.tokens, dims.hidden}, elem);
-  resolve({}, {buffer});
   Value token = mt::RecvOp::create(b, loc, buffer, IntegerAttr::get(i64, peer),
                                    pp, IntegerAttr::get(i64, tag));
-  track(token, {}, {buffer});
+  track(token);
 }
 
 LogicalResult StageLowering::lower() {
@@ -313,7 +307,6 @@ LogicalResult StageLowering::lower() {
     // The ones vector of the bias GEMMs (rewritten every step: a fill is
     // not a prologue op).
     Value ones = scratch("scratch.ones", onesOff, {dims.tokens, 1}, elem);
-    resolve({}, {ones});
     mt::FillOp::create(b, loc, ones, APFloat(1.0));
   }
 
@@ -353,10 +346,7 @@ LogicalResult StageLowering::lower() {
       pending[prefetch.getPending()] =
           updateTokens.lookup(prefetch.getMaster().getType().getLayer());
     else if (isa<YieldOp>(op)) {
-      SmallVector<Value> all;
-      for (const InFlight &f : inflight)
-        all.push_back(f.token);
-      waitTokens(all);
+      waitTokens(SmallVector<Value>(inflight));
     } else {
       llvm_unreachable("every ratrain stage op is handled above");
     }
@@ -364,5 +354,8 @@ LogicalResult StageLowering::lower() {
       return failure();
   }
   sentinel->erase();
+  // The waits the hazards of the program need, from the ops' declared
+  // memory effects (the one hazard model of --mt3k-verify).
+  mt::insertMissingWaits(program, mt::AsyncHazardAnalysis(program));
   return success();
 }

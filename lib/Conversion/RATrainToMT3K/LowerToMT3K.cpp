@@ -5,9 +5,12 @@
 // runs for one training step: buffers at the assigned DDR offsets, the
 // LLaMA layer kernels, AdamW through GSM staging, collectives on the
 // data-parallel group and point-to-point transfers on the pipeline group,
-// with tokens waited where the schedule waits (or earlier, where an
-// operation would otherwise touch memory still in flight). The mapping, the
-// buffer layouts and what an emitter does per op are in docs/lowering.md.
+// with tokens waited where the schedule waits, and earlier where an
+// operation would otherwise touch memory still in flight (those waits come
+// from the ops' declared memory effects: mt3k::insertMissingWaits, the
+// model --mt3k-verify checks). Decoder layer kernel sequences are outlined
+// into shared `func.func`s. The mapping, the buffer layouts and what an
+// emitter does per op are in docs/lowering.md.
 //
 //===----------------------------------------------------------------------===//
 

@@ -129,15 +129,13 @@ SmallVector<Value> StageLowering::streamChunkOf(int64_t layer, int64_t start,
          chunkPieces(layer, role, start, count, half)) {
       Value token;
       if (reload) {
-        resolve({}, {piece.bytes});
         token = mt::ReloadOp::create(b, loc, piece.bytes, tier,
                                      b.getStringAttr(piece.key));
-        track(token, {}, {piece.bytes});
+        track(token);
       } else {
-        resolve({piece.bytes}, {});
         token = mt::OffloadOp::create(b, loc, piece.bytes, tier,
                                       b.getStringAttr(piece.key));
-        track(token, {piece.bytes}, {});
+        track(token);
         streamTokens[state.key].push_back(token);
       }
       tokens.push_back(token);
@@ -174,10 +172,9 @@ void StageLowering::lowerReload(ReloadOp op) {
     auto tier = mt::StorageTierAttr::get(ctx, state.tier);
     for (const StatePiece &piece : chunkPieces(
              layer, role, 0, std::min(streamChunk.lookup(layer), n), 0)) {
-      resolve({}, {piece.bytes});
       Value token = mt::ReloadOp::create(b, loc, piece.bytes, tier,
                                          b.getStringAttr(piece.key));
-      track(token, {}, {piece.bytes});
+      track(token);
       tokens.push_back(token);
     }
     pending[op.getPending()] = tokens;
@@ -185,11 +182,10 @@ void StageLowering::lowerReload(ReloadOp op) {
   }
   Value window = slot(offloadWindow(layer, role), 0,
                       {offloadedBytes(layer, role)}, IntegerType::get(ctx, 8));
-  resolve({}, {window});
   Value token = mt::ReloadOp::create(b, loc, window,
                                      mt::StorageTierAttr::get(ctx, state.tier),
                                      b.getStringAttr(state.key));
-  track(token, {}, {window});
+  track(token);
   pending[op.getPending()] = {token};
 }
 
@@ -205,11 +201,10 @@ void StageLowering::lowerOffload(OffloadOp op) {
   Value flat = stateBase(op.getState(), role, layer);
   Value source =
       slot(flat, 0, {offloadedBytes(layer, role)}, IntegerType::get(ctx, 8));
-  resolve({source}, {});
   Value token = mt::OffloadOp::create(b, loc, source,
                                       mt::StorageTierAttr::get(ctx, state.tier),
                                       b.getStringAttr(state.key));
-  track(token, {source}, {});
+  track(token);
   pending[op.getPending()] = {token};
 }
 

@@ -1,8 +1,9 @@
 //===- StageLowering.cpp - Buffers, views, tokens, kernel helpers ---------===//
 //
 // The core of StageLowering: the buffers buffer assignment gave each value,
-// views into them, the hazard tracking that places tokens and waits, and the
-// kernel helpers the layer sequences are written with.
+// views into them, the tokens in flight and the waits the schedule asks for,
+// outlined layer bodies, and the kernel helpers the layer sequences are
+// written with.
 //
 //===----------------------------------------------------------------------===//
 
@@ -48,7 +49,7 @@ StageLowering::assignedMessage(Operation *transfer) {
 }
 
 //===----------------------------------------------------------------------===//
-// Buffers, views, ranges
+// Buffers and views
 //===----------------------------------------------------------------------===//
 
 Value StageLowering::base(mt::MemorySpace space, StringRef name, int64_t offset,
@@ -67,8 +68,6 @@ Value StageLowering::base(mt::MemorySpace space, StringRef name, int64_t offset,
     Block &entry = outline->function.getBody().front();
     Value arg = entry.addArgument(outer.getType(), loc);
     outline->outer.push_back(outer);
-    outline->reads.push_back(false);
-    outline->writes.push_back(false);
     outline->argOfKey[key] = index;
     outline->rootArg[arg] = index;
     return arg;
@@ -78,7 +77,6 @@ Value StageLowering::base(mt::MemorySpace space, StringRef name, int64_t offset,
     return it->second;
   auto type = mt::BufferType::get(space, {bytes}, IntegerType::get(ctx, 8));
   Value value = mt::BufferOp::create(pro, loc, type, name, offset);
-  ranges[value] = Range{space, offset, offset + bytes};
   bases[key] = value;
   return value;
 }
@@ -106,10 +104,6 @@ Value StageLowering::slot(Value source, int64_t byteOffset,
     return value;
   }
   Value value = mt::ViewOp::create(pro, loc, resultType, source, byteOffset);
-  Range range = ranges.lookup(source);
-  range.begin += byteOffset;
-  range.end = range.begin + resultType.getSizeInBytes();
-  ranges[value] = range;
   views[key] = value;
   return value;
 }
@@ -138,65 +132,15 @@ Value StageLowering::tensorOf(Value flat, const ParamTensor &tensor, Type type,
               shape.empty() ? ArrayRef<int64_t>(tensor.shape) : shape, type);
 }
 
-std::optional<Range> StageLowering::rangeOf(Value buffer) const {
-  auto it = ranges.find(buffer);
-  if (it == ranges.end())
-    return std::nullopt;
-  return it->second;
-}
-
-void StageLowering::resolve(ArrayRef<Value> reads, ArrayRef<Value> writes) {
-  if (outline) {
-    for (Value v : reads)
-      outline->reads[outline->rootArg.at(v)] = true;
-    for (Value v : writes)
-      outline->writes[outline->rootArg.at(v)] = true;
-    return;
-  }
-  SmallVector<Range> readRanges, writeRanges;
-  for (Value v : reads)
-    if (auto r = rangeOf(v))
-      readRanges.push_back(*r);
-  for (Value v : writes)
-    if (auto r = rangeOf(v))
-      writeRanges.push_back(*r);
-  SmallVector<Value> conflicts;
-  for (const InFlight &op : inflight) {
-    bool conflict = false;
-    for (const Range &w : op.writes)
-      for (const Range &r : readRanges)
-        conflict |= w.overlaps(r);
-    for (const Range &w : writeRanges) {
-      for (const Range &r : op.reads)
-        conflict |= w.overlaps(r);
-      for (const Range &r : op.writes)
-        conflict |= w.overlaps(r);
-    }
-    if (conflict)
-      conflicts.push_back(op.token);
-  }
-  waitTokens(conflicts);
-}
-
-void StageLowering::track(Value token, ArrayRef<Value> reads,
-                          ArrayRef<Value> writes) {
+void StageLowering::track(Value token) {
   assert(!outline && "outlined layer bodies start no asynchronous work");
-  InFlight op;
-  op.token = token;
-  for (Value v : reads)
-    if (auto r = rangeOf(v))
-      op.reads.push_back(*r);
-  for (Value v : writes)
-    if (auto r = rangeOf(v))
-      op.writes.push_back(*r);
-  inflight.push_back(std::move(op));
+  inflight.push_back(token);
 }
 
 void StageLowering::waitTokens(ArrayRef<Value> tokens) {
   SmallVector<Value> live;
   for (Value token : tokens) {
-    auto it = llvm::find_if(
-        inflight, [&](const InFlight &op) { return op.token == token; });
+    auto it = llvm::find(inflight, token);
     if (it == inflight.end() || llvm::is_contained(live, token))
       continue;
     live.push_back(token);
@@ -263,14 +207,6 @@ void StageLowering::endOutline() {
     outlined.functions.push_back(callee);
   }
 
-  SmallVector<Value> reads, writes;
-  for (auto [index, value] : llvm::enumerate(body.outer)) {
-    if (body.reads[index])
-      reads.push_back(value);
-    if (body.writes[index])
-      writes.push_back(value);
-  }
-  resolve(reads, writes);
   func::CallOp::create(b, loc, callee, body.outer);
 }
 
@@ -280,7 +216,6 @@ void StageLowering::endOutline() {
 
 void StageLowering::gemm(Value a, Value bm, Value c, bool ta, bool tb,
                          bool acc) {
-  resolve({a, bm, c}, {c});
   mt::GemmOp::create(b, loc, a, bm, c, ta, tb, acc, FloatAttr());
 }
 
@@ -292,16 +227,12 @@ void StageLowering::elementwise(mt::ElementwiseKind kind, ArrayRef<Value> ins,
                                 ArrayRef<Value> outs,
                                 std::optional<double> theta,
                                 std::optional<double> scale) {
-  SmallVector<Value> reads(ins);
-  llvm::append_range(reads, outs);
-  resolve(reads, outs);
   mt::ElementwiseOp::create(b, loc, kind, ins, outs,
                             theta ? b.getF64FloatAttr(*theta) : FloatAttr(),
                             scale ? b.getF64FloatAttr(*scale) : FloatAttr());
 }
 
 void StageLowering::rmsnormFwd(Value x, Value w, Value y, Value rstd) {
-  resolve({x, w}, {y, rstd});
   mt::RMSNormFwdOp::create(
       b, loc, x, w, y, rstd,
       APFloat(double(model.getRmsEps().convertToDouble())));
@@ -309,7 +240,6 @@ void StageLowering::rmsnormFwd(Value x, Value w, Value y, Value rstd) {
 
 void StageLowering::rmsnormBwd(Value x, Value w, Value rstd, Value dy, Value dx,
                                Value dw, bool acc) {
-  resolve({x, w, rstd, dy, dw}, {dx, dw});
   mt::RMSNormBwdOp::create(b, loc, x, w, rstd, dy, dx, dw, acc);
 }
 

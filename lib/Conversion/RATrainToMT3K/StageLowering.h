@@ -170,21 +170,6 @@ inline NormHeadLayout normHeadLayout(const Dims &d, int64_t w,
 /// zero row maps to zero either way).
 inline double normHeadEps(int64_t hidden) { return 1e-24 / double(hidden); }
 
-/// A byte range of one memory space (absolute, through views).
-struct Range {
-  mt::MemorySpace space = mt::MemorySpace::ddr;
-  int64_t begin = 0, end = 0;
-  bool overlaps(const Range &other) const {
-    return space == other.space && begin < other.end && other.begin < end;
-  }
-};
-
-/// An asynchronous operation whose token has not been waited on yet.
-struct InFlight {
-  Value token;
-  SmallVector<Range, 2> reads, writes;
-};
-
 /// Marks the `mt3k.offload` and `mt3k.wait` ops of a program's prologue
 /// that put the initialized offloaded states into the tier (they run once,
 /// before the iteration; see the mt3k program verifier).
@@ -267,15 +252,14 @@ private:
 
   // Outlining: while a layer's kernel sequence is built into a function
   // body, every buffer it asks for (base) becomes an argument of the
-  // function, views are taken inside the body, and the reads and writes
-  // the kernels report are collected per argument instead of waited; the
-  // call then waits for what its arguments conflict with.
+  // function and views are taken inside the body; the call passes the
+  // caller's buffers (the hazard analysis reads a call's effects from its
+  // callee).
   struct Outline {
     func::FuncOp function;
     StringRef name;
-    /// Per argument: the caller's buffer, whether the body reads / writes it.
+    /// Per argument: the caller's buffer.
     SmallVector<Value> outer;
-    SmallVector<bool> reads, writes;
     /// base() key -> argument; body value (argument or view) -> argument.
     llvm::StringMap<unsigned> argOfKey;
     DenseMap<Value, unsigned> rootArg;
@@ -285,16 +269,20 @@ private:
   /// outlines layers); returns whether it did.
   bool beginOutline(StringRef name);
   /// Ends the body: reuses an equivalent function or keeps this one, and
-  /// emits the call (after waiting for what its buffers conflict with).
+  /// emits the call.
   void endOutline();
 
-  // Hazards and tokens.
-  std::optional<Range> rangeOf(Value buffer) const;
-  void resolve(ArrayRef<Value> reads, ArrayRef<Value> writes);
-  void track(Value token, ArrayRef<Value> reads, ArrayRef<Value> writes);
+  // Tokens. The waits a hazard needs (an op touching memory an asynchronous
+  // op still uses) are not placed here: after the program is built,
+  // insertMissingWaits derives them from the ops' declared memory effects.
+  // The lowering places the waits the schedule asks for (ratrain.wait, the
+  // step end) on the tokens still in flight.
+  /// Records the token of an asynchronous op as in flight.
+  void track(Value token);
+  /// Waits on those of `tokens` still in flight, in one mt3k.wait.
   void waitTokens(ArrayRef<Value> tokens);
 
-  // Kernel helpers (each resolves hazards first).
+  // Kernel helpers.
   void gemm(Value a, Value bm, Value c, bool ta, bool tb, bool acc);
   void copy(Value from, Value to);
   void elementwise(mt::ElementwiseKind kind, ArrayRef<Value> ins,
@@ -514,13 +502,12 @@ private:
   std::map<std::pair<int, int64_t>, int64_t> outboxSlot;
   std::map<std::pair<int, int64_t>, Operation *> recvOps;
 
-  // Memoized buffers and views, and the absolute range of every buffer
-  // value this lowering created.
+  // Memoized buffers and views.
   llvm::StringMap<Value> bases;
   std::map<std::tuple<const void *, int64_t, const void *>, Value> views;
-  DenseMap<Value, Range> ranges;
 
-  SmallVector<InFlight> inflight;
+  /// Tokens of asynchronous ops not waited on yet, in program order.
+  SmallVector<Value> inflight;
   DenseMap<Value, SmallVector<Value>> pending; ///< ratrain async -> tokens
   DenseMap<int64_t, SmallVector<Value>> updateTokens; ///< layer -> DMAs
   SmallVector<Value, 2> gsmSlots;
