@@ -45,5 +45,5 @@ esac
     ${dtype:+--dtype="$dtype"} |
   "$opt" --ratrain-plan="$plan${policy:+ policy=$policy}" \
     --ratrain-schedule-pipeline${policy:+="policy=$policy"} \
-    --ratrain-lower-to-mt3k -o "$out.tmp"
+    --ratrain-lower-to-mt3k --mt3k-verify -o "$out.tmp"
 mv "$out.tmp" "$out"

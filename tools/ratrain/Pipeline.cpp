@@ -1,7 +1,7 @@
 //===- Pipeline.cpp - The stages from a model config to an executable -----===//
 //
 // Like a compiler driver, `ratrain compile` runs the sibling tools stage by
-// stage (import -> plan -> schedule-pipeline -> lower-to-mt3k ->
+// stage (import -> plan -> schedule-pipeline -> lower-to-mt3k (+ verify) ->
 // mt3k-to-cpp), then compiles the emitted C++ with one compiler command
 // against libratrain_program.so. Every stage's output and diagnostics stay in
 // a work folder (--keep-temps keeps it).
@@ -201,8 +201,11 @@ int compileProgram(const Toolchain &tools, CompileOptions &options,
                 scheduled},
                workDir, options.verbose))
     return 1;
+  // The lowered programs are checked for races (--mt3k-verify: the hazard
+  // model of the ops' declared effects) before any C++ is written.
   if (runStage("lower-to-mt3k",
-               {tools.opt, scheduled, "--ratrain-lower-to-mt3k", "-o", lowered},
+               {tools.opt, scheduled, "--ratrain-lower-to-mt3k",
+                "--mt3k-verify", "-o", lowered},
                workDir, options.verbose))
     return 1;
   if (runStage("mt3k-to-cpp",
