@@ -123,4 +123,63 @@ def MT3K_BatchFieldAttr : MT3K_EnumAttr<MT3K_BatchField, "batch_field">;
 def MT3K_InitKindAttr : MT3K_EnumAttr<MT3K_InitKind, "init">;
 def MT3K_StorageTierAttr : MT3K_EnumAttr<MT3K_StorageTier, "tier">;
 
+//===----------------------------------------------------------------------===//
+// What a job's programs need besides the programs
+//===----------------------------------------------------------------------===//
+
+class MT3K_Attr<string name, string attrMnemonic, list<Trait> traits = []>
+    : AttrDef<MT3K_Dialect, name, traits> {
+  let mnemonic = attrMnemonic;
+}
+
+def MT3K_ModelAttr : MT3K_Attr<"Model", "model"> {
+  let summary = "the model a job trains, as the runtime needs it";
+  let description = [{
+    The sizes and constants of the LLaMA-style decoder the programs train:
+    what the runtime's model description (data loader, loss log,
+    checkpoint names and shapes) needs. The lowering sets it on the module
+    as `mt3k.model`, since the front-end model op goes away.
+
+    ```mlir
+    mt3k.model = #mt3k.model<name = "tiny_llama", family = "llama",
+      dtype = f32, decoder_layers = 4, hidden = 256, heads = 8,
+      kv_heads = 4, ffn = 688, vocab = 256, seq_len = 256,
+      max_positions = 256, rms_eps = 1.000000e-05, rope_theta = 1.000000e+04,
+      qkv_bias = false, norm_head = false>
+    ```
+  }];
+  let parameters = (ins "::mlir::StringAttr":$name, "::mlir::StringAttr":$family,
+                        "::mlir::Type":$dtype, "int64_t":$decoder_layers,
+                        "int64_t":$hidden, "int64_t":$heads, "int64_t":$kv_heads,
+                        "int64_t":$ffn, "int64_t":$vocab, "int64_t":$seq_len,
+                        "int64_t":$max_positions, "::mlir::FloatAttr":$rms_eps,
+                        "::mlir::FloatAttr":$rope_theta,
+                        "::mlir::BoolAttr":$qkv_bias,
+                        "::mlir::BoolAttr":$norm_head);
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
+def MT3K_JobAttr : MT3K_Attr<"Job", "job"> {
+  let summary = "the parallel layout and batching of a job";
+  let description = [{
+    The job the programs are one step of: clusters, pipeline stages `pp`
+    and data-parallel replicas `dp`, micro-batching, the ZeRO stage, the
+    model layers (embedding, decoder layers, head) of each stage, and the
+    lifecycle policy that scheduled it. The lowering sets it on the module
+    as `mt3k.job`.
+
+    ```mlir
+    mt3k.job = #mt3k.job<clusters = 2, pp = 2, dp = 1, micro_batch_size = 1,
+      micro_batches = 4, zero = 0, stage_layers = array<i64: 3, 3>,
+      policy = "ratrain">
+    ```
+  }];
+  let parameters = (ins "int64_t":$clusters, "int64_t":$pp, "int64_t":$dp,
+                        "int64_t":$micro_batch_size, "int64_t":$micro_batches,
+                        "int64_t":$zero,
+                        "::mlir::DenseI64ArrayAttr":$stage_layers,
+                        "::mlir::StringAttr":$policy);
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
 #endif // RATRAIN_MT3K_ATTRS_TD

@@ -14,6 +14,32 @@ using namespace ratrain::mt3k;
 
 #include "MT3K/MT3KDialect.cpp.inc"
 
+LogicalResult MT3KDialect::verifyOperationAttribute(Operation *op,
+                                                    NamedAttribute attr) {
+  // The declared discardable attributes: on a module, of their own types.
+  // No other `mt3k.*` attribute exists.
+  StringRef name = attr.getName().getValue();
+  Attribute value = attr.getValue();
+  auto expect = [&](bool ok, StringRef what) -> LogicalResult {
+    if (!ok)
+      return op->emitOpError("attribute '")
+             << name << "' must be " << what << ", got " << value;
+    if (!isa<ModuleOp>(op))
+      return op->emitOpError("attribute '")
+             << name << "' belongs on the module";
+    return success();
+  };
+  if (name == ModelAttrHelper::getNameStr())
+    return expect(isa<ModelAttr>(value), "a #mt3k.model");
+  if (name == JobAttrHelper::getNameStr())
+    return expect(isa<JobAttr>(value), "a #mt3k.job");
+  if (name == kPrologueAttrName)
+    return success();
+  return op->emitOpError("has the unknown attribute '")
+         << name << "' (the mt3k dialect declares mt3k.model, mt3k.job and "
+         << kPrologueAttrName << ")";
+}
+
 void MT3KDialect::initialize() {
   addOperations<
 #define GET_OP_LIST

@@ -9,6 +9,11 @@
 #define RATRAIN_MT3K_MT3KDIALECT_H
 
 #include "mlir/IR/Dialect.h"
+#include "mlir/IR/Operation.h"
+
+// The declared discardable attributes (mt3k.model, mt3k.job) are of the
+// dialect's own attribute classes.
+#include "MT3K/MT3KAttrs.h"
 
 #include "MT3K/MT3KDialect.h.inc"
 

@@ -75,6 +75,14 @@ def MT3K_Dialect : Dialect {
   }];
   let useDefaultTypePrinterParser = 1;
   let useDefaultAttributePrinterParser = 1;
+  // On the module: what the runtime needs besides the programs (the model's
+  // sizes, the job's layout). Declared and typed, so a wrong or misspelled
+  // one is a verifier error.
+  let hasOperationAttrVerify = 1;
+  let discardableAttrs = (ins
+    "::ratrain::mt3k::ModelAttr":$model,
+    "::ratrain::mt3k::JobAttr":$job
+  );
   let extraClassDeclaration = [{
     /// Registers the types and attributes (defined in MT3KTypes.cpp).
     void registerTypesAndAttributes();

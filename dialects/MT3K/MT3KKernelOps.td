@@ -324,6 +324,15 @@ def MT3K_InitParamOp : MT3K_InProgramOp<"init_param"> {
     schedule and every sharding (a ZeRO shard passes its global
     `element_offset`) starts from the same weights.
 
+    What the checkpoint code needs to find the parameter again (printed in
+    the attribute dictionary): `dp_shard` (a ZeRO shard: the elements per
+    rank of the flattened layer), `dp_shard_tensors` (`"name:offset:numel:
+    init"` per HF tensor of the flattened layer), `dp_shard_offset` (the
+    shard piece's offset in the rank's shard when streamed in chunks); for a
+    state kept in the offload tier, `offload_key` and `offload_offset` (its
+    tier copy), `offload_piece` (the byte offset of a streamed chunk's
+    piece) and `offload_bytes` (the whole state's bytes).
+
     `mt3k.init_param` belongs to a program's prologue: it may only be
     preceded by `mt3k.buffer`, `mt3k.view` and other `mt3k.init_param`s. The
     runtime runs the prologue once before the first iteration and the rest
@@ -339,11 +348,29 @@ def MT3K_InitParamOp : MT3K_InProgramOp<"init_param"> {
   let arguments = (ins MT3K_InitKindAttr:$kind,
                        Arg<MT3K_FloatBuffer, "initialized", [MemWrite]>:$dest,
                        StrAttr:$param, OptionalAttr<F64Attr>:$std,
-                       OptionalAttr<ConfinedAttr<I64Attr, [IntNonNegative]>>:$element_offset);
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntNonNegative]>>:$element_offset,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$dp_shard,
+                       OptionalAttr<StrArrayAttr>:$dp_shard_tensors,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntNonNegative]>>:$dp_shard_offset,
+                       OptionalAttr<StrAttr>:$offload_key,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntNonNegative]>>:$offload_offset,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntNonNegative]>>:$offload_piece,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$offload_bytes);
   let assemblyFormat = [{
     `` $kind $dest $param (`std` $std^)? (`element_offset` $element_offset^)?
     attr-dict `:` qualified(type($dest))
   }];
+  let builders = [
+    // A parameter with no shard or offload information (set it after).
+    OpBuilder<(ins "InitKind":$kind, "::mlir::Value":$dest,
+                   "::llvm::StringRef":$param, "::mlir::FloatAttr":$std,
+                   "::mlir::IntegerAttr":$element_offset), [{
+      build($_builder, $_state, kind, dest, param, std, element_offset,
+            ::mlir::IntegerAttr(), ::mlir::ArrayAttr(), ::mlir::IntegerAttr(),
+            ::mlir::StringAttr(), ::mlir::IntegerAttr(), ::mlir::IntegerAttr(),
+            ::mlir::IntegerAttr());
+    }]>
+  ];
   let hasVerifier = 1;
 }
 

@@ -18,7 +18,6 @@
 
 #include "MT3K/MT3KDialect.h"
 #include "MT3K/MT3KOps.h"
-#include "RATrain/RATrainDialect.h"
 
 #include "mlir/Conversion/FuncToEmitC/FuncToEmitC.h"
 #include "mlir/Dialect/EmitC/IR/EmitC.h"
@@ -94,14 +93,12 @@ void ConvertMT3KToEmitCPass::runOnOperation() {
   if (failed(emitProgramDescription(b, module)))
     return signalPassFailure();
 
-  SmallVector<emitc::FuncOp> functions;
   for (ProgramOp program :
        llvm::make_early_inc_range(module.getOps<ProgramOp>())) {
     b.setInsertionPoint(program);
     FailureOr<emitc::FuncOp> function = createStageFunction(b, program);
     if (failed(function))
       return signalPassFailure();
-    functions.push_back(*function);
   }
 
   TypeConverter converter;
@@ -127,7 +124,9 @@ void ConvertMT3KToEmitCPass::runOnOperation() {
   if (failedOp)
     return signalPassFailure();
 
-  for (emitc::FuncOp function : functions)
+  // The stage functions and the outlined layer bodies (a body takes every
+  // view of its arguments that the layer's layout has, used or not).
+  for (emitc::FuncOp function : module.getOps<emitc::FuncOp>())
     dropUnusedResults(function);
   // The machine and the groups are in the description now.
   for (Operation &op : llvm::make_early_inc_range(*module.getBody()))
@@ -165,8 +164,7 @@ LogicalResult ratrain::translateMT3KToCpp(ModuleOp module,
 
 void ratrain::registerMT3KToCppTranslation() {
   auto dialects = [](DialectRegistry &registry) {
-    registry.insert<mt3k::MT3KDialect, ratrain::RATrainDialect,
-                    emitc::EmitCDialect>();
+    registry.insert<mt3k::MT3KDialect, emitc::EmitCDialect>();
   };
   TranslateFromMLIRRegistration toCpp(
       "mt3k-to-cpp",

@@ -10,7 +10,6 @@
 #include "EmitCppInternal.h"
 
 #include "MT3K/MT3KOps.h"
-#include "RATrain/RATrainAttrs.h"
 
 #include "mlir/Dialect/EmitC/IR/EmitC.h"
 #include "mlir/IR/Builders.h"
@@ -100,61 +99,46 @@ LogicalResult ratrain::emitc_cpp::emitProgramDescription(OpBuilder &b,
   };
 
   // The model for the Session (data loader, loss log, checkpoints).
-  auto model = source->getAttrOfType<DictionaryAttr>("ratrain.model");
+  MLIRContext *context = source->getContext();
+  ModelAttr model = MT3KDialect::ModelAttrHelper(context).isAttrPresent(source)
+                        ? MT3KDialect::ModelAttrHelper(context).getAttr(source)
+                        : ModelAttr();
   int64_t numLayers = 0, seqLen = 0;
   if (model) {
-    auto integer = [&](StringRef key) -> int64_t {
-      if (auto a = model.getAs<IntegerAttr>(key))
-        return a.getInt();
-      return 0;
-    };
-    auto real = [&](StringRef key, double fallback) {
-      if (auto a = model.getAs<FloatAttr>(key))
-        return a.getValueAsDouble();
-      return fallback;
-    };
-    numLayers = integer("decoder_layers");
-    seqLen = integer("seq_len");
+    numLayers = model.getDecoderLayers();
+    seqLen = model.getSeqLen();
     StringRef family = "Llama";
-    if (auto f = model.getAs<StringAttr>("family")) {
-      if (f.getValue() == "qwen2")
-        family = "Qwen2";
-      else if (f.getValue() == "baichuan")
-        family = "Baichuan";
-    }
+    if (model.getFamily().getValue() == "qwen2")
+      family = "Qwen2";
+    else if (model.getFamily().getValue() == "baichuan")
+      family = "Baichuan";
     StringRef dtype = "BF16";
-    if (auto d = model.getAs<TypeAttr>("dtype")) {
-      if (d.getValue().isF32())
-        dtype = "F32";
-      else if (d.getValue().isF16())
-        dtype = "F16";
-    }
-    std::string name;
-    if (auto n = model.getAs<StringAttr>("name"))
-      name = n.getValue().str();
-    bool qkvBias = false;
-    if (auto q = model.getAs<BoolAttr>("qkv_bias"))
-      qkvBias = q.getValue();
+    if (model.getDtype().isF32())
+      dtype = "F32";
+    else if (model.getDtype().isF16())
+      dtype = "F16";
     auto number = [](int64_t v) { return std::to_string(v); };
     std::string init = "{";
-    init += field("name", cppString(name));
+    init += field("name", cppString(model.getName().getValue()));
     init += field("family", "ratrain::ModelFamily::" + family);
     init += field("numLayers", number(numLayers));
-    init += field("hidden", number(integer("hidden")));
-    init += field("numHeads", number(integer("heads")));
-    init += field("numKVHeads", number(integer("kv_heads")));
-    init += field("ffnHidden", number(integer("ffn")));
-    init += field("vocab", number(integer("vocab")));
-    init += field("seqLen", number(seqLen));
-    init += field("maxPositions", number(integer("max_positions")));
+    init += field("hidden", number(model.getHidden()));
+    init += field("numHeads", number(model.getHeads()));
+    init += field("numKVHeads", number(model.getKvHeads()));
+    init += field("ffnHidden", number(model.getFfn()));
+    init += field("vocab", number(model.getVocab()));
+    init += field("seqLen", number(model.getSeqLen()));
+    init += field("maxPositions", number(model.getMaxPositions()));
     init += field("dtype", "ratrain::DType::" + dtype);
-    init += field("qkvBias", qkvBias ? "true" : "false");
-    init += field("rmsNormEps",
-                  llvm::formatv("{0:e9}", real("rms_eps", 1e-6)).str());
-    init += field("ropeTheta",
-                  llvm::formatv("{0:e9}", real("rope_theta", 10000.0)).str());
+    init += field("qkvBias", model.getQkvBias().getValue() ? "true" : "false");
+    init += field(
+        "rmsNormEps",
+        llvm::formatv("{0:e9}", model.getRmsEps().getValueAsDouble()).str());
+    init += field(
+        "ropeTheta",
+        llvm::formatv("{0:e9}", model.getRopeTheta().getValueAsDouble()).str());
     init += "\n}";
-    emitc::VerbatimOp::create(b, loc, "// The module's ratrain.model.");
+    emitc::VerbatimOp::create(b, loc, "// The module's mt3k.model.");
     global("ratrain_model",
            emitc::OpaqueType::get(ctx, "ratrain::rt::emit::ProgramModel"),
            init);
@@ -164,12 +148,13 @@ LogicalResult ratrain::emitc_cpp::emitProgramDescription(OpBuilder &b,
   // (embedding + decoders + head).
   int64_t microBatch = 1, microBatches = 1;
   SmallVector<int64_t> partition;
-  if (auto plan = source->getAttrOfType<ratrain::PlanAttr>("ratrain.plan")) {
-    microBatch = plan.getMicroBatchSize();
-    microBatches = plan.getMicroBatches();
+  if (MT3KDialect::JobAttrHelper(context).isAttrPresent(source)) {
+    JobAttr job = MT3KDialect::JobAttrHelper(context).getAttr(source);
+    microBatch = job.getMicroBatchSize();
+    microBatches = job.getMicroBatches();
     int64_t cumulative = 0;
     partition.push_back(0);
-    ArrayRef<int64_t> stages = plan.getStageLayers();
+    ArrayRef<int64_t> stages = job.getStageLayers().asArrayRef();
     for (size_t s = 0; s + 1 < stages.size(); ++s) {
       cumulative += stages[s];
       partition.push_back(std::clamp<int64_t>(cumulative - 1, 0, numLayers));
@@ -181,7 +166,7 @@ LogicalResult ratrain::emitc_cpp::emitProgramDescription(OpBuilder &b,
     llvm::interleaveComma(partition, os);
     os << "}";
     emitc::VerbatimOp::create(
-        b, loc, "// The first decoder layer of each stage (ratrain.plan).");
+        b, loc, "// The first decoder layer of each stage (mt3k.job).");
     global("ratrain_partition",
            emitc::ArrayType::get({int64_t(partition.size())},
                                  b.getIntegerType(64)),

@@ -84,12 +84,12 @@ static void emitParams(OpBuilder &b, Block &prologue, Location loc,
         prologueOffloads.try_emplace(parent, offload);
     }
   auto laterPiece = [](InitParamOp init) {
-    auto piece = init->getAttrOfType<IntegerAttr>("ratrain.offload_piece");
+    auto piece = init.getOffloadPieceAttr();
     return piece && piece.getInt() > 0;
   };
   for (auto init : prologue.getOps<InitParamOp>()) {
-    auto key = init->getAttrOfType<StringAttr>("ratrain.offload_key");
-    auto offset = init->getAttrOfType<IntegerAttr>("ratrain.offload_offset");
+    auto key = init.getOffloadKeyAttr();
+    auto offset = init.getOffloadOffsetAttr();
     OffloadOp offload =
         key ? prologueOffloads.lookup(key.getValue()) : OffloadOp();
     if (!offload || !offset || laterPiece(init))
@@ -100,7 +100,7 @@ static void emitParams(OpBuilder &b, Block &prologue, Location loc,
                              opaque(tierName(offload.getTier())),
                              str(key.getValue()),
                              i64(offset.getInt())};
-    if (auto bytes = init->getAttrOfType<IntegerAttr>("ratrain.offload_bytes"))
+    if (auto bytes = init.getOffloadBytesAttr())
       args.push_back(i64(bytes.getInt()));
     tierCopies[init.getDest()] =
         emitCall(b, loc, "ratrain::rt::emit::offloaded", tensorType, args);
@@ -111,14 +111,14 @@ static void emitParams(OpBuilder &b, Block &prologue, Location loc,
   };
   bool zero =
       llvm::any_of(prologue.getOps<InitParamOp>(), [](InitParamOp init) {
-        return init->hasAttr("ratrain.dp_shard");
+        return bool(init.getDpShardAttr());
       });
   for (auto init : prologue.getOps<InitParamOp>()) {
     if (laterPiece(init))
       continue;
     StringRef name = init.getParam();
     Value dest = init.getDest();
-    if (auto shard = init->getAttrOfType<IntegerAttr>("ratrain.dp_shard")) {
+    if (auto shard = init.getDpShardAttr()) {
       LayerShard *layer;
       if (name.consume_back(".exp_avg_sq")) {
         layer = &shards[name];
@@ -129,8 +129,7 @@ static void emitParams(OpBuilder &b, Block &prologue, Location loc,
       } else {
         layer = &shards[name];
         layer->master = dest;
-        layer->tensors =
-            init->getAttrOfType<ArrayAttr>("ratrain.dp_shard_tensors");
+        layer->tensors = init.getDpShardTensorsAttr();
       }
       layer->elements = shard.getInt();
       continue;

@@ -206,12 +206,12 @@ LogicalResult lower(InitParamOp init, Calls &c) {
   Arg rt(c.runtime());
   StringRef kind = initKindName(stringifyInitKind(init.getKind()));
   double std = init.getStd() ? init.getStd()->convertToDouble() : 0.0;
-  auto shard = op->getAttrOfType<IntegerAttr>("ratrain.dp_shard");
-  auto tensors = op->getAttrOfType<ArrayAttr>("ratrain.dp_shard_tensors");
+  auto shard = init.getDpShardAttr();
+  auto tensors = init.getDpShardTensorsAttr();
   // A streamed shard is initialized piece by piece: elements
-  // [ratrain.dp_shard_offset, + the destination's) of this rank's shard.
+  // [dp_shard_offset, + the destination's) of this rank's shard.
   SmallVector<Arg, 1> pieceOffset;
-  if (auto offset = op->getAttrOfType<IntegerAttr>("ratrain.dp_shard_offset"))
+  if (auto offset = init.getDpShardOffsetAttr())
     pieceOffset.push_back(c.i64(offset.getInt()));
   if (shard && tensors) {
     // "name:offset:numel:init" per tensor of the flattened layer.

@@ -25,9 +25,9 @@ module {
     %v = mt3k.buffer "l.v" at 384 : !mt3k.buffer<ddr, 20xf32>
     mt3k.init_param normal %va "l.a" std 2.000000e-02 : !mt3k.buffer<ddr, 4x8xbf16>
     mt3k.init_param ones %vb "l.b" : !mt3k.buffer<ddr, 8xbf16>
-    mt3k.init_param normal %master "l" std 2.000000e-02 {ratrain.dp_shard = 20 : i64, ratrain.dp_shard_tensors = ["l.a:0:32:normal", "l.b:32:8:ones"]} : !mt3k.buffer<ddr, 20xf32>
-    mt3k.init_param zeros %m "l.exp_avg" {ratrain.dp_shard = 20 : i64} : !mt3k.buffer<ddr, 20xf32>
-    mt3k.init_param zeros %v "l.exp_avg_sq" {ratrain.dp_shard = 20 : i64} : !mt3k.buffer<ddr, 20xf32>
+    mt3k.init_param normal %master "l" std 2.000000e-02 {dp_shard = 20 : i64, dp_shard_tensors = ["l.a:0:32:normal", "l.b:32:8:ones"]} : !mt3k.buffer<ddr, 20xf32>
+    mt3k.init_param zeros %m "l.exp_avg" {dp_shard = 20 : i64} : !mt3k.buffer<ddr, 20xf32>
+    mt3k.init_param zeros %v "l.exp_avg_sq" {dp_shard = 20 : i64} : !mt3k.buffer<ddr, 20xf32>
     // CHECK-NOT: ratrain::rt::emit::addParam(
     // CHECK: ratrain::rt::emit::addShardParam([[S]], [[RT]], "l.a", std::vector<int64_t>{4, 8}, 0, 32, 20, [[M]], [[MM]], [[MV]], [[VA]]);
     // CHECK-NEXT: ratrain::rt::emit::addShardParam([[S]], [[RT]], "l.b", std::vector<int64_t>{8}, 32, 8, 20, [[M]], [[MM]], [[MV]], [[VB]]);

@@ -91,9 +91,9 @@ module {
     // ZeRO shards: one call per tensor of the flattened layer.
     // CHECK: ratrain::rt::emit::initShardTensor([[RT]], [[MASTER:v[0-9]+]], "layer.a", 0, 64, ratrain::rt::InitKind::Ones, 2.00000000000000000e-02, 4096);
     // CHECK: ratrain::rt::emit::initShardTensor([[RT]], [[MASTER]], "layer.b", 64, 8128, ratrain::rt::InitKind::Normal, 2.00000000000000000e-02, 4096);
-    mt3k.init_param normal %master "layer" std 2.000000e-02 {ratrain.dp_shard = 4096 : i64, ratrain.dp_shard_tensors = ["layer.a:0:64:ones", "layer.b:64:8128:normal"]} : !mt3k.buffer<ddr, 64x64xf32>
+    mt3k.init_param normal %master "layer" std 2.000000e-02 {dp_shard = 4096 : i64, dp_shard_tensors = ["layer.a:0:64:ones", "layer.b:64:8128:normal"]} : !mt3k.buffer<ddr, 64x64xf32>
     // CHECK: ratrain::rt::emit::initShard([[RT]], {{v[0-9]+}}, ratrain::rt::InitKind::Zeros, "layer.exp_avg_sq", 0.0{{[0-9]*}}e+00, 4096);
-    mt3k.init_param zeros %vv "layer.exp_avg_sq" {ratrain.dp_shard = 4096 : i64} : !mt3k.buffer<ddr, 64x64xf32>
+    mt3k.init_param zeros %vv "layer.exp_avg_sq" {dp_shard = 4096 : i64} : !mt3k.buffer<ddr, 64x64xf32>
 
     // The iteration runs in the Session's step loop.
     // A ZeRO program registers its layers' tensors with addShardParam
@@ -224,7 +224,7 @@ module {
 // The runtime is sized from mt3k.machine, the groups and the largest arena
 // (the machine's DDR for a program without ddr_arena); each rank runs the
 // program of its stage.
-// A module without ratrain.model and ratrain.plan: an empty model, an even
+// A module without mt3k.model and mt3k.job: an empty model, an even
 // partition.
 // CHECK-NOT: ratrain_model
 // CHECK-NOT: ratrain_partition

@@ -176,40 +176,30 @@ void LowerToMT3KPass::runOnOperation() {
   if (auto first = *module.getOps<mt::ProgramOp>().begin())
     for (func::FuncOp function : outlined.functions)
       function->moveBefore(first);
-  // What the driver and the runtime need besides the programs: the model
-  // (the runtime's ModelConfig: sizes, dtype, norm and RoPE constants) and
-  // the plan (pp, dp, micro-batching, the stage layer split), as module
-  // attributes, since the ratrain ops go away.
+  // What the driver and the runtime need besides the programs, as the mt3k
+  // dialect's own module attributes (the ratrain ops and attributes go
+  // away): the model (the runtime's ModelConfig: sizes, dtype, norm and RoPE
+  // constants) and the job (pp, dp, micro-batching, ZeRO, the stage layer
+  // split, the policy).
   MLIRContext *ctx = module.getContext();
   Builder attrs(ctx);
-  SmallVector<NamedAttribute> modelAttrs = {
-      attrs.getNamedAttr("name", model->getSymNameAttr()),
-      attrs.getNamedAttr("family", model->getFamilyAttr()),
-      attrs.getNamedAttr("dtype", TypeAttr::get(elem)),
-      attrs.getNamedAttr("decoder_layers",
-                         attrs.getI64IntegerAttr(config.numLayers)),
-      attrs.getNamedAttr("hidden", attrs.getI64IntegerAttr(config.hidden)),
-      attrs.getNamedAttr("heads", attrs.getI64IntegerAttr(config.numHeads)),
-      attrs.getNamedAttr("kv_heads",
-                         attrs.getI64IntegerAttr(config.numKVHeads)),
-      attrs.getNamedAttr("ffn", attrs.getI64IntegerAttr(config.ffnHidden)),
-      attrs.getNamedAttr("vocab", attrs.getI64IntegerAttr(config.vocab)),
-      attrs.getNamedAttr("seq_len", attrs.getI64IntegerAttr(config.seqLen)),
-      attrs.getNamedAttr("max_positions",
-                         attrs.getI64IntegerAttr(config.maxPositions)),
-      attrs.getNamedAttr("rms_eps", model->getRmsEpsAttr()),
-      attrs.getNamedAttr("rope_theta", model->getRopeThetaAttr()),
-      attrs.getNamedAttr("qkv_bias", attrs.getBoolAttr(config.qkvBias))};
-  // Only when set (the runtime's ModelConfig does not need it; it marks the
-  // program as Baichuan2's NormHead one).
-  if (config.normHead)
-    modelAttrs.push_back(
-        attrs.getNamedAttr("norm_head", attrs.getBoolAttr(true)));
-  module->setAttr("ratrain.model", attrs.getDictionaryAttr(modelAttrs));
-  module->setAttr("ratrain.plan", plan);
-  if (std::optional<SchedulePolicy> policy = pipeline.getPolicy())
-    module->setAttr("ratrain.policy",
-                    attrs.getStringAttr(stringifySchedulePolicy(*policy)));
+  auto modelAttr = mt::ModelAttr::get(
+      ctx, model->getSymNameAttr(), model->getFamilyAttr(), elem,
+      config.numLayers, config.hidden, config.numHeads, config.numKVHeads,
+      config.ffnHidden, config.vocab, config.seqLen, config.maxPositions,
+      model->getRmsEpsAttr(), model->getRopeThetaAttr(),
+      attrs.getBoolAttr(config.qkvBias), attrs.getBoolAttr(config.normHead));
+  std::optional<SchedulePolicy> policy = pipeline.getPolicy();
+  auto jobAttr = mt::JobAttr::get(
+      ctx, plan.getClusters(), plan.getPp(), plan.getDp(),
+      plan.getMicroBatchSize(), plan.getMicroBatches(), plan.getZero(),
+      attrs.getDenseI64ArrayAttr(plan.getStageLayers()),
+      attrs.getStringAttr(policy ? stringifySchedulePolicy(*policy) : ""));
+  mt::MT3KDialect::ModelAttrHelper(ctx).setAttr(module, modelAttr);
+  mt::MT3KDialect::JobAttrHelper(ctx).setAttr(module, jobAttr);
+  // The machine file the import recorded is the ratrain dialect's; the
+  // programs carry the machine (mt3k.machine).
+  RATrainDialect::MachineAttrHelper(ctx).removeAttr(module);
   pipeline.erase();
   model->erase();
 }

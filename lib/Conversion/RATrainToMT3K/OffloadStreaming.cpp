@@ -223,10 +223,10 @@ void StageLowering::prologueStream(int64_t layer, StringRef role,
   // is not registered again.
   auto mark = [&](mt::InitParamOp op, int64_t byteOffset, int64_t piece,
                   int64_t bytes) {
-    op->setAttr("ratrain.offload_key", pro.getStringAttr(state.key));
-    op->setAttr("ratrain.offload_offset", IntegerAttr::get(i64, byteOffset));
-    op->setAttr("ratrain.offload_piece", IntegerAttr::get(i64, piece));
-    op->setAttr("ratrain.offload_bytes", IntegerAttr::get(i64, bytes));
+    op.setOffloadKeyAttr(pro.getStringAttr(state.key));
+    op.setOffloadOffsetAttr(IntegerAttr::get(i64, byteOffset));
+    op.setOffloadPieceAttr(IntegerAttr::get(i64, piece));
+    op.setOffloadBytesAttr(IntegerAttr::get(i64, bytes));
   };
   auto create = [&](mt::InitKind kind, Value dest, StringRef param,
                     int64_t elementOffset) {
@@ -248,10 +248,10 @@ void StageLowering::prologueStream(int64_t layer, StringRef role,
         std::string prefix = layerPrefix(layer);
         auto op = create(adam ? zeros : mt::InitKind::normal, half,
                          prefix + suffix.str(), 0);
-        op->setAttr("ratrain.dp_shard", IntegerAttr::get(i64, n));
-        op->setAttr("ratrain.dp_shard_offset", IntegerAttr::get(i64, start));
+        op.setDpShardAttr(IntegerAttr::get(i64, n));
+        op.setDpShardOffsetAttr(IntegerAttr::get(i64, start));
         if (!adam)
-          op->setAttr("ratrain.dp_shard_tensors", shardTensorsAttr(tensors));
+          op.setDpShardTensorsAttr(shardTensorsAttr(tensors));
         mark(op, 4 * (sub * n + start), start, 4 * n);
         continue;
       }

@@ -216,8 +216,8 @@ LogicalResult StageLowering::emitPrologue() {
     auto it = offloaded.find(offloadKey(layer, role));
     if (it == offloaded.end())
       return;
-    op->setAttr("ratrain.offload_key", pro.getStringAttr(it->second.key));
-    op->setAttr("ratrain.offload_offset", IntegerAttr::get(i64, byteOffset));
+    op.setOffloadKeyAttr(pro.getStringAttr(it->second.key));
+    op.setOffloadOffsetAttr(IntegerAttr::get(i64, byteOffset));
   };
   auto init = [&](mt::InitKind kind, Value dest, StringRef param,
                   std::optional<int64_t> elementOffset = std::nullopt) {
@@ -282,8 +282,8 @@ LogicalResult StageLowering::emitPrologue() {
           isF32Model() ? masterShard(layer) : slot(masterFlat, 0, {n}, f32),
           layerPrefix(layer), pro.getF64FloatAttr(options.initStd),
           IntegerAttr());
-      op->setAttr("ratrain.dp_shard", IntegerAttr::get(i64, n));
-      op->setAttr("ratrain.dp_shard_tensors", shardTensorsAttr(tensors));
+      op.setDpShardAttr(IntegerAttr::get(i64, n));
+      op.setDpShardTensorsAttr(shardTensorsAttr(tensors));
       if (masterFlat) {
         markOffloaded(op, layer, "master", 0);
         writeBack(masterFlat, "master");
@@ -325,10 +325,10 @@ LogicalResult StageLowering::emitPrologue() {
           kind == mt::InitKind::normal ? pro.getF64FloatAttr(options.initStd)
                                        : FloatAttr(),
           IntegerAttr());
-      op->setAttr("ratrain.dp_shard", IntegerAttr::get(i64, n));
+      op.setDpShardAttr(IntegerAttr::get(i64, n));
       if (kind == mt::InitKind::zeros)
         return op;
-      op->setAttr("ratrain.dp_shard_tensors", shardTensorsAttr(tensors));
+      op.setDpShardTensorsAttr(shardTensorsAttr(tensors));
       return op;
     };
     std::string prefix = layerPrefix(layer);

@@ -190,8 +190,8 @@ class Runner:
         if m:
             kind, ref, name = m.group(1), R(m.group(2)), m.group(3)
             std = self.std if m.group(4) else 0.0
-            shard = re.search(r"ratrain.dp_shard = (\d+)", line)
-            pieces = re.search(r"ratrain.dp_shard_tensors = \[(.*?)\]", line)
+            shard = re.search(r"\bdp_shard = (\d+)", line)
+            pieces = re.search(r"\bdp_shard_tensors = \[(.*?)\]", line)
             if pieces:
                 # A ZeRO-1 master shard: element i is element r * n + i of
                 # the layer, valued as the tensor piece that holds it.
@@ -568,7 +568,7 @@ def main():
     DROP_NORMHEAD_JACOBIAN = "--drop-normhead-jacobian" in sys.argv[2:]
     text = open(sys.argv[1]).read()
     programs, vocab = parse_module(text)
-    dp = int(re.search(r"ratrain.plan = #ratrain.plan<[^>]*\bdp = (\d+)", text).group(1))
+    dp = int(re.search(r"mt3k.job = #mt3k.job<[^>]*\bdp = (\d+)", text).group(1))
     base = Runner(programs, vocab, dp)
     base.run()
     print(f"loss {base.loss():.6f} over {len(base.losses)} micro-batches of {dp} replicas")

@@ -77,7 +77,7 @@ ratrain.pipeline @tiny_step for @tiny plan #ratrain.plan<clusters = 2, pp = 1, d
   }
 }
 
-// CHECK-LABEL: ratrain.plan = #ratrain.plan<clusters = 2, pp = 1, dp = 2, micro_batch_size = 1, micro_batches = 1, zero = 0,
+// CHECK-LABEL: mt3k.job = #mt3k.job<clusters = 2, pp = 1, dp = 2, micro_batch_size = 1, micro_batches = 1, zero = 0,
 // CHECK: mt3k.group @dp data_parallel size 2
 // Two GSM staging slots of half the GSM each.
 // CHECK: %[[GSM0:[0-9]+]] = mt3k.buffer "gsm.staging.0" at 0 : !mt3k.buffer<gsm, 524288xi8>
@@ -119,7 +119,7 @@ ratrain.pipeline @tiny_step for @tiny plan #ratrain.plan<clusters = 2, pp = 1, d
 // m, v and view), alternating the slots; the head took slot 0 first, so
 // the decoder's chunk 1 waits for the head's DMA, and chunk 2 (slot 1
 // again) for chunk 0's.
-// CHUNKED-LABEL: ratrain.plan = #ratrain.plan<clusters = 2, pp = 1, dp = 2, micro_batch_size = 1, micro_batches = 1, zero = 0,
+// CHUNKED-LABEL: mt3k.job = #mt3k.job<clusters = 2, pp = 1, dp = 2, micro_batch_size = 1, micro_batches = 1, zero = 0,
 // CHUNKED: %[[GSM0:[0-9]+]] = mt3k.buffer "gsm.staging.0" at 0 : !mt3k.buffer<gsm, 32768xi8>
 // CHUNKED-NEXT: %[[GSM1:[0-9]+]] = mt3k.buffer "gsm.staging.1" at 32768 : !mt3k.buffer<gsm, 32768xi8>
 // The chunk views: gradient, master, m, v, the staging slot, the view.
@@ -207,7 +207,7 @@ ratrain.pipeline @tiny_step for @tiny plan #ratrain.plan<clusters = 2, pp = 1, d
   }
 }
 
-// CHECK-LABEL: ratrain.plan = #ratrain.plan<clusters = 2, pp = 1, dp = 2, micro_batch_size = 1, micro_batches = 1, zero = 1,
+// CHECK-LABEL: mt3k.job = #mt3k.job<clusters = 2, pp = 1, dp = 2, micro_batch_size = 1, micro_batches = 1, zero = 1,
 // CHECK: %[[GSM1:[0-9]+]] = mt3k.buffer "gsm.staging.1" at 524288 : !mt3k.buffer<gsm, 524288xi8>
 // The view is whole; the master and the Adam state hold this rank's shard
 // of the layer's flattened parameters (41088 / 2 = 20544 elements).
@@ -294,7 +294,7 @@ ratrain.pipeline @tiny_step for @tiny plan #ratrain.plan<clusters = 2, pp = 1, d
   }
 }
 
-// CHECK-LABEL: ratrain.plan = #ratrain.plan<clusters = 2, pp = 1, dp = 2, micro_batch_size = 1, micro_batches = 1, zero = 2,
+// CHECK-LABEL: mt3k.job = #mt3k.job<clusters = 2, pp = 1, dp = 2, micro_batch_size = 1, micro_batches = 1, zero = 2,
 // CHECK: %[[GB:[0-9]+]] = mt3k.buffer "model.layers.0.grad" at 523968 : !mt3k.buffer<ddr, 82176xi8>
 // CHECK-NEXT: %[[G:[0-9]+]] = mt3k.view %[[GB]][0] : !mt3k.buffer<ddr, 82176xi8> to !mt3k.buffer<ddr, 41088xbf16>
 // The gradient shard at the offset of the sync's wait, no zero.grad_shard.
@@ -359,7 +359,7 @@ ratrain.pipeline @tiny_step for @tiny plan #ratrain.plan<clusters = 4, pp = 1, d
   }
 }
 
-// CHECK-LABEL: ratrain.plan = #ratrain.plan<clusters = 4, pp = 1, dp = 4,
+// CHECK-LABEL: mt3k.job = #mt3k.job<clusters = 4, pp = 1, dp = 4,
 // CHECK: mt3k.group @dp data_parallel size 4
 // CHECK-NEXT: mt3k.group @pp pipeline size 1
 // CHECK-NEXT: mt3k.group @node node_local size 2

@@ -67,7 +67,7 @@ ratrain.pipeline @tiny_step for @tiny plan #ratrain.plan<clusters = 1, pp = 1, d
   }
 }
 
-// CHECK-LABEL: ratrain.policy = "gpu_style"
+// CHECK-LABEL: policy = "gpu_style"
 // CHECK: %[[HGB:[0-9]+]] = mt3k.buffer "lm_head.grad" at 911296 : !mt3k.buffer<ddr, 16512xi8>
 // CHECK-NEXT: %[[HG:[0-9]+]] = mt3k.view %[[HGB]][0] : !mt3k.buffer<ddr, 16512xi8> to !mt3k.buffer<ddr, 8256xbf16>
 // CHECK: %[[LGB:[0-9]+]] = mt3k.buffer "model.layers.0.grad" at 811648 : !mt3k.buffer<ddr, 82176xi8>
@@ -143,7 +143,7 @@ ratrain.pipeline @tiny_step for @tiny plan #ratrain.plan<clusters = 1, pp = 1, d
   }
 }
 
-// CHECK-LABEL: ratrain.policy = "ratrain"
+// CHECK-LABEL: policy = "ratrain"
 // CHECK: %[[HGB:[0-9]+]] = mt3k.buffer "lm_head.grad" at 811648 : !mt3k.buffer<ddr, 16512xi8>
 // CHECK-NEXT: %[[HG:[0-9]+]] = mt3k.view %[[HGB]][0] : !mt3k.buffer<ddr, 16512xi8> to !mt3k.buffer<ddr, 8256xbf16>
 // CHECK: %[[LGB:[0-9]+]] = mt3k.buffer "model.layers.0.grad" at 811648 : !mt3k.buffer<ddr, 82176xi8>

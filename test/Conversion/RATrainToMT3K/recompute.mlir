@@ -74,7 +74,7 @@ ratrain.pipeline @tiny_step for @tiny plan #ratrain.plan<clusters = 1, pp = 1, d
   }
 }
 
-// CHECK-LABEL: recompute = [full]
+// CHECK-LABEL: module attributes {mt3k.job
 // The stored input, and the forward's other tensors behind the arena
 // (897888; stream, R1, R2 first); SwiGLU's output in the workspace.
 // CHECK: %[[IN:[0-9]+]] = mt3k.buffer "act.layer1.mb0" at 743968 : !mt3k.buffer<ddr, 2048xi8>
@@ -164,7 +164,7 @@ ratrain.pipeline @tiny_step for @tiny plan #ratrain.plan<clusters = 1, pp = 1, d
   }
 }
 
-// CHECK-LABEL: recompute = [selective]
+// CHECK-LABEL: module attributes {mt3k.job
 // CHECK-NOT: recomputed
 // CHECK: %[[ACT:[0-9]+]] = mt3k.buffer "act.layer1.mb0" at 862976 : !mt3k.buffer<ddr, 34816xi8>
 // CHECK: %[[Q4:[0-9]+]] = mt3k.view %[[ACT]][4096] : !mt3k.buffer<ddr, 34816xi8> to !mt3k.buffer<ddr, 1x8x2x32xf32>
