@@ -57,10 +57,10 @@ foreach(case ${waits_cases})
     LABELS "e2e" FIXTURES_SETUP ratrain-mt3k-waits-${name}
     RESOURCE_LOCK ratrain-build-tree)
   add_test(NAME e2e.mt3k-waits.${name}.equal-losses
-    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/mt3k-waits-compare-test.sh
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/equal-losses-test.sh
             ${MPIEXEC_EXECUTABLE} 2 $<TARGET_FILE:${target}>
             $<TARGET_FILE:${reference}> ${RATRAIN_CORPUS_TOKENS}
-            ${RATRAIN_MT3K_WAITS_STEPS})
+            ${RATRAIN_MT3K_WAITS_STEPS} "waits placed by --mt3k-insert-waits")
   set_tests_properties(e2e.mt3k-waits.${name}.equal-losses PROPERTIES
     TIMEOUT 600 LABELS "e2e;mpi" PROCESSORS 2
     FIXTURES_REQUIRED ratrain-mt3k-waits-${name})

@@ -88,10 +88,10 @@ foreach(case ${offload_cases})
     LABELS "e2e" FIXTURES_SETUP ratrain-offload-${name}
     RESOURCE_LOCK ratrain-build-tree)
   add_test(NAME e2e.offload.${name}.equal-losses
-    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/offload-compare-test.sh
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/equal-losses-test.sh
             ${MPIEXEC_EXECUTABLE} 2 $<TARGET_FILE:${target}>
             $<TARGET_FILE:${reference}> ${RATRAIN_CORPUS_TOKENS}
-            ${RATRAIN_OFFLOAD_STEPS})
+            ${RATRAIN_OFFLOAD_STEPS} "offload")
   set_tests_properties(e2e.offload.${name}.equal-losses PROPERTIES
     TIMEOUT 600 LABELS "e2e;mpi" PROCESSORS 2
     FIXTURES_REQUIRED ratrain-offload-${name})
