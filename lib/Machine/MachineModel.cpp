@@ -186,16 +186,18 @@ public:
         {"nodes", "clusters_per_node"});
     if (stream.failed() && !firstError)
       return error(nullptr, "", "malformed YAML");
+    // Before the iterator moves on: advancing it frees the first document,
+    // `root` included.
+    if (!firstError && !sawCluster)
+      setError(root, "", "missing required key 'cluster'");
+    if (!firstError && !sawNetwork)
+      setError(root, "", "missing required key 'network'");
     // One machine per file: a second document (after `---`) would otherwise
     // be ignored.
     if (!firstError && ++it != stream.end())
       return error(it->getRoot(), "",
                    "a second YAML document; a machine file holds one machine "
                    "(remove the '---' and what follows it)");
-    if (!firstError && !sawCluster)
-      setError(root, "", "missing required key 'cluster'");
-    if (!firstError && !sawNetwork)
-      setError(root, "", "missing required key 'network'");
     if (firstError)
       return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                      *firstError);

@@ -164,6 +164,23 @@ TEST(MachineModel, MissingKeysAndBadValues) {
   EXPECT_NE(parseError(text).find("duplicate key"), std::string::npos);
 }
 
+// The missing top-level sections are reported at the document's mapping
+// while the document is still alive (fuzz/corpus/machine-file/
+// missing-network-use-after-free.yaml: the message used to read a freed node).
+TEST(MachineModel, MissingSectionNamesTheDocument) {
+  std::string text = minimal;
+  text.erase(text.find("network:"));
+  EXPECT_NE(parseError(text).find("m.yaml:1:1: missing required key 'network'"),
+            std::string::npos)
+      << parseError(text);
+  text = minimal;
+  text.erase(text.find("cluster:"),
+             text.find("network:") - text.find("cluster:"));
+  EXPECT_NE(parseError(text).find("m.yaml:1:1: missing required key 'cluster'"),
+            std::string::npos)
+      << parseError(text);
+}
+
 TEST(MachineModel, MalformedYAMLAndMissingFile) {
   std::string error = parseError("cluster: {cores: [1, 2\n");
   EXPECT_NE(error.find("m.yaml:"), std::string::npos) << error;
