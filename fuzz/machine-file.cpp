@@ -2,7 +2,7 @@
 //
 // Input: the text of a machine file. parseMachineModel must return a model or
 // an error; an accepted model printed by printMachineModel must parse again
-// (the printer's documented round trip).
+// (the printer's documented round trip) with the same name.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,6 +25,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     llvm::errs() << "printed machine file does not parse again: "
                  << llvm::toString(again.takeError()) << "\n"
                  << printed;
+    std::abort();
+  }
+  if (again->name != machine->name) {
+    llvm::errs() << "printed machine file changes the name\n" << printed;
     std::abort();
   }
   return 0;
