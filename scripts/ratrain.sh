@@ -103,7 +103,7 @@ sanitize() {
   log "building $dir ($JOBS jobs)"
   # shellcheck disable=SC2086
   ninja -C "$dir" -j "$JOBS" ${SANITIZE_TARGETS:-}
-  export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:${ASAN_OPTIONS:-}"
+  export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:allow_user_poisoning=0:${ASAN_OPTIONS:-}"
   export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
   log "running the unit tests and the lit suite under ASan+UBSan"
   cd "$dir"
@@ -131,7 +131,7 @@ fuzz() {
   fi
   log "building the fuzz targets ($JOBS jobs)"
   ninja -C "$dir" -j "$JOBS" ratrain-fuzzers
-  export ASAN_OPTIONS="detect_leaks=1:${ASAN_OPTIONS:-}"
+  export ASAN_OPTIONS="detect_leaks=1:allow_user_poisoning=0:${ASAN_OPTIONS:-}"
   export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
   python3 "$ROOT/fuzz/seeds.py" "$ROOT" "$dir/fuzz/seeds" >/dev/null
   local failed=()
