@@ -29,9 +29,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   mlir::ScopedDiagnosticHandler quiet(
       &context, [](mlir::Diagnostic &) { return mlir::success(); });
   mlir::ParserConfig config(&context, /*verifyAfterParse=*/true);
+  // MLIR's lexer relies on a NUL after the buffer, as files read through
+  // llvm::MemoryBuffer have; libFuzzer's input has none.
+  std::string source(ratrain::fuzz::asText(data, size));
   mlir::OwningOpRef<mlir::ModuleOp> module =
-      mlir::parseSourceString<mlir::ModuleOp>(ratrain::fuzz::asText(data, size),
-                                              config);
+      mlir::parseSourceString<mlir::ModuleOp>(source, config);
   if (!module)
     return 0;
   std::string text;

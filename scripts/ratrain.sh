@@ -140,10 +140,11 @@ fuzz() {
     # New inputs go to the first corpus folder (kept in the build tree).
     local corpus="$dir/fuzz/corpus/$target" artifacts="$dir/fuzz/artifacts/$target"
     mkdir -p "$corpus" "$artifacts" "$dir/fuzz/seeds/$target"
+    local inputs=("$corpus" "$dir/fuzz/seeds/$target")
+    [ -d "$ROOT/fuzz/corpus/$target" ] && inputs+=("$ROOT/fuzz/corpus/$target")
     log "fuzzing $target for ${seconds}s"
     if ! "$dir/bin/fuzz/$target" -max_total_time="$seconds" -print_final_stats=1 \
-      -artifact_prefix="$artifacts/" "$corpus" "$dir/fuzz/seeds/$target" \
-      "$ROOT/fuzz/corpus/$target"; then
+      -artifact_prefix="$artifacts/" "${inputs[@]}"; then
       failed+=("$target")
     fi
   done
