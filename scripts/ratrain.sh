@@ -5,6 +5,9 @@
 #   scripts/ratrain.sh build   deps + configure + build everything
 #   scripts/ratrain.sh main    build + the main job (see README)
 #   scripts/ratrain.sh test    build + every test: lit, unit, end-to-end
+#   scripts/ratrain.sh sanitize  ASan+UBSan build (build-sanitize) + unit and lit tests
+#   scripts/ratrain.sh fuzz [SECONDS]  libFuzzer build (build-fuzz) + each target
+#                                      for SECONDS (default 60); fails on a crash
 #
 # Environment: BUILD_DIR (default build), JOBS (default nproc),
 # RATRAIN_CMAKE_ARGS (extra cmake arguments).
@@ -77,13 +80,90 @@ run_tests() {
   ctest --output-on-failure -j "$JOBS" --timeout 900
 }
 
+# ASan + UBSan build of the compiler, its tools and unit tests (no kernels,
+# runtime or benchmarks: the Halide objects cannot be instrumented and the
+# mpirun tests are too slow under ASan), then the unit tests and the lit suite.
+# SANITIZE_BUILD_DIR (default build-sanitize), SANITIZE_TARGETS (default all).
+# Leaks are reported (detect_leaks=1): our tools free what they allocate.
+sanitize() {
+  deps
+  local dir="${SANITIZE_BUILD_DIR:-$ROOT/build-sanitize}"
+  if [ ! -f "$dir/build.ninja" ]; then
+    log "configuring $dir (RATRAIN_SANITIZE=address;undefined)"
+    # shellcheck disable=SC2086
+    cmake -G Ninja -S "$ROOT" -B "$dir" \
+      -DCMAKE_BUILD_TYPE=Release \
+      -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
+      -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit \
+      "-DRATRAIN_SANITIZE=address;undefined" \
+      -DRATRAIN_ENABLE_KERNELS=OFF -DRATRAIN_ENABLE_RUNTIME=OFF \
+      -DRATRAIN_ENABLE_BENCH=OFF \
+      ${RATRAIN_CMAKE_ARGS:-}
+  fi
+  log "building $dir ($JOBS jobs)"
+  # shellcheck disable=SC2086
+  ninja -C "$dir" -j "$JOBS" ${SANITIZE_TARGETS:-}
+  export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:allow_user_poisoning=0:${ASAN_OPTIONS:-}"
+  export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
+  log "running the unit tests and the lit suite under ASan+UBSan"
+  cd "$dir"
+  ctest --output-on-failure -j "$JOBS" --timeout 900
+}
+
+# libFuzzer targets (fuzz/README.md): a clang build in build-fuzz with
+# RATRAIN_FUZZ=ON and ASan+UBSan, then each target for SECONDS on a copy of
+# its seed corpus. A crash fails the run; its input is left in
+# $FUZZ_BUILD_DIR/artifacts/<target>/.
+fuzz() {
+  deps
+  local seconds="${1:-60}"
+  local dir="${FUZZ_BUILD_DIR:-$ROOT/build-fuzz}"
+  if [ ! -f "$dir/build.ninja" ]; then
+    log "configuring $dir (clang, RATRAIN_FUZZ=ON)"
+    # shellcheck disable=SC2086
+    CC=clang CXX=clang++ cmake -G Ninja -S "$ROOT" -B "$dir" \
+      -DCMAKE_BUILD_TYPE=Release \
+      -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
+      -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit \
+      -DRATRAIN_FUZZ=ON "-DRATRAIN_SANITIZE=address;undefined" \
+      -DRATRAIN_ENABLE_KERNELS=OFF -DRATRAIN_ENABLE_BENCH=OFF \
+      ${RATRAIN_CMAKE_ARGS:-}
+  fi
+  log "building the fuzz targets ($JOBS jobs)"
+  ninja -C "$dir" -j "$JOBS" ratrain-fuzzers
+  export ASAN_OPTIONS="detect_leaks=1:allow_user_poisoning=0:${ASAN_OPTIONS:-}"
+  export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
+  python3 "$ROOT/fuzz/seeds.py" "$ROOT" "$dir/fuzz/seeds" >/dev/null
+  local failed=()
+  local target
+  for target in $(cat "$dir/fuzz/targets.txt"); do
+    # New inputs go to the first corpus folder (kept in the build tree).
+    local corpus="$dir/fuzz/corpus/$target" artifacts="$dir/fuzz/artifacts/$target"
+    mkdir -p "$corpus" "$artifacts" "$dir/fuzz/seeds/$target"
+    local inputs=("$corpus" "$dir/fuzz/seeds/$target")
+    [ -d "$ROOT/fuzz/corpus/$target" ] && inputs+=("$ROOT/fuzz/corpus/$target")
+    log "fuzzing $target for ${seconds}s"
+    if ! "$dir/bin/fuzz/$target" -max_total_time="$seconds" -print_final_stats=1 \
+      -artifact_prefix="$artifacts/" "${inputs[@]}"; then
+      failed+=("$target")
+    fi
+  done
+  if [ ${#failed[@]} -ne 0 ]; then
+    echo "error: fuzz targets crashed: ${failed[*]} (inputs in $dir/fuzz/artifacts)" >&2
+    exit 1
+  fi
+  log "all fuzz targets ran ${seconds}s without a crash"
+}
+
 case "${1:-}" in
   deps) deps ;;
+  sanitize) sanitize ;;
+  fuzz) shift; fuzz "$@" ;;
   build) build ;;
   main) main_job ;;
   test) run_tests ;;
   *)
-    sed -n '2,12p' "$0" >&2
+    sed -n '2,15p' "$0" >&2
     exit 2
     ;;
 esac

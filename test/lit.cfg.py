@@ -21,6 +21,10 @@ tool_dirs = [config.ratrain_tools_dir, config.llvm_tools_dir]
 if config.ratrain_enable_runtime.upper() in ("ON", "1", "TRUE", "YES"):
     config.available_features.add("runtime")
     llvm_config.add_tool_substitutions(["ratrain-tokenize", "ratrain-ckpt"], tool_dirs)
+# The driver's compile/run commands need libratrain_program.so and its build
+# description (runtime and kernels on; not in the sanitizer build): REQUIRES: program.
+if os.path.exists(os.path.join(config.ratrain_tools_dir, "ratrain-program.txt")):
+    config.available_features.add("program")
 tools = ["ratrain-opt", "ratrain-translate", "ratrain-plan", "ratrain-sim", "ratrain"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 # FileCheck, not, count, split-file come from llvm-22.

@@ -377,9 +377,10 @@ LogicalResult ElementwiseOp::verify() {
 
 LogicalResult AdamWOp::verify() {
   int64_t elements = getGrad().getType().getNumElements();
-  for (auto [value, name] :
-       llvm::zip_equal(ValueRange{getMaster(), getM(), getV(), getView()},
-                       ArrayRef<StringRef>{"master", "m", "v", "view"})) {
+  // Named arrays: a braced list in the loop header would die before the loop.
+  Value buffers[] = {getMaster(), getM(), getV(), getView()};
+  StringRef names[] = {"master", "m", "v", "view"};
+  for (auto [value, name] : llvm::zip_equal(buffers, names)) {
     int64_t count = bufferType(value).getNumElements();
     if (count != elements)
       return emitOpError("'")

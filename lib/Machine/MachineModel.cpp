@@ -11,6 +11,7 @@
 #include "ratrain/Model/Limits.h"
 
 #include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -186,16 +187,18 @@ public:
         {"nodes", "clusters_per_node"});
     if (stream.failed() && !firstError)
       return error(nullptr, "", "malformed YAML");
+    // Before the iterator moves on: advancing it frees the first document,
+    // `root` included.
+    if (!firstError && !sawCluster)
+      setError(root, "", "missing required key 'cluster'");
+    if (!firstError && !sawNetwork)
+      setError(root, "", "missing required key 'network'");
     // One machine per file: a second document (after `---`) would otherwise
     // be ignored.
     if (!firstError && ++it != stream.end())
       return error(it->getRoot(), "",
                    "a second YAML document; a machine file holds one machine "
                    "(remove the '---' and what follows it)");
-    if (!firstError && !sawCluster)
-      setError(root, "", "missing required key 'cluster'");
-    if (!firstError && !sawNetwork)
-      setError(root, "", "missing required key 'network'");
     if (firstError)
       return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                      *firstError);
@@ -557,13 +560,40 @@ llvm::Expected<MachineModel> ratrain::oversubscribe(const MachineModel &machine,
   return split;
 }
 
+/// `text` as a YAML scalar that reads back as the same bytes: plain when it
+/// is a simple name, else double-quoted with `"`, `\` and control
+/// characters escaped.
+static std::string yamlScalar(llvm::StringRef text) {
+  auto simple = [](char ch) {
+    return llvm::isAlnum(ch) || llvm::StringRef("_.-+/").contains(ch);
+  };
+  if (!text.empty() && (llvm::isAlnum(text.front()) || text.front() == '_') &&
+      llvm::all_of(text, simple))
+    return text.str();
+  std::string quoted = "\"";
+  for (char ch : text) {
+    unsigned char byte = static_cast<unsigned char>(ch);
+    if (ch == '"' || ch == '\\')
+      quoted += {'\\', ch};
+    else if (ch == '\n')
+      quoted += "\\n";
+    else if (ch == '\t')
+      quoted += "\\t";
+    else if (byte < 0x20 || byte == 0x7f)
+      quoted += llvm::formatv("\\x{0:x-2}", unsigned(byte)).str();
+    else
+      quoted += ch;
+  }
+  return quoted + "\"";
+}
+
 std::string ratrain::printMachineModel(const MachineModel &machine) {
   std::string text;
   llvm::raw_string_ostream os(text);
   auto real = [](double value) { return llvm::formatv("{0:e6}", value).str(); };
   const ClusterSpec &c = machine.cluster;
   const NetworkSpec &n = machine.network;
-  os << "name: " << machine.name << "\n";
+  os << "name: " << yamlScalar(machine.name) << "\n";
   os << "nodes: " << machine.nodes << "\n";
   os << "clusters_per_node: " << machine.clustersPerNode << "\n";
   os << "cluster:\n";

@@ -164,6 +164,44 @@ TEST(MachineModel, MissingKeysAndBadValues) {
   EXPECT_NE(parseError(text).find("duplicate key"), std::string::npos);
 }
 
+// The missing top-level sections are reported at the document's mapping
+// while the document is still alive (fuzz/corpus/machine-file/
+// missing-network-use-after-free.yaml: the message used to read a freed node).
+TEST(MachineModel, MissingSectionNamesTheDocument) {
+  std::string text = minimal;
+  text.erase(text.find("network:"));
+  EXPECT_NE(parseError(text).find("m.yaml:1:1: missing required key 'network'"),
+            std::string::npos)
+      << parseError(text);
+  text = minimal;
+  text.erase(text.find("cluster:"),
+             text.find("network:") - text.find("cluster:"));
+  EXPECT_NE(parseError(text).find("m.yaml:1:1: missing required key 'cluster'"),
+            std::string::npos)
+      << parseError(text);
+}
+
+// Names that are not plain YAML scalars are printed quoted and escaped
+// (fuzz/corpus/machine-file/control-bytes-in-name.yaml: a name with control
+// bytes used to be printed raw, which does not parse).
+TEST(MachineModel, PrintQuotesNamesThatNeedIt) {
+  for (llvm::StringRef name :
+       {llvm::StringRef("mt3000-x2"), llvm::StringRef("a: b # c"),
+        llvm::StringRef("\x05\0x", 3), llvm::StringRef("q\"b\\s\nl\tt"),
+        llvm::StringRef("-dash"), llvm::StringRef("caf\xc3\xa9 \x7f")}) {
+    llvm::Expected<MachineModel> machine = parseMachineModel(minimal, "m.yaml");
+    ASSERT_TRUE(bool(machine)) << llvm::toString(machine.takeError());
+    machine->name = name.str();
+    std::string printed = printMachineModel(*machine);
+    llvm::Expected<MachineModel> again = parseMachineModel(printed, "p.yaml");
+    ASSERT_TRUE(bool(again)) << llvm::toString(again.takeError()) << printed;
+    EXPECT_EQ(again->name, name.str()) << printed;
+  }
+  llvm::Expected<MachineModel> plain = parseMachineModel(minimal, "m.yaml");
+  ASSERT_TRUE(bool(plain));
+  EXPECT_NE(printMachineModel(*plain).find("name: tiny\n"), std::string::npos);
+}
+
 TEST(MachineModel, MalformedYAMLAndMissingFile) {
   std::string error = parseError("cluster: {cores: [1, 2\n");
   EXPECT_NE(error.find("m.yaml:"), std::string::npos) << error;
