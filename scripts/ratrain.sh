@@ -27,6 +27,10 @@ PACKAGES=(
   googletest libgtest-dev libbenchmark-dev
 )
 
+# ccache (when installed) keys on paths relative to the checkout, so a fresh
+# clone elsewhere (CI) reuses the objects of earlier builds on this machine.
+export CCACHE_BASEDIR="$ROOT"
+
 log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 
 deps() {
@@ -143,8 +147,10 @@ fuzz() {
     local inputs=("$corpus" "$dir/fuzz/seeds/$target")
     [ -d "$ROOT/fuzz/corpus/$target" ] && inputs+=("$ROOT/fuzz/corpus/$target")
     log "fuzzing $target for ${seconds}s"
+    # A fixed seed (RATRAIN_FUZZ_SEED) makes a short run repeatable; vary it
+    # for longer runs.
     if ! "$dir/bin/fuzz/$target" -max_total_time="$seconds" -print_final_stats=1 \
-      -artifact_prefix="$artifacts/" "${inputs[@]}"; then
+      -seed="${RATRAIN_FUZZ_SEED:-1}" -artifact_prefix="$artifacts/" "${inputs[@]}"; then
       failed+=("$target")
     fi
   done
