@@ -487,26 +487,24 @@ LogicalResult lower(BroadcastOp bc, Calls &c) {
   return success();
 }
 
-LogicalResult lower(SendOp send, Calls &c) {
-  Operation *op = send;
-  auto t = [&](Value v) { return Arg(c.get(v)); };
-  Arg rt(c.runtime());
-  c.mapping[send.getToken()] =
-      c.call("ratrain::rt::emit::send", c.tokenType,
-             {rt, c.group(op, send.getGroupAttr()), c.i64(send.getPeer()),
-              c.i64(send.getTag()), t(send.getBuffer())});
+/// mt3k.send / mt3k.recv: `callee(rt, group, peer, tag, buffer)`, a token.
+template <typename TransferOp>
+LogicalResult lowerTransfer(TransferOp transfer, StringRef callee, Calls &c) {
+  Operation *op = transfer;
+  c.mapping[transfer.getToken()] =
+      c.call(callee, c.tokenType,
+             {Arg(c.runtime()), c.group(op, transfer.getGroupAttr()),
+              c.i64(transfer.getPeer()), c.i64(transfer.getTag()),
+              Arg(c.get(transfer.getBuffer()))});
   return success();
 }
 
+LogicalResult lower(SendOp send, Calls &c) {
+  return lowerTransfer(send, "ratrain::rt::emit::send", c);
+}
+
 LogicalResult lower(RecvOp recv, Calls &c) {
-  Operation *op = recv;
-  auto t = [&](Value v) { return Arg(c.get(v)); };
-  Arg rt(c.runtime());
-  c.mapping[recv.getToken()] =
-      c.call("ratrain::rt::emit::recv", c.tokenType,
-             {rt, c.group(op, recv.getGroupAttr()), c.i64(recv.getPeer()),
-              c.i64(recv.getTag()), t(recv.getBuffer())});
-  return success();
+  return lowerTransfer(recv, "ratrain::rt::emit::recv", c);
 }
 
 LogicalResult lower(BarrierOp barrier, Calls &c) {

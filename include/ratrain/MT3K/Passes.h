@@ -28,8 +28,7 @@ class AsyncHazardAnalysis;
 /// a prologue offload) for each token never waited on, and every token
 /// taken out of a wait that now comes too late. The lowering to mt3k places
 /// its hazard waits with it.
-void insertMissingWaits(ProgramOp program,
-                        const AsyncHazardAnalysis &analysis);
+void insertMissingWaits(ProgramOp program, const AsyncHazardAnalysis &analysis);
 
 } // namespace ratrain::mt3k
 
