@@ -335,48 +335,51 @@ Value StageLowering::gradFlat(Value grad, int64_t layer) {
   return slot(flat, 0, {layerParams(layer)}, elem);
 }
 
-/// The boundary tensor [T, h] a transfer carries.
+Value StageLowering::received(Payload payload, int64_t mb) {
+  Operation *recv = recvOps.at(transferKey(payload, mb));
+  auto buffer = assignedMessage(recv);
+  Value flat =
+      ddrBase(llvm::formatv(
+                  "recv.{0}.mb{1}",
+                  payload == Payload::Gradient ? "gradient" : "activation", mb)
+                  .str(),
+              (*buffer)[0], (*buffer)[1]);
+  return slot(flat, 0, {dims.tokens, dims.hidden}, elem);
+}
+
+Value StageLowering::outbox(Payload payload, int64_t mb) {
+  int gradient = payload == Payload::Gradient ? 1 : 0;
+  int64_t k = outboxSlot.at(transferKey(payload, mb));
+  return scratch(
+      llvm::formatv("outbox.{0}.{1}", gradient ? "gradient" : "activation", k)
+          .str(),
+      outboxOff[gradient][k], {dims.tokens, dims.hidden}, elem);
+}
+
+Value StageLowering::stream() {
+  return scratch("scratch.stream", streamOff, {dims.tokens, dims.hidden}, elem);
+}
 
 Value StageLowering::flowInput(int64_t layer, int64_t mb) {
-  SmallVector<int64_t, 2> shape{dims.tokens, dims.hidden};
-  if (layer == stage.getFirstLayer() && stageIndex > 0) {
-    Operation *recv = recvOps.at(transferKey(Payload::Activation, mb));
-    auto buffer = assignedMessage(recv);
-    Value flat = ddrBase(llvm::formatv("recv.activation.mb{0}", mb).str(),
-                         (*buffer)[0], (*buffer)[1]);
-    return slot(flat, 0, shape, elem);
-  }
-  return scratch("scratch.stream", streamOff, shape, elem);
+  if (layer == stage.getFirstLayer() && stageIndex > 0)
+    return received(Payload::Activation, mb);
+  return stream();
 }
 
 Value StageLowering::flowOutput(int64_t layer, int64_t mb) {
-  SmallVector<int64_t, 2> shape{dims.tokens, dims.hidden};
-  if (layer == stage.getEndLayer() - 1 && stageIndex + 1 < numStages) {
-    int64_t k = outboxSlot.at(transferKey(Payload::Activation, mb));
-    return scratch(llvm::formatv("outbox.activation.{0}", k).str(),
-                   outboxOff[0][k], shape, elem);
-  }
-  return scratch("scratch.stream", streamOff, shape, elem);
+  if (layer == stage.getEndLayer() - 1 && stageIndex + 1 < numStages)
+    return outbox(Payload::Activation, mb);
+  return stream();
 }
 
 Value StageLowering::gradInput(int64_t layer, int64_t mb) {
-  SmallVector<int64_t, 2> shape{dims.tokens, dims.hidden};
-  if (layer == stage.getEndLayer() - 1 && stageIndex + 1 < numStages) {
-    Operation *recv = recvOps.at(transferKey(Payload::Gradient, mb));
-    auto buffer = assignedMessage(recv);
-    Value flat = ddrBase(llvm::formatv("recv.gradient.mb{0}", mb).str(),
-                         (*buffer)[0], (*buffer)[1]);
-    return slot(flat, 0, shape, elem);
-  }
-  return scratch("scratch.stream", streamOff, shape, elem);
+  if (layer == stage.getEndLayer() - 1 && stageIndex + 1 < numStages)
+    return received(Payload::Gradient, mb);
+  return stream();
 }
 
 Value StageLowering::gradOutput(int64_t layer, int64_t mb) {
-  SmallVector<int64_t, 2> shape{dims.tokens, dims.hidden};
-  if (layer == stage.getFirstLayer() && stageIndex > 0) {
-    int64_t k = outboxSlot.at(transferKey(Payload::Gradient, mb));
-    return scratch(llvm::formatv("outbox.gradient.{0}", k).str(),
-                   outboxOff[1][k], shape, elem);
-  }
-  return scratch("scratch.stream", streamOff, shape, elem);
+  if (layer == stage.getFirstLayer() && stageIndex > 0)
+    return outbox(Payload::Gradient, mb);
+  return stream();
 }

@@ -308,6 +308,13 @@ private:
   };
   DecoderActs decoderActs(Value inputBase, Value restBase, int64_t restOffset,
                           bool hactStored);
+  /// The [T, h] boundary tensors of micro-batch `mb`: the buffer a recv of
+  /// `payload` lands in, the outbox slot a send of it leaves from, and the
+  /// stream scratch a boundary inside the stage passes through.
+  Value received(Payload payload, int64_t mb);
+  Value outbox(Payload payload, int64_t mb);
+  Value stream();
+  /// A layer's input / output activation and gradient at a boundary.
   Value flowInput(int64_t layer, int64_t mb);
   Value flowOutput(int64_t layer, int64_t mb);
   Value gradInput(int64_t layer, int64_t mb);
