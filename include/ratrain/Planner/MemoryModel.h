@@ -22,6 +22,7 @@
 
 #include "ratrain/Machine/MachineModel.h"
 #include "ratrain/Model/ModelConfig.h"
+#include "ratrain/Schedule/PipelineSchedule.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
@@ -121,14 +122,23 @@ struct ParallelConfig {
   ZeroStage zero = ZeroStage::None;
   /// Model states kept in the machine's offload tier.
   OffloadPolicy offload = OffloadPolicy::None;
+  /// The pipeline schedule and its virtual stages (model chunks) per rank.
+  /// With virtualStages > 1, `stages` and `recompute` have one entry per
+  /// virtual stage (p * v, in model order).
+  schedule::ScheduleKind schedule = schedule::ScheduleKind::OneFOneB;
+  int64_t virtualStages = 1;
 
   int64_t clusters() const { return pipelineStages * dataParallel; }
   /// Sequences per iteration: d * b * m.
   int64_t globalBatch() const {
     return dataParallel * microBatchSize * numMicroBatches;
   }
+  /// p * v: the entries of `stages` and `recompute`.
+  int64_t numVirtualStages() const { return pipelineStages * virtualStages; }
   bool isFirstStage(int64_t stage) const { return stage == 0; }
-  bool isLastStage(int64_t stage) const { return stage == pipelineStages - 1; }
+  bool isLastStage(int64_t stage) const {
+    return stage == numVirtualStages() - 1;
+  }
 
   /// A config with `numLayers` split as evenly as possible and the same
   /// recompute policy on every stage. When p does not divide the layers, the
