@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "RATrain/RATrainOps.h"
+#include "ratrain/Transforms/LayerBackward.h"
 #include "ratrain/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
@@ -27,8 +28,9 @@ namespace {
 class StageProgramBuilder {
 public:
   StageProgramBuilder(StageOp stage, PlanAttr plan,
-                      ArrayRef<LayerKind> layerKinds)
+                      ArrayRef<LayerKind> layerKinds, bool splitBackward)
       : stage(stage), plan(plan), layerKinds(layerKinds),
+        splitBackward(splitBackward),
         builder(&stage.getBody().front(), stage.getBody().front().end()) {}
 
   void build();
@@ -40,6 +42,8 @@ private:
   StageOp stage;
   PlanAttr plan;
   ArrayRef<LayerKind> layerKinds;
+  /// Each backward as an input part immediately followed by its weight part.
+  bool splitBackward;
   OpBuilder builder;
   /// Stored activations by (layer, micro-batch).
   DenseMap<std::pair<int64_t, int64_t>, Value> activations;
@@ -71,7 +75,6 @@ void StageProgramBuilder::forward(int64_t microBatch) {
 }
 
 void StageProgramBuilder::backward(int64_t microBatch) {
-  MLIRContext *context = builder.getContext();
   Location loc = stage.getLoc();
   int64_t s = stage.getStage(), p = plan.getPp();
   if (s < p - 1)
@@ -79,20 +82,16 @@ void StageProgramBuilder::backward(int64_t microBatch) {
   for (int64_t layer = stage.getEndLayer() - 1;
        layer >= int64_t(stage.getFirstLayer()); --layer) {
     Value view = stage.getViewArg(layer);
-    Value activation = activations.lookup({layer, microBatch});
-    if (cast<ActivationType>(activation.getType()).getKind() ==
-        ActivationKind::Input)
-      activation =
-          RecomputeOp::create(
-              builder, loc,
-              ActivationType::get(context, layer, ActivationKind::Full), view,
-              activation, microBatch)
-              .getActivation();
-    auto gradType = GradType::get(context, layer, GradPhase::Partial);
-    gradients[layer] =
-        BackwardOp::create(builder, loc, gradType, view, activation,
-                           gradients.lookup(layer), microBatch)
-            .getGrad();
+    Value stored = activations.lookup({layer, microBatch});
+    Value acc = gradients.lookup(layer);
+    if (!splitBackward) {
+      gradients[layer] =
+          buildBackward(builder, loc, view, stored, acc, microBatch);
+      continue;
+    }
+    PendingWeight pending =
+        buildBackwardInput(builder, loc, view, stored, microBatch);
+    gradients[layer] = buildBackwardWeight(builder, loc, pending, acc);
   }
   if (s > 0)
     SendOp::create(builder, loc, Payload::Gradient, microBatch, s - 1);
@@ -149,7 +148,7 @@ struct Expand1F1BPass
         auto stage =
             StageOp::create(builder, model.getLoc(), s, plan->getFirstLayer(s),
                             plan->getStageLayers()[s]);
-        StageProgramBuilder(stage, *plan, kinds).build();
+        StageProgramBuilder(stage, *plan, kinds, splitBackward).build();
       }
     }
   }
