@@ -391,6 +391,46 @@ LogicalResult RecomputeOp::verify() {
   return success();
 }
 
+/// Verifies the activations of a backward part of `layer` for `microBatch`.
+static LogicalResult verifyBackwardActivation(Operation *op, Value activation,
+                                              int64_t layer,
+                                              int64_t microBatch) {
+  int64_t actLayer = cast<ActivationType>(activation.getType()).getLayer();
+  if (actLayer != layer)
+    return op->emitOpError("uses activations of layer ")
+           << actLayer << " in the backward of layer " << layer;
+  if (std::optional<int64_t> mb = getProducerMicroBatch(activation))
+    if (*mb != microBatch)
+      return op->emitOpError("is the backward of micro-batch ")
+             << microBatch << " but uses the activations of micro-batch "
+             << *mb;
+  return success();
+}
+
+LogicalResult BackwardInputOp::verify() {
+  if (static_cast<int64_t>(getMicroBatch()) < 0)
+    return emitOpError("micro-batch must not be negative");
+  return verifyBackwardActivation(
+      *this, getActivation(), getView().getType().getLayer(), getMicroBatch());
+}
+
+LogicalResult BackwardWeightOp::verify() {
+  if (static_cast<int64_t>(getMicroBatch()) < 0)
+    return emitOpError("micro-batch must not be negative");
+  if (failed(verifyBackwardActivation(*this, getActivation(),
+                                      getView().getType().getLayer(),
+                                      getMicroBatch())))
+    return failure();
+  if (auto input = getDeferred().getDefiningOp<BackwardInputOp>())
+    if (input.getMicroBatch() != getMicroBatch())
+      return emitOpError("is the weight part of micro-batch ")
+             << getMicroBatch()
+             << " but uses the deferred value of the input part of "
+                "micro-batch "
+             << input.getMicroBatch();
+  return success();
+}
+
 LogicalResult BackwardOp::verify() {
   int64_t layer = getView().getType().getLayer();
   if (getActivation().getType().getLayer() != layer)

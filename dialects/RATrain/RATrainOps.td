@@ -251,6 +251,73 @@ def RATrain_BackwardOp : RATrain_StageOp<"backward", [
   let hasVerifier = 1;
 }
 
+defvar RATrain_DeferredOfView =
+    "::ratrain::DeferredType::get($_self.getContext(), "
+    "::llvm::cast<::ratrain::ViewType>($_self).getLayer())";
+
+def RATrain_BackwardInputOp : RATrain_StageOp<"backward_input", [
+    TypesMatchWith<"deferred value is the view's layer's", "view", "deferred",
+      RATrain_DeferredOfView>]> {
+  let summary = "input-gradient part of a layer's backward (I)";
+  let description = [{
+    The first part of a split backward of one layer for micro-batch `mb`:
+    computes the layer's input gradient (what the layer below, or the
+    stage's `send gradient`, needs) and keeps in `deferred` what the
+    weight part needs. It computes no parameter gradient and sends nothing
+    itself. Together with its `ratrain.backward_weight` it computes exactly
+    what one `ratrain.backward` computes; the activations stay live until
+    the weight part.
+
+    ```mlir
+    %d = ratrain.backward_input %view3, %a mb(2) : !ratrain.view<3>, !ratrain.act<3, full>
+    ```
+  }];
+  let arguments = (ins RATrain_AnyView:$view,
+                       RATrain_RecoveredActivation:$activation,
+                       I64Attr:$micro_batch);
+  let results = (outs RATrain_AnyDeferred:$deferred);
+  let assemblyFormat = [{
+    $view `,` $activation `mb` `(` $micro_batch `)`
+    attr-dict `:` qualified(type($view)) `,` qualified(type($activation))
+  }];
+  let hasVerifier = 1;
+}
+
+def RATrain_BackwardWeightOp : RATrain_StageOp<"backward_weight", [
+    TypesMatchWith<"deferred value is the view's layer's", "view", "deferred",
+      RATrain_DeferredOfView>,
+    TypesMatchWith<"gradient is the view's layer's partial gradient",
+      "view", "grad", RATrain_PartialGradOfView>,
+    OptionalTypesMatchWith<"accumulator is the view's layer's partial "
+      "gradient", "view", "acc", RATrain_PartialGradOfView>]> {
+  let summary = "weight-gradient part of a layer's backward (W)";
+  let description = [{
+    The second part of a split backward: from the activations and the
+    `deferred` value of the `ratrain.backward_input` of the same layer and
+    micro-batch, computes the parameter gradient of micro-batch `mb` and
+    accumulates it into `acc` (as `ratrain.backward` does; absent for the
+    first micro-batch). It may run any time after its input part, e.g. in
+    a pipeline bubble; the layer's gradient is ready after the weight part
+    of its last micro-batch.
+
+    ```mlir
+    %g = ratrain.backward_weight %view3, %a, %d acc(%g1) mb(2) : !ratrain.view<3>, !ratrain.act<3, full>
+    ```
+  }];
+  let arguments = (ins RATrain_AnyView:$view,
+                       RATrain_RecoveredActivation:$activation,
+                       RATrain_AnyDeferred:$deferred,
+                       Optional<RATrain_PartialGrad>:$acc,
+                       I64Attr:$micro_batch);
+  let results = (outs RATrain_PartialGrad:$grad);
+  let assemblyFormat = [{
+    $view `,` $activation `,` $deferred (`acc` `(` $acc^ `)`)? `mb` `(`
+    $micro_batch `)` attr-dict `:` qualified(type($view)) `,`
+    qualified(type($activation))
+  }];
+  let hasVerifier = 1;
+}
+
 def RATrain_SendOp : RATrain_StageOp<"send", [RATrain_TransferOpInterface]> {
   let summary = "send a micro-batch's boundary tensor to a neighbour stage";
   let description = [{

@@ -128,6 +128,14 @@ int64_t BufferSizes::activationBytes(int64_t layer, ActivationKind kind) const {
                               options);
 }
 
+int64_t BufferSizes::deferredBytes(int64_t layer) const {
+  LayerRole role = layerKinds[layer] == LayerKind::Embedding
+                       ? LayerRole::Embedding
+                   : layerKinds[layer] == LayerKind::Head ? LayerRole::Head
+                                                          : LayerRole::Decoder;
+  return ratrain::deferredBytes(config, plan.getMicroBatchSize(), role);
+}
+
 int64_t BufferSizes::boundaryBytes() const {
   return config.seqLen * plan.getMicroBatchSize() * config.hidden *
          int64_t(getDTypeBytes(config.dtype));

@@ -34,6 +34,8 @@ StringRef ratrain::stringifyBufferKind(BufferKind kind) {
     return "activation";
   case BufferKind::Recomputed:
     return "recomputed";
+  case BufferKind::Deferred:
+    return "deferred";
   case BufferKind::RecvMessage:
     return "recv";
   case BufferKind::SendMessage:
@@ -76,6 +78,10 @@ std::string StageBuffer::describe() const {
     break;
   case BufferKind::Recomputed:
     os << "recomputed activations of layer " << layer << " mb " << microBatch;
+    break;
+  case BufferKind::Deferred:
+    os << "deferred weight-gradient inputs of layer " << layer << " mb "
+       << microBatch;
     break;
   case BufferKind::RecvMessage:
   case BufferKind::SendMessage: {
@@ -201,18 +207,10 @@ void ratrain::detail::StageBufferBuilder::visit(Operation *op,
          position);
     return;
   }
-  if (auto backward = dyn_cast<BackwardOp>(op)) {
-    int64_t layer = backward.getGrad().getType().getLayer();
-    auto accIt = backward.getAcc() ? result.bufferOf.find(backward.getAcc())
-                                   : result.bufferOf.end();
-    unsigned buffer =
-        accIt != result.bufferOf.end()
-            ? accIt->second
-            : newBuffer(BufferKind::Gradient, backward.getGrad().getType(),
-                        layer, position);
-    join(backward.getGrad(), buffer, position);
-    auto key = std::make_pair(int(Payload::Gradient),
-                              int64_t(backward.getMicroBatch()));
+  // The ops that consume a received gradient and produce the one sent: a
+  // fused backward or the input part of a split one.
+  auto gradientFlow = [&](int64_t layer, int64_t microBatch) {
+    auto key = std::make_pair(int(Payload::Gradient), microBatch);
     if (layer == last) {
       auto it = pendingRecv.find(key);
       if (it != pendingRecv.end()) {
@@ -222,6 +220,36 @@ void ratrain::detail::StageBufferBuilder::visit(Operation *op,
     }
     if (layer == first)
       lastProducer[key] = position;
+  };
+  // A fused backward or a weight part accumulates into its accumulator's
+  // buffer (the first micro-batch starts the gradient's buffer).
+  auto accumulate = [&](Value grad, Value acc) {
+    int64_t layer = cast<GradType>(grad.getType()).getLayer();
+    auto accIt = acc ? result.bufferOf.find(acc) : result.bufferOf.end();
+    unsigned buffer =
+        accIt != result.bufferOf.end()
+            ? accIt->second
+            : newBuffer(BufferKind::Gradient, grad.getType(), layer, position);
+    join(grad, buffer, position);
+  };
+  if (auto backward = dyn_cast<BackwardOp>(op)) {
+    accumulate(backward.getGrad(), backward.getAcc());
+    gradientFlow(backward.getGrad().getType().getLayer(),
+                 backward.getMicroBatch());
+    return;
+  }
+  if (auto input = dyn_cast<BackwardInputOp>(op)) {
+    Value deferred = input.getDeferred();
+    int64_t layer = input.getView().getType().getLayer();
+    join(deferred,
+         newBuffer(BufferKind::Deferred, deferred.getType(), layer, position,
+                   input.getMicroBatch()),
+         position);
+    gradientFlow(layer, input.getMicroBatch());
+    return;
+  }
+  if (auto weight = dyn_cast<BackwardWeightOp>(op)) {
+    accumulate(weight.getGrad(), weight.getAcc());
     return;
   }
   if (auto recv = dyn_cast<RecvOp>(op)) {
@@ -445,6 +473,9 @@ void StageBufferAnalysis::size(const BufferSizes &sizes) {
     case BufferKind::Recomputed:
       buffer.bytes = sizes.activationBytes(
           buffer.layer, cast<ActivationType>(buffer.type).getKind());
+      break;
+    case BufferKind::Deferred:
+      buffer.bytes = sizes.deferredBytes(buffer.layer);
       break;
     case BufferKind::RecvMessage:
     case BufferKind::SendMessage:

@@ -109,6 +109,18 @@ double CostModel::layerBackward(int64_t microBatchSize) const {
          2 * memoryBoundSeconds(layerElementwiseBytes(microBatchSize));
 }
 
+double CostModel::layerBackwardWeight(int64_t microBatchSize) const {
+  double t = double(model.seqLen) * microBatchSize;
+  double h = model.hidden, kv = model.kvDim(), ffn = model.ffnHidden;
+  // dW = X^T dY is [k x n] over t for each Y[t x n] = X[t x k] W[k x n].
+  return 2 * gemmSeconds(h, h, t) + 2 * gemmSeconds(h, kv, t) +
+         2 * gemmSeconds(h, ffn, t) + gemmSeconds(ffn, h, t);
+}
+
+double CostModel::layerBackwardInput(int64_t microBatchSize) const {
+  return layerBackward(microBatchSize) - layerBackwardWeight(microBatchSize);
+}
+
 double CostModel::layerRecompute(int64_t microBatchSize,
                                  RecomputePolicy policy) const {
   switch (policy) {
@@ -152,6 +164,15 @@ double CostModel::headBackward(int64_t microBatchSize) const {
   return memoryBoundSeconds(t * v * (4 + w))           // dlogits
          + gemmSeconds(t, h, v) + gemmSeconds(h, v, t) // dX, dW
          + memoryBoundSeconds(w * t * 3 * h);          // RMSNorm backward
+}
+
+double CostModel::headBackwardWeight(int64_t microBatchSize) const {
+  double t = double(model.seqLen) * microBatchSize;
+  return gemmSeconds(model.hidden, model.vocab, t);
+}
+
+double CostModel::headBackwardInput(int64_t microBatchSize) const {
+  return headBackward(microBatchSize) - headBackwardWeight(microBatchSize);
 }
 
 double CostModel::optimizerUpdate(int64_t params) const {

@@ -230,6 +230,18 @@ llvm::Error ScheduleAdapter::buildStage(StageOp stage,
                                        backward.getView().getType().getLayer(),
                                        backward.getMicroBatch())
                              .str());
+    } else if (auto input = llvm::dyn_cast<BackwardInputOp>(op)) {
+      program.addCompute(sim::ComputeKind::Backward, computeSeconds(op), 0,
+                         llvm::formatv("bwd-I L{0} mb{1}",
+                                       input.getView().getType().getLayer(),
+                                       input.getMicroBatch())
+                             .str());
+    } else if (auto weight = llvm::dyn_cast<BackwardWeightOp>(op)) {
+      program.addCompute(sim::ComputeKind::Backward, computeSeconds(op), 0,
+                         llvm::formatv("bwd-W L{0} mb{1}",
+                                       weight.getView().getType().getLayer(),
+                                       weight.getMicroBatch())
+                             .str());
     } else if (auto send = llvm::dyn_cast<SendOp>(op)) {
       bool gradient = send.getPayload() == Payload::Gradient;
       if (static_cast<int64_t>(send.getPeer()) >= plan.getPp())

@@ -72,6 +72,9 @@ public:
   /// 2sbh), token ids for the embedding, norm output, logits and softmax
   /// for the head.
   int64_t activationBytes(int64_t layer, ActivationKind kind) const;
+  /// What the input part of a split backward of `layer` keeps for its
+  /// weight part, one micro-batch (the memory model's deferredBytes).
+  int64_t deferredBytes(int64_t layer) const;
   /// One pipeline message (activation or its gradient): s * b * h * w.
   int64_t boundaryBytes() const;
   /// DDR scratch of the largest layer kernel of a stage (the memory

@@ -245,6 +245,34 @@ decoderActivationLayout(const LayerShape &shape, int64_t elemBytes,
                         int64_t available,
                         int64_t alignment = kLoweringAlignment);
 
+/// Byte offsets of what the input part of a split decoder-layer backward
+/// keeps for its weight part (`!ratrain.deferred`), elements of `elemBytes`:
+/// the layer's output gradient dy (down_proj's dW), the SwiGLU input
+/// gradients dgate and dup, the gradient at the MLP norm's output dxn2,
+/// the residual-stream gradient dres between the halves (o_proj's dW), the
+/// pre-rotation q and k gradients and the v gradient, and the gradient at
+/// the attention norm's output dxn1.
+struct DecoderDeferredLayout {
+  int64_t dy, dgate, dup, dxn2, dres, dq, dk, dv, dxn1;
+  int64_t bytes;
+};
+
+/// The deferred layout of a decoder layer, slots aligned to `alignment`.
+DecoderDeferredLayout
+decoderDeferredLayout(const LayerShape &shape, int64_t elemBytes,
+                      int64_t alignment = kLoweringAlignment);
+
+/// The kind of a model layer, for the sizes that differ by kind.
+enum class LayerRole { Embedding, Decoder, Head };
+
+/// Bytes of the deferred buffer of one micro-batch of a split backward
+/// (from its input part to its weight part): a decoder layer's
+/// decoderDeferredLayout; the head's final-norm output gradient (T x h; the
+/// logits gradient stays in the head's activations); the embedding's
+/// output gradient (T x h), which its weight part scatter-adds.
+int64_t deferredBytes(const ModelConfig &model, int64_t microBatchSize,
+                      LayerRole role, int64_t alignment = kLoweringAlignment);
+
 /// Sizes of the lowering's per-layer kernel temporaries and message slots
 /// (bytes, before alignment).
 struct LoweringScratch {

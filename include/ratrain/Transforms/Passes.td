@@ -67,7 +67,16 @@ def RATrainExpand1F1B : Pass<"ratrain-expand-1f1b", "mlir::ModuleOp"> {
     `selective` and `input` under `full`; the embedding and head always
     store `full`. The stage yields its states unchanged: lifecycle
     operations are placed by `--ratrain-schedule-lifecycle`.
+
+    With `split-backward`, each layer's backward is its input part
+    (`ratrain.backward_input`) immediately followed by its weight part
+    (`ratrain.backward_weight`), in the same 1F1B order: the same
+    computation as the fused `ratrain.backward`, bit for bit once lowered.
   }];
+  let options = [
+    Option<"splitBackward", "split-backward", "bool", "false",
+           "split each backward into its input part and its weight part">
+  ];
 }
 
 def RATrainScheduleLifecycle
