@@ -16,7 +16,9 @@ using namespace ratrain;
 
 void ratrain::buildSchedulePipeline(OpPassManager &pm,
                                     const SchedulePipelineOptions &options) {
-  pm.addPass(createRATrainExpand1F1B());
+  RATrainExpand1F1BOptions expand;
+  expand.splitBackward = options.splitBackward;
+  pm.addPass(createRATrainExpand1F1B(expand));
   RATrainScheduleLifecycleOptions lifecycle;
   lifecycle.policy = options.policy;
   lifecycle.machineFile = options.machineFile;

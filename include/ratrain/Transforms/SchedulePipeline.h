@@ -28,6 +28,11 @@ struct SchedulePipelineOptions
       *this, "capacity",
       llvm::cl::desc("DDR bytes per cluster (0: the machine's usable DDR)"),
       llvm::cl::init(0)};
+  Option<bool> splitBackward{
+      *this, "split-backward",
+      llvm::cl::desc("split each backward into its input part and its weight "
+                     "part (expand-1f1b split-backward)"),
+      llvm::cl::init(false)};
   Option<std::string> reportFile{
       *this, "report",
       llvm::cl::desc("memory-over-time CSV of assign-buffers (\"-\": stdout)"),

@@ -112,6 +112,76 @@ LogicalResult StageLowering::lowerBackward(BackwardOp op) {
   return success();
 }
 
+LogicalResult StageLowering::lowerBackwardInput(BackwardInputOp op) {
+  int64_t layer = op.getView().getType().getLayer();
+  int64_t mb = op.getMicroBatch();
+  bool outlined = layerOp(layer).getKind() == LayerKind::Decoder &&
+                  beginOutline("decoder_backward_input");
+  LayerWeights w = weights(stateBase(op.getView(), "view", layer), layer, elem);
+  Value act = actBase(op.getActivation(), layer, mb);
+  Value deferred = deferredBase(op.getDeferred(), layer, mb);
+  // The embedding's and the head's deferred buffer is one [T, h] tensor.
+  auto boundary = [&] {
+    return slot(deferred, 0, {dims.tokens, dims.hidden}, elem);
+  };
+  switch (layerOp(layer).getKind()) {
+  case LayerKind::Embedding:
+    // The scatter-add waits for the weight part: keep the output gradient
+    // (the stream it arrives in is overwritten by the next backward).
+    copy(gradInput(layer, mb), boundary());
+    return success();
+  case LayerKind::Head:
+    emitHeadBackwardInput(w, act, boundary(), gradOutput(layer, mb));
+    return success();
+  case LayerKind::Decoder:
+    break;
+  }
+  DecoderActs a = decoderActs(act, act, 0, /*hactStored=*/true);
+  emitDecoderBackwardInput(w, a, decoderDeferred(deferred),
+                           gradInput(layer, mb), gradOutput(layer, mb));
+  if (outlined)
+    endOutline();
+  return success();
+}
+
+LogicalResult StageLowering::lowerBackwardWeight(BackwardWeightOp op) {
+  int64_t layer = op.getView().getType().getLayer();
+  int64_t mb = op.getMicroBatch();
+  bool acc = op.getAcc() != nullptr;
+  bool outlined = layerOp(layer).getKind() == LayerKind::Decoder &&
+                  beginOutline("decoder_backward_weight");
+  LayerWeights w = weights(stateBase(op.getView(), "view", layer), layer, elem);
+  LayerWeights g = weights(gradFlat(op.getGrad(), layer), layer, elem);
+  Value act = actBase(op.getActivation(), layer, mb);
+  Value deferred = deferredBase(op.getDeferred(), layer, mb);
+  // The embedding's and the head's deferred buffer is one [T, h] tensor.
+  auto boundary = [&] {
+    return slot(deferred, 0, {dims.tokens, dims.hidden}, elem);
+  };
+  switch (layerOp(layer).getKind()) {
+  case LayerKind::Embedding: {
+    Value ids = slot(act, 0, {dims.tokens}, IntegerType::get(ctx, 32));
+    Value table = g.get("embed_tokens.weight");
+    // As the fused backward: the first micro-batch zeroes, then the
+    // scatter-add of the output gradient the input part kept.
+    if (!acc)
+      mt::FillOp::create(b, loc, table, APFloat(0.0));
+    elementwise(mt::ElementwiseKind::embedding_bwd, {ids, boundary()}, {table});
+    return success();
+  }
+  case LayerKind::Head:
+    emitHeadBackwardWeight(w, g, act, boundary(), acc);
+    return success();
+  case LayerKind::Decoder:
+    break;
+  }
+  DecoderActs a = decoderActs(act, act, 0, /*hactStored=*/true);
+  emitDecoderBackwardWeight(w, g, a, decoderDeferred(deferred), acc);
+  if (outlined)
+    endOutline();
+  return success();
+}
+
 mt::CollectiveAlgorithm
 StageLowering::algorithm(SyncHierarchy hierarchy) const {
   if (hierarchy == SyncHierarchy::Hierarchical)
@@ -319,6 +389,10 @@ LogicalResult StageLowering::lower() {
       result = lowerRecompute(recompute);
     else if (auto backward = dyn_cast<BackwardOp>(op))
       result = lowerBackward(backward);
+    else if (auto input = dyn_cast<BackwardInputOp>(op))
+      result = lowerBackwardInput(input);
+    else if (auto weight = dyn_cast<BackwardWeightOp>(op))
+      result = lowerBackwardWeight(weight);
     else if (isa<SendOp>(op))
       lowerTransfer(&op, /*send=*/true);
     else if (isa<RecvOp>(op))

@@ -320,6 +320,31 @@ StageLowering::DecoderActs StageLowering::decoderActs(Value inputBase,
   return a;
 }
 
+StageLowering::DecoderDeferred StageLowering::decoderDeferred(Value base) {
+  const DecoderDeferredLayout &l = deferredLayout;
+  int64_t T = dims.tokens, B = dims.batch, S = dims.seq;
+  DecoderDeferred d;
+  d.dy = slot(base, l.dy, {T, dims.hidden}, elem);
+  d.dgate = slot(base, l.dgate, {T, dims.ffn}, elem);
+  d.dup = slot(base, l.dup, {T, dims.ffn}, elem);
+  d.dxn2 = slot(base, l.dxn2, {T, dims.hidden}, elem);
+  d.dres = slot(base, l.dres, {T, dims.hidden}, elem);
+  d.dq2 = slot(base, l.dq, {T, dims.qDim}, elem);
+  d.dk2 = slot(base, l.dk, {T, dims.kvDim}, elem);
+  d.dv2 = slot(base, l.dv, {T, dims.kvDim}, elem);
+  d.dq4 = slot(base, l.dq, {B, S, dims.heads, dims.headDim}, elem);
+  d.dk4 = slot(base, l.dk, {B, S, dims.kvHeads, dims.headDim}, elem);
+  d.dv4 = slot(base, l.dv, {B, S, dims.kvHeads, dims.headDim}, elem);
+  d.dxn1 = slot(base, l.dxn1, {T, dims.hidden}, elem);
+  return d;
+}
+
+Value StageLowering::deferredBase(Value deferred, int64_t layer, int64_t mb) {
+  auto buffer = assigned(deferred);
+  std::string name = llvm::formatv("deferred.layer{0}.mb{1}", layer, mb);
+  return ddrBase(name, (*buffer)[0], (*buffer)[1]);
+}
+
 Value StageLowering::actBase(Value act, int64_t layer, int64_t mb) {
   auto buffer = assigned(act);
   std::string name =

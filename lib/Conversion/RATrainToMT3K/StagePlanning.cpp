@@ -91,6 +91,21 @@ LogicalResult StageLowering::plan() {
              << buffer.bytes << " bytes but the lowering stores " << need
              << " bytes there";
   }
+  // The deferred buffers of split backwards must hold what the input part
+  // keeps for the weight part.
+  deferredLayout = decoderDeferredLayout(layerShape(dims), E, A);
+  for (const StageBuffer &buffer : buffers.getBuffers()) {
+    if (buffer.kind != BufferKind::Deferred)
+      continue;
+    int64_t need = layerOp(buffer.layer).getKind() == LayerKind::Decoder
+                       ? deferredLayout.bytes
+                       : T * dims.hidden * E;
+    if (buffer.bytes < need)
+      return stage.emitOpError("stage ")
+             << stageIndex << ": " << buffer.describe() << " has "
+             << buffer.bytes << " bytes but the lowering keeps " << need
+             << " bytes there";
+  }
   for (const StageBuffer &buffer : buffers.getBuffers())
     if (buffer.kind == BufferKind::GradientShard && buffer.bytes > 0)
       assignedGradShard[buffer.layer] = {buffer.offset, buffer.bytes};
