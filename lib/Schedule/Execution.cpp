@@ -132,42 +132,19 @@ Execution::Execution(const PipelineSchedule &schedule)
   position.assign(schedule.ranks, 0);
 }
 
-int Execution::dependencies(const Action &action, Dependency deps[2]) const {
-  int64_t c = action.stage;
-  switch (action.kind) {
-  case ActionKind::Forward:
-    if (c == 0)
-      return 0;
-    if (explicitCommunication && rankOf(c - 1) != rankOf(c))
-      deps[0] = {kRecvForwardSlot, c};
-    else
-      deps[0] = {kForwardSlot, c - 1};
-    return 1;
-  case ActionKind::Backward:
-  case ActionKind::BackwardInput:
-    deps[0] = {kForwardSlot, c};
-    if (c == stages - 1)
-      return 1;
-    if (explicitCommunication && rankOf(c + 1) != rankOf(c))
-      deps[1] = {kRecvBackwardSlot, c};
-    else
-      deps[1] = {kGradientSlot, c + 1};
-    return 2;
-  case ActionKind::BackwardWeight:
-    deps[0] = {kGradientSlot, c};
-    return 1;
-  case ActionKind::SendForward:
-    deps[0] = {kForwardSlot, c};
-    return 1;
-  case ActionKind::RecvForward:
-    deps[0] = {kSendForwardSlot, c - 1};
-    return 1;
-  case ActionKind::SendBackward:
-    deps[0] = {kGradientSlot, c};
-    return 1;
-  case ActionKind::RecvBackward:
-    deps[0] = {kSendBackwardSlot, c + 1};
-    return 1;
-  }
-  return 0;
+StageCosts StageCosts::from(const ActionCosts &costs, int64_t stages) {
+  auto padded = [stages](const std::vector<double> &values) {
+    std::vector<double> result(values.begin(),
+                               values.begin() +
+                                   std::min<int64_t>(values.size(), stages));
+    result.resize(stages, 0.0);
+    return result;
+  };
+  return {padded(costs.forward), padded(costs.backwardInput),
+          padded(costs.backwardWeight)};
+}
+
+StageCosts StageCosts::unit(int64_t stages) {
+  return {std::vector<double>(stages, 1.0), std::vector<double>(stages, 1.0),
+          std::vector<double>(stages, 1.0)};
 }
