@@ -77,7 +77,7 @@ TEST(SimulateTest, InterleavingDividesTheBubble) {
 }
 
 TEST(SimulateTest, ZBVNearlyRemovesTheBubble) {
-  // torch's ZBV order: under 7% at m = 2p, under 5% from m = 4p.
+  // Under the 2p-chunk cap: under 7% at m = 2p, under 5% from m = 4p.
   for (int64_t p : {4, 8})
     for (int64_t m : {2 * p, 3 * p, 4 * p, 8 * p}) {
       ScheduleTiming zbv = simulate(ScheduleKind::ZBV, p, 2, m);
