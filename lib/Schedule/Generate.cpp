@@ -67,25 +67,27 @@ static void generate1F1B(PipelineSchedule &schedule) {
   }
 }
 
-/// Megatron-LM's interleaved 1F1B (m a multiple of p): rank r walks its v
-/// chunks round robin in groups of p micro-batches, forwards in chunk order
-/// and backwards in reverse chunk order; (v - 1) p + 2 (p - r - 1) warm-up
-/// forwards, then one forward and one backward at a time.
-static void generateInterleaved(PipelineSchedule &schedule) {
+/// Megatron-LM's interleaved 1F1B: rank r walks its v chunks round robin in
+/// groups of g micro-batches (g = pp when m is a multiple of pp; else, as
+/// torch.distributed.pipelining does, m split into max(1, m / pp) equal
+/// rounds), forwards in chunk order and backwards in reverse chunk order;
+/// (v - 1) g + 2 (p - r - 1) warm-up forwards, then one forward and one
+/// backward at a time.
+static void generateInterleaved(PipelineSchedule &schedule, int64_t g) {
   int64_t p = schedule.ranks, v = schedule.virtualStages,
           m = schedule.microBatches;
   int64_t total = m * v;
   for (int64_t r = 0; r < p; ++r) {
     ProgramBuilder b{schedule.programs[r]};
     b.program.reserve(2 * total);
-    auto microBatch = [&](int64_t k) { return k / (p * v) * p + k % p; };
+    auto microBatch = [&](int64_t k) { return k / (g * v) * g + k % g; };
     auto forward = [&](int64_t k) {
-      b.add((k / p % v) * p + r, ActionKind::Forward, microBatch(k));
+      b.add((k / g % v) * p + r, ActionKind::Forward, microBatch(k));
     };
     auto backward = [&](int64_t k) {
-      b.add((v - 1 - k / p % v) * p + r, ActionKind::Backward, microBatch(k));
+      b.add((v - 1 - k / g % v) * p + r, ActionKind::Backward, microBatch(k));
     };
-    int64_t warmup = std::min((v - 1) * p + 2 * (p - r - 1), total);
+    int64_t warmup = std::min((v - 1) * g + 2 * (p - r - 1), total);
     for (int64_t k = 0; k < warmup; ++k)
       forward(k);
     for (int64_t k = 0; k < total - warmup; ++k) {
@@ -338,11 +340,11 @@ llvm::Expected<PipelineSchedule> schedule::generateSchedule(ScheduleKind kind,
           "interleaved-1f1b needs v >= 2 virtual stages per rank, not v = {0} "
           "(v = 1 is 1f1b)",
           v));
-    if (m % pp != 0)
+    if (m % std::max<int64_t>(1, m / pp) != 0)
       return scheduleError(llvm::formatv(
-          "interleaved-1f1b needs the micro-batches to be a multiple of pp: m "
-          "= {0}, pp = {1}",
-          m, pp));
+          "interleaved-1f1b splits the m = {0} micro-batches into max(1, m / "
+          "pp) = {1} equal rounds (pp = {2}): m must be a multiple of {1}",
+          m, std::max<int64_t>(1, m / pp), pp));
     break;
   case ScheduleKind::ZBV:
     if (v != 2)
@@ -365,7 +367,8 @@ llvm::Expected<PipelineSchedule> schedule::generateSchedule(ScheduleKind kind,
     generate1F1B(schedule);
     break;
   case ScheduleKind::Interleaved1F1B:
-    generateInterleaved(schedule);
+    generateInterleaved(schedule,
+                        m % pp == 0 ? pp : m / std::max<int64_t>(1, m / pp));
     break;
   case ScheduleKind::ZBH1:
     generateZBH1(schedule);

@@ -123,8 +123,8 @@ llvm::Error checkScheduleShape(int64_t pp, int64_t v, int64_t m);
 
 /// Builds the schedule of `kind` (not Custom) for `pp` ranks, `v` virtual
 /// stages per rank and `m` micro-batches. Errors name the limit broken
-/// (1F1B and ZB-H1: v == 1; interleaved: v >= 2 and m a multiple of pp; ZBV:
-/// v == 2; all: checkScheduleShape).
+/// (1F1B and ZB-H1: v == 1; interleaved: v >= 2 and m a multiple of pp or
+/// of max(1, m / pp); ZBV: v == 2; all: checkScheduleShape).
 llvm::Expected<PipelineSchedule> generateSchedule(ScheduleKind kind, int64_t pp,
                                                   int64_t v, int64_t m);
 
