@@ -355,6 +355,14 @@ llvm::Expected<PipelineSchedule> schedule::generateSchedule(ScheduleKind kind,
     break;
   }
 
+  bool listScheduled =
+      kind == ScheduleKind::ZBH1 || (kind == ScheduleKind::ZBV && m <= pp);
+  if (listScheduled && pp > kMaxListScheduledRanks)
+    return scheduleError(llvm::formatv(
+        "{0} on pp = {1} ranks: the list scheduler takes time quadratic in pp "
+        "and is limited to {2} ranks",
+        name, pp, kMaxListScheduledRanks));
+
   PipelineSchedule schedule;
   schedule.kind = kind;
   schedule.ranks = pp;

@@ -166,6 +166,22 @@ TEST(SimulateTest, RefusedSchedulesDoNotCrash) {
   ScheduleTiming t = simulateSchedule(s, uniformCosts(2, 1.0));
   EXPECT_TRUE(std::isinf(t.makespan));
   EXPECT_TRUE(scheduleMemory(s).peakWeighted.empty());
+  // 2000 ranks of one stage: 4M rank x stage counts, above the limit.
+  std::string wide;
+  for (int r = 0; r < 2000; ++r)
+    wide += std::to_string(r) + "F0," + std::to_string(r) + "B0\n";
+  llvm::Expected<PipelineSchedule> many = readCSV(wide);
+  ASSERT_TRUE(static_cast<bool>(many)) << llvm::toString(many.takeError());
+  EXPECT_EQ(errorText(checkSchedule(*many)), "");
+  EXPECT_TRUE(scheduleMemory(*many).peakWeighted.empty());
+  EXPECT_GT(simulateSchedule(*many, uniformCosts(2000, 1.0)).makespan, 0);
+  // The list scheduler's quadratic time is bounded.
+  llvm::Expected<PipelineSchedule> huge =
+      generateSchedule(ScheduleKind::ZBH1, kMaxListScheduledRanks + 1, 1, 1);
+  ASSERT_FALSE(static_cast<bool>(huge));
+  EXPECT_NE(llvm::toString(huge.takeError())
+                .find(std::to_string(kMaxListScheduledRanks)),
+            std::string::npos);
 }
 
 /// Not a timed test: prints the bubble of each kind and how long the
