@@ -135,7 +135,7 @@ llvm::Expected<PipelineSchedule> generateSchedule(ScheduleKind kind, int64_t pp,
 
 /// The same schedule with explicit SEND_F/RECV_F/SEND_B/RECV_B actions
 /// (none between two stages of the same rank), placed as the implied
-/// transfers are.
+/// transfers are; transfers `schedule` already holds are placed anew.
 PipelineSchedule withCommunication(const PipelineSchedule &schedule);
 
 /// torch.distributed.pipelining's CSV: one row per rank, one action per
@@ -187,7 +187,8 @@ struct ScheduleTiming {
 };
 
 /// Simulates a checked schedule. With `keepActions` false, `actions` stays
-/// empty (the planner's fast path).
+/// empty (the planner's fast path). A schedule whose structure the checker
+/// refuses, or that deadlocks, gets an infinite makespan and bubble 1.
 ScheduleTiming simulateSchedule(const PipelineSchedule &schedule,
                                 const ActionCosts &costs,
                                 bool keepActions = false);
