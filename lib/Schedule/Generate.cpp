@@ -230,15 +230,18 @@ static void generateZBVGreedy(PipelineSchedule &schedule) {
   auto stageOf = [&](int64_t r, int chunk) {
     return chunk == 0 ? r : stages - 1 - r;
   };
-  // Decisions of one tick: chunk * 3 + (0 F, 1 I, 2 W), or -1 idle.
-  std::vector<int> choice(p, -1);
   int64_t remaining = 6 * p * m;
   for (int64_t r = 0; r < p; ++r)
     schedule.programs[r].reserve(6 * m);
   for (int64_t tick = 0; remaining > 0; ++tick) {
+    // Ranks decide in turn: what one completes this tick is done at tick + 1,
+    // so no other rank sees it before the next tick.
     for (int64_t r = 0; r < p; ++r) {
       RankState &st = state[r];
-      choice[r] = -1;
+      if (st.nextW[0] == m && st.nextW[1] == m)
+        continue;
+      // chunk * 3 + (0 F, 1 I, 2 W), or -1 idle.
+      int choice = -1;
       auto inputReady = [&](int chunk) {
         int64_t k = st.nextI[chunk], c = stageOf(r, chunk);
         if (k >= st.nextF[chunk])
@@ -257,25 +260,22 @@ static void generateZBVGreedy(PipelineSchedule &schedule) {
       bool i0 = inputReady(0), i1 = inputReady(1);
       if (i0 && i1) {
         int64_t k0 = st.nextI[0], k1 = st.nextI[1];
-        choice[r] = 3 * (k1 < k0 ? 1 : 0) + 1;
+        choice = 3 * (k1 < k0 ? 1 : 0) + 1;
       } else if (i0 || i1) {
-        choice[r] = 3 * (i0 ? 0 : 1) + 1;
+        choice = 3 * (i0 ? 0 : 1) + 1;
       } else if (forwardReady(1)) {
-        choice[r] = 3;
+        choice = 3;
       } else if (forwardReady(0)) {
-        choice[r] = 0;
+        choice = 0;
       } else if (st.pendingHead < st.pendingW.size()) {
-        choice[r] = 3 * st.pendingW[st.pendingHead] + 2;
+        choice = 3 * st.pendingW[st.pendingHead] + 2;
       }
-    }
-    for (int64_t r = 0; r < p; ++r) {
-      if (choice[r] < 0)
+      if (choice < 0)
         continue;
-      RankState &st = state[r];
-      int chunk = choice[r] / 3;
+      int chunk = choice / 3;
       int64_t c = stageOf(r, chunk);
       ProgramBuilder b{schedule.programs[r]};
-      switch (choice[r] % 3) {
+      switch (choice % 3) {
       case 0:
         forwardDone[c * m + st.nextF[chunk]] = tick + 1;
         b.add(c, ActionKind::Forward, st.nextF[chunk]++);
