@@ -52,6 +52,8 @@ enum class ScheduleKind {
 llvm::StringRef stringifyScheduleKind(ScheduleKind kind);
 std::optional<ScheduleKind> parseScheduleKind(llvm::StringRef name);
 
+/// The compute kinds come first (code relies on it: BackwardWeight is the
+/// last compute kind).
 enum class ActionKind {
   Forward,        ///< F
   Backward,       ///< B: input and weight gradient together
