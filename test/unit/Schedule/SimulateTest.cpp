@@ -77,11 +77,11 @@ TEST(SimulateTest, InterleavingDividesTheBubble) {
 }
 
 TEST(SimulateTest, ZBVNearlyRemovesTheBubble) {
-  // Under the 2p-chunk cap: under 7% at m = 2p, under 5% from m = 4p.
+  // Under the 2p-chunk cap: under 7% at m = 2p, under 5% from m = 3p.
   for (int64_t p : {4, 8})
     for (int64_t m : {2 * p, 3 * p, 4 * p, 8 * p}) {
       ScheduleTiming zbv = simulate(ScheduleKind::ZBV, p, 2, m);
-      EXPECT_LT(zbv.bubbleFraction, m >= 4 * p ? 0.05 : 0.07)
+      EXPECT_LT(zbv.bubbleFraction, m >= 3 * p ? 0.05 : 0.07)
           << "p=" << p << " m=" << m;
       std::printf("zbv p=%lld m=%lld bubble %.4f\n", (long long)p, (long long)m,
                   zbv.bubbleFraction);
