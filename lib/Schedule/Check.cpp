@@ -206,9 +206,8 @@ llvm::Error schedule::checkSchedule(const PipelineSchedule &schedule) {
   if (llvm::Error err = checkWeightOrder(schedule))
     return err;
   Execution execution(schedule);
-  if (!execution.run(
-          0.0, [](const Action &) { return 1.0; },
-          [](int64_t, const Action &, double, double) {}))
+  if (!execution.run(0.0, StageCosts::unit(schedule.numStages()),
+                     [](int64_t, const Action &, double, double) {}))
     return checkError(explainDeadlock(schedule, execution));
   return llvm::Error::success();
 }

@@ -53,7 +53,8 @@ ActionKind detail::kindOfSlot(Slot slot, bool split) {
 bool PipelineSchedule::hasCommunication() const {
   for (const std::vector<Action> &program : programs)
     for (const Action &action : program)
-      if (!action.isCompute())
+      if (static_cast<int>(action.kind) >
+          static_cast<int>(ActionKind::BackwardWeight))
         return true;
   return false;
 }
@@ -81,8 +82,16 @@ llvm::Error detail::checkStructure(const PipelineSchedule &schedule) {
       return structureError(
           llvm::formatv("stage {0} is placed on rank {1}, outside [0, {2})", c,
                         schedule.stageToRank[c], ranks));
+  const int64_t *toRank = schedule.stageToRank.data();
   for (int64_t r = 0; r < ranks; ++r) {
     for (const Action &action : schedule.programs[r]) {
+      // The common case in one test: a compute action of this rank's stage.
+      if (static_cast<uint64_t>(action.stage) < static_cast<uint64_t>(stages) &&
+          static_cast<uint64_t>(action.microBatch) < static_cast<uint64_t>(m) &&
+          toRank[action.stage] == r &&
+          static_cast<int>(action.kind) <=
+              static_cast<int>(ActionKind::BackwardWeight))
+        continue;
       auto text = [&action]() { return action.str(); };
       if (action.stage < 0 || action.stage >= stages)
         return structureError(llvm::formatv(
@@ -132,42 +141,19 @@ Execution::Execution(const PipelineSchedule &schedule)
   position.assign(schedule.ranks, 0);
 }
 
-int Execution::dependencies(const Action &action, Dependency deps[2]) const {
-  int64_t c = action.stage;
-  switch (action.kind) {
-  case ActionKind::Forward:
-    if (c == 0)
-      return 0;
-    if (explicitCommunication && rankOf(c - 1) != rankOf(c))
-      deps[0] = {kRecvForwardSlot, c};
-    else
-      deps[0] = {kForwardSlot, c - 1};
-    return 1;
-  case ActionKind::Backward:
-  case ActionKind::BackwardInput:
-    deps[0] = {kForwardSlot, c};
-    if (c == stages - 1)
-      return 1;
-    if (explicitCommunication && rankOf(c + 1) != rankOf(c))
-      deps[1] = {kRecvBackwardSlot, c};
-    else
-      deps[1] = {kGradientSlot, c + 1};
-    return 2;
-  case ActionKind::BackwardWeight:
-    deps[0] = {kGradientSlot, c};
-    return 1;
-  case ActionKind::SendForward:
-    deps[0] = {kForwardSlot, c};
-    return 1;
-  case ActionKind::RecvForward:
-    deps[0] = {kSendForwardSlot, c - 1};
-    return 1;
-  case ActionKind::SendBackward:
-    deps[0] = {kGradientSlot, c};
-    return 1;
-  case ActionKind::RecvBackward:
-    deps[0] = {kSendBackwardSlot, c + 1};
-    return 1;
-  }
-  return 0;
+StageCosts StageCosts::from(const ActionCosts &costs, int64_t stages) {
+  auto padded = [stages](const std::vector<double> &values) {
+    std::vector<double> result(values.begin(),
+                               values.begin() +
+                                   std::min<int64_t>(values.size(), stages));
+    result.resize(stages, 0.0);
+    return result;
+  };
+  return {padded(costs.forward), padded(costs.backwardInput),
+          padded(costs.backwardWeight)};
+}
+
+StageCosts StageCosts::unit(int64_t stages) {
+  return {std::vector<double>(stages, 1.0), std::vector<double>(stages, 1.0),
+          std::vector<double>(stages, 1.0)};
 }

@@ -17,11 +17,6 @@ using namespace ratrain;
 using namespace ratrain::schedule;
 using namespace ratrain::schedule::detail;
 
-/// `values[stage]`, 0 past the end.
-static double costAt(const std::vector<double> &values, int64_t stage) {
-  return stage < static_cast<int64_t>(values.size()) ? values[stage] : 0.0;
-}
-
 ScheduleTiming schedule::simulateSchedule(const PipelineSchedule &schedule,
                                           const ActionCosts &costs,
                                           bool keepActions) {
@@ -33,41 +28,53 @@ ScheduleTiming schedule::simulateSchedule(const PipelineSchedule &schedule,
     timing.bubbleFraction = 1;
     return timing;
   }
-  auto cost = [&](const Action &action) -> double {
-    switch (action.kind) {
-    case ActionKind::Forward:
-      return costAt(costs.forward, action.stage);
-    case ActionKind::Backward:
-      return costAt(costs.backwardInput, action.stage) +
-             costAt(costs.backwardWeight, action.stage);
-    case ActionKind::BackwardInput:
-      return costAt(costs.backwardInput, action.stage);
-    case ActionKind::BackwardWeight:
-      return costAt(costs.backwardWeight, action.stage);
-    default:
-      return 0.0;
-    }
-  };
+  StageCosts stageCosts = StageCosts::from(costs, schedule.numStages());
   if (keepActions) {
     size_t total = 0;
     for (const std::vector<Action> &program : schedule.programs)
       total += program.size();
     timing.actions.reserve(total);
   }
-  double makespan = 0;
   Execution execution(schedule);
-  bool finished = execution.run(
-      costs.transfer, cost,
-      [&](int64_t rank, const Action &action, double start, double end) {
-        timing.busy[rank] += end - start;
-        makespan = std::max(makespan, end);
-        if (keepActions)
-          timing.actions.push_back(TimedAction{action, rank, start, end});
-      });
+  bool finished =
+      keepActions
+          ? execution.run(costs.transfer, stageCosts,
+                          [&](int64_t rank, const Action &action, double start,
+                              double end) {
+                            timing.actions.push_back(
+                                TimedAction{action, rank, start, end});
+                          })
+          : execution.run(costs.transfer, stageCosts,
+                          [](int64_t, const Action &, double, double) {});
   if (!finished) {
     timing.makespan = Execution::kNotRun;
     timing.bubbleFraction = 1;
     return timing;
+  }
+  double makespan = 0;
+  for (int64_t r = 0; r < schedule.ranks; ++r) {
+    makespan = std::max(makespan, execution.rankEnds()[r]);
+    double busy = 0;
+    for (const Action &action : schedule.programs[r]) {
+      int64_t c = action.stage;
+      switch (action.kind) {
+      case ActionKind::Forward:
+        busy += stageCosts.forward[c];
+        break;
+      case ActionKind::Backward:
+        busy += stageCosts.input[c] + stageCosts.weight[c];
+        break;
+      case ActionKind::BackwardInput:
+        busy += stageCosts.input[c];
+        break;
+      case ActionKind::BackwardWeight:
+        busy += stageCosts.weight[c];
+        break;
+      default:
+        break;
+      }
+    }
+    timing.busy[r] = busy;
   }
   timing.makespan = makespan;
   double busy = 0;
