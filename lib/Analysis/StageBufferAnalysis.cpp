@@ -162,17 +162,18 @@ private:
   /// View prefetch in flight: the async value -> the master it reads.
   DenseMap<Value, Value> prefetchSource;
   /// Recvs waiting for their consumer, by (payload, micro-batch).
-  DenseMap<std::pair<int, int64_t>, unsigned> pendingRecv;
+  DenseMap<std::tuple<int, int64_t, int64_t>, unsigned> pendingRecv;
   /// Position of the last producer of an outgoing message, by (payload,
   /// micro-batch).
-  DenseMap<std::pair<int, int64_t>, int64_t> lastProducer;
+  DenseMap<std::tuple<int, int64_t, int64_t>, int64_t> lastProducer;
 };
 
 } // namespace ratrain::detail
 
 void ratrain::detail::StageBufferBuilder::visit(Operation *op,
                                                 int64_t position) {
-  int64_t first = stage.getFirstLayer(), last = stage.getEndLayer() - 1;
+  // Boundary layers of the virtual stage (chunk) that owns `layer`.
+  auto chunkOf = [&](int64_t layer) { return stage.getChunkOfLayer(layer); };
   // The yield's operands are handled once all ops are visited.
   if (isa<YieldOp>(op))
     return;
@@ -186,16 +187,18 @@ void ratrain::detail::StageBufferBuilder::visit(Operation *op,
                    forward.getMicroBatch()),
          position);
     int64_t layer = type.getLayer();
-    auto key = std::make_pair(int(Payload::Activation),
-                              int64_t(forward.getMicroBatch()));
-    if (layer == first) {
+    StageChunkAttr chunk = chunkOf(layer);
+    auto key = std::make_tuple(int(Payload::Activation),
+                               int64_t(forward.getMicroBatch()),
+                               chunk.getVirtualStage());
+    if (layer == chunk.getFirstLayer()) {
       auto it = pendingRecv.find(key);
       if (it != pendingRecv.end()) {
         extend(it->second, position);
         pendingRecv.erase(it);
       }
     }
-    if (layer == last)
+    if (layer == chunk.getEndLayer() - 1)
       lastProducer[key] = position;
     return;
   }
@@ -210,15 +213,17 @@ void ratrain::detail::StageBufferBuilder::visit(Operation *op,
   // The ops that consume a received gradient and produce the one sent: a
   // fused backward or the input part of a split one.
   auto gradientFlow = [&](int64_t layer, int64_t microBatch) {
-    auto key = std::make_pair(int(Payload::Gradient), microBatch);
-    if (layer == last) {
+    StageChunkAttr chunk = chunkOf(layer);
+    auto key = std::make_tuple(int(Payload::Gradient), microBatch,
+                               chunk.getVirtualStage());
+    if (layer == chunk.getEndLayer() - 1) {
       auto it = pendingRecv.find(key);
       if (it != pendingRecv.end()) {
         extend(it->second, position);
         pendingRecv.erase(it);
       }
     }
-    if (layer == first)
+    if (layer == chunk.getFirstLayer())
       lastProducer[key] = position;
   };
   // A fused backward or a weight part accumulates into its accumulator's
@@ -257,13 +262,14 @@ void ratrain::detail::StageBufferBuilder::visit(Operation *op,
                                 recv.getMicroBatch());
     result.buffers[buffer].transfer = cast<TransferOpInterface>(op);
     result.transferBuffer[op] = buffer;
-    pendingRecv[{int(recv.getPayload()), int64_t(recv.getMicroBatch())}] =
-        buffer;
+    pendingRecv[{int(recv.getPayload()), int64_t(recv.getMicroBatch()),
+                 recv.getVirtualStage()}] = buffer;
     return;
   }
   if (auto send = dyn_cast<SendOp>(op)) {
     auto key =
-        std::make_pair(int(send.getPayload()), int64_t(send.getMicroBatch()));
+        std::make_tuple(int(send.getPayload()), int64_t(send.getMicroBatch()),
+                        send.getVirtualStage());
     auto it = lastProducer.find(key);
     int64_t start = it != lastProducer.end() ? it->second : position;
     unsigned buffer = newBuffer(BufferKind::SendMessage, Type(), -1, start,
@@ -502,7 +508,13 @@ void StageBufferAnalysis::size(const BufferSizes &sizes) {
       break;
     }
   }
-  int64_t index = stage.getStage();
+  // Scratch is shared by the rank's virtual stages: the largest of them.
+  auto largest = [&](auto bytesOf) {
+    int64_t bytes = 0;
+    for (StageChunkAttr chunk : stage.getChunkList())
+      bytes = std::max(bytes, bytesOf(chunk.getVirtualStage()));
+    return bytes;
+  };
   auto addScratch = [&](BufferKind kind, StringRef name, int64_t bytes) {
     StageBuffer buffer;
     buffer.kind = kind;
@@ -512,11 +524,13 @@ void StageBufferAnalysis::size(const BufferSizes &sizes) {
     buffer.bytes = bytes;
     buffers.push_back(buffer);
   };
-  addScratch(BufferKind::Workspace, "workspace", sizes.workspaceBytes(index));
+  addScratch(BufferKind::Workspace, "workspace",
+             largest([&](int64_t c) { return sizes.workspaceBytes(c); }));
   addScratch(BufferKind::SyncStaging, "sync_staging",
-             sizes.syncStagingBytes(index));
-  addScratch(BufferKind::AttentionScratch, "attention_scratch",
-             sizes.attentionScratchBytes(index));
+             largest([&](int64_t c) { return sizes.syncStagingBytes(c); }));
+  addScratch(
+      BufferKind::AttentionScratch, "attention_scratch",
+      largest([&](int64_t c) { return sizes.attentionScratchBytes(c); }));
 }
 
 FailureOr<bool> StageBufferAnalysis::readAssigned() {

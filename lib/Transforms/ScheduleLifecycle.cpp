@@ -379,7 +379,13 @@ LogicalResult StageScheduler::run() {
   // The last backward of each layer (its gradient has no further use as an
   // accumulator): a fused backward or, split, the weight part of the last
   // micro-batch (not its input part).
-  SmallVector<LayerLifecycle> lives(stage.getNumLayers());
+  SmallVector<int64_t> ownedLayers = stage.getLayers();
+  SmallVector<LayerLifecycle> lives(ownedLayers.size());
+  DenseMap<int64_t, LayerLifecycle *> lifeOfLayer;
+  for (auto [layer, life] : llvm::zip(ownedLayers, lives)) {
+    life.layer = layer;
+    lifeOfLayer[layer] = &life;
+  }
   DenseMap<Operation *, LayerLifecycle *> lastBackward;
   for (Operation &op : body) {
     Value grad;
@@ -390,15 +396,12 @@ LogicalResult StageScheduler::run() {
     else
       continue;
     int64_t layer = cast<GradType>(grad.getType()).getLayer();
-    LayerLifecycle &life = lives[layer - stage.getFirstLayer()];
-    life.layer = layer;
-    life.finalGrad = grad;
+    lifeOfLayer.lookup(layer)->finalGrad = grad;
   }
   for (LayerLifecycle &life : lives) {
     if (!life.finalGrad)
       return stage.emitOpError("has no backward of layer ")
-             << (&life - lives.data()) + stage.getFirstLayer()
-             << "; run --ratrain-expand-1f1b first";
+             << life.layer << "; run --ratrain-expand-pipeline first";
     lastBackward[life.finalGrad.getDefiningOp()] = &life;
   }
   // Layers in the order their gradients become ready: the order of the

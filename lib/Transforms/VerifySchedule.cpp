@@ -528,7 +528,8 @@ LogicalResult checkBufferOverlap(StageBufferAnalysis &buffers) {
 
 /// Runs all stages' sends and receives together: a stage advances until it
 /// reaches a recv whose message has not been sent; sends are buffered.
-/// Messages match by (sender, receiver, payload, micro-batch).
+/// Messages match by (sender, receiver, payload, micro-batch, receiving
+/// virtual stage).
 LogicalResult checkDeadlock(PipelineOp pipeline) {
   SmallVector<StageOp, 8> stages = pipeline.getStages();
   SmallVector<SmallVector<Operation *>> transfers(stages.size());
@@ -537,7 +538,7 @@ LogicalResult checkDeadlock(PipelineOp pipeline) {
       if (isa<SendOp, RecvOp>(op))
         transfers[index].push_back(&op);
 
-  using Key = std::tuple<int64_t, int64_t, int, int64_t>;
+  using Key = std::tuple<int64_t, int64_t, int, int64_t, int64_t>;
   std::map<Key, SmallVector<Operation *, 1>> inFlight;
   SmallVector<size_t> pc(stages.size(), 0);
   bool progress = true;
@@ -549,13 +550,13 @@ LogicalResult checkDeadlock(PipelineOp pipeline) {
         Operation *op = transfers[index][pc[index]];
         if (auto send = dyn_cast<SendOp>(op)) {
           inFlight[{self, int64_t(send.getPeer()), int(send.getPayload()),
-                    int64_t(send.getMicroBatch())}]
+                    int64_t(send.getMicroBatch()), send.getPeerVirtualStage()}]
               .push_back(op);
         } else {
           auto recv = cast<RecvOp>(op);
-          auto it = inFlight.find({int64_t(recv.getPeer()), self,
-                                   int(recv.getPayload()),
-                                   int64_t(recv.getMicroBatch())});
+          auto it = inFlight.find(
+              {int64_t(recv.getPeer()), self, int(recv.getPayload()),
+               int64_t(recv.getMicroBatch()), recv.getVirtualStage()});
           if (it == inFlight.end() || it->second.empty())
             break;
           it->second.erase(it->second.begin());
@@ -579,7 +580,10 @@ LogicalResult checkDeadlock(PipelineOp pipeline) {
       auto recv = cast<RecvOp>(op);
       diag << " stage " << op->getParentOfType<StageOp>().getStage()
            << " at 'recv " << stringifyPayload(recv.getPayload()) << " mb("
-           << recv.getMicroBatch() << ") from(" << recv.getPeer() << ")'";
+           << recv.getMicroBatch() << ") from(" << recv.getPeer() << ")";
+      if (recv.getChunk())
+        diag << " chunk(" << *recv.getChunk() << ")";
+      diag << "'";
       diag.attachNote(op->getLoc()) << "blocks here";
     }
     return diag;

@@ -15,6 +15,16 @@ namespace ratrain {
 /// Passes.td).
 struct SchedulePipelineOptions
     : public mlir::PassPipelineOptions<SchedulePipelineOptions> {
+  Option<std::string> schedule{
+      *this, "schedule",
+      llvm::cl::desc("pipeline schedule: 1f1b, interleaved-1f1b, zb-h1 or zbv "
+                     "(empty: the plan's)"),
+      llvm::cl::init("")};
+  Option<std::string> scheduleFile{
+      *this, "schedule-file",
+      llvm::cl::desc("a CSV action list to run instead (torch.distributed."
+                     "pipelining's format)"),
+      llvm::cl::init("")};
   Option<std::string> policy{*this, "policy",
                              llvm::cl::desc("lifecycle policy: ratrain or "
                                             "gpu-style"),
@@ -39,7 +49,7 @@ struct SchedulePipelineOptions
       llvm::cl::init("")};
 };
 
-/// Adds --ratrain-expand-1f1b, --ratrain-schedule-lifecycle,
+/// Adds --ratrain-expand-pipeline, --ratrain-schedule-lifecycle,
 /// --ratrain-assign-buffers and --ratrain-verify-schedule to `pm` (a
 /// builtin.module pass manager).
 void buildSchedulePipeline(mlir::OpPassManager &pm,

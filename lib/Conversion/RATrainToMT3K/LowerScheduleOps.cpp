@@ -327,34 +327,36 @@ LogicalResult StageLowering::updateRange(Value grad, Value master, Value m,
 }
 
 void StageLowering::lowerTransfer(Operation *op, bool send) {
-  Payload payload = cast<TransferOpInterface>(op).getPayload();
-  int64_t mb = send ? cast<SendOp>(op).getMicroBatch()
-                    : cast<RecvOp>(op).getMicroBatch();
-  int64_t peer = send ? cast<SendOp>(op).getPeer() : cast<RecvOp>(op).getPeer();
-  int64_t tag = 2 * mb + (payload == Payload::Gradient ? 1 : 0);
+  auto transfer = cast<TransferOpInterface>(op);
+  Payload payload = transfer.getPayload();
+  int64_t mb = transfer.getMicroBatch();
+  int64_t peer = transfer.getPeer();
+  int64_t chunk = transfer.getVirtualStage();
+  int dir = payload == Payload::Gradient ? 1 : 0;
+  // The tag names the message between two ranks: its micro-batch and
+  // payload, and with interleaving the receiving virtual stage.
+  int64_t receiver = send ? transfer.getPeerVirtualStage() : chunk;
+  int64_t tag = stage.isInterleaved() ? 2 * (mb * numStages + receiver) + dir
+                                      : 2 * mb + dir;
   auto pp = FlatSymbolRefAttr::get(ctx, "pp");
   IntegerType i64 = IntegerType::get(ctx, 64);
   if (send) {
-    int64_t k = outboxSlot.at(transferKey(payload, mb));
-    int dir = payload == Payload::Gradient ? 1 : 0;
-    Value buffer = scratch(
-        llvm::formatv("outbox.{0}.{1}", dir ? "gradient" : "activation", k)
-            .str(),
-        outboxOff[dir][k], {dims.tokens, dims.hidden}, elem);
+    // A transfer between two virtual stages of this rank: its receive
+    // (placed right after) copies the outbox.
+    if (peer == stageIndex)
+      return;
+    Value buffer = outbox(payload, mb, chunk);
     Value token =
         mt::SendOp::create(b, loc, buffer, IntegerAttr::get(i64, peer), pp,
                            IntegerAttr::get(i64, tag));
     track(token);
     return;
   }
-  auto assignedBuffer = assignedMessage(op);
-  Value flat =
-      ddrBase(llvm::formatv(
-                  "recv.{0}.mb{1}",
-                  payload == Payload::Gradient ? "gradient" : "activation", mb)
-                  .str(),
-              (*assignedBuffer)[0], (*assignedBuffer)[1]);
-  Value buffer = slot(flat, 0, {dims.tokens, dims.hidden}, elem);
+  Value buffer = received(payload, mb, chunk);
+  if (peer == stageIndex) {
+    copy(outbox(payload, mb, transfer.getPeerVirtualStage()), buffer);
+    return;
+  }
   Value token = mt::RecvOp::create(b, loc, buffer, IntegerAttr::get(i64, peer),
                                    pp, IntegerAttr::get(i64, tag));
   track(token);

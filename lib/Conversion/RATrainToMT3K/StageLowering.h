@@ -316,8 +316,10 @@ private:
   /// The [T, h] boundary tensors of micro-batch `mb`: the buffer a recv of
   /// `payload` lands in, the outbox slot a send of it leaves from, and the
   /// stream scratch a boundary inside the stage passes through.
-  Value received(Payload payload, int64_t mb);
-  Value outbox(Payload payload, int64_t mb);
+  /// The received boundary tensor of micro-batch `mb` for virtual stage
+  /// `chunk` of this rank, and the outbox slot it sends from.
+  Value received(Payload payload, int64_t mb, int64_t chunk);
+  Value outbox(Payload payload, int64_t mb, int64_t chunk);
   Value stream();
   /// A layer's input / output activation and gradient at a boundary.
   Value flowInput(int64_t layer, int64_t mb);
@@ -534,8 +536,8 @@ private:
   }
 
   // Transfers: (payload, mb) -> outbox slot index / the recv op.
-  std::map<std::pair<int, int64_t>, int64_t> outboxSlot;
-  std::map<std::pair<int, int64_t>, Operation *> recvOps;
+  std::map<std::tuple<int, int64_t, int64_t>, int64_t> outboxSlot;
+  std::map<std::tuple<int, int64_t, int64_t>, Operation *> recvOps;
 
   // Memoized buffers and views.
   llvm::StringMap<Value> bases;
@@ -558,10 +560,17 @@ private:
 };
 
 /// The pipeline-boundary transfer key of a send or recv: (0 activation / 1
-/// gradient, micro-batch).
-inline std::pair<int, int64_t> transferKey(Payload payload, int64_t mb) {
-  return {payload == Payload::Gradient ? 1 : 0, mb};
+/// gradient, micro-batch, this side's virtual stage).
+inline std::tuple<int, int64_t, int64_t>
+transferKey(Payload payload, int64_t mb, int64_t chunk) {
+  return {payload == Payload::Gradient ? 1 : 0, mb, chunk};
 }
+
+/// The outbox slots per (rank, direction: 0 activation, 1 gradient) with
+/// which every rank's sends can reuse their slots without a deadlock under
+/// rendezvous sends (OutboxSlots.cpp); at least 2.
+llvm::DenseMap<std::pair<int64_t, int>, int64_t>
+planOutboxSlots(PipelineOp pipeline);
 
 } // namespace ratrain::lowering
 
