@@ -87,9 +87,9 @@ struct Action {
 /// The whole schedule of one pipeline for one training step.
 struct PipelineSchedule {
   ScheduleKind kind = ScheduleKind::OneFOneB;
-  int64_t ranks = 1;           ///< pp
-  int64_t virtualStages = 1;   ///< per rank (v); pp * v stages in all
-  int64_t microBatches = 1;    ///< m
+  int64_t ranks = 1;         ///< pp
+  int64_t virtualStages = 1; ///< per rank (v); pp * v stages in all
+  int64_t microBatches = 1;  ///< m
   /// The rank that runs virtual stage c, for c in [0, pp * v).
   std::vector<int64_t> stageToRank;
   /// Per rank, its actions in program order. Generated schedules hold
@@ -104,15 +104,29 @@ struct PipelineSchedule {
   std::vector<int64_t> stagesOfRank(int64_t rank) const;
   /// True when some stage's backward is split into I and W.
   bool splitsBackward() const;
+  /// True when the programs hold SEND/RECV actions (withCommunication, or a
+  /// CSV that has them): then every transfer between two ranks is explicit.
+  bool hasCommunication() const;
 };
+
+/// The rank of each virtual stage under `kind`'s placement: ZBV (v == 2)
+/// places stages in a V (c on rank c for c < pp, else 2 pp - 1 - c), every
+/// other kind round robin (c on rank c % pp).
+std::vector<int64_t> stagePlacement(ScheduleKind kind, int64_t pp, int64_t v);
+
+/// Checks the size of a pipeline against the bounds of
+/// include/ratrain/Model/Limits.h: pp, v, m >= 1; pp * v virtual stages at
+/// most limits::kMaxModelLayers (a stage holds a layer at least); m at most
+/// limits::kMaxMicroBatches; stages x micro-batches at most
+/// limits::kMaxScheduleSize. The error names the value and the limit.
+llvm::Error checkScheduleShape(int64_t pp, int64_t v, int64_t m);
 
 /// Builds the schedule of `kind` (not Custom) for `pp` ranks, `v` virtual
 /// stages per rank and `m` micro-batches. Errors name the limit broken
 /// (1F1B and ZB-H1: v == 1; interleaved: v >= 2 and m a multiple of pp; ZBV:
-/// v == 2; all: pp >= 1, m >= 1).
-llvm::Expected<PipelineSchedule> generateSchedule(ScheduleKind kind,
-                                                  int64_t pp, int64_t v,
-                                                  int64_t m);
+/// v == 2; all: checkScheduleShape).
+llvm::Expected<PipelineSchedule> generateSchedule(ScheduleKind kind, int64_t pp,
+                                                  int64_t v, int64_t m);
 
 /// The same schedule with explicit SEND_F/RECV_F/SEND_B/RECV_B actions
 /// (none between two stages of the same rank), placed as the implied
@@ -145,7 +159,7 @@ struct ActionCosts {
   std::vector<double> forward;        ///< per virtual stage
   std::vector<double> backwardInput;  ///< per virtual stage
   std::vector<double> backwardWeight; ///< per virtual stage (B = I + W)
-  double transfer = 0; ///< one boundary tensor between two ranks
+  double transfer = 0;                ///< one boundary tensor between two ranks
 };
 
 /// One simulated action.
