@@ -95,18 +95,27 @@ double CostModel::layerForward(int64_t microBatchSize) const {
          memoryBoundSeconds(layerElementwiseBytes(microBatchSize));
 }
 
-double CostModel::layerBackward(int64_t microBatchSize) const {
+double CostModel::layerBackwardInput(int64_t microBatchSize) const {
   double t = double(model.seqLen) * microBatchSize;
   double h = model.hidden, kv = model.kvDim(), ffn = model.ffnHidden;
-  // For Y[t x n] = X[t x k] W[k x n]: dX = dY W^T is [t x k] over n, dW =
-  // X^T dY is [k x n] over t.
-  auto backward = [&](double n, double k) {
-    return gemmSeconds(t, k, n) + gemmSeconds(k, n, t);
-  };
-  double gemms = 2 * backward(h, h) + 2 * backward(kv, h) +
-                 2 * backward(ffn, h) + backward(h, ffn);
+  // For Y[t x n] = X[t x k] W[k x n]: dX = dY W^T is [t x k] over n.
+  double gemms = 2 * gemmSeconds(t, h, h) + 2 * gemmSeconds(t, h, kv) +
+                 2 * gemmSeconds(t, h, ffn) + gemmSeconds(t, ffn, h);
   return gemms + attentionBackward(microBatchSize) +
          2 * memoryBoundSeconds(layerElementwiseBytes(microBatchSize));
+}
+
+double CostModel::layerBackwardWeight(int64_t microBatchSize) const {
+  double t = double(model.seqLen) * microBatchSize;
+  double h = model.hidden, kv = model.kvDim(), ffn = model.ffnHidden;
+  // dW = X^T dY is [k x n] over t.
+  return 2 * gemmSeconds(h, h, t) + 2 * gemmSeconds(h, kv, t) +
+         2 * gemmSeconds(h, ffn, t) + gemmSeconds(ffn, h, t);
+}
+
+double CostModel::layerBackward(int64_t microBatchSize) const {
+  return layerBackwardInput(microBatchSize) +
+         layerBackwardWeight(microBatchSize);
 }
 
 double CostModel::layerRecompute(int64_t microBatchSize,
@@ -145,13 +154,22 @@ double CostModel::headForward(int64_t microBatchSize) const {
          + memoryBoundSeconds(t * v * (w + 4)); // FP32 softmax + loss
 }
 
-double CostModel::headBackward(int64_t microBatchSize) const {
+double CostModel::headBackwardInput(int64_t microBatchSize) const {
   double t = double(model.seqLen) * microBatchSize;
   double w = getDTypeBytes(model.dtype);
   double h = model.hidden, v = model.vocab;
-  return memoryBoundSeconds(t * v * (4 + w))           // dlogits
-         + gemmSeconds(t, h, v) + gemmSeconds(h, v, t) // dX, dW
-         + memoryBoundSeconds(w * t * 3 * h);          // RMSNorm backward
+  return memoryBoundSeconds(t * v * (4 + w))  // dlogits
+         + gemmSeconds(t, h, v)               // dX
+         + memoryBoundSeconds(w * t * 3 * h); // RMSNorm backward
+}
+
+double CostModel::headBackwardWeight(int64_t microBatchSize) const {
+  double t = double(model.seqLen) * microBatchSize;
+  return gemmSeconds(model.hidden, model.vocab, t); // dW
+}
+
+double CostModel::headBackward(int64_t microBatchSize) const {
+  return headBackwardInput(microBatchSize) + headBackwardWeight(microBatchSize);
 }
 
 double CostModel::optimizerUpdate(int64_t params) const {
@@ -305,6 +323,19 @@ struct SyncItem {
 StepTime ratrain::predictStepTime(const CostModel &costs,
                                   const ParallelConfig &config,
                                   LifecyclePolicy policy) {
+  if (config.schedule != schedule::ScheduleKind::OneFOneB ||
+      config.virtualStages != 1) {
+    llvm::Expected<schedule::PipelineSchedule> generated =
+        schedule::generateSchedule(config.schedule, config.pipelineStages,
+                                   config.virtualStages,
+                                   config.numMicroBatches);
+    if (generated)
+      return predictStepTime(costs, config, policy, *generated);
+    llvm::consumeError(generated.takeError());
+    StepTime invalid;
+    invalid.total = invalid.pipeline = std::numeric_limits<double>::infinity();
+    return invalid;
+  }
   const ModelConfig &model = costs.getModel();
   int64_t p = config.pipelineStages, d = config.dataParallel,
           b = config.microBatchSize, m = config.numMicroBatches;

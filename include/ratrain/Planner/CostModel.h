@@ -54,6 +54,13 @@ public:
   /// One decoder layer's backward (data and weight gradients), without any
   /// recompute.
   double layerBackward(int64_t microBatchSize) const;
+  /// The input-gradient part (I) of layerBackward: the dX GEMMs, the
+  /// attention backward and the elementwise backward (norms, rotary,
+  /// SwiGLU, residuals; norm weight gradients are reduced alongside).
+  double layerBackwardInput(int64_t microBatchSize) const;
+  /// The weight-gradient part (W): the dW GEMMs. layerBackwardInput +
+  /// layerBackwardWeight == layerBackward.
+  double layerBackwardWeight(int64_t microBatchSize) const;
   /// The recompute a layer's backward needs under `policy`: 0 for none, the
   /// attention core (scores, softmax, PV) for selective, the whole forward
   /// for full.
@@ -66,6 +73,12 @@ public:
   double headForward(int64_t microBatchSize) const;
   /// Their backward.
   double headBackward(int64_t microBatchSize) const;
+  /// Its input-gradient part: dlogits, the dX GEMM, the RMSNorm backward.
+  double headBackwardInput(int64_t microBatchSize) const;
+  /// Its weight-gradient part: the LM-head dW GEMM (headBackwardInput +
+  /// headBackwardWeight == headBackward). The embedding backward is all
+  /// weight gradient.
+  double headBackwardWeight(int64_t microBatchSize) const;
 
   /// Adam update of `params` parameters: read FP32 master, m, v and the
   /// 16-bit gradient, write master, m, v (26 bytes/param, memory bound).
@@ -133,9 +146,10 @@ struct StageTiming {
 /// The predicted time of one training iteration and its parts.
 struct StepTime {
   double total = 0;    ///< seconds per iteration
-  double pipeline = 0; ///< 1F1B forward/backward incl. bubble and p2p
+  double pipeline = 0; ///< forward/backward incl. bubble and p2p
   /// The part of `pipeline` that is bubble: (p-1)/(m+p-1) of it for equal
-  /// stages.
+  /// stages under 1F1B; for the other schedules the pipeline time minus the
+  /// busiest rank's compute.
   double bubble = 0;
   /// Gradient sync, update, cast, all-gather time not hidden by compute.
   double exposedLifecycle = 0;
@@ -143,7 +157,7 @@ struct StepTime {
   /// Offload-tier traffic (reload + write-back) per iteration of the stage
   /// with the most; what of it is not hidden is in exposedLifecycle.
   double offload = 0;
-  std::vector<StageTiming> stages;
+  std::vector<StageTiming> stages; ///< one per (virtual) stage
   double bubbleFraction() const { return pipeline > 0 ? bubble / pipeline : 0; }
 };
 
@@ -169,8 +183,27 @@ struct StepTime {
 ///    k and k+1 in flight from the start of the last backward sweep,
 ///    write-back of item k then reload of item k+2), so only what delays
 ///    a view, or write-backs not done before the next sweep, is exposed.
+/// Schedules other than non-interleaved 1F1B (config.schedule, v > 1): the
+/// pipeline time is schedule::simulateSchedule of the generated schedule with
+/// scheduleActionCosts; the lifecycle is placed per rank on that timing
+/// (each item's sync after its last W, updates after the rank's last action,
+/// views due by the item's first forward of the next step).
 StepTime predictStepTime(const CostModel &costs, const ParallelConfig &config,
                          LifecyclePolicy policy);
+
+/// The same on a schedule already generated for `config` (the planner
+/// caches them per kind, pp, v and m).
+StepTime predictStepTime(const CostModel &costs, const ParallelConfig &config,
+                         LifecyclePolicy policy,
+                         const schedule::PipelineSchedule &schedule);
+
+/// Seconds of each virtual stage's actions for one micro-batch: F = its
+/// layers' forward (+ embedding on the first, head on the last); I = their
+/// input-gradient part with the recompute (+ the head's dX part); W = their
+/// weight-gradient part (+ the embedding backward, the head's dW); transfer
+/// = one pipeline message over CostModel::pipelineLink.
+schedule::ActionCosts scheduleActionCosts(const CostModel &costs,
+                                          const ParallelConfig &config);
 
 } // namespace ratrain
 

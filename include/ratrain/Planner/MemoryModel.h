@@ -361,7 +361,9 @@ StageMemory computeStageMemory(const ModelConfig &model,
                                const ParallelConfig &config, int64_t stage,
                                const MemoryOptions &options = {});
 
-/// computeStageMemory for every stage.
+/// The peak DDR of every rank (pipeline position) of `config` under its
+/// schedule: computeStageMemory for each stage of 1f1b, computeRankMemory
+/// for the other schedules (the schedule generated from the config).
 std::vector<StageMemory> computeMemory(const ModelConfig &model,
                                        const ParallelConfig &config,
                                        const MemoryOptions &options = {});
@@ -381,6 +383,66 @@ StageMemory computeStageMemory(const ModelConfig &model, int64_t stage,
                                StageLayers layers, RecomputePolicy recompute,
                                ZeroStage zero, OffloadPolicy offload,
                                const MemoryOptions &options = {});
+/// The same with `inFlight` micro-batches' activations held (the stage's
+/// or a virtual stage's count at its rank's peak) instead of 1F1B's
+/// min(p - stage, m).
+StageMemory computeStageMemory(const ModelConfig &model, int64_t stage,
+                               int64_t pipelineStages, int64_t dataParallel,
+                               int64_t microBatchSize, int64_t numMicroBatches,
+                               StageLayers layers, RecomputePolicy recompute,
+                               ZeroStage zero, OffloadPolicy offload,
+                               int64_t inFlight,
+                               const MemoryOptions &options = {});
+
+//===----------------------------------------------------------------------===//
+// Schedules other than 1F1B
+//===----------------------------------------------------------------------===//
+//
+// A rank (cluster of one pipeline position) of a schedule with virtual stages
+// owns several model chunks; an I (input-gradient) action keeps what its W
+// (weight-gradient) action needs. The rank's peak is counted at the program
+// point schedule::scheduleMemory finds, with each virtual stage's bytes per
+// micro-batch as weights.
+
+/// Checks the schedule's shape limits: 1f1b and zb-h1 need v == 1, zbv
+/// v == 2, interleaved-1f1b v >= 2 with m a multiple of pp. The error names
+/// the limit.
+llvm::Error validateScheduleShape(schedule::ScheduleKind kind, int64_t pp,
+                                  int64_t v, int64_t m);
+
+/// The rank that runs virtual stage `stage` of `config`: round robin
+/// (stage % pp), or a V for zbv (rank r owns r and 2 pp - 1 - r).
+int64_t chunkRank(const ParallelConfig &config, int64_t stage);
+
+/// Bytes an I keeps per decoder layer and micro-batch until its W: the
+/// output gradients of the layer's seven linear layers (T x (q + 2 kv + 2h +
+/// 2 ffn) elements) and, under full recompute, the activations the I
+/// recomputed (the W reads the linears' inputs).
+int64_t layerDeferredBytes(const ModelConfig &model, int64_t microBatchSize,
+                           RecomputePolicy policy,
+                           const MemoryOptions &options = {});
+
+/// Per virtual stage of `config`: bytes one micro-batch's activations hold
+/// from its F to its B or W (layers, plus the token ids on the first and the
+/// head's buffers on the last), and bytes an I keeps until its W (layers,
+/// plus the logits' gradient on the last and the embedding output's
+/// gradient on the first); the weights of schedule::scheduleMemory.
+void scheduleWeights(const ModelConfig &model, const ParallelConfig &config,
+                     const MemoryOptions &options,
+                     std::vector<double> &activationBytes,
+                     std::vector<double> &deferredBytes);
+
+/// Peak DDR of one rank of `config` under its schedule, given the
+/// schedule's live counts (scheduleMemory with scheduleWeights). For 1f1b
+/// with v == 1 this is computeStageMemory(model, config, rank). Otherwise
+/// the rank's chunks' parameters, gradients, optimizer states, shards and
+/// outboxes are summed, activations and deferred input gradients counted
+/// per chunk from `counts`, and workspaces, buffers and temporaries are
+/// the largest chunk's. `stage` of the result is the rank.
+StageMemory computeRankMemory(const ModelConfig &model,
+                              const ParallelConfig &config, int64_t rank,
+                              const schedule::ScheduleMemory &counts,
+                              const MemoryOptions &options = {});
 
 } // namespace ratrain
 
