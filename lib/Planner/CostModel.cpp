@@ -95,12 +95,16 @@ double CostModel::layerForward(int64_t microBatchSize) const {
          memoryBoundSeconds(layerElementwiseBytes(microBatchSize));
 }
 
-double CostModel::layerBackwardInput(int64_t microBatchSize) const {
+double CostModel::layerBackward(int64_t microBatchSize) const {
   double t = double(model.seqLen) * microBatchSize;
   double h = model.hidden, kv = model.kvDim(), ffn = model.ffnHidden;
-  // For Y[t x n] = X[t x k] W[k x n]: dX = dY W^T is [t x k] over n.
-  double gemms = 2 * gemmSeconds(t, h, h) + 2 * gemmSeconds(t, h, kv) +
-                 2 * gemmSeconds(t, h, ffn) + gemmSeconds(t, ffn, h);
+  // For Y[t x n] = X[t x k] W[k x n]: dX = dY W^T is [t x k] over n, dW =
+  // X^T dY is [k x n] over t.
+  auto backward = [&](double n, double k) {
+    return gemmSeconds(t, k, n) + gemmSeconds(k, n, t);
+  };
+  double gemms = 2 * backward(h, h) + 2 * backward(kv, h) +
+                 2 * backward(ffn, h) + backward(h, ffn);
   return gemms + attentionBackward(microBatchSize) +
          2 * memoryBoundSeconds(layerElementwiseBytes(microBatchSize));
 }
@@ -108,14 +112,13 @@ double CostModel::layerBackwardInput(int64_t microBatchSize) const {
 double CostModel::layerBackwardWeight(int64_t microBatchSize) const {
   double t = double(model.seqLen) * microBatchSize;
   double h = model.hidden, kv = model.kvDim(), ffn = model.ffnHidden;
-  // dW = X^T dY is [k x n] over t.
+  // dW = X^T dY is [k x n] over t for each Y[t x n] = X[t x k] W[k x n].
   return 2 * gemmSeconds(h, h, t) + 2 * gemmSeconds(h, kv, t) +
          2 * gemmSeconds(h, ffn, t) + gemmSeconds(ffn, h, t);
 }
 
-double CostModel::layerBackward(int64_t microBatchSize) const {
-  return layerBackwardInput(microBatchSize) +
-         layerBackwardWeight(microBatchSize);
+double CostModel::layerBackwardInput(int64_t microBatchSize) const {
+  return layerBackward(microBatchSize) - layerBackwardWeight(microBatchSize);
 }
 
 double CostModel::layerRecompute(int64_t microBatchSize,
@@ -154,22 +157,22 @@ double CostModel::headForward(int64_t microBatchSize) const {
          + memoryBoundSeconds(t * v * (w + 4)); // FP32 softmax + loss
 }
 
-double CostModel::headBackwardInput(int64_t microBatchSize) const {
+double CostModel::headBackward(int64_t microBatchSize) const {
   double t = double(model.seqLen) * microBatchSize;
   double w = getDTypeBytes(model.dtype);
   double h = model.hidden, v = model.vocab;
-  return memoryBoundSeconds(t * v * (4 + w))  // dlogits
-         + gemmSeconds(t, h, v)               // dX
-         + memoryBoundSeconds(w * t * 3 * h); // RMSNorm backward
+  return memoryBoundSeconds(t * v * (4 + w))           // dlogits
+         + gemmSeconds(t, h, v) + gemmSeconds(h, v, t) // dX, dW
+         + memoryBoundSeconds(w * t * 3 * h);          // RMSNorm backward
 }
 
 double CostModel::headBackwardWeight(int64_t microBatchSize) const {
   double t = double(model.seqLen) * microBatchSize;
-  return gemmSeconds(model.hidden, model.vocab, t); // dW
+  return gemmSeconds(model.hidden, model.vocab, t);
 }
 
-double CostModel::headBackward(int64_t microBatchSize) const {
-  return headBackwardInput(microBatchSize) + headBackwardWeight(microBatchSize);
+double CostModel::headBackwardInput(int64_t microBatchSize) const {
+  return headBackward(microBatchSize) - headBackwardWeight(microBatchSize);
 }
 
 double CostModel::optimizerUpdate(int64_t params) const {

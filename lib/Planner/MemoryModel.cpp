@@ -238,6 +238,34 @@ DecoderActivationLayout ratrain::decoderActivationLayout(const LayerShape &d,
   return l;
 }
 
+DecoderDeferredLayout ratrain::decoderDeferredLayout(const LayerShape &d,
+                                                     int64_t w,
+                                                     int64_t alignment) {
+  DecoderDeferredLayout l;
+  Slots a{alignment};
+  int64_t T = d.tokens;
+  l.dy = a.take(T * d.hidden * w);
+  l.dgate = a.take(T * d.ffn * w);
+  l.dup = a.take(T * d.ffn * w);
+  l.dxn2 = a.take(T * d.hidden * w);
+  l.dres = a.take(T * d.hidden * w);
+  l.dq = a.take(T * d.qDim * w);
+  l.dk = a.take(T * d.kvDim * w);
+  l.dv = a.take(T * d.kvDim * w);
+  l.dxn1 = a.take(T * d.hidden * w);
+  l.bytes = a.size;
+  return l;
+}
+
+int64_t ratrain::deferredBytes(const ModelConfig &model, int64_t microBatchSize,
+                               LayerRole role, int64_t alignment) {
+  int64_t w = getDTypeBytes(model.dtype);
+  LayerShape shape = LayerShape::of(model, microBatchSize);
+  if (role == LayerRole::Decoder)
+    return decoderDeferredLayout(shape, w, alignment).bytes;
+  return shape.tokens * shape.hidden * w;
+}
+
 LoweringScratch LoweringScratch::of(const LayerShape &d, int64_t E) {
   int64_t T = d.tokens;
   LoweringScratch s;

@@ -61,14 +61,13 @@ int64_t ratrain::layerDeferredBytes(const ModelConfig &model,
                                     int64_t microBatchSize,
                                     RecomputePolicy policy,
                                     const MemoryOptions &options) {
-  LayerShape d = LayerShape::of(model, microBatchSize);
-  int64_t w = getDTypeBytes(model.dtype);
-  // dY of q, k, v, o, gate, up, down.
+  // The deferred buffer of the split backward (decoderDeferredLayout).
   int64_t gradients =
-      d.tokens * (d.qDim + 2 * d.kvDim + 2 * d.hidden + 2 * d.ffn) * w;
+      deferredBytes(model, microBatchSize, LayerRole::Decoder);
   if (policy != RecomputePolicy::Full)
     return gradients;
-  // The I recomputed the layer; its W reads the recomputed linear inputs.
+  // The I recomputed the layer; the recomputed activations stay live until
+  // the W (the stored layer input is counted with the activations).
   return gradients +
          layerActivationBytes(model, microBatchSize, RecomputePolicy::Selective,
                               options) -
@@ -95,13 +94,15 @@ void ratrain::scheduleWeights(const ModelConfig &model,
     double deferred =
         double(layers) * layerDeferredBytes(model, b, policy, options);
     if (c == 0) {
-      act += 4.0 * sb;                           // token ids
-      deferred += double(w) * sb * model.hidden; // embedding output gradient
+      act += 4.0 * sb; // token ids
+      deferred += double(ratrain::deferredBytes(model, b, LayerRole::Embedding));
     }
     if (c == n - 1) {
       act += 2.0 * w * sb * model.hidden + double(w + 4) * sb * model.vocab +
              4.0 * sb;
-      deferred += double(w) * sb * model.vocab; // logits' gradient
+      // The final-norm output gradient; the logits' gradient stays in the
+      // head's activations, live until the W.
+      deferred += double(ratrain::deferredBytes(model, b, LayerRole::Head));
     }
     activationBytes[c] = act;
     deferredBytes[c] = deferred;
@@ -137,12 +138,12 @@ StageMemory ratrain::computeRankMemory(const ModelConfig &model,
     chunk.activations +=
         config.stages[c].numLayers * deferred *
         layerDeferredBytes(model, b, config.recompute[c], options);
-    int64_t w = getDTypeBytes(model.dtype);
-    int64_t sb = model.seqLen * b;
     if (c == 0)
-      chunk.embeddingHeadActivations += deferred * w * sb * model.hidden;
+      chunk.embeddingHeadActivations +=
+          deferred * deferredBytes(model, b, LayerRole::Embedding);
     if (c == n - 1)
-      chunk.embeddingHeadActivations += deferred * w * sb * model.vocab;
+      chunk.embeddingHeadActivations +=
+          deferred * deferredBytes(model, b, LayerRole::Head);
     if (!any) {
       total = chunk;
       total.stage = rank;

@@ -54,12 +54,11 @@ public:
   /// One decoder layer's backward (data and weight gradients), without any
   /// recompute.
   double layerBackward(int64_t microBatchSize) const;
-  /// The input-gradient part (I) of layerBackward: the dX GEMMs, the
-  /// attention backward and the elementwise backward (norms, rotary,
-  /// SwiGLU, residuals; norm weight gradients are reduced alongside).
+  /// The parts of a split backward, summing to layerBackward: the weight
+  /// part (W) is the weight-gradient GEMMs dW = X^T dY, the input part (I)
+  /// the rest (input-gradient GEMMs, attention backward, norms and
+  /// elementwise kernels).
   double layerBackwardInput(int64_t microBatchSize) const;
-  /// The weight-gradient part (W): the dW GEMMs. layerBackwardInput +
-  /// layerBackwardWeight == layerBackward.
   double layerBackwardWeight(int64_t microBatchSize) const;
   /// The recompute a layer's backward needs under `policy`: 0 for none, the
   /// attention core (scores, softmax, PV) for selective, the whole forward
@@ -69,15 +68,19 @@ public:
   double embeddingForward(int64_t microBatchSize) const;
   /// Embedding gradient scatter-add (memory bound).
   double embeddingBackward(int64_t microBatchSize) const;
+  /// A split embedding backward: the input part only keeps the output
+  /// gradient (0 here), the weight part is the scatter-add.
+  double embeddingBackwardInput(int64_t microBatchSize) const { return 0; }
+  double embeddingBackwardWeight(int64_t microBatchSize) const {
+    return embeddingBackward(microBatchSize);
+  }
   /// Final RMSNorm, LM-head GEMM, softmax cross-entropy.
   double headForward(int64_t microBatchSize) const;
   /// Their backward.
   double headBackward(int64_t microBatchSize) const;
-  /// Its input-gradient part: dlogits, the dX GEMM, the RMSNorm backward.
+  /// A split head backward, summing to headBackward: the weight part is the
+  /// LM-head weight-gradient GEMM, the input part the rest.
   double headBackwardInput(int64_t microBatchSize) const;
-  /// Its weight-gradient part: the LM-head dW GEMM (headBackwardInput +
-  /// headBackwardWeight == headBackward). The embedding backward is all
-  /// weight gradient.
   double headBackwardWeight(int64_t microBatchSize) const;
 
   /// Adam update of `params` parameters: read FP32 master, m, v and the

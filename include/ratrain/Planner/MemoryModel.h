@@ -245,6 +245,34 @@ decoderActivationLayout(const LayerShape &shape, int64_t elemBytes,
                         int64_t available,
                         int64_t alignment = kLoweringAlignment);
 
+/// Byte offsets of what the input part of a split decoder-layer backward
+/// keeps for its weight part (`!ratrain.deferred`), elements of `elemBytes`:
+/// the layer's output gradient dy (down_proj's dW), the SwiGLU input
+/// gradients dgate and dup, the gradient at the MLP norm's output dxn2,
+/// the residual-stream gradient dres between the halves (o_proj's dW), the
+/// pre-rotation q and k gradients and the v gradient, and the gradient at
+/// the attention norm's output dxn1.
+struct DecoderDeferredLayout {
+  int64_t dy, dgate, dup, dxn2, dres, dq, dk, dv, dxn1;
+  int64_t bytes;
+};
+
+/// The deferred layout of a decoder layer, slots aligned to `alignment`.
+DecoderDeferredLayout
+decoderDeferredLayout(const LayerShape &shape, int64_t elemBytes,
+                      int64_t alignment = kLoweringAlignment);
+
+/// The kind of a model layer, for the sizes that differ by kind.
+enum class LayerRole { Embedding, Decoder, Head };
+
+/// Bytes of the deferred buffer of one micro-batch of a split backward
+/// (from its input part to its weight part): a decoder layer's
+/// decoderDeferredLayout; the head's final-norm output gradient (T x h; the
+/// logits gradient stays in the head's activations); the embedding's
+/// output gradient (T x h), which its weight part scatter-adds.
+int64_t deferredBytes(const ModelConfig &model, int64_t microBatchSize,
+                      LayerRole role, int64_t alignment = kLoweringAlignment);
+
 /// Sizes of the lowering's per-layer kernel temporaries and message slots
 /// (bytes, before alignment).
 struct LoweringScratch {
@@ -415,9 +443,8 @@ llvm::Error validateScheduleShape(schedule::ScheduleKind kind, int64_t pp,
 int64_t chunkRank(const ParallelConfig &config, int64_t stage);
 
 /// Bytes an I keeps per decoder layer and micro-batch until its W: the
-/// output gradients of the layer's seven linear layers (T x (q + 2 kv + 2h +
-/// 2 ffn) elements) and, under full recompute, the activations the I
-/// recomputed (the W reads the linears' inputs).
+/// deferred buffer (deferredBytes of a decoder layer) and, under full
+/// recompute, the recomputed activations, which stay live until the W.
 int64_t layerDeferredBytes(const ModelConfig &model, int64_t microBatchSize,
                            RecomputePolicy policy,
                            const MemoryOptions &options = {});
@@ -425,8 +452,8 @@ int64_t layerDeferredBytes(const ModelConfig &model, int64_t microBatchSize,
 /// Per virtual stage of `config`: bytes one micro-batch's activations hold
 /// from its F to its B or W (layers, plus the token ids on the first and the
 /// head's buffers on the last), and bytes an I keeps until its W (layers,
-/// plus the logits' gradient on the last and the embedding output's
-/// gradient on the first); the weights of schedule::scheduleMemory.
+/// plus deferredBytes of the embedding and of the head); the weights of
+/// schedule::scheduleMemory.
 void scheduleWeights(const ModelConfig &model, const ParallelConfig &config,
                      const MemoryOptions &options,
                      std::vector<double> &activationBytes,
