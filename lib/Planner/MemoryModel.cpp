@@ -165,10 +165,9 @@ std::string ParallelConfig::describe() const {
   if (offload != OffloadPolicy::None)
     text += " offload=" + stringifyOffloadPolicy(offload).str();
   if (schedule != schedule::ScheduleKind::OneFOneB || virtualStages != 1)
-    text +=
-        llvm::formatv(" schedule={0} v={1}",
-                      schedule::stringifyScheduleKind(schedule), virtualStages)
-            .str();
+    text += " schedule=" + schedule::stringifyScheduleKind(schedule).str();
+  if (virtualStages != 1)
+    text += " v=" + std::to_string(virtualStages);
   return text;
 }
 

@@ -769,12 +769,25 @@ llvm::Expected<PlanResult> ratrain::planTraining(const ModelConfig &model0,
     } else if (tierCap <= 0 && !request.offload) {
       tier = "; the machine file has no offload tier";
     }
+    // A schedule other than 1F1B: its plans were derived from these 1F1B
+    // splits and did not fit either.
+    std::string kinds;
+    if (!plan1F1B) {
+      kinds = ", schedule ";
+      for (const ScheduleChoice &choice : scheduleChoices) {
+        if (&choice != &scheduleChoices.front())
+          kinds += "/";
+        kinds += schedule::stringifyScheduleKind(choice.kind).str() +
+                 (choice.v > 1 ? " v=" + std::to_string(choice.v) : "");
+      }
+    }
     return makeError(llvm::formatv(
         "no plan for {0} fits {1} per cluster on {2} clusters (global batch "
-        "{3}, sequence length {4}, policy {5}); closest: {6}; {7}{8}",
+        "{3}, sequence length {4}, policy {5}{9}); closest{10}: {6}; {7}{8}",
         model.name, formatBytes(cap), request.clusters, request.globalBatch,
         model.seqLen, stringifyLifecyclePolicy(request.policy),
-        closest->describe(), describeStageMemory(worst, cap), tier));
+        closest->describe(), describeStageMemory(worst, cap), tier, kinds,
+        plan1F1B ? "" : " (under 1F1B)"));
   }
 
   // Fastest first; at equal step time less offload first.

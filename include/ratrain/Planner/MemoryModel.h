@@ -150,14 +150,15 @@ struct ParallelConfig {
                                  RecomputePolicy recompute,
                                  ZeroStage zero = ZeroStage::None);
 
-  /// Checks sizes, that the stages are contiguous and cover the model's
-  /// layers with at least one layer each, and that the vectors have one
-  /// entry per stage.
+  /// Checks sizes, the schedule's shape (validateScheduleShape), that the
+  /// stages are contiguous and cover the model's layers with at least one
+  /// layer each, and that the vectors have one entry per virtual stage.
   llvm::Error validate(const ModelConfig &model) const;
 
   /// "pp=4 dp=256 mbs=1 m=4 zero=1 layers=7,8x2,9 recompute=fullx1,none"
   /// (runs of equal stages as AxN: A for N stages; see formatLayerSplit),
-  /// followed by " offload=optimizer" when states are offloaded.
+  /// followed by " offload=optimizer" when states are offloaded and by
+  /// " schedule=zbv v=2" when the schedule is not 1F1B (v when not 1).
   std::string describe() const;
 };
 
