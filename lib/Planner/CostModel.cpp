@@ -326,6 +326,19 @@ struct SyncItem {
 StepTime ratrain::predictStepTime(const CostModel &costs,
                                   const ParallelConfig &config,
                                   LifecyclePolicy policy) {
+  if (config.schedule != schedule::ScheduleKind::OneFOneB ||
+      config.virtualStages != 1) {
+    llvm::Expected<schedule::PipelineSchedule> generated =
+        schedule::generateSchedule(config.schedule, config.pipelineStages,
+                                   config.virtualStages,
+                                   config.numMicroBatches);
+    if (generated)
+      return predictStepTime(costs, config, policy, *generated);
+    llvm::consumeError(generated.takeError());
+    StepTime invalid;
+    invalid.total = invalid.pipeline = std::numeric_limits<double>::infinity();
+    return invalid;
+  }
   const ModelConfig &model = costs.getModel();
   int64_t p = config.pipelineStages, d = config.dataParallel,
           b = config.microBatchSize, m = config.numMicroBatches;

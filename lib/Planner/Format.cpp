@@ -91,19 +91,35 @@ std::string ratrain::describeStageMemory(const StageMemory &memory,
   return text;
 }
 
+/// True when the plan's schedule is not non-interleaved 1F1B.
+static bool hasSchedule(const ParallelConfig &c) {
+  return c.schedule != schedule::ScheduleKind::OneFOneB || c.virtualStages != 1;
+}
+
+/// "zbv v=2", "1f1b".
+static std::string describeSchedule(const ParallelConfig &c) {
+  std::string text = schedule::stringifyScheduleKind(c.schedule).str();
+  if (c.virtualStages != 1)
+    text += " v=" + std::to_string(c.virtualStages);
+  return text;
+}
+
 void ratrain::printPlanTable(llvm::raw_ostream &os,
                              llvm::ArrayRef<Plan> plans) {
+  bool schedules = llvm::any_of(
+      plans, [](const Plan &plan) { return hasSchedule(plan.config); });
   os << llvm::formatv("{0,4} {1,4} {2,5} {3,4} {4,5} {5,4} {6,-9} {7,-14} "
-                      "{8,-20} {9,9} {10,7} {11,10} {12,10} {13,11}\n",
+                      "{8,-20} {9,9} {10,7} {11,10} {12,10} {13,11}",
                       "rank", "pp", "dp", "mbs", "m", "zero", "offload",
                       "layers", "recompute", "peak", "bubble", "exposed",
                       "step", "tokens/s");
+  os << (schedules ? "  schedule\n" : "\n");
   int64_t rank = 1;
   for (const Plan &plan : plans) {
     const ParallelConfig &c = plan.config;
     os << llvm::formatv(
         "{0,4} {1,4} {2,5} {3,4} {4,5} {5,4} {6,-9} {7,-14} {8,-20} {9,9} "
-        "{10,6:f1}% {11,10} {12,10} {13,11:f1}\n",
+        "{10,6:f1}% {11,10} {12,10} {13,11:f1}",
         rank++, c.pipelineStages, c.dataParallel, c.microBatchSize,
         c.numMicroBatches, stringifyZeroStage(c.zero),
         stringifyOffloadPolicy(c.offload), formatLayerSplit(c),
@@ -111,6 +127,7 @@ void ratrain::printPlanTable(llvm::raw_ostream &os,
         100.0 * plan.time.bubbleFraction(),
         formatSeconds(plan.time.exposedLifecycle),
         formatSeconds(plan.time.total), plan.tokensPerSecond);
+    os << (schedules ? "  " + describeSchedule(c) + "\n" : std::string("\n"));
   }
 }
 
@@ -124,22 +141,30 @@ void ratrain::printStageBreakdown(llvm::raw_ostream &os, const Plan &plan,
                       "workspace", "comm", "optim-ws", "offl-win", "layer-tmp",
                       "outbox", "zero-shd", "total", "fits", "offloaded");
   for (const StageMemory &m : plan.memory) {
-    const StageLayers &layers = plan.config.stages[m.stage];
+    // A rank's layers and policies: its chunks' (one for 1F1B).
+    int64_t numLayers = 0;
+    std::string recompute;
+    for (int64_t c = 0; c < plan.config.numVirtualStages(); ++c) {
+      if (chunkRank(plan.config, c) != m.stage)
+        continue;
+      numLayers += plan.config.stages[c].numLayers;
+      if (!recompute.empty())
+        recompute += "+";
+      recompute += stringifyRecomputePolicy(plan.config.recompute[c]).str();
+    }
     os << llvm::formatv(
         "{0,5} {1,6} {2,-9} {3,9} {4,9} {5,9} {6,9} {7,9} {8,9} {9,9} "
         "{10,9} {11,9} {12,9} {13,9} {14,9} {15,9} {16,9} {17,9} {18,5} "
         "{19,9}\n",
-        m.stage, layers.numLayers,
-        stringifyRecomputePolicy(plan.config.recompute[m.stage]),
-        formatBytes(m.parameterViews), formatBytes(m.masterWeights),
-        formatBytes(m.optimizerStates), formatBytes(m.gradients),
-        formatBytes(m.activations), formatBytes(m.recomputeBuffer),
-        formatBytes(m.embeddingHeadActivations), formatBytes(m.kernelWorkspace),
-        formatBytes(m.communicationBuffers), formatBytes(m.optimizerWorkspace),
-        formatBytes(m.offloadWindow), formatBytes(m.layerTemporaries),
-        formatBytes(m.outgoingMessages), formatBytes(m.zeroShards),
-        formatBytes(m.total()), m.total() <= capBytes ? "yes" : "NO",
-        formatBytes(m.offloadedBytes));
+        m.stage, numLayers, recompute, formatBytes(m.parameterViews),
+        formatBytes(m.masterWeights), formatBytes(m.optimizerStates),
+        formatBytes(m.gradients), formatBytes(m.activations),
+        formatBytes(m.recomputeBuffer), formatBytes(m.embeddingHeadActivations),
+        formatBytes(m.kernelWorkspace), formatBytes(m.communicationBuffers),
+        formatBytes(m.optimizerWorkspace), formatBytes(m.offloadWindow),
+        formatBytes(m.layerTemporaries), formatBytes(m.outgoingMessages),
+        formatBytes(m.zeroShards), formatBytes(m.total()),
+        m.total() <= capBytes ? "yes" : "NO", formatBytes(m.offloadedBytes));
   }
 }
 
@@ -164,14 +189,31 @@ void ratrain::printPlanJSON(llvm::raw_ostream &os, const PlanResult &result) {
           json.attribute("micro_batches", c.numMicroBatches);
           json.attribute("zero", int64_t(c.zero));
           json.attribute("offload", stringifyOffloadPolicy(c.offload));
+          if (hasSchedule(c)) {
+            json.attribute("schedule",
+                           schedule::stringifyScheduleKind(c.schedule));
+            json.attribute("virtual_stages", c.virtualStages);
+            json.attributeArray("virtual_stage_layers", [&] {
+              for (size_t i = 0; i < c.stages.size(); ++i)
+                json.object([&] {
+                  json.attribute("first_layer", c.stages[i].firstLayer);
+                  json.attribute("num_layers", c.stages[i].numLayers);
+                  json.attribute("recompute",
+                                 stringifyRecomputePolicy(c.recompute[i]));
+                  json.attribute("rank", chunkRank(c, int64_t(i)));
+                });
+            });
+          }
           json.attributeArray("stages", [&] {
-            for (size_t i = 0; i < c.stages.size(); ++i) {
+            for (size_t i = 0; i < plan.memory.size(); ++i) {
               const StageMemory &m = plan.memory[i];
               json.object([&] {
-                json.attribute("first_layer", c.stages[i].firstLayer);
-                json.attribute("num_layers", c.stages[i].numLayers);
-                json.attribute("recompute",
-                               stringifyRecomputePolicy(c.recompute[i]));
+                if (!hasSchedule(c)) {
+                  json.attribute("first_layer", c.stages[i].firstLayer);
+                  json.attribute("num_layers", c.stages[i].numLayers);
+                  json.attribute("recompute",
+                                 stringifyRecomputePolicy(c.recompute[i]));
+                }
                 json.attribute("params", m.params);
                 json.attributeObject("memory_bytes", [&] {
                   json.attribute("parameter_views", m.parameterViews);

@@ -129,12 +129,16 @@ llvm::Error ParallelConfig::validate(const ModelConfig &model) const {
                               "positive, got pp={0} dp={1} mbs={2} m={3}",
                               pipelineStages, dataParallel, microBatchSize,
                               numMicroBatches));
-  if (int64_t(stages.size()) != pipelineStages)
+  if (llvm::Error err = validateScheduleShape(schedule, pipelineStages,
+                                              virtualStages, numMicroBatches))
+    return fail(llvm::toString(std::move(err)));
+  int64_t numStages = numVirtualStages();
+  if (int64_t(stages.size()) != numStages)
     return fail(llvm::formatv("{0} stage layer ranges for {1} stages",
-                              stages.size(), pipelineStages));
-  if (int64_t(recompute.size()) != pipelineStages)
+                              stages.size(), numStages));
+  if (int64_t(recompute.size()) != numStages)
     return fail(llvm::formatv("{0} recompute policies for {1} stages",
-                              recompute.size(), pipelineStages));
+                              recompute.size(), numStages));
   int64_t next = 0;
   for (size_t i = 0; i < stages.size(); ++i) {
     if (stages[i].firstLayer != next)
@@ -160,6 +164,10 @@ std::string ParallelConfig::describe() const {
           .str();
   if (offload != OffloadPolicy::None)
     text += " offload=" + stringifyOffloadPolicy(offload).str();
+  if (schedule != schedule::ScheduleKind::OneFOneB || virtualStages != 1)
+    text += " schedule=" + schedule::stringifyScheduleKind(schedule).str();
+  if (virtualStages != 1)
+    text += " v=" + std::to_string(virtualStages);
   return text;
 }
 
@@ -330,7 +338,7 @@ static int64_t stageExtraParams(const ModelConfig &model, int64_t stage,
 int64_t ratrain::stageParams(const ModelConfig &model,
                              const ParallelConfig &config, int64_t stage) {
   return config.stages[stage].numLayers * model.paramsPerLayer() +
-         stageExtraParams(model, stage, config.pipelineStages);
+         stageExtraParams(model, stage, config.numVirtualStages());
 }
 
 static int64_t ceilDiv(int64_t x, int64_t y) { return (x + y - 1) / y; }
@@ -369,6 +377,17 @@ StageMemory ratrain::computeStageMemory(
     int64_t dataParallel, int64_t microBatchSize, int64_t numMicroBatches,
     StageLayers layers, RecomputePolicy recompute, ZeroStage zero,
     OffloadPolicy offload, const MemoryOptions &options) {
+  return computeStageMemory(
+      model, stage, pipelineStages, dataParallel, microBatchSize,
+      numMicroBatches, layers, recompute, zero, offload,
+      std::min(pipelineStages - stage, numMicroBatches), options);
+}
+
+StageMemory ratrain::computeStageMemory(
+    const ModelConfig &model, int64_t stage, int64_t pipelineStages,
+    int64_t dataParallel, int64_t microBatchSize, int64_t numMicroBatches,
+    StageLayers layers, RecomputePolicy recompute, ZeroStage zero,
+    OffloadPolicy offload, int64_t inFlight, const MemoryOptions &options) {
   StageMemory mem;
   mem.stage = stage;
   bool first = stage == 0, last = stage == pipelineStages - 1;
@@ -445,7 +464,6 @@ StageMemory ratrain::computeStageMemory(
   }
 
   // Stored activations of the micro-batches in flight.
-  int64_t inFlight = std::min(pipelineStages - stage, numMicroBatches);
   mem.activations =
       layers.numLayers * inFlight *
       layerActivationBytes(model, microBatchSize, recompute, options);
@@ -536,15 +554,6 @@ StageMemory ratrain::computeStageMemory(const ModelConfig &model,
       model, stage, config.pipelineStages, config.dataParallel,
       config.microBatchSize, config.numMicroBatches, config.stages[stage],
       config.recompute[stage], config.zero, config.offload, options);
-}
-
-std::vector<StageMemory> ratrain::computeMemory(const ModelConfig &model,
-                                                const ParallelConfig &config,
-                                                const MemoryOptions &options) {
-  std::vector<StageMemory> result;
-  for (int64_t i = 0; i < config.pipelineStages; ++i)
-    result.push_back(computeStageMemory(model, config, i, options));
-  return result;
 }
 
 std::vector<std::pair<llvm::StringRef, int64_t>> StageMemory::fields() const {

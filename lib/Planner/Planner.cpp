@@ -24,6 +24,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ratrain/Planner/Planner.h"
+#include "ScheduleSearch.h"
 #include "ratrain/Model/Limits.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -72,6 +73,56 @@ Plan ratrain::evaluatePlan(const ModelConfig &model,
           ? double(config.globalBatch()) * model.seqLen / plan.time.total
           : 0;
   return plan;
+}
+
+Plan ratrain::evaluatePlan(const ModelConfig &model,
+                           const MachineModel &machine,
+                           const ParallelConfig &config, LifecyclePolicy policy,
+                           const schedule::PipelineSchedule &schedule) {
+  if (config.schedule == schedule::ScheduleKind::OneFOneB &&
+      config.virtualStages == 1)
+    return evaluatePlan(model, machine, config, policy);
+  Plan plan;
+  plan.config = config;
+  MemoryOptions options = MemoryOptions::forMachine(machine, policy);
+  std::vector<double> act, deferred;
+  scheduleWeights(model, config, options, act, deferred);
+  schedule::ScheduleMemory counts =
+      schedule::scheduleMemory(schedule, act, deferred);
+  for (int64_t r = 0; r < config.pipelineStages; ++r)
+    plan.memory.push_back(computeRankMemory(model, config, r, counts, options));
+  CostModel costs(model, machine);
+  plan.time = predictStepTime(costs, config, policy, schedule);
+  plan.tokensPerSecond =
+      plan.time.total > 0
+          ? double(config.globalBatch()) * model.seqLen / plan.time.total
+          : 0;
+  return plan;
+}
+
+llvm::Error ratrain::applyScheduleOption(llvm::StringRef name,
+                                         int64_t virtualStages,
+                                         PlanRequest &request) {
+  if (name == "auto") {
+    request.searchSchedules = true;
+  } else if (std::optional<schedule::ScheduleKind> kind =
+                 schedule::parseScheduleKind(name);
+             kind && *kind != schedule::ScheduleKind::Custom) {
+    request.schedule = *kind;
+  } else {
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "schedule: expected 1f1b, interleaved-1f1b, zb-h1, zbv or auto, got '" +
+            name + "'");
+  }
+  if (virtualStages < 0)
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        llvm::formatv("virtual stages must be positive, got {0}",
+                      virtualStages));
+  if (virtualStages > 0)
+    request.virtualStages = virtualStages;
+  return llvm::Error::success();
 }
 
 namespace {
@@ -450,6 +501,42 @@ llvm::Expected<PlanResult> ratrain::planTraining(const ModelConfig &model0,
     offloads = {OffloadPolicy::None};
   }
 
+  // The schedule kinds and virtual stages to try.
+  using schedule::ScheduleKind;
+  struct ScheduleChoice {
+    ScheduleKind kind;
+    int64_t v;
+  };
+  std::vector<ScheduleChoice> scheduleChoices;
+  if (request.virtualStages && *request.virtualStages < 1)
+    return makeError(llvm::formatv("virtual stages must be positive, got {0}",
+                                   *request.virtualStages));
+  if (request.searchSchedules) {
+    scheduleChoices = {{ScheduleKind::OneFOneB, 1},
+                       {ScheduleKind::ZBH1, 1},
+                       {ScheduleKind::ZBV, 2},
+                       {ScheduleKind::Interleaved1F1B, 2},
+                       {ScheduleKind::Interleaved1F1B, 4}};
+  } else {
+    ScheduleKind kind = request.schedule.value_or(ScheduleKind::OneFOneB);
+    if (kind == ScheduleKind::Custom)
+      return makeError("the planner generates its schedules; a custom "
+                       "schedule cannot be planned");
+    if (kind == ScheduleKind::Interleaved1F1B && !request.virtualStages) {
+      scheduleChoices = {{kind, 2}, {kind, 4}};
+    } else {
+      int64_t v =
+          request.virtualStages.value_or(kind == ScheduleKind::ZBV ? 2 : 1);
+      if (llvm::Error err = validateScheduleShape(kind, 1, v, 1))
+        return std::move(err);
+      scheduleChoices = {{kind, v}};
+    }
+  }
+  bool plan1F1B = llvm::any_of(scheduleChoices, [](const ScheduleChoice &c) {
+    return c.kind == ScheduleKind::OneFOneB;
+  });
+  planner::ScheduleCache scheduleCache;
+
   CostModel costs(model, machine);
   MemoryOptions memoryOptions =
       MemoryOptions::forMachine(machine, request.policy);
@@ -577,10 +664,52 @@ llvm::Expected<PlanResult> ratrain::planTraining(const ModelConfig &model0,
           } else {
             ++result.combinationsPruned;
           }
+          // The other schedule kinds: zb-h1 on the 1F1B splits, the
+          // interleaved and V schedules on even splits into p * v chunks;
+          // each with the least recompute that fits its schedule.
+          std::vector<
+              std::pair<ParallelConfig, const schedule::PipelineSchedule *>>
+              toEvaluate;
+          if (plan1F1B)
+            for (ParallelConfig &config : candidates)
+              toEvaluate.push_back({config, nullptr});
+          for (const ScheduleChoice &choice : scheduleChoices) {
+            // Without a pipeline every schedule is 1F1B.
+            if (pruned || choice.kind == ScheduleKind::OneFOneB || p == 1)
+              continue;
+            const schedule::PipelineSchedule *sched =
+                scheduleCache.get(choice.kind, p, choice.v, m);
+            if (!sched || p * choice.v > model.numLayers)
+              continue;
+            std::vector<ParallelConfig> starts;
+            if (choice.kind == ScheduleKind::ZBH1) {
+              starts = candidates;
+            } else {
+              // Each rank keeps the layer count of a 1F1B split, shared out
+              // over its chunks.
+              for (const ParallelConfig &split : candidates)
+                if (std::optional<ParallelConfig> chunked = planner::chunkSplit(
+                        split, choice.kind, choice.v, policies.front()))
+                  starts.push_back(std::move(*chunked));
+            }
+            for (ParallelConfig &start : starts) {
+              start.schedule = choice.kind;
+              start.virtualStages = choice.v;
+              start.offload = offload;
+              if (std::optional<ParallelConfig> fitted = planner::fitRecompute(
+                      model, start, policies, *sched, memoryOptions,
+                      {cap, tierCap}, result.stageEvaluations))
+                toEvaluate.push_back({std::move(*fitted), sched});
+            }
+          }
+          bool anyCandidate = !toEvaluate.empty();
           double bestHere = std::numeric_limits<double>::infinity();
-          for (ParallelConfig &config : candidates) {
+          for (auto &[config, sched] : toEvaluate) {
             ++result.candidatesEvaluated;
-            Plan plan = evaluatePlan(model, machine, config, request.policy);
+            Plan plan =
+                sched ? evaluatePlan(model, machine, config, request.policy,
+                                     *sched)
+                      : evaluatePlan(model, machine, config, request.policy);
             if (plan.peakBytes() > cap || plan.peakOffloadedBytes() > tierCap)
               continue;
             ++result.feasiblePlans;
@@ -591,7 +720,7 @@ llvm::Expected<PlanResult> ratrain::planTraining(const ModelConfig &model0,
             }
           }
           bestWithLessOffload = std::min(bestWithLessOffload, bestHere);
-          if (candidates.empty() && feasible.empty()) {
+          if (!anyCandidate && feasible.empty()) {
             // Remember the candidate that comes closest to fitting: the
             // smallest worst ratio of DDR (and offload tier) to its cap.
             ParallelConfig lean = solver.leastMemorySplit();
@@ -640,12 +769,25 @@ llvm::Expected<PlanResult> ratrain::planTraining(const ModelConfig &model0,
     } else if (tierCap <= 0 && !request.offload) {
       tier = "; the machine file has no offload tier";
     }
+    // A schedule other than 1F1B: its plans were derived from these 1F1B
+    // splits and did not fit either.
+    std::string kinds;
+    if (!plan1F1B) {
+      kinds = ", schedule ";
+      for (const ScheduleChoice &choice : scheduleChoices) {
+        if (&choice != &scheduleChoices.front())
+          kinds += "/";
+        kinds += schedule::stringifyScheduleKind(choice.kind).str() +
+                 (choice.v > 1 ? " v=" + std::to_string(choice.v) : "");
+      }
+    }
     return makeError(llvm::formatv(
         "no plan for {0} fits {1} per cluster on {2} clusters (global batch "
-        "{3}, sequence length {4}, policy {5}); closest: {6}; {7}{8}",
+        "{3}, sequence length {4}, policy {5}{9}); closest{10}: {6}; {7}{8}",
         model.name, formatBytes(cap), request.clusters, request.globalBatch,
         model.seqLen, stringifyLifecyclePolicy(request.policy),
-        closest->describe(), describeStageMemory(worst, cap), tier));
+        closest->describe(), describeStageMemory(worst, cap), tier, kinds,
+        plan1F1B ? "" : " (under 1F1B)"));
   }
 
   // Fastest first; at equal step time less offload first.

@@ -1,6 +1,7 @@
 //===- FromPlan.cpp - A simulator program from a training plan ------------===//
 
 #include "ratrain/Simulator/FromPlan.h"
+#include "ratrain/Simulator/SyntheticSchedule.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
@@ -31,12 +32,20 @@ llvm::Expected<Synthetic1F1BConfig> sim::planToSyntheticConfig(
   // whole-stage FP32 gradient buffer and optimizer workspace).
   const MemoryOptions memoryOptions =
       MemoryOptions::forMachine(machine, options.policy);
-  const int64_t p = config.pipelineStages, d = config.dataParallel;
+  const int64_t p = config.numVirtualStages(), d = config.dataParallel;
+  const bool plain1F1B = config.schedule == schedule::ScheduleKind::OneFOneB &&
+                         config.virtualStages == 1;
+  // Other schedules: the rank's memory (its chunks together) goes on its
+  // first chunk.
+  std::vector<StageMemory> rankMemory;
+  std::vector<bool> rankSeen(config.pipelineStages, false);
+  if (!plain1F1B)
+    rankMemory = computeMemory(model, config, memoryOptions);
   const int64_t b = config.microBatchSize;
   const bool zero = config.zero != ZeroStage::None && d > 1;
 
   Synthetic1F1BConfig result;
-  result.stages = p;
+  result.stages = p; // virtual stages
   result.microBatches = config.numMicroBatches;
   result.dataParallel = d;
   result.activationBytes = p > 1 ? costs.pipelineMessageBytes(b) : 0;
@@ -71,20 +80,27 @@ llvm::Expected<Synthetic1F1BConfig> sim::planToSyntheticConfig(
     stage.firstLayer = layers.firstLayer;
     stage.forwardSeconds = costs.layerForward(b);
     stage.backwardSeconds = costs.layerBackward(b);
+    stage.backwardWeightSeconds = costs.layerBackwardWeight(b);
+    stage.deferredBytesPerLayer =
+        layerDeferredBytes(model, b, recompute, memoryOptions);
     stage.recomputeSeconds = costs.layerRecompute(b, recompute);
     stage.forwardFlops = layerForwardFlops;
     stage.backwardFlops = 2 * layerForwardFlops;
     double extraForward = 0, extraBackward = 0;
+    double extraWeight = 0;
     if (i == 0) {
       extraForward += costs.embeddingForward(b);
       extraBackward += costs.embeddingBackward(b);
+      extraWeight += costs.embeddingBackward(b);
     }
     if (i == p - 1) {
       extraForward += costs.headForward(b);
       extraBackward += costs.headBackward(b);
+      extraWeight += costs.headBackwardWeight(b);
     }
     stage.extraForwardSeconds = extraForward;
     stage.extraBackwardSeconds = extraBackward;
+    stage.extraBackwardWeightSeconds = extraWeight;
 
     // Lifecycle per layer; the stage's embedding/head parameters are spread
     // evenly over its layers.
@@ -100,11 +116,18 @@ llvm::Expected<Synthetic1F1BConfig> sim::planToSyntheticConfig(
     stage.offloadBytesPerLayer =
         offloadedBytesPerParam(model, config.offload) * updated;
 
-    StageMemory memory = computeStageMemory(model, config, i, memoryOptions);
     stage.storedActivationBytesPerLayer =
         layerActivationBytes(model, b, recompute, memoryOptions);
-    stage.residentBytes = memory.total() - memory.activations;
-    stage.assignedPeakBytes = memory.total();
+    if (plain1F1B) {
+      StageMemory memory = computeStageMemory(model, config, i, memoryOptions);
+      stage.residentBytes = memory.total() - memory.activations;
+      stage.assignedPeakBytes = memory.total();
+    } else if (int64_t rank = chunkRank(config, i); !rankSeen[rank]) {
+      rankSeen[rank] = true;
+      const StageMemory &memory = rankMemory[rank];
+      stage.residentBytes = memory.total() - memory.activations;
+      stage.assignedPeakBytes = memory.total();
+    }
     result.perStage.push_back(stage);
   }
   return result;
@@ -118,7 +141,19 @@ sim::buildProgramFromPlan(const ModelConfig &model, const MachineModel &machine,
       planToSyntheticConfig(model, machine, config, options);
   if (!synthetic)
     return synthetic.takeError();
-  SimProgram program = buildSynthetic1F1B(*synthetic);
+  SimProgram program;
+  if (config.schedule == schedule::ScheduleKind::OneFOneB &&
+      config.virtualStages == 1) {
+    program = buildSynthetic1F1B(*synthetic);
+  } else {
+    llvm::Expected<schedule::PipelineSchedule> generated =
+        schedule::generateSchedule(config.schedule, config.pipelineStages,
+                                   config.virtualStages,
+                                   config.numMicroBatches);
+    if (!generated)
+      return generated.takeError();
+    program = buildSyntheticSchedule(*synthetic, *generated);
+  }
   program.name = llvm::formatv("{0} {1} ({2})", model.name, config.describe(),
                                stringifyLifecyclePolicy(options.policy))
                      .str();

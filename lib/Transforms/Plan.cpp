@@ -108,6 +108,11 @@ struct PlanPass : public ratrain::impl::RATrainPlanBase<PlanPass> {
       }
       request.offload = *forced;
     }
+    if (llvm::Error err =
+            applyScheduleOption(schedule, virtualStages, request)) {
+      module.emitError("--ratrain-plan: ") << llvm::toString(std::move(err));
+      return signalPassFailure();
+    }
     request.topK = std::max<int64_t>(1, showTop);
 
     for (ModelOp model : models) {

@@ -7,6 +7,8 @@
 //              [--pp N] [--dp N] [--micro-batch N] [--zero 0|1|2]
 //              [--recompute none|selective|full]
 //              [--offload none|optimizer|master] [--memory-cap BYTES]
+//              [--schedule 1f1b|interleaved-1f1b|zb-h1|zbv|auto]
+//              [--virtual-stages N]
 //
 // Prints the top plans as a table, then each plan's per-stage memory
 // breakdown; for an infeasible request, what is missing for the closest
@@ -67,6 +69,16 @@ static cl::opt<int64_t> fixedDP("dp", cl::init(0),
 static cl::opt<int64_t> fixedMBS("micro-batch", cl::init(0),
                                  cl::desc("fix the micro-batch size"),
                                  cl::cat(category));
+static cl::opt<std::string> scheduleKind(
+    "schedule", cl::init("1f1b"),
+    cl::desc("pipeline schedule: 1f1b | interleaved-1f1b | zb-h1 | zbv | "
+             "auto (search every kind)"),
+    cl::cat(category));
+static cl::opt<int64_t>
+    virtualStages("virtual-stages", cl::init(0),
+                  cl::desc("virtual stages per rank (default: 2 and 4 for "
+                           "interleaved-1f1b, 2 for zbv, 1 otherwise)"),
+                  cl::cat(category));
 static cl::opt<std::string> fixedZero("zero", cl::init(""),
                                       cl::desc("fix the ZeRO stage: 0|1|2"),
                                       cl::cat(category));
@@ -191,6 +203,9 @@ int main(int argc, char **argv) {
     request.recompute = *r;
   }
 
+  if (llvm::Error err =
+          applyScheduleOption(scheduleKind, virtualStages, request))
+    return fail("--" + llvm::toString(std::move(err)));
   if (!fixedOffload.empty()) {
     std::optional<OffloadPolicy> o = parseOffloadPolicy(fixedOffload);
     if (!o)

@@ -80,6 +80,16 @@ static cl::opt<int64_t> fixedDP("dp", cl::init(0),
 static cl::opt<int64_t> fixedMBS("micro-batch", cl::init(0),
                                  cl::desc("plan: micro-batch size"),
                                  cl::cat(category));
+static cl::opt<std::string> scheduleKind(
+    "schedule", cl::init("1f1b"),
+    cl::desc("plan: pipeline schedule: 1f1b | interleaved-1f1b | zb-h1 | zbv | "
+             "auto (search every kind)"),
+    cl::cat(category));
+static cl::opt<int64_t> virtualStages(
+    "virtual-stages", cl::init(0),
+    cl::desc("plan: virtual stages per rank (default: 2 and 4 for "
+             "interleaved-1f1b, 2 for zbv, 1 otherwise)"),
+    cl::cat(category));
 static cl::opt<std::string> fixedZero("zero", cl::init(""),
                                       cl::desc("plan: ZeRO stage 0|1|2"),
                                       cl::cat(category));
@@ -175,6 +185,9 @@ static llvm::Expected<SimProgram> programFromPlan(const MachineModel &machine,
                    fixedRecompute + "'");
     request.recompute = *r;
   }
+  if (llvm::Error err =
+          applyScheduleOption(scheduleKind, virtualStages, request))
+    return error("--" + llvm::toString(std::move(err)));
   llvm::Expected<PlanResult> plans = planTraining(*model, machine, request);
   if (!plans)
     return plans.takeError();

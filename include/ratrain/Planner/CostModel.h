@@ -149,9 +149,10 @@ struct StageTiming {
 /// The predicted time of one training iteration and its parts.
 struct StepTime {
   double total = 0;    ///< seconds per iteration
-  double pipeline = 0; ///< 1F1B forward/backward incl. bubble and p2p
+  double pipeline = 0; ///< forward/backward incl. bubble and p2p
   /// The part of `pipeline` that is bubble: (p-1)/(m+p-1) of it for equal
-  /// stages.
+  /// stages under 1F1B; for the other schedules the pipeline time minus the
+  /// busiest rank's compute.
   double bubble = 0;
   /// Gradient sync, update, cast, all-gather time not hidden by compute.
   double exposedLifecycle = 0;
@@ -159,7 +160,7 @@ struct StepTime {
   /// Offload-tier traffic (reload + write-back) per iteration of the stage
   /// with the most; what of it is not hidden is in exposedLifecycle.
   double offload = 0;
-  std::vector<StageTiming> stages;
+  std::vector<StageTiming> stages; ///< one per (virtual) stage
   double bubbleFraction() const { return pipeline > 0 ? bubble / pipeline : 0; }
 };
 
@@ -185,8 +186,27 @@ struct StepTime {
 ///    k and k+1 in flight from the start of the last backward sweep,
 ///    write-back of item k then reload of item k+2), so only what delays
 ///    a view, or write-backs not done before the next sweep, is exposed.
+/// Schedules other than non-interleaved 1F1B (config.schedule, v > 1): the
+/// pipeline time is schedule::simulateSchedule of the generated schedule with
+/// scheduleActionCosts; the lifecycle is placed per rank on that timing
+/// (each item's sync after its last W, updates after the rank's last action,
+/// views due by the item's first forward of the next step).
 StepTime predictStepTime(const CostModel &costs, const ParallelConfig &config,
                          LifecyclePolicy policy);
+
+/// The same on a schedule already generated for `config` (the planner
+/// caches them per kind, pp, v and m).
+StepTime predictStepTime(const CostModel &costs, const ParallelConfig &config,
+                         LifecyclePolicy policy,
+                         const schedule::PipelineSchedule &schedule);
+
+/// Seconds of each virtual stage's actions for one micro-batch: F = its
+/// layers' forward (+ embedding on the first, head on the last); I = their
+/// input-gradient part with the recompute (+ the head's dX part); W = their
+/// weight-gradient part (+ the embedding backward, the head's dW); transfer
+/// = one pipeline message over CostModel::pipelineLink.
+schedule::ActionCosts scheduleActionCosts(const CostModel &costs,
+                                          const ParallelConfig &config);
 
 } // namespace ratrain
 

@@ -150,14 +150,15 @@ struct ParallelConfig {
                                  RecomputePolicy recompute,
                                  ZeroStage zero = ZeroStage::None);
 
-  /// Checks sizes, that the stages are contiguous and cover the model's
-  /// layers with at least one layer each, and that the vectors have one
-  /// entry per stage.
+  /// Checks sizes, the schedule's shape (validateScheduleShape), that the
+  /// stages are contiguous and cover the model's layers with at least one
+  /// layer each, and that the vectors have one entry per virtual stage.
   llvm::Error validate(const ModelConfig &model) const;
 
   /// "pp=4 dp=256 mbs=1 m=4 zero=1 layers=7,8x2,9 recompute=fullx1,none"
   /// (runs of equal stages as AxN: A for N stages; see formatLayerSplit),
-  /// followed by " offload=optimizer" when states are offloaded.
+  /// followed by " offload=optimizer" when states are offloaded and by
+  /// " schedule=zbv v=2" when the schedule is not 1F1B (v when not 1).
   std::string describe() const;
 };
 
@@ -389,7 +390,9 @@ StageMemory computeStageMemory(const ModelConfig &model,
                                const ParallelConfig &config, int64_t stage,
                                const MemoryOptions &options = {});
 
-/// computeStageMemory for every stage.
+/// The peak DDR of every rank (pipeline position) of `config` under its
+/// schedule: computeStageMemory for each stage of 1f1b, computeRankMemory
+/// for the other schedules (the schedule generated from the config).
 std::vector<StageMemory> computeMemory(const ModelConfig &model,
                                        const ParallelConfig &config,
                                        const MemoryOptions &options = {});
@@ -409,6 +412,65 @@ StageMemory computeStageMemory(const ModelConfig &model, int64_t stage,
                                StageLayers layers, RecomputePolicy recompute,
                                ZeroStage zero, OffloadPolicy offload,
                                const MemoryOptions &options = {});
+/// The same with `inFlight` micro-batches' activations held (the stage's
+/// or a virtual stage's count at its rank's peak) instead of 1F1B's
+/// min(p - stage, m).
+StageMemory computeStageMemory(const ModelConfig &model, int64_t stage,
+                               int64_t pipelineStages, int64_t dataParallel,
+                               int64_t microBatchSize, int64_t numMicroBatches,
+                               StageLayers layers, RecomputePolicy recompute,
+                               ZeroStage zero, OffloadPolicy offload,
+                               int64_t inFlight,
+                               const MemoryOptions &options = {});
+
+//===----------------------------------------------------------------------===//
+// Schedules other than 1F1B
+//===----------------------------------------------------------------------===//
+//
+// A rank (cluster of one pipeline position) of a schedule with virtual stages
+// owns several model chunks; an I (input-gradient) action keeps what its W
+// (weight-gradient) action needs. The rank's peak is counted at the program
+// point schedule::scheduleMemory finds, with each virtual stage's bytes per
+// micro-batch as weights.
+
+/// Checks the schedule's shape limits: 1f1b and zb-h1 need v == 1, zbv
+/// v == 2, interleaved-1f1b v >= 2 with m a multiple of pp. The error names
+/// the limit.
+llvm::Error validateScheduleShape(schedule::ScheduleKind kind, int64_t pp,
+                                  int64_t v, int64_t m);
+
+/// The rank that runs virtual stage `stage` of `config`: round robin
+/// (stage % pp), or a V for zbv (rank r owns r and 2 pp - 1 - r).
+int64_t chunkRank(const ParallelConfig &config, int64_t stage);
+
+/// Bytes an I keeps per decoder layer and micro-batch until its W: the
+/// deferred buffer (deferredBytes of a decoder layer) and, under full
+/// recompute, the recomputed activations, which stay live until the W.
+int64_t layerDeferredBytes(const ModelConfig &model, int64_t microBatchSize,
+                           RecomputePolicy policy,
+                           const MemoryOptions &options = {});
+
+/// Per virtual stage of `config`: bytes one micro-batch's activations hold
+/// from its F to its B or W (layers, plus the token ids on the first and the
+/// head's buffers on the last), and bytes an I keeps until its W (layers,
+/// plus deferredBytes of the embedding and of the head); the weights of
+/// schedule::scheduleMemory.
+void scheduleWeights(const ModelConfig &model, const ParallelConfig &config,
+                     const MemoryOptions &options,
+                     std::vector<double> &activationBytes,
+                     std::vector<double> &deferredBytes);
+
+/// Peak DDR of one rank of `config` under its schedule, given the
+/// schedule's live counts (scheduleMemory with scheduleWeights). For 1f1b
+/// with v == 1 this is computeStageMemory(model, config, rank). Otherwise
+/// the rank's chunks' parameters, gradients, optimizer states, shards and
+/// outboxes are summed, activations and deferred input gradients counted
+/// per chunk from `counts`, and workspaces, buffers and temporaries are
+/// the largest chunk's. `stage` of the result is the rank.
+StageMemory computeRankMemory(const ModelConfig &model,
+                              const ParallelConfig &config, int64_t rank,
+                              const schedule::ScheduleMemory &counts,
+                              const MemoryOptions &options = {});
 
 } // namespace ratrain
 

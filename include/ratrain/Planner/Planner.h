@@ -46,6 +46,14 @@ struct PlanRequest {
   /// Forces an offload policy; unset searches none, optimizer and master
   /// when the machine has an offload tier (none only otherwise).
   std::optional<OffloadPolicy> offload;
+  /// The pipeline schedule; unset plans non-interleaved 1F1B.
+  std::optional<schedule::ScheduleKind> schedule;
+  /// Virtual stages per rank; unset: 2 and 4 for interleaved-1f1b, 2 for
+  /// zbv, 1 otherwise.
+  std::optional<int64_t> virtualStages;
+  /// `auto`: search every schedule kind (1f1b, zb-h1, zbv, interleaved-1f1b
+  /// with v in {2, 4}) with the rest of the plan; `schedule` is ignored.
+  bool searchSchedules = false;
   /// DDR cap per cluster in bytes; 0 uses machine.cluster.ddrBytes.
   int64_t memoryCapBytes = 0;
   /// How many plans to return, best first.
@@ -58,7 +66,7 @@ struct PlanRequest {
 /// One feasible plan.
 struct Plan {
   ParallelConfig config;
-  std::vector<StageMemory> memory; ///< one per stage
+  std::vector<StageMemory> memory; ///< one per rank (pipeline position)
   StepTime time;
   double tokensPerSecond = 0;
   int64_t peakBytes() const; ///< max over stages of total()
@@ -100,6 +108,16 @@ llvm::Expected<PlanResult> planTraining(const ModelConfig &model,
 /// model, and step time); does not check the cap.
 Plan evaluatePlan(const ModelConfig &model, const MachineModel &machine,
                   const ParallelConfig &config, LifecyclePolicy policy);
+/// The same on the config's schedule, already generated.
+Plan evaluatePlan(const ModelConfig &model, const MachineModel &machine,
+                  const ParallelConfig &config, LifecyclePolicy policy,
+                  const schedule::PipelineSchedule &schedule);
+
+/// Sets `request`'s schedule from a tool option: "1f1b", "interleaved-1f1b",
+/// "zb-h1", "zbv" or "auto" (searchSchedules), and `virtualStages` when
+/// positive. The error names the bad value and the choices.
+llvm::Error applyScheduleOption(llvm::StringRef schedule, int64_t virtualStages,
+                                PlanRequest &request);
 
 //===--- formatting (shared by the CLI and the pass diagnostics) ---------===//
 
@@ -118,9 +136,10 @@ std::string formatRecompute(const ParallelConfig &config);
 std::string describeStageMemory(const StageMemory &memory, int64_t capBytes);
 
 /// Table of the plans, one row each: rank, pp, dp, b, m, zero, offload,
-/// layers, recompute, peak GB, bubble, exposed, step s, tokens/s.
+/// layers, recompute, peak GB, bubble, exposed, step s, tokens/s, and the
+/// schedule ("zbv v=2") when some plan is not 1F1B.
 void printPlanTable(llvm::raw_ostream &os, llvm::ArrayRef<Plan> plans);
-/// Per-stage breakdown table of one plan: one row per stage with every
+/// Per-rank breakdown table of one plan: one row per rank with every
 /// StageMemory field and the total, against the cap (plus the offload-tier
 /// bytes, which are not DDR).
 void printStageBreakdown(llvm::raw_ostream &os, const Plan &plan,

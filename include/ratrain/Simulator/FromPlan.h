@@ -33,7 +33,12 @@ struct PlanProgramOptions {
   std::optional<CollectiveAlgorithm> algorithm;
 };
 
-/// The per-stage costs (Synthetic1F1BConfig) of `config`:
+/// The per-(virtual-)stage costs (Synthetic1F1BConfig) of `config`, one
+/// entry per virtual stage; the I/W split of the backward from
+/// CostModel::layerBackwardWeight and headBackwardWeight (the embedding
+/// backward is all W) and what an I keeps from layerDeferredBytes; for a
+/// schedule other than 1F1B, a rank's resident DDR (its memory-model total
+/// minus stored activations) goes on its first virtual stage:
 /// - forward/backward/recompute per layer and micro-batch from
 ///   CostModel::layerForward/layerBackward/layerRecompute, the embedding on
 ///   stage 0 and the head on the last stage as extra per-micro-batch time;
@@ -58,7 +63,9 @@ planToSyntheticConfig(const ModelConfig &model, const MachineModel &machine,
                       const ParallelConfig &config,
                       const PlanProgramOptions &options = {});
 
-/// buildSynthetic1F1B(planToSyntheticConfig(...)), named after the plan.
+/// buildSynthetic1F1B(planToSyntheticConfig(...)) for 1F1B, otherwise
+/// buildSyntheticSchedule with the generated schedule of config.schedule;
+/// named after the plan.
 llvm::Expected<SimProgram>
 buildProgramFromPlan(const ModelConfig &model, const MachineModel &machine,
                      const ParallelConfig &config,

@@ -48,12 +48,17 @@ struct SyntheticStage {
   int64_t firstLayer = 0;
   double forwardSeconds = 1;
   double backwardSeconds = 2;
+  /// The weight-gradient part (W) of backwardSeconds, for schedules that
+  /// split the backward into I and W (SyntheticSchedule.h); I is the rest.
+  double backwardWeightSeconds = 0;
   /// Recomputation before each layer's backward (0 = activations stored).
   double recomputeSeconds = 0;
   /// Per micro-batch, outside the layers: the embedding on the first stage,
   /// the LM head and loss on the last.
   double extraForwardSeconds = 0;
   double extraBackwardSeconds = 0;
+  /// The W part of extraBackwardSeconds.
+  double extraBackwardWeightSeconds = 0;
   /// Per layer and iteration.
   double updateSeconds = 0;
   double viewCastSeconds = 0;
@@ -75,6 +80,8 @@ struct SyntheticStage {
   int64_t residentBytes = 0;
   int64_t storedActivationBytesPerLayer = 0;
   int64_t assignedPeakBytes = 0;
+  /// Bytes an I keeps per layer and micro-batch until its W.
+  int64_t deferredBytesPerLayer = 0;
 };
 
 struct Synthetic1F1BConfig {

@@ -45,6 +45,12 @@ def RATrainPlan : Pass<"ratrain-plan", "mlir::ModuleOp"> {
     Option<"offload", "offload", "std::string", "\"\"",
            "fix the offload policy: none, optimizer or master (empty: "
            "search when the machine has an offload tier)">,
+    Option<"schedule", "schedule", "std::string", "\"1f1b\"",
+           "pipeline schedule: 1f1b, interleaved-1f1b, zb-h1, zbv, or auto "
+           "(search every kind with the rest of the plan)">,
+    Option<"virtualStages", "virtual-stages", "int64_t", "0",
+           "fix the virtual stages per rank (0: 2 and 4 for "
+           "interleaved-1f1b, 2 for zbv, 1 otherwise)">,
     Option<"showTop", "show-top", "int64_t", "0",
            "print the best N plans as a remark on the model">
   ];

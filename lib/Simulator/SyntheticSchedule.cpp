@@ -1,0 +1,354 @@
+//===- SyntheticSchedule.cpp - Programs of any pipeline schedule ----------===//
+
+#include "ratrain/Simulator/SyntheticSchedule.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+
+using namespace ratrain;
+using namespace ratrain::sim;
+using schedule::ActionKind;
+
+namespace {
+
+/// Emits the program of one rank.
+class RankBuilder {
+public:
+  RankBuilder(const Synthetic1F1BConfig &config,
+              const std::vector<SyntheticStage> &stages,
+              const schedule::PipelineSchedule &schedule, int64_t rank,
+              StageProgram &program)
+      : config(config), stages(stages), schedule(schedule), rank(rank),
+        program(program), numStages(schedule.numStages()),
+        m(schedule.microBatches), chunks(numStages) {
+    for (int64_t c = 0; c < numStages; ++c) {
+      chunks[c].syncs.resize(stages[c].layers);
+      chunks[c].gathers.resize(stages[c].layers);
+      chunks[c].pendingWaits.assign(stages[c].layers, ~size_t(0));
+    }
+  }
+
+  void build();
+
+private:
+  /// Per virtual stage of this rank.
+  struct Chunk {
+    bool forwarded = false; ///< its first F was emitted
+    int64_t backwards = 0;  ///< B or W actions emitted (the last syncs)
+    std::vector<Token> syncs, gathers;
+    std::vector<size_t> pendingWaits;
+  };
+  /// A layer in the order its gradient sync is issued.
+  struct Item {
+    int64_t chunk, local;
+  };
+
+  int64_t rankOf(int64_t c) const { return schedule.stageToRank[c]; }
+  int64_t layerOf(int64_t c, int64_t l) const {
+    return stages[c].firstLayer + l;
+  }
+  uint64_t tag(int64_t c, int64_t mb, bool gradient) const {
+    return uint64_t(2 * (c * m + mb) + (gradient ? 1 : 0));
+  }
+  bool syncs(int64_t c) const {
+    return config.dataParallel > 1 && stages[c].gradientBytesPerLayer > 0;
+  }
+  bool gathers(int64_t c) const {
+    return config.dataParallel > 1 && stages[c].gatherBytesPerLayer > 0;
+  }
+  bool offloads(int64_t c) const { return stages[c].offloadBytesPerLayer > 0; }
+  bool perLayer() const {
+    return config.placement == LifecyclePlacement::PerLayer;
+  }
+  CollectiveSpec collective(CollectiveKind kind, int64_t bytes) const {
+    CollectiveSpec spec;
+    spec.kind = kind;
+    spec.bytes = bytes;
+    spec.groupSize = config.dataParallel;
+    spec.membersPerNode =
+        std::clamp<int64_t>(config.dpMembersPerNode, 1, config.dataParallel);
+    spec.algorithm = config.syncAlgorithm;
+    return spec;
+  }
+  Token offloadTransfer(const Item &item, const char *what) {
+    return program.addOffloadTransfer(
+        stages[item.chunk].offloadBytesPerLayer,
+        llvm::formatv("{0} states L{1}", what, layerOf(item.chunk, item.local))
+            .str());
+  }
+
+  void forward(int64_t c, int64_t mb);
+  void backward(int64_t c, int64_t mb, ActionKind kind);
+  void weight(int64_t c, int64_t mb);
+  /// The layer's gradient is complete after its last B or W.
+  void gradientReady(int64_t c, int64_t l);
+  void perLayerLifecycle();
+  void wholeModelLifecycle();
+
+  const Synthetic1F1BConfig &config;
+  const std::vector<SyntheticStage> &stages;
+  const schedule::PipelineSchedule &schedule;
+  int64_t rank;
+  StageProgram &program;
+  int64_t numStages, m;
+  std::vector<Chunk> chunks;
+  std::vector<Item> ready;
+  std::vector<Token> reloads;
+};
+
+} // namespace
+
+void RankBuilder::forward(int64_t c, int64_t mb) {
+  const SyntheticStage &s = stages[c];
+  if (c > 0 && rankOf(c - 1) != rank)
+    program.addRecv(uint32_t(rankOf(c - 1)), config.activationBytes,
+                    tag(c - 1, mb, false),
+                    llvm::formatv("recv act c{0} mb{1}", c, mb).str());
+  if (c == 0 && s.extraForwardSeconds > 0)
+    program.addCompute(ComputeKind::Forward, s.extraForwardSeconds, 0,
+                       llvm::formatv("fwd embedding mb{0}", mb).str());
+  Chunk &chunk = chunks[c];
+  for (int64_t l = 0; l < s.layers; ++l) {
+    if (!chunk.forwarded && perLayer() && gathers(c)) {
+      chunk.pendingWaits[l] = program.size();
+      program.addWait(Token(), /*previousIteration=*/true,
+                      llvm::formatv("wait view L{0}", layerOf(c, l)).str());
+    }
+    program.addCompute(
+        ComputeKind::Forward, s.forwardSeconds, s.forwardFlops,
+        llvm::formatv("fwd L{0} mb{1}", layerOf(c, l), mb).str());
+    if (s.storedActivationBytesPerLayer > 0)
+      program.addAlloc(
+          s.storedActivationBytesPerLayer,
+          llvm::formatv("act L{0} mb{1}", layerOf(c, l), mb).str());
+  }
+  chunk.forwarded = true;
+  if (c == numStages - 1 && s.extraForwardSeconds > 0)
+    program.addCompute(ComputeKind::Forward, s.extraForwardSeconds, 0,
+                       llvm::formatv("fwd head+loss mb{0}", mb).str());
+  if (c + 1 < numStages && rankOf(c + 1) != rank)
+    program.addSend(uint32_t(rankOf(c + 1)), config.activationBytes,
+                    tag(c, mb, false), config.pipelineLink,
+                    llvm::formatv("send act c{0} mb{1}", c, mb).str());
+}
+
+void RankBuilder::gradientReady(int64_t c, int64_t l) {
+  if (!perLayer())
+    return;
+  Item item{c, l};
+  if (offloads(c) && reloads.size() < 2)
+    reloads.push_back(offloadTransfer(item, "reload"));
+  if (syncs(c))
+    chunks[c].syncs[l] = program.addCollective(
+        collective(config.syncKind, stages[c].gradientBytesPerLayer),
+        llvm::formatv("grad sync L{0}", layerOf(c, l)).str());
+  ready.push_back(item);
+}
+
+void RankBuilder::backward(int64_t c, int64_t mb, ActionKind kind) {
+  const SyntheticStage &s = stages[c];
+  bool full = kind == ActionKind::Backward;
+  if (c + 1 < numStages && rankOf(c + 1) != rank)
+    program.addRecv(uint32_t(rankOf(c + 1)), config.activationBytes,
+                    tag(c + 1, mb, true),
+                    llvm::formatv("recv grad c{0} mb{1}", c, mb).str());
+  double extra = full ? s.extraBackwardSeconds
+                      : s.extraBackwardSeconds - s.extraBackwardWeightSeconds;
+  if (c == numStages - 1 && extra > 0)
+    program.addCompute(
+        ComputeKind::Backward, extra, 0,
+        llvm::formatv("bwd{0} head+loss mb{1}", full ? "" : "-I", mb).str());
+  bool last = full && ++chunks[c].backwards == m;
+  double seconds =
+      full ? s.backwardSeconds : s.backwardSeconds - s.backwardWeightSeconds;
+  double flops = full ? s.backwardFlops : s.backwardFlops / 2;
+  for (int64_t l = s.layers - 1; l >= 0; --l) {
+    int64_t layer = layerOf(c, l);
+    if (s.recomputeSeconds > 0)
+      program.addCompute(
+          ComputeKind::Recompute, s.recomputeSeconds, 0,
+          llvm::formatv("recompute L{0} mb{1}", layer, mb).str());
+    program.addCompute(
+        ComputeKind::Backward, seconds, flops,
+        llvm::formatv("bwd{0} L{1} mb{2}", full ? "" : "-I", layer, mb).str());
+    if (full && s.storedActivationBytesPerLayer > 0)
+      program.addFree(s.storedActivationBytesPerLayer,
+                      llvm::formatv("act L{0} mb{1}", layer, mb).str());
+    if (!full && s.deferredBytesPerLayer > 0)
+      program.addAlloc(s.deferredBytesPerLayer,
+                       llvm::formatv("dY L{0} mb{1}", layer, mb).str());
+    if (last)
+      gradientReady(c, l);
+  }
+  if (c == 0 && full && s.extraBackwardSeconds > 0)
+    program.addCompute(ComputeKind::Backward, s.extraBackwardSeconds, 0,
+                       llvm::formatv("bwd embedding mb{0}", mb).str());
+  if (c > 0 && rankOf(c - 1) != rank)
+    program.addSend(uint32_t(rankOf(c - 1)), config.activationBytes,
+                    tag(c, mb, true), config.pipelineLink,
+                    llvm::formatv("send grad c{0} mb{1}", c, mb).str());
+}
+
+void RankBuilder::weight(int64_t c, int64_t mb) {
+  const SyntheticStage &s = stages[c];
+  if (c == numStages - 1 && s.extraBackwardWeightSeconds > 0)
+    program.addCompute(ComputeKind::Backward, s.extraBackwardWeightSeconds, 0,
+                       llvm::formatv("bwd-W head mb{0}", mb).str());
+  bool last = ++chunks[c].backwards == m;
+  for (int64_t l = s.layers - 1; l >= 0; --l) {
+    int64_t layer = layerOf(c, l);
+    program.addCompute(ComputeKind::Backward, s.backwardWeightSeconds,
+                       s.backwardFlops / 2,
+                       llvm::formatv("bwd-W L{0} mb{1}", layer, mb).str());
+    if (s.storedActivationBytesPerLayer > 0)
+      program.addFree(s.storedActivationBytesPerLayer,
+                      llvm::formatv("act L{0} mb{1}", layer, mb).str());
+    if (s.deferredBytesPerLayer > 0)
+      program.addFree(s.deferredBytesPerLayer,
+                      llvm::formatv("dY L{0} mb{1}", layer, mb).str());
+    if (last)
+      gradientReady(c, l);
+  }
+  if (c == 0 && s.extraBackwardSeconds > 0)
+    program.addCompute(ComputeKind::Backward, s.extraBackwardSeconds, 0,
+                       llvm::formatv("bwd-W embedding mb{0}", mb).str());
+}
+
+/// After the rank's last action, in the order the syncs were issued: wait,
+/// update, cast, issue the view all-gather the next forward waits for.
+void RankBuilder::perLayerLifecycle() {
+  for (size_t k = 0; k < ready.size(); ++k) {
+    const Item &item = ready[k];
+    int64_t c = item.chunk, l = item.local, layer = layerOf(c, l);
+    const SyntheticStage &s = stages[c];
+    if (syncs(c))
+      program.addWait(chunks[c].syncs[l], false,
+                      llvm::formatv("wait grad sync L{0}", layer).str());
+    if (offloads(c) && k < reloads.size())
+      program.addWait(reloads[k], false,
+                      llvm::formatv("wait reload L{0}", layer).str());
+    if (s.updateSeconds > 0)
+      program.addCompute(ComputeKind::Update, s.updateSeconds, 0,
+                         llvm::formatv("update L{0}", layer).str());
+    if (offloads(c)) {
+      offloadTransfer(item, "write back");
+      if (k + 2 < ready.size() && offloads(ready[k + 2].chunk))
+        reloads.push_back(offloadTransfer(ready[k + 2], "reload"));
+    }
+    if (s.viewCastSeconds > 0)
+      program.addCompute(ComputeKind::ViewCast, s.viewCastSeconds, 0,
+                         llvm::formatv("view-cast L{0}", layer).str());
+    if (gathers(c))
+      chunks[c].gathers[l] = program.addCollective(
+          collective(CollectiveKind::AllGather, s.gatherBytesPerLayer),
+          llvm::formatv("param all-gather L{0}", layer).str());
+  }
+  for (int64_t c = 0; c < numStages; ++c)
+    if (rankOf(c) == rank && gathers(c))
+      for (int64_t l = 0; l < stages[c].layers; ++l)
+        if (chunks[c].pendingWaits[l] != ~size_t(0))
+          program.setWaitTarget(chunks[c].pendingWaits[l], chunks[c].gathers[l],
+                                /*previousIteration=*/true);
+}
+
+void RankBuilder::wholeModelLifecycle() {
+  std::vector<int64_t> mine;
+  int64_t gradientBytes = 0, gatherBytes = 0;
+  for (int64_t c = 0; c < numStages; ++c)
+    if (rankOf(c) == rank) {
+      mine.push_back(c);
+      if (syncs(c))
+        gradientBytes += stages[c].gradientBytesPerLayer * stages[c].layers;
+      if (gathers(c))
+        gatherBytes += stages[c].gatherBytesPerLayer * stages[c].layers;
+    }
+  if (gradientBytes > 0) {
+    Token token = program.addCollective(
+        collective(config.syncKind, gradientBytes), "grad sync (all layers)");
+    program.addWait(token, false, "wait grad sync");
+  }
+  std::vector<Token> writeBacks;
+  for (int64_t c : mine)
+    for (int64_t l = 0; l < stages[c].layers; ++l) {
+      Item item{c, l};
+      if (offloads(c))
+        program.addWait(offloadTransfer(item, "reload"), false,
+                        llvm::formatv("wait reload L{0}", layerOf(c, l)).str());
+      if (stages[c].updateSeconds > 0)
+        program.addCompute(ComputeKind::Update, stages[c].updateSeconds, 0,
+                           llvm::formatv("update L{0}", layerOf(c, l)).str());
+      if (offloads(c))
+        writeBacks.push_back(offloadTransfer(item, "write back"));
+    }
+  for (int64_t c : mine)
+    for (int64_t l = 0; l < stages[c].layers; ++l)
+      if (stages[c].viewCastSeconds > 0)
+        program.addCompute(
+            ComputeKind::ViewCast, stages[c].viewCastSeconds, 0,
+            llvm::formatv("view-cast L{0}", layerOf(c, l)).str());
+  if (gatherBytes > 0) {
+    Token token = program.addCollective(
+        collective(CollectiveKind::AllGather, gatherBytes),
+        "param all-gather (all layers)");
+    program.addWait(token, false, "wait param all-gather");
+  }
+  for (Token token : writeBacks)
+    program.addWait(token, false, "wait write-back");
+}
+
+void RankBuilder::build() {
+  program.name = llvm::formatv("stage {0}", rank).str();
+  for (int64_t c = 0; c < numStages; ++c)
+    if (rankOf(c) == rank) {
+      program.residentBytes += stages[c].residentBytes;
+      program.assignedPeakBytes += stages[c].assignedPeakBytes;
+    }
+  for (const schedule::Action &action : schedule.programs[rank]) {
+    switch (action.kind) {
+    case ActionKind::Forward:
+      forward(action.stage, action.microBatch);
+      break;
+    case ActionKind::Backward:
+    case ActionKind::BackwardInput:
+      backward(action.stage, action.microBatch, action.kind);
+      break;
+    case ActionKind::BackwardWeight:
+      weight(action.stage, action.microBatch);
+      break;
+    default:
+      // Explicit transfers are implied by the compute actions.
+      break;
+    }
+  }
+  if (perLayer())
+    perLayerLifecycle();
+  else
+    wholeModelLifecycle();
+}
+
+SimProgram
+sim::buildSyntheticSchedule(const Synthetic1F1BConfig &requested,
+                            const schedule::PipelineSchedule &schedule) {
+  Synthetic1F1BConfig config = requested;
+  config.stages = schedule.numStages();
+  std::vector<SyntheticStage> stages = config.resolveStages();
+  SimProgram program;
+  program.name = llvm::formatv("{0} p={1} v={2} m={3} dp={4} ({5} lifecycle)",
+                               schedule::stringifyScheduleKind(schedule.kind),
+                               schedule.ranks, schedule.virtualStages,
+                               schedule.microBatches, config.dataParallel,
+                               config.placement == LifecyclePlacement::PerLayer
+                                   ? "per-layer"
+                                   : "whole-model")
+                     .str();
+  program.dataParallel = config.dataParallel;
+  program.tokensPerIteration = config.tokensPerIteration;
+  program.modelFlopsPerIteration = config.modelFlopsPerIteration;
+  program.stages.resize(size_t(schedule.ranks));
+  for (int64_t r = 0; r < schedule.ranks; ++r) {
+    RankBuilder builder(config, stages, schedule, r, program.stages[r]);
+    builder.build();
+  }
+  return program;
+}
