@@ -218,15 +218,15 @@ LogicalResult ratrain::emitc_cpp::emitProgramDescription(OpBuilder &b,
   init +=
       field("partition", partition.empty() ? "nullptr" : "ratrain_partition");
   init += field("partitionSize", number(partition.size()));
-  if (!stageRanks.empty()) {
-    init += field("stageRanks", "ratrain_stage_ranks");
-    init += field("stageRanksSize", number(stageRanks.size()));
-  }
   init += field("seqLen", number(seqLen));
   init += field("microBatch", number(microBatch));
   init += field("microBatches", number(microBatches));
   init += field("stages", "ratrain_stages");
   init += field("numStages", number(programs.size()));
+  if (!stageRanks.empty()) {
+    init += field("stageRanks", "ratrain_stage_ranks");
+    init += field("stageRanksSize", number(stageRanks.size()));
+  }
   init += "\n}";
   emitc::VerbatimOp::create(
       b, loc,

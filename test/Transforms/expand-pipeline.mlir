@@ -1,6 +1,8 @@
 // RUN: ratrain-opt %S/Inputs/interleaved-plan.mlir --ratrain-expand-pipeline | FileCheck %s
 // RUN: ratrain-opt %S/Inputs/interleaved-plan.mlir --ratrain-expand-pipeline --ratrain-verify-schedule | FileCheck %s --check-prefix=VERIFIED
 // RUN: ratrain-opt %S/Inputs/interleaved-plan.mlir --ratrain-schedule-pipeline="machine=%S/Inputs/small-machine.yaml capacity=1000000000" | FileCheck %s --check-prefix=SCHEDULED
+// RUN: ratrain-opt %S/Inputs/p2-m4-plan.mlir --ratrain-expand-pipeline=schedule=zb-h1 --ratrain-verify-schedule | FileCheck %s --check-prefix=ZBH1
+// RUN: sed '/plan #ratrain.plan/,/virtual_stages = 2>/s/schedule = interleaved_1f1b/schedule = zbv/' %S/Inputs/interleaved-plan.mlir | ratrain-opt --ratrain-expand-pipeline --ratrain-verify-schedule | FileCheck %s --check-prefix=ZBV
 // RUN: not ratrain-opt %S/Inputs/interleaved-plan.mlir --ratrain-expand-pipeline=schedule=zb-h1 2>&1 | FileCheck %s --check-prefix=MISMATCH
 // RUN: not ratrain-opt %S/Inputs/interleaved-plan.mlir --ratrain-expand-pipeline=schedule=2f2b 2>&1 | FileCheck %s --check-prefix=UNKNOWN
 // RUN: not ratrain-opt %S/Inputs/interleaved-plan.mlir --ratrain-expand-pipeline=schedule-file=%t.missing.csv 2>&1 | FileCheck %s --check-prefix=MISSING
@@ -33,6 +35,29 @@
 // SCHEDULED-COUNT-4: ratrain.update
 // SCHEDULED: ratrain.stage 1 chunks
 // SCHEDULED-COUNT-4: ratrain.update
+
+// Zero bubble H1: the backward split into I and W; the W of a micro-batch
+// uses what its I deferred, and on rank 1 the I's gradient is sent before
+// the W runs (the W is off the critical path).
+// ZBH1: ratrain.pipeline @small_step for @small plan #ratrain.plan<{{.*}}schedule = zb_h1>
+// ZBH1: ratrain.stage 0 layers [0, 2)
+// ZBH1: ratrain.forward %{{.*}} mb(1) : !ratrain.view<1>
+// ZBH1: %[[D:.*]] = ratrain.backward_input %{{.*}}, %{{.*}} mb(0) : !ratrain.view<1>
+// ZBH1: ratrain.backward_weight %{{.*}}, %{{.*}}, %[[D]] mb(0) : !ratrain.view<1>
+// ZBH1: ratrain.stage 1 layers [2, 4)
+// ZBH1: %[[D2:.*]] = ratrain.backward_input %{{.*}}, %{{.*}} mb(0) : !ratrain.view<2>
+// ZBH1-NEXT: ratrain.send gradient mb(0) to(0)
+// ZBH1-NEXT: ratrain.backward_weight %{{.*}}, %{{.*}}, %{{.*}} mb(0) : !ratrain.view<3>
+
+// Zero bubble V: rank 0 runs the first and the last virtual stage; rank 1's two
+// chunks meet at the turn of the V, a send to itself received at once.
+// ZBV: ratrain.stage 0 chunks [0: [0, 2), 3: [6, 8)]
+// ZBV: ratrain.stage 1 chunks [1: [2, 4), 2: [4, 6)]
+// ZBV: ratrain.send activation mb(0) to(1) chunk(1)
+// ZBV-NEXT: ratrain.recv activation mb(0) from(1) chunk(2)
+// ZBV: ratrain.backward_input
+// ZBV: ratrain.send gradient mb(0) to(1) chunk(2)
+// ZBV-NEXT: ratrain.recv gradient mb(0) from(1) chunk(1)
 
 // MISMATCH: error: cannot build schedule zb-h1 for the plan (pp = 2, 2 virtual stages per rank, 4 micro-batches)
 // UNKNOWN: error: unknown schedule '2f2b'; expected 1f1b, interleaved-1f1b, zb-h1 or zbv

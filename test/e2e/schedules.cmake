@@ -1,14 +1,14 @@
 # Pipeline schedules as data (docs/pipeline-schedules.md): a tiny LLaMA with 8
-# model layers trains under every schedule the compiler generates, on pp 2
-# and pp 4, and each schedule's losses must equal the 1F1B run of the same
-# plan within 1e-6 relative over RATRAIN_SCHEDULE_STEPS steps. Included from
-# test/e2e/CMakeLists.txt.
+# decoder layers (10 model layers) trains under every schedule the compiler
+# generates, on pp 2 and pp 4, and each schedule's losses must equal the 1F1B
+# run of the same plan within 1e-6 relative over RATRAIN_SCHEDULE_STEPS
+# steps. Included from test/e2e/CMakeLists.txt.
 if(NOT COMMAND ratrain_add_emitted_program OR NOT TARGET ratrain-corpus)
   return()
 endif()
 
 set(RATRAIN_SCHEDULE_STEPS 200)
-set(schedule_model ${CMAKE_CURRENT_SOURCE_DIR}/tiny-llama-8-layers.json)
+set(schedule_model ${CMAKE_CURRENT_SOURCE_DIR}/tiny-llama-8-decoders.json)
 set(schedule_host ${PROJECT_SOURCE_DIR}/examples/machines/host.yaml)
 set(schedule_kinds 1f1b zb-h1 interleaved-1f1b zbv)
 

@@ -91,6 +91,8 @@ struct CompileOptions {
   std::optional<int64_t> pp, dp, zero;
   int64_t globalBatch = 0;
   std::string policy = "ratrain";
+  /// The pipeline schedule the plan is made for (`auto`: searched).
+  std::string schedule = "1f1b";
   std::string dtype;
   bool verbose = false;
 };

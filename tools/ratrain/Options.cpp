@@ -48,6 +48,8 @@ const char *const kPlanFlagsHelp = R"(PLAN OPTIONS:
   --zero Z              ZeRO stage 0, 1 or 2 (default: the planner's choice)
   --global-batch B      sequences per step (default: 2 x ranks)
   --policy NAME         lifecycle policy: ratrain (default) or gpu-style
+  --schedule NAME       pipeline schedule: 1f1b (default), interleaved-1f1b,
+                        zb-h1, zbv, or auto (the planner picks the fastest)
   --dtype TYPE          train in bf16 or f16 (default: the config's dtype)
 )";
 
@@ -133,7 +135,7 @@ std::string formatCommand(llvm::ArrayRef<std::string> argv) {
 llvm::ArrayRef<StringRef> getPlanValueFlags() {
   static const StringRef flags[] = {"--machine", "--ranks", "--pp",
                                     "--dp",      "--zero",  "--global-batch",
-                                    "--policy",  "--dtype"};
+                                    "--policy",  "--dtype", "--schedule"};
   return flags;
 }
 
@@ -182,6 +184,15 @@ llvm::Expected<CompileOptions> getCompileOptions(const Args &args,
       return makeError("--policy: expected ratrain or gpu-style, got '" +
                        *policy + "'");
     options.policy = *policy;
+  }
+  if (std::optional<std::string> schedule = args.get("--schedule")) {
+    static const char *const kinds[] = {"1f1b", "interleaved-1f1b", "zb-h1",
+                                        "zbv", "auto"};
+    if (!llvm::is_contained(kinds, StringRef(*schedule)))
+      return makeError("--schedule: expected 1f1b, interleaved-1f1b, zb-h1, "
+                       "zbv or auto, got '" +
+                       *schedule + "'");
+    options.schedule = *schedule;
   }
   if (std::optional<std::string> dtype = args.get("--dtype")) {
     if (*dtype != "bf16" && *dtype != "f16" && *dtype != "f32")

@@ -68,7 +68,9 @@ int planCommand(const Toolchain &tools, llvm::ArrayRef<std::string> argv) {
                                         "--global-batch",
                                         std::to_string(options->globalBatch),
                                         "--policy",
-                                        options->policy};
+                                        options->policy,
+                                        "--schedule",
+                                        options->schedule};
     if (options->pp)
       llvm::append_range(command, std::vector<std::string>{
                                       "--pp", std::to_string(*options->pp)});

@@ -212,13 +212,14 @@ struct ProgramDescription {
   /// (virtual stages + 1 entries); null: StagePartition::even.
   const int64_t *partition;
   size_t partitionSize;
-  /// The rank that runs each virtual stage; null: virtual stage s on rank s.
-  const int64_t *stageRanks = nullptr;
-  size_t stageRanksSize = 0;
   /// SessionOptions defaults (flags override them).
   int64_t seqLen, microBatch, microBatches;
   const StageProgram *stages;
   size_t numStages;
+  /// The rank that runs each virtual stage (interleaved schedules; emitted
+  /// last, so other programs leave them out); null: virtual stage s on rank s.
+  const int64_t *stageRanks = nullptr;
+  size_t stageRanksSize = 0;
 };
 
 /// Builds the Runtime and the Session of `program`, runs the program of this
