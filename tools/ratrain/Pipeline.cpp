@@ -143,12 +143,21 @@ static std::optional<std::string> describePlan(StringRef planned,
   };
   double stepSeconds = double(field("step_us")) * 1e-6;
   double peakGiB = double(field("peak_bytes")) / double(1ll << 30);
-  return llvm::formatv("pp {0} x dp {1}, ZeRO-{2}, {3} micro-batches of {4}, "
-                       "predicted step {5:f3} s, peak {6:f2} GiB per rank "
-                       "(policy {7})",
+  // The schedule, when not 1F1B: `schedule = zbv, virtual_stages = 2`.
+  std::string schedule;
+  if (size_t at = attr.find("schedule = "); at != StringRef::npos) {
+    schedule = (", schedule " + attr.substr(at + 11).take_while([](char c) {
+                  return llvm::isAlnum(c) || c == '_';
+                })).str();
+    if (int64_t v = field("virtual_stages"); v > 1)
+      schedule += llvm::formatv(" with {0} virtual stages per rank", v).str();
+  }
+  return llvm::formatv("pp {0} x dp {1}, ZeRO-{2}, {3} micro-batches of {4}"
+                       "{8}, predicted step {5:f3} s, peak {6:f2} GiB per "
+                       "rank (policy {7})",
                        field("pp"), field("dp"), field("zero"),
                        field("micro_batches"), field("micro_batch_size"),
-                       stepSeconds, peakGiB, policy)
+                       stepSeconds, peakGiB, policy, schedule)
       .str();
 }
 
