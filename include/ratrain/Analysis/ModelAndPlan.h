@@ -30,6 +30,9 @@ RecomputePolicy fromIRRecompute(Recompute recompute);
 Offload toIROffload(OffloadPolicy policy);
 OffloadPolicy fromIROffload(Offload offload);
 
+/// The memory model's role of a layer of kind `kind`.
+LayerRole fromIRLayerKind(LayerKind kind);
+
 /// The planner's view of a `#ratrain.plan`: stage layer ranges over decoder
 /// layers (the plan attribute counts model layers, embedding and head
 /// included).
