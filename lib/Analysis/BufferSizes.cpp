@@ -131,11 +131,8 @@ int64_t BufferSizes::activationBytes(int64_t layer, ActivationKind kind) const {
 }
 
 int64_t BufferSizes::deferredBytes(int64_t layer) const {
-  LayerRole role = layerKinds[layer] == LayerKind::Embedding
-                       ? LayerRole::Embedding
-                   : layerKinds[layer] == LayerKind::Head ? LayerRole::Head
-                                                          : LayerRole::Decoder;
-  return ratrain::deferredBytes(config, plan.getMicroBatchSize(), role);
+  return ratrain::deferredBytes(config, plan.getMicroBatchSize(),
+                                fromIRLayerKind(layerKinds[layer]));
 }
 
 int64_t BufferSizes::boundaryBytes() const {

@@ -58,6 +58,18 @@ int64_t ratrain::getLayerParams(LayerOp layer) {
   llvm_unreachable("unknown layer kind");
 }
 
+LayerRole ratrain::fromIRLayerKind(LayerKind kind) {
+  switch (kind) {
+  case LayerKind::Embedding:
+    return LayerRole::Embedding;
+  case LayerKind::Decoder:
+    return LayerRole::Decoder;
+  case LayerKind::Head:
+    return LayerRole::Head;
+  }
+  llvm_unreachable("unknown layer kind");
+}
+
 Recompute ratrain::toIRRecompute(RecomputePolicy policy) {
   switch (policy) {
   case RecomputePolicy::None:

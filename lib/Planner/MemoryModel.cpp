@@ -258,11 +258,16 @@ DecoderDeferredLayout ratrain::decoderDeferredLayout(const LayerShape &d,
 
 int64_t ratrain::deferredBytes(const ModelConfig &model, int64_t microBatchSize,
                                LayerRole role, int64_t alignment) {
-  int64_t w = getDTypeBytes(model.dtype);
-  LayerShape shape = LayerShape::of(model, microBatchSize);
+  return deferredBytes(LayerShape::of(model, microBatchSize),
+                       getDTypeBytes(model.dtype), role, alignment);
+}
+
+int64_t ratrain::deferredBytes(const LayerShape &shape, int64_t elemBytes,
+                               LayerRole role, int64_t alignment) {
   if (role == LayerRole::Decoder)
-    return decoderDeferredLayout(shape, w, alignment).bytes;
-  return shape.tokens * shape.hidden * w;
+    return decoderDeferredLayout(shape, elemBytes, alignment).bytes;
+  // The head's final-norm output gradient, the embedding's output gradient.
+  return shape.tokens * shape.hidden * elemBytes;
 }
 
 LoweringScratch LoweringScratch::of(const LayerShape &d, int64_t E) {

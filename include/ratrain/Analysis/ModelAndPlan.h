@@ -33,6 +33,9 @@ OffloadPolicy fromIROffload(Offload offload);
 PipelineScheduleKind toIRSchedule(schedule::ScheduleKind kind);
 schedule::ScheduleKind fromIRSchedule(PipelineScheduleKind kind);
 
+/// The memory model's role of a layer of kind `kind`.
+LayerRole fromIRLayerKind(LayerKind kind);
+
 /// The planner's view of a `#ratrain.plan`: stage layer ranges over decoder
 /// layers (the plan attribute counts model layers, embedding and head
 /// included).

@@ -273,6 +273,10 @@ enum class LayerRole { Embedding, Decoder, Head };
 /// output gradient (T x h), which its weight part scatter-adds.
 int64_t deferredBytes(const ModelConfig &model, int64_t microBatchSize,
                       LayerRole role, int64_t alignment = kLoweringAlignment);
+/// The same for a layer of `shape` at `elemBytes` per element (what the
+/// lowering checks the assigned deferred buffers against).
+int64_t deferredBytes(const LayerShape &shape, int64_t elemBytes,
+                      LayerRole role, int64_t alignment = kLoweringAlignment);
 
 /// Sizes of the lowering's per-layer kernel temporaries and message slots
 /// (bytes, before alignment).

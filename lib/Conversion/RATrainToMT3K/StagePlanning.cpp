@@ -97,9 +97,9 @@ LogicalResult StageLowering::plan() {
   for (const StageBuffer &buffer : buffers.getBuffers()) {
     if (buffer.kind != BufferKind::Deferred)
       continue;
-    int64_t need = layerOp(buffer.layer).getKind() == LayerKind::Decoder
-                       ? deferredLayout.bytes
-                       : T * dims.hidden * E;
+    int64_t need =
+        deferredBytes(layerShape(dims), E,
+                      fromIRLayerKind(layerOp(buffer.layer).getKind()), A);
     if (buffer.bytes < need)
       return stage.emitOpError("stage ")
              << stageIndex << ": " << buffer.describe() << " has "

@@ -24,6 +24,19 @@
 // RUN: FileCheck %s --check-prefix=LOWERED < %t.mlir
 // RUN: python3 %S/../Inputs/mt3k-gradcheck.py %t.mlir | FileCheck %s
 
+// The same schedule with stage 0's decoder backward split by hand into its
+// input and weight parts (deferred buffers of 1152 bytes appended to the
+// arena): the weight part recomputes SwiGLU the same way (the same four
+// SwiGLUs into the workspace) and the gradients pass the same check.
+// RUN: sed -e 's|%%g1_0 = ratrain.backward %%view1, %%act1_0 mb(0) {ratrain.buffers = array<i64: 13, 11744, 1984>}|%%d1_0 = ratrain.backward_input %%view1, %%act1_0 mb(0) {ratrain.buffers = array<i64: 40, 13888, 1152>} : !ratrain.view<1>, !ratrain.act<1, selective>\n    %%g1_0 = ratrain.backward_weight %%view1, %%act1_0, %%d1_0 mb(0) {ratrain.buffers = array<i64: 13, 11744, 1984>}|' \
+// RUN:     -e 's|%%g1_1 = ratrain.backward %%view1, %%act1_1 acc(%%g1_0) mb(1) {ratrain.buffers = array<i64: 13, 11744, 1984>}|%%d1_1 = ratrain.backward_input %%view1, %%act1_1 mb(1) {ratrain.buffers = array<i64: 41, 15040, 1152>} : !ratrain.view<1>, !ratrain.act<1, selective>\n    %%g1_1 = ratrain.backward_weight %%view1, %%act1_1, %%d1_1 acc(%%g1_0) mb(1) {ratrain.buffers = array<i64: 13, 11744, 1984>}|' \
+// RUN:     -e 's/ratrain.arena_bytes = 13888/ratrain.arena_bytes = 16192/' %s > %t.split-input.mlir
+// RUN: grep -c '^    %%d1_[01] = ratrain.backward_input' %t.split-input.mlir | grep -qx 2
+// RUN: ratrain-opt %t.split-input.mlir --ratrain-verify-schedule > /dev/null
+// RUN: ratrain-opt %t.split-input.mlir --ratrain-lower-to-mt3k="machine=%S/Inputs/tiny.yaml outline-layers=false" > %t.split.mlir
+// RUN: FileCheck %s --check-prefix=LOWERED < %t.split.mlir
+// RUN: python3 %S/../Inputs/mt3k-gradcheck.py %t.split.mlir | FileCheck %s
+
 // LOWERED-LABEL: mt3k.program @stage0
 // LOWERED: %[[WS:[0-9]+]] = mt3k.buffer "scratch.w" at 7008 : !mt3k.buffer<ddr, 384xi8>
 // LOWERED-NEXT: %[[HACT:[0-9]+]] = mt3k.view %[[WS]][0] : !mt3k.buffer<ddr, 384xi8> to !mt3k.buffer<ddr, 4x12xf32>

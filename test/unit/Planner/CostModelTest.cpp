@@ -153,6 +153,28 @@ TEST(CostModel, LayerCosts) {
   EXPECT_GT(costs.embeddingBackward(1), costs.embeddingForward(1));
 }
 
+TEST(CostModel, SplitBackwardPartsSumToTheBackward) {
+  MachineModel machine = testMachine();
+  ModelConfig model = testModel();
+  CostModel costs(model, machine);
+  for (int64_t b : {1, 2, 4}) {
+    // The weight part is the seven dW GEMMs, about half the GEMM work; the
+    // input part the rest (dX GEMMs, attention backward, elementwise).
+    double input = costs.layerBackwardInput(b);
+    double weight = costs.layerBackwardWeight(b);
+    EXPECT_GT(input, 0);
+    EXPECT_GT(weight, 0);
+    EXPECT_LT(weight, input);
+    EXPECT_NEAR(input + weight, costs.layerBackward(b),
+                1e-12 * costs.layerBackward(b));
+    EXPECT_GT(costs.headBackwardWeight(b), 0);
+    EXPECT_NEAR(costs.headBackwardInput(b) + costs.headBackwardWeight(b),
+                costs.headBackward(b), 1e-12 * costs.headBackward(b));
+    EXPECT_EQ(costs.embeddingBackwardInput(b), 0);
+    EXPECT_EQ(costs.embeddingBackwardWeight(b), costs.embeddingBackward(b));
+  }
+}
+
 TEST(CostModel, OneFOneBPipelineAndBubble) {
   MachineModel machine = testMachine();
   ModelConfig model = testModel();

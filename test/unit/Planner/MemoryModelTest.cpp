@@ -152,6 +152,26 @@ TEST(MemoryModel, LayerActivationFormulas) {
   EXPECT_EQ(layerActivationBytes(m, 2, RecomputePolicy::Full), 2 * kFullB2);
 }
 
+TEST(MemoryModel, DeferredBytesOfASplitBackward) {
+  ModelConfig model = synthetic();
+  int64_t w = getDTypeBytes(model.dtype);
+  for (int64_t b : {1, 2}) {
+    int64_t T = model.seqLen * b, h = model.hidden, f = model.ffnHidden;
+    int64_t q = model.numHeads * model.headDim(), kv = model.kvDim();
+    // dy, dgate, dup, dxn2, dres, dq, dk, dv, dxn1 (all 64-byte multiples).
+    EXPECT_EQ(deferredBytes(model, b, LayerRole::Decoder),
+              T * w * (4 * h + 2 * f + q + 2 * kv));
+    DecoderDeferredLayout layout =
+        decoderDeferredLayout(LayerShape::of(model, b), w);
+    EXPECT_EQ(layout.dy, 0);
+    EXPECT_EQ(layout.dxn1 + T * h * w, layout.bytes);
+    // The head's final-norm output gradient, the embedding's output
+    // gradient.
+    EXPECT_EQ(deferredBytes(model, b, LayerRole::Head), T * h * w);
+    EXPECT_EQ(deferredBytes(model, b, LayerRole::Embedding), T * h * w);
+  }
+}
+
 TEST(MemoryModel, OneFOneBInFlightMicroBatches) {
   ParallelConfig c =
       ParallelConfig::balanced(8, 4, 1, 2, 8, RecomputePolicy::None);
