@@ -10,6 +10,7 @@ holds the inputs that are not in a test: binary files and past findings).
 - machine-file: examples/machines/*.yaml and every *.yaml in test/
 - trainer-state: the trainer_state.json sections of test/
 - mlir: every test/**/*.mlir, cut at `// -----` (--split-input-file)
+- schedule-csv: every *.csv under test/ (pipeline schedules)
 """
 import hashlib
 import pathlib
@@ -39,12 +40,15 @@ def sections(path):
 def main():
     root, out = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
     seeds = {name: [] for name in ("hf-config", "machine-file",
-                                   "trainer-state", "mlir")}
+                                   "trainer-state", "mlir", "schedule-csv")}
     for path in sorted((root / "examples" / "models").glob("*.json")):
         seeds["hf-config"].append(path.read_text())
     for path in sorted((root / "examples" / "machines").glob("*.yaml")):
         seeds["machine-file"].append(path.read_text())
     for path in sorted((root / "test").rglob("*")):
+        if path.is_file() and path.suffix == ".csv":
+            seeds["schedule-csv"].append(path.read_text(errors="replace"))
+            continue
         if not path.is_file() or path.suffix not in (".json", ".yaml", ".test",
                                                      ".mlir"):
             continue
