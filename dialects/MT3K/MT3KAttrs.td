@@ -164,8 +164,9 @@ def MT3K_JobAttr : MT3K_Attr<"Job", "job"> {
   let description = [{
     The job the programs are one step of: clusters, pipeline stages `pp`
     and data-parallel replicas `dp`, micro-batching, the ZeRO stage, the
-    model layers (embedding, decoder layers, head) of each stage, and the
-    lifecycle policy that scheduled it. The lowering sets it on the module
+    model layers (embedding, decoder layers, head) of each virtual stage,
+    the lifecycle policy that scheduled it, and with interleaved schedules
+    `stage_ranks`, the rank (pipeline stage) that runs each virtual stage. The lowering sets it on the module
     as `mt3k.job`.
 
     ```mlir
@@ -178,7 +179,8 @@ def MT3K_JobAttr : MT3K_Attr<"Job", "job"> {
                         "int64_t":$micro_batch_size, "int64_t":$micro_batches,
                         "int64_t":$zero,
                         "::mlir::DenseI64ArrayAttr":$stage_layers,
-                        "::mlir::StringAttr":$policy);
+                        "::mlir::StringAttr":$policy,
+                        OptionalParameter<"::mlir::DenseI64ArrayAttr">:$stage_ranks);
   let assemblyFormat = "`<` struct(params) `>`";
 }
 

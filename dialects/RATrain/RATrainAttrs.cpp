@@ -14,6 +14,63 @@ using namespace ratrain;
 
 #include "RATrain/RATrainEnums.cpp.inc"
 
+/// The plan's trailing fields that keep their defaults unless printed:
+/// `, offload = <o>`, `, schedule = <s>`, `, virtual_stages = <v>`, in
+/// this order; then the closing `>`.
+static ParseResult parsePlanExtras(AsmParser &parser, Offload &offload,
+                                   PipelineScheduleKind &schedule,
+                                   int64_t &virtualStages) {
+  offload = Offload::None;
+  schedule = PipelineScheduleKind::OneFOneB;
+  virtualStages = 1;
+  while (succeeded(parser.parseOptionalComma())) {
+    StringRef key;
+    SMLoc loc = parser.getCurrentLocation();
+    if (parser.parseKeyword(&key) || parser.parseEqual())
+      return failure();
+    if (key == "virtual_stages") {
+      if (parser.parseInteger(virtualStages))
+        return failure();
+      continue;
+    }
+    StringRef value;
+    SMLoc valueLoc = parser.getCurrentLocation();
+    if (parser.parseKeyword(&value))
+      return failure();
+    if (key == "offload") {
+      std::optional<Offload> parsed = symbolizeOffload(value);
+      if (!parsed)
+        return parser.emitError(valueLoc, "unknown offload '") << value << "'";
+      offload = *parsed;
+    } else if (key == "schedule") {
+      std::optional<PipelineScheduleKind> parsed =
+          symbolizePipelineScheduleKind(value);
+      if (!parsed)
+        return parser.emitError(valueLoc, "unknown schedule '")
+               << value
+               << "'; expected one_f_one_b, interleaved_1f1b, zb_h1, zbv or "
+                  "custom";
+      schedule = *parsed;
+    } else {
+      return parser.emitError(loc, "unknown plan field '")
+             << key << "'; expected offload, schedule or virtual_stages";
+    }
+  }
+  return parser.parseGreater();
+}
+
+static void printPlanExtras(AsmPrinter &printer, Offload offload,
+                            PipelineScheduleKind schedule,
+                            int64_t virtualStages) {
+  if (offload != Offload::None)
+    printer << ", offload = " << stringifyOffload(offload);
+  if (schedule != PipelineScheduleKind::OneFOneB)
+    printer << ", schedule = " << stringifyPipelineScheduleKind(schedule);
+  if (virtualStages != 1)
+    printer << ", virtual_stages = " << virtualStages;
+  printer << ">";
+}
+
 #define GET_ATTRDEF_CLASSES
 #include "RATrain/RATrainAttrs.cpp.inc"
 
@@ -30,7 +87,8 @@ LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                int64_t zero, ArrayRef<int64_t> stageLayers,
                                ArrayRef<Recompute> recompute,
                                int64_t stepMicros, int64_t peakBytes,
-                               Offload offload) {
+                               Offload offload, PipelineScheduleKind schedule,
+                               int64_t virtualStages) {
   if (pp < 1 || dp < 1 || microBatchSize < 1 || microBatches < 1)
     return emitError() << "plan needs pp, dp, micro_batch_size and "
                           "micro_batches >= 1";
@@ -53,12 +111,44 @@ LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                        << " clusters but only " << clusters << " are given";
   if (zero < 0 || zero > 2)
     return emitError() << "plan zero stage must be 0, 1 or 2, got " << zero;
-  if (int64_t(stageLayers.size()) != pp)
+  if (virtualStages < 1 || virtualStages > limits::kMaxModelLayers / pp)
+    return emitError() << "plan virtual_stages = " << virtualStages
+                       << " must be 1 to " << limits::kMaxModelLayers / pp
+                       << " (pp * virtual_stages model chunks of at least one "
+                          "layer each, up to the limit of "
+                       << limits::kMaxModelLayers << " layers)";
+  switch (schedule) {
+  case PipelineScheduleKind::OneFOneB:
+  case PipelineScheduleKind::ZBH1:
+    if (virtualStages != 1)
+      return emitError() << "plan schedule " << stringifyEnum(schedule)
+                         << " runs one virtual stage per rank, not "
+                         << virtualStages;
+    break;
+  case PipelineScheduleKind::Interleaved1F1B:
+    if (virtualStages < 2)
+      return emitError() << "plan schedule interleaved_1f1b needs "
+                            "virtual_stages >= 2, got "
+                         << virtualStages;
+    break;
+  case PipelineScheduleKind::ZBV:
+    if (virtualStages != 2)
+      return emitError() << "plan schedule zbv runs 2 virtual stages per "
+                            "rank, not "
+                         << virtualStages;
+    break;
+  case PipelineScheduleKind::Custom:
+    break;
+  }
+  int64_t chunks = pp * virtualStages;
+  if (int64_t(stageLayers.size()) != chunks)
     return emitError() << "plan has " << stageLayers.size()
-                       << " stage_layers entries for pp = " << pp;
-  if (int64_t(recompute.size()) != pp)
+                       << " stage_layers entries for pp * virtual_stages = "
+                       << chunks;
+  if (int64_t(recompute.size()) != chunks)
     return emitError() << "plan has " << recompute.size()
-                       << " recompute entries for pp = " << pp;
+                       << " recompute entries for pp * virtual_stages = "
+                       << chunks;
   int64_t totalLayers = 0;
   for (int64_t count : stageLayers) {
     if (count < 1 || count > limits::kMaxModelLayers)
@@ -88,4 +178,15 @@ int64_t PlanAttr::getFirstLayer(int64_t stage) const {
   for (int64_t i = 0; i < stage; ++i)
     first += getStageLayers()[i];
   return first;
+}
+
+int64_t PlanAttr::getVirtualStageOfLayer(int64_t layer) const {
+  ArrayRef<int64_t> counts = getStageLayers();
+  int64_t end = 0;
+  for (auto [stage, count] : llvm::enumerate(counts)) {
+    end += count;
+    if (layer < end)
+      return int64_t(stage);
+  }
+  return int64_t(counts.size()) - 1;
 }

@@ -60,6 +60,25 @@ def RATrain_RecomputePolicy : I32EnumAttr<"Recompute",
   let cppNamespace = "::ratrain";
 }
 
+def RATrain_PipelineScheduleKind : I32EnumAttr<"PipelineScheduleKind",
+    "the order in which pipeline ranks run forwards and backwards", [
+  I32EnumAttrCase<"OneFOneB", 0, "one_f_one_b">,
+  I32EnumAttrCase<"Interleaved1F1B", 1, "interleaved_1f1b">,
+  I32EnumAttrCase<"ZBH1", 2, "zb_h1">,
+  I32EnumAttrCase<"ZBV", 3, "zbv">,
+  I32EnumAttrCase<"Custom", 4, "custom">
+]> {
+  let cppNamespace = "::ratrain";
+  let description = [{
+    `one_f_one_b`: non-interleaved 1F1B; `interleaved_1f1b`: Megatron's
+    virtual pipeline (virtual stage c on rank c mod pp); `zb_h1`: zero-bubble
+    H1 (backward split into input and weight parts, weight parts deferred
+    into the bubbles); `zbv`: zero-bubble V (two virtual stages per rank in a
+    V, split backward); `custom`: an action list brought by the user (CSV).
+    The action lists come from ratrain/Schedule/PipelineSchedule.h.
+  }];
+}
+
 def RATrain_Offload : I32EnumAttr<"Offload",
     "which states live in the offload tier between updates", [
   I32EnumAttrCase<"None", 0, "none">,
@@ -144,9 +163,12 @@ class RATrain_Attr<string name, string attrMnemonic, list<Trait> traits = []>
 def RATrain_PlanAttr : RATrain_Attr<"Plan", "plan"> {
   let summary = "the parallel configuration of a training run";
   let description = [{
-    Chosen by `--ratrain-plan`. `stage_layers[i]` is the number of model
-    layers (embedding and head included) that stage `i` owns, in order;
-    `recompute[i]` its activation recovery policy. `zero` is the optimizer
+    Chosen by `--ratrain-plan`. The pipeline has `pp * virtual_stages`
+    virtual stages (model chunks) in model order; `stage_layers[i]` is the
+    number of model layers (embedding and head included) that virtual stage
+    `i` owns, in order; `recompute[i]` its activation recovery policy.
+    `schedule` (omitted when `one_f_one_b`) is the pipeline schedule the
+    step runs, `virtual_stages` (omitted when 1) the chunks per rank. `zero` is the optimizer
     sharding stage over the data-parallel group (0, 1 or 2); `offload`
     (omitted when `none`) which states live in the offload tier. `step_us` (the
     step time in microseconds) and `peak_bytes` (the largest per-cluster
@@ -170,7 +192,10 @@ def RATrain_PlanAttr : RATrain_Attr<"Plan", "plan"> {
     ArrayRefParameter<"::ratrain::Recompute">:$recompute,
     "int64_t":$step_us,
     "int64_t":$peak_bytes,
-    DefaultValuedParameter<"::ratrain::Offload", "::ratrain::Offload::None">:$offload
+    DefaultValuedParameter<"::ratrain::Offload", "::ratrain::Offload::None">:$offload,
+    DefaultValuedParameter<"::ratrain::PipelineScheduleKind",
+                           "::ratrain::PipelineScheduleKind::OneFOneB">:$schedule,
+    DefaultValuedParameter<"int64_t", "1">:$virtual_stages
   );
   let assemblyFormat = [{
     `<` `clusters` `=` $clusters `,` `pp` `=` $pp `,` `dp` `=` $dp `,`
@@ -178,13 +203,44 @@ def RATrain_PlanAttr : RATrain_Attr<"Plan", "plan"> {
     `micro_batches` `=` $micro_batches `,` `zero` `=` $zero `,`
     `stage_layers` `=` `[` $stage_layers `]` `,`
     `recompute` `=` `[` $recompute `]` `,` `step_us` `=` $step_us `,`
-    `peak_bytes` `=` $peak_bytes (`,` `offload` `=` $offload^)? `>`
+    `peak_bytes` `=` $peak_bytes
+    `` custom<PlanExtras>($offload, $schedule, $virtual_stages)
   }];
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
-    /// First model layer of stage `stage`.
+    /// First model layer of virtual stage `stage`.
     int64_t getFirstLayer(int64_t stage) const;
+    /// pp * virtual_stages.
+    int64_t getNumVirtualStages() const { return getPp() * getVirtualStages(); }
+    /// The virtual stage that owns model layer `layer`.
+    int64_t getVirtualStageOfLayer(int64_t layer) const;
+    /// The recompute policy of the virtual stage owning `layer`.
+    ::ratrain::Recompute getLayerRecompute(int64_t layer) const {
+      return getRecompute()[getVirtualStageOfLayer(layer)];
+    }
   }];
 }
+
+def RATrain_StageChunkAttr : RATrain_Attr<"StageChunk", "chunk"> {
+  let summary = "one virtual stage (model chunk) a pipeline rank runs";
+  let description = [{
+    Virtual stage `virtual_stage` of the pipeline owns model layers
+    `[first_layer, first_layer + num_layers)`.
+  }];
+  let parameters = (ins "int64_t":$virtual_stage, "int64_t":$first_layer,
+                        "int64_t":$num_layers);
+  let assemblyFormat = [{
+    `<` $virtual_stage `,` $first_layer `,` $num_layers `>`
+  }];
+  let extraClassDeclaration = [{
+    int64_t getEndLayer() const { return getFirstLayer() + getNumLayers(); }
+    bool contains(int64_t layer) const {
+      return layer >= getFirstLayer() && layer < getEndLayer();
+    }
+  }];
+}
+
+def RATrain_StageChunkArrayAttr
+    : TypedArrayAttrBase<RATrain_StageChunkAttr, "virtual stages of a rank">;
 
 #endif // RATRAIN_ATTRS_TD

@@ -41,8 +41,12 @@ def RATrain_TransferOpInterface : OpInterface<"TransferOpInterface"> {
       "::ratrain::Payload", "getPayload">,
     InterfaceMethod<"The micro-batch of the tensor.",
       "uint64_t", "getMicroBatch">,
-    InterfaceMethod<"The stage the tensor goes to or comes from.",
-      "uint64_t", "getPeer">
+    InterfaceMethod<"The rank the tensor goes to or comes from.",
+      "uint64_t", "getPeer">,
+    InterfaceMethod<"The virtual stage of this side of the transfer.",
+      "int64_t", "getVirtualStage">,
+    InterfaceMethod<"The virtual stage of the other side.",
+      "int64_t", "getPeerVirtualStage">
   ];
 }
 

@@ -174,18 +174,36 @@ LogicalResult PipelineOp::verifyRegions() {
   if (int64_t(stages.size()) != plan.getPp())
     return emitOpError("has ")
            << stages.size() << " stages but its plan has pp = " << plan.getPp();
+  // Every virtual stage of the plan runs on exactly one rank, with the
+  // plan's layers.
+  int64_t numChunks = plan.getNumVirtualStages();
+  SmallVector<int64_t> owner(numChunks, -1);
   for (auto [index, stage] : llvm::enumerate(stages)) {
     if (stage.getStage() != int64_t(index))
       return stage.emitOpError("is numbered ")
              << stage.getStage() << " but is stage " << index
              << " of the pipeline";
-    if (stage.getFirstLayer() != plan.getFirstLayer(index) ||
-        stage.getNumLayers() != plan.getStageLayers()[index])
-      return stage.emitOpError("owns layers [")
-             << stage.getFirstLayer() << ", " << stage.getEndLayer()
-             << ") but the plan gives it [" << plan.getFirstLayer(index) << ", "
-             << plan.getFirstLayer(index) + plan.getStageLayers()[index] << ")";
+    for (StageChunkAttr chunk : stage.getChunkList()) {
+      int64_t c = chunk.getVirtualStage();
+      if (c < 0 || c >= numChunks)
+        return stage.emitOpError("runs virtual stage ")
+               << c << " but the plan has " << numChunks;
+      if (owner[c] >= 0)
+        return stage.emitOpError("runs virtual stage ")
+               << c << ", which stage " << owner[c] << " runs too";
+      owner[c] = int64_t(index);
+      if (chunk.getFirstLayer() != plan.getFirstLayer(c) ||
+          chunk.getNumLayers() != plan.getStageLayers()[c])
+        return stage.emitOpError("owns layers [")
+               << chunk.getFirstLayer() << ", " << chunk.getEndLayer()
+               << ") in virtual stage " << c << " but the plan gives it ["
+               << plan.getFirstLayer(c) << ", "
+               << plan.getFirstLayer(c) + plan.getStageLayers()[c] << ")";
+    }
   }
+  for (auto [c, rank] : llvm::enumerate(owner))
+    if (rank < 0)
+      return emitOpError("runs virtual stage ") << c << " on no stage";
   return success();
 }
 
@@ -209,12 +227,12 @@ LogicalResult PipelineOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
 // StageOp
 //===----------------------------------------------------------------------===//
 
-/// The block argument types of a stage owning layers [first, first + count):
-/// per layer its view, master and optimizer state.
-static SmallVector<Type> getStageStateTypes(MLIRContext *context, int64_t first,
-                                            int64_t count) {
+/// The block argument types of a stage owning `layers` (ascending): per
+/// layer its view, master and optimizer state.
+static SmallVector<Type> getStageStateTypes(MLIRContext *context,
+                                            ArrayRef<int64_t> layers) {
   SmallVector<Type> types;
-  for (int64_t layer = first; layer < first + count; ++layer) {
+  for (int64_t layer : layers) {
     types.push_back(ViewType::get(context, layer));
     types.push_back(MasterType::get(context, layer));
     types.push_back(OptStateType::get(context, layer));
@@ -224,29 +242,87 @@ static SmallVector<Type> getStageStateTypes(MLIRContext *context, int64_t first,
 
 void StageOp::build(OpBuilder &builder, OperationState &state, int64_t stage,
                     int64_t firstLayer, int64_t numLayers) {
+  build(builder, state, stage,
+        {StageChunkAttr::get(builder.getContext(), stage, firstLayer,
+                             numLayers)});
+}
+
+void StageOp::build(OpBuilder &builder, OperationState &state, int64_t stage,
+                    ArrayRef<StageChunkAttr> chunks) {
   state.addAttribute(getStageAttrName(state.name),
                      builder.getI64IntegerAttr(stage));
-  state.addAttribute(getFirstLayerAttrName(state.name),
-                     builder.getI64IntegerAttr(firstLayer));
-  state.addAttribute(getNumLayersAttrName(state.name),
-                     builder.getI64IntegerAttr(numLayers));
+  state.addAttribute(getChunksAttrName(state.name),
+                     builder.getArrayAttr(
+                         SmallVector<Attribute>(chunks.begin(), chunks.end())));
+  SmallVector<int64_t> layers;
+  for (StageChunkAttr chunk : chunks)
+    for (int64_t l = chunk.getFirstLayer(); l < chunk.getEndLayer(); ++l)
+      layers.push_back(l);
   Region *body = state.addRegion();
   Block *block = new Block();
-  SmallVector<Type> types =
-      getStageStateTypes(builder.getContext(), firstLayer, numLayers);
+  SmallVector<Type> types = getStageStateTypes(builder.getContext(), layers);
   block->addArguments(types,
                       SmallVector<Location>(types.size(), state.location));
   body->push_back(block);
 }
 
+SmallVector<StageChunkAttr, 2> StageOp::getChunkList() {
+  return llvm::to_vector<2>(getChunks().getAsRange<StageChunkAttr>());
+}
+
+SmallVector<int64_t> StageOp::getLayers() {
+  SmallVector<int64_t> layers;
+  for (StageChunkAttr chunk : getChunkList())
+    for (int64_t l = chunk.getFirstLayer(); l < chunk.getEndLayer(); ++l)
+      layers.push_back(l);
+  return layers;
+}
+
+int64_t StageOp::getNumLayers() {
+  int64_t count = 0;
+  for (StageChunkAttr chunk : getChunkList())
+    count += chunk.getNumLayers();
+  return count;
+}
+
+bool StageOp::ownsLayer(int64_t layer) {
+  return llvm::any_of(getChunkList(), [&](StageChunkAttr chunk) {
+    return chunk.contains(layer);
+  });
+}
+
+StageChunkAttr StageOp::getChunkOfLayer(int64_t layer) {
+  for (StageChunkAttr chunk : getChunkList())
+    if (chunk.contains(layer))
+      return chunk;
+  llvm_unreachable("the stage does not own the layer");
+}
+
+bool StageOp::isInterleaved() {
+  SmallVector<StageChunkAttr, 2> chunks = getChunkList();
+  return chunks.size() != 1 ||
+         chunks.front().getVirtualStage() != int64_t(getStage());
+}
+
+/// The index of `layer` among the stage's owned layers.
+static int64_t getOwnedLayerIndex(StageOp stage, int64_t layer) {
+  int64_t index = 0;
+  for (StageChunkAttr chunk : stage.getChunkList()) {
+    if (chunk.contains(layer))
+      return index + layer - chunk.getFirstLayer();
+    index += chunk.getNumLayers();
+  }
+  llvm_unreachable("the stage does not own the layer");
+}
+
 BlockArgument StageOp::getViewArg(int64_t layer) {
-  return getBody().getArgument(3 * (layer - getFirstLayer()));
+  return getBody().getArgument(3 * getOwnedLayerIndex(*this, layer));
 }
 BlockArgument StageOp::getMasterArg(int64_t layer) {
-  return getBody().getArgument(3 * (layer - getFirstLayer()) + 1);
+  return getBody().getArgument(3 * getOwnedLayerIndex(*this, layer) + 1);
 }
 BlockArgument StageOp::getOptStateArg(int64_t layer) {
-  return getBody().getArgument(3 * (layer - getFirstLayer()) + 2);
+  return getBody().getArgument(3 * getOwnedLayerIndex(*this, layer) + 2);
 }
 YieldOp StageOp::getYield() {
   return cast<YieldOp>(getBody().front().getTerminator());
@@ -265,63 +341,112 @@ void StageOp::getAsmBlockArgumentNames(Region &region,
   }
 }
 
+/// Parses `[first, end)` into a chunk of virtual stage `stage`.
+static ParseResult parseLayerRange(OpAsmParser &parser, int64_t stage,
+                                   SmallVectorImpl<StageChunkAttr> &chunks) {
+  int64_t first, end;
+  SMLoc loc = parser.getNameLoc();
+  if (parser.parseLSquare() || parser.parseInteger(first) ||
+      parser.parseComma() || parser.parseInteger(end) || parser.parseRParen())
+    return failure();
+  if (first < 0 || end < first)
+    return parser.emitError(loc, "layer range [")
+           << first << ", " << end << ") "
+           << (first < 0 ? "starts below layer 0" : "runs backwards");
+  chunks.push_back(
+      StageChunkAttr::get(parser.getContext(), stage, first, end - first));
+  return success();
+}
+
 // ratrain.stage 0 layers [0, 2) states(%a: t, ...) attributes {...} { ... }
+// ratrain.stage 0 chunks [0: [0, 2), 2: [4, 6)] states(...) { ... }
 ParseResult StageOp::parse(OpAsmParser &parser, OperationState &result) {
-  int64_t stage, first, end;
+  int64_t stage;
+  SmallVector<StageChunkAttr> chunks;
   SmallVector<OpAsmParser::Argument> arguments;
-  if (parser.parseInteger(stage) || parser.parseKeyword("layers") ||
-      parser.parseLSquare() || parser.parseInteger(first) ||
-      parser.parseComma() || parser.parseInteger(end) || parser.parseRParen() ||
-      parser.parseKeyword("states") ||
+  if (parser.parseInteger(stage))
+    return failure();
+  if (succeeded(parser.parseOptionalKeyword("chunks"))) {
+    if (parser.parseCommaSeparatedList(
+            OpAsmParser::Delimiter::Square, [&]() -> ParseResult {
+              int64_t virtualStage;
+              if (parser.parseInteger(virtualStage) || parser.parseColon())
+                return failure();
+              return parseLayerRange(parser, virtualStage, chunks);
+            }))
+      return failure();
+  } else if (parser.parseKeyword("layers") ||
+             parseLayerRange(parser, stage, chunks)) {
+    return failure();
+  }
+  if (parser.parseKeyword("states") ||
       parser.parseArgumentList(arguments, OpAsmParser::Delimiter::Paren,
                                /*allowType=*/true) ||
       parser.parseOptionalAttrDictWithKeyword(result.attributes))
     return failure();
-  if (first < 0 || end < first)
-    return parser.emitError(parser.getNameLoc(), "layer range [")
-           << first << ", " << end << ") "
-           << (first < 0 ? "starts below layer 0" : "runs backwards");
   Builder &builder = parser.getBuilder();
   result.addAttribute(getStageAttrName(result.name),
                       builder.getI64IntegerAttr(stage));
-  result.addAttribute(getFirstLayerAttrName(result.name),
-                      builder.getI64IntegerAttr(first));
-  result.addAttribute(getNumLayersAttrName(result.name),
-                      builder.getI64IntegerAttr(end - first));
+  result.addAttribute(getChunksAttrName(result.name),
+                      builder.getArrayAttr(SmallVector<Attribute>(
+                          chunks.begin(), chunks.end())));
   Region *body = result.addRegion();
   return parser.parseRegion(*body, arguments);
 }
 
 void StageOp::print(OpAsmPrinter &printer) {
-  printer << ' ' << getStage() << " layers [" << getFirstLayer() << ", "
-          << getEndLayer() << ") states(";
+  printer << ' ' << getStage();
+  if (!isInterleaved()) {
+    StageChunkAttr chunk = getChunkList().front();
+    printer << " layers [" << chunk.getFirstLayer() << ", "
+            << chunk.getEndLayer() << ")";
+  } else {
+    printer << " chunks [";
+    llvm::interleaveComma(getChunkList(), printer, [&](StageChunkAttr chunk) {
+      printer << chunk.getVirtualStage() << ": [" << chunk.getFirstLayer()
+              << ", " << chunk.getEndLayer() << ")";
+    });
+    printer << "]";
+  }
+  printer << " states(";
   llvm::interleaveComma(
       getBody().getArguments(), printer,
       [&](BlockArgument arg) { printer.printRegionArgument(arg); });
   printer << ')';
   printer.printOptionalAttrDictWithKeyword(
-      (*this)->getAttrs(),
-      {getStageAttrName(), getFirstLayerAttrName(), getNumLayersAttrName()});
+      (*this)->getAttrs(), {getStageAttrName(), getChunksAttrName()});
   printer << ' ';
   printer.printRegion(getBody(), /*printEntryBlockArgs=*/false);
 }
 
 LogicalResult StageOp::verifyRegions() {
-  // I64Attr getters are unsigned: compare the signed values, and bound the
-  // count before building the expected types (hand-written IR may have a
-  // range that runs backwards or spans 2^40 layers).
-  int64_t first = static_cast<int64_t>(getFirstLayer());
-  int64_t count = static_cast<int64_t>(getNumLayers());
-  if (first < 0 || count < 1)
-    return emitOpError("must own at least one layer from layer 0 on, got ")
-           << count << " layers from layer " << first;
-  if (first > limits::kMaxModelLayers ||
-      count > limits::kMaxModelLayers - first)
-    return emitOpError("owns ")
-           << count << " layers from layer " << first << ", past the limit of "
-           << limits::kMaxModelLayers << " model layers";
-  SmallVector<Type> expected =
-      getStageStateTypes(getContext(), getFirstLayer(), getNumLayers());
+  // Bound the chunks before building the expected types (hand-written IR may
+  // have a range that runs backwards or spans 2^40 layers).
+  SmallVector<StageChunkAttr, 2> chunks = getChunkList();
+  if (chunks.empty())
+    return emitOpError("must run at least one virtual stage");
+  int64_t previousEnd = 0, previousStage = -1;
+  for (StageChunkAttr chunk : chunks) {
+    int64_t first = chunk.getFirstLayer(), count = chunk.getNumLayers();
+    if (first < 0 || count < 1)
+      return emitOpError("must own at least one layer from layer 0 on per "
+                         "virtual stage, got ")
+             << count << " layers from layer " << first;
+    if (first > limits::kMaxModelLayers ||
+        count > limits::kMaxModelLayers - first)
+      return emitOpError("owns ") << count << " layers from layer " << first
+                                  << ", past the limit of "
+                                  << limits::kMaxModelLayers << " model layers";
+    if (chunk.getVirtualStage() <= previousStage || first < previousEnd)
+      return emitOpError("virtual stages must ascend with their layers; "
+                         "virtual stage ")
+             << chunk.getVirtualStage() << " at layer " << first
+             << " follows virtual stage " << previousStage
+             << " ending at layer " << previousEnd;
+    previousStage = chunk.getVirtualStage();
+    previousEnd = chunk.getEndLayer();
+  }
+  SmallVector<Type> expected = getStageStateTypes(getContext(), getLayers());
   TypeRange actual = getBody().getArgumentTypes();
   if (expected != SmallVector<Type>(actual))
     return emitOpError("states must be, per owned layer in order, its view, "
@@ -391,6 +516,46 @@ LogicalResult RecomputeOp::verify() {
   return success();
 }
 
+/// Verifies the activations of a backward part of `layer` for `microBatch`.
+static LogicalResult verifyBackwardActivation(Operation *op, Value activation,
+                                              int64_t layer,
+                                              int64_t microBatch) {
+  int64_t actLayer = cast<ActivationType>(activation.getType()).getLayer();
+  if (actLayer != layer)
+    return op->emitOpError("uses activations of layer ")
+           << actLayer << " in the backward of layer " << layer;
+  if (std::optional<int64_t> mb = getProducerMicroBatch(activation))
+    if (*mb != microBatch)
+      return op->emitOpError("is the backward of micro-batch ")
+             << microBatch << " but uses the activations of micro-batch "
+             << *mb;
+  return success();
+}
+
+LogicalResult BackwardInputOp::verify() {
+  if (static_cast<int64_t>(getMicroBatch()) < 0)
+    return emitOpError("micro-batch must not be negative");
+  return verifyBackwardActivation(
+      *this, getActivation(), getView().getType().getLayer(), getMicroBatch());
+}
+
+LogicalResult BackwardWeightOp::verify() {
+  if (static_cast<int64_t>(getMicroBatch()) < 0)
+    return emitOpError("micro-batch must not be negative");
+  if (failed(verifyBackwardActivation(*this, getActivation(),
+                                      getView().getType().getLayer(),
+                                      getMicroBatch())))
+    return failure();
+  if (auto input = getDeferred().getDefiningOp<BackwardInputOp>())
+    if (input.getMicroBatch() != getMicroBatch())
+      return emitOpError("is the weight part of micro-batch ")
+             << getMicroBatch()
+             << " but uses the deferred value of the input part of "
+                "micro-batch "
+             << input.getMicroBatch();
+  return success();
+}
+
 LogicalResult BackwardOp::verify() {
   int64_t layer = getView().getType().getLayer();
   if (getActivation().getType().getLayer() != layer)
@@ -405,38 +570,90 @@ LogicalResult BackwardOp::verify() {
   return success();
 }
 
-/// Checks that a pipeline transfer goes to the right neighbour: activations
-/// flow to stage + 1, gradients to stage - 1.
+/// The virtual stage of one side of a transfer in `stage`: `chunk` when
+/// given, else the rank's number.
+static int64_t getTransferVirtualStage(Operation *op,
+                                       std::optional<uint64_t> chunk) {
+  if (chunk)
+    return static_cast<int64_t>(*chunk);
+  auto stage = op->getParentOfType<StageOp>();
+  return stage ? static_cast<int64_t>(stage.getStage()) : 0;
+}
+
+/// The virtual stage on the other side: activations flow to virtual stage
+/// + 1, gradients to virtual stage - 1.
+static int64_t getTransferPeerVirtualStage(int64_t self, Payload payload,
+                                           bool isSend) {
+  bool forward = payload == Payload::Activation;
+  return (forward == isSend) ? self + 1 : self - 1;
+}
+
+/// Checks that a pipeline transfer goes to the right neighbour: the rank
+/// that runs the neighbouring virtual stage.
 static LogicalResult verifyTransfer(Operation *op, Payload payload,
                                     int64_t microBatch, int64_t peer,
+                                    std::optional<uint64_t> chunk,
                                     bool isSend) {
   if (microBatch < 0)
     return op->emitOpError("micro-batch must not be negative");
   auto stage = op->getParentOfType<StageOp>();
   auto pipeline = stage->getParentOfType<PipelineOp>();
-  int64_t self = stage.getStage();
-  bool forward = payload == Payload::Activation;
-  int64_t expected = (forward == isSend) ? self + 1 : self - 1;
-  if (peer != expected)
-    return op->emitOpError("in stage ")
-           << self << " must " << (isSend ? "send " : "receive ")
+  int64_t self = getTransferVirtualStage(op, chunk);
+  if (chunk) {
+    bool owned = llvm::any_of(stage.getChunkList(), [&](StageChunkAttr c) {
+      return c.getVirtualStage() == self;
+    });
+    if (!owned)
+      return op->emitOpError("names virtual stage ")
+             << self << ", which stage " << stage.getStage() << " does not run";
+  }
+  int64_t expected = getTransferPeerVirtualStage(self, payload, isSend);
+  if (!pipeline)
+    return success();
+  PlanAttr plan = pipeline.getPlan();
+  if (expected < 0 || expected >= plan.getNumVirtualStages())
+    return op->emitOpError("in virtual stage ")
+           << self << " cannot " << (isSend ? "send " : "receive ")
            << stringifyPayload(payload) << (isSend ? " to" : " from")
-           << " stage " << expected << ", not " << peer;
-  if (pipeline && (peer < 0 || peer >= pipeline.getPlan().getPp()))
-    return op->emitOpError("peer stage ")
-           << peer << " does not exist in a pipeline of "
-           << pipeline.getPlan().getPp() << " stages";
+           << " virtual stage " << expected << ": the pipeline has "
+           << plan.getNumVirtualStages();
+  // The rank that runs the neighbour; without interleaving the stage itself.
+  int64_t rank = expected;
+  for (StageOp other : pipeline.getStages())
+    for (StageChunkAttr c : other.getChunkList())
+      if (c.getVirtualStage() == expected)
+        rank = other.getStage();
+  if (peer != rank)
+    return op->emitOpError("in stage ")
+           << stage.getStage() << " must " << (isSend ? "send " : "receive ")
+           << stringifyPayload(payload) << (isSend ? " to" : " from")
+           << " stage " << rank << ", not " << peer;
   return success();
+}
+
+int64_t SendOp::getVirtualStage() {
+  return getTransferVirtualStage(*this, getChunk());
+}
+int64_t SendOp::getPeerVirtualStage() {
+  return getTransferPeerVirtualStage(getVirtualStage(), getPayload(),
+                                     /*isSend=*/true);
+}
+int64_t RecvOp::getVirtualStage() {
+  return getTransferVirtualStage(*this, getChunk());
+}
+int64_t RecvOp::getPeerVirtualStage() {
+  return getTransferPeerVirtualStage(getVirtualStage(), getPayload(),
+                                     /*isSend=*/false);
 }
 
 LogicalResult SendOp::verify() {
   return verifyTransfer(*this, getPayload(), getMicroBatch(), getPeer(),
-                        /*isSend=*/true);
+                        getChunk(), /*isSend=*/true);
 }
 
 LogicalResult RecvOp::verify() {
   return verifyTransfer(*this, getPayload(), getMicroBatch(), getPeer(),
-                        /*isSend=*/false);
+                        getChunk(), /*isSend=*/false);
 }
 
 //===----------------------------------------------------------------------===//

@@ -134,11 +134,13 @@ def RATrain_PipelineOp : RATrain_Op<"pipeline", [
 def RATrain_StageOp : RATrain_Op<"stage", [
     HasParent<"PipelineOp">, SingleBlockImplicitTerminator<"YieldOp">,
     DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmBlockArgumentNames"]>]> {
-  let summary = "the program of one pipeline stage for one training step";
+  let summary = "the program of one pipeline rank for one training step";
   let description = [{
-    Owns model layers `[first_layer, first_layer + num_layers)`. The block
-    arguments are the states of those layers at the start of the step, for
-    each layer in order a `!ratrain.view`, a `!ratrain.master` and a
+    Runs the virtual stages (model chunks) in `chunks`, in ascending order,
+    each owning a contiguous range of model layers; without interleaving a
+    rank runs the one virtual stage with its own number. The block arguments
+    are the states of the owned layers at the start of the step, for each
+    layer in ascending order a `!ratrain.view`, a `!ratrain.master` and a
     `!ratrain.opt_state`; `ratrain.yield` returns their values at the end.
 
     ```mlir
@@ -146,20 +148,35 @@ def RATrain_StageOp : RATrain_Op<"stage", [
       ...
       ratrain.yield %new_view0, ... : !ratrain.view<0>, ...
     }
+    // Rank 0 of an interleaved pipeline of 2 ranks, 2 chunks each.
+    ratrain.stage 0 chunks [0: [0, 2), 2: [4, 6)] states(...) { ... }
     ```
   }];
-  let arguments = (ins I64Attr:$stage, I64Attr:$first_layer,
-                       I64Attr:$num_layers);
+  let arguments = (ins I64Attr:$stage, RATrain_StageChunkArrayAttr:$chunks);
   let regions = (region SizedRegion<1>:$body);
   let hasCustomAssemblyFormat = 1;
   let hasRegionVerifier = 1;
   let skipDefaultBuilders = 1;
   let builders = [
+    /// One chunk: virtual stage `stage`, layers [firstLayer, +numLayers).
     OpBuilder<(ins "int64_t":$stage, "int64_t":$firstLayer,
-                   "int64_t":$numLayers)>
+                   "int64_t":$numLayers)>,
+    OpBuilder<(ins "int64_t":$stage,
+                   "::llvm::ArrayRef<StageChunkAttr>":$chunks)>
   ];
   let extraClassDeclaration = [{
-    int64_t getEndLayer() { return getFirstLayer() + getNumLayers(); }
+    /// The virtual stages, ascending.
+    ::llvm::SmallVector<StageChunkAttr, 2> getChunkList();
+    /// The owned model layers, ascending.
+    ::llvm::SmallVector<int64_t> getLayers();
+    /// The number of owned layers.
+    int64_t getNumLayers();
+    bool ownsLayer(int64_t layer);
+    /// The chunk that owns `layer` (which the stage must own).
+    StageChunkAttr getChunkOfLayer(int64_t layer);
+    /// True when the stage runs more than one virtual stage, or a virtual
+    /// stage whose number differs from the rank's.
+    bool isInterleaved();
     /// The view, master and optimizer state of `layer` at step start.
     ::mlir::BlockArgument getViewArg(int64_t layer);
     ::mlir::BlockArgument getMasterArg(int64_t layer);
@@ -251,32 +268,117 @@ def RATrain_BackwardOp : RATrain_StageOp<"backward", [
   let hasVerifier = 1;
 }
 
+defvar RATrain_DeferredOfView =
+    "::ratrain::DeferredType::get($_self.getContext(), "
+    "::llvm::cast<::ratrain::ViewType>($_self).getLayer())";
+
+def RATrain_BackwardInputOp : RATrain_StageOp<"backward_input", [
+    TypesMatchWith<"deferred value is the view's layer's", "view", "deferred",
+      RATrain_DeferredOfView>]> {
+  let summary = "input-gradient part of a layer's backward (I)";
+  let description = [{
+    The first part of a split backward of one layer for micro-batch `mb`:
+    computes the layer's input gradient (what the layer below, or the
+    stage's `send gradient`, needs) and keeps in `deferred` what the
+    weight part needs. It computes no parameter gradient and sends nothing
+    itself. Together with its `ratrain.backward_weight` it computes exactly
+    what one `ratrain.backward` computes; the activations stay live until
+    the weight part.
+
+    ```mlir
+    %d = ratrain.backward_input %view3, %a mb(2) : !ratrain.view<3>, !ratrain.act<3, full>
+    ```
+  }];
+  let arguments = (ins RATrain_AnyView:$view,
+                       RATrain_RecoveredActivation:$activation,
+                       I64Attr:$micro_batch);
+  let results = (outs RATrain_AnyDeferred:$deferred);
+  let assemblyFormat = [{
+    $view `,` $activation `mb` `(` $micro_batch `)`
+    attr-dict `:` qualified(type($view)) `,` qualified(type($activation))
+  }];
+  let hasVerifier = 1;
+}
+
+def RATrain_BackwardWeightOp : RATrain_StageOp<"backward_weight", [
+    TypesMatchWith<"deferred value is the view's layer's", "view", "deferred",
+      RATrain_DeferredOfView>,
+    TypesMatchWith<"gradient is the view's layer's partial gradient",
+      "view", "grad", RATrain_PartialGradOfView>,
+    OptionalTypesMatchWith<"accumulator is the view's layer's partial "
+      "gradient", "view", "acc", RATrain_PartialGradOfView>]> {
+  let summary = "weight-gradient part of a layer's backward (W)";
+  let description = [{
+    The second part of a split backward: from the activations and the
+    `deferred` value of the `ratrain.backward_input` of the same layer and
+    micro-batch, computes the parameter gradient of micro-batch `mb` and
+    accumulates it into `acc` (as `ratrain.backward` does; absent for the
+    first micro-batch). It may run any time after its input part, e.g. in
+    a pipeline bubble; the layer's gradient is ready after the weight part
+    of its last micro-batch.
+
+    ```mlir
+    %g = ratrain.backward_weight %view3, %a, %d acc(%g1) mb(2) : !ratrain.view<3>, !ratrain.act<3, full>
+    ```
+  }];
+  let arguments = (ins RATrain_AnyView:$view,
+                       RATrain_RecoveredActivation:$activation,
+                       RATrain_AnyDeferred:$deferred,
+                       Optional<RATrain_PartialGrad>:$acc,
+                       I64Attr:$micro_batch);
+  let results = (outs RATrain_PartialGrad:$grad);
+  let assemblyFormat = [{
+    $view `,` $activation `,` $deferred (`acc` `(` $acc^ `)`)? `mb` `(`
+    $micro_batch `)` attr-dict `:` qualified(type($view)) `,`
+    qualified(type($activation))
+  }];
+  let hasVerifier = 1;
+}
+
 def RATrain_SendOp : RATrain_StageOp<"send", [RATrain_TransferOpInterface]> {
   let summary = "send a micro-batch's boundary tensor to a neighbour stage";
   let description = [{
-    `activation`: the output of the stage's last layer, to stage + 1;
-    `gradient`: the gradient of the stage's input, to stage - 1. Sends are
-    buffered: the stage goes on at once.
+    `activation`: the output of a virtual stage's last layer, to virtual
+    stage + 1; `gradient`: the gradient of its input, to virtual stage - 1.
+    `peer` is the rank that runs that virtual stage; `chunk` the sending
+    virtual stage (omitted when the rank runs only the virtual stage with its
+    own number). A rank may send to itself (between two of its chunks).
+    Sends are buffered: the stage goes on at once.
   }];
   let arguments = (ins RATrain_Payload:$payload, I64Attr:$micro_batch,
-                       I64Attr:$peer);
+                       I64Attr:$peer, OptionalAttr<I64Attr>:$chunk);
   let assemblyFormat = [{
-    $payload `mb` `(` $micro_batch `)` `to` `(` $peer `)` attr-dict
+    $payload `mb` `(` $micro_batch `)` `to` `(` $peer `)`
+    (`chunk` `(` $chunk^ `)`)? attr-dict
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The sending virtual stage.
+    int64_t getVirtualStage();
+    /// The virtual stage that receives the tensor.
+    int64_t getPeerVirtualStage();
+  }];
 }
 
 def RATrain_RecvOp : RATrain_StageOp<"recv", [RATrain_TransferOpInterface]> {
   let summary = "receive a micro-batch's boundary tensor from a neighbour";
   let description = [{
-    Blocks the stage until the matching `ratrain.send` of `peer` arrives.
+    Blocks the stage until the matching `ratrain.send` of rank `peer`
+    arrives. `chunk` is the receiving virtual stage (omitted as for send).
   }];
   let arguments = (ins RATrain_Payload:$payload, I64Attr:$micro_batch,
-                       I64Attr:$peer);
+                       I64Attr:$peer, OptionalAttr<I64Attr>:$chunk);
   let assemblyFormat = [{
-    $payload `mb` `(` $micro_batch `)` `from` `(` $peer `)` attr-dict
+    $payload `mb` `(` $micro_batch `)` `from` `(` $peer `)`
+    (`chunk` `(` $chunk^ `)`)? attr-dict
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The receiving virtual stage.
+    int64_t getVirtualStage();
+    /// The virtual stage that sends the tensor.
+    int64_t getPeerVirtualStage();
+  }];
 }
 
 //===----------------------------------------------------------------------===//

@@ -23,7 +23,8 @@ void RATrainDialect::registerTypes() {
 
 std::optional<int64_t> ratrain::getStateLayer(Type type) {
   return TypeSwitch<Type, std::optional<int64_t>>(type)
-      .Case<ViewType, MasterType, OptStateType, GradType, ActivationType>(
+      .Case<ViewType, MasterType, OptStateType, GradType, ActivationType,
+            DeferredType>(
           [](auto state) -> std::optional<int64_t> { return state.getLayer(); })
       .Case<AsyncType>(
           [](AsyncType async) { return getStateLayer(async.getValue()); })

@@ -15,7 +15,7 @@
 namespace ratrain {
 
 /// The model layer a state type belongs to: the `layer` parameter of view,
-/// master, opt_state, grad and act types, looking through async and
+/// master, opt_state, grad, act and deferred types, looking through async and
 /// offloaded wrappers. None for other types.
 std::optional<int64_t> getStateLayer(mlir::Type type);
 

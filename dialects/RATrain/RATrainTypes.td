@@ -58,6 +58,22 @@ def RATrain_ActivationType : RATrain_Type<"Activation", "act"> {
   let assemblyFormat = "`<` $layer `,` $kind `>`";
 }
 
+def RATrain_DeferredType : RATrain_Type<"Deferred", "deferred"> {
+  let summary = "what a split backward's input part keeps for its weight part";
+  let description = [{
+    Produced by `ratrain.backward_input` for one layer and micro-batch and
+    consumed by the `ratrain.backward_weight` of the same layer and
+    micro-batch: the gradients of the layer's linear and norm outputs that
+    the weight-gradient GEMMs and norm weight gradients need (decoder: the
+    output gradient, the gate/up gradients, the gradients at both norms'
+    outputs, the residual gradient and the pre-rotation q/k and v
+    gradients; head: the final norm's output gradient; embedding: the
+    output gradient).
+  }];
+  let parameters = (ins "int64_t":$layer);
+  let assemblyFormat = "`<` $layer `>`";
+}
+
 def RATrain_OffloadedType : RATrain_Type<"Offloaded", "offloaded"> {
   let summary = "a state moved out of DDR (to host memory or storage)";
   let parameters = (ins "::mlir::Type":$state);
@@ -91,6 +107,9 @@ def RATrain_AnyGrad : Type<CPred<"::llvm::isa<::ratrain::GradType>($_self)">,
 def RATrain_AnyActivation
     : Type<CPred<"::llvm::isa<::ratrain::ActivationType>($_self)">,
            "activation", "::ratrain::ActivationType">;
+def RATrain_AnyDeferred
+    : Type<CPred<"::llvm::isa<::ratrain::DeferredType>($_self)">,
+           "deferred weight-gradient inputs", "::ratrain::DeferredType">;
 def RATrain_AnyAsync : Type<CPred<"::llvm::isa<::ratrain::AsyncType>($_self)">,
     "async value", "::ratrain::AsyncType">;
 def RATrain_AnyOffloaded

@@ -25,9 +25,11 @@ BufferSizes::BufferSizes(ModelOp model, PlanAttr plan,
     layerKinds.push_back(layer.getKind());
   }
   ParallelConfig parallel = toParallelConfig(plan);
-  for (int64_t stage = 0; stage < plan.getPp(); ++stage)
+  // Per virtual stage (model chunk), as a pipeline of pp * v stages: the
+  // scratch sizes depend on the chunk's layers only.
+  for (int64_t stage = 0; stage < plan.getNumVirtualStages(); ++stage)
     stageMemory.push_back(
-        computeStageMemory(config, stage, parallel.pipelineStages,
+        computeStageMemory(config, stage, plan.getNumVirtualStages(),
                            parallel.dataParallel, parallel.microBatchSize,
                            parallel.numMicroBatches, parallel.stages[stage],
                            parallel.recompute[stage], parallel.zero, options));
@@ -126,6 +128,14 @@ int64_t BufferSizes::activationBytes(int64_t layer, ActivationKind kind) const {
                                : RecomputePolicy::Full;
   return layerActivationBytes(config, plan.getMicroBatchSize(), policy,
                               options);
+}
+
+int64_t BufferSizes::deferredBytes(int64_t layer) const {
+  LayerRole role = layerKinds[layer] == LayerKind::Embedding
+                       ? LayerRole::Embedding
+                   : layerKinds[layer] == LayerKind::Head ? LayerRole::Head
+                                                          : LayerRole::Decoder;
+  return ratrain::deferredBytes(config, plan.getMicroBatchSize(), role);
 }
 
 int64_t BufferSizes::boundaryBytes() const {

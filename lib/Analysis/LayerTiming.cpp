@@ -37,5 +37,31 @@ double ratrain::computeLayerOpSeconds(Operation *op, const CostModel &costs,
     }
     }
   }
+  if (auto input = dyn_cast<BackwardInputOp>(op)) {
+    switch (kinds[input.getView().getType().getLayer()]) {
+    case LayerKind::Embedding:
+      return costs.embeddingBackwardInput(b);
+    case LayerKind::Head:
+      return costs.headBackwardInput(b);
+    case LayerKind::Decoder: {
+      double seconds = costs.layerBackwardInput(b);
+      // The input part needs the attention core (the weight part does not).
+      if (input.getActivation().getType().getKind() ==
+          ActivationKind::Selective)
+        seconds += costs.layerRecompute(b, RecomputePolicy::Selective);
+      return seconds;
+    }
+    }
+  }
+  if (auto weight = dyn_cast<BackwardWeightOp>(op)) {
+    switch (kinds[weight.getView().getType().getLayer()]) {
+    case LayerKind::Embedding:
+      return costs.embeddingBackwardWeight(b);
+    case LayerKind::Head:
+      return costs.headBackwardWeight(b);
+    case LayerKind::Decoder:
+      return costs.layerBackwardWeight(b);
+    }
+  }
   return 0;
 }

@@ -106,6 +106,38 @@ OffloadPolicy ratrain::fromIROffload(Offload offload) {
   llvm_unreachable("unknown offload");
 }
 
+PipelineScheduleKind ratrain::toIRSchedule(schedule::ScheduleKind kind) {
+  switch (kind) {
+  case schedule::ScheduleKind::OneFOneB:
+    return PipelineScheduleKind::OneFOneB;
+  case schedule::ScheduleKind::Interleaved1F1B:
+    return PipelineScheduleKind::Interleaved1F1B;
+  case schedule::ScheduleKind::ZBH1:
+    return PipelineScheduleKind::ZBH1;
+  case schedule::ScheduleKind::ZBV:
+    return PipelineScheduleKind::ZBV;
+  case schedule::ScheduleKind::Custom:
+    return PipelineScheduleKind::Custom;
+  }
+  llvm_unreachable("unknown schedule kind");
+}
+
+schedule::ScheduleKind ratrain::fromIRSchedule(PipelineScheduleKind kind) {
+  switch (kind) {
+  case PipelineScheduleKind::OneFOneB:
+    return schedule::ScheduleKind::OneFOneB;
+  case PipelineScheduleKind::Interleaved1F1B:
+    return schedule::ScheduleKind::Interleaved1F1B;
+  case PipelineScheduleKind::ZBH1:
+    return schedule::ScheduleKind::ZBH1;
+  case PipelineScheduleKind::ZBV:
+    return schedule::ScheduleKind::ZBV;
+  case PipelineScheduleKind::Custom:
+    return schedule::ScheduleKind::Custom;
+  }
+  llvm_unreachable("unknown schedule kind");
+}
+
 ParallelConfig ratrain::toParallelConfig(PlanAttr plan) {
   ParallelConfig config;
   config.pipelineStages = plan.getPp();
@@ -114,13 +146,16 @@ ParallelConfig ratrain::toParallelConfig(PlanAttr plan) {
   config.numMicroBatches = plan.getMicroBatches();
   config.zero = static_cast<ZeroStage>(plan.getZero());
   config.offload = fromIROffload(plan.getOffload());
+  config.schedule = fromIRSchedule(plan.getSchedule());
+  config.virtualStages = plan.getVirtualStages();
   int64_t firstDecoder = 0;
-  for (int64_t stage = 0; stage < plan.getPp(); ++stage) {
-    // Model layer 0 (embedding) is on stage 0, the head on the last stage.
+  int64_t numStages = plan.getNumVirtualStages();
+  for (int64_t stage = 0; stage < numStages; ++stage) {
+    // Model layer 0 (embedding) is on virtual stage 0, the head on the last.
     int64_t decoders = plan.getStageLayers()[stage];
     if (stage == 0)
       --decoders;
-    if (stage == plan.getPp() - 1)
+    if (stage == numStages - 1)
       --decoders;
     config.stages.push_back({firstDecoder, decoders});
     firstDecoder += decoders;

@@ -34,6 +34,8 @@ StringRef ratrain::stringifyBufferKind(BufferKind kind) {
     return "activation";
   case BufferKind::Recomputed:
     return "recomputed";
+  case BufferKind::Deferred:
+    return "deferred";
   case BufferKind::RecvMessage:
     return "recv";
   case BufferKind::SendMessage:
@@ -76,6 +78,10 @@ std::string StageBuffer::describe() const {
     break;
   case BufferKind::Recomputed:
     os << "recomputed activations of layer " << layer << " mb " << microBatch;
+    break;
+  case BufferKind::Deferred:
+    os << "deferred weight-gradient inputs of layer " << layer << " mb "
+       << microBatch;
     break;
   case BufferKind::RecvMessage:
   case BufferKind::SendMessage: {
@@ -156,17 +162,18 @@ private:
   /// View prefetch in flight: the async value -> the master it reads.
   DenseMap<Value, Value> prefetchSource;
   /// Recvs waiting for their consumer, by (payload, micro-batch).
-  DenseMap<std::pair<int, int64_t>, unsigned> pendingRecv;
+  DenseMap<std::tuple<int, int64_t, int64_t>, unsigned> pendingRecv;
   /// Position of the last producer of an outgoing message, by (payload,
   /// micro-batch).
-  DenseMap<std::pair<int, int64_t>, int64_t> lastProducer;
+  DenseMap<std::tuple<int, int64_t, int64_t>, int64_t> lastProducer;
 };
 
 } // namespace ratrain::detail
 
 void ratrain::detail::StageBufferBuilder::visit(Operation *op,
                                                 int64_t position) {
-  int64_t first = stage.getFirstLayer(), last = stage.getEndLayer() - 1;
+  // Boundary layers of the virtual stage (chunk) that owns `layer`.
+  auto chunkOf = [&](int64_t layer) { return stage.getChunkOfLayer(layer); };
   // The yield's operands are handled once all ops are visited.
   if (isa<YieldOp>(op))
     return;
@@ -180,16 +187,18 @@ void ratrain::detail::StageBufferBuilder::visit(Operation *op,
                    forward.getMicroBatch()),
          position);
     int64_t layer = type.getLayer();
-    auto key = std::make_pair(int(Payload::Activation),
-                              int64_t(forward.getMicroBatch()));
-    if (layer == first) {
+    StageChunkAttr chunk = chunkOf(layer);
+    auto key = std::make_tuple(int(Payload::Activation),
+                               int64_t(forward.getMicroBatch()),
+                               chunk.getVirtualStage());
+    if (layer == chunk.getFirstLayer()) {
       auto it = pendingRecv.find(key);
       if (it != pendingRecv.end()) {
         extend(it->second, position);
         pendingRecv.erase(it);
       }
     }
-    if (layer == last)
+    if (layer == chunk.getEndLayer() - 1)
       lastProducer[key] = position;
     return;
   }
@@ -201,27 +210,51 @@ void ratrain::detail::StageBufferBuilder::visit(Operation *op,
          position);
     return;
   }
-  if (auto backward = dyn_cast<BackwardOp>(op)) {
-    int64_t layer = backward.getGrad().getType().getLayer();
-    auto accIt = backward.getAcc() ? result.bufferOf.find(backward.getAcc())
-                                   : result.bufferOf.end();
-    unsigned buffer =
-        accIt != result.bufferOf.end()
-            ? accIt->second
-            : newBuffer(BufferKind::Gradient, backward.getGrad().getType(),
-                        layer, position);
-    join(backward.getGrad(), buffer, position);
-    auto key = std::make_pair(int(Payload::Gradient),
-                              int64_t(backward.getMicroBatch()));
-    if (layer == last) {
+  // The ops that consume a received gradient and produce the one sent: a
+  // fused backward or the input part of a split one.
+  auto gradientFlow = [&](int64_t layer, int64_t microBatch) {
+    StageChunkAttr chunk = chunkOf(layer);
+    auto key = std::make_tuple(int(Payload::Gradient), microBatch,
+                               chunk.getVirtualStage());
+    if (layer == chunk.getEndLayer() - 1) {
       auto it = pendingRecv.find(key);
       if (it != pendingRecv.end()) {
         extend(it->second, position);
         pendingRecv.erase(it);
       }
     }
-    if (layer == first)
+    if (layer == chunk.getFirstLayer())
       lastProducer[key] = position;
+  };
+  // A fused backward or a weight part accumulates into its accumulator's
+  // buffer (the first micro-batch starts the gradient's buffer).
+  auto accumulate = [&](Value grad, Value acc) {
+    int64_t layer = cast<GradType>(grad.getType()).getLayer();
+    auto accIt = acc ? result.bufferOf.find(acc) : result.bufferOf.end();
+    unsigned buffer =
+        accIt != result.bufferOf.end()
+            ? accIt->second
+            : newBuffer(BufferKind::Gradient, grad.getType(), layer, position);
+    join(grad, buffer, position);
+  };
+  if (auto backward = dyn_cast<BackwardOp>(op)) {
+    accumulate(backward.getGrad(), backward.getAcc());
+    gradientFlow(backward.getGrad().getType().getLayer(),
+                 backward.getMicroBatch());
+    return;
+  }
+  if (auto input = dyn_cast<BackwardInputOp>(op)) {
+    Value deferred = input.getDeferred();
+    int64_t layer = input.getView().getType().getLayer();
+    join(deferred,
+         newBuffer(BufferKind::Deferred, deferred.getType(), layer, position,
+                   input.getMicroBatch()),
+         position);
+    gradientFlow(layer, input.getMicroBatch());
+    return;
+  }
+  if (auto weight = dyn_cast<BackwardWeightOp>(op)) {
+    accumulate(weight.getGrad(), weight.getAcc());
     return;
   }
   if (auto recv = dyn_cast<RecvOp>(op)) {
@@ -229,13 +262,14 @@ void ratrain::detail::StageBufferBuilder::visit(Operation *op,
                                 recv.getMicroBatch());
     result.buffers[buffer].transfer = cast<TransferOpInterface>(op);
     result.transferBuffer[op] = buffer;
-    pendingRecv[{int(recv.getPayload()), int64_t(recv.getMicroBatch())}] =
-        buffer;
+    pendingRecv[{int(recv.getPayload()), int64_t(recv.getMicroBatch()),
+                 recv.getVirtualStage()}] = buffer;
     return;
   }
   if (auto send = dyn_cast<SendOp>(op)) {
     auto key =
-        std::make_pair(int(send.getPayload()), int64_t(send.getMicroBatch()));
+        std::make_tuple(int(send.getPayload()), int64_t(send.getMicroBatch()),
+                        send.getVirtualStage());
     auto it = lastProducer.find(key);
     int64_t start = it != lastProducer.end() ? it->second : position;
     unsigned buffer = newBuffer(BufferKind::SendMessage, Type(), -1, start,
@@ -446,6 +480,9 @@ void StageBufferAnalysis::size(const BufferSizes &sizes) {
       buffer.bytes = sizes.activationBytes(
           buffer.layer, cast<ActivationType>(buffer.type).getKind());
       break;
+    case BufferKind::Deferred:
+      buffer.bytes = sizes.deferredBytes(buffer.layer);
+      break;
     case BufferKind::RecvMessage:
     case BufferKind::SendMessage:
       buffer.bytes = sizes.boundaryBytes();
@@ -471,7 +508,13 @@ void StageBufferAnalysis::size(const BufferSizes &sizes) {
       break;
     }
   }
-  int64_t index = stage.getStage();
+  // Scratch is shared by the rank's virtual stages: the largest of them.
+  auto largest = [&](auto bytesOf) {
+    int64_t bytes = 0;
+    for (StageChunkAttr chunk : stage.getChunkList())
+      bytes = std::max(bytes, bytesOf(chunk.getVirtualStage()));
+    return bytes;
+  };
   auto addScratch = [&](BufferKind kind, StringRef name, int64_t bytes) {
     StageBuffer buffer;
     buffer.kind = kind;
@@ -481,11 +524,13 @@ void StageBufferAnalysis::size(const BufferSizes &sizes) {
     buffer.bytes = bytes;
     buffers.push_back(buffer);
   };
-  addScratch(BufferKind::Workspace, "workspace", sizes.workspaceBytes(index));
+  addScratch(BufferKind::Workspace, "workspace",
+             largest([&](int64_t c) { return sizes.workspaceBytes(c); }));
   addScratch(BufferKind::SyncStaging, "sync_staging",
-             sizes.syncStagingBytes(index));
-  addScratch(BufferKind::AttentionScratch, "attention_scratch",
-             sizes.attentionScratchBytes(index));
+             largest([&](int64_t c) { return sizes.syncStagingBytes(c); }));
+  addScratch(
+      BufferKind::AttentionScratch, "attention_scratch",
+      largest([&](int64_t c) { return sizes.attentionScratchBytes(c); }));
 }
 
 FailureOr<bool> StageBufferAnalysis::readAssigned() {

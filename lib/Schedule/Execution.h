@@ -148,6 +148,8 @@ bool Execution::run(double transfer, const StageCosts &costs, VisitFn visit) {
   double *done = end.data();
   rankFree.assign(ranks, 0.0);
   std::vector<char> queued(ranks, 1);
+  // The key each blocked rank waits for (its one producer wakes it).
+  std::vector<int64_t> waitKey(ranks, -1);
   std::vector<int64_t> work;
   work.reserve(ranks);
   for (int64_t r = ranks - 1; r >= 0; --r)
@@ -164,11 +166,15 @@ bool Execution::run(double transfer, const StageCosts &costs, VisitFn visit) {
       int64_t c = action.stage, k = action.microBatch;
       double start = free, duration = 0;
       int64_t produced, wakeStage = -1;
+      int64_t missing = -1;
       // Waits for (slot, stage); false when that has not run yet.
       auto need = [&](Slot slot, int64_t stage) {
-        double ready = done[(slot * stages + stage) * m + k];
-        if (ready == kNotRun)
+        int64_t index = (slot * stages + stage) * m + k;
+        double ready = done[index];
+        if (ready == kNotRun) {
+          missing = index;
           return false;
+        }
         if (toRank[stage] != r)
           ready += transfer;
         start = std::max(start, ready);
@@ -222,15 +228,18 @@ bool Execution::run(double transfer, const StageCosts &costs, VisitFn visit) {
         produced = kRecvBackwardSlot;
         break;
       }
-      if (!ready)
+      if (!ready) {
+        waitKey[r] = missing;
         break;
+      }
       free = start + duration;
-      done[(produced * stages + c) * m + k] = free;
+      int64_t producedKey = (produced * stages + c) * m + k;
+      done[producedKey] = free;
       visit(r, action, start, free);
       ++pos;
       if (wakeStage >= 0 && wakeStage < stages) {
         int64_t q = toRank[wakeStage];
-        if (q != r && !queued[q] && position[q] < schedule.programs[q].size()) {
+        if (q != r && !queued[q] && waitKey[q] == producedKey) {
           queued[q] = 1;
           work.push_back(q);
         }

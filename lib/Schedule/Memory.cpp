@@ -9,6 +9,8 @@
 
 #include "Execution.h"
 
+#include "ratrain/Model/Limits.h"
+
 using namespace ratrain;
 using namespace ratrain::schedule;
 
@@ -26,6 +28,12 @@ ScheduleMemory schedule::scheduleMemory(const PipelineSchedule &schedule,
     return memory;
   }
   int64_t stages = schedule.numStages();
+  // The result holds ranks x stages counts.
+  if (schedule.ranks * stages > limits::kMaxScheduleSize)
+    return memory;
+  std::vector<std::vector<int64_t>> stagesOfRank(schedule.ranks);
+  for (int64_t c = 0; c < stages; ++c)
+    stagesOfRank[schedule.stageToRank[c]].push_back(c);
   memory.peakWeighted.assign(schedule.ranks, 0.0);
   memory.peakActivations.assign(schedule.ranks,
                                 std::vector<int64_t>(stages, 0));
@@ -64,12 +72,12 @@ ScheduleMemory schedule::scheduleMemory(const PipelineSchedule &schedule,
         peakEnd = i + 1;
       }
     }
-    for (int64_t c : schedule.stagesOfRank(r))
+    for (int64_t c : stagesOfRank[r])
       live[c] = deferred[c] = 0;
     for (size_t i = 0; i < peakEnd; ++i)
       apply(program[i]);
     memory.peakWeighted[r] = peak;
-    for (int64_t c : schedule.stagesOfRank(r)) {
+    for (int64_t c : stagesOfRank[r]) {
       memory.peakActivations[r][c] = live[c];
       memory.peakDeferred[r][c] = deferred[c];
     }

@@ -164,6 +164,13 @@ sim::CollectiveSpec ScheduleAdapter::collective(SyncOp sync) const {
 
 llvm::Error ScheduleAdapter::buildStage(StageOp stage,
                                         sim::StageProgram &program) {
+  // A message between two ranks: micro-batch, receiving virtual stage and
+  // direction.
+  const int64_t numChunks = plan.getNumVirtualStages();
+  auto transferTag = [&](int64_t mb, int64_t receiver, bool gradient) {
+    return static_cast<uint64_t>(2 * (mb * numChunks + receiver) +
+                                 (gradient ? 1 : 0));
+  };
   program.name = llvm::formatv("stage {0}", stage.getStage()).str();
   const LinkClass pipelineLink = plan.getClusters() <= machine.clustersPerNode
                                      ? LinkClass::IntraNode
@@ -230,28 +237,43 @@ llvm::Error ScheduleAdapter::buildStage(StageOp stage,
                                        backward.getView().getType().getLayer(),
                                        backward.getMicroBatch())
                              .str());
+    } else if (auto input = llvm::dyn_cast<BackwardInputOp>(op)) {
+      program.addCompute(sim::ComputeKind::Backward, computeSeconds(op), 0,
+                         llvm::formatv("bwd-I L{0} mb{1}",
+                                       input.getView().getType().getLayer(),
+                                       input.getMicroBatch())
+                             .str());
+    } else if (auto weight = llvm::dyn_cast<BackwardWeightOp>(op)) {
+      program.addCompute(sim::ComputeKind::Backward, computeSeconds(op), 0,
+                         llvm::formatv("bwd-W L{0} mb{1}",
+                                       weight.getView().getType().getLayer(),
+                                       weight.getMicroBatch())
+                             .str());
     } else if (auto send = llvm::dyn_cast<SendOp>(op)) {
       bool gradient = send.getPayload() == Payload::Gradient;
       if (static_cast<int64_t>(send.getPeer()) >= plan.getPp())
         return opError(op, "peer stage out of range");
-      sim::Token token = program.addSend(
-          static_cast<uint32_t>(send.getPeer()), message,
-          static_cast<uint64_t>(2 * send.getMicroBatch() + (gradient ? 1 : 0)),
-          pipelineLink,
-          llvm::formatv("send {0} mb{1}", gradient ? "grad" : "act",
-                        send.getMicroBatch())
-              .str());
-      (void)token;
+      // Between two chunks of this rank the tensor stays in DDR.
+      if (send.getPeer() != stage.getStage())
+        program.addSend(static_cast<uint32_t>(send.getPeer()), message,
+                        transferTag(send.getMicroBatch(),
+                                    send.getPeerVirtualStage(), gradient),
+                        pipelineLink,
+                        llvm::formatv("send {0} mb{1}",
+                                      gradient ? "grad" : "act",
+                                      send.getMicroBatch())
+                            .str());
     } else if (auto recv = llvm::dyn_cast<RecvOp>(op)) {
       bool gradient = recv.getPayload() == Payload::Gradient;
       if (static_cast<int64_t>(recv.getPeer()) >= plan.getPp())
         return opError(op, "peer stage out of range");
-      program.addRecv(
-          static_cast<uint32_t>(recv.getPeer()), message,
-          static_cast<uint64_t>(2 * recv.getMicroBatch() + (gradient ? 1 : 0)),
-          llvm::formatv("recv {0} mb{1}", gradient ? "grad" : "act",
-                        recv.getMicroBatch())
-              .str());
+      if (recv.getPeer() != stage.getStage())
+        program.addRecv(
+            static_cast<uint32_t>(recv.getPeer()), message,
+            transferTag(recv.getMicroBatch(), recv.getVirtualStage(), gradient),
+            llvm::formatv("recv {0} mb{1}", gradient ? "grad" : "act",
+                          recv.getMicroBatch())
+                .str());
     } else if (auto sync = llvm::dyn_cast<SyncOp>(op)) {
       sim::CollectiveSpec spec = collective(sync);
       tokens[sync.getPending()] = program.addCollective(

@@ -147,7 +147,7 @@ LogicalResult ratrain::emitc_cpp::emitProgramDescription(OpBuilder &b,
   // Stage partition in decoder layers: stage_layers counts model layers
   // (embedding + decoders + head).
   int64_t microBatch = 1, microBatches = 1;
-  SmallVector<int64_t> partition;
+  SmallVector<int64_t> partition, stageRanks;
   if (MT3KDialect::JobAttrHelper(context).isAttrPresent(source)) {
     JobAttr job = MT3KDialect::JobAttrHelper(context).getAttr(source);
     microBatch = job.getMicroBatchSize();
@@ -171,6 +171,20 @@ LogicalResult ratrain::emitc_cpp::emitProgramDescription(OpBuilder &b,
            emitc::ArrayType::get({int64_t(partition.size())},
                                  b.getIntegerType(64)),
            init);
+    if (DenseI64ArrayAttr ranks = job.getStageRanks()) {
+      stageRanks.assign(ranks.asArrayRef().begin(), ranks.asArrayRef().end());
+      std::string list;
+      llvm::raw_string_ostream ros(list);
+      ros << "{";
+      llvm::interleaveComma(stageRanks, ros);
+      ros << "}";
+      emitc::VerbatimOp::create(
+          b, loc, "// The rank that runs each virtual stage (mt3k.job).");
+      global("ratrain_stage_ranks",
+             emitc::ArrayType::get({int64_t(stageRanks.size())},
+                                   b.getIntegerType(64)),
+             list);
+    }
   }
 
   // The program of each stage.
@@ -204,6 +218,10 @@ LogicalResult ratrain::emitc_cpp::emitProgramDescription(OpBuilder &b,
   init +=
       field("partition", partition.empty() ? "nullptr" : "ratrain_partition");
   init += field("partitionSize", number(partition.size()));
+  if (!stageRanks.empty()) {
+    init += field("stageRanks", "ratrain_stage_ranks");
+    init += field("stageRanksSize", number(stageRanks.size()));
+  }
   init += field("seqLen", number(seqLen));
   init += field("microBatch", number(microBatch));
   init += field("microBatches", number(microBatches));

@@ -9,6 +9,7 @@
 
 #include "RATrain/RATrainOps.h"
 #include "ratrain/Analysis/BufferSizes.h"
+#include "ratrain/Analysis/ScheduleActions.h"
 #include "ratrain/Analysis/StageBufferAnalysis.h"
 #include "ratrain/Planner/Planner.h"
 #include "ratrain/Transforms/PassUtils.h"
@@ -244,6 +245,11 @@ struct AssignBuffersPass
                             ? std::string("at the step start")
                             : "at position " + std::to_string(peakPosition) +
                                   " (" + buffers.describeOp(peakPosition) + ")";
+    // The schedule action the peak falls in (docs/pipeline-schedules.md).
+    if (peakPosition >= 0)
+      if (std::optional<schedule::Action> action =
+              getEnclosingAction(stage, buffers.getOp(peakPosition)))
+        where += " in action " + action->str();
     InFlightDiagnostic diag =
         stage.emitOpError("stage ")
         << stage.getStage() << " needs " << formatBytes(arena)

@@ -35,7 +35,7 @@ PlanAttr buildPlanAttr(function_ref<InFlightDiagnostic()> emitError,
   const ParallelConfig &config = plan.config;
   SmallVector<int64_t> stageLayers;
   SmallVector<Recompute> recompute;
-  for (int64_t stage = 0; stage < config.pipelineStages; ++stage) {
+  for (int64_t stage = 0; stage < config.numVirtualStages(); ++stage) {
     int64_t layers = config.stages[stage].numLayers;
     if (config.isFirstStage(stage))
       ++layers;
@@ -50,12 +50,14 @@ PlanAttr buildPlanAttr(function_ref<InFlightDiagnostic()> emitError,
   if (failed(PlanAttr::verify(
           emitError, clusters, config.pipelineStages, config.dataParallel,
           config.microBatchSize, config.numMicroBatches, zero, stageLayers,
-          recompute, stepMicros, plan.peakBytes(), offload)))
+          recompute, stepMicros, plan.peakBytes(), offload,
+          toIRSchedule(config.schedule), config.virtualStages)))
     return {};
   return PlanAttr::get(context, clusters, config.pipelineStages,
                        config.dataParallel, config.microBatchSize,
                        config.numMicroBatches, zero, stageLayers, recompute,
-                       stepMicros, plan.peakBytes(), offload);
+                       stepMicros, plan.peakBytes(), offload,
+                       toIRSchedule(config.schedule), config.virtualStages);
 }
 
 struct PlanPass : public ratrain::impl::RATrainPlanBase<PlanPass> {

@@ -17,6 +17,7 @@
 #include "ratrain/Analysis/BufferSizes.h"
 #include "ratrain/Analysis/LayerTiming.h"
 #include "ratrain/Planner/CostModel.h"
+#include "ratrain/Transforms/LayerBackward.h"
 #include "ratrain/Transforms/PassUtils.h"
 #include "ratrain/Transforms/Passes.h"
 
@@ -169,10 +170,11 @@ private:
 
 void StageScheduler::placeRecomputes() {
   Block &body = stage.getBody().front();
-  // Just in time: each recompute right before the backward that uses it.
+  // Just in time: each recompute right before the backward (or the input
+  // part of a split backward) that uses it.
   for (RecomputeOp recompute : llvm::to_vector(body.getOps<RecomputeOp>())) {
     for (Operation *user : recompute.getActivation().getUsers())
-      if (isa<BackwardOp>(user)) {
+      if (isa<BackwardOp, BackwardInputOp>(user)) {
         recompute->moveBefore(user);
         break;
       }
@@ -192,8 +194,8 @@ void StageScheduler::placeRecomputes() {
         break;
       auto recompute = dyn_cast<RecomputeOp>(op);
       if (!recompute) {
-        if (auto backward = dyn_cast<BackwardOp>(op))
-          if (backward.getMicroBatch() != recv.getMicroBatch())
+        if (std::optional<int64_t> mb = getBackwardMicroBatch(op))
+          if (*mb != int64_t(recv.getMicroBatch()))
             break;
         continue;
       }
@@ -217,8 +219,8 @@ Operation *StageScheduler::lastSweepStart() {
     if (auto recompute = dyn_cast<RecomputeOp>(op))
       if (int64_t(recompute.getMicroBatch()) == last)
         return &op;
-    if (auto backward = dyn_cast<BackwardOp>(op))
-      if (int64_t(backward.getMicroBatch()) == last)
+    if (std::optional<int64_t> mb = getBackwardMicroBatch(&op))
+      if (*mb == last)
         return &op;
   }
   return stage.getYield();
@@ -375,20 +377,31 @@ LogicalResult StageScheduler::run() {
   placeRecomputes();
 
   // The last backward of each layer (its gradient has no further use as an
-  // accumulator).
-  SmallVector<LayerLifecycle> lives(stage.getNumLayers());
-  DenseMap<Operation *, LayerLifecycle *> lastBackward;
-  for (BackwardOp backward : body.getOps<BackwardOp>()) {
-    int64_t layer = backward.getGrad().getType().getLayer();
-    LayerLifecycle &life = lives[layer - stage.getFirstLayer()];
+  // accumulator): a fused backward or, split, the weight part of the last
+  // micro-batch (not its input part).
+  SmallVector<int64_t> ownedLayers = stage.getLayers();
+  SmallVector<LayerLifecycle> lives(ownedLayers.size());
+  DenseMap<int64_t, LayerLifecycle *> lifeOfLayer;
+  for (auto [layer, life] : llvm::zip(ownedLayers, lives)) {
     life.layer = layer;
-    life.finalGrad = backward.getGrad();
+    lifeOfLayer[layer] = &life;
+  }
+  DenseMap<Operation *, LayerLifecycle *> lastBackward;
+  for (Operation &op : body) {
+    Value grad;
+    if (auto backward = dyn_cast<BackwardOp>(op))
+      grad = backward.getGrad();
+    else if (auto weight = dyn_cast<BackwardWeightOp>(op))
+      grad = weight.getGrad();
+    else
+      continue;
+    int64_t layer = cast<GradType>(grad.getType()).getLayer();
+    lifeOfLayer.lookup(layer)->finalGrad = grad;
   }
   for (LayerLifecycle &life : lives) {
     if (!life.finalGrad)
       return stage.emitOpError("has no backward of layer ")
-             << (&life - lives.data()) + stage.getFirstLayer()
-             << "; run --ratrain-expand-1f1b first";
+             << life.layer << "; run --ratrain-expand-pipeline first";
     lastBackward[life.finalGrad.getDefiningOp()] = &life;
   }
   // Layers in the order their gradients become ready: the order of the
@@ -499,7 +512,8 @@ LogicalResult StageScheduler::run() {
       // gradients are double-buffered).
       while (zero2 && !unwaitedScatters.empty() &&
              (unwaitedScatters.front()->syncDone <= clock ||
-              (plan.getMicroBatches() == 1 && isa<BackwardOp>(op) &&
+              (plan.getMicroBatches() == 1 &&
+               isa<BackwardOp, BackwardWeightOp>(op) &&
                unwaitedScatters.size() >= 2))) {
         LayerLifecycle *life = unwaitedScatters.front();
         unwaitedScatters.pop_front();

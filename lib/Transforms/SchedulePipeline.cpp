@@ -1,6 +1,6 @@
 //===- SchedulePipeline.cpp - --ratrain-schedule-pipeline -----------------===//
 //
-// expand-1f1b -> schedule-lifecycle -> assign-buffers -> verify-schedule as
+// expand-pipeline -> schedule-lifecycle -> assign-buffers -> verify-schedule as
 // one registered pipeline, with the options they share.
 //
 //===----------------------------------------------------------------------===//
@@ -16,7 +16,11 @@ using namespace ratrain;
 
 void ratrain::buildSchedulePipeline(OpPassManager &pm,
                                     const SchedulePipelineOptions &options) {
-  pm.addPass(createRATrainExpand1F1B());
+  RATrainExpandPipelineOptions expand;
+  expand.scheduleName = options.schedule;
+  expand.scheduleFile = options.scheduleFile;
+  expand.splitBackward = options.splitBackward;
+  pm.addPass(createRATrainExpandPipeline(expand));
   RATrainScheduleLifecycleOptions lifecycle;
   lifecycle.policy = options.policy;
   lifecycle.machineFile = options.machineFile;
@@ -32,7 +36,8 @@ void ratrain::buildSchedulePipeline(OpPassManager &pm,
 void ratrain::registerSchedulePipeline() {
   PassPipelineRegistration<SchedulePipelineOptions>(
       "ratrain-schedule-pipeline",
-      "expand-1f1b, schedule-lifecycle, assign-buffers, verify-schedule: the "
+      "expand-pipeline, schedule-lifecycle, assign-buffers, verify-schedule: "
+      "the "
       "four schedule passes in order with the given options",
       buildSchedulePipeline);
 }

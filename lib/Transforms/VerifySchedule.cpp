@@ -72,7 +72,14 @@ private:
   LogicalResult checkNotStale(Operation *user, Value value);
   LogicalResult checkActivation(Operation *user, Value activation,
                                 int64_t layer, int64_t microBatch,
-                                bool recompute);
+                                bool recompute, bool release = true);
+  /// Checks the accumulation of a backward (or weight part) into `acc` and
+  /// counts the micro-batches in `grad`.
+  LogicalResult checkAccumulation(Operation *op, Value acc, Value grad,
+                                  int64_t layer);
+  /// Checks a weight part against the input part its deferred value comes
+  /// from.
+  LogicalResult checkWeightPart(BackwardWeightOp weight);
 
   /// Whether a view value is complete and in place for compute: the
   /// step's view, a re-materialized view (ZeRO 0) or an all-gathered one.
@@ -98,6 +105,8 @@ private:
   DenseMap<Value, int64_t> accumulated;
   /// Activations already released by a backward, and by which.
   DenseMap<Value, Operation *> consumedBy;
+  /// Deferred values of input parts not yet used by their weight part.
+  llvm::MapVector<Value, Operation *> pendingWeights;
   /// Layers whose master was updated this step: the new master.
   DenseMap<int64_t, Value> newMaster;
 };
@@ -180,7 +189,7 @@ LogicalResult StageChecker::checkNotStale(Operation *user, Value value) {
 
 LogicalResult StageChecker::checkActivation(Operation *user, Value activation,
                                             int64_t layer, int64_t microBatch,
-                                            bool recompute) {
+                                            bool recompute, bool release) {
   Operation *def = contentProducer(activation);
   std::optional<int64_t> producedFor;
   if (auto forward = dyn_cast_or_null<ForwardOp>(def))
@@ -203,7 +212,64 @@ LogicalResult StageChecker::checkActivation(Operation *user, Value activation,
     diag.attachNote(previous->getLoc()) << "released here";
     return diag;
   }
-  consumedBy[activation] = user;
+  // The input part of a split backward keeps the activations for its
+  // weight part, which releases them.
+  if (release)
+    consumedBy[activation] = user;
+  return success();
+}
+
+LogicalResult StageChecker::checkAccumulation(Operation *op, Value acc,
+                                              Value grad, int64_t layer) {
+  int64_t count = 1;
+  if (acc) {
+    if (Operation *user = consumedBy.lookup(acc)) {
+      InFlightDiagnostic diag =
+          op->emitOpError("use-before-ready: accumulates into a partial "
+                          "gradient of layer ")
+          << layer << " that '" << user->getName()
+          << "' already used; each micro-batch must accumulate into the "
+             "latest gradient";
+      diag.attachNote(user->getLoc()) << "used here";
+      return diag;
+    }
+    consumedBy[acc] = op;
+    count = accumulated.lookup(acc) + 1;
+  }
+  accumulated[grad] = count;
+  return success();
+}
+
+LogicalResult StageChecker::checkWeightPart(BackwardWeightOp weight) {
+  int64_t layer = weight.getView().getType().getLayer();
+  int64_t mb = weight.getMicroBatch();
+  auto input = weight.getDeferred().getDefiningOp<BackwardInputOp>();
+  if (!input)
+    return weight.emitOpError("weight-without-input: the weight part of layer ")
+           << layer << " micro-batch " << mb
+           << " uses a deferred value that no 'ratrain.backward_input' "
+              "produced";
+  if (!pendingWeights.contains(weight.getDeferred())) {
+    InFlightDiagnostic diag =
+        weight.emitOpError("weight-without-input: the weight part of layer ")
+        << layer << " micro-batch " << mb
+        << " uses a deferred value that an earlier weight part already "
+           "consumed";
+    diag.attachNote(consumedBy.lookup(weight.getDeferred())->getLoc())
+        << "consumed here";
+    return diag;
+  }
+  pendingWeights.erase(weight.getDeferred());
+  consumedBy[weight.getDeferred()] = weight;
+  if (input.getActivation() != weight.getActivation()) {
+    InFlightDiagnostic diag =
+        weight.emitOpError("backward-without-activation: the weight part of "
+                           "layer ")
+        << layer << " micro-batch " << mb
+        << " uses other activations than its input part";
+    diag.attachNote(input.getLoc()) << "input part here";
+    return diag;
+  }
   return success();
 }
 
@@ -241,24 +307,33 @@ LogicalResult StageChecker::run() {
       if (failed(checkView(&op, backward.getView(), "the backward")) ||
           failed(checkActivation(&op, backward.getActivation(), layer,
                                  backward.getMicroBatch(),
-                                 /*recompute=*/false)))
+                                 /*recompute=*/false)) ||
+          failed(checkAccumulation(&op, backward.getAcc(), backward.getGrad(),
+                                   layer)))
         return failure();
-      int64_t count = 1;
-      if (Value acc = backward.getAcc()) {
-        if (Operation *user = consumedBy.lookup(acc)) {
-          InFlightDiagnostic diag =
-              op.emitOpError("use-before-ready: accumulates into a partial "
-                             "gradient of layer ")
-              << layer << " that '" << user->getName()
-              << "' already used; each micro-batch must accumulate into the "
-                 "latest gradient";
-          diag.attachNote(user->getLoc()) << "used here";
-          return diag;
-        }
-        consumedBy[acc] = &op;
-        count = accumulated.lookup(acc) + 1;
-      }
-      accumulated[backward.getGrad()] = count;
+      continue;
+    }
+    if (auto input = dyn_cast<BackwardInputOp>(op)) {
+      int64_t layer = input.getView().getType().getLayer();
+      if (failed(checkView(&op, input.getView(), "the backward input part")) ||
+          failed(checkActivation(&op, input.getActivation(), layer,
+                                 input.getMicroBatch(),
+                                 /*recompute=*/false, /*release=*/false)))
+        return failure();
+      pendingWeights.insert({input.getDeferred(), &op});
+      continue;
+    }
+    if (auto weight = dyn_cast<BackwardWeightOp>(op)) {
+      int64_t layer = weight.getView().getType().getLayer();
+      if (failed(
+              checkView(&op, weight.getView(), "the backward weight part")) ||
+          failed(checkWeightPart(weight)) ||
+          failed(checkActivation(&op, weight.getActivation(), layer,
+                                 weight.getMicroBatch(),
+                                 /*recompute=*/false)) ||
+          failed(
+              checkAccumulation(&op, weight.getAcc(), weight.getGrad(), layer)))
+        return failure();
       continue;
     }
     if (auto ready = dyn_cast<GradReadyOp>(op)) {
@@ -381,6 +456,15 @@ LogicalResult StageChecker::run() {
                  << layer
                  << " that was not re-materialized from its updated master";
       }
+      if (!pendingWeights.empty()) {
+        Operation *input = pendingWeights.front().second;
+        InFlightDiagnostic diag =
+            op.emitOpError("input-without-weight: the step ends before the "
+                           "weight part of ")
+            << cast<ScheduleOpInterface>(input).describe();
+        diag.attachNote(input->getLoc()) << "input part here";
+        return diag;
+      }
       if (!unwaited.empty()) {
         auto [value, issuer] = unwaited.front();
         InFlightDiagnostic diag =
@@ -444,7 +528,8 @@ LogicalResult checkBufferOverlap(StageBufferAnalysis &buffers) {
 
 /// Runs all stages' sends and receives together: a stage advances until it
 /// reaches a recv whose message has not been sent; sends are buffered.
-/// Messages match by (sender, receiver, payload, micro-batch).
+/// Messages match by (sender, receiver, payload, micro-batch, receiving
+/// virtual stage).
 LogicalResult checkDeadlock(PipelineOp pipeline) {
   SmallVector<StageOp, 8> stages = pipeline.getStages();
   SmallVector<SmallVector<Operation *>> transfers(stages.size());
@@ -453,7 +538,7 @@ LogicalResult checkDeadlock(PipelineOp pipeline) {
       if (isa<SendOp, RecvOp>(op))
         transfers[index].push_back(&op);
 
-  using Key = std::tuple<int64_t, int64_t, int, int64_t>;
+  using Key = std::tuple<int64_t, int64_t, int, int64_t, int64_t>;
   std::map<Key, SmallVector<Operation *, 1>> inFlight;
   SmallVector<size_t> pc(stages.size(), 0);
   bool progress = true;
@@ -465,13 +550,13 @@ LogicalResult checkDeadlock(PipelineOp pipeline) {
         Operation *op = transfers[index][pc[index]];
         if (auto send = dyn_cast<SendOp>(op)) {
           inFlight[{self, int64_t(send.getPeer()), int(send.getPayload()),
-                    int64_t(send.getMicroBatch())}]
+                    int64_t(send.getMicroBatch()), send.getPeerVirtualStage()}]
               .push_back(op);
         } else {
           auto recv = cast<RecvOp>(op);
-          auto it = inFlight.find({int64_t(recv.getPeer()), self,
-                                   int(recv.getPayload()),
-                                   int64_t(recv.getMicroBatch())});
+          auto it = inFlight.find(
+              {int64_t(recv.getPeer()), self, int(recv.getPayload()),
+               int64_t(recv.getMicroBatch()), recv.getVirtualStage()});
           if (it == inFlight.end() || it->second.empty())
             break;
           it->second.erase(it->second.begin());
@@ -495,7 +580,10 @@ LogicalResult checkDeadlock(PipelineOp pipeline) {
       auto recv = cast<RecvOp>(op);
       diag << " stage " << op->getParentOfType<StageOp>().getStage()
            << " at 'recv " << stringifyPayload(recv.getPayload()) << " mb("
-           << recv.getMicroBatch() << ") from(" << recv.getPeer() << ")'";
+           << recv.getMicroBatch() << ") from(" << recv.getPeer() << ")";
+      if (recv.getChunk())
+        diag << " chunk(" << *recv.getChunk() << ")";
+      diag << "'";
       diag.attachNote(op->getLoc()) << "blocks here";
     }
     return diag;

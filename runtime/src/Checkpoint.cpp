@@ -99,6 +99,15 @@ StagePartition StagePartition::even(int64_t numLayers, int pp) {
   return partition;
 }
 
+int StagePartition::numStages() const {
+  if (chunkRank.empty())
+    return int(firstLayer.size()) - 1;
+  int64_t ranks = 0;
+  for (int64_t rank : chunkRank)
+    ranks = std::max(ranks, rank + 1);
+  return int(ranks);
+}
+
 llvm::Error StagePartition::validate(int64_t numLayers) const {
   if (firstLayer.size() < 2 || firstLayer.front() != 0 ||
       firstLayer.back() != numLayers)
@@ -110,18 +119,40 @@ llvm::Error StagePartition::validate(int64_t numLayers) const {
       return makeError(llvm::formatv("stage partition boundaries decrease at "
                                      "stage {0}",
                                      i - 1));
+  if (!chunkRank.empty()) {
+    if (chunkRank.size() + 1 != firstLayer.size())
+      return makeError(llvm::formatv("stage partition has {0} virtual stages "
+                                     "but ranks for {1}",
+                                     firstLayer.size() - 1, chunkRank.size()));
+    std::vector<bool> used(chunkRank.size(), false);
+    for (int64_t rank : chunkRank) {
+      if (rank < 0 || rank >= int64_t(chunkRank.size()))
+        return makeError(llvm::formatv(
+            "stage partition puts a virtual stage on rank {0} of {1}", rank,
+            chunkRank.size()));
+      used[rank] = true;
+    }
+    for (int rank = 0; rank < numStages(); ++rank)
+      if (!used[rank])
+        return makeError(
+            llvm::formatv("stage partition gives rank {0} no layers", rank));
+  }
   return llvm::Error::success();
 }
 
 int StagePartition::stageOfLayer(int64_t layer) const {
+  int64_t chunks = int64_t(firstLayer.size()) - 1;
+  auto rankOf = [&](int64_t chunk) {
+    return chunkRank.empty() ? int(chunk) : int(chunkRank[chunk]);
+  };
   if (layer == -1)
-    return 0;
+    return rankOf(0);
   if (layer == -2)
-    return numStages() - 1;
-  for (int s = 0; s < numStages(); ++s)
-    if (layer >= firstLayer[s] && layer < firstLayer[s + 1])
-      return s;
-  return numStages() - 1;
+    return rankOf(chunks - 1);
+  for (int64_t c = 0; c < chunks; ++c)
+    if (layer >= firstLayer[c] && layer < firstLayer[c + 1])
+      return rankOf(c);
+  return rankOf(chunks - 1);
 }
 
 std::vector<ParamSpec>

@@ -232,10 +232,13 @@ int runProgram(int argc, char **argv, const ProgramDescription &program) {
     model.ropeTheta = m->ropeTheta;
   }
   StagePartition partition;
-  if (program.partition)
+  if (program.partition) {
     partition.firstLayer.assign(program.partition,
                                 program.partition + program.partitionSize);
-  else
+    if (program.stageRanks)
+      partition.chunkRank.assign(program.stageRanks,
+                                 program.stageRanks + program.stageRanksSize);
+  } else
     partition = StagePartition::even(model.numLayers, program.pp);
   SessionOptions defaults;
   defaults.seqLen = program.seqLen;

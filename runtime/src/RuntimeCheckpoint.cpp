@@ -193,8 +193,8 @@ double Runtime::logStep(StepLogger *logger, uint64_t step, uint64_t totalSteps,
                   std::chrono::duration<double>(seconds));
   // One collective per step: (loss, peak DDR bytes[, step, kernel and wait
   // seconds]) of every rank.
-  double mine[5] = {isLastStage() ? loss : NAN, double(ddr().peakBytes()), 0, 0,
-                    0};
+  // The ranks that run the LM head report a loss, the others NaN.
+  double mine[5] = {loss, double(ddr().peakBytes()), 0, 0, 0};
   if (times) {
     mine[2] = times->step;
     mine[3] = times->kernel;
@@ -206,7 +206,7 @@ double Runtime::logStep(StepLogger *logger, uint64_t step, uint64_t totalSteps,
   double sum = 0;
   int count = 0;
   for (int r = 0; r < worldSize(); ++r)
-    if (grid.stageOf(r) == grid.pp - 1) {
+    if (!std::isnan(gathered[stride * r])) {
       sum += gathered[stride * r];
       ++count;
     }

@@ -68,7 +68,7 @@ ratrain.model @tiny family("llama") dtype(bf16) seq_len(128)
 
 // Over capacity: each stage that does not fit is an error that names the
 // peak position and op and the largest buffers live there.
-// CAP: error: 'ratrain.stage' op stage 1 needs 34.3 MB of DDR but a cluster has 20.0 MB; peak 34.3 MB at position 18 (ratrain.forward of layer 3 mb(3)): 20.7 MB of persistent states and scratch, and 9 other live buffers, the largest: activations of layer 2 mb 1 1.8 MB, activations of layer 3 mb 1 1.8 MB
+// CAP: error: 'ratrain.stage' op stage 1 needs 34.3 MB of DDR but a cluster has 20.0 MB; peak 34.3 MB at position 18 (ratrain.forward of layer 3 mb(3)) in action 1F3: 20.7 MB of persistent states and scratch, and 9 other live buffers, the largest: activations of layer 2 mb 1 1.8 MB, activations of layer 3 mb 1 1.8 MB
 // CAP: note: the peak is at this op
 // CAP: error: 'ratrain.stage' op stage 2 needs 28.7 MB of DDR but a cluster has 20.0 MB
 

@@ -12,17 +12,20 @@ set(RATRAIN_EMIT_DIR ${CMAKE_CURRENT_SOURCE_DIR})
 # ratrain_add_emitted_program(<target> MLIR <mt3k module>)
 # ratrain_add_emitted_program(<target> MODEL <config.json> MACHINE <file>
 #                             PLAN <--ratrain-plan options> [DTYPE bf16|f16]
-#                             [POLICY ratrain|gpu-style]
+#                             [POLICY ratrain|gpu-style] [SPLIT_BACKWARD]
+#                             [SCHEDULE 1f1b|interleaved-1f1b|zb-h1|zbv]
 #                             [DEPENDS <files or targets the MACHINE needs>])
 # Emits the C++ program of an mt3k module (or of a model lowered by
 # import -> plan -> schedule -> lower-to-mt3k, with the lifecycle POLICY for
-# both the plan and the schedule; default ratrain) and builds it into <target>,
+# both the plan and the schedule; default ratrain; SPLIT_BACKWARD: every
+# backward split into its input and weight parts) and builds it into <target>,
 # linked with ratrain_runtime and ratrain_kernels. The target is not built by
 # default (`ninja <target>`); the generated source is <target>.cpp in the
 # current binary directory.
 function(ratrain_add_emitted_program target)
-  cmake_parse_arguments(ARG "" "MLIR;MODEL;MACHINE;PLAN;DTYPE;POLICY" "DEPENDS"
-                        ${ARGN})
+  cmake_parse_arguments(ARG "SPLIT_BACKWARD"
+                        "MLIR;MODEL;MACHINE;PLAN;DTYPE;POLICY;SCHEDULE"
+                        "DEPENDS" ${ARGN})
   set(cpp ${CMAKE_CURRENT_BINARY_DIR}/${target}.cpp)
   if(ARG_MLIR)
     add_custom_command(OUTPUT ${cpp}
@@ -37,6 +40,12 @@ function(ratrain_add_emitted_program target)
     endif()
     if(ARG_POLICY)
       list(APPEND options --policy ${ARG_POLICY})
+    endif()
+    if(ARG_SPLIT_BACKWARD)
+      list(APPEND options --split-backward true)
+    endif()
+    if(ARG_SCHEDULE)
+      list(APPEND options --schedule ${ARG_SCHEDULE})
     endif()
     add_custom_command(OUTPUT ${cpp}
       COMMAND ${RATRAIN_EMIT_DIR}/emit-lower.sh

@@ -7,6 +7,7 @@
 
 #include "ratrain/Support/CrashReport.h"
 #include "ratrain/Target/EmitCpp.h"
+#include "ratrain/Target/ExportSchedule.h"
 #include "ratrain/Target/ImportHFConfig.h"
 
 #include "mlir/Tools/mlir-translate/MlirTranslateMain.h"
@@ -14,6 +15,7 @@
 int main(int argc, char **argv) {
   ratrain::setBugReportMessage();
   ratrain::registerImportHFConfigTranslation();
+  ratrain::registerExportScheduleTranslation();
   ratrain::registerMT3KToCppTranslation();
   return mlir::failed(
       mlir::mlirTranslateMain(argc, argv, "RATrain translation driver"));

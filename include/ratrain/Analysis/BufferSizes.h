@@ -72,10 +72,14 @@ public:
   /// 2sbh), token ids for the embedding, norm output, logits and softmax
   /// for the head.
   int64_t activationBytes(int64_t layer, ActivationKind kind) const;
+  /// What the input part of a split backward of `layer` keeps for its
+  /// weight part, one micro-batch (the memory model's deferredBytes).
+  int64_t deferredBytes(int64_t layer) const;
   /// One pipeline message (activation or its gradient): s * b * h * w.
   int64_t boundaryBytes() const;
-  /// DDR scratch of the largest layer kernel of a stage (the memory
-  /// model's kernel workspace).
+  /// DDR scratch of the largest layer kernel of a virtual stage (the
+  /// memory model's kernel workspace). The `stage` of these scratch sizes is
+  /// a virtual stage; a rank needs the largest over the ones it runs.
   int64_t workspaceBytes(int64_t stage) const;
   /// Gradient-sync staging of a stage: 0. All-reduce runs in place on the
   /// accumulated gradient and a ZeRO-2 reduce-scatter reads it in place and

@@ -12,8 +12,9 @@
 namespace ratrain {
 
 /// Predicted compute-stream seconds of a layer's forward, recompute or
-/// backward for one micro-batch of `microBatchSize` sequences (a selective
-/// backward also recomputes its attention core); 0 for every other op.
+/// backward (fused, or its input or weight part) for one micro-batch of
+/// `microBatchSize` sequences (a selective backward, or input part, also
+/// recomputes its attention core); 0 for every other op.
 /// `kinds[l]` is the kind of model layer `l`. The lifecycle scheduler and
 /// the simulator time ops with this one function.
 double computeLayerOpSeconds(mlir::Operation *op, const CostModel &costs,

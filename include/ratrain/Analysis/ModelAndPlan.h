@@ -29,6 +29,9 @@ RecomputePolicy fromIRRecompute(Recompute recompute);
 /// Converts between the planner's offload policy and the dialect's.
 Offload toIROffload(OffloadPolicy policy);
 OffloadPolicy fromIROffload(Offload offload);
+/// The IR's schedule kind and the schedule library's, case for case.
+PipelineScheduleKind toIRSchedule(schedule::ScheduleKind kind);
+schedule::ScheduleKind fromIRSchedule(PipelineScheduleKind kind);
 
 /// The planner's view of a `#ratrain.plan`: stage layer ranges over decoder
 /// layers (the plan attribute counts model layers, embedding and head

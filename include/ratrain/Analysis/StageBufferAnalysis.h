@@ -37,6 +37,7 @@ enum class BufferKind {
   GradientShard, ///< ZeRO-2: this rank's reduce-scattered shard
   Activation,    ///< stored by a forward
   Recomputed,    ///< produced by a recompute
+  Deferred,      ///< kept by a backward's input part for its weight part
   RecvMessage,   ///< lands a received activation or gradient
   SendMessage,   ///< holds an activation or gradient until it is sent
   Reloaded,      ///< a state brought back by ratrain.reload
@@ -81,17 +82,18 @@ struct StageBuffer {
 /// IR alone (sizes 0) when constructed: in-place ops join their result to
 /// an operand's buffer (backward to its accumulator, grad_ready, sync and
 /// wait to their input, update to the master and optimizer state,
-/// view_prefetch to the layer's view); forward, recompute and reload start
-/// a buffer; a buffer lives from its first definition to its last use;
-/// block arguments live from the step start and yielded values to the step
-/// end. A recv's message buffer lives until the op that consumes it (the
-/// forward of the stage's first layer or the backward of its last layer of
-/// that micro-batch); a send's from the op that produced it. Asynchronous
-/// readers keep their source live until they are waited: an offloaded
-/// state's buffer until the offload's wait (a yielded value whose offload
-/// completed is in the tier, not in DDR, at the step end), and a master
-/// until the wait of the view prefetch that casts it. The wait of a
-/// `reduce_scatter` ends the full gradient's buffer and starts the shard's,
+/// view_prefetch to the layer's view, a backward's weight part to its
+/// accumulator); forward, recompute, reload and a backward's input part
+/// (its deferred value) start a buffer; a buffer lives from its first
+/// definition to its last use; block arguments live from the step start and
+/// yielded values to the step end. A recv's message buffer lives until the op
+/// that consumes it (the forward of the stage's first layer or the backward, or
+/// input part, of its last layer of that micro-batch); a send's from the op
+/// that produced it. Asynchronous readers keep their source live until they are
+/// waited: an offloaded state's buffer until the offload's wait (a yielded
+/// value whose offload completed is in the tier, not in DDR, at the step end),
+/// and a master until the wait of the view prefetch that casts it. The wait of
+/// a `reduce_scatter` ends the full gradient's buffer and starts the shard's,
 /// which persists over the step (dp > 1; over a group of one the shard is
 /// the gradient itself, in place).
 ///

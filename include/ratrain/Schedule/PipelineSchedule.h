@@ -52,6 +52,8 @@ enum class ScheduleKind {
 llvm::StringRef stringifyScheduleKind(ScheduleKind kind);
 std::optional<ScheduleKind> parseScheduleKind(llvm::StringRef name);
 
+/// The compute kinds come first (code relies on it: BackwardWeight is the
+/// last compute kind).
 enum class ActionKind {
   Forward,        ///< F
   Backward,       ///< B: input and weight gradient together
@@ -121,16 +123,21 @@ std::vector<int64_t> stagePlacement(ScheduleKind kind, int64_t pp, int64_t v);
 /// limits::kMaxScheduleSize. The error names the value and the limit.
 llvm::Error checkScheduleShape(int64_t pp, int64_t v, int64_t m);
 
+/// The most ranks of a schedule built by the unit-time list scheduler (ZB-H1,
+/// and ZBV with m <= pp), whose time grows with pp * (m + pp).
+inline constexpr int64_t kMaxListScheduledRanks = 4096;
+
 /// Builds the schedule of `kind` (not Custom) for `pp` ranks, `v` virtual
 /// stages per rank and `m` micro-batches. Errors name the limit broken
-/// (1F1B and ZB-H1: v == 1; interleaved: v >= 2 and m a multiple of pp; ZBV:
-/// v == 2; all: checkScheduleShape).
+/// (1F1B and ZB-H1: v == 1; interleaved: v >= 2 and m a multiple of pp or
+/// of max(1, m / pp); ZBV: v == 2; ZB-H1, and ZBV with m <= pp: pp at most
+/// kMaxListScheduledRanks; all: checkScheduleShape).
 llvm::Expected<PipelineSchedule> generateSchedule(ScheduleKind kind, int64_t pp,
                                                   int64_t v, int64_t m);
 
 /// The same schedule with explicit SEND_F/RECV_F/SEND_B/RECV_B actions
 /// (none between two stages of the same rank), placed as the implied
-/// transfers are.
+/// transfers are; transfers `schedule` already holds are placed anew.
 PipelineSchedule withCommunication(const PipelineSchedule &schedule);
 
 /// torch.distributed.pipelining's CSV: one row per rank, one action per
@@ -182,7 +189,8 @@ struct ScheduleTiming {
 };
 
 /// Simulates a checked schedule. With `keepActions` false, `actions` stays
-/// empty (the planner's fast path).
+/// empty (the planner's fast path). A schedule whose structure the checker
+/// refuses, or that deadlocks, gets an infinite makespan and bubble 1.
 ScheduleTiming simulateSchedule(const PipelineSchedule &schedule,
                                 const ActionCosts &costs,
                                 bool keepActions = false);
@@ -205,7 +213,9 @@ struct ScheduleMemory {
 /// Counts the schedule's live micro-batches at the peak of each rank, where
 /// the peak is the program point of the largest weighted sum
 /// `sum_c activationBytes[c] * live(c) + deferredBytes[c] * deferred(c)`
-/// (the vectors indexed by virtual stage; empty weights count 1 each).
+/// (the vectors indexed by virtual stage; empty or short weights count 1
+/// each). Empty for a schedule whose structure the checker refuses or whose
+/// ranks x stages exceed limits::kMaxScheduleSize.
 ScheduleMemory scheduleMemory(const PipelineSchedule &schedule,
                               llvm::ArrayRef<double> activationBytes = {},
                               llvm::ArrayRef<double> deferredBytes = {});

@@ -2,7 +2,8 @@
 //
 // The pipeline, in order:
 //   --ratrain-plan                 choose pp/dp/micro-batching/recompute/ZeRO
-//   --ratrain-expand-1f1b          per-stage non-interleaved 1F1B programs
+//   --ratrain-expand-pipeline      per-rank programs of a pipeline schedule
+//   (--ratrain-expand-1f1b          the non-interleaved 1F1B case)
 //   --ratrain-schedule-lifecycle   place sync/update/view-prefetch/recompute
 //   --ratrain-assign-buffers       DDR offsets under the capacity
 //   --ratrain-verify-schedule      reject unsafe or deadlocking schedules
@@ -58,22 +59,68 @@ def RATrainPlan : Pass<"ratrain-plan", "mlir::ModuleOp"> {
 def RATrainExpand1F1B : Pass<"ratrain-expand-1f1b", "mlir::ModuleOp"> {
   let summary = "Expand a planned model into per-stage 1F1B programs";
   let description = [{
-    For every `ratrain.model` with a `plan` (and no pipeline yet), creates
-    `ratrain.pipeline @<model>_step` after it with one `ratrain.stage` per
-    plan stage. Stage `s` of `p` runs the non-interleaved 1F1B order over
+    `--ratrain-expand-pipeline=schedule=1f1b`, kept under its old name.
+    Stage `s` of `p` runs the non-interleaved 1F1B order over
     `m` micro-batches: `min(p - s - 1, m)` warm-up forwards, then
-    one-forward-one-backward pairs, then the cool-down backwards. A forward
-    of micro-batch `k` is `recv activation` (s > 0), a `ratrain.forward` per
-    owned layer in ascending order, `send activation` (s < p - 1); a
-    backward is `recv gradient` (s < p - 1), per layer in descending order
-    a `ratrain.recompute` (decoder layers of a stage with recompute `full`)
-    and a `ratrain.backward` that accumulates into the previous
-    micro-batch's gradient, then `send gradient` (s > 0). Decoder layers
+    one-forward-one-backward pairs, then the cool-down backwards (see
+    `--ratrain-expand-pipeline` for the ops of each action). Decoder layers
     store `full` activations under recompute `none`, `selective` under
     `selective` and `input` under `full`; the embedding and head always
     store `full`. The stage yields its states unchanged: lifecycle
     operations are placed by `--ratrain-schedule-lifecycle`.
+
+    With `split-backward`, each layer's backward is its input part
+    (`ratrain.backward_input`) immediately followed by its weight part
+    (`ratrain.backward_weight`), in the same 1F1B order: the same
+    computation as the fused `ratrain.backward`, bit for bit once lowered.
   }];
+  let options = [
+    Option<"splitBackward", "split-backward", "bool", "false",
+           "split each backward into its input part and its weight part">
+  ];
+}
+
+def RATrainExpandPipeline : Pass<"ratrain-expand-pipeline", "mlir::ModuleOp"> {
+  let summary = "Expand a planned model into the per-rank programs of a "
+                "pipeline schedule";
+  let description = [{
+    For every `ratrain.model` with a `plan` (and no pipeline yet), creates
+    `ratrain.pipeline @<model>_step` after it with one `ratrain.stage` per
+    rank, running the virtual stages (model chunks) the schedule puts on it.
+    The schedule is an action list (ratrain/Schedule/PipelineSchedule.h,
+    docs/pipeline-schedules.md): the plan's `schedule` by default,
+    `schedule=` one of `1f1b`, `interleaved-1f1b`, `zb-h1`, `zbv` (the
+    plan's virtual stages must fit it), or `schedule-file=` a CSV action list
+    in torch.distributed.pipelining's format (one row per rank). The schedule
+    is checked first: a missing or duplicated action, or ranks that block
+    each other forever, is an error naming the action and its rank.
+
+    Each action becomes ops of its rank, in order: `F` (virtual stage c,
+    micro-batch k) is `recv activation` (c > 0), a `ratrain.forward` per
+    layer of the chunk in ascending order, `send activation` (c < last); `B`
+    is `recv gradient` (c < last), per layer in descending order a
+    `ratrain.recompute` (decoder layers under recompute `full`) and a
+    `ratrain.backward` accumulating into the previous micro-batch's gradient,
+    then `send gradient` (c > 0). Transfers between two chunks of the same
+    rank are a send with its receive right after it. When a rank's actions
+    hold `SEND_*`/`RECV_*` actions, the transfers are placed there instead.
+    With interleaving, transfers name their chunk (`chunk(c)`). `I` is the
+    same with a `ratrain.backward_input` per layer, and `W` the
+    `ratrain.backward_weight` of each of the chunk's layers in the same
+    order; with `split-backward`, a `B` is built as `I` immediately
+    followed by `W`. The plan on the pipeline records the schedule kind
+    used (`custom` for a file).
+  }];
+  let options = [
+    Option<"scheduleName", "schedule", "std::string", "\"\"",
+           "pipeline schedule: 1f1b, interleaved-1f1b, zb-h1 or zbv (empty: "
+           "the plan's)">,
+    Option<"scheduleFile", "schedule-file", "std::string", "\"\"",
+           "a CSV action list (torch.distributed.pipelining format) to run">,
+    Option<"splitBackward", "split-backward", "bool", "false",
+           "run every fused backward (B) as its input part immediately "
+           "followed by its weight part">
+  ];
 }
 
 def RATrainScheduleLifecycle

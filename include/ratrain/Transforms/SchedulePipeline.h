@@ -15,6 +15,16 @@ namespace ratrain {
 /// Passes.td).
 struct SchedulePipelineOptions
     : public mlir::PassPipelineOptions<SchedulePipelineOptions> {
+  Option<std::string> schedule{
+      *this, "schedule",
+      llvm::cl::desc("pipeline schedule: 1f1b, interleaved-1f1b, zb-h1 or zbv "
+                     "(empty: the plan's)"),
+      llvm::cl::init("")};
+  Option<std::string> scheduleFile{
+      *this, "schedule-file",
+      llvm::cl::desc("a CSV action list to run instead (torch.distributed."
+                     "pipelining's format)"),
+      llvm::cl::init("")};
   Option<std::string> policy{*this, "policy",
                              llvm::cl::desc("lifecycle policy: ratrain or "
                                             "gpu-style"),
@@ -28,13 +38,18 @@ struct SchedulePipelineOptions
       *this, "capacity",
       llvm::cl::desc("DDR bytes per cluster (0: the machine's usable DDR)"),
       llvm::cl::init(0)};
+  Option<bool> splitBackward{
+      *this, "split-backward",
+      llvm::cl::desc("split each backward into its input part and its weight "
+                     "part (expand-1f1b split-backward)"),
+      llvm::cl::init(false)};
   Option<std::string> reportFile{
       *this, "report",
       llvm::cl::desc("memory-over-time CSV of assign-buffers (\"-\": stdout)"),
       llvm::cl::init("")};
 };
 
-/// Adds --ratrain-expand-1f1b, --ratrain-schedule-lifecycle,
+/// Adds --ratrain-expand-pipeline, --ratrain-schedule-lifecycle,
 /// --ratrain-assign-buffers and --ratrain-verify-schedule to `pm` (a
 /// builtin.module pass manager).
 void buildSchedulePipeline(mlir::OpPassManager &pm,

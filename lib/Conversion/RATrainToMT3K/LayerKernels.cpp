@@ -166,6 +166,100 @@ void StageLowering::emitDecoderBackward(const LayerWeights &w,
   elementwise(mt::ElementwiseKind::residual_add, {normGrad, dres}, {dx});
 }
 
+void StageLowering::emitDecoderBackwardInput(const LayerWeights &w,
+                                             const DecoderActs &a,
+                                             const DecoderDeferred &d, Value dy,
+                                             Value dx) {
+  int64_t T = dims.tokens, B = dims.batch, S = dims.seq, E = elemBytes();
+  double theta = model.getRopeTheta().convertToDouble();
+  double scale = 1.0 / std::sqrt(double(dims.headDim));
+  // emitDecoderBackward without the weight gradients; what they read goes
+  // to the deferred buffer instead of the scratch area. Scratch: R1 holds
+  // dh, then dq/dk before rope, and the discarded norm weight gradients
+  // (each written while R1 holds nothing live); W holds do, then the norms'
+  // input gradients.
+  Value dh = scratch("scratch.r1", r1Off, {T, dims.ffn}, elem);
+  Value dq4 =
+      scratch("scratch.r1", r1Off, {B, S, dims.heads, dims.headDim}, elem);
+  Value dk4 = scratch("scratch.r1", r1Off + T * dims.qDim * E,
+                      {B, S, dims.kvHeads, dims.headDim}, elem);
+  Value discarded = scratch("scratch.r1", r1Off, {dims.hidden}, elem);
+  Value dO4 =
+      scratch("scratch.w", wOff, {B, S, dims.heads, dims.headDim}, elem);
+  Value dO2 = slot(dO4, 0, {T, dims.qDim}, elem);
+  Value normGrad = scratch("scratch.w", wOff, {T, dims.hidden}, elem);
+
+  // The output gradient is overwritten by dx (and the next layer's
+  // backward): keep it for down_proj's weight gradient.
+  copy(dy, d.dy);
+  // MLP: out = x2 + down(swiglu(gate, up)).
+  gemm(dy, w.get("down_proj.weight"), dh, false, false, false);
+  elementwise(mt::ElementwiseKind::swiglu_bwd, {a.gate, a.up, dh},
+              {d.dgate, d.dup});
+  gemm(d.dgate, w.get("gate_proj.weight"), d.dxn2, false, false, false);
+  gemm(d.dup, w.get("up_proj.weight"), d.dxn2, false, false, true);
+  // The fused norm backward; its weight gradient is discarded here and
+  // computed again by the weight part.
+  rmsnormBwd(a.x2, w.get("post_attention_layernorm.weight"), a.rstd2, d.dxn2,
+             normGrad, discarded, /*acc=*/false);
+  elementwise(mt::ElementwiseKind::residual_add, {normGrad, dy}, {d.dres});
+  // Attention: x2 = x + o Wo^T.
+  gemm(d.dres, w.get("o_proj.weight"), dO2, false, false, false);
+  mt::AttentionBwdOp::create(b, loc, a.q4, a.k4, a.v4, a.o4, dO4, a.lse, dq4,
+                             dk4, d.dv4, /*causal=*/true, /*alibi=*/dims.alibi,
+                             b.getF64FloatAttr(scale));
+  if (dims.alibi) {
+    copy(dq4, d.dq4);
+    copy(dk4, d.dk4);
+  } else {
+    elementwise(mt::ElementwiseKind::rope_bwd, {dq4}, {d.dq4}, theta);
+    elementwise(mt::ElementwiseKind::rope_bwd, {dk4}, {d.dk4}, theta);
+  }
+  gemm(d.dq2, w.get("q_proj.weight"), d.dxn1, false, false, false);
+  gemm(d.dk2, w.get("k_proj.weight"), d.dxn1, false, false, true);
+  gemm(d.dv2, w.get("v_proj.weight"), d.dxn1, false, false, true);
+  // W[0, T h) held do, dead after the attention backward.
+  rmsnormBwd(a.x, w.get("input_layernorm.weight"), a.rstd1, d.dxn1, normGrad,
+             discarded, /*acc=*/false);
+  elementwise(mt::ElementwiseKind::residual_add, {normGrad, d.dres}, {dx});
+}
+
+void StageLowering::emitDecoderBackwardWeight(const LayerWeights &w,
+                                              const LayerWeights &g,
+                                              const DecoderActs &a,
+                                              const DecoderDeferred &d,
+                                              bool acc) {
+  int64_t T = dims.tokens;
+  // Scratch: W holds the recomputed SwiGLU output (when the activations do
+  // not store it), R1 the discarded input gradients of the norms.
+  Value discarded = scratch("scratch.r1", r1Off, {T, dims.hidden}, elem);
+  Value hact = a.hact;
+  if (!hact) {
+    hact = scratch("scratch.w", wOff, {T, dims.ffn}, elem);
+    elementwise(mt::ElementwiseKind::swiglu, {a.gate, a.up}, {hact});
+  }
+  gemm(d.dy, hact, g.get("down_proj.weight"), true, false, acc);
+  gemm(d.dgate, a.xn2, g.get("gate_proj.weight"), true, false, acc);
+  gemm(d.dup, a.xn2, g.get("up_proj.weight"), true, false, acc);
+  rmsnormBwd(a.x2, w.get("post_attention_layernorm.weight"), a.rstd2, d.dxn2,
+             discarded, g.get("post_attention_layernorm.weight"), acc);
+  gemm(d.dres, a.o2, g.get("o_proj.weight"), true, false, acc);
+  gemm(d.dq2, a.xn1, g.get("q_proj.weight"), true, false, acc);
+  gemm(d.dk2, a.xn1, g.get("k_proj.weight"), true, false, acc);
+  gemm(d.dv2, a.xn1, g.get("v_proj.weight"), true, false, acc);
+  if (dims.qkvBias) {
+    Value ones = scratch("scratch.ones", onesOff, {T, 1}, elem);
+    auto bias = [&](StringRef name, int64_t n) {
+      return slot(g.get(name), 0, {1, n}, elem);
+    };
+    gemm(ones, d.dq2, bias("q_proj.bias", dims.qDim), true, false, acc);
+    gemm(ones, d.dk2, bias("k_proj.bias", dims.kvDim), true, false, acc);
+    gemm(ones, d.dv2, bias("v_proj.bias", dims.kvDim), true, false, acc);
+  }
+  rmsnormBwd(a.x, w.get("input_layernorm.weight"), a.rstd1, d.dxn1, discarded,
+             g.get("input_layernorm.weight"), acc);
+}
+
 void StageLowering::emitHeadForward(const LayerWeights &w, Value act,
                                     int64_t mb, Value src) {
   int64_t T = dims.tokens;
@@ -204,6 +298,36 @@ void StageLowering::emitHeadBackward(const LayerWeights &w,
   // emitNormHeadJacobian maps it.
   gemm(dlogits, xn, g.get("lm_head.weight"), true, false, acc);
   rmsnormBwd(x, w.get("model.norm.weight"), rstd, dxn, dx,
+             g.get("model.norm.weight"), acc);
+}
+
+void StageLowering::emitHeadBackwardInput(const LayerWeights &w, Value act,
+                                          Value dxn, Value dx) {
+  int64_t T = dims.tokens;
+  Type f32 = Float32Type::get(ctx);
+  Value x = slot(act, head.x, {T, dims.hidden}, elem);
+  Value dlogits = slot(act, head.logits, {T, dims.vocab}, elem);
+  Value rstd = slot(act, head.rstd, {T}, f32);
+  Value discarded = scratch("scratch.r1", r1Off, {dims.hidden}, elem);
+  gemm(dlogits, headWeight(w), dxn, false, false, false);
+  rmsnormBwd(x, w.get("model.norm.weight"), rstd, dxn, dx, discarded,
+             /*acc=*/false);
+}
+
+void StageLowering::emitHeadBackwardWeight(const LayerWeights &w,
+                                           const LayerWeights &g, Value act,
+                                           Value dxn, bool acc) {
+  int64_t T = dims.tokens;
+  Type f32 = Float32Type::get(ctx);
+  Value x = slot(act, head.x, {T, dims.hidden}, elem);
+  Value xn = slot(act, head.xn, {T, dims.hidden}, elem);
+  Value dlogits = slot(act, head.logits, {T, dims.vocab}, elem);
+  Value rstd = slot(act, head.rstd, {T}, f32);
+  Value discarded = scratch("scratch.r1", r1Off, {T, dims.hidden}, elem);
+  // With a NormHead the gradient of the normalized weight, as in
+  // emitHeadBackward.
+  gemm(dlogits, xn, g.get("lm_head.weight"), true, false, acc);
+  rmsnormBwd(x, w.get("model.norm.weight"), rstd, dxn, discarded,
              g.get("model.norm.weight"), acc);
 }
 

@@ -112,6 +112,76 @@ LogicalResult StageLowering::lowerBackward(BackwardOp op) {
   return success();
 }
 
+LogicalResult StageLowering::lowerBackwardInput(BackwardInputOp op) {
+  int64_t layer = op.getView().getType().getLayer();
+  int64_t mb = op.getMicroBatch();
+  bool outlined = layerOp(layer).getKind() == LayerKind::Decoder &&
+                  beginOutline("decoder_backward_input");
+  LayerWeights w = weights(stateBase(op.getView(), "view", layer), layer, elem);
+  Value act = actBase(op.getActivation(), layer, mb);
+  Value deferred = deferredBase(op.getDeferred(), layer, mb);
+  // The embedding's and the head's deferred buffer is one [T, h] tensor.
+  auto boundary = [&] {
+    return slot(deferred, 0, {dims.tokens, dims.hidden}, elem);
+  };
+  switch (layerOp(layer).getKind()) {
+  case LayerKind::Embedding:
+    // The scatter-add waits for the weight part: keep the output gradient
+    // (the stream it arrives in is overwritten by the next backward).
+    copy(gradInput(layer, mb), boundary());
+    return success();
+  case LayerKind::Head:
+    emitHeadBackwardInput(w, act, boundary(), gradOutput(layer, mb));
+    return success();
+  case LayerKind::Decoder:
+    break;
+  }
+  DecoderActs a = decoderActs(act, act, 0, /*hactStored=*/true);
+  emitDecoderBackwardInput(w, a, decoderDeferred(deferred),
+                           gradInput(layer, mb), gradOutput(layer, mb));
+  if (outlined)
+    endOutline();
+  return success();
+}
+
+LogicalResult StageLowering::lowerBackwardWeight(BackwardWeightOp op) {
+  int64_t layer = op.getView().getType().getLayer();
+  int64_t mb = op.getMicroBatch();
+  bool acc = op.getAcc() != nullptr;
+  bool outlined = layerOp(layer).getKind() == LayerKind::Decoder &&
+                  beginOutline("decoder_backward_weight");
+  LayerWeights w = weights(stateBase(op.getView(), "view", layer), layer, elem);
+  LayerWeights g = weights(gradFlat(op.getGrad(), layer), layer, elem);
+  Value act = actBase(op.getActivation(), layer, mb);
+  Value deferred = deferredBase(op.getDeferred(), layer, mb);
+  // The embedding's and the head's deferred buffer is one [T, h] tensor.
+  auto boundary = [&] {
+    return slot(deferred, 0, {dims.tokens, dims.hidden}, elem);
+  };
+  switch (layerOp(layer).getKind()) {
+  case LayerKind::Embedding: {
+    Value ids = slot(act, 0, {dims.tokens}, IntegerType::get(ctx, 32));
+    Value table = g.get("embed_tokens.weight");
+    // As the fused backward: the first micro-batch zeroes, then the
+    // scatter-add of the output gradient the input part kept.
+    if (!acc)
+      mt::FillOp::create(b, loc, table, APFloat(0.0));
+    elementwise(mt::ElementwiseKind::embedding_bwd, {ids, boundary()}, {table});
+    return success();
+  }
+  case LayerKind::Head:
+    emitHeadBackwardWeight(w, g, act, boundary(), acc);
+    return success();
+  case LayerKind::Decoder:
+    break;
+  }
+  DecoderActs a = decoderActs(act, act, 0, /*hactStored=*/true);
+  emitDecoderBackwardWeight(w, g, a, decoderDeferred(deferred), acc);
+  if (outlined)
+    endOutline();
+  return success();
+}
+
 mt::CollectiveAlgorithm
 StageLowering::algorithm(SyncHierarchy hierarchy) const {
   if (hierarchy == SyncHierarchy::Hierarchical)
@@ -257,34 +327,36 @@ LogicalResult StageLowering::updateRange(Value grad, Value master, Value m,
 }
 
 void StageLowering::lowerTransfer(Operation *op, bool send) {
-  Payload payload = cast<TransferOpInterface>(op).getPayload();
-  int64_t mb = send ? cast<SendOp>(op).getMicroBatch()
-                    : cast<RecvOp>(op).getMicroBatch();
-  int64_t peer = send ? cast<SendOp>(op).getPeer() : cast<RecvOp>(op).getPeer();
-  int64_t tag = 2 * mb + (payload == Payload::Gradient ? 1 : 0);
+  auto transfer = cast<TransferOpInterface>(op);
+  Payload payload = transfer.getPayload();
+  int64_t mb = transfer.getMicroBatch();
+  int64_t peer = transfer.getPeer();
+  int64_t chunk = transfer.getVirtualStage();
+  int dir = payload == Payload::Gradient ? 1 : 0;
+  // The tag names the message between two ranks: its micro-batch and
+  // payload, and with interleaving the receiving virtual stage.
+  int64_t receiver = send ? transfer.getPeerVirtualStage() : chunk;
+  int64_t tag = stage.isInterleaved() ? 2 * (mb * numStages + receiver) + dir
+                                      : 2 * mb + dir;
   auto pp = FlatSymbolRefAttr::get(ctx, "pp");
   IntegerType i64 = IntegerType::get(ctx, 64);
   if (send) {
-    int64_t k = outboxSlot.at(transferKey(payload, mb));
-    int dir = payload == Payload::Gradient ? 1 : 0;
-    Value buffer = scratch(
-        llvm::formatv("outbox.{0}.{1}", dir ? "gradient" : "activation", k)
-            .str(),
-        outboxOff[dir][k], {dims.tokens, dims.hidden}, elem);
+    // A transfer between two virtual stages of this rank: its receive
+    // (placed right after) copies the outbox.
+    if (peer == stageIndex)
+      return;
+    Value buffer = outbox(payload, mb, chunk);
     Value token =
         mt::SendOp::create(b, loc, buffer, IntegerAttr::get(i64, peer), pp,
                            IntegerAttr::get(i64, tag));
     track(token);
     return;
   }
-  auto assignedBuffer = assignedMessage(op);
-  Value flat =
-      ddrBase(llvm::formatv(
-                  "recv.{0}.mb{1}",
-                  payload == Payload::Gradient ? "gradient" : "activation", mb)
-                  .str(),
-              (*assignedBuffer)[0], (*assignedBuffer)[1]);
-  Value buffer = slot(flat, 0, {dims.tokens, dims.hidden}, elem);
+  Value buffer = received(payload, mb, chunk);
+  if (peer == stageIndex) {
+    copy(outbox(payload, mb, transfer.getPeerVirtualStage()), buffer);
+    return;
+  }
   Value token = mt::RecvOp::create(b, loc, buffer, IntegerAttr::get(i64, peer),
                                    pp, IntegerAttr::get(i64, tag));
   track(token);
@@ -319,6 +391,10 @@ LogicalResult StageLowering::lower() {
       result = lowerRecompute(recompute);
     else if (auto backward = dyn_cast<BackwardOp>(op))
       result = lowerBackward(backward);
+    else if (auto input = dyn_cast<BackwardInputOp>(op))
+      result = lowerBackwardInput(input);
+    else if (auto weight = dyn_cast<BackwardWeightOp>(op))
+      result = lowerBackwardWeight(weight);
     else if (isa<SendOp>(op))
       lowerTransfer(&op, /*send=*/true);
     else if (isa<RecvOp>(op))

@@ -190,11 +190,23 @@ void LowerToMT3KPass::runOnOperation() {
       model->getRmsEpsAttr(), model->getRopeThetaAttr(),
       attrs.getBoolAttr(config.qkvBias), attrs.getBoolAttr(config.normHead));
   std::optional<SchedulePolicy> policy = pipeline.getPolicy();
+  // With virtual stages, the rank of each (the runtime's layer ownership).
+  DenseI64ArrayAttr stageRanks;
+  if (plan.getVirtualStages() > 1 ||
+      llvm::any_of(pipeline.getStages(),
+                   [](StageOp stage) { return stage.isInterleaved(); })) {
+    SmallVector<int64_t> ranks(plan.getNumVirtualStages(), 0);
+    for (StageOp stage : pipeline.getStages())
+      for (StageChunkAttr chunk : stage.getChunkList())
+        ranks[chunk.getVirtualStage()] = stage.getStage();
+    stageRanks = attrs.getDenseI64ArrayAttr(ranks);
+  }
   auto jobAttr = mt::JobAttr::get(
       ctx, plan.getClusters(), plan.getPp(), plan.getDp(),
       plan.getMicroBatchSize(), plan.getMicroBatches(), plan.getZero(),
       attrs.getDenseI64ArrayAttr(plan.getStageLayers()),
-      attrs.getStringAttr(policy ? stringifySchedulePolicy(*policy) : ""));
+      attrs.getStringAttr(policy ? stringifySchedulePolicy(*policy) : ""),
+      stageRanks);
   mt::MT3KDialect::ModelAttrHelper(ctx).setAttr(module, modelAttr);
   mt::MT3KDialect::JobAttrHelper(ctx).setAttr(module, jobAttr);
   // The machine file the import recorded is the ratrain dialect's; the

@@ -320,6 +320,31 @@ StageLowering::DecoderActs StageLowering::decoderActs(Value inputBase,
   return a;
 }
 
+StageLowering::DecoderDeferred StageLowering::decoderDeferred(Value base) {
+  const DecoderDeferredLayout &l = deferredLayout;
+  int64_t T = dims.tokens, B = dims.batch, S = dims.seq;
+  DecoderDeferred d;
+  d.dy = slot(base, l.dy, {T, dims.hidden}, elem);
+  d.dgate = slot(base, l.dgate, {T, dims.ffn}, elem);
+  d.dup = slot(base, l.dup, {T, dims.ffn}, elem);
+  d.dxn2 = slot(base, l.dxn2, {T, dims.hidden}, elem);
+  d.dres = slot(base, l.dres, {T, dims.hidden}, elem);
+  d.dq2 = slot(base, l.dq, {T, dims.qDim}, elem);
+  d.dk2 = slot(base, l.dk, {T, dims.kvDim}, elem);
+  d.dv2 = slot(base, l.dv, {T, dims.kvDim}, elem);
+  d.dq4 = slot(base, l.dq, {B, S, dims.heads, dims.headDim}, elem);
+  d.dk4 = slot(base, l.dk, {B, S, dims.kvHeads, dims.headDim}, elem);
+  d.dv4 = slot(base, l.dv, {B, S, dims.kvHeads, dims.headDim}, elem);
+  d.dxn1 = slot(base, l.dxn1, {T, dims.hidden}, elem);
+  return d;
+}
+
+Value StageLowering::deferredBase(Value deferred, int64_t layer, int64_t mb) {
+  auto buffer = assigned(deferred);
+  std::string name = llvm::formatv("deferred.layer{0}.mb{1}", layer, mb);
+  return ddrBase(name, (*buffer)[0], (*buffer)[1]);
+}
+
 Value StageLowering::actBase(Value act, int64_t layer, int64_t mb) {
   auto buffer = assigned(act);
   std::string name =
@@ -335,21 +360,27 @@ Value StageLowering::gradFlat(Value grad, int64_t layer) {
   return slot(flat, 0, {layerParams(layer)}, elem);
 }
 
-Value StageLowering::received(Payload payload, int64_t mb) {
-  Operation *recv = recvOps.at(transferKey(payload, mb));
+/// The name suffix of a boundary buffer of virtual stage `chunk` (none
+/// without interleaving, so those programs keep their names).
+static std::string chunkSuffix(StageOp stage, int64_t chunk) {
+  return stage.isInterleaved() ? llvm::formatv(".vs{0}", chunk).str() : "";
+}
+
+Value StageLowering::received(Payload payload, int64_t mb, int64_t chunk) {
+  Operation *recv = recvOps.at(transferKey(payload, mb, chunk));
   auto buffer = assignedMessage(recv);
-  Value flat =
-      ddrBase(llvm::formatv(
-                  "recv.{0}.mb{1}",
-                  payload == Payload::Gradient ? "gradient" : "activation", mb)
-                  .str(),
-              (*buffer)[0], (*buffer)[1]);
+  Value flat = ddrBase(
+      llvm::formatv("recv.{0}.mb{1}{2}",
+                    payload == Payload::Gradient ? "gradient" : "activation",
+                    mb, chunkSuffix(stage, chunk))
+          .str(),
+      (*buffer)[0], (*buffer)[1]);
   return slot(flat, 0, {dims.tokens, dims.hidden}, elem);
 }
 
-Value StageLowering::outbox(Payload payload, int64_t mb) {
+Value StageLowering::outbox(Payload payload, int64_t mb, int64_t chunk) {
   int gradient = payload == Payload::Gradient ? 1 : 0;
-  int64_t k = outboxSlot.at(transferKey(payload, mb));
+  int64_t k = outboxSlot.at(transferKey(payload, mb, chunk));
   return scratch(
       llvm::formatv("outbox.{0}.{1}", gradient ? "gradient" : "activation", k)
           .str(),
@@ -361,25 +392,31 @@ Value StageLowering::stream() {
 }
 
 Value StageLowering::flowInput(int64_t layer, int64_t mb) {
-  if (layer == stage.getFirstLayer() && stageIndex > 0)
-    return received(Payload::Activation, mb);
+  StageChunkAttr chunk = stage.getChunkOfLayer(layer);
+  if (layer == chunk.getFirstLayer() && chunk.getVirtualStage() > 0)
+    return received(Payload::Activation, mb, chunk.getVirtualStage());
   return stream();
 }
 
 Value StageLowering::flowOutput(int64_t layer, int64_t mb) {
-  if (layer == stage.getEndLayer() - 1 && stageIndex + 1 < numStages)
-    return outbox(Payload::Activation, mb);
+  StageChunkAttr chunk = stage.getChunkOfLayer(layer);
+  if (layer == chunk.getEndLayer() - 1 &&
+      chunk.getVirtualStage() + 1 < numStages)
+    return outbox(Payload::Activation, mb, chunk.getVirtualStage());
   return stream();
 }
 
 Value StageLowering::gradInput(int64_t layer, int64_t mb) {
-  if (layer == stage.getEndLayer() - 1 && stageIndex + 1 < numStages)
-    return received(Payload::Gradient, mb);
+  StageChunkAttr chunk = stage.getChunkOfLayer(layer);
+  if (layer == chunk.getEndLayer() - 1 &&
+      chunk.getVirtualStage() + 1 < numStages)
+    return received(Payload::Gradient, mb, chunk.getVirtualStage());
   return stream();
 }
 
 Value StageLowering::gradOutput(int64_t layer, int64_t mb) {
-  if (layer == stage.getFirstLayer() && stageIndex > 0)
-    return outbox(Payload::Gradient, mb);
+  StageChunkAttr chunk = stage.getChunkOfLayer(layer);
+  if (layer == chunk.getFirstLayer() && chunk.getVirtualStage() > 0)
+    return outbox(Payload::Gradient, mb, chunk.getVirtualStage());
   return stream();
 }

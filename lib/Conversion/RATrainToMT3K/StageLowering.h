@@ -308,11 +308,18 @@ private:
   };
   DecoderActs decoderActs(Value inputBase, Value restBase, int64_t restOffset,
                           bool hactStored);
+  /// The tensors of a decoder layer's deferred buffer (DecoderDeferredLayout).
+  struct DecoderDeferred {
+    Value dy, dgate, dup, dxn2, dres, dq2, dk2, dv2, dq4, dk4, dv4, dxn1;
+  };
+  DecoderDeferred decoderDeferred(Value base);
   /// The [T, h] boundary tensors of micro-batch `mb`: the buffer a recv of
   /// `payload` lands in, the outbox slot a send of it leaves from, and the
   /// stream scratch a boundary inside the stage passes through.
-  Value received(Payload payload, int64_t mb);
-  Value outbox(Payload payload, int64_t mb);
+  /// The received boundary tensor of micro-batch `mb` for virtual stage
+  /// `chunk` of this rank, and the outbox slot it sends from.
+  Value received(Payload payload, int64_t mb, int64_t chunk);
+  Value outbox(Payload payload, int64_t mb, int64_t chunk);
   Value stream();
   /// A layer's input / output activation and gradient at a boundary.
   Value flowInput(int64_t layer, int64_t mb);
@@ -325,9 +332,27 @@ private:
                           Value src, Value dst);
   void emitDecoderBackward(const LayerWeights &w, const LayerWeights &g,
                            const DecoderActs &a, Value dy, Value dx, bool acc);
+  /// The split decoder backward (docs/lowering.md, "Split backward"): the
+  /// input part computes dx from dy and keeps what the weight part needs in
+  /// the deferred buffer `d`; the weight part accumulates the parameter
+  /// gradients into `g`. Together they run the kernels of
+  /// emitDecoderBackward on the same operands (the fused RMSNorm backward
+  /// runs in both, each keeping one of its two outputs), so the bits are
+  /// the same.
+  void emitDecoderBackwardInput(const LayerWeights &w, const DecoderActs &a,
+                                const DecoderDeferred &d, Value dy, Value dx);
+  void emitDecoderBackwardWeight(const LayerWeights &w, const LayerWeights &g,
+                                 const DecoderActs &a, const DecoderDeferred &d,
+                                 bool acc);
   void emitHeadForward(const LayerWeights &w, Value act, int64_t mb, Value src);
   void emitHeadBackward(const LayerWeights &w, const LayerWeights &g, Value act,
                         Value dx, bool acc);
+  /// The split head backward: the input part keeps the final norm's output
+  /// gradient `dxn` (the logits gradient stays in the activations).
+  void emitHeadBackwardInput(const LayerWeights &w, Value act, Value dxn,
+                             Value dx);
+  void emitHeadBackwardWeight(const LayerWeights &w, const LayerWeights &g,
+                              Value act, Value dxn, bool acc);
   /// The LM-head weight the head's GEMMs use: the view, or with a NormHead
   /// its row-normalized copy in scratch.normhead, computed by the first call
   /// of the step (the view does not change within a step).
@@ -341,6 +366,10 @@ private:
   LogicalResult lowerForward(ForwardOp op);
   LogicalResult lowerRecompute(RecomputeOp op);
   LogicalResult lowerBackward(BackwardOp op);
+  LogicalResult lowerBackwardInput(BackwardInputOp op);
+  LogicalResult lowerBackwardWeight(BackwardWeightOp op);
+  /// The deferred buffer of a split backward's input part.
+  Value deferredBase(Value deferred, int64_t layer, int64_t mb);
   LogicalResult lowerSync(SyncOp op);
   LogicalResult lowerUpdate(UpdateOp op);
   /// AdamW over `n` elements of grad, master, m, v (the refreshed view into
@@ -496,6 +525,7 @@ private:
   int64_t gsmSlotBytes = 0;
   DecoderLayout fullLayout;
   HeadLayout head;
+  DecoderDeferredLayout deferredLayout;
   /// Named scratch regions: name -> (offset, bytes).
   llvm::StringMap<std::pair<int64_t, int64_t>> regions;
   /// Takes `bytes` of the lowering's area for the region `name`.
@@ -506,8 +536,8 @@ private:
   }
 
   // Transfers: (payload, mb) -> outbox slot index / the recv op.
-  std::map<std::pair<int, int64_t>, int64_t> outboxSlot;
-  std::map<std::pair<int, int64_t>, Operation *> recvOps;
+  std::map<std::tuple<int, int64_t, int64_t>, int64_t> outboxSlot;
+  std::map<std::tuple<int, int64_t, int64_t>, Operation *> recvOps;
 
   // Memoized buffers and views.
   llvm::StringMap<Value> bases;
@@ -530,10 +560,17 @@ private:
 };
 
 /// The pipeline-boundary transfer key of a send or recv: (0 activation / 1
-/// gradient, micro-batch).
-inline std::pair<int, int64_t> transferKey(Payload payload, int64_t mb) {
-  return {payload == Payload::Gradient ? 1 : 0, mb};
+/// gradient, micro-batch, this side's virtual stage).
+inline std::tuple<int, int64_t, int64_t>
+transferKey(Payload payload, int64_t mb, int64_t chunk) {
+  return {payload == Payload::Gradient ? 1 : 0, mb, chunk};
 }
+
+/// The outbox slots per (rank, direction: 0 activation, 1 gradient) with
+/// which every rank's sends can reuse their slots without a deadlock under
+/// rendezvous sends (OutboxSlots.cpp); at least 2.
+llvm::DenseMap<std::pair<int64_t, int>, int64_t>
+planOutboxSlots(PipelineOp pipeline);
 
 } // namespace ratrain::lowering
 

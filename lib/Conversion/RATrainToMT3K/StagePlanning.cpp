@@ -22,7 +22,7 @@ namespace mt = ratrain::mt3k;
 LogicalResult StageLowering::plan() {
   plan_ = pipeline.getPlan();
   layers = model.getLayers();
-  numStages = plan_.getPp();
+  numStages = plan_.getNumVirtualStages();
   stageIndex = stage.getStage();
   dtype = getModelConfig(model).dtype;
   // Slots of the lowering's own layouts are 64-byte aligned; the assigned
@@ -91,6 +91,21 @@ LogicalResult StageLowering::plan() {
              << buffer.bytes << " bytes but the lowering stores " << need
              << " bytes there";
   }
+  // The deferred buffers of split backwards must hold what the input part
+  // keeps for the weight part.
+  deferredLayout = decoderDeferredLayout(layerShape(dims), E, A);
+  for (const StageBuffer &buffer : buffers.getBuffers()) {
+    if (buffer.kind != BufferKind::Deferred)
+      continue;
+    int64_t need = layerOp(buffer.layer).getKind() == LayerKind::Decoder
+                       ? deferredLayout.bytes
+                       : T * dims.hidden * E;
+    if (buffer.bytes < need)
+      return stage.emitOpError("stage ")
+             << stageIndex << ": " << buffer.describe() << " has "
+             << buffer.bytes << " bytes but the lowering keeps " << need
+             << " bytes there";
+  }
   for (const StageBuffer &buffer : buffers.getBuffers())
     if (buffer.kind == BufferKind::GradientShard && buffer.bytes > 0)
       assignedGradShard[buffer.layer] = {buffer.offset, buffer.bytes};
@@ -133,20 +148,28 @@ LogicalResult StageLowering::plan() {
     fwdFullOff = region(area, "scratch.forward",
                         decoderLayout(dims, E, /*available=*/0, A).bytes);
 
-  // Outgoing pipeline messages: two slots per direction, reused round-robin
-  // (see docs/lowering.md, "Pipeline messages").
+  // Outgoing pipeline messages: two slots per direction (more when the
+  // schedule runs further ahead of a peer), reused round-robin (see
+  // docs/lowering.md, "Messages").
+  DenseMap<std::pair<int64_t, int>, int64_t> slotCounts =
+      planOutboxSlots(pipeline);
+  int64_t slotsPerDir[2] = {slotCounts.lookup({stageIndex, 0}),
+                            slotCounts.lookup({stageIndex, 1})};
   int64_t sends[2] = {0, 0};
   for (Operation &op : stage.getBody().front()) {
     if (auto send = dyn_cast<SendOp>(op)) {
       int dir = send.getPayload() == Payload::Gradient ? 1 : 0;
-      outboxSlot[transferKey(send.getPayload(), send.getMicroBatch())] =
-          sends[dir]++ % 2;
+      outboxSlot[transferKey(send.getPayload(), send.getMicroBatch(),
+                             send.getVirtualStage())] =
+          sends[dir]++ % std::max<int64_t>(slotsPerDir[dir], 2);
     } else if (auto recv = dyn_cast<RecvOp>(op)) {
-      recvOps[transferKey(recv.getPayload(), recv.getMicroBatch())] = &op;
+      recvOps[transferKey(recv.getPayload(), recv.getMicroBatch(),
+                          recv.getVirtualStage())] = &op;
     }
   }
   for (int dir = 0; dir < 2; ++dir)
-    for (int64_t k = 0; k < outboxSlots(sends[dir]); ++k)
+    for (int64_t k = 0;
+         k < std::min(sends[dir], std::max<int64_t>(slotsPerDir[dir], 2)); ++k)
       outboxOff[dir].push_back(region(
           area,
           llvm::formatv("outbox.{0}.{1}", dir ? "gradient" : "activation", k)
@@ -157,8 +180,7 @@ LogicalResult StageLowering::plan() {
   // ZeRO-2 schedules assign it a buffer of its own) and view shard (AdamW's
   // output, the all-gather input).
   if (zero())
-    for (int64_t layer = stage.getFirstLayer(); layer < stage.getEndLayer();
-         ++layer) {
+    for (int64_t layer : stage.getLayers()) {
       ZeroShardSizes shards =
           ZeroShardSizes::of(layerParams(layer), plan_.getDp(), E);
       if (!assignedGradShard.count(layer))
@@ -176,8 +198,7 @@ LogicalResult StageLowering::plan() {
   // NormHead: the normalized LM-head weight and its row statistics, on the
   // stage that holds the head.
   bool hasHead = false;
-  for (int64_t layer = stage.getFirstLayer(); layer < stage.getEndLayer();
-       ++layer)
+  for (int64_t layer : stage.getLayers())
     hasHead |= layerOp(layer).getKind() == LayerKind::Head;
   if (dims.normHead && hasHead) {
     normHeadSlots = normHeadLayout(dims, E, A);
@@ -227,8 +248,7 @@ LogicalResult StageLowering::emitPrologue() {
                                      : FloatAttr(),
         elementOffset ? IntegerAttr::get(i64, *elementOffset) : IntegerAttr());
   };
-  for (int64_t layer = stage.getFirstLayer(); layer < stage.getEndLayer();
-       ++layer) {
+  for (int64_t layer : stage.getLayers()) {
     SmallVector<ParamTensor> tensors = layerTensors(layer);
     Value view = stateBase(stage.getViewArg(layer), "view", layer);
     // An offloaded state is initialized in its reload window and then

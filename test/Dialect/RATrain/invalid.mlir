@@ -42,7 +42,7 @@ ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
 // -----
 
 // one stage_layers entry per stage
-// expected-error @+3 {{plan has 1 stage_layers entries for pp = 2}}
+// expected-error @+3 {{plan has 1 stage_layers entries for pp * virtual_stages = 2}}
 ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
     positions rope rms_eps(1.0e-05) rope_theta(1.0e+04)
     plan #ratrain.plan<clusters = 2, pp = 2, dp = 1, micro_batch_size = 1, micro_batches = 2, zero = 0, stage_layers = [4], recompute = [none, none], step_us = 0, peak_bytes = 0> {
@@ -55,7 +55,7 @@ ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
 // -----
 
 // one recompute entry per stage
-// expected-error @+3 {{plan has 1 recompute entries for pp = 2}}
+// expected-error @+3 {{plan has 1 recompute entries for pp * virtual_stages = 2}}
 ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
     positions rope rms_eps(1.0e-05) rope_theta(1.0e+04)
     plan #ratrain.plan<clusters = 2, pp = 2, dp = 1, micro_batch_size = 1, micro_batches = 2, zero = 0, stage_layers = [2, 2], recompute = [full], step_us = 0, peak_bytes = 0> {
@@ -331,7 +331,7 @@ ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
   ratrain.layer 3 head hidden(64) vocab(128)
 }
 ratrain.pipeline @p for @m plan #ratrain.plan<clusters = 2, pp = 2, dp = 1, micro_batch_size = 1, micro_batches = 2, zero = 0, stage_layers = [1, 3], recompute = [none, none], step_us = 0, peak_bytes = 0> {
-  // expected-error @+1 {{owns layers [0, 2) but the plan gives it [0, 1)}}
+  // expected-error @+1 {{owns layers [0, 2) in virtual stage 0 but the plan gives it [0, 1)}}
   ratrain.stage 0 layers [0, 2) states(%v0: !ratrain.view<0>, %m0: !ratrain.master<0>, %o0: !ratrain.opt_state<0>, %v1: !ratrain.view<1>, %m1: !ratrain.master<1>, %o1: !ratrain.opt_state<1>) {
     ratrain.yield %v0, %m0, %o0, %v1, %m1, %o1 : !ratrain.view<0>, !ratrain.master<0>, !ratrain.opt_state<0>, !ratrain.view<1>, !ratrain.master<1>, !ratrain.opt_state<1>
   }
@@ -635,11 +635,11 @@ ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
 }
 ratrain.pipeline @p for @m plan #ratrain.plan<clusters = 2, pp = 2, dp = 1, micro_batch_size = 1, micro_batches = 2, zero = 0, stage_layers = [2, 2], recompute = [none, none], step_us = 0, peak_bytes = 0> {
   ratrain.stage 0 layers [0, 2) states(%v0: !ratrain.view<0>, %m0: !ratrain.master<0>, %o0: !ratrain.opt_state<0>, %v1: !ratrain.view<1>, %m1: !ratrain.master<1>, %o1: !ratrain.opt_state<1>) {
-    // expected-error @+1 {{in stage 0 must send gradient to stage -1, not 1}}
-    ratrain.send gradient mb(0) to(1)
     ratrain.yield %v0, %m0, %o0, %v1, %m1, %o1 : !ratrain.view<0>, !ratrain.master<0>, !ratrain.opt_state<0>, !ratrain.view<1>, !ratrain.master<1>, !ratrain.opt_state<1>
   }
   ratrain.stage 1 layers [2, 4) states(%v2: !ratrain.view<2>, %m2: !ratrain.master<2>, %o2: !ratrain.opt_state<2>, %v3: !ratrain.view<3>, %m3: !ratrain.master<3>, %o3: !ratrain.opt_state<3>) {
+    // expected-error @+1 {{in stage 1 must send gradient to stage 0, not 1}}
+    ratrain.send gradient mb(0) to(1)
     ratrain.yield %v2, %m2, %o2, %v3, %m3, %o3 : !ratrain.view<2>, !ratrain.master<2>, !ratrain.opt_state<2>, !ratrain.view<3>, !ratrain.master<3>, !ratrain.opt_state<3>
   }
 }
@@ -656,7 +656,7 @@ ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
 }
 ratrain.pipeline @p for @m plan #ratrain.plan<clusters = 2, pp = 2, dp = 1, micro_batch_size = 1, micro_batches = 2, zero = 0, stage_layers = [2, 2], recompute = [none, none], step_us = 0, peak_bytes = 0> {
   ratrain.stage 0 layers [0, 2) states(%v0: !ratrain.view<0>, %m0: !ratrain.master<0>, %o0: !ratrain.opt_state<0>, %v1: !ratrain.view<1>, %m1: !ratrain.master<1>, %o1: !ratrain.opt_state<1>) {
-    // expected-error @+1 {{peer stage -1 does not exist in a pipeline of 2 stages}}
+    // expected-error @+1 {{in virtual stage 0 cannot receive activation from virtual stage -1: the pipeline has 2}}
     ratrain.recv activation mb(0) from(-1)
     ratrain.yield %v0, %m0, %o0, %v1, %m1, %o1 : !ratrain.view<0>, !ratrain.master<0>, !ratrain.opt_state<0>, !ratrain.view<1>, !ratrain.master<1>, !ratrain.opt_state<1>
   }
@@ -849,5 +849,89 @@ ratrain.pipeline @p for @m plan #ratrain.plan<clusters = 2, pp = 1, dp = 2, micr
     // expected-error @+1 {{reloads '!ratrain.opt_state<0>' that is not in the offload tier}}
     %again = ratrain.reload %o0r : !ratrain.opt_state<0>
     ratrain.yield %v0, %m0, %o0, %v1, %m1, %o1, %v2, %m2, %o2 : !ratrain.view<0>, !ratrain.master<0>, !ratrain.opt_state<0>, !ratrain.view<1>, !ratrain.master<1>, !ratrain.opt_state<1>, !ratrain.view<2>, !ratrain.master<2>, !ratrain.opt_state<2>
+  }
+}
+
+// -----
+
+// schedule and virtual stages agree
+// expected-error @+3 {{plan schedule zbv runs 2 virtual stages per rank, not 1}}
+ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04)
+    plan #ratrain.plan<clusters = 2, pp = 2, dp = 1, micro_batch_size = 1, micro_batches = 2, zero = 0, stage_layers = [2, 2], recompute = [none, none], step_us = 0, peak_bytes = 0, schedule = zbv> {
+  ratrain.layer 0 embedding hidden(64) vocab(128)
+  ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
+  ratrain.layer 2 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
+  ratrain.layer 3 head hidden(64) vocab(128)
+}
+
+// -----
+
+// one stage_layers entry per virtual stage
+// expected-error @+3 {{plan has 2 stage_layers entries for pp * virtual_stages = 4}}
+ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04)
+    plan #ratrain.plan<clusters = 2, pp = 2, dp = 1, micro_batch_size = 1, micro_batches = 2, zero = 0, stage_layers = [2, 2], recompute = [none, none], step_us = 0, peak_bytes = 0, schedule = interleaved_1f1b, virtual_stages = 2> {
+  ratrain.layer 0 embedding hidden(64) vocab(128)
+  ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
+  ratrain.layer 2 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
+  ratrain.layer 3 head hidden(64) vocab(128)
+}
+
+// -----
+
+// every virtual stage runs on exactly one rank
+ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
+  ratrain.layer 0 embedding hidden(64) vocab(128)
+  ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
+  ratrain.layer 2 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
+  ratrain.layer 3 head hidden(64) vocab(128)
+}
+// expected-error @+1 {{runs virtual stage 3 on no stage}}
+ratrain.pipeline @p for @m plan #ratrain.plan<clusters = 2, pp = 2, dp = 1, micro_batch_size = 1, micro_batches = 2, zero = 0, stage_layers = [1, 1, 1, 1], recompute = [none, none, none, none], step_us = 0, peak_bytes = 0, schedule = custom, virtual_stages = 2> {
+  ratrain.stage 0 chunks [0: [0, 1), 2: [2, 3)] states(%v0: !ratrain.view<0>, %m0: !ratrain.master<0>, %o0: !ratrain.opt_state<0>, %v2: !ratrain.view<2>, %m2: !ratrain.master<2>, %o2: !ratrain.opt_state<2>) {
+    ratrain.yield %v0, %m0, %o0, %v2, %m2, %o2 : !ratrain.view<0>, !ratrain.master<0>, !ratrain.opt_state<0>, !ratrain.view<2>, !ratrain.master<2>, !ratrain.opt_state<2>
+  }
+  ratrain.stage 1 chunks [1: [1, 2)] states(%v1: !ratrain.view<1>, %m1: !ratrain.master<1>, %o1: !ratrain.opt_state<1>) {
+    ratrain.yield %v1, %m1, %o1 : !ratrain.view<1>, !ratrain.master<1>, !ratrain.opt_state<1>
+  }
+}
+
+// -----
+
+// chunks ascend
+ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
+  ratrain.layer 0 embedding hidden(64) vocab(128)
+  ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
+  ratrain.layer 2 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
+  ratrain.layer 3 head hidden(64) vocab(128)
+}
+ratrain.pipeline @p for @m plan #ratrain.plan<clusters = 1, pp = 1, dp = 1, micro_batch_size = 1, micro_batches = 2, zero = 0, stage_layers = [2, 2], recompute = [none, none], step_us = 0, peak_bytes = 0, schedule = custom, virtual_stages = 2> {
+  // expected-error @+1 {{virtual stages must ascend with their layers; virtual stage 0 at layer 0 follows virtual stage 1 ending at layer 4}}
+  ratrain.stage 0 chunks [1: [2, 4), 0: [0, 2)] states(%v2: !ratrain.view<2>, %m2: !ratrain.master<2>, %o2: !ratrain.opt_state<2>, %v3: !ratrain.view<3>, %m3: !ratrain.master<3>, %o3: !ratrain.opt_state<3>, %v0: !ratrain.view<0>, %m0: !ratrain.master<0>, %o0: !ratrain.opt_state<0>, %v1: !ratrain.view<1>, %m1: !ratrain.master<1>, %o1: !ratrain.opt_state<1>) {
+    ratrain.yield %v2, %m2, %o2, %v3, %m3, %o3, %v0, %m0, %o0, %v1, %m1, %o1 : !ratrain.view<2>, !ratrain.master<2>, !ratrain.opt_state<2>, !ratrain.view<3>, !ratrain.master<3>, !ratrain.opt_state<3>, !ratrain.view<0>, !ratrain.master<0>, !ratrain.opt_state<0>, !ratrain.view<1>, !ratrain.master<1>, !ratrain.opt_state<1>
+  }
+}
+
+// -----
+
+// a transfer names a chunk of its rank
+ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
+  ratrain.layer 0 embedding hidden(64) vocab(128)
+  ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
+  ratrain.layer 2 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
+  ratrain.layer 3 head hidden(64) vocab(128)
+}
+ratrain.pipeline @p for @m plan #ratrain.plan<clusters = 2, pp = 2, dp = 1, micro_batch_size = 1, micro_batches = 2, zero = 0, stage_layers = [1, 1, 1, 1], recompute = [none, none, none, none], step_us = 0, peak_bytes = 0, schedule = interleaved_1f1b, virtual_stages = 2> {
+  ratrain.stage 0 chunks [0: [0, 1), 2: [2, 3)] states(%v0: !ratrain.view<0>, %m0: !ratrain.master<0>, %o0: !ratrain.opt_state<0>, %v2: !ratrain.view<2>, %m2: !ratrain.master<2>, %o2: !ratrain.opt_state<2>) {
+    // expected-error @+1 {{names virtual stage 1, which stage 0 does not run}}
+    ratrain.send activation mb(0) to(0) chunk(1)
+    ratrain.yield %v0, %m0, %o0, %v2, %m2, %o2 : !ratrain.view<0>, !ratrain.master<0>, !ratrain.opt_state<0>, !ratrain.view<2>, !ratrain.master<2>, !ratrain.opt_state<2>
+  }
+  ratrain.stage 1 chunks [1: [1, 2), 3: [3, 4)] states(%v1: !ratrain.view<1>, %m1: !ratrain.master<1>, %o1: !ratrain.opt_state<1>, %v3: !ratrain.view<3>, %m3: !ratrain.master<3>, %o3: !ratrain.opt_state<3>) {
+    ratrain.yield %v1, %m1, %o1, %v3, %m3, %o3 : !ratrain.view<1>, !ratrain.master<1>, !ratrain.opt_state<1>, !ratrain.view<3>, !ratrain.master<3>, !ratrain.opt_state<3>
   }
 }

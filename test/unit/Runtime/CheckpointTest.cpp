@@ -153,6 +153,36 @@ TEST(Checkpoint, StagePartition) {
   EXPECT_EQ(first.size() + last.size(), modelParameters(model).size());
 }
 
+TEST(Checkpoint, StagePartitionWithVirtualStages) {
+  // ZBV on 2 ranks over 4 decoder layers: virtual stages 0..3 of one layer
+  // each on ranks 0, 1, 1, 0; rank 0 holds the embedding and the head.
+  StagePartition v;
+  v.firstLayer = {0, 1, 2, 3, 4};
+  v.chunkRank = {0, 1, 1, 0};
+  EXPECT_EQ(errorText(v.validate(4)), "");
+  EXPECT_EQ(v.numStages(), 2);
+  EXPECT_EQ(v.stageOfLayer(-1), 0);
+  EXPECT_EQ(v.stageOfLayer(0), 0);
+  EXPECT_EQ(v.stageOfLayer(1), 1);
+  EXPECT_EQ(v.stageOfLayer(2), 1);
+  EXPECT_EQ(v.stageOfLayer(3), 0);
+  EXPECT_EQ(v.stageOfLayer(-2), 0);
+  ModelConfig model = tinyLlama();
+  std::vector<ParamSpec> rank0 = stageParameters(model, v, 0);
+  std::vector<ParamSpec> rank1 = stageParameters(model, v, 1);
+  EXPECT_EQ(rank0.front().name, "model.embed_tokens.weight");
+  EXPECT_EQ(rank0.back().name, "lm_head.weight");
+  EXPECT_EQ(rank1.front().name, "model.layers.1.input_layernorm.weight");
+  EXPECT_EQ(rank0.size() + rank1.size(), modelParameters(model).size());
+  // Ranks must be given for every virtual stage and every rank used.
+  StagePartition short_ = v;
+  short_.chunkRank = {0, 1, 1};
+  EXPECT_NE(errorText(short_.validate(4)), "");
+  StagePartition gap = v;
+  gap.chunkRank = {0, 2, 2, 0};
+  EXPECT_NE(errorText(gap.validate(4)), "");
+}
+
 TEST(Checkpoint, SaveAndLoadRoundTripBitExactly) {
   TempDir dir;
   ModelConfig model = tinyLlama();

@@ -51,6 +51,13 @@ TEST(CheckTest, NamesMissingAndDuplicateActions) {
             "stage 1 micro-batch 4 has both a B and a split backward (I/W)");
 }
 
+TEST(CheckTest, RefusesAnIncompleteCSV) {
+  EXPECT_EQ(checkCSV("0F0,0F1,0B0\n1F0,1B0,1F1,1B1\n"),
+            "stage 0 micro-batch 1 has no backward (a B, or an I and a W)");
+  EXPECT_EQ(checkCSV("0F0,0I0\n1F0,1I0,1W0\n"),
+            "stage 0 micro-batch 0 has no W");
+}
+
 TEST(CheckTest, RefusesAWBeforeItsI) {
   EXPECT_EQ(checkCSV("0F0,0W0,0I0\n1F0,1I0,1W0\n"),
             "rank 0 runs 0W0 before 0I0: a W needs its I first");

@@ -21,7 +21,7 @@ std::vector<std::pair<int64_t, int64_t>> shapes(ScheduleKind kind, int64_t pp) {
       continue;
     }
     for (int64_t v : {2, 3, 4})
-      if (m % pp == 0)
+      if (m % std::max<int64_t>(1, m / pp) == 0)
         result.push_back({v, m});
   }
   if (kind == ScheduleKind::Interleaved1F1B)
@@ -130,6 +130,34 @@ TEST(GenerateTest, InterleavedFollowsMegatron) {
                          "3F3,3B3,1B2,1B3\n");
 }
 
+TEST(GenerateTest, InterleavedSplitsOtherMicroBatchCountsIntoRounds) {
+  // m = 6 on pp = 4 is one round of 6: both chunks of rank 0 forward all six
+  // in turn (warm-up (v - 1) 6 + 2 (pp - 1) = 12 = all forwards).
+  PipelineSchedule s = generate(ScheduleKind::Interleaved1F1B, 4, 2, 6);
+  EXPECT_EQ(errorText(checkSchedule(s)), "");
+  std::vector<Action> firstEight(s.programs[0].begin(),
+                                 s.programs[0].begin() + 8);
+  EXPECT_EQ(firstEight, (std::vector<Action>{{0, ActionKind::Forward, 0},
+                                             {0, ActionKind::Forward, 1},
+                                             {0, ActionKind::Forward, 2},
+                                             {0, ActionKind::Forward, 3},
+                                             {0, ActionKind::Forward, 4},
+                                             {0, ActionKind::Forward, 5},
+                                             {4, ActionKind::Forward, 0},
+                                             {4, ActionKind::Forward, 1}}));
+  for (int64_t m = 1; m <= 40; ++m)
+    for (int64_t pp : {3, 4, 8}) {
+      llvm::Expected<PipelineSchedule> t =
+          generateSchedule(ScheduleKind::Interleaved1F1B, pp, 2, m);
+      if (!t) {
+        llvm::consumeError(t.takeError());
+        EXPECT_NE(m % std::max<int64_t>(1, m / pp), 0);
+        continue;
+      }
+      EXPECT_EQ(errorText(checkSchedule(*t)), "") << "pp=" << pp << " m=" << m;
+    }
+}
+
 TEST(GenerateTest, ZBVPlacesStagesInAV) {
   PipelineSchedule s = generate(ScheduleKind::ZBV, 4, 2, 8);
   EXPECT_EQ(s.stageToRank, (std::vector<int64_t>{0, 1, 2, 3, 3, 2, 1, 0}));
@@ -159,8 +187,9 @@ TEST(GenerateTest, RefusesWhatItCannotBuild) {
   EXPECT_NE(error(ScheduleKind::ZBV, 4, 3, 8).find("v = 2"), std::string::npos);
   EXPECT_NE(error(ScheduleKind::Interleaved1F1B, 4, 1, 8).find("v >= 2"),
             std::string::npos);
-  EXPECT_NE(error(ScheduleKind::Interleaved1F1B, 4, 2, 6)
-                .find("multiple of pp: m = 6, pp = 4"),
+  // m = 9 on pp = 4: two rounds of 4.5 micro-batches.
+  EXPECT_NE(error(ScheduleKind::Interleaved1F1B, 4, 2, 9)
+                .find("m must be a multiple of 2"),
             std::string::npos);
   EXPECT_NE(error(ScheduleKind::Custom, 4, 1, 8).find("CSV"),
             std::string::npos);

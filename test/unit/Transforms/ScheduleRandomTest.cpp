@@ -284,8 +284,8 @@ int64_t checkStageBuffers(StageOp stage, const std::string &where) {
       touch(triple, -1);
       touch(triple, stepEnd);
     }
-  int64_t firstLayer = stage.getFirstLayer();
-  int64_t lastLayer = stage.getEndLayer() - 1;
+  int64_t firstLayer = stage.getLayers().front();
+  int64_t lastLayer = stage.getLayers().back();
   // Pending transfers by (payload, micro-batch).
   std::map<std::pair<int, int64_t>, SmallVector<int64_t, 3>> pendingRecv;
   std::map<std::pair<int, int64_t>, int64_t> producer;
@@ -407,7 +407,7 @@ void checkStageProgram(StageOp stage, PlanAttr plan, const std::string &where) {
       int64_t layer = forward.getView().getType().getLayer();
       EXPECT_EQ(int64_t(forward.getMicroBatch()), forwards[layer]) << where;
       ++forwards[layer];
-      if (layer == int64_t(stage.getFirstLayer()))
+      if (layer == stage.getLayers().front())
         ++firstLayerForwards;
     } else if (auto backward = dyn_cast<BackwardOp>(op)) {
       int64_t layer = backward.getView().getType().getLayer();
@@ -423,8 +423,7 @@ void checkStageProgram(StageOp stage, PlanAttr plan, const std::string &where) {
       ++prefetches;
     }
   }
-  for (int64_t layer = stage.getFirstLayer(); layer < stage.getEndLayer();
-       ++layer) {
+  for (int64_t layer : stage.getLayers()) {
     EXPECT_EQ(forwards[layer], m) << where << ": layer " << layer;
     EXPECT_EQ(backwards[layer], m) << where << ": layer " << layer;
   }

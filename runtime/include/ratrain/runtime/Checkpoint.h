@@ -57,12 +57,16 @@ struct ParamSpec {
 /// ratrain/Model/ParameterLayout.h.
 std::vector<ParamSpec> modelParameters(const ModelConfig &model);
 
-/// Which decoder layers each pipeline stage holds: stage s holds layers
-/// [firstLayer[s], firstLayer[s + 1]). Stage 0 also holds the embedding, the
-/// last stage the final norm and the LM head.
+/// Which decoder layers each pipeline stage holds: virtual stage c holds
+/// layers [firstLayer[c], firstLayer[c + 1]) and runs on rank chunkRank[c]
+/// (on rank c when chunkRank is empty: one virtual stage per rank). The first
+/// virtual stage also holds the embedding, the last the final norm and the LM
+/// head.
 struct StagePartition {
-  std::vector<int64_t> firstLayer; ///< pp + 1 entries, 0 .. numLayers.
-  int numStages() const { return int(firstLayer.size()) - 1; }
+  std::vector<int64_t> firstLayer; ///< virtual stages + 1 entries.
+  std::vector<int64_t> chunkRank;  ///< empty, or one entry per virtual stage
+  /// The pipeline stages (ranks).
+  int numStages() const;
   /// Splits numLayers as evenly as possible, earlier stages taking the extra
   /// layers.
   static StagePartition even(int64_t numLayers, int pp);

@@ -208,10 +208,13 @@ struct ProgramDescription {
   uint64_t arenaAlignment;
   /// Null: an empty model (a module without one) and an even partition.
   const ProgramModel *model;
-  /// The first decoder layer of each stage and the layer count (pp + 1
-  /// entries); null: StagePartition::even.
+  /// The first decoder layer of each virtual stage and the layer count
+  /// (virtual stages + 1 entries); null: StagePartition::even.
   const int64_t *partition;
   size_t partitionSize;
+  /// The rank that runs each virtual stage; null: virtual stage s on rank s.
+  const int64_t *stageRanks = nullptr;
+  size_t stageRanksSize = 0;
   /// SessionOptions defaults (flags override them).
   int64_t seqLen, microBatch, microBatches;
   const StageProgram *stages;

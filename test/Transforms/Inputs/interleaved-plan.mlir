@@ -1,0 +1,20 @@
+// An 8-layer model (embedding, 6 decoder layers, head) planned as 2 ranks x
+// 2 virtual stages of 2 layers, 4 micro-batches; the last virtual stage
+// recomputes fully.
+ratrain.model @tiny family("llama") dtype(f32) seq_len(32)
+    max_positions(64) positions rope rms_eps(1.0e-05) rope_theta(1.0e+04)
+    plan #ratrain.plan<clusters = 2, pp = 2, dp = 1, micro_batch_size = 1,
+                       micro_batches = 4, zero = 0,
+                       stage_layers = [2, 2, 2, 2],
+                       recompute = [none, none, none, full], step_us = 0,
+                       peak_bytes = 0, schedule = interleaved_1f1b,
+                       virtual_stages = 2> {
+  ratrain.layer 0 embedding hidden(64) vocab(128)
+  ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
+  ratrain.layer 2 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
+  ratrain.layer 3 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
+  ratrain.layer 4 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
+  ratrain.layer 5 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
+  ratrain.layer 6 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
+  ratrain.layer 7 head hidden(64) vocab(128)
+}
