@@ -5,7 +5,9 @@ Runs `ratrain-sim` (plan input: the planner picks the best plan for each
 policy, the simulator runs its 1F1B program event by event on the machine
 file) for
   1. LLaMA-2-7B, Baichuan2-13B, Qwen2.5-32B, LLaMA-2-70B on 1024 MT-3000
-     clusters, RATrain policy vs gpu-style policy (and a global-batch sweep);
+     clusters, RATrain policy vs gpu-style policy (and a global-batch sweep),
+     and per pipeline schedule (1F1B, ZB-H1, ZBV, interleaved 1F1B, auto)
+     with an SVG timeline per schedule for LLaMA-2-70B;
   2. LLaMA-2-7B on 8..1024 clusters (weak scaling),
 and writes the tables, SVG plots and two simulator timelines.
 
@@ -39,6 +41,20 @@ SCALING_SERIES = [("planner's choice", []), ("ZeRO off", ["--zero", "0"])]
 # Network sensitivity: every network bandwidth of the machine file divided by.
 NETWORK_SLOWDOWNS = [1, 4, 16]
 POLICIES = ["ratrain", "gpu-style"]
+# Pipeline schedules (ratrain-sim --schedule): each kind's best plan, and the
+# planner free to pick the kind (auto).
+SCHEDULES = ["1f1b", "zb-h1", "zbv", "interleaved-1f1b", "auto"]
+TIMELINE_SCHEDULES = ["1f1b", "zb-h1", "zbv", "interleaved-1f1b"]
+# (label, model, clusters, global batch, sequence length): the first that has
+# a plan of the kind.
+TIMELINE_MODELS = [
+    ("LLaMA-2-70B", "llama-2-70b.json", CLUSTERS, GLOBAL_BATCH, SEQ_LEN),
+    ("Baichuan2-13B", "baichuan2-13b.json", CLUSTERS, GLOBAL_BATCH, SEQ_LEN),
+    ("LLaMA-2-7B on 128 clusters, 512 sequences of 2048 tokens", "llama-2-7b.json", 128, 512, 2048),
+]
+# Acceptance of issue 12 for LLaMA-2-70B with the planner free.
+TARGET_BUBBLE_PERCENT = 15.0
+TARGET_SPEEDUP = 1.3
 ITERATIONS = 3
 
 PAPER_7B_TOKENS = 112790.55
@@ -73,11 +89,12 @@ def parse_summary(text):
     return result
 
 
-def simulate(tool, model_file, clusters, batch, policy, extra=(), machine=MACHINE):
+def simulate(tool, model_file, clusters, batch, policy, extra=(), machine=MACHINE,
+             seq_len=SEQ_LEN):
     cmd = [tool, "--machine", machine,
            "--model", os.path.join("examples", "models", model_file),
            "--clusters", str(clusters), "--global-batch", str(batch),
-           "--seq-len", str(SEQ_LEN), "--policy", policy,
+           "--seq-len", str(seq_len), "--policy", policy,
            "--iterations", str(ITERATIONS)] + list(extra)
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     if done.returncode != 0:
@@ -357,6 +374,33 @@ def main():
         print(f"{name}: " + ", ".join(
             f"{p} {r.get('tokens-per-s', 0):,.0f} tokens/s" for p, r in runs.items()),
             file=sys.stderr)
+    # 1c. Pipeline schedules at 1024 clusters, ratrain policy.
+    schedules = []
+    for name, model_file in MODELS:
+        runs = {k: simulate(tool, model_file, CLUSTERS, GLOBAL_BATCH, "ratrain", ["--schedule", k])
+                for k in SCHEDULES}
+        schedules.append((name, model_file, runs))
+        print(f"{name}: " + ", ".join(
+            f"{k} {r.get('tokens-per-s', 0):,.0f} tokens/s "
+            f"(bubble {r.get('bubble-mean-percent', 0):.1f}%)" for k, r in runs.items()),
+            file=sys.stderr)
+    # One timeline per kind: LLaMA-2-70B, or Baichuan2-13B where the 70B has
+    # no plan of that kind under the cap.
+    schedule_timelines = {}
+    for kind in TIMELINE_SCHEDULES:
+        for label, model_file, clusters, batch, seq_len in TIMELINE_MODELS:
+            stem = model_file.replace(".json", "")
+            if clusters != CLUSTERS:
+                stem += f"-{clusters}"
+            svg = os.path.join(plots, f"timeline-{stem}-{kind}.svg")
+            r = simulate(tool, model_file, clusters, batch, "ratrain",
+                         ["--schedule", kind, "--svg", svg, "--trace-iterations", "1",
+                          "--iterations", "2"], seq_len=seq_len)
+            r["model"], r["svg"] = label, os.path.basename(svg)
+            schedule_timelines.setdefault(kind, []).append(r)
+            if "error" not in r:
+                break
+
     sweep = []
     for name, model_file in MODELS:
         row = []
@@ -428,11 +472,100 @@ def main():
         scaling_chart(os.path.join(plots, "scaling.svg"), scaling_rows)
 
     write_report(args.out, machine, comparison, speedups, sweep, network, scaling,
-                 scaling_rows, timelines, compiled)
+                 scaling_rows, timelines, compiled, schedules, schedule_timelines)
+
+
+def write_schedules(w, schedules, schedule_timelines):
+    """The schedule section: each kind's best plan per model, auto, the
+    acceptance figures of issue 12 and the LLaMA-2-70B timelines."""
+    w("## Pipeline schedules")
+    w("")
+    w("The same requests (1024 clusters, global batch 1024, ratrain policy) with the pipeline "
+      "schedule fixed (`ratrain-sim --schedule=KIND`: the planner's best plan of that kind) or "
+      "free (`--schedule=auto`: the kind searched with pp, dp, micro-batching, recompute, ZeRO and "
+      "offload). ZB-H1 and ZBV split each backward into its input-gradient part (I) and its "
+      "weight-gradient part (W) and defer the W parts into the bubbles; interleaved 1F1B runs "
+      "v model chunks per cluster (v = 2 or 4, the planner's choice). Bubble is the mean over "
+      "the stages of the time the compute stream is neither busy nor waiting on communication.")
+    w("")
+    w("| model | schedule | plan | step | tokens/s | MFU | bubble (mean) | peak DDR | vs best 1F1B |")
+    w("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    verdicts = []
+    for name, _, runs in schedules:
+        base = runs["1f1b"].get("tokens-per-s")
+        for kind in SCHEDULES:
+            r = runs[kind]
+            if "error" in r:
+                w(f"| {name} | {kind} | no plan: {r['error'][:120]} | | | | | | |")
+                continue
+            ratio = f"{r['tokens-per-s'] / base:.3f}x" if base else ""
+            if kind == "auto":
+                ratio = f"**{ratio}**"
+            w(f"| {name} | {kind} | `{r.get('plan', '?')}` | {fmt_s(r['step-time-s'])} | "
+              f"{fmt_tokens(r['tokens-per-s'])} | {r['mfu-percent']:.1f}% | "
+              f"{r['bubble-mean-percent']:.1f}% | {r['peak-ddr-max-gib']:.1f} GiB | {ratio} |")
+        auto = runs["auto"]
+        if base and "tokens-per-s" in auto:
+            verdicts.append((name, auto["tokens-per-s"] / base, auto["bubble-mean-percent"]))
+    w("")
+    for name, speedup, bubble in verdicts:
+        if name != "LLaMA-2-70B":
+            continue
+        ok = bubble < TARGET_BUBBLE_PERCENT and speedup >= TARGET_SPEEDUP
+        w(f"**Target (issue 12): LLaMA-2-70B with the planner free: mean bubble {bubble:.1f}% "
+          f"(target < {TARGET_BUBBLE_PERCENT:.0f}%), {speedup:.3f}x the tokens/s of the best 1F1B "
+          f"plan (target >= {TARGET_SPEEDUP}x): {'met' if ok else 'NOT met'}.**")
+    slower = [n for n, s, _ in verdicts if s < 1 - 1e-3]
+    w(f"No model slower than with 1F1B: {'yes' if not slower else 'no (' + ', '.join(slower) + ')'} "
+      "(the planner's auto choice is ranked by its predicted step time; the table's figures are "
+      "simulated).")
+    w("")
+    w("**What limits the schedules here.** These are the figures of the cost and memory models "
+      "as they are (`docs/planner.md`, \"Pipeline schedules\"), nothing tuned for the target:")
+    w("")
+    w(f"- With the global batch equal to the cluster count ({GLOBAL_BATCH} sequences on "
+      f"{CLUSTERS} clusters), d = {CLUSTERS} / p and d x b x m = {GLOBAL_BATCH} give m = p / b: "
+      "every plan has at most as many micro-batches as pipeline stages. Fill and drain are then "
+      "a large part of the step under any schedule; interleaving divides them by v only where a "
+      "rank can hold v chunks of at least one layer and their extra in-flight activations.")
+    w("- LLaMA-2-70B needs p >= 32 to fit its model states in 20 GB (2 B/param 16-bit views and "
+      "2 B/param gradients on every rank, only the master and Adam states shard with ZeRO-1 "
+      "while m > 1), and 80 layers on 32 ranks leave 2 or 3 layers per rank and full recompute "
+      "on most. Interleaved 1F1B (v = 2) holds about twice the first-stage 1F1B activations on "
+      "every rank: its 3-layer ranks need 20.0-21.7 GB and do not fit (with a 24 GB cap it is "
+      "the fastest kind, predicted 1.2x the 1F1B plan at a 32% bubble); v = 4 at p = 32, and "
+      "ZBV or interleaving at p = 64, would need 128 virtual stages for 80 layers.")
+    w("- The split backward defers each W with its I's deferred buffer (the linear layers' output "
+      "gradients, ~0.8 GB per 70B layer and micro-batch) and, under full recompute, the "
+      "recomputed activations until the W (another ~1.1 GB): ~28x the 2sbh a fully recomputed "
+      "layer otherwise keeps. ZB-H1 defers one per rank, which pushes the 70B to p = 64 "
+      "(m = 64, more fill and drain) and costs it 6%. ZBV with m <= p (every plan here) is "
+      "`ratrain/Schedule`'s list-scheduled ZBV, which keeps every micro-batch of both chunks "
+      "live on each rank (2m chunk activations, and up to m deferred W parts of its second "
+      "chunk): its bubble is small (13.9% at p = m = 32 with unit costs) but it fits none of "
+      "the four models in 20 GB.")
+    w("- The ZB-H1 generated by `ratrain/Schedule` keeps each W right after its I (the split "
+      "only lets the I's gradient leave before the W), a conservative form of ZB-H1.")
+    w("")
+    w("Timelines, one iteration of each kind's best plan for LLaMA-2-70B (where the 70B has no "
+      "plan of that kind under the cap, Baichuan2-13B, else LLaMA-2-7B on 128 clusters with 512 "
+      "sequences of 2048 tokens); compute stream on top of each stage lane, the I and W parts "
+      "show as backward:")
+    w("")
+    for kind in TIMELINE_SCHEDULES:
+        for r in schedule_timelines.get(kind, []):
+            if "error" in r:
+                w(f"- {kind}, {r['model']}: no plan ({r['error'][:160]})")
+                continue
+            w(f"**{kind}, {r['model']}** (`{r.get('plan', '?')}`, step "
+              f"{fmt_s(r.get('step-time-s', 0))}, bubble {r.get('bubble-mean-percent', 0):.1f}%):")
+            w("")
+            w(f"![{kind} timeline](evaluation/{r['svg']})")
+            w("")
 
 
 def write_report(out, machine, comparison, speedups, sweep, network, scaling, scaling_rows,
-                 timelines, compiled):
+                 timelines, compiled, schedules, schedule_timelines):
     m = machine
     lines = []
     w = lines.append
@@ -615,6 +748,8 @@ def write_report(out, machine, comparison, speedups, sweep, network, scaling, sc
     w("- The network numbers of the MT-3000 system are not published; the machine file's values "
       "are assumptions, as are the FP16 peak and kernel efficiencies.")
     w("")
+
+    write_schedules(w, schedules, schedule_timelines)
 
     w("## LLaMA-2-7B scaling, 8 to 1024 clusters")
     w("")

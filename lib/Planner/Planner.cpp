@@ -514,9 +514,15 @@ llvm::Expected<PlanResult> ratrain::planTraining(const ModelConfig &model0,
   if (request.searchSchedules) {
     scheduleChoices = {{ScheduleKind::OneFOneB, 1},
                        {ScheduleKind::ZBH1, 1},
-                       {ScheduleKind::ZBV, 2},
-                       {ScheduleKind::Interleaved1F1B, 2},
-                       {ScheduleKind::Interleaved1F1B, 4}};
+                       {ScheduleKind::ZBV, 2}};
+    // A fixed v >= 2 applies to the interleaved schedule.
+    if (request.virtualStages && *request.virtualStages >= 2)
+      scheduleChoices.push_back(
+          {ScheduleKind::Interleaved1F1B, *request.virtualStages});
+    else
+      scheduleChoices.insert(scheduleChoices.end(),
+                             {{ScheduleKind::Interleaved1F1B, 2},
+                              {ScheduleKind::Interleaved1F1B, 4}});
   } else {
     ScheduleKind kind = request.schedule.value_or(ScheduleKind::OneFOneB);
     if (kind == ScheduleKind::Custom)

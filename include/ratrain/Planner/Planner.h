@@ -52,7 +52,8 @@ struct PlanRequest {
   /// zbv, 1 otherwise.
   std::optional<int64_t> virtualStages;
   /// `auto`: search every schedule kind (1f1b, zb-h1, zbv, interleaved-1f1b
-  /// with v in {2, 4}) with the rest of the plan; `schedule` is ignored.
+  /// with v in {2, 4}, or the given virtualStages >= 2) with the rest of the
+  /// plan; `schedule` is ignored.
   bool searchSchedules = false;
   /// DDR cap per cluster in bytes; 0 uses machine.cluster.ddrBytes.
   int64_t memoryCapBytes = 0;
