@@ -160,30 +160,26 @@ LogicalResult ratrain::emitc_cpp::emitProgramDescription(OpBuilder &b,
       partition.push_back(std::clamp<int64_t>(cumulative - 1, 0, numLayers));
     }
     partition.push_back(numLayers);
-    std::string init;
-    llvm::raw_string_ostream os(init);
-    os << "{";
-    llvm::interleaveComma(partition, os);
-    os << "}";
-    emitc::VerbatimOp::create(
-        b, loc, "// The first decoder layer of each stage (mt3k.job).");
-    global("ratrain_partition",
-           emitc::ArrayType::get({int64_t(partition.size())},
-                                 b.getIntegerType(64)),
-           init);
+    // A documented `int64_t name[] = {...}` global.
+    auto int64Array = [&](StringRef name, ArrayRef<int64_t> values,
+                          StringRef comment) {
+      std::string init;
+      llvm::raw_string_ostream os(init);
+      os << "{";
+      llvm::interleaveComma(values, os);
+      os << "}";
+      emitc::VerbatimOp::create(b, loc, comment);
+      global(
+          name,
+          emitc::ArrayType::get({int64_t(values.size())}, b.getIntegerType(64)),
+          init);
+    };
+    int64Array("ratrain_partition", partition,
+               "// The first decoder layer of each stage (mt3k.job).");
     if (DenseI64ArrayAttr ranks = job.getStageRanks()) {
       stageRanks.assign(ranks.asArrayRef().begin(), ranks.asArrayRef().end());
-      std::string list;
-      llvm::raw_string_ostream ros(list);
-      ros << "{";
-      llvm::interleaveComma(stageRanks, ros);
-      ros << "}";
-      emitc::VerbatimOp::create(
-          b, loc, "// The rank that runs each virtual stage (mt3k.job).");
-      global("ratrain_stage_ranks",
-             emitc::ArrayType::get({int64_t(stageRanks.size())},
-                                   b.getIntegerType(64)),
-             list);
+      int64Array("ratrain_stage_ranks", stageRanks,
+                 "// The rank that runs each virtual stage (mt3k.job).");
     }
   }
 
