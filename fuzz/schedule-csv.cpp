@@ -31,8 +31,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     std::abort();
   }
   if (again->programs != schedule->programs) {
-    llvm::errs() << "written schedule reads back to other actions\n"
-                 << written;
+    llvm::errs() << "written schedule reads back to other actions\n" << written;
     std::abort();
   }
   if (llvm::Error error = checkSchedule(*schedule)) {

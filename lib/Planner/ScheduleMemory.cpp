@@ -62,8 +62,7 @@ int64_t ratrain::layerDeferredBytes(const ModelConfig &model,
                                     RecomputePolicy policy,
                                     const MemoryOptions &options) {
   // The deferred buffer of the split backward (decoderDeferredLayout).
-  int64_t gradients =
-      deferredBytes(model, microBatchSize, LayerRole::Decoder);
+  int64_t gradients = deferredBytes(model, microBatchSize, LayerRole::Decoder);
   if (policy != RecomputePolicy::Full)
     return gradients;
   // The I recomputed the layer; the recomputed activations stay live until
@@ -95,7 +94,8 @@ void ratrain::scheduleWeights(const ModelConfig &model,
         double(layers) * layerDeferredBytes(model, b, policy, options);
     if (c == 0) {
       act += 4.0 * sb; // token ids
-      deferred += double(ratrain::deferredBytes(model, b, LayerRole::Embedding));
+      deferred +=
+          double(ratrain::deferredBytes(model, b, LayerRole::Embedding));
     }
     if (c == n - 1) {
       act += 2.0 * w * sb * model.hidden + double(w + 4) * sb * model.vocab +

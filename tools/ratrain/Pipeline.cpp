@@ -147,8 +147,8 @@ static std::optional<std::string> describePlan(StringRef planned,
   std::string schedule;
   if (size_t at = attr.find("schedule = "); at != StringRef::npos) {
     schedule = (", schedule " + attr.substr(at + 11).take_while([](char c) {
-                  return llvm::isAlnum(c) || c == '_';
-                })).str();
+                 return llvm::isAlnum(c) || c == '_';
+               })).str();
     if (int64_t v = field("virtual_stages"); v > 1)
       schedule += llvm::formatv(" with {0} virtual stages per rank", v).str();
   }
