@@ -3,8 +3,10 @@
 # `scripts/ratrain.sh main` after the build). Writes its artifacts to
 # $RATRAIN_OUT (default: out/).
 #
-#  1. plan the four paper models on 1024 MT-3000 clusters under 20 GB DDR;
-#  2. compile LLaMA-2-7B @1024 through import -> plan -> expand-1f1b ->
+#  1. plan the four paper models on 1024 MT-3000 clusters under 20 GB DDR,
+#     with the pipeline schedule searched too (1f1b, interleaved-1f1b,
+#     zb-h1, zbv);
+#  2. compile LLaMA-2-7B @1024 through import -> plan -> expand-pipeline ->
 #     schedule-lifecycle -> assign-buffers -> verify, for the ratrain policy
 #     and the gpu-style baseline;
 #  3. simulate both programs on the machine model and compare;
@@ -30,7 +32,8 @@ step "1. Plans for the paper's models on 1024 MT-3000 clusters (20 GB usable DDR
 for model in llama-2-7b baichuan2-13b qwen2.5-32b llama-2-70b; do
   echo "-- $model"
   "$BIN/ratrain-plan" --model "$ROOT/examples/models/$model.json" \
-    --machine "$MT3000" --clusters 1024 --global-batch 1024 --top 3
+    --machine "$MT3000" --clusters 1024 --global-batch 1024 --top 3 \
+    --schedule auto
 done
 
 # compile MODEL CLUSTERS BATCH POLICY MACHINE OUTPUT: the whole schedule
@@ -41,7 +44,7 @@ compile() {
       --machine "$machine" |
     "$BIN/ratrain-opt" \
       --ratrain-plan="clusters=$clusters global-batch=$batch policy=$policy" \
-      --ratrain-expand-1f1b \
+      --ratrain-expand-pipeline \
       --ratrain-schedule-lifecycle="policy=$policy" \
       --ratrain-assign-buffers \
       --ratrain-verify-schedule -o "$output"
