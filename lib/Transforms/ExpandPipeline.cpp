@@ -62,6 +62,12 @@ private:
   /// (received when sent).
   void recv(Payload payload, int64_t mb, int64_t into);
 
+  /// Whether virtual stage `c` runs on this rank: a transfer to it is no
+  /// message, and the schedule's explicit transfers never name it.
+  bool isLocal(int64_t c) {
+    return schedule.stageToRank[c] == int64_t(stage.getStage());
+  }
+
   IntegerAttr chunkAttr(int64_t virtualStage) {
     return interleaved ? builder.getI64IntegerAttr(virtualStage)
                        : IntegerAttr();
@@ -120,7 +126,7 @@ void RankProgramBuilder::forward(StageChunkAttr chunk, int64_t mb) {
         ForwardOp::create(builder, loc, type, stage.getViewArg(layer), mb)
             .getActivation();
   }
-  if (c < last && !explicitTransfers)
+  if (c < last && (!explicitTransfers || isLocal(c + 1)))
     send(Payload::Activation, mb, c);
 }
 
@@ -145,7 +151,7 @@ void RankProgramBuilder::backward(StageChunkAttr chunk, int64_t mb,
     else
       pendingWeights[{layer, mb}] = pending;
   }
-  if (c > 0 && !explicitTransfers)
+  if (c > 0 && (!explicitTransfers || isLocal(c - 1)))
     send(Payload::Gradient, mb, c);
 }
 
@@ -180,11 +186,14 @@ void RankProgramBuilder::build(ArrayRef<Action> actions) {
     case ActionKind::BackwardWeight:
       backwardWeight(chunk, action.microBatch);
       break;
+    // A transfer between two chunks of this rank comes with its action.
     case ActionKind::SendForward:
-      send(Payload::Activation, action.microBatch, action.stage);
+      if (!isLocal(action.stage + 1))
+        send(Payload::Activation, action.microBatch, action.stage);
       break;
     case ActionKind::SendBackward:
-      send(Payload::Gradient, action.microBatch, action.stage);
+      if (!isLocal(action.stage - 1))
+        send(Payload::Gradient, action.microBatch, action.stage);
       break;
     case ActionKind::RecvForward:
       recv(Payload::Activation, action.microBatch, action.stage);
