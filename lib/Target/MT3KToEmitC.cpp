@@ -463,7 +463,8 @@ LogicalResult lower(ReduceScatterOp rs, Calls &c) {
   c.mapping[rs.getToken()] =
       c.call("ratrain::rt::emit::reduceScatter", c.tokenType,
              {rt, c.group(op, rs.getGroupAttr()), t(rs.getSource()),
-              t(rs.getDest()), c.opaque(reduceName(rs.getReduce()))});
+              t(rs.getDest()), c.opaque(reduceName(rs.getReduce())),
+              c.opaque(algorithmName(rs.getAlgorithm()))});
   return success();
 }
 
@@ -471,9 +472,10 @@ LogicalResult lower(AllGatherOp ag, Calls &c) {
   Operation *op = ag;
   auto t = [&](Value v) { return Arg(c.get(v)); };
   Arg rt(c.runtime());
-  c.mapping[ag.getToken()] = c.call(
-      "ratrain::rt::emit::allGather", c.tokenType,
-      {rt, c.group(op, ag.getGroupAttr()), t(ag.getSource()), t(ag.getDest())});
+  c.mapping[ag.getToken()] =
+      c.call("ratrain::rt::emit::allGather", c.tokenType,
+             {rt, c.group(op, ag.getGroupAttr()), t(ag.getSource()),
+              t(ag.getDest()), c.opaque(algorithmName(ag.getAlgorithm()))});
   return success();
 }
 

@@ -6,7 +6,9 @@
 
 #include "llvm/Support/FormatVariadic.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cstring>
 
 using namespace ratrain::rt;
 
@@ -24,7 +26,7 @@ CommEngine::CommEngine(TokenPool &pool, ProgressMode mode, unsigned pollMicros,
                        double timeoutSeconds)
     : pool(pool), progressMode(mode), pollMicros(pollMicros),
       timeout(timeoutSeconds), ops(pool.capacity()), queue(pool.capacity()),
-      phaseReady(pool.capacity(), 0) {
+      phaseReady(pool.capacity(), 0), scratch(pool.capacity()) {
   phaseRing[0].resize(pool.capacity());
   phaseRing[1].resize(pool.capacity());
   drained.reserve(pool.capacity());
@@ -62,8 +64,55 @@ void CommEngine::submit(Token token, const Op &op) {
   wake.notify_one();
 }
 
+namespace {
+bool isHierarchical(CommEngine::Kind kind) {
+  return kind == CommEngine::Kind::HierarchicalAllReduce ||
+         kind == CommEngine::Kind::HierarchicalReduceScatter ||
+         kind == CommEngine::Kind::HierarchicalAllGather;
+}
+
+/// The last phase of a hierarchical collective.
+int lastPhase(CommEngine::Kind kind) {
+  return kind == CommEngine::Kind::HierarchicalAllReduce ? 2 : 1;
+}
+
+/// The phase ring (0: cross-node duplicate, 1: node-local duplicate) of
+/// phase `phase` >= 1.
+int ringOf(CommEngine::Kind kind, int phase) {
+  if (kind == CommEngine::Kind::HierarchicalAllGather)
+    return 1;
+  return phase == 1 ? 0 : 1;
+}
+
+std::byte *at(void *base, uint64_t offset) {
+  return static_cast<std::byte *>(base) + offset;
+}
+
+/// Reorders `blocks` = rows x cols blocks of `blockBytes` in place from
+/// column-major (the block of (r, c) at c * rows + r) to row-major (at
+/// r * cols + c), following each cycle of the permutation with swaps: no
+/// staging memory.
+void transposeBlocks(std::byte *blocks, int rows, int cols,
+                     uint64_t blockBytes) {
+  int total = rows * cols;
+  // The block at position p (column-major) belongs at dest(p).
+  auto dest = [&](int p) { return (p % rows) * cols + p / rows; };
+  for (int start = 0; start < total; ++start) {
+    int p = dest(start);
+    while (p > start)
+      p = dest(p);
+    if (p != start)
+      continue; // Not the smallest position of its cycle: already moved.
+    for (int next = dest(start); next != start; next = dest(next))
+      std::swap_ranges(blocks + uint64_t(start) * blockBytes,
+                       blocks + uint64_t(start + 1) * blockBytes,
+                       blocks + uint64_t(next) * blockBytes);
+  }
+}
+} // namespace
+
 void CommEngine::post(uint32_t index) {
-  const Op &op = ops[index];
+  Op &op = ops[index];
   MPI_Request request = MPI_REQUEST_NULL;
   int rc = MPI_SUCCESS;
   switch (op.kind) {
@@ -71,29 +120,74 @@ void CommEngine::post(uint32_t index) {
     rc = MPI_Iallreduce(op.send == op.recv ? MPI_IN_PLACE : op.send, op.recv,
                         op.count, op.type, op.op, op.comm, &request);
     break;
-  case Kind::HierarchicalAllReduce:
+  case Kind::HierarchicalAllReduce: {
+    // c | count; shard l of the buffer is this rank's part.
+    int shard = op.count / op.perNode;
+    uint64_t shardBytes = uint64_t(shard) * op.elemBytes;
     if (op.phase == 0) {
-      // Reduce onto the node's root (local rank 0).
-      const void *send = op.send;
-      if (op.localRoot && op.send == op.recv)
-        send = MPI_IN_PLACE;
-      rc = MPI_Ireduce(send, op.recv, op.count, op.type, op.op, 0, op.localComm,
-                       &request);
-      if (rc == MPI_SUCCESS) {
-        // Queue the later phases in issue order (roots: both).
-        if (op.localRoot)
-          phaseRing[0][phaseTail[0]++ % phaseRing[0].size()] = index;
-        phaseRing[1][phaseTail[1]++ % phaseRing[1].size()] = index;
-      }
+      // Node-local reduce-scatter: shard l lands at its place in `recv`
+      // (in place: at the start, moved after completion).
+      if (op.send == op.recv)
+        rc = MPI_Ireduce_scatter_block(MPI_IN_PLACE, op.recv, shard, op.type,
+                                       op.op, op.localComm, &request);
+      else
+        rc = MPI_Ireduce_scatter_block(
+            op.send, at(op.recv, op.localIndex * shardBytes), shard, op.type,
+            op.op, op.localComm, &request);
     } else if (op.phase == 1) {
-      // Only node roots take part in the cross-node all-reduce.
-      rc = MPI_Iallreduce(MPI_IN_PLACE, op.recv, op.count, op.type, op.op,
-                          op.crossComm, &request);
+      // All-reduce of the shard among the nodes (every member: c rings).
+      rc = MPI_Iallreduce(MPI_IN_PLACE, at(op.recv, op.localIndex * shardBytes),
+                          shard, op.type, op.op, op.crossDup, &request);
     } else {
-      rc =
-          MPI_Ibcast(op.recv, op.count, op.type, 0, op.broadcastComm, &request);
+      rc = MPI_Iallgather(MPI_IN_PLACE, 0, op.type, op.recv, shard, op.type,
+                          op.localDup, &request);
     }
     break;
+  }
+  case Kind::HierarchicalReduceScatter: {
+    // The input holds k = G * c blocks of `count` elements, block g * c + l
+    // for the rank of node g with node-local index l.
+    uint64_t blockBytes = uint64_t(op.count) * op.elemBytes;
+    int chunk = op.count * op.nodes; // Elements of a node-local shard.
+    std::vector<std::byte> &stage = scratch[index];
+    if (op.phase == 0) {
+      // Reorder the blocks node-local index first, so that shard l holds
+      // the G blocks bound for the ranks with node-local index l; then the
+      // node-local reduce-scatter (in place: shard l lands at the start).
+      uint64_t total = blockBytes * uint64_t(op.perNode) * uint64_t(op.nodes);
+      if (stage.size() < total)
+        stage.resize(total);
+      const auto *from = static_cast<const std::byte *>(op.send);
+      for (int g = 0; g < op.nodes; ++g)
+        for (int l = 0; l < op.perNode; ++l)
+          std::memcpy(stage.data() + uint64_t(l * op.nodes + g) * blockBytes,
+                      from + uint64_t(g * op.perNode + l) * blockBytes,
+                      blockBytes);
+      rc = MPI_Ireduce_scatter_block(MPI_IN_PLACE, stage.data(), chunk, op.type,
+                                     op.op, op.localComm, &request);
+    } else {
+      // Reduce-scatter of the shard among the nodes: node g keeps block g
+      // of it, the block of Data rank g * c + l.
+      rc = MPI_Ireduce_scatter_block(stage.data(), op.recv, op.count, op.type,
+                                     op.op, op.crossDup, &request);
+    }
+    break;
+  }
+  case Kind::HierarchicalAllGather: {
+    uint64_t blockBytes = uint64_t(op.count) * op.elemBytes;
+    if (op.phase == 0) {
+      // All-gather among the nodes into shard l of `recv` (node order).
+      rc = MPI_Iallgather(
+          op.send, op.count, op.type,
+          at(op.recv, uint64_t(op.localIndex) * op.nodes * blockBytes),
+          op.count, op.type, op.crossComm, &request);
+    } else {
+      // Node-local all-gather of the shards; reordered after completion.
+      rc = MPI_Iallgather(MPI_IN_PLACE, 0, op.type, op.recv,
+                          op.count * op.nodes, op.type, op.localDup, &request);
+    }
+    break;
+  }
   case Kind::ReduceScatter:
     rc = MPI_Ireduce_scatter_block(op.send, op.recv, op.count, op.type, op.op,
                                    op.comm, &request);
@@ -118,6 +212,13 @@ void CommEngine::post(uint32_t index) {
     break;
   }
   checkMPI(rc, pool.what(index));
+  if (isHierarchical(op.kind) && op.phase == 0) {
+    // Queue the later phases on their rings in issue order.
+    for (int phase = 1; phase <= lastPhase(op.kind); ++phase) {
+      int ring = ringOf(op.kind, phase);
+      phaseRing[ring][phaseTail[ring]++ % phaseRing[ring].size()] = index;
+    }
+  }
   requests.push_back(request);
   requestSlots.push_back(index);
 }
@@ -207,7 +308,9 @@ void CommEngine::drainPhases(int ring) {
   std::vector<uint32_t> &slots = phaseRing[ring];
   while (phaseHead[ring] != phaseTail[ring]) {
     uint32_t index = slots[phaseHead[ring] % slots.size()];
-    if (!phaseReady[index] || ops[index].phase != ring + 1)
+    const Op &op = ops[index];
+    if (!phaseReady[index] || op.phase == 0 ||
+        ringOf(op.kind, op.phase) != ring)
       return;
     phaseReady[index] = 0;
     ++phaseHead[ring];
@@ -217,14 +320,21 @@ void CommEngine::drainPhases(int ring) {
 
 bool CommEngine::advance(uint32_t index) {
   Op &op = ops[index];
-  if (op.kind == Kind::HierarchicalAllReduce && op.phase < 2) {
+  if (isHierarchical(op.kind) && op.phase < lastPhase(op.kind)) {
+    if (op.kind == Kind::HierarchicalAllReduce && op.phase == 0 &&
+        op.send == op.recv && op.localIndex != 0) {
+      // The in-place reduce-scatter left shard l at the start.
+      uint64_t shardBytes = uint64_t(op.count / op.perNode) * op.elemBytes;
+      std::memcpy(at(op.recv, op.localIndex * shardBytes), op.recv, shardBytes);
+    }
     ++op.phase;
-    if (op.phase == 1 && !op.localRoot)
-      ++op.phase; // Non-roots wait for the node-local broadcast.
     phaseReady[index] = 1;
-    drainPhases(op.phase - 1);
+    drainPhases(ringOf(op.kind, op.phase));
     return false;
   }
+  if (op.kind == Kind::HierarchicalAllGather)
+    transposeBlocks(static_cast<std::byte *>(op.recv), op.nodes, op.perNode,
+                    uint64_t(op.count) * op.elemBytes);
   if (op.averageOver > 1)
     divideBy(op.recv, op.count, op.elemType, op.averageOver);
   return true;

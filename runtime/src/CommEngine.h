@@ -30,9 +30,11 @@ class CommEngine {
 public:
   enum class Kind : unsigned char {
     AllReduce,
-    /// Node-local reduce to local rank 0, all-reduce among the local roots
-    /// (the cross-node group), node-local broadcast: three phases.
+    /// The hierarchical collectives (see CollectiveAlgorithm in Runtime.h):
+    /// phases on the node-local and cross-node parts of the Data group.
     HierarchicalAllReduce,
+    HierarchicalReduceScatter,
+    HierarchicalAllGather,
     ReduceScatter,
     AllGather,
     Broadcast,
@@ -46,6 +48,8 @@ public:
     MPI_Comm comm;
     const void *send;
     void *recv;
+    /// Elements of the result: the whole buffer of an all-reduce, the
+    /// received block of a reduce-scatter, the sent block of an all-gather.
     int count;
     MPI_Datatype type;
     MPI_Op op;
@@ -54,17 +58,21 @@ public:
     /// Divide the result by this after completion (ReduceOp::Avg), 0 = no.
     int averageOver = 0;
     ElemType elemType = ElemType::F32;
-    /// Hierarchical all-reduce: the node-local group (phase 0), private
-    /// duplicates of the cross-node group (phase 1) and of the node-local
-    /// group (phase 2), the current phase and whether this rank is its
-    /// node's root.
+    /// Hierarchical collectives: the program's node-local and cross-node
+    /// groups (phase 0 runs on one of them, in issue order), private
+    /// duplicates of both (later phases), the current phase, this rank's
+    /// node-local index, the members per node c and the nodes G, and the
+    /// size of an element in bytes.
     MPI_Comm localComm = MPI_COMM_NULL;
     MPI_Comm crossComm = MPI_COMM_NULL;
-    MPI_Comm broadcastComm = MPI_COMM_NULL;
+    MPI_Comm localDup = MPI_COMM_NULL;
+    MPI_Comm crossDup = MPI_COMM_NULL;
     int phase = 0;
-    bool localRoot = false;
+    int localIndex = 0;
+    int perNode = 1;
+    int nodes = 1;
+    unsigned elemBytes = 1;
   };
-
   CommEngine(TokenPool &pool, ProgressMode mode, unsigned pollMicros,
              double timeoutSeconds);
   ~CommEngine();
@@ -97,15 +105,19 @@ private:
   std::vector<uint32_t> queue;
   uint64_t head = 0, tail = 0;
   std::vector<uint32_t> drained;
-  /// Posts the phases of hierarchical all-reduces waiting in `ring` (0:
-  /// phase 1, 1: phase 2) in issue order, as far as they are ready. MPI
-  /// needs every rank to start the collectives of a communicator in the same
-  /// order; completion order may differ between ranks, so later phases are
-  /// started in issue order, not in completion order.
+  /// Posts the later phases of hierarchical collectives waiting in `ring`
+  /// (0: the cross-node duplicate, 1: the node-local duplicate) in issue
+  /// order, as far as they are ready. MPI needs every rank to start the
+  /// collectives of a communicator in the same order; completion order may
+  /// differ between ranks, so later phases are started in issue order, not
+  /// in completion order.
   void drainPhases(int ring);
   std::vector<uint32_t> phaseRing[2];
   uint64_t phaseHead[2] = {0, 0}, phaseTail[2] = {0, 0};
   std::vector<uint8_t> phaseReady;
+  /// Staging buffer of each slot's hierarchical reduce-scatter (its input
+  /// with the blocks reordered node-local index first), grown on first use.
+  std::vector<std::vector<std::byte>> scratch;
 
   /// Outstanding requests; only the progressing thread touches these.
   std::vector<MPI_Request> requests;

@@ -84,11 +84,12 @@ Token allReduce(Runtime &r, Group g, const Tensor &src, const Tensor &dst,
   return r.allReduce(g, src.buf, dst.buf, src.type, op, algorithm);
 }
 Token reduceScatter(Runtime &r, Group g, const Tensor &src, const Tensor &dst,
-                    ReduceOp op) {
-  return r.reduceScatter(g, src.buf, dst.buf, src.type, op);
+                    ReduceOp op, CollectiveAlgorithm algorithm) {
+  return r.reduceScatter(g, src.buf, dst.buf, src.type, op, algorithm);
 }
-Token allGather(Runtime &r, Group g, const Tensor &src, const Tensor &dst) {
-  return r.allGather(g, src.buf, dst.buf);
+Token allGather(Runtime &r, Group g, const Tensor &src, const Tensor &dst,
+                CollectiveAlgorithm algorithm) {
+  return r.allGather(g, src.buf, dst.buf, algorithm);
 }
 Token broadcast(Runtime &r, Group g, const Tensor &t, int root) {
   return r.broadcast(g, t.buf, root);

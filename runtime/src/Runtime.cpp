@@ -23,7 +23,7 @@ MPI_Comm communicators[kNumGroups] = {};
 MPI_Op bf16SumOp = MPI_OP_NULL;
 MPI_Op f16SumOp = MPI_OP_NULL;
 MPI_Comm hierarchicalCross = MPI_COMM_NULL;
-MPI_Comm hierarchicalBroadcast = MPI_COMM_NULL;
+MPI_Comm hierarchicalLocal = MPI_COMM_NULL;
 
 void abortJob(int exitCode) { MPI_Abort(MPI_COMM_WORLD, exitCode); }
 
@@ -288,11 +288,38 @@ Runtime::Runtime(int &argc, char **&argv, RuntimeOptions options)
                         &hierarchicalCross),
            "MPI_Comm_dup");
   checkMPI(MPI_Comm_dup(communicators[unsigned(Group::DataNodeLocal)],
-                        &hierarchicalBroadcast),
+                        &hierarchicalLocal),
            "MPI_Comm_dup");
   for (unsigned g = 0; g < kNumGroups; ++g) {
     checkMPI(MPI_Comm_size(communicators[g], &groupSizes[g]), "MPI_Comm_size");
     checkMPI(MPI_Comm_rank(communicators[g], &groupRanks[g]), "MPI_Comm_rank");
+  }
+  // Which groups span nodes (the link level of their flat collectives): a
+  // node is named by the lowest world rank on it.
+  int node = worldRank;
+  checkMPI(MPI_Allreduce(MPI_IN_PLACE, &node, 1, MPI_INT, MPI_MIN,
+                         communicators[unsigned(Group::NodeLocal)]),
+           "MPI_Allreduce (node id)");
+  for (unsigned g = 0; g < kNumGroups; ++g) {
+    int range[2] = {node, -node}; // min, -max
+    checkMPI(MPI_Allreduce(MPI_IN_PLACE, range, 2, MPI_INT, MPI_MIN,
+                           communicators[g]),
+             "MPI_Allreduce (node range)");
+    groupSpans[g] = range[0] != -range[1];
+  }
+  // Hierarchical collectives need dp index = node * c + node-local index on
+  // every rank of the Data group (equal, consecutive parts per node).
+  {
+    int local = groupSizes[unsigned(Group::DataNodeLocal)];
+    int cross = groupSizes[unsigned(Group::DataCrossNode)];
+    int regular =
+        local * cross == groupSizes[unsigned(Group::Data)] &&
+        dpIndex() == groupRanks[unsigned(Group::DataCrossNode)] * local +
+                         groupRanks[unsigned(Group::DataNodeLocal)];
+    checkMPI(MPI_Allreduce(MPI_IN_PLACE, &regular, 1, MPI_INT, MPI_MIN,
+                           communicators[unsigned(Group::Data)]),
+             "MPI_Allreduce (hierarchy check)");
+    hierarchicalData = regular && local > 1 && cross > 1;
   }
   checkMPI(MPI_Op_create(bf16Sum, /*commute=*/1, &bf16SumOp),
            "MPI_Op_create (bf16 sum)");
@@ -347,7 +374,7 @@ Runtime::~Runtime() {
     if (c != MPI_COMM_NULL && c != 0)
       MPI_Comm_free(&c);
   MPI_Comm_free(&hierarchicalCross);
-  MPI_Comm_free(&hierarchicalBroadcast);
+  MPI_Comm_free(&hierarchicalLocal);
   currentRuntime = nullptr;
   setAbortHook(nullptr);
   int finalized = 0;
@@ -418,14 +445,91 @@ void describe(char (&out)[TokenPool::kWhatBytes], const char *kind, Group group,
 }
 } // namespace
 
+namespace {
+/// Bytes one member sends in a ring `kind` over `members` of an n-byte
+/// buffer (the input of all-reduce and reduce-scatter, the output of
+/// all-gather): (k-1)/k n, twice that for an all-reduce.
+uint64_t ringBytes(CollectiveKind kind, uint64_t n, int members) {
+  if (members <= 1)
+    return 0;
+  uint64_t k = uint64_t(members);
+  uint64_t steps = kind == CollectiveKind::AllReduce ? 2 * (k - 1) : k - 1;
+  return steps * (n / k) + steps * (n % k) / k;
+}
+
+const char *algorithmSuffix(CollectiveAlgorithm algorithm) {
+  switch (algorithm) {
+  case CollectiveAlgorithm::Auto:
+    return "";
+  case CollectiveAlgorithm::Ring:
+    return ", ring";
+  case CollectiveAlgorithm::Tree:
+    return ", tree";
+  case CollectiveAlgorithm::Hierarchical:
+    return ", hierarchical";
+  }
+  return "";
+}
+} // namespace
+
+bool Runtime::groupSpansNodes(Group group) const {
+  return groupSpans[unsigned(group)];
+}
+
+void Runtime::countFlat(CollectiveKind kind, Group group, uint64_t bytes) {
+  LinkLevel level =
+      groupSpansNodes(group) ? LinkLevel::InterNode : LinkLevel::IntraNode;
+  counters.bytes[unsigned(kind)][0][unsigned(level)] +=
+      ringBytes(kind, bytes, groupSize(group));
+}
+
+/// The hierarchical phases of `kind` of an n-byte buffer over c members per
+/// node and G nodes, as the simulator's planCollective counts them.
+static void countHierarchical(CollectiveCounters &counters, CollectiveKind kind,
+                              uint64_t n, int c, int g) {
+  uint64_t(&bytes)[2] = counters.bytes[unsigned(kind)][1];
+  uint64_t shard = n / uint64_t(c);
+  unsigned intra = unsigned(LinkLevel::IntraNode);
+  unsigned inter = unsigned(LinkLevel::InterNode);
+  switch (kind) {
+  case CollectiveKind::AllReduce:
+    bytes[intra] += ringBytes(CollectiveKind::ReduceScatter, n, c) +
+                    ringBytes(CollectiveKind::AllGather, n, c);
+    bytes[inter] += ringBytes(CollectiveKind::AllReduce, shard, g);
+    return;
+  case CollectiveKind::ReduceScatter:
+    bytes[intra] += ringBytes(CollectiveKind::ReduceScatter, n, c);
+    bytes[inter] += ringBytes(CollectiveKind::ReduceScatter, shard, g);
+    return;
+  case CollectiveKind::AllGather:
+    bytes[inter] += ringBytes(CollectiveKind::AllGather, shard, g);
+    bytes[intra] += ringBytes(CollectiveKind::AllGather, n, c);
+    return;
+  }
+}
+
+/// Fills the hierarchical fields of `request` from the runtime's groups.
+static void makeHierarchical(CommEngine::Op &request, CommEngine::Kind kind,
+                             const int *sizes, const int *ranks,
+                             unsigned elemBytes) {
+  request.kind = kind;
+  request.localComm = communicators[unsigned(Group::DataNodeLocal)];
+  request.crossComm = communicators[unsigned(Group::DataCrossNode)];
+  request.localDup = hierarchicalLocal;
+  request.crossDup = hierarchicalCross;
+  request.localIndex = ranks[unsigned(Group::DataNodeLocal)];
+  request.perNode = sizes[unsigned(Group::DataNodeLocal)];
+  request.nodes = sizes[unsigned(Group::DataCrossNode)];
+  request.elemBytes = elemBytes;
+}
+
 Token Runtime::allReduce(Group group, Buffer src, Buffer dst, ElemType type,
                          ReduceOp op, CollectiveAlgorithm algorithm) {
   char what[TokenPool::kWhatBytes];
   char extra[64];
-  std::snprintf(
-      extra, sizeof(extra), " (%s %s%s)", stringifyElemType(type).data(),
-      stringifyReduceOp(op).data(),
-      algorithm == CollectiveAlgorithm::Hierarchical ? ", hierarchical" : "");
+  std::snprintf(extra, sizeof(extra), " (%s %s%s)",
+                stringifyElemType(type).data(), stringifyReduceOp(op).data(),
+                algorithmSuffix(algorithm));
   describe(what, "all-reduce", group, dst, extra);
   if (src.bytes != dst.bytes)
     fatal(llvm::formatv("{0}: source and destination differ in size ({1} "
@@ -444,15 +548,15 @@ Token Runtime::allReduce(Group group, Buffer src, Buffer dst, ElemType type,
                          0};
   request.averageOver = op == ReduceOp::Avg ? groupSize(group) : 0;
   request.elemType = type;
-  int localSize = groupSizes[unsigned(Group::DataNodeLocal)];
-  int crossSize = groupSizes[unsigned(Group::DataCrossNode)];
+  int perNode = groupSizes[unsigned(Group::DataNodeLocal)];
   if (algorithm == CollectiveAlgorithm::Hierarchical && group == Group::Data &&
-      localSize > 1 && crossSize > 1) {
-    request.kind = CommEngine::Kind::HierarchicalAllReduce;
-    request.localComm = communicators[unsigned(Group::DataNodeLocal)];
-    request.crossComm = hierarchicalCross;
-    request.broadcastComm = hierarchicalBroadcast;
-    request.localRoot = groupRanks[unsigned(Group::DataNodeLocal)] == 0;
+      hierarchicalData && count % perNode == 0) {
+    makeHierarchical(request, CommEngine::Kind::HierarchicalAllReduce,
+                     groupSizes, groupRanks, getElemBytes(type));
+    countHierarchical(counters, CollectiveKind::AllReduce, dst.bytes, perNode,
+                      groupSizes[unsigned(Group::DataCrossNode)]);
+  } else {
+    countFlat(CollectiveKind::AllReduce, group, dst.bytes);
   }
   Token token = pool->acquire(what, issueTimeout);
   comm->submit(token, request);
@@ -460,11 +564,13 @@ Token Runtime::allReduce(Group group, Buffer src, Buffer dst, ElemType type,
 }
 
 Token Runtime::reduceScatter(Group group, Buffer send, Buffer recv,
-                             ElemType type, ReduceOp op) {
+                             ElemType type, ReduceOp op,
+                             CollectiveAlgorithm algorithm) {
   char what[TokenPool::kWhatBytes];
-  char extra[48];
-  std::snprintf(extra, sizeof(extra), " (%s %s)",
-                stringifyElemType(type).data(), stringifyReduceOp(op).data());
+  char extra[64];
+  std::snprintf(extra, sizeof(extra), " (%s %s%s)",
+                stringifyElemType(type).data(), stringifyReduceOp(op).data(),
+                algorithmSuffix(algorithm));
   describe(what, "reduce-scatter", group, send, extra);
   int size = groupSize(group);
   if (send.bytes != recv.bytes * uint64_t(size))
@@ -484,24 +590,52 @@ Token Runtime::reduceScatter(Group group, Buffer send, Buffer recv,
                          0};
   request.averageOver = op == ReduceOp::Avg ? size : 0;
   request.elemType = type;
+  if (algorithm == CollectiveAlgorithm::Hierarchical && group == Group::Data &&
+      hierarchicalData) {
+    makeHierarchical(request, CommEngine::Kind::HierarchicalReduceScatter,
+                     groupSizes, groupRanks, getElemBytes(type));
+    countHierarchical(counters, CollectiveKind::ReduceScatter, send.bytes,
+                      groupSizes[unsigned(Group::DataNodeLocal)],
+                      groupSizes[unsigned(Group::DataCrossNode)]);
+  } else {
+    countFlat(CollectiveKind::ReduceScatter, group, send.bytes);
+  }
   Token token = pool->acquire(what, issueTimeout);
   comm->submit(token, request);
   return token;
 }
 
-Token Runtime::allGather(Group group, Buffer send, Buffer recv) {
+Token Runtime::allGather(Group group, Buffer send, Buffer recv,
+                         CollectiveAlgorithm algorithm) {
   char what[TokenPool::kWhatBytes];
-  describe(what, "all-gather", group, send, "");
+  describe(what, "all-gather", group, send, algorithmSuffix(algorithm));
   int size = groupSize(group);
   if (recv.bytes != send.bytes * uint64_t(size))
     fatal(llvm::formatv("{0}: the receive buffer must be {1} x the send "
                         "buffer ({2} bytes), got {3} bytes",
                         what, size, send.bytes, recv.bytes));
   int count = elementCount(send, 1, what);
+  CommEngine::Op request{CommEngine::Kind::AllGather,
+                         communicators[unsigned(group)],
+                         send.data,
+                         recv.data,
+                         count,
+                         MPI_BYTE,
+                         MPI_OP_NULL,
+                         0,
+                         0};
+  if (algorithm == CollectiveAlgorithm::Hierarchical && group == Group::Data &&
+      hierarchicalData) {
+    makeHierarchical(request, CommEngine::Kind::HierarchicalAllGather,
+                     groupSizes, groupRanks, 1);
+    countHierarchical(counters, CollectiveKind::AllGather, recv.bytes,
+                      groupSizes[unsigned(Group::DataNodeLocal)],
+                      groupSizes[unsigned(Group::DataCrossNode)]);
+  } else {
+    countFlat(CollectiveKind::AllGather, group, recv.bytes);
+  }
   Token token = pool->acquire(what, issueTimeout);
-  comm->submit(token,
-               {CommEngine::Kind::AllGather, communicators[unsigned(group)],
-                send.data, recv.data, count, MPI_BYTE, MPI_OP_NULL, 0, 0});
+  comm->submit(token, request);
   return token;
 }
 

@@ -162,10 +162,10 @@ module {
     %t0 = mt3k.all_reduce avg %gw -> %gw on @dp hierarchical : !mt3k.buffer<ddr, 64x64xf32> -> !mt3k.buffer<ddr, 64x64xf32>
     // CHECK: ratrain::rt::emit::wait([[RT]], [[T0]]);
     mt3k.wait %t0
-    // CHECK: ratrain::rt::Token [[T1:v[0-9]+]] = ratrain::rt::emit::reduceScatter([[RT]], ratrain::rt::Group::Data, [[GW]], [[GSHARD:v[0-9]+]], ratrain::rt::ReduceOp::Sum);
-    %t1 = mt3k.reduce_scatter sum %gw -> %gshard on @dp ring : !mt3k.buffer<ddr, 64x64xf32> -> !mt3k.buffer<ddr, 2048xf32>
+    // CHECK: ratrain::rt::Token [[T1:v[0-9]+]] = ratrain::rt::emit::reduceScatter([[RT]], ratrain::rt::Group::Data, [[GW]], [[GSHARD:v[0-9]+]], ratrain::rt::ReduceOp::Sum, ratrain::rt::CollectiveAlgorithm::Hierarchical);
+    %t1 = mt3k.reduce_scatter sum %gw -> %gshard on @dp hierarchical : !mt3k.buffer<ddr, 64x64xf32> -> !mt3k.buffer<ddr, 2048xf32>
     mt3k.wait %t1
-    // CHECK: ratrain::rt::emit::allGather([[RT]], ratrain::rt::Group::Data, [[GSHARD]], {{v[0-9]+}});
+    // CHECK: ratrain::rt::emit::allGather([[RT]], ratrain::rt::Group::Data, [[GSHARD]], {{v[0-9]+}}, ratrain::rt::CollectiveAlgorithm::Ring);
     %t2 = mt3k.all_gather %gshard -> %gathered on @dp ring : !mt3k.buffer<ddr, 2048xf32> -> !mt3k.buffer<ddr, 4096xf32>
     // CHECK: ratrain::rt::emit::broadcast([[RT]], ratrain::rt::Group::Data, {{v[0-9]+}}, 0);
     %t3 = mt3k.broadcast %bc from 0 on @dp tree : !mt3k.buffer<ddr, 64xf32>

@@ -129,8 +129,9 @@ Token dma(Runtime &r, const Tensor &src, const Tensor &dst, int core,
 Token allReduce(Runtime &r, Group g, const Tensor &src, const Tensor &dst,
                 ReduceOp op, CollectiveAlgorithm algorithm);
 Token reduceScatter(Runtime &r, Group g, const Tensor &src, const Tensor &dst,
-                    ReduceOp op);
-Token allGather(Runtime &r, Group g, const Tensor &src, const Tensor &dst);
+                    ReduceOp op, CollectiveAlgorithm algorithm);
+Token allGather(Runtime &r, Group g, const Tensor &src, const Tensor &dst,
+                CollectiveAlgorithm algorithm);
 Token broadcast(Runtime &r, Group g, const Tensor &t, int root);
 Token send(Runtime &r, Group g, int peer, int tag, const Tensor &t);
 Token recv(Runtime &r, Group g, int peer, int tag, const Tensor &t);

@@ -46,15 +46,49 @@ llvm::StringRef stringifyReduceOp(ReduceOp op);
 
 /// The `algorithm` of an mt3k collective. Ring and Tree are hints: Open MPI
 /// picks its own algorithm for nonblocking collectives (libnbc), so they run
-/// as Auto. Hierarchical all-reduces run as node-local reduce -> all-reduce
-/// among node roots (the data.cross group) -> node-local broadcast; on a
-/// group other than Data, or when the Data group lies within one node or
-/// spans nodes one rank each, it is the plain all-reduce.
+/// as Auto. Hierarchical collectives on the Data group run the decomposition
+/// the cost model and the simulator count (lib/Simulator/Collectives.cpp),
+/// with c members per node and G nodes:
+///   all-reduce:     node-local reduce-scatter -> all-reduce of each 1/c shard
+///                   among the nodes (data.cross) -> node-local all-gather;
+///   reduce-scatter: node-local reduce-scatter -> reduce-scatter of the 1/c
+///                   shard among the nodes;
+///   all-gather:     all-gather among the nodes -> node-local all-gather.
+/// On another group, when the Data group lies within one node or spans nodes
+/// one rank each, when nodes hold unequal or non-consecutive parts of it, or
+/// (all-reduce) when c does not divide the element count, it is the flat
+/// collective.
 enum class CollectiveAlgorithm : unsigned char {
   Auto,
   Ring,
   Tree,
   Hierarchical
+};
+
+/// The collectives whose traffic the runtime counts.
+enum class CollectiveKind : unsigned char {
+  AllReduce,
+  ReduceScatter,
+  AllGather
+};
+inline constexpr unsigned kNumCollectiveKinds = 3;
+/// The class of link a collective's phase crosses: inside one node, or
+/// between nodes (a group that spans nodes counts all its traffic here).
+enum class LinkLevel : unsigned char { IntraNode, InterNode };
+
+/// Bytes this rank sent per collective kind, execution (flat or
+/// hierarchical) and link level, counted per phase as the ring algorithm
+/// sends them: (k-1)/k of the buffer for a reduce-scatter or all-gather over
+/// k members, twice that for an all-reduce. This is how the simulator's
+/// planCollective counts the steps, so the two can be compared (the test
+/// e2e.runtime.collective-levels does); inside a phase Open MPI chooses the
+/// actual algorithm.
+struct CollectiveCounters {
+  /// bytes[kind][hierarchical][level].
+  uint64_t bytes[kNumCollectiveKinds][2][2] = {};
+  uint64_t get(CollectiveKind kind, bool hierarchical, LinkLevel level) const {
+    return bytes[unsigned(kind)][hierarchical][unsigned(level)];
+  }
 };
 
 /// Where mt3k.offload puts bytes: host memory outside the arenas, or files.
@@ -170,14 +204,23 @@ public:
                   CollectiveAlgorithm algorithm = CollectiveAlgorithm::Auto);
   /// Reduces `send` (groupSize x recv.bytes) and leaves block groupRank in
   /// `recv`.
-  Token reduceScatter(Group group, Buffer send, Buffer recv, ElemType type,
-                      ReduceOp op = ReduceOp::Sum);
+  Token
+  reduceScatter(Group group, Buffer send, Buffer recv, ElemType type,
+                ReduceOp op = ReduceOp::Sum,
+                CollectiveAlgorithm algorithm = CollectiveAlgorithm::Auto);
   /// Gathers every rank's `send` into `recv` (groupSize x send.bytes) in
   /// group-rank order.
-  Token allGather(Group group, Buffer send, Buffer recv);
+  Token allGather(Group group, Buffer send, Buffer recv,
+                  CollectiveAlgorithm algorithm = CollectiveAlgorithm::Auto);
   /// Broadcasts `data` from group rank `root`.
   Token broadcast(Group group, Buffer data, int root);
   Token barrier(Group group);
+  /// Bytes sent by this rank's all-reduces, reduce-scatters and all-gathers
+  /// since start-up (or the last reset), per execution and link level.
+  const CollectiveCounters &collectiveCounters() const { return counters; }
+  void resetCollectiveCounters() { counters = CollectiveCounters{}; }
+  /// Whether `group`'s members lie on more than one node.
+  bool groupSpansNodes(Group group) const;
 
   //===--- Point-to-point
   //---------------------------------------------------===//
@@ -308,6 +351,14 @@ private:
   /// MPI calls.
   int groupSizes[kNumGroups] = {};
   int groupRanks[kNumGroups] = {};
+  bool groupSpans[kNumGroups] = {};
+  /// Whether the Data group can run hierarchical collectives: more than one
+  /// node, more than one member per node, every node holding the same number
+  /// c of consecutive Data ranks (dp index = node * c + node-local index).
+  bool hierarchicalData = false;
+  CollectiveCounters counters;
+  /// Adds a flat collective's ring traffic on `group` to the counters.
+  void countFlat(CollectiveKind kind, Group group, uint64_t bytes);
   std::unique_ptr<TokenPool> pool;
   std::unique_ptr<CommEngine> comm;
   std::unique_ptr<DmaEngine> dmaEngine;
