@@ -141,12 +141,13 @@ void LowerToMT3KPass::runOnOperation() {
   });
 
   OutlinedFunctions outlined;
+  OutboxSlotCounts outboxSlots = planOutboxSlots(pipeline);
   SmallVector<std::unique_ptr<StageLowering>> stages;
   for (StageOp stage : pipeline.getStages()) {
     stages.push_back(std::make_unique<StageLowering>(
         *model, pipeline, stage, *machine, options, dims, elem, moduleBuilder,
         outlined));
-    if (failed(stages.back()->plan()))
+    if (failed(stages.back()->plan(outboxSlots)))
       return signalPassFailure();
   }
 

@@ -36,8 +36,7 @@ struct Transfer {
 
 } // namespace
 
-DenseMap<std::pair<int64_t, int>, int64_t>
-ratrain::lowering::planOutboxSlots(PipelineOp pipeline) {
+OutboxSlotCounts ratrain::lowering::planOutboxSlots(PipelineOp pipeline) {
   SmallVector<StageOp, 8> stages = pipeline.getStages();
   size_t numRanks = stages.size();
   SmallVector<SmallVector<Transfer>> programs(numRanks);
@@ -58,7 +57,7 @@ ratrain::lowering::planOutboxSlots(PipelineOp pipeline) {
     }
   }
 
-  DenseMap<std::pair<int64_t, int>, int64_t> slots;
+  OutboxSlotCounts slots;
   auto slotsOf = [&](int64_t rank, int dir) -> int64_t & {
     auto [it, inserted] = slots.try_emplace({rank, dir}, 2);
     return it->second;

@@ -193,6 +193,9 @@ struct OutlinedFunctions {
 // Stage lowering
 //===----------------------------------------------------------------------===//
 
+/// Outbox slots per (rank, direction: 0 activation, 1 gradient).
+using OutboxSlotCounts = llvm::DenseMap<std::pair<int64_t, int>, int64_t>;
+
 /// Lowers one `ratrain.stage` into one `mt3k.program`.
 class StageLowering {
 public:
@@ -205,9 +208,10 @@ public:
         elem(elementType), ctx(model.getContext()), b(ctx), pro(ctx),
         moduleBuilder(moduleBuilder), outlined(outlined) {}
 
-  /// Checks the stage and plans the lowering scratch area; emits an error
-  /// and fails when the stage cannot be lowered.
-  LogicalResult plan();
+  /// Checks the stage and plans the lowering scratch area, with the
+  /// pipeline's outbox slots (planOutboxSlots); emits an error and fails
+  /// when the stage cannot be lowered.
+  LogicalResult plan(const OutboxSlotCounts &outboxSlots);
   /// The largest power of two (up to the alignment) dividing every assigned
   /// offset of the stage (after plan()).
   int64_t getOffsetAlignment() const { return offsetAlignment; }
@@ -569,8 +573,7 @@ transferKey(Payload payload, int64_t mb, int64_t chunk) {
 /// The outbox slots per (rank, direction: 0 activation, 1 gradient) with
 /// which every rank's sends can reuse their slots without a deadlock under
 /// rendezvous sends (OutboxSlots.cpp); at least 2.
-llvm::DenseMap<std::pair<int64_t, int>, int64_t>
-planOutboxSlots(PipelineOp pipeline);
+OutboxSlotCounts planOutboxSlots(PipelineOp pipeline);
 
 } // namespace ratrain::lowering
 

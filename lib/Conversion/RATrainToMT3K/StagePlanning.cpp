@@ -19,7 +19,7 @@ namespace mt = ratrain::mt3k;
 // Planning and the prologue
 //===----------------------------------------------------------------------===//
 
-LogicalResult StageLowering::plan() {
+LogicalResult StageLowering::plan(const OutboxSlotCounts &outboxSlots) {
   plan_ = pipeline.getPlan();
   layers = model.getLayers();
   numStages = plan_.getNumVirtualStages();
@@ -151,10 +151,8 @@ LogicalResult StageLowering::plan() {
   // Outgoing pipeline messages: two slots per direction (more when the
   // schedule runs further ahead of a peer), reused round-robin (see
   // docs/lowering.md, "Messages").
-  DenseMap<std::pair<int64_t, int>, int64_t> slotCounts =
-      planOutboxSlots(pipeline);
-  int64_t slotsPerDir[2] = {slotCounts.lookup({stageIndex, 0}),
-                            slotCounts.lookup({stageIndex, 1})};
+  int64_t slotsPerDir[2] = {outboxSlots.lookup({stageIndex, 0}),
+                            outboxSlots.lookup({stageIndex, 1})};
   int64_t sends[2] = {0, 0};
   for (Operation &op : stage.getBody().front()) {
     if (auto send = dyn_cast<SendOp>(op)) {
