@@ -67,14 +67,7 @@ private:
     return config.dataParallel > 1 && costs.gatherBytesPerLayer > 0;
   }
   CollectiveSpec collective(CollectiveKind kind, int64_t bytes) const {
-    CollectiveSpec spec;
-    spec.kind = kind;
-    spec.bytes = bytes;
-    spec.groupSize = config.dataParallel;
-    spec.membersPerNode =
-        std::clamp<int64_t>(config.dpMembersPerNode, 1, config.dataParallel);
-    spec.algorithm = config.syncAlgorithm;
-    return spec;
+    return config.dataParallelCollective(kind, bytes);
   }
   void perLayerLifecycle();
   void forward(int64_t mb);
@@ -258,6 +251,18 @@ void StageBuilder::build() {
     for (int64_t l = 0; l < costs.layers; ++l)
       program.setWaitTarget(pendingWaits[l], gatherTokens[l],
                             /*previousIteration=*/true);
+}
+
+CollectiveSpec
+Synthetic1F1BConfig::dataParallelCollective(CollectiveKind kind,
+                                            int64_t bytes) const {
+  CollectiveSpec spec;
+  spec.kind = kind;
+  spec.bytes = bytes;
+  spec.groupSize = dataParallel;
+  spec.membersPerNode = std::clamp<int64_t>(dpMembersPerNode, 1, dataParallel);
+  spec.algorithm = syncAlgorithm;
+  return spec;
 }
 
 SimProgram sim::buildSynthetic1F1B(const Synthetic1F1BConfig &requested) {

@@ -62,14 +62,7 @@ private:
     return config.placement == LifecyclePlacement::PerLayer;
   }
   CollectiveSpec collective(CollectiveKind kind, int64_t bytes) const {
-    CollectiveSpec spec;
-    spec.kind = kind;
-    spec.bytes = bytes;
-    spec.groupSize = config.dataParallel;
-    spec.membersPerNode =
-        std::clamp<int64_t>(config.dpMembersPerNode, 1, config.dataParallel);
-    spec.algorithm = config.syncAlgorithm;
-    return spec;
+    return config.dataParallelCollective(kind, bytes);
   }
   Token offloadTransfer(const Item &item, const char *what) {
     return program.addOffloadTransfer(

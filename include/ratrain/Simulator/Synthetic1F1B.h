@@ -120,6 +120,11 @@ struct Synthetic1F1BConfig {
 
   /// The per-stage values in effect.
   std::vector<SyntheticStage> resolveStages() const;
+
+  /// A collective of `kind` over `bytes` on the data-parallel group, with
+  /// the config's algorithm and members per node.
+  CollectiveSpec dataParallelCollective(CollectiveKind kind,
+                                        int64_t bytes) const;
 };
 
 /// Builds the program; stage i runs min(p-i-1, m) warm-up forwards, the
