@@ -67,7 +67,7 @@ std::pair<double, double> modelBytes(Runtime &rt, CollectiveKind kind,
   double intra = 0, inter = 0;
   for (const ratrain::sim::CollectiveStep &step :
        ratrain::sim::planCollective(spec))
-    (step.link == ratrain::LinkClass::IntraNode ? intra : inter) += step.bytes;
+    (step.level == 0 ? intra : inter) += step.bytes;
   return {intra, inter};
 }
 
