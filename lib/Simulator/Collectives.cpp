@@ -178,14 +178,18 @@ sim::groupLevels(const MachineModel &machine, int64_t groupSize,
   const int64_t k = std::max<int64_t>(1, groupSize);
   stride = std::max<int64_t>(1, stride);
   std::array<int64_t, kMaxNetworkLevels> members{1, 1, 1, 1};
-  // shared: members in one level-l group (aligned groups, members `stride`
-  // clusters apart); members[l] = shared(l) / shared(l - 1).
+  // shared: members in one level-l group (members `stride` clusters apart,
+  // groups of k * stride clusters placed one after the other from cluster
+  // 0); members[l] = shared(l) / shared(l - 1).
+  const int64_t span = k * stride;
   int64_t below = 1;
   for (unsigned l = 0; l <= outermost; ++l) {
     int64_t group = l == outermost ? 0 : machine.clustersPerGroup(l);
     int64_t shared = k;
-    bool regular = true;
-    if (l < outermost) {
+    // A level's groups must hold whole groups, or whole groups be made of
+    // them; otherwise some groups straddle the level's boundaries.
+    bool regular = l == outermost || group % span == 0 || span % group == 0;
+    if (regular && l < outermost) {
       if (stride >= group)
         regular = stride % group == 0, shared = 1;
       else if (group % stride != 0)
@@ -195,10 +199,10 @@ sim::groupLevels(const MachineModel &machine, int64_t groupSize,
     }
     if (!regular || shared % below != 0 || k % shared != 0) {
       // Uneven from here on: the rest at the first level whose groups hold
-      // the whole group, else the outermost.
+      // whole groups, else the outermost.
       unsigned level = outermost;
       for (unsigned j = l; j < outermost; ++j)
-        if (machine.clustersPerGroup(j) >= stride * k) {
+        if (machine.clustersPerGroup(j) % span == 0) {
           level = j;
           break;
         }

@@ -129,10 +129,11 @@ struct CollectiveSpec {
 };
 
 /// Members per level of a data-parallel group of `groupSize` clusters whose
-/// ranks lie `stride` clusters apart (cluster r * stride for member r,
-/// groups aligned to the machine's level groups), on `machine`'s levels.
-/// Where the group does not split evenly over a level, everything from that
-/// level on counts at the outermost level the group spans.
+/// ranks lie `stride` clusters apart (member r at r * stride from the
+/// group's start; groups of groupSize * stride clusters one after the
+/// other), on `machine`'s levels. Where the groups do not split evenly over
+/// a level (or straddle its groups), the rest counts at the first level
+/// whose groups hold whole groups (the outermost at worst).
 std::array<int64_t, kMaxNetworkLevels>
 groupLevels(const MachineModel &machine, int64_t groupSize, int64_t stride = 1);
 

@@ -233,8 +233,10 @@ TEST(CollectiveLevels, GroupLevelsOfContiguousAndStridedGroups) {
   // One member per node (stride 8), two per node at stride 4.
   EXPECT_EQ(groupLevels(*frontier, 4, 8), (M{1, 1, 4, 1}));
   EXPECT_EQ(groupLevels(*frontier, 8, 2), (M{1, 4, 2, 1}));
-  // Uneven: 3 members of a node's 8 clusters count at the node level.
-  EXPECT_EQ(groupLevels(*frontier, 3), (M{1, 3, 1, 1}));
+  // Uneven: groups of 3 straddle MI250X and node boundaries (clusters 6, 7,
+  // 8): everything between nodes; 6 x 4 (stride 4) as 2 per node, 12 nodes.
+  EXPECT_EQ(groupLevels(*frontier, 3), (M{1, 1, 3, 1}));
+  EXPECT_EQ(groupLevels(*frontier, 12, 4), (M{1, 2, 6, 1}));
   // On the shorthand: {c, nodes}.
   MachineModel two = makeTestMachine();
   EXPECT_EQ(groupLevels(two, 8), (M{4, 2, 1, 1}));
