@@ -68,6 +68,135 @@ double MachineModel::interNodeStreamBandwidth(int64_t streams) const {
   return std::min(link, network.nodeInjectionBandwidth / double(streams));
 }
 
+std::vector<NetworkLevel> MachineModel::networkLevels() const {
+  if (!network.levels.empty())
+    return network.levels;
+  return {NetworkLevel{"node", clustersPerNode, network.intraNode,
+                       network.nodeInjectionBandwidth},
+          NetworkLevel{"system", 0, network.interNode, 0}};
+}
+
+unsigned MachineModel::nodeLevels() const {
+  if (network.levels.empty())
+    return 1;
+  int64_t product = 1;
+  unsigned inner = static_cast<unsigned>(network.levels.size()) - 1;
+  for (unsigned j = 0; j < inner; ++j) {
+    if (product == clustersPerNode)
+      return j;
+    product *= std::max<int64_t>(1, network.levels[j].size);
+  }
+  return inner;
+}
+
+int64_t MachineModel::clustersPerGroup(unsigned level) const {
+  std::vector<NetworkLevel> all = networkLevels();
+  if (level + 1 >= all.size())
+    return totalClusters();
+  int64_t product = 1;
+  for (unsigned j = 0; j <= level; ++j)
+    product *= std::max<int64_t>(1, all[j].size);
+  return product;
+}
+
+void MachineModel::syncNetworkView() {
+  const std::vector<NetworkLevel> &levels = network.levels;
+  if (levels.empty())
+    return;
+  unsigned inside = nodeLevels();
+  // The slowest link inside a node stands for all of them (the planner's
+  // intra-node rings cross it); without levels inside a node there is no
+  // intra-node traffic and the innermost link fills the field.
+  network.intraNode = levels[0].link;
+  for (unsigned j = 1; j < inside; ++j)
+    if (levels[j].link.bandwidth < network.intraNode.bandwidth)
+      network.intraNode = levels[j].link;
+  unsigned outer = std::min<unsigned>(inside, levels.size() - 1);
+  network.interNode = levels[outer].link;
+  network.nodeInjectionBandwidth =
+      inside > 0 ? levels[inside - 1].injectionBandwidth : 0;
+}
+
+/// Checks explicit network levels (see NetworkLevel); `fail` builds the
+/// error for a key.
+template <typename Fail>
+static llvm::Error validateLevels(const MachineModel &machine, Fail fail) {
+  const std::vector<NetworkLevel> &levels = machine.network.levels;
+  if (levels.empty())
+    return llvm::Error::success();
+  if (levels.size() > kMaxNetworkLevels)
+    return fail("network.levels",
+                llvm::formatv("{0} levels exceed the limit of {1}",
+                              levels.size(), kMaxNetworkLevels));
+  int64_t inner = 1;
+  for (size_t i = 0; i < levels.size(); ++i) {
+    const NetworkLevel &level = levels[i];
+    std::string key = llvm::formatv("network.levels[{0}]", i).str();
+    bool outermost = i + 1 == levels.size();
+    if (level.name.empty())
+      return fail(key + ".name", "must not be empty");
+    for (size_t j = 0; j < i; ++j)
+      if (levels[j].name == level.name)
+        return fail(
+            key + ".name",
+            llvm::formatv("'{0}' names level {1} already", level.name, j));
+    if (!(level.link.bandwidth > 0) || !std::isfinite(level.link.bandwidth))
+      return fail(key + ".bandwidth", llvm::formatv("must be positive, got {0}",
+                                                    level.link.bandwidth));
+    if (level.link.latency < 0 || !std::isfinite(level.link.latency))
+      return fail(key + ".latency", "must not be negative");
+    if (level.injectionBandwidth < 0 ||
+        !std::isfinite(level.injectionBandwidth))
+      return fail(key + ".injection_bandwidth", "must not be negative");
+    if (outermost) {
+      if (level.injectionBandwidth > 0)
+        return fail(key + ".injection_bandwidth",
+                    "the outermost level has no level above it to inject "
+                    "into");
+      break;
+    }
+    if (level.size < 1)
+      return fail(key + ".size",
+                  llvm::formatv("must be positive, got {0} (only the "
+                                "outermost level may leave it out)",
+                                level.size));
+    if (level.size > limits::kMaxClusters / inner)
+      return fail(key + ".size",
+                  llvm::formatv("groups of {0} x {1} clusters exceed the "
+                                "limit of {2} clusters",
+                                inner, level.size, limits::kMaxClusters));
+    inner *= level.size;
+  }
+  int64_t total = machine.totalClusters();
+  if (total % inner != 0)
+    return fail("network.levels",
+                llvm::formatv("the inner levels group {0} clusters, which "
+                              "does not divide the machine's {1} clusters",
+                              inner, total));
+  const NetworkLevel &outer = levels.back();
+  if (outer.size != 0 && outer.size != total / inner)
+    return fail(
+        llvm::formatv("network.levels[{0}].size", levels.size() - 1).str(),
+        llvm::formatv("the outermost level holds the rest: {0} "
+                      "clusters / {1} = {2}, got {3}",
+                      total, inner, total / inner, outer.size));
+  // clusters_per_node must be where a level ends.
+  int64_t product = 1;
+  std::string prefixes = "1";
+  for (size_t j = 0; j + 1 < levels.size(); ++j) {
+    if (product == machine.clustersPerNode)
+      return llvm::Error::success();
+    product *= levels[j].size;
+    prefixes += ", " + std::to_string(product);
+  }
+  if (product == machine.clustersPerNode)
+    return llvm::Error::success();
+  return fail("clusters_per_node",
+              llvm::formatv("{0} is not the size of a level's group (the "
+                            "inner levels group {1} clusters)",
+                            machine.clustersPerNode, prefixes));
+}
+
 llvm::Error MachineModel::validate() const {
   auto fail = [&](llvm::StringRef key, const llvm::Twine &what) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
@@ -92,6 +221,8 @@ llvm::Error MachineModel::validate() const {
     return fail("nodes x clusters_per_node",
                 llvm::formatv("{0} x {1} exceeds the limit of {2} clusters",
                               nodes, clustersPerNode, limits::kMaxClusters));
+  if (llvm::Error err = validateLevels(*this, fail))
+    return err;
   struct RealField {
     const char *key;
     double value;
@@ -159,7 +290,7 @@ public:
     llvm::yaml::Node *root = it->getRoot();
     if (stream.failed())
       return error(nullptr, "", "malformed YAML");
-    bool sawCluster = false, sawNetwork = false;
+    bool sawCluster = false, sawNetwork = false, sawClustersPerNode = false;
     parseMapping(
         root, "",
         {{"name", [&](llvm::yaml::Node *n,
@@ -168,6 +299,7 @@ public:
                        llvm::StringRef k) { readInt(n, k, machine.nodes); }},
          {"clusters_per_node",
           [&](llvm::yaml::Node *n, llvm::StringRef k) {
+            sawClustersPerNode = true;
             readInt(n, k, machine.clustersPerNode);
           }},
          {"cluster",
@@ -184,7 +316,7 @@ public:
           [&](llvm::yaml::Node *n, llvm::StringRef k) {
             parseOffload(n, k, machine.offload);
           }}},
-        {"nodes", "clusters_per_node"});
+        {"nodes"});
     if (stream.failed() && !firstError)
       return error(nullptr, "", "malformed YAML");
     // Before the iterator moves on: advancing it frees the first document,
@@ -193,6 +325,18 @@ public:
       setError(root, "", "missing required key 'cluster'");
     if (!firstError && !sawNetwork)
       setError(root, "", "missing required key 'network'");
+    // With explicit levels, a node defaults to the group of the level below
+    // the outermost one.
+    if (!firstError && !sawClustersPerNode) {
+      if (machine.network.levels.empty()) {
+        setError(root, "", "missing required key 'clusters_per_node'");
+      } else {
+        machine.clustersPerNode = 1;
+        for (size_t j = 0; j + 1 < machine.network.levels.size(); ++j)
+          machine.clustersPerNode *=
+              std::max<int64_t>(1, machine.network.levels[j].size);
+      }
+    }
     // One machine per file: a second document (after `---`) would otherwise
     // be ignored.
     if (!firstError && ++it != stream.end())
@@ -204,10 +348,14 @@ public:
                                      *firstError);
     if (machine.name.empty())
       machine.name = llvm::sys::path::stem(fileName).str();
+    machine.syncNetworkView();
     if (llvm::Error err = machine.validate())
       return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                      fileName + ": " +
                                          llvm::toString(std::move(err)));
+    // The outermost level holds the rest (a given size was checked).
+    if (!machine.network.levels.empty())
+      machine.network.levels.back().size = 0;
     return machine;
   }
 
@@ -300,18 +448,28 @@ private:
 
   void parseNetwork(llvm::yaml::Node *node, llvm::StringRef path,
                     NetworkSpec &net) {
+    bool sawIntra = false, sawInter = false, sawInjection = false,
+         sawLevels = false;
     parseMapping(node, path,
                  {{"intra_node",
                    [&](llvm::yaml::Node *n, llvm::StringRef k) {
+                     sawIntra = true;
                      parseLink(n, k, net.intraNode);
                    }},
                   {"inter_node",
                    [&](llvm::yaml::Node *n, llvm::StringRef k) {
+                     sawInter = true;
                      parseLink(n, k, net.interNode);
                    }},
                   {"node_injection_bandwidth",
                    [&](llvm::yaml::Node *n, llvm::StringRef k) {
+                     sawInjection = true;
                      readReal(n, k, net.nodeInjectionBandwidth);
+                   }},
+                  {"levels",
+                   [&](llvm::yaml::Node *n, llvm::StringRef k) {
+                     sawLevels = true;
+                     parseLevels(n, k, net.levels);
                    }},
                   {"collective",
                    [&](llvm::yaml::Node *n, llvm::StringRef k) {
@@ -327,7 +485,63 @@ private:
                            "expected one of ring, tree, hierarchical, got '" +
                                text + "'");
                    }}},
-                 {"intra_node", "inter_node"});
+                 {});
+    if (firstError)
+      return;
+    if (sawLevels) {
+      if (sawIntra || sawInter || sawInjection)
+        setError(node, path,
+                 "give either 'levels' or the two-level shorthand "
+                 "(intra_node, inter_node, node_injection_bandwidth), not "
+                 "both");
+      return;
+    }
+    if (!sawIntra)
+      setError(node, path, "missing required key 'intra_node'");
+    else if (!sawInter)
+      setError(node, path, "missing required key 'inter_node'");
+  }
+
+  /// `levels: [{name, size, bandwidth, latency, injection_bandwidth}, ...]`,
+  /// innermost first.
+  void parseLevels(llvm::yaml::Node *node, llvm::StringRef path,
+                   std::vector<NetworkLevel> &levels) {
+    auto *sequence = llvm::dyn_cast_or_null<llvm::yaml::SequenceNode>(node);
+    if (!sequence) {
+      setError(node, path,
+               "expected a list of levels, innermost first ({name, size, "
+               "bandwidth, latency})");
+      return;
+    }
+    for (llvm::yaml::Node &item : *sequence) {
+      if (firstError)
+        return;
+      std::string itemPath =
+          llvm::formatv("{0}[{1}]", path, levels.size()).str();
+      NetworkLevel level;
+      parseMapping(
+          &item, itemPath,
+          {{"name", [&](llvm::yaml::Node *n,
+                        llvm::StringRef k) { readString(n, k, level.name); }},
+           {"size", [&](llvm::yaml::Node *n,
+                        llvm::StringRef k) { readInt(n, k, level.size); }},
+           {"bandwidth",
+            [&](llvm::yaml::Node *n, llvm::StringRef k) {
+              readReal(n, k, level.link.bandwidth);
+            }},
+           {"latency",
+            [&](llvm::yaml::Node *n, llvm::StringRef k) {
+              readReal(n, k, level.link.latency);
+            }},
+           {"injection_bandwidth",
+            [&](llvm::yaml::Node *n, llvm::StringRef k) {
+              readReal(n, k, level.injectionBandwidth);
+            }}},
+          {"name", "bandwidth", "latency"});
+      levels.push_back(std::move(level));
+    }
+    if (!firstError && levels.empty())
+      setError(node, path, "expected at least one level");
   }
 
   /// Calls the handler of each key of a mapping; unknown keys, duplicates
@@ -542,6 +756,18 @@ llvm::Expected<MachineModel> ratrain::oversubscribe(const MachineModel &machine,
   MachineModel split = machine;
   split.name = llvm::formatv("{0}-x{1}", machine.name, k).str();
   split.clustersPerNode = machine.clustersPerNode * k;
+  // Explicit levels: the innermost group holds K times the clusters (or, when
+  // no level lies inside a node, a new innermost level joins the K virtual
+  // clusters of a cluster over the innermost link).
+  if (!split.network.levels.empty()) {
+    if (machine.nodeLevels() > 0)
+      split.network.levels[0].size *= k;
+    else
+      split.network.levels.insert(
+          split.network.levels.begin(),
+          NetworkLevel{"cluster", k, machine.network.levels[0].link, 0});
+    split.syncNetworkView();
+  }
   ClusterSpec &c = split.cluster;
   c.cores = std::max<int64_t>(1, machine.cluster.cores / k);
   c.ddrBytes = machine.cluster.ddrBytes / k;
@@ -615,14 +841,29 @@ std::string ratrain::printMachineModel(const MachineModel &machine) {
      << "\n";
   os << "    memory_bound: " << real(c.efficiency.memoryBound) << "\n";
   os << "network:\n";
-  os << "  intra_node:\n";
-  os << "    bandwidth: " << real(n.intraNode.bandwidth) << "\n";
-  os << "    latency: " << real(n.intraNode.latency) << "\n";
-  os << "  inter_node:\n";
-  os << "    bandwidth: " << real(n.interNode.bandwidth) << "\n";
-  os << "    latency: " << real(n.interNode.latency) << "\n";
-  os << "  node_injection_bandwidth: " << real(n.nodeInjectionBandwidth)
-     << "\n";
+  if (n.levels.empty()) {
+    os << "  intra_node:\n";
+    os << "    bandwidth: " << real(n.intraNode.bandwidth) << "\n";
+    os << "    latency: " << real(n.intraNode.latency) << "\n";
+    os << "  inter_node:\n";
+    os << "    bandwidth: " << real(n.interNode.bandwidth) << "\n";
+    os << "    latency: " << real(n.interNode.latency) << "\n";
+    os << "  node_injection_bandwidth: " << real(n.nodeInjectionBandwidth)
+       << "\n";
+  } else {
+    os << "  levels:\n";
+    for (size_t i = 0; i < n.levels.size(); ++i) {
+      const NetworkLevel &level = n.levels[i];
+      os << "    - name: " << yamlScalar(level.name) << "\n";
+      if (i + 1 < n.levels.size())
+        os << "      size: " << level.size << "\n";
+      os << "      bandwidth: " << real(level.link.bandwidth) << "\n";
+      os << "      latency: " << real(level.link.latency) << "\n";
+      if (level.injectionBandwidth > 0)
+        os << "      injection_bandwidth: " << real(level.injectionBandwidth)
+           << "\n";
+    }
+  }
   os << "  collective: " << stringifyCollectiveAlgorithm(n.collective) << "\n";
   const OffloadTierSpec &o = machine.offload;
   if (o.bytesPerNode > 0 || o.bandwidth > 0) {

@@ -2,7 +2,11 @@
 
 #include "ratrain/Simulator/Simulator.h"
 
+#include "llvm/ADT/SmallVector.h"
+
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 using namespace ratrain;
 using namespace ratrain::sim;
@@ -15,20 +19,26 @@ static int64_t ceilLog2(int64_t k) {
   return levels;
 }
 
+/// Where a step runs: its level and the injection weights of the levels
+/// below it.
+struct StepPlace {
+  unsigned level = 0;
+  std::array<int64_t, kMaxNetworkLevels> streams{1, 1, 1, 1};
+};
+
 static void appendSteps(std::vector<CollectiveStep> &steps, int64_t count,
-                        double bytes, LinkClass link, int64_t streams = 1) {
+                        double bytes, const StepPlace &place) {
   for (int64_t i = 0; i < count; ++i)
-    steps.push_back({bytes, link, streams});
+    steps.push_back({bytes, place.level, place.streams});
 }
 
 /// Ring over k members of an n-byte buffer.
 static void appendRing(std::vector<CollectiveStep> &steps, CollectiveKind kind,
-                       double n, int64_t k, LinkClass link,
-                       int64_t streams = 1) {
+                       double n, int64_t k, const StepPlace &place) {
   if (k <= 1)
     return;
   int64_t count = kind == CollectiveKind::AllReduce ? 2 * (k - 1) : k - 1;
-  appendSteps(steps, count, n / static_cast<double>(k), link, streams);
+  appendSteps(steps, count, n / static_cast<double>(k), place);
 }
 
 /// Binomial scatter (or, reversed, gather) of an n-byte buffer over k members
@@ -36,7 +46,7 @@ static void appendRing(std::vector<CollectiveStep> &steps, CollectiveKind kind,
 /// scaled so that (k-1)/k * n move in total (exactly n/2, n/4, ... when k is a
 /// power of two).
 static void appendScatter(std::vector<CollectiveStep> &steps, double n,
-                          int64_t k, int64_t levels, LinkClass link,
+                          int64_t k, int64_t levels, const StepPlace &place,
                           bool gather) {
   if (levels == 0)
     return;
@@ -44,8 +54,8 @@ static void appendScatter(std::vector<CollectiveStep> &steps, double n,
   double halves = 1 - std::ldexp(1.0, static_cast<int>(-levels));
   std::vector<CollectiveStep> scatter;
   for (int64_t j = 1; j <= levels; ++j)
-    scatter.push_back(
-        {std::ldexp(total / halves, static_cast<int>(-j)), link, 1});
+    scatter.push_back({std::ldexp(total / halves, static_cast<int>(-j)),
+                       place.level, place.streams});
   if (gather)
     steps.insert(steps.end(), scatter.rbegin(), scatter.rend());
   else
@@ -54,24 +64,34 @@ static void appendScatter(std::vector<CollectiveStep> &steps, double n,
 
 /// Binomial-tree algorithms (whole messages through a root).
 static void appendTree(std::vector<CollectiveStep> &steps, CollectiveKind kind,
-                       double n, int64_t k, LinkClass link) {
+                       double n, int64_t k, const StepPlace &place) {
   int64_t levels = ceilLog2(k);
   switch (kind) {
   case CollectiveKind::AllReduce:
     // Reduce to the root, then broadcast from it.
-    appendSteps(steps, 2 * levels, n, link);
+    appendSteps(steps, 2 * levels, n, place);
     return;
   case CollectiveKind::ReduceScatter:
     // Reduce to the root, then scatter: each level halves what is forwarded.
-    appendSteps(steps, levels, n, link);
-    appendScatter(steps, n, k, levels, link, /*gather=*/false);
+    appendSteps(steps, levels, n, place);
+    appendScatter(steps, n, k, levels, place, /*gather=*/false);
     return;
   case CollectiveKind::AllGather:
     // Gather to the root (each level doubles), then broadcast.
-    appendScatter(steps, n, k, levels, link, /*gather=*/true);
-    appendSteps(steps, levels, n, link);
+    appendScatter(steps, n, k, levels, place, /*gather=*/true);
+    appendSteps(steps, levels, n, place);
     return;
   }
+}
+
+/// The spec's members per level: membersPerLevel, or the two-level
+/// shorthand (membersPerNode at level 0, the nodes at level 1).
+static std::array<int64_t, kMaxNetworkLevels>
+membersOf(const CollectiveSpec &spec) {
+  if (spec.hasLevels())
+    return spec.membersPerLevel;
+  int64_t c = std::max<int64_t>(1, spec.membersPerNode);
+  return {c, std::max<int64_t>(1, spec.groupSize / c), 1, 1};
 }
 
 std::vector<CollectiveStep> sim::planCollective(const CollectiveSpec &spec) {
@@ -80,8 +100,16 @@ std::vector<CollectiveStep> sim::planCollective(const CollectiveSpec &spec) {
   if (k <= 1)
     return steps;
   const double n = static_cast<double>(spec.bytes);
-  const LinkClass outer =
-      spec.spansNodes() ? LinkClass::InterNode : LinkClass::IntraNode;
+  const std::array<int64_t, kMaxNetworkLevels> members = membersOf(spec);
+  // The levels the group spans (more than one member), innermost first.
+  llvm::SmallVector<unsigned, kMaxNetworkLevels> spanned;
+  for (unsigned l = 0; l < kMaxNetworkLevels; ++l)
+    if (members[l] > 1)
+      spanned.push_back(l);
+  if (spanned.empty()) // An inconsistent spec: k > 1 on no level.
+    spanned.push_back(0);
+  StepPlace outer;
+  outer.level = spanned.back();
   switch (spec.algorithm) {
   case CollectiveAlgorithm::Ring:
     appendRing(steps, spec.kind, n, k, outer);
@@ -92,47 +120,140 @@ std::vector<CollectiveStep> sim::planCollective(const CollectiveSpec &spec) {
   case CollectiveAlgorithm::Hierarchical:
     break;
   }
-  const int64_t c = spec.membersPerNode;
-  if (c <= 1 || c >= k) {
-    // One level only: a ring inside the node or across the nodes.
+  if (spanned.size() == 1) {
+    // One level only: a ring inside it.
     appendRing(steps, spec.kind, n, k, outer);
     return steps;
   }
-  const int64_t g = k / c;
-  const double shard = n / static_cast<double>(c);
+  // Every member takes part in every phase: at level L, the members of one
+  // level-l group (l < L) all inject at once.
+  auto place = [&](unsigned level) {
+    StepPlace p;
+    p.level = level;
+    int64_t inside = 1;
+    for (unsigned l = 0; l < level; ++l) {
+      inside *= members[l];
+      p.streams[l] = inside;
+    }
+    return p;
+  };
+  // shards[i]: the bytes the i-th spanned level's phase works on.
+  llvm::SmallVector<double, kMaxNetworkLevels> shards;
+  double shard = n;
+  for (unsigned level : spanned) {
+    shards.push_back(shard);
+    shard /= static_cast<double>(members[level]);
+  }
+  const size_t last = spanned.size() - 1;
   switch (spec.kind) {
   case CollectiveKind::AllReduce:
-    appendRing(steps, CollectiveKind::ReduceScatter, n, c,
-               LinkClass::IntraNode);
-    appendRing(steps, CollectiveKind::AllReduce, shard, g, LinkClass::InterNode,
-               c);
-    appendRing(steps, CollectiveKind::AllGather, n, c, LinkClass::IntraNode);
+    for (size_t i = 0; i < last; ++i)
+      appendRing(steps, CollectiveKind::ReduceScatter, shards[i],
+                 members[spanned[i]], place(spanned[i]));
+    appendRing(steps, CollectiveKind::AllReduce, shards[last],
+               members[spanned[last]], place(spanned[last]));
+    for (size_t i = last; i-- > 0;)
+      appendRing(steps, CollectiveKind::AllGather, shards[i],
+                 members[spanned[i]], place(spanned[i]));
     break;
   case CollectiveKind::ReduceScatter:
-    appendRing(steps, CollectiveKind::ReduceScatter, n, c,
-               LinkClass::IntraNode);
-    appendRing(steps, CollectiveKind::ReduceScatter, shard, g,
-               LinkClass::InterNode, c);
+    for (size_t i = 0; i <= last; ++i)
+      appendRing(steps, CollectiveKind::ReduceScatter, shards[i],
+                 members[spanned[i]], place(spanned[i]));
     break;
   case CollectiveKind::AllGather:
-    appendRing(steps, CollectiveKind::AllGather, shard, g, LinkClass::InterNode,
-               c);
-    appendRing(steps, CollectiveKind::AllGather, n, c, LinkClass::IntraNode);
+    for (size_t i = last + 1; i-- > 0;)
+      appendRing(steps, CollectiveKind::AllGather, shards[i],
+                 members[spanned[i]], place(spanned[i]));
     break;
   }
   return steps;
 }
 
+std::array<int64_t, kMaxNetworkLevels>
+sim::groupLevels(const MachineModel &machine, int64_t groupSize,
+                 int64_t stride) {
+  const unsigned outermost =
+      static_cast<unsigned>(machine.networkLevels().size()) - 1;
+  const int64_t k = std::max<int64_t>(1, groupSize);
+  stride = std::max<int64_t>(1, stride);
+  std::array<int64_t, kMaxNetworkLevels> members{1, 1, 1, 1};
+  // shared: members in one level-l group (members `stride` clusters apart,
+  // groups of k * stride clusters placed one after the other from cluster
+  // 0); members[l] = shared(l) / shared(l - 1).
+  const int64_t span = k * stride;
+  int64_t below = 1;
+  for (unsigned l = 0; l <= outermost; ++l) {
+    int64_t group = l == outermost ? 0 : machine.clustersPerGroup(l);
+    int64_t shared = k;
+    // A level's groups must hold whole groups, or whole groups be made of
+    // them; otherwise some groups straddle the level's boundaries.
+    bool regular = l == outermost || group % span == 0 || span % group == 0;
+    if (regular && l < outermost) {
+      if (stride >= group)
+        regular = stride % group == 0, shared = 1;
+      else if (group % stride != 0)
+        regular = false;
+      else
+        shared = std::min(k, group / stride);
+    }
+    if (!regular || shared % below != 0 || k % shared != 0) {
+      // Uneven from here on: the rest at the first level whose groups hold
+      // whole groups, else the outermost.
+      unsigned level = outermost;
+      for (unsigned j = l; j < outermost; ++j)
+        if (machine.clustersPerGroup(j) % span == 0) {
+          level = j;
+          break;
+        }
+      members[level] = k / below;
+      return members;
+    }
+    members[l] = shared / below;
+    below = shared;
+  }
+  return members;
+}
+
+CollectiveSpec sim::resolveLevels(const CollectiveSpec &spec,
+                                  const MachineModel &machine) {
+  if (spec.hasLevels())
+    return spec;
+  CollectiveSpec resolved = spec;
+  resolved.membersPerLevel = {1, 1, 1, 1};
+  unsigned inside = machine.nodeLevels();
+  int64_t c = std::max<int64_t>(1, spec.membersPerNode);
+  int64_t nodes = std::max<int64_t>(1, spec.groupSize / c);
+  if (inside == 0) {
+    resolved.membersPerLevel[0] = c * nodes;
+    return resolved;
+  }
+  resolved.membersPerLevel[inside - 1] = c;
+  resolved.membersPerLevel[inside] *= nodes;
+  return resolved;
+}
+
+double sim::stepBandwidth(const CollectiveStep &step,
+                          llvm::ArrayRef<NetworkLevel> levels) {
+  double bandwidth = levels[step.level].link.bandwidth;
+  for (unsigned l = 0; l < step.level; ++l)
+    if (levels[l].injectionBandwidth > 0)
+      bandwidth = std::min(bandwidth, levels[l].injectionBandwidth /
+                                          static_cast<double>(std::max<int64_t>(
+                                              1, step.streams[l])));
+  return bandwidth;
+}
+
 double sim::collectiveTime(const CollectiveSpec &spec,
                            const MachineModel &machine) {
+  std::vector<NetworkLevel> levels = machine.networkLevels();
   double total = 0;
-  for (const CollectiveStep &step : planCollective(spec)) {
-    bool intra = step.link == LinkClass::IntraNode;
-    double latency = intra ? machine.network.intraNode.latency
-                           : machine.network.interNode.latency;
-    double bandwidth = intra ? machine.network.intraNode.bandwidth
-                             : machine.interNodeStreamBandwidth(step.streams);
-    total += latency + (step.bytes > 0 ? step.bytes / bandwidth : 0);
+  for (const CollectiveStep &step :
+       planCollective(resolveLevels(spec, machine))) {
+    if (step.level >= levels.size())
+      return std::numeric_limits<double>::infinity();
+    total += levels[step.level].link.latency +
+             (step.bytes > 0 ? step.bytes / stepBandwidth(step, levels) : 0);
   }
   return total;
 }

@@ -50,22 +50,19 @@ llvm::Error Engine::prepare() {
   const uint32_t channels =
       static_cast<uint32_t>(std::max<int64_t>(1, machine.cluster.dmaChannels));
 
-  links.resize(static_cast<size_t>(numStages) * NumLinkSlots);
+  levels = machine.networkLevels();
+  slotsPerStage =
+      FirstLevelLink + NumLevelLinks * static_cast<uint32_t>(levels.size());
+  links.resize(static_cast<size_t>(numStages) * slotsPerStage);
   for (uint32_t s = 0; s < numStages; ++s) {
     links[linkIndex(s, DmaLink)].bandwidth = machine.cluster.dmaBandwidth;
-    links[linkIndex(s, IntraTx)].bandwidth =
-        machine.network.intraNode.bandwidth;
-    links[linkIndex(s, IntraRx)].bandwidth =
-        machine.network.intraNode.bandwidth;
-    links[linkIndex(s, InterTx)].bandwidth =
-        machine.network.interNode.bandwidth;
-    links[linkIndex(s, InterRx)].bandwidth =
-        machine.network.interNode.bandwidth;
-    links[linkIndex(s, NodeTx)].bandwidth =
-        machine.network.nodeInjectionBandwidth;
-    links[linkIndex(s, NodeRx)].bandwidth =
-        machine.network.nodeInjectionBandwidth;
     links[linkIndex(s, OffloadLink)].bandwidth = machine.offload.bandwidth;
+    for (unsigned l = 0; l < levels.size(); ++l) {
+      links[levelLink(s, l, LevelTx)].bandwidth = levels[l].link.bandwidth;
+      links[levelLink(s, l, LevelRx)].bandwidth = levels[l].link.bandwidth;
+      links[levelLink(s, l, GroupTx)].bandwidth = levels[l].injectionBandwidth;
+      links[levelLink(s, l, GroupRx)].bandwidth = levels[l].injectionBandwidth;
+    }
   }
 
   // Send lookup for recv matching (verify() guarantees a unique match).
@@ -79,7 +76,10 @@ llvm::Error Engine::prepare() {
     }
   }
 
-  std::map<std::tuple<int, int, int64_t, int64_t, int64_t>, uint32_t> planIndex;
+  std::map<std::tuple<int, int, int64_t, int64_t,
+                      std::array<int64_t, kMaxNetworkLevels>>,
+           uint32_t>
+      planIndex;
   auto needBandwidth = [&](uint32_t s, uint32_t i, double bandwidth,
                            llvm::StringRef what) -> llvm::Error {
     if (bandwidth > 0 && std::isfinite(bandwidth))
@@ -141,31 +141,35 @@ llvm::Error Engine::prepare() {
       case TaskKind::Send:
         if (t.bytes > 0)
           if (llvm::Error e =
-                  needBandwidth(s, i,
-                                t.link == LinkClass::IntraNode
-                                    ? machine.network.intraNode.bandwidth
-                                    : machine.network.interNode.bandwidth,
+                  needBandwidth(s, i, levels[levelOf(t.link)].link.bandwidth,
                                 stringifyLinkClass(t.link)))
             return e;
         break;
       case TaskKind::Collective: {
-        const CollectiveSpec &c = t.collective;
+        const CollectiveSpec c = resolveLevels(t.collective, machine);
         auto key = std::make_tuple(static_cast<int>(c.kind),
                                    static_cast<int>(c.algorithm), c.bytes,
-                                   c.groupSize, c.membersPerNode);
+                                   c.groupSize, c.membersPerLevel);
         auto [it, inserted] =
             planIndex.emplace(key, static_cast<uint32_t>(plans.size()));
         if (inserted) {
           plans.push_back(planCollective(c));
-          for (const CollectiveStep &step : plans.back())
+          for (const CollectiveStep &step : plans.back()) {
+            if (step.level >= levels.size())
+              return llvm::createStringError(
+                  llvm::inconvertibleErrorCode(),
+                  llvm::formatv("stage {0}, {1}: the collective spans "
+                                "network level {2}, but machine '{3}' has {4} "
+                                "levels",
+                                s, sp.describeTask(i), step.level, machine.name,
+                                levels.size())
+                      .str());
             if (step.bytes > 0)
               if (llvm::Error e =
-                      needBandwidth(s, i,
-                                    step.link == LinkClass::IntraNode
-                                        ? machine.network.intraNode.bandwidth
-                                        : machine.network.interNode.bandwidth,
-                                    stringifyLinkClass(step.link)))
+                      needBandwidth(s, i, levels[step.level].link.bandwidth,
+                                    "'" + levels[step.level].name + "' level"))
                 return e;
+          }
         }
         st.plan[i] = it->second;
         break;
@@ -235,16 +239,18 @@ void Engine::startFlow(uint32_t opIndex, double bytes, uint32_t linkA,
   startFlow(opIndex, bytes, route);
 }
 
-void Engine::startNetworkFlow(uint32_t opIndex, double bytes, uint32_t from,
-                              uint32_t to, LinkClass cls, int64_t streams) {
+void Engine::startNetworkFlow(
+    uint32_t opIndex, double bytes, uint32_t from, uint32_t to, unsigned level,
+    const std::array<int64_t, kMaxNetworkLevels> &streams) {
   FlowLinks route;
-  route.add(networkLink(from, cls, /*rx=*/false), 1);
-  route.add(networkLink(to, cls, /*rx=*/true), 1);
-  if (cls == LinkClass::InterNode &&
-      machine.network.nodeInjectionBandwidth > 0) {
-    double weight = static_cast<double>(std::max<int64_t>(1, streams));
-    route.add(linkIndex(from, NodeTx), weight);
-    route.add(linkIndex(to, NodeRx), weight);
+  route.add(levelLink(from, level, LevelTx), 1);
+  route.add(levelLink(to, level, LevelRx), 1);
+  for (unsigned l = 0; l < level; ++l) {
+    if (levels[l].injectionBandwidth <= 0)
+      continue;
+    double weight = static_cast<double>(std::max<int64_t>(1, streams[l]));
+    route.add(levelLink(from, l, GroupTx), weight);
+    route.add(levelLink(to, l, GroupRx), weight);
   }
   startFlow(opIndex, bytes, route);
 }
@@ -325,7 +331,8 @@ void Engine::issueAsync(uint32_t s, const Task &task) {
     }
     return;
   case TaskKind::Send:
-    schedule(now + latency(task.link), EventType::LatencyDone, opIndex);
+    schedule(now + latency(levelOf(task.link)), EventType::LatencyDone,
+             opIndex);
     return;
   case TaskKind::Offload:
     if (st.offloadBusy) {
@@ -357,7 +364,7 @@ void Engine::startCollective(uint32_t opIndex) {
     schedule(now, EventType::StepDone, opIndex);
     return;
   }
-  schedule(now + latency(plans[op.plan][0].link), EventType::LatencyDone,
+  schedule(now + latency(plans[op.plan][0].level), EventType::LatencyDone,
            opIndex);
 }
 
@@ -392,12 +399,21 @@ void Engine::startStep(uint32_t opIndex) {
     return;
   }
   if (task.kind == TaskKind::Send) {
+    // The symmetric replicas of a stage send together: as many per group
+    // as the group holds (all of them at the node level and above).
+    unsigned level = levelOf(task.link);
+    std::array<int64_t, kMaxNetworkLevels> streams{1, 1, 1, 1};
+    unsigned inside = machine.nodeLevels();
+    for (unsigned l = 0; l < level; ++l)
+      streams[l] = l + 1 >= inside ? program.stageReplicasPerNode
+                                   : std::min(program.stageReplicasPerNode,
+                                              machine.clustersPerGroup(l));
     startNetworkFlow(opIndex, static_cast<double>(task.bytes), op.stage,
-                     task.peer, task.link, program.stageReplicasPerNode);
+                     task.peer, level, streams);
     return;
   }
   const CollectiveStep &step = plans[op.plan][op.step];
-  startNetworkFlow(opIndex, step.bytes, op.stage, op.stage, step.link,
+  startNetworkFlow(opIndex, step.bytes, op.stage, op.stage, step.level,
                    step.streams);
 }
 
@@ -405,7 +421,7 @@ void Engine::stepDone(uint32_t opIndex) {
   Op &op = ops[opIndex];
   const Task &task = program.stages[op.stage].getTask(op.task);
   if (task.kind == TaskKind::Collective && ++op.step < op.numSteps) {
-    schedule(now + latency(plans[op.plan][op.step].link),
+    schedule(now + latency(plans[op.plan][op.step].level),
              EventType::LatencyDone, opIndex);
     return;
   }

@@ -24,6 +24,8 @@
 
 #include "llvm/ADT/SmallVector.h"
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <limits>
@@ -38,17 +40,21 @@ namespace detail {
 inline constexpr double kPending = std::numeric_limits<double>::quiet_NaN();
 inline constexpr uint32_t kNone = ~0u;
 
-/// Links of one stage's representative cluster.
+/// Links of one stage's representative cluster: the DMA and offload links,
+/// then four per network level (levelLink).
 enum LinkSlot : uint32_t {
   DmaLink = 0,
-  IntraTx,
-  IntraRx,
-  InterTx,
-  InterRx,
-  NodeTx, ///< The node's injection into the inter-node network (shared).
-  NodeRx,
   OffloadLink, ///< DDR <-> offload tier, reads and writes.
-  NumLinkSlots
+  FirstLevelLink
+};
+
+/// The links of one network level, after FirstLevelLink + 4 * level.
+enum LevelLinkSlot : uint32_t {
+  LevelTx = 0, ///< The cluster's own link of the level, outgoing.
+  LevelRx,
+  GroupTx, ///< The level group's shared injection into the levels above.
+  GroupRx,
+  NumLevelLinks
 };
 
 struct Link {
@@ -57,10 +63,15 @@ struct Link {
   llvm::SmallVector<uint32_t, 4> flows;
 };
 
+/// The most links a flow crosses: its own link out and in, and the
+/// injection links out of and into the groups of every level below.
+inline constexpr unsigned kMaxFlowLinks = 2 * kMaxNetworkLevels;
+
 /// The links a flow crosses, with its weight on each.
 struct FlowLinks {
-  uint32_t links[4] = {kNone, kNone, kNone, kNone};
-  double weights[4] = {1, 1, 1, 1};
+  uint32_t links[kMaxFlowLinks] = {kNone, kNone, kNone, kNone,
+                                   kNone, kNone, kNone, kNone};
+  double weights[kMaxFlowLinks] = {1, 1, 1, 1, 1, 1, 1, 1};
   unsigned count = 0;
   void add(uint32_t link, double weight) {
     if (link == kNone)
@@ -75,9 +86,10 @@ struct Flow {
   double remaining = 0;
   double rate = 0;
   double last = 0;
-  static constexpr unsigned kMaxLinks = 4;
-  uint32_t links[kMaxLinks] = {kNone, kNone, kNone, kNone};
-  double weights[kMaxLinks] = {1, 1, 1, 1};
+  static constexpr unsigned kMaxLinks = kMaxFlowLinks;
+  uint32_t links[kMaxLinks] = {kNone, kNone, kNone, kNone,
+                               kNone, kNone, kNone, kNone};
+  double weights[kMaxLinks] = {1, 1, 1, 1, 1, 1, 1, 1};
   uint32_t version = 0;
   uint32_t op = kNone;
   bool active = false;
@@ -173,28 +185,35 @@ private:
   void startFlow(uint32_t opIndex, double bytes, uint32_t linkA,
                  uint32_t linkB);
   void startFlow(uint32_t opIndex, double bytes, const FlowLinks &route);
-  /// A transfer over the network from `from`'s cluster to `to`'s; inter-node
-  /// transfers also cross both nodes' injection links with weight `streams`.
+  /// A transfer over level `level`'s links from `from`'s cluster to `to`'s;
+  /// it also crosses the injection links of both clusters' groups of every
+  /// inner level that has one, with weight streams[l].
   void startNetworkFlow(uint32_t opIndex, double bytes, uint32_t from,
-                        uint32_t to, LinkClass cls, int64_t streams);
+                        uint32_t to, unsigned level,
+                        const std::array<int64_t, kMaxNetworkLevels> &streams);
   void finishFlow(uint32_t flowIndex);
   void stepDone(uint32_t opIndex);
   void completeOp(uint32_t opIndex);
   void rerate(uint32_t link);
   void settle(Flow &flow);
   void schedule(double time, EventType type, uint32_t id, uint32_t version = 0);
-  uint32_t linkIndex(uint32_t stage, LinkSlot slot) const {
-    return stage * NumLinkSlots + slot;
+  uint32_t linkIndex(uint32_t stage, uint32_t slot) const {
+    return stage * slotsPerStage + slot;
   }
-  uint32_t networkLink(uint32_t stage, LinkClass cls, bool rx) const {
-    return linkIndex(stage, cls == LinkClass::IntraNode
-                                ? (rx ? IntraRx : IntraTx)
-                                : (rx ? InterRx : InterTx));
+  uint32_t levelLink(uint32_t stage, unsigned level,
+                     LevelLinkSlot which) const {
+    return linkIndex(stage, FirstLevelLink + NumLevelLinks * level + which);
   }
-  double latency(LinkClass cls) const {
-    return cls == LinkClass::IntraNode ? machine.network.intraNode.latency
-                                       : machine.network.interNode.latency;
+  /// The network level of a point-to-point send's link class: the node's
+  /// outermost inner level, or the level that joins nodes.
+  unsigned levelOf(LinkClass cls) const {
+    unsigned inside = machine.nodeLevels();
+    unsigned last = static_cast<unsigned>(levels.size()) - 1;
+    if (cls == LinkClass::IntraNode)
+      return inside > 0 ? inside - 1 : 0;
+    return std::min(inside, last);
   }
+  double latency(unsigned level) const { return levels[level].link.latency; }
   bool recording(uint32_t iteration) const {
     return options.recordTrace &&
            (options.traceIterations == 0 ||
@@ -208,6 +227,9 @@ private:
   const SimProgram &program;
   const MachineModel &machine;
   const SimOptions &options;
+  /// The machine's network levels, innermost first.
+  std::vector<NetworkLevel> levels;
+  uint32_t slotsPerStage = 0;
 
   std::vector<StageState> stages;
   std::vector<Link> links;

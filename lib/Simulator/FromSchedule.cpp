@@ -152,6 +152,9 @@ sim::CollectiveSpec ScheduleAdapter::collective(SyncOp sync) const {
   spec.membersPerNode = (dp % perNode == 0 || perNode % dp == 0)
                             ? std::min(dp, perNode)
                             : std::gcd(dp, perNode);
+  // More than two network levels: the group's members on each of them.
+  if (machine.network.levels.size() > 2)
+    spec.membersPerLevel = sim::groupLevels(machine, dp);
   if (sync.getHierarchy() == SyncHierarchy::Hierarchical)
     spec.algorithm = CollectiveAlgorithm::Hierarchical;
   else

@@ -5,6 +5,8 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <algorithm>
+
 #include <cmath>
 #include <map>
 #include <tuple>
@@ -299,6 +301,24 @@ llvm::Error SimProgram::verify() const {
               llvm::formatv("invalid collective group: size {0}, {1} "
                             "members per node (must divide the size)",
                             c.groupSize, c.membersPerNode));
+        if (c.hasLevels()) {
+          int64_t product = 1;
+          for (int64_t m : c.membersPerLevel) {
+            if (m < 0 || m > c.groupSize)
+              product = -1;
+            if (product > 0)
+              product *= std::max<int64_t>(1, m);
+          }
+          if (product != c.groupSize)
+            return taskError(
+                *this, s, i,
+                llvm::formatv("invalid collective group: size {0}, members "
+                              "per level {1} x {2} x {3} x {4} (their product "
+                              "must be the size)",
+                              c.groupSize, c.membersPerLevel[0],
+                              c.membersPerLevel[1], c.membersPerLevel[2],
+                              c.membersPerLevel[3]));
+        }
         break;
       }
       case TaskKind::Wait: {

@@ -26,14 +26,13 @@ CommEngine::CommEngine(TokenPool &pool, ProgressMode mode, unsigned pollMicros,
                        double timeoutSeconds)
     : pool(pool), progressMode(mode), pollMicros(pollMicros),
       timeout(timeoutSeconds), ops(pool.capacity()), queue(pool.capacity()),
-      phaseReady(pool.capacity(), 0), scratch(pool.capacity()) {
-  phaseRing[0].resize(pool.capacity());
-  phaseRing[1].resize(pool.capacity());
+      explicitState(pool.capacity()) {
+  // An explicit collective's round has a send and a receive outstanding.
   drained.reserve(pool.capacity());
-  requests.reserve(pool.capacity());
-  requestSlots.reserve(pool.capacity());
-  completedIndices.resize(pool.capacity());
-  statuses.resize(pool.capacity());
+  requests.reserve(2 * pool.capacity());
+  requestSlots.reserve(2 * pool.capacity());
+  completedIndices.resize(2 * pool.capacity());
+  statuses.resize(2 * pool.capacity());
   if (mode == ProgressMode::Thread)
     thread = std::thread([this] { threadLoop(); });
 }
@@ -65,129 +64,58 @@ void CommEngine::submit(Token token, const Op &op) {
 }
 
 namespace {
-bool isHierarchical(CommEngine::Kind kind) {
-  return kind == CommEngine::Kind::HierarchicalAllReduce ||
-         kind == CommEngine::Kind::HierarchicalReduceScatter ||
-         kind == CommEngine::Kind::HierarchicalAllGather;
-}
-
-/// The last phase of a hierarchical collective.
-int lastPhase(CommEngine::Kind kind) {
-  return kind == CommEngine::Kind::HierarchicalAllReduce ? 2 : 1;
-}
-
-/// The phase ring (0: cross-node duplicate, 1: node-local duplicate) of
-/// phase `phase` >= 1.
-int ringOf(CommEngine::Kind kind, int phase) {
-  if (kind == CommEngine::Kind::HierarchicalAllGather)
-    return 1;
-  return phase == 1 ? 0 : 1;
-}
-
 std::byte *at(void *base, uint64_t offset) {
   return static_cast<std::byte *>(base) + offset;
 }
-
-/// Reorders `blocks` = rows x cols blocks of `blockBytes` in place from
-/// column-major (the block of (r, c) at c * rows + r) to row-major (at
-/// r * cols + c), following each cycle of the permutation with swaps: no
-/// staging memory.
-void transposeBlocks(std::byte *blocks, int rows, int cols,
-                     uint64_t blockBytes) {
-  int total = rows * cols;
-  // The block at position p (column-major) belongs at dest(p).
-  auto dest = [&](int p) { return (p % rows) * cols + p / rows; };
-  for (int start = 0; start < total; ++start) {
-    int p = dest(start);
-    while (p > start)
-      p = dest(p);
-    if (p != start)
-      continue; // Not the smallest position of its cycle: already moved.
-    for (int next = dest(start); next != start; next = dest(next))
-      std::swap_ranges(blocks + uint64_t(start) * blockBytes,
-                       blocks + uint64_t(start + 1) * blockBytes,
-                       blocks + uint64_t(next) * blockBytes);
-  }
-}
 } // namespace
+
+void CommEngine::count(CollectiveKind kind, CollectiveAlgorithm algorithm,
+                       unsigned level, uint64_t step, uint64_t sent) {
+  level = std::min(level, kMaxLevels - 1);
+  stepBytes[unsigned(kind)][unsigned(algorithm)][level].fetch_add(
+      step, std::memory_order_relaxed);
+  sentBytes[unsigned(kind)][unsigned(algorithm)][level].fetch_add(
+      sent, std::memory_order_relaxed);
+}
+
+CollectiveCounters CommEngine::counters() const {
+  CollectiveCounters result;
+  for (unsigned k = 0; k < kNumCollectiveKinds; ++k)
+    for (unsigned a = 0; a < kNumAlgorithms; ++a)
+      for (unsigned l = 0; l < kMaxLevels; ++l) {
+        result.bytes[k][a][l] = stepBytes[k][a][l].load();
+        result.sent[k][a][l] = sentBytes[k][a][l].load();
+      }
+  return result;
+}
+
+void CommEngine::resetCounters() {
+  for (unsigned k = 0; k < kNumCollectiveKinds; ++k)
+    for (unsigned a = 0; a < kNumAlgorithms; ++a)
+      for (unsigned l = 0; l < kMaxLevels; ++l) {
+        stepBytes[k][a][l].store(0);
+        sentBytes[k][a][l].store(0);
+      }
+}
 
 void CommEngine::post(uint32_t index) {
   Op &op = ops[index];
+  if (op.kind == Kind::Explicit) {
+    if (runRounds(index)) {
+      finishExplicit(index);
+      pool.complete(index);
+    }
+    return;
+  }
   MPI_Request request = MPI_REQUEST_NULL;
   int rc = MPI_SUCCESS;
   switch (op.kind) {
+  case Kind::Explicit:
+    break;
   case Kind::AllReduce:
     rc = MPI_Iallreduce(op.send == op.recv ? MPI_IN_PLACE : op.send, op.recv,
                         op.count, op.type, op.op, op.comm, &request);
     break;
-  case Kind::HierarchicalAllReduce: {
-    // c | count; shard l of the buffer is this rank's part.
-    int shard = op.count / op.perNode;
-    uint64_t shardBytes = uint64_t(shard) * op.elemBytes;
-    if (op.phase == 0) {
-      // Node-local reduce-scatter: shard l lands at its place in `recv`
-      // (in place: at the start, moved after completion).
-      if (op.send == op.recv)
-        rc = MPI_Ireduce_scatter_block(MPI_IN_PLACE, op.recv, shard, op.type,
-                                       op.op, op.localComm, &request);
-      else
-        rc = MPI_Ireduce_scatter_block(
-            op.send, at(op.recv, op.localIndex * shardBytes), shard, op.type,
-            op.op, op.localComm, &request);
-    } else if (op.phase == 1) {
-      // All-reduce of the shard among the nodes (every member: c rings).
-      rc = MPI_Iallreduce(MPI_IN_PLACE, at(op.recv, op.localIndex * shardBytes),
-                          shard, op.type, op.op, op.crossDup, &request);
-    } else {
-      rc = MPI_Iallgather(MPI_IN_PLACE, 0, op.type, op.recv, shard, op.type,
-                          op.localDup, &request);
-    }
-    break;
-  }
-  case Kind::HierarchicalReduceScatter: {
-    // The input holds k = G * c blocks of `count` elements, block g * c + l
-    // for the rank of node g with node-local index l.
-    uint64_t blockBytes = uint64_t(op.count) * op.elemBytes;
-    int chunk = op.count * op.nodes; // Elements of a node-local shard.
-    std::vector<std::byte> &stage = scratch[index];
-    if (op.phase == 0) {
-      // Reorder the blocks node-local index first, so that shard l holds
-      // the G blocks bound for the ranks with node-local index l; then the
-      // node-local reduce-scatter (in place: shard l lands at the start).
-      uint64_t total = blockBytes * uint64_t(op.perNode) * uint64_t(op.nodes);
-      if (stage.size() < total)
-        stage.resize(total);
-      const auto *from = static_cast<const std::byte *>(op.send);
-      for (int g = 0; g < op.nodes; ++g)
-        for (int l = 0; l < op.perNode; ++l)
-          std::memcpy(stage.data() + uint64_t(l * op.nodes + g) * blockBytes,
-                      from + uint64_t(g * op.perNode + l) * blockBytes,
-                      blockBytes);
-      rc = MPI_Ireduce_scatter_block(MPI_IN_PLACE, stage.data(), chunk, op.type,
-                                     op.op, op.localComm, &request);
-    } else {
-      // Reduce-scatter of the shard among the nodes: node g keeps block g
-      // of it, the block of Data rank g * c + l.
-      rc = MPI_Ireduce_scatter_block(stage.data(), op.recv, op.count, op.type,
-                                     op.op, op.crossDup, &request);
-    }
-    break;
-  }
-  case Kind::HierarchicalAllGather: {
-    uint64_t blockBytes = uint64_t(op.count) * op.elemBytes;
-    if (op.phase == 0) {
-      // All-gather among the nodes into shard l of `recv` (node order).
-      rc = MPI_Iallgather(
-          op.send, op.count, op.type,
-          at(op.recv, uint64_t(op.localIndex) * op.nodes * blockBytes),
-          op.count, op.type, op.crossComm, &request);
-    } else {
-      // Node-local all-gather of the shards; reordered after completion.
-      rc = MPI_Iallgather(MPI_IN_PLACE, 0, op.type, op.recv,
-                          op.count * op.nodes, op.type, op.localDup, &request);
-    }
-    break;
-  }
   case Kind::ReduceScatter:
     rc = MPI_Ireduce_scatter_block(op.send, op.recv, op.count, op.type, op.op,
                                    op.comm, &request);
@@ -212,13 +140,6 @@ void CommEngine::post(uint32_t index) {
     break;
   }
   checkMPI(rc, pool.what(index));
-  if (isHierarchical(op.kind) && op.phase == 0) {
-    // Queue the later phases on their rings in issue order.
-    for (int phase = 1; phase <= lastPhase(op.kind); ++phase) {
-      int ring = ringOf(op.kind, phase);
-      phaseRing[ring][phaseTail[ring]++ % phaseRing[ring].size()] = index;
-    }
-  }
   requests.push_back(request);
   requestSlots.push_back(index);
 }
@@ -304,37 +225,150 @@ void divideBy(void *data, int count, ElemType type, int n) {
 }
 } // namespace
 
-void CommEngine::drainPhases(int ring) {
-  std::vector<uint32_t> &slots = phaseRing[ring];
-  while (phaseHead[ring] != phaseTail[ring]) {
-    uint32_t index = slots[phaseHead[ring] % slots.size()];
-    const Op &op = ops[index];
-    if (!phaseReady[index] || op.phase == 0 ||
-        ringOf(op.kind, op.phase) != ring)
-      return;
-    phaseReady[index] = 0;
-    ++phaseHead[ring];
-    post(index);
+namespace {
+/// Group rank of this member of an explicit collective.
+int groupRankOf(const CollectiveShape &shape) {
+  if (shape.algorithm == CollectiveAlgorithm::Tree)
+    return shape.rank;
+  int rank = 0, stride = 1;
+  for (int i = 0; i < shape.levels; ++i) {
+    rank += shape.index[i] * stride;
+    stride *= shape.members[i];
   }
+  return rank;
+}
+
+int groupSizeOf(const CollectiveShape &shape) {
+  if (shape.algorithm == CollectiveAlgorithm::Tree)
+    return shape.size;
+  int size = 1;
+  for (int i = 0; i < shape.levels; ++i)
+    size *= shape.members[i];
+  return size;
+}
+
+/// Where group rank d's block lies in the staging buffer.
+uint64_t stagedBlock(const Schedule &schedule, int d) {
+  return schedule.order.empty() ? uint64_t(d)
+                                : uint64_t(schedule.order[size_t(d)]);
+}
+} // namespace
+
+bool CommEngine::runRounds(uint32_t index) {
+  Op &op = ops[index];
+  ExplicitState &st = explicitState[index];
+  const CollectiveShape &shape = op.shape;
+  const uint64_t block = shape.count * shape.elemBytes;
+  if (!op.started) {
+    op.started = true;
+    buildSchedule(shape, st.schedule);
+    st.next = 0;
+    st.pending = 0;
+    const int me = groupRankOf(shape);
+    const int k = groupSizeOf(shape);
+    if (st.schedule.work == WorkBuffer::Result) {
+      // All-reduce: the input is copied into the result; tree all-gather:
+      // the own block to its place.
+      if (shape.kind == CollectiveKind::AllReduce) {
+        if (op.send != op.recv)
+          std::memcpy(op.recv, op.send, block);
+      } else {
+        std::memmove(at(op.recv, uint64_t(me) * block), op.send, block);
+      }
+    } else {
+      uint64_t total = block * uint64_t(k);
+      if (st.staging.size() < total)
+        st.staging.resize(total);
+      if (shape.kind == CollectiveKind::ReduceScatter) {
+        const auto *from = static_cast<const std::byte *>(op.send);
+        for (int d = 0; d < k; ++d)
+          std::memcpy(st.staging.data() + stagedBlock(st.schedule, d) * block,
+                      from + uint64_t(d) * block, block);
+      } else {
+        std::memcpy(st.staging.data() + stagedBlock(st.schedule, me) * block,
+                    op.send, block);
+      }
+    }
+    if (st.temp.size() < st.schedule.reduceBytes)
+      st.temp.resize(st.schedule.reduceBytes);
+  }
+  std::byte *base = st.schedule.work == WorkBuffer::Result
+                        ? static_cast<std::byte *>(op.recv)
+                        : st.staging.data();
+  while (st.next < st.schedule.rounds.size()) {
+    const Round &round = st.schedule.rounds[st.next];
+    if (round.recvPeer >= 0) {
+      MPI_Request request = MPI_REQUEST_NULL;
+      checkMPI(
+          MPI_Irecv(round.reduce ? st.temp.data() : base + round.recvOffset,
+                    int(round.recvBytes), MPI_BYTE, round.recvPeer, op.tag,
+                    round.comm, &request),
+          pool.what(index));
+      requests.push_back(request);
+      requestSlots.push_back(index);
+      ++st.pending;
+    }
+    if (round.sendPeer >= 0) {
+      MPI_Request request = MPI_REQUEST_NULL;
+      checkMPI(MPI_Isend(base + round.sendOffset, int(round.sendBytes),
+                         MPI_BYTE, round.sendPeer, op.tag, round.comm,
+                         &request),
+               pool.what(index));
+      requests.push_back(request);
+      requestSlots.push_back(index);
+      ++st.pending;
+    }
+    count(shape.kind, shape.algorithm, round.level,
+          std::max(round.sendBytes, round.recvBytes), round.sendBytes);
+    if (st.pending > 0)
+      return false;
+    ++st.next;
+  }
+  return true;
+}
+
+void CommEngine::finishExplicit(uint32_t index) {
+  Op &op = ops[index];
+  ExplicitState &st = explicitState[index];
+  const CollectiveShape &shape = op.shape;
+  const uint64_t block = shape.count * shape.elemBytes;
+  if (st.schedule.work == WorkBuffer::Staging) {
+    if (shape.kind == CollectiveKind::ReduceScatter) {
+      std::memcpy(op.recv,
+                  st.staging.data() +
+                      stagedBlock(st.schedule, groupRankOf(shape)) * block,
+                  block);
+    } else {
+      for (int d = 0, k = groupSizeOf(shape); d < k; ++d)
+        std::memcpy(at(op.recv, uint64_t(d) * block),
+                    st.staging.data() + stagedBlock(st.schedule, d) * block,
+                    block);
+    }
+  }
+  if (op.averageOver > 1)
+    divideBy(op.recv, op.count, op.elemType, op.averageOver);
 }
 
 bool CommEngine::advance(uint32_t index) {
   Op &op = ops[index];
-  if (isHierarchical(op.kind) && op.phase < lastPhase(op.kind)) {
-    if (op.kind == Kind::HierarchicalAllReduce && op.phase == 0 &&
-        op.send == op.recv && op.localIndex != 0) {
-      // The in-place reduce-scatter left shard l at the start.
-      uint64_t shardBytes = uint64_t(op.count / op.perNode) * op.elemBytes;
-      std::memcpy(at(op.recv, op.localIndex * shardBytes), op.recv, shardBytes);
+  if (op.kind == Kind::Explicit) {
+    ExplicitState &st = explicitState[index];
+    if (--st.pending > 0)
+      return false;
+    const Round &round = st.schedule.rounds[st.next];
+    if (round.reduce && round.recvPeer >= 0) {
+      std::byte *base = st.schedule.work == WorkBuffer::Result
+                            ? static_cast<std::byte *>(op.recv)
+                            : st.staging.data();
+      reduceInto(base + round.recvOffset, st.temp.data(),
+                 round.recvBytes / op.shape.elemBytes, op.elemType, op.reduce);
     }
-    ++op.phase;
-    phaseReady[index] = 1;
-    drainPhases(ringOf(op.kind, op.phase));
-    return false;
+    ++st.next;
+    if (!runRounds(index))
+      return false;
+    finishExplicit(index);
+    return true;
   }
-  if (op.kind == Kind::HierarchicalAllGather)
-    transposeBlocks(static_cast<std::byte *>(op.recv), op.nodes, op.perNode,
-                    uint64_t(op.count) * op.elemBytes);
   if (op.averageOver > 1)
     divideBy(op.recv, op.count, op.elemType, op.averageOver);
   return true;

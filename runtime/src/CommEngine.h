@@ -10,6 +10,7 @@
 #ifndef RATRAIN_RUNTIME_SRC_COMMENGINE_H
 #define RATRAIN_RUNTIME_SRC_COMMENGINE_H
 
+#include "CollectiveSchedule.h"
 #include "ratrain/runtime/Runtime.h"
 
 #include <mpi.h>
@@ -30,11 +31,9 @@ class CommEngine {
 public:
   enum class Kind : unsigned char {
     AllReduce,
-    /// The hierarchical collectives (see CollectiveAlgorithm in Runtime.h):
-    /// phases on the node-local and cross-node parts of the Data group.
-    HierarchicalAllReduce,
-    HierarchicalReduceScatter,
-    HierarchicalAllGather,
+    /// A ring, tree or hierarchical collective run as point-to-point rounds
+    /// (CollectiveSchedule.h) on private communicators.
+    Explicit,
     ReduceScatter,
     AllGather,
     Broadcast,
@@ -58,24 +57,23 @@ public:
     /// Divide the result by this after completion (ReduceOp::Avg), 0 = no.
     int averageOver = 0;
     ElemType elemType = ElemType::F32;
-    /// Hierarchical collectives: the program's node-local and cross-node
-    /// groups (phase 0 runs on one of them, in issue order), private
-    /// duplicates of both (later phases), the current phase, this rank's
-    /// node-local index, the members per node c and the nodes G, and the
-    /// size of an element in bytes.
-    MPI_Comm localComm = MPI_COMM_NULL;
-    MPI_Comm crossComm = MPI_COMM_NULL;
-    MPI_Comm localDup = MPI_COMM_NULL;
-    MPI_Comm crossDup = MPI_COMM_NULL;
-    int phase = 0;
-    int localIndex = 0;
-    int perNode = 1;
-    int nodes = 1;
-    unsigned elemBytes = 1;
+    /// Explicit collectives: the group and algorithm (`count` is
+    /// CollectiveShape::count), the reduction, and the element type.
+    CollectiveShape shape;
+    ReduceOp reduce = ReduceOp::Sum;
+    bool started = false;
   };
   CommEngine(TokenPool &pool, ProgressMode mode, unsigned pollMicros,
              double timeoutSeconds);
   ~CommEngine();
+
+  /// Bytes per collective kind, algorithm and level (CollectiveCounters);
+  /// the progress thread adds the rounds it runs, the main thread the
+  /// collectives MPI runs (counted as rings).
+  void count(CollectiveKind kind, CollectiveAlgorithm algorithm, unsigned level,
+             uint64_t stepBytes, uint64_t sentBytes);
+  CollectiveCounters counters() const;
+  void resetCounters();
 
   /// Enqueues (thread mode) or posts (inline mode) `op` for `token`.
   void submit(Token token, const Op &op);
@@ -105,19 +103,26 @@ private:
   std::vector<uint32_t> queue;
   uint64_t head = 0, tail = 0;
   std::vector<uint32_t> drained;
-  /// Posts the later phases of hierarchical collectives waiting in `ring`
-  /// (0: the cross-node duplicate, 1: the node-local duplicate) in issue
-  /// order, as far as they are ready. MPI needs every rank to start the
-  /// collectives of a communicator in the same order; completion order may
-  /// differ between ranks, so later phases are started in issue order, not
-  /// in completion order.
-  void drainPhases(int ring);
-  std::vector<uint32_t> phaseRing[2];
-  uint64_t phaseHead[2] = {0, 0}, phaseTail[2] = {0, 0};
-  std::vector<uint8_t> phaseReady;
-  /// Staging buffer of each slot's hierarchical reduce-scatter (its input
-  /// with the blocks reordered node-local index first), grown on first use.
-  std::vector<std::vector<std::byte>> scratch;
+  /// Explicit collectives: builds the schedule and stages the input (first
+  /// call), then posts rounds until one has requests outstanding; returns
+  /// true when the collective finished.
+  bool runRounds(uint32_t index);
+  /// Copies the result out of the staging buffer and averages.
+  void finishExplicit(uint32_t index);
+  /// Per slot: the schedule of its explicit collective, the next round, the
+  /// requests of the current round still outstanding, the staging and
+  /// temporary buffers (grown on first use).
+  struct ExplicitState {
+    Schedule schedule;
+    size_t next = 0;
+    int pending = 0;
+    std::vector<std::byte> staging, temp;
+  };
+  std::vector<ExplicitState> explicitState;
+  std::atomic<uint64_t> stepBytes[kNumCollectiveKinds][kNumAlgorithms]
+                                 [kMaxLevels] = {};
+  std::atomic<uint64_t> sentBytes[kNumCollectiveKinds][kNumAlgorithms]
+                                 [kMaxLevels] = {};
 
   /// Outstanding requests; only the progressing thread touches these.
   std::vector<MPI_Request> requests;

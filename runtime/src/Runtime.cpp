@@ -22,8 +22,10 @@ Runtime *currentRuntime = nullptr;
 MPI_Comm communicators[kNumGroups] = {};
 MPI_Op bf16SumOp = MPI_OP_NULL;
 MPI_Op f16SumOp = MPI_OP_NULL;
-MPI_Comm hierarchicalCross = MPI_COMM_NULL;
-MPI_Comm hierarchicalLocal = MPI_COMM_NULL;
+/// Private duplicates of the groups for explicit collectives, and the Data
+/// group's sub-communicators per level (see Runtime::dataLevelMembers).
+MPI_Comm collectiveComms[kNumGroups] = {};
+MPI_Comm dataLevelComms[kMaxLevels] = {};
 
 void abortJob(int exitCode) { MPI_Abort(MPI_COMM_WORLD, exitCode); }
 
@@ -193,6 +195,27 @@ void RuntimeOptions::applyEnvironment() {
     dmaThreads = unsigned(*value);
   if (auto value = parseEnvNumber("RATRAIN_RANKS_PER_NODE"))
     ranksPerNode = int(*value);
+  if (const char *text = std::getenv("RATRAIN_LEVELS")) {
+    if (*text) {
+      llvm::SmallVector<llvm::StringRef, 4> parts;
+      llvm::StringRef(text).split(parts, ',');
+      levels.clear();
+      for (llvm::StringRef part : parts) {
+        int size = 0;
+        if (part.trim().getAsInteger(10, size) || size < 1)
+          fatal(llvm::formatv("environment variable RATRAIN_LEVELS='{0}' must "
+                              "be positive group sizes of the inner levels, "
+                              "innermost first (e.g. 2,2)",
+                              text));
+        levels.push_back(size);
+      }
+      if (levels.size() > kMaxLevels - 1)
+        fatal(llvm::formatv("environment variable RATRAIN_LEVELS='{0}' names "
+                            "{1} inner levels; at most {2} (the outermost "
+                            "level is the rest)",
+                            text, levels.size(), kMaxLevels - 1));
+    }
+  }
   if (auto value = parseEnvNumber("RATRAIN_DDR_LIMIT_BYTES"))
     ddrLimitBytes = uint64_t(*value);
   if (const char *directory = std::getenv("RATRAIN_OFFLOAD_DIR"))
@@ -254,8 +277,22 @@ Runtime::Runtime(int &argc, char **&argv, RuntimeOptions options)
                           &communicators[unsigned(Group::Data)]),
            "MPI_Comm_split (data-parallel group)");
   MPI_Comm data = communicators[unsigned(Group::Data)];
-  if (opts.ranksPerNode > 0) {
-    int node = worldRank / opts.ranksPerNode;
+  // Levels: emulated (RATRAIN_LEVELS, RATRAIN_RANKS_PER_NODE) as blocks of
+  // consecutive world ranks, or one inner level, the node MPI reports.
+  std::vector<int> inner = opts.levels;
+  if (inner.empty() && opts.ranksPerNode > 0)
+    inner = {opts.ranksPerNode};
+  const bool emulated = !inner.empty();
+  levelCount = emulated ? int(inner.size()) + 1 : 2;
+  /// ids[l]: this rank's level-l group (l < levelCount - 1).
+  int ids[kMaxLevels] = {};
+  if (emulated) {
+    int block = 1;
+    for (size_t l = 0; l < inner.size(); ++l) {
+      block *= inner[l];
+      ids[l] = worldRank / block;
+    }
+    int node = ids[levelCount - 2];
     checkMPI(MPI_Comm_split(world, node, worldRank,
                             &communicators[unsigned(Group::NodeLocal)]),
              "MPI_Comm_split (node-local group)");
@@ -271,6 +308,11 @@ Runtime::Runtime(int &argc, char **&argv, RuntimeOptions options)
                  data, MPI_COMM_TYPE_SHARED, dpIndex(), MPI_INFO_NULL,
                  &communicators[unsigned(Group::DataNodeLocal)]),
              "MPI_Comm_split_type (node-local data-parallel group)");
+    // A node is named by the lowest world rank on it.
+    ids[0] = worldRank;
+    checkMPI(MPI_Allreduce(MPI_IN_PLACE, &ids[0], 1, MPI_INT, MPI_MIN,
+                           communicators[unsigned(Group::NodeLocal)]),
+             "MPI_Allreduce (node id)");
   }
   int localIndex = 0;
   checkMPI(
@@ -282,44 +324,82 @@ Runtime::Runtime(int &argc, char **&argv, RuntimeOptions options)
   for (MPI_Comm comm : communicators)
     checkMPI(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN),
              "MPI_Comm_set_errhandler");
-  // Private duplicates for the later phases of hierarchical all-reduces, so
-  // that they never interleave with the program's own collectives.
-  checkMPI(MPI_Comm_dup(communicators[unsigned(Group::DataCrossNode)],
-                        &hierarchicalCross),
-           "MPI_Comm_dup");
-  checkMPI(MPI_Comm_dup(communicators[unsigned(Group::DataNodeLocal)],
-                        &hierarchicalLocal),
-           "MPI_Comm_dup");
+  // Private duplicates for explicit collectives, so that their messages
+  // never meet the program's own sends and collectives.
+  for (unsigned g = 0; g < kNumGroups; ++g)
+    checkMPI(MPI_Comm_dup(communicators[g], &collectiveComms[g]),
+             "MPI_Comm_dup");
   for (unsigned g = 0; g < kNumGroups; ++g) {
     checkMPI(MPI_Comm_size(communicators[g], &groupSizes[g]), "MPI_Comm_size");
     checkMPI(MPI_Comm_rank(communicators[g], &groupRanks[g]), "MPI_Comm_rank");
   }
-  // Which groups span nodes (the link level of their flat collectives): a
-  // node is named by the lowest world rank on it.
-  int node = worldRank;
-  checkMPI(MPI_Allreduce(MPI_IN_PLACE, &node, 1, MPI_INT, MPI_MIN,
-                         communicators[unsigned(Group::NodeLocal)]),
-           "MPI_Allreduce (node id)");
+  // Which groups span nodes, and the outermost level each spans: the level
+  // above the innermost one whose groups it straddles.
+  const int nodeLevel = levelCount - 2;
   for (unsigned g = 0; g < kNumGroups; ++g) {
-    int range[2] = {node, -node}; // min, -max
-    checkMPI(MPI_Allreduce(MPI_IN_PLACE, range, 2, MPI_INT, MPI_MIN,
-                           communicators[g]),
-             "MPI_Allreduce (node range)");
-    groupSpans[g] = range[0] != -range[1];
+    int range[2 * kMaxLevels];
+    for (int l = 0; l < levelCount - 1; ++l) {
+      range[2 * l] = ids[l];
+      range[2 * l + 1] = -ids[l];
+    }
+    checkMPI(MPI_Allreduce(MPI_IN_PLACE, range, 2 * (levelCount - 1), MPI_INT,
+                           MPI_MIN, communicators[g]),
+             "MPI_Allreduce (level range)");
+    auto straddles = [&](int l) { return range[2 * l] != -range[2 * l + 1]; };
+    groupSpans[g] = straddles(nodeLevel);
+    groupOuterLevels[g] = 0;
+    for (int l = levelCount - 1; l >= 1; --l)
+      if (straddles(l - 1)) {
+        groupOuterLevels[g] = l;
+        break;
+      }
   }
-  // Hierarchical collectives need dp index = node * c + node-local index on
-  // every rank of the Data group (equal, consecutive parts per node).
+  // The Data group per level: at level l, the members that share this
+  // rank's level-l group and its index inside its level-(l-1) group; those
+  // are the level's sub-communicator (ranks ordered by dp index).
   {
-    int local = groupSizes[unsigned(Group::DataNodeLocal)];
-    int cross = groupSizes[unsigned(Group::DataCrossNode)];
+    MPI_Comm below = MPI_COMM_NULL;
+    int belowRank = 0;
+    for (int l = 0; l < levelCount; ++l) {
+      MPI_Comm shared = MPI_COMM_NULL;
+      bool outermost = l == levelCount - 1;
+      checkMPI(MPI_Comm_split(data, outermost ? 0 : ids[l], dpIndex(), &shared),
+               "MPI_Comm_split (data-parallel level group)");
+      checkMPI(MPI_Comm_split(shared, belowRank, dpIndex(), &dataLevelComms[l]),
+               "MPI_Comm_split (data-parallel level)");
+      checkMPI(MPI_Comm_set_errhandler(dataLevelComms[l], MPI_ERRORS_RETURN),
+               "MPI_Comm_set_errhandler");
+      checkMPI(MPI_Comm_size(dataLevelComms[l], &dataMembers[l]),
+               "MPI_Comm_size");
+      checkMPI(MPI_Comm_rank(dataLevelComms[l], &dataIndex[l]),
+               "MPI_Comm_rank");
+      if (below != MPI_COMM_NULL)
+        MPI_Comm_free(&below);
+      below = shared;
+      checkMPI(MPI_Comm_rank(below, &belowRank), "MPI_Comm_rank");
+    }
+    MPI_Comm_free(&below);
+    // Hierarchical collectives need the same members per level on every
+    // rank and dp index = sum of level index x stride.
+    int product = 1, position = 0, stride = 1;
+    int extremes[2 * kMaxLevels];
+    for (int l = 0; l < levelCount; ++l) {
+      position += dataIndex[l] * stride;
+      stride *= dataMembers[l];
+      product *= dataMembers[l];
+      extremes[2 * l] = dataMembers[l];
+      extremes[2 * l + 1] = -dataMembers[l];
+    }
+    checkMPI(MPI_Allreduce(MPI_IN_PLACE, extremes, 2 * levelCount, MPI_INT,
+                           MPI_MIN, data),
+             "MPI_Allreduce (level sizes)");
     int regular =
-        local * cross == groupSizes[unsigned(Group::Data)] &&
-        dpIndex() == groupRanks[unsigned(Group::DataCrossNode)] * local +
-                         groupRanks[unsigned(Group::DataNodeLocal)];
-    checkMPI(MPI_Allreduce(MPI_IN_PLACE, &regular, 1, MPI_INT, MPI_MIN,
-                           communicators[unsigned(Group::Data)]),
+        product == groupSizes[unsigned(Group::Data)] && position == dpIndex();
+    for (int l = 0; l < levelCount; ++l)
+      regular &= extremes[2 * l] == -extremes[2 * l + 1];
+    checkMPI(MPI_Allreduce(MPI_IN_PLACE, &regular, 1, MPI_INT, MPI_MIN, data),
              "MPI_Allreduce (hierarchy check)");
-    hierarchicalData = regular && local > 1 && cross > 1;
+    hierarchicalData = regular;
   }
   checkMPI(MPI_Op_create(bf16Sum, /*commute=*/1, &bf16SumOp),
            "MPI_Op_create (bf16 sum)");
@@ -373,8 +453,12 @@ Runtime::~Runtime() {
   for (MPI_Comm &c : communicators)
     if (c != MPI_COMM_NULL && c != 0)
       MPI_Comm_free(&c);
-  MPI_Comm_free(&hierarchicalCross);
-  MPI_Comm_free(&hierarchicalLocal);
+  for (MPI_Comm &c : collectiveComms)
+    if (c != MPI_COMM_NULL && c != 0)
+      MPI_Comm_free(&c);
+  for (MPI_Comm &c : dataLevelComms)
+    if (c != MPI_COMM_NULL && c != 0)
+      MPI_Comm_free(&c);
   currentRuntime = nullptr;
   setAbortHook(nullptr);
   int finalized = 0;
@@ -476,51 +560,72 @@ bool Runtime::groupSpansNodes(Group group) const {
   return groupSpans[unsigned(group)];
 }
 
+int Runtime::groupOuterLevel(Group group) const {
+  return groupOuterLevels[unsigned(group)];
+}
+
+int Runtime::dataLevelMembers(int level) const {
+  return level >= 0 && level < levelCount ? dataMembers[level] : 1;
+}
+
+int Runtime::dataLevelIndex(int level) const {
+  return level >= 0 && level < levelCount ? dataIndex[level] : 0;
+}
+
+CollectiveCounters Runtime::collectiveCounters() const {
+  return comm->counters();
+}
+
+void Runtime::resetCollectiveCounters() { comm->resetCounters(); }
+
 void Runtime::countFlat(CollectiveKind kind, Group group, uint64_t bytes) {
-  LinkLevel level =
-      groupSpansNodes(group) ? LinkLevel::InterNode : LinkLevel::IntraNode;
-  counters.bytes[unsigned(kind)][0][unsigned(level)] +=
-      ringBytes(kind, bytes, groupSize(group));
+  uint64_t ring = ringBytes(kind, bytes, groupSize(group));
+  comm->count(kind, CollectiveAlgorithm::Auto, unsigned(groupOuterLevel(group)),
+              ring, ring);
 }
 
-/// The hierarchical phases of `kind` of an n-byte buffer over c members per
-/// node and G nodes, as the simulator's planCollective counts them.
-static void countHierarchical(CollectiveCounters &counters, CollectiveKind kind,
-                              uint64_t n, int c, int g) {
-  uint64_t(&bytes)[2] = counters.bytes[unsigned(kind)][1];
-  uint64_t shard = n / uint64_t(c);
-  unsigned intra = unsigned(LinkLevel::IntraNode);
-  unsigned inter = unsigned(LinkLevel::InterNode);
-  switch (kind) {
-  case CollectiveKind::AllReduce:
-    bytes[intra] += ringBytes(CollectiveKind::ReduceScatter, n, c) +
-                    ringBytes(CollectiveKind::AllGather, n, c);
-    bytes[inter] += ringBytes(CollectiveKind::AllReduce, shard, g);
-    return;
-  case CollectiveKind::ReduceScatter:
-    bytes[intra] += ringBytes(CollectiveKind::ReduceScatter, n, c);
-    bytes[inter] += ringBytes(CollectiveKind::ReduceScatter, shard, g);
-    return;
-  case CollectiveKind::AllGather:
-    bytes[inter] += ringBytes(CollectiveKind::AllGather, shard, g);
-    bytes[intra] += ringBytes(CollectiveKind::AllGather, n, c);
-    return;
+bool Runtime::makeShape(CollectiveShape &shape, CollectiveKind kind,
+                        Group group, CollectiveAlgorithm algorithm,
+                        uint64_t count, unsigned elemBytes) const {
+  const unsigned g = unsigned(group);
+  shape = CollectiveShape{};
+  shape.kind = kind;
+  shape.algorithm = algorithm;
+  shape.elemBytes = elemBytes;
+  shape.count = count;
+  shape.comm = collectiveComms[g];
+  shape.rank = groupRanks[g];
+  shape.size = groupSizes[g];
+  shape.outerLevel = uint8_t(groupOuterLevels[g]);
+  switch (algorithm) {
+  case CollectiveAlgorithm::Auto:
+    return false;
+  case CollectiveAlgorithm::Tree:
+    return true;
+  case CollectiveAlgorithm::Ring:
+    if (shape.size > 1) {
+      shape.levels = 1;
+      shape.members[0] = shape.size;
+      shape.index[0] = shape.rank;
+      shape.levelIds[0] = shape.outerLevel;
+      shape.levelComms[0] = shape.comm;
+    }
+    return true;
+  case CollectiveAlgorithm::Hierarchical:
+    if (group != Group::Data || !hierarchicalData)
+      return false;
+    for (int l = 0; l < levelCount; ++l) {
+      if (dataMembers[l] <= 1)
+        continue;
+      int i = shape.levels++;
+      shape.members[i] = dataMembers[l];
+      shape.index[i] = dataIndex[l];
+      shape.levelIds[i] = uint8_t(l);
+      shape.levelComms[i] = dataLevelComms[l];
+    }
+    return true;
   }
-}
-
-/// Fills the hierarchical fields of `request` from the runtime's groups.
-static void makeHierarchical(CommEngine::Op &request, CommEngine::Kind kind,
-                             const int *sizes, const int *ranks,
-                             unsigned elemBytes) {
-  request.kind = kind;
-  request.localComm = communicators[unsigned(Group::DataNodeLocal)];
-  request.crossComm = communicators[unsigned(Group::DataCrossNode)];
-  request.localDup = hierarchicalLocal;
-  request.crossDup = hierarchicalCross;
-  request.localIndex = ranks[unsigned(Group::DataNodeLocal)];
-  request.perNode = sizes[unsigned(Group::DataNodeLocal)];
-  request.nodes = sizes[unsigned(Group::DataCrossNode)];
-  request.elemBytes = elemBytes;
+  return false;
 }
 
 Token Runtime::allReduce(Group group, Buffer src, Buffer dst, ElemType type,
@@ -548,13 +653,11 @@ Token Runtime::allReduce(Group group, Buffer src, Buffer dst, ElemType type,
                          0};
   request.averageOver = op == ReduceOp::Avg ? groupSize(group) : 0;
   request.elemType = type;
-  int perNode = groupSizes[unsigned(Group::DataNodeLocal)];
-  if (algorithm == CollectiveAlgorithm::Hierarchical && group == Group::Data &&
-      hierarchicalData && count % perNode == 0) {
-    makeHierarchical(request, CommEngine::Kind::HierarchicalAllReduce,
-                     groupSizes, groupRanks, getElemBytes(type));
-    countHierarchical(counters, CollectiveKind::AllReduce, dst.bytes, perNode,
-                      groupSizes[unsigned(Group::DataCrossNode)]);
+  request.reduce = op;
+  if (makeShape(request.shape, CollectiveKind::AllReduce, group, algorithm,
+                uint64_t(count), getElemBytes(type))) {
+    request.kind = CommEngine::Kind::Explicit;
+    request.tag = int(explicitIssued[unsigned(group)]++ % 32768);
   } else {
     countFlat(CollectiveKind::AllReduce, group, dst.bytes);
   }
@@ -590,13 +693,11 @@ Token Runtime::reduceScatter(Group group, Buffer send, Buffer recv,
                          0};
   request.averageOver = op == ReduceOp::Avg ? size : 0;
   request.elemType = type;
-  if (algorithm == CollectiveAlgorithm::Hierarchical && group == Group::Data &&
-      hierarchicalData) {
-    makeHierarchical(request, CommEngine::Kind::HierarchicalReduceScatter,
-                     groupSizes, groupRanks, getElemBytes(type));
-    countHierarchical(counters, CollectiveKind::ReduceScatter, send.bytes,
-                      groupSizes[unsigned(Group::DataNodeLocal)],
-                      groupSizes[unsigned(Group::DataCrossNode)]);
+  request.reduce = op;
+  if (makeShape(request.shape, CollectiveKind::ReduceScatter, group, algorithm,
+                uint64_t(count), getElemBytes(type))) {
+    request.kind = CommEngine::Kind::Explicit;
+    request.tag = int(explicitIssued[unsigned(group)]++ % 32768);
   } else {
     countFlat(CollectiveKind::ReduceScatter, group, send.bytes);
   }
@@ -624,13 +725,11 @@ Token Runtime::allGather(Group group, Buffer send, Buffer recv,
                          MPI_OP_NULL,
                          0,
                          0};
-  if (algorithm == CollectiveAlgorithm::Hierarchical && group == Group::Data &&
-      hierarchicalData) {
-    makeHierarchical(request, CommEngine::Kind::HierarchicalAllGather,
-                     groupSizes, groupRanks, 1);
-    countHierarchical(counters, CollectiveKind::AllGather, recv.bytes,
-                      groupSizes[unsigned(Group::DataNodeLocal)],
-                      groupSizes[unsigned(Group::DataCrossNode)]);
+  request.elemType = ElemType::U8;
+  if (makeShape(request.shape, CollectiveKind::AllGather, group, algorithm,
+                uint64_t(count), 1)) {
+    request.kind = CommEngine::Kind::Explicit;
+    request.tag = int(explicitIssued[unsigned(group)]++ % 32768);
   } else {
     countFlat(CollectiveKind::AllGather, group, recv.bytes);
   }

@@ -1,15 +1,19 @@
 //===- CollectiveLevelsE2E.cpp - Runtime traffic per level vs the model ---===//
 //
-// Run under mpirun with RATRAIN_RANKS_PER_NODE emulating nodes (see
-// CMakeLists.txt):
+// Run under mpirun with RATRAIN_LEVELS (or RATRAIN_RANKS_PER_NODE) emulating
+// network levels (see CMakeLists.txt):
 //   ratrain-collective-levels-e2e --pp P --dp D
 // On the Data group it runs every collective the mt3k dialect names that the
-// simulator models (all-reduce in and out of place, reduce-scatter,
-// all-gather; f32 and bf16) flat (ring) and hierarchical, checks the values
-// against the flat definition, and compares the bytes the runtime counted per
-// link level with the simulator's planCollective (the per-level traffic the
-// cost model and the simulator charge). Then several hierarchical
-// collectives of every kind in flight at once. Every failed check is fatal.
+// simulator models (all-reduce in and out of place, f32 sum, bf16 average,
+// f16 sum; reduce-scatter; all-gather) with every algorithm (ring, tree,
+// hierarchical, and MPI's own), checks the values against the definition,
+// and compares the bytes the runtime counted per network level with the
+// simulator's planCollective on the same levels (acceptance: the runtime
+// runs every algorithm as the model counts it). Ring and hierarchical:
+// every rank's rounds and sent bytes equal the model's steps. Tree: the
+// root's rounds equal the model's steps (its critical path), no rank counts
+// more, and the Data group sends what it receives. Then collectives of every
+// kind and algorithm in flight at once. Every failed check is fatal.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,6 +24,7 @@
 
 #include "llvm/Support/FormatVariadic.h"
 
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -53,57 +58,122 @@ const char *kindName(CollectiveKind kind) {
   return ratrain::stringifyCollectiveKind(modelKind(kind)).data();
 }
 
-/// The simulator's bytes per link level for `kind` of an n-byte buffer on the
-/// Data group.
-std::pair<double, double> modelBytes(Runtime &rt, CollectiveKind kind,
-                                     uint64_t n, bool hierarchical) {
+const char *algorithmName(CollectiveAlgorithm algorithm) {
+  switch (algorithm) {
+  case CollectiveAlgorithm::Auto:
+    return "auto";
+  case CollectiveAlgorithm::Ring:
+    return "ring";
+  case CollectiveAlgorithm::Tree:
+    return "tree";
+  case CollectiveAlgorithm::Hierarchical:
+    return "hierarchical";
+  }
+  return "?";
+}
+
+/// The algorithm a request runs as: hierarchical needs an even split of the
+/// Data group over the levels.
+CollectiveAlgorithm ranAs(Runtime &rt, CollectiveAlgorithm algorithm) {
+  if (algorithm == CollectiveAlgorithm::Hierarchical && !rt.dataLevelsRegular())
+    return CollectiveAlgorithm::Auto;
+  return algorithm;
+}
+
+/// The simulator's bytes per level for `kind` of an n-byte buffer on the
+/// Data group, on the runtime's levels. MPI's own collectives are counted
+/// as rings.
+std::array<double, kMaxLevels> modelBytes(Runtime &rt, CollectiveKind kind,
+                                          uint64_t n,
+                                          CollectiveAlgorithm algorithm) {
   ratrain::sim::CollectiveSpec spec;
   spec.kind = modelKind(kind);
   spec.bytes = int64_t(n);
   spec.groupSize = rt.groupSize(Group::Data);
   spec.membersPerNode = rt.groupSize(Group::DataNodeLocal);
-  spec.algorithm = hierarchical ? ratrain::CollectiveAlgorithm::Hierarchical
-                                : ratrain::CollectiveAlgorithm::Ring;
-  double intra = 0, inter = 0;
+  for (int l = 0; l < rt.numLevels(); ++l)
+    spec.membersPerLevel[size_t(l)] = rt.dataLevelMembers(l);
+  switch (algorithm) {
+  case CollectiveAlgorithm::Auto:
+  case CollectiveAlgorithm::Ring:
+    spec.algorithm = ratrain::CollectiveAlgorithm::Ring;
+    break;
+  case CollectiveAlgorithm::Tree:
+    spec.algorithm = ratrain::CollectiveAlgorithm::Tree;
+    break;
+  case CollectiveAlgorithm::Hierarchical:
+    spec.algorithm = ratrain::CollectiveAlgorithm::Hierarchical;
+    break;
+  }
+  std::array<double, kMaxLevels> bytes{};
   for (const ratrain::sim::CollectiveStep &step :
        ratrain::sim::planCollective(spec))
-    (step.link == ratrain::LinkClass::IntraNode ? intra : inter) += step.bytes;
-  return {intra, inter};
+    bytes[step.level] += step.bytes;
+  return bytes;
 }
 
 /// Compares the counters (reset before the collective) with the model and
-/// prints both on Data rank 0 of stage 0.
+/// prints both on world rank 0.
 void compareCounters(Runtime &rt, CollectiveKind kind, uint64_t n,
-                     bool hierarchical, const char *label) {
-  const CollectiveCounters &counters = rt.collectiveCounters();
-  // Where the Data group lies in one node, or one member per node, the
-  // hierarchical algorithm is the flat one (the model's as well).
-  int perNode = rt.groupSize(Group::DataNodeLocal);
-  bool ranHierarchical =
-      hierarchical && perNode > 1 && perNode < rt.groupSize(Group::Data);
-  uint64_t intra = counters.get(kind, ranHierarchical, LinkLevel::IntraNode);
-  uint64_t inter = counters.get(kind, ranHierarchical, LinkLevel::InterNode);
-  auto [wantIntra, wantInter] = modelBytes(rt, kind, n, hierarchical);
-  // Nothing is counted under the other execution or another kind.
-  uint64_t total = 0;
+                     CollectiveAlgorithm requested, const char *label) {
+  const CollectiveCounters counters = rt.collectiveCounters();
+  CollectiveAlgorithm algorithm = ranAs(rt, requested);
+  std::array<double, kMaxLevels> want = modelBytes(rt, kind, n, algorithm);
+  // Nothing is counted under another kind or algorithm.
+  uint64_t total = 0, here = 0, sent = 0;
   for (auto &perKind : counters.bytes)
-    for (auto &perExecution : perKind)
-      for (uint64_t bytes : perExecution)
+    for (auto &perAlgorithm : perKind)
+      for (uint64_t bytes : perAlgorithm)
         total += bytes;
+  std::string got, model;
+  bool tree = algorithm == CollectiveAlgorithm::Tree;
+  bool root = rt.groupRank(Group::Data) == 0;
+  for (int l = 0; l < rt.numLevels(); ++l) {
+    uint64_t bytes = counters.get(kind, algorithm, unsigned(l));
+    uint64_t out = counters.getSent(kind, algorithm, unsigned(l));
+    here += bytes;
+    sent += out;
+    got += llvm::formatv(" {0}", bytes).str();
+    model += llvm::formatv(" {0}", want[size_t(l)]).str();
+    if (!tree || root)
+      CHECK(double(bytes) == want[size_t(l)],
+            "{0} ({1} as {2}, {3}) of {4} bytes at level {5}: the runtime "
+            "counted {6}, the model {7}",
+            kindName(kind), algorithmName(requested), algorithmName(algorithm),
+            label, n, l, bytes, want[size_t(l)]);
+    else
+      CHECK(double(bytes) <= want[size_t(l)],
+            "{0} (tree, {1}) at level {2}: a non-root rank counted {3}, more "
+            "than the root's {4}",
+            kindName(kind), label, l, bytes, want[size_t(l)]);
+    if (!tree)
+      CHECK(out == bytes, "{0} ({1}, {2}) at level {3}: sent {4}, rounds {5}",
+            kindName(kind), algorithmName(algorithm), label, l, out, bytes);
+  }
   if (rt.rank() == 0)
-    std::printf("levels: %-14s %-12s %-5s n=%-6llu k=%d c=%d  runtime "
-                "intra %llu inter %llu  model intra %.0f inter %.0f\n",
-                kindName(kind), hierarchical ? "hierarchical" : "ring", label,
-                (unsigned long long)n, rt.groupSize(Group::Data),
-                rt.groupSize(Group::DataNodeLocal), (unsigned long long)intra,
-                (unsigned long long)inter, wantIntra, wantInter);
-  CHECK(double(intra) == wantIntra && double(inter) == wantInter,
-        "{0} ({1}, {2}) of {3} bytes: the runtime counted intra {4} inter {5}, "
-        "the model {6} and {7}",
-        kindName(kind), hierarchical ? "hierarchical" : "ring", label, n, intra,
-        inter, wantIntra, wantInter);
-  CHECK(total == intra + inter, "{0}: bytes counted elsewhere ({1} of {2})",
-        kindName(kind), total - intra - inter, total);
+    std::printf("levels: %-14s %-12s %-13s n=%-6llu k=%d  runtime%s  "
+                "model%s\n",
+                kindName(kind), algorithmName(requested), label,
+                (unsigned long long)n, rt.groupSize(Group::Data), got.c_str(),
+                model.c_str());
+  CHECK(total == here, "{0} ({1}, {2}): bytes counted elsewhere ({3} of {4})",
+        kindName(kind), algorithmName(algorithm), label, total - here, total);
+  if (tree) {
+    // A tree round either sends or receives: received = rounds - sent. The
+    // stage's Data group sends what it receives.
+    std::vector<double> all =
+        rt.allGatherDoublePairs(double(sent), double(here - sent));
+    double out = 0, in = 0;
+    for (int r = 0; r < rt.worldSize(); ++r)
+      if (rt.layout().stageOf(r) == rt.stage()) {
+        out += all[size_t(2 * r)];
+        in += all[size_t(2 * r + 1)];
+      }
+    CHECK(out == in,
+          "{0} (tree, {1}): the Data group sent {2} bytes and "
+          "received {3}",
+          kindName(kind), label, out, in);
+  }
 }
 
 /// A small integer that makes every sum exact in f32 and bf16.
@@ -120,10 +190,9 @@ void runLevels(Runtime &rt) {
   Buffer dst = ddr.buffer(n * 4, n * 4);
   Buffer part = ddr.buffer(2 * n * 4, block * 4);
 
-  for (bool hierarchical : {false, true}) {
-    CollectiveAlgorithm algorithm = hierarchical
-                                        ? CollectiveAlgorithm::Hierarchical
-                                        : CollectiveAlgorithm::Ring;
+  for (CollectiveAlgorithm algorithm :
+       {CollectiveAlgorithm::Auto, CollectiveAlgorithm::Ring,
+        CollectiveAlgorithm::Tree, CollectiveAlgorithm::Hierarchical}) {
     // All-reduce out of place and in place, f32.
     for (bool inPlace : {false, true}) {
       for (uint64_t i = 0; i < n; ++i)
@@ -136,20 +205,33 @@ void runLevels(Runtime &rt) {
         CHECK(out.as<float>()[i] == memberSum * float(i % 7),
               "all-reduce ({0}, in place {1}) element {2}: {3}", int(algorithm),
               inPlace, i, out.as<float>()[i]);
-      compareCounters(rt, CollectiveKind::AllReduce, n * 4, hierarchical,
+      compareCounters(rt, CollectiveKind::AllReduce, n * 4, algorithm,
                       inPlace ? "f32 in place" : "f32");
     }
-    // All-reduce average, bf16.
+    // All-reduce average, bf16: every partial sum a multiple of k (i % 7)
+    // of at most 8 bits, exact in bf16 for k <= 8.
     for (uint64_t i = 0; i < n; ++i)
-      src.as<uint16_t>()[i] = floatToBF16(float(k) * value(me, i));
+      src.as<uint16_t>()[i] = floatToBF16(float(k) * float(i % 7));
     rt.resetCollectiveCounters();
     rt.wait(rt.allReduce(Group::Data, src.slice(0, n * 2), dst.slice(0, n * 2),
                          ElemType::BF16, ReduceOp::Avg, algorithm));
     for (uint64_t i = 0; i < n; ++i)
-      CHECK(bf16ToFloat(dst.as<uint16_t>()[i]) == memberSum * float(i % 7),
+      CHECK(bf16ToFloat(dst.as<uint16_t>()[i]) == float(k) * float(i % 7),
             "bf16 avg all-reduce ({0}) element {1}: {2}", int(algorithm), i,
             bf16ToFloat(dst.as<uint16_t>()[i]));
-    compareCounters(rt, CollectiveKind::AllReduce, n * 2, hierarchical, "bf16");
+    compareCounters(rt, CollectiveKind::AllReduce, n * 2, algorithm,
+                    "bf16 avg");
+    // All-reduce sum, f16.
+    for (uint64_t i = 0; i < n; ++i)
+      src.as<uint16_t>()[i] = floatToF16(value(me, i));
+    rt.resetCollectiveCounters();
+    rt.wait(rt.allReduce(Group::Data, src.slice(0, n * 2), dst.slice(0, n * 2),
+                         ElemType::F16, ReduceOp::Sum, algorithm));
+    for (uint64_t i = 0; i < n; ++i)
+      CHECK(f16ToFloat(dst.as<uint16_t>()[i]) == memberSum * float(i % 7),
+            "f16 all-reduce ({0}) element {1}: {2}", int(algorithm), i,
+            f16ToFloat(dst.as<uint16_t>()[i]));
+    compareCounters(rt, CollectiveKind::AllReduce, n * 2, algorithm, "f16");
 
     // Reduce-scatter: block r of the sum on Data rank r.
     for (uint64_t i = 0; i < n; ++i)
@@ -164,8 +246,7 @@ void runLevels(Runtime &rt) {
             "reduce-scatter ({0}) element {1}: {2}, want {3}", int(algorithm),
             i, part.as<float>()[i], want);
     }
-    compareCounters(rt, CollectiveKind::ReduceScatter, n * 4, hierarchical,
-                    "f32");
+    compareCounters(rt, CollectiveKind::ReduceScatter, n * 4, algorithm, "f32");
 
     // All-gather: Data rank r's block at r.
     for (uint64_t i = 0; i < block; ++i)
@@ -178,13 +259,12 @@ void runLevels(Runtime &rt) {
             "all-gather ({0}) element {1}: {2}, want {3}", int(algorithm), i,
             dst.as<float>()[i], want);
     }
-    compareCounters(rt, CollectiveKind::AllGather, n * 4, hierarchical,
-                    "bytes");
+    compareCounters(rt, CollectiveKind::AllGather, n * 4, algorithm, "bytes");
   }
 
-  // Hierarchical collectives of every kind in flight together (their later
-  // phases share the private communicators), with flat ones in between,
-  // waited in reverse order.
+  // Collectives of every kind and algorithm in flight together (explicit
+  // ones share the private communicators, told apart by their tags), waited
+  // in reverse order.
   const int rounds = 4;
   const uint64_t stride = 4 * n + 4 * block;
   std::vector<Token> tokens;
@@ -201,15 +281,15 @@ void runLevels(Runtime &rt) {
     }
     for (uint64_t i = 0; i < block; ++i)
       agIn.as<float>()[i] = float(me * 100 + r);
-    CollectiveAlgorithm algorithm =
-        r % 2 ? CollectiveAlgorithm::Ring : CollectiveAlgorithm::Hierarchical;
+    const CollectiveAlgorithm algorithms[] = {
+        CollectiveAlgorithm::Hierarchical, CollectiveAlgorithm::Ring,
+        CollectiveAlgorithm::Tree, CollectiveAlgorithm::Auto};
     tokens.push_back(rt.allReduce(Group::Data, arBuf, arBuf, ElemType::F32,
-                                  ReduceOp::Sum, algorithm));
+                                  ReduceOp::Sum, algorithms[r % 4]));
     tokens.push_back(rt.reduceScatter(Group::Data, rsIn, rsOut, ElemType::F32,
-                                      ReduceOp::Sum,
-                                      CollectiveAlgorithm::Hierarchical));
-    tokens.push_back(rt.allGather(Group::Data, agIn, agOut,
-                                  CollectiveAlgorithm::Hierarchical));
+                                      ReduceOp::Sum, algorithms[(r + 1) % 4]));
+    tokens.push_back(
+        rt.allGather(Group::Data, agIn, agOut, algorithms[(r + 2) % 4]));
   }
   for (auto it = tokens.rbegin(); it != tokens.rend(); ++it)
     rt.wait(*it);

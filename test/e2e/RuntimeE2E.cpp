@@ -160,8 +160,8 @@ void runComm(Runtime &rt) {
     CHECK(grad.as<float>()[i] == dpSum * float(i % 100 + 1),
           "all-reduce element {0}: {1}", i, grad.as<float>()[i]);
 
-  // 2b. Out-of-place average, and the hierarchical algorithm (node-local
-  // reduce, cross-node all-reduce, node-local broadcast), in f32 and bf16.
+  // 2b. Out-of-place average, and the explicit algorithms (hierarchical,
+  // ring, binomial tree), in f32 and bf16.
   Buffer src = ddr.buffer(base + 8 * n * 4, n * 4);
   Buffer dst = ddr.buffer(base + 9 * n * 4, n * 4);
   for (uint64_t i = 0; i < n; ++i)
@@ -172,7 +172,8 @@ void runComm(Runtime &rt) {
           "avg all-reduce element {0}: {1}", i, dst.as<float>()[i]);
   CHECK(src.as<float>()[1] == float(rt.dpIndex() * 2 + 1), "source changed");
   for (CollectiveAlgorithm algorithm :
-       {CollectiveAlgorithm::Hierarchical, CollectiveAlgorithm::Ring}) {
+       {CollectiveAlgorithm::Hierarchical, CollectiveAlgorithm::Ring,
+        CollectiveAlgorithm::Tree}) {
     for (uint64_t i = 0; i < n; ++i)
       dst.as<float>()[i] = float(rt.dpIndex() + 1) * float(i % 11);
     rt.wait(rt.allReduce(Group::Data, dst, dst, ElemType::F32, ReduceOp::Sum,
@@ -193,9 +194,9 @@ void runComm(Runtime &rt) {
     }
   }
 
-  // 2c. Gradient buckets: many hierarchical all-reduces in flight at once,
-  // interleaved with plain ones, waited in reverse order. Their later phases
-  // complete in different orders on different ranks; they must still match.
+  // 2c. Gradient buckets: many all-reduces of every algorithm in flight at
+  // once, waited in reverse order. Their rounds complete in different orders
+  // on different ranks; they must still match.
   {
     const int buckets = 8;
     std::vector<Token> tokens;
@@ -206,8 +207,10 @@ void runComm(Runtime &rt) {
         bucket.as<float>()[i] = float((rt.dpIndex() + 1) * (b + 1));
       tokens.push_back(rt.allReduce(
           Group::Data, bucket, bucket, ElemType::F32, ReduceOp::Sum,
-          b % 3 == 2 ? CollectiveAlgorithm::Auto
-                     : CollectiveAlgorithm::Hierarchical));
+          b % 4 == 0   ? CollectiveAlgorithm::Auto
+          : b % 4 == 1 ? CollectiveAlgorithm::Hierarchical
+          : b % 4 == 2 ? CollectiveAlgorithm::Ring
+                       : CollectiveAlgorithm::Tree));
     }
     for (int b = buckets - 1; b >= 0; --b)
       rt.wait(tokens[b]);
@@ -233,25 +236,33 @@ void runComm(Runtime &rt) {
           bf16ToFloat(half.as<uint16_t>()[i]), want);
   }
 
-  // 4. Reduce-scatter on the data group, then all-gather it back (ZeRO).
+  // 4. Reduce-scatter on the data group, then all-gather it back (ZeRO),
+  // with every algorithm.
   uint64_t block = 256;
   Buffer full = ddr.buffer(base + 2 * n * 4, block * grid.dp * 4);
   Buffer part = ddr.buffer(base + 3 * n * 4, block * 4);
-  for (uint64_t i = 0; i < block * grid.dp; ++i)
-    full.as<float>()[i] = float(i + rt.dpIndex());
-  rt.wait(rt.reduceScatter(Group::Data, full, part, ElemType::F32));
-  for (uint64_t i = 0; i < block; ++i) {
-    uint64_t global = rt.dpIndex() * block + i;
-    float want = float(grid.dp * global + grid.dp * (grid.dp - 1) / 2);
-    CHECK(part.as<float>()[i] == want, "reduce-scatter element {0}: {1}", i,
-          part.as<float>()[i]);
-  }
-  Buffer gathered = ddr.buffer(base + 4 * n * 4, block * grid.dp * 4);
-  rt.wait(rt.allGather(Group::Data, part, gathered));
-  for (uint64_t i = 0; i < block * grid.dp; ++i) {
-    float want = float(grid.dp * i + grid.dp * (grid.dp - 1) / 2);
-    CHECK(gathered.as<float>()[i] == want, "all-gather element {0}: {1}", i,
-          gathered.as<float>()[i]);
+  for (CollectiveAlgorithm algorithm :
+       {CollectiveAlgorithm::Auto, CollectiveAlgorithm::Hierarchical,
+        CollectiveAlgorithm::Ring, CollectiveAlgorithm::Tree}) {
+    for (uint64_t i = 0; i < block * grid.dp; ++i)
+      full.as<float>()[i] = float(i + rt.dpIndex());
+    rt.wait(rt.reduceScatter(Group::Data, full, part, ElemType::F32,
+                             ReduceOp::Sum, algorithm));
+    for (uint64_t i = 0; i < block; ++i) {
+      uint64_t global = rt.dpIndex() * block + i;
+      float want = float(grid.dp * global + grid.dp * (grid.dp - 1) / 2);
+      CHECK(part.as<float>()[i] == want,
+            "reduce-scatter (algorithm {0}) element {1}: {2}", int(algorithm),
+            i, part.as<float>()[i]);
+    }
+    Buffer gathered = ddr.buffer(base + 4 * n * 4, block * grid.dp * 4);
+    rt.wait(rt.allGather(Group::Data, part, gathered, algorithm));
+    for (uint64_t i = 0; i < block * grid.dp; ++i) {
+      float want = float(grid.dp * i + grid.dp * (grid.dp - 1) / 2);
+      CHECK(gathered.as<float>()[i] == want,
+            "all-gather (algorithm {0}) element {1}: {2}", int(algorithm), i,
+            gathered.as<float>()[i]);
+    }
   }
 
   // 5. Broadcast over the pipeline group from the last stage, world barrier,

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace ratrain {
 
@@ -62,12 +63,35 @@ llvm::StringRef stringifyCollectiveAlgorithm(CollectiveAlgorithm algorithm);
 std::optional<CollectiveAlgorithm>
 parseCollectiveAlgorithm(llvm::StringRef name);
 
-/// The network: a node holds `clustersPerNode` clusters joined by intra-node
-/// links; nodes are joined by a switched inter-node network in which each
-/// cluster has its own link of `interNode.bandwidth`, and all clusters of a
-/// node together inject at most `nodeInjectionBandwidth` (0: no shared limit).
-/// That is enough for alpha-beta costs of ring, tree and hierarchical
-/// collectives over groups of contiguous clusters.
+/// The most network levels a machine may have (and a collective may span).
+inline constexpr unsigned kMaxNetworkLevels = 4;
+
+/// One level of the network hierarchy. Level 0 groups `size` clusters; level
+/// l > 0 groups `size` level-(l-1) groups; the outermost level's group is the
+/// whole machine ("the rest": its `size` is implied). Members of a level-l
+/// group that lie in different level-(l-1) groups talk over `link` (each
+/// member has its own link of that bandwidth); all clusters of one level-l
+/// group together send to (and receive from) the levels above at most
+/// `injectionBandwidth` (0: no shared limit).
+struct NetworkLevel {
+  std::string name;
+  int64_t size = 0; ///< Members of the level below per group (0: the rest).
+  LinkSpec link;
+  double injectionBandwidth = 0; ///< bytes/s per group, shared; 0 = none
+};
+
+/// The network. Either an explicit list of levels (`levels`, innermost
+/// first: e.g. the clusters of a chip, the chips of a node, the nodes), or
+/// the two-level shorthand: a node holds `clustersPerNode` clusters joined by
+/// intra-node links; nodes are joined by a switched inter-node network in
+/// which each cluster has its own link of `interNode.bandwidth`, and all
+/// clusters of a node together inject at most `nodeInjectionBandwidth`.
+/// When `levels` is given, `intraNode`, `interNode` and
+/// `nodeInjectionBandwidth` are its two-level view (filled by
+/// MachineModel::syncNetworkView: the slowest level inside a node, the level
+/// that joins nodes, the node's injection limit) for the callers that think
+/// in nodes (the planner's cost model); MachineModel::networkLevels() is the
+/// authoritative list either way.
 struct NetworkSpec {
   LinkSpec intraNode; ///< between clusters of one node
   LinkSpec interNode; ///< between nodes
@@ -75,6 +99,8 @@ struct NetworkSpec {
   /// bytes/s that one node can send to other nodes at once, shared by its
   /// clusters; 0 means clustersPerNode * interNode.bandwidth.
   double nodeInjectionBandwidth = 0;
+  /// Explicit levels, innermost first; empty: the two-level shorthand.
+  std::vector<NetworkLevel> levels;
 };
 
 /// What backs the offload tier: the node's host memory (DDR of the CPU
@@ -114,6 +140,22 @@ struct MachineModel {
 
   int64_t totalClusters() const { return nodes * clustersPerNode; }
 
+  /// The network levels, innermost first: `network.levels` when given, else
+  /// the two-level shorthand as levels {node: clustersPerNode clusters over
+  /// intraNode, injection nodeInjectionBandwidth} and {system: the nodes over
+  /// interNode}.
+  std::vector<NetworkLevel> networkLevels() const;
+  /// How many of networkLevels() lie inside a node: the levels whose group
+  /// sizes multiply to clustersPerNode (1 for the shorthand).
+  unsigned nodeLevels() const;
+  /// Clusters in one group of level `level` (the product of the sizes of
+  /// levels 0..level; the whole machine for the outermost level).
+  int64_t clustersPerGroup(unsigned level) const;
+  /// With explicit levels: sets intraNode, interNode and
+  /// nodeInjectionBandwidth to their two-level view (see NetworkSpec). A
+  /// no-op for the shorthand.
+  void syncNetworkView();
+
   /// Bandwidth each of `streams` clusters of one node gets when they all
   /// send to other nodes at once (min of the link and the node's share).
   double interNodeStreamBandwidth(int64_t streams) const;
@@ -124,8 +166,9 @@ struct MachineModel {
     return offload.present() ? offload.bytesPerNode / clustersPerNode : 0;
   }
 
-  /// Checks that every quantity is positive (efficiencies in (0, 1]); the
-  /// message names the machine-file key.
+  /// Checks that every quantity is positive (efficiencies in (0, 1]) and
+  /// that explicit network levels are consistent with clusters_per_node; the
+  /// message names the machine-file key and the limit.
   llvm::Error validate() const;
 };
 

@@ -38,6 +38,7 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -110,13 +111,38 @@ struct CollectiveSpec {
   int64_t bytes = 0;
   /// Group size k.
   int64_t groupSize = 1;
-  /// Members of the group that share a node: k when the group stays inside one
-  /// node, 1 when every member is on its own node. Must divide k.
+  /// Two-level shorthand: members of the group that share a node: k when the
+  /// group stays inside one node, 1 when every member is on its own node.
+  /// Must divide k. Used when membersPerLevel is not given.
   int64_t membersPerNode = 1;
+  /// Members per network level (MachineModel::networkLevels()), innermost
+  /// first: membersPerLevel[l] is how many level-(l-1) groups (clusters for
+  /// l = 0) of one level-l group the collective's group spans; their product
+  /// is k. All zero: not given, the levels come from membersPerNode (the
+  /// members of a node at the machine's node level, the rest above it; see
+  /// resolveLevels).
+  std::array<int64_t, kMaxNetworkLevels> membersPerLevel{};
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::Ring;
 
+  bool hasLevels() const { return membersPerLevel[0] > 0; }
   bool spansNodes() const { return membersPerNode < groupSize; }
 };
+
+/// Members per level of a data-parallel group of `groupSize` clusters whose
+/// ranks lie `stride` clusters apart (member r at r * stride from the
+/// group's start; groups of groupSize * stride clusters one after the
+/// other), on `machine`'s levels. Where the groups do not split evenly over
+/// a level (or straddle its groups), the rest counts at the first level
+/// whose groups hold whole groups (the outermost at worst).
+std::array<int64_t, kMaxNetworkLevels>
+groupLevels(const MachineModel &machine, int64_t groupSize, int64_t stride = 1);
+
+/// `spec` with membersPerLevel filled for `machine` when it is not given:
+/// the membersPerNode members of a node at the node's outermost inner level
+/// (MachineModel::nodeLevels() - 1), the remaining k / membersPerNode nodes
+/// at the level above.
+CollectiveSpec resolveLevels(const CollectiveSpec &spec,
+                             const MachineModel &machine);
 
 /// One task of a stage program. Which fields are meaningful depends on `kind`.
 struct Task {

@@ -27,16 +27,21 @@ namespace ratrain {
 namespace sim {
 
 /// One step of a decomposed collective, as seen by one member: after the
-/// link's latency, `bytes` leave on the member's outgoing link and as many
-/// arrive on its incoming link of class `link`, concurrently.
+/// level's link latency, `bytes` leave on the member's outgoing link of
+/// network level `level` and as many arrive on its incoming link,
+/// concurrently.
 struct CollectiveStep {
   double bytes = 0;
-  LinkClass link = LinkClass::IntraNode;
-  /// Clusters of one node that run this step's inter-node transfer at the
-  /// same time (they share the node's injection bandwidth): the members per
-  /// node in the inter-node phase of a hierarchical collective, 1 for flat
-  /// rings and trees (one cluster per node talks to the next node at a time).
-  int64_t streams = 1;
+  /// Index into MachineModel::networkLevels(): the level whose link joins
+  /// the members of this step (two-level machines: 0 inside a node, 1
+  /// between nodes).
+  unsigned level = 0;
+  /// streams[l] (l < level): the clusters of one level-l group that run this
+  /// step at the same time, sharing the group's injection bandwidth: all the
+  /// group's members in the later phases of a hierarchical collective, 1 for
+  /// flat rings and trees (one member per group talks to the next group at a
+  /// time).
+  std::array<int64_t, kMaxNetworkLevels> streams{1, 1, 1, 1};
 };
 
 /// The steps of a collective (see docs/simulator.md for each algorithm):
@@ -44,16 +49,27 @@ struct CollectiveStep {
 /// - tree all-reduce: binomial reduce then broadcast, 2*ceil(log2 k) steps of
 ///   n; reduce-scatter: reduce (ceil(log2 k) steps of n) then a binomial
 ///   scatter (steps of n/2, n/4, ..., n/2^L); all-gather: the mirror image.
-/// - hierarchical: intra-node ring reduce-scatter over the c members of a
-///   node, inter-node ring all-reduce of n/c over the k/c nodes, intra-node
-///   ring all-gather (for reduce-scatter / all-gather, the matching halves).
-/// Groups that span nodes use the inter-node link for ring and tree steps.
+/// - hierarchical over levels with m_0, m_1, ... members: ring
+///   reduce-scatter over the m_0 members of the innermost level, then over
+///   the m_1 of the next level on the n/m_0 shard, ..., ring all-reduce at
+///   the outermost level spanned on n/(m_0 ... m_{L-2}), then the ring
+///   all-gathers back out (reduce-scatter, all-gather: the matching halves).
+///   Levels with one member are skipped.
+/// Ring and tree steps use the outermost level the group spans. The levels
+/// are the spec's membersPerLevel, or (not given) membersPerNode at level 0
+/// and the rest at level 1.
 std::vector<CollectiveStep> planCollective(const CollectiveSpec &spec);
 
 /// Closed-form time of a collective alone on idle links: the sum over its
-/// steps of (link latency + bytes / bandwidth), the bandwidth of inter-node
-/// steps being MachineModel::interNodeStreamBandwidth(step.streams).
+/// steps of (level latency + bytes / bandwidth), the bandwidth of a level-L
+/// step being the minimum of the level's link and, for every inner level l
+/// with an injection limit, injection / streams[l] (the spec resolved on
+/// `machine` first, see resolveLevels).
 double collectiveTime(const CollectiveSpec &spec, const MachineModel &machine);
+
+/// Bandwidth of `step` on `machine`'s levels (see collectiveTime).
+double stepBandwidth(const CollectiveStep &step,
+                     llvm::ArrayRef<NetworkLevel> levels);
 
 struct SimOptions {
   /// Consecutive iterations to run (the program repeated). With two or more,

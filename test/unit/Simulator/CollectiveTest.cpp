@@ -218,7 +218,7 @@ TEST(Collectives, StepsMoveTheTextbookVolume) {
   double volume = 0;
   for (const CollectiveStep &step : steps) {
     volume += step.bytes;
-    EXPECT_EQ(step.link, LinkClass::IntraNode);
+    EXPECT_EQ(step.level, 0u);
   }
   EXPECT_NEAR(volume, 2.0 * 9 / 10 * 1000, 1e-9);
 }

@@ -33,10 +33,12 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace ratrain::rt {
 
 class CommEngine;
+struct CollectiveShape;
 class OffloadStore;
 
 /// Avg is a sum divided by the group size after completion (on the progress
@@ -44,26 +46,30 @@ class OffloadStore;
 enum class ReduceOp : unsigned char { Sum, Avg, Max, Min };
 llvm::StringRef stringifyReduceOp(ReduceOp op);
 
-/// The `algorithm` of an mt3k collective. Ring and Tree are hints: Open MPI
-/// picks its own algorithm for nonblocking collectives (libnbc), so they run
-/// as Auto. Hierarchical collectives on the Data group run the decomposition
-/// the cost model and the simulator count (lib/Simulator/Collectives.cpp),
-/// with c members per node and G nodes:
-///   all-reduce:     node-local reduce-scatter -> all-reduce of each 1/c shard
-///                   among the nodes (data.cross) -> node-local all-gather;
-///   reduce-scatter: node-local reduce-scatter -> reduce-scatter of the 1/c
-///                   shard among the nodes;
-///   all-gather:     all-gather among the nodes -> node-local all-gather.
-/// On another group, when the Data group lies within one node or spans nodes
-/// one rank each, when nodes hold unequal or non-consecutive parts of it, or
-/// (all-reduce) when c does not divide the element count, it is the flat
-/// collective.
+/// The `algorithm` of an mt3k collective, run as the cost model and the
+/// simulator count it (lib/Simulator/Collectives.cpp, planCollective):
+///   Ring: k-1 rounds (reduce-scatter, all-gather) or 2(k-1) (all-reduce) of
+///     n/k to the right neighbour, point-to-point on a private communicator.
+///   Tree: binomial tree rooted at group rank 0: reduce + broadcast
+///     (all-reduce), reduce + scatter (reduce-scatter), gather + broadcast
+///     (all-gather).
+///   Hierarchical (Data group): ring reduce-scatter inside the innermost
+///     level's group, then inside the next level on the shard, ..., ring
+///     all-reduce at the outermost level the group spans, then ring
+///     all-gathers back out (reduce-scatter and all-gather: the matching
+///     halves), each on the level's sub-communicator. On another group, or
+///     when the Data group's members do not split evenly over the levels
+///     (group rank = sum of level indices x strides), it runs as Auto.
+///   Auto: MPI's own nonblocking collective (counted as a ring).
+/// Ring, Tree and Hierarchical reduce in the element type (bf16 and f16
+/// added in fp32 and rounded, as the MPI operations do).
 enum class CollectiveAlgorithm : unsigned char {
   Auto,
   Ring,
   Tree,
   Hierarchical
 };
+inline constexpr unsigned kNumAlgorithms = 4;
 
 /// The collectives whose traffic the runtime counts.
 enum class CollectiveKind : unsigned char {
@@ -72,22 +78,34 @@ enum class CollectiveKind : unsigned char {
   AllGather
 };
 inline constexpr unsigned kNumCollectiveKinds = 3;
-/// The class of link a collective's phase crosses: inside one node, or
-/// between nodes (a group that spans nodes counts all its traffic here).
-enum class LinkLevel : unsigned char { IntraNode, InterNode };
+/// The most network levels (innermost first; the outermost joins the rest).
+inline constexpr unsigned kMaxLevels = 4;
 
-/// Bytes this rank sent per collective kind, execution (flat or
-/// hierarchical) and link level, counted per phase as the ring algorithm
-/// sends them: (k-1)/k of the buffer for a reduce-scatter or all-gather over
-/// k members, twice that for an all-reduce. This is how the simulator's
-/// planCollective counts the steps, so the two can be compared (the test
-/// e2e.runtime.collective-levels does); inside a phase Open MPI chooses the
-/// actual algorithm.
+/// Traffic of this rank's all-reduces, reduce-scatters and all-gathers per
+/// kind, algorithm (as run: a hierarchical request that runs as Auto counts
+/// under Auto) and network level (the level index of the model's
+/// CollectiveStep: the level whose link a round crosses; ring and tree
+/// rounds count at the outermost level their group spans).
+///  - bytes: per round, the larger of what this rank sends and receives: the
+///    model's count of a step (planCollective). Equal to the model for ring
+///    and hierarchical on every rank, for tree on the root (group rank 0),
+///    whose rounds are the critical path the model charges; other tree
+///    ranks count less.
+///  - sent: the bytes this rank sent. Equal to `bytes` for ring and
+///    hierarchical; for tree, summed over the group it is the tree's total
+///    traffic.
+/// Auto collectives (MPI's own algorithm) count a ring's traffic in both.
+/// The e2e.runtime.collective-levels tests compare them with the model.
 struct CollectiveCounters {
-  /// bytes[kind][hierarchical][level].
-  uint64_t bytes[kNumCollectiveKinds][2][2] = {};
-  uint64_t get(CollectiveKind kind, bool hierarchical, LinkLevel level) const {
-    return bytes[unsigned(kind)][hierarchical][unsigned(level)];
+  uint64_t bytes[kNumCollectiveKinds][kNumAlgorithms][kMaxLevels] = {};
+  uint64_t sent[kNumCollectiveKinds][kNumAlgorithms][kMaxLevels] = {};
+  uint64_t get(CollectiveKind kind, CollectiveAlgorithm algorithm,
+               unsigned level) const {
+    return bytes[unsigned(kind)][unsigned(algorithm)][level];
+  }
+  uint64_t getSent(CollectiveKind kind, CollectiveAlgorithm algorithm,
+                   unsigned level) const {
+    return sent[unsigned(kind)][unsigned(algorithm)][level];
   }
 };
 
@@ -135,8 +153,16 @@ struct RuntimeOptions {
   unsigned dmaThreads = 1;
   /// When > 0, "nodes" are blocks of this many consecutive world ranks
   /// instead of what MPI_Comm_split_type reports: lets one machine test the
-  /// hierarchical paths. Environment: RATRAIN_RANKS_PER_NODE.
+  /// hierarchical paths. Environment: RATRAIN_RANKS_PER_NODE (the shorthand
+  /// of levels = {ranksPerNode}).
   int ranksPerNode = 0;
+  /// Emulated network levels: the group sizes of the inner levels, innermost
+  /// first (level 0 groups levels[0] consecutive world ranks, level 1 groups
+  /// levels[1] level-0 groups, ...); the outermost level is the rest, and the
+  /// last inner level is the node. Empty: ranksPerNode, or else one inner
+  /// level, the node MPI_Comm_split_type reports. At most kMaxLevels - 1.
+  /// Environment: RATRAIN_LEVELS=2,2 (2 per chip, 2 chips per node).
+  std::vector<int> levels;
   /// Size of the token pool: the most operations outstanding at once.
   uint32_t maxOutstanding = 4096;
   /// Directory of the storage tier of offload(). Environment:
@@ -215,12 +241,27 @@ public:
   /// Broadcasts `data` from group rank `root`.
   Token broadcast(Group group, Buffer data, int root);
   Token barrier(Group group);
-  /// Bytes sent by this rank's all-reduces, reduce-scatters and all-gathers
-  /// since start-up (or the last reset), per execution and link level.
-  const CollectiveCounters &collectiveCounters() const { return counters; }
-  void resetCollectiveCounters() { counters = CollectiveCounters{}; }
+  /// Traffic of this rank's all-reduces, reduce-scatters and all-gathers
+  /// since start-up (or the last reset), per kind, algorithm and level (a
+  /// snapshot; rounds of collectives still in flight may be in it).
+  CollectiveCounters collectiveCounters() const;
+  void resetCollectiveCounters();
   /// Whether `group`'s members lie on more than one node.
   bool groupSpansNodes(Group group) const;
+  /// Network levels (inner levels plus the outermost one).
+  int numLevels() const { return levelCount; }
+  /// The outermost level `group` spans: its members lie in different groups
+  /// of the level below it (0: inside one level-0 group).
+  int groupOuterLevel(Group group) const;
+  /// Members of the Data group per level: how many level-(l-1) groups of one
+  /// level-l group it spans (1 on levels it does not span), and this rank's
+  /// index among them. Their product is the Data group's size when
+  /// dataLevelsRegular().
+  int dataLevelMembers(int level) const;
+  int dataLevelIndex(int level) const;
+  /// Whether the Data group runs hierarchical collectives: every level
+  /// splits it evenly and dp index = sum of level index x stride.
+  bool dataLevelsRegular() const { return hierarchicalData; }
 
   //===--- Point-to-point
   //---------------------------------------------------===//
@@ -352,13 +393,22 @@ private:
   int groupSizes[kNumGroups] = {};
   int groupRanks[kNumGroups] = {};
   bool groupSpans[kNumGroups] = {};
-  /// Whether the Data group can run hierarchical collectives: more than one
-  /// node, more than one member per node, every node holding the same number
-  /// c of consecutive Data ranks (dp index = node * c + node-local index).
+  int levelCount = 2;
+  int groupOuterLevels[kNumGroups] = {};
+  int dataMembers[kMaxLevels] = {1, 1, 1, 1};
+  int dataIndex[kMaxLevels] = {};
+  /// See dataLevelsRegular().
   bool hierarchicalData = false;
-  CollectiveCounters counters;
-  /// Adds a flat collective's ring traffic on `group` to the counters.
+  /// Per group: explicit collectives issued (the tag of the next one).
+  uint32_t explicitIssued[kNumGroups] = {};
+  /// Adds an Auto collective's ring traffic on `group` to the counters.
   void countFlat(CollectiveKind kind, Group group, uint64_t bytes);
+  /// Fills `shape` to run `kind` with `algorithm` as point-to-point rounds
+  /// on `group` (`count` elements of `elemBytes` per member block); false
+  /// when it must run as Auto (see CollectiveAlgorithm).
+  bool makeShape(CollectiveShape &shape, CollectiveKind kind, Group group,
+                 CollectiveAlgorithm algorithm, uint64_t count,
+                 unsigned elemBytes) const;
   std::unique_ptr<TokenPool> pool;
   std::unique_ptr<CommEngine> comm;
   std::unique_ptr<DmaEngine> dmaEngine;
