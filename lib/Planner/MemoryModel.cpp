@@ -46,6 +46,8 @@ llvm::StringRef ratrain::stringifyZeroStage(ZeroStage stage) {
     return "1";
   case ZeroStage::Gradients:
     return "2";
+  case ZeroStage::Parameters:
+    return "3";
   }
   llvm_unreachable("unknown ZeRO stage");
 }
@@ -55,6 +57,7 @@ std::optional<ZeroStage> ratrain::parseZeroStage(llvm::StringRef name) {
       .Cases({"0", "zero0", "none"}, ZeroStage::None)
       .Cases({"1", "zero1"}, ZeroStage::Optimizer)
       .Cases({"2", "zero2"}, ZeroStage::Gradients)
+      .Cases({"3", "zero3"}, ZeroStage::Parameters)
       .Default(std::nullopt);
 }
 

@@ -92,8 +92,8 @@ struct PlanPass : public ratrain::impl::RATrainPlanBase<PlanPass> {
     if (microBatchSize > 0)
       request.microBatchSize = microBatchSize;
     if (zero >= 0) {
-      if (zero > 2) {
-        module.emitError("--ratrain-plan: zero must be 0, 1 or 2, got ")
+      if (zero > 3) {
+        module.emitError("--ratrain-plan: zero must be 0, 1, 2 or 3, got ")
             << zero;
         return signalPassFailure();
       }

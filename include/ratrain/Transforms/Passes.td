@@ -41,7 +41,7 @@ def RATrainPlan : Pass<"ratrain-plan", "mlir::ModuleOp"> {
     Option<"microBatchSize", "micro-batch-size", "int64_t", "0",
            "fix the micro-batch size (0: search)">,
     Option<"zero", "zero", "int64_t", "-1",
-           "fix the ZeRO stage 0, 1 or 2 (-1: search)">,
+           "fix the ZeRO stage 0, 1, 2 or 3 (-1: search)">,
     Option<"offload", "offload", "std::string", "\"\"",
            "fix the offload policy: none, optimizer or master (empty: "
            "search when the machine has an offload tier)">,
