@@ -158,10 +158,11 @@ private:
   void emitWriteBack(LayerLifecycle &life, double now);
   void emitRelease(LayerLifecycle &life);
   void emitViewInPlace(ArrayRef<LayerLifecycle *> layers);
-  /// ZeRO-3: the all-gather of the view shard each compute of `computes`
-  /// reads, issued right before the compute before it (the first at the
-  /// step start) and waited right before its reader.
-  void emitParameterGathers(ArrayRef<Operation *> computes);
+  /// ZeRO-3: one all-gather of the view shard per group of `uses`
+  /// (consecutive computes that read the same layer's view), issued right
+  /// before the last compute of the group before it (the first at the step
+  /// start) and waited right before the group's first compute.
+  void emitParameterGathers(ArrayRef<SmallVector<Operation *, 2>> uses);
   /// The first op of the stage's last backward sweep (micro-batch m - 1):
   /// its recv gradient, a hoisted recompute or its first backward.
   Operation *lastSweepStart();
@@ -391,28 +392,33 @@ static OpOperand *getViewOperand(Operation *op) {
   return nullptr;
 }
 
-void StageScheduler::emitParameterGathers(ArrayRef<Operation *> computes) {
+void StageScheduler::emitParameterGathers(
+    ArrayRef<SmallVector<Operation *, 2>> uses) {
   Location loc = stage.getLoc();
   MLIRContext *context = stage.getContext();
-  auto issue = [&](Operation *reader) {
-    Value shard = getViewOperand(reader)->get();
+  auto issue = [&](ArrayRef<Operation *> group) {
+    Value shard = getViewOperand(group.front())->get();
     return SyncOp::create(builder, loc, AsyncType::get(context, shard.getType()),
                           SyncKind::AllGather, shard, costs.hierarchy())
         .getPending();
   };
-  if (computes.empty())
+  if (uses.empty())
     return;
   builder.setInsertionPointToStart(&stage.getBody().front());
-  Value next = issue(computes.front());
-  for (auto [index, reader] : llvm::enumerate(computes)) {
-    builder.setInsertionPoint(reader);
-    OpOperand *view = getViewOperand(reader);
-    Value gathered =
-        WaitOp::create(builder, loc, view->get().getType(), next).getValue();
-    // The next reader's gather overlaps this compute.
-    if (index + 1 < computes.size())
-      next = issue(computes[index + 1]);
-    view->set(gathered);
+  Value pending = issue(uses.front());
+  for (auto [index, group] : llvm::enumerate(uses)) {
+    builder.setInsertionPoint(group.front());
+    Value gathered = WaitOp::create(builder, loc,
+                                    getViewOperand(group.front())->get().getType(),
+                                    pending)
+                         .getValue();
+    for (Operation *reader : group)
+      getViewOperand(reader)->set(gathered);
+    // The next group's gather overlaps this group's last compute.
+    if (index + 1 < uses.size()) {
+      builder.setInsertionPoint(group.back());
+      pending = issue(uses[index + 1]);
+    }
   }
 }
 
@@ -431,12 +437,26 @@ LogicalResult StageScheduler::run() {
 
   // ZeRO-3: the computes that read a layer's parameters, in program order;
   // each reads a gather of the view shard (emitParameterGathers).
+  // Consecutive readers of the same view (a recompute and its backward, a
+  // split backward's input and weight parts) share one gather.
   bool zero3 = plan.getZero() >= 3;
-  SmallVector<Operation *> paramReaders;
-  if (zero3)
-    for (Operation &op : body)
-      if (getViewOperand(&op))
-        paramReaders.push_back(&op);
+  SmallVector<SmallVector<Operation *, 2>> paramUses;
+  DenseMap<Operation *, size_t> useOfLastReader, useOfFirstReader;
+  if (zero3) {
+    for (Operation &op : body) {
+      OpOperand *view = getViewOperand(&op);
+      if (!view)
+        continue;
+      if (paramUses.empty() ||
+          getViewOperand(paramUses.back().front())->get() != view->get())
+        paramUses.emplace_back();
+      paramUses.back().push_back(&op);
+    }
+    for (auto [index, group] : llvm::enumerate(paramUses)) {
+      useOfFirstReader[group.front()] = index;
+      useOfLastReader[group.back()] = index;
+    }
+  }
 
   // The last backward of each layer (its gradient has no further use as an
   // accumulator): a fused backward or, split, the weight part of the last
@@ -521,17 +541,17 @@ LogicalResult StageScheduler::run() {
     bool zero2 = plan.getZero() >= 2;
     double clock = 0, commFree = 0;
     // ZeRO-3: the parameter gathers share the FIFO communication stream;
-    // the gather of reader k is issued when reader k - 1 starts.
-    DenseMap<Operation *, double> gatherDone;
-    size_t nextReader = 0;
+    // the gather of use k is issued when the last compute of use k - 1
+    // starts.
+    SmallVector<double> gatherDone(paramUses.size(), 0);
     auto issueGather = [&](size_t index, double at) {
-      Operation *reader = paramReaders[index];
+      Operation *reader = paramUses[index].front();
       int64_t layer =
           cast<ViewType>(getViewOperand(reader)->get().getType()).getLayer();
       commFree = std::max(commFree, at) + costs.gatherSeconds(layer);
-      gatherDone[reader] = commFree;
+      gatherDone[index] = commFree;
     };
-    if (!paramReaders.empty())
+    if (!paramUses.empty())
       issueGather(0, 0);
     auto refill = [&](size_t index) {
       emitRelease(*order[index - 2]);
@@ -604,12 +624,11 @@ LogicalResult StageScheduler::run() {
         retire(op);
       if (op == lastSend)
         drained = true;
-      if (nextReader < paramReaders.size() &&
-          op == paramReaders[nextReader]) {
-        clock = std::max(clock, gatherDone.lookup(op));
-        if (++nextReader < paramReaders.size())
-          issueGather(nextReader, clock);
-      }
+      if (auto use = useOfFirstReader.find(op); use != useOfFirstReader.end())
+        clock = std::max(clock, gatherDone[use->second]);
+      if (auto use = useOfLastReader.find(op);
+          use != useOfLastReader.end() && use->second + 1 < paramUses.size())
+        issueGather(use->second + 1, clock);
       clock += costs.computeSeconds(op);
       if (LayerLifecycle *life = lastBackward.lookup(op)) {
         builder.setInsertionPointAfter(op);
@@ -639,7 +658,7 @@ LogicalResult StageScheduler::run() {
   builder.setInsertionPoint(yield);
   emitViewInPlace(updated);
   if (zero3)
-    emitParameterGathers(paramReaders);
+    emitParameterGathers(paramUses);
 
   SmallVector<Value> states;
   for (LayerLifecycle &life : lives) {

@@ -335,7 +335,11 @@ int64_t stageParams(const ModelConfig &model, const ParallelConfig &config,
 struct StageMemory {
   int64_t stage = 0;
   int64_t params = 0;          ///< parameters of the stage (count, not bytes)
-  int64_t parameterViews = 0;  ///< 16-bit views used by compute (2 B/param)
+  /// 16-bit views used by compute (2 B/param). ZeRO-3: this rank's shard
+  /// (/d) plus the full views of the two largest update items, gathered
+  /// at a time (`gatheredItems`: their parameters).
+  int64_t parameterViews = 0;
+  int64_t gatheredItems[2] = {0, 0};
   int64_t masterWeights = 0;   ///< FP32 master copy (4 B/param, /d with ZeRO)
   int64_t optimizerStates = 0; ///< Adam m and v (8 B/param, /d with ZeRO)
   /// 16-bit gradients (2 B/param). ZeRO-2 shards them (/d) when each layer
