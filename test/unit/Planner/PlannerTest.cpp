@@ -395,7 +395,8 @@ TEST(Planner, MatchesExhaustiveSearchOnASmallModel) {
           if (perReplica % b)
             continue;
           for (ZeroStage zero :
-               {ZeroStage::None, ZeroStage::Optimizer, ZeroStage::Gradients}) {
+               {ZeroStage::None, ZeroStage::Optimizer, ZeroStage::Gradients,
+                ZeroStage::Parameters}) {
             if (d == 1 && zero != ZeroStage::None)
               continue;
             for (OffloadPolicy offload :

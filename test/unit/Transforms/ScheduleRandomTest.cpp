@@ -138,7 +138,7 @@ Scenario drawScenario(std::mt19937_64 &rng) {
 
   const int64_t dps[] = {1, 2, 3, 4, 8, 16};
   s.dp = dps[uniform(0, 5)];
-  s.zero = s.dp > 1 ? uniform(0, 2) : 0;
+  s.zero = s.dp > 1 ? uniform(0, 3) : 0;
   s.microBatchSize = uniform(1, 2);
   s.microBatches = uniform(1, 12);
   for (int64_t i = 0; i < s.pp; ++i)
