@@ -94,7 +94,7 @@ struct PlanPass : public ratrain::impl::RATrainPlanBase<PlanPass> {
     if (zero >= 0) {
       if (zero > 3) {
         module.emitError("--ratrain-plan: zero must be 0, 1, 2 or 3, got ")
-            << zero;
+            << int64_t(zero);
         return signalPassFailure();
       }
       request.zero = static_cast<ZeroStage>(int64_t(zero));
