@@ -324,8 +324,8 @@ struct SyncItem {
 } // namespace
 
 double ratrain::parameterGatherSeconds(const CostModel &costs,
-                                      const ParallelConfig &config,
-                                      int64_t params) {
+                                       const ParallelConfig &config,
+                                       int64_t params) {
   if (config.zero < ZeroStage::Parameters || config.dataParallel <= 1)
     return 0;
   return costs.collective(CollectiveKind::AllGather,
@@ -456,8 +456,8 @@ StepTime ratrain::predictStepTime(const CostModel &costs,
     int64_t n = config.stages[i].numLayers;
     double lastBackwardEnd = result.pipeline - drainBefore;
     double sweepStart = lastBackwardEnd - t.backward;
-    double layerB = std::max(
-        bw + costs.layerRecompute(b, config.recompute[i]), layerGather);
+    double layerB = std::max(bw + costs.layerRecompute(b, config.recompute[i]),
+                             layerGather);
 
     // Readiness order of the backward sweep: head, layers last to first,
     // embedding.

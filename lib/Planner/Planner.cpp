@@ -582,9 +582,8 @@ llvm::Expected<PlanResult> ratrain::planTraining(const ModelConfig &model0,
     if (zero >= ZeroStage::Parameters)
       views = int64_t(getDTypeBytes(model.dtype)) *
               ((model.paramsPerLayer() + d - 1) / d);
-    double states =
-        double(one.modelStates() - one.gradients + gradients -
-               one.parameterViews + views + one.optimizerWorkspace);
+    double states = double(one.modelStates() - one.gradients + gradients -
+                           one.parameterViews + views + one.optimizerWorkspace);
     double perLayer = states + double(one.activations);
     double extra = double(model.embeddingParams() + model.headParams()) *
                    states / double(model.paramsPerLayer());

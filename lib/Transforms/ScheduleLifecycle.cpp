@@ -398,7 +398,8 @@ void StageScheduler::emitParameterGathers(
   MLIRContext *context = stage.getContext();
   auto issue = [&](ArrayRef<Operation *> group) {
     Value shard = getViewOperand(group.front())->get();
-    return SyncOp::create(builder, loc, AsyncType::get(context, shard.getType()),
+    return SyncOp::create(builder, loc,
+                          AsyncType::get(context, shard.getType()),
                           SyncKind::AllGather, shard, costs.hierarchy())
         .getPending();
   };
@@ -408,10 +409,10 @@ void StageScheduler::emitParameterGathers(
   Value pending = issue(uses.front());
   for (auto [index, group] : llvm::enumerate(uses)) {
     builder.setInsertionPoint(group.front());
-    Value gathered = WaitOp::create(builder, loc,
-                                    getViewOperand(group.front())->get().getType(),
-                                    pending)
-                         .getValue();
+    Value gathered =
+        WaitOp::create(builder, loc,
+                       getViewOperand(group.front())->get().getType(), pending)
+            .getValue();
     for (Operation *reader : group)
       getViewOperand(reader)->set(gathered);
     // The next group's gather overlaps this group's last compute.

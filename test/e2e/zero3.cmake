@@ -8,6 +8,8 @@
 #   pp2xdp2-zero3    4 ranks, pp 2 x dp 2        vs pp2xdp2 (equivalence.cmake)
 #   dp4-zero3-2nodes 4 ranks as 2 emulated nodes (RATRAIN_RANKS_PER_NODE=2,
 #                    hierarchical gathers and reduce-scatters) vs dp4-zero0
+#   pp2xdp2-bf16-zero3  the same in bf16 (16-bit view shards, FP32 master
+#                    shards)                     vs pp2xdp2-bf16-zero0
 #
 # Included from test/e2e/CMakeLists.txt after equivalence.cmake, whose runs,
 # machine files and ratrain_add_equivalence it reuses.
@@ -20,10 +22,12 @@ set(RATRAIN_ZERO3_TOLERANCE 1e-6 CACHE STRING
     "largest relative loss deviation of a ZeRO-3 run from its ZeRO-0 layout")
 set(zero3_model ${PROJECT_SOURCE_DIR}/examples/models/tiny-llama.json)
 set(zero3_layouts
-  "dp4-zero0|${equiv_host4}|clusters=4 pp=1 zero=0|"
-  "dp4-zero3|${equiv_host4}|clusters=4 pp=1 zero=3|"
-  "pp2xdp2-zero3|${equiv_host4}|clusters=4 pp=2 zero=3|"
-  "dp4-zero3-2nodes|${CMAKE_CURRENT_SOURCE_DIR}/Inputs/host-2nodes.yaml|clusters=4 pp=1 zero=3|RATRAIN_RANKS_PER_NODE=2")
+  "dp4-zero0|${equiv_host4}|clusters=4 pp=1 zero=0||"
+  "dp4-zero3|${equiv_host4}|clusters=4 pp=1 zero=3||"
+  "pp2xdp2-zero3|${equiv_host4}|clusters=4 pp=2 zero=3||"
+  "dp4-zero3-2nodes|${CMAKE_CURRENT_SOURCE_DIR}/Inputs/host-2nodes.yaml|clusters=4 pp=1 zero=3|RATRAIN_RANKS_PER_NODE=2|"
+  "pp2xdp2-bf16-zero0|${equiv_host4}|clusters=4 pp=2 zero=0||bf16"
+  "pp2xdp2-bf16-zero3|${equiv_host4}|clusters=4 pp=2 zero=3||bf16")
 set(zero3_targets)
 foreach(layout ${zero3_layouts})
   string(REPLACE "|" ";" fields "${layout}")
@@ -31,10 +35,11 @@ foreach(layout ${zero3_layouts})
   list(GET fields 1 machine)
   list(GET fields 2 plan)
   list(GET fields 3 env)
+  list(GET fields 4 dtype)
   set(run ${name}.ratrain)
   set(target ratrain-zero3-${name})
   ratrain_add_emitted_program(${target}
-    MODEL ${zero3_model} MACHINE ${machine}
+    MODEL ${zero3_model} MACHINE ${machine} DTYPE "${dtype}"
     PLAN "${plan} global-batch=${RATRAIN_EQUIV_BATCH}")
   list(APPEND zero3_targets ${target})
   add_test(NAME e2e.equiv.run.${run}
@@ -75,3 +80,5 @@ endfunction()
 ratrain_add_zero3_equivalence(dp4-zero3.ratrain dp4-zero0.ratrain)
 ratrain_add_zero3_equivalence(pp2xdp2-zero3.ratrain pp2xdp2.ratrain)
 ratrain_add_zero3_equivalence(dp4-zero3-2nodes.ratrain dp4-zero0.ratrain)
+ratrain_add_zero3_equivalence(pp2xdp2-bf16-zero3.ratrain
+                              pp2xdp2-bf16-zero0.ratrain)

@@ -477,8 +477,8 @@ void checkStageProgram(StageOp stage, PlanAttr plan, const std::string &where) {
         << " does not read a gather of the view shard";
   }
   for (int64_t position = 0; position <= buffers.getStepEnd(); ++position) {
-    int64_t gathered = llvm::count_if(
-        buffers.getBuffers(), [&](const StageBuffer &buffer) {
+    int64_t gathered =
+        llvm::count_if(buffers.getBuffers(), [&](const StageBuffer &buffer) {
           return buffer.kind == BufferKind::GatheredView &&
                  buffer.liveAt(position);
         });
