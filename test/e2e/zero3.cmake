@@ -10,6 +10,8 @@
 #                    hierarchical gathers and reduce-scatters) vs dp4-zero0
 #   pp2xdp2-bf16-zero3  the same in bf16 (16-bit view shards, FP32 master
 #                    shards)                     vs pp2xdp2-bf16-zero0
+#   dp8-zero3        8 ranks, pp 1 x dp 8, global batch 8 (host.yaml split
+#                    into 8 virtual clusters)    vs dp8-zero0
 #
 # Included from test/e2e/CMakeLists.txt after equivalence.cmake, whose runs,
 # machine files and ratrain_add_equivalence it reuses.
@@ -21,13 +23,22 @@ endif()
 set(RATRAIN_ZERO3_TOLERANCE 1e-6 CACHE STRING
     "largest relative loss deviation of a ZeRO-3 run from its ZeRO-0 layout")
 set(zero3_model ${PROJECT_SOURCE_DIR}/examples/models/tiny-llama.json)
+# 8 ranks: host.yaml's clusters split into 8 virtual clusters.
+set(zero3_host8 ${equiv_dir}/host-x4.yaml)
+add_custom_command(OUTPUT ${zero3_host8}
+  COMMAND ${CMAKE_COMMAND} -E make_directory ${equiv_dir}
+  COMMAND ratrain machine ${equiv_host} --ranks-per-cluster 4 -o ${zero3_host8}
+  DEPENDS ratrain ${equiv_host}
+  COMMENT "Splitting host.yaml into 8 virtual clusters")
 set(zero3_layouts
   "dp4-zero0|${equiv_host4}|clusters=4 pp=1 zero=0||"
   "dp4-zero3|${equiv_host4}|clusters=4 pp=1 zero=3||"
   "pp2xdp2-zero3|${equiv_host4}|clusters=4 pp=2 zero=3||"
   "dp4-zero3-2nodes|${CMAKE_CURRENT_SOURCE_DIR}/Inputs/host-2nodes.yaml|clusters=4 pp=1 zero=3|RATRAIN_RANKS_PER_NODE=2|"
   "pp2xdp2-bf16-zero0|${equiv_host4}|clusters=4 pp=2 zero=0||bf16"
-  "pp2xdp2-bf16-zero3|${equiv_host4}|clusters=4 pp=2 zero=3||bf16")
+  "pp2xdp2-bf16-zero3|${equiv_host4}|clusters=4 pp=2 zero=3||bf16"
+  "dp8-zero0|${zero3_host8}|clusters=8 pp=1 zero=0||"
+  "dp8-zero3|${zero3_host8}|clusters=8 pp=1 zero=3||")
 set(zero3_targets)
 foreach(layout ${zero3_layouts})
   string(REPLACE "|" ";" fields "${layout}")
@@ -36,20 +47,26 @@ foreach(layout ${zero3_layouts})
   list(GET fields 2 plan)
   list(GET fields 3 env)
   list(GET fields 4 dtype)
+  set(ranks 4)
+  set(batch ${RATRAIN_EQUIV_BATCH})
+  if(name MATCHES "^dp8")
+    set(ranks 8)
+    set(batch 8)
+  endif()
   set(run ${name}.ratrain)
   set(target ratrain-zero3-${name})
   ratrain_add_emitted_program(${target}
     MODEL ${zero3_model} MACHINE ${machine} DTYPE "${dtype}"
-    PLAN "${plan} global-batch=${RATRAIN_EQUIV_BATCH}")
+    PLAN "${plan} global-batch=${batch}")
   list(APPEND zero3_targets ${target})
   add_test(NAME e2e.equiv.run.${run}
     COMMAND ${CMAKE_COMMAND} -E env ${env}
             ${CMAKE_CURRENT_SOURCE_DIR}/equivalence-run.sh
-            ${MPIEXEC_EXECUTABLE} 4 $<TARGET_FILE:${target}>
+            ${MPIEXEC_EXECUTABLE} ${ranks} $<TARGET_FILE:${target}>
             ${RATRAIN_CORPUS_TOKENS} ${RATRAIN_EQUIV_STEPS}
             ${RATRAIN_EQUIV_SEED} ${equiv_dir}/${run}.jsonl)
   set_tests_properties(e2e.equiv.run.${run} PROPERTIES TIMEOUT 300
-    LABELS "e2e;mpi" PROCESSORS 4
+    LABELS "e2e;mpi" PROCESSORS ${ranks}
     FIXTURES_REQUIRED "ratrain-zero3-programs;ratrain-equiv-programs"
     FIXTURES_SETUP ratrain-equiv-${run})
 endforeach()
@@ -82,3 +99,4 @@ ratrain_add_zero3_equivalence(pp2xdp2-zero3.ratrain pp2xdp2.ratrain)
 ratrain_add_zero3_equivalence(dp4-zero3-2nodes.ratrain dp4-zero0.ratrain)
 ratrain_add_zero3_equivalence(pp2xdp2-bf16-zero3.ratrain
                               pp2xdp2-bf16-zero0.ratrain)
+ratrain_add_zero3_equivalence(dp8-zero3.ratrain dp8-zero0.ratrain)
