@@ -109,8 +109,8 @@ LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (pp * dp > clusters)
     return emitError() << "plan uses pp * dp = " << pp * dp
                        << " clusters but only " << clusters << " are given";
-  if (zero < 0 || zero > 2)
-    return emitError() << "plan zero stage must be 0, 1 or 2, got " << zero;
+  if (zero < 0 || zero > 3)
+    return emitError() << "plan zero stage must be 0, 1, 2 or 3, got " << zero;
   if (virtualStages < 1 || virtualStages > limits::kMaxModelLayers / pp)
     return emitError() << "plan virtual_stages = " << virtualStages
                        << " must be 1 to " << limits::kMaxModelLayers / pp

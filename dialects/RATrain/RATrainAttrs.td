@@ -169,7 +169,8 @@ def RATrain_PlanAttr : RATrain_Attr<"Plan", "plan"> {
     `i` owns, in order; `recompute[i]` its activation recovery policy.
     `schedule` (omitted when `one_f_one_b`) is the pipeline schedule the
     step runs, `virtual_stages` (omitted when 1) the chunks per rank. `zero` is the optimizer
-    sharding stage over the data-parallel group (0, 1 or 2); `offload`
+    sharding stage over the data-parallel group (0, 1, 2 or 3: 3 also shards
+    the parameter view, gathered before every compute that reads it); `offload`
     (omitted when `none`) which states live in the offload tier. `step_us` (the
     step time in microseconds) and `peak_bytes` (the largest per-cluster
     memory of any stage) are the planner's predictions.

@@ -49,6 +49,11 @@ static int64_t shardedParams(int64_t params, PlanAttr plan, int64_t from) {
              : params;
 }
 
+int64_t BufferSizes::residentViewBytes(int64_t layer) const {
+  return int64_t(getDTypeBytes(config.dtype)) *
+         shardedParams(params(layer), plan, 3);
+}
+
 int64_t BufferSizes::masterBytes(int64_t layer) const {
   if (getDTypeBytes(config.dtype) >= 4)
     return 0;

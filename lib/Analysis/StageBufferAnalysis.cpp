@@ -22,6 +22,8 @@ StringRef ratrain::stringifyBufferKind(BufferKind kind) {
   switch (kind) {
   case BufferKind::View:
     return "view";
+  case BufferKind::GatheredView:
+    return "gathered_view";
   case BufferKind::Master:
     return "master";
   case BufferKind::OptState:
@@ -60,6 +62,9 @@ std::string StageBuffer::describe() const {
   switch (kind) {
   case BufferKind::View:
     os << "view of layer " << layer;
+    break;
+  case BufferKind::GatheredView:
+    os << "gathered view of layer " << layer;
     break;
   case BufferKind::Master:
     os << "master of layer " << layer;
@@ -286,6 +291,18 @@ void ratrain::detail::StageBufferBuilder::visit(Operation *op,
     return;
   }
   if (auto sync = dyn_cast<SyncOp>(op)) {
+    // ZeRO-3: the full view is gathered from the shard into a buffer of its
+    // own, written from the gather's issue on.
+    auto pipeline = stage->getParentOfType<PipelineOp>();
+    if (sync.getKind() == SyncKind::AllGather && pipeline &&
+        pipeline.getPlan().getZero() >= 3) {
+      Type type = sync.getState().getType();
+      join(sync.getPending(),
+           newBuffer(BufferKind::GatheredView, type,
+                     getStateLayer(type).value_or(-1), position),
+           position);
+      return;
+    }
     auto it = result.bufferOf.find(sync.getState());
     if (it != result.bufferOf.end())
       join(sync.getPending(), it->second, position);
@@ -461,6 +478,9 @@ void StageBufferAnalysis::size(const BufferSizes &sizes) {
   for (StageBuffer &buffer : buffers) {
     switch (buffer.kind) {
     case BufferKind::View:
+      buffer.bytes = sizes.residentViewBytes(buffer.layer);
+      break;
+    case BufferKind::GatheredView:
       buffer.bytes = sizes.viewBytes(buffer.layer);
       break;
     case BufferKind::Master:

@@ -323,6 +323,16 @@ struct SyncItem {
 };
 } // namespace
 
+double ratrain::parameterGatherSeconds(const CostModel &costs,
+                                       const ParallelConfig &config,
+                                       int64_t params) {
+  if (config.zero < ZeroStage::Parameters || config.dataParallel <= 1)
+    return 0;
+  return costs.collective(CollectiveKind::AllGather,
+                          params * getDTypeBytes(costs.getModel().dtype),
+                          config.dataParallel);
+}
+
 StepTime ratrain::predictStepTime(const CostModel &costs,
                                   const ParallelConfig &config,
                                   LifecyclePolicy policy) {
@@ -353,9 +363,22 @@ StepTime ratrain::predictStepTime(const CostModel &costs,
     return offloadPerParam * updated;
   };
 
-  double f = costs.layerForward(b), bw = costs.layerBackward(b);
-  double embF = costs.embeddingForward(b), embB = costs.embeddingBackward(b);
-  double headF = costs.headForward(b), headB = costs.headBackward(b);
+  // ZeRO-3: every compute waits for the gather of its item's view, issued
+  // one compute ahead (parameterGatherSeconds).
+  int64_t headItem =
+      model.headParams() +
+      (model.tieEmbeddings && p > 1 ? model.embeddingParams() : 0);
+  double layerGather =
+      parameterGatherSeconds(costs, config, model.paramsPerLayer());
+  double f = std::max(costs.layerForward(b), layerGather),
+         bw = costs.layerBackward(b);
+  double embGather =
+      parameterGatherSeconds(costs, config, model.embeddingParams());
+  double headGather = parameterGatherSeconds(costs, config, headItem);
+  double embF = std::max(costs.embeddingForward(b), embGather),
+         embB = std::max(costs.embeddingBackward(b), embGather);
+  double headF = std::max(costs.headForward(b), headGather),
+         headB = std::max(costs.headBackward(b), headGather);
   double c = p > 1 ? costs.pointToPoint(costs.pipelineMessageBytes(b),
                                         costs.pipelineLink(config))
                    : 0;
@@ -370,7 +393,8 @@ StepTime ratrain::predictStepTime(const CostModel &costs,
     double r = costs.layerRecompute(b, config.recompute[i]);
     t.forward = n * f + (i == 0 ? embF : 0) + (i == p - 1 ? headF : 0);
     t.recompute = n * r;
-    t.backward = n * (bw + r) + (i == 0 ? embB : 0) + (i == p - 1 ? headB : 0);
+    t.backward = n * std::max(bw + r, layerGather) + (i == 0 ? embB : 0) +
+                 (i == p - 1 ? headB : 0);
     t.p2p = c;
     double slot = t.forward + t.backward + 2 * c;
     sumSlots += slot;
@@ -432,7 +456,8 @@ StepTime ratrain::predictStepTime(const CostModel &costs,
     int64_t n = config.stages[i].numLayers;
     double lastBackwardEnd = result.pipeline - drainBefore;
     double sweepStart = lastBackwardEnd - t.backward;
-    double layerB = bw + costs.layerRecompute(b, config.recompute[i]);
+    double layerB = std::max(bw + costs.layerRecompute(b, config.recompute[i]),
+                             layerGather);
 
     // Readiness order of the backward sweep: head, layers last to first,
     // embedding.

@@ -46,6 +46,8 @@ llvm::StringRef ratrain::stringifyZeroStage(ZeroStage stage) {
     return "1";
   case ZeroStage::Gradients:
     return "2";
+  case ZeroStage::Parameters:
+    return "3";
   }
   llvm_unreachable("unknown ZeRO stage");
 }
@@ -55,6 +57,7 @@ std::optional<ZeroStage> ratrain::parseZeroStage(llvm::StringRef name) {
       .Cases({"0", "zero0", "none"}, ZeroStage::None)
       .Cases({"1", "zero1"}, ZeroStage::Optimizer)
       .Cases({"2", "zero2"}, ZeroStage::Gradients)
+      .Cases({"3", "zero3"}, ZeroStage::Parameters)
       .Default(std::nullopt);
 }
 
@@ -409,6 +412,18 @@ StageMemory ratrain::computeStageMemory(
 
   // Model states: 16 bytes/param without ZeRO.
   mem.parameterViews = w * params;
+  // ZeRO-3: this rank's view shard, and the full views of the two update
+  // items gathered at a time (the one the running compute reads and the
+  // next one's, issued one compute ahead).
+  if (zero >= ZeroStage::Parameters) {
+    llvm::SmallVector<int64_t> items =
+        stageUpdateItems(model, layers, first, last, pipelineStages);
+    llvm::sort(items, std::greater<int64_t>());
+    mem.gatheredItems[0] = items[0];
+    mem.gatheredItems[1] = items.size() > 1 ? items[1] : 0;
+    mem.parameterViews =
+        w * (ceilDiv(params, d) + mem.gatheredItems[0] + mem.gatheredItems[1]);
+  }
   // With FP32 training the parameters are the master copy.
   mem.masterWeights = lowPrecision ? 4 * shardedOptimizer : 0;
   mem.optimizerStates = 8 * shardedOptimizer;
@@ -422,7 +437,7 @@ StageMemory ratrain::computeStageMemory(
   // shards it keeps after the sync are separate. With m = 1 each layer is
   // reduce-scattered right after its only backward: the shard plus one
   // layer's full gradient as the reduce-scatter input (communication below).
-  bool zero2 = zero == ZeroStage::Gradients && d > 1 &&
+  bool zero2 = zero >= ZeroStage::Gradients && d > 1 &&
                options.lifecycle != LifecyclePolicy::GpuStyle;
   bool zero2Accumulates = zero2 && numMicroBatches > 1;
   if (zero2Accumulates) {
@@ -543,6 +558,10 @@ StageMemory ratrain::computeStageMemory(
       ZeroShardSizes shards = ZeroShardSizes::of(itemParams, d, w);
       if (!zero2)
         mem.zeroShards += alignBytes(shards.gradShard, A);
+      // ZeRO-3: the assigned view is the view shard (and an FP32 model's
+      // master shard).
+      if (zero >= ZeroStage::Parameters)
+        continue;
       mem.zeroShards +=
           alignBytes(shards.viewShard, A) + alignBytes(shards.masterShard, A);
     }

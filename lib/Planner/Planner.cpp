@@ -571,13 +571,19 @@ llvm::Expected<PlanResult> ratrain::planTraining(const ModelConfig &model0,
     // Under ZeRO-2 a stage also holds up to two full item gradients (m = 1)
     // or all of them (m > 1); per layer only the shard is certain.
     int64_t gradients = one.gradients;
-    if (zero == ZeroStage::Gradients &&
+    if (zero >= ZeroStage::Gradients &&
         memoryOptions.lifecycle != LifecyclePolicy::GpuStyle)
       gradients = std::min<int64_t>(gradients,
                                     int64_t(getDTypeBytes(model.dtype)) *
                                         ((model.paramsPerLayer() + d - 1) / d));
-    double states = double(one.modelStates() - one.gradients + gradients +
-                           one.optimizerWorkspace);
+    // Under ZeRO-3 only the view shard is per layer (the two gathered
+    // views are not).
+    int64_t views = one.parameterViews;
+    if (zero >= ZeroStage::Parameters)
+      views = int64_t(getDTypeBytes(model.dtype)) *
+              ((model.paramsPerLayer() + d - 1) / d);
+    double states = double(one.modelStates() - one.gradients + gradients -
+                           one.parameterViews + views + one.optimizerWorkspace);
     double perLayer = states + double(one.activations);
     double extra = double(model.embeddingParams() + model.headParams()) *
                    states / double(model.paramsPerLayer());
@@ -647,7 +653,8 @@ llvm::Expected<PlanResult> ratrain::planTraining(const ModelConfig &model0,
       else if (d == 1)
         zeros = {ZeroStage::None};
       else
-        zeros = {ZeroStage::None, ZeroStage::Optimizer, ZeroStage::Gradients};
+        zeros = {ZeroStage::None, ZeroStage::Optimizer, ZeroStage::Gradients,
+                 ZeroStage::Parameters};
       for (ZeroStage zero : zeros) {
         // The fastest feasible plan of this (p, d, b, zero) with less
         // offload: an offload plan must beat it.

@@ -13,6 +13,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
+#include <functional>
 
 using namespace ratrain;
 using schedule::ScheduleKind;
@@ -121,6 +122,16 @@ StageMemory ratrain::computeRankMemory(const ModelConfig &model,
   StageMemory total;
   total.stage = rank;
   bool any = false;
+  // ZeRO-3: two gathered views are live on the rank, the largest two of
+  // all its chunks' items (the chunks' own pairs are taken out below).
+  int64_t w = getDTypeBytes(model.dtype);
+  llvm::SmallVector<int64_t, 4> gathered;
+  auto takeGathered = [&](StageMemory &chunk) {
+    for (int64_t item : chunk.gatheredItems) {
+      chunk.parameterViews -= w * item;
+      gathered.push_back(item);
+    }
+  };
   for (int64_t c = 0; c < n; ++c) {
     if (chunkRank(config, c) != rank)
       continue;
@@ -144,6 +155,7 @@ StageMemory ratrain::computeRankMemory(const ModelConfig &model,
     if (c == n - 1)
       chunk.embeddingHeadActivations +=
           deferred * deferredBytes(model, b, LayerRole::Head);
+    takeGathered(chunk);
     if (!any) {
       total = chunk;
       total.stage = rank;
@@ -173,6 +185,11 @@ StageMemory ratrain::computeRankMemory(const ModelConfig &model,
     total.offloadWindow = std::max(total.offloadWindow, chunk.offloadWindow);
     total.layerTemporaries =
         std::max(total.layerTemporaries, chunk.layerTemporaries);
+  }
+  llvm::sort(gathered, std::greater<int64_t>());
+  for (size_t k = 0; k < std::min<size_t>(2, gathered.size()); ++k) {
+    total.gatheredItems[k] = gathered[k];
+    total.parameterViews += w * gathered[k];
   }
   return total;
 }

@@ -21,8 +21,19 @@ schedule::ActionCosts
 ratrain::scheduleActionCosts(const CostModel &costs,
                              const ParallelConfig &config) {
   int64_t n = config.numVirtualStages(), b = config.microBatchSize;
-  double f = costs.layerForward(b), bi = costs.layerBackwardInput(b),
-         bw = costs.layerBackwardWeight(b);
+  const ModelConfig &model = costs.getModel();
+  // ZeRO-3: each compute waits for its item's gather, which overlaps the
+  // compute before it.
+  auto gathered = [&](double seconds, int64_t params) {
+    return std::max(seconds, parameterGatherSeconds(costs, config, params));
+  };
+  int64_t layerParams = model.paramsPerLayer();
+  int64_t headParams =
+      model.headParams() +
+      (model.tieEmbeddings && n > 1 ? model.embeddingParams() : 0);
+  double f = gathered(costs.layerForward(b), layerParams),
+         bi = costs.layerBackwardInput(b),
+         bw = gathered(costs.layerBackwardWeight(b), layerParams);
   schedule::ActionCosts result;
   result.forward.resize(n);
   result.backwardInput.resize(n);
@@ -31,16 +42,20 @@ ratrain::scheduleActionCosts(const CostModel &costs,
     double layers = double(config.stages[c].numLayers);
     double r = costs.layerRecompute(b, config.recompute[c]);
     result.forward[c] = layers * f;
-    result.backwardInput[c] = layers * (bi + r);
+    result.backwardInput[c] = layers * gathered(bi + r, layerParams);
     result.backwardWeight[c] = layers * bw;
     if (c == 0) {
-      result.forward[c] += costs.embeddingForward(b);
-      result.backwardWeight[c] += costs.embeddingBackward(b);
+      result.forward[c] +=
+          gathered(costs.embeddingForward(b), model.embeddingParams());
+      result.backwardWeight[c] +=
+          gathered(costs.embeddingBackward(b), model.embeddingParams());
     }
     if (c == n - 1) {
-      result.forward[c] += costs.headForward(b);
-      result.backwardInput[c] += costs.headBackwardInput(b);
-      result.backwardWeight[c] += costs.headBackwardWeight(b);
+      result.forward[c] += gathered(costs.headForward(b), headParams);
+      result.backwardInput[c] +=
+          gathered(costs.headBackwardInput(b), headParams);
+      result.backwardWeight[c] +=
+          gathered(costs.headBackwardWeight(b), headParams);
     }
   }
   result.transfer = config.pipelineStages > 1

@@ -112,7 +112,10 @@ llvm::Expected<Synthetic1F1BConfig> sim::planToSyntheticConfig(
     stage.updateSeconds = costs.optimizerUpdate(updated);
     stage.viewCastSeconds = costs.viewCast(updated);
     stage.gradientBytesPerLayer = 2 * paramsPerLayer;
-    stage.gatherBytesPerLayer = zero ? 2 * paramsPerLayer : 0;
+    // ZeRO 1/2 gather the updated views once; ZeRO-3 before every use.
+    const bool zero3 = zero && config.zero >= ZeroStage::Parameters;
+    stage.gatherBytesPerLayer = zero && !zero3 ? 2 * paramsPerLayer : 0;
+    stage.parameterGatherBytesPerLayer = zero3 ? 2 * paramsPerLayer : 0;
     stage.offloadBytesPerLayer =
         offloadedBytesPerParam(model, config.offload) * updated;
 

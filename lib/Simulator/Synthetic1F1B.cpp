@@ -69,6 +69,27 @@ private:
   CollectiveSpec collective(CollectiveKind kind, int64_t bytes) const {
     return config.dataParallelCollective(kind, bytes);
   }
+  bool gathersPerUse() const {
+    return config.dataParallel > 1 && costs.parameterGatherBytesPerLayer > 0;
+  }
+  /// ZeRO-3: issues the gather of local layer `l`'s view.
+  Token gatherView(int64_t l) {
+    return program.addCollective(
+        collective(CollectiveKind::AllGather,
+                   costs.parameterGatherBytesPerLayer),
+        llvm::formatv("view all-gather L{0}", globalLayer(l)).str());
+  }
+  /// ZeRO-3: before the compute of local layer `l` in a sweep whose next
+  /// layer is `next` (-1: none), waits for `l`'s gather and issues the next
+  /// one, which overlaps the compute.
+  void gatherBefore(Token &pending, int64_t l, int64_t next) {
+    if (!gathersPerUse())
+      return;
+    program.addWait(pending, false,
+                    llvm::formatv("wait view L{0}", globalLayer(l)).str());
+    if (next >= 0)
+      pending = gatherView(next);
+  }
   void perLayerLifecycle();
   void forward(int64_t mb);
   void backward(int64_t mb);
@@ -126,8 +147,12 @@ void StageBuilder::forward(int64_t mb) {
   if (stage == 0 && costs.extraForwardSeconds > 0)
     program.addCompute(ComputeKind::Forward, costs.extraForwardSeconds, 0,
                        llvm::formatv("fwd embedding mb{0}", mb).str());
+  Token pending;
+  if (gathersPerUse())
+    pending = gatherView(0);
   for (int64_t l = 0; l < costs.layers; ++l) {
     int64_t layer = globalLayer(l);
+    gatherBefore(pending, l, l + 1 < costs.layers ? l + 1 : -1);
     if (mb == 0 && config.placement == LifecyclePlacement::PerLayer &&
         gathers()) {
       // The view all-gathered at the end of the previous iteration.
@@ -166,8 +191,12 @@ void StageBuilder::backward(int64_t mb) {
   if (last && costs.extraBackwardSeconds > 0)
     program.addCompute(ComputeKind::Backward, costs.extraBackwardSeconds, 0,
                        llvm::formatv("bwd head+loss mb{0}", mb).str());
+  Token pending;
+  if (gathersPerUse())
+    pending = gatherView(costs.layers - 1);
   for (int64_t l = costs.layers - 1; l >= 0; --l) {
     int64_t layer = globalLayer(l);
+    gatherBefore(pending, l, l - 1);
     if (costs.recomputeSeconds > 0)
       program.addCompute(
           ComputeKind::Recompute, costs.recomputeSeconds, 0,

@@ -71,6 +71,27 @@ private:
             .str());
   }
 
+  bool gathersPerUse(int64_t c) const {
+    return config.dataParallel > 1 &&
+           stages[c].parameterGatherBytesPerLayer > 0;
+  }
+  /// ZeRO-3: issues the gather of the view of chunk `c`'s local layer `l`.
+  Token gatherView(int64_t c, int64_t l) {
+    return program.addCollective(
+        collective(CollectiveKind::AllGather,
+                   stages[c].parameterGatherBytesPerLayer),
+        llvm::formatv("view all-gather L{0}", layerOf(c, l)).str());
+  }
+  /// ZeRO-3: waits for the gather of layer `l` of a sweep over chunk `c`
+  /// and issues the one of its next layer `next` (-1: none).
+  void gatherBefore(int64_t c, Token &pending, int64_t l, int64_t next) {
+    if (!gathersPerUse(c))
+      return;
+    program.addWait(pending, false,
+                    llvm::formatv("wait view L{0}", layerOf(c, l)).str());
+    if (next >= 0)
+      pending = gatherView(c, next);
+  }
   void forward(int64_t c, int64_t mb);
   void backward(int64_t c, int64_t mb, ActionKind kind);
   void weight(int64_t c, int64_t mb);
@@ -102,7 +123,11 @@ void RankBuilder::forward(int64_t c, int64_t mb) {
     program.addCompute(ComputeKind::Forward, s.extraForwardSeconds, 0,
                        llvm::formatv("fwd embedding mb{0}", mb).str());
   Chunk &chunk = chunks[c];
+  Token pending;
+  if (gathersPerUse(c))
+    pending = gatherView(c, 0);
   for (int64_t l = 0; l < s.layers; ++l) {
+    gatherBefore(c, pending, l, l + 1 < s.layers ? l + 1 : -1);
     if (!chunk.forwarded && perLayer() && gathers(c)) {
       chunk.pendingWaits[l] = program.size();
       program.addWait(Token(), /*previousIteration=*/true,
@@ -156,8 +181,12 @@ void RankBuilder::backward(int64_t c, int64_t mb, ActionKind kind) {
   double seconds =
       full ? s.backwardSeconds : s.backwardSeconds - s.backwardWeightSeconds;
   double flops = full ? s.backwardFlops : s.backwardFlops / 2;
+  Token pending;
+  if (gathersPerUse(c))
+    pending = gatherView(c, s.layers - 1);
   for (int64_t l = s.layers - 1; l >= 0; --l) {
     int64_t layer = layerOf(c, l);
+    gatherBefore(c, pending, l, l - 1);
     if (s.recomputeSeconds > 0)
       program.addCompute(
           ComputeKind::Recompute, s.recomputeSeconds, 0,
@@ -189,8 +218,12 @@ void RankBuilder::weight(int64_t c, int64_t mb) {
     program.addCompute(ComputeKind::Backward, s.extraBackwardWeightSeconds, 0,
                        llvm::formatv("bwd-W head mb{0}", mb).str());
   bool last = ++chunks[c].backwards == m;
+  Token pending;
+  if (gathersPerUse(c))
+    pending = gatherView(c, s.layers - 1);
   for (int64_t l = s.layers - 1; l >= 0; --l) {
     int64_t layer = layerOf(c, l);
+    gatherBefore(c, pending, l, l - 1);
     program.addCompute(ComputeKind::Backward, s.backwardWeightSeconds,
                        s.backwardFlops / 2,
                        llvm::formatv("bwd-W L{0} mb{1}", layer, mb).str());

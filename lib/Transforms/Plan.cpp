@@ -92,9 +92,9 @@ struct PlanPass : public ratrain::impl::RATrainPlanBase<PlanPass> {
     if (microBatchSize > 0)
       request.microBatchSize = microBatchSize;
     if (zero >= 0) {
-      if (zero > 2) {
-        module.emitError("--ratrain-plan: zero must be 0, 1 or 2, got ")
-            << zero;
+      if (zero > 3) {
+        module.emitError("--ratrain-plan: zero must be 0, 1, 2 or 3, got ")
+            << int64_t(zero);
         return signalPassFailure();
       }
       request.zero = static_cast<ZeroStage>(int64_t(zero));

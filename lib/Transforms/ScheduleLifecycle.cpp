@@ -3,7 +3,9 @@
 // Places the training-state lifecycle of every layer of every stage:
 // gradient ready -> asynchronous sync -> wait -> optimizer update -> view
 // re-materialization (-> ZeRO all-gather) -> view in place, and the
-// activation recovery (recompute) before the backward that needs it.
+// activation recovery (recompute) before the backward that needs it. Under
+// ZeRO-3 the view is this rank's shard and every compute that reads a
+// layer's parameters reads an all-gather of it, issued one compute ahead.
 //
 // `ratrain` places each layer's lifecycle as early as its data allows, with
 // the cost model deciding where a sync has completed; `gpu-style` runs each
@@ -89,6 +91,12 @@ public:
     return costs.offloadTransfer(bytes);
   }
 
+  /// Seconds of the all-gather of `layer`'s full 16-bit view (ZeRO-3).
+  double gatherSeconds(int64_t layer) const {
+    return costs.collective(CollectiveKind::AllGather, sizes.viewBytes(layer),
+                            plan.getDp());
+  }
+
   SyncKind syncKind() const {
     return plan.getZero() >= 2 ? SyncKind::ReduceScatter : SyncKind::AllReduce;
   }
@@ -150,6 +158,11 @@ private:
   void emitWriteBack(LayerLifecycle &life, double now);
   void emitRelease(LayerLifecycle &life);
   void emitViewInPlace(ArrayRef<LayerLifecycle *> layers);
+  /// ZeRO-3: one all-gather of the view shard per group of `uses`
+  /// (consecutive computes that read the same layer's view), issued right
+  /// before the last compute of the group before it (the first at the step
+  /// start) and waited right before the group's first compute.
+  void emitParameterGathers(ArrayRef<SmallVector<Operation *, 2>> uses);
   /// The first op of the stage's last backward sweep (micro-batch m - 1):
   /// its recv gradient, a hoisted recompute or its first backward.
   Operation *lastSweepStart();
@@ -350,7 +363,7 @@ void StageScheduler::emitViewInPlace(ArrayRef<LayerLifecycle *> layers) {
     if (!life->newView)
       life->newView =
           WaitOp::create(builder, loc, viewType, life->pendingView).getValue();
-    if (plan.getZero() >= 1)
+    if (plan.getZero() == 1 || plan.getZero() == 2)
       gathers.push_back(
           SyncOp::create(builder, loc, AsyncType::get(context, viewType),
                          SyncKind::AllGather, life->newView, costs.hierarchy())
@@ -361,6 +374,53 @@ void StageScheduler::emitViewInPlace(ArrayRef<LayerLifecycle *> layers) {
         WaitOp::create(builder, loc,
                        cast<AsyncType>(pending.getType()).getValue(), pending)
             .getValue();
+}
+
+/// The view a compute op reads (null for other ops): forward, recompute,
+/// backward and both parts of a split backward.
+static OpOperand *getViewOperand(Operation *op) {
+  if (auto forward = dyn_cast<ForwardOp>(op))
+    return &forward.getViewMutable();
+  if (auto recompute = dyn_cast<RecomputeOp>(op))
+    return &recompute.getViewMutable();
+  if (auto backward = dyn_cast<BackwardOp>(op))
+    return &backward.getViewMutable();
+  if (auto input = dyn_cast<BackwardInputOp>(op))
+    return &input.getViewMutable();
+  if (auto weight = dyn_cast<BackwardWeightOp>(op))
+    return &weight.getViewMutable();
+  return nullptr;
+}
+
+void StageScheduler::emitParameterGathers(
+    ArrayRef<SmallVector<Operation *, 2>> uses) {
+  Location loc = stage.getLoc();
+  MLIRContext *context = stage.getContext();
+  auto issue = [&](ArrayRef<Operation *> group) {
+    Value shard = getViewOperand(group.front())->get();
+    return SyncOp::create(builder, loc,
+                          AsyncType::get(context, shard.getType()),
+                          SyncKind::AllGather, shard, costs.hierarchy())
+        .getPending();
+  };
+  if (uses.empty())
+    return;
+  builder.setInsertionPointToStart(&stage.getBody().front());
+  Value pending = issue(uses.front());
+  for (auto [index, group] : llvm::enumerate(uses)) {
+    builder.setInsertionPoint(group.front());
+    Value gathered =
+        WaitOp::create(builder, loc,
+                       getViewOperand(group.front())->get().getType(), pending)
+            .getValue();
+    for (Operation *reader : group)
+      getViewOperand(reader)->set(gathered);
+    // The next group's gather overlaps this group's last compute.
+    if (index + 1 < uses.size()) {
+      builder.setInsertionPoint(group.back());
+      pending = issue(uses[index + 1]);
+    }
+  }
 }
 
 LogicalResult StageScheduler::run() {
@@ -375,6 +435,29 @@ LogicalResult StageScheduler::run() {
                 "--ratrain-expand-1f1b";
 
   placeRecomputes();
+
+  // ZeRO-3: the computes that read a layer's parameters, in program order;
+  // each reads a gather of the view shard (emitParameterGathers).
+  // Consecutive readers of the same view (a recompute and its backward, a
+  // split backward's input and weight parts) share one gather.
+  bool zero3 = plan.getZero() >= 3;
+  SmallVector<SmallVector<Operation *, 2>> paramUses;
+  DenseMap<Operation *, size_t> useOfLastReader, useOfFirstReader;
+  if (zero3) {
+    for (Operation &op : body) {
+      OpOperand *view = getViewOperand(&op);
+      if (!view)
+        continue;
+      if (paramUses.empty() ||
+          getViewOperand(paramUses.back().front())->get() != view->get())
+        paramUses.emplace_back();
+      paramUses.back().push_back(&op);
+    }
+    for (auto [index, group] : llvm::enumerate(paramUses)) {
+      useOfFirstReader[group.front()] = index;
+      useOfLastReader[group.back()] = index;
+    }
+  }
 
   // The last backward of each layer (its gradient has no further use as an
   // accumulator): a fused backward or, split, the weight part of the last
@@ -458,6 +541,19 @@ LogicalResult StageScheduler::run() {
     std::deque<size_t> refills;
     bool zero2 = plan.getZero() >= 2;
     double clock = 0, commFree = 0;
+    // ZeRO-3: the parameter gathers share the FIFO communication stream;
+    // the gather of use k is issued when the last compute of use k - 1
+    // starts.
+    SmallVector<double> gatherDone(paramUses.size(), 0);
+    auto issueGather = [&](size_t index, double at) {
+      Operation *reader = paramUses[index].front();
+      int64_t layer =
+          cast<ViewType>(getViewOperand(reader)->get().getType()).getLayer();
+      commFree = std::max(commFree, at) + costs.gatherSeconds(layer);
+      gatherDone[index] = commFree;
+    };
+    if (!paramUses.empty())
+      issueGather(0, 0);
     auto refill = [&](size_t index) {
       emitRelease(*order[index - 2]);
       emitReloads(*order[index], clock);
@@ -529,6 +625,11 @@ LogicalResult StageScheduler::run() {
         retire(op);
       if (op == lastSend)
         drained = true;
+      if (auto use = useOfFirstReader.find(op); use != useOfFirstReader.end())
+        clock = std::max(clock, gatherDone[use->second]);
+      if (auto use = useOfLastReader.find(op);
+          use != useOfLastReader.end() && use->second + 1 < paramUses.size())
+        issueGather(use->second + 1, clock);
       clock += costs.computeSeconds(op);
       if (LayerLifecycle *life = lastBackward.lookup(op)) {
         builder.setInsertionPointAfter(op);
@@ -557,6 +658,8 @@ LogicalResult StageScheduler::run() {
   });
   builder.setInsertionPoint(yield);
   emitViewInPlace(updated);
+  if (zero3)
+    emitParameterGathers(paramUses);
 
   SmallVector<Value> states;
   for (LayerLifecycle &life : lives) {

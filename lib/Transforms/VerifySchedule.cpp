@@ -83,7 +83,10 @@ private:
 
   /// Whether a view value is complete and in place for compute: the
   /// step's view, a re-materialized view (ZeRO 0) or an all-gathered one.
-  bool viewInPlace(Value view, std::string &why) const;
+  /// Under ZeRO-3 a compute (`forCompute`) needs a completed all-gather of
+  /// the view shard, and the yield returns the shard: the step's view or a
+  /// completed re-materialization, not a gathered view.
+  bool viewInPlace(Value view, std::string &why, bool forCompute) const;
 
   /// Whether the plan keeps states of `type` in the offload tier.
   bool inTier(Type type) const {
@@ -113,7 +116,28 @@ private:
 
 } // namespace
 
-bool StageChecker::viewInPlace(Value view, std::string &why) const {
+bool StageChecker::viewInPlace(Value view, std::string &why,
+                               bool forCompute) const {
+  if (plan.getZero() >= 3) {
+    auto wait = view.getDefiningOp<WaitOp>();
+    auto source = wait ? wait.getPending().getDefiningOp() : nullptr;
+    auto gather = dyn_cast_or_null<SyncOp>(source);
+    bool gathered = gather && gather.getKind() == SyncKind::AllGather;
+    if (forCompute) {
+      if (gathered)
+        return true;
+      why = "under ZeRO-3 the view is this rank's shard; a compute reads the "
+            "completed 'ratrain.sync all_gather' of it";
+      return false;
+    }
+    if (isa<BlockArgument>(view) || isa_and_nonnull<ViewPrefetchOp>(source))
+      return true;
+    why = gathered ? "under ZeRO-3 the next step starts from this rank's "
+                     "shard, not a gathered view"
+                   : "it is not the step's view shard or a completed view "
+                     "prefetch";
+    return false;
+  }
   if (isa<BlockArgument>(view))
     return true;
   Operation *def = view.getDefiningOp();
@@ -142,7 +166,7 @@ bool StageChecker::viewInPlace(Value view, std::string &why) const {
 LogicalResult StageChecker::checkView(Operation *user, Value view,
                                       StringRef what) {
   std::string why;
-  if (viewInPlace(view, why))
+  if (viewInPlace(view, why, /*forCompute=*/true))
     return success();
   return user->emitOpError("forward-before-view-in-place: ")
          << what << " uses the view of layer " << *getStateLayer(view.getType())
@@ -432,7 +456,7 @@ LogicalResult StageChecker::run() {
         if (!isa<ViewType>(type))
           continue;
         std::string why;
-        if (!viewInPlace(value, why))
+        if (!viewInPlace(value, why, /*forCompute=*/false))
           return op.emitOpError("forward-before-view-in-place: returns the "
                                 "view of layer ")
                  << layer

@@ -3,7 +3,7 @@
 
 // RUN: ratrain-translate --import-hf-config %examples/models/llama-2-7b.json --machine=%examples/machines/mt3000.yaml | ratrain-opt --ratrain-plan="clusters=1024 global-batch=1024 pp=4 micro-batch-size=1" | FileCheck %s --check-prefix=FIXED
 // FIXED: ratrain.model @llama_2_7b
-// FIXED-SAME: plan #ratrain.plan<clusters = 1024, pp = 4, dp = 256, micro_batch_size = 1, micro_batches = 4, zero = {{[0-2]}}, stage_layers = [{{[0-9]+}}, {{[0-9]+}}, {{[0-9]+}}, {{[0-9]+}}], recompute = [{{none|selective|full}}, {{none|selective|full}}, {{none|selective|full}}, {{none|selective|full}}], step_us = {{[1-9][0-9]*}}, peak_bytes = {{[1-9][0-9]*}}>
+// FIXED-SAME: plan #ratrain.plan<clusters = 1024, pp = 4, dp = 256, micro_batch_size = 1, micro_batches = 4, zero = {{[0-3]}}, stage_layers = [{{[0-9]+}}, {{[0-9]+}}, {{[0-9]+}}, {{[0-9]+}}], recompute = [{{none|selective|full}}, {{none|selective|full}}, {{none|selective|full}}, {{none|selective|full}}], step_us = {{[1-9][0-9]*}}, peak_bytes = {{[1-9][0-9]*}}>
 
 // The free search on 64 clusters, then the plan is used by expansion.
 // RUN: ratrain-translate --import-hf-config %examples/models/llama-2-7b.json --machine=%examples/machines/mt3000.yaml | ratrain-opt --ratrain-plan="clusters=64 global-batch=256" --ratrain-expand-1f1b | FileCheck %s --check-prefix=FREE
@@ -36,3 +36,12 @@
 // NOMACHINE: error: no machine file: pass machine=<file> or import with --machine
 // RUN: ratrain-translate --import-hf-config %examples/models/tiny-llama.json | not ratrain-opt --ratrain-plan="machine=%t.missing.yaml global-batch=8" 2>&1 | FileCheck %s --check-prefix=BADMACHINE
 // BADMACHINE: error: {{.*}}missing.yaml
+
+// zero=3 fixes ZeRO-3: the scheduled pipeline gathers the view shards.
+// RUN: ratrain-translate --import-hf-config %examples/models/tiny-llama.json | ratrain-opt --ratrain-plan="machine=%examples/machines/host.yaml clusters=2 global-batch=4 pp=1 zero=3" --ratrain-schedule-pipeline="machine=%examples/machines/host.yaml" | FileCheck %s --check-prefix=ZERO3
+// ZERO3: plan #ratrain.plan<clusters = 2, pp = 1, dp = 2, {{.*}} zero = 3,
+// ZERO3: ratrain.stage 0
+// ZERO3-NEXT: ratrain.sync all_gather %view0
+// ZERO3: ratrain.sync reduce_scatter
+// RUN: ratrain-translate --import-hf-config %examples/models/tiny-llama.json | not ratrain-opt --ratrain-plan="machine=%examples/machines/host.yaml clusters=2 global-batch=4 zero=4" 2>&1 | FileCheck %s --check-prefix=ZERO4
+// ZERO4: --ratrain-plan: zero must be 0, 1, 2 or 3, got 4

@@ -4,7 +4,7 @@
 //              --machine examples/machines/mt3000.yaml
 //              --clusters 1024 --global-batch 1024 [--seq-len 4096]
 //              [--policy ratrain|gpu-style|both] [--top 5] [--json]
-//              [--pp N] [--dp N] [--micro-batch N] [--zero 0|1|2]
+//              [--pp N] [--dp N] [--micro-batch N] [--zero 0|1|2|3]
 //              [--recompute none|selective|full]
 //              [--offload none|optimizer|master] [--memory-cap BYTES]
 //              [--schedule 1f1b|interleaved-1f1b|zb-h1|zbv|auto]
@@ -80,7 +80,7 @@ static cl::opt<int64_t>
                            "interleaved-1f1b, 2 for zbv, 1 otherwise)"),
                   cl::cat(category));
 static cl::opt<std::string> fixedZero("zero", cl::init(""),
-                                      cl::desc("fix the ZeRO stage: 0|1|2"),
+                                      cl::desc("fix the ZeRO stage: 0|1|2|3"),
                                       cl::cat(category));
 static cl::opt<std::string>
     fixedRecompute("recompute", cl::init(""),

@@ -91,7 +91,7 @@ static cl::opt<int64_t> virtualStages(
              "interleaved-1f1b, 2 for zbv, 1 otherwise)"),
     cl::cat(category));
 static cl::opt<std::string> fixedZero("zero", cl::init(""),
-                                      cl::desc("plan: ZeRO stage 0|1|2"),
+                                      cl::desc("plan: ZeRO stage 0|1|2|3"),
                                       cl::cat(category));
 static cl::opt<std::string>
     fixedRecompute("recompute", cl::init(""),

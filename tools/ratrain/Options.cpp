@@ -45,7 +45,7 @@ const char *const kPlanFlagsHelp = R"(PLAN OPTIONS:
                         each cluster into N/clusters virtual clusters
   --pp P                pipeline stages (default: the planner's choice)
   --dp D                data-parallel replicas (pp = ranks / D)
-  --zero Z              ZeRO stage 0, 1 or 2 (default: the planner's choice)
+  --zero Z              ZeRO stage 0, 1, 2 or 3 (default: the planner's choice)
   --global-batch B      sequences per step (default: 2 x ranks)
   --policy NAME         lifecycle policy: ratrain (default) or gpu-style
   --schedule NAME       pipeline schedule: 1f1b (default), interleaved-1f1b,
@@ -175,8 +175,8 @@ llvm::Expected<CompileOptions> getCompileOptions(const Args &args,
         options.globalBatch = *value;
     }
   if (std::optional<std::string> zero = args.get("--zero")) {
-    if (*zero != "0" && *zero != "1" && *zero != "2")
-      return makeError("--zero: expected 0, 1 or 2, got '" + *zero + "'");
+    if (*zero != "0" && *zero != "1" && *zero != "2" && *zero != "3")
+      return makeError("--zero: expected 0, 1, 2 or 3, got '" + *zero + "'");
     options.zero = std::stoll(*zero);
   }
   if (std::optional<std::string> policy = args.get("--policy")) {

@@ -33,8 +33,12 @@ public:
   /// Parameters of `layer`; with tied embeddings and p > 1 the head keeps
   /// its own copy of the embedding matrix.
   int64_t params(int64_t layer) const;
-  /// 16-bit (model dtype) parameter view: w * params.
+  /// 16-bit (model dtype) parameter view: w * params (under ZeRO-3 the
+  /// size of a gathered view).
   int64_t viewBytes(int64_t layer) const;
+  /// The view a stage keeps over the step: the full view, or under ZeRO-3
+  /// this rank's shard, w * ceil(params / dp).
+  int64_t residentViewBytes(int64_t layer) const;
   /// FP32 master copy (ZeRO >= 1: this rank's shard); 0 for FP32 models,
   /// whose view is the master.
   int64_t masterBytes(int64_t layer) const;

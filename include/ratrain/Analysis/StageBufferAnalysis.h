@@ -31,6 +31,7 @@ class StageBufferBuilder;
 /// What a stage buffer holds.
 enum class BufferKind {
   View,
+  GatheredView, ///< ZeRO-3: a layer's full view gathered for one compute
   Master,
   OptState,
   Gradient,      ///< full-size accumulation buffer of a layer's gradient
@@ -95,7 +96,9 @@ struct StageBuffer {
 /// and a master until the wait of the view prefetch that casts it. The wait of
 /// a `reduce_scatter` ends the full gradient's buffer and starts the shard's,
 /// which persists over the step (dp > 1; over a group of one the shard is
-/// the gradient itself, in place).
+/// the gradient itself, in place). Under ZeRO-3 an `all_gather` of a view
+/// starts a buffer of its own (the gathered full view), live from the
+/// gather's issue to its last reader.
 ///
 /// Sizes come from size() (the memory model's, for a schedule to be
 /// assigned) or readAssigned() (the offsets and bytes --ratrain-assign-buffers

@@ -200,6 +200,14 @@ StepTime predictStepTime(const CostModel &costs, const ParallelConfig &config,
                          LifecyclePolicy policy,
                          const schedule::PipelineSchedule &schedule);
 
+/// ZeRO-3: seconds of the all-gather of the full 16-bit view of an item of
+/// `params` parameters over the data-parallel group, which every compute
+/// reading the item's parameters waits for (0 below ZeRO-3). The gather of
+/// the next item runs on the communication stream while the current one
+/// computes, so an item's compute per micro-batch takes max(compute, gather).
+double parameterGatherSeconds(const CostModel &costs,
+                              const ParallelConfig &config, int64_t params);
+
 /// Seconds of each virtual stage's actions for one micro-batch: F = its
 /// layers' forward (+ embedding on the first, head on the last); I = their
 /// input-gradient part with the recompute (+ the head's dX part); W = their

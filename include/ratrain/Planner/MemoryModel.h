@@ -45,7 +45,7 @@ llvm::StringRef stringifyRecomputePolicy(RecomputePolicy policy);
 std::optional<RecomputePolicy> parseRecomputePolicy(llvm::StringRef name);
 
 /// How optimizer state and gradients are sharded across the data-parallel
-/// group of d clusters (ZeRO stages 1 and 2; stage 3 is not used).
+/// group of d clusters (ZeRO stages 1 to 3).
 enum class ZeroStage {
   None = 0,      ///< replicated: 16 bytes/param
   Optimizer = 1, ///< master + Adam m, v sharded: 4 + 12/d bytes/param
@@ -53,10 +53,15 @@ enum class ZeroStage {
   /// with m > 1 the full gradients accumulate until the last backward:
   /// 4 + 14/d (see StageMemory::gradients).
   Gradients = 2,
+  /// Also the 16-bit parameter views sharded: w/d + 14/d bytes/param
+  /// persistent (gradients as ZeRO-2), plus the transient full views of the
+  /// two layers gathered at a time (one read by the running compute, the
+  /// next one's being gathered).
+  Parameters = 3,
 };
-/// "0", "1", "2".
+/// "0", "1", "2", "3".
 llvm::StringRef stringifyZeroStage(ZeroStage stage);
-/// Parses "0"/"1"/"2" (also "zero0".."zero2", "none").
+/// Parses "0".."3" (also "zero0".."zero3", "none").
 std::optional<ZeroStage> parseZeroStage(llvm::StringRef name);
 
 /// When gradient sync, update and view re-materialization run (the
@@ -330,7 +335,11 @@ int64_t stageParams(const ModelConfig &model, const ParallelConfig &config,
 struct StageMemory {
   int64_t stage = 0;
   int64_t params = 0;          ///< parameters of the stage (count, not bytes)
-  int64_t parameterViews = 0;  ///< 16-bit views used by compute (2 B/param)
+  /// 16-bit views used by compute (2 B/param). ZeRO-3: this rank's shard
+  /// (/d) plus the full views of the two largest update items, gathered
+  /// at a time (`gatheredItems`: their parameters).
+  int64_t parameterViews = 0;
+  int64_t gatheredItems[2] = {0, 0};
   int64_t masterWeights = 0;   ///< FP32 master copy (4 B/param, /d with ZeRO)
   int64_t optimizerStates = 0; ///< Adam m and v (8 B/param, /d with ZeRO)
   /// 16-bit gradients (2 B/param). ZeRO-2 shards them (/d) when each layer

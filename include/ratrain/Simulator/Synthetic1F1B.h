@@ -67,9 +67,14 @@ struct SyntheticStage {
   double backwardFlops = 0;
   /// Gradient bytes per layer synchronized over the data-parallel group.
   int64_t gradientBytesPerLayer = 0;
-  /// 16-bit parameter bytes per layer all-gathered after the update (ZeRO);
-  /// 0 = no all-gather.
+  /// 16-bit parameter bytes per layer all-gathered after the update (ZeRO
+  /// 1 and 2); 0 = no all-gather.
   int64_t gatherBytesPerLayer = 0;
+  /// ZeRO-3: 16-bit bytes of a layer's full view, all-gathered before each
+  /// of its forwards, backwards (with their recompute) and weight parts,
+  /// one layer ahead within a sweep (the first at the sweep's start); 0 =
+  /// the views are not sharded.
+  int64_t parameterGatherBytesPerLayer = 0;
   /// Offloaded optimizer state (and master) bytes per layer that each
   /// iteration reloads from the offload tier before the layer's update and
   /// writes back after it; 0 = nothing offloaded.

@@ -41,7 +41,7 @@ def RATrainPlan : Pass<"ratrain-plan", "mlir::ModuleOp"> {
     Option<"microBatchSize", "micro-batch-size", "int64_t", "0",
            "fix the micro-batch size (0: search)">,
     Option<"zero", "zero", "int64_t", "-1",
-           "fix the ZeRO stage 0, 1 or 2 (-1: search)">,
+           "fix the ZeRO stage 0, 1, 2 or 3 (-1: search)">,
     Option<"offload", "offload", "std::string", "\"\"",
            "fix the offload policy: none, optimizer or master (empty: "
            "search when the machine has an offload tier)">,
@@ -129,10 +129,14 @@ def RATrainScheduleLifecycle
                 "recompute in each stage";
   let description = [{
     Inserts per layer `grad_ready`, an asynchronous `sync` (`all_reduce`;
-    `reduce_scatter` with ZeRO-2; `hierarchical` when the stage's
+    `reduce_scatter` with ZeRO >= 2; `hierarchical` when the stage's
     data-parallel group spans nodes), its `wait`, `update adamw`,
-    `view_prefetch` and its `wait` (with ZeRO >= 1 an `all_gather` of the
+    `view_prefetch` and its `wait` (with ZeRO-1/2 an `all_gather` of the
     new view and its `wait`), and returns the new states from the yield.
+    With ZeRO-3 the view stays this rank's shard and every compute that
+    reads it (consecutive readers of one view together) reads an
+    `all_gather` of it and its `wait`, the gather issued right before the
+    compute before it.
     When the plan offloads states (`offload = optimizer|master`), each
     update is bracketed by a `reload` of the offloaded states (of the stage
     arguments, which name the copies in the tier) and their write-back

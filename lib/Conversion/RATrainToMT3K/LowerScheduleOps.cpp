@@ -26,7 +26,7 @@ LogicalResult StageLowering::lowerForward(ForwardOp op) {
   int64_t mb = op.getMicroBatch();
   bool outlined = layerOp(layer).getKind() == LayerKind::Decoder &&
                   beginOutline("decoder_forward");
-  LayerWeights w = weights(stateBase(op.getView(), "view", layer), layer, elem);
+  LayerWeights w = weights(computeView(op.getView(), layer), layer, elem);
   Value act = actBase(op.getActivation(), layer, mb);
   switch (layerOp(layer).getKind()) {
   case LayerKind::Embedding: {
@@ -65,7 +65,7 @@ LogicalResult StageLowering::lowerRecompute(RecomputeOp op) {
   int64_t layer = op.getView().getType().getLayer();
   int64_t mb = op.getMicroBatch();
   bool outlined = beginOutline("decoder_recompute");
-  LayerWeights w = weights(stateBase(op.getView(), "view", layer), layer, elem);
+  LayerWeights w = weights(computeView(op.getView(), layer), layer, elem);
   Value input = actBase(op.getInput(), layer, mb);
   Value recovered = actBase(op.getActivation(), layer, mb);
   DecoderActs a = decoderActs(recovered, recovered, 0, /*hactStored=*/true);
@@ -82,7 +82,7 @@ LogicalResult StageLowering::lowerBackward(BackwardOp op) {
   bool acc = op.getAcc() != nullptr;
   bool outlined = layerOp(layer).getKind() == LayerKind::Decoder &&
                   beginOutline("decoder_backward");
-  LayerWeights w = weights(stateBase(op.getView(), "view", layer), layer, elem);
+  LayerWeights w = weights(computeView(op.getView(), layer), layer, elem);
   Value gradFlatBuffer = gradFlat(op.getGrad(), layer);
   LayerWeights g = weights(gradFlatBuffer, layer, elem);
   Value act = actBase(op.getActivation(), layer, mb);
@@ -117,7 +117,7 @@ LogicalResult StageLowering::lowerBackwardInput(BackwardInputOp op) {
   int64_t mb = op.getMicroBatch();
   bool outlined = layerOp(layer).getKind() == LayerKind::Decoder &&
                   beginOutline("decoder_backward_input");
-  LayerWeights w = weights(stateBase(op.getView(), "view", layer), layer, elem);
+  LayerWeights w = weights(computeView(op.getView(), layer), layer, elem);
   Value act = actBase(op.getActivation(), layer, mb);
   Value deferred = deferredBase(op.getDeferred(), layer, mb);
   // The embedding's and the head's deferred buffer is one [T, h] tensor.
@@ -150,7 +150,7 @@ LogicalResult StageLowering::lowerBackwardWeight(BackwardWeightOp op) {
   bool acc = op.getAcc() != nullptr;
   bool outlined = layerOp(layer).getKind() == LayerKind::Decoder &&
                   beginOutline("decoder_backward_weight");
-  LayerWeights w = weights(stateBase(op.getView(), "view", layer), layer, elem);
+  LayerWeights w = weights(computeView(op.getView(), layer), layer, elem);
   LayerWeights g = weights(gradFlat(op.getGrad(), layer), layer, elem);
   Value act = actBase(op.getActivation(), layer, mb);
   Value deferred = deferredBase(op.getDeferred(), layer, mb);
@@ -217,11 +217,12 @@ LogicalResult StageLowering::lowerSync(SyncOp op) {
     }
   } else if (auto view = dyn_cast<ViewType>(stateType)) {
     int64_t layer = view.getLayer();
-    Value flat = stateBase(op.getState(), "view", layer);
+    // ZeRO-1/2 gather in place into the view; ZeRO-3 from the sharded view
+    // into the buffer of the gathered view.
+    Value flat = zero3() ? stateBase(op.getPending(), "gathered_view", layer)
+                         : stateBase(op.getState(), "view", layer);
     Value full = slot(flat, 0, {layerParams(layer)}, elem);
-    Value shard =
-        scratch(llvm::formatv("zero.view_shard.layer{0}", layer).str(),
-                viewShardOff.lookup(layer), {shardElements(layer)}, elem);
+    Value shard = viewShard(layer);
     token = mt::AllGatherOp::create(b, loc, shard, full, dp, alg);
     track(token);
   } else {
@@ -253,9 +254,8 @@ LogicalResult StageLowering::lowerUpdate(UpdateOp op) {
     v = slot(opt, n * 4, {n}, f32);
   }
   Value viewDest;
-  if (zero())
-    viewDest = scratch(llvm::formatv("zero.view_shard.layer{0}", layer).str(),
-                       viewShardOff.lookup(layer), {n}, elem);
+  if (zero() && !(zero3() && isF32Model()))
+    viewDest = viewShard(layer);
   else if (!isF32Model())
     viewDest = slot(viewFlat, 0, {n}, elem);
 

@@ -468,6 +468,24 @@ private:
     return layerParams(layer) / plan_.getDp();
   }
   bool zero() const { return plan_.getZero() > 0; }
+  /// ZeRO-3: the assigned view is this rank's shard; computes read gathered
+  /// views.
+  bool zero3() const { return plan_.getZero() >= 3; }
+  /// The flat buffer of the view a compute reads: the layer's view, or under
+  /// ZeRO-3 the buffer its all-gather filled.
+  Value computeView(Value view, int64_t layer) {
+    return stateBase(view, zero3() ? "gathered_view" : "view", layer);
+  }
+  /// This rank's view shard of `layer` (ZeRO >= 1): AdamW's refreshed
+  /// shard, the all-gather input. ZeRO-1/2: a region of the lowering's
+  /// area; ZeRO-3: the layer's assigned (sharded) view.
+  Value viewShard(int64_t layer) {
+    if (zero3())
+      return slot(stateBase(stage.getViewArg(layer), "view", layer), 0,
+                  {shardElements(layer)}, elem);
+    return scratch(llvm::formatv("zero.view_shard.layer{0}", layer).str(),
+                   viewShardOff.lookup(layer), {shardElements(layer)}, elem);
+  }
   /// This rank's gradient shard of `layer`: the buffer assignment gave it
   /// (ZeRO-2 over dp > 1: the value of the reduce-scatter's wait), or a
   /// region of the lowering's area (ZeRO-1).
@@ -482,8 +500,11 @@ private:
     return slot(ddrBase(name, offset, bytes), 0, {n}, elem);
   }
   /// ZeRO with an FP32 model: this rank's persistent master shard, in the
-  /// lowering's area (the assigned master is the full view).
+  /// lowering's area (the assigned master is the full view); under ZeRO-3
+  /// the view shard itself.
   Value masterShard(int64_t layer) {
+    if (zero3())
+      return viewShard(layer);
     return scratch(llvm::formatv("zero.master_shard.layer{0}", layer).str(),
                    masterShardOff.lookup(layer), {shardElements(layer)},
                    Float32Type::get(ctx));

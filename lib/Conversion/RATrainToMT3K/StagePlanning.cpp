@@ -185,6 +185,10 @@ LogicalResult StageLowering::plan(const OutboxSlotCounts &outboxSlots) {
         gradShardOff[layer] =
             region(area, llvm::formatv("zero.grad_shard.layer{0}", layer).str(),
                    shards.gradShard);
+      // ZeRO-3: the assigned view is the view shard (and an FP32 model's
+      // master shard).
+      if (zero3())
+        continue;
       viewShardOff[layer] =
           region(area, llvm::formatv("zero.view_shard.layer{0}", layer).str(),
                  shards.viewShard);
@@ -277,9 +281,21 @@ LogicalResult StageLowering::emitPrologue() {
     Value opt =
         streamAdam ? Value() : stateOf(stage.getOptStateArg(layer), "adam");
     int64_t n = zero() ? shardElements(layer) : layerParams(layer);
-    // The view (the master itself for FP32 models), tensor by tensor.
-    for (const ParamTensor &tensor : tensors)
-      init(toInitKind(tensor.init), tensorOf(view, tensor, elem), tensor.name);
+    // The view (the master itself for FP32 models), tensor by tensor; under
+    // ZeRO-3 this rank's shard of it (an FP32 model's is the master shard,
+    // initialized below; a 16-bit view shard is initialized before the
+    // master shard, whose init the emitter registers for the layer).
+    if (!zero3())
+      for (const ParamTensor &tensor : tensors)
+        init(toInitKind(tensor.init), tensorOf(view, tensor, elem),
+             tensor.name);
+    else if (!isF32Model()) {
+      auto op = mt::InitParamOp::create(
+          pro, loc, mt::InitKind::normal, viewShard(layer), layerPrefix(layer),
+          pro.getF64FloatAttr(options.initStd), IntegerAttr());
+      op.setDpShardAttr(IntegerAttr::get(i64, n));
+      op.setDpShardTensorsAttr(shardTensorsAttr(tensors));
+    }
     if (streamMaster)
       prologueStream(layer, "master", tensors);
     if (streamAdam)

@@ -28,11 +28,11 @@ ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
 
 // -----
 
-// zero stage 3 is not used
-// expected-error @+3 {{plan zero stage must be 0, 1 or 2, got 3}}
+// ZeRO stages are 0 to 3
+// expected-error @+3 {{plan zero stage must be 0, 1, 2 or 3, got 4}}
 ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
     positions rope rms_eps(1.0e-05) rope_theta(1.0e+04)
-    plan #ratrain.plan<clusters = 2, pp = 2, dp = 1, micro_batch_size = 1, micro_batches = 2, zero = 3, stage_layers = [2, 2], recompute = [none, none], step_us = 0, peak_bytes = 0> {
+    plan #ratrain.plan<clusters = 2, pp = 2, dp = 1, micro_batch_size = 1, micro_batches = 2, zero = 4, stage_layers = [2, 2], recompute = [none, none], step_us = 0, peak_bytes = 0> {
   ratrain.layer 0 embedding hidden(64) vocab(128)
   ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
   ratrain.layer 2 decoder hidden(64) heads(4) kv_heads(2) ffn(128)

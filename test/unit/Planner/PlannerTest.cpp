@@ -394,8 +394,8 @@ TEST(Planner, MatchesExhaustiveSearchOnASmallModel) {
         for (int64_t b = 1; b <= perReplica; ++b) {
           if (perReplica % b)
             continue;
-          for (ZeroStage zero :
-               {ZeroStage::None, ZeroStage::Optimizer, ZeroStage::Gradients}) {
+          for (ZeroStage zero : {ZeroStage::None, ZeroStage::Optimizer,
+                                 ZeroStage::Gradients, ZeroStage::Parameters}) {
             if (d == 1 && zero != ZeroStage::None)
               continue;
             for (OffloadPolicy offload :

@@ -150,6 +150,50 @@ TEST(FromPlan, OffloadedStatesMatchTheMemoryModelAndCostModel) {
         << "stage " << s;
 }
 
+TEST(FromPlan, ZeroThreeGathersTheViewsBeforeEveryUse) {
+  MachineModel machine = loadMt3000();
+  ModelConfig model = loadModel("llama-2-7b.json");
+  const int64_t p = 4, m = 4;
+  for (LifecyclePolicy policy :
+       {LifecyclePolicy::RATrain, LifecyclePolicy::GpuStyle}) {
+    ParallelConfig config =
+        ParallelConfig::balanced(model.numLayers, p, 64, 1, m,
+                                 RecomputePolicy::Full, ZeroStage::Parameters);
+    PlanProgramOptions options;
+    options.policy = policy;
+    SimProgram program =
+        expectOk(buildProgramFromPlan(model, machine, config, options));
+    // One all-gather of a layer's full view per forward and per backward
+    // (with its recompute), none after the update; gradients are
+    // reduce-scattered.
+    for (int64_t s = 0; s < p; ++s) {
+      int64_t gathers = 0, scatters = 0;
+      for (const Task &task : program.stages[s].getTasks()) {
+        if (task.kind != TaskKind::Collective)
+          continue;
+        if (task.collective.kind == CollectiveKind::AllGather) {
+          ++gathers;
+          EXPECT_EQ(task.collective.groupSize, 64);
+        }
+        scatters += task.collective.kind == CollectiveKind::ReduceScatter;
+      }
+      EXPECT_EQ(gathers, 2 * m * config.stages[s].numLayers) << "stage " << s;
+      EXPECT_GT(scatters, 0) << "stage " << s;
+    }
+    // The sharded views take less DDR than ZeRO-2's full ones, at the
+    // price of the per-use gathers.
+    SimReport zero3 = expectOk(simulate(program, machine));
+    config.zero = ZeroStage::Gradients;
+    SimReport zero2 = expectOk(simulate(
+        expectOk(buildProgramFromPlan(model, machine, config, options)),
+        machine));
+    for (int64_t s = 0; s < p; ++s)
+      EXPECT_LT(zero3.stageReports[s].peakDdrBytes,
+                zero2.stageReports[s].peakDdrBytes)
+          << "stage " << s;
+  }
+}
+
 TEST(FromPlan, InvalidConfigIsAnError) {
   MachineModel machine = loadMt3000();
   ModelConfig model = loadModel("llama-2-7b.json");

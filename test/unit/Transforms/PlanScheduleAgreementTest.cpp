@@ -293,7 +293,7 @@ TEST_F(PlanScheduleAgreementTest, RandomPlannerPlansScheduleUnderTheirPeak) {
     std::string policy = uniform(0, 2) ? "ratrain" : "gpu-style";
     const char *offloads[] = {"", "", "none", "optimizer", "master"};
     std::string offload = tier ? offloads[uniform(0, 4)] : "";
-    int64_t zero = uniform(0, 3) == 0 ? uniform(0, 2) : -1;
+    int64_t zero = uniform(0, 3) == 0 ? uniform(0, 3) : -1;
 
     std::string where = llvm::formatv(
         "scenario {0} (decoders={1} h={2} dtype={3} clusters={4} ddr={5} "

@@ -13,6 +13,7 @@
 
 #include "RATrain/RATrainDialect.h"
 #include "RATrain/RATrainOps.h"
+#include "ratrain/Analysis/StageBufferAnalysis.h"
 #include "ratrain/Target/ImportHFConfig.h"
 #include "ratrain/Transforms/Passes.h"
 #include "ratrain/Transforms/SchedulePipeline.h"
@@ -138,7 +139,7 @@ Scenario drawScenario(std::mt19937_64 &rng) {
 
   const int64_t dps[] = {1, 2, 3, 4, 8, 16};
   s.dp = dps[uniform(0, 5)];
-  s.zero = s.dp > 1 ? uniform(0, 2) : 0;
+  s.zero = s.dp > 1 ? uniform(0, 3) : 0;
   s.microBatchSize = uniform(1, 2);
   s.microBatches = uniform(1, 12);
   for (int64_t i = 0; i < s.pp; ++i)
@@ -449,6 +450,40 @@ void checkStageProgram(StageOp stage, PlanAttr plan, const std::string &where) {
   EXPECT_EQ(ready, stage.getNumLayers()) << where;
   EXPECT_EQ(updates, stage.getNumLayers()) << where;
   EXPECT_EQ(prefetches, stage.getNumLayers()) << where;
+  if (plan.getZero() < 3)
+    return;
+  // ZeRO-3: every compute reads a waited all-gather of the step's view
+  // shard, and at most two gathered views are live at once.
+  StageBufferAnalysis buffers(stage);
+  for (Operation &op : stage.getBody().front()) {
+    Value view;
+    if (auto forward = dyn_cast<ForwardOp>(op))
+      view = forward.getView();
+    else if (auto recompute = dyn_cast<RecomputeOp>(op))
+      view = recompute.getView();
+    else if (auto backward = dyn_cast<BackwardOp>(op))
+      view = backward.getView();
+    else if (auto input = dyn_cast<BackwardInputOp>(op))
+      view = input.getView();
+    else if (auto weight = dyn_cast<BackwardWeightOp>(op))
+      view = weight.getView();
+    else
+      continue;
+    auto wait = view.getDefiningOp<WaitOp>();
+    auto gather = wait ? wait.getPending().getDefiningOp<SyncOp>() : SyncOp();
+    EXPECT_TRUE(gather && gather.getKind() == SyncKind::AllGather &&
+                isa<BlockArgument>(gather.getState()))
+        << where << ": " << cast<ScheduleOpInterface>(op).describe()
+        << " does not read a gather of the view shard";
+  }
+  for (int64_t position = 0; position <= buffers.getStepEnd(); ++position) {
+    int64_t gathered =
+        llvm::count_if(buffers.getBuffers(), [&](const StageBuffer &buffer) {
+          return buffer.kind == BufferKind::GatheredView &&
+                 buffer.liveAt(position);
+        });
+    EXPECT_LE(gathered, 2) << where << ": at " << buffers.describeOp(position);
+  }
 }
 
 TEST_F(ScheduleRandomTest, EverySchedulePassesTheVerifierAndPacksBuffers) {
