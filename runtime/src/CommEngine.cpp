@@ -1,6 +1,7 @@
 //===- CommEngine.cpp - MPI requests and their progress -------------------===//
 
 #include "CommEngine.h"
+#include "QuantizedCollectives.h"
 #include "ratrain/runtime/Error.h"
 #include "ratrain/runtime/Half.h"
 
@@ -111,8 +112,19 @@ void transposeBlocks(std::byte *blocks, int rows, int cols,
 }
 } // namespace
 
+void CommEngine::track(uint32_t index, MPI_Request request) {
+  requests.push_back(request);
+  requestSlots.push_back(index);
+}
+
+void CommEngine::complete(uint32_t index) { pool.complete(index); }
+
 void CommEngine::post(uint32_t index) {
   Op &op = ops[index];
+  if (op.kind == Kind::Quantized) {
+    quantized->post(index);
+    return;
+  }
   MPI_Request request = MPI_REQUEST_NULL;
   int rc = MPI_SUCCESS;
   switch (op.kind) {
@@ -210,6 +222,8 @@ void CommEngine::post(uint32_t index) {
     rc = MPI_Irecv(op.recv, op.count, op.type, op.peer, op.tag, op.comm,
                    &request);
     break;
+  case Kind::Quantized:
+    break; // Handled above.
   }
   checkMPI(rc, pool.what(index));
   if (isHierarchical(op.kind) && op.phase == 0) {
@@ -320,6 +334,8 @@ void CommEngine::drainPhases(int ring) {
 
 bool CommEngine::advance(uint32_t index) {
   Op &op = ops[index];
+  if (op.kind == Kind::Quantized)
+    return quantized->advance(index);
   if (isHierarchical(op.kind) && op.phase < lastPhase(op.kind)) {
     if (op.kind == Kind::HierarchicalAllReduce && op.phase == 0 &&
         op.send == op.recv && op.localIndex != 0) {

@@ -38,6 +38,8 @@ namespace ratrain::rt {
 
 class CommEngine;
 class OffloadStore;
+class QuantizedCollectives;
+struct QuantizedSpec;
 
 /// Avg is a sum divided by the group size after completion (on the progress
 /// thread), in the element type.
@@ -91,6 +93,30 @@ struct CollectiveCounters {
   }
 };
 
+/// How a reduce-scatter or all-gather encodes its data on the wire
+/// (docs/runtime.md, "Quantized collectives"): native elements, or ZeRO++'s
+/// block-wise int8 / int4 codes with one fp32 scale per block (qwZ
+/// all-gathers, qgZ reduce-scatters).
+enum class WireType : unsigned char { Native, Int8, Int4 };
+llvm::StringRef stringifyWireType(WireType wire);
+
+/// The most levels of a quantized collective's decomposition.
+inline constexpr unsigned kMaxWireLevels = 4;
+/// Bytes this rank sent in quantized collectives (codes + scales, no
+/// padding), per collective kind, quantized wire type (0: int8, 1: int4) and
+/// level of the decomposition (0 = innermost; a flat collective has level 0
+/// only, a hierarchical one on the Data group level 0 inside a node and
+/// level 1 between nodes). Quantized collectives are counted here only, not
+/// in CollectiveCounters.
+struct WireCounters {
+  uint64_t bytes[kNumCollectiveKinds][2][kMaxWireLevels] = {};
+  uint64_t get(CollectiveKind kind, WireType wire, unsigned level) const {
+    if (wire == WireType::Native || level >= kMaxWireLevels)
+      return 0;
+    return bytes[unsigned(kind)][wire == WireType::Int4][level];
+  }
+};
+
 /// Where mt3k.offload puts bytes: host memory outside the arenas, or files.
 enum class StorageTier : unsigned char { Host, Storage };
 
@@ -137,6 +163,9 @@ struct RuntimeOptions {
   /// instead of what MPI_Comm_split_type reports: lets one machine test the
   /// hierarchical paths. Environment: RATRAIN_RANKS_PER_NODE.
   int ranksPerNode = 0;
+  /// Elements per block (one scale each) of quantized collectives.
+  /// Environment: RATRAIN_QUANT_BLOCK.
+  uint64_t quantBlockSize = 256;
   /// Size of the token pool: the most operations outstanding at once.
   uint32_t maxOutstanding = 4096;
   /// Directory of the storage tier of offload(). Environment:
@@ -203,22 +232,36 @@ public:
                   ReduceOp op,
                   CollectiveAlgorithm algorithm = CollectiveAlgorithm::Auto);
   /// Reduces `send` (groupSize x recv.bytes) and leaves block groupRank in
-  /// `recv`.
-  Token
-  reduceScatter(Group group, Buffer send, Buffer recv, ElemType type,
-                ReduceOp op = ReduceOp::Sum,
-                CollectiveAlgorithm algorithm = CollectiveAlgorithm::Auto);
+  /// `recv`. A quantized `wire` (f32 / bf16 / f16, sum or avg) runs ZeRO++'s
+  /// qgZ: per level of `algorithm`'s decomposition, innermost first, the
+  /// chunks are quantized, exchanged all-to-all, decoded and summed in fp32.
+  Token reduceScatter(Group group, Buffer send, Buffer recv, ElemType type,
+                      ReduceOp op = ReduceOp::Sum,
+                      CollectiveAlgorithm algorithm = CollectiveAlgorithm::Auto,
+                      WireType wire = WireType::Native);
   /// Gathers every rank's `send` into `recv` (groupSize x send.bytes) in
   /// group-rank order.
   Token allGather(Group group, Buffer send, Buffer recv,
                   CollectiveAlgorithm algorithm = CollectiveAlgorithm::Auto);
+  /// The same of `type` elements; a quantized `wire` (f32 / bf16 / f16) runs
+  /// ZeRO++'s qwZ: each rank's block is quantized once, the codes and
+  /// scales are gathered over `algorithm`'s decomposition (outermost level
+  /// first) and decoded into `recv`.
+  Token allGather(Group group, Buffer send, Buffer recv, ElemType type,
+                  CollectiveAlgorithm algorithm,
+                  WireType wire = WireType::Native);
   /// Broadcasts `data` from group rank `root`.
   Token broadcast(Group group, Buffer data, int root);
   Token barrier(Group group);
   /// Bytes sent by this rank's all-reduces, reduce-scatters and all-gathers
   /// since start-up (or the last reset), per execution and link level.
   const CollectiveCounters &collectiveCounters() const { return counters; }
-  void resetCollectiveCounters() { counters = CollectiveCounters{}; }
+  void resetCollectiveCounters() {
+    counters = CollectiveCounters{};
+    wireCounters = WireCounters{};
+  }
+  /// Bytes sent by this rank's quantized collectives (reset with the above).
+  const WireCounters &quantizedCounters() const { return wireCounters; }
   /// Whether `group`'s members lie on more than one node.
   bool groupSpansNodes(Group group) const;
 
@@ -357,6 +400,10 @@ private:
   /// c of consecutive Data ranks (dp index = node * c + node-local index).
   bool hierarchicalData = false;
   CollectiveCounters counters;
+  WireCounters wireCounters;
+  /// Issues a quantized collective (QuantizedCollectives.cpp).
+  Token submitQuantized(const QuantizedSpec &spec, const char *what);
+  std::unique_ptr<QuantizedCollectives> quantized;
   /// Adds a flat collective's ring traffic on `group` to the counters.
   void countFlat(CollectiveKind kind, Group group, uint64_t bytes);
   std::unique_ptr<TokenPool> pool;
