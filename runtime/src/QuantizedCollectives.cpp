@@ -56,20 +56,9 @@ uint64_t payloadBytes(WireType wire, uint64_t n, uint64_t block) {
 }
 } // namespace
 
-llvm::SmallVector<int, kMaxWireLevels>
-ratrain::rt::levelSizes(llvm::ArrayRef<MPI_Comm> levels) {
-  llvm::SmallVector<int, kMaxWireLevels> sizes;
-  for (MPI_Comm comm : levels) {
-    int size = 1;
-    checkMPI(MPI_Comm_size(comm, &size), "MPI_Comm_size");
-    sizes.push_back(size);
-  }
-  return sizes;
-}
-
 void ratrain::rt::countWireBytes(WireCounters &counters,
-                                 const QuantizedSpec &spec,
-                                 llvm::ArrayRef<int> sizes) {
+                                 const QuantizedSpec &spec) {
+  llvm::ArrayRef<int> sizes = spec.sizes;
   uint64_t(&bytes)[kMaxWireLevels] =
       counters.bytes[unsigned(spec.kind)][spec.wire == WireType::Int4];
   uint64_t payload = payloadBytes(spec.wire, spec.count, spec.blockSize);
@@ -108,7 +97,7 @@ void QuantizedCollectives::prepare(uint32_t index, const QuantizedSpec &spec) {
   Lane &lane = lanes[spec.lane];
   if (!lane.registered) {
     lane.parents = spec.levels;
-    lane.sizes = levelSizes(spec.levels);
+    lane.sizes = spec.sizes;
     lane.registered = true;
   }
   ops[index].spec = spec;
@@ -402,9 +391,8 @@ Token Runtime::submitQuantized(const QuantizedSpec &spec, const char *what) {
     fatal(llvm::formatv("{0}: quantization block size {1} is not in [1, {2}] "
                         "(RATRAIN_QUANT_BLOCK)",
                         what, spec.blockSize, INT_MAX));
-  llvm::SmallVector<int, kMaxWireLevels> sizes = levelSizes(spec.levels);
   uint64_t members = 1;
-  for (int size : sizes)
+  for (int size : spec.sizes)
     members *= uint64_t(size);
   // Every MPI count and kernel extent must fit an int: the largest is a
   // level's whole exchange.
@@ -415,7 +403,7 @@ Token Runtime::submitQuantized(const QuantizedSpec &spec, const char *what) {
                         "collective handles at once; split the buffer into "
                         "buckets",
                         what, spec.count * members, INT_MAX));
-  countWireBytes(wireCounters, spec, sizes);
+  countWireBytes(wireCounters, spec);
   Token token = pool->acquire(what, issueTimeout);
   quantized->prepare(token.index, spec);
   CommEngine::Op request{};

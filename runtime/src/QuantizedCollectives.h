@@ -44,6 +44,9 @@ struct QuantizedSpec {
   /// The level communicators, innermost first; a rank's group index is
   /// sum_l index_l * prod_{j < l} size_j. Levels of one member are left out.
   llvm::SmallVector<MPI_Comm, kMaxWireLevels> levels;
+  /// Members of each level (cached by the caller: with the progress thread,
+  /// the main thread makes no MPI calls).
+  llvm::SmallVector<int, kMaxWireLevels> sizes;
   /// Identifies the level list: equal keys, equal lists.
   unsigned lane = 0;
   const void *send = nullptr;
@@ -55,14 +58,9 @@ struct QuantizedSpec {
   uint64_t blockSize = 256;
 };
 
-/// The members of each level of `levels` (innermost first).
-llvm::SmallVector<int, kMaxWireLevels> levelSizes(llvm::ArrayRef<MPI_Comm>);
-
-/// Adds the wire bytes this rank sends in `spec` (over levels of `sizes`
-/// members) to `counters`: per level, the codes and scales of the chunks
-/// it sends to the other members.
-void countWireBytes(WireCounters &counters, const QuantizedSpec &spec,
-                    llvm::ArrayRef<int> sizes);
+/// Adds the wire bytes this rank sends in `spec` to `counters`: per level,
+/// the codes and scales of the chunks it sends to the other members.
+void countWireBytes(WireCounters &counters, const QuantizedSpec &spec);
 
 class QuantizedCollectives {
 public:

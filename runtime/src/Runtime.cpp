@@ -582,8 +582,10 @@ static QuantizedSpec quantizedSpec(CollectiveKind kind, Group group,
   spec.type = type;
   spec.lane = unsigned(group) * 2 + unsigned(hierarchical);
   auto add = [&](Group level) {
-    if (sizes[unsigned(level)] > 1)
+    if (sizes[unsigned(level)] > 1) {
       spec.levels.push_back(communicators[unsigned(level)]);
+      spec.sizes.push_back(sizes[unsigned(level)]);
+    }
   };
   if (hierarchical) {
     add(Group::DataNodeLocal);
