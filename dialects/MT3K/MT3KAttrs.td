@@ -44,6 +44,15 @@ def MT3K_CollectiveAlgorithm : I32EnumAttr<"CollectiveAlgorithm",
   let genSpecializedAttr = 0;
 }
 
+def MT3K_WireType : I32EnumAttr<"WireType",
+    "the block-wise quantized encoding of a collective's data", [
+      I32EnumAttrCase<"int8", 0>,
+      I32EnumAttrCase<"int4", 1>
+    ]> {
+  let cppNamespace = "::ratrain::mt3k";
+  let genSpecializedAttr = 0;
+}
+
 def MT3K_ReduceKind : I32EnumAttr<"ReduceKind", "a reduction operator", [
       I32EnumAttrCase<"sum", 0>,
       I32EnumAttrCase<"avg", 1>,
@@ -117,6 +126,7 @@ def MT3K_GroupKindAttr : MT3K_EnumAttr<MT3K_GroupKind, "group_kind">;
 def MT3K_CollectiveAlgorithmAttr
     : MT3K_EnumAttr<MT3K_CollectiveAlgorithm, "algorithm">;
 def MT3K_ReduceKindAttr : MT3K_EnumAttr<MT3K_ReduceKind, "reduce">;
+def MT3K_WireTypeAttr : MT3K_EnumAttr<MT3K_WireType, "wire">;
 def MT3K_ElementwiseKindAttr
     : MT3K_EnumAttr<MT3K_ElementwiseKind, "elementwise">;
 def MT3K_BatchFieldAttr : MT3K_EnumAttr<MT3K_BatchField, "batch_field">;

@@ -68,6 +68,32 @@ static LogicalResult verifyPeer(Operation *op, int64_t peer, GroupOp group) {
   return success();
 }
 
+/// A quantized wire encodes f32, bf16 or f16 elements.
+static LogicalResult verifyWire(Operation *op, std::optional<WireType> wire,
+                                Value source) {
+  if (!wire)
+    return success();
+  Type element = bufferType(source).getElementType();
+  if (!element.isF32() && !element.isBF16() && !element.isF16())
+    return op->emitOpError("a ")
+           << stringifyWireType(*wire)
+           << " wire quantizes f32, bf16 or f16 elements, not " << element;
+  return success();
+}
+
+LogicalResult ReduceScatterOp::verify() {
+  if (getWire() && getReduce() != ReduceKind::sum &&
+      getReduce() != ReduceKind::avg)
+    return emitOpError("a ") << stringifyWireType(*getWire())
+                             << " wire reduces by sum or avg, not "
+                             << stringifyReduceKind(getReduce());
+  return verifyWire(*this, getWire(), getSource());
+}
+
+LogicalResult AllGatherOp::verify() {
+  return verifyWire(*this, getWire(), getSource());
+}
+
 LogicalResult AllReduceOp::verify() {
   if (getSource().getType() != getDest().getType())
     return emitOpError("source and destination types differ: ")

@@ -63,15 +63,31 @@ def MT3K_ReduceScatterOp : MT3K_CommOp<"reduce_scatter"> {
     %t = mt3k.reduce_scatter sum %g -> %gshard on @dp ring
         : !mt3k.buffer<ddr, 16777216xf32> -> !mt3k.buffer<ddr, 2097152xf32>
     ```
+
+    With `wire int8` or `wire int4` (ZeRO++ qgZ; sum or avg of f32, bf16 or
+    f16) the contributions travel as block-wise quantized codes with fp32
+    scales, exchanged all-to-all per level of the algorithm and summed in
+    fp32.
   }];
   let arguments = (ins MT3K_ReduceKindAttr:$reduce, Arg<MT3K_DdrBuffer, "contribution", [MemRead]>:$source,
                        Arg<MT3K_DdrBuffer, "result", [MemWrite]>:$dest,
                        FlatSymbolRefAttr:$group,
-                       MT3K_CollectiveAlgorithmAttr:$algorithm);
+                       MT3K_CollectiveAlgorithmAttr:$algorithm,
+                       OptionalAttr<MT3K_WireTypeAttr>:$wire);
   let assemblyFormat = [{
-    `` $reduce $source `->` $dest `on` $group `` $algorithm attr-dict
-    `:` qualified(type($source)) `->` qualified(type($dest))
+    `` $reduce $source `->` $dest `on` $group `` $algorithm (`wire` `` $wire^)?
+    attr-dict `:` qualified(type($source)) `->` qualified(type($dest))
   }];
+  let builders = [
+    // A reduce-scatter of native elements.
+    OpBuilder<(ins "ReduceKindAttr":$reduce, "::mlir::Value":$source,
+                   "::mlir::Value":$dest, "::mlir::FlatSymbolRefAttr":$group,
+                   "CollectiveAlgorithmAttr":$algorithm), [{
+      build($_builder, $_state, reduce, source, dest, group, algorithm,
+            WireTypeAttr());
+    }]>
+  ];
+  let hasVerifier = 1;
 }
 
 def MT3K_AllGatherOp : MT3K_CommOp<"all_gather"> {
@@ -85,15 +101,30 @@ def MT3K_AllGatherOp : MT3K_CommOp<"all_gather"> {
     %t = mt3k.all_gather %wshard -> %w on @dp ring
         : !mt3k.buffer<ddr, 2097152xbf16> -> !mt3k.buffer<ddr, 16777216xbf16>
     ```
+
+    With `wire int8` or `wire int4` (ZeRO++ qwZ; f32, bf16 or f16) each
+    rank's `source` travels as block-wise quantized codes with fp32 scales
+    and is decoded into `dest`.
   }];
   let arguments = (ins Arg<MT3K_DdrBuffer, "contribution", [MemRead]>:$source,
                        Arg<MT3K_DdrBuffer, "result", [MemWrite]>:$dest,
                        FlatSymbolRefAttr:$group,
-                       MT3K_CollectiveAlgorithmAttr:$algorithm);
+                       MT3K_CollectiveAlgorithmAttr:$algorithm,
+                       OptionalAttr<MT3K_WireTypeAttr>:$wire);
   let assemblyFormat = [{
-    $source `->` $dest `on` $group `` $algorithm attr-dict
+    $source `->` $dest `on` $group `` $algorithm (`wire` `` $wire^)? attr-dict
     `:` qualified(type($source)) `->` qualified(type($dest))
   }];
+  let builders = [
+    // An all-gather of native elements.
+    OpBuilder<(ins "::mlir::Value":$source, "::mlir::Value":$dest,
+                   "::mlir::FlatSymbolRefAttr":$group,
+                   "CollectiveAlgorithmAttr":$algorithm), [{
+      build($_builder, $_state, source, dest, group, algorithm,
+            WireTypeAttr());
+    }]>
+  ];
+  let hasVerifier = 1;
 }
 
 def MT3K_BroadcastOp : MT3K_CommOp<"broadcast"> {

@@ -114,6 +114,21 @@ def RATrain_SyncHierarchy : I32EnumAttr<"SyncHierarchy",
   }];
 }
 
+def RATrain_WireType : I32EnumAttr<"WireType",
+    "how a sync encodes its data on the wire", [
+  I32EnumAttrCase<"Int8", 0, "int8">,
+  I32EnumAttrCase<"Int4", 1, "int4">
+]> {
+  let cppNamespace = "::ratrain";
+  let description = [{
+    ZeRO++'s block-wise symmetric quantization of communication: `int8`
+    or `int4` codes with one fp32 scale per block of elements (qwZ for
+    parameter all-gathers, qgZ for gradient reduce-scatters, an all-to-all
+    per level with an fp32 reduction). A sync without a wire type sends
+    native elements.
+  }];
+}
+
 def RATrain_Payload : I32EnumAttr<"Payload",
     "what a pipeline transfer carries", [
   I32EnumAttrCase<"Activation", 0, "activation">,

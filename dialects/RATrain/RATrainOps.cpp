@@ -664,6 +664,17 @@ LogicalResult SyncOp::verify() {
   Type state = getState().getType();
   Type result = cast<AsyncType>(getPending().getType()).getValue();
   int64_t layer = *getStateLayer(state);
+  if (std::optional<WireType> wire = getWire()) {
+    bool quantizable =
+        (getKind() == SyncKind::AllGather && isa<ViewType>(state)) ||
+        getKind() == SyncKind::ReduceScatter;
+    if (!quantizable)
+      return emitOpError("only an all_gather of a view (qwZ) or a "
+                         "reduce_scatter of a gradient (qgZ) may be quantized; "
+                         "this ")
+             << stringifySyncKind(getKind()) << " of " << state << " has wire "
+             << stringifyWireType(*wire);
+  }
   if (getKind() == SyncKind::AllGather) {
     if (!isa<ViewType, MasterType>(state))
       return emitOpError("all_gather re-assembles parameters; it takes a "

@@ -413,14 +413,33 @@ def RATrain_SyncOp : RATrain_StageOp<"sync"> {
     %t = ratrain.sync all_reduce %g hierarchy flat
         : !ratrain.grad<3, ready> -> !ratrain.async<!ratrain.grad<3, synced>>
     ```
+
+    An optional `wire` type quantizes the communication (ZeRO++): an
+    `all_gather` of a view (qwZ) or a `reduce_scatter` of a gradient (qgZ)
+    may send `int8` or `int4` block codes instead of native elements.
+
+    ```mlir
+    %t = ratrain.sync reduce_scatter %g hierarchy hierarchical wire int4
+        : !ratrain.grad<3, ready> -> !ratrain.async<!ratrain.grad<3, synced>>
+    ```
   }];
   let arguments = (ins RATrain_SyncKind:$kind, RATrain_AnyState:$state,
-                       RATrain_SyncHierarchy:$hierarchy);
+                       RATrain_SyncHierarchy:$hierarchy,
+                       OptionalAttr<RATrain_WireType>:$wire);
   let results = (outs RATrain_AnyAsync:$pending);
   let assemblyFormat = [{
-    $kind $state `hierarchy` $hierarchy attr-dict `:` qualified(type($state))
-    `->` qualified(type($pending))
+    $kind $state `hierarchy` $hierarchy (`wire` $wire^)? attr-dict `:`
+    qualified(type($state)) `->` qualified(type($pending))
   }];
+  let builders = [
+    // A sync of native elements.
+    OpBuilder<(ins "::mlir::Type":$pending, "::ratrain::SyncKind":$kind,
+                   "::mlir::Value":$state,
+                   "::ratrain::SyncHierarchy":$hierarchy), [{
+      build($_builder, $_state, pending, kind, state, hierarchy,
+            ::ratrain::WireTypeAttr());
+    }]>
+  ];
   let hasVerifier = 1;
 }
 

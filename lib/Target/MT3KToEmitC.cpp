@@ -456,15 +456,27 @@ LogicalResult lower(AllReduceOp ar, Calls &c) {
   return success();
 }
 
+/// The runtime's name of a quantized wire type.
+StringRef wireName(mt3k::WireType wire) {
+  return wire == mt3k::WireType::int4 ? "ratrain::rt::WireType::Int4"
+                                      : "ratrain::rt::WireType::Int8";
+}
+
 LogicalResult lower(ReduceScatterOp rs, Calls &c) {
   Operation *op = rs;
   auto t = [&](Value v) { return Arg(c.get(v)); };
   Arg rt(c.runtime());
+  SmallVector<Arg> args = {rt,
+                           c.group(op, rs.getGroupAttr()),
+                           t(rs.getSource()),
+                           t(rs.getDest()),
+                           c.opaque(reduceName(rs.getReduce())),
+                           c.opaque(algorithmName(rs.getAlgorithm()))};
+  // A quantized wire is an extra argument; native calls stay as they were.
+  if (std::optional<mt3k::WireType> wire = rs.getWire())
+    args.push_back(c.opaque(wireName(*wire)));
   c.mapping[rs.getToken()] =
-      c.call("ratrain::rt::emit::reduceScatter", c.tokenType,
-             {rt, c.group(op, rs.getGroupAttr()), t(rs.getSource()),
-              t(rs.getDest()), c.opaque(reduceName(rs.getReduce())),
-              c.opaque(algorithmName(rs.getAlgorithm()))});
+      c.call("ratrain::rt::emit::reduceScatter", c.tokenType, args);
   return success();
 }
 
@@ -472,10 +484,13 @@ LogicalResult lower(AllGatherOp ag, Calls &c) {
   Operation *op = ag;
   auto t = [&](Value v) { return Arg(c.get(v)); };
   Arg rt(c.runtime());
+  SmallVector<Arg> args = {rt, c.group(op, ag.getGroupAttr()),
+                           t(ag.getSource()), t(ag.getDest()),
+                           c.opaque(algorithmName(ag.getAlgorithm()))};
+  if (std::optional<mt3k::WireType> wire = ag.getWire())
+    args.push_back(c.opaque(wireName(*wire)));
   c.mapping[ag.getToken()] =
-      c.call("ratrain::rt::emit::allGather", c.tokenType,
-             {rt, c.group(op, ag.getGroupAttr()), t(ag.getSource()),
-              t(ag.getDest()), c.opaque(algorithmName(ag.getAlgorithm()))});
+      c.call("ratrain::rt::emit::allGather", c.tokenType, args);
   return success();
 }
 

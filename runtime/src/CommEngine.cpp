@@ -1,6 +1,7 @@
 //===- CommEngine.cpp - MPI requests and their progress -------------------===//
 
 #include "CommEngine.h"
+#include "QuantizedCollectives.h"
 #include "ratrain/runtime/Error.h"
 #include "ratrain/runtime/Half.h"
 
@@ -98,8 +99,19 @@ void CommEngine::resetCounters() {
       }
 }
 
+void CommEngine::track(uint32_t index, MPI_Request request) {
+  requests.push_back(request);
+  requestSlots.push_back(index);
+}
+
+void CommEngine::complete(uint32_t index) { pool.complete(index); }
+
 void CommEngine::post(uint32_t index) {
   Op &op = ops[index];
+  if (op.kind == Kind::Quantized) {
+    quantized->post(index);
+    return;
+  }
   if (op.kind == Kind::Explicit) {
     if (runRounds(index)) {
       finishExplicit(index);
@@ -138,6 +150,8 @@ void CommEngine::post(uint32_t index) {
     rc = MPI_Irecv(op.recv, op.count, op.type, op.peer, op.tag, op.comm,
                    &request);
     break;
+  case Kind::Quantized:
+    break; // Handled above.
   }
   checkMPI(rc, pool.what(index));
   requests.push_back(request);
@@ -351,6 +365,8 @@ void CommEngine::finishExplicit(uint32_t index) {
 
 bool CommEngine::advance(uint32_t index) {
   Op &op = ops[index];
+  if (op.kind == Kind::Quantized)
+    return quantized->advance(index);
   if (op.kind == Kind::Explicit) {
     ExplicitState &st = explicitState[index];
     if (--st.pending > 0)

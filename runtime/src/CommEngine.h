@@ -23,6 +23,8 @@
 
 namespace ratrain::rt {
 
+class QuantizedCollectives;
+
 /// Throws the job down with a message naming `what` and MPI's error string
 /// when `code` is not MPI_SUCCESS.
 void checkMPI(int code, const char *what);
@@ -39,7 +41,10 @@ public:
     Broadcast,
     Barrier,
     Send,
-    Recv
+    Recv,
+    /// A quantized all-gather or reduce-scatter: its steps are run by the
+    /// QuantizedCollectives (QuantizedCollectives.h) given to setQuantized.
+    Quantized
   };
   /// One operation; lives in `ops` at its token's slot index.
   struct Op {
@@ -83,6 +88,14 @@ public:
   /// Stops the progress thread; outstanding operations are fatal.
   void shutdown();
   ProgressMode mode() const { return progressMode; }
+  /// Runs the Kind::Quantized operations (set before the first one).
+  void setQuantized(QuantizedCollectives *runner) { quantized = runner; }
+  /// Progressing thread: tracks `request` as outstanding for slot `index`
+  /// (the steps of quantized collectives).
+  void track(uint32_t index, MPI_Request request);
+  /// Progressing thread: completes slot `index`, which has no outstanding
+  /// request (a quantized collective that finished without one).
+  void complete(uint32_t index);
   double timeoutSeconds() const { return timeout; }
 
 private:
@@ -95,6 +108,7 @@ private:
   void threadLoop();
 
   TokenPool &pool;
+  QuantizedCollectives *quantized = nullptr;
   ProgressMode progressMode;
   unsigned pollMicros;
   double timeout;

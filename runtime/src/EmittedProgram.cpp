@@ -84,11 +84,13 @@ Token allReduce(Runtime &r, Group g, const Tensor &src, const Tensor &dst,
   return r.allReduce(g, src.buf, dst.buf, src.type, op, algorithm);
 }
 Token reduceScatter(Runtime &r, Group g, const Tensor &src, const Tensor &dst,
-                    ReduceOp op, CollectiveAlgorithm algorithm) {
-  return r.reduceScatter(g, src.buf, dst.buf, src.type, op, algorithm);
+                    ReduceOp op, CollectiveAlgorithm algorithm, WireType wire) {
+  return r.reduceScatter(g, src.buf, dst.buf, src.type, op, algorithm, wire);
 }
 Token allGather(Runtime &r, Group g, const Tensor &src, const Tensor &dst,
-                CollectiveAlgorithm algorithm) {
+                CollectiveAlgorithm algorithm, WireType wire) {
+  if (wire != WireType::Native)
+    return r.allGather(g, src.buf, dst.buf, src.type, algorithm, wire);
   return r.allGather(g, src.buf, dst.buf, algorithm);
 }
 Token broadcast(Runtime &r, Group g, const Tensor &t, int root) {

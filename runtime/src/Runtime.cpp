@@ -3,6 +3,7 @@
 #include "ratrain/runtime/Runtime.h"
 #include "CommEngine.h"
 #include "OffloadStore.h"
+#include "QuantizedCollectives.h"
 #include "ratrain/runtime/Error.h"
 #include "ratrain/runtime/Half.h"
 
@@ -216,6 +217,8 @@ void RuntimeOptions::applyEnvironment() {
                             text, levels.size(), kMaxLevels - 1));
     }
   }
+  if (auto value = parseEnvNumber("RATRAIN_QUANT_BLOCK"))
+    quantBlockSize = uint64_t(*value);
   if (auto value = parseEnvNumber("RATRAIN_DDR_LIMIT_BYTES"))
     ddrLimitBytes = uint64_t(*value);
   if (const char *directory = std::getenv("RATRAIN_OFFLOAD_DIR"))
@@ -428,6 +431,9 @@ Runtime::Runtime(int &argc, char **&argv, RuntimeOptions options)
   dmaEngine = std::make_unique<DmaEngine>(*pool, opts.dmaThreads);
   comm = std::make_unique<CommEngine>(*pool, opts.progress, opts.pollMicros,
                                       opts.commTimeoutSeconds);
+  quantized = std::make_unique<QuantizedCollectives>(*comm, pool->capacity(),
+                                                     2 * kNumGroups);
+  comm->setQuantized(quantized.get());
   if (opts.offloadDirectory.empty()) {
     const char *tmp = std::getenv("TMPDIR");
     opts.offloadDirectory = llvm::formatv("{0}/ratrain-offload-{1}",
@@ -445,6 +451,7 @@ Runtime::~Runtime() {
                         "at shutdown",
                         pending));
   comm->shutdown();
+  quantized.reset();
   offloads.reset();
   dmaEngine.reset();
   comm.reset();
@@ -576,7 +583,12 @@ CollectiveCounters Runtime::collectiveCounters() const {
   return comm->counters();
 }
 
-void Runtime::resetCollectiveCounters() { comm->resetCounters(); }
+void Runtime::resetCollectiveCounters() {
+  comm->resetCounters();
+  wireCounters = WireCounters{};
+}
+
+WireCounters Runtime::quantizedCounters() const { return wireCounters; }
 
 void Runtime::countFlat(CollectiveKind kind, Group group, uint64_t bytes) {
   uint64_t ring = ringBytes(kind, bytes, groupSize(group));
@@ -666,14 +678,45 @@ Token Runtime::allReduce(Group group, Buffer src, Buffer dst, ElemType type,
   return token;
 }
 
+/// The quantized collective of `kind` on `group`: its level communicators
+/// (innermost first; levels of one member left out) are the Data group's
+/// per-level sub-communicators when `hierarchical`, else the group itself at
+/// the outermost level it spans.
+static QuantizedSpec quantizedSpec(CollectiveKind kind, Group group,
+                                   bool hierarchical, WireType wire,
+                                   ElemType type, const int *groupSizes,
+                                   const int *dataMembers, int levelCount,
+                                   int outerLevel) {
+  QuantizedSpec spec;
+  spec.kind = kind;
+  spec.wire = wire;
+  spec.type = type;
+  spec.lane = unsigned(group) * 2 + unsigned(hierarchical);
+  if (hierarchical) {
+    for (int l = 0; l < levelCount; ++l)
+      if (dataMembers[l] > 1) {
+        spec.levels.push_back(dataLevelComms[l]);
+        spec.sizes.push_back(dataMembers[l]);
+        spec.networkLevels.push_back(unsigned(l));
+      }
+  } else if (groupSizes[unsigned(group)] > 1) {
+    spec.levels.push_back(communicators[unsigned(group)]);
+    spec.sizes.push_back(groupSizes[unsigned(group)]);
+    spec.networkLevels.push_back(unsigned(outerLevel));
+  }
+  return spec;
+}
+
 Token Runtime::reduceScatter(Group group, Buffer send, Buffer recv,
                              ElemType type, ReduceOp op,
-                             CollectiveAlgorithm algorithm) {
+                             CollectiveAlgorithm algorithm, WireType wire) {
   char what[TokenPool::kWhatBytes];
   char extra[64];
-  std::snprintf(extra, sizeof(extra), " (%s %s%s)",
+  std::snprintf(extra, sizeof(extra), " (%s %s%s%s%s)",
                 stringifyElemType(type).data(), stringifyReduceOp(op).data(),
-                algorithmSuffix(algorithm));
+                algorithmSuffix(algorithm),
+                wire == WireType::Native ? "" : ", wire ",
+                wire == WireType::Native ? "" : stringifyWireType(wire).data());
   describe(what, "reduce-scatter", group, send, extra);
   int size = groupSize(group);
   if (send.bytes != recv.bytes * uint64_t(size))
@@ -681,6 +724,24 @@ Token Runtime::reduceScatter(Group group, Buffer send, Buffer recv,
                         "buffer ({2} bytes), got {3} bytes",
                         what, size, recv.bytes, send.bytes));
   int count = elementCount(recv, getElemBytes(type), what);
+  if (wire != WireType::Native) {
+    if (op != ReduceOp::Sum && op != ReduceOp::Avg)
+      fatal(llvm::formatv("{0}: a {1} wire reduces by sum or avg, not {2}",
+                          what, stringifyWireType(wire),
+                          stringifyReduceOp(op)));
+    QuantizedSpec spec =
+        quantizedSpec(CollectiveKind::ReduceScatter, group,
+                      algorithm == CollectiveAlgorithm::Hierarchical &&
+                          group == Group::Data && hierarchicalData,
+                      wire, type, groupSizes, dataMembers, levelCount,
+                      groupOuterLevel(group));
+    spec.average = op == ReduceOp::Avg;
+    spec.send = send.data;
+    spec.recv = recv.data;
+    spec.count = uint64_t(count);
+    spec.blockSize = opts.quantBlockSize;
+    return submitQuantized(spec, what);
+  }
   MPI_Op mop = mpiOp(type, op);
   CommEngine::Op request{CommEngine::Kind::ReduceScatter,
                          communicators[unsigned(group)],
@@ -736,6 +797,35 @@ Token Runtime::allGather(Group group, Buffer send, Buffer recv,
   Token token = pool->acquire(what, issueTimeout);
   comm->submit(token, request);
   return token;
+}
+
+Token Runtime::allGather(Group group, Buffer send, Buffer recv, ElemType type,
+                         CollectiveAlgorithm algorithm, WireType wire) {
+  if (wire == WireType::Native)
+    return allGather(group, send, recv, algorithm);
+  char what[TokenPool::kWhatBytes];
+  char extra[64];
+  std::snprintf(extra, sizeof(extra), " (%s%s, wire %s)",
+                stringifyElemType(type).data(), algorithmSuffix(algorithm),
+                stringifyWireType(wire).data());
+  describe(what, "all-gather", group, send, extra);
+  int size = groupSize(group);
+  if (recv.bytes != send.bytes * uint64_t(size))
+    fatal(llvm::formatv("{0}: the receive buffer must be {1} x the send "
+                        "buffer ({2} bytes), got {3} bytes",
+                        what, size, send.bytes, recv.bytes));
+  int count = elementCount(send, getElemBytes(type), what);
+  QuantizedSpec spec =
+      quantizedSpec(CollectiveKind::AllGather, group,
+                    algorithm == CollectiveAlgorithm::Hierarchical &&
+                        group == Group::Data && hierarchicalData,
+                    wire, type, groupSizes, dataMembers, levelCount,
+                    groupOuterLevel(group));
+  spec.send = send.data;
+  spec.recv = recv.data;
+  spec.count = uint64_t(count);
+  spec.blockSize = opts.quantBlockSize;
+  return submitQuantized(spec, what);
 }
 
 Token Runtime::broadcast(Group group, Buffer data, int root) {

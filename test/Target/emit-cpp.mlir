@@ -173,6 +173,13 @@ module {
     %t4 = mt3k.send %msg to 1 on @pp tag 3 : !mt3k.buffer<ddr, 16x64xf32>
     // CHECK: ratrain::rt::emit::wait([[RT]], {{v[0-9]+}}, {{v[0-9]+}}, [[T4]]);
     mt3k.wait %t2, %t3, %t4
+    // A quantized wire (ZeRO++ qgZ / qwZ) is one more argument.
+    // CHECK: ratrain::rt::Token [[TQ1:v[0-9]+]] = ratrain::rt::emit::reduceScatter([[RT]], ratrain::rt::Group::Data, [[GW]], [[GSHARD]], ratrain::rt::ReduceOp::Avg, ratrain::rt::CollectiveAlgorithm::Hierarchical, ratrain::rt::WireType::Int4);
+    %tq1 = mt3k.reduce_scatter avg %gw -> %gshard on @dp hierarchical wire int4 : !mt3k.buffer<ddr, 64x64xf32> -> !mt3k.buffer<ddr, 2048xf32>
+    mt3k.wait %tq1
+    // CHECK: ratrain::rt::emit::allGather([[RT]], ratrain::rt::Group::Data, [[GSHARD]], {{v[0-9]+}}, ratrain::rt::CollectiveAlgorithm::Ring, ratrain::rt::WireType::Int8);
+    %tq2 = mt3k.all_gather %gshard -> %gathered on @dp ring wire int8 : !mt3k.buffer<ddr, 2048xf32> -> !mt3k.buffer<ddr, 4096xf32>
+    mt3k.wait %tq2
     // CHECK: ratrain::rt::emit::barrier([[RT]], ratrain::rt::Group::NodeLocal);
     mt3k.barrier @node
     // CHECK: ratrain::rt::emit::offload([[RT]], [[OFF:v[0-9]+]], ratrain::rt::StorageTier::Host, "act.0");

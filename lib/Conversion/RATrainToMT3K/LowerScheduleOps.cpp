@@ -195,11 +195,22 @@ LogicalResult StageLowering::lowerSync(SyncOp op) {
   auto dp = FlatSymbolRefAttr::get(ctx, "dp");
   auto alg =
       mt::CollectiveAlgorithmAttr::get(ctx, algorithm(op.getHierarchy()));
+  // A quantized sync keeps its wire type on the collective (ZeRO++ qwZ /
+  // qgZ); the verifier allowed it on view all-gathers and gradient
+  // reduce-scatters only.
+  mt::WireTypeAttr wire;
+  if (std::optional<WireType> w = op.getWire())
+    wire = mt::WireTypeAttr::get(
+        ctx, *w == WireType::Int4 ? mt::WireType::int4 : mt::WireType::int8);
   Type stateType = op.getState().getType();
   Value token;
   if (auto grad = dyn_cast<GradType>(stateType)) {
     int64_t layer = grad.getLayer();
     Value full = gradFlat(op.getState(), layer);
+    if (!zero() && wire)
+      return op.emitOpError("a quantized reduce_scatter needs sharded "
+                            "gradients (ZeRO >= 1); without ZeRO the "
+                            "gradient sync is an all-reduce");
     if (!zero()) {
       token = mt::AllReduceOp::create(
           b, loc, mt::ReduceKindAttr::get(ctx, mt::ReduceKind::avg), full, full,
@@ -212,7 +223,7 @@ LogicalResult StageLowering::lowerSync(SyncOp op) {
       Value shard = gradShard(layer);
       token = mt::ReduceScatterOp::create(
           b, loc, mt::ReduceKindAttr::get(ctx, mt::ReduceKind::avg), full,
-          shard, dp, alg);
+          shard, dp, alg, wire);
       track(token);
     }
   } else if (auto view = dyn_cast<ViewType>(stateType)) {
@@ -223,7 +234,7 @@ LogicalResult StageLowering::lowerSync(SyncOp op) {
                          : stateBase(op.getState(), "view", layer);
     Value full = slot(flat, 0, {layerParams(layer)}, elem);
     Value shard = viewShard(layer);
-    token = mt::AllGatherOp::create(b, loc, shard, full, dp, alg);
+    token = mt::AllGatherOp::create(b, loc, shard, full, dp, alg, wire);
     track(token);
   } else {
     return op.emitOpError("cannot lower a sync of ") << stateType;

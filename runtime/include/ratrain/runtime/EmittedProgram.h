@@ -128,10 +128,13 @@ Token dma(Runtime &r, const Tensor &src, const Tensor &dst, int core,
           int channel);
 Token allReduce(Runtime &r, Group g, const Tensor &src, const Tensor &dst,
                 ReduceOp op, CollectiveAlgorithm algorithm);
+/// `wire`: mt3k's `wire int8|int4` (quantized, ZeRO++ qgZ / qwZ).
 Token reduceScatter(Runtime &r, Group g, const Tensor &src, const Tensor &dst,
-                    ReduceOp op, CollectiveAlgorithm algorithm);
+                    ReduceOp op, CollectiveAlgorithm algorithm,
+                    WireType wire = WireType::Native);
 Token allGather(Runtime &r, Group g, const Tensor &src, const Tensor &dst,
-                CollectiveAlgorithm algorithm);
+                CollectiveAlgorithm algorithm,
+                WireType wire = WireType::Native);
 Token broadcast(Runtime &r, Group g, const Tensor &t, int root);
 Token send(Runtime &r, Group g, int peer, int tag, const Tensor &t);
 Token recv(Runtime &r, Group g, int peer, int tag, const Tensor &t);

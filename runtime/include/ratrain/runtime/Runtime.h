@@ -40,6 +40,8 @@ namespace ratrain::rt {
 class CommEngine;
 struct CollectiveShape;
 class OffloadStore;
+class QuantizedCollectives;
+struct QuantizedSpec;
 
 /// Avg is a sum divided by the group size after completion (on the progress
 /// thread), in the element type.
@@ -109,6 +111,30 @@ struct CollectiveCounters {
   }
 };
 
+/// How a reduce-scatter or all-gather encodes its data on the wire
+/// (docs/runtime.md, "Quantized collectives"): native elements, or ZeRO++'s
+/// block-wise int8 / int4 codes with one fp32 scale per block (qwZ
+/// all-gathers, qgZ reduce-scatters).
+enum class WireType : unsigned char { Native, Int8, Int4 };
+llvm::StringRef stringifyWireType(WireType wire);
+
+/// The most levels of a quantized collective's decomposition.
+inline constexpr unsigned kMaxWireLevels = 4;
+/// Bytes this rank sent in quantized collectives (codes + scales, no
+/// padding), per collective kind, quantized wire type (0: int8, 1: int4) and
+/// network level (as in CollectiveCounters: a hierarchical collective counts
+/// each phase at its level, a flat one at the outermost level its group
+/// spans). Quantized collectives are counted here only, not
+/// in CollectiveCounters.
+struct WireCounters {
+  uint64_t bytes[kNumCollectiveKinds][2][kMaxWireLevels] = {};
+  uint64_t get(CollectiveKind kind, WireType wire, unsigned level) const {
+    if (wire == WireType::Native || level >= kMaxWireLevels)
+      return 0;
+    return bytes[unsigned(kind)][wire == WireType::Int4][level];
+  }
+};
+
 /// Where mt3k.offload puts bytes: host memory outside the arenas, or files.
 enum class StorageTier : unsigned char { Host, Storage };
 
@@ -163,6 +189,9 @@ struct RuntimeOptions {
   /// level, the node MPI_Comm_split_type reports. At most kMaxLevels - 1.
   /// Environment: RATRAIN_LEVELS=2,2 (2 per chip, 2 chips per node).
   std::vector<int> levels;
+  /// Elements per block (one scale each) of quantized collectives.
+  /// Environment: RATRAIN_QUANT_BLOCK.
+  uint64_t quantBlockSize = 256;
   /// Size of the token pool: the most operations outstanding at once.
   uint32_t maxOutstanding = 4096;
   /// Directory of the storage tier of offload(). Environment:
@@ -229,15 +258,24 @@ public:
                   ReduceOp op,
                   CollectiveAlgorithm algorithm = CollectiveAlgorithm::Auto);
   /// Reduces `send` (groupSize x recv.bytes) and leaves block groupRank in
-  /// `recv`.
-  Token
-  reduceScatter(Group group, Buffer send, Buffer recv, ElemType type,
-                ReduceOp op = ReduceOp::Sum,
-                CollectiveAlgorithm algorithm = CollectiveAlgorithm::Auto);
+  /// `recv`. A quantized `wire` (f32 / bf16 / f16, sum or avg) runs ZeRO++'s
+  /// qgZ: per level of `algorithm`'s decomposition, innermost first, the
+  /// chunks are quantized, exchanged all-to-all, decoded and summed in fp32.
+  Token reduceScatter(Group group, Buffer send, Buffer recv, ElemType type,
+                      ReduceOp op = ReduceOp::Sum,
+                      CollectiveAlgorithm algorithm = CollectiveAlgorithm::Auto,
+                      WireType wire = WireType::Native);
   /// Gathers every rank's `send` into `recv` (groupSize x send.bytes) in
   /// group-rank order.
   Token allGather(Group group, Buffer send, Buffer recv,
                   CollectiveAlgorithm algorithm = CollectiveAlgorithm::Auto);
+  /// The same of `type` elements; a quantized `wire` (f32 / bf16 / f16) runs
+  /// ZeRO++'s qwZ: each rank's block is quantized once, the codes and
+  /// scales are gathered over `algorithm`'s decomposition (outermost level
+  /// first) and decoded into `recv`.
+  Token allGather(Group group, Buffer send, Buffer recv, ElemType type,
+                  CollectiveAlgorithm algorithm,
+                  WireType wire = WireType::Native);
   /// Broadcasts `data` from group rank `root`.
   Token broadcast(Group group, Buffer data, int root);
   Token barrier(Group group);
@@ -246,6 +284,9 @@ public:
   /// snapshot; rounds of collectives still in flight may be in it).
   CollectiveCounters collectiveCounters() const;
   void resetCollectiveCounters();
+  /// Bytes sent by this rank's quantized collectives (a snapshot; reset with
+  /// resetCollectiveCounters()).
+  WireCounters quantizedCounters() const;
   /// Whether `group`'s members lie on more than one node.
   bool groupSpansNodes(Group group) const;
   /// Network levels (inner levels plus the outermost one).
@@ -399,6 +440,11 @@ private:
   int dataIndex[kMaxLevels] = {};
   /// See dataLevelsRegular().
   bool hierarchicalData = false;
+  /// Quantized collectives' wire bytes (counted when issued).
+  WireCounters wireCounters;
+  /// Issues a quantized collective (QuantizedCollectives.cpp).
+  Token submitQuantized(const QuantizedSpec &spec, const char *what);
+  std::unique_ptr<QuantizedCollectives> quantized;
   /// Per group: explicit collectives issued (the tag of the next one).
   uint32_t explicitIssued[kNumGroups] = {};
   /// Adds an Auto collective's ring traffic on `group` to the counters.
