@@ -53,6 +53,12 @@ LogicalResult checkSupported(PipelineOp pipeline, ModelOp model) {
            << model.getSymName()
            << " ties its embeddings; the shared embedding/LM-head gradient "
               "is not lowered yet";
+  if (plan.getZero() >= 3 && config.normHead)
+    return pipeline.emitOpError("cannot be lowered: model @")
+           << model.getSymName()
+           << " has Baichuan2's NormHead, whose weight Jacobian reads the "
+              "head's view after the last head backward, when ZeRO-3 has "
+              "released its gathered copy; use zero = 2 or less";
   if (plan.getZero() >= 1)
     for (LayerOp layer : model.getLayers())
       if (getLayerParams(layer) % plan.getDp() != 0)

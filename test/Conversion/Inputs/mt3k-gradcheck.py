@@ -163,6 +163,10 @@ class Runner:
         self.grads = {}  # (rank, master offset) -> gradient values
         self.params = {}  # name -> (stage, Ref) of the fp32 view
         self.shards = {}  # (rank, master offset) -> (shard size, tensors)
+        # ZeRO-3 (FP32): the view is the master shard; name -> (stage, numel)
+        # of each tensor, and (rank, offset) -> its Ref for the view check.
+        self.zero3_params = {}
+        self.shard_refs = {}
         self.adam = {}  # the hyper-parameters of the adamw ops
         self.tier = {}  # (rank, tier, key) -> offloaded bytes (mt3k.offload)
 
@@ -211,6 +215,10 @@ class Runner:
                     values.append(v)
                 mach.write(ref, values)
                 self.shards[(rank, ref.offset)] = (n, tensors)
+                self.shard_refs[(rank, ref.offset)] = ref
+                if ref.name.endswith(".view") and ref.dtype == "f32":
+                    for tname, off, numel, tkind in tensors:
+                        self.zero3_params[tname] = (stage, numel)
                 return True
             values = [init_value(name, i, kind, std) for i in range(ref.numel())]
             if shard:  # zeros of a ZeRO-1 m / v shard
@@ -575,13 +583,16 @@ def main():
     checked, failed = 0, 0
     eps = 1e-5
     hp = base.adam
-    for name, (stage, ref) in sorted(base.params.items()):
+    params = {name: (stage, ref.numel(), ref) for name, (stage, ref) in base.params.items()}
+    for name, (stage, numel) in base.zero3_params.items():
+        params[name] = (stage, numel, None)
+    for name, (stage, numel, ref) in sorted(params.items()):
         # Where the gradient of this tensor arrives: the adamw of its layer,
         # the whole layer (ZeRO-0) or the shard holding the element (ZeRO-1).
         shard = next(((key, n, t) for key, (n, tensors) in base.shards.items()
                       for t in tensors if key[0] == (stage, 0) and t[0] == name), None)
         rng = random.Random(name)
-        for e in sorted(rng.sample(range(ref.numel()), min(3, ref.numel()))):
+        for e in sorted(rng.sample(range(numel), min(3, numel))):
             if shard:
                 (rank0, offset), n, tensor = shard
                 g = tensor[1] + e
@@ -607,7 +618,11 @@ def main():
             # The view every replica computes with next step: one AdamW step.
             p0 = init_value(name, e, "ones" if name.endswith("norm.weight") else "normal", 0.5)
             expected = p0 - hp["lr"] * (analytic / (abs(analytic) + hp["eps"]) + hp["wd"] * p0)
-            views = [base.machines[(stage, r)].read(ref)[e] for r in range(dp)]
+            if ref is not None:
+                views = [base.machines[(stage, r)].read(ref)[e] for r in range(dp)]
+            else:
+                # ZeRO-3: the element's owner holds it in its view shard.
+                views = [base.machines[owner].read(base.shard_refs[(owner, master)])[g % n]]
             updated = all(abs(v - expected) <= 1e-9 + 1e-6 * abs(expected) for v in views)
             checked += 1
             failed += not (ok and updated)

@@ -118,6 +118,25 @@ TEST(MemoryModel, ZeroTwoAccumulatesFullGradientsOverMicroBatches) {
   EXPECT_EQ(s.communicationBuffers, 16777216LL);
 }
 
+TEST(MemoryModel, ZeroThreeShardsTheViewsAndKeepsTwoGathered) {
+  ModelConfig m = synthetic();
+  ParallelConfig c = ParallelConfig::balanced(
+      8, 2, 8, 1, 4, RecomputePolicy::Full, ZeroStage::Parameters);
+  StageMemory s = computeStageMemory(m, c, 0);
+  // Stage 0: 4 layers and the embedding, 99885056 params, 12485632 per
+  // rank. The views are sharded too, plus the full views of the two
+  // largest items gathered at a time (the embedding and a layer).
+  EXPECT_EQ(s.gatheredItems[0], kEmbedding);
+  EXPECT_EQ(s.gatheredItems[1], kLayerParams);
+  EXPECT_EQ(s.parameterViews, 2 * (12485632LL + kEmbedding + kLayerParams));
+  EXPECT_EQ(s.masterWeights, 4 * 12485632LL);
+  EXPECT_EQ(s.optimizerStates, 8 * 12485632LL);
+  // Gradients as ZeRO-2 with m = 4.
+  EXPECT_EQ(s.gradients, 2 * (99885056LL + 12485632LL));
+  // No lowering view or master shards: the assigned view is the shard.
+  EXPECT_EQ(s.zeroShards, 0);
+}
+
 TEST(MemoryModel, ShardsRoundUp) {
   ModelConfig m = synthetic();
   ParallelConfig c = ParallelConfig::balanced(
@@ -401,7 +420,9 @@ TEST(MemoryModel, ParsesNames) {
   EXPECT_EQ(parseRecomputePolicy("selective"), RecomputePolicy::Selective);
   EXPECT_EQ(parseRecomputePolicy("some"), std::nullopt);
   EXPECT_EQ(parseZeroStage("2"), ZeroStage::Gradients);
-  EXPECT_EQ(parseZeroStage("3"), std::nullopt);
+  EXPECT_EQ(parseZeroStage("zero3"), ZeroStage::Parameters);
+  EXPECT_EQ(stringifyZeroStage(ZeroStage::Parameters), "3");
+  EXPECT_EQ(parseZeroStage("4"), std::nullopt);
   EXPECT_EQ(stringifyRecomputePolicy(RecomputePolicy::Full), "full");
 }
 
