@@ -173,12 +173,14 @@ void runAllGather(Setup &s, WireType wire, ElemType type, bool hierarchical) {
     for (uint64_t o = 0; o < m; ++o) {
       float scale = blockAbsmax(o, m, s.block, x) * (1.0f / qmax(wire));
       float got = toFloat(type, recv.data, uint64_t(d) * m + o);
-      float bound = scale * 0.5f * (1.0f + 1e-6f);
+      // Half a quantization step, plus the fp32 rounding of code * scale
+      // (an ulp of the value).
+      float bound = scale * 0.5f + std::fabs(x(o)) * 0x1p-23f;
       if (type != ElemType::F32) // rounding of the decoded value to bf16
         bound += std::fabs(x(o)) * 0x1p-8f + scale * 0x1p-8f;
       CHECK(std::fabs(got - x(o)) <= bound,
-            "{0}: block {1} element {2}: got {3}, exact {4}, bound {5}", label,
-            d, o, got, x(o), bound);
+            "{0}: block {1} element {2}: got {3:e}, exact {4:e}, bound {5:e}",
+            label, d, o, got, x(o), bound);
       if (x(o) == 0.0f)
         CHECK(got == 0.0f, "{0}: zero became {1}", label, got);
     }
@@ -187,54 +189,60 @@ void runAllGather(Setup &s, WireType wire, ElemType type, bool hierarchical) {
                     levelsOf(rt, hierarchical), m, s.block, label.c_str());
 }
 
-/// The error bound of this rank's reduce-scatter result element o (block
-/// me of every rank's input, m elements per block) over `levels`.
-float reduceScatterBound(Setup &s, ElemType type, WireType wire,
-                         const std::vector<int> &levels, uint64_t m,
-                         uint64_t o) {
+/// The error bounds of this rank's reduce-scatter result (block me of every
+/// rank's input, m elements per block) over `levels`, per element.
+std::vector<float> reduceScatterBounds(Setup &s, ElemType type, WireType wire,
+                                       const std::vector<int> &levels,
+                                       uint64_t m) {
   float q = qmax(wire);
   auto x = [&](int r, int d, uint64_t i) {
     return seen(type, inputValue(r, d, i, s.block));
   };
+  std::vector<float> bound(m, 0.0f);
   if (levels.size() <= 1) {
     // One all-to-all: every contributor's block `me`, quantized alone.
-    float bound = 0.0f;
-    for (int r = 0; r < s.k; ++r)
-      bound += blockAbsmax(o, m, s.block,
-                           [&](uint64_t p) { return x(r, s.me, p); }) /
-               q * 0.5f;
+    for (int r = 0; r < s.k; ++r) {
+      std::vector<float> values(m);
+      for (uint64_t i = 0; i < m; ++i)
+        values[i] = x(r, s.me, i);
+      for (uint64_t o = 0; o < m; ++o)
+        bound[o] +=
+            blockAbsmax(o, m, s.block, [&](uint64_t p) { return values[p]; }) /
+            q * 0.5f;
+    }
     return bound;
   }
   // Two levels, c members per node, G nodes; Data rank = g * c + l.
   int c = levels[0], G = levels[1];
   int l = s.me % c;
-  // Level 0: node g' member r quantizes its chunk for local index l: the
-  // blocks g'' * c + l side by side (G m positions). Error of node g''s
-  // partial sum at element i of block me.
-  auto level0 = [&](int node, uint64_t i) {
-    float e = 0.0f;
-    uint64_t pos = uint64_t(s.me / c) * m + i;
+  uint64_t chunk = uint64_t(G) * m;
+  for (int node = 0; node < G; ++node) {
+    // Level 0: member r of the node quantizes its chunk for local index l,
+    // the blocks g * c + l side by side (G m positions); e0[i] bounds the
+    // error of the node's partial sum at element i of block me.
+    std::vector<float> e0(m, 0.0f), partial(m, 0.0f);
     for (int lr = 0; lr < c; ++lr) {
       int r = node * c + lr;
-      e += blockAbsmax(
-               pos, uint64_t(G) * m, s.block,
-               [&](uint64_t p) { return x(r, int(p / m) * c + l, p % m); }) /
-           q * 0.5f;
+      std::vector<float> values(chunk);
+      for (uint64_t p = 0; p < chunk; ++p)
+        values[p] = x(r, int(p / m) * c + l, p % m);
+      uint64_t at = uint64_t(s.me / c) * m;
+      for (uint64_t i = 0; i < m; ++i) {
+        e0[i] += blockAbsmax(at + i, chunk, s.block,
+                             [&](uint64_t p) { return values[p]; }) /
+                 q * 0.5f;
+        partial[i] += values[at + i];
+      }
     }
-    return e;
-  };
-  float bound = 0.0f;
-  for (int node = 0; node < G; ++node) {
     // Level 1: the node's partial sums of block me, quantized on their own;
     // their absmax is at most the exact one plus the level-0 error.
-    auto partial = [&](uint64_t i) {
-      float sum = 0.0f;
-      for (int lr = 0; lr < c; ++lr)
-        sum += x(node * c + lr, s.me, i);
-      return std::fabs(sum) + level0(node, i);
-    };
-    float scale1 = blockAbsmax(o, m, s.block, partial) / q;
-    bound += level0(node, o) + scale1 * 0.5f;
+    std::vector<float> worst(m);
+    for (uint64_t i = 0; i < m; ++i)
+      worst[i] = std::fabs(partial[i]) + e0[i];
+    for (uint64_t o = 0; o < m; ++o)
+      bound[o] += e0[o] + blockAbsmax(o, m, s.block,
+                                      [&](uint64_t p) { return worst[p]; }) /
+                              q * 0.5f;
   }
   return bound;
 }
@@ -260,6 +268,7 @@ void runReduceScatter(Setup &s, WireType wire, ElemType type, ReduceOp op,
       hierarchical ? " hierarchical" : "");
   std::vector<int> levels = levelsOf(rt, hierarchical);
   float divide = op == ReduceOp::Avg ? float(s.k) : 1.0f;
+  std::vector<float> bounds = reduceScatterBounds(s, type, wire, levels, m);
   for (uint64_t o = 0; o < m; ++o) {
     float exact = 0.0f, magnitude = 0.0f;
     for (int r = 0; r < s.k; ++r) {
@@ -267,7 +276,7 @@ void runReduceScatter(Setup &s, WireType wire, ElemType type, ReduceOp op,
       exact += v;
       magnitude += std::fabs(v);
     }
-    float bound = reduceScatterBound(s, type, wire, levels, m, o);
+    float bound = bounds[o];
     // fp32 summation and the division; bf16 rounding of the result.
     bound = (bound + 1e-6f * magnitude * float(s.k)) / divide;
     float got = toFloat(type, recv.data, o);

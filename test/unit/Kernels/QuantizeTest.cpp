@@ -100,8 +100,9 @@ TEST_P(QuantizeRoundTrip, MatchesReferenceWithinHalfAScale) {
             0);
   for (int64_t i = 0; i < c.n; ++i) {
     float s = scales[i / c.block];
-    // Half a quantization step, plus the rounding of the product q * s.
-    EXPECT_LE(std::fabs(y[i] - x[i]), s * 0.5f * (1.0f + 1e-6f))
+    // Half a quantization step, plus the rounding of the product q * s
+    // (an ulp of the value).
+    EXPECT_LE(std::fabs(y[i] - x[i]), s * 0.5f + std::fabs(x[i]) * 0x1p-23f)
         << "element " << i;
     EXPECT_EQ(y[i], float(ref.codes[i]) * s);
     if (x[i] == 0.0f)
