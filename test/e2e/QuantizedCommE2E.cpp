@@ -96,19 +96,28 @@ std::vector<uint64_t> expectedWire(CollectiveKind kind, WireType wire,
 void checkWireCounters(Runtime &rt, CollectiveKind kind, WireType wire,
                        const std::vector<int> &sizes, uint64_t m,
                        uint64_t block, const char *label) {
-  std::vector<uint64_t> want = expectedWire(kind, wire, sizes, m, block);
+  std::vector<uint64_t> phases = expectedWire(kind, wire, sizes, m, block);
+  // Phases count at their network level: a hierarchical collective's phase
+  // l at level l, a flat one at the outermost level the group spans.
+  std::vector<uint64_t> want(kMaxWireLevels, 0);
+  if (sizes.size() == 1)
+    want[unsigned(rt.groupOuterLevel(Group::Data))] = phases[0];
+  else
+    for (size_t l = 0; l < phases.size(); ++l)
+      want[l] = phases[l];
   const WireCounters &got = rt.quantizedCounters();
   for (unsigned l = 0; l < kMaxWireLevels; ++l) {
-    uint64_t expected = l < want.size() ? want[l] : 0;
+    uint64_t expected = want[l];
     CHECK(got.get(kind, wire, l) == expected,
           "{0}: level {1} sent {2} B, want {3}", label, l,
           got.get(kind, wire, l), expected);
   }
   // Native counters untouched by quantized collectives.
   const CollectiveCounters &native = rt.collectiveCounters();
-  for (unsigned h = 0; h < 2; ++h)
-    for (unsigned level = 0; level < 2; ++level)
-      CHECK(native.bytes[unsigned(kind)][h][level] == 0,
+  for (unsigned a = 0; a < kNumAlgorithms; ++a)
+    for (unsigned level = 0; level < kMaxLevels; ++level)
+      CHECK(native.bytes[unsigned(kind)][a][level] == 0 &&
+                native.sent[unsigned(kind)][a][level] == 0,
             "{0}: native counters changed", label);
 }
 
@@ -306,18 +315,19 @@ void checkShrink(Setup &s, bool hierarchical) {
   rt.wait(rt.reduceScatter(Group::Data, a, b, ElemType::F32, ReduceOp::Sum,
                            algorithm));
   CollectiveCounters native = rt.collectiveCounters();
-  bool hier = levelsOf(rt, hierarchical).size() == 2;
+  uint64_t nativeTotal = 0;
+  for (unsigned a = 0; a < kNumAlgorithms; ++a)
+    for (unsigned l = 0; l < kMaxLevels; ++l)
+      nativeTotal +=
+          native.sent[unsigned(CollectiveKind::ReduceScatter)][a][l];
   for (WireType wire : {WireType::Int8, WireType::Int4}) {
     rt.resetCollectiveCounters();
     rt.wait(rt.reduceScatter(Group::Data, a, b, ElemType::F32, ReduceOp::Sum,
                              algorithm, wire));
     const WireCounters &q = rt.quantizedCounters();
-    uint64_t quantTotal = 0, nativeTotal = 0;
-    for (unsigned l = 0; l < 2; ++l) {
+    uint64_t quantTotal = 0;
+    for (unsigned l = 0; l < kMaxWireLevels; ++l)
       quantTotal += q.get(CollectiveKind::ReduceScatter, wire, l);
-      nativeTotal +=
-          native.bytes[unsigned(CollectiveKind::ReduceScatter)][hier][l];
-    }
     // int8 codes + fp32 scales: just over a quarter of fp32; int4 an eighth.
     double ratio = double(quantTotal) / double(nativeTotal);
     double want =
