@@ -61,6 +61,73 @@ std::optional<ZeroStage> ratrain::parseZeroStage(llvm::StringRef name) {
       .Default(std::nullopt);
 }
 
+llvm::StringRef ratrain::stringifyWireFormat(WireFormat wire) {
+  switch (wire) {
+  case WireFormat::Native:
+    return "native";
+  case WireFormat::Int8:
+    return "int8";
+  case WireFormat::Int4:
+    return "int4";
+  }
+  llvm_unreachable("unknown wire format");
+}
+
+std::optional<WireFormat> ratrain::parseWireFormat(llvm::StringRef name) {
+  return llvm::StringSwitch<std::optional<WireFormat>>(name)
+      .Case("native", WireFormat::Native)
+      .Case("int8", WireFormat::Int8)
+      .Case("int4", WireFormat::Int4)
+      .Default(std::nullopt);
+}
+
+double ratrain::wireBytesPerElement(WireFormat wire, int64_t elemBytes,
+                                    int64_t block) {
+  double scale = 4.0 / double(block);
+  switch (wire) {
+  case WireFormat::Native:
+    return double(elemBytes);
+  case WireFormat::Int8:
+    return 1.0 + scale;
+  case WireFormat::Int4:
+    return 0.5 + scale;
+  }
+  llvm_unreachable("unknown wire format");
+}
+
+std::string ShardingPolicy::describe() const {
+  std::string text;
+  if (weightLevel >= 0)
+    text += " weight-partition=" + std::to_string(weightLevel);
+  if (gradLevel >= 0)
+    text += " grad-partition=" + std::to_string(gradLevel);
+  if (weightWire != WireFormat::Native)
+    text += " weight-wire=" + stringifyWireFormat(weightWire).str();
+  if (gradWire != WireFormat::Native)
+    text += " grad-wire=" + stringifyWireFormat(gradWire).str();
+  return text;
+}
+
+std::optional<ShardingPolicy> ratrain::shardingPreset(llvm::StringRef name,
+                                                      int64_t levels) {
+  if (name == "flat")
+    return ShardingPolicy();
+  if (levels < 2)
+    return std::nullopt;
+  ShardingPolicy policy;
+  if (name == "zero++") {
+    policy.weightLevel = levels - 2;
+    policy.gradLevel = levels - 1;
+    return policy;
+  }
+  if (name == "three-level") {
+    policy.weightLevel = 0;
+    policy.gradLevel = levels - 2;
+    return policy;
+  }
+  return std::nullopt;
+}
+
 llvm::StringRef ratrain::stringifyOffloadPolicy(OffloadPolicy policy) {
   switch (policy) {
   case OffloadPolicy::None:
@@ -171,6 +238,7 @@ std::string ParallelConfig::describe() const {
     text += " schedule=" + schedule::stringifyScheduleKind(schedule).str();
   if (virtualStages != 1)
     text += " v=" + std::to_string(virtualStages);
+  text += sharding.describe();
   return text;
 }
 

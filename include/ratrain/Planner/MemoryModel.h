@@ -64,6 +64,58 @@ llvm::StringRef stringifyZeroStage(ZeroStage stage);
 /// Parses "0".."3" (also "zero0".."zero3", "none").
 std::optional<ZeroStage> parseZeroStage(llvm::StringRef name);
 
+/// How a data-parallel collective encodes its data on the wire: native
+/// elements, or ZeRO++'s block-wise int8 / int4 codes with one fp32 scale per
+/// block (qwZ weight all-gathers, qgZ gradient reduce-scatters).
+enum class WireFormat : uint8_t { Native, Int8, Int4 };
+/// "native", "int8", "int4".
+llvm::StringRef stringifyWireFormat(WireFormat wire);
+std::optional<WireFormat> parseWireFormat(llvm::StringRef name);
+/// Bytes one element costs on the wire with `block` elements per scale
+/// (elemBytes for native elements).
+double wireBytesPerElement(WireFormat wire, int64_t elemBytes,
+                           int64_t block = 256);
+
+/// Hierarchical partitioning of ZeRO state over the machine's network levels
+/// (docs/schedule.md, "Partitioning"; level 0 is the innermost).
+///  - weightLevel (ZeRO-3): hpZ-style secondary weight partition: the
+///    data-parallel members sharing a level-L group keep, for the step, the
+///    layer's view partitioned over that group only; the first use gathers
+///    the primary 1/dp shard across level-L groups into it, every use gathers
+///    it inside the group. -1: every gather spans the whole group.
+///  - gradLevel (ZeRO >= 2): each micro-batch's layer gradient is
+///    reduce-scattered inside the level-L group into a partitioned fp32
+///    accumulator; after the last micro-batch it is reduce-scattered across
+///    level-L groups into the 1/dp shard. -1: gradients accumulate full-size
+///    and sync once per step.
+///  - weightWire / gradWire: the wire format of the weight all-gathers and
+///    of the gradient reduce-scatters.
+struct ShardingPolicy {
+  int64_t weightLevel = -1;
+  int64_t gradLevel = -1;
+  WireFormat weightWire = WireFormat::Native;
+  WireFormat gradWire = WireFormat::Native;
+  bool operator==(const ShardingPolicy &other) const {
+    return weightLevel == other.weightLevel && gradLevel == other.gradLevel &&
+           weightWire == other.weightWire && gradWire == other.gradWire;
+  }
+  bool operator!=(const ShardingPolicy &other) const {
+    return !(*this == other);
+  }
+  bool isDefault() const { return *this == ShardingPolicy(); }
+  /// " weight-partition=L grad-partition=L weight-wire=W grad-wire=W", each
+  /// only when not at its default; "" for the default policy.
+  std::string describe() const;
+};
+/// The named policies on a machine with `levels` network levels (>= 1):
+/// "flat" (the default), "zero++" (weights at the node level, the outermost
+/// inner level, gradients over the whole group per micro-batch) and
+/// "three-level" (seed 002: weights at level 0, gradients at the node
+/// level). std::nullopt for an unknown name or a policy the levels cannot
+/// express (zero++ and three-level need two levels).
+std::optional<ShardingPolicy> shardingPreset(llvm::StringRef name,
+                                             int64_t levels);
+
 /// When gradient sync, update and view re-materialization run (the
 /// scheduling policies RATrain compares; see CostModel.h). The memory model
 /// depends on it too: a GPU-style runtime keeps whole-stage FP32 gradient
@@ -125,6 +177,8 @@ struct ParallelConfig {
   /// One entry per stage.
   std::vector<RecomputePolicy> recompute;
   ZeroStage zero = ZeroStage::None;
+  /// Partition levels and wire formats of the ZeRO collectives.
+  ShardingPolicy sharding;
   /// Model states kept in the machine's offload tier.
   OffloadPolicy offload = OffloadPolicy::None;
   /// The pipeline schedule and its virtual stages (model chunks) per rank.
@@ -162,8 +216,9 @@ struct ParallelConfig {
 
   /// "pp=4 dp=256 mbs=1 m=4 zero=1 layers=7,8x2,9 recompute=fullx1,none"
   /// (runs of equal stages as AxN: A for N stages; see formatLayerSplit),
-  /// followed by " offload=optimizer" when states are offloaded and by
-  /// " schedule=zbv v=2" when the schedule is not 1F1B (v when not 1).
+  /// followed by " offload=optimizer" when states are offloaded, by
+  /// " schedule=zbv v=2" when the schedule is not 1F1B (v when not 1) and by
+  /// the sharding policy when not the default (ShardingPolicy::describe).
   std::string describe() const;
 };
 
@@ -334,7 +389,7 @@ int64_t stageParams(const ModelConfig &model, const ParallelConfig &config,
 /// The peak DDR of one cluster of one pipeline stage, by kind, in bytes.
 struct StageMemory {
   int64_t stage = 0;
-  int64_t params = 0;          ///< parameters of the stage (count, not bytes)
+  int64_t params = 0; ///< parameters of the stage (count, not bytes)
   /// 16-bit views used by compute (2 B/param). ZeRO-3: this rank's shard
   /// (/d) plus the full views of the two largest update items, gathered
   /// at a time (`gatheredItems`: their parameters).

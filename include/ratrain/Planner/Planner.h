@@ -41,6 +41,9 @@ struct PlanRequest {
   std::optional<int64_t> dataParallel;
   std::optional<int64_t> microBatchSize;
   std::optional<ZeroStage> zero;
+  /// Forces a sharding policy (partition levels, wire formats); unset
+  /// searches the policies the ZeRO stage and the machine's levels allow.
+  std::optional<ShardingPolicy> sharding;
   /// Forces the same recompute policy on every stage.
   std::optional<RecomputePolicy> recompute;
   /// Forces an offload policy; unset searches none, optimizer and master

@@ -514,3 +514,30 @@ TEST(MemoryModel, WideFFNActivationsMatchTheLoweringLayout) {
 }
 
 } // namespace
+
+TEST(MemoryModel, ShardingPresetsAndWireFormats) {
+  // Three levels (chip, node, system): ZeRO++ partitions the weights at the
+  // node level and reduce-scatters gradients over the whole group; seed
+  // 002's three-level keeps weights on the chip and gradients in the node.
+  std::optional<ShardingPolicy> zpp = shardingPreset("zero++", 3);
+  ASSERT_TRUE(zpp);
+  EXPECT_EQ(zpp->weightLevel, 1);
+  EXPECT_EQ(zpp->gradLevel, 2);
+  std::optional<ShardingPolicy> three = shardingPreset("three-level", 3);
+  ASSERT_TRUE(three);
+  EXPECT_EQ(three->weightLevel, 0);
+  EXPECT_EQ(three->gradLevel, 1);
+  EXPECT_TRUE(shardingPreset("flat", 1)->isDefault());
+  EXPECT_FALSE(shardingPreset("zero++", 1));
+  EXPECT_FALSE(shardingPreset("four-level", 3));
+  ShardingPolicy quantized = *zpp;
+  quantized.weightWire = WireFormat::Int8;
+  quantized.gradWire = WireFormat::Int4;
+  EXPECT_EQ(quantized.describe(), " weight-partition=1 grad-partition=2 "
+                                  "weight-wire=int8 grad-wire=int4");
+  EXPECT_EQ(ShardingPolicy().describe(), "");
+  EXPECT_EQ(parseWireFormat("int4"), WireFormat::Int4);
+  EXPECT_EQ(parseWireFormat("fp8"), std::nullopt);
+  EXPECT_DOUBLE_EQ(wireBytesPerElement(WireFormat::Int8, 2, 256), 1.015625);
+  EXPECT_DOUBLE_EQ(wireBytesPerElement(WireFormat::Native, 2), 2.0);
+}
