@@ -28,7 +28,9 @@ def MT3K_MemorySpace : I32EnumAttr<"MemorySpace",
 def MT3K_GroupKind : I32EnumAttr<"GroupKind", "the role of a process group", [
       I32EnumAttrCase<"data_parallel", 0>,
       I32EnumAttrCase<"pipeline", 1>,
-      I32EnumAttrCase<"node_local", 2>
+      I32EnumAttrCase<"node_local", 2>,
+      I32EnumAttrCase<"data_inside", 3>,
+      I32EnumAttrCase<"data_across", 4>
     ]> {
   let cppNamespace = "::ratrain::mt3k";
   let genSpecializedAttr = 0;

@@ -79,6 +79,23 @@ int64_t ProgramOp::getDdrLimit() {
   return -1;
 }
 
+LogicalResult GroupOp::verify() {
+  bool partition = getKind() == GroupKind::data_inside ||
+                   getKind() == GroupKind::data_across;
+  if (partition && !getLevel())
+    return emitOpError("a ")
+           << stringifyGroupKind(getKind())
+           << " group names the network level it partitions the "
+              "data-parallel group at ('level L')";
+  if (!partition && getLevel())
+    return emitOpError("only data_inside and data_across groups have a "
+                       "level");
+  if (getLevel() && *getLevel() >= 4)
+    return emitOpError("level ")
+           << *getLevel() << " exceeds the runtime's network levels (0 to 3)";
+  return success();
+}
+
 LogicalResult ProgramOp::verify() {
   MachineOp machine = MachineOp::lookup(*this);
   if (!machine)

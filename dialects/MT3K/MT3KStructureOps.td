@@ -60,15 +60,29 @@ def MT3K_GroupOp : MT3K_Op<"group", [Symbol, HasParent<"::mlir::ModuleOp">]> {
     `stage`), or the ranks of one node (`node_local`). `size` is the number
     of ranks in the group.
 
+    Hierarchical partitioning (docs/schedule.md, "Partitioning") runs ZeRO
+    collectives on parts of the data-parallel group at network `level` L:
+    `data_inside` the members that share this rank's level-L group,
+    `data_across` the members with this rank's index inside their level-L
+    groups (one per group). Their ranks are ordered so that the collectives
+    compose: an all-gather across and then inside a level is the all-gather
+    of the whole group, likewise a reduce-scatter inside and then across
+    (docs/runtime.md, "Partition groups").
+
     ```mlir
     mt3k.group @dp data_parallel size 64
     mt3k.group @pp pipeline size 4
+    mt3k.group @dp_inside0 data_inside size 2 level 0
+    mt3k.group @dp_across0 data_across size 32 level 0
     ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name,
                        MT3K_GroupKindAttr:$kind,
-                       ConfinedAttr<I64Attr, [IntPositive]>:$size);
-  let assemblyFormat = "$sym_name `` $kind `size` $size attr-dict";
+                       ConfinedAttr<I64Attr, [IntPositive]>:$size,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntNonNegative]>>:$level);
+  let assemblyFormat =
+      "$sym_name `` $kind `size` $size (`level` $level^)? attr-dict";
+  let hasVerifier = 1;
 }
 
 def MT3K_ProgramOp : MT3K_Op<"program", [

@@ -2,6 +2,7 @@
 
 #include "RATrain/RATrainAttrs.h"
 #include "RATrain/RATrainDialect.h"
+#include "ratrain/Machine/MachineModel.h"
 #include "ratrain/Model/Limits.h"
 
 #include "mlir/IR/Builders.h"
@@ -15,14 +16,21 @@ using namespace ratrain;
 #include "RATrain/RATrainEnums.cpp.inc"
 
 /// The plan's trailing fields that keep their defaults unless printed:
-/// `, offload = <o>`, `, schedule = <s>`, `, virtual_stages = <v>`, in
-/// this order; then the closing `>`.
-static ParseResult parsePlanExtras(AsmParser &parser, Offload &offload,
-                                   PipelineScheduleKind &schedule,
-                                   int64_t &virtualStages) {
+/// `, offload = <o>`, `, schedule = <s>`, `, virtual_stages = <v>`,
+/// `, weight_partition = <L>`, `, grad_partition = <L>`,
+/// `, weight_wire = <w>`, `, grad_wire = <w>`, in this order; then the
+/// closing `>`.
+static ParseResult parsePlanExtras(
+    AsmParser &parser, Offload &offload, PipelineScheduleKind &schedule,
+    int64_t &virtualStages, int64_t &weightPartition, int64_t &gradPartition,
+    std::optional<WireType> &weightWire, std::optional<WireType> &gradWire) {
   offload = Offload::None;
   schedule = PipelineScheduleKind::OneFOneB;
   virtualStages = 1;
+  weightPartition = -1;
+  gradPartition = -1;
+  weightWire = std::nullopt;
+  gradWire = std::nullopt;
   while (succeeded(parser.parseOptionalComma())) {
     StringRef key;
     SMLoc loc = parser.getCurrentLocation();
@@ -30,6 +38,12 @@ static ParseResult parsePlanExtras(AsmParser &parser, Offload &offload,
       return failure();
     if (key == "virtual_stages") {
       if (parser.parseInteger(virtualStages))
+        return failure();
+      continue;
+    }
+    if (key == "weight_partition" || key == "grad_partition") {
+      if (parser.parseInteger(key == "weight_partition" ? weightPartition
+                                                        : gradPartition))
         return failure();
       continue;
     }
@@ -51,9 +65,17 @@ static ParseResult parsePlanExtras(AsmParser &parser, Offload &offload,
                << "'; expected one_f_one_b, interleaved_1f1b, zb_h1, zbv or "
                   "custom";
       schedule = *parsed;
+    } else if (key == "weight_wire" || key == "grad_wire") {
+      std::optional<WireType> parsed = symbolizeWireType(value);
+      if (!parsed)
+        return parser.emitError(valueLoc, "unknown wire type '")
+               << value << "'; expected int8 or int4";
+      (key == "weight_wire" ? weightWire : gradWire) = *parsed;
     } else {
       return parser.emitError(loc, "unknown plan field '")
-             << key << "'; expected offload, schedule or virtual_stages";
+             << key
+             << "'; expected offload, schedule, virtual_stages, "
+                "weight_partition, grad_partition, weight_wire or grad_wire";
     }
   }
   return parser.parseGreater();
@@ -61,13 +83,24 @@ static ParseResult parsePlanExtras(AsmParser &parser, Offload &offload,
 
 static void printPlanExtras(AsmPrinter &printer, Offload offload,
                             PipelineScheduleKind schedule,
-                            int64_t virtualStages) {
+                            int64_t virtualStages, int64_t weightPartition,
+                            int64_t gradPartition,
+                            std::optional<WireType> weightWire,
+                            std::optional<WireType> gradWire) {
   if (offload != Offload::None)
     printer << ", offload = " << stringifyOffload(offload);
   if (schedule != PipelineScheduleKind::OneFOneB)
     printer << ", schedule = " << stringifyPipelineScheduleKind(schedule);
   if (virtualStages != 1)
     printer << ", virtual_stages = " << virtualStages;
+  if (weightPartition != -1)
+    printer << ", weight_partition = " << weightPartition;
+  if (gradPartition != -1)
+    printer << ", grad_partition = " << gradPartition;
+  if (weightWire)
+    printer << ", weight_wire = " << stringifyWireType(*weightWire);
+  if (gradWire)
+    printer << ", grad_wire = " << stringifyWireType(*gradWire);
   printer << ">";
 }
 
@@ -81,14 +114,14 @@ void RATrainDialect::registerAttributes() {
       >();
 }
 
-LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                               int64_t clusters, int64_t pp, int64_t dp,
-                               int64_t microBatchSize, int64_t microBatches,
-                               int64_t zero, ArrayRef<int64_t> stageLayers,
-                               ArrayRef<Recompute> recompute,
-                               int64_t stepMicros, int64_t peakBytes,
-                               Offload offload, PipelineScheduleKind schedule,
-                               int64_t virtualStages) {
+LogicalResult PlanAttr::verify(
+    function_ref<InFlightDiagnostic()> emitError, int64_t clusters, int64_t pp,
+    int64_t dp, int64_t microBatchSize, int64_t microBatches, int64_t zero,
+    ArrayRef<int64_t> stageLayers, ArrayRef<Recompute> recompute,
+    int64_t stepMicros, int64_t peakBytes, Offload offload,
+    PipelineScheduleKind schedule, int64_t virtualStages,
+    int64_t weightPartition, int64_t gradPartition,
+    std::optional<WireType> weightWire, std::optional<WireType> gradWire) {
   if (pp < 1 || dp < 1 || microBatchSize < 1 || microBatches < 1)
     return emitError() << "plan needs pp, dp, micro_batch_size and "
                           "micro_batches >= 1";
@@ -111,6 +144,35 @@ LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                        << " clusters but only " << clusters << " are given";
   if (zero < 0 || zero > 3)
     return emitError() << "plan zero stage must be 0, 1, 2 or 3, got " << zero;
+  // The sharding policy (docs/schedule.md, "Partitioning"). Whether the
+  // levels exist is a property of the machine (checked by --ratrain-plan and
+  // the lifecycle pass); here they must be a level index at all.
+  for (auto [name, level] :
+       {std::pair<const char *, int64_t>{"weight_partition", weightPartition},
+        {"grad_partition", gradPartition}})
+    if (level < -1 || level >= int64_t(kMaxNetworkLevels))
+      return emitError() << "plan " << name << " = " << level
+                         << " must be -1 (none) or a network level 0 to "
+                         << int64_t(kMaxNetworkLevels) - 1;
+  if (weightPartition >= 0 && zero != 3)
+    return emitError() << "plan weight_partition = " << weightPartition
+                       << " needs zero = 3 (the views are sharded), got zero = "
+                       << zero;
+  if (gradPartition >= 0 && zero < 2)
+    return emitError() << "plan grad_partition = " << gradPartition
+                       << " needs zero >= 2 (the gradients are sharded), got "
+                          "zero = "
+                       << zero;
+  if (weightWire && zero < 1)
+    return emitError() << "plan weight_wire = "
+                       << stringifyWireType(*weightWire)
+                       << " needs zero >= 1 (weight all-gathers), got zero = "
+                       << zero;
+  if (gradWire && zero < 2)
+    return emitError() << "plan grad_wire = " << stringifyWireType(*gradWire)
+                       << " needs zero >= 2 (gradient reduce-scatters), got "
+                          "zero = "
+                       << zero;
   if (virtualStages < 1 || virtualStages > limits::kMaxModelLayers / pp)
     return emitError() << "plan virtual_stages = " << virtualStages
                        << " must be 1 to " << limits::kMaxModelLayers / pp

@@ -114,6 +114,21 @@ def RATrain_SyncHierarchy : I32EnumAttr<"SyncHierarchy",
   }];
 }
 
+def RATrain_SyncScope : I32EnumAttr<"SyncScope",
+    "the part of the data-parallel group a sync runs on", [
+  I32EnumAttrCase<"Inside", 0, "inside">,
+  I32EnumAttrCase<"Across", 1, "across">
+]> {
+  let cppNamespace = "::ratrain";
+  let description = [{
+    Hierarchical partitioning (docs/schedule.md, "Partitioning"): `inside`
+    level L runs on the data-parallel members that share this rank's
+    network-level-L group; `across` level L on the members with this rank's
+    index inside their level-L groups, one per group. A sync without a scope
+    runs on the whole data-parallel group.
+  }];
+}
+
 def RATrain_WireType : I32EnumAttr<"WireType",
     "how a sync encodes its data on the wire", [
   I32EnumAttrCase<"Int8", 0, "int8">,
@@ -190,6 +205,19 @@ def RATrain_PlanAttr : RATrain_Attr<"Plan", "plan"> {
     step time in microseconds) and `peak_bytes` (the largest per-cluster
     memory of any stage) are the planner's predictions.
 
+    The sharding policy (docs/schedule.md, "Partitioning"; each omitted at
+    its default): `weight_partition = L` (ZeRO-3) keeps an hpZ-style
+    secondary partition of every view inside each network-level-L group
+    (level 0 the innermost): the first use of a layer in a step gathers the
+    primary shard across the level-L groups, every use gathers inside the
+    group; `grad_partition = L` (ZeRO >= 2) reduce-scatters each
+    micro-batch's gradient inside the level-L group into a partitioned FP32
+    accumulator and, after the layer's last micro-batch, across the level-L
+    groups into the rank's shard (-1, the default of both: none).
+    `weight_wire` (ZeRO >= 1, qwZ) and `grad_wire` (ZeRO >= 2, qgZ) are the
+    wire types of the weight all-gathers and gradient reduce-scatters
+    (default: native elements).
+
     ```mlir
     #ratrain.plan<clusters = 8, pp = 2, dp = 4, micro_batch_size = 1,
                   micro_batches = 8, zero = 1, stage_layers = [3, 3],
@@ -211,7 +239,13 @@ def RATrain_PlanAttr : RATrain_Attr<"Plan", "plan"> {
     DefaultValuedParameter<"::ratrain::Offload", "::ratrain::Offload::None">:$offload,
     DefaultValuedParameter<"::ratrain::PipelineScheduleKind",
                            "::ratrain::PipelineScheduleKind::OneFOneB">:$schedule,
-    DefaultValuedParameter<"int64_t", "1">:$virtual_stages
+    DefaultValuedParameter<"int64_t", "1">:$virtual_stages,
+    DefaultValuedParameter<"int64_t", "-1">:$weight_partition,
+    DefaultValuedParameter<"int64_t", "-1">:$grad_partition,
+    DefaultValuedParameter<"std::optional<::ratrain::WireType>",
+                           "std::nullopt">:$weight_wire,
+    DefaultValuedParameter<"std::optional<::ratrain::WireType>",
+                           "std::nullopt">:$grad_wire
   );
   let assemblyFormat = [{
     `<` `clusters` `=` $clusters `,` `pp` `=` $pp `,` `dp` `=` $dp `,`
@@ -220,7 +254,9 @@ def RATrain_PlanAttr : RATrain_Attr<"Plan", "plan"> {
     `stage_layers` `=` `[` $stage_layers `]` `,`
     `recompute` `=` `[` $recompute `]` `,` `step_us` `=` $step_us `,`
     `peak_bytes` `=` $peak_bytes
-    `` custom<PlanExtras>($offload, $schedule, $virtual_stages)
+    `` custom<PlanExtras>($offload, $schedule, $virtual_stages,
+                          $weight_partition, $grad_partition, $weight_wire,
+                          $grad_wire)
   }];
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
@@ -233,6 +269,15 @@ def RATrain_PlanAttr : RATrain_Attr<"Plan", "plan"> {
     /// The recompute policy of the virtual stage owning `layer`.
     ::ratrain::Recompute getLayerRecompute(int64_t layer) const {
       return getRecompute()[getVirtualStageOfLayer(layer)];
+    }
+    /// Whether any sharding-policy field differs from its default.
+    bool hasSharding() const {
+      return getWeightPartition() >= 0 || getGradPartition() >= 0 ||
+             getWeightWire() || getGradWire();
+    }
+    /// The highest network level the sharding policy names (-1: none).
+    int64_t getHighestPartitionLevel() const {
+      return std::max(getWeightPartition(), getGradPartition());
     }
   }];
 }

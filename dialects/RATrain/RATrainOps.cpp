@@ -675,6 +675,13 @@ LogicalResult SyncOp::verify() {
              << stringifySyncKind(getKind()) << " of " << state << " has wire "
              << stringifyWireType(*wire);
   }
+  if (bool(getScope()) != bool(getLevel()) ||
+      bool(getScope()) != bool(getMembers()))
+    return emitOpError("a sync's scope, level and members come together");
+  if (getScope() && getKind() == SyncKind::AllReduce)
+    return emitOpError("an all_reduce runs on the whole data-parallel "
+                       "group; only all_gather and reduce_scatter take a "
+                       "scope");
   if (getKind() == SyncKind::AllGather) {
     if (!isa<ViewType, MasterType>(state))
       return emitOpError("all_gather re-assembles parameters; it takes a "
@@ -689,8 +696,17 @@ LogicalResult SyncOp::verify() {
     return emitOpError() << stringifySyncKind(getKind())
                          << " synchronizes a ready gradient, not " << state;
   Type synced = GradType::get(getContext(), layer, GradPhase::Synced);
-  if (result != synced)
-    return emitOpError("must produce !ratrain.async<") << synced << ">";
+  // A reduce-scatter inside a level may leave the level's partition of the
+  // gradient, still to be reduced across the level's groups.
+  if (result == state && getScope() == SyncScope::Inside)
+    return success();
+  if (result != synced) {
+    InFlightDiagnostic diag = emitOpError("must produce !ratrain.async<")
+                              << synced << ">";
+    if (getScope() == SyncScope::Inside)
+      diag << " or, inside a level, !ratrain.async<" << state << ">";
+    return diag;
+  }
   return success();
 }
 

@@ -422,22 +422,54 @@ def RATrain_SyncOp : RATrain_StageOp<"sync"> {
     %t = ratrain.sync reduce_scatter %g hierarchy hierarchical wire int4
         : !ratrain.grad<3, ready> -> !ratrain.async<!ratrain.grad<3, synced>>
     ```
+
+    Under a partitioning policy (the plan's `weight_partition` and
+    `grad_partition`) a sync runs on part of the group: `inside` network
+    level L (the members sharing this rank's level-L group) or `across` it
+    (one member per level-L group); `members` is the size of that part.
+    An `all_gather across` fills the
+    secondary partition of a view, an `all_gather inside` the full view
+    from it; a `reduce_scatter inside` whose result is still `ready` leaves
+    the level-L partition of the gradient, which a `reduce_scatter across`
+    reduces into this rank's shard.
+
+    ```mlir
+    %s = ratrain.sync all_gather %v hierarchy flat across level 0 members 4
+        : !ratrain.view<3> -> !ratrain.async<!ratrain.view<3>>
+    %p = ratrain.sync reduce_scatter %g hierarchy flat inside level 1 members 4
+        : !ratrain.grad<3, ready> -> !ratrain.async<!ratrain.grad<3, ready>>
+    ```
   }];
   let arguments = (ins RATrain_SyncKind:$kind, RATrain_AnyState:$state,
                        RATrain_SyncHierarchy:$hierarchy,
+                       OptionalAttr<RATrain_SyncScope>:$scope,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntNonNegative]>>:$level,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$members,
                        OptionalAttr<RATrain_WireType>:$wire);
   let results = (outs RATrain_AnyAsync:$pending);
   let assemblyFormat = [{
-    $kind $state `hierarchy` $hierarchy (`wire` $wire^)? attr-dict `:`
+    $kind $state `hierarchy` $hierarchy
+    ($scope^ `level` $level `members` $members)?
+    (`wire` $wire^)? attr-dict `:`
     qualified(type($state)) `->` qualified(type($pending))
   }];
   let builders = [
-    // A sync of native elements.
+    // A sync of native elements over the whole group.
     OpBuilder<(ins "::mlir::Type":$pending, "::ratrain::SyncKind":$kind,
                    "::mlir::Value":$state,
                    "::ratrain::SyncHierarchy":$hierarchy), [{
       build($_builder, $_state, pending, kind, state, hierarchy,
-            ::ratrain::WireTypeAttr());
+            ::ratrain::SyncScopeAttr(), ::mlir::IntegerAttr(),
+            ::mlir::IntegerAttr(), ::ratrain::WireTypeAttr());
+    }]>,
+    // A sync over the whole group with an optional wire type.
+    OpBuilder<(ins "::mlir::Type":$pending, "::ratrain::SyncKind":$kind,
+                   "::mlir::Value":$state,
+                   "::ratrain::SyncHierarchy":$hierarchy,
+                   "::ratrain::WireTypeAttr":$wire), [{
+      build($_builder, $_state, pending, kind, state, hierarchy,
+            ::ratrain::SyncScopeAttr(), ::mlir::IntegerAttr(),
+            ::mlir::IntegerAttr(), wire);
     }]>
   ];
   let hasVerifier = 1;

@@ -150,6 +150,33 @@ schedule::ScheduleKind ratrain::fromIRSchedule(PipelineScheduleKind kind) {
   llvm_unreachable("unknown schedule kind");
 }
 
+std::optional<WireType> ratrain::toIRWire(WireFormat wire) {
+  switch (wire) {
+  case WireFormat::Native:
+    return std::nullopt;
+  case WireFormat::Int8:
+    return WireType::Int8;
+  case WireFormat::Int4:
+    return WireType::Int4;
+  }
+  llvm_unreachable("unknown wire format");
+}
+
+WireFormat ratrain::fromIRWire(std::optional<WireType> wire) {
+  if (!wire)
+    return WireFormat::Native;
+  return *wire == WireType::Int8 ? WireFormat::Int8 : WireFormat::Int4;
+}
+
+ShardingPolicy ratrain::getShardingPolicy(PlanAttr plan) {
+  ShardingPolicy policy;
+  policy.weightLevel = plan.getWeightPartition();
+  policy.gradLevel = plan.getGradPartition();
+  policy.weightWire = fromIRWire(plan.getWeightWire());
+  policy.gradWire = fromIRWire(plan.getGradWire());
+  return policy;
+}
+
 ParallelConfig ratrain::toParallelConfig(PlanAttr plan) {
   ParallelConfig config;
   config.pipelineStages = plan.getPp();
@@ -160,6 +187,7 @@ ParallelConfig ratrain::toParallelConfig(PlanAttr plan) {
   config.offload = fromIROffload(plan.getOffload());
   config.schedule = fromIRSchedule(plan.getSchedule());
   config.virtualStages = plan.getVirtualStages();
+  config.sharding = getShardingPolicy(plan);
   int64_t firstDecoder = 0;
   int64_t numStages = plan.getNumVirtualStages();
   for (int64_t stage = 0; stage < numStages; ++stage) {

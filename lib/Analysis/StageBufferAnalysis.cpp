@@ -24,6 +24,10 @@ StringRef ratrain::stringifyBufferKind(BufferKind kind) {
     return "view";
   case BufferKind::GatheredView:
     return "gathered_view";
+  case BufferKind::SecondaryView:
+    return "secondary_view";
+  case BufferKind::GradientPartition:
+    return "grad_partition";
   case BufferKind::Master:
     return "master";
   case BufferKind::OptState:
@@ -65,6 +69,12 @@ std::string StageBuffer::describe() const {
     break;
   case BufferKind::GatheredView:
     os << "gathered view of layer " << layer;
+    break;
+  case BufferKind::SecondaryView:
+    os << "secondary view partition of layer " << layer;
+    break;
+  case BufferKind::GradientPartition:
+    os << "gradient partition of layer " << layer;
     break;
   case BufferKind::Master:
     os << "master of layer " << layer;
@@ -166,6 +176,9 @@ private:
   DenseSet<Value> offloaded;
   /// View prefetch in flight: the async value -> the master it reads.
   DenseMap<Value, Value> prefetchSource;
+  /// Gathers in flight from a secondary view partition: the async value ->
+  /// the partition it reads.
+  DenseMap<Value, Value> asyncSource;
   /// Recvs waiting for their consumer, by (payload, micro-batch).
   DenseMap<std::tuple<int, int64_t, int64_t>, unsigned> pendingRecv;
   /// Position of the last producer of an outgoing message, by (payload,
@@ -297,10 +310,19 @@ void ratrain::detail::StageBufferBuilder::visit(Operation *op,
     if (sync.getKind() == SyncKind::AllGather && pipeline &&
         pipeline.getPlan().getZero() >= 3) {
       Type type = sync.getState().getType();
-      join(sync.getPending(),
-           newBuffer(BufferKind::GatheredView, type,
-                     getStateLayer(type).value_or(-1), position),
-           position);
+      // Partitioned: a gather across a level with more than one member
+      // inside it fills the secondary partition; the gathers inside read it
+      // until they complete.
+      bool secondary = sync.getScope() == SyncScope::Across &&
+                       *sync.getMembers() < pipeline.getPlan().getDp();
+      unsigned buffer = newBuffer(
+          secondary ? BufferKind::SecondaryView : BufferKind::GatheredView,
+          type, getStateLayer(type).value_or(-1), position);
+      if (secondary)
+        result.buffers[buffer].shards = *sync.getMembers();
+      join(sync.getPending(), buffer, position);
+      if (!isa<BlockArgument>(sync.getState()))
+        asyncSource[sync.getPending()] = sync.getState();
       return;
     }
     auto it = result.bufferOf.find(sync.getState());
@@ -320,6 +342,10 @@ void ratrain::detail::StageBufferBuilder::visit(Operation *op,
     if (prefetch != prefetchSource.end())
       // The cast reads the master until it completes.
       use(prefetch->second, position);
+    auto source = asyncSource.find(wait.getPending());
+    if (source != asyncSource.end())
+      // A gather inside a level reads the secondary partition until then.
+      use(source->second, position);
     auto it = result.bufferOf.find(wait.getPending());
     if (it == result.bufferOf.end())
       return;
@@ -327,6 +353,21 @@ void ratrain::detail::StageBufferBuilder::visit(Operation *op,
     // Over a group of one the shard is the whole gradient, in place.
     auto pipeline = stage->getParentOfType<PipelineOp>();
     bool sharded = !pipeline || pipeline.getPlan().getDp() > 1;
+    if (sync && pipeline && sync.getKind() == SyncKind::ReduceScatter &&
+        sharded && sync.getScope() == SyncScope::Inside &&
+        sync.getPending().getType() ==
+            AsyncType::get(sync.getContext(), sync.getState().getType())) {
+      // Partitioned: the full gradient is free once the reduce-scatter
+      // inside a level completes; the level's partition lands in a buffer
+      // of its own, read by the reduce-scatter across the level.
+      Type type = wait.getValue().getType();
+      unsigned buffer = newBuffer(BufferKind::GradientPartition, type,
+                                  getStateLayer(type).value_or(-1), position);
+      result.buffers[buffer].shards =
+          pipeline.getPlan().getDp() / *sync.getMembers();
+      join(wait.getValue(), buffer, position);
+      return;
+    }
     if (sync && sync.getKind() == SyncKind::ReduceScatter && sharded) {
       // The full gradient is free once the reduce-scatter completes; this
       // rank's shard lands in a buffer of its own.
@@ -482,6 +523,12 @@ void StageBufferAnalysis::size(const BufferSizes &sizes) {
       break;
     case BufferKind::GatheredView:
       buffer.bytes = sizes.viewBytes(buffer.layer);
+      break;
+    case BufferKind::SecondaryView:
+      buffer.bytes = sizes.residentViewBytes(buffer.layer) * buffer.shards;
+      break;
+    case BufferKind::GradientPartition:
+      buffer.bytes = sizes.gradShardBytes(buffer.layer) * buffer.shards;
       break;
     case BufferKind::Master:
       buffer.bytes = sizes.residentMasterBytes(buffer.layer);

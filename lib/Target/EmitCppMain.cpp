@@ -64,10 +64,14 @@ LogicalResult ratrain::emitc_cpp::emitProgramDescription(OpBuilder &b,
   Location loc = source.getLoc();
   MachineOp machine;
   int64_t pp = 0, dp = 1;
+  bool partitionedShards = false;
   for (Operation &op : *source.getBody()) {
     if (auto m = dyn_cast<MachineOp>(op))
       machine = m;
     if (auto g = dyn_cast<GroupOp>(op)) {
+      if (g.getKind() == GroupKind::data_inside ||
+          g.getKind() == GroupKind::data_across)
+        partitionedShards = true;
       if (g.getKind() == GroupKind::pipeline)
         pp = g.getSize();
       if (g.getKind() == GroupKind::data_parallel)
@@ -222,6 +226,14 @@ LogicalResult ratrain::emitc_cpp::emitProgramDescription(OpBuilder &b,
   if (!stageRanks.empty()) {
     init += field("stageRanks", "ratrain_stage_ranks");
     init += field("stageRanksSize", number(stageRanks.size()));
+  }
+  if (partitionedShards) {
+    // Positional: the stage ranks come first.
+    if (stageRanks.empty()) {
+      init += field("stageRanks", "nullptr");
+      init += field("stageRanksSize", "0");
+    }
+    init += field("partitionedShards", "true");
   }
   init += "\n}";
   emitc::VerbatimOp::create(

@@ -26,6 +26,7 @@
 #include "mlir/Transforms/DialectConversion.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
 
@@ -166,6 +167,14 @@ Arg Calls::group(Operation *user, FlatSymbolRefAttr symbol) {
     return Arg(opaque("ratrain::rt::Group::Pipeline"));
   case GroupKind::node_local:
     return Arg(opaque("ratrain::rt::Group::NodeLocal"));
+  case GroupKind::data_inside:
+  case GroupKind::data_across:
+    return Arg(opaque(llvm::formatv("ratrain::rt::Group::Data{0}{1}",
+                                    groupOp.getKind() == GroupKind::data_inside
+                                        ? "Inside"
+                                        : "Across",
+                                    groupOp.getLevel().value_or(0))
+                          .str()));
   }
   return Arg(opaque("ratrain::rt::Group::World"));
 }

@@ -300,7 +300,9 @@ LogicalResult expandPipelines(ModuleOp module, StringRef scheduleName,
         context, p.getClusters(), p.getPp(), p.getDp(), p.getMicroBatchSize(),
         p.getMicroBatches(), p.getZero(), p.getStageLayers(), p.getRecompute(),
         p.getStepUs(), p.getPeakBytes(), p.getOffload(),
-        toIRSchedule(schedule->kind), p.getVirtualStages());
+        toIRSchedule(schedule->kind), p.getVirtualStages(),
+        p.getWeightPartition(), p.getGradPartition(), p.getWeightWire(),
+        p.getGradWire());
 
     OpBuilder builder(model);
     builder.setInsertionPointAfter(model);

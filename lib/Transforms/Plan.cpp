@@ -47,21 +47,93 @@ PlanAttr buildPlanAttr(function_ref<InFlightDiagnostic()> emitError,
   auto zero = static_cast<int64_t>(config.zero);
   auto stepMicros = static_cast<int64_t>(std::llround(plan.time.total * 1e6));
   Offload offload = toIROffload(config.offload);
+  const ShardingPolicy &sharding = config.sharding;
   if (failed(PlanAttr::verify(
           emitError, clusters, config.pipelineStages, config.dataParallel,
           config.microBatchSize, config.numMicroBatches, zero, stageLayers,
           recompute, stepMicros, plan.peakBytes(), offload,
-          toIRSchedule(config.schedule), config.virtualStages)))
+          toIRSchedule(config.schedule), config.virtualStages,
+          sharding.weightLevel, sharding.gradLevel,
+          toIRWire(sharding.weightWire), toIRWire(sharding.gradWire))))
     return {};
-  return PlanAttr::get(context, clusters, config.pipelineStages,
-                       config.dataParallel, config.microBatchSize,
-                       config.numMicroBatches, zero, stageLayers, recompute,
-                       stepMicros, plan.peakBytes(), offload,
-                       toIRSchedule(config.schedule), config.virtualStages);
+  return PlanAttr::get(
+      context, clusters, config.pipelineStages, config.dataParallel,
+      config.microBatchSize, config.numMicroBatches, zero, stageLayers,
+      recompute, stepMicros, plan.peakBytes(), offload,
+      toIRSchedule(config.schedule), config.virtualStages, sharding.weightLevel,
+      sharding.gradLevel, toIRWire(sharding.weightWire),
+      toIRWire(sharding.gradWire));
 }
 
 struct PlanPass : public ratrain::impl::RATrainPlanBase<PlanPass> {
   using Base::Base;
+
+  /// Fills request.sharding from partition=, weight-partition=,
+  /// grad-partition=, weight-wire= and grad-wire= (docs/schedule.md,
+  /// "Partitioning"); a policy that names a level beyond the machine's or
+  /// needs a ZeRO stage the request rules out is an error. A policy that
+  /// shards views or gradients fixes the ZeRO stage it needs when the
+  /// request leaves it open.
+  LogicalResult applyShardingOptions(ModuleOp module,
+                                     const MachineModel &machine,
+                                     PlanRequest &request) {
+    bool any = !partition.empty() || weightPartition != -2 ||
+               gradPartition != -2 || !weightWire.empty() || !gradWire.empty();
+    if (!any)
+      return success();
+    auto levels = int64_t(machine.networkLevels().size());
+    ShardingPolicy policy;
+    if (!partition.empty()) {
+      std::optional<ShardingPolicy> preset = shardingPreset(partition, levels);
+      if (!preset)
+        return module.emitError("--ratrain-plan: unknown partition '")
+               << partition
+               << "' (flat, zero++ or three-level; zero++ and three-level "
+                  "need a machine of at least 2 network levels, '"
+               << machine.name << "' has " << levels << ")";
+      policy = *preset;
+    }
+    for (auto [name, option, level] :
+         {std::tuple<const char *, int64_t, int64_t *>{
+              "weight-partition", weightPartition, &policy.weightLevel},
+          {"grad-partition", gradPartition, &policy.gradLevel}}) {
+      if (option == -2)
+        continue;
+      if (option < -1 || option >= levels)
+        return module.emitError("--ratrain-plan: ")
+               << name << "=" << option
+               << " must be -1 (none) or a network level of '" << machine.name
+               << "', 0 to " << levels - 1;
+      *level = option;
+    }
+    for (auto [name, option, wire] :
+         {std::tuple<const char *, StringRef, WireFormat *>{
+              "weight-wire", weightWire, &policy.weightWire},
+          {"grad-wire", gradWire, &policy.gradWire}}) {
+      if (option.empty())
+        continue;
+      std::optional<WireFormat> parsed = parseWireFormat(option);
+      if (!parsed)
+        return module.emitError("--ratrain-plan: unknown ")
+               << name << " '" << option << "' (native, int8 or int4)";
+      *wire = *parsed;
+    }
+    int64_t needed =
+        policy.weightLevel >= 0                                          ? 3
+        : policy.gradLevel >= 0 || policy.gradWire != WireFormat::Native ? 2
+        : policy.weightWire != WireFormat::Native                        ? 1
+                                                                         : 0;
+    if (request.zero) {
+      if (int64_t(*request.zero) < needed)
+        return module.emitError("--ratrain-plan: the sharding policy")
+               << policy.describe() << " needs zero >= " << needed
+               << ", got zero=" << int64_t(*request.zero);
+    } else if (needed > 0) {
+      request.zero = static_cast<ZeroStage>(needed);
+    }
+    request.sharding = policy;
+    return success();
+  }
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -113,6 +185,8 @@ struct PlanPass : public ratrain::impl::RATrainPlanBase<PlanPass> {
       module.emitError("--ratrain-plan: ") << llvm::toString(std::move(err));
       return signalPassFailure();
     }
+    if (failed(applyShardingOptions(module, *machine, request)))
+      return signalPassFailure();
     request.topK = std::max<int64_t>(1, showTop);
 
     for (ModelOp model : models) {
@@ -126,7 +200,11 @@ struct PlanPass : public ratrain::impl::RATrainPlanBase<PlanPass> {
             << "': " << llvm::toString(result.takeError());
         return signalPassFailure();
       }
-      const Plan &best = result->plans.front();
+      Plan best = result->plans.front();
+      // The chosen policy travels with the plan (the planner searches it
+      // only where the request leaves it open).
+      if (request.sharding)
+        best.config.sharding = *request.sharding;
       // The planner keeps within the schedule limits on average; an uneven
       // split may still exceed them on one stage (an error, not an assert).
       PlanAttr plan = buildPlanAttr([&] { return model.emitError(); },

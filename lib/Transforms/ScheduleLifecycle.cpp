@@ -22,6 +22,7 @@
 #include "ratrain/Transforms/LayerBackward.h"
 #include "ratrain/Transforms/PassUtils.h"
 #include "ratrain/Transforms/Passes.h"
+#include "ratrain/Transforms/ShardingLifecycle.h"
 
 #include "mlir/IR/Builders.h"
 
@@ -137,11 +138,11 @@ struct LayerLifecycle {
 class StageScheduler {
 public:
   StageScheduler(StageOp stage, PlanAttr plan, const StageCosts &costs,
-                 const BufferSizes &sizes, StorageTier tier, bool ratrainPolicy,
-                 int64_t recomputeAhead)
-      : stage(stage), plan(plan), costs(costs), sizes(sizes), tier(tier),
-        ratrainPolicy(ratrainPolicy), recomputeAhead(recomputeAhead),
-        builder(stage.getContext()) {}
+                 const BufferSizes &sizes, const PartitionGroups &groups,
+                 StorageTier tier, bool ratrainPolicy, int64_t recomputeAhead)
+      : stage(stage), plan(plan), costs(costs), sizes(sizes), groups(groups),
+        tier(tier), ratrainPolicy(ratrainPolicy),
+        recomputeAhead(recomputeAhead), builder(stage.getContext()) {}
 
   LogicalResult run();
 
@@ -158,6 +159,8 @@ private:
   void emitWriteBack(LayerLifecycle &life, double now);
   void emitRelease(LayerLifecycle &life);
   void emitViewInPlace(ArrayRef<LayerLifecycle *> layers);
+  /// The algorithm of a sync on the part `scope` of the group at `level`.
+  SyncHierarchy hierarchyOf(SyncScope scope, int64_t level) const;
   /// ZeRO-3: one all-gather of the view shard per group of `uses`
   /// (consecutive computes that read the same layer's view), issued right
   /// before the last compute of the group before it (the first at the step
@@ -171,6 +174,7 @@ private:
   PlanAttr plan;
   const StageCosts &costs;
   const BufferSizes &sizes;
+  const PartitionGroups &groups;
   StorageTier tier;
   bool ratrainPolicy;
   int64_t recomputeAhead;
@@ -248,12 +252,62 @@ void StageScheduler::emitGradReadyAndSync(LayerLifecycle &life) {
                           GradType::get(context, layer, GradPhase::Ready),
                           life.finalGrad)
           .getReady();
-  life.pendingGrad =
-      SyncOp::create(builder, loc,
-                     AsyncType::get(context, GradType::get(context, layer,
-                                                           GradPhase::Synced)),
-                     costs.syncKind(), ready, costs.hierarchy())
+  Type synced = GradType::get(context, layer, GradPhase::Synced);
+  std::optional<WireType> wire = costs.syncKind() == SyncKind::ReduceScatter
+                                     ? groups.gradWire
+                                     : std::nullopt;
+  if (!groups.active()) {
+    life.pendingGrad =
+        groups
+            .createSync(builder, loc, synced, costs.syncKind(), ready,
+                        costs.hierarchy(), std::nullopt, 0, wire)
+            .getPending();
+    return;
+  }
+  // Partitioned (docs/schedule.md, "Partitioning"): inside the gradient
+  // level into its partition, then across the level's groups into the
+  // shard; a level whose groups hold the whole data-parallel group (or
+  // none) reduce-scatters over all of it at once.
+  int64_t level = groups.gradLevel;
+  if (level < 0 || groups.acrossMembers(level) == 1) {
+    life.pendingGrad =
+        groups
+            .createSync(builder, loc, synced, SyncKind::ReduceScatter, ready,
+                        hierarchyOf(SyncScope::Inside, groups.outermost()),
+                        SyncScope::Inside, groups.outermost(), wire)
+            .getPending();
+    return;
+  }
+  Value partial =
+      groups
+          .createSync(builder, loc, ready.getType(), SyncKind::ReduceScatter,
+                      ready, hierarchyOf(SyncScope::Inside, level),
+                      SyncScope::Inside, level, wire)
           .getPending();
+  Value partition =
+      WaitOp::create(builder, loc, ready.getType(), partial).getValue();
+  life.pendingGrad =
+      groups
+          .createSync(builder, loc, synced, SyncKind::ReduceScatter, partition,
+                      hierarchyOf(SyncScope::Across, level), SyncScope::Across,
+                      level, wire)
+          .getPending();
+}
+
+SyncHierarchy StageScheduler::hierarchyOf(SyncScope scope,
+                                          int64_t level) const {
+  // Hierarchical when the part of the group spans more than one level with
+  // more than one member each (the runtime's N-level decomposition).
+  int64_t spanned = 0;
+  for (int64_t l = 0; l <= groups.outermost(); ++l) {
+    bool inPart = scope == SyncScope::Inside ? l <= level : l > level;
+    int64_t below = l == 0 ? 1 : groups.insideMembers(l - 1);
+    if (inPart && groups.insideMembers(l) > below)
+      ++spanned;
+  }
+  return spanned > 1 && costs.hierarchy() == SyncHierarchy::Hierarchical
+             ? SyncHierarchy::Hierarchical
+             : SyncHierarchy::Flat;
 }
 
 void StageScheduler::emitSyncWait(LayerLifecycle &life) {
@@ -363,11 +417,21 @@ void StageScheduler::emitViewInPlace(ArrayRef<LayerLifecycle *> layers) {
     if (!life->newView)
       life->newView =
           WaitOp::create(builder, loc, viewType, life->pendingView).getValue();
-    if (plan.getZero() == 1 || plan.getZero() == 2)
+    if (plan.getZero() == 1 || plan.getZero() == 2) {
+      // Under partitioning the shards are laid out for the partition
+      // groups: the whole group's is the outermost level's inside group.
+      std::optional<SyncScope> scope;
+      if (groups.active())
+        scope = SyncScope::Inside;
       gathers.push_back(
-          SyncOp::create(builder, loc, AsyncType::get(context, viewType),
-                         SyncKind::AllGather, life->newView, costs.hierarchy())
+          groups
+              .createSync(builder, loc, viewType, SyncKind::AllGather,
+                          life->newView,
+                          scope ? hierarchyOf(*scope, groups.outermost())
+                                : costs.hierarchy(),
+                          scope, groups.outermost(), groups.weightWire)
               .getPending());
+    }
   }
   for (auto [life, pending] : llvm::zip(layers, gathers))
     life->newView =
@@ -395,12 +459,48 @@ static OpOperand *getViewOperand(Operation *op) {
 void StageScheduler::emitParameterGathers(
     ArrayRef<SmallVector<Operation *, 2>> uses) {
   Location loc = stage.getLoc();
-  MLIRContext *context = stage.getContext();
+  // Partitioned: the secondary partition of each layer's view, gathered
+  // across the weight level's groups at the layer's first use in the step.
+  int64_t level = groups.weightLevel;
+  bool secondary = groups.active() && level >= 0 &&
+                   groups.acrossMembers(level) > 1 &&
+                   groups.insideMembers(level) > 1;
+  DenseMap<int64_t, Value> secondaryOf;
   auto issue = [&](ArrayRef<Operation *> group) {
     Value shard = getViewOperand(group.front())->get();
-    return SyncOp::create(builder, loc,
-                          AsyncType::get(context, shard.getType()),
-                          SyncKind::AllGather, shard, costs.hierarchy())
+    Type type = shard.getType();
+    if (!groups.active())
+      return groups
+          .createSync(builder, loc, type, SyncKind::AllGather, shard,
+                      costs.hierarchy(), std::nullopt, 0, groups.weightWire)
+          .getPending();
+    if (!secondary) {
+      int64_t outer = groups.outermost();
+      // A level whose groups hold one member each: the secondary partition
+      // is the whole view, gathered across them once.
+      bool whole = level >= 0 && groups.insideMembers(level) == 1;
+      SyncScope scope = whole ? SyncScope::Across : SyncScope::Inside;
+      int64_t at = whole ? level : outer;
+      return groups
+          .createSync(builder, loc, type, SyncKind::AllGather, shard,
+                      hierarchyOf(scope, at), scope, at, groups.weightWire)
+          .getPending();
+    }
+    int64_t layer = cast<ViewType>(type).getLayer();
+    Value &part = secondaryOf[layer];
+    if (!part) {
+      Value pending =
+          groups
+              .createSync(builder, loc, type, SyncKind::AllGather, shard,
+                          hierarchyOf(SyncScope::Across, level),
+                          SyncScope::Across, level, groups.weightWire)
+              .getPending();
+      part = WaitOp::create(builder, loc, type, pending).getValue();
+    }
+    return groups
+        .createSync(builder, loc, type, SyncKind::AllGather, part,
+                    hierarchyOf(SyncScope::Inside, level), SyncScope::Inside,
+                    level, groups.weightWire)
         .getPending();
   };
   if (uses.empty())
@@ -723,7 +823,12 @@ struct ScheduleLifecyclePass
       for (StageOp stage : pipeline.getStages()) {
         StageCosts costs(costModel, sizes, plan, kinds, stage.getStage(),
                          machine->clustersPerNode);
-        if (failed(StageScheduler(stage, plan, costs, sizes, tier,
+        FailureOr<PartitionGroups> groups =
+            PartitionGroups::get(plan, *machine, stage.getStage(),
+                                 [&] { return pipeline.emitOpError(); });
+        if (failed(groups))
+          return signalPassFailure();
+        if (failed(StageScheduler(stage, plan, costs, sizes, *groups, tier,
                                   ratrainPolicy, recomputeAhead)
                        .run()))
           return signalPassFailure();

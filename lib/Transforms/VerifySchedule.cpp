@@ -87,6 +87,9 @@ private:
   /// the view shard, and the yield returns the shard: the step's view or a
   /// completed re-materialization, not a gathered view.
   bool viewInPlace(Value view, std::string &why, bool forCompute) const;
+  /// The partition syncs follow the plan's weight_partition and
+  /// grad_partition (docs/schedule.md, "Partitioning").
+  LogicalResult checkPartition(SyncOp sync);
 
   /// Whether the plan keeps states of `type` in the offload tier.
   bool inTier(Type type) const {
@@ -124,6 +127,15 @@ bool StageChecker::viewInPlace(Value view, std::string &why,
     auto gather = dyn_cast_or_null<SyncOp>(source);
     bool gathered = gather && gather.getKind() == SyncKind::AllGather;
     if (forCompute) {
+      if (gathered && gather.getScope() == SyncScope::Across &&
+          gather.getMembers() != plan.getDp()) {
+        why = "it is the secondary partition of the view (an 'all_gather "
+              "across' level " +
+              std::to_string(*gather.getLevel()) +
+              "); a compute reads the full view gathered inside the level "
+              "from it";
+        return false;
+      }
       if (gathered)
         return true;
       why = "under ZeRO-3 the view is this rank's shard; a compute reads the "
@@ -297,6 +309,55 @@ LogicalResult StageChecker::checkWeightPart(BackwardWeightOp weight) {
   return success();
 }
 
+LogicalResult StageChecker::checkPartition(SyncOp sync) {
+  std::optional<SyncScope> scope = sync.getScope();
+  bool partitioned =
+      plan.getWeightPartition() >= 0 || plan.getGradPartition() >= 0;
+  // The shards are laid out for the partition groups exactly when the plan
+  // partitions: then every ZeRO collective runs on them, else none does.
+  if (plan.getZero() >= 1 && partitioned != bool(scope))
+    return sync.emitOpError("partition-group-mismatch: ")
+           << (scope ? "runs on part of the data-parallel group, but the plan "
+                       "has no weight_partition or grad_partition"
+                     : "runs on the whole data-parallel group, but the plan "
+                       "partitions its shards (weight_partition = " +
+                           std::to_string(plan.getWeightPartition()) +
+                           ", grad_partition = " +
+                           std::to_string(plan.getGradPartition()) +
+                           "): it runs inside the outermost level");
+  if (!scope)
+    return success();
+  int64_t level = *sync.getLevel();
+  if (*scope == SyncScope::Across && sync.getKind() == SyncKind::AllGather &&
+      level != plan.getWeightPartition())
+    return sync.emitOpError("partition-level-mismatch: gathers the secondary "
+                            "partition across level ")
+           << level << " but the plan's weight_partition is "
+           << plan.getWeightPartition();
+  if (*scope == SyncScope::Across &&
+      sync.getKind() == SyncKind::ReduceScatter &&
+      level != plan.getGradPartition())
+    return sync.emitOpError("partition-level-mismatch: reduce-scatters the "
+                            "gradient partition across level ")
+           << level << " but the plan's grad_partition is "
+           << plan.getGradPartition();
+  if (sync.getKind() == SyncKind::ReduceScatter &&
+      *scope == SyncScope::Across) {
+    // Its input is the partition a reduce-scatter inside the same level
+    // left.
+    auto wait = sync.getState().getDefiningOp<WaitOp>();
+    auto inside = wait ? wait.getPending().getDefiningOp<SyncOp>() : SyncOp();
+    if (!inside || inside.getScope() != SyncScope::Inside ||
+        inside.getLevel() != sync.getLevel())
+      return sync.emitOpError("partition-before-reduce: reduce-scatters "
+                              "across level ")
+             << level
+             << " a gradient that is not the completed reduce-scatter "
+                "inside that level";
+  }
+  return success();
+}
+
 LogicalResult StageChecker::run() {
   Block &body = stage.getBody().front();
   int64_t m = plan.getMicroBatches();
@@ -379,6 +440,8 @@ LogicalResult StageChecker::run() {
       continue;
     }
     if (auto sync = dyn_cast<SyncOp>(op)) {
+      if (failed(checkPartition(sync)))
+        return failure();
       if (sync.getKind() != SyncKind::AllGather && sync.getKind() != gradSync)
         return op.emitOpError("synchronizes the gradient of layer ")
                << *getStateLayer(sync.getState().getType()) << " with "

@@ -257,7 +257,7 @@ void buildLevels(const CollectiveShape &g, Schedule &schedule) {
     }
     for (int i = 0; i < levels; ++i)
       position = position * g.members[i] + digits[i];
-    schedule.order[size_t(d)] = position;
+    schedule.order[size_t(d)] = g.levelOrderRanks ? d : position;
   }
   // The region of level i: the blocks whose digits below i are this rank's.
   auto region = [&](int i, uint64_t &first, uint64_t &blocks) {

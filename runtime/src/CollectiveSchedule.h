@@ -50,6 +50,10 @@ struct CollectiveShape {
   int index[kMaxLevels] = {};
   uint8_t levelIds[kMaxLevels] = {};
   MPI_Comm levelComms[kMaxLevels] = {};
+  /// The group ranks are already in level order, d = sum_i index_i *
+  /// prod_{j>i} m_j (the partition groups, Runtime::partitionIndex): the
+  /// staging order is the identity.
+  bool levelOrderRanks = false;
 };
 
 /// One round: an optional send of [sendOffset, +sendBytes) of the work

@@ -246,7 +246,10 @@ int groupRankOf(const CollectiveShape &shape) {
     return shape.rank;
   int rank = 0, stride = 1;
   for (int i = 0; i < shape.levels; ++i) {
-    rank += shape.index[i] * stride;
+    if (shape.levelOrderRanks)
+      rank = rank * shape.members[i] + shape.index[i];
+    else
+      rank += shape.index[i] * stride;
     stride *= shape.members[i];
   }
   return rank;

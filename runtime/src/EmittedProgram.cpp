@@ -11,6 +11,12 @@
 
 #include "ratrain/runtime/Error.h"
 
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdio>
+#include <cstdlib>
+
 #include <algorithm>
 #include <string>
 #include <utility>
@@ -48,7 +54,7 @@ ShardRange intersectShard(uint64_t begin, uint64_t end, uint64_t tensorOffset,
 void initShardTensor(Runtime &r, const Tensor &shard, const char *name,
                      uint64_t tensorOffset, uint64_t numel, InitKind kind,
                      double std, uint64_t shardElements, uint64_t pieceOffset) {
-  uint64_t begin = uint64_t(r.dpIndex()) * shardElements + pieceOffset;
+  uint64_t begin = uint64_t(r.shardIndex()) * shardElements + pieceOffset;
   ShardRange range =
       intersectShard(begin, begin + shard.numel(), tensorOffset, numel);
   if (range.empty())
@@ -63,7 +69,7 @@ void initShard(Runtime &r, const Tensor &shard, InitKind kind,
                const char *param, double std, uint64_t shardElements,
                uint64_t pieceOffset) {
   rt::initParam(shard.buf, shard.type, kind, param, std,
-                uint64_t(r.dpIndex()) * shardElements + pieceOffset);
+                uint64_t(r.shardIndex()) * shardElements + pieceOffset);
 }
 
 //===--- asynchronous operations ------------------------------------------===//
@@ -165,7 +171,7 @@ void addShardParam(Session &s, Runtime &r, const char *name,
                    std::vector<int64_t> shape, uint64_t tensorOffset,
                    uint64_t numel, uint64_t shardElements, const Tensor &master,
                    const Tensor &m, const Tensor &v, const Tensor &view) {
-  uint64_t begin = uint64_t(r.dpIndex()) * shardElements;
+  uint64_t begin = uint64_t(r.shardIndex()) * shardElements;
   ShardRange range =
       intersectShard(begin, begin + shardElements, tensorOffset, numel);
   if (range.empty()) // None of the tensor is in this rank's shard.
@@ -205,6 +211,46 @@ void reportLoss(Session &s, const Tensor &t, int64_t microBatch) {
 }
 
 //===--- the program ------------------------------------------------------===//
+namespace {
+/// RATRAIN_COUNTERS=<file>: rank 0's collective counters (runProgram).
+void writeCounters(Runtime &rt) {
+  const char *path = std::getenv("RATRAIN_COUNTERS");
+  if (!path || !*path || rt.rank() != 0)
+    return;
+  static const char *kinds[] = {"all_reduce", "reduce_scatter", "all_gather"};
+  static const char *algorithms[] = {"auto", "ring", "tree", "hierarchical"};
+  CollectiveCounters native = rt.collectiveCounters();
+  WireCounters wire = rt.quantizedCounters();
+  uint64_t perLevel[kMaxLevels] = {};
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  for (unsigned k = 0; k < kNumCollectiveKinds; ++k)
+    for (unsigned a = 0; a < kNumAlgorithms; ++a)
+      for (unsigned l = 0; l < kMaxLevels; ++l)
+        if (uint64_t bytes = native.bytes[k][a][l]) {
+          os << "native " << kinds[k] << " " << algorithms[a] << " " << l << " "
+             << bytes << "\n";
+          perLevel[l] += bytes;
+        }
+  for (unsigned k = 0; k < kNumCollectiveKinds; ++k)
+    for (unsigned w = 0; w < 2; ++w)
+      for (unsigned l = 0; l < kMaxWireLevels && l < kMaxLevels; ++l)
+        if (uint64_t bytes = wire.bytes[k][w][l]) {
+          os << "wire " << kinds[k] << " " << (w ? "int4" : "int8") << " " << l
+             << " " << bytes << "\n";
+          perLevel[l] += bytes;
+        }
+  for (unsigned l = 0; l < unsigned(rt.numLevels()) && l < kMaxLevels; ++l)
+    os << "level " << l << " " << perLevel[l] << "\n";
+  std::FILE *file = std::fopen(path, "w");
+  if (!file || std::fwrite(text.data(), 1, text.size(), file) != text.size() ||
+      std::fclose(file) != 0)
+    fatal(llvm::formatv("cannot write the collective counters to '{0}' "
+                        "(RATRAIN_COUNTERS)",
+                        path));
+}
+} // namespace
+
 int runProgram(int argc, char **argv, const ProgramDescription &program) {
   RuntimeOptions options;
   options.pp = program.pp;
@@ -215,6 +261,7 @@ int runProgram(int argc, char **argv, const ProgramDescription &program) {
   options.cores = program.cores;
   options.dmaChannels = program.dmaChannels;
   options.arenaAlignment = program.arenaAlignment;
+  options.partitionedShards = program.partitionedShards;
   Runtime rt(argc, argv, options);
 
   ModelConfig model;
@@ -253,6 +300,7 @@ int runProgram(int argc, char **argv, const ProgramDescription &program) {
     if (program.stages[i].stage != rt.stage())
       continue;
     program.stages[i].run(rt, session);
+    writeCounters(rt);
     return 0;
   }
   fatal("no mt3k.program for this rank's stage");

@@ -10,6 +10,7 @@
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <algorithm>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -138,6 +139,22 @@ llvm::StringRef ratrain::rt::stringifyGroup(Group group) {
     return "data.cross";
   case Group::NodeLocal:
     return "node";
+  case Group::DataInside0:
+    return "data.inside0";
+  case Group::DataInside1:
+    return "data.inside1";
+  case Group::DataInside2:
+    return "data.inside2";
+  case Group::DataInside3:
+    return "data.inside3";
+  case Group::DataAcross0:
+    return "data.across0";
+  case Group::DataAcross1:
+    return "data.across1";
+  case Group::DataAcross2:
+    return "data.across2";
+  case Group::DataAcross3:
+    return "data.across3";
   }
   return "?";
 }
@@ -161,6 +178,14 @@ std::optional<Group> ratrain::rt::parseGroup(llvm::StringRef name) {
       .Case("data.node", Group::DataNodeLocal)
       .Case("data.cross", Group::DataCrossNode)
       .Case("node", Group::NodeLocal)
+      .Case("data.inside0", Group::DataInside0)
+      .Case("data.inside1", Group::DataInside1)
+      .Case("data.inside2", Group::DataInside2)
+      .Case("data.inside3", Group::DataInside3)
+      .Case("data.across0", Group::DataAcross0)
+      .Case("data.across1", Group::DataAcross1)
+      .Case("data.across2", Group::DataAcross2)
+      .Case("data.across3", Group::DataAcross3)
       .Default(std::nullopt);
 }
 
@@ -324,43 +349,12 @@ Runtime::Runtime(int &argc, char **&argv, RuntimeOptions options)
   checkMPI(MPI_Comm_split(data, localIndex, dpIndex(),
                           &communicators[unsigned(Group::DataCrossNode)]),
            "MPI_Comm_split (cross-node data-parallel group)");
-  for (MPI_Comm comm : communicators)
-    checkMPI(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN),
-             "MPI_Comm_set_errhandler");
-  // Private duplicates for explicit collectives, so that their messages
-  // never meet the program's own sends and collectives.
-  for (unsigned g = 0; g < kNumGroups; ++g)
-    checkMPI(MPI_Comm_dup(communicators[g], &collectiveComms[g]),
-             "MPI_Comm_dup");
-  for (unsigned g = 0; g < kNumGroups; ++g) {
-    checkMPI(MPI_Comm_size(communicators[g], &groupSizes[g]), "MPI_Comm_size");
-    checkMPI(MPI_Comm_rank(communicators[g], &groupRanks[g]), "MPI_Comm_rank");
-  }
-  // Which groups span nodes, and the outermost level each spans: the level
-  // above the innermost one whose groups it straddles.
-  const int nodeLevel = levelCount - 2;
-  for (unsigned g = 0; g < kNumGroups; ++g) {
-    int range[2 * kMaxLevels];
-    for (int l = 0; l < levelCount - 1; ++l) {
-      range[2 * l] = ids[l];
-      range[2 * l + 1] = -ids[l];
-    }
-    checkMPI(MPI_Allreduce(MPI_IN_PLACE, range, 2 * (levelCount - 1), MPI_INT,
-                           MPI_MIN, communicators[g]),
-             "MPI_Allreduce (level range)");
-    auto straddles = [&](int l) { return range[2 * l] != -range[2 * l + 1]; };
-    groupSpans[g] = straddles(nodeLevel);
-    groupOuterLevels[g] = 0;
-    for (int l = levelCount - 1; l >= 1; --l)
-      if (straddles(l - 1)) {
-        groupOuterLevels[g] = l;
-        break;
-      }
-  }
   // The Data group per level: at level l, the members that share this
   // rank's level-l group and its index inside its level-(l-1) group; those
   // are the level's sub-communicator (ranks ordered by dp index).
   {
+    int dataSize = 1;
+    checkMPI(MPI_Comm_size(data, &dataSize), "MPI_Comm_size");
     MPI_Comm below = MPI_COMM_NULL;
     int belowRank = 0;
     for (int l = 0; l < levelCount; ++l) {
@@ -396,13 +390,85 @@ Runtime::Runtime(int &argc, char **&argv, RuntimeOptions options)
     checkMPI(MPI_Allreduce(MPI_IN_PLACE, extremes, 2 * levelCount, MPI_INT,
                            MPI_MIN, data),
              "MPI_Allreduce (level sizes)");
-    int regular =
-        product == groupSizes[unsigned(Group::Data)] && position == dpIndex();
+    int regular = product == dataSize && position == dpIndex();
     for (int l = 0; l < levelCount; ++l)
       regular &= extremes[2 * l] == -extremes[2 * l + 1];
     checkMPI(MPI_Allreduce(MPI_IN_PLACE, &regular, 1, MPI_INT, MPI_MIN, data),
              "MPI_Allreduce (hierarchy check)");
     hierarchicalData = regular;
+  }
+  // The partition groups of every level L (docs/runtime.md, "Partition
+  // groups"): over the Data group's level digits d_l (members m_l), inside
+  // level L the members with this rank's digits above L, across it those
+  // with its digits up to L; both ranked by the digit-reversed position
+  // sum_l d_l * prod_{j > l} m_j restricted to their digits. Without a
+  // regular hierarchy both are the Data group, ranked by dp index (their
+  // collectives refuse to run).
+  {
+    for (int L = 0; L < int(kMaxLevels); ++L) {
+      int low = 0, lowKey = 0, high = 0, highKey = 0, stride = 1;
+      if (hierarchicalData) {
+        for (int l = 0; l < levelCount; ++l) {
+          if (l <= L) {
+            low += dataIndex[l] * stride;
+            lowKey = lowKey * dataMembers[l] + dataIndex[l];
+          } else {
+            high += dataIndex[l] * stride;
+            highKey = highKey * dataMembers[l] + dataIndex[l];
+          }
+          stride *= dataMembers[l];
+        }
+        // lowKey and highKey are Horner sums with the innermost digit most
+        // significant: sum_l d_l prod_{j > l, same part} m_j.
+      } else {
+        lowKey = dpIndex();
+      }
+      checkMPI(MPI_Comm_split(data, high, lowKey,
+                              &communicators[unsigned(dataInsideGroup(L))]),
+               "MPI_Comm_split (data-parallel inside-level group)");
+      checkMPI(MPI_Comm_split(data, hierarchicalData ? low : 0,
+                              hierarchicalData ? highKey : dpIndex(),
+                              &communicators[unsigned(dataAcrossGroup(L))]),
+               "MPI_Comm_split (data-parallel across-level group)");
+    }
+    // This rank's shard under partitioning: the digit-reversed position.
+    int key = 0;
+    for (int l = 0; l < levelCount; ++l)
+      key = key * dataMembers[l] + dataIndex[l];
+    reversedIndex = hierarchicalData ? key : dpIndex();
+  }
+  for (MPI_Comm comm : communicators)
+    checkMPI(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN),
+             "MPI_Comm_set_errhandler");
+  // Private duplicates for explicit collectives, so that their messages
+  // never meet the program's own sends and collectives.
+  for (unsigned g = 0; g < kNumGroups; ++g)
+    checkMPI(MPI_Comm_dup(communicators[g], &collectiveComms[g]),
+             "MPI_Comm_dup");
+  for (unsigned g = 0; g < kNumGroups; ++g) {
+    checkMPI(MPI_Comm_size(communicators[g], &groupSizes[g]), "MPI_Comm_size");
+    checkMPI(MPI_Comm_rank(communicators[g], &groupRanks[g]), "MPI_Comm_rank");
+  }
+  // Which groups span nodes, and the outermost level each spans: the level
+  // above the innermost one whose groups it straddles.
+  const int nodeLevel = levelCount - 2;
+  for (unsigned g = 0; g < kNumGroups; ++g) {
+    int range[2 * kMaxLevels];
+    for (int l = 0; l < levelCount - 1; ++l) {
+      range[2 * l] = ids[l];
+      range[2 * l + 1] = -ids[l];
+    }
+    checkMPI(MPI_Allreduce(MPI_IN_PLACE, range, 2 * (levelCount - 1), MPI_INT,
+                           MPI_MIN, communicators[g]),
+             "MPI_Allreduce (level range)");
+    auto straddles = [&](int l) { return range[2 * l] != -range[2 * l + 1]; };
+    groupSpans[g] = straddles(nodeLevel);
+    groupOuterLevels[g] = 0;
+    for (int l = levelCount - 1; l >= 1; --l)
+      if (straddles(l - 1)) {
+        groupOuterLevels[g] = l;
+        break;
+      }
   }
   checkMPI(MPI_Op_create(bf16Sum, /*commute=*/1, &bf16SumOp),
            "MPI_Op_create (bf16 sum)");
@@ -596,6 +662,31 @@ void Runtime::countFlat(CollectiveKind kind, Group group, uint64_t bytes) {
               ring, ring);
 }
 
+llvm::SmallVector<int, kMaxLevels> Runtime::dataLevelsOf(Group group) const {
+  llvm::SmallVector<int, kMaxLevels> levels;
+  int lo = 0, hi = levelCount - 1;
+  if (isPartitionGroup(group)) {
+    int level = partitionGroupLevel(group);
+    if (isInsideGroup(group))
+      hi = std::min(level, hi);
+    else
+      lo = level + 1;
+  }
+  for (int l = lo; l <= hi; ++l)
+    if (dataMembers[l] > 1)
+      levels.push_back(l);
+  return levels;
+}
+
+void Runtime::checkPartitionGroup(Group group, const char *what) const {
+  if (isPartitionGroup(group) && !hierarchicalData)
+    fatal(llvm::formatv("{0}: the partition groups need a Data group that "
+                        "every network level splits evenly (dp index = sum "
+                        "of level index x stride); check RATRAIN_LEVELS or "
+                        "RATRAIN_RANKS_PER_NODE against the plan's dp",
+                        what));
+}
+
 bool Runtime::makeShape(CollectiveShape &shape, CollectiveKind kind,
                         Group group, CollectiveAlgorithm algorithm,
                         uint64_t count, unsigned elemBytes) const {
@@ -624,11 +715,12 @@ bool Runtime::makeShape(CollectiveShape &shape, CollectiveKind kind,
     }
     return true;
   case CollectiveAlgorithm::Hierarchical:
-    if (group != Group::Data || !hierarchicalData)
+    if ((group != Group::Data && !isPartitionGroup(group)) || !hierarchicalData)
       return false;
-    for (int l = 0; l < levelCount; ++l) {
-      if (dataMembers[l] <= 1)
-        continue;
+    // A partition group's ranks are already in level order (the innermost
+    // digit most significant).
+    shape.levelOrderRanks = isPartitionGroup(group);
+    for (int l : dataLevelsOf(group)) {
       int i = shape.levels++;
       shape.members[i] = dataMembers[l];
       shape.index[i] = dataIndex[l];
@@ -685,20 +777,25 @@ Token Runtime::allReduce(Group group, Buffer src, Buffer dst, ElemType type,
 static QuantizedSpec quantizedSpec(CollectiveKind kind, Group group,
                                    bool hierarchical, WireType wire,
                                    ElemType type, const int *groupSizes,
-                                   const int *dataMembers, int levelCount,
-                                   int outerLevel) {
+                                   const int *dataMembers,
+                                   llvm::ArrayRef<int> levels, int outerLevel) {
   QuantizedSpec spec;
   spec.kind = kind;
   spec.wire = wire;
   spec.type = type;
   spec.lane = unsigned(group) * 2 + unsigned(hierarchical);
   if (hierarchical) {
-    for (int l = 0; l < levelCount; ++l)
-      if (dataMembers[l] > 1) {
-        spec.levels.push_back(dataLevelComms[l]);
-        spec.sizes.push_back(dataMembers[l]);
-        spec.networkLevels.push_back(unsigned(l));
-      }
+    // The quantized steps index members innermost digit least significant;
+    // a partition group ranks them the other way round, so its levels are
+    // listed outermost first (the data lands in group-rank order).
+    llvm::SmallVector<int, kMaxLevels> order(levels.begin(), levels.end());
+    if (isPartitionGroup(group))
+      std::reverse(order.begin(), order.end());
+    for (int l : order) {
+      spec.levels.push_back(dataLevelComms[l]);
+      spec.sizes.push_back(dataMembers[l]);
+      spec.networkLevels.push_back(unsigned(l));
+    }
   } else if (groupSizes[unsigned(group)] > 1) {
     spec.levels.push_back(communicators[unsigned(group)]);
     spec.sizes.push_back(groupSizes[unsigned(group)]);
@@ -718,6 +815,7 @@ Token Runtime::reduceScatter(Group group, Buffer send, Buffer recv,
                 wire == WireType::Native ? "" : ", wire ",
                 wire == WireType::Native ? "" : stringifyWireType(wire).data());
   describe(what, "reduce-scatter", group, send, extra);
+  checkPartitionGroup(group, what);
   int size = groupSize(group);
   if (send.bytes != recv.bytes * uint64_t(size))
     fatal(llvm::formatv("{0}: the send buffer must be {1} x the receive "
@@ -732,8 +830,9 @@ Token Runtime::reduceScatter(Group group, Buffer send, Buffer recv,
     QuantizedSpec spec =
         quantizedSpec(CollectiveKind::ReduceScatter, group,
                       algorithm == CollectiveAlgorithm::Hierarchical &&
-                          group == Group::Data && hierarchicalData,
-                      wire, type, groupSizes, dataMembers, levelCount,
+                          (group == Group::Data || isPartitionGroup(group)) &&
+                          hierarchicalData,
+                      wire, type, groupSizes, dataMembers, dataLevelsOf(group),
                       groupOuterLevel(group));
     spec.average = op == ReduceOp::Avg;
     spec.send = send.data;
@@ -771,6 +870,7 @@ Token Runtime::allGather(Group group, Buffer send, Buffer recv,
                          CollectiveAlgorithm algorithm) {
   char what[TokenPool::kWhatBytes];
   describe(what, "all-gather", group, send, algorithmSuffix(algorithm));
+  checkPartitionGroup(group, what);
   int size = groupSize(group);
   if (recv.bytes != send.bytes * uint64_t(size))
     fatal(llvm::formatv("{0}: the receive buffer must be {1} x the send "
@@ -809,18 +909,19 @@ Token Runtime::allGather(Group group, Buffer send, Buffer recv, ElemType type,
                 stringifyElemType(type).data(), algorithmSuffix(algorithm),
                 stringifyWireType(wire).data());
   describe(what, "all-gather", group, send, extra);
+  checkPartitionGroup(group, what);
   int size = groupSize(group);
   if (recv.bytes != send.bytes * uint64_t(size))
     fatal(llvm::formatv("{0}: the receive buffer must be {1} x the send "
                         "buffer ({2} bytes), got {3} bytes",
                         what, size, send.bytes, recv.bytes));
   int count = elementCount(send, getElemBytes(type), what);
-  QuantizedSpec spec =
-      quantizedSpec(CollectiveKind::AllGather, group,
-                    algorithm == CollectiveAlgorithm::Hierarchical &&
-                        group == Group::Data && hierarchicalData,
-                    wire, type, groupSizes, dataMembers, levelCount,
-                    groupOuterLevel(group));
+  QuantizedSpec spec = quantizedSpec(
+      CollectiveKind::AllGather, group,
+      algorithm == CollectiveAlgorithm::Hierarchical &&
+          (group == Group::Data || isPartitionGroup(group)) && hierarchicalData,
+      wire, type, groupSizes, dataMembers, dataLevelsOf(group),
+      groupOuterLevel(group));
   spec.send = send.data;
   spec.recv = recv.data;
   spec.count = uint64_t(count);

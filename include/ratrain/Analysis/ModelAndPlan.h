@@ -33,6 +33,13 @@ OffloadPolicy fromIROffload(Offload offload);
 PipelineScheduleKind toIRSchedule(schedule::ScheduleKind kind);
 schedule::ScheduleKind fromIRSchedule(PipelineScheduleKind kind);
 
+/// Converts between the planner's wire format and the IR's optional wire
+/// type (none: native elements).
+std::optional<WireType> toIRWire(WireFormat wire);
+WireFormat fromIRWire(std::optional<WireType> wire);
+/// The plan's sharding policy (partition levels and wire types).
+ShardingPolicy getShardingPolicy(PlanAttr plan);
+
 /// The memory model's role of a layer of kind `kind`.
 LayerRole fromIRLayerKind(LayerKind kind);
 

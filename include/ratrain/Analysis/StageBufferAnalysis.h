@@ -32,9 +32,15 @@ class StageBufferBuilder;
 enum class BufferKind {
   View,
   GatheredView, ///< ZeRO-3: a layer's full view gathered for one compute
+  /// Partitioned ZeRO-3: a layer's secondary view partition (the view over
+  /// the members of a level group), from its first gather to its last use.
+  SecondaryView,
   Master,
   OptState,
-  Gradient,      ///< full-size accumulation buffer of a layer's gradient
+  Gradient, ///< full-size accumulation buffer of a layer's gradient
+  /// Partitioned ZeRO: the gradient reduce-scattered inside a level group,
+  /// until the reduce-scatter across the level's groups completes.
+  GradientPartition,
   GradientShard, ///< ZeRO-2: this rank's reduce-scattered shard
   Activation,    ///< stored by a forward
   Recomputed,    ///< produced by a recompute
@@ -68,6 +74,9 @@ struct StageBuffer {
   TransferOpInterface transfer;
   /// Scratch buffer name (workspace, sync_staging, attention_scratch).
   llvm::StringRef scratchName;
+  /// SecondaryView and GradientPartition: how many of the rank's shards the
+  /// partition holds (the members of the other side of its level).
+  int64_t shards = 1;
 
   bool isPersistent(int64_t stepEnd) const {
     return start < 0 && end >= stepEnd;

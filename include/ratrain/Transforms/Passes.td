@@ -51,6 +51,20 @@ def RATrainPlan : Pass<"ratrain-plan", "mlir::ModuleOp"> {
     Option<"virtualStages", "virtual-stages", "int64_t", "0",
            "fix the virtual stages per rank (0: 2 and 4 for "
            "interleaved-1f1b, 2 for zbv, 1 otherwise)">,
+    Option<"partition", "partition", "std::string", "\"\"",
+           "fix the sharding preset: flat, zero++ or three-level "
+           "(docs/schedule.md, \"Partitioning\"); weight-partition, "
+           "grad-partition, weight-wire and grad-wire override its fields">,
+    Option<"weightPartition", "weight-partition", "int64_t", "-2",
+           "secondary weight partition level (ZeRO-3; -1: none)">,
+    Option<"gradPartition", "grad-partition", "int64_t", "-2",
+           "per-micro-batch gradient reduce-scatter level (ZeRO >= 2; -1: "
+           "none)">,
+    Option<"weightWire", "weight-wire", "std::string", "\"\"",
+           "wire type of the weight all-gathers: native, int8 or int4 (qwZ)">,
+    Option<"gradWire", "grad-wire", "std::string", "\"\"",
+           "wire type of the gradient reduce-scatters: native, int8 or int4 "
+           "(qgZ)">,
     Option<"showTop", "show-top", "int64_t", "0",
            "print the best N plans as a remark on the model">
   ];

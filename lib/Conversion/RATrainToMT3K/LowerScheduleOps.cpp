@@ -192,7 +192,11 @@ StageLowering::algorithm(SyncHierarchy hierarchy) const {
 }
 
 LogicalResult StageLowering::lowerSync(SyncOp op) {
-  auto dp = FlatSymbolRefAttr::get(ctx, "dp");
+  // The whole data-parallel group, or under partitioning the part of it
+  // the sync names (docs/schedule.md, "Partitioning").
+  auto dp = FlatSymbolRefAttr::get(
+      ctx, op.getScope() ? partitionGroupName(*op.getScope(), *op.getLevel())
+                         : std::string("dp"));
   auto alg =
       mt::CollectiveAlgorithmAttr::get(ctx, algorithm(op.getHierarchy()));
   // A quantized sync keeps its wire type on the collective (ZeRO++ qwZ /
@@ -206,7 +210,10 @@ LogicalResult StageLowering::lowerSync(SyncOp op) {
   Value token;
   if (auto grad = dyn_cast<GradType>(stateType)) {
     int64_t layer = grad.getLayer();
-    Value full = gradFlat(op.getState(), layer);
+    // (A reduce-scatter across a level reads the level's partition.)
+    Value full = op.getScope() == SyncScope::Across
+                     ? Value()
+                     : gradFlat(op.getState(), layer);
     if (!zero() && wire)
       return op.emitOpError("a quantized reduce_scatter needs sharded "
                             "gradients (ZeRO >= 1); without ZeRO the "
@@ -220,20 +227,61 @@ LogicalResult StageLowering::lowerSync(SyncOp op) {
       // ZeRO-1: the optimizer only needs this rank's shard of the averaged
       // gradient, so the all-reduce is carried out as a reduce-scatter.
       // ZeRO-2: the shard lands in the buffer of the sync's wait.
-      Value shard = gradShard(layer);
+      // Partitioned: a reduce-scatter inside a level that leaves a ready
+      // gradient writes the level's partition (the buffer of its wait); the
+      // one across the level reads it. Both average: the mean over the
+      // inside members, then over the level's groups, is the mean over the
+      // whole group.
+      auto result =
+          cast<GradType>(cast<AsyncType>(op.getPending().getType()).getValue());
+      bool partial = op.getScope() == SyncScope::Inside &&
+                     result.getPhase() == GradPhase::Ready;
+      Value source = full;
+      if (op.getScope() == SyncScope::Across)
+        source = slot(stateBase(op.getState(), "grad_partition", layer), 0,
+                      {shardElements(layer) * *op.getMembers()}, elem);
+      Value dest;
+      if (partial) {
+        WaitOp wait;
+        for (Operation *user : op.getPending().getUsers())
+          if ((wait = dyn_cast<WaitOp>(user)))
+            break;
+        if (!wait)
+          return op.emitOpError("a reduce-scatter inside a level needs its "
+                                "wait (the partition's buffer)");
+        dest = slot(stateBase(wait.getValue(), "grad_partition", layer), 0,
+                    {shardElements(layer) * plan_.getDp() / *op.getMembers()},
+                    elem);
+      } else {
+        dest = gradShard(layer);
+      }
       token = mt::ReduceScatterOp::create(
-          b, loc, mt::ReduceKindAttr::get(ctx, mt::ReduceKind::avg), full,
-          shard, dp, alg, wire);
+          b, loc, mt::ReduceKindAttr::get(ctx, mt::ReduceKind::avg), source,
+          dest, dp, alg, wire);
       track(token);
     }
   } else if (auto view = dyn_cast<ViewType>(stateType)) {
     int64_t layer = view.getLayer();
     // ZeRO-1/2 gather in place into the view; ZeRO-3 from the sharded view
-    // into the buffer of the gathered view.
-    Value flat = zero3() ? stateBase(op.getPending(), "gathered_view", layer)
-                         : stateBase(op.getState(), "view", layer);
-    Value full = slot(flat, 0, {layerParams(layer)}, elem);
+    // into the buffer of the gathered view. Partitioned ZeRO-3: a gather
+    // across a level (with more than one member inside it) fills the
+    // secondary partition, one inside the level reads it.
+    bool toSecondary = zero3() && op.getScope() == SyncScope::Across &&
+                       *op.getMembers() < plan_.getDp();
+    bool fromSecondary = zero3() && !isa<BlockArgument>(op.getState());
+    int64_t n = shardElements(layer);
+    Value full;
+    if (toSecondary)
+      full = slot(stateBase(op.getPending(), "secondary_view", layer), 0,
+                  {n * *op.getMembers()}, elem);
+    else
+      full = slot(zero3() ? stateBase(op.getPending(), "gathered_view", layer)
+                          : stateBase(op.getState(), "view", layer),
+                  0, {layerParams(layer)}, elem);
     Value shard = viewShard(layer);
+    if (fromSecondary)
+      shard = slot(stateBase(op.getState(), "secondary_view", layer), 0,
+                   {n * (plan_.getDp() / *op.getMembers())}, elem);
     token = mt::AllGatherOp::create(b, loc, shard, full, dp, alg, wire);
     track(token);
   } else {

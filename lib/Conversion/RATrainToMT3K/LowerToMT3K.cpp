@@ -21,6 +21,8 @@
 
 #include "mlir/IR/BuiltinOps.h"
 
+#include <map>
+
 namespace ratrain {
 #define GEN_PASS_DEF_RATRAINLOWERTOMT3K
 #include "ratrain/Conversion/Passes.h.inc"
@@ -169,12 +171,40 @@ void LowerToMT3KPass::runOnOperation() {
                         cluster.gsmBytes, cluster.amBytesPerCore, cluster.cores,
                         cluster.dmaChannels, machineAlignment);
   mt::GroupOp::create(moduleBuilder, loc, "dp", mt::GroupKind::data_parallel,
-                      plan.getDp());
+                      plan.getDp(), /*level=*/nullptr);
   mt::GroupOp::create(moduleBuilder, loc, "pp", mt::GroupKind::pipeline,
-                      plan.getPp());
+                      plan.getPp(), /*level=*/nullptr);
   if (hierarchical)
     mt::GroupOp::create(moduleBuilder, loc, "node", mt::GroupKind::node_local,
-                        machine->clustersPerNode);
+                        machine->clustersPerNode, /*level=*/nullptr);
+  // The partition groups the syncs run on (docs/schedule.md,
+  // "Partitioning"), one per scope and level; every stage's has the same
+  // size.
+  std::map<std::pair<int, int64_t>, SyncOp> partitionGroups;
+  WalkResult partitionWalk = pipeline.walk([&](SyncOp sync) {
+    if (!sync.getScope())
+      return WalkResult::advance();
+    auto key = std::make_pair(int(*sync.getScope()), int64_t(*sync.getLevel()));
+    auto [it, inserted] = partitionGroups.insert({key, sync});
+    if (!inserted && it->second.getMembers() != sync.getMembers()) {
+      sync.emitOpError("runs ")
+          << stringifySyncScope(*sync.getScope()) << " level "
+          << *sync.getLevel() << " on " << *sync.getMembers()
+          << " members, but another stage's group there has "
+          << *it->second.getMembers();
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  if (partitionWalk.wasInterrupted())
+    return signalPassFailure();
+  for (auto &[key, sync] : partitionGroups) {
+    bool inside = *sync.getScope() == SyncScope::Inside;
+    mt::GroupOp::create(
+        moduleBuilder, loc, partitionGroupName(*sync.getScope(), key.second),
+        inside ? mt::GroupKind::data_inside : mt::GroupKind::data_across,
+        *sync.getMembers(), moduleBuilder.getI64IntegerAttr(key.second));
+  }
   for (auto &stage : stages)
     if (failed(stage->lower()))
       return signalPassFailure();

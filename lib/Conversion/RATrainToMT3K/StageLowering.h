@@ -596,6 +596,13 @@ transferKey(Payload payload, int64_t mb, int64_t chunk) {
 /// rendezvous sends (OutboxSlots.cpp); at least 2.
 OutboxSlotCounts planOutboxSlots(PipelineOp pipeline);
 
+/// The symbol of the partition group a sync of `scope` at `level` runs on:
+/// "dp_inside<level>" or "dp_across<level>".
+inline std::string partitionGroupName(SyncScope scope, int64_t level) {
+  return (scope == SyncScope::Inside ? "dp_inside" : "dp_across") +
+         std::to_string(level);
+}
+
 } // namespace ratrain::lowering
 
 #endif // RATRAIN_LIB_CONVERSION_RATRAINTOMT3K_STAGELOWERING_H

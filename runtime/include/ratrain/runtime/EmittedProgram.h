@@ -224,10 +224,17 @@ struct ProgramDescription {
   /// last, so other programs leave them out); null: virtual stage s on rank s.
   const int64_t *stageRanks = nullptr;
   size_t stageRanksSize = 0;
+  /// The program runs ZeRO collectives on the partition groups: shards are
+  /// laid out by Runtime::partitionIndex (RuntimeOptions::partitionedShards).
+  bool partitionedShards = false;
 };
 
 /// Builds the Runtime and the Session of `program`, runs the program of this
-/// rank's stage; returns the process's exit code.
+/// rank's stage; returns the process's exit code. With RATRAIN_COUNTERS=<file>
+/// rank 0 writes its collective counters there at the end (one line per
+/// non-zero entry: `native <kind> <algorithm> <level> <bytes>`, `wire <kind>
+/// <int8|int4> <level> <bytes>`, then `level <l> <bytes>`, the sum of both
+/// per network level; docs/runtime.md, "Counters").
 int runProgram(int argc, char **argv, const ProgramDescription &program);
 
 } // namespace ratrain::rt::emit

@@ -28,10 +28,44 @@ enum class Group : unsigned char {
   DataCrossNode, ///< Data-group ranks with the same node-local index: one per
                  ///< node (the second level of a hierarchical all-reduce).
   NodeLocal,     ///< All ranks on this node (MPI_Comm_split_type SHARED).
+  /// Hierarchical partitioning (docs/runtime.md, "Partition groups"): the
+  /// Data-group members that share this rank's network-level-L group
+  /// (DataInsideL) and those with this rank's index inside their level-L
+  /// groups (DataAcrossL), ranks in the digit-reversed order
+  /// (Runtime::partitionIndex) under which an all-gather across and then
+  /// inside a level, or a reduce-scatter inside and then across, is the
+  /// collective of the whole Data group.
+  DataInside0,
+  DataInside1,
+  DataInside2,
+  DataInside3,
+  DataAcross0,
+  DataAcross1,
+  DataAcross2,
+  DataAcross3,
 };
-constexpr unsigned kNumGroups = 6;
+constexpr unsigned kNumGroups = 14;
+/// The partition groups of level `level` (0 to 3).
+inline Group dataInsideGroup(int level) {
+  return Group(unsigned(Group::DataInside0) + unsigned(level));
+}
+inline Group dataAcrossGroup(int level) {
+  return Group(unsigned(Group::DataAcross0) + unsigned(level));
+}
+/// Whether `group` is a DataInsideL or DataAcrossL group, and its level.
+inline bool isPartitionGroup(Group group) {
+  return unsigned(group) >= unsigned(Group::DataInside0);
+}
+inline int partitionGroupLevel(Group group) {
+  return int(unsigned(group) - unsigned(Group::DataInside0)) % 4;
+}
+inline bool isInsideGroup(Group group) {
+  return isPartitionGroup(group) &&
+         unsigned(group) < unsigned(Group::DataAcross0);
+}
 
-/// "world", "pipeline", "data", "data.node", "data.cross", "node".
+/// "world", "pipeline", "data", "data.node", "data.cross", "node",
+/// "data.inside0".."data.inside3", "data.across0".."data.across3".
 llvm::StringRef stringifyGroup(Group group);
 std::optional<Group> parseGroup(llvm::StringRef name);
 

@@ -27,6 +27,7 @@
 #include "ratrain/runtime/Token.h"
 
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
 
 #include <cstdint>
 #include <initializer_list>
@@ -192,6 +193,11 @@ struct RuntimeOptions {
   /// Elements per block (one scale each) of quantized collectives.
   /// Environment: RATRAIN_QUANT_BLOCK.
   uint64_t quantBlockSize = 256;
+  /// Hierarchical partitioning (docs/runtime.md, "Partition groups"): this
+  /// rank owns block shardIndex() = partitionIndex() of every ZeRO shard
+  /// instead of block dpIndex(). Set by programs that use the DataInsideL /
+  /// DataAcrossL groups.
+  bool partitionedShards = false;
   /// Size of the token pool: the most operations outstanding at once.
   uint32_t maxOutstanding = 4096;
   /// Directory of the storage tier of offload(). Environment:
@@ -303,6 +309,16 @@ public:
   /// Whether the Data group runs hierarchical collectives: every level
   /// splits it evenly and dp index = sum of level index x stride.
   bool dataLevelsRegular() const { return hierarchicalData; }
+  /// This rank's digit-reversed position in the Data group: sum over the
+  /// levels of its level index x the members of the levels above (the
+  /// innermost digit most significant); its dp index without a regular
+  /// hierarchy. The partition groups rank their members by it.
+  int partitionIndex() const { return reversedIndex; }
+  /// The block of every ZeRO shard this rank owns: partitionIndex() when
+  /// RuntimeOptions::partitionedShards, else dpIndex().
+  int shardIndex() const {
+    return opts.partitionedShards ? reversedIndex : dpIndex();
+  }
 
   //===--- Point-to-point
   //---------------------------------------------------===//
@@ -440,6 +456,15 @@ private:
   int dataIndex[kMaxLevels] = {};
   /// See dataLevelsRegular().
   bool hierarchicalData = false;
+  /// See partitionIndex().
+  int reversedIndex = 0;
+  /// The Data levels (more than one member) a hierarchical collective on
+  /// `group` runs over, innermost first: all of them on the Data group,
+  /// levels 0..L inside level L, the levels above L across it.
+  llvm::SmallVector<int, kMaxLevels> dataLevelsOf(Group group) const;
+  /// Fatal when `group` is a partition group and the Data group's levels
+  /// are irregular.
+  void checkPartitionGroup(Group group, const char *what) const;
   /// Quantized collectives' wire bytes (counted when issued).
   WireCounters wireCounters;
   /// Issues a quantized collective (QuantizedCollectives.cpp).
