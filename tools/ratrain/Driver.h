@@ -89,6 +89,9 @@ struct CompileOptions {
   std::string machineFile;
   int64_t ranks = 0;
   std::optional<int64_t> pp, dp, zero;
+  /// The sharding preset and wire types (--ratrain-plan partition=,
+  /// weight-wire=, grad-wire=; empty: the planner's default).
+  std::string partition, weightWire, gradWire;
   int64_t globalBatch = 0;
   std::string policy = "ratrain";
   /// The pipeline schedule the plan is made for (`auto`: searched).

@@ -46,6 +46,12 @@ const char *const kPlanFlagsHelp = R"(PLAN OPTIONS:
   --pp P                pipeline stages (default: the planner's choice)
   --dp D                data-parallel replicas (pp = ranks / D)
   --zero Z              ZeRO stage 0, 1, 2 or 3 (default: the planner's choice)
+  --partition NAME      hierarchical ZeRO partitioning: flat, zero++ or
+                        three-level (docs/schedule.md, "Partitioning")
+  --weight-wire W       wire type of the weight all-gathers: native, int8
+                        or int4 (ZeRO++ qwZ)
+  --grad-wire W         wire type of the gradient reduce-scatters: native,
+                        int8 or int4 (ZeRO++ qgZ)
   --global-batch B      sequences per step (default: 2 x ranks)
   --policy NAME         lifecycle policy: ratrain (default) or gpu-style
   --schedule NAME       pipeline schedule: 1f1b (default), interleaved-1f1b,
@@ -133,9 +139,10 @@ std::string formatCommand(llvm::ArrayRef<std::string> argv) {
 //===----------------------------------------------------------------------===//
 
 llvm::ArrayRef<StringRef> getPlanValueFlags() {
-  static const StringRef flags[] = {"--machine", "--ranks", "--pp",
-                                    "--dp",      "--zero",  "--global-batch",
-                                    "--policy",  "--dtype", "--schedule"};
+  static const StringRef flags[] = {
+      "--machine",  "--ranks",        "--pp",          "--dp",
+      "--zero",     "--global-batch", "--policy",      "--dtype",
+      "--schedule", "--partition",    "--weight-wire", "--grad-wire"};
   return flags;
 }
 
@@ -179,6 +186,21 @@ llvm::Expected<CompileOptions> getCompileOptions(const Args &args,
       return makeError("--zero: expected 0, 1, 2 or 3, got '" + *zero + "'");
     options.zero = std::stoll(*zero);
   }
+  if (std::optional<std::string> partition = args.get("--partition")) {
+    if (*partition != "flat" && *partition != "zero++" &&
+        *partition != "three-level")
+      return makeError("--partition: expected flat, zero++ or three-level, "
+                       "got '" +
+                       *partition + "'");
+    options.partition = *partition;
+  }
+  for (StringRef flag : {"--weight-wire", "--grad-wire"})
+    if (std::optional<std::string> wire = args.get(flag)) {
+      if (*wire != "native" && *wire != "int8" && *wire != "int4")
+        return makeError(flag + ": expected native, int8 or int4, got '" +
+                         *wire + "'");
+      (flag == "--weight-wire" ? options.weightWire : options.gradWire) = *wire;
+    }
   if (std::optional<std::string> policy = args.get("--policy")) {
     if (*policy != "ratrain" && *policy != "gpu-style")
       return makeError("--policy: expected ratrain or gpu-style, got '" +

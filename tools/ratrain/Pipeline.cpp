@@ -117,6 +117,12 @@ static std::string planPassOptions(const CompileOptions &options) {
     text += llvm::formatv(" pp={0}", *options.pp).str();
   if (options.zero)
     text += llvm::formatv(" zero={0}", *options.zero).str();
+  if (!options.partition.empty())
+    text += " partition=" + options.partition;
+  if (!options.weightWire.empty())
+    text += " weight-wire=" + options.weightWire;
+  if (!options.gradWire.empty())
+    text += " grad-wire=" + options.gradWire;
   if (options.schedule != "1f1b")
     text += " schedule=" + options.schedule;
   return text;

@@ -166,6 +166,9 @@ int runCommand(const Toolchain &tools, llvm::ArrayRef<std::string> argv) {
                               options->zero.value_or(-1), options->globalBatch,
                               options->policy, options->dtype)
                     .str());
+    hash.update(("partition=" + options->partition +
+                 " weight-wire=" + options->weightWire +
+                 " grad-wire=" + options->gradWire + "\n"));
     for (StringRef tool : {StringRef(tools.self), StringRef(tools.translate),
                            StringRef(tools.opt)})
       hashFileIdentity(hash, tool);
