@@ -13,6 +13,8 @@
 //   all-to-all, and the k_l received chunks are decoded and summed in fp32
 //   (in member order, so every rank adds in the same order). After the last
 //   level the sum is this rank's block.
+// With level-order group ranks (QuantizedSpec::levelOrderRanks, the partition
+// groups) payload e is group rank e, and chunk j of a level is contiguous.
 //
 //===----------------------------------------------------------------------===//
 
@@ -271,7 +273,10 @@ bool QuantizedCollectives::postStep(uint32_t index) {
     lane.recvBuf.resize(payload * uint64_t(members));
     for (int j = 0; j < members; ++j) {
       const std::byte *chunk = input + uint64_t(j) * blockBytes;
-      if (perChunk > 1) {
+      if (spec.levelOrderRanks) {
+        // Level-order ranks: member j's blocks are contiguous.
+        chunk = input + uint64_t(j) * perChunk * blockBytes;
+      } else if (perChunk > 1) {
         // Blocks j, j + k_l, j + 2 k_l, ... side by side.
         lane.stage.resize(n * getElemBytes(type));
         for (uint64_t b = 0; b < perChunk; ++b)
@@ -339,6 +344,9 @@ void QuantizedCollectives::finish(uint32_t index) {
         rank += digits[l] * stride;
         stride *= uint64_t(lane.sizes[l]);
       }
+      // Level-order ranks: the group rank is e itself.
+      if (spec.levelOrderRanks)
+        rank = e;
       unpack(spec, spec.type, spec.count, lane.sendBuf.data() + e * payload,
              static_cast<std::byte *>(spec.recv) +
                  rank * spec.count * elemBytes,

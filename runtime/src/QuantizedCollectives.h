@@ -50,6 +50,10 @@ struct QuantizedSpec {
   /// The network level of each entry of `levels` (the index the counters
   /// use: the machine's level, as in the model's CollectiveStep).
   llvm::SmallVector<unsigned, kMaxWireLevels> networkLevels;
+  /// The group ranks are in level order, sum_l index_l * prod_{j>l} size_j
+  /// (the partition groups): a member's block is the contiguous chunk of
+  /// its digits at every level.
+  bool levelOrderRanks = false;
   /// Identifies the level list: equal keys, equal lists.
   unsigned lane = 0;
   const void *send = nullptr;

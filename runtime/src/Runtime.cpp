@@ -785,13 +785,9 @@ static QuantizedSpec quantizedSpec(CollectiveKind kind, Group group,
   spec.type = type;
   spec.lane = unsigned(group) * 2 + unsigned(hierarchical);
   if (hierarchical) {
-    // The quantized steps index members innermost digit least significant;
-    // a partition group ranks them the other way round, so its levels are
-    // listed outermost first (the data lands in group-rank order).
-    llvm::SmallVector<int, kMaxLevels> order(levels.begin(), levels.end());
-    if (isPartitionGroup(group))
-      std::reverse(order.begin(), order.end());
-    for (int l : order) {
+    // A partition group ranks its members in level order.
+    spec.levelOrderRanks = isPartitionGroup(group);
+    for (int l : levels) {
       spec.levels.push_back(dataLevelComms[l]);
       spec.sizes.push_back(dataMembers[l]);
       spec.networkLevels.push_back(unsigned(l));
