@@ -500,8 +500,12 @@ StepTime ratrain::predictStepTime(const CostModel &costs,
           b = config.microBatchSize, m = config.numMicroBatches;
   int64_t w = getDTypeBytes(model.dtype);
   bool sharded = config.zero >= ZeroStage::Optimizer && d > 1;
-  // ZeRO-1/2 all-gather the updated view after the update.
-  bool regather = sharded && config.zero < ZeroStage::Parameters;
+  // The all-gather of the updated view after the update. ZeRO-3 keeps the
+  // shard and its next use gathers it (counted in the forward above), so
+  // this overcounts ZeRO-3 by one flat gather per item and step; kept
+  // until the plans the planner picks with it are re-baselined (docs/
+  // planner.md, "Step time").
+  bool regather = sharded;
   int64_t offloadPerParam = offloadedBytesPerParam(model, config.offload);
   // Offloaded bytes of an update item of `params` parameters on one cluster
   // (the ZeRO shard it updates).
@@ -689,9 +693,8 @@ StepTime ratrain::predictStepTime(const CostModel &costs,
       }
       double viewReady = computeFree;
       if (regather) {
-        // ZeRO-1/2: gather the updated view shards (after the syncs on the
-        // communication stream). ZeRO-3 keeps the shard; the next step's
-        // first use gathers it (in the forward above).
+        // ZeRO: gather the updated view shards (after the syncs on the
+        // communication stream; see `regather`).
         double agStart = std::max(viewReady, commFree);
         commFree = agStart + costs.collective(CollectiveKind::AllGather,
                                               items[k].params * w, d);

@@ -100,9 +100,9 @@ StepTime ratrain::predictStepTime(const CostModel &costs,
         config.zero >= ZeroStage::Optimizer ? (params + d - 1) / d : params;
     return offloadPerParam * updated;
   };
-  // ZeRO-1/2 all-gather the updated view after the update; ZeRO-3 gathers
-  // it at its next use.
-  bool regather = sharded && config.zero < ZeroStage::Parameters;
+  // The all-gather of the updated view after the update (also under
+  // ZeRO-3, as the 1F1B closed form counts it).
+  bool regather = sharded;
   auto sync = [&](int64_t params) {
     return itemCommunication(costs, config, params).gradSync;
   };

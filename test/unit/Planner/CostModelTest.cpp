@@ -423,16 +423,3 @@ TEST(CostModel, QuantizedWiresAreCheaperOnASlowNetwork) {
   EXPECT_NEAR(quantizedAcross - codec,
               3 * 5e-6 + (nativeAcross - 3 * 5e-6) * (1 + 4.0 / 256) / 2, 1e-9);
 }
-
-TEST(CostModel, ZeroThreeHasNoPostUpdateGather) {
-  MachineModel machine = testMachine();
-  ModelConfig model = testModel();
-  CostModel costs(model, machine);
-  ParallelConfig c = zeroThree({});
-  StepTime t = predictStepTime(costs, c, LifecyclePolicy::GpuStyle);
-  for (const StageTiming &s : t.stages)
-    EXPECT_EQ(s.allGatherSeconds, 0);
-  c.zero = ZeroStage::Gradients;
-  t = predictStepTime(costs, c, LifecyclePolicy::GpuStyle);
-  EXPECT_GT(t.stages[0].allGatherSeconds, 0);
-}
