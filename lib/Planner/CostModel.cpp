@@ -205,6 +205,10 @@ double CostModel::offloadTransfer(int64_t bytes) const {
 // Communication
 //===----------------------------------------------------------------------===//
 
+CostModel::CostModel(const ModelConfig &model, const MachineModel &machine)
+    : model(model), machine(machine), levels(machine.networkLevels()),
+      levelClusters(levelGroupClusters(machine)) {}
+
 double CostModel::pointToPoint(int64_t bytes, LinkClass link) const {
   const LinkSpec &spec = link == LinkClass::IntraNode
                              ? machine.network.intraNode
@@ -309,6 +313,87 @@ double CostModel::collective(CollectiveKind kind, CollectiveAlgorithm algorithm,
   llvm_unreachable("unknown collective algorithm");
 }
 
+llvm::SmallVector<int64_t, 4>
+CostModel::dataParallelLevels(int64_t dataParallel, int64_t level,
+                              bool inside) const {
+  llvm::SmallVector<int64_t, 4> members(levels.size(), 1);
+  int64_t below = 1;
+  for (int64_t l = 0; l < int64_t(levels.size()); ++l) {
+    int64_t shared = partitionGroupMembers(levelClusters, dataParallel, l);
+    int64_t here = std::max<int64_t>(shared / below, 1);
+    below = std::max(below, shared);
+    if (level < 0 || (inside ? l <= level : l > level))
+      members[l] = here;
+  }
+  return members;
+}
+
+double CostModel::levelCollective(CollectiveKind kind, int64_t bytes,
+                                  llvm::ArrayRef<int64_t> members,
+                                  WireFormat wire,
+                                  int64_t parallelGroups) const {
+  if (bytes <= 0)
+    return 0;
+  const int64_t numLevels =
+      std::min<int64_t>(int64_t(members.size()), int64_t(levels.size()));
+  const double w = getDTypeBytes(model.dtype);
+  const double q = wireBytesPerElement(wire, int64_t(w));
+  const double ratio = q / w;
+  const bool quantized = wire != WireFormat::Native;
+  // Bandwidth of one member's transfers at level l.
+  auto bandwidth = [&](int64_t l) {
+    double bw = levels[l].link.bandwidth;
+    if (l > 0 && levels[l - 1].injectionBandwidth > 0) {
+      double senders = double(std::max<int64_t>(parallelGroups, 1));
+      for (int64_t j = 0; j < l; ++j)
+        senders *= double(members[j]);
+      bw = std::min(bw, levels[l - 1].injectionBandwidth / senders);
+    }
+    return bw;
+  };
+  // Full buffer of the level-l part: the input of its reduce-scatter, the
+  // output of its all-gather.
+  llvm::SmallVector<double, 4> buffer(numLevels, 0);
+  double b = double(bytes);
+  for (int64_t l = 0; l < numLevels; ++l) {
+    buffer[l] = b;
+    b /= double(std::max<int64_t>(members[l], 1));
+  }
+  double reduceScatter = 0, allGather = 0;
+  bool any = false;
+  for (int64_t l = 0; l < numLevels; ++l) {
+    int64_t k = members[l];
+    if (k <= 1)
+      continue;
+    any = true;
+    const LinkSpec &link = levels[l].link;
+    reduceScatter +=
+        ringSeconds(CollectiveKind::ReduceScatter, buffer[l] * ratio, k,
+                    link.latency, bandwidth(l));
+    allGather += ringSeconds(CollectiveKind::AllGather, buffer[l] * ratio, k,
+                             link.latency, bandwidth(l));
+    // qgZ: quantize the level's input, dequantize what arrives and reduce
+    // it into FP32, at every level.
+    if (quantized)
+      reduceScatter += memoryBoundSeconds(buffer[l] / w * (w + 2 * q + 4));
+  }
+  if (!any)
+    return 0;
+  // qwZ: quantize the input shard, dequantize the gathered output.
+  if (quantized)
+    allGather += memoryBoundSeconds(b / w * (w + q)) +
+                 memoryBoundSeconds(double(bytes) / w * (q + w));
+  switch (kind) {
+  case CollectiveKind::AllReduce:
+    return reduceScatter + allGather;
+  case CollectiveKind::ReduceScatter:
+    return reduceScatter;
+  case CollectiveKind::AllGather:
+    return allGather;
+  }
+  llvm_unreachable("unknown collective");
+}
+
 //===----------------------------------------------------------------------===//
 // Step time
 //===----------------------------------------------------------------------===//
@@ -323,14 +408,75 @@ struct SyncItem {
 };
 } // namespace
 
+ItemCommunication ratrain::itemCommunication(const CostModel &costs,
+                                             const ParallelConfig &config,
+                                             int64_t params) {
+  ItemCommunication result;
+  const int64_t d = config.dataParallel;
+  if (d <= 1)
+    return result;
+  const ShardingPolicy &policy = config.sharding;
+  const int64_t w = getDTypeBytes(costs.getModel().dtype);
+  const int64_t bytes = params * w;
+  llvm::ArrayRef<int64_t> levelClusters = costs.getLevelClusters();
+  const int64_t outermost = int64_t(levelClusters.size()) - 1;
+
+  if (config.zero >= ZeroStage::Parameters) {
+    int64_t L = policy.weightLevel;
+    int64_t g = partitionGroupMembers(levelClusters, d, L);
+    if (L < 0 || L >= outermost || g >= d) {
+      // Every gather spans the whole group.
+      result.gatherRepeat =
+          policy.weightWire == WireFormat::Native
+              ? costs.collective(CollectiveKind::AllGather, bytes, d)
+              : costs.levelCollective(CollectiveKind::AllGather, bytes,
+                                      costs.dataParallelLevels(d),
+                                      policy.weightWire);
+      result.gatherFirst = result.gatherRepeat;
+    } else {
+      result.gatherRepeat = costs.levelCollective(
+          CollectiveKind::AllGather, bytes,
+          costs.dataParallelLevels(d, L, /*inside=*/true), policy.weightWire);
+      // The g members of a level-L group gather their secondary shards
+      // across the groups at once.
+      double across = costs.levelCollective(
+          CollectiveKind::AllGather, (bytes + g - 1) / g,
+          costs.dataParallelLevels(d, L, /*inside=*/false), policy.weightWire,
+          /*parallelGroups=*/g);
+      result.gatherFirst = across + result.gatherRepeat;
+    }
+  }
+
+  bool sharded = config.zero >= ZeroStage::Optimizer;
+  int64_t L = policy.gradLevel;
+  if (config.zero >= ZeroStage::Gradients && L >= 0) {
+    int64_t g = partitionGroupMembers(levelClusters, d, L);
+    result.gradPerMicroBatch = costs.levelCollective(
+        CollectiveKind::ReduceScatter, bytes,
+        costs.dataParallelLevels(d, L, /*inside=*/true), policy.gradWire);
+    if (g < d)
+      result.gradSync = costs.levelCollective(
+          CollectiveKind::ReduceScatter, (bytes + g - 1) / g,
+          costs.dataParallelLevels(d, L, /*inside=*/false), policy.gradWire,
+          /*parallelGroups=*/g);
+  } else if (sharded && policy.gradWire != WireFormat::Native) {
+    result.gradSync =
+        costs.levelCollective(CollectiveKind::ReduceScatter, bytes,
+                              costs.dataParallelLevels(d), policy.gradWire);
+  } else {
+    result.gradSync = costs.collective(sharded ? CollectiveKind::ReduceScatter
+                                               : CollectiveKind::AllReduce,
+                                       bytes, d);
+  }
+  return result;
+}
+
 double ratrain::parameterGatherSeconds(const CostModel &costs,
                                        const ParallelConfig &config,
                                        int64_t params) {
   if (config.zero < ZeroStage::Parameters || config.dataParallel <= 1)
     return 0;
-  return costs.collective(CollectiveKind::AllGather,
-                          params * getDTypeBytes(costs.getModel().dtype),
-                          config.dataParallel);
+  return itemCommunication(costs, config, params).gatherRepeat;
 }
 
 StepTime ratrain::predictStepTime(const CostModel &costs,
@@ -354,6 +500,12 @@ StepTime ratrain::predictStepTime(const CostModel &costs,
           b = config.microBatchSize, m = config.numMicroBatches;
   int64_t w = getDTypeBytes(model.dtype);
   bool sharded = config.zero >= ZeroStage::Optimizer && d > 1;
+  // The all-gather of the updated view after the update. ZeRO-3 keeps the
+  // shard and its next use gathers it (counted in the forward above), so
+  // this overcounts ZeRO-3 by one flat gather per item and step; kept
+  // until the plans the planner picks with it are re-baselined (docs/
+  // planner.md, "Step time").
+  bool regather = sharded;
   int64_t offloadPerParam = offloadedBytesPerParam(model, config.offload);
   // Offloaded bytes of an update item of `params` parameters on one cluster
   // (the ZeRO shard it updates).
@@ -364,21 +516,35 @@ StepTime ratrain::predictStepTime(const CostModel &costs,
   };
 
   // ZeRO-3: every compute waits for the gather of its item's view, issued
-  // one compute ahead (parameterGatherSeconds).
+  // one compute ahead on the communication stream (parameterGatherSeconds);
+  // with a gradient partition the same stream reduce-scatters each
+  // micro-batch's gradient of the item before (ItemCommunication).
   int64_t headItem =
       model.headParams() +
       (model.tieEmbeddings && p > 1 ? model.embeddingParams() : 0);
-  double layerGather =
-      parameterGatherSeconds(costs, config, model.paramsPerLayer());
+  ItemCommunication layerComm =
+      itemCommunication(costs, config, model.paramsPerLayer());
+  ItemCommunication embComm =
+      itemCommunication(costs, config, model.embeddingParams());
+  ItemCommunication headComm = itemCommunication(costs, config, headItem);
+  double layerGather = layerComm.gatherRepeat;
+  double layerGradComm = layerGather + layerComm.gradPerMicroBatch;
   double f = std::max(costs.layerForward(b), layerGather),
          bw = costs.layerBackward(b);
-  double embGather =
-      parameterGatherSeconds(costs, config, model.embeddingParams());
-  double headGather = parameterGatherSeconds(costs, config, headItem);
-  double embF = std::max(costs.embeddingForward(b), embGather),
-         embB = std::max(costs.embeddingBackward(b), embGather);
-  double headF = std::max(costs.headForward(b), headGather),
-         headB = std::max(costs.headBackward(b), headGather);
+  double embF = std::max(costs.embeddingForward(b), embComm.gatherRepeat),
+         embB = std::max(costs.embeddingBackward(b),
+                         embComm.gatherRepeat + embComm.gradPerMicroBatch);
+  double headF = std::max(costs.headForward(b), headComm.gatherRepeat),
+         headB = std::max(costs.headBackward(b),
+                          headComm.gatherRepeat + headComm.gradPerMicroBatch);
+  // A secondary weight partition makes an item's first gather of the step
+  // (across the level-L groups, then inside) longer than the others: the
+  // first micro-batch's forward passes every stage once with it.
+  auto firstExtra = [](double compute, const ItemCommunication &comm) {
+    return std::max(compute, comm.gatherFirst) -
+           std::max(compute, comm.gatherRepeat);
+  };
+  double firstGatherExtra = 0;
   double c = p > 1 ? costs.pointToPoint(costs.pipelineMessageBytes(b),
                                         costs.pipelineLink(config))
                    : 0;
@@ -393,8 +559,12 @@ StepTime ratrain::predictStepTime(const CostModel &costs,
     double r = costs.layerRecompute(b, config.recompute[i]);
     t.forward = n * f + (i == 0 ? embF : 0) + (i == p - 1 ? headF : 0);
     t.recompute = n * r;
-    t.backward = n * std::max(bw + r, layerGather) + (i == 0 ? embB : 0) +
+    t.backward = n * std::max(bw + r, layerGradComm) + (i == 0 ? embB : 0) +
                  (i == p - 1 ? headB : 0);
+    firstGatherExtra +=
+        n * firstExtra(costs.layerForward(b), layerComm) +
+        (i == 0 ? firstExtra(costs.embeddingForward(b), embComm) : 0) +
+        (i == p - 1 ? firstExtra(costs.headForward(b), headComm) : 0);
     t.p2p = c;
     double slot = t.forward + t.backward + 2 * c;
     sumSlots += slot;
@@ -405,14 +575,12 @@ StepTime ratrain::predictStepTime(const CostModel &costs,
     // Whole-stage lifecycle costs.
     int64_t params = stageParams(model, config, i);
     int64_t updated = sharded ? (params + d - 1) / d : params;
-    t.syncSeconds = costs.collective(sharded ? CollectiveKind::ReduceScatter
-                                             : CollectiveKind::AllReduce,
-                                     params * w, d);
+    t.syncSeconds = itemCommunication(costs, config, params).gradSync;
     t.updateSeconds = costs.optimizerUpdate(updated);
     t.castSeconds = costs.viewCast(updated);
     t.allGatherSeconds =
-        sharded ? costs.collective(CollectiveKind::AllGather, params * w, d)
-                : 0;
+        regather ? costs.collective(CollectiveKind::AllGather, params * w, d)
+                 : 0;
     if (offloadPerParam > 0) {
       // Reload + write-back of each update item: the decoder layers, the
       // embedding (stage 0), the head (+ tied embedding copy, last stage).
@@ -431,7 +599,7 @@ StepTime ratrain::predictStepTime(const CostModel &costs,
       result.offload = std::max(result.offload, t.offloadSeconds);
     }
   }
-  result.pipeline = sumSlots + double(m - 1) * maxSlot;
+  result.pipeline = sumSlots + double(m - 1) * maxSlot + firstGatherExtra;
   result.bubble = result.pipeline - double(m) * maxSlot;
   result.recompute = double(m) * result.stages[slowest].recompute;
 
@@ -457,7 +625,7 @@ StepTime ratrain::predictStepTime(const CostModel &costs,
     double lastBackwardEnd = result.pipeline - drainBefore;
     double sweepStart = lastBackwardEnd - t.backward;
     double layerB = std::max(bw + costs.layerRecompute(b, config.recompute[i]),
-                             layerGather);
+                             layerGradComm);
 
     // Readiness order of the backward sweep: head, layers last to first,
     // embedding.
@@ -488,9 +656,7 @@ StepTime ratrain::predictStepTime(const CostModel &costs,
       double ready = sweepStart + items[k].readyOffset;
       double start = std::max(ready, commFree);
       commFree =
-          start + costs.collective(sharded ? CollectiveKind::ReduceScatter
-                                           : CollectiveKind::AllReduce,
-                                   items[k].params * w, d);
+          start + itemCommunication(costs, config, items[k].params).gradSync;
       syncEnd[k] = commFree;
     }
     // Offload stream (DDR <-> tier), double-buffered: the reloads of the
@@ -526,9 +692,9 @@ StepTime ratrain::predictStepTime(const CostModel &costs,
         iteration = std::max(iteration, offloadFree - sweepStart);
       }
       double viewReady = computeFree;
-      if (sharded) {
+      if (regather) {
         // ZeRO: gather the updated view shards (after the syncs on the
-        // communication stream).
+        // communication stream; see `regather`).
         double agStart = std::max(viewReady, commFree);
         commFree = agStart + costs.collective(CollectiveKind::AllGather,
                                               items[k].params * w, d);

@@ -96,6 +96,26 @@ static bool hasSchedule(const ParallelConfig &c) {
   return c.schedule != schedule::ScheduleKind::OneFOneB || c.virtualStages != 1;
 }
 
+/// A config's sharding policy for tables: "flat", or the partition levels
+/// and quantized wires: "w0 g1" (weight partition at level 0, gradient
+/// partition at level 1; "-" for none), "+qw8" (int8 weight gathers),
+/// "+qg4" (int4 gradient reduce-scatters).
+static std::string describeSharding(const ParallelConfig &c) {
+  const ShardingPolicy &s = c.sharding;
+  std::string text = "flat";
+  if (s.weightLevel >= 0 || s.gradLevel >= 0)
+    text = "w" +
+           (s.weightLevel >= 0 ? std::to_string(s.weightLevel)
+                               : std::string("-")) +
+           " g" +
+           (s.gradLevel >= 0 ? std::to_string(s.gradLevel) : std::string("-"));
+  if (s.weightWire != WireFormat::Native)
+    text += "+qw" + std::string(s.weightWire == WireFormat::Int8 ? "8" : "4");
+  if (s.gradWire != WireFormat::Native)
+    text += "+qg" + std::string(s.gradWire == WireFormat::Int8 ? "8" : "4");
+  return text;
+}
+
 /// "zbv v=2", "1f1b".
 static std::string describeSchedule(const ParallelConfig &c) {
   std::string text = schedule::stringifyScheduleKind(c.schedule).str();
@@ -108,12 +128,15 @@ void ratrain::printPlanTable(llvm::raw_ostream &os,
                              llvm::ArrayRef<Plan> plans) {
   bool schedules = llvm::any_of(
       plans, [](const Plan &plan) { return hasSchedule(plan.config); });
+  bool sharding = llvm::any_of(plans, [](const Plan &plan) {
+    return !plan.config.sharding.isDefault();
+  });
   os << llvm::formatv("{0,4} {1,4} {2,5} {3,4} {4,5} {5,4} {6,-9} {7,-14} "
                       "{8,-20} {9,9} {10,7} {11,10} {12,10} {13,11}",
                       "rank", "pp", "dp", "mbs", "m", "zero", "offload",
                       "layers", "recompute", "peak", "bubble", "exposed",
                       "step", "tokens/s");
-  os << (schedules ? "  schedule\n" : "\n");
+  os << (sharding ? "  sharding" : "") << (schedules ? "  schedule\n" : "\n");
   int64_t rank = 1;
   for (const Plan &plan : plans) {
     const ParallelConfig &c = plan.config;
@@ -127,6 +150,9 @@ void ratrain::printPlanTable(llvm::raw_ostream &os,
         100.0 * plan.time.bubbleFraction(),
         formatSeconds(plan.time.exposedLifecycle),
         formatSeconds(plan.time.total), plan.tokensPerSecond);
+    if (sharding)
+      os << (schedules ? llvm::formatv("  {0,-8}", describeSharding(c)).str()
+                       : "  " + describeSharding(c));
     os << (schedules ? "  " + describeSchedule(c) + "\n" : std::string("\n"));
   }
 }
@@ -189,6 +215,14 @@ void ratrain::printPlanJSON(llvm::raw_ostream &os, const PlanResult &result) {
           json.attribute("micro_batches", c.numMicroBatches);
           json.attribute("zero", int64_t(c.zero));
           json.attribute("offload", stringifyOffloadPolicy(c.offload));
+          if (!c.sharding.isDefault()) {
+            json.attribute("weight_partition", c.sharding.weightLevel);
+            json.attribute("grad_partition", c.sharding.gradLevel);
+            json.attribute("weight_wire",
+                           stringifyWireFormat(c.sharding.weightWire));
+            json.attribute("grad_wire",
+                           stringifyWireFormat(c.sharding.gradWire));
+          }
           if (hasSchedule(c)) {
             json.attribute("schedule",
                            schedule::stringifyScheduleKind(c.schedule));

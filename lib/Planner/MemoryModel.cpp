@@ -14,6 +14,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
+#include <numeric>
 
 using namespace ratrain;
 
@@ -126,6 +127,38 @@ std::optional<ShardingPolicy> ratrain::shardingPreset(llvm::StringRef name,
     return policy;
   }
   return std::nullopt;
+}
+
+llvm::SmallVector<int64_t, 4>
+ratrain::levelGroupClusters(const MachineModel &machine) {
+  llvm::SmallVector<int64_t, 4> clusters;
+  size_t levels = machine.networkLevels().size();
+  for (size_t l = 0; l < levels; ++l)
+    clusters.push_back(l + 1 == levels ? machine.totalClusters()
+                                       : machine.clustersPerGroup(unsigned(l)));
+  return clusters;
+}
+
+int64_t ratrain::partitionGroupMembers(llvm::ArrayRef<int64_t> levelClusters,
+                                       int64_t dataParallel, int64_t level) {
+  int64_t d = std::max<int64_t>(dataParallel, 1);
+  if (level < 0 || level + 1 >= int64_t(levelClusters.size()))
+    return d;
+  int64_t group = std::max<int64_t>(levelClusters[level], 1);
+  if (group % d == 0)
+    return d;
+  if (d % group == 0)
+    return group;
+  return std::gcd(group, d);
+}
+
+bool ratrain::isRegularPartitionLevel(llvm::ArrayRef<int64_t> levelClusters,
+                                      int64_t dataParallel, int64_t level) {
+  if (level < 0 || level + 1 >= int64_t(levelClusters.size()))
+    return true;
+  int64_t group = std::max<int64_t>(levelClusters[level], 1);
+  int64_t d = std::max<int64_t>(dataParallel, 1);
+  return group % d == 0 || d % group == 0;
 }
 
 llvm::StringRef ratrain::stringifyOffloadPolicy(OffloadPolicy policy) {
@@ -491,6 +524,16 @@ StageMemory ratrain::computeStageMemory(
     mem.gatheredItems[1] = items.size() > 1 ? items[1] : 0;
     mem.parameterViews =
         w * (ceilDiv(params, d) + mem.gatheredItems[0] + mem.gatheredItems[1]);
+    // hpZ: the secondary shard (1/g_L of each owned item's view) lives from
+    // the item's first gather of the step to its last use; under 1F1B every
+    // owned item is between its first forward and its last backward at the
+    // stage's peak. g_L = d: the secondary is the primary shard (no copy).
+    int64_t g = partitionGroupMembers(options.levelClusters, d,
+                                      options.sharding.weightLevel);
+    if (options.sharding.weightLevel >= 0 && g < d)
+      for (int64_t item :
+           stageUpdateItems(model, layers, first, last, pipelineStages))
+        mem.parameterViews += w * ceilDiv(item, g);
   }
   // With FP32 training the parameters are the master copy.
   mem.masterWeights = lowPrecision ? 4 * shardedOptimizer : 0;
@@ -519,6 +562,23 @@ StageMemory ratrain::computeStageMemory(
     llvm::sort(items, std::greater<int64_t>());
     int64_t largestTwo = items[0] + (items.size() > 1 ? items[1] : 0);
     mem.gradients = w * (shardedGradients + largestTwo);
+  }
+  // Gradient partition at level L: every micro-batch's layer gradient (a
+  // transient full-size buffer, two items live as for m = 1) is
+  // reduce-scattered inside the level-L group into a partitioned FP32
+  // accumulator of 1/g_L per item, which replaces the full-size
+  // accumulation.
+  if (zero2 && options.sharding.gradLevel >= 0) {
+    llvm::SmallVector<int64_t> items =
+        stageUpdateItems(model, layers, first, last, pipelineStages);
+    int64_t g = partitionGroupMembers(options.levelClusters, d,
+                                      options.sharding.gradLevel);
+    int64_t accumulator = 0;
+    for (int64_t item : items)
+      accumulator += 4 * ceilDiv(item, g);
+    llvm::sort(items, std::greater<int64_t>());
+    int64_t largestTwo = items[0] + (items.size() > 1 ? items[1] : 0);
+    mem.gradients = w * (shardedGradients + largestTwo) + accumulator;
   }
   if (gpuStyle) {
     // A GPU-style runtime accumulates every micro-batch's gradients into a
@@ -642,10 +702,12 @@ StageMemory ratrain::computeStageMemory(const ModelConfig &model,
                                         const ParallelConfig &config,
                                         int64_t stage,
                                         const MemoryOptions &options) {
+  MemoryOptions withPolicy = options;
+  withPolicy.sharding = config.sharding;
   return computeStageMemory(
       model, stage, config.pipelineStages, config.dataParallel,
       config.microBatchSize, config.numMicroBatches, config.stages[stage],
-      config.recompute[stage], config.zero, config.offload, options);
+      config.recompute[stage], config.zero, config.offload, withPolicy);
 }
 
 std::vector<std::pair<llvm::StringRef, int64_t>> StageMemory::fields() const {

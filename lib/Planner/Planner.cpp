@@ -125,6 +125,68 @@ llvm::Error ratrain::applyScheduleOption(llvm::StringRef name,
   return llvm::Error::success();
 }
 
+std::vector<ShardingPolicy>
+ratrain::searchedShardingPolicies(const PlanRequest &request, ZeroStage zero,
+                                  int64_t d,
+                                  llvm::ArrayRef<int64_t> levelClusters) {
+  auto allowed = [&](const ShardingPolicy &policy) {
+    if (policy.weightLevel >= 0 || policy.weightWire != WireFormat::Native)
+      if (zero < ZeroStage::Parameters)
+        return false;
+    if (policy.gradLevel >= 0 || policy.gradWire != WireFormat::Native)
+      if (zero < ZeroStage::Gradients)
+        return false;
+    return true;
+  };
+  if (request.sharding) {
+    if (!allowed(*request.sharding))
+      return {};
+    return {*request.sharding};
+  }
+  // A gpu-style runtime syncs whole stages at the iteration boundary: no
+  // partitions.
+  if (request.policy == LifecyclePolicy::GpuStyle)
+    return {ShardingPolicy()};
+  std::vector<ShardingPolicy> result;
+  auto add = [&](ShardingPolicy policy) {
+    if (allowed(policy) && !llvm::is_contained(result, policy))
+      result.push_back(policy);
+  };
+  const int64_t numLevels = int64_t(levelClusters.size());
+  std::vector<ShardingPolicy> bases;
+  for (llvm::StringRef name : {"flat", "zero++", "three-level"}) {
+    std::optional<ShardingPolicy> preset = shardingPreset(name, numLevels);
+    if (!preset)
+      continue;
+    if (zero < ZeroStage::Parameters)
+      preset->weightLevel = -1;
+    if (zero < ZeroStage::Gradients)
+      preset->gradLevel = -1;
+    if (d <= 1)
+      preset->weightLevel = preset->gradLevel = -1;
+    if (!isRegularPartitionLevel(levelClusters, d, preset->weightLevel) ||
+        !isRegularPartitionLevel(levelClusters, d, preset->gradLevel))
+      continue;
+    // A secondary partition over the whole group is no partition.
+    if (preset->weightLevel >= 0 &&
+        partitionGroupMembers(levelClusters, d, preset->weightLevel) >= d)
+      preset->weightLevel = -1;
+    bases.push_back(*preset);
+    add(*preset);
+  }
+  if (request.allowQuantized && d > 1)
+    for (const ShardingPolicy &base : bases)
+      for (WireFormat weight : {WireFormat::Native, WireFormat::Int8})
+        for (WireFormat grad :
+             {WireFormat::Native, WireFormat::Int8, WireFormat::Int4}) {
+          ShardingPolicy policy = base;
+          policy.weightWire = weight;
+          policy.gradWire = grad;
+          add(policy);
+        }
+  return result;
+}
+
 namespace {
 
 static llvm::Error makeError(const llvm::Twine &message) {
@@ -320,6 +382,7 @@ public:
     ParallelConfig even = ParallelConfig::balanced(model.numLayers, p, d, b, m,
                                                    policies.front(), zero);
     even.offload = offload;
+    even.sharding = options.sharding;
     std::vector<int64_t> n;
     for (const StageLayers &s : even.stages)
       n.push_back(s.numLayers);
@@ -341,6 +404,7 @@ public:
     ParallelConfig even = ParallelConfig::balanced(model.numLayers, p, d, b, m,
                                                    policies[leanest], zero);
     even.offload = offload;
+    even.sharding = options.sharding;
     std::vector<int64_t> best;
     for (const StageLayers &s : even.stages)
       best.push_back(s.numLayers);
@@ -387,6 +451,7 @@ private:
     config.numMicroBatches = m;
     config.zero = zero;
     config.offload = offload;
+    config.sharding = options.sharding;
     int64_t next = 0;
     for (int64_t i = 0; i < p; ++i) {
       std::optional<size_t> k = bestPolicy(i, n[i]);
@@ -478,6 +543,21 @@ llvm::Expected<PlanResult> ratrain::planTraining(const ModelConfig &model0,
                                    *request.pipelineStages, model.numLayers,
                                    model.name));
 
+  if (request.sharding) {
+    int64_t numLevels = int64_t(machine.networkLevels().size());
+    const ShardingPolicy &fixed = *request.sharding;
+    if (fixed.weightLevel < -1 || fixed.weightLevel >= numLevels - 1)
+      return makeError(llvm::formatv(
+          "weight partition level {0} is not an inner network level of "
+          "machine '{1}' (levels 0..{2}, or -1 for none)",
+          fixed.weightLevel, machine.name, numLevels - 2));
+    if (fixed.gradLevel < -1 || fixed.gradLevel >= numLevels)
+      return makeError(llvm::formatv(
+          "gradient partition level {0} is not a network level of machine "
+          "'{1}' (levels 0..{2}, or -1 for none)",
+          fixed.gradLevel, machine.name, numLevels - 1));
+  }
+
   std::vector<RecomputePolicy> policies;
   if (request.recompute)
     policies = {*request.recompute};
@@ -559,29 +639,43 @@ llvm::Expected<PlanResult> ratrain::planTraining(const ModelConfig &model0,
 
   // Memory that every stage split of a combination must exceed somewhere.
   auto lowerBound = [&](int64_t p, int64_t d, int64_t b, int64_t m,
-                        ZeroStage zero, OffloadPolicy offload) {
+                        ZeroStage zero, OffloadPolicy offload,
+                        const MemoryOptions &options) {
     RecomputePolicy leanest = policies.back();
     // Model states and activations of an even spread (per-layer costs are
     // the same on every stage; activations at least one in flight). The
     // offload window and the buffers are not per layer and left out.
-    StageMemory one = computeStageMemory(model, /*stage=*/1, p + 2, d, b,
-                                         /*m=*/1, {0, 1}, leanest, zero,
-                                         offload, memoryOptions);
+    StageMemory one =
+        computeStageMemory(model, /*stage=*/1, p + 2, d, b,
+                           /*m=*/1, {0, 1}, leanest, zero, offload, options);
+    const int64_t w = getDTypeBytes(model.dtype);
+    const int64_t layer = model.paramsPerLayer();
+    const bool layerLifecycle = options.lifecycle != LifecyclePolicy::GpuStyle;
     ++result.stageEvaluations;
     // Under ZeRO-2 a stage also holds up to two full item gradients (m = 1)
     // or all of them (m > 1); per layer only the shard is certain.
+    // A gradient partition's FP32 accumulator (1/g_L per item) is per
+    // layer too.
     int64_t gradients = one.gradients;
-    if (zero >= ZeroStage::Gradients &&
-        memoryOptions.lifecycle != LifecyclePolicy::GpuStyle)
-      gradients = std::min<int64_t>(gradients,
-                                    int64_t(getDTypeBytes(model.dtype)) *
-                                        ((model.paramsPerLayer() + d - 1) / d));
-    // Under ZeRO-3 only the view shard is per layer (the two gathered
-    // views are not).
+    if (zero >= ZeroStage::Gradients && layerLifecycle) {
+      int64_t certain = w * ((layer + d - 1) / d);
+      if (d > 1 && options.sharding.gradLevel >= 0) {
+        int64_t g = partitionGroupMembers(options.levelClusters, d,
+                                          options.sharding.gradLevel);
+        certain += 4 * ((layer + g - 1) / g);
+      }
+      gradients = std::min<int64_t>(gradients, certain);
+    }
+    // Under ZeRO-3 only the view shard (and a secondary weight partition's
+    // shard) is per layer (the two gathered views are not).
     int64_t views = one.parameterViews;
-    if (zero >= ZeroStage::Parameters)
-      views = int64_t(getDTypeBytes(model.dtype)) *
-              ((model.paramsPerLayer() + d - 1) / d);
+    if (zero >= ZeroStage::Parameters) {
+      views = w * ((layer + d - 1) / d);
+      int64_t g = partitionGroupMembers(options.levelClusters, d,
+                                        options.sharding.weightLevel);
+      if (options.sharding.weightLevel >= 0 && g < d)
+        views += w * ((layer + g - 1) / g);
+    }
     double states = double(one.modelStates() - one.gradients + gradients -
                            one.parameterViews + views + one.optimizerWorkspace);
     double perLayer = states + double(one.activations);
@@ -655,101 +749,118 @@ llvm::Expected<PlanResult> ratrain::planTraining(const ModelConfig &model0,
       else
         zeros = {ZeroStage::None, ZeroStage::Optimizer, ZeroStage::Gradients,
                  ZeroStage::Parameters};
+      // Baichuan2's NormHead reads the head's view after its last backward,
+      // when ZeRO-3 has released the gathered copy: the lowering refuses it
+      // (a fixed zero=3 is planned and left to the lowering's error).
+      if (model.normHead && !request.zero)
+        llvm::erase(zeros, ZeroStage::Parameters);
       for (ZeroStage zero : zeros) {
-        // The fastest feasible plan of this (p, d, b, zero) with less
-        // offload: an offload plan must beat it.
-        double bestWithLessOffload = std::numeric_limits<double>::infinity();
-        for (OffloadPolicy offload : offloads) {
-          ++result.combinationsVisited;
-          CombinationSolver solver(model, costs, policies, p, d, b, m, zero,
-                                   offload, cap, tierCap, memoryOptions,
-                                   result.stageEvaluations);
-          bool pruned = request.pruneByMemoryBound &&
-                        lowerBound(p, d, b, m, zero, offload) > cap;
-          std::vector<ParallelConfig> candidates;
-          if (!pruned) {
-            if (std::optional<ParallelConfig> c = solver.solveMinMaxSplit())
-              candidates.push_back(std::move(*c));
-            if (std::optional<ParallelConfig> c = solver.evenSplit())
-              if (candidates.empty() || c->stages != candidates[0].stages ||
-                  c->recompute != candidates[0].recompute)
+        std::vector<ShardingPolicy> shardings = searchedShardingPolicies(
+            request, zero, d, memoryOptions.levelClusters);
+        for (const ShardingPolicy &sharding : shardings) {
+          MemoryOptions options = memoryOptions;
+          options.sharding = sharding;
+          // The fastest feasible plan of this (p, d, b, zero, sharding) with
+          // less offload: an offload plan must beat it.
+          double bestWithLessOffload = std::numeric_limits<double>::infinity();
+          for (OffloadPolicy offload : offloads) {
+            ++result.combinationsVisited;
+            CombinationSolver solver(model, costs, policies, p, d, b, m, zero,
+                                     offload, cap, tierCap, options,
+                                     result.stageEvaluations);
+            bool pruned = request.pruneByMemoryBound &&
+                          lowerBound(p, d, b, m, zero, offload, options) > cap;
+            std::vector<ParallelConfig> candidates;
+            if (!pruned) {
+              if (std::optional<ParallelConfig> c = solver.solveMinMaxSplit())
                 candidates.push_back(std::move(*c));
-          } else {
-            ++result.combinationsPruned;
-          }
-          // The other schedule kinds: zb-h1 on the 1F1B splits, the
-          // interleaved and V schedules on even splits into p * v chunks;
-          // each with the least recompute that fits its schedule.
-          std::vector<
-              std::pair<ParallelConfig, const schedule::PipelineSchedule *>>
-              toEvaluate;
-          if (plan1F1B)
-            for (ParallelConfig &config : candidates)
-              toEvaluate.push_back({config, nullptr});
-          for (const ScheduleChoice &choice : scheduleChoices) {
-            // Without a pipeline every schedule is 1F1B.
-            if (pruned || choice.kind == ScheduleKind::OneFOneB || p == 1)
-              continue;
-            const schedule::PipelineSchedule *sched =
-                scheduleCache.get(choice.kind, p, choice.v, m);
-            if (!sched || p * choice.v > model.numLayers)
-              continue;
-            std::vector<ParallelConfig> starts;
-            if (choice.kind == ScheduleKind::ZBH1) {
-              starts = candidates;
+              if (std::optional<ParallelConfig> c = solver.evenSplit())
+                if (candidates.empty() || c->stages != candidates[0].stages ||
+                    c->recompute != candidates[0].recompute)
+                  candidates.push_back(std::move(*c));
             } else {
-              // Each rank keeps the layer count of a 1F1B split, shared out
-              // over its chunks.
-              for (const ParallelConfig &split : candidates)
-                if (std::optional<ParallelConfig> chunked = planner::chunkSplit(
-                        split, choice.kind, choice.v, policies.front()))
-                  starts.push_back(std::move(*chunked));
+              ++result.combinationsPruned;
             }
-            for (ParallelConfig &start : starts) {
-              start.schedule = choice.kind;
-              start.virtualStages = choice.v;
-              start.offload = offload;
-              if (std::optional<ParallelConfig> fitted = planner::fitRecompute(
-                      model, start, policies, *sched, memoryOptions,
-                      {cap, tierCap}, result.stageEvaluations))
-                toEvaluate.push_back({std::move(*fitted), sched});
+            // The other schedule kinds: zb-h1 on the 1F1B splits, the
+            // interleaved and V schedules on even splits into p * v chunks;
+            // each with the least recompute that fits its schedule.
+            std::vector<
+                std::pair<ParallelConfig, const schedule::PipelineSchedule *>>
+                toEvaluate;
+            if (plan1F1B)
+              for (ParallelConfig &config : candidates)
+                toEvaluate.push_back({config, nullptr});
+            for (const ScheduleChoice &choice : scheduleChoices) {
+              // Without a pipeline every schedule is 1F1B.
+              if (pruned || choice.kind == ScheduleKind::OneFOneB || p == 1)
+                continue;
+              const schedule::PipelineSchedule *sched =
+                  scheduleCache.get(choice.kind, p, choice.v, m);
+              if (!sched || p * choice.v > model.numLayers)
+                continue;
+              std::vector<ParallelConfig> starts;
+              if (choice.kind == ScheduleKind::ZBH1) {
+                starts = candidates;
+              } else {
+                // Each rank keeps the layer count of a 1F1B split, shared out
+                // over its chunks.
+                for (const ParallelConfig &split : candidates)
+                  if (std::optional<ParallelConfig> chunked =
+                          planner::chunkSplit(split, choice.kind, choice.v,
+                                              policies.front()))
+                    starts.push_back(std::move(*chunked));
+              }
+              for (ParallelConfig &start : starts) {
+                start.schedule = choice.kind;
+                start.virtualStages = choice.v;
+                start.offload = offload;
+                start.sharding = sharding;
+                if (std::optional<ParallelConfig> fitted =
+                        planner::fitRecompute(model, start, policies, *sched,
+                                              options, {cap, tierCap},
+                                              result.stageEvaluations))
+                  toEvaluate.push_back({std::move(*fitted), sched});
+              }
             }
-          }
-          bool anyCandidate = !toEvaluate.empty();
-          double bestHere = std::numeric_limits<double>::infinity();
-          for (auto &[config, sched] : toEvaluate) {
-            ++result.candidatesEvaluated;
-            Plan plan =
-                sched ? evaluatePlan(model, machine, config, request.policy,
-                                     *sched)
-                      : evaluatePlan(model, machine, config, request.policy);
-            if (plan.peakBytes() > cap || plan.peakOffloadedBytes() > tierCap)
-              continue;
-            ++result.feasiblePlans;
-            // Prefer no (or less) offload unless offloading is faster.
-            if (plan.time.total < bestWithLessOffload) {
-              bestHere = std::min(bestHere, plan.time.total);
-              feasible.push_back(std::move(plan));
+            bool anyCandidate = !toEvaluate.empty();
+            double bestHere = std::numeric_limits<double>::infinity();
+            for (auto &[config, sched] : toEvaluate) {
+              ++result.candidatesEvaluated;
+              Plan plan =
+                  sched ? evaluatePlan(model, machine, config, request.policy,
+                                       *sched)
+                        : evaluatePlan(model, machine, config, request.policy);
+              if (plan.peakBytes() > cap || plan.peakOffloadedBytes() > tierCap)
+                continue;
+              ++result.feasiblePlans;
+              // Prefer no (or less) offload unless offloading is faster.
+              if (plan.time.total < bestWithLessOffload) {
+                bestHere = std::min(bestHere, plan.time.total);
+                feasible.push_back(std::move(plan));
+              }
             }
-          }
-          bestWithLessOffload = std::min(bestWithLessOffload, bestHere);
-          if (!anyCandidate && feasible.empty()) {
+            bestWithLessOffload = std::min(bestWithLessOffload, bestHere);
             // Remember the candidate that comes closest to fitting: the
-            // smallest worst ratio of DDR (and offload tier) to its cap.
-            ParallelConfig lean = solver.leastMemorySplit();
-            double peak = 0;
-            for (int64_t i = 0; i < p; ++i) {
-              StageMemory mem =
-                  computeStageMemory(model, lean, i, memoryOptions);
-              peak = std::max(peak, double(mem.total()) / double(cap));
-              if (mem.offloadedBytes > 0)
-                peak = std::max(peak, tierCap > 0 ? double(mem.offloadedBytes) /
-                                                        double(tierCap)
-                                                  : 1e300);
-            }
-            if (peak < closestPeak) {
-              closestPeak = peak;
-              closest = std::move(lean);
+            // smallest worst ratio of DDR (and offload tier) to its cap;
+            // under the first policy searched (flat, or the fixed one).
+            if (!anyCandidate && feasible.empty() &&
+                sharding == shardings.front()) {
+              ParallelConfig lean = solver.leastMemorySplit();
+              double peak = 0;
+              for (int64_t i = 0; i < p; ++i) {
+                StageMemory mem =
+                    computeStageMemory(model, lean, i, memoryOptions);
+                peak = std::max(peak, double(mem.total()) / double(cap));
+                if (mem.offloadedBytes > 0)
+                  peak =
+                      std::max(peak, tierCap > 0 ? double(mem.offloadedBytes) /
+                                                       double(tierCap)
+                                                 : 1e300);
+              }
+              if (peak < closestPeak) {
+                closestPeak = peak;
+                closest = std::move(lean);
+              }
             }
           }
         }

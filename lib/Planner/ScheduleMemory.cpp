@@ -119,6 +119,8 @@ StageMemory ratrain::computeRankMemory(const ModelConfig &model,
     return computeStageMemory(model, config, rank, options);
   int64_t n = config.numVirtualStages();
   int64_t b = config.microBatchSize;
+  MemoryOptions withPolicy = options;
+  withPolicy.sharding = config.sharding;
   StageMemory total;
   total.stage = rank;
   bool any = false;
@@ -145,7 +147,7 @@ StageMemory ratrain::computeRankMemory(const ModelConfig &model,
     StageMemory chunk = computeStageMemory(
         model, c, n, config.dataParallel, b, config.numMicroBatches,
         config.stages[c], config.recompute[c], config.zero, config.offload,
-        live, options);
+        live, withPolicy);
     chunk.activations +=
         config.stages[c].numLayers * deferred *
         layerDeferredBytes(model, b, config.recompute[c], options);

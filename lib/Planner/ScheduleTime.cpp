@@ -23,17 +23,24 @@ ratrain::scheduleActionCosts(const CostModel &costs,
   int64_t n = config.numVirtualStages(), b = config.microBatchSize;
   const ModelConfig &model = costs.getModel();
   // ZeRO-3: each compute waits for its item's gather, which overlaps the
-  // compute before it.
-  auto gathered = [&](double seconds, int64_t params) {
-    return std::max(seconds, parameterGatherSeconds(costs, config, params));
-  };
+  // compute before it; with a gradient partition the weight part also
+  // waits for the reduce-scatter of the micro-batch's gradient before it on
+  // the same stream.
   int64_t layerParams = model.paramsPerLayer();
   int64_t headParams =
       model.headParams() +
       (model.tieEmbeddings && n > 1 ? model.embeddingParams() : 0);
+  auto gathered = [&](double seconds, int64_t params) {
+    return std::max(seconds,
+                    itemCommunication(costs, config, params).gatherRepeat);
+  };
+  auto gatheredWeight = [&](double seconds, int64_t params) {
+    ItemCommunication comm = itemCommunication(costs, config, params);
+    return std::max(seconds, comm.gatherRepeat + comm.gradPerMicroBatch);
+  };
   double f = gathered(costs.layerForward(b), layerParams),
          bi = costs.layerBackwardInput(b),
-         bw = gathered(costs.layerBackwardWeight(b), layerParams);
+         bw = gatheredWeight(costs.layerBackwardWeight(b), layerParams);
   schedule::ActionCosts result;
   result.forward.resize(n);
   result.backwardInput.resize(n);
@@ -48,14 +55,14 @@ ratrain::scheduleActionCosts(const CostModel &costs,
       result.forward[c] +=
           gathered(costs.embeddingForward(b), model.embeddingParams());
       result.backwardWeight[c] +=
-          gathered(costs.embeddingBackward(b), model.embeddingParams());
+          gatheredWeight(costs.embeddingBackward(b), model.embeddingParams());
     }
     if (c == n - 1) {
       result.forward[c] += gathered(costs.headForward(b), headParams);
       result.backwardInput[c] +=
           gathered(costs.headBackwardInput(b), headParams);
       result.backwardWeight[c] +=
-          gathered(costs.headBackwardWeight(b), headParams);
+          gatheredWeight(costs.headBackwardWeight(b), headParams);
     }
   }
   result.transfer = config.pipelineStages > 1
@@ -93,10 +100,11 @@ StepTime ratrain::predictStepTime(const CostModel &costs,
         config.zero >= ZeroStage::Optimizer ? (params + d - 1) / d : params;
     return offloadPerParam * updated;
   };
+  // The all-gather of the updated view after the update (also under
+  // ZeRO-3, as the 1F1B closed form counts it).
+  bool regather = sharded;
   auto sync = [&](int64_t params) {
-    return costs.collective(sharded ? CollectiveKind::ReduceScatter
-                                    : CollectiveKind::AllReduce,
-                            params * w, d);
+    return itemCommunication(costs, config, params).gradSync;
   };
   int64_t headParams =
       model.headParams() +
@@ -108,6 +116,19 @@ StepTime ratrain::predictStepTime(const CostModel &costs,
 
   StepTime result;
   result.pipeline = timing.makespan;
+  // A secondary weight partition's longer first gather of each item: the
+  // first micro-batch's forward passes every chunk once with it.
+  {
+    auto extra = [](double compute, const ItemCommunication &comm) {
+      return std::max(compute, comm.gatherFirst) -
+             std::max(compute, comm.gatherRepeat);
+    };
+    ItemCommunication layerComm =
+        itemCommunication(costs, config, model.paramsPerLayer());
+    for (int64_t c = 0; c < n; ++c)
+      result.pipeline += double(config.stages[c].numLayers) *
+                         extra(costs.layerForward(b), layerComm);
+  }
   // As for 1F1B: the idle time of the busiest rank (the others' extra idle
   // is imbalance, not bubble).
   double busiest = 0;
@@ -129,8 +150,8 @@ StepTime ratrain::predictStepTime(const CostModel &costs,
     t.updateSeconds = costs.optimizerUpdate(updatedParams(params));
     t.castSeconds = costs.viewCast(updatedParams(params));
     t.allGatherSeconds =
-        sharded ? costs.collective(CollectiveKind::AllGather, params * w, d)
-                : 0;
+        regather ? costs.collective(CollectiveKind::AllGather, params * w, d)
+                 : 0;
     if (offloadPerParam > 0) {
       t.offloadSeconds =
           2 * layers * costs.offloadTransfer(offloaded(model.paramsPerLayer()));
@@ -257,7 +278,7 @@ StepTime ratrain::predictStepTime(const CostModel &costs,
         iteration = std::max(iteration, offloadFree - sweepStart);
       }
       double viewReady = computeFree;
-      if (sharded) {
+      if (regather) {
         double agStart = std::max(viewReady, commFree);
         commFree = agStart + costs.collective(CollectiveKind::AllGather,
                                               items[k].params * w, d);

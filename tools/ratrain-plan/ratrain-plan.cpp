@@ -9,6 +9,9 @@
 //              [--offload none|optimizer|master] [--memory-cap BYTES]
 //              [--schedule 1f1b|interleaved-1f1b|zb-h1|zbv|auto]
 //              [--virtual-stages N]
+//              [--partition flat|zero++|three-level]
+//              [--weight-wire native|int8] [--grad-wire native|int8|int4]
+//              [--allow-quantized]
 //
 // Prints the top plans as a table, then each plan's per-stage memory
 // breakdown; for an infeasible request, what is missing for the closest
@@ -98,6 +101,26 @@ static cl::opt<double>
               cl::desc("DDR cap per cluster in bytes (default: the machine "
                        "file's cluster.ddr_bytes)"),
               cl::cat(category));
+static cl::opt<std::string> fixedPartition(
+    "partition", cl::init(""),
+    cl::desc("fix the sharding policy: flat|zero++|three-level (default: "
+             "searched with the ZeRO stage)"),
+    cl::cat(category));
+static cl::opt<std::string>
+    weightWire("weight-wire", cl::init(""),
+               cl::desc("with --partition: the wire format of the ZeRO-3 "
+                        "weight all-gathers: native|int8"),
+               cl::cat(category));
+static cl::opt<std::string>
+    gradWire("grad-wire", cl::init(""),
+             cl::desc("with --partition: the wire format of the gradient "
+                      "reduce-scatters: native|int8|int4"),
+             cl::cat(category));
+static cl::opt<bool> allowQuantized(
+    "allow-quantized",
+    cl::desc("also search quantized communication (qwZ int8 weight gathers, "
+             "qgZ int8/int4 gradient reduce-scatters; changes the numerics)"),
+    cl::cat(category));
 static cl::opt<bool> noBreakdown("no-breakdown",
                                  cl::desc("omit the per-stage breakdowns"),
                                  cl::cat(category));
@@ -192,8 +215,40 @@ int main(int argc, char **argv) {
   if (!fixedZero.empty()) {
     std::optional<ZeroStage> zero = parseZeroStage(fixedZero);
     if (!zero)
-      return fail("--zero: expected 0, 1 or 2, got '" + fixedZero + "'");
+      return fail("--zero: expected 0, 1, 2 or 3, got '" + fixedZero + "'");
     request.zero = *zero;
+  }
+  request.allowQuantized = allowQuantized;
+  if (!fixedPartition.empty()) {
+    int64_t levels = int64_t(machine->networkLevels().size());
+    std::optional<ShardingPolicy> policy =
+        shardingPreset(fixedPartition, levels);
+    if (!policy)
+      return fail(llvm::formatv("--partition: expected flat, zero++ or "
+                                "three-level (the last two need 2 network "
+                                "levels, machine '{0}' has {1}), got '{2}'",
+                                machine->name, levels, fixedPartition)
+                      .str());
+    auto wire = [&](const std::string &option, const std::string &value,
+                    WireFormat &out) -> bool {
+      if (value.empty())
+        return true;
+      std::optional<WireFormat> parsed = parseWireFormat(value);
+      if (!parsed)
+        return false;
+      out = *parsed;
+      return true;
+    };
+    if (!wire("weight-wire", weightWire, policy->weightWire) ||
+        policy->weightWire == WireFormat::Int4)
+      return fail("--weight-wire: expected native or int8, got '" + weightWire +
+                  "'");
+    if (!wire("grad-wire", gradWire, policy->gradWire))
+      return fail("--grad-wire: expected native, int8 or int4, got '" +
+                  gradWire + "'");
+    request.sharding = *policy;
+  } else if (!weightWire.empty() || !gradWire.empty()) {
+    return fail("--weight-wire and --grad-wire need --partition");
   }
   if (!fixedRecompute.empty()) {
     std::optional<RecomputePolicy> r = parseRecomputePolicy(fixedRecompute);

@@ -19,6 +19,8 @@
 #include "ratrain/Model/ModelConfig.h"
 #include "ratrain/Planner/MemoryModel.h"
 
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 
 #include <cstdint>
@@ -33,8 +35,7 @@ namespace ratrain {
 /// Analytic costs in seconds for one model on one machine.
 class CostModel {
 public:
-  CostModel(const ModelConfig &model, const MachineModel &machine)
-      : model(model), machine(machine) {}
+  CostModel(const ModelConfig &model, const MachineModel &machine);
 
   const ModelConfig &getModel() const { return model; }
   const MachineModel &getMachine() const { return machine; }
@@ -108,6 +109,38 @@ public:
                     int64_t groupSize) const {
     return collective(kind, machine.network.collective, bytes, groupSize);
   }
+  /// A collective decomposed over the network levels, each level's part a
+  /// ring over that level's links: a reduce-scatter from the innermost
+  /// level out (each level's input is the previous level's output shard),
+  /// an all-gather from the outermost level in, an all-reduce both.
+  /// `members[l]` is how many level-(l-1) groups (clusters for l = 0) of
+  /// one level-l group take part (1: the level is not crossed); `bytes` is
+  /// the full native buffer (reduce-scatter input, all-gather output);
+  /// `parallelGroups` instances run at once in every group of the innermost
+  /// level taking part (hpZ's across-group gathers), sharing the levels'
+  /// injection bandwidth with the collective's own members. Level l > 0
+  /// runs at min(link, injection of level l-1 / concurrent senders of one
+  /// level-(l-1) group). A quantized wire format moves
+  /// wireBytesPerElement(wire) bytes per element and adds the codec's
+  /// compute, memory bound on the cluster's DDR (the machine file gives no
+  /// rate for it): an all-gather quantizes its input shard and dequantizes
+  /// its output once; a reduce-scatter (qgZ) quantizes, dequantizes and
+  /// reduces into FP32 at every level it crosses.
+  double levelCollective(CollectiveKind kind, int64_t bytes,
+                         llvm::ArrayRef<int64_t> members,
+                         WireFormat wire = WireFormat::Native,
+                         int64_t parallelGroups = 1) const;
+  /// Members per network level of the data-parallel group of `dataParallel`
+  /// contiguous clusters (partitionGroupMembers level by level); with
+  /// `level` >= 0 only the levels up to `level` (the members inside one
+  /// level-`level` group, `inside`) or only those above it (one member of
+  /// each level-`level` group, `!inside`).
+  llvm::SmallVector<int64_t, 4> dataParallelLevels(int64_t dataParallel,
+                                                   int64_t level = -1,
+                                                   bool inside = true) const;
+  /// Clusters per group of each network level (levelGroupClusters).
+  llvm::ArrayRef<int64_t> getLevelClusters() const { return levelClusters; }
+
   /// Link class between stage s and s+1 of a config (placement: cluster id =
   /// stage * dp + replica): intra-node only when the whole pipeline of a
   /// replica stays inside one node.
@@ -127,6 +160,8 @@ private:
 
   const ModelConfig &model;
   const MachineModel &machine;
+  std::vector<NetworkLevel> levels;
+  llvm::SmallVector<int64_t, 4> levelClusters;
 };
 
 /// Per-stage costs of one micro-batch, the pieces of the step time.
@@ -200,11 +235,35 @@ StepTime predictStepTime(const CostModel &costs, const ParallelConfig &config,
                          LifecyclePolicy policy,
                          const schedule::PipelineSchedule &schedule);
 
+/// The data-parallel communication of one update item of `params`
+/// parameters under `config`'s ZeRO stage and sharding policy (seconds).
+struct ItemCommunication {
+  /// ZeRO-3: the item's first gather of the step (with a secondary weight
+  /// partition at level L: the primary shards across level-L groups into
+  /// the secondary shard, then the secondary inside the group).
+  double gatherFirst = 0;
+  /// ZeRO-3: every later gather (the secondary shard inside the level-L
+  /// group; without a partition the whole group each time).
+  double gatherRepeat = 0;
+  /// Gradient partition at level L: the reduce-scatter inside the level-L
+  /// group after each micro-batch's backward of the item.
+  double gradPerMicroBatch = 0;
+  /// The item's synchronization after its last backward: all-reduce
+  /// (ZeRO-0), reduce-scatter over the group (ZeRO-1/2/3), or, with a
+  /// gradient partition, the accumulator's reduce-scatter across level-L
+  /// groups (0 when L is the outermost level).
+  double gradSync = 0;
+};
+ItemCommunication itemCommunication(const CostModel &costs,
+                                    const ParallelConfig &config,
+                                    int64_t params);
+
 /// ZeRO-3: seconds of the all-gather of the full 16-bit view of an item of
 /// `params` parameters over the data-parallel group, which every compute
 /// reading the item's parameters waits for (0 below ZeRO-3). The gather of
 /// the next item runs on the communication stream while the current one
 /// computes, so an item's compute per micro-batch takes max(compute, gather).
+/// With a sharding policy: ItemCommunication::gatherRepeat.
 double parameterGatherSeconds(const CostModel &costs,
                               const ParallelConfig &config, int64_t params);
 

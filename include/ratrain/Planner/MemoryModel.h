@@ -24,6 +24,8 @@
 #include "ratrain/Model/ModelConfig.h"
 #include "ratrain/Schedule/PipelineSchedule.h"
 
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
@@ -115,6 +117,26 @@ struct ShardingPolicy {
 /// express (zero++ and three-level need two levels).
 std::optional<ShardingPolicy> shardingPreset(llvm::StringRef name,
                                              int64_t levels);
+
+/// Clusters in one group of each of `machine`'s network levels, innermost
+/// first (MachineModel::clustersPerGroup; the outermost is the whole
+/// machine).
+llvm::SmallVector<int64_t, 4> levelGroupClusters(const MachineModel &machine);
+
+/// g_L: the data-parallel members of one stage's group (dataParallel
+/// contiguous clusters from a multiple of dataParallel, as the placement
+/// cluster id = stage * dp + replica gives) inside one level-`level` group
+/// of clusters, with `levelClusters` as levelGroupClusters gives them.
+/// dataParallel for level -1 (no partition), the outermost level or levels
+/// the table does not know; the gcd of the level's group and the
+/// data-parallel width when neither divides the other (the group straddles
+/// the level; see isRegularPartitionLevel).
+int64_t partitionGroupMembers(llvm::ArrayRef<int64_t> levelClusters,
+                              int64_t dataParallel, int64_t level);
+/// Whether the data-parallel groups of `dataParallel` clusters split evenly
+/// over the level-`level` groups (one divides the other).
+bool isRegularPartitionLevel(llvm::ArrayRef<int64_t> levelClusters,
+                             int64_t dataParallel, int64_t level);
 
 /// When gradient sync, update and view re-materialization run (the
 /// scheduling policies RATrain compares; see CostModel.h). The memory model
@@ -235,12 +257,20 @@ struct MemoryOptions {
   /// Offload streaming chunk (machine file offload.chunk_bytes); 0: one
   /// whole update item per buffer of the double-buffered window.
   int64_t offloadChunkBytes = 0;
+  /// Clusters per group of each network level, innermost first
+  /// (levelGroupClusters); empty: a partition level counts as the whole
+  /// data-parallel group.
+  llvm::SmallVector<int64_t, 4> levelClusters;
+  /// The sharding policy the overloads of computeStageMemory that take no
+  /// ParallelConfig count (those that take one use config.sharding).
+  ShardingPolicy sharding;
 
   /// The options a machine's kernels imply.
   static MemoryOptions forMachine(const MachineModel &machine) {
     MemoryOptions options;
     options.fusedAttention = machine.cluster.fusedAttention;
     options.offloadChunkBytes = machine.offload.chunkBytes;
+    options.levelClusters = levelGroupClusters(machine);
     return options;
   }
   /// The same, for the runtime of `lifecycle`.
@@ -393,6 +423,10 @@ struct StageMemory {
   /// 16-bit views used by compute (2 B/param). ZeRO-3: this rank's shard
   /// (/d) plus the full views of the two largest update items, gathered
   /// at a time (`gatheredItems`: their parameters).
+  /// With a secondary weight partition (sharding.weightLevel, g_L members
+  /// per level-L group) also every owned item's secondary shard, 1/g_L of
+  /// its view: all are live at the 1F1B peak (gathered by their first
+  /// forward, used until their last backward).
   int64_t parameterViews = 0;
   int64_t gatheredItems[2] = {0, 0};
   int64_t masterWeights = 0;   ///< FP32 master copy (4 B/param, /d with ZeRO)
@@ -402,6 +436,11 @@ struct StageMemory {
   /// layer accumulates its full gradient until its reduce-scatter after the
   /// last micro-batch, so 2 B/param plus the shards. gpu-style: the FP32
   /// flat buffer of the whole stage (4 B/param, whatever the ZeRO stage).
+  /// With a gradient partition (sharding.gradLevel, ZeRO >= 2, d > 1,
+  /// ratrain lifecycle): the shards, the FP32 partitioned accumulator
+  /// (4 B/param / g_L) and the full gradients of the two largest items (the
+  /// one being reduce-scattered inside the level-L group and the next one's
+  /// backward), whatever m.
   int64_t gradients = 0;
   int64_t activations = 0; ///< stored layer activations, all in flight
   /// Transient activations of the layer being recomputed in backward (one

@@ -1,7 +1,8 @@
 //===- Planner.h - Resource-aware training-plan search ----------*- C++ -*-===//
 //
 // Searches pipeline depth, data-parallel width, micro-batch size and count
-// (the global batch fixed), ZeRO stage, optimizer-state offload, the stage
+// (the global batch fixed), ZeRO stage and sharding policy (partition levels,
+// optionally quantized wire formats), optimizer-state offload, the stage
 // layer split and the recompute policy of each stage; keeps only plans whose
 // every stage fits the usable DDR of one cluster (and the offload tier),
 // counted with the memory model of the requested lifecycle policy; ranks
@@ -44,6 +45,10 @@ struct PlanRequest {
   /// Forces a sharding policy (partition levels, wire formats); unset
   /// searches the policies the ZeRO stage and the machine's levels allow.
   std::optional<ShardingPolicy> sharding;
+  /// Also search quantized wire formats (qwZ int8 weight gathers, qgZ int8
+  /// or int4 gradient reduce-scatters) when `sharding` is unset. Off by
+  /// default: quantized communication changes the numerics.
+  bool allowQuantized = false;
   /// Forces the same recompute policy on every stage.
   std::optional<RecomputePolicy> recompute;
   /// Forces an offload policy; unset searches none, optimizer and master
@@ -107,6 +112,23 @@ struct PlanResult {
 llvm::Expected<PlanResult> planTraining(const ModelConfig &model,
                                         const MachineModel &machine,
                                         const PlanRequest &request);
+
+/// The sharding policies the planner searches for ZeRO stage `zero` with
+/// `dataParallel` replicas on a machine whose levels group `levelClusters`
+/// clusters (levelGroupClusters): the request's when fixed (none when the
+/// stage does not allow it: a weight partition or wire needs ZeRO-3, a
+/// gradient partition or wire ZeRO-2); else flat, zero++ and three-level
+/// (shardingPreset) with the weight partition dropped below ZeRO-3 and the
+/// gradient partition below ZeRO-2, leaving out levels the data-parallel
+/// groups straddle and secondary groups of the whole group; with
+/// request.allowQuantized each also with an int8 weight wire and an int8 or
+/// int4 gradient wire where the stage allows; flat only for a gpu-style
+/// request (its runtime syncs whole stages at the iteration boundary).
+/// Without duplicates.
+std::vector<ShardingPolicy>
+searchedShardingPolicies(const PlanRequest &request, ZeroStage zero,
+                         int64_t dataParallel,
+                         llvm::ArrayRef<int64_t> levelClusters);
 
 /// Evaluates one given config (memory per stage under `policy`'s memory
 /// model, and step time); does not check the cap.

@@ -318,3 +318,108 @@ TEST(CostModel, PipelineLinkFollowsPlacement) {
 }
 
 } // namespace
+
+/// ZeRO-3 at pp=1 dp=16 on the test machine (4 nodes of 4: levels node,
+/// system).
+static ParallelConfig zeroThree(ShardingPolicy sharding) {
+  ParallelConfig c = ParallelConfig::balanced(
+      8, 1, 16, 1, 4, RecomputePolicy::None, ZeroStage::Parameters);
+  c.sharding = sharding;
+  return c;
+}
+
+TEST(CostModel, LevelCollectivesMatchTheHierarchicalOne) {
+  MachineModel machine = testMachine();
+  ModelConfig model = testModel();
+  CostModel costs(model, machine);
+  int64_t bytes = int64_t(1) << 28;
+  llvm::SmallVector<int64_t, 4> all = costs.dataParallelLevels(16);
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0], 4);
+  EXPECT_EQ(all[1], 4);
+  // Native, over the whole group: the two-level hierarchical collective.
+  for (CollectiveKind kind :
+       {CollectiveKind::AllGather, CollectiveKind::ReduceScatter,
+        CollectiveKind::AllReduce})
+    EXPECT_NEAR(
+        costs.levelCollective(kind, bytes, all),
+        costs.collective(kind, CollectiveAlgorithm::Hierarchical, bytes, 16),
+        1e-12);
+  llvm::SmallVector<int64_t, 4> inside = costs.dataParallelLevels(16, 0, true);
+  llvm::SmallVector<int64_t, 4> across = costs.dataParallelLevels(16, 0, false);
+  EXPECT_EQ(inside[0], 4);
+  EXPECT_EQ(inside[1], 1);
+  EXPECT_EQ(across[0], 1);
+  EXPECT_EQ(across[1], 4);
+  // Inside a node: a ring over the intra-node links.
+  EXPECT_NEAR(costs.levelCollective(CollectiveKind::AllGather, bytes, inside),
+              3 * (2e-6 + double(bytes) / 4 / 50e9), 1e-12);
+}
+
+TEST(CostModel, PartitionsMoveFewerOuterBytesThanFlat) {
+  MachineModel machine = testMachine();
+  ModelConfig model = testModel();
+  CostModel costs(model, machine);
+  int64_t params = model.paramsPerLayer();
+  ItemCommunication flat = itemCommunication(costs, zeroThree({}), params);
+  ShardingPolicy threeLevel = *shardingPreset("three-level", 2);
+  ASSERT_EQ(threeLevel.weightLevel, 0);
+  ASSERT_EQ(threeLevel.gradLevel, 0);
+  ItemCommunication three =
+      itemCommunication(costs, zeroThree(threeLevel), params);
+  // Flat: every gather crosses the nodes; the same first and later.
+  EXPECT_GT(flat.gatherRepeat, 0);
+  EXPECT_DOUBLE_EQ(flat.gatherFirst, flat.gatherRepeat);
+  EXPECT_EQ(flat.gradPerMicroBatch, 0);
+  // hpZ at the node: later gathers stay inside it (cheaper); the first
+  // gathers the 1/4 secondary shard across the nodes first.
+  EXPECT_LT(three.gatherRepeat, flat.gatherRepeat);
+  EXPECT_GT(three.gatherFirst, three.gatherRepeat);
+  // Gradients inside the node per micro-batch; only the accumulator's
+  // reduce-scatter crosses the nodes at the end, less than the flat sync.
+  EXPECT_GT(three.gradPerMicroBatch, 0);
+  EXPECT_LT(three.gradSync, flat.gradSync);
+  // ZeRO++ (gradients over the whole group per micro-batch): nothing left
+  // for the end of the step.
+  ItemCommunication zpp =
+      itemCommunication(costs, zeroThree(*shardingPreset("zero++", 2)), params);
+  EXPECT_EQ(zpp.gradSync, 0);
+  EXPECT_DOUBLE_EQ(zpp.gradPerMicroBatch, flat.gradSync);
+  // Later gathers of hpZ: the flat gather minus its inter-node part.
+  EXPECT_DOUBLE_EQ(zpp.gatherRepeat, three.gatherRepeat);
+}
+
+TEST(CostModel, QuantizedWiresAreCheaperOnASlowNetwork) {
+  MachineModel machine = testMachine();
+  // A network much slower than DDR (as on GPU clusters), so that the
+  // codec's DDR passes cost less than the bytes they save.
+  machine.network.interNode = {1e9, 5e-6};
+  machine.network.nodeInjectionBandwidth = 2e9;
+  ModelConfig model = testModel();
+  CostModel costs(model, machine);
+  int64_t params = model.paramsPerLayer();
+  ShardingPolicy native = *shardingPreset("zero++", 2);
+  ShardingPolicy int8 = native;
+  int8.weightWire = WireFormat::Int8;
+  int8.gradWire = WireFormat::Int8;
+  ShardingPolicy int4 = int8;
+  int4.gradWire = WireFormat::Int4;
+  ItemCommunication n = itemCommunication(costs, zeroThree(native), params);
+  ItemCommunication q8 = itemCommunication(costs, zeroThree(int8), params);
+  ItemCommunication q4 = itemCommunication(costs, zeroThree(int4), params);
+  EXPECT_LT(q8.gatherFirst, n.gatherFirst);
+  EXPECT_LT(q8.gradPerMicroBatch, n.gradPerMicroBatch);
+  EXPECT_LT(q4.gradPerMicroBatch, q8.gradPerMicroBatch);
+  // The wire bytes alone: int8 moves 1 + 4/256 bytes per bf16 element.
+  llvm::SmallVector<int64_t, 4> across = costs.dataParallelLevels(16, 0, false);
+  int64_t bytes = int64_t(1) << 28;
+  double nativeAcross =
+      costs.levelCollective(CollectiveKind::AllGather, bytes, across);
+  double codec =
+      costs.memoryBoundSeconds(double(bytes) / 4 / 2 * (2 + 1 + 4.0 / 256)) +
+      costs.memoryBoundSeconds(double(bytes) / 2 * (1 + 4.0 / 256 + 2));
+  double quantizedAcross = costs.levelCollective(
+      CollectiveKind::AllGather, bytes, across, WireFormat::Int8);
+  EXPECT_NEAR(quantizedAcross - codec,
+              3 * 5e-6 + (nativeAcross - 3 * 5e-6) * (1 + 4.0 / 256) / 2, 1e-9);
+}

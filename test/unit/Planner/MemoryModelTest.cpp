@@ -541,3 +541,91 @@ TEST(MemoryModel, ShardingPresetsAndWireFormats) {
   EXPECT_DOUBLE_EQ(wireBytesPerElement(WireFormat::Int8, 2, 256), 1.015625);
   EXPECT_DOUBLE_EQ(wireBytesPerElement(WireFormat::Native, 2), 2.0);
 }
+
+TEST(MemoryModel, PartitionGroupMembersFollowThePlacement) {
+  // Levels of 4 clusters (chip), 16 (node), the machine (64).
+  const int64_t levels[] = {4, 16, 64};
+  EXPECT_EQ(partitionGroupMembers(levels, 8, 0), 4);
+  EXPECT_EQ(partitionGroupMembers(levels, 8, 1), 8);
+  EXPECT_EQ(partitionGroupMembers(levels, 8, 2), 8);
+  EXPECT_EQ(partitionGroupMembers(levels, 8, -1), 8);
+  EXPECT_EQ(partitionGroupMembers(levels, 2, 0), 2);
+  EXPECT_EQ(partitionGroupMembers(levels, 32, 1), 16);
+  EXPECT_TRUE(isRegularPartitionLevel(levels, 32, 0));
+  // Groups of 6 straddle the chips of 4: the gcd, and not regular.
+  EXPECT_EQ(partitionGroupMembers(levels, 6, 0), 2);
+  EXPECT_FALSE(isRegularPartitionLevel(levels, 6, 0));
+  // No level table: the whole group.
+  EXPECT_EQ(partitionGroupMembers({}, 8, 0), 8);
+}
+
+/// Stage 0 of pp=2 dp=8 m=4 on levels of 4 / 16 / 64 clusters: 4 layers
+/// and the embedding, 99885056 params, 12485632 per rank (shard 1/8).
+static StageMemory
+partitioned(ZeroStage zero, ShardingPolicy sharding,
+            LifecyclePolicy lifecycle = LifecyclePolicy::RATrain) {
+  ParallelConfig c =
+      ParallelConfig::balanced(8, 2, 8, 1, 4, RecomputePolicy::Full, zero);
+  c.sharding = sharding;
+  MemoryOptions options;
+  options.lifecycle = lifecycle;
+  options.levelClusters = {4, 16, 64};
+  return computeStageMemory(synthetic(), c, 0, options);
+}
+
+TEST(MemoryModel, SecondaryWeightPartitionAddsOneOverGOfTheViews) {
+  StageMemory flat = partitioned(ZeroStage::Parameters, {});
+  EXPECT_EQ(flat.parameterViews, 2 * (12485632LL + kEmbedding + kLayerParams));
+  // Weights at level 0: g = 4 members per chip keep 1/4 of every item's
+  // view: 4 * 16779264 / 4 + 32768000 / 4 = 24971264 params.
+  ShardingPolicy chip;
+  chip.weightLevel = 0;
+  StageMemory hpz = partitioned(ZeroStage::Parameters, chip);
+  EXPECT_EQ(hpz.parameterViews, flat.parameterViews + 2 * 24971264LL);
+  EXPECT_EQ(hpz.total(), flat.total() + 2 * 24971264LL);
+  EXPECT_EQ(hpz.gradients, flat.gradients);
+  // At level 1 the node holds the whole group of 8: the secondary is the
+  // primary shard, nothing more.
+  ShardingPolicy node;
+  node.weightLevel = 1;
+  EXPECT_EQ(partitioned(ZeroStage::Parameters, node).parameterViews,
+            flat.parameterViews);
+  // Below ZeRO-3 there is no weight partition.
+  EXPECT_EQ(partitioned(ZeroStage::Gradients, chip).parameterViews,
+            partitioned(ZeroStage::Gradients, {}).parameterViews);
+}
+
+TEST(MemoryModel, GradientPartitionReplacesTheFullAccumulation) {
+  // Flat ZeRO-3 with m = 4: the full 16-bit gradients accumulate, plus the
+  // shards: 2 * (99885056 + 12485632).
+  StageMemory flat = partitioned(ZeroStage::Parameters, {});
+  EXPECT_EQ(flat.gradients, 2 * (99885056LL + 12485632LL));
+  // Gradients at level 0 (g = 4): the 16-bit shards, the full gradients of
+  // the two largest items (embedding and a layer) and the FP32 accumulator
+  // of 1/4: 4 * 24971264.
+  ShardingPolicy chip;
+  chip.gradLevel = 0;
+  StageMemory three = partitioned(ZeroStage::Parameters, chip);
+  EXPECT_EQ(three.gradients,
+            2 * (12485632LL + kEmbedding + kLayerParams) + 4 * 24971264LL);
+  // At the outermost level (ZeRO++, g = 8): an accumulator of 1/8.
+  ShardingPolicy outer;
+  outer.gradLevel = 2;
+  EXPECT_EQ(partitioned(ZeroStage::Gradients, outer).gradients,
+            2 * (12485632LL + kEmbedding + kLayerParams) + 4 * 12485632LL);
+  // ZeRO-1 and the gpu-style runtime are unchanged.
+  EXPECT_EQ(partitioned(ZeroStage::Optimizer, outer).gradients,
+            partitioned(ZeroStage::Optimizer, {}).gradients);
+  EXPECT_EQ(partitioned(ZeroStage::Gradients, outer, LifecyclePolicy::GpuStyle)
+                .gradients,
+            4 * 99885056LL);
+  // Three-level on this machine: weights at the chip, gradients at the
+  // node: both terms.
+  ShardingPolicy both;
+  both.weightLevel = 0;
+  both.gradLevel = 1;
+  StageMemory s = partitioned(ZeroStage::Parameters, both);
+  EXPECT_EQ(s.parameterViews, flat.parameterViews + 2 * 24971264LL);
+  EXPECT_EQ(s.gradients,
+            2 * (12485632LL + kEmbedding + kLayerParams) + 4 * 12485632LL);
+}

@@ -387,6 +387,9 @@ TEST(Planner, MatchesExhaustiveSearchOnASmallModel) {
          // lowering's temporaries and ZeRO shards counted) a few plans.
          {int64_t(3500000000), int64_t(1800000000), int64_t(1300000000)}) {
       MemoryOptions options = MemoryOptions::forMachine(machine, lifecycle);
+      // The sharding policies the planner searches for this lifecycle.
+      PlanRequest lifecycleRequest;
+      lifecycleRequest.policy = lifecycle;
       double best = std::numeric_limits<double>::infinity();
       int64_t exhaustive = 0;
       for (int64_t p : {1, 2, 4, 8}) {
@@ -398,50 +401,55 @@ TEST(Planner, MatchesExhaustiveSearchOnASmallModel) {
                                  ZeroStage::Gradients, ZeroStage::Parameters}) {
             if (d == 1 && zero != ZeroStage::None)
               continue;
-            for (OffloadPolicy offload :
-                 {OffloadPolicy::None, OffloadPolicy::OptimizerStates,
-                  OffloadPolicy::MasterAndOptimizer}) {
-              ParallelConfig c = ParallelConfig::balanced(
-                  8, p, d, b, perReplica / b, RecomputePolicy::None, zero);
-              c.offload = offload;
-              // All compositions of 8 layers into p stages.
-              std::function<void(int64_t, int64_t)> split = [&](int64_t stage,
-                                                                int64_t next) {
-                if (stage == p - 1) {
-                  c.stages[stage] = {next, 8 - next};
-                  if (8 - next < 1)
-                    return;
-                  // All policy vectors.
-                  int64_t vectors = 1;
-                  for (int64_t i = 0; i < p; ++i)
-                    vectors *= 3;
-                  for (int64_t v = 0; v < vectors; ++v) {
-                    int64_t code = v;
-                    bool fits = true;
-                    for (int64_t i = 0; i < p && fits; ++i) {
-                      c.recompute[i] = policies[code % 3];
-                      code /= 3;
-                      StageMemory mem =
-                          computeStageMemory(model, c, i, options);
-                      fits = mem.total() <= cap &&
-                             mem.offloadedBytes <=
-                                 machine.offloadBytesPerCluster();
-                    }
-                    if (!fits)
-                      continue;
-                    ++exhaustive;
-                    Plan plan = evaluatePlan(model, machine, c, lifecycle);
-                    best = std::min(best, plan.time.total);
-                  }
-                  return;
-                }
-                for (int64_t n = 1; next + n <= 8 - (p - 1 - stage); ++n) {
-                  c.stages[stage] = {next, n};
-                  split(stage + 1, next + n);
-                }
-              };
-              split(0, 0);
-            }
+            for (const ShardingPolicy &sharding : searchedShardingPolicies(
+                     lifecycleRequest, zero, d, options.levelClusters))
+              for (OffloadPolicy offload :
+                   {OffloadPolicy::None, OffloadPolicy::OptimizerStates,
+                    OffloadPolicy::MasterAndOptimizer}) {
+                ParallelConfig c = ParallelConfig::balanced(
+                    8, p, d, b, perReplica / b, RecomputePolicy::None, zero);
+                c.offload = offload;
+                c.sharding = sharding;
+                // All compositions of 8 layers into p stages.
+                std::function<void(int64_t, int64_t)> split =
+                    [&](int64_t stage, int64_t next) {
+                      if (stage == p - 1) {
+                        c.stages[stage] = {next, 8 - next};
+                        if (8 - next < 1)
+                          return;
+                        // All policy vectors.
+                        int64_t vectors = 1;
+                        for (int64_t i = 0; i < p; ++i)
+                          vectors *= 3;
+                        for (int64_t v = 0; v < vectors; ++v) {
+                          int64_t code = v;
+                          bool fits = true;
+                          for (int64_t i = 0; i < p && fits; ++i) {
+                            c.recompute[i] = policies[code % 3];
+                            code /= 3;
+                            StageMemory mem =
+                                computeStageMemory(model, c, i, options);
+                            fits = mem.total() <= cap &&
+                                   mem.offloadedBytes <=
+                                       machine.offloadBytesPerCluster();
+                          }
+                          if (!fits)
+                            continue;
+                          ++exhaustive;
+                          Plan plan =
+                              evaluatePlan(model, machine, c, lifecycle);
+                          best = std::min(best, plan.time.total);
+                        }
+                        return;
+                      }
+                      for (int64_t n = 1; next + n <= 8 - (p - 1 - stage);
+                           ++n) {
+                        c.stages[stage] = {next, n};
+                        split(stage + 1, next + n);
+                      }
+                    };
+                split(0, 0);
+              }
           }
         }
       }
@@ -484,3 +492,116 @@ TEST(Planner, FormattingHelpers) {
 }
 
 } // namespace
+
+TEST(Planner, SearchedShardingPolicies) {
+  const int64_t levels[] = {4, 4096};
+  PlanRequest request;
+  // ZeRO-1: flat only; ZeRO-2: the gradient levels of zero++ (1) and
+  // three-level (0); ZeRO-3 also the chip weight partition.
+  EXPECT_EQ(searchedShardingPolicies(request, ZeroStage::Optimizer, 256, levels)
+                .size(),
+            1u);
+  std::vector<ShardingPolicy> two =
+      searchedShardingPolicies(request, ZeroStage::Gradients, 256, levels);
+  ASSERT_EQ(two.size(), 3u);
+  for (const ShardingPolicy &policy : two)
+    EXPECT_EQ(policy.weightLevel, -1);
+  std::vector<ShardingPolicy> three =
+      searchedShardingPolicies(request, ZeroStage::Parameters, 256, levels);
+  ASSERT_EQ(three.size(), 3u);
+  EXPECT_TRUE(three[0].isDefault());
+  EXPECT_EQ(three[1], *shardingPreset("zero++", 2));
+  EXPECT_EQ(three[2], *shardingPreset("three-level", 2));
+  for (const ShardingPolicy &policy : three)
+    EXPECT_EQ(policy.weightWire, WireFormat::Native);
+  // Quantized wires only on request: 3 x 2 x 3 at ZeRO-3, 3 x 3 at ZeRO-2.
+  request.allowQuantized = true;
+  EXPECT_EQ(
+      searchedShardingPolicies(request, ZeroStage::Parameters, 256, levels)
+          .size(),
+      18u);
+  EXPECT_EQ(searchedShardingPolicies(request, ZeroStage::Gradients, 256, levels)
+                .size(),
+            9u);
+  // dp = 2 inside a chip of 4: the chip level holds the whole group.
+  request.allowQuantized = false;
+  for (const ShardingPolicy &policy :
+       searchedShardingPolicies(request, ZeroStage::Parameters, 2, levels))
+    EXPECT_EQ(policy.weightLevel, -1);
+  // gpu-style syncs whole stages at the boundary: flat only.
+  request.policy = LifecyclePolicy::GpuStyle;
+  EXPECT_EQ(
+      searchedShardingPolicies(request, ZeroStage::Parameters, 256, levels),
+      std::vector<ShardingPolicy>{ShardingPolicy()});
+  request.policy = LifecyclePolicy::RATrain;
+  // Fixed: that policy where the stage allows it, nothing otherwise.
+  request.sharding = *shardingPreset("three-level", 2);
+  EXPECT_EQ(
+      searchedShardingPolicies(request, ZeroStage::Parameters, 256, levels),
+      std::vector<ShardingPolicy>{*request.sharding});
+  EXPECT_TRUE(
+      searchedShardingPolicies(request, ZeroStage::Gradients, 256, levels)
+          .empty());
+}
+
+TEST(Planner, FixedShardingIsReturned) {
+  ModelConfig model = loadModel("llama-2-7b");
+  MachineModel machine = loadMT3000();
+  for (const char *name : {"flat", "zero++", "three-level"}) {
+    PlanRequest request;
+    request.clusters = 256;
+    request.globalBatch = 512;
+    request.zero = ZeroStage::Parameters;
+    request.sharding = *shardingPreset(name, 2);
+    request.sharding->gradWire = WireFormat::Int8;
+    request.topK = 3;
+    llvm::Expected<PlanResult> result = planTraining(model, machine, request);
+    ASSERT_TRUE(bool(result)) << llvm::toString(result.takeError());
+    for (const Plan &plan : result->plans) {
+      EXPECT_EQ(plan.config.sharding, *request.sharding) << name;
+      // The memory of the plan is that of its policy.
+      std::vector<StageMemory> memory =
+          computeMemory(model, plan.config, MemoryOptions::forMachine(machine));
+      for (size_t i = 0; i < memory.size(); ++i)
+        EXPECT_EQ(memory[i].total(), plan.memory[i].total());
+    }
+  }
+  PlanRequest bad;
+  bad.clusters = 256;
+  bad.globalBatch = 512;
+  bad.sharding = ShardingPolicy();
+  bad.sharding->weightLevel = 1;
+  llvm::Expected<PlanResult> result = planTraining(model, machine, bad);
+  ASSERT_FALSE(bool(result));
+  EXPECT_NE(llvm::toString(result.takeError())
+                .find("weight partition level 1 is not an inner network "
+                      "level of machine 'mt3000' (levels 0..0"),
+            std::string::npos);
+}
+
+TEST(Planner, FreeShardingIsNeverSlowerThanFlat) {
+  MachineModel machine = loadMT3000();
+  for (const char *name : {"llama-2-7b", "qwen2.5-32b"})
+    for (int64_t clusters : {64, 256})
+      for (bool quantized : {false, true}) {
+        ModelConfig model = loadModel(name);
+        PlanRequest request;
+        request.clusters = clusters;
+        request.globalBatch = 512;
+        request.topK = 1;
+        request.allowQuantized = quantized;
+        llvm::Expected<PlanResult> free = planTraining(model, machine, request);
+        request.sharding = ShardingPolicy();
+        llvm::Expected<PlanResult> flat = planTraining(model, machine, request);
+        ASSERT_TRUE(bool(free)) << llvm::toString(free.takeError());
+        ASSERT_TRUE(bool(flat)) << llvm::toString(flat.takeError());
+        EXPECT_LE(free->plans[0].time.total, flat->plans[0].time.total)
+            << name << " @" << clusters;
+        EXPECT_GE(free->combinationsVisited, flat->combinationsVisited);
+        if (!quantized)
+          for (const Plan &plan : free->plans) {
+            EXPECT_EQ(plan.config.sharding.weightWire, WireFormat::Native);
+            EXPECT_EQ(plan.config.sharding.gradWire, WireFormat::Native);
+          }
+      }
+}
