@@ -161,7 +161,18 @@ static void appendQuantized(std::vector<CollectiveStep> &steps,
   }
 }
 
+/// The steps of `spec` without its concurrent copies.
+static std::vector<CollectiveStep> planAlone(const CollectiveSpec &spec);
+
 std::vector<CollectiveStep> sim::planCollective(const CollectiveSpec &spec) {
+  std::vector<CollectiveStep> steps = planAlone(spec);
+  for (CollectiveStep &step : steps)
+    for (unsigned l = 0; l < step.level; ++l)
+      step.streams[l] *= std::max<int64_t>(1, spec.concurrentGroups[l]);
+  return steps;
+}
+
+static std::vector<CollectiveStep> planAlone(const CollectiveSpec &spec) {
   std::vector<CollectiveStep> steps;
   const int64_t k = spec.groupSize;
   if (k <= 1)

@@ -76,10 +76,10 @@ llvm::Error Engine::prepare() {
     }
   }
 
-  std::map<
-      std::tuple<int, int, int64_t, int64_t,
-                 std::array<int64_t, kMaxNetworkLevels>, int, int64_t, int64_t>,
-      uint32_t>
+  std::map<std::tuple<int, int, int64_t, int64_t,
+                      std::array<int64_t, kMaxNetworkLevels>, int, int64_t,
+                      int64_t, std::array<int64_t, kMaxNetworkLevels>>,
+           uint32_t>
       planIndex;
   auto needBandwidth = [&](uint32_t s, uint32_t i, double bandwidth,
                            llvm::StringRef what) -> llvm::Error {
@@ -148,12 +148,12 @@ llvm::Error Engine::prepare() {
         break;
       case TaskKind::Collective: {
         const CollectiveSpec c = resolveLevels(t.collective, machine);
-        auto key = std::make_tuple(static_cast<int>(c.kind),
-                                   static_cast<int>(c.algorithm), c.bytes,
-                                   c.groupSize, c.membersPerLevel,
-                                   c.quantized() ? static_cast<int>(c.wire) : 0,
-                                   c.quantized() ? c.elementBytes : 0,
-                                   c.quantized() ? c.wireBlock : 0);
+        auto key = std::make_tuple(
+            static_cast<int>(c.kind), static_cast<int>(c.algorithm), c.bytes,
+            c.groupSize, c.membersPerLevel,
+            c.quantized() ? static_cast<int>(c.wire) : 0,
+            c.quantized() ? c.elementBytes : 0, c.quantized() ? c.wireBlock : 0,
+            c.concurrentGroups);
         auto [it, inserted] =
             planIndex.emplace(key, static_cast<uint32_t>(plans.size()));
         if (inserted) {

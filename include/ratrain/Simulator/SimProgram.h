@@ -123,6 +123,12 @@ struct CollectiveSpec {
   /// members of a node at the machine's node level, the rest above it; see
   /// resolveLevels).
   std::array<int64_t, kMaxNetworkLevels> membersPerLevel{};
+  /// Copies of this collective that run at the same time inside one
+  /// level-l group, on the other groups of a partitioned data-parallel
+  /// group (e.g. the g cross-partition gathers of an hpZ secondary
+  /// partition of g members): they share the level's injection bandwidth,
+  /// so every step's streams[l] is multiplied by it. 0 or 1: none.
+  std::array<int64_t, kMaxNetworkLevels> concurrentGroups{};
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::Ring;
   /// Wire format (ZeRO++ qwZ / qgZ): a quantized all-gather or
   /// reduce-scatter sends block-wise int8 / int4 codes with one fp32 scale
