@@ -225,8 +225,9 @@ static llvm::Expected<SimProgram> programFromPlan(const MachineModel &machine,
       continue;
     std::optional<WireFormat> wire = parseWireFormat(value);
     if (!wire || (target && *wire == WireFormat::Int4))
-      return error(llvm::Twine("--") + flag + ": expected native, int8" +
-                   (target ? "" : " or int4") + ", got '" + value + "'");
+      return error(llvm::Twine("--") + flag + ": expected " +
+                   (target ? "native or int8" : "native, int8 or int4") +
+                   ", got '" + value + "'");
     if (!sharding)
       sharding = ShardingPolicy();
     (target ? sharding->weightWire : sharding->gradWire) = *wire;

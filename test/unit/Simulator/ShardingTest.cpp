@@ -14,6 +14,7 @@
 #include "ratrain/Model/HFConfig.h"
 #include "ratrain/Simulator/FromPlan.h"
 #include "ratrain/Simulator/Simulator.h"
+#include "ratrain/Simulator/SyntheticSchedule.h"
 
 #include "gtest/gtest.h"
 
@@ -191,6 +192,35 @@ TEST(Sharding, ThreeLevelSendsFewerBytesBetweenNodes) {
   double perLayer = (2.0 * kMicroBatches + 1) * 2.0 * double(p) / 16.0;
   EXPECT_NEAR(flat / double(c.stages[0].numLayers), perLayer,
               0.05 * perLayer); // the first and last layers hold more
+}
+
+TEST(Sharding, ScheduleBuilderAgreesWithThe1F1BBuilder) {
+  // Any schedule's builder, on the 1F1B action list, gives the 1F1B
+  // builder's step under every policy (pp 2 x dp 16 on frontier.yaml).
+  MachineModel machine = loadFrontier();
+  ModelConfig model = loadModel();
+  for (const char *preset : {"flat", "zero++", "three-level"})
+    for (LifecyclePolicy policy :
+         {LifecyclePolicy::RATrain, LifecyclePolicy::GpuStyle}) {
+      ParallelConfig c = ParallelConfig::balanced(
+          model.numLayers, 2, kDP, 1, kMicroBatches, RecomputePolicy::Full,
+          ZeroStage::Parameters);
+      c.sharding = *shardingPreset(preset, 3);
+      c.sharding.weightWire = WireFormat::Int8;
+      c.sharding.gradWire = WireFormat::Int4;
+      PlanProgramOptions options;
+      options.policy = policy;
+      Synthetic1F1BConfig synthetic =
+          expectOk(planToSyntheticConfig(model, machine, c, options));
+      schedule::PipelineSchedule oneF1B = expectOk(schedule::generateSchedule(
+          schedule::ScheduleKind::OneFOneB, 2, 1, kMicroBatches));
+      SimReport direct =
+          expectOk(simulate(buildSynthetic1F1B(synthetic), machine));
+      SimReport generic = expectOk(
+          simulate(buildSyntheticSchedule(synthetic, oneF1B), machine));
+      EXPECT_NEAR(generic.stepTime, direct.stepTime, 1e-9 * direct.stepTime)
+          << preset << " " << stringifyLifecyclePolicy(policy).str();
+    }
 }
 
 TEST(Sharding, BadPoliciesAreErrors) {
