@@ -94,7 +94,85 @@ membersOf(const CollectiveSpec &spec) {
   return {c, std::max<int64_t>(1, spec.groupSize / c), 1, 1};
 }
 
+double sim::wirePayloadBytes(WireFormat wire, int64_t elements,
+                             int64_t elementBytes, int64_t block) {
+  const int64_t n = std::max<int64_t>(0, elements);
+  if (wire == WireFormat::Native)
+    return static_cast<double>(n) * static_cast<double>(elementBytes);
+  const int64_t b = std::max<int64_t>(1, block);
+  const int64_t codes = wire == WireFormat::Int8 ? n : (n + 1) / 2;
+  return static_cast<double>((n + b - 1) / b * 4 + codes);
+}
+
+double sim::codecBandwidth(const MachineModel &machine) {
+  double efficiency = machine.cluster.efficiency.memoryBound > 0
+                          ? machine.cluster.efficiency.memoryBound
+                          : 1.0;
+  return machine.cluster.ddrBandwidth * efficiency;
+}
+
+/// A quantized all-gather (qwZ) or reduce-scatter (qgZ) over `sizes[i]`
+/// members at `places[i]` (innermost first), as the runtime runs it.
+static void appendQuantized(std::vector<CollectiveStep> &steps,
+                            const CollectiveSpec &spec,
+                            llvm::ArrayRef<int64_t> sizes,
+                            llvm::ArrayRef<StepPlace> places) {
+  const int64_t k = spec.groupSize;
+  const int64_t eb = std::max<int64_t>(1, spec.elementBytes);
+  const int64_t count = spec.bytes / eb / k; // elements of a member's shard
+  auto payload = [&](int64_t elements) {
+    return wirePayloadBytes(spec.wire, elements, eb, spec.wireBlock);
+  };
+  const size_t phases = sizes.size();
+  if (spec.kind == CollectiveKind::AllGather) {
+    // Quantize the shard once, decode the k payloads at the end (charged
+    // before the first step).
+    double codec = static_cast<double>(count * eb) + payload(count) +
+                   static_cast<double>(k) *
+                       (payload(count) + static_cast<double>(count * eb));
+    int64_t gathered = 1;
+    for (size_t i = phases; i-- > 0;) {
+      for (int64_t s = 0; s + 1 < sizes[i]; ++s) {
+        steps.push_back({static_cast<double>(gathered) * payload(count),
+                         places[i].level, places[i].streams, codec});
+        codec = 0;
+      }
+      gathered *= sizes[i];
+    }
+    return;
+  }
+  for (size_t i = 0; i < phases; ++i) {
+    int64_t outer = 1;
+    for (size_t j = i + 1; j < phases; ++j)
+      outer *= sizes[j];
+    const int64_t chunk = count * outer; // elements per member of the phase
+    // Quantize the phase's input (the caller's elements, then fp32 partial
+    // sums) into k_i payloads; decode and add the k_i received ones in fp32.
+    const double in = static_cast<double>(chunk * sizes[i]) *
+                      static_cast<double>(i == 0 ? eb : 4);
+    double codec =
+        in + 2 * static_cast<double>(sizes[i]) * payload(chunk) +
+        static_cast<double>(sizes[i]) * 8.0 * static_cast<double>(chunk);
+    for (int64_t s = 0; s + 1 < sizes[i]; ++s) {
+      steps.push_back(
+          {payload(chunk), places[i].level, places[i].streams, codec});
+      codec = 0;
+    }
+  }
+}
+
+/// The steps of `spec` without its concurrent copies.
+static std::vector<CollectiveStep> planAlone(const CollectiveSpec &spec);
+
 std::vector<CollectiveStep> sim::planCollective(const CollectiveSpec &spec) {
+  std::vector<CollectiveStep> steps = planAlone(spec);
+  for (CollectiveStep &step : steps)
+    for (unsigned l = 0; l < step.level; ++l)
+      step.streams[l] *= std::max<int64_t>(1, spec.concurrentGroups[l]);
+  return steps;
+}
+
+static std::vector<CollectiveStep> planAlone(const CollectiveSpec &spec) {
   std::vector<CollectiveStep> steps;
   const int64_t k = spec.groupSize;
   if (k <= 1)
@@ -110,6 +188,36 @@ std::vector<CollectiveStep> sim::planCollective(const CollectiveSpec &spec) {
     spanned.push_back(0);
   StepPlace outer;
   outer.level = spanned.back();
+  // Every member takes part in every phase: at level L, the members of one
+  // level-l group (l < L) all inject at once.
+  auto place = [&](unsigned level) {
+    StepPlace p;
+    p.level = level;
+    int64_t inside = 1;
+    for (unsigned l = 0; l < level; ++l) {
+      inside *= members[l];
+      p.streams[l] = inside;
+    }
+    return p;
+  };
+  if (spec.quantized()) {
+    llvm::SmallVector<int64_t, kMaxNetworkLevels> sizes;
+    llvm::SmallVector<StepPlace, kMaxNetworkLevels> places;
+    if (spec.algorithm == CollectiveAlgorithm::Hierarchical &&
+        spanned.size() > 1) {
+      for (unsigned level : spanned) {
+        sizes.push_back(members[level]);
+        places.push_back(place(level));
+      }
+    } else {
+      // One phase over the whole group (an all-to-all or all-gather in
+      // which every member sends) at its outermost level.
+      sizes.push_back(k);
+      places.push_back(place(spanned.back()));
+    }
+    appendQuantized(steps, spec, sizes, places);
+    return steps;
+  }
   switch (spec.algorithm) {
   case CollectiveAlgorithm::Ring:
     appendRing(steps, spec.kind, n, k, outer);
@@ -125,18 +233,6 @@ std::vector<CollectiveStep> sim::planCollective(const CollectiveSpec &spec) {
     appendRing(steps, spec.kind, n, k, outer);
     return steps;
   }
-  // Every member takes part in every phase: at level L, the members of one
-  // level-l group (l < L) all inject at once.
-  auto place = [&](unsigned level) {
-    StepPlace p;
-    p.level = level;
-    int64_t inside = 1;
-    for (unsigned l = 0; l < level; ++l) {
-      inside *= members[l];
-      p.streams[l] = inside;
-    }
-    return p;
-  };
   // shards[i]: the bytes the i-th spanned level's phase works on.
   llvm::SmallVector<double, kMaxNetworkLevels> shards;
   double shard = n;
@@ -253,6 +349,9 @@ double sim::collectiveTime(const CollectiveSpec &spec,
     if (step.level >= levels.size())
       return std::numeric_limits<double>::infinity();
     total += levels[step.level].link.latency +
+             (step.codecBytes > 0 && codecBandwidth(machine) > 0
+                  ? step.codecBytes / codecBandwidth(machine)
+                  : 0) +
              (step.bytes > 0 ? step.bytes / stepBandwidth(step, levels) : 0);
   }
   return total;

@@ -77,7 +77,8 @@ llvm::Error Engine::prepare() {
   }
 
   std::map<std::tuple<int, int, int64_t, int64_t,
-                      std::array<int64_t, kMaxNetworkLevels>>,
+                      std::array<int64_t, kMaxNetworkLevels>, int, int64_t,
+                      int64_t, std::array<int64_t, kMaxNetworkLevels>>,
            uint32_t>
       planIndex;
   auto needBandwidth = [&](uint32_t s, uint32_t i, double bandwidth,
@@ -147,9 +148,12 @@ llvm::Error Engine::prepare() {
         break;
       case TaskKind::Collective: {
         const CollectiveSpec c = resolveLevels(t.collective, machine);
-        auto key = std::make_tuple(static_cast<int>(c.kind),
-                                   static_cast<int>(c.algorithm), c.bytes,
-                                   c.groupSize, c.membersPerLevel);
+        auto key = std::make_tuple(
+            static_cast<int>(c.kind), static_cast<int>(c.algorithm), c.bytes,
+            c.groupSize, c.membersPerLevel,
+            c.quantized() ? static_cast<int>(c.wire) : 0,
+            c.quantized() ? c.elementBytes : 0, c.quantized() ? c.wireBlock : 0,
+            c.concurrentGroups);
         auto [it, inserted] =
             planIndex.emplace(key, static_cast<uint32_t>(plans.size()));
         if (inserted) {
@@ -364,8 +368,7 @@ void Engine::startCollective(uint32_t opIndex) {
     schedule(now, EventType::StepDone, opIndex);
     return;
   }
-  schedule(now + latency(plans[op.plan][0].level), EventType::LatencyDone,
-           opIndex);
+  schedule(now + stepDelay(plans[op.plan][0]), EventType::LatencyDone, opIndex);
 }
 
 /// Offload transfers: a latency per chunk, then the bytes over the tier link.
@@ -421,8 +424,8 @@ void Engine::stepDone(uint32_t opIndex) {
   Op &op = ops[opIndex];
   const Task &task = program.stages[op.stage].getTask(op.task);
   if (task.kind == TaskKind::Collective && ++op.step < op.numSteps) {
-    schedule(now + latency(plans[op.plan][op.step].level),
-             EventType::LatencyDone, opIndex);
+    schedule(now + stepDelay(plans[op.plan][op.step]), EventType::LatencyDone,
+             opIndex);
     return;
   }
   completeOp(opIndex);

@@ -166,7 +166,8 @@ class Engine {
 public:
   Engine(const SimProgram &program, const MachineModel &machine,
          const SimOptions &options)
-      : program(program), machine(machine), options(options) {}
+      : program(program), machine(machine), options(options),
+        codecRate(codecBandwidth(machine)) {}
 
   llvm::Error run();
   SimReport makeReport() const;
@@ -214,6 +215,13 @@ private:
     return std::min(inside, last);
   }
   double latency(unsigned level) const { return levels[level].link.latency; }
+  /// A collective step's delay before its bytes move: the level's latency
+  /// plus its quantize / dequantize time (memory bound, codecBandwidth).
+  double stepDelay(const CollectiveStep &step) const {
+    double codec =
+        step.codecBytes > 0 && codecRate > 0 ? step.codecBytes / codecRate : 0;
+    return latency(step.level) + codec;
+  }
   bool recording(uint32_t iteration) const {
     return options.recordTrace &&
            (options.traceIterations == 0 ||
@@ -227,6 +235,8 @@ private:
   const SimProgram &program;
   const MachineModel &machine;
   const SimOptions &options;
+  /// codecBandwidth(machine).
+  double codecRate = 0;
   /// The machine's network levels, innermost first.
   std::vector<NetworkLevel> levels;
   uint32_t slotsPerStage = 0;

@@ -22,10 +22,109 @@ double sim::modelFlopsPerIteration(const ModelConfig &model,
   return 3.0 * forwardPerToken * tokens;
 }
 
+namespace {
+/// The data-parallel group of a stage (cluster id = stage * d + replica: d
+/// contiguous clusters) on the machine's levels, and the groups of its
+/// hierarchical partitions.
+struct DataParallelLevels {
+  const MachineModel &machine;
+  CollectiveAlgorithm algorithm;
+  int64_t d;
+  std::array<int64_t, kMaxNetworkLevels> members;
+
+  DataParallelLevels(const MachineModel &machine, CollectiveAlgorithm algorithm,
+                     int64_t d)
+      : machine(machine), algorithm(algorithm), d(d),
+        members(groupLevels(machine, d)) {}
+
+  /// Members of the group inside one level-`level` group (g_L).
+  int64_t inside(int64_t level) const {
+    int64_t g = 1;
+    for (int64_t l = 0; l <= level && l < int64_t(kMaxNetworkLevels); ++l)
+      g *= members[l];
+    return g;
+  }
+  CollectiveSpec make(const std::array<int64_t, kMaxNetworkLevels> &perLevel,
+                      WireFormat wire, int64_t elementBytes) const {
+    CollectiveSpec spec;
+    spec.membersPerLevel = perLevel;
+    spec.groupSize = 1;
+    spec.membersPerNode = 1;
+    for (unsigned l = 0; l < kMaxNetworkLevels; ++l) {
+      spec.groupSize *= perLevel[l];
+      if (l < machine.nodeLevels())
+        spec.membersPerNode *= perLevel[l];
+    }
+    spec.algorithm = algorithm;
+    spec.wire = wire;
+    spec.elementBytes = elementBytes;
+    return spec;
+  }
+  /// The whole group.
+  CollectiveSpec whole(WireFormat wire, int64_t elementBytes) const {
+    return make(members, wire, elementBytes);
+  }
+  /// The members inside one level-`level` group.
+  CollectiveSpec within(int64_t level, WireFormat wire,
+                        int64_t elementBytes) const {
+    std::array<int64_t, kMaxNetworkLevels> perLevel{1, 1, 1, 1};
+    for (int64_t l = 0; l <= level; ++l)
+      perLevel[l] = members[l];
+    return make(perLevel, wire, elementBytes);
+  }
+  /// The members with the same index inside their level-`level` group; the
+  /// g_L such groups run at once.
+  CollectiveSpec across(int64_t level, WireFormat wire,
+                        int64_t elementBytes) const {
+    std::array<int64_t, kMaxNetworkLevels> perLevel = members;
+    for (int64_t l = 0; l <= level; ++l)
+      perLevel[l] = 1;
+    CollectiveSpec spec = make(perLevel, wire, elementBytes);
+    for (unsigned l = 0; l < kMaxNetworkLevels; ++l)
+      spec.concurrentGroups[l] = inside(std::min<int64_t>(l, level));
+    return spec;
+  }
+};
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+} // namespace
+
+/// Checks `config.sharding` against the machine's levels and the ZeRO
+/// stage.
+static llvm::Error checkSharding(const MachineModel &machine,
+                                 const ParallelConfig &config) {
+  const ShardingPolicy &policy = config.sharding;
+  const int64_t levels = int64_t(machine.networkLevels().size());
+  auto fail = [&](const llvm::Twine &message) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   message.str());
+  };
+  for (auto [name, level] :
+       {std::pair<const char *, int64_t>{"weight", policy.weightLevel},
+        {"gradient", policy.gradLevel}})
+    if (level < -1 || level >= levels)
+      return fail(llvm::formatv("{0} partition level {1}: machine '{2}' has "
+                                "network levels 0..{3}",
+                                name, level, machine.name, levels - 1));
+  if (policy.weightLevel >= 0 && config.zero < ZeroStage::Parameters)
+    return fail(llvm::formatv("a weight partition (level {0}) needs ZeRO-3, "
+                              "the plan has ZeRO-{1}",
+                              policy.weightLevel,
+                              stringifyZeroStage(config.zero)));
+  if (policy.gradLevel >= 0 && config.zero < ZeroStage::Gradients)
+    return fail(llvm::formatv("a gradient partition (level {0}) needs ZeRO-2 "
+                              "or 3, the plan has ZeRO-{1}",
+                              policy.gradLevel,
+                              stringifyZeroStage(config.zero)));
+  return llvm::Error::success();
+}
+
 llvm::Expected<Synthetic1F1BConfig> sim::planToSyntheticConfig(
     const ModelConfig &model, const MachineModel &machine,
     const ParallelConfig &config, const PlanProgramOptions &options) {
   if (llvm::Error error = config.validate(model))
+    return std::move(error);
+  if (llvm::Error error = checkSharding(machine, config))
     return std::move(error);
   CostModel costs(model, machine);
   // The buffers of the runtime that runs the placement (gpu-style keeps a
@@ -63,6 +162,37 @@ llvm::Expected<Synthetic1F1BConfig> sim::planToSyntheticConfig(
   result.placement = options.policy == LifecyclePolicy::RATrain
                          ? LifecyclePlacement::PerLayer
                          : LifecyclePlacement::WholeModel;
+  // Hierarchical partitioning and quantized wires (ShardingPolicy): the
+  // groups of the ZeRO collectives on the machine's levels.
+  const ShardingPolicy &sharding = config.sharding;
+  const bool zero3 = zero && config.zero >= ZeroStage::Parameters;
+  const bool sharded = zero && !sharding.isDefault();
+  const DataParallelLevels dpLevels(machine, result.syncAlgorithm, d);
+  // g_L of the weight and gradient partitions (d: none).
+  int64_t weightGroup = d, gradGroup = d;
+  bool finalSync = true;
+  if (sharded) {
+    const WireFormat ww = sharding.weightWire, gw = sharding.gradWire;
+    if (zero3 && sharding.weightLevel >= 0) {
+      weightGroup = dpLevels.inside(sharding.weightLevel);
+      result.viewGatherSpec = dpLevels.within(sharding.weightLevel, ww, 2);
+      if (weightGroup < d)
+        result.primaryGatherSpec = dpLevels.across(sharding.weightLevel, ww, 2);
+    } else {
+      result.viewGatherSpec = dpLevels.whole(ww, 2);
+    }
+    if (config.zero >= ZeroStage::Gradients && sharding.gradLevel >= 0) {
+      // Per micro-batch inside the level-L group into an fp32 accumulator
+      // of 1/g_L, then across the level-L groups (none when g_L = d).
+      gradGroup = dpLevels.inside(sharding.gradLevel);
+      result.microBatchGradSpec = dpLevels.within(sharding.gradLevel, gw, 2);
+      finalSync = gradGroup < d;
+      result.gradSyncSpec = dpLevels.across(sharding.gradLevel, gw, 4);
+    } else {
+      result.gradSyncSpec = dpLevels.whole(gw, 2);
+    }
+  }
+  result.gradientStream = zero3 ? 1 : 0;
   result.tokensPerIteration = static_cast<double>(config.globalBatch()) *
                               static_cast<double>(model.seqLen);
   result.modelFlopsPerIteration = modelFlopsPerIteration(model, config);
@@ -112,10 +242,17 @@ llvm::Expected<Synthetic1F1BConfig> sim::planToSyntheticConfig(
     stage.updateSeconds = costs.optimizerUpdate(updated);
     stage.viewCastSeconds = costs.viewCast(updated);
     stage.gradientBytesPerLayer = 2 * paramsPerLayer;
-    // ZeRO 1/2 gather the updated views once; ZeRO-3 before every use.
-    const bool zero3 = zero && config.zero >= ZeroStage::Parameters;
+    if (result.microBatchGradSpec) {
+      stage.microBatchGradientBytesPerLayer = 2 * paramsPerLayer;
+      stage.gradientBytesPerLayer =
+          finalSync ? 4 * ceilDiv(paramsPerLayer, gradGroup) : 0;
+    }
+    // ZeRO 1/2 gather the updated views once; ZeRO-3 before every use (and
+    // with a secondary partition the secondary shard at the first use).
     stage.gatherBytesPerLayer = zero && !zero3 ? 2 * paramsPerLayer : 0;
     stage.parameterGatherBytesPerLayer = zero3 ? 2 * paramsPerLayer : 0;
+    stage.primaryGatherBytesPerLayer =
+        result.primaryGatherSpec ? 2 * ceilDiv(paramsPerLayer, weightGroup) : 0;
     stage.offloadBytesPerLayer =
         offloadedBytesPerParam(model, config.offload) * updated;
 

@@ -43,7 +43,7 @@ public:
       : config(config), costs(costs), stage(stage), program(program),
         last(stage == config.stages - 1), syncTokens(costs.layers),
         gatherTokens(costs.layers), reloadTokens(costs.layers),
-        pendingWaits(costs.layers) {}
+        pendingWaits(costs.layers), primed(costs.layers, false) {}
 
   void build();
 
@@ -66,18 +66,50 @@ private:
   bool gathers() const {
     return config.dataParallel > 1 && costs.gatherBytesPerLayer > 0;
   }
-  CollectiveSpec collective(CollectiveKind kind, int64_t bytes) const {
-    return config.dataParallelCollective(kind, bytes);
+  bool microBatchSyncs() const {
+    return config.dataParallel > 1 && costs.microBatchGradientBytesPerLayer > 0;
+  }
+  CollectiveSpec gradSync(int64_t bytes) const {
+    return config.zeroCollective(config.gradSyncSpec, config.syncKind, bytes);
+  }
+  CollectiveSpec viewGather(int64_t bytes) const {
+    return config.zeroCollective(config.viewGatherSpec,
+                                 CollectiveKind::AllGather, bytes);
   }
   bool gathersPerUse() const {
     return config.dataParallel > 1 && costs.parameterGatherBytesPerLayer > 0;
   }
-  /// ZeRO-3: issues the gather of local layer `l`'s view.
+  /// ZeRO-3: issues the gather of local layer `l`'s view; the layer's
+  /// first use in the iteration first gathers its secondary shard from the
+  /// primary ones (same stream: in order).
   Token gatherView(int64_t l) {
+    if (!primed[l] && costs.primaryGatherBytesPerLayer > 0)
+      program.addCollective(
+          config.zeroCollective(config.primaryGatherSpec,
+                                CollectiveKind::AllGather,
+                                costs.primaryGatherBytesPerLayer),
+          llvm::formatv("primary all-gather L{0}", globalLayer(l)).str());
+    primed[l] = true;
     return program.addCollective(
-        collective(CollectiveKind::AllGather,
-                   costs.parameterGatherBytesPerLayer),
+        viewGather(costs.parameterGatherBytesPerLayer),
         llvm::formatv("view all-gather L{0}", globalLayer(l)).str());
+  }
+  /// After local layer `l`'s backward of micro-batch `mb`: its gradient
+  /// collectives (per micro-batch, then the sync after the last one).
+  void gradientCollectives(int64_t l, int64_t mb) {
+    int64_t layer = globalLayer(l);
+    if (microBatchSyncs())
+      syncTokens[l] = program.addCollective(
+          config.zeroCollective(config.microBatchGradSpec,
+                                CollectiveKind::ReduceScatter,
+                                costs.microBatchGradientBytesPerLayer),
+          llvm::formatv("grad reduce-scatter L{0} mb{1}", layer, mb).str(),
+          config.gradientStream);
+    if (mb == config.microBatches - 1 &&
+        config.placement == LifecyclePlacement::PerLayer && syncs())
+      syncTokens[l] = program.addCollective(
+          gradSync(costs.gradientBytesPerLayer),
+          llvm::formatv("grad sync L{0}", layer).str(), config.gradientStream);
   }
   /// ZeRO-3: before the compute of local layer `l` in a sweep whose next
   /// layer is `next` (-1: none), waits for `l`'s gather and issues the next
@@ -105,6 +137,9 @@ private:
   std::vector<Token> reloadTokens;
   /// Index of the loop-carried wait on each layer's view all-gather.
   std::vector<size_t> pendingWaits;
+  /// ZeRO-3 with a secondary partition: the layer's secondary shard was
+  /// gathered this iteration.
+  std::vector<bool> primed;
 };
 
 } // namespace
@@ -115,7 +150,7 @@ private:
 void StageBuilder::perLayerLifecycle() {
   for (int64_t l = costs.layers - 1; l >= 0; --l) {
     int64_t layer = globalLayer(l);
-    if (syncs())
+    if (syncTokens[l].isValid())
       program.addWait(syncTokens[l], false,
                       llvm::formatv("wait grad sync L{0}", layer).str());
     if (offloads())
@@ -134,7 +169,7 @@ void StageBuilder::perLayerLifecycle() {
                          llvm::formatv("view-cast L{0}", layer).str());
     if (gathers())
       gatherTokens[l] = program.addCollective(
-          collective(CollectiveKind::AllGather, costs.gatherBytesPerLayer),
+          viewGather(costs.gatherBytesPerLayer),
           llvm::formatv("param all-gather L{0}", layer).str());
   }
 }
@@ -207,11 +242,7 @@ void StageBuilder::backward(int64_t mb) {
     if (costs.storedActivationBytesPerLayer > 0)
       program.addFree(costs.storedActivationBytesPerLayer,
                       llvm::formatv("act L{0} mb{1}", layer, mb).str());
-    if (mb == config.microBatches - 1 &&
-        config.placement == LifecyclePlacement::PerLayer && syncs())
-      syncTokens[l] = program.addCollective(
-          collective(config.syncKind, costs.gradientBytesPerLayer),
-          llvm::formatv("grad sync L{0}", layer).str());
+    gradientCollectives(l, mb);
   }
   if (stage == 0 && costs.extraBackwardSeconds > 0)
     program.addCompute(ComputeKind::Backward, costs.extraBackwardSeconds, 0,
@@ -223,11 +254,16 @@ void StageBuilder::backward(int64_t mb) {
 }
 
 void StageBuilder::wholeModelLifecycle() {
+  // The per-micro-batch reduce-scatters run in order on their stream: the
+  // last one issued completes last.
+  Token lastScatter = syncTokens.empty() ? Token() : syncTokens.front();
   if (syncs()) {
     Token token = program.addCollective(
-        collective(config.syncKind, costs.gradientBytesPerLayer * costs.layers),
-        "grad sync (all layers)");
+        gradSync(costs.gradientBytesPerLayer * costs.layers),
+        "grad sync (all layers)", config.gradientStream);
     program.addWait(token, false, "wait grad sync");
+  } else if (lastScatter.isValid()) {
+    program.addWait(lastScatter, false, "wait grad reduce-scatters");
   }
   std::vector<Token> writeBacks;
   for (int64_t l = 0; l < costs.layers; ++l) {
@@ -246,8 +282,7 @@ void StageBuilder::wholeModelLifecycle() {
                          llvm::formatv("view-cast L{0}", globalLayer(l)).str());
   if (gathers()) {
     Token token = program.addCollective(
-        collective(CollectiveKind::AllGather,
-                   costs.gatherBytesPerLayer * costs.layers),
+        viewGather(costs.gatherBytesPerLayer * costs.layers),
         "param all-gather (all layers)");
     program.addWait(token, false, "wait param all-gather");
   }
@@ -292,6 +327,17 @@ Synthetic1F1BConfig::dataParallelCollective(CollectiveKind kind,
   spec.membersPerNode = std::clamp<int64_t>(dpMembersPerNode, 1, dataParallel);
   spec.algorithm = syncAlgorithm;
   return spec;
+}
+
+CollectiveSpec
+Synthetic1F1BConfig::zeroCollective(const std::optional<CollectiveSpec> &spec,
+                                    CollectiveKind kind, int64_t bytes) const {
+  if (!spec)
+    return dataParallelCollective(kind, bytes);
+  CollectiveSpec result = *spec;
+  result.kind = kind;
+  result.bytes = bytes;
+  return result;
 }
 
 SimProgram sim::buildSynthetic1F1B(const Synthetic1F1BConfig &requested) {

@@ -26,6 +26,7 @@ public:
       chunks[c].syncs.resize(stages[c].layers);
       chunks[c].gathers.resize(stages[c].layers);
       chunks[c].pendingWaits.assign(stages[c].layers, ~size_t(0));
+      chunks[c].primed.assign(stages[c].layers, false);
     }
   }
 
@@ -38,6 +39,8 @@ private:
     int64_t backwards = 0;  ///< B or W actions emitted (the last syncs)
     std::vector<Token> syncs, gathers;
     std::vector<size_t> pendingWaits;
+    /// The layer's secondary shard was gathered this iteration.
+    std::vector<bool> primed;
   };
   /// A layer in the order its gradient sync is issued.
   struct Item {
@@ -61,8 +64,30 @@ private:
   bool perLayer() const {
     return config.placement == LifecyclePlacement::PerLayer;
   }
-  CollectiveSpec collective(CollectiveKind kind, int64_t bytes) const {
-    return config.dataParallelCollective(kind, bytes);
+  bool microBatchSyncs(int64_t c) const {
+    return config.dataParallel > 1 &&
+           stages[c].microBatchGradientBytesPerLayer > 0;
+  }
+  CollectiveSpec gradSync(int64_t bytes) const {
+    return config.zeroCollective(config.gradSyncSpec, config.syncKind, bytes);
+  }
+  CollectiveSpec viewGather(int64_t bytes) const {
+    return config.zeroCollective(config.viewGatherSpec,
+                                 CollectiveKind::AllGather, bytes);
+  }
+  /// After a layer's gradient of micro-batch `mb` is complete (its B, or
+  /// its W): the per-micro-batch reduce-scatter.
+  void microBatchScatter(int64_t c, int64_t l, int64_t mb) {
+    if (!microBatchSyncs(c))
+      return;
+    chunks[c].syncs[l] = program.addCollective(
+        config.zeroCollective(config.microBatchGradSpec,
+                              CollectiveKind::ReduceScatter,
+                              stages[c].microBatchGradientBytesPerLayer),
+        llvm::formatv("grad reduce-scatter L{0} mb{1}", layerOf(c, l), mb)
+            .str(),
+        config.gradientStream);
+    lastScatter = chunks[c].syncs[l];
   }
   Token offloadTransfer(const Item &item, const char *what) {
     return program.addOffloadTransfer(
@@ -75,11 +100,18 @@ private:
     return config.dataParallel > 1 &&
            stages[c].parameterGatherBytesPerLayer > 0;
   }
-  /// ZeRO-3: issues the gather of the view of chunk `c`'s local layer `l`.
+  /// ZeRO-3: issues the gather of the view of chunk `c`'s local layer `l`
+  /// (its first use in the iteration first gathers the secondary shard).
   Token gatherView(int64_t c, int64_t l) {
+    if (!chunks[c].primed[l] && stages[c].primaryGatherBytesPerLayer > 0)
+      program.addCollective(
+          config.zeroCollective(config.primaryGatherSpec,
+                                CollectiveKind::AllGather,
+                                stages[c].primaryGatherBytesPerLayer),
+          llvm::formatv("primary all-gather L{0}", layerOf(c, l)).str());
+    chunks[c].primed[l] = true;
     return program.addCollective(
-        collective(CollectiveKind::AllGather,
-                   stages[c].parameterGatherBytesPerLayer),
+        viewGather(stages[c].parameterGatherBytesPerLayer),
         llvm::formatv("view all-gather L{0}", layerOf(c, l)).str());
   }
   /// ZeRO-3: waits for the gather of layer `l` of a sweep over chunk `c`
@@ -109,6 +141,9 @@ private:
   std::vector<Chunk> chunks;
   std::vector<Item> ready;
   std::vector<Token> reloads;
+  /// The last per-micro-batch reduce-scatter issued (in order on its
+  /// stream).
+  Token lastScatter;
 };
 
 } // namespace
@@ -159,8 +194,9 @@ void RankBuilder::gradientReady(int64_t c, int64_t l) {
     reloads.push_back(offloadTransfer(item, "reload"));
   if (syncs(c))
     chunks[c].syncs[l] = program.addCollective(
-        collective(config.syncKind, stages[c].gradientBytesPerLayer),
-        llvm::formatv("grad sync L{0}", layerOf(c, l)).str());
+        gradSync(stages[c].gradientBytesPerLayer),
+        llvm::formatv("grad sync L{0}", layerOf(c, l)).str(),
+        config.gradientStream);
   ready.push_back(item);
 }
 
@@ -200,6 +236,8 @@ void RankBuilder::backward(int64_t c, int64_t mb, ActionKind kind) {
     if (!full && s.deferredBytesPerLayer > 0)
       program.addAlloc(s.deferredBytesPerLayer,
                        llvm::formatv("dY L{0} mb{1}", layer, mb).str());
+    if (full)
+      microBatchScatter(c, l, mb);
     if (last)
       gradientReady(c, l);
   }
@@ -233,6 +271,7 @@ void RankBuilder::weight(int64_t c, int64_t mb) {
     if (s.deferredBytesPerLayer > 0)
       program.addFree(s.deferredBytesPerLayer,
                       llvm::formatv("dY L{0} mb{1}", layer, mb).str());
+    microBatchScatter(c, l, mb);
     if (last)
       gradientReady(c, l);
   }
@@ -248,7 +287,7 @@ void RankBuilder::perLayerLifecycle() {
     const Item &item = ready[k];
     int64_t c = item.chunk, l = item.local, layer = layerOf(c, l);
     const SyntheticStage &s = stages[c];
-    if (syncs(c))
+    if (chunks[c].syncs[l].isValid())
       program.addWait(chunks[c].syncs[l], false,
                       llvm::formatv("wait grad sync L{0}", layer).str());
     if (offloads(c) && k < reloads.size())
@@ -267,7 +306,7 @@ void RankBuilder::perLayerLifecycle() {
                          llvm::formatv("view-cast L{0}", layer).str());
     if (gathers(c))
       chunks[c].gathers[l] = program.addCollective(
-          collective(CollectiveKind::AllGather, s.gatherBytesPerLayer),
+          viewGather(s.gatherBytesPerLayer),
           llvm::formatv("param all-gather L{0}", layer).str());
   }
   for (int64_t c = 0; c < numStages; ++c)
@@ -290,9 +329,12 @@ void RankBuilder::wholeModelLifecycle() {
         gatherBytes += stages[c].gatherBytesPerLayer * stages[c].layers;
     }
   if (gradientBytes > 0) {
-    Token token = program.addCollective(
-        collective(config.syncKind, gradientBytes), "grad sync (all layers)");
+    Token token =
+        program.addCollective(gradSync(gradientBytes), "grad sync (all layers)",
+                              config.gradientStream);
     program.addWait(token, false, "wait grad sync");
+  } else if (lastScatter.isValid()) {
+    program.addWait(lastScatter, false, "wait grad reduce-scatters");
   }
   std::vector<Token> writeBacks;
   for (int64_t c : mine)
@@ -314,9 +356,8 @@ void RankBuilder::wholeModelLifecycle() {
             ComputeKind::ViewCast, stages[c].viewCastSeconds, 0,
             llvm::formatv("view-cast L{0}", layerOf(c, l)).str());
   if (gatherBytes > 0) {
-    Token token = program.addCollective(
-        collective(CollectiveKind::AllGather, gatherBytes),
-        "param all-gather (all layers)");
+    Token token = program.addCollective(viewGather(gatherBytes),
+                                        "param all-gather (all layers)");
     program.addWait(token, false, "wait param all-gather");
   }
   for (Token token : writeBacks)

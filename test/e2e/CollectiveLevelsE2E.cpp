@@ -13,7 +13,13 @@
 // every rank's rounds and sent bytes equal the model's steps. Tree: the
 // root's rounds equal the model's steps (its critical path), no rank counts
 // more, and the Data group sends what it receives. Then collectives of every
-// kind and algorithm in flight at once. Every failed check is fatal.
+// kind and algorithm in flight at once. With the quantization kernels, the
+// quantized all-gather (qwZ) and reduce-scatter (qgZ) with int8 and int4
+// wires under every algorithm: the wire bytes the runtime counted per level
+// (Runtime::quantizedCounters) equal the model's quantized steps
+// (planCollective with the spec's wire format and the runtime's block
+// size), on ragged sizes whose last quantization block is short. Every
+// failed check is fatal.
 //
 //===----------------------------------------------------------------------===//
 
@@ -81,11 +87,14 @@ CollectiveAlgorithm ranAs(Runtime &rt, CollectiveAlgorithm algorithm) {
 }
 
 /// The simulator's bytes per level for `kind` of an n-byte buffer on the
-/// Data group, on the runtime's levels. MPI's own collectives are counted
-/// as rings.
-std::array<double, kMaxLevels> modelBytes(Runtime &rt, CollectiveKind kind,
-                                          uint64_t n,
-                                          CollectiveAlgorithm algorithm) {
+/// Data group, on the runtime's levels, with `wire` (elements of
+/// `elementBytes`, the runtime's quantization block). MPI's own collectives
+/// are counted as rings.
+std::array<double, kMaxLevels>
+modelBytes(Runtime &rt, CollectiveKind kind, uint64_t n,
+           CollectiveAlgorithm algorithm,
+           ratrain::WireFormat wire = ratrain::WireFormat::Native,
+           unsigned elementBytes = 4) {
   ratrain::sim::CollectiveSpec spec;
   spec.kind = modelKind(kind);
   spec.bytes = int64_t(n);
@@ -105,6 +114,9 @@ std::array<double, kMaxLevels> modelBytes(Runtime &rt, CollectiveKind kind,
     spec.algorithm = ratrain::CollectiveAlgorithm::Hierarchical;
     break;
   }
+  spec.wire = wire;
+  spec.elementBytes = int64_t(elementBytes);
+  spec.wireBlock = int64_t(rt.options().quantBlockSize);
   std::array<double, kMaxLevels> bytes{};
   for (const ratrain::sim::CollectiveStep &step :
        ratrain::sim::planCollective(spec))
@@ -312,6 +324,122 @@ void runLevels(Runtime &rt) {
   }
 }
 
+#ifdef RATRAIN_LEVELS_E2E_QUANTIZED
+ratrain::WireFormat modelWire(WireType wire) {
+  return wire == WireType::Int8 ? ratrain::WireFormat::Int8
+                                : ratrain::WireFormat::Int4;
+}
+
+/// Compares the quantized counters (reset before the collective) with the
+/// model's quantized steps; the native counters stay zero.
+void compareWire(Runtime &rt, CollectiveKind kind, WireType wire, uint64_t n,
+                 ElemType type, CollectiveAlgorithm requested) {
+  CollectiveAlgorithm algorithm = ranAs(rt, requested);
+  std::array<double, kMaxLevels> want =
+      modelBytes(rt, kind, n, algorithm, modelWire(wire), getElemBytes(type));
+  const WireCounters counters = rt.quantizedCounters();
+  std::string got, model;
+  for (unsigned l = 0; l < kMaxLevels; ++l) {
+    uint64_t bytes = counters.get(kind, wire, l);
+    if (int(l) < rt.numLevels()) {
+      got += llvm::formatv(" {0}", bytes).str();
+      model += llvm::formatv(" {0}", want[l]).str();
+    }
+    CHECK(double(bytes) == want[l],
+          "quantized {0} ({1} wire, {2} as {3}, {4}) of {5} bytes at level "
+          "{6}: the runtime sent {7}, the model {8}",
+          kindName(kind), stringifyWireType(wire), algorithmName(requested),
+          algorithmName(algorithm), stringifyElemType(type), n, l, bytes,
+          want[l]);
+  }
+  const CollectiveCounters native = rt.collectiveCounters();
+  for (auto &perKind : native.bytes)
+    for (auto &perAlgorithm : perKind)
+      for (uint64_t bytes : perAlgorithm)
+        CHECK(bytes == 0, "quantized {0}: native counters moved",
+              kindName(kind));
+  if (rt.rank() == 0)
+    std::printf("wire:   %-14s %-4s %-12s %-4s n=%-6llu k=%d  runtime%s  "
+                "model%s\n",
+                kindName(kind), stringifyWireType(wire).data(),
+                algorithmName(requested), stringifyElemType(type).data(),
+                (unsigned long long)n, rt.groupSize(Group::Data), got.c_str(),
+                model.c_str());
+}
+
+/// Quantized all-gather and reduce-scatter of every algorithm and wire:
+/// values near the exact ones (the error bounds are QuantizedCommE2E's
+/// subject; here within a quantization step per contributor), wire bytes
+/// per level equal to the model's.
+void runQuantizedLevels(Runtime &rt) {
+  const int k = rt.groupSize(Group::Data);
+  const int me = rt.groupRank(Group::Data);
+  Arena &ddr = rt.ddr();
+  // Elements per member: not a multiple of the block (a short last block).
+  const uint64_t count = rt.options().quantBlockSize + 37;
+  const uint64_t n = count * uint64_t(k);
+  Buffer whole = ddr.buffer(0, n * 4);
+  Buffer shard = ddr.buffer(n * 4, count * 4);
+  for (CollectiveAlgorithm algorithm :
+       {CollectiveAlgorithm::Auto, CollectiveAlgorithm::Ring,
+        CollectiveAlgorithm::Tree, CollectiveAlgorithm::Hierarchical}) {
+    for (WireType wire : {WireType::Int8, WireType::Int4}) {
+      const float qmax = wire == WireType::Int8 ? 127.0f : 7.0f;
+      for (ElemType type : {ElemType::F32, ElemType::BF16}) {
+        const unsigned eb = getElemBytes(type);
+        auto put = [&](Buffer b, uint64_t i, float v) {
+          if (type == ElemType::F32)
+            b.as<float>()[i] = v;
+          else
+            b.as<uint16_t>()[i] = floatToBF16(v);
+        };
+        auto get = [&](Buffer b, uint64_t i) {
+          return type == ElemType::F32 ? b.as<float>()[i]
+                                       : bf16ToFloat(b.as<uint16_t>()[i]);
+        };
+        // All-gather: member r's shard holds (r + 1) (i % 7).
+        for (uint64_t i = 0; i < count; ++i)
+          put(shard, i, value(me, i));
+        rt.resetCollectiveCounters();
+        rt.wait(rt.allGather(Group::Data, shard.slice(0, count * eb),
+                             whole.slice(0, n * eb), type, algorithm, wire));
+        for (uint64_t i = 0; i < n; ++i) {
+          float exact = value(int(i / count), i % count);
+          float step = 6.0f * float(i / count + 1) / qmax;
+          CHECK(std::fabs(get(whole, i) - exact) <= step,
+                "quantized all-gather ({0}, {1}) element {2}: {3}, exact {4}",
+                algorithmName(algorithm), stringifyWireType(wire), i,
+                get(whole, i), exact);
+        }
+        compareWire(rt, CollectiveKind::AllGather, wire, n * eb, type,
+                    algorithm);
+        // Reduce-scatter: the sum of every member's (r + 1) (i % 7).
+        for (uint64_t i = 0; i < n; ++i)
+          put(whole, i, value(me, i));
+        rt.resetCollectiveCounters();
+        rt.wait(rt.reduceScatter(Group::Data, whole.slice(0, n * eb),
+                                 shard.slice(0, count * eb), type,
+                                 ReduceOp::Sum, algorithm, wire));
+        const float memberSum = float(k * (k + 1) / 2);
+        for (uint64_t i = 0; i < count; ++i) {
+          uint64_t global = uint64_t(me) * count + i;
+          float exact = memberSum * float(global % 7);
+          // A quantization step of the largest partial sum per contributor.
+          float bound = float(k) * memberSum * 6.0f / qmax + 0.01f * exact;
+          CHECK(std::fabs(get(shard, i) - exact) <= bound,
+                "quantized reduce-scatter ({0}, {1}) element {2}: {3}, exact "
+                "{4}",
+                algorithmName(algorithm), stringifyWireType(wire), i,
+                get(shard, i), exact);
+        }
+        compareWire(rt, CollectiveKind::ReduceScatter, wire, n * eb, type,
+                    algorithm);
+      }
+    }
+  }
+}
+#endif // RATRAIN_LEVELS_E2E_QUANTIZED
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -331,5 +459,8 @@ int main(int argc, char **argv) {
   options.amBytes = 4 << 10;
   Runtime rt(argc, argv, options);
   runLevels(rt);
+#ifdef RATRAIN_LEVELS_E2E_QUANTIZED
+  runQuantizedLevels(rt);
+#endif
   return 0;
 }

@@ -94,6 +94,26 @@ static cl::opt<std::string> fixedZero("zero", cl::init(""),
                                       cl::desc("plan: ZeRO stage 0|1|2|3"),
                                       cl::cat(category));
 static cl::opt<std::string>
+    fixedOffload("offload", cl::init(""),
+                 cl::desc("plan: offloaded states none|optimizer|master "
+                          "(default: searched)"),
+                 cl::cat(category));
+static cl::opt<std::string> partition(
+    "partition", cl::init(""),
+    cl::desc("plan: ZeRO state partitioning flat|zero++|three-level (the "
+             "presets on the machine's network levels)"),
+    cl::cat(category));
+static cl::opt<std::string>
+    weightWire("weight-wire", cl::init(""),
+               cl::desc("plan: wire format of the weight all-gathers "
+                        "native|int8 (qwZ)"),
+               cl::cat(category));
+static cl::opt<std::string>
+    gradWire("grad-wire", cl::init(""),
+             cl::desc("plan: wire format of the gradient reduce-scatters "
+                      "native|int8|int4 (qgZ)"),
+             cl::cat(category));
+static cl::opt<std::string>
     fixedRecompute("recompute", cl::init(""),
                    cl::desc("plan: none|selective|full on every stage"),
                    cl::cat(category));
@@ -175,8 +195,48 @@ static llvm::Expected<SimProgram> programFromPlan(const MachineModel &machine,
   if (!fixedZero.empty()) {
     std::optional<ZeroStage> zero = parseZeroStage(fixedZero);
     if (!zero)
-      return error("--zero: expected 0, 1 or 2, got '" + fixedZero + "'");
+      return error("--zero: expected 0, 1, 2 or 3, got '" + fixedZero + "'");
     request.zero = *zero;
+  }
+  if (!fixedOffload.empty()) {
+    std::optional<OffloadPolicy> offload = parseOffloadPolicy(fixedOffload);
+    if (!offload)
+      return error("--offload: expected none, optimizer or master, got '" +
+                   fixedOffload + "'");
+    request.offload = *offload;
+  }
+  // The sharding policy: a preset, then the wire formats.
+  std::optional<ShardingPolicy> sharding;
+  if (!partition.empty()) {
+    sharding =
+        shardingPreset(partition, int64_t(machine.networkLevels().size()));
+    if (!sharding)
+      return error("--partition: expected flat, zero++ or three-level (the "
+                   "last two need two network levels; machine '" +
+                   machine.name + "' has " +
+                   llvm::Twine(machine.networkLevels().size()) + "), got '" +
+                   partition + "'");
+  }
+  for (auto [flag, value, target] :
+       {std::tuple<const char *, std::string, bool>{"weight-wire", weightWire,
+                                                    true},
+        {"grad-wire", gradWire, false}}) {
+    if (value.empty())
+      continue;
+    std::optional<WireFormat> wire = parseWireFormat(value);
+    if (!wire || (target && *wire == WireFormat::Int4))
+      return error(llvm::Twine("--") + flag + ": expected " +
+                   (target ? "native or int8" : "native, int8 or int4") +
+                   ", got '" + value + "'");
+    if (!sharding)
+      sharding = ShardingPolicy();
+    (target ? sharding->weightWire : sharding->gradWire) = *wire;
+  }
+  if (sharding) {
+    if (!request.zero || *request.zero < ZeroStage::Gradients)
+      return error("--partition, --weight-wire and --grad-wire need --zero 2 "
+                   "or 3");
+    request.sharding = sharding;
   }
   if (!fixedRecompute.empty()) {
     std::optional<RecomputePolicy> r = parseRecomputePolicy(fixedRecompute);
@@ -193,7 +253,10 @@ static llvm::Expected<SimProgram> programFromPlan(const MachineModel &machine,
     return plans.takeError();
   if (plans->plans.empty())
     return error("the planner found no plan");
-  const Plan &best = plans->plans.front();
+  Plan best = plans->plans.front();
+  // The requested policy, whether or not the planner prices it.
+  if (sharding)
+    best.config.sharding = *sharding;
   info.description = best.config.describe();
   info.predictedStep = best.time.total;
 

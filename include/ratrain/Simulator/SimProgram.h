@@ -33,6 +33,7 @@
 
 #include "ratrain/Machine/Collectives.h"
 #include "ratrain/Machine/MachineModel.h"
+#include "ratrain/Planner/MemoryModel.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
@@ -122,9 +123,25 @@ struct CollectiveSpec {
   /// members of a node at the machine's node level, the rest above it; see
   /// resolveLevels).
   std::array<int64_t, kMaxNetworkLevels> membersPerLevel{};
+  /// Copies of this collective that run at the same time inside one
+  /// level-l group, on the other groups of a partitioned data-parallel
+  /// group (e.g. the g cross-partition gathers of an hpZ secondary
+  /// partition of g members): they share the level's injection bandwidth,
+  /// so every step's streams[l] is multiplied by it. 0 or 1: none.
+  std::array<int64_t, kMaxNetworkLevels> concurrentGroups{};
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::Ring;
+  /// Wire format (ZeRO++ qwZ / qgZ): a quantized all-gather or
+  /// reduce-scatter sends block-wise int8 / int4 codes with one fp32 scale
+  /// per `wireBlock` elements of `elementBytes` bytes (planCollective). All
+  /// -reduce has no quantized form and ignores it.
+  WireFormat wire = WireFormat::Native;
+  int64_t elementBytes = 2;
+  int64_t wireBlock = 256;
 
   bool hasLevels() const { return membersPerLevel[0] > 0; }
+  bool quantized() const {
+    return wire != WireFormat::Native && kind != CollectiveKind::AllReduce;
+  }
   bool spansNodes() const { return membersPerNode < groupSize; }
 };
 

@@ -42,7 +42,23 @@ struct CollectiveStep {
   /// flat rings and trees (one member per group talks to the next group at a
   /// time).
   std::array<int64_t, kMaxNetworkLevels> streams{1, 1, 1, 1};
+  /// Quantized collectives: bytes of device memory the member's quantize /
+  /// dequantize kernels read and write before this step's transfer (the
+  /// codec time is codecBytes / codecBandwidth(machine)); 0 otherwise.
+  double codecBytes = 0;
 };
+
+/// Bytes on the wire of `elements` elements in `wire` format with one fp32
+/// scale per `block` elements: ceil(n / block) scales and n int8 codes or
+/// ceil(n / 2) bytes of int4 codes (the runtime's payload); n * elementBytes
+/// for native elements. Per element it tends to wireBytesPerElement.
+double wirePayloadBytes(WireFormat wire, int64_t elements, int64_t elementBytes,
+                        int64_t block);
+
+/// Device-memory bandwidth of the quantize / dequantize kernels: the machine
+/// file names no quantization rate, so they count as memory bound, DDR (HBM)
+/// bandwidth times the memory-bound kernel efficiency.
+double codecBandwidth(const MachineModel &machine);
 
 /// The steps of a collective (see docs/simulator.md for each algorithm):
 /// - ring all-reduce: 2(k-1) steps of n/k; reduce-scatter, all-gather: k-1.
@@ -55,6 +71,19 @@ struct CollectiveStep {
 ///   the outermost level spanned on n/(m_0 ... m_{L-2}), then the ring
 ///   all-gathers back out (reduce-scatter, all-gather: the matching halves).
 ///   Levels with one member are skipped.
+/// - quantized (spec.wire int8 / int4, all-gather and reduce-scatter), as the
+///   runtime runs them (runtime/src/QuantizedCollectives.cpp): hierarchical
+///   over the levels the group spans, otherwise one phase over the whole
+///   group at its outermost level. qwZ all-gather: each member's shard
+///   (n/k bytes) is quantized once; phase by phase from the outermost level
+///   in, a level with k_l members sends k_l - 1 steps of the payloads
+///   gathered so far (prod of the k_j outside it). qgZ reduce-scatter
+///   (hierarchical all-to-all, fp32 sums): phase by phase from the innermost
+///   level out, a level with k_l members sends k_l - 1 chunks, each chunk
+///   (n/k times the prod of the k_j outside it, in elements) quantized on
+///   its own. Step bytes are wirePayloadBytes; codecBytes the kernels'
+///   memory traffic (quantize: read the elements, write the payload;
+///   dequantize: read the payload, write or accumulate fp32 / elements).
 /// Ring and tree steps use the outermost level the group spans. The levels
 /// are the spec's membersPerLevel, or (not given) membersPerNode at level 0
 /// and the rest at level 1.

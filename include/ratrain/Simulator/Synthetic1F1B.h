@@ -33,6 +33,7 @@
 #include "ratrain/Simulator/SimProgram.h"
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 namespace ratrain {
@@ -75,6 +76,17 @@ struct SyntheticStage {
   /// one layer ahead within a sweep (the first at the sweep's start); 0 =
   /// the views are not sharded.
   int64_t parameterGatherBytesPerLayer = 0;
+  /// Secondary weight partition (hpZ, ShardingPolicy::weightLevel): bytes
+  /// of the secondary shard that a layer's first use in the iteration
+  /// all-gathers from the primary shards (over primaryGatherSpec) before
+  /// the per-use gather; 0 = none.
+  int64_t primaryGatherBytesPerLayer = 0;
+  /// Gradient partition (ShardingPolicy::gradLevel): bytes of a layer's
+  /// gradient reduce-scattered after each micro-batch's backward (over
+  /// microBatchGradSpec); 0 = the gradient accumulates locally. The sync
+  /// after the last micro-batch (gradientBytesPerLayer, 0 = none) follows
+  /// it on the same stream.
+  int64_t microBatchGradientBytesPerLayer = 0;
   /// Offloaded optimizer state (and master) bytes per layer that each
   /// iteration reloads from the offload tier before the layer's update and
   /// writes back after it; 0 = nothing offloaded.
@@ -120,6 +132,19 @@ struct Synthetic1F1BConfig {
   CollectiveAlgorithm syncAlgorithm = CollectiveAlgorithm::Ring;
   int64_t dpMembersPerNode = 1;
   LifecyclePlacement placement = LifecyclePlacement::WholeModel;
+  /// Hierarchical partitioning and quantized wires: the group, levels,
+  /// algorithm and wire of each ZeRO collective (the bytes are set per
+  /// use); unset: the whole data-parallel group (dataParallelCollective).
+  /// viewGatherSpec: the parameter gathers (ZeRO-3 per use, ZeRO-1/2 after
+  /// the update); primaryGatherSpec: the first-use gather across secondary
+  /// partitions; microBatchGradSpec: the per-micro-batch gradient
+  /// reduce-scatter; gradSyncSpec: the sync after the last micro-batch.
+  std::optional<CollectiveSpec> viewGatherSpec, primaryGatherSpec,
+      microBatchGradSpec, gradSyncSpec;
+  /// Communication stream of the gradient collectives (1 with ZeRO-3:
+  /// reduce-scatters apart from the parameter gathers, as DeepSpeed's
+  /// reduce stream; 0 shares the stream with the gathers).
+  uint32_t gradientStream = 0;
   double tokensPerIteration = 0;
   double modelFlopsPerIteration = 0;
 
@@ -130,6 +155,9 @@ struct Synthetic1F1BConfig {
   /// the config's algorithm and members per node.
   CollectiveSpec dataParallelCollective(CollectiveKind kind,
                                         int64_t bytes) const;
+  /// `spec` (or, unset, the data-parallel group's) with `kind` and `bytes`.
+  CollectiveSpec zeroCollective(const std::optional<CollectiveSpec> &spec,
+                                CollectiveKind kind, int64_t bytes) const;
 };
 
 /// Builds the program; stage i runs min(p-i-1, m) warm-up forwards, the
