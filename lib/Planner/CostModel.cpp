@@ -451,11 +451,11 @@ ItemCommunication ratrain::itemCommunication(const CostModel &costs,
   int64_t L = policy.gradLevel;
   if (config.zero >= ZeroStage::Gradients && L >= 0) {
     int64_t g = partitionGroupMembers(levelClusters, d, L);
-    result.gradPerMicroBatch = costs.levelCollective(
+    result.gradSync = costs.levelCollective(
         CollectiveKind::ReduceScatter, bytes,
         costs.dataParallelLevels(d, L, /*inside=*/true), policy.gradWire);
     if (g < d)
-      result.gradSync = costs.levelCollective(
+      result.gradSync += costs.levelCollective(
           CollectiveKind::ReduceScatter, (bytes + g - 1) / g,
           costs.dataParallelLevels(d, L, /*inside=*/false), policy.gradWire,
           /*parallelGroups=*/g);
@@ -516,9 +516,7 @@ StepTime ratrain::predictStepTime(const CostModel &costs,
   };
 
   // ZeRO-3: every compute waits for the gather of its item's view, issued
-  // one compute ahead on the communication stream (parameterGatherSeconds);
-  // with a gradient partition the same stream reduce-scatters each
-  // micro-batch's gradient of the item before (ItemCommunication).
+  // one compute ahead on the communication stream (parameterGatherSeconds).
   int64_t headItem =
       model.headParams() +
       (model.tieEmbeddings && p > 1 ? model.embeddingParams() : 0);
@@ -528,15 +526,13 @@ StepTime ratrain::predictStepTime(const CostModel &costs,
       itemCommunication(costs, config, model.embeddingParams());
   ItemCommunication headComm = itemCommunication(costs, config, headItem);
   double layerGather = layerComm.gatherRepeat;
-  double layerGradComm = layerGather + layerComm.gradPerMicroBatch;
+  double layerGradComm = layerGather;
   double f = std::max(costs.layerForward(b), layerGather),
          bw = costs.layerBackward(b);
   double embF = std::max(costs.embeddingForward(b), embComm.gatherRepeat),
-         embB = std::max(costs.embeddingBackward(b),
-                         embComm.gatherRepeat + embComm.gradPerMicroBatch);
+         embB = std::max(costs.embeddingBackward(b), embComm.gatherRepeat);
   double headF = std::max(costs.headForward(b), headComm.gatherRepeat),
-         headB = std::max(costs.headBackward(b),
-                          headComm.gatherRepeat + headComm.gradPerMicroBatch);
+         headB = std::max(costs.headBackward(b), headComm.gatherRepeat);
   // A secondary weight partition makes an item's first gather of the step
   // (across the level-L groups, then inside) longer than the others: the
   // first micro-batch's forward passes every stage once with it.

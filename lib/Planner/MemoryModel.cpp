@@ -563,22 +563,22 @@ StageMemory ratrain::computeStageMemory(
     int64_t largestTwo = items[0] + (items.size() > 1 ? items[1] : 0);
     mem.gradients = w * (shardedGradients + largestTwo);
   }
-  // Gradient partition at level L: every micro-batch's layer gradient (a
-  // transient full-size buffer, two items live as for m = 1) is
-  // reduce-scattered inside the level-L group into a partitioned FP32
-  // accumulator of 1/g_L per item, which replaces the full-size
-  // accumulation.
+  // Gradient partition at level L: an item's gradient accumulates as
+  // without one; after its last backward it is reduce-scattered inside the
+  // level-L group into a partition of 1/g_L of the item, which the
+  // reduce-scatter across the level-L groups reads (the full gradient is
+  // free once the first completes). The two items synchronizing at a time
+  // hold a partition each.
   if (zero2 && options.sharding.gradLevel >= 0) {
-    llvm::SmallVector<int64_t> items =
-        stageUpdateItems(model, layers, first, last, pipelineStages);
     int64_t g = partitionGroupMembers(options.levelClusters, d,
                                       options.sharding.gradLevel);
-    int64_t accumulator = 0;
-    for (int64_t item : items)
-      accumulator += 4 * ceilDiv(item, g);
-    llvm::sort(items, std::greater<int64_t>());
-    int64_t largestTwo = items[0] + (items.size() > 1 ? items[1] : 0);
-    mem.gradients = w * (shardedGradients + largestTwo) + accumulator;
+    if (g < d) {
+      llvm::SmallVector<int64_t> items =
+          stageUpdateItems(model, layers, first, last, pipelineStages);
+      llvm::sort(items, std::greater<int64_t>());
+      mem.gradients += w * (ceilDiv(items[0], g) +
+                            (items.size() > 1 ? ceilDiv(items[1], g) : 0));
+    }
   }
   if (gpuStyle) {
     // A GPU-style runtime accumulates every micro-batch's gradients into a

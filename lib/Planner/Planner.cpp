@@ -167,10 +167,14 @@ ratrain::searchedShardingPolicies(const PlanRequest &request, ZeroStage zero,
     if (!isRegularPartitionLevel(levelClusters, d, preset->weightLevel) ||
         !isRegularPartitionLevel(levelClusters, d, preset->gradLevel))
       continue;
-    // A secondary partition over the whole group is no partition.
+    // A secondary partition over the whole group is no partition, and a
+    // gradient partition over it the one reduce-scatter over the group.
     if (preset->weightLevel >= 0 &&
         partitionGroupMembers(levelClusters, d, preset->weightLevel) >= d)
       preset->weightLevel = -1;
+    if (preset->gradLevel >= 0 &&
+        partitionGroupMembers(levelClusters, d, preset->gradLevel) >= d)
+      preset->gradLevel = -1;
     bases.push_back(*preset);
     add(*preset);
   }

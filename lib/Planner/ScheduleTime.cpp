@@ -23,9 +23,7 @@ ratrain::scheduleActionCosts(const CostModel &costs,
   int64_t n = config.numVirtualStages(), b = config.microBatchSize;
   const ModelConfig &model = costs.getModel();
   // ZeRO-3: each compute waits for its item's gather, which overlaps the
-  // compute before it; with a gradient partition the weight part also
-  // waits for the reduce-scatter of the micro-batch's gradient before it on
-  // the same stream.
+  // compute before it.
   int64_t layerParams = model.paramsPerLayer();
   int64_t headParams =
       model.headParams() +
@@ -34,13 +32,9 @@ ratrain::scheduleActionCosts(const CostModel &costs,
     return std::max(seconds,
                     itemCommunication(costs, config, params).gatherRepeat);
   };
-  auto gatheredWeight = [&](double seconds, int64_t params) {
-    ItemCommunication comm = itemCommunication(costs, config, params);
-    return std::max(seconds, comm.gatherRepeat + comm.gradPerMicroBatch);
-  };
   double f = gathered(costs.layerForward(b), layerParams),
          bi = costs.layerBackwardInput(b),
-         bw = gatheredWeight(costs.layerBackwardWeight(b), layerParams);
+         bw = gathered(costs.layerBackwardWeight(b), layerParams);
   schedule::ActionCosts result;
   result.forward.resize(n);
   result.backwardInput.resize(n);
@@ -55,14 +49,14 @@ ratrain::scheduleActionCosts(const CostModel &costs,
       result.forward[c] +=
           gathered(costs.embeddingForward(b), model.embeddingParams());
       result.backwardWeight[c] +=
-          gatheredWeight(costs.embeddingBackward(b), model.embeddingParams());
+          gathered(costs.embeddingBackward(b), model.embeddingParams());
     }
     if (c == n - 1) {
       result.forward[c] += gathered(costs.headForward(b), headParams);
       result.backwardInput[c] +=
           gathered(costs.headBackwardInput(b), headParams);
       result.backwardWeight[c] +=
-          gatheredWeight(costs.headBackwardWeight(b), headParams);
+          gathered(costs.headBackwardWeight(b), headParams);
     }
   }
   result.transfer = config.pipelineStages > 1

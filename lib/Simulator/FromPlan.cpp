@@ -182,12 +182,13 @@ llvm::Expected<Synthetic1F1BConfig> sim::planToSyntheticConfig(
       result.viewGatherSpec = dpLevels.whole(ww, 2);
     }
     if (config.zero >= ZeroStage::Gradients && sharding.gradLevel >= 0) {
-      // Per micro-batch inside the level-L group into an fp32 accumulator
-      // of 1/g_L, then across the level-L groups (none when g_L = d).
+      // After the last micro-batch: inside the level-L group into a
+      // partition of 1/g_L, then the partition across the level-L groups
+      // (none when g_L = d).
       gradGroup = dpLevels.inside(sharding.gradLevel);
-      result.microBatchGradSpec = dpLevels.within(sharding.gradLevel, gw, 2);
+      result.partitionGradSpec = dpLevels.within(sharding.gradLevel, gw, 2);
       finalSync = gradGroup < d;
-      result.gradSyncSpec = dpLevels.across(sharding.gradLevel, gw, 4);
+      result.gradSyncSpec = dpLevels.across(sharding.gradLevel, gw, 2);
     } else {
       result.gradSyncSpec = dpLevels.whole(gw, 2);
     }
@@ -242,10 +243,10 @@ llvm::Expected<Synthetic1F1BConfig> sim::planToSyntheticConfig(
     stage.updateSeconds = costs.optimizerUpdate(updated);
     stage.viewCastSeconds = costs.viewCast(updated);
     stage.gradientBytesPerLayer = 2 * paramsPerLayer;
-    if (result.microBatchGradSpec) {
-      stage.microBatchGradientBytesPerLayer = 2 * paramsPerLayer;
+    if (result.partitionGradSpec) {
+      stage.partitionGradientBytesPerLayer = 2 * paramsPerLayer;
       stage.gradientBytesPerLayer =
-          finalSync ? 4 * ceilDiv(paramsPerLayer, gradGroup) : 0;
+          finalSync ? 2 * ceilDiv(paramsPerLayer, gradGroup) : 0;
     }
     // ZeRO 1/2 gather the updated views once; ZeRO-3 before every use (and
     // with a secondary partition the secondary shard at the first use).

@@ -66,8 +66,8 @@ private:
   bool gathers() const {
     return config.dataParallel > 1 && costs.gatherBytesPerLayer > 0;
   }
-  bool microBatchSyncs() const {
-    return config.dataParallel > 1 && costs.microBatchGradientBytesPerLayer > 0;
+  bool partitionSyncs() const {
+    return config.dataParallel > 1 && costs.partitionGradientBytesPerLayer > 0;
   }
   CollectiveSpec gradSync(int64_t bytes) const {
     return config.zeroCollective(config.gradSyncSpec, config.syncKind, bytes);
@@ -95,14 +95,15 @@ private:
         llvm::formatv("view all-gather L{0}", globalLayer(l)).str());
   }
   /// After local layer `l`'s backward of micro-batch `mb`: its gradient
-  /// collectives (per micro-batch, then the sync after the last one).
+  /// collectives after the last one (with a gradient partition the
+  /// reduce-scatter inside its level, then the sync).
   void gradientCollectives(int64_t l, int64_t mb) {
     int64_t layer = globalLayer(l);
-    if (microBatchSyncs())
+    if (partitionSyncs() && mb == config.microBatches - 1)
       syncTokens[l] = program.addCollective(
-          config.zeroCollective(config.microBatchGradSpec,
+          config.zeroCollective(config.partitionGradSpec,
                                 CollectiveKind::ReduceScatter,
-                                costs.microBatchGradientBytesPerLayer),
+                                costs.partitionGradientBytesPerLayer),
           llvm::formatv("grad reduce-scatter L{0} mb{1}", layer, mb).str(),
           config.gradientStream);
     if (mb == config.microBatches - 1 &&

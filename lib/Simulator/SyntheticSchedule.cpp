@@ -64,9 +64,9 @@ private:
   bool perLayer() const {
     return config.placement == LifecyclePlacement::PerLayer;
   }
-  bool microBatchSyncs(int64_t c) const {
+  bool partitionSyncs(int64_t c) const {
     return config.dataParallel > 1 &&
-           stages[c].microBatchGradientBytesPerLayer > 0;
+           stages[c].partitionGradientBytesPerLayer > 0;
   }
   CollectiveSpec gradSync(int64_t bytes) const {
     return config.zeroCollective(config.gradSyncSpec, config.syncKind, bytes);
@@ -76,14 +76,15 @@ private:
                                  CollectiveKind::AllGather, bytes);
   }
   /// After a layer's gradient of micro-batch `mb` is complete (its B, or
-  /// its W): the per-micro-batch reduce-scatter.
+  /// its W): after the last one, the gradient partition's reduce-scatter
+  /// inside its level.
   void microBatchScatter(int64_t c, int64_t l, int64_t mb) {
-    if (!microBatchSyncs(c))
+    if (!partitionSyncs(c) || mb != config.microBatches - 1)
       return;
     chunks[c].syncs[l] = program.addCollective(
-        config.zeroCollective(config.microBatchGradSpec,
+        config.zeroCollective(config.partitionGradSpec,
                               CollectiveKind::ReduceScatter,
-                              stages[c].microBatchGradientBytesPerLayer),
+                              stages[c].partitionGradientBytesPerLayer),
         llvm::formatv("grad reduce-scatter L{0} mb{1}", layerOf(c, l), mb)
             .str(),
         config.gradientStream);

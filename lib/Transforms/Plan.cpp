@@ -188,10 +188,7 @@ struct PlanPass : public ratrain::impl::RATrainPlanBase<PlanPass> {
     if (failed(applyShardingOptions(module, *machine, request)))
       return signalPassFailure();
     request.topK = std::max<int64_t>(1, showTop);
-    // #ratrain.plan does not carry a sharding policy (partition levels,
-    // wire formats) yet: plan flat ones only, so the plan as written is the
-    // plan as costed.
-    request.sharding = ShardingPolicy();
+    request.allowQuantized = allowQuantized;
 
     for (ModelOp model : models) {
       ModelConfig config = getModelConfig(model);

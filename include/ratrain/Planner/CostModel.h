@@ -245,13 +245,12 @@ struct ItemCommunication {
   /// ZeRO-3: every later gather (the secondary shard inside the level-L
   /// group; without a partition the whole group each time).
   double gatherRepeat = 0;
-  /// Gradient partition at level L: the reduce-scatter inside the level-L
-  /// group after each micro-batch's backward of the item.
-  double gradPerMicroBatch = 0;
   /// The item's synchronization after its last backward: all-reduce
   /// (ZeRO-0), reduce-scatter over the group (ZeRO-1/2/3), or, with a
-  /// gradient partition, the accumulator's reduce-scatter across level-L
-  /// groups (0 when L is the outermost level).
+  /// gradient partition at level L, the reduce-scatter inside the level-L
+  /// group into the partition followed by the partition's reduce-scatter
+  /// across the level-L groups (none when L holds the whole group), as the
+  /// lowering places them (docs/schedule.md, "Partitioning").
   double gradSync = 0;
 };
 ItemCommunication itemCommunication(const CostModel &costs,

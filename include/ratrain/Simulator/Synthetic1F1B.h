@@ -82,11 +82,11 @@ struct SyntheticStage {
   /// the per-use gather; 0 = none.
   int64_t primaryGatherBytesPerLayer = 0;
   /// Gradient partition (ShardingPolicy::gradLevel): bytes of a layer's
-  /// gradient reduce-scattered after each micro-batch's backward (over
-  /// microBatchGradSpec); 0 = the gradient accumulates locally. The sync
-  /// after the last micro-batch (gradientBytesPerLayer, 0 = none) follows
-  /// it on the same stream.
-  int64_t microBatchGradientBytesPerLayer = 0;
+  /// gradient reduce-scattered inside the level group (over
+  /// partitionGradSpec) after its last micro-batch's backward, as the
+  /// lowering places it; 0 = none. The sync across the level groups
+  /// (gradientBytesPerLayer, 0 = none) follows it on the same stream.
+  int64_t partitionGradientBytesPerLayer = 0;
   /// Offloaded optimizer state (and master) bytes per layer that each
   /// iteration reloads from the offload tier before the layer's update and
   /// writes back after it; 0 = nothing offloaded.
@@ -137,10 +137,11 @@ struct Synthetic1F1BConfig {
   /// use); unset: the whole data-parallel group (dataParallelCollective).
   /// viewGatherSpec: the parameter gathers (ZeRO-3 per use, ZeRO-1/2 after
   /// the update); primaryGatherSpec: the first-use gather across secondary
-  /// partitions; microBatchGradSpec: the per-micro-batch gradient
-  /// reduce-scatter; gradSyncSpec: the sync after the last micro-batch.
+  /// partitions; partitionGradSpec: the gradient's
+  /// reduce-scatter inside the partition level; gradSyncSpec: the sync after
+  /// the last micro-batch.
   std::optional<CollectiveSpec> viewGatherSpec, primaryGatherSpec,
-      microBatchGradSpec, gradSyncSpec;
+      partitionGradSpec, gradSyncSpec;
   /// Communication stream of the gradient collectives (1 with ZeRO-3:
   /// reduce-scatters apart from the parameter gathers, as DeepSpeed's
   /// reduce stream; 0 shares the stream with the gathers).

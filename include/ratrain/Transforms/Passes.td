@@ -65,6 +65,9 @@ def RATrainPlan : Pass<"ratrain-plan", "mlir::ModuleOp"> {
     Option<"gradWire", "grad-wire", "std::string", "\"\"",
            "wire type of the gradient reduce-scatters: native, int8 or int4 "
            "(qgZ)">,
+    Option<"allowQuantized", "allow-quantized", "bool", "false",
+           "when no sharding option is given, also search int8/int4 wire "
+           "formats (changes the numerics; off by default)">,
     Option<"showTop", "show-top", "int64_t", "0",
            "print the best N plans as a remark on the model">
   ];

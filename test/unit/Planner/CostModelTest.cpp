@@ -370,21 +370,31 @@ TEST(CostModel, PartitionsMoveFewerOuterBytesThanFlat) {
   // Flat: every gather crosses the nodes; the same first and later.
   EXPECT_GT(flat.gatherRepeat, 0);
   EXPECT_DOUBLE_EQ(flat.gatherFirst, flat.gatherRepeat);
-  EXPECT_EQ(flat.gradPerMicroBatch, 0);
   // hpZ at the node: later gathers stay inside it (cheaper); the first
   // gathers the 1/4 secondary shard across the nodes first.
   EXPECT_LT(three.gatherRepeat, flat.gatherRepeat);
   EXPECT_GT(three.gatherFirst, three.gatherRepeat);
-  // Gradients inside the node per micro-batch; only the accumulator's
-  // reduce-scatter crosses the nodes at the end, less than the flat sync.
-  EXPECT_GT(three.gradPerMicroBatch, 0);
-  EXPECT_LT(three.gradSync, flat.gradSync);
-  // ZeRO++ (gradients over the whole group per micro-batch): nothing left
-  // for the end of the step.
+  // Gradients: inside the node into the partition, then only the
+  // partition (1/4 of the item) crosses the nodes; the two in sequence.
+  int64_t bytes = params * 2;
+  double inside =
+      costs.levelCollective(CollectiveKind::ReduceScatter, bytes,
+                            costs.dataParallelLevels(16, 0, /*inside=*/true));
+  double across = costs.levelCollective(
+      CollectiveKind::ReduceScatter, (bytes + 3) / 4,
+      costs.dataParallelLevels(16, 0, /*inside=*/false), WireFormat::Native,
+      /*parallelGroups=*/4);
+  EXPECT_GT(inside, 0);
+  EXPECT_GT(across, 0);
+  EXPECT_DOUBLE_EQ(three.gradSync, inside + across);
+  // Once per step that is the hierarchical reduce-scatter's own
+  // decomposition: as fast as the flat sync, no faster.
+  EXPECT_NEAR(three.gradSync, flat.gradSync, 1e-9 * flat.gradSync);
+  // ZeRO++ (gradients over the whole group): one reduce-scatter, the flat
+  // one.
   ItemCommunication zpp =
       itemCommunication(costs, zeroThree(*shardingPreset("zero++", 2)), params);
-  EXPECT_EQ(zpp.gradSync, 0);
-  EXPECT_DOUBLE_EQ(zpp.gradPerMicroBatch, flat.gradSync);
+  EXPECT_DOUBLE_EQ(zpp.gradSync, flat.gradSync);
   // Later gathers of hpZ: the flat gather minus its inter-node part.
   EXPECT_DOUBLE_EQ(zpp.gatherRepeat, three.gatherRepeat);
 }
@@ -408,8 +418,8 @@ TEST(CostModel, QuantizedWiresAreCheaperOnASlowNetwork) {
   ItemCommunication q8 = itemCommunication(costs, zeroThree(int8), params);
   ItemCommunication q4 = itemCommunication(costs, zeroThree(int4), params);
   EXPECT_LT(q8.gatherFirst, n.gatherFirst);
-  EXPECT_LT(q8.gradPerMicroBatch, n.gradPerMicroBatch);
-  EXPECT_LT(q4.gradPerMicroBatch, q8.gradPerMicroBatch);
+  EXPECT_LT(q8.gradSync, n.gradSync);
+  EXPECT_LT(q4.gradSync, q8.gradSync);
   // The wire bytes alone: int8 moves 1 + 4/256 bytes per bf16 element.
   llvm::SmallVector<int64_t, 4> across = costs.dataParallelLevels(16, 0, false);
   int64_t bytes = int64_t(1) << 28;

@@ -595,37 +595,41 @@ TEST(MemoryModel, SecondaryWeightPartitionAddsOneOverGOfTheViews) {
             partitioned(ZeroStage::Gradients, {}).parameterViews);
 }
 
-TEST(MemoryModel, GradientPartitionReplacesTheFullAccumulation) {
+TEST(MemoryModel, GradientPartitionAddsTheSynchronizingPartitions) {
   // Flat ZeRO-3 with m = 4: the full 16-bit gradients accumulate, plus the
   // shards: 2 * (99885056 + 12485632).
   StageMemory flat = partitioned(ZeroStage::Parameters, {});
   EXPECT_EQ(flat.gradients, 2 * (99885056LL + 12485632LL));
-  // Gradients at level 0 (g = 4): the 16-bit shards, the full gradients of
-  // the two largest items (embedding and a layer) and the FP32 accumulator
-  // of 1/4: 4 * 24971264.
+  // Gradients at level 0 (g = 4): the same accumulation, and after the last
+  // micro-batch the partitions of 1/4 of the two items synchronizing at a
+  // time (the two largest: embedding and a layer) between the reduce-scatter
+  // inside the chip and the one across the chips.
   ShardingPolicy chip;
   chip.gradLevel = 0;
   StageMemory three = partitioned(ZeroStage::Parameters, chip);
-  EXPECT_EQ(three.gradients,
-            2 * (12485632LL + kEmbedding + kLayerParams) + 4 * 24971264LL);
-  // At the outermost level (ZeRO++, g = 8): an accumulator of 1/8.
+  EXPECT_EQ(three.gradients, flat.gradients + 2 * ((kEmbedding + 3) / 4 +
+                                                   (kLayerParams + 3) / 4));
+  EXPECT_EQ(partitioned(ZeroStage::Gradients, chip).gradients,
+            partitioned(ZeroStage::Gradients, {}).gradients +
+                2 * ((kEmbedding + 3) / 4 + (kLayerParams + 3) / 4));
+  // At the outermost level (ZeRO++, g = 8 = d) the reduce-scatter spans the
+  // whole group at once: no partition.
   ShardingPolicy outer;
   outer.gradLevel = 2;
   EXPECT_EQ(partitioned(ZeroStage::Gradients, outer).gradients,
-            2 * (12485632LL + kEmbedding + kLayerParams) + 4 * 12485632LL);
+            partitioned(ZeroStage::Gradients, {}).gradients);
   // ZeRO-1 and the gpu-style runtime are unchanged.
-  EXPECT_EQ(partitioned(ZeroStage::Optimizer, outer).gradients,
+  EXPECT_EQ(partitioned(ZeroStage::Optimizer, chip).gradients,
             partitioned(ZeroStage::Optimizer, {}).gradients);
-  EXPECT_EQ(partitioned(ZeroStage::Gradients, outer, LifecyclePolicy::GpuStyle)
+  EXPECT_EQ(partitioned(ZeroStage::Gradients, chip, LifecyclePolicy::GpuStyle)
                 .gradients,
             4 * 99885056LL);
   // Three-level on this machine: weights at the chip, gradients at the
-  // node: both terms.
+  // node, which holds the whole group of 8: only the weight term.
   ShardingPolicy both;
   both.weightLevel = 0;
   both.gradLevel = 1;
   StageMemory s = partitioned(ZeroStage::Parameters, both);
   EXPECT_EQ(s.parameterViews, flat.parameterViews + 2 * 24971264LL);
-  EXPECT_EQ(s.gradients,
-            2 * (12485632LL + kEmbedding + kLayerParams) + 4 * 12485632LL);
+  EXPECT_EQ(s.gradients, flat.gradients);
 }

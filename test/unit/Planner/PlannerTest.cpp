@@ -496,25 +496,29 @@ TEST(Planner, FormattingHelpers) {
 TEST(Planner, SearchedShardingPolicies) {
   const int64_t levels[] = {4, 4096};
   PlanRequest request;
-  // ZeRO-1: flat only; ZeRO-2: the gradient levels of zero++ (1) and
-  // three-level (0); ZeRO-3 also the chip weight partition.
+  // ZeRO-1: flat only; ZeRO-2: flat and three-level's gradients at the chip
+  // (zero++'s gradient level 1 holds the whole group: the flat
+  // reduce-scatter); ZeRO-3 also the chip weight partition.
   EXPECT_EQ(searchedShardingPolicies(request, ZeroStage::Optimizer, 256, levels)
                 .size(),
             1u);
   std::vector<ShardingPolicy> two =
       searchedShardingPolicies(request, ZeroStage::Gradients, 256, levels);
-  ASSERT_EQ(two.size(), 3u);
+  ASSERT_EQ(two.size(), 2u);
+  EXPECT_EQ(two[1].gradLevel, 0);
   for (const ShardingPolicy &policy : two)
     EXPECT_EQ(policy.weightLevel, -1);
   std::vector<ShardingPolicy> three =
       searchedShardingPolicies(request, ZeroStage::Parameters, 256, levels);
   ASSERT_EQ(three.size(), 3u);
   EXPECT_TRUE(three[0].isDefault());
-  EXPECT_EQ(three[1], *shardingPreset("zero++", 2));
+  ShardingPolicy zeroPP = *shardingPreset("zero++", 2);
+  zeroPP.gradLevel = -1;
+  EXPECT_EQ(three[1], zeroPP);
   EXPECT_EQ(three[2], *shardingPreset("three-level", 2));
   for (const ShardingPolicy &policy : three)
     EXPECT_EQ(policy.weightWire, WireFormat::Native);
-  // Quantized wires only on request: 3 x 2 x 3 at ZeRO-3, 3 x 3 at ZeRO-2.
+  // Quantized wires only on request: 3 x 2 x 3 at ZeRO-3, 2 x 3 at ZeRO-2.
   request.allowQuantized = true;
   EXPECT_EQ(
       searchedShardingPolicies(request, ZeroStage::Parameters, 256, levels)
@@ -522,7 +526,7 @@ TEST(Planner, SearchedShardingPolicies) {
       18u);
   EXPECT_EQ(searchedShardingPolicies(request, ZeroStage::Gradients, 256, levels)
                 .size(),
-            9u);
+            6u);
   // dp = 2 inside a chip of 4: the chip level holds the whole group.
   request.allowQuantized = false;
   for (const ShardingPolicy &policy :
