@@ -23,12 +23,14 @@ MACHINE = "examples/machines/frontier.yaml"
 MODEL = "examples/models/gpt-20b-llama.json"
 TITLE = "## Seed 002 on Frontier: ZeRO++ vs three-level partitioning"
 GCDS = [48, 96, 192, 384]
-# GPT-NeoX-20B's global batch (1538 sequences of 2048 tokens), rounded to a
-# multiple of 384; 2 sequences per micro-batch (4 does not fit 64 GB at 48
-# GCDs in the memory model, which does not yet shrink the gradient buffer
-# under a gradient partition).
-GLOBAL_BATCH = 1536
-MICRO_BATCH = 2
+# Weak scaling with one micro-batch per step (m = 1): 4 sequences per GCD,
+# 1536 at 384 GCDs (GPT-NeoX-20B's 1538, rounded to a multiple of 384). With
+# m = 1 the lowering's once-per-step gradient reduce-scatter is the
+# per-micro-batch one of ZeRO++ and seed 002; with m > 1 RATrain accumulates
+# full-size gradients (42 GB of the 20B model at pp 1), so three-level's
+# half-model secondary partition no longer fits 64 GB (STRONG_BATCH below).
+MICRO_BATCH = 4
+STRONG_BATCH = 1536
 SEQ_LEN = 2048
 WHATIF_FACTOR = 10
 SEED_RATIO = 1.71
@@ -74,13 +76,17 @@ def what_if_machine(factor, path):
         f.write("\n".join(out))
 
 
-def simulate(tool, machine_file, gcds, flags):
+def run_sim(tool, machine_file, gcds, batch, flags):
     cmd = [tool, "--machine", machine_file, "--model", os.path.join(ROOT, MODEL),
-           "--clusters", str(gcds), "--global-batch", str(GLOBAL_BATCH),
+           "--clusters", str(gcds), "--global-batch", str(batch),
            "--seq-len", str(SEQ_LEN), "--pp", "1", "--dp", str(gcds),
            "--micro-batch", str(MICRO_BATCH), "--zero", "3", "--recompute", "full",
            "--offload", "none", "--iterations", "3"] + flags
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    return cmd, subprocess.run(cmd, capture_output=True, text=True)
+
+
+def simulate(tool, machine_file, gcds, flags):
+    cmd, proc = run_sim(tool, machine_file, gcds, gcds * MICRO_BATCH, flags)
     if proc.returncode != 0:
         sys.exit(f"seed002.py: {' '.join(cmd)} failed:\n{proc.stderr}")
     result = {}
@@ -91,6 +97,26 @@ def simulate(tool, machine_file, gcds, flags):
         except ValueError:
             result[key] = value
     return result
+
+
+def strong_scaling_memory(tool, machine_file):
+    """DDR per GCD of each policy at the first GCD count with STRONG_BATCH
+    (m > 1): the simulated peak when it fits, else what the planner reports
+    the stage needs."""
+    gcds = GCDS[0]
+    out = {}
+    for key, _, flags in VARIANTS:
+        _, proc = run_sim(tool, machine_file, gcds, STRONG_BATCH, flags)
+        if proc.returncode == 0:
+            m = re.search(r"^peak-ddr-max-gib: ([0-9.]+)", proc.stdout, re.M)
+            out[key] = (True, float(m.group(1)) * 2**30 / 1e9 if m else 0.0)
+        else:
+            m = re.search(r"needs ([0-9.]+) GB of ([0-9.]+) GB", proc.stderr)
+            if not m:
+                sys.exit(f"seed002.py: unexpected failure at {gcds} GCDs, batch "
+                         f"{STRONG_BATCH}:\n{proc.stderr}")
+            out[key] = (False, float(m.group(1)))
+    return out
 
 
 def sweep(tool, machine_file):
@@ -113,12 +139,12 @@ def sweep(tool, machine_file):
 
 
 def write_table(w, table):
-    w("| GCDs | m | " + " | ".join(f"{label} TFLOPS/GCD" for _, label, _ in VARIANTS) +
+    w("| GCDs | global batch | " + " | ".join(f"{label} TFLOPS/GCD" for _, label, _ in VARIANTS) +
       " | ZeRO++ eff. | three-level+q eff. | three-level / ZeRO++ | three-level+q / ZeRO++ |")
     w("| ---: | ---: | " + " | ".join("---:" for _ in VARIANTS) + " | ---: | ---: | ---: | ---: |")
     base = GCDS[0]
     for gcds in GCDS:
-        row = [str(gcds), str(GLOBAL_BATCH // (gcds * MICRO_BATCH))]
+        row = [str(gcds), str(gcds * MICRO_BATCH)]
         for key, _, _ in VARIANTS:
             r = table[(gcds, key)]
             row.append(f"{r['tflops']:.1f} ({r['exposed']:.2f} s exp.)")
@@ -129,16 +155,17 @@ def write_table(w, table):
         w("| " + " | ".join(row) + " |")
 
 
-def section(table, what_if):
+def section(table, what_if, strong):
     lines = []
     w = lines.append
-    last = GCDS[-1]
+    first, last = GCDS[0], GCDS[-1]
     ratio = table[(last, "three-q")]["tflops"] / table[(last, "zero++")]["tflops"]
     ratio_native = table[(last, "three")]["tflops"] / table[(last, "zero++")]["tflops"]
-    eff = table[(last, "three-q")]["tflops"] / table[(GCDS[0], "three-q")]["tflops"]
+    eff = table[(last, "three-q")]["tflops"] / table[(first, "three-q")]["tflops"]
     wi_ratio = what_if[(last, "three-q")]["tflops"] / what_if[(last, "zero++")]["tflops"]
     wi_native = what_if[(last, "three")]["tflops"] / what_if[(last, "zero++")]["tflops"]
-    wi_eff = what_if[(last, "three-q")]["tflops"] / what_if[(GCDS[0], "three-q")]["tflops"]
+    wi_eff = what_if[(last, "three-q")]["tflops"] / what_if[(first, "three-q")]["tflops"]
+    wi_first = what_if[(first, "three-q")]["tflops"] / what_if[(first, "zero++")]["tflops"]
     w(TITLE)
     w("")
     w("Seed 002 (Xu et al., *Scaling Large Language Model Training on Frontier with Low-Bandwidth "
@@ -146,19 +173,19 @@ def section(table, what_if):
       "of three-level partitioning over ZeRO++ and a scaling efficiency of **0.94**. The simulator "
       "prices the same policies (docs/simulator.md, \"Partitioned ZeRO\") on "
       f"`{MACHINE}` for `{MODEL}` (44 layers, hidden 6144, 20.6B parameters): dp = GCDs, pp 1, "
-      f"ZeRO-3, full recomputation, {SEQ_LEN}-token sequences, a global batch of {GLOBAL_BATCH} "
-      f"sequences (GPT-NeoX-20B's 1538, rounded to a multiple of 384; the seed's own batch is not "
-      f"in its abstract) in micro-batches of {MICRO_BATCH}, so m = {GLOBAL_BATCH // (GCDS[0] * MICRO_BATCH)} "
-      f"micro-batches per step at {GCDS[0]} GCDs down to {GLOBAL_BATCH // (last * MICRO_BATCH)} at {last}. "
-      "Policies: ZeRO-3 = `--partition flat` (every gather and reduce-scatter over all GCDs, "
-      "gradients synchronized once per step); ZeRO++ = `--partition zero++` (secondary weight "
-      "partition per node, gradients reduce-scattered over all GCDs every micro-batch) with int8 "
-      "weights and int4 gradients on the wire; three-level = `--partition three-level` (weights "
-      "partitioned over the GCD pair of an MI250X, gradients reduce-scattered inside the node every "
-      "micro-batch into an fp32 accumulator that crosses the nodes once per step), without and with "
-      "the same quantization. TFLOPS per GCD = model FLOPs / step time / GCDs (the simulator's MFU "
-      "times the 191.5 TFLOPS bf16 peak); efficiency = TFLOPS per GCD at N / at 48; in brackets the "
-      "exposed communication per step.")
+      f"ZeRO-3, full recomputation, {SEQ_LEN}-token sequences, weak scaling with one micro-batch "
+      f"of {MICRO_BATCH} sequences per GCD and step (global batch {first * MICRO_BATCH} at "
+      f"{first} GCDs to {last * MICRO_BATCH} at {last}, GPT-NeoX-20B's batch; the seed's own "
+      "batch is not in its abstract). Policies: ZeRO-3 = `--partition flat` (every gather and "
+      "reduce-scatter over all GCDs); ZeRO++ = `--partition zero++` (secondary weight partition "
+      "per node, gradients reduce-scattered over all GCDs) with int8 weights and int4 gradients "
+      "on the wire; three-level = `--partition three-level` (weights partitioned over the GCD "
+      "pair of an MI250X, gradients reduce-scattered inside the node and the partition across "
+      "the nodes), without and with the same quantization. With one micro-batch the lowering's "
+      "gradient reduce-scatter after a layer's last backward is the per-micro-batch one of the "
+      "seed's systems. TFLOPS per GCD = model FLOPs / step time / GCDs (the simulator's MFU "
+      "times the 191.5 TFLOPS bf16 peak); efficiency = TFLOPS per GCD at N / at 48; in brackets "
+      "the exposed communication per step.")
     w("")
     w(f"**frontier.yaml** (link peaks: 200 GB/s GCD-GCD, 50 GB/s GPU-GPU, 25 GB/s per NIC, "
       "100 GB/s per node):")
@@ -182,15 +209,18 @@ def section(table, what_if):
     w("")
     w("```")
     w(" ".join(["ratrain-sim", "--machine", MACHINE, "--model", MODEL, "--clusters", str(last),
-                "--global-batch", str(GLOBAL_BATCH), "--seq-len", str(SEQ_LEN), "--pp", "1",
+                "--global-batch", str(last * MICRO_BATCH), "--seq-len", str(SEQ_LEN), "--pp", "1",
                 "--dp", str(last), "--micro-batch", str(MICRO_BATCH), "--zero", "3",
                 "--recompute", "full", "--offload", "none"] + VARIANTS[3][2]))
     w("```")
     w("")
+    fits = "; ".join(
+        f"{label} {'fits, ' if ok else 'needs '}{gb:.1f} GB"
+        for (key, label, _), (ok, gb) in ((v, strong[v[0]]) for v in VARIANTS))
     w("Why the gap:")
     w("")
     w("- On the link peaks of frontier.yaml the step is compute bound under every policy: a layer's "
-      f"forward on a micro-batch of {MICRO_BATCH} x {SEQ_LEN} tokens takes about 35 ms at the "
+      f"forward on a micro-batch of {MICRO_BATCH} x {SEQ_LEN} tokens takes about 70 ms at the "
       "assumed 0.55 GEMM efficiency, while the gather of its 0.45B-parameter view inside a node "
       "takes under 10 ms (half with int8) and is prefetched one layer ahead, and the gradient "
       "reduce-scatters run on their own stream behind the backward. What is exposed is the first "
@@ -198,34 +228,37 @@ def section(table, what_if):
       f"policies differ by under 1% ({ratio:.3f}x at {last} GCDs) and scale almost perfectly "
       f"({eff:.3f}).")
     w("- Per layer and step, each GCD sends between nodes: ZeRO++ about P/8 bytes of int8 weights "
-      "(the first-use gather into the node's secondary partition) plus m x P/16 of int4 gradients "
-      "(a reduce-scatter over all GCDs every micro-batch); three-level P/8 of weights (the "
-      "first-use gather into the GCD pair's partition) plus one reduce-scatter of the fp32 "
-      "accumulator, P/2 native or P/16 int4 (P = 0.45B parameters per layer). Where communication "
-      "is exposed (the what-if table) the simulator reproduces the seed's direction only with "
-      "quantization: three-level + qwZ/qgZ beats ZeRO++ "
-      f"({what_if[(GCDS[0], 'three-q')]['tflops'] / what_if[(GCDS[0], 'zero++')]['tflops']:.3f}x "
-      f"at m = {GLOBAL_BATCH // (GCDS[0] * MICRO_BATCH)}, {wi_ratio:.3f}x at m = "
-      f"{GLOBAL_BATCH // (last * MICRO_BATCH)}), its edge shrinking with the micro-batches per step "
-      "because its inter-node gradient traffic is once per step; unquantized three-level "
-      f"({wi_native:.3f}x at {last} GCDs) loses to quantized ZeRO++, its per-step fp32 accumulator "
-      "and half-view gathers not shrinking as the per-GCD batch does.")
+      "(the first-use gather into the node's secondary partition) plus P/16 of int4 gradients "
+      "(the reduce-scatter over all GCDs); three-level P/8 of weights (the first-use gather into "
+      "the GCD pair's partition) plus the partition's reduce-scatter across the nodes, P/8 "
+      "native or P/32 int4 (P = 0.45B parameters per layer); ZeRO-3 gathers over all GCDs in "
+      "every forward and backward. Where communication is exposed (the what-if table) the "
+      f"quantized policies tie (three-level + qwZ/qgZ over ZeRO++ {wi_first:.3f}x at {first} "
+      f"GCDs, {wi_ratio:.3f}x at {last}): with one micro-batch per step both cross the nodes with "
+      "about the same bytes per layer, and what is left hides behind the compute. Unquantized "
+      f"three-level is {wi_native:.3f}x of quantized ZeRO++ at {last} GCDs: its native wire "
+      "moves 2x the weight and 4x the gradient bytes. ZeRO-3's gathers over all GCDs in every "
+      "forward and backward are what partitioning saves (ZeRO++ "
+      f"{what_if[(last, 'zero++')]['tflops'] / what_if[(last, 'flat')]['tflops']:.2f}x of it).")
+    w(f"- Memory, not bandwidth, limits three-level in RATrain at more than one micro-batch per "
+      f"step: the lowering reduces a partitioned gradient once per step (docs/schedule.md, "
+      f"\"Partitioning\"), so with m > 1 each GCD accumulates the full-size 16-bit gradients of "
+      f"the whole model at pp 1, and three-level's secondary partition over the GCD pair holds "
+      f"half the model's views. At {first} GCDs with the strong-scaling batch of "
+      f"{STRONG_BATCH} (m = {STRONG_BATCH // (first * MICRO_BATCH)}): {fits} of 64 GB. The "
+      "seed's systems reduce-scatter every micro-batch into a partitioned accumulator, which "
+      "RATrain's IR does not express yet; the tables above therefore keep m = 1.")
     w("- A 1.71x gap is not a bandwidth effect this model produces with these volumes at "
       "Frontier's 25 GB/s per NIC. The baselines differ too: the ZeRO++ priced here gathers a "
       "layer's node-level secondary shard across the nodes once per step (the design's first-use "
       "gather), while DeepSpeed's ZeRO++ all-gathers over all GPUs (qwZ) in every micro-batch's "
-      "forward and uses the secondary copy only in the backward, m times the inter-node weight "
-      "traffic. The seed measured DeepSpeed on ROCm/RCCL, where what the simulator does not model "
-      "dominates: RCCL all-gather and reduce-scatter throughput far below "
-      "the link peak for the many small hpZ / qgZ messages and across the Slingshot dragonfly, "
-      "per-collective launch and synchronization overhead, the quantization kernels competing with "
-      "the GEMMs for the GPU (here they are memory-bound time on the collective's stream, HBM "
-      "bandwidth x memory-bound efficiency, since the machine file names no quantization rate), "
-      "and memory: ZeRO++'s secondary copies and gradient buckets change what micro-batch fits, "
-      "and allocator fragmentation on MI250X. The simulator's memory model still keeps phase 1's "
-      "full-size gradient buffer under every policy (the costmodel part of issue 13 adds the "
-      "partitioned accumulator and the secondary copies), so memory does not separate the policies "
-      "here.")
+      "forward and uses the secondary copy only in the backward. The seed measured DeepSpeed on "
+      "ROCm/RCCL, where what the simulator does not model dominates: RCCL all-gather and "
+      "reduce-scatter throughput far below the link peak for the many small hpZ / qgZ messages "
+      "and across the Slingshot dragonfly, per-collective launch and synchronization overhead, "
+      "the quantization kernels competing with the GEMMs for the GPU (here they are memory-bound "
+      "time on the collective's stream, HBM bandwidth x memory-bound efficiency, since the "
+      "machine file names no quantization rate), and allocator fragmentation on MI250X.")
     w("- The absolute TFLOPS are an upper bound set by the assumed efficiencies in frontier.yaml "
       "(0.55 GEMM, 0.4 / 0.3 attention, all marked [U]); the seed's measured TFLOPS per GCD are "
       "lower. The simulated ratio and efficiency are what the bandwidth hierarchy alone explains.")
@@ -267,7 +300,8 @@ def main():
         path = os.path.join(tmp, "frontier-whatif.yaml")
         what_if_machine(WHATIF_FACTOR, path)
         what_if = sweep(tool, path)
-    lines = section(table, what_if)
+    strong = strong_scaling_memory(tool, os.path.join(ROOT, MACHINE))
+    lines = section(table, what_if, strong)
     if args.print:
         print("\n".join(lines))
         return
