@@ -15,7 +15,7 @@ set(hier_target ratrain-hier-dp4-zero2)
 ratrain_add_emitted_program(${hier_target}
   MODEL ${PROJECT_SOURCE_DIR}/examples/models/tiny-llama.json
   MACHINE ${CMAKE_CURRENT_SOURCE_DIR}/Inputs/host-2nodes.yaml
-  PLAN "clusters=4 pp=1 zero=2 global-batch=${RATRAIN_EQUIV_BATCH}")
+  PLAN "clusters=4 pp=1 zero=2 partition=flat global-batch=${RATRAIN_EQUIV_BATCH}")
 add_test(NAME e2e.hierarchical.compile
   COMMAND ${CMAKE_COMMAND} --build ${CMAKE_BINARY_DIR} --target ${hier_target})
 set_tests_properties(e2e.hierarchical.compile PROPERTIES TIMEOUT 900

@@ -7,7 +7,8 @@
 #   dp4-zero3        4 ranks, pp 1 x dp 4        vs dp4-zero0
 #   pp2xdp2-zero3    4 ranks, pp 2 x dp 2        vs pp2xdp2 (equivalence.cmake)
 #   dp4-zero3-2nodes 4 ranks as 2 emulated nodes (RATRAIN_RANKS_PER_NODE=2,
-#                    hierarchical gathers and reduce-scatters) vs dp4-zero0
+#                    partition=flat: hierarchical gathers and
+#                    reduce-scatters over all 4) vs dp4-zero0
 #   pp2xdp2-bf16-zero3  the same in bf16 (16-bit view shards, FP32 master
 #                    shards)                     vs pp2xdp2-bf16-zero0
 #   dp8-zero3        8 ranks, pp 1 x dp 8, global batch 8 (host.yaml split
@@ -34,7 +35,7 @@ set(zero3_layouts
   "dp4-zero0|${equiv_host4}|clusters=4 pp=1 zero=0||"
   "dp4-zero3|${equiv_host4}|clusters=4 pp=1 zero=3||"
   "pp2xdp2-zero3|${equiv_host4}|clusters=4 pp=2 zero=3||"
-  "dp4-zero3-2nodes|${CMAKE_CURRENT_SOURCE_DIR}/Inputs/host-2nodes.yaml|clusters=4 pp=1 zero=3|RATRAIN_RANKS_PER_NODE=2|"
+  "dp4-zero3-2nodes|${CMAKE_CURRENT_SOURCE_DIR}/Inputs/host-2nodes.yaml|clusters=4 pp=1 zero=3 partition=flat|RATRAIN_RANKS_PER_NODE=2|"
   "pp2xdp2-bf16-zero0|${equiv_host4}|clusters=4 pp=2 zero=0||bf16"
   "pp2xdp2-bf16-zero3|${equiv_host4}|clusters=4 pp=2 zero=3||bf16"
   "dp8-zero0|${zero3_host8}|clusters=8 pp=1 zero=0||"
