@@ -23,6 +23,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "E2ECommon.h"
 #include "ratrain/Simulator/Simulator.h"
 #include "ratrain/runtime/Error.h"
 #include "ratrain/runtime/Half.h"
@@ -38,15 +39,9 @@
 #include <vector>
 
 using namespace ratrain::rt;
+using namespace ratrain::rt::e2e;
 
 namespace {
-
-#define CHECK(cond, ...)                                                       \
-  do {                                                                         \
-    if (!(cond))                                                               \
-      fatal(llvm::formatv("check failed: {0}: {1}", #cond,                     \
-                          llvm::formatv(__VA_ARGS__).str()));                  \
-  } while (0)
 
 ratrain::CollectiveKind modelKind(CollectiveKind kind) {
   switch (kind) {
@@ -62,20 +57,6 @@ ratrain::CollectiveKind modelKind(CollectiveKind kind) {
 
 const char *kindName(CollectiveKind kind) {
   return ratrain::stringifyCollectiveKind(modelKind(kind)).data();
-}
-
-const char *algorithmName(CollectiveAlgorithm algorithm) {
-  switch (algorithm) {
-  case CollectiveAlgorithm::Auto:
-    return "auto";
-  case CollectiveAlgorithm::Ring:
-    return "ring";
-  case CollectiveAlgorithm::Tree:
-    return "tree";
-  case CollectiveAlgorithm::Hierarchical:
-    return "hierarchical";
-  }
-  return "?";
 }
 
 /// The algorithm a request runs as: hierarchical needs an even split of the
@@ -443,17 +424,10 @@ void runQuantizedLevels(Runtime &rt) {
 } // namespace
 
 int main(int argc, char **argv) {
+  Dims dims = parseDims(argc, argv, 1, "--pp P --dp D");
   RuntimeOptions options;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string flag = argv[i];
-    int value = std::atoi(argv[i + 1]);
-    if (flag == "--pp")
-      options.pp = value;
-    else if (flag == "--dp")
-      options.dp = value;
-    else
-      fatal("unknown flag " + flag + " (usage: --pp P --dp D)");
-  }
+  options.pp = dims.pp;
+  options.dp = dims.dp;
   options.ddrBytes = 1 << 20;
   options.gsmBytes = 4 << 10;
   options.amBytes = 4 << 10;

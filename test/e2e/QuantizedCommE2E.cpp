@@ -18,6 +18,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "E2ECommon.h"
 #include "ratrain/runtime/Error.h"
 #include "ratrain/runtime/Half.h"
 #include "ratrain/runtime/Runtime.h"
@@ -32,15 +33,9 @@
 #include <vector>
 
 using namespace ratrain::rt;
+using namespace ratrain::rt::e2e;
 
 namespace {
-
-#define CHECK(cond, ...)                                                       \
-  do {                                                                         \
-    if (!(cond))                                                               \
-      fatal(llvm::formatv("check failed: {0}: {1}", #cond,                     \
-                          llvm::formatv(__VA_ARGS__).str()));                  \
-  } while (0)
 
 float qmax(WireType wire) { return wire == WireType::Int8 ? 127.0f : 7.0f; }
 
@@ -318,8 +313,7 @@ void checkShrink(Setup &s, bool hierarchical) {
   uint64_t nativeTotal = 0;
   for (unsigned a = 0; a < kNumAlgorithms; ++a)
     for (unsigned l = 0; l < kMaxLevels; ++l)
-      nativeTotal +=
-          native.sent[unsigned(CollectiveKind::ReduceScatter)][a][l];
+      nativeTotal += native.sent[unsigned(CollectiveKind::ReduceScatter)][a][l];
   for (WireType wire : {WireType::Int8, WireType::Int4}) {
     rt.resetCollectiveCounters();
     rt.wait(rt.reduceScatter(Group::Data, a, b, ElemType::F32, ReduceOp::Sum,
@@ -388,16 +382,11 @@ void runOverlapped(Setup &s, bool hierarchical) {
 } // namespace
 
 int main(int argc, char **argv) {
+  Dims dims =
+      parseDims(argc, argv, 1, "ratrain-quantized-comm-e2e [--pp P] [--dp D]");
   RuntimeOptions options;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string flag = argv[i];
-    if (flag == "--pp")
-      options.pp = std::atoi(argv[i + 1]);
-    else if (flag == "--dp")
-      options.dp = std::atoi(argv[i + 1]);
-    else
-      fatal("usage: ratrain-quantized-comm-e2e [--pp P] [--dp D]");
-  }
+  options.pp = dims.pp;
+  options.dp = dims.dp;
   options.ddrBytes = 8 << 20;
   options.gsmBytes = 64 << 10;
   options.amBytes = 16 << 10;

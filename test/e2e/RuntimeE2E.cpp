@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "E2ECommon.h"
 #include "ratrain/runtime/Error.h"
 #include "ratrain/runtime/Half.h"
 #include "ratrain/runtime/Runtime.h"
@@ -26,40 +27,26 @@
 #include <string>
 
 using namespace ratrain::rt;
+using namespace ratrain::rt::e2e;
 
 namespace {
 
+constexpr const char *kUsage =
+    "ratrain-runtime-e2e <comm|kill|hang|overflow|bounds> [--pp P] [--dp D]";
+
 struct Args {
   std::string mode;
-  int pp = 1;
-  int dp = 1;
+  Dims dims;
 };
 
 Args parseArgs(int argc, char **argv) {
   Args args;
   if (argc < 2)
-    fatal("usage: ratrain-runtime-e2e <comm|kill|hang|overflow|bounds> "
-          "[--pp P] [--dp D]");
+    fatal(llvm::Twine("usage: ") + kUsage);
   args.mode = argv[1];
-  for (int i = 2; i + 1 < argc; i += 2) {
-    std::string flag = argv[i];
-    int value = std::atoi(argv[i + 1]);
-    if (flag == "--pp")
-      args.pp = value;
-    else if (flag == "--dp")
-      args.dp = value;
-    else
-      fatal("unknown flag " + flag);
-  }
+  args.dims = parseDims(argc, argv, 2, kUsage);
   return args;
 }
-
-#define CHECK(cond, ...)                                                       \
-  do {                                                                         \
-    if (!(cond))                                                               \
-      fatal(llvm::formatv("check failed: {0}: {1}", #cond,                     \
-                          llvm::formatv(__VA_ARGS__).str()));                  \
-  } while (false)
 
 float activationValue(int rank, int microBatch, uint64_t i) {
   return float(rank * 1000 + microBatch * 10) + float(i % 7);
@@ -348,8 +335,8 @@ void runFailure(Runtime &rt, int signal) {
 int main(int argc, char **argv) {
   Args args = parseArgs(argc, argv);
   RuntimeOptions options;
-  options.pp = args.pp;
-  options.dp = args.dp;
+  options.pp = args.dims.pp;
+  options.dp = args.dims.dp;
   options.ddrBytes = 2 << 20;
   options.gsmBytes = 64 << 10;
   options.amBytes = 16 << 10;
