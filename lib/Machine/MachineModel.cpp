@@ -90,12 +90,13 @@ unsigned MachineModel::nodeLevels() const {
 }
 
 int64_t MachineModel::clustersPerGroup(unsigned level) const {
-  std::vector<NetworkLevel> all = networkLevels();
-  if (level + 1 >= all.size())
+  if (network.levels.empty())
+    return level == 0 ? clustersPerNode : totalClusters();
+  if (level + 1 >= network.levels.size())
     return totalClusters();
   int64_t product = 1;
   for (unsigned j = 0; j <= level; ++j)
-    product *= std::max<int64_t>(1, all[j].size);
+    product *= std::max<int64_t>(1, network.levels[j].size);
   return product;
 }
 

@@ -1,5 +1,4 @@
-//===- CollectiveSchedule.h - Collectives as point-to-point rounds -*- C++
-//-*-===//
+//===- CollectiveSchedule.h - Collectives as p2p rounds ---------*- C++ -*-===//
 //
 // Private to the runtime. The ring, binomial-tree and N-level hierarchical
 // collectives the cost model and the simulator count

@@ -100,8 +100,9 @@ public:
 
 private:
   void post(uint32_t index);
-  /// Called when the request of slot `index` completed: posts the next
-  /// phase (returns false) or finishes the operation (returns true).
+  /// Called when a request of slot `index` completed: for an explicit
+  /// collective, reduces the round's block and posts the next round (returns
+  /// false) until the last one; finishes the operation (returns true).
   bool advance(uint32_t index);
   bool testOutstanding();
   void checkTimeouts();
