@@ -210,10 +210,10 @@ def RATrain_PlanAttr : RATrain_Attr<"Plan", "plan"> {
     secondary partition of every view inside each network-level-L group
     (level 0 the innermost): the first use of a layer in a step gathers the
     primary shard across the level-L groups, every use gathers inside the
-    group; `grad_partition = L` (ZeRO >= 2) reduce-scatters each
-    micro-batch's gradient inside the level-L group into a partitioned FP32
-    accumulator and, after the layer's last micro-batch, across the level-L
-    groups into the rank's shard (-1, the default of both: none).
+    group; `grad_partition = L` (ZeRO >= 2) reduce-scatters a layer's
+    gradient, after its last micro-batch, inside the level-L group into a
+    partition and then the partition across the level-L groups into the
+    rank's shard (-1, the default of both: none).
     `weight_wire` (ZeRO >= 1, qwZ) and `grad_wire` (ZeRO >= 2, qgZ) are the
     wire types of the weight all-gathers and gradient reduce-scatters
     (default: native elements).

@@ -657,19 +657,12 @@ llvm::Expected<PlanResult> ratrain::planTraining(const ModelConfig &model0,
     const bool layerLifecycle = options.lifecycle != LifecyclePolicy::GpuStyle;
     ++result.stageEvaluations;
     // Under ZeRO-2 a stage also holds up to two full item gradients (m = 1)
-    // or all of them (m > 1); per layer only the shard is certain.
-    // A gradient partition's FP32 accumulator (1/g_L per item) is per
-    // layer too.
+    // or all of them (m > 1); per layer only the shard is certain (a
+    // gradient partition only adds the partitions of the items
+    // synchronizing).
     int64_t gradients = one.gradients;
-    if (zero >= ZeroStage::Gradients && layerLifecycle) {
-      int64_t certain = w * ((layer + d - 1) / d);
-      if (d > 1 && options.sharding.gradLevel >= 0) {
-        int64_t g = partitionGroupMembers(options.levelClusters, d,
-                                          options.sharding.gradLevel);
-        certain += 4 * ((layer + g - 1) / g);
-      }
-      gradients = std::min<int64_t>(gradients, certain);
-    }
+    if (zero >= ZeroStage::Gradients && layerLifecycle)
+      gradients = std::min<int64_t>(gradients, w * ((layer + d - 1) / d));
     // Under ZeRO-3 only the view shard (and a secondary weight partition's
     // shard) is per layer (the two gathered views are not).
     int64_t views = one.parameterViews;

@@ -85,11 +85,11 @@ double wireBytesPerElement(WireFormat wire, int64_t elemBytes,
 ///    layer's view partitioned over that group only; the first use gathers
 ///    the primary 1/dp shard across level-L groups into it, every use gathers
 ///    it inside the group. -1: every gather spans the whole group.
-///  - gradLevel (ZeRO >= 2): each micro-batch's layer gradient is
-///    reduce-scattered inside the level-L group into a partitioned fp32
-///    accumulator; after the last micro-batch it is reduce-scattered across
-///    level-L groups into the 1/dp shard. -1: gradients accumulate full-size
-///    and sync once per step.
+///  - gradLevel (ZeRO >= 2): after its last micro-batch a layer's gradient
+///    is reduce-scattered inside the level-L group into a partition of 1/g_L,
+///    which is then reduce-scattered across the level-L groups into the 1/dp
+///    shard (as the lowering places them). -1: one reduce-scatter over the
+///    whole group.
 ///  - weightWire / gradWire: the wire format of the weight all-gathers and
 ///    of the gradient reduce-scatters.
 struct ShardingPolicy {
@@ -437,10 +437,9 @@ struct StageMemory {
   /// last micro-batch, so 2 B/param plus the shards. gpu-style: the FP32
   /// flat buffer of the whole stage (4 B/param, whatever the ZeRO stage).
   /// With a gradient partition (sharding.gradLevel, ZeRO >= 2, d > 1,
-  /// ratrain lifecycle): the shards, the FP32 partitioned accumulator
-  /// (4 B/param / g_L) and the full gradients of the two largest items (the
-  /// one being reduce-scattered inside the level-L group and the next one's
-  /// backward), whatever m.
+  /// g_L < d, ratrain lifecycle): the same plus the partitions (1/g_L) of
+  /// the two largest items, held between the reduce-scatter inside the
+  /// level-L group and the one across.
   int64_t gradients = 0;
   int64_t activations = 0; ///< stored layer activations, all in flight
   /// Transient activations of the layer being recomputed in backward (one
