@@ -218,7 +218,6 @@ void writeCounters(Runtime &rt) {
   if (!path || !*path || rt.rank() != 0)
     return;
   static const char *kinds[] = {"all_reduce", "reduce_scatter", "all_gather"};
-  static const char *algorithms[] = {"auto", "ring", "tree", "hierarchical"};
   CollectiveCounters native = rt.collectiveCounters();
   WireCounters wire = rt.quantizedCounters();
   uint64_t perLevel[kMaxLevels] = {};
@@ -228,8 +227,9 @@ void writeCounters(Runtime &rt) {
     for (unsigned a = 0; a < kNumAlgorithms; ++a)
       for (unsigned l = 0; l < kMaxLevels; ++l)
         if (uint64_t bytes = native.bytes[k][a][l]) {
-          os << "native " << kinds[k] << " " << algorithms[a] << " " << l << " "
-             << bytes << "\n";
+          os << "native " << kinds[k] << " "
+             << stringifyCollectiveAlgorithm(CollectiveAlgorithm(a)) << " " << l
+             << " " << bytes << "\n";
           perLevel[l] += bytes;
         }
   for (unsigned k = 0; k < kNumCollectiveKinds; ++k)

@@ -110,6 +110,21 @@ std::optional<double> parseEnvNumber(const char *name) {
 }
 } // namespace
 
+llvm::StringRef
+ratrain::rt::stringifyCollectiveAlgorithm(CollectiveAlgorithm algorithm) {
+  switch (algorithm) {
+  case CollectiveAlgorithm::Auto:
+    return "auto";
+  case CollectiveAlgorithm::Ring:
+    return "ring";
+  case CollectiveAlgorithm::Tree:
+    return "tree";
+  case CollectiveAlgorithm::Hierarchical:
+    return "hierarchical";
+  }
+  return "?";
+}
+
 llvm::StringRef ratrain::rt::stringifyReduceOp(ReduceOp op) {
   switch (op) {
   case ReduceOp::Sum:

@@ -132,8 +132,9 @@ void compareCounters(Runtime &rt, CollectiveKind kind, uint64_t n,
       CHECK(double(bytes) == want[size_t(l)],
             "{0} ({1} as {2}, {3}) of {4} bytes at level {5}: the runtime "
             "counted {6}, the model {7}",
-            kindName(kind), algorithmName(requested), algorithmName(algorithm),
-            label, n, l, bytes, want[size_t(l)]);
+            kindName(kind), stringifyCollectiveAlgorithm(requested),
+            stringifyCollectiveAlgorithm(algorithm), label, n, l, bytes,
+            want[size_t(l)]);
     else
       CHECK(double(bytes) <= want[size_t(l)],
             "{0} (tree, {1}) at level {2}: a non-root rank counted {3}, more "
@@ -141,16 +142,18 @@ void compareCounters(Runtime &rt, CollectiveKind kind, uint64_t n,
             kindName(kind), label, l, bytes, want[size_t(l)]);
     if (!tree)
       CHECK(out == bytes, "{0} ({1}, {2}) at level {3}: sent {4}, rounds {5}",
-            kindName(kind), algorithmName(algorithm), label, l, out, bytes);
+            kindName(kind), stringifyCollectiveAlgorithm(algorithm), label, l,
+            out, bytes);
   }
   if (rt.rank() == 0)
     std::printf("levels: %-14s %-12s %-13s n=%-6llu k=%d  runtime%s  "
                 "model%s\n",
-                kindName(kind), algorithmName(requested), label,
-                (unsigned long long)n, rt.groupSize(Group::Data), got.c_str(),
-                model.c_str());
+                kindName(kind), stringifyCollectiveAlgorithm(requested).data(),
+                label, (unsigned long long)n, rt.groupSize(Group::Data),
+                got.c_str(), model.c_str());
   CHECK(total == here, "{0} ({1}, {2}): bytes counted elsewhere ({3} of {4})",
-        kindName(kind), algorithmName(algorithm), label, total - here, total);
+        kindName(kind), stringifyCollectiveAlgorithm(algorithm), label,
+        total - here, total);
   if (tree) {
     // A tree round either sends or receives: received = rounds - sent. The
     // stage's Data group sends what it receives.
@@ -329,9 +332,10 @@ void compareWire(Runtime &rt, CollectiveKind kind, WireType wire, uint64_t n,
     CHECK(double(bytes) == want[l],
           "quantized {0} ({1} wire, {2} as {3}, {4}) of {5} bytes at level "
           "{6}: the runtime sent {7}, the model {8}",
-          kindName(kind), stringifyWireType(wire), algorithmName(requested),
-          algorithmName(algorithm), stringifyElemType(type), n, l, bytes,
-          want[l]);
+          kindName(kind), stringifyWireType(wire),
+          stringifyCollectiveAlgorithm(requested),
+          stringifyCollectiveAlgorithm(algorithm), stringifyElemType(type), n,
+          l, bytes, want[l]);
   }
   const CollectiveCounters native = rt.collectiveCounters();
   for (auto &perKind : native.bytes)
@@ -343,9 +347,9 @@ void compareWire(Runtime &rt, CollectiveKind kind, WireType wire, uint64_t n,
     std::printf("wire:   %-14s %-4s %-12s %-4s n=%-6llu k=%d  runtime%s  "
                 "model%s\n",
                 kindName(kind), stringifyWireType(wire).data(),
-                algorithmName(requested), stringifyElemType(type).data(),
-                (unsigned long long)n, rt.groupSize(Group::Data), got.c_str(),
-                model.c_str());
+                stringifyCollectiveAlgorithm(requested).data(),
+                stringifyElemType(type).data(), (unsigned long long)n,
+                rt.groupSize(Group::Data), got.c_str(), model.c_str());
 }
 
 /// Quantized all-gather and reduce-scatter of every algorithm and wire:
@@ -389,8 +393,8 @@ void runQuantizedLevels(Runtime &rt) {
           float step = 6.0f * float(i / count + 1) / qmax;
           CHECK(std::fabs(get(whole, i) - exact) <= step,
                 "quantized all-gather ({0}, {1}) element {2}: {3}, exact {4}",
-                algorithmName(algorithm), stringifyWireType(wire), i,
-                get(whole, i), exact);
+                stringifyCollectiveAlgorithm(algorithm),
+                stringifyWireType(wire), i, get(whole, i), exact);
         }
         compareWire(rt, CollectiveKind::AllGather, wire, n * eb, type,
                     algorithm);
@@ -410,8 +414,8 @@ void runQuantizedLevels(Runtime &rt) {
           CHECK(std::fabs(get(shard, i) - exact) <= bound,
                 "quantized reduce-scatter ({0}, {1}) element {2}: {3}, exact "
                 "{4}",
-                algorithmName(algorithm), stringifyWireType(wire), i,
-                get(shard, i), exact);
+                stringifyCollectiveAlgorithm(algorithm),
+                stringifyWireType(wire), i, get(shard, i), exact);
         }
         compareWire(rt, CollectiveKind::ReduceScatter, wire, n * eb, type,
                     algorithm);

@@ -2,7 +2,7 @@
 //
 // What every mpirun test of the runtime (RuntimeE2E, CollectiveLevelsE2E,
 // PartitionGroupsE2E, QuantizedCommE2E) needs: a CHECK that fails the whole
-// job with a message, the --pp/--dp flags, and printable algorithm names.
+// job with a message, and the --pp/--dp flags.
 //
 //===----------------------------------------------------------------------===//
 
@@ -51,22 +51,6 @@ inline Dims parseDims(int argc, char **argv, int first, const char *usage) {
       fatal("unknown flag " + flag + " (usage: " + usage + ")");
   }
   return dims;
-}
-
-/// The name of a runtime collective algorithm, as the machine file spells it
-/// ("auto": the runtime's own choice).
-inline const char *algorithmName(CollectiveAlgorithm algorithm) {
-  switch (algorithm) {
-  case CollectiveAlgorithm::Auto:
-    return "auto";
-  case CollectiveAlgorithm::Ring:
-    return "ring";
-  case CollectiveAlgorithm::Tree:
-    return "tree";
-  case CollectiveAlgorithm::Hierarchical:
-    return "hierarchical";
-  }
-  return "?";
 }
 
 } // namespace ratrain::rt::e2e

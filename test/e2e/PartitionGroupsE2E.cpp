@@ -79,7 +79,7 @@ void runPartitions(Runtime &rt) {
         for (uint64_t i = 0; i < n; ++i)
           CHECK(std::fabs(full.as<float>()[i] - element(i)) <= bound,
                 "level {0} {1} {2}: all-gather element {3} is {4}, want {5}",
-                level, algorithmName(algorithm), int(wire), i,
+                level, stringifyCollectiveAlgorithm(algorithm), int(wire), i,
                 full.as<float>()[i], element(i));
         // Gradients: inside, then across.
         for (uint64_t i = 0; i < n; ++i)
@@ -98,7 +98,7 @@ void runPartitions(Runtime &rt) {
                     slack * (std::fabs(want) + members * 4),
                 "level {0} {1} {2}: reduce-scatter element {3} is {4}, want "
                 "{5}",
-                level, algorithmName(algorithm), int(wire), at,
+                level, stringifyCollectiveAlgorithm(algorithm), int(wire), at,
                 mine.as<float>()[i], want);
         }
       }

@@ -73,6 +73,8 @@ enum class CollectiveAlgorithm : unsigned char {
   Hierarchical
 };
 inline constexpr unsigned kNumAlgorithms = 4;
+/// "auto", "ring", "tree" or "hierarchical" (the machine file's names).
+llvm::StringRef stringifyCollectiveAlgorithm(CollectiveAlgorithm algorithm);
 
 /// The collectives whose traffic the runtime counts.
 enum class CollectiveKind : unsigned char {
