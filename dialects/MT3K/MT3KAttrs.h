@@ -12,6 +12,8 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectImplementation.h"
 
+#include "ratrain/Model/ModelConfig.h"
+
 #include "MT3K/MT3KEnums.h.inc"
 
 #define GET_ATTRDEF_CLASSES

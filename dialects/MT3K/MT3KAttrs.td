@@ -83,6 +83,15 @@ def MT3K_ElementwiseKind : I32EnumAttr<"ElementwiseKind",
   let genSpecializedAttr = 0;
 }
 
+def MT3K_RopeScalingMethod : I32EnumAttr<"RopeScalingMethod",
+    "how the rotary frequencies of a rope kernel are rescaled", [
+      I32EnumAttrCase<"linear", 0>,
+      I32EnumAttrCase<"llama3", 1>
+    ]> {
+  let cppNamespace = "::ratrain::mt3k";
+  let genSpecializedAttr = 0;
+}
+
 def MT3K_BatchField : I32EnumAttr<"BatchField",
     "which part of a micro-batch the data loader provides", [
       I32EnumAttrCase<"inputs", 0>,
@@ -139,6 +148,20 @@ def MT3K_StorageTierAttr : MT3K_EnumAttr<MT3K_StorageTier, "tier">;
 // What a job's programs need besides the programs
 //===----------------------------------------------------------------------===//
 
+/// A double printed and parsed as a bare float (`4.000000e+00`); with a
+/// default, omitted from a struct when it has the default value.
+class MT3K_F64Parameter<string default = "">
+    : APFloatParameter<"a double"> {
+  let parser = [{ [&]() -> ::mlir::FailureOr<::llvm::APFloat> {
+    double value;
+    if ($_parser.parseFloat(value))
+      return ::mlir::failure();
+    return ::llvm::APFloat(value);
+  }() }];
+  let printer = "$_printer.printFloat($_self)";
+  let defaultValue = default;
+}
+
 class MT3K_Attr<string name, string attrMnemonic, list<Trait> traits = []>
     : AttrDef<MT3K_Dialect, name, traits> {
   let mnemonic = attrMnemonic;
@@ -169,6 +192,37 @@ def MT3K_ModelAttr : MT3K_Attr<"Model", "model"> {
                         "::mlir::BoolAttr":$qkv_bias,
                         "::mlir::BoolAttr":$norm_head);
   let assemblyFormat = "`<` struct(params) `>`";
+}
+
+def MT3K_RopeScalingAttr : MT3K_Attr<"RopeScaling", "rope_scaling"> {
+  let summary = "rescaled rotary frequencies of a rope kernel";
+  let description = [{
+    The frequencies `theta^(-2i/d)` of `mt3k.elementwise rope` and
+    `rope_bwd` rescaled as HF's `rope_scaling` (the front end's
+    `#ratrain.rope_scaling`): `linear` divides all by `factor`; `llama3`
+    divides those with a wavelength above `original_max_positions /
+    low_freq_factor` by `factor`, keeps those below `original_max_positions /
+    high_freq_factor` and interpolates in between.
+
+    ```mlir
+    #mt3k.rope_scaling<method = llama3, factor = 3.200000e+01,
+      low_freq_factor = 1.000000e+00, high_freq_factor = 4.000000e+00,
+      original_max_positions = 8192>
+    ```
+  }];
+  let parameters = (ins
+    EnumParameter<MT3K_RopeScalingMethod>:$method,
+    MT3K_F64Parameter<>:$factor,
+    MT3K_F64Parameter<"::llvm::APFloat(0.0)">:$low_freq_factor,
+    MT3K_F64Parameter<"::llvm::APFloat(0.0)">:$high_freq_factor,
+    DefaultValuedParameter<"int64_t", "0">:$original_max_positions
+  );
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The scaling as the model description (ratrain/Model) computes it.
+    ::ratrain::RopeScaling getScaling() const;
+  }];
 }
 
 def MT3K_JobAttr : MT3K_Attr<"Job", "job"> {

@@ -269,6 +269,8 @@ LogicalResult ElementwiseOp::verifyKindRules() {
     return emitOpError("'") << name << "' needs a 'theta'";
   if (!isRope && getTheta())
     return emitOpError("'theta' only applies to rope and rope_bwd");
+  if (!isRope && getRopeScaling())
+    return emitOpError("'rope_scaling' only applies to rope and rope_bwd");
   if (kind == ElementwiseKind::scale && !getScale())
     return emitOpError("'scale' needs a 'scale' factor");
   if (kind != ElementwiseKind::scale &&

@@ -213,7 +213,9 @@ def MT3K_ElementwiseOp
     `rope_bwd` and `scale` share one floating-point type. Except for
     `embedding`, `embedding_bwd` and `cross_entropy`, an output may be
     exactly one of the inputs (in place); otherwise outputs overlap nothing.
-    `theta` is required by the rope kinds and rejected elsewhere; `scale` is required by `scale`, optional
+    `theta` is required by the rope kinds and rejected elsewhere;
+    `rope_scaling` (`#mt3k.rope_scaling`) rescales their frequencies and is
+    rejected elsewhere; `scale` is required by `scale`, optional
     for `cross_entropy_bwd` (default 1), rejected elsewhere.
 
     ```mlir
@@ -228,11 +230,13 @@ def MT3K_ElementwiseOp
                        Arg<Variadic<MT3K_AnyBuffer>, "outputs",
                            [MemRead, MemWrite]>:$outputs,
                        OptionalAttr<F64Attr>:$theta,
-                       OptionalAttr<F64Attr>:$scale);
+                       OptionalAttr<F64Attr>:$scale,
+                       OptionalAttr<MT3K_RopeScalingAttr>:$rope_scaling);
   let assemblyFormat = [{
     `` $kind `ins` `(` $inputs `:` qualified(type($inputs)) `)`
     `outs` `(` $outputs `:` qualified(type($outputs)) `)`
-    (`theta` $theta^)? (`scale` $scale^)? attr-dict
+    (`theta` $theta^)? (`rope_scaling` qualified($rope_scaling)^)?
+    (`scale` $scale^)? attr-dict
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{

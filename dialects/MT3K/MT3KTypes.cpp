@@ -8,6 +8,8 @@
 #include "MT3K/MT3KAttrs.h"
 #include "MT3K/MT3KDialect.h"
 
+#include "ratrain/Model/ModelConfig.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -32,6 +34,52 @@ void MT3KDialect::registerTypesAndAttributes() {
 #define GET_ATTRDEF_LIST
 #include "MT3K/MT3KAttrs.cpp.inc"
       >();
+}
+
+//===----------------------------------------------------------------------===//
+// RopeScalingAttr
+//===----------------------------------------------------------------------===//
+
+/// The scaling the parameters describe (missing llama3 factors as 0, which
+/// RopeScaling::validate refuses).
+static ratrain::RopeScaling ropeScalingOf(RopeScalingMethod method,
+                                          const APFloat &factor,
+                                          const APFloat &lowFreqFactor,
+                                          const APFloat &highFreqFactor,
+                                          int64_t originalMaxPositions) {
+  ratrain::RopeScaling scaling;
+  scaling.kind = method == RopeScalingMethod::linear
+                     ? ratrain::RopeScalingKind::Linear
+                     : ratrain::RopeScalingKind::Llama3;
+  scaling.factor = factor.convertToDouble();
+  scaling.lowFreqFactor = lowFreqFactor.convertToDouble();
+  scaling.highFreqFactor = highFreqFactor.convertToDouble();
+  scaling.originalMaxPositions = originalMaxPositions;
+  return scaling;
+}
+
+ratrain::RopeScaling RopeScalingAttr::getScaling() const {
+  return ropeScalingOf(getMethod(), getFactor(), getLowFreqFactor(),
+                       getHighFreqFactor(), getOriginalMaxPositions());
+}
+
+LogicalResult
+RopeScalingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                        RopeScalingMethod method, APFloat factor,
+                        APFloat lowFreqFactor, APFloat highFreqFactor,
+                        int64_t originalMaxPositions) {
+  bool hasLow = !lowFreqFactor.isZero(), hasHigh = !highFreqFactor.isZero();
+  bool linear = method == RopeScalingMethod::linear;
+  if (linear && (hasLow || hasHigh || originalMaxPositions))
+    return emitError() << "linear rope scaling takes only a 'factor'";
+  if (!linear && (!hasLow || !hasHigh || !originalMaxPositions))
+    return emitError() << "llama3 rope scaling needs 'low_freq_factor', "
+                          "'high_freq_factor' and 'original_max_positions'";
+  ratrain::RopeScaling scaling = ropeScalingOf(
+      method, factor, lowFreqFactor, highFreqFactor, originalMaxPositions);
+  if (llvm::Error error = scaling.validate())
+    return emitError() << llvm::toString(std::move(error));
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

@@ -4,6 +4,7 @@
 #include "RATrain/RATrainDialect.h"
 #include "ratrain/Machine/MachineModel.h"
 #include "ratrain/Model/Limits.h"
+#include "ratrain/Model/ModelConfig.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -112,6 +113,52 @@ void RATrainDialect::registerAttributes() {
 #define GET_ATTRDEF_LIST
 #include "RATrain/RATrainAttrs.cpp.inc"
       >();
+}
+
+//===----------------------------------------------------------------------===//
+// RopeScalingAttr
+//===----------------------------------------------------------------------===//
+
+/// The scaling the parameters describe (missing llama3 factors as 0, which
+/// RopeScaling::validate refuses).
+static ratrain::RopeScaling ropeScalingOf(RopeScalingMethod method,
+                                          const APFloat &factor,
+                                          const APFloat &lowFreqFactor,
+                                          const APFloat &highFreqFactor,
+                                          int64_t originalMaxPositions) {
+  ratrain::RopeScaling scaling;
+  scaling.kind = method == RopeScalingMethod::Linear
+                     ? ratrain::RopeScalingKind::Linear
+                     : ratrain::RopeScalingKind::Llama3;
+  scaling.factor = factor.convertToDouble();
+  scaling.lowFreqFactor = lowFreqFactor.convertToDouble();
+  scaling.highFreqFactor = highFreqFactor.convertToDouble();
+  scaling.originalMaxPositions = originalMaxPositions;
+  return scaling;
+}
+
+ratrain::RopeScaling RopeScalingAttr::getScaling() const {
+  return ropeScalingOf(getMethod(), getFactor(), getLowFreqFactor(),
+                       getHighFreqFactor(), getOriginalMaxPositions());
+}
+
+LogicalResult
+RopeScalingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                        RopeScalingMethod method, APFloat factor,
+                        APFloat lowFreqFactor, APFloat highFreqFactor,
+                        int64_t originalMaxPositions) {
+  bool hasLow = !lowFreqFactor.isZero(), hasHigh = !highFreqFactor.isZero();
+  bool linear = method == RopeScalingMethod::Linear;
+  if (linear && (hasLow || hasHigh || originalMaxPositions))
+    return emitError() << "linear rope scaling takes only a 'factor'";
+  if (!linear && (!hasLow || !hasHigh || !originalMaxPositions))
+    return emitError() << "llama3 rope scaling needs 'low_freq_factor', "
+                          "'high_freq_factor' and 'original_max_positions'";
+  ratrain::RopeScaling scaling = ropeScalingOf(
+      method, factor, lowFreqFactor, highFreqFactor, originalMaxPositions);
+  if (llvm::Error error = scaling.validate())
+    return emitError() << llvm::toString(std::move(error));
+  return success();
 }
 
 LogicalResult PlanAttr::verify(

@@ -7,6 +7,8 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectImplementation.h"
 
+#include "ratrain/Model/ModelConfig.h"
+
 #include "RATrain/RATrainEnums.h.inc"
 
 #define GET_ATTRDEF_CLASSES

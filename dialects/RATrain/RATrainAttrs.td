@@ -27,6 +27,14 @@ def RATrain_PositionEncoding : I32EnumAttr<"PositionEncodingKind",
   let cppNamespace = "::ratrain";
 }
 
+def RATrain_RopeScalingMethod : I32EnumAttr<"RopeScalingMethod",
+    "how rotary frequencies are rescaled for a longer context", [
+  I32EnumAttrCase<"Linear", 0, "linear">,
+  I32EnumAttrCase<"Llama3", 1, "llama3">
+]> {
+  let cppNamespace = "::ratrain";
+}
+
 def RATrain_GradPhase : I32EnumAttr<"GradPhase",
     "lifecycle phase of a gradient", [
   I32EnumAttrCase<"Partial", 0, "partial">,
@@ -185,6 +193,20 @@ def RATrain_LifecyclePolicy : I32EnumAttr<"SchedulePolicy",
 // Attributes
 //===----------------------------------------------------------------------===//
 
+/// A double printed and parsed as a bare float (`4.000000e+00`); with a
+/// default, omitted from a struct when it has the default value.
+class RATrain_F64Parameter<string default = "">
+    : APFloatParameter<"a double"> {
+  let parser = [{ [&]() -> ::mlir::FailureOr<::llvm::APFloat> {
+    double value;
+    if ($_parser.parseFloat(value))
+      return ::mlir::failure();
+    return ::llvm::APFloat(value);
+  }() }];
+  let printer = "$_printer.printFloat($_self)";
+  let defaultValue = default;
+}
+
 class RATrain_Attr<string name, string attrMnemonic, list<Trait> traits = []>
     : AttrDef<RATrain_Dialect, name, traits> {
   let mnemonic = attrMnemonic;
@@ -279,6 +301,40 @@ def RATrain_PlanAttr : RATrain_Attr<"Plan", "plan"> {
     int64_t getHighestPartitionLevel() const {
       return std::max(getWeightPartition(), getGradPartition());
     }
+  }];
+}
+
+def RATrain_RopeScalingAttr : RATrain_Attr<"RopeScaling", "rope_scaling"> {
+  let summary = "a model's rotary-frequency scaling (HF rope_scaling)";
+  let description = [{
+    The rotary inverse frequency of pair `i` of a head of dimension `d` is
+    `inv_freq_i = theta^(-2i/d)`, rescaled by `method`:
+    `linear` divides every frequency by `factor` (positions interpolated);
+    `llama3` (Llama 3.1/3.2) divides the low frequencies (wavelength
+    `2 pi / inv_freq` above `original_max_positions / low_freq_factor`) by
+    `factor`, keeps the high ones (wavelength below
+    `original_max_positions / high_freq_factor`) and interpolates smoothly
+    in between, as transformers' `_compute_llama3_parameters`.
+
+    ```mlir
+    #ratrain.rope_scaling<method = llama3, factor = 3.200000e+01,
+      low_freq_factor = 1.000000e+00, high_freq_factor = 4.000000e+00,
+      original_max_positions = 8192>
+    #ratrain.rope_scaling<method = linear, factor = 4.000000e+00>
+    ```
+  }];
+  let parameters = (ins
+    EnumParameter<RATrain_RopeScalingMethod>:$method,
+    RATrain_F64Parameter<>:$factor,
+    RATrain_F64Parameter<"::llvm::APFloat(0.0)">:$low_freq_factor,
+    RATrain_F64Parameter<"::llvm::APFloat(0.0)">:$high_freq_factor,
+    DefaultValuedParameter<"int64_t", "0">:$original_max_positions
+  );
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The scaling as the model description (ratrain/Model) computes it.
+    ::ratrain::RopeScaling getScaling() const;
   }];
 }
 

@@ -31,7 +31,12 @@ def RATrain_ModelOp : RATrain_Op<"model", [
     Baichuan2's NormHead: the LM head multiplies by its weight with every
     vocabulary row L2-normalized (`torch.nn.functional.normalize`, eps
     1e-12); the importer sets it for a Baichuan config with Baichuan2's
-    vocabulary (125696) or `"norm_head": true`.
+    vocabulary (125696) or `"norm_head": true`. `rope_scaling` rescales the
+    rotary frequencies (`#ratrain.rope_scaling`, from the config's
+    `rope_scaling`); `sliding_window` is Mistral's attention window, which
+    training at `seq_len <= sliding_window` makes plain causal attention
+    (the verifier refuses a longer sequence); `tie_embeddings` shares the
+    embedding table with the LM head.
 
     ```mlir
     ratrain.model @tiny family("llama") dtype(f32) seq_len(128)
@@ -54,14 +59,17 @@ def RATrain_ModelOp : RATrain_Op<"model", [
     F64Attr:$rope_theta,
     UnitAttr:$tie_embeddings,
     OptionalAttr<RATrain_PlanAttr>:$plan,
-    UnitAttr:$norm_head
+    UnitAttr:$norm_head,
+    OptionalAttr<RATrain_RopeScalingAttr>:$rope_scaling,
+    OptionalAttr<I64Attr>:$sliding_window
   );
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
     $sym_name `family` `(` $family `)` `dtype` `(` $dtype `)`
     `seq_len` `(` $seq_len `)` `max_positions` `(` $max_positions `)`
     `positions` $positions `rms_eps` `(` $rms_eps `)`
-    `rope_theta` `(` $rope_theta `)` (`tie_embeddings` $tie_embeddings^)?
+    `rope_theta` `(` $rope_theta `)` (`rope_scaling` qualified($rope_scaling)^)?
+    (`sliding_window` `(` $sliding_window^ `)`)? (`tie_embeddings` $tie_embeddings^)?
     (`norm_head` $norm_head^)? (`plan` qualified($plan)^)? attr-dict-with-keyword $body
   }];
   let hasRegionVerifier = 1;

@@ -32,6 +32,9 @@ ModelConfig ratrain::getModelConfig(ModelOp model) {
   config.normHead = model.getNormHead();
   config.rmsNormEps = model.getRmsEps().convertToDouble();
   config.ropeTheta = model.getRopeTheta().convertToDouble();
+  if (RopeScalingAttr scaling = model.getRopeScalingAttr())
+    config.ropeScaling = scaling.getScaling();
+  config.slidingWindow = model.getSlidingWindow().value_or(0);
   return config;
 }
 

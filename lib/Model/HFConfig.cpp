@@ -1,10 +1,13 @@
 //===- HFConfig.cpp - HuggingFace config.json import ----------------------===//
 //
-// Maps the fields of LlamaConfig, Qwen2Config and BaichuanConfig onto a
-// ModelConfig. Unknown fields are ignored (configs carry many that training
-// does not need); a required field that is missing or of the wrong type, or
-// a feature we cannot train (sliding-window attention, another activation),
-// is an error naming the field and the file.
+// Maps the fields of LlamaConfig, MistralConfig, Qwen2Config and
+// BaichuanConfig onto a ModelConfig. Fields that do not change the math are
+// ignored (configs carry many that training does not need: token ids,
+// cache settings); a required field that is missing or of the wrong type, a
+// field that changes the math in a way we do not train (a rope_scaling
+// type, biases, dropout, logit soft-capping, a sliding window shorter than
+// the sequence, another activation) is an error naming the field and the
+// file, never ignored.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,6 +22,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 using namespace ratrain;
 using llvm::json::Object;
@@ -29,14 +33,16 @@ namespace {
 /// Reads typed fields of one JSON object, collecting the first error.
 class FieldReader {
 public:
-  FieldReader(const Object &object, llvm::StringRef fileName)
-      : object(object), fileName(fileName) {}
+  /// `prefix` qualifies field names in messages ("rope_scaling.").
+  FieldReader(const Object &object, llvm::StringRef fileName,
+              llvm::StringRef prefix = "")
+      : object(object), fileName(fileName), prefix(prefix) {}
 
   /// A required positive integer.
   int64_t requireInt(llvm::StringRef field) {
     const Value *value = object.get(field);
     if (!value) {
-      fail(llvm::formatv("missing required field '{0}'", field));
+      fail(llvm::formatv("missing required field '{1}{0}'", field, prefix));
       return 0;
     }
     return toInt(field, *value);
@@ -50,13 +56,22 @@ public:
     return toInt(field, *value);
   }
 
+  /// A required number.
+  double requireNumber(llvm::StringRef field) {
+    if (!object.get(field)) {
+      fail(llvm::formatv("missing required field '{1}{0}'", field, prefix));
+      return 0.0;
+    }
+    return optionalNumber(field, 0.0);
+  }
+
   double optionalNumber(llvm::StringRef field, double fallback) {
     const Value *value = object.get(field);
     if (!value || value->kind() == Value::Null)
       return fallback;
     if (std::optional<double> number = value->getAsNumber())
       return *number;
-    fail(llvm::formatv("field '{0}' must be a number", field));
+    fail(llvm::formatv("field '{1}{0}' must be a number", field, prefix));
     return fallback;
   }
 
@@ -66,7 +81,7 @@ public:
       return fallback;
     if (std::optional<bool> flag = value->getAsBoolean())
       return *flag;
-    fail(llvm::formatv("field '{0}' must be true or false", field));
+    fail(llvm::formatv("field '{1}{0}' must be true or false", field, prefix));
     return fallback;
   }
 
@@ -76,11 +91,16 @@ public:
       return std::nullopt;
     if (std::optional<llvm::StringRef> text = value->getAsString())
       return text->str();
-    fail(llvm::formatv("field '{0}' must be a string", field));
+    fail(llvm::formatv("field '{1}{0}' must be a string", field, prefix));
     return std::nullopt;
   }
 
   bool has(llvm::StringRef field) const { return object.get(field); }
+  /// The field's value; null when absent or JSON null.
+  const Value *get(llvm::StringRef field) const {
+    const Value *value = object.get(field);
+    return value && value->kind() != Value::Null ? value : nullptr;
+  }
 
   void fail(const llvm::Twine &message) {
     if (!error.empty())
@@ -102,14 +122,171 @@ private:
     if (std::optional<double> number = value.getAsNumber())
       if (std::floor(*number) == *number && std::fabs(*number) < 9e15)
         return int64_t(*number);
-    fail(llvm::formatv("field '{0}' must be an integer", field));
+    fail(llvm::formatv("field '{1}{0}' must be an integer", field, prefix));
     return 0;
   }
 
   const Object &object;
   llvm::StringRef fileName;
+  llvm::StringRef prefix;
   std::string error;
 };
+
+/// `value` as %g prints it ("0.1", "1").
+std::string shortNumber(double value) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%g", value);
+  return text;
+}
+
+/// `rope_scaling`: null, `rope_type` (or the older `type`) "default", or a
+/// linear or llama3 scaling; any other type is refused by name.
+void readRopeScaling(FieldReader &reader, ModelConfig &config) {
+  const Value *value = reader.get("rope_scaling");
+  if (!value)
+    return;
+  const Object *object = value->getAsObject();
+  if (!object) {
+    reader.fail("field 'rope_scaling' must be an object or null");
+    return;
+  }
+  FieldReader scalingReader(*object, "", "rope_scaling.");
+  std::optional<std::string> type = scalingReader.optionalString("rope_type");
+  if (!type)
+    type = scalingReader.optionalString("type");
+  if (llvm::Error error = scalingReader.takeError()) {
+    reader.fail(
+        llvm::StringRef(llvm::toString(std::move(error))).drop_front(2));
+    return;
+  }
+  if (!type) {
+    reader.fail("field 'rope_scaling' has no 'rope_type'");
+    return;
+  }
+  if (*type == "default")
+    return;
+  RopeScaling scaling;
+  if (*type == "linear") {
+    scaling.kind = RopeScalingKind::Linear;
+  } else if (*type == "llama3") {
+    scaling.kind = RopeScalingKind::Llama3;
+    scaling.lowFreqFactor = scalingReader.requireNumber("low_freq_factor");
+    scaling.highFreqFactor = scalingReader.requireNumber("high_freq_factor");
+    scaling.originalMaxPositions =
+        scalingReader.requireInt("original_max_position_embeddings");
+  } else {
+    reader.fail(llvm::formatv("field 'rope_scaling' has rope_type '{0}'; "
+                              "supported: default, linear, llama3",
+                              *type));
+    return;
+  }
+  scaling.factor = scalingReader.requireNumber("factor");
+  // attention_factor (YaRN, longrope) scales cos/sin: not in these types.
+  if (const Value *attentionFactor = object->get("attention_factor"))
+    if (attentionFactor->getAsNumber() != 1.0)
+      scalingReader.fail("field 'rope_scaling.attention_factor' is not 1; "
+                         "it is not supported");
+  if (llvm::Error error = scalingReader.takeError()) {
+    // The nested reader's message starts with ": " (no file name).
+    reader.fail(
+        llvm::StringRef(llvm::toString(std::move(error))).drop_front(2));
+    return;
+  }
+  if (llvm::Error error = scaling.validate()) {
+    reader.fail(llvm::toString(std::move(error)));
+    return;
+  }
+  config.ropeScaling = scaling;
+}
+
+/// Mistral's `sliding_window` (null: none); Qwen2's when
+/// `use_sliding_window` is true; a `layer_types` list with
+/// "sliding_attention" entries uses `sliding_window` too.
+void readSlidingWindow(FieldReader &reader, ModelConfig &config) {
+  bool windowed = false;
+  if (config.family == ModelFamily::Mistral)
+    windowed = reader.get("sliding_window");
+  else if (config.family == ModelFamily::Qwen2)
+    windowed = reader.optionalBool("use_sliding_window", false);
+  if (const Value *layerTypes = reader.get("layer_types")) {
+    const llvm::json::Array *types = layerTypes->getAsArray();
+    if (!types) {
+      reader.fail("field 'layer_types' must be a list");
+      return;
+    }
+    for (const Value &type : *types) {
+      std::optional<llvm::StringRef> name = type.getAsString();
+      if (name == "sliding_attention") {
+        windowed = true;
+      } else if (name != "full_attention") {
+        reader.fail(llvm::formatv(
+            "field 'layer_types' has '{0}'; supported: full_attention, "
+            "sliding_attention",
+            name.value_or("(not a string)")));
+        return;
+      }
+    }
+  }
+  if (!windowed)
+    return;
+  config.slidingWindow = reader.requireInt("sliding_window");
+  if (config.slidingWindow <= 0)
+    reader.fail(llvm::formatv("field 'sliding_window' must be positive, got "
+                              "{0}",
+                              config.slidingWindow));
+}
+
+/// Fields of LLaMA-like configs that change the math of training when they
+/// are not at their neutral value; we train none of them, so each is an
+/// error naming the field.
+void refuseMathChangingFields(FieldReader &reader, const ModelConfig &config) {
+  auto refuseTrue = [&](llvm::StringRef field, llvm::StringRef what) {
+    if (reader.optionalBool(field, false))
+      reader.fail(
+          llvm::formatv("field '{0}' is true; {1} not supported", field, what));
+  };
+  refuseTrue("attention_bias",
+             config.family == ModelFamily::Qwen2
+                 ? "an o_proj bias is"
+                 : "attention projection biases are (only Qwen2's q/k/v "
+                   "biases are)");
+  refuseTrue("mlp_bias", "MLP biases are");
+  refuseTrue("use_qk_norm", "q/k normalization is");
+  refuseTrue("rope_interleaved",
+             "interleaved rotary pairs are (only rotate-half pairs are)");
+  refuseTrue("qk_layernorm", "q/k normalization is");
+  auto refuseUnless = [&](llvm::StringRef field, double neutral,
+                          llvm::StringRef what) {
+    if (!reader.get(field))
+      return;
+    double value = reader.optionalNumber(field, neutral);
+    if (value != neutral)
+      reader.fail(llvm::formatv("field '{0}' is {1}; {2} (only {3})", field,
+                                shortNumber(value), what,
+                                shortNumber(neutral)));
+  };
+  refuseUnless("attention_dropout", 0.0, "dropout is not supported");
+  refuseUnless("hidden_dropout", 0.0, "dropout is not supported");
+  refuseUnless("resid_pdrop", 0.0, "dropout is not supported");
+  refuseUnless("embd_pdrop", 0.0, "dropout is not supported");
+  refuseUnless("partial_rotary_factor", 1.0,
+               "partial rotary embeddings are not supported");
+  refuseUnless("z_loss_weight", 0.0, "a z-loss is not supported");
+  for (llvm::StringRef field :
+       {"attn_logit_softcapping", "final_logit_softcapping"})
+    if (reader.get(field))
+      reader.fail(llvm::formatv(
+          "field '{0}' is set; logit soft-capping is not supported", field));
+  if (const Value *headDim = reader.get("head_dim")) {
+    std::optional<int64_t> dim = headDim->getAsInteger();
+    if (config.numHeads > 0 && dim != config.hidden / config.numHeads)
+      reader.fail(llvm::formatv(
+          "field 'head_dim' is {0}, not hidden_size / num_attention_heads = "
+          "{1}; a head dimension other than that is not supported",
+          dim ? std::to_string(*dim) : std::string("not an integer"),
+          config.hidden / config.numHeads));
+  }
+}
 
 } // namespace
 
@@ -137,7 +314,7 @@ ratrain::parseHFConfig(llvm::StringRef json, llvm::StringRef fileName,
     config.family = *family;
   else
     reader.fail(llvm::formatv("unsupported model_type '{0}' (supported: "
-                              "llama, qwen2, baichuan)",
+                              "llama, mistral, qwen2, baichuan)",
                               *modelType));
   if (llvm::Error error = reader.takeError())
     return std::move(error);
@@ -188,9 +365,9 @@ ratrain::parseHFConfig(llvm::StringRef json, llvm::StringRef fileName,
       reader.fail(llvm::formatv(
           "field 'hidden_act' is '{0}'; only 'silu' (SwiGLU) is supported",
           *act));
-  if (reader.optionalBool("use_sliding_window", false))
-    reader.fail("field 'use_sliding_window' is true; sliding-window "
-                "attention is not supported");
+  readRopeScaling(reader, config);
+  readSlidingWindow(reader, config);
+  refuseMathChangingFields(reader, config);
 
   config.dtype = DType::BF16;
   if (std::optional<std::string> dtype = reader.optionalString("torch_dtype")) {
@@ -209,6 +386,8 @@ ratrain::parseHFConfig(llvm::StringRef json, llvm::StringRef fileName,
   config.seqLen = options.seqLen > 0
                       ? options.seqLen
                       : std::min<int64_t>(config.maxPositions, 4096);
+  if (options.seqLen <= 0 && config.slidingWindow > 0)
+    config.seqLen = std::min(config.seqLen, config.slidingWindow);
   if (llvm::Error error = config.validate())
     return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s: %s",
                                    fileName.str().c_str(),

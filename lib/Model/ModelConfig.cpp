@@ -6,6 +6,8 @@
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <cmath>
+
 using namespace ratrain;
 
 unsigned ratrain::getDTypeBytes(DType type) {
@@ -47,6 +49,8 @@ llvm::StringRef ratrain::stringifyModelFamily(ModelFamily family) {
     return "qwen2";
   case ModelFamily::Baichuan:
     return "baichuan";
+  case ModelFamily::Mistral:
+    return "mistral";
   }
   llvm_unreachable("unknown family");
 }
@@ -56,6 +60,7 @@ std::optional<ModelFamily> ratrain::parseModelFamily(llvm::StringRef name) {
       .Case("llama", ModelFamily::Llama)
       .Case("qwen2", ModelFamily::Qwen2)
       .Case("baichuan", ModelFamily::Baichuan)
+      .Case("mistral", ModelFamily::Mistral)
       .Default(std::nullopt);
 }
 
@@ -69,6 +74,52 @@ ratrain::parsePositionEncoding(llvm::StringRef name) {
       .Case("rope", PositionEncoding::Rope)
       .Case("alibi", PositionEncoding::Alibi)
       .Default(std::nullopt);
+}
+
+llvm::StringRef ratrain::stringifyRopeScalingKind(RopeScalingKind kind) {
+  return kind == RopeScalingKind::Linear ? "linear" : "llama3";
+}
+
+double RopeScaling::invFreq(int64_t i, int64_t headDim, double theta) const {
+  double base = std::pow(theta, -2.0 * double(i) / double(headDim));
+  if (kind == RopeScalingKind::Linear)
+    return base / factor;
+  // transformers' _compute_llama3_parameters.
+  double wavelength = 2.0 * M_PI / base;
+  double lowFreqWavelength = double(originalMaxPositions) / lowFreqFactor;
+  double highFreqWavelength = double(originalMaxPositions) / highFreqFactor;
+  if (wavelength < highFreqWavelength)
+    return base;
+  if (wavelength > lowFreqWavelength)
+    return base / factor;
+  double smooth = (double(originalMaxPositions) / wavelength - lowFreqFactor) /
+                  (highFreqFactor - lowFreqFactor);
+  return (1.0 - smooth) * base / factor + smooth * base;
+}
+
+llvm::Error RopeScaling::validate() const {
+  auto fail = [](const llvm::Twine &message) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "rope_scaling: " + message);
+  };
+  if (!std::isfinite(factor) || factor <= 0.0)
+    return fail(
+        llvm::formatv("'factor' must be a positive number, got {0}", factor));
+  if (kind == RopeScalingKind::Llama3) {
+    if (!std::isfinite(lowFreqFactor) || lowFreqFactor <= 0.0 ||
+        !std::isfinite(highFreqFactor) || highFreqFactor <= lowFreqFactor)
+      return fail(llvm::formatv("'low_freq_factor' ({0}) and "
+                                "'high_freq_factor' ({1}) must be positive "
+                                "with low < high",
+                                lowFreqFactor, highFreqFactor));
+    if (originalMaxPositions <= 0 ||
+        originalMaxPositions > limits::kMaxSequenceLength)
+      return fail(llvm::formatv("'original_max_position_embeddings' must be "
+                                "in [1, {0}], got {1}",
+                                limits::kMaxSequenceLength,
+                                originalMaxPositions));
+  }
+  return llvm::Error::success();
 }
 
 int64_t ModelConfig::paramsPerLayer() const {
@@ -149,6 +200,18 @@ llvm::Error ModelConfig::validate() const {
     return fail(llvm::formatv("num_attention_heads {0} is not a multiple of "
                               "num_key_value_heads {1}",
                               numHeads, numKVHeads));
+  if (ropeScaling)
+    if (llvm::Error error = ropeScaling->validate())
+      return fail(llvm::toString(std::move(error)));
+  if (slidingWindow < 0)
+    return fail(llvm::formatv("sliding_window must be positive, got {0}",
+                              slidingWindow));
+  if (slidingWindow > 0 && seqLen > slidingWindow)
+    return fail(llvm::formatv(
+        "sequence length {0} exceeds sliding_window {1}: sliding-window "
+        "attention is not supported, only plain causal attention, which is "
+        "the same for sequences of at most sliding_window tokens",
+        seqLen, slidingWindow));
   if (maxPositions > 0 && seqLen > maxPositions)
     return fail(llvm::formatv("sequence length {0} exceeds "
                               "max_position_embeddings {1}",

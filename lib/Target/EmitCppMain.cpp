@@ -116,6 +116,8 @@ LogicalResult ratrain::emitc_cpp::emitProgramDescription(OpBuilder &b,
       family = "Qwen2";
     else if (model.getFamily().getValue() == "baichuan")
       family = "Baichuan";
+    else if (model.getFamily().getValue() == "mistral")
+      family = "Mistral";
     StringRef dtype = "BF16";
     if (model.getDtype().isF32())
       dtype = "F32";

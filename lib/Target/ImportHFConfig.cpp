@@ -44,6 +44,16 @@ static FloatType getDTypeType(MLIRContext *context, DType type) {
   llvm_unreachable("unknown dtype");
 }
 
+RopeScalingAttr ratrain::getRopeScalingAttr(MLIRContext *context,
+                                            const RopeScaling &scaling) {
+  bool linear = scaling.kind == RopeScalingKind::Linear;
+  return RopeScalingAttr::get(
+      context, linear ? RopeScalingMethod::Linear : RopeScalingMethod::Llama3,
+      APFloat(scaling.factor), APFloat(linear ? 0.0 : scaling.lowFreqFactor),
+      APFloat(linear ? 0.0 : scaling.highFreqFactor),
+      linear ? 0 : scaling.originalMaxPositions);
+}
+
 OwningOpRef<ModuleOp> ratrain::buildModelModule(const ModelConfig &config,
                                                 MLIRContext *context,
                                                 StringRef machineFile) {
@@ -62,7 +72,11 @@ OwningOpRef<ModuleOp> ratrain::buildModelModule(const ModelConfig &config,
                                                   : PositionEncodingKind::Rope,
       APFloat(config.rmsNormEps), APFloat(config.ropeTheta),
       config.tieEmbeddings,
-      /*plan=*/PlanAttr(), config.normHead);
+      /*plan=*/PlanAttr(), config.normHead,
+      config.ropeScaling ? getRopeScalingAttr(context, *config.ropeScaling)
+                         : RopeScalingAttr(),
+      config.slidingWindow > 0 ? builder.getI64IntegerAttr(config.slidingWindow)
+                               : IntegerAttr());
   Block *body = new Block();
   model.getBody().push_back(body);
   builder.setInsertionPointToStart(body);

@@ -29,6 +29,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
+#include <cstdio>
 
 using namespace mlir;
 using namespace ratrain;
@@ -92,6 +93,16 @@ StringRef initKindName(StringRef kind) {
 StringRef ratrain::emitc_cpp::tierName(mt3k::StorageTier tier) {
   return tier == mt3k::StorageTier::host ? "ratrain::rt::StorageTier::Host"
                                          : "ratrain::rt::StorageTier::Storage";
+}
+
+/// `v` as a C++ literal that reads back as the same double.
+static std::string exactDouble(double v) {
+  char text[40];
+  std::snprintf(text, sizeof(text), "%.17g", v);
+  std::string literal = text;
+  if (literal.find_first_of(".en") == std::string::npos)
+    literal += ".0";
+  return literal;
 }
 
 static ArrayRef<int64_t> shapeOf(Value v) {
@@ -375,10 +386,30 @@ LogicalResult lower(ElementwiseOp ew, Calls &c) {
     ArrayRef<int64_t> s = shapeOf(in[0]);
     if (s.size() != 4)
       return op->emitOpError("rope operands must be [batch, seq, heads, dim]");
-    c.call("ratrain::rt::emit::rope", Type(),
-           {t(in[0]), t(out[0]), c.i64(s[0]), c.i64(s[1]), c.i64(s[2]),
-            c.i64(s[3]), c.f64(ew.getTheta()->convertToDouble()),
-            c.boolean(ew.getKind() == ElementwiseKind::rope_bwd)});
+    SmallVector<Arg> args = {
+        t(in[0]),
+        t(out[0]),
+        c.i64(s[0]),
+        c.i64(s[1]),
+        c.i64(s[2]),
+        c.i64(s[3]),
+        c.f64(ew.getTheta()->convertToDouble()),
+        c.boolean(ew.getKind() == ElementwiseKind::rope_bwd)};
+    // A scaled RoPE passes its ratrain::RopeScaling.
+    if (RopeScalingAttr scaling = ew.getRopeScalingAttr()) {
+      ratrain::RopeScaling value = scaling.getScaling();
+      args.push_back(c.opaque(
+          llvm::formatv(
+              "ratrain::RopeScaling{{ratrain::RopeScalingKind::{0}, {1}, {2}, "
+              "{3}, "
+              "{4}}",
+              value.kind == ratrain::RopeScalingKind::Linear ? "Linear"
+                                                             : "Llama3",
+              exactDouble(value.factor), exactDouble(value.lowFreqFactor),
+              exactDouble(value.highFreqFactor), value.originalMaxPositions)
+              .str()));
+    }
+    c.call("ratrain::rt::emit::rope", Type(), args);
     return success();
   }
   case ElementwiseKind::embedding: {

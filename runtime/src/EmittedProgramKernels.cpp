@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -121,31 +122,61 @@ const float *alibiSlopes(bool alibi, int64_t heads) {
   return cache.back().second.data();
 }
 
-/// Rotary tables and positions (t mod S) of one (S, D, theta), built once.
+/// Rotary tables and positions (t mod S) of one (S, D, theta, scaling),
+/// built once.
 struct Rope {
   int64_t S, D;
   double theta;
+  std::optional<RopeScaling> scaling;
   std::vector<float> cosTable, sinTable;
   std::vector<int32_t> pos;
 };
-const Rope &ropeTables(int64_t T, int64_t S, int64_t D, double theta) {
+const Rope &ropeTables(int64_t T, int64_t S, int64_t D, double theta,
+                       const std::optional<RopeScaling> &scaling) {
   static std::vector<std::unique_ptr<Rope>> cache;
   for (auto &r : cache)
-    if (r->S == S && r->D == D && r->theta == theta &&
+    if (r->S == S && r->D == D && r->theta == theta && r->scaling == scaling &&
         int64_t(r->pos.size()) >= T)
       return *r;
   auto r = std::make_unique<Rope>();
   r->S = S;
   r->D = D;
   r->theta = theta;
+  r->scaling = scaling;
   r->cosTable.resize(uint64_t(S) * uint64_t(D / 2));
   r->sinTable.resize(uint64_t(S) * uint64_t(D / 2));
-  k::ropeTables(S, D, theta, r->cosTable.data(), r->sinTable.data());
+  if (scaling) {
+    std::vector<double> invFreq(uint64_t(D / 2));
+    for (int64_t i = 0; i < D / 2; ++i)
+      invFreq[uint64_t(i)] = scaling->invFreq(i, D, theta);
+    k::ropeTables(S, D, invFreq.data(), r->cosTable.data(), r->sinTable.data());
+  } else {
+    k::ropeTables(S, D, theta, r->cosTable.data(), r->sinTable.data());
+  }
   r->pos.resize(uint64_t(T));
   for (int64_t t = 0; t < T; ++t)
     r->pos[uint64_t(t)] = int32_t(t % S);
   cache.push_back(std::move(r));
   return *cache.back();
+}
+
+void ropeImpl(const Tensor &x, const Tensor &y, int64_t B, int64_t S,
+              int64_t heads, int64_t D, double theta, bool backward,
+              const std::optional<RopeScaling> &scaling) {
+  int64_t T = B * S;
+  const Rope &r = ropeTables(T, S, D, theta, scaling);
+  In xi(x, overlaps(x, y));
+  Out yo(y, false);
+  if (backward)
+    kernel("ropeBackward", [&] {
+      return k::ropeBackward(T, heads, D, r.pos.data(), S, r.cosTable.data(),
+                             r.sinTable.data(), xi.p, yo.p);
+    });
+  else
+    kernel("ropeForward", [&] {
+      return k::ropeForward(T, heads, D, r.pos.data(), S, r.cosTable.data(),
+                            r.sinTable.data(), xi.p, yo.p);
+    });
 }
 } // namespace
 
@@ -236,20 +267,13 @@ void rmsnormBwd(const Tensor &x, const Tensor &w, const Tensor &rstd,
 /// x, y [B, S, heads, D]; in place allowed (the input is copied).
 void rope(const Tensor &x, const Tensor &y, int64_t B, int64_t S, int64_t heads,
           int64_t D, double theta, bool backward) {
-  int64_t T = B * S;
-  const Rope &r = ropeTables(T, S, D, theta);
-  In xi(x, overlaps(x, y));
-  Out yo(y, false);
-  if (backward)
-    kernel("ropeBackward", [&] {
-      return k::ropeBackward(T, heads, D, r.pos.data(), S, r.cosTable.data(),
-                             r.sinTable.data(), xi.p, yo.p);
-    });
-  else
-    kernel("ropeForward", [&] {
-      return k::ropeForward(T, heads, D, r.pos.data(), S, r.cosTable.data(),
-                            r.sinTable.data(), xi.p, yo.p);
-    });
+  ropeImpl(x, y, B, S, heads, D, theta, backward, std::nullopt);
+}
+
+void rope(const Tensor &x, const Tensor &y, int64_t B, int64_t S, int64_t heads,
+          int64_t D, double theta, bool backward,
+          const ratrain::RopeScaling &scaling) {
+  ropeImpl(x, y, B, S, heads, D, theta, backward, scaling);
 }
 
 void swiglu(const Tensor &g, const Tensor &u, const Tensor &h, int64_t T,

@@ -29,8 +29,9 @@ llvm::StringRef stringifyDType(DType type);
 std::optional<DType> parseDType(llvm::StringRef name);
 
 /// Families whose HuggingFace configs we import. They differ only in details
-/// the accounting needs: Qwen2 has biases on q/k/v, Baichuan2 packs W_pack.
-enum class ModelFamily { Llama, Qwen2, Baichuan };
+/// the accounting needs: Qwen2 has biases on q/k/v, Baichuan2 packs W_pack,
+/// Mistral is LLaMA with a sliding attention window.
+enum class ModelFamily { Llama, Qwen2, Baichuan, Mistral };
 llvm::StringRef stringifyModelFamily(ModelFamily family);
 std::optional<ModelFamily> parseModelFamily(llvm::StringRef name);
 
@@ -39,6 +40,35 @@ std::optional<ModelFamily> parseModelFamily(llvm::StringRef name);
 enum class PositionEncoding { Rope, Alibi };
 llvm::StringRef stringifyPositionEncoding(PositionEncoding encoding);
 std::optional<PositionEncoding> parsePositionEncoding(llvm::StringRef name);
+
+/// How the rotary frequencies are rescaled for a context longer than the
+/// one the model was first trained at (HF `rope_scaling`).
+enum class RopeScalingKind { Linear, Llama3 };
+llvm::StringRef stringifyRopeScalingKind(RopeScalingKind kind);
+
+/// HF `rope_scaling`: `linear` divides every inverse frequency by `factor`;
+/// `llama3` divides the frequencies whose wavelength exceeds
+/// originalMaxPositions / lowFreqFactor by `factor`, keeps those below
+/// originalMaxPositions / highFreqFactor and interpolates in between.
+struct RopeScaling {
+  RopeScalingKind kind = RopeScalingKind::Linear;
+  double factor = 1.0;
+  double lowFreqFactor = 1.0;       ///< llama3 only.
+  double highFreqFactor = 4.0;      ///< llama3 only.
+  int64_t originalMaxPositions = 0; ///< llama3 only.
+
+  /// The scaled inverse frequency of rotary pair `i` of a head of dimension
+  /// `headDim` with base `theta` (double precision).
+  double invFreq(int64_t i, int64_t headDim, double theta) const;
+  /// Checks the factors (finite, positive, low < high for llama3).
+  llvm::Error validate() const;
+  bool operator==(const RopeScaling &other) const {
+    return kind == other.kind && factor == other.factor &&
+           lowFreqFactor == other.lowFreqFactor &&
+           highFreqFactor == other.highFreqFactor &&
+           originalMaxPositions == other.originalMaxPositions;
+  }
+};
 
 /// A dense decoder-only transformer with RMSNorm, rotary embeddings, grouped
 /// query attention and a SwiGLU MLP.
@@ -62,6 +92,13 @@ struct ModelConfig {
   bool normHead = false;
   double rmsNormEps = 1e-6;
   double ropeTheta = 10000.0;
+  /// Rotary frequency scaling; none when unset.
+  std::optional<RopeScaling> ropeScaling;
+  /// Sliding attention window (Mistral, Qwen2 with use_sliding_window): a
+  /// token attends to the `slidingWindow` tokens up to itself; 0 for none.
+  /// Training runs plain causal attention, which is the same while seqLen
+  /// <= slidingWindow (validate() refuses a longer sequence).
+  int64_t slidingWindow = 0;
 
   int64_t headDim() const { return hidden / numHeads; }
   int64_t kvDim() const { return headDim() * numKVHeads; }

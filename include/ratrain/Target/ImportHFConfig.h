@@ -3,12 +3,17 @@
 #ifndef RATRAIN_TARGET_IMPORTHFCONFIG_H
 #define RATRAIN_TARGET_IMPORTHFCONFIG_H
 
+#include "RATrain/RATrainAttrs.h"
 #include "ratrain/Model/ModelConfig.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 
 namespace ratrain {
+
+/// The `#ratrain.rope_scaling` of `scaling`.
+RopeScalingAttr getRopeScalingAttr(mlir::MLIRContext *context,
+                                   const RopeScaling &scaling);
 
 /// Builds a module holding one `ratrain.model` for `config`: an embedding
 /// layer, `config.numLayers` decoder layers and a head. When `machineFile` is

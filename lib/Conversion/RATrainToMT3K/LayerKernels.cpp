@@ -22,7 +22,6 @@ void StageLowering::emitDecoderForward(const LayerWeights &w,
                                        const DecoderActs &a, Value src,
                                        Value dst) {
   int64_t T = dims.tokens, B = dims.batch, S = dims.seq;
-  double theta = model.getRopeTheta().convertToDouble();
   double scale = 1.0 / std::sqrt(double(dims.headDim));
   if (src)
     copy(src, a.x);
@@ -51,8 +50,8 @@ void StageLowering::emitDecoderForward(const LayerWeights &w,
   Value kpre4 = slot(kpre, 0, {B, S, dims.kvHeads, dims.headDim}, elem);
   // ALiBi: positions enter as the attention's bias instead.
   if (!dims.alibi) {
-    elementwise(mt::ElementwiseKind::rope, {qpre4}, {a.q4}, theta);
-    elementwise(mt::ElementwiseKind::rope, {kpre4}, {a.k4}, theta);
+    rope(qpre4, a.q4, /*backward=*/false);
+    rope(kpre4, a.k4, /*backward=*/false);
   }
   mt::AttentionFwdOp::create(b, loc, a.q4, a.k4, a.v4, a.o4, a.lse,
                              /*causal=*/true, /*alibi=*/dims.alibi,
@@ -80,7 +79,6 @@ void StageLowering::emitDecoderBackward(const LayerWeights &w,
                                         const DecoderActs &a, Value dy,
                                         Value dx, bool acc) {
   int64_t T = dims.tokens, B = dims.batch, S = dims.seq, E = elemBytes();
-  double theta = model.getRopeTheta().convertToDouble();
   double scale = 1.0 / std::sqrt(double(dims.headDim));
   // Scratch: R1 holds dh, then dq/dk/dv, then dxn1 (over dq); W (the
   // assigned kernel workspace when large enough) dgate/dup, then the MLP
@@ -142,8 +140,8 @@ void StageLowering::emitDecoderBackward(const LayerWeights &w,
     copy(dq4, dqpre4);
     copy(dk4, dkpre4);
   } else {
-    elementwise(mt::ElementwiseKind::rope_bwd, {dq4}, {dqpre4}, theta);
-    elementwise(mt::ElementwiseKind::rope_bwd, {dk4}, {dkpre4}, theta);
+    rope(dq4, dqpre4, /*backward=*/true);
+    rope(dk4, dkpre4, /*backward=*/true);
   }
   gemm(dqpre, w.get("q_proj.weight"), dxn1, false, false, false);
   gemm(dkpre, w.get("k_proj.weight"), dxn1, false, false, true);
@@ -171,7 +169,6 @@ void StageLowering::emitDecoderBackwardInput(const LayerWeights &w,
                                              const DecoderDeferred &d, Value dy,
                                              Value dx) {
   int64_t T = dims.tokens, B = dims.batch, S = dims.seq, E = elemBytes();
-  double theta = model.getRopeTheta().convertToDouble();
   double scale = 1.0 / std::sqrt(double(dims.headDim));
   // emitDecoderBackward without the weight gradients; what they read goes
   // to the deferred buffer instead of the scratch area. Scratch: R1 holds
@@ -212,8 +209,8 @@ void StageLowering::emitDecoderBackwardInput(const LayerWeights &w,
     copy(dq4, d.dq4);
     copy(dk4, d.dk4);
   } else {
-    elementwise(mt::ElementwiseKind::rope_bwd, {dq4}, {d.dq4}, theta);
-    elementwise(mt::ElementwiseKind::rope_bwd, {dk4}, {d.dk4}, theta);
+    rope(dq4, d.dq4, /*backward=*/true);
+    rope(dk4, d.dk4, /*backward=*/true);
   }
   gemm(d.dq2, w.get("q_proj.weight"), d.dxn1, false, false, false);
   gemm(d.dk2, w.get("k_proj.weight"), d.dxn1, false, false, true);

@@ -227,9 +227,27 @@ void StageLowering::elementwise(mt::ElementwiseKind kind, ArrayRef<Value> ins,
                                 ArrayRef<Value> outs,
                                 std::optional<double> theta,
                                 std::optional<double> scale) {
-  mt::ElementwiseOp::create(b, loc, kind, ins, outs,
-                            theta ? b.getF64FloatAttr(*theta) : FloatAttr(),
-                            scale ? b.getF64FloatAttr(*scale) : FloatAttr());
+  mt::ElementwiseOp::create(
+      b, loc, kind, ins, outs, theta ? b.getF64FloatAttr(*theta) : FloatAttr(),
+      scale ? b.getF64FloatAttr(*scale) : FloatAttr(), mt::RopeScalingAttr());
+}
+
+void StageLowering::rope(Value in, Value out, bool backward) {
+  mt::RopeScalingAttr scaling;
+  if (RopeScalingAttr modelScaling = model.getRopeScalingAttr())
+    scaling = mt::RopeScalingAttr::get(
+        b.getContext(),
+        modelScaling.getMethod() == RopeScalingMethod::Linear
+            ? mt::RopeScalingMethod::linear
+            : mt::RopeScalingMethod::llama3,
+        modelScaling.getFactor(), modelScaling.getLowFreqFactor(),
+        modelScaling.getHighFreqFactor(),
+        modelScaling.getOriginalMaxPositions());
+  mt::ElementwiseOp::create(b, loc,
+                            backward ? mt::ElementwiseKind::rope_bwd
+                                     : mt::ElementwiseKind::rope,
+                            ValueRange{in}, ValueRange{out},
+                            model.getRopeThetaAttr(), FloatAttr(), scaling);
 }
 
 void StageLowering::rmsnormFwd(Value x, Value w, Value y, Value rstd) {

@@ -292,6 +292,9 @@ private:
   void elementwise(mt::ElementwiseKind kind, ArrayRef<Value> ins,
                    ArrayRef<Value> outs, std::optional<double> theta = {},
                    std::optional<double> scale = {});
+  /// Rotary embedding of `in` into `out` (`backward`: the inverse rotation)
+  /// with the model's rope_theta and rope_scaling.
+  void rope(Value in, Value out, bool backward);
   void rmsnormFwd(Value x, Value w, Value y, Value rstd);
   void rmsnormBwd(Value x, Value w, Value rstd, Value dy, Value dx, Value dw,
                   bool acc);

@@ -412,11 +412,18 @@ int rmsnormBackward(int64_t T, int64_t H, const float *x, const float *w,
 
 void ropeTables(int64_t maxPos, int64_t D, double theta, float *cosTable,
                 float *sinTable) {
+  std::vector<double> invFreq(uint64_t(D / 2));
+  for (int64_t i = 0; i < D / 2; ++i)
+    invFreq[uint64_t(i)] = std::pow(theta, -2.0 * double(i) / double(D));
+  ropeTables(maxPos, D, invFreq.data(), cosTable, sinTable);
+}
+
+void ropeTables(int64_t maxPos, int64_t D, const double *invFreq,
+                float *cosTable, float *sinTable) {
   const int64_t half = D / 2;
   for (int64_t p = 0; p < maxPos; ++p) {
     for (int64_t i = 0; i < half; ++i) {
-      double invFreq = std::pow(theta, -2.0 * double(i) / double(D));
-      double angle = double(p) * invFreq;
+      double angle = double(p) * invFreq[i];
       cosTable[p * half + i] = static_cast<float>(std::cos(angle));
       sinTable[p * half + i] = static_cast<float>(std::sin(angle));
     }

@@ -41,6 +41,34 @@ def parse_type(text):
     return space, [int(p) for p in parts[:-1]], parts[-1]
 
 
+def parse_rope_scaling(text):
+    """'method = llama3, factor = 8.0, ...' -> dict of the fields."""
+    fields = {}
+    for part in text.split(","):
+        key, value = (x.strip() for x in part.split("="))
+        fields[key] = value if key == "method" else float(value)
+    return fields
+
+
+def rope_inv_freq(i, D, theta, scaling):
+    """transformers' default, linear and llama3 rope inverse frequencies."""
+    inv_freq = 1.0 / (theta ** (2.0 * i / D))
+    if scaling is None:
+        return inv_freq
+    factor = scaling["factor"]
+    if scaling["method"] == "linear":
+        return inv_freq / factor
+    low, high = scaling["low_freq_factor"], scaling["high_freq_factor"]
+    old_context = scaling["original_max_positions"]
+    wavelen = 2 * math.pi / inv_freq
+    if wavelen > old_context / low:
+        return inv_freq / factor
+    if wavelen < old_context / high:
+        return inv_freq
+    smooth = (old_context / wavelen - low) / (high - low)
+    return (1 - smooth) * inv_freq / factor + smooth * inv_freq
+
+
 class Ref:
     """A typed reference to memory: space, absolute byte offset, shape."""
 
@@ -268,13 +296,15 @@ class Runner:
             self.attention_bwd(mach, *[R(m.group(i)) for i in range(1, 10)], float(m.group(11)),
                                bool(m.group(10)))
             return True
-        m = re.match(r"mt3k\.elementwise (\w+) ins\((.*?) :.*?\) outs\((.*?) :.*?\)(?: theta (\S+))?(?: scale (\S+))?$", line)
+        m = re.match(r"mt3k\.elementwise (\w+) ins\((.*?) :.*?\) outs\((.*?) :.*?\)(?: theta (\S+))?"
+                     r"(?: rope_scaling #mt3k\.rope_scaling<(.*?)>)?(?: scale (\S+))?$", line)
         if m:
             ins = [R(n) for n in split_operands(m.group(2))]
             outs = [R(n) for n in split_operands(m.group(3))]
+            self.rope_scaling = parse_rope_scaling(m.group(5)) if m.group(5) else None
             self.elementwise(mach, m.group(1), ins, outs,
                              float(m.group(4)) if m.group(4) else None,
-                             float(m.group(5)) if m.group(5) else None)
+                             float(m.group(6)) if m.group(6) else None)
             return True
         m = re.match(r"mt3k\.adamw (%\w+), (%\w+), (%\w+), (%\w+) -> (%\w+) lr (\S+) beta1 (\S+) "
                      r"beta2 (\S+) eps (\S+) weight_decay (\S+)", line)
@@ -504,7 +534,7 @@ class Runner:
                     for h in range(H):
                         base = ((b * S + s) * H + h) * D
                         for i in range(half):
-                            ang = s * theta ** (-2.0 * i / D)
+                            ang = s * rope_inv_freq(i, D, theta, self.rope_scaling)
                             c, sn = math.cos(ang), math.sin(ang)
                             x0, x1 = X[base + i], X[base + i + half]
                             if kind == "rope":

@@ -462,6 +462,33 @@ mt3k.program @p stage 0 {
 mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
 mt3k.program @p stage 0 {
   %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 16x8xbf16>
+  // expected-error @+1 {{'rope_scaling' only applies to rope and rope_bwd}}
+  mt3k.elementwise residual_add ins(%a, %a : !mt3k.buffer<ddr, 16x8xbf16>, !mt3k.buffer<ddr, 16x8xbf16>) outs(%a : !mt3k.buffer<ddr, 16x8xbf16>) rope_scaling #mt3k.rope_scaling<method = linear, factor = 2.0>
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 1x16x2x8xbf16>
+  // expected-error @+1 {{llama3 rope scaling needs 'low_freq_factor', 'high_freq_factor' and 'original_max_positions'}}
+  mt3k.elementwise rope ins(%a : !mt3k.buffer<ddr, 1x16x2x8xbf16>) outs(%a : !mt3k.buffer<ddr, 1x16x2x8xbf16>) theta 1.0e4 rope_scaling #mt3k.rope_scaling<method = llama3, factor = 8.0>
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 1x16x2x8xbf16>
+  // expected-error @+1 {{rope_scaling: 'factor' must be a positive number, got}}
+  mt3k.elementwise rope ins(%a : !mt3k.buffer<ddr, 1x16x2x8xbf16>) outs(%a : !mt3k.buffer<ddr, 1x16x2x8xbf16>) theta 1.0e4 rope_scaling #mt3k.rope_scaling<method = linear, factor = 0.0>
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 16x8xbf16>
   // expected-error @+1 {{'scale' needs a 'scale' factor}}
   mt3k.elementwise scale ins(%a : !mt3k.buffer<ddr, 16x8xbf16>) outs(%a : !mt3k.buffer<ddr, 16x8xbf16>)
 }

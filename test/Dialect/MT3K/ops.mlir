@@ -69,6 +69,8 @@ mt3k.program @stage0 stage 0 ddr_arena 1073741824 {
 
   // CHECK: mt3k.elementwise rope ins(%[[Q]] : !mt3k.buffer<ddr, 1x256x4x16xbf16>) outs(%[[Q]] : !mt3k.buffer<ddr, 1x256x4x16xbf16>) theta 1.000000e+04
   mt3k.elementwise rope ins(%q : !mt3k.buffer<ddr, 1x256x4x16xbf16>) outs(%q : !mt3k.buffer<ddr, 1x256x4x16xbf16>) theta 1.0e4
+  // CHECK: mt3k.elementwise rope ins(%[[Q]] : !mt3k.buffer<ddr, 1x256x4x16xbf16>) outs(%[[Q]] : !mt3k.buffer<ddr, 1x256x4x16xbf16>) theta 5.000000e+05 rope_scaling #mt3k.rope_scaling<method = llama3, factor = 3.200000e+01, low_freq_factor = 1.000000e+00, high_freq_factor = 4.000000e+00, original_max_positions = 8192>
+  mt3k.elementwise rope ins(%q : !mt3k.buffer<ddr, 1x256x4x16xbf16>) outs(%q : !mt3k.buffer<ddr, 1x256x4x16xbf16>) theta 5.0e5 rope_scaling #mt3k.rope_scaling<method = llama3, factor = 32.0, low_freq_factor = 1.0, high_freq_factor = 4.0, original_max_positions = 8192>
   // CHECK: mt3k.elementwise rope_bwd ins
   mt3k.elementwise rope_bwd ins(%q : !mt3k.buffer<ddr, 1x256x4x16xbf16>) outs(%q : !mt3k.buffer<ddr, 1x256x4x16xbf16>) theta 1.0e4
 

@@ -115,6 +115,42 @@ ratrain.model @m family("llama") dtype(f32) seq_len(0) max_positions(32)
 
 // -----
 
+// seq_len longer than the sliding window (Mistral): only plain causal
+// attention is trained
+// expected-error @+1 {{seq_len 64 exceeds sliding_window 32: only plain causal attention is supported}}
+ratrain.model @m family("mistral") dtype(f32) seq_len(64) max_positions(128)
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) sliding_window(32) {
+  ratrain.layer 0 embedding hidden(64) vocab(128)
+  ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
+  ratrain.layer 2 head hidden(64) vocab(128)
+}
+
+// -----
+
+// rope scaling of ALiBi positions
+// expected-error @+1 {{rope_scaling needs rotary positions}}
+ratrain.model @m family("baichuan") dtype(f32) seq_len(16) max_positions(32)
+    positions alibi rms_eps(1.0e-05) rope_theta(1.0e+04)
+    rope_scaling #ratrain.rope_scaling<method = linear, factor = 2.0> {
+  ratrain.layer 0 embedding hidden(64) vocab(128)
+  ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(4) ffn(128)
+  ratrain.layer 2 head hidden(64) vocab(128)
+}
+
+// -----
+
+// linear scaling with llama3's fields
+// expected-error @+3 {{linear rope scaling takes only a 'factor'}}
+ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04)
+    rope_scaling #ratrain.rope_scaling<method = linear, factor = 2.0, original_max_positions = 16> {
+  ratrain.layer 0 embedding hidden(64) vocab(128)
+  ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(4) ffn(128)
+  ratrain.layer 2 head hidden(64) vocab(128)
+}
+
+// -----
+
 // seq_len too long
 // expected-error @+1 {{seq_len 64 exceeds max_positions 32}}
 ratrain.model @m family("llama") dtype(f32) seq_len(64) max_positions(32)

@@ -73,6 +73,10 @@ void rmsnormBwd(const Tensor &x, const Tensor &w, const Tensor &rstd,
 /// positions (t mod S) are built once per (S, D, theta).
 void rope(const Tensor &x, const Tensor &y, int64_t B, int64_t S, int64_t heads,
           int64_t D, double theta, bool backward);
+/// The same with the rotary frequencies rescaled (HF rope_scaling).
+void rope(const Tensor &x, const Tensor &y, int64_t B, int64_t S, int64_t heads,
+          int64_t D, double theta, bool backward,
+          const ratrain::RopeScaling &scaling);
 void swiglu(const Tensor &g, const Tensor &u, const Tensor &h, int64_t T,
             int64_t F);
 void swigluBwd(const Tensor &g, const Tensor &u, const Tensor &dh,

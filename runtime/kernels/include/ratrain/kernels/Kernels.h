@@ -154,6 +154,10 @@ int rmsnormBackward(int64_t T, int64_t H, const float *x, const float *w,
 /// cos/sin[p, i] = cos/sin(p * theta^(-2i/D)), i < D/2 (computed in double).
 void ropeTables(int64_t maxPos, int64_t D, double theta, float *cosTable,
                 float *sinTable);
+/// The same with given inverse frequencies invFreq[i], i < D/2 (a scaled
+/// RoPE: HF rope_scaling): cos/sin[p, i] = cos/sin(p * invFreq[i]).
+void ropeTables(int64_t maxPos, int64_t D, const double *invFreq,
+                float *cosTable, float *sinTable);
 
 /// Rotates every head of x [T, heads, D] by the angle of its token's
 /// position (pos [T], int32, each < maxPos): for i < D/2,
