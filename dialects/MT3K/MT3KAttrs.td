@@ -182,6 +182,9 @@ def MT3K_ModelAttr : MT3K_Attr<"Model", "model"> {
       max_positions = 256, rms_eps = 1.000000e-05, rope_theta = 1.000000e+04,
       qkv_bias = false, norm_head = false>
     ```
+
+    `tie_embeddings` (omitted when false) marks a model whose LM head is
+    the embedding table: its checkpoints have no `lm_head.weight`.
   }];
   let parameters = (ins "::mlir::StringAttr":$name, "::mlir::StringAttr":$family,
                         "::mlir::Type":$dtype, "int64_t":$decoder_layers,
@@ -190,7 +193,8 @@ def MT3K_ModelAttr : MT3K_Attr<"Model", "model"> {
                         "int64_t":$max_positions, "::mlir::FloatAttr":$rms_eps,
                         "::mlir::FloatAttr":$rope_theta,
                         "::mlir::BoolAttr":$qkv_bias,
-                        "::mlir::BoolAttr":$norm_head);
+                        "::mlir::BoolAttr":$norm_head,
+                        OptionalParameter<"::mlir::BoolAttr">:$tie_embeddings);
   let assemblyFormat = "`<` struct(params) `>`";
 }
 

@@ -15,13 +15,10 @@ BufferSizes::BufferSizes(ModelOp model, PlanAttr plan,
     : plan(plan), config(getModelConfig(model)), options(options),
       offload(fromIROffload(plan.getOffload())) {
   for (LayerOp layer : model.getLayers()) {
-    int64_t params = getLayerParams(layer);
-    // The memory model gives the last stage its own copy of a tied
-    // embedding matrix when it is not also the first stage.
-    if (layer.getKind() == LayerKind::Head && config.tieEmbeddings &&
-        plan.getPp() > 1)
-      params += config.embeddingParams();
-    layerParams.push_back(params);
+    // A tied embedding matrix is the embedding's state only: the head's
+    // replica of its view and gradient is lowering scratch (the memory
+    // model's layerTemporaries).
+    layerParams.push_back(getLayerParams(layer));
     layerKinds.push_back(layer.getKind());
   }
   ParallelConfig parallel = toParallelConfig(plan);

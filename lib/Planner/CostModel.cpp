@@ -517,9 +517,8 @@ StepTime ratrain::predictStepTime(const CostModel &costs,
 
   // ZeRO-3: every compute waits for the gather of its item's view, issued
   // one compute ahead on the communication stream (parameterGatherSeconds).
-  int64_t headItem =
-      model.headParams() +
-      (model.tieEmbeddings && p > 1 ? model.embeddingParams() : 0);
+  // A tied embedding is updated once, by the embedding (its owner).
+  int64_t headItem = model.headParams();
   ItemCommunication layerComm =
       itemCommunication(costs, config, model.paramsPerLayer());
   ItemCommunication embComm =
@@ -588,14 +587,33 @@ StepTime ratrain::predictStepTime(const CostModel &costs,
             2 * costs.offloadTransfer(offloadedBytes(model.embeddingParams()));
       if (i == p - 1)
         t.offloadSeconds +=
-            2 *
-            costs.offloadTransfer(offloadedBytes(
-                model.headParams() +
-                (model.tieEmbeddings && p > 1 ? model.embeddingParams() : 0)));
+            2 * costs.offloadTransfer(offloadedBytes(model.headParams()));
       result.offload = std::max(result.offload, t.offloadSeconds);
     }
   }
   result.pipeline = sumSlots + double(m - 1) * maxSlot + firstGatherExtra;
+  // Tied embeddings on several stages (docs/lowering.md, "Tied
+  // embeddings"): stage 0 sends the step's view after its first embedding
+  // forward and the last stage's first head forward waits for it; the LM
+  // head's gradient goes back when the head's is ready and joins the
+  // embedding's before its sync (tiedGradArrival, below).
+  double tiedTransfer = model.tieEmbeddings && p > 1
+                            ? costs.pointToPoint(getDTypeBytes(model.dtype) *
+                                                     model.vocab * model.hidden,
+                                                 costs.pipelineLink(config))
+                            : 0;
+  double tiedGradArrival = 0;
+  if (tiedTransfer > 0) {
+    double headFirstForward = double(config.stages[p - 1].numLayers) * f;
+    double drainToHead = 0;
+    for (int64_t j = 0; j + 1 < p; ++j) {
+      headFirstForward += result.stages[j].forward + c;
+      drainToHead += result.stages[j].backward + c;
+    }
+    result.pipeline += std::max(0.0, embF + tiedTransfer - headFirstForward);
+    tiedGradArrival = result.pipeline - drainToHead -
+                      result.stages[p - 1].backward + headB + tiedTransfer;
+  }
   result.bubble = result.pipeline - double(m) * maxSlot;
   result.recompute = double(m) * result.stages[slowest].recompute;
 
@@ -604,6 +622,12 @@ StepTime ratrain::predictStepTime(const CostModel &costs,
     for (const StageTiming &t : result.stages)
       tail = std::max(tail, t.syncSeconds + t.updateSeconds + t.castSeconds +
                                 t.allGatherSeconds + t.offloadSeconds);
+    // Stage 0's syncs wait for a tied LM-head gradient still in flight.
+    const StageTiming &first = result.stages.front();
+    tail = std::max(tail, std::max(0.0, tiedGradArrival - result.pipeline) +
+                              first.syncSeconds + first.updateSeconds +
+                              first.castSeconds + first.allGatherSeconds +
+                              first.offloadSeconds);
     result.exposedLifecycle = tail;
     result.total = result.pipeline + tail;
     return result;
@@ -631,9 +655,7 @@ StepTime ratrain::predictStepTime(const CostModel &costs,
     if (i == p - 1) {
       elapsed += headB;
       items.push_back(
-          {model.headParams() +
-               (model.tieEmbeddings && p > 1 ? model.embeddingParams() : 0),
-           elapsed, layersForwardStart + n * f});
+          {model.headParams(), elapsed, layersForwardStart + n * f});
     }
     for (int64_t l = n - 1; l >= 0; --l) {
       elapsed += layerB;
@@ -642,7 +664,9 @@ StepTime ratrain::predictStepTime(const CostModel &costs,
     }
     if (i == 0) {
       elapsed += embB;
-      items.push_back({model.embeddingParams(), elapsed, 0});
+      // A tied embedding's gradient is complete once the LM head's arrives.
+      double ready = std::max(elapsed, tiedGradArrival - sweepStart);
+      items.push_back({model.embeddingParams(), ready, 0});
     }
 
     // Communication stream: syncs in readiness order.

@@ -434,13 +434,10 @@ static int64_t stageExtraParams(const ModelConfig &model, int64_t stage,
   int64_t params = 0;
   if (stage == 0)
     params += model.embeddingParams();
-  if (stage == pipelineStages - 1) {
+  // Tied embeddings: the embedding owns the shared matrix; the head's
+  // replica of its view and gradient is lowering scratch (tiedScratch).
+  if (stage == pipelineStages - 1)
     params += model.headParams();
-    // Tied embeddings: the last stage needs the matrix too when it is not
-    // also the first stage.
-    if (model.tieEmbeddings && pipelineStages > 1)
-      params += model.embeddingParams();
-  }
   return params;
 }
 
@@ -453,8 +450,8 @@ int64_t ratrain::stageParams(const ModelConfig &model,
 static int64_t ceilDiv(int64_t x, int64_t y) { return (x + y - 1) / y; }
 
 /// Parameters of each item the stage updates as a unit: one per owned layer,
-/// then the embedding on the first stage and the head on the last (with its
-/// own copy of a tied embedding when the pipeline has several stages).
+/// then the embedding on the first stage and the head on the last (a tied
+/// embedding is updated once, by its owner, the embedding).
 static llvm::SmallVector<int64_t> stageUpdateItems(const ModelConfig &model,
                                                    StageLayers layers,
                                                    bool first, bool last,
@@ -463,10 +460,7 @@ static llvm::SmallVector<int64_t> stageUpdateItems(const ModelConfig &model,
   if (first)
     items.push_back(model.embeddingParams());
   if (last)
-    items.push_back(model.headParams() +
-                    (model.tieEmbeddings && pipelineStages > 1
-                         ? model.embeddingParams()
-                         : 0));
+    items.push_back(model.headParams());
   return items;
 }
 
@@ -676,10 +670,20 @@ StageMemory ratrain::computeStageMemory(
   int64_t slots = (last ? 0 : outboxSlots(sendsPerDirection)) +
                   (first ? 0 : outboxSlots(sendsPerDirection));
   mem.outgoingMessages = slots * alignBytes(scratch.message, A);
+  // Tied embeddings (TiedEmbeddings.cpp): the LM head's gradient replica on
+  // the head's stage and, on the owner when the head runs elsewhere, the
+  // buffer it arrives in; the view replica on a head stage that is not the
+  // owner.
+  if (model.tieEmbeddings && (first || last)) {
+    int64_t table = alignBytes(w * model.vocab * model.hidden, A);
+    mem.layerTemporaries += table;
+    if (last && !first)
+      mem.layerTemporaries += table;
+  }
   if (zero >= ZeroStage::Optimizer) {
-    // One item per owned layer, the embedding and the head (with its own
-    // copy of a tied embedding). ZeRO-2 under the layer-level lifecycle
-    // counts the gradient shards in `gradients` (assigned buffers).
+    // One item per owned layer, the embedding and the head. ZeRO-2 under the
+    // layer-level lifecycle counts the gradient shards in `gradients` (assigned
+    // buffers).
     llvm::SmallVector<int64_t> items =
         stageUpdateItems(model, layers, first, last, pipelineStages);
     for (int64_t itemParams : items) {

@@ -747,9 +747,10 @@ llvm::Expected<PlanResult> ratrain::planTraining(const ModelConfig &model0,
         zeros = {ZeroStage::None, ZeroStage::Optimizer, ZeroStage::Gradients,
                  ZeroStage::Parameters};
       // Baichuan2's NormHead reads the head's view after its last backward,
-      // when ZeRO-3 has released the gathered copy: the lowering refuses it
-      // (a fixed zero=3 is planned and left to the lowering's error).
-      if (model.normHead && !request.zero)
+      // when ZeRO-3 has released the gathered copy, and a tied LM head reads
+      // the embedding's full view: the lowering refuses both (a fixed
+      // zero=3 is planned and left to the lowering's error).
+      if ((model.normHead || model.tieEmbeddings) && !request.zero)
         llvm::erase(zeros, ZeroStage::Parameters);
       for (ZeroStage zero : zeros) {
         std::vector<ShardingPolicy> shardings = searchedShardingPolicies(

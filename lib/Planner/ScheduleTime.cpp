@@ -25,9 +25,8 @@ ratrain::scheduleActionCosts(const CostModel &costs,
   // ZeRO-3: each compute waits for its item's gather, which overlaps the
   // compute before it.
   int64_t layerParams = model.paramsPerLayer();
-  int64_t headParams =
-      model.headParams() +
-      (model.tieEmbeddings && n > 1 ? model.embeddingParams() : 0);
+  // A tied embedding is updated once, by the embedding (its owner).
+  int64_t headParams = model.headParams();
   auto gathered = [&](double seconds, int64_t params) {
     return std::max(seconds,
                     itemCommunication(costs, config, params).gatherRepeat);
@@ -100,9 +99,8 @@ StepTime ratrain::predictStepTime(const CostModel &costs,
   auto sync = [&](int64_t params) {
     return itemCommunication(costs, config, params).gradSync;
   };
-  int64_t headParams =
-      model.headParams() +
-      (model.tieEmbeddings && n > 1 ? model.embeddingParams() : 0);
+  // A tied embedding is updated once, by the embedding (its owner).
+  int64_t headParams = model.headParams();
 
   schedule::ActionCosts actionCosts = scheduleActionCosts(costs, config);
   schedule::ScheduleTiming timing =

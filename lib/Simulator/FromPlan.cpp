@@ -148,6 +148,9 @@ llvm::Expected<Synthetic1F1BConfig> sim::planToSyntheticConfig(
   result.microBatches = config.numMicroBatches;
   result.dataParallel = d;
   result.activationBytes = p > 1 ? costs.pipelineMessageBytes(b) : 0;
+  if (model.tieEmbeddings)
+    result.tiedEmbeddingBytes =
+        getDTypeBytes(model.dtype) * model.vocab * model.hidden;
   result.pipelineLink =
       costs.pipelineLink(config) == ratrain::LinkClass::IntraNode
           ? LinkClass::IntraNode

@@ -49,6 +49,13 @@ public:
 
 private:
   int64_t globalLayer(int64_t local) const { return costs.firstLayer + local; }
+  bool tiedAcrossStages() const {
+    return config.tiedEmbeddingBytes > 0 && config.stages > 1;
+  }
+  /// Past the pipeline messages' tags (2 mb and 2 mb + 1).
+  uint64_t tiedTag(bool gradient) const {
+    return static_cast<uint64_t>(2 * config.microBatches + (gradient ? 1 : 0));
+  }
   bool syncs() const {
     return config.dataParallel > 1 && costs.gradientBytesPerLayer > 0;
   }
@@ -183,6 +190,10 @@ void StageBuilder::forward(int64_t mb) {
   if (stage == 0 && costs.extraForwardSeconds > 0)
     program.addCompute(ComputeKind::Forward, costs.extraForwardSeconds, 0,
                        llvm::formatv("fwd embedding mb{0}", mb).str());
+  if (stage == 0 && mb == 0 && tiedAcrossStages())
+    program.addSend(static_cast<uint32_t>(config.stages - 1),
+                    config.tiedEmbeddingBytes, tiedTag(false),
+                    config.pipelineLink, "send tied embedding view");
   Token pending;
   if (gathersPerUse())
     pending = gatherView(0);
@@ -203,6 +214,9 @@ void StageBuilder::forward(int64_t mb) {
       program.addAlloc(costs.storedActivationBytesPerLayer,
                        llvm::formatv("act L{0} mb{1}", layer, mb).str());
   }
+  if (last && mb == 0 && tiedAcrossStages())
+    program.addRecv(0, config.tiedEmbeddingBytes, tiedTag(false),
+                    "recv tied embedding view");
   if (last && costs.extraForwardSeconds > 0)
     program.addCompute(ComputeKind::Forward, costs.extraForwardSeconds, 0,
                        llvm::formatv("fwd head+loss mb{0}", mb).str());
@@ -227,6 +241,9 @@ void StageBuilder::backward(int64_t mb) {
   if (last && costs.extraBackwardSeconds > 0)
     program.addCompute(ComputeKind::Backward, costs.extraBackwardSeconds, 0,
                        llvm::formatv("bwd head+loss mb{0}", mb).str());
+  if (last && mb == config.microBatches - 1 && tiedAcrossStages())
+    program.addSend(0, config.tiedEmbeddingBytes, tiedTag(true),
+                    config.pipelineLink, "send tied LM-head grad");
   Token pending;
   if (gathersPerUse())
     pending = gatherView(costs.layers - 1);
@@ -248,6 +265,10 @@ void StageBuilder::backward(int64_t mb) {
   if (stage == 0 && costs.extraBackwardSeconds > 0)
     program.addCompute(ComputeKind::Backward, costs.extraBackwardSeconds, 0,
                        llvm::formatv("bwd embedding mb{0}", mb).str());
+  if (stage == 0 && mb == config.microBatches - 1 && tiedAcrossStages())
+    program.addRecv(static_cast<uint32_t>(config.stages - 1),
+                    config.tiedEmbeddingBytes, tiedTag(true),
+                    "recv tied LM-head grad");
   if (stage > 0)
     program.addSend(static_cast<uint32_t>(stage - 1), config.activationBytes,
                     static_cast<uint64_t>(2 * mb + 1), config.pipelineLink,

@@ -54,6 +54,26 @@ private:
   uint64_t tag(int64_t c, int64_t mb, bool gradient) const {
     return uint64_t(2 * (c * m + mb) + (gradient ? 1 : 0));
   }
+  /// Tied embeddings whose embedding (chunk 0) and head (the last chunk)
+  /// run on different ranks; tags past the pipeline messages'.
+  bool tiedAcrossRanks() const {
+    return config.tiedEmbeddingBytes > 0 && rankOf(0) != rankOf(numStages - 1);
+  }
+  uint64_t tiedTag(bool gradient) const {
+    return uint64_t(2 * numStages * m + (gradient ? 1 : 0));
+  }
+  /// The head's rank: after its last head backward, the LM head's gradient
+  /// goes to the embedding's rank.
+  void sendTiedGradient() {
+    program.addSend(uint32_t(rankOf(0)), config.tiedEmbeddingBytes,
+                    tiedTag(true), config.pipelineLink,
+                    "send tied LM-head grad");
+  }
+  /// The embedding's rank: before its gradient is complete.
+  void recvTiedGradient() {
+    program.addRecv(uint32_t(rankOf(numStages - 1)), config.tiedEmbeddingBytes,
+                    tiedTag(true), "recv tied LM-head grad");
+  }
   bool syncs(int64_t c) const {
     return config.dataParallel > 1 && stages[c].gradientBytesPerLayer > 0;
   }
@@ -159,6 +179,11 @@ void RankBuilder::forward(int64_t c, int64_t mb) {
     program.addCompute(ComputeKind::Forward, s.extraForwardSeconds, 0,
                        llvm::formatv("fwd embedding mb{0}", mb).str());
   Chunk &chunk = chunks[c];
+  if (c == 0 && !chunk.forwarded && tiedAcrossRanks())
+    program.addSend(uint32_t(rankOf(numStages - 1)), config.tiedEmbeddingBytes,
+                    tiedTag(false), config.pipelineLink,
+                    "send tied embedding view");
+  bool firstForward = !chunk.forwarded;
   Token pending;
   if (gathersPerUse(c))
     pending = gatherView(c, 0);
@@ -178,6 +203,9 @@ void RankBuilder::forward(int64_t c, int64_t mb) {
           llvm::formatv("act L{0} mb{1}", layerOf(c, l), mb).str());
   }
   chunk.forwarded = true;
+  if (c == numStages - 1 && firstForward && tiedAcrossRanks())
+    program.addRecv(uint32_t(rankOf(0)), config.tiedEmbeddingBytes,
+                    tiedTag(false), "recv tied embedding view");
   if (c == numStages - 1 && s.extraForwardSeconds > 0)
     program.addCompute(ComputeKind::Forward, s.extraForwardSeconds, 0,
                        llvm::formatv("fwd head+loss mb{0}", mb).str());
@@ -215,6 +243,8 @@ void RankBuilder::backward(int64_t c, int64_t mb, ActionKind kind) {
         ComputeKind::Backward, extra, 0,
         llvm::formatv("bwd{0} head+loss mb{1}", full ? "" : "-I", mb).str());
   bool last = full && ++chunks[c].backwards == m;
+  if (c == numStages - 1 && last && tiedAcrossRanks())
+    sendTiedGradient();
   double seconds =
       full ? s.backwardSeconds : s.backwardSeconds - s.backwardWeightSeconds;
   double flops = full ? s.backwardFlops : s.backwardFlops / 2;
@@ -245,6 +275,8 @@ void RankBuilder::backward(int64_t c, int64_t mb, ActionKind kind) {
   if (c == 0 && full && s.extraBackwardSeconds > 0)
     program.addCompute(ComputeKind::Backward, s.extraBackwardSeconds, 0,
                        llvm::formatv("bwd embedding mb{0}", mb).str());
+  if (c == 0 && last && tiedAcrossRanks())
+    recvTiedGradient();
   if (c > 0 && rankOf(c - 1) != rank)
     program.addSend(uint32_t(rankOf(c - 1)), config.activationBytes,
                     tag(c, mb, true), config.pipelineLink,
@@ -257,6 +289,8 @@ void RankBuilder::weight(int64_t c, int64_t mb) {
     program.addCompute(ComputeKind::Backward, s.extraBackwardWeightSeconds, 0,
                        llvm::formatv("bwd-W head mb{0}", mb).str());
   bool last = ++chunks[c].backwards == m;
+  if (c == numStages - 1 && last && tiedAcrossRanks())
+    sendTiedGradient();
   Token pending;
   if (gathersPerUse(c))
     pending = gatherView(c, s.layers - 1);
@@ -279,6 +313,8 @@ void RankBuilder::weight(int64_t c, int64_t mb) {
   if (c == 0 && s.extraBackwardSeconds > 0)
     program.addCompute(ComputeKind::Backward, s.extraBackwardSeconds, 0,
                        llvm::formatv("bwd-W embedding mb{0}", mb).str());
+  if (c == 0 && last && tiedAcrossRanks())
+    recvTiedGradient();
 }
 
 /// After the rank's last action, in the order the syncs were issued: wait,

@@ -143,6 +143,10 @@ LogicalResult ratrain::emitc_cpp::emitProgramDescription(OpBuilder &b,
     init += field(
         "ropeTheta",
         llvm::formatv("{0:e9}", model.getRopeTheta().getValueAsDouble()).str());
+    init += field("tieEmbeddings", model.getTieEmbeddings() &&
+                                           model.getTieEmbeddings().getValue()
+                                       ? "true"
+                                       : "false");
     init += "\n}";
     emitc::VerbatimOp::create(b, loc, "// The module's mt3k.model.");
     global("ratrain_model",

@@ -280,6 +280,7 @@ int runProgram(int argc, char **argv, const ProgramDescription &program) {
     model.qkvBias = m->qkvBias;
     model.rmsNormEps = m->rmsNormEps;
     model.ropeTheta = m->ropeTheta;
+    model.tieEmbeddings = m->tieEmbeddings;
   }
   StagePartition partition;
   if (program.partition) {

@@ -126,6 +126,12 @@ struct Synthetic1F1BConfig {
   /// latency of an empty message).
   int64_t activationBytes = 0;
   LinkClass pipelineLink = LinkClass::InterNode;
+  /// Tied embeddings on several ranks: bytes of the shared [V, h] matrix,
+  /// which the embedding's rank sends (the step's view) to the head's after
+  /// its first embedding forward, and the head's rank sends back (the LM
+  /// head's gradient) after its last head backward, before the embedding's
+  /// gradient is complete (docs/lowering.md, "Tied embeddings"). 0: none.
+  int64_t tiedEmbeddingBytes = 0;
   /// Gradient sync: all-reduce, or reduce-scatter (ZeRO, with the parameter
   /// all-gather of `gatherBytesPerLayer`).
   CollectiveKind syncKind = CollectiveKind::AllReduce;

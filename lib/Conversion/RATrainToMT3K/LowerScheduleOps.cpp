@@ -35,9 +35,14 @@ LogicalResult StageLowering::lowerForward(ForwardOp op) {
     Value out = flowOutput(layer, mb);
     elementwise(mt::ElementwiseKind::embedding,
                 {w.get("embed_tokens.weight"), ids}, {out});
+    lowerTiedEmbeddingForward(w.get("embed_tokens.weight"));
     return success();
   }
   case LayerKind::Head:
+    if (tied) {
+      lowerTiedHeadForward();
+      addTiedHead(w, nullptr);
+    }
     emitHeadForward(w, act, mb, flowInput(layer, mb));
     return success();
   case LayerKind::Decoder:
@@ -99,6 +104,8 @@ LogicalResult StageLowering::lowerBackward(BackwardOp op) {
     return success();
   }
   case LayerKind::Head:
+    if (tied)
+      addTiedHead(w, &g);
     emitHeadBackward(w, g, act, gradOutput(layer, mb), acc);
     return success();
   case LayerKind::Decoder:
@@ -131,6 +138,8 @@ LogicalResult StageLowering::lowerBackwardInput(BackwardInputOp op) {
     copy(gradInput(layer, mb), boundary());
     return success();
   case LayerKind::Head:
+    if (tied)
+      addTiedHead(w, nullptr);
     emitHeadBackwardInput(w, act, boundary(), gradOutput(layer, mb));
     return success();
   case LayerKind::Decoder:
@@ -170,6 +179,8 @@ LogicalResult StageLowering::lowerBackwardWeight(BackwardWeightOp op) {
     return success();
   }
   case LayerKind::Head:
+    if (tied)
+      addTiedHead(w, &g);
     emitHeadBackwardWeight(w, g, act, boundary(), acc);
     return success();
   case LayerKind::Decoder:
@@ -469,6 +480,8 @@ LogicalResult StageLowering::lower() {
           layerOp(ready.getGrad().getType().getLayer()).getKind() ==
               LayerKind::Head)
         emitNormHeadJacobian(ready);
+      // Tied embeddings: the LM head's gradient joins the embedding's.
+      lowerTiedGradReady(ready);
     } else if (auto sync = dyn_cast<SyncOp>(op))
       result = lowerSync(sync);
     else if (auto wait = dyn_cast<WaitOp>(op))

@@ -50,11 +50,16 @@ struct LowerToMT3KPass
 LogicalResult checkSupported(PipelineOp pipeline, ModelOp model) {
   PlanAttr plan = pipeline.getPlan();
   ModelConfig config = getModelConfig(model);
-  if (model.getTieEmbeddings())
+  if (model.getTieEmbeddings() && plan.getZero() >= 3)
     return pipeline.emitOpError("cannot be lowered: model @")
            << model.getSymName()
-           << " ties its embeddings; the shared embedding/LM-head gradient "
-              "is not lowered yet";
+           << " ties its embeddings, whose LM head reads the embedding's full "
+              "view, which ZeRO-3 shards; use zero = 2 or less";
+  if (model.getTieEmbeddings() && config.normHead)
+    return pipeline.emitOpError("cannot be lowered: model @")
+           << model.getSymName()
+           << " ties its embeddings and has Baichuan2's NormHead, which "
+              "normalizes the LM head's rows only";
   if (plan.getZero() >= 3 && config.normHead)
     return pipeline.emitOpError("cannot be lowered: model @")
            << model.getSymName()
@@ -225,7 +230,8 @@ void LowerToMT3KPass::runOnOperation() {
       config.numLayers, config.hidden, config.numHeads, config.numKVHeads,
       config.ffnHidden, config.vocab, config.seqLen, config.maxPositions,
       model->getRmsEpsAttr(), model->getRopeThetaAttr(),
-      attrs.getBoolAttr(config.qkvBias), attrs.getBoolAttr(config.normHead));
+      attrs.getBoolAttr(config.qkvBias), attrs.getBoolAttr(config.normHead),
+      config.tieEmbeddings ? attrs.getBoolAttr(true) : BoolAttr());
   std::optional<SchedulePolicy> policy = pipeline.getPolicy();
   // With virtual stages, the rank of each (the runtime's layer ownership).
   DenseI64ArrayAttr stageRanks;

@@ -537,6 +537,28 @@ private:
   Operation *sentinel = nullptr;
   Location loc = UnknownLoc::get(ctx);
 
+  // Tied embeddings (TiedEmbeddings.cpp): the owner is the embedding's
+  // rank; the head's rank reads a replica of the view and sends back the
+  // LM-head gradient.
+  /// Finds the two ranks and takes the replica's scratch regions.
+  LogicalResult planTiedEmbeddings(SlotAllocator &area);
+  /// The message tag of the view (false) or gradient (true) transfer.
+  int64_t tiedTag(bool gradient) const;
+  /// Adds the replica's lm_head.weight to the head's view (and gradient).
+  void addTiedHead(LayerWeights &w, LayerWeights *g);
+  /// At the embedding's forward: the first sends the step's view `table`.
+  void lowerTiedEmbeddingForward(Value table);
+  /// At the head's forward: the first receives the step's view.
+  void lowerTiedHeadForward();
+  /// At a grad_ready: the head's sends its LM-head gradient, the
+  /// embedding's receives it and adds it.
+  void lowerTiedGradReady(GradReadyOp ready);
+  bool tied = false;
+  int64_t embeddingRank = 0, headRank = 0;
+  int64_t tiedViewOff = -1, tiedGradOff = -1;
+  bool tiedViewSent = false, tiedViewReceived = false;
+  Value tiedEmbeddingView; ///< the embedding's view table, on its rank
+
   // Scratch area appended to the assigned arena (offsets are absolute).
   int64_t arenaBytes = 0, programArena = 0, offsetAlignment = 64;
   int64_t streamOff = 0, onesOff = -1, r1Off = 0, r2Off = 0, wOff = 0;

@@ -206,6 +206,8 @@ LogicalResult StageLowering::plan(const OutboxSlotCounts &outboxSlots) {
     normHeadSlots = normHeadLayout(dims, E, A);
     normHeadOff = region(area, "scratch.normhead", normHeadSlots.bytes);
   }
+  if (failed(planTiedEmbeddings(area)))
+    return failure();
   programArena = alignTo(area.size, A);
   if (programArena > machine.cluster.ddrBytes)
     return stage.emitOpError("stage ")

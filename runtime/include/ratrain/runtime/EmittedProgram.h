@@ -203,6 +203,8 @@ struct ProgramModel {
   DType dtype;
   bool qkvBias;
   double rmsNormEps, ropeTheta;
+  /// The LM head is the embedding table (no lm_head.weight of its own).
+  bool tieEmbeddings;
 };
 
 /// What an emitted program's main() runs: the runtime sized from the
