@@ -6,6 +6,7 @@
 #include "ratrain/Model/ParameterLayout.h"
 #include "ratrain/runtime/Error.h"
 #include "ratrain/runtime/FileIO.h"
+#include "ratrain/runtime/Half.h"
 #include "ratrain/runtime/Safetensors.h"
 
 #include "llvm/ADT/SmallString.h"
@@ -523,13 +524,148 @@ ratrain::rt::readTrainerState(llvm::StringRef directory,
   return *state;
 }
 
-llvm::Error ratrain::rt::loadSlots(llvm::StringRef directory,
-                                   llvm::ArrayRef<ParamSlot> slots, int dpIndex,
-                                   int dp) {
-  std::map<std::string, std::unique_ptr<SafetensorsFile>> files;
-  bool checkpointIsZero = false;
-  auto loadIndex = [&](const char *indexName,
-                       std::map<std::string, std::string> &map) -> llvm::Error {
+namespace {
+/// Reads a checkpoint's tensors whatever layout saved them: every pipeline
+/// partition (tensors are found through the indexes), ZeRO or not, any
+/// data-parallel size (a ZeRO checkpoint's ranges of a tensor are assembled
+/// from every data rank's shard file). So a checkpoint resumes into another
+/// layout (docs/runtime.md, "Checkpoints").
+class CheckpointReader {
+public:
+  static llvm::Expected<CheckpointReader> open(llvm::StringRef directory,
+                                               bool needMoments) {
+    CheckpointReader reader;
+    reader.directory = directory.str();
+    if (llvm::Error error = reader.loadIndex(kModelIndex, reader.weightMap))
+      return std::move(error);
+    std::string optimizerIndex = join(directory, kOptimizerIndex);
+    if (needMoments || llvm::sys::fs::exists(optimizerIndex))
+      if (llvm::Error error =
+              reader.loadIndex(kOptimizerIndex, reader.momentMap))
+        return std::move(error);
+    return std::move(reader);
+  }
+
+  /// Elements [first, first + count) of tensor `name`'s `role` (master,
+  /// exp_avg, exp_avg_sq) of `numel` elements, as fp32.
+  llvm::Error readRange(const std::string &name, llvm::StringRef role,
+                        llvm::ArrayRef<int64_t> shape, uint64_t first,
+                        uint64_t count, float *out) {
+    if (count == 0)
+      return llvm::Error::success();
+    uint64_t numel = 1;
+    for (int64_t d : shape)
+      numel *= uint64_t(d);
+    if (!zero) {
+      // Full tensors: the master in the model file, the moments in the
+      // optimizer file.
+      bool master = role == "master";
+      std::string tensor = master ? name : name + "." + role.str();
+      std::map<std::string, std::string> &map = master ? weightMap : momentMap;
+      auto it = map.find(tensor);
+      if (it == map.end())
+        return makeError(llvm::formatv(
+            "{0}: tensor '{1}' is not in the checkpoint",
+            join(directory, master ? kModelIndex : kOptimizerIndex), tensor));
+      auto file = openFile(it->second);
+      if (!file)
+        return file.takeError();
+      if (first == 0 && count == numel)
+        return (*file)->read(tensor, "F32", shape, out, numel * 4);
+      std::vector<float> full(numel);
+      if (llvm::Error error =
+              (*file)->read(tensor, "F32", shape, full.data(), numel * 4))
+        return error;
+      std::memcpy(out, full.data() + first, count * 4);
+      return llvm::Error::success();
+    }
+    // ZeRO: the pieces of every data rank's range that overlap.
+    if (llvm::Error error = loadShardRanges())
+      return error;
+    std::string tensor = name + "." + role.str();
+    uint64_t covered = 0;
+    for (const ShardPiece &piece : pieces[tensor]) {
+      uint64_t lo = std::max(first, piece.offset);
+      uint64_t hi = std::min(first + count, piece.offset + piece.count);
+      if (lo >= hi)
+        continue;
+      std::vector<float> values(piece.count);
+      std::vector<int64_t> pieceShape{int64_t(piece.count)};
+      if (llvm::Error error = piece.file->read(tensor, "F32", pieceShape,
+                                               values.data(), piece.count * 4))
+        return error;
+      std::memcpy(out + (lo - first), values.data() + (lo - piece.offset),
+                  (hi - lo) * 4);
+      covered += hi - lo;
+    }
+    if (covered != count)
+      return makeError(llvm::formatv(
+          "{0}: the ZeRO shards hold {1} of elements [{2}, {3}) of '{4}'",
+          directory, covered, first, first + count, tensor));
+    return llvm::Error::success();
+  }
+
+  /// The whole view of `name` in `type`: the model file's view (a ZeRO
+  /// checkpoint's, in its 16-bit type) or its FP32 master, converted.
+  llvm::Error readView(const std::string &name, llvm::ArrayRef<int64_t> shape,
+                       ElemType type, const Buffer &out) {
+    auto it = weightMap.find(name);
+    if (it == weightMap.end())
+      return makeError(llvm::formatv("{0}: tensor '{1}' is not in the "
+                                     "checkpoint",
+                                     join(directory, kModelIndex), name));
+    auto file = openFile(it->second);
+    if (!file)
+      return file.takeError();
+    const TensorInfo *info = (*file)->find(name);
+    if (!info)
+      return makeError(llvm::formatv("{0}: tensor '{1}' named by {2} is "
+                                     "missing",
+                                     (*file)->path(), name, kModelIndex));
+    uint64_t numel = info->numElements();
+    if (out.bytes != numel * getElemBytes(type))
+      return makeError(llvm::formatv("checkpoint load: '{0}' view buffer "
+                                     "holds {1} bytes, {2} {3} needs {4}",
+                                     name, out.bytes, stringifyElemType(type),
+                                     formatShape(shape),
+                                     numel * getElemBytes(type)));
+    if (info->dtype == safetensorsDType(type))
+      return (*file)->read(name, info->dtype, shape, out.data, out.bytes);
+    std::vector<char> raw(info->end - info->begin);
+    if (llvm::Error error =
+            (*file)->read(name, info->dtype, shape, raw.data(), raw.size()))
+      return error;
+    auto value = [&](uint64_t i) -> float {
+      if (info->dtype == "F32") {
+        float f;
+        std::memcpy(&f, raw.data() + i * 4, 4);
+        return f;
+      }
+      uint16_t bits;
+      std::memcpy(&bits, raw.data() + i * 2, 2);
+      return info->dtype == "BF16" ? bf16ToFloat(bits) : f16ToFloat(bits);
+    };
+    for (uint64_t i = 0; i < numel; ++i) {
+      float f = value(i);
+      if (type == ElemType::F32)
+        out.as<float>()[i] = f;
+      else
+        out.as<uint16_t>()[i] =
+            type == ElemType::BF16 ? floatToBF16(f) : floatToF16(f);
+    }
+    return llvm::Error::success();
+  }
+
+  bool isZero() const { return zero; }
+
+private:
+  struct ShardPiece {
+    SafetensorsFile *file;
+    uint64_t offset, count;
+  };
+
+  llvm::Error loadIndex(const char *indexName,
+                        std::map<std::string, std::string> &map) {
     std::string path = join(directory, indexName);
     auto value = readJSON(path);
     if (!value)
@@ -539,8 +675,15 @@ llvm::Error ratrain::rt::loadSlots(llvm::StringRef directory,
         root ? root->getObject("weight_map") : nullptr;
     if (!weights)
       return makeError(path + ": missing weight_map");
-    if (root->getArray("zero_shards"))
-      checkpointIsZero = true;
+    if (llvm::json::Array *files = root->getArray("zero_shards")) {
+      zero = true;
+      for (const llvm::json::Value &entry : *files) {
+        std::optional<llvm::StringRef> name = entry.getAsString();
+        if (!name || name->contains('/'))
+          return makeError(path + ": invalid zero shard file name");
+        shardFiles.push_back(name->str());
+      }
+    }
     for (auto &[key, file] : *weights) {
       auto name = file.getAsString();
       if (!name || name->contains('/'))
@@ -548,29 +691,9 @@ llvm::Error ratrain::rt::loadSlots(llvm::StringRef directory,
       map[key.str()] = name->str();
     }
     return llvm::Error::success();
-  };
-  std::map<std::string, std::string> weightMap, momentMap;
-  if (llvm::Error error = loadIndex(kModelIndex, weightMap))
-    return error;
-  bool zero = false;
-  for (const ParamSlot &slot : slots)
-    zero |= slot.sharded();
-  bool needMoments = zero;
-  for (const ParamSlot &slot : slots)
-    needMoments |= slot.expAvg.bytes || slot.expAvgSq.bytes;
-  if (needMoments)
-    if (llvm::Error error = loadIndex(kOptimizerIndex, momentMap))
-      return error;
-  if (zero != checkpointIsZero && needMoments)
-    return makeError(llvm::formatv(
-        "{0}: the checkpoint holds {1} optimizer state, this program keeps it "
-        "{2}",
-        join(directory, kOptimizerIndex),
-        checkpointIsZero ? "ZeRO-sharded" : "unsharded",
-        zero ? "ZeRO-sharded" : "unsharded"));
+  }
 
-  auto open =
-      [&](const std::string &fileName) -> llvm::Expected<SafetensorsFile *> {
+  llvm::Expected<SafetensorsFile *> openFile(const std::string &fileName) {
     std::unique_ptr<SafetensorsFile> &file = files[fileName];
     if (!file) {
       auto opened = SafetensorsFile::open(join(directory, fileName));
@@ -579,78 +702,110 @@ llvm::Error ratrain::rt::loadSlots(llvm::StringRef directory,
       file = std::make_unique<SafetensorsFile>(std::move(*opened));
     }
     return file.get();
-  };
-  auto readTensor = [&](std::map<std::string, std::string> &map,
-                        const char *indexName, const std::string &name,
-                        llvm::StringRef dtype, llvm::ArrayRef<int64_t> shape,
-                        const Buffer &buffer) -> llvm::Error {
-    auto it = map.find(name);
-    if (it == map.end())
-      return makeError(llvm::formatv("{0}: tensor '{1}' is not in the "
-                                     "checkpoint",
-                                     join(directory, indexName), name));
-    auto file = open(it->second);
-    if (!file)
-      return file.takeError();
-    return (*file)->read(name, dtype, shape, buffer.data, buffer.bytes);
-  };
+  }
+
+  /// Every data rank's recorded range of every tensor (once).
+  llvm::Error loadShardRanges() {
+    if (rangesLoaded)
+      return llvm::Error::success();
+    rangesLoaded = true;
+    for (const std::string &fileName : shardFiles) {
+      auto file = openFile(fileName);
+      if (!file)
+        return file.takeError();
+      const std::map<std::string, std::string> &meta = (*file)->metadata();
+      for (const TensorInfo &info : (*file)->tensors()) {
+        llvm::StringRef tensor = info.name;
+        for (llvm::StringRef role : {".master", ".exp_avg_sq", ".exp_avg"}) {
+          if (!tensor.ends_with(role))
+            continue;
+          llvm::StringRef param = tensor.drop_back(role.size());
+          auto offset = meta.find(shardOffsetKey(param));
+          uint64_t first = 0;
+          if (offset == meta.end() ||
+              llvm::StringRef(offset->second).getAsInteger(10, first))
+            return makeError(llvm::formatv("{0}: tensor '{1}' has no shard "
+                                           "offset (metadata {2})",
+                                           (*file)->path(), info.name,
+                                           shardOffsetKey(param)));
+          pieces[info.name].push_back({*file, first, info.numElements()});
+          break;
+        }
+      }
+    }
+    return llvm::Error::success();
+  }
+
+  std::string directory;
+  std::map<std::string, std::string> weightMap, momentMap;
+  bool zero = false;
+  std::vector<std::string> shardFiles;
+  bool rangesLoaded = false;
+  std::map<std::string, std::unique_ptr<SafetensorsFile>> files;
+  std::map<std::string, std::vector<ShardPiece>> pieces;
+};
+} // namespace
+
+llvm::Error ratrain::rt::loadSlots(llvm::StringRef directory,
+                                   llvm::ArrayRef<ParamSlot> slots, int dpIndex,
+                                   int dp) {
+  (void)dpIndex;
+  (void)dp;
+  bool needMoments = false;
+  for (const ParamSlot &slot : slots)
+    needMoments |= slot.sharded() || slot.expAvg.bytes || slot.expAvgSq.bytes;
+  auto reader = CheckpointReader::open(directory, needMoments);
+  if (!reader)
+    return reader.takeError();
   for (const ParamSlot &slot : slots) {
+    uint64_t numel = 1;
+    for (int64_t d : slot.shape)
+      numel *= uint64_t(d);
     if (!slot.sharded()) {
-      if (llvm::Error error = readTensor(weightMap, kModelIndex, slot.name,
-                                         "F32", slot.shape, slot.master))
+      if (slot.master.bytes != numel * 4)
+        return makeError(llvm::formatv("checkpoint load: '{0}' master buffer "
+                                       "holds {1} bytes, fp32 {2} needs {3}",
+                                       slot.name, slot.master.bytes,
+                                       formatShape(slot.shape), numel * 4));
+      if (llvm::Error error =
+              reader->readRange(slot.name, "master", slot.shape, 0, numel,
+                                slot.master.as<float>()))
         return error;
       if (slot.expAvg.bytes || slot.expAvgSq.bytes) {
+        if (slot.expAvg.bytes != numel * 4 || slot.expAvgSq.bytes != numel * 4)
+          return makeError(llvm::formatv("checkpoint load: '{0}' Adam moment "
+                                         "buffers hold {1} and {2} bytes, "
+                                         "expected {3}",
+                                         slot.name, slot.expAvg.bytes,
+                                         slot.expAvgSq.bytes, numel * 4));
         if (llvm::Error error =
-                readTensor(momentMap, kOptimizerIndex, slot.name + ".exp_avg",
-                           "F32", slot.shape, slot.expAvg))
+                reader->readRange(slot.name, "exp_avg", slot.shape, 0, numel,
+                                  slot.expAvg.as<float>()))
           return error;
-        if (llvm::Error error = readTensor(momentMap, kOptimizerIndex,
-                                           slot.name + ".exp_avg_sq", "F32",
-                                           slot.shape, slot.expAvgSq))
+        if (llvm::Error error =
+                reader->readRange(slot.name, "exp_avg_sq", slot.shape, 0, numel,
+                                  slot.expAvgSq.as<float>()))
           return error;
       }
       continue;
     }
-    // ZeRO: the view from the model file, the ranges from this data rank's
-    // zero shard file of the stage that saved the tensor.
-    const char *viewDType = safetensorsDType(slot.viewType);
-    if (llvm::Error error = readTensor(weightMap, kModelIndex, slot.name,
-                                       viewDType, slot.shape, slot.view))
-      return error;
-    uint64_t numel = 1;
-    for (int64_t d : slot.shape)
-      numel *= uint64_t(d);
+    // ZeRO: this rank's range of the FP32 states, the whole view.
+    if (slot.view.bytes)
+      if (llvm::Error error =
+              reader->readView(slot.name, slot.shape, slot.viewType, slot.view))
+        return error;
     uint64_t valid = validShardElements(slot, numel);
     if (slot.master.bytes < valid * 4 || slot.expAvg.bytes < valid * 4 ||
         slot.expAvgSq.bytes < valid * 4)
       return makeError(llvm::formatv("checkpoint load: '{0}' shard buffers "
                                      "are smaller than {1} fp32 elements",
                                      slot.name, valid));
-    std::string shardFile = zeroShardName(weightMap[slot.name], dpIndex, dp);
-    auto file = open(shardFile);
-    if (!file)
-      return file.takeError();
-    const std::map<std::string, std::string> &meta = (*file)->metadata();
-    auto offset = meta.find(shardOffsetKey(slot.name));
-    auto elements = meta.find(shardElementsKey(slot.name));
-    std::string savedOffset =
-        offset == meta.end() ? std::string("(none)") : offset->second;
-    std::string savedElements =
-        elements == meta.end() ? std::string("(none)") : elements->second;
-    if (savedOffset != std::to_string(slot.shardOffset) ||
-        savedElements != std::to_string(valid))
-      return makeError(llvm::formatv(
-          "{0}: tensor '{1}' was saved with a shard of {2} elements at element "
-          "{3}, this rank's shard is {4} elements at element {5} (resume with "
-          "the same data-parallel size and sharding)",
-          (*file)->path(), slot.name, savedElements, savedOffset, valid,
-          slot.shardOffset));
-    std::vector<int64_t> shape{int64_t(valid)};
     const Buffer *targets[3] = {&slot.master, &slot.expAvg, &slot.expAvgSq};
-    const char *suffixes[3] = {".master", ".exp_avg", ".exp_avg_sq"};
+    const char *roles[3] = {"master", "exp_avg", "exp_avg_sq"};
     for (int i = 0; i < 3; ++i) {
-      if (llvm::Error error = (*file)->read(slot.name + suffixes[i], "F32",
-                                            shape, targets[i]->data, valid * 4))
+      if (llvm::Error error = reader->readRange(slot.name, roles[i], slot.shape,
+                                                slot.shardOffset, valid,
+                                                targets[i]->as<float>()))
         return error;
       // Padding past the tensor's end reads as zeros.
       if (targets[i]->bytes > valid * 4)

@@ -195,11 +195,13 @@ void addShardParam(Session &s, Runtime &r, const char *name,
 
 uint64_t start(Session &s) {
   uint64_t first = s.start();
-  if (s.options().resume)
+  // Loaded masters (resume, --init-from): the 16-bit views from them.
+  if (s.options().resume || !s.options().initFrom.empty())
     for (const ViewOfMaster &p : viewsOfMasters())
       check(k::toHalf(half(p.view.type), int64_t(p.view.numel()),
                       p.master.as<float>(), p.view.buf.as<uint16_t>()),
             "toHalf");
+  s.saveInitialCheckpoint();
   return first;
 }
 void loadBatch(Session &s, BatchField field, const Tensor &t,
@@ -295,8 +297,10 @@ int runProgram(int argc, char **argv, const ProgramDescription &program) {
   defaults.seqLen = program.seqLen;
   defaults.microBatch = program.microBatch;
   defaults.microBatches = program.microBatches;
-  Session session(rt, model, partition,
-                  exitOnError(SessionOptions::parse(argc, argv, defaults)));
+  SessionOptions flags =
+      exitOnError(SessionOptions::parse(argc, argv, defaults));
+  setInitSeed(flags.initSeed);
+  Session session(rt, model, partition, std::move(flags));
   for (size_t i = 0; i < program.numStages; ++i) {
     if (program.stages[i].stage != rt.stage())
       continue;

@@ -379,7 +379,7 @@ void adamw(Session &session, const Tensor &g, const Tensor &p, const Tensor &m,
            double beta2, double eps, double weightDecay, double gradScale) {
   In gi(g);
   k::AdamWParams params;
-  params.lr = float(lr);
+  params.lr = float(session.learningRate(lr));
   params.beta1 = float(beta1);
   params.beta2 = float(beta2);
   params.eps = float(eps);

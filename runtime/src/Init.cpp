@@ -30,9 +30,21 @@ float normalFor(uint64_t seed, uint64_t index, double std) {
 }
 } // namespace
 
+namespace {
+uint64_t seedMix = 0;
+/// The stream of parameter `param`.
+uint64_t paramSeed(llvm::StringRef param) {
+  return llvm::xxh3_64bits(param) ^ seedMix;
+}
+} // namespace
+
+void ratrain::rt::setInitSeed(uint64_t seed) {
+  seedMix = seed ? splitMix(seed) : 0;
+}
+
 float ratrain::rt::initialValue(llvm::StringRef param, uint64_t index,
                                 double std) {
-  return normalFor(llvm::xxh3_64bits(param), index, std);
+  return normalFor(paramSeed(param), index, std);
 }
 
 void ratrain::rt::initParam(Buffer dest, ElemType type, InitKind kind,
@@ -43,7 +55,7 @@ void ratrain::rt::initParam(Buffer dest, ElemType type, InitKind kind,
                         "float type",
                         param, stringifyElemType(type)));
   uint64_t count = dest.bytes / getElemBytes(type);
-  uint64_t seed = llvm::xxh3_64bits(param);
+  uint64_t seed = paramSeed(param);
   for (uint64_t i = 0; i < count; ++i) {
     float value = kind == InitKind::Zeros ? 0.0f
                   : kind == InitKind::Ones

@@ -1,6 +1,7 @@
 //===- RuntimeCheckpoint.cpp - Collective checkpoints and step logs -------===//
 
 #include "ratrain/runtime/Error.h"
+#include "ratrain/runtime/HFDirectory.h"
 #include "ratrain/runtime/Runtime.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -183,9 +184,21 @@ Runtime::loadCheckpoint(llvm::StringRef path, const ModelConfig &model,
   return state;
 }
 
+llvm::Error Runtime::loadPretrained(llvm::StringRef directory,
+                                    const ModelConfig &model,
+                                    llvm::ArrayRef<ParamSlot> slots) {
+  ScopedIssueTimeout slowPeers(*this, opts.checkpointTimeoutSeconds);
+  LocalStatus status;
+  status.set(rt::loadPretrained(directory, model, slots));
+  if (std::optional<std::string> failure = firstFailure(*this, status))
+    return reportFailure(status, *failure,
+                         "loading the weights of " + directory);
+  return llvm::Error::success();
+}
+
 double Runtime::logStep(StepLogger *logger, uint64_t step, uint64_t totalSteps,
                         double loss, double tokens, double seconds,
-                        const StepTimeSplit *times) {
+                        const StepTimeSplit *times, double lr) {
   auto now = TokenPool::Clock::now();
   if (!firstLogStart)
     firstLogStart =
@@ -219,6 +232,7 @@ double Runtime::logStep(StepLogger *logger, uint64_t step, uint64_t totalSteps,
   record.loss = meanLoss;
   record.tokens = tokens;
   record.seconds = seconds;
+  record.lr = lr;
   record.elapsedSeconds =
       std::chrono::duration<double>(now - *firstLogStart).count();
   for (int r = 0; r < worldSize(); ++r) {

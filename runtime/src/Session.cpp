@@ -31,6 +31,14 @@ SessionOptions::parse(int argc, char **argv, const SessionOptions &defaults) {
         return makeError(llvm::formatv("{0} needs a value", flag));
       value = argv[++i];
     }
+    auto real = [&](double &out) -> llvm::Error {
+      if (llvm::StringRef(value).getAsDouble(out) || !std::isfinite(out) ||
+          out < 0)
+        return makeError(llvm::formatv("{0}: '{1}' is not a non-negative "
+                                       "number",
+                                       flag, value));
+      return llvm::Error::success();
+    };
     auto number = [&](uint64_t &out) -> llvm::Error {
       if (llvm::StringRef(value).getAsInteger(10, out))
         return makeError(llvm::formatv("{0}: '{1}' is not a non-negative "
@@ -43,6 +51,8 @@ SessionOptions::parse(int argc, char **argv, const SessionOptions &defaults) {
       options.dataPath = value;
     else if (flag == "--ckpt")
       options.checkpointDir = value;
+    else if (flag == "--init-from")
+      options.initFrom = value;
     else if (flag == "--log")
       options.logPath = value;
     else if (flag == "--steps")
@@ -51,13 +61,40 @@ SessionOptions::parse(int argc, char **argv, const SessionOptions &defaults) {
       error = number(options.saveEvery);
     else if (flag == "--seed")
       error = number(options.seed);
-    else
+    else if (flag == "--init-seed")
+      error = number(options.initSeed);
+    else if (flag == "--lr") {
+      double lr = 0;
+      error = real(lr);
+      options.lr = lr;
+    } else if (flag == "--min-lr")
+      error = real(options.minLr);
+    else if (flag == "--warmup-steps")
+      error = number(options.warmupSteps);
+    else if (flag == "--decay-steps")
+      error = number(options.decaySteps);
+    else if (flag == "--lr-schedule") {
+      std::optional<LRDecay> decay = parseLRDecay(value);
+      if (!decay)
+        return makeError(llvm::formatv("--lr-schedule: '{0}' is not "
+                                       "constant, cosine or linear",
+                                       value));
+      options.lrDecay = *decay;
+    } else
       return makeError(llvm::formatv("unknown flag '{0}'", flag));
     if (error)
       return error;
   }
   if (options.resume && options.checkpointDir.empty())
     return makeError("--resume needs --ckpt DIR");
+  // The schedule's values, with --lr or any peak (the compiled rate is
+  // checked at the first update).
+  if (llvm::Error error =
+          options.schedule(options.lr.value_or(options.minLr)).validate())
+    return std::move(error);
+  if (options.resume && !options.initFrom.empty())
+    return makeError("--init-from and --resume exclude each other: a resumed "
+                     "run continues from its checkpoint's weights");
   return options;
 }
 
@@ -86,6 +123,10 @@ Session::Session(Runtime &rt, const ModelConfig &model,
 
 uint64_t Session::start() {
   started = true;
+  if (!opts.initFrom.empty()) {
+    exitOnError(rt.loadPretrained(opts.initFrom, model, slots));
+    return 1;
+  }
   if (!opts.resume)
     return 1;
   TrainerState state =
@@ -127,6 +168,22 @@ void Session::reportLoss(Buffer loss, int64_t microBatch) {
   ++lossCount;
 }
 
+double Session::learningRate(double compiled) {
+  if (std::isnan(compiledLr)) {
+    compiledLr = compiled;
+    // The compiled rate is the peak only now known: check it once.
+    if (llvm::Error error = opts.schedule(compiled).validate())
+      fatal(llvm::toString(std::move(error)));
+  }
+  return opts.schedule(compiled).at(currentStep);
+}
+
+void Session::saveInitialCheckpoint() {
+  if (opts.steps != 0 || opts.checkpointDir.empty())
+    return;
+  save();
+}
+
 void Session::endStep() {
   double seconds = std::chrono::duration<double>(
                        std::chrono::steady_clock::now() - stepStart)
@@ -139,13 +196,18 @@ void Session::endStep() {
   StepTimeSplit times;
   times.step = seconds;
   rt.stepTimers().take(times);
+  double lr =
+      std::isnan(compiledLr) ? NAN : opts.schedule(compiledLr).at(currentStep);
   lastStepLoss = rt.logStep(logger ? &*logger : nullptr, currentStep,
-                            opts.steps, loss, tokens, seconds, &times);
+                            opts.steps, loss, tokens, seconds, &times, lr);
   bool due = !opts.checkpointDir.empty() &&
              ((opts.saveEvery && currentStep % opts.saveEvery == 0) ||
               currentStep == opts.steps);
-  if (!due)
-    return;
+  if (due)
+    save();
+}
+
+void Session::save() {
   TrainerState state;
   state.step = currentStep;
   state.data = position;

@@ -39,6 +39,8 @@ std::string ratrain::rt::formatStepJSON(const StepRecord &record) {
     object["wait_s"] = std::move(wait);
     object["other_s"] = std::move(other);
   }
+  if (std::isfinite(record.lr))
+    object["lr"] = record.lr;
   // JSON has no NaN: a diverged loss is logged as null.
   if (std::isfinite(record.loss))
     object["loss"] = record.loss;

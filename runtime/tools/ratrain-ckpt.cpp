@@ -3,12 +3,16 @@
 //   ratrain-ckpt verify DIR          a checkpoint root (its `latest`) or a step
 //                                    directory: indexes, shards, checksums
 //   ratrain-ckpt list FILE           the tensors of one safetensors file
+//   ratrain-ckpt export CHECKPOINT --config CONFIG -o OUT
+//                                    a HuggingFace model directory (FP32
+//                                    weights + CONFIG) from any checkpoint
 // Errors print `error: <file>: <what>` and exit 1.
 //
 //===----------------------------------------------------------------------===//
 
 #include "ratrain/Support/CrashReport.h"
 #include "ratrain/runtime/Checkpoint.h"
+#include "ratrain/runtime/HFDirectory.h"
 #include "ratrain/runtime/Safetensors.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -18,14 +22,60 @@
 
 using namespace ratrain::rt;
 
-int main(int argc, char **argv) {
-  ratrain::InitTool init(argc, argv);
-  if (argc != 3 ||
-      (std::strcmp(argv[1], "verify") != 0 && std::strcmp(argv[1], "list"))) {
-    llvm::errs() << "usage: ratrain-ckpt verify CHECKPOINT_DIR\n"
-                    "       ratrain-ckpt list FILE.safetensors\n";
+static int usage() {
+  llvm::errs() << "usage: ratrain-ckpt verify CHECKPOINT_DIR\n"
+                  "       ratrain-ckpt list FILE.safetensors\n"
+                  "       ratrain-ckpt export CHECKPOINT_DIR --config "
+                  "CONFIG.json -o OUT_DIR\n";
+  return 1;
+}
+
+/// `export CHECKPOINT --config CONFIG -o OUT` (options in any order).
+static int exportCommand(int argc, char **argv) {
+  std::string checkpoint, config, out;
+  for (int i = 2; i < argc; ++i) {
+    llvm::StringRef arg = argv[i];
+    auto value = [&](std::string &into) {
+      if (i + 1 >= argc)
+        return false;
+      into = argv[++i];
+      return true;
+    };
+    if (arg == "--config") {
+      if (!value(config))
+        return usage();
+    } else if (arg == "-o") {
+      if (!value(out))
+        return usage();
+    } else if (!arg.starts_with("-") && checkpoint.empty()) {
+      checkpoint = arg.str();
+    } else {
+      llvm::errs() << "error: export: unexpected argument '" << arg << "'\n";
+      return usage();
+    }
+  }
+  if (checkpoint.empty() || config.empty() || out.empty())
+    return usage();
+  auto summary = exportCheckpoint(checkpoint, config, out);
+  if (!summary) {
+    llvm::errs() << "error: " << llvm::toString(summary.takeError()) << "\n";
     return 1;
   }
+  llvm::outs() << llvm::formatv("{0}: step {1}: {2} tensors ({3} bytes of "
+                                "FP32) in {4} files, with {5}\n",
+                                summary->directory, summary->step,
+                                summary->tensors, summary->bytes,
+                                summary->files, config);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  ratrain::InitTool init(argc, argv);
+  if (argc >= 2 && std::strcmp(argv[1], "export") == 0)
+    return exportCommand(argc, argv);
+  if (argc != 3 ||
+      (std::strcmp(argv[1], "verify") != 0 && std::strcmp(argv[1], "list")))
+    return usage();
   if (std::strcmp(argv[1], "verify") == 0) {
     auto summary = verifyCheckpoint(argv[2]);
     if (!summary) {

@@ -104,3 +104,34 @@ foreach(other pp2 dp2-zero1)
   set_tests_properties(e2e.tied.single~${other} PROPERTIES TIMEOUT 60
     LABELS "e2e" FIXTURES_REQUIRED "ratrain-tied-single;ratrain-tied-${other}")
 endforeach()
+
+# Pretrained starting points (docs/runtime.md, "Starting from a HuggingFace
+# model"): an HF directory written by an independent writer
+# (hf-directory.py) starts the tiny Llama-3.2 (2 stages, tied) from BF16
+# weights in 2 shards and the tiny SmolLM2 (ZeRO-1 over 2 replicas, tied)
+# from F32 weights in one file; --init-from and --resume of the same weights
+# give the same losses, ratrain-ckpt export round-trips bit for bit, and bad
+# directories are refused (init-from-test.sh).
+foreach(case "tiny-llama-3.2|BF16|2" "tiny-smollm2|F32|1")
+  string(REPLACE "|" ";" fields "${case}")
+  list(GET fields 0 name)
+  list(GET fields 1 dtype)
+  list(GET fields 2 shards)
+  add_test(NAME e2e.models.${name}.init-from
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/init-from-test.sh
+            ${MPIEXEC_EXECUTABLE} 2 $<TARGET_FILE:ratrain-emit-${name}>
+            ${RATRAIN_CORPUS_TOKENS} $<TARGET_FILE:ratrain-ckpt>
+            ${CMAKE_CURRENT_SOURCE_DIR}/Inputs/models/${name}.json ${dtype}
+            ${shards})
+  set_tests_properties(e2e.models.${name}.init-from PROPERTIES TIMEOUT 600
+    LABELS "e2e;mpi" PROCESSORS 2 FIXTURES_REQUIRED ratrain-emit-${name})
+endforeach()
+
+# The learning-rate schedule flags reach the updates and the step log.
+add_test(NAME e2e.models.tiny-mistral.lr-schedule
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/lr-schedule-test.sh
+          ${MPIEXEC_EXECUTABLE} 2 $<TARGET_FILE:ratrain-emit-tiny-mistral>
+          ${RATRAIN_CORPUS_TOKENS})
+set_tests_properties(e2e.models.tiny-mistral.lr-schedule PROPERTIES
+  TIMEOUT 600 LABELS "e2e;mpi" PROCESSORS 2
+  FIXTURES_REQUIRED ratrain-emit-tiny-mistral)

@@ -93,6 +93,9 @@ struct CompileOptions {
   /// weight-wire=, grad-wire=; empty: the planner's default).
   std::string partition, weightWire, gradWire;
   int64_t globalBatch = 0;
+  /// --seq-len (the import's training sequence length; 0: the config's,
+  /// capped at 4096) and --micro-batch-size (0: the planner's choice).
+  int64_t seqLen = 0, microBatchSize = 0;
   std::string policy = "ratrain";
   /// The pipeline schedule the plan is made for (`auto`: searched).
   std::string schedule = "1f1b";

@@ -53,6 +53,10 @@ const char *const kPlanFlagsHelp = R"(PLAN OPTIONS:
   --grad-wire W         wire type of the gradient reduce-scatters: native,
                         int8 or int4 (ZeRO++ qgZ)
   --global-batch B      sequences per step (default: 2 x ranks)
+  --micro-batch-size N  sequences per micro-batch (default: the planner's
+                        choice)
+  --seq-len N           training sequence length (default: the config's
+                        max_position_embeddings, at most 4096)
   --policy NAME         lifecycle policy: ratrain (default) or gpu-style
   --schedule NAME       pipeline schedule: 1f1b (default), interleaved-1f1b,
                         zb-h1, zbv, or auto (the planner picks the fastest)
@@ -140,9 +144,10 @@ std::string formatCommand(llvm::ArrayRef<std::string> argv) {
 
 llvm::ArrayRef<StringRef> getPlanValueFlags() {
   static const StringRef flags[] = {
-      "--machine",  "--ranks",        "--pp",          "--dp",
-      "--zero",     "--global-batch", "--policy",      "--dtype",
-      "--schedule", "--partition",    "--weight-wire", "--grad-wire"};
+      "--machine",  "--ranks",           "--pp",          "--dp",
+      "--zero",     "--global-batch",    "--policy",      "--dtype",
+      "--schedule", "--partition",       "--weight-wire", "--grad-wire",
+      "--seq-len",  "--micro-batch-size"};
   return flags;
 }
 
@@ -168,7 +173,8 @@ llvm::Expected<CompileOptions> getCompileOptions(const Args &args,
     return makeError(options.machineFile + ": no such machine file");
   options.verbose = args.has("--verbose") || args.has("-v");
 
-  for (StringRef flag : {"--ranks", "--pp", "--dp", "--global-batch"})
+  for (StringRef flag : {"--ranks", "--pp", "--dp", "--global-batch",
+                         "--seq-len", "--micro-batch-size"})
     if (llvm::Expected<int64_t> value = getPositive(args, flag, 0); !value)
       return value.takeError();
     else if (*value) {
@@ -178,6 +184,10 @@ llvm::Expected<CompileOptions> getCompileOptions(const Args &args,
         options.pp = *value;
       else if (flag == "--dp")
         options.dp = *value;
+      else if (flag == "--seq-len")
+        options.seqLen = *value;
+      else if (flag == "--micro-batch-size")
+        options.microBatchSize = *value;
       else
         options.globalBatch = *value;
     }

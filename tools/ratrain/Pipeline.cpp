@@ -117,6 +117,9 @@ static std::string planPassOptions(const CompileOptions &options) {
     text += llvm::formatv(" pp={0}", *options.pp).str();
   if (options.zero)
     text += llvm::formatv(" zero={0}", *options.zero).str();
+  if (options.microBatchSize)
+    text +=
+        llvm::formatv(" micro-batch-size={0}", options.microBatchSize).str();
   if (!options.partition.empty())
     text += " partition=" + options.partition;
   if (!options.weightWire.empty())
@@ -193,6 +196,8 @@ int compileProgram(const Toolchain &tools, CompileOptions &options,
                                      imported};
   if (!options.dtype.empty())
     import.push_back("--dtype=" + options.dtype);
+  if (options.seqLen)
+    import.push_back("--seq-len=" + std::to_string(options.seqLen));
   if (runStage("import", import, workDir, options.verbose))
     return 1;
   if (runStage("plan",

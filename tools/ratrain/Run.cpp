@@ -30,6 +30,12 @@ namespace path = llvm::sys::path;
 
 namespace ratrain::driver {
 
+/// The program's flags `run` passes on (--data separately).
+static const StringRef kRunValueFlags[] = {
+    "--steps",        "--data",      "--log",        "--ckpt", "--save-every",
+    "--seed",         "--init-seed", "--init-from",  "--lr",   "--lr-schedule",
+    "--warmup-steps", "--min-lr",    "--decay-steps"};
+
 static const char *const kRunHelp =
     R"(USAGE: ratrain run MODEL.json --machine FILE --ranks N [options] [-- mpirun args]
 
@@ -45,7 +51,16 @@ RUN OPTIONS:
   --ckpt DIR            checkpoint directory
   --save-every N        save a checkpoint every N steps
   --resume              resume from the checkpoint in --ckpt
-  --seed S              data order and initialization seed
+  --init-from DIR       start from a HuggingFace model directory (config.json
+                        + safetensors); with --steps 0 and --ckpt, convert it
+                        into a step-0 checkpoint
+  --seed S              data order (the order windows are drawn in)
+  --init-seed S         initialization of the weights (default 0)
+  --lr X                peak learning rate (default: the compiled one)
+  --lr-schedule NAME    constant (default), cosine or linear decay
+  --warmup-steps N      linear warm-up from 0 over N steps
+  --min-lr X            where the decay ends (default 0)
+  --decay-steps N       the step the decay ends at (default: --steps)
   --no-cache            compile afresh into a temporary folder
   -v, --verbose         print each command
   --                    the rest goes to mpirun, before the program
@@ -91,8 +106,7 @@ static std::string cacheRoot() {
 int runCommand(const Toolchain &tools, llvm::ArrayRef<std::string> argv) {
   std::vector<StringRef> valueFlags(getPlanValueFlags().begin(),
                                     getPlanValueFlags().end());
-  for (StringRef flag :
-       {"--steps", "--data", "--log", "--ckpt", "--save-every", "--seed"})
+  for (StringRef flag : kRunValueFlags)
     valueFlags.push_back(flag);
   llvm::Expected<Args> args =
       parseArgs("run", argv, valueFlags,
@@ -223,9 +237,9 @@ int runCommand(const Toolchain &tools, llvm::ArrayRef<std::string> argv) {
   command.push_back(exe);
   command.push_back("--data");
   command.push_back(data);
-  for (StringRef flag :
-       {"--steps", "--log", "--ckpt", "--save-every", "--seed"})
-    if (std::optional<std::string> value = args->get(flag)) {
+  for (StringRef flag : kRunValueFlags)
+    if (std::optional<std::string> value = args->get(flag);
+        value && flag != "--data") {
       command.push_back(flag.str());
       command.push_back(*value);
     }

@@ -22,6 +22,12 @@ namespace ratrain::rt {
 
 enum class InitKind : unsigned char { Zeros, Ones, Normal };
 
+/// The initialization seed (--init-seed): 0, the default, is the original
+/// stream of every parameter; another seed gives every parameter another
+/// stream (xxh3(param) xor SplitMix64(seed)), still independent of the
+/// layout. Set once, before the prologue.
+void setInitSeed(uint64_t seed);
+
 /// The normal(0, std) value of element `index` of parameter `param`.
 float initialValue(llvm::StringRef param, uint64_t index, double std);
 

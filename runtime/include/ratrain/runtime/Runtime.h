@@ -29,6 +29,7 @@
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/SmallVector.h"
 
+#include <cmath>
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
@@ -418,6 +419,12 @@ public:
   llvm::Expected<TrainerState> loadCheckpoint(llvm::StringRef path,
                                               const ModelConfig &model,
                                               llvm::ArrayRef<ParamSlot> slots);
+  /// Loads this rank's `slots` from the HuggingFace model directory
+  /// `directory` (loadPretrained, HFDirectory.h); fails on every rank if it
+  /// fails on any.
+  llvm::Error loadPretrained(llvm::StringRef directory,
+                             const ModelConfig &model,
+                             llvm::ArrayRef<ParamSlot> slots);
   /// Logs one step: gathers every rank's peak DDR arena bytes and the loss
   /// (pass the loss on last-stage ranks, NaN elsewhere; rank 0 logs the mean
   /// over the last stage's replicas) and writes through `logger` on rank 0
@@ -427,7 +434,7 @@ public:
   /// into the record. Returns the logged loss on every rank.
   double logStep(StepLogger *logger, uint64_t step, uint64_t totalSteps,
                  double loss, double tokens, double seconds,
-                 const StepTimeSplit *times = nullptr);
+                 const StepTimeSplit *times = nullptr, double lr = NAN);
 
   /// This rank's kernel and wait time accumulators (StepLog.h), fed by the
   /// emitted program's helpers and taken once per step by Session::endStep.

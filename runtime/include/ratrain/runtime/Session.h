@@ -24,6 +24,7 @@
 
 #include "ratrain/runtime/Checkpoint.h"
 #include "ratrain/runtime/Data.h"
+#include "ratrain/runtime/LRSchedule.h"
 #include "ratrain/runtime/Runtime.h"
 #include "ratrain/runtime/StepLog.h"
 
@@ -38,8 +39,23 @@ struct SessionOptions {
   uint64_t steps = 0;        ///< --steps N.
   uint64_t saveEvery = 0;    ///< --save-every N (0: only at the end).
   bool resume = false;       ///< --resume: continue from DIR's latest.
+  /// --init-from DIR: start from the weights of a HuggingFace model
+  /// directory (HFDirectory.h); with --steps 0 and --ckpt, only save them
+  /// as the step-0 checkpoint.
+  std::string initFrom;
   std::string logPath = "-"; ///< --log FILE ("-": stdout, "": none).
   uint64_t seed = 0;         ///< --seed S: data order.
+  /// --init-seed S: the parameters' initialization (Init.h; 0: the
+  /// default weights). --init-from and --resume replace them anyway.
+  uint64_t initSeed = 0;
+  /// The learning-rate schedule (LRSchedule.h): --lr (default: the
+  /// program's compiled rate), --lr-schedule constant|cosine|linear,
+  /// --warmup-steps, --min-lr, --decay-steps (0: --steps).
+  std::optional<double> lr;
+  LRDecay lrDecay = LRDecay::Constant;
+  uint64_t warmupSteps = 0;
+  double minLr = 0;
+  uint64_t decaySteps = 0;
   /// Fixed by the compiled program (the plan), not by flags.
   int64_t seqLen = 0;
   int64_t microBatch = 1;
@@ -48,6 +64,17 @@ struct SessionOptions {
   /// Reads the flags above (both `--flag value` and `--flag=value`) from
   /// argv over `defaults`; unknown flags and malformed numbers are errors
   /// that name the flag.
+  /// The learning-rate schedule of these options with `peak` unless --lr.
+  LRSchedule schedule(double peak) const {
+    LRSchedule result;
+    result.decay = lrDecay;
+    result.peak = lr.value_or(peak);
+    result.min = minLr;
+    result.warmupSteps = warmupSteps;
+    result.decaySteps = decaySteps ? decaySteps : steps;
+    return result;
+  }
+
   static llvm::Expected<SessionOptions> parse(int argc, char **argv,
                                               const SessionOptions &defaults);
 };
@@ -66,6 +93,10 @@ public:
   /// and Adam moments and the data position from the latest checkpoint
   /// (fatal on any error, e.g. a wrong model shape). Returns the first step.
   uint64_t start();
+  /// With --steps 0 and --ckpt (after start() and the views derived from
+  /// the masters): saves the starting weights as the step-0 checkpoint, so
+  /// --init-from converts a HuggingFace directory into a checkpoint.
+  void saveInitialCheckpoint();
   /// Starts the next step; false when all steps are done.
   bool beginStep();
   /// mt3k.load_batch of micro-batch `microBatch` of the current step.
@@ -79,6 +110,10 @@ public:
 
   /// The current (or, before the first beginStep, the last completed) step.
   uint64_t step() const { return currentStep; }
+  /// The learning rate of the current step under the schedule, whose peak
+  /// is --lr or else `compiled` (the rate the program was compiled with).
+  double learningRate(double compiled);
+
   DataPosition dataPosition() const { return position; }
   const SessionOptions &options() const { return opts; }
   /// Mean of the losses reported in the last completed step (NaN where
@@ -86,6 +121,9 @@ public:
   double lastLoss() const { return lastStepLoss; }
 
 private:
+  /// Saves the current step's checkpoint under --ckpt.
+  void save();
+
   Runtime &rt;
   ModelConfig model;
   StagePartition partition;
@@ -98,6 +136,8 @@ private:
   double lossSum = 0;
   int64_t lossCount = 0;
   double lastStepLoss = 0;
+  /// The compiled learning rate the first AdamW call passed (NaN before).
+  double compiledLr = NAN;
   bool started = false;
   std::chrono::steady_clock::time_point stepStart;
 };

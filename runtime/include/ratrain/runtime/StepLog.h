@@ -19,6 +19,7 @@
 #include "llvm/Support/Error.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -89,6 +90,8 @@ struct StepRecord {
   double tokens = 0;         ///< Tokens processed by the whole job this step.
   double seconds = 0;        ///< Wall time of the step.
   double elapsedSeconds = 0; ///< Since the first logged step started.
+  /// The step's learning rate (logged as "lr" when known, i.e. finite).
+  double lr = NAN;
   std::vector<uint64_t> peakArenaBytes; ///< Per world rank.
   /// Per world rank; empty when not measured (no time fields are logged).
   std::vector<StepTimeSplit> rankTimes;
