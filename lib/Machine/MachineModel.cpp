@@ -68,6 +68,15 @@ double MachineModel::interNodeStreamBandwidth(int64_t streams) const {
   return std::min(link, network.nodeInjectionBandwidth / double(streams));
 }
 
+/// a x b for group sizes, saturated just past the cluster limit (which
+/// validate() reports) instead of overflowing on a file's huge level size.
+static int64_t groupProduct(int64_t a, int64_t b) {
+  b = std::max<int64_t>(1, b);
+  if (b > (limits::kMaxClusters + 1) / std::max<int64_t>(1, a))
+    return limits::kMaxClusters + 1;
+  return a * b;
+}
+
 std::vector<NetworkLevel> MachineModel::networkLevels() const {
   if (!network.levels.empty())
     return network.levels;
@@ -84,7 +93,7 @@ unsigned MachineModel::nodeLevels() const {
   for (unsigned j = 0; j < inner; ++j) {
     if (product == clustersPerNode)
       return j;
-    product *= std::max<int64_t>(1, network.levels[j].size);
+    product = groupProduct(product, network.levels[j].size);
   }
   return inner;
 }
@@ -96,7 +105,7 @@ int64_t MachineModel::clustersPerGroup(unsigned level) const {
     return totalClusters();
   int64_t product = 1;
   for (unsigned j = 0; j <= level; ++j)
-    product *= std::max<int64_t>(1, network.levels[j].size);
+    product = groupProduct(product, network.levels[j].size);
   return product;
 }
 
@@ -332,10 +341,22 @@ public:
       if (machine.network.levels.empty()) {
         setError(root, "", "missing required key 'clusters_per_node'");
       } else {
+        // Saturated past the cluster limit, which validate() then reports
+        // with the level that passes it (no signed overflow on the way).
         machine.clustersPerNode = 1;
-        for (size_t j = 0; j + 1 < machine.network.levels.size(); ++j)
-          machine.clustersPerNode *=
-              std::max<int64_t>(1, machine.network.levels[j].size);
+        std::string sizes;
+        for (size_t j = 0; j + 1 < machine.network.levels.size(); ++j) {
+          machine.clustersPerNode = groupProduct(
+              machine.clustersPerNode, machine.network.levels[j].size);
+          sizes += (j ? " x " : "") +
+                   std::to_string(machine.network.levels[j].size);
+        }
+        if (machine.clustersPerNode > limits::kMaxClusters)
+          setError(root, "network.levels",
+                   llvm::formatv("the inner levels group {0} clusters, past "
+                                 "the limit of {1} clusters",
+                                 sizes, limits::kMaxClusters)
+                       .str());
       }
     }
     // One machine per file: a second document (after `---`) would otherwise

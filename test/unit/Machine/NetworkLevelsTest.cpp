@@ -195,6 +195,20 @@ TEST(NetworkLevels, BadInputNamesTheKeyAndTheLimit) {
                        "group (the inner levels group 1, 4, 8 clusters)"),
             std::string::npos)
       << error;
+  // Level sizes whose product (the clusters of a node, without
+  // clusters_per_node) passes int64: an error naming the level and the
+  // limit, not an overflow (fuzz/corpus/machine-file/
+  // level-size-product-overflow.yaml).
+  error = parseError(threeLevels(
+      "nodes: 2\n",
+      "  levels:\n    - {name: a, size: 4, bandwidth: 1e9, latency: 0}\n"
+      "    - {name: b, size: 3292191.5e12, bandwidth: 1e9, latency: 0}\n"
+      "    - {name: c, bandwidth: 1e9, latency: 0}\n"));
+  EXPECT_NE(error.find("network.levels: the inner levels group 4 x "
+                       "3292191500000000000 clusters, past the limit of "
+                       "16777216 clusters"),
+            std::string::npos)
+      << error;
   // At most kMaxNetworkLevels levels.
   std::string five = "  levels:\n";
   for (int i = 0; i < 5; ++i)
