@@ -646,7 +646,9 @@ def main():
             numeric = (losses[0] - losses[1]) / (2 * eps)
             ok = abs(analytic - numeric) <= 1e-6 + 1e-4 * max(abs(analytic), abs(numeric))
             # The view every replica computes with next step: one AdamW step.
-            p0 = init_value(name, e, "ones" if name.endswith("norm.weight") else "normal", 0.5)
+            kind = ("ones" if name.endswith("norm.weight")
+                    else "zeros" if name.endswith(".bias") else "normal")
+            p0 = init_value(name, e, kind, 0.5)
             expected = p0 - hp["lr"] * (analytic / (abs(analytic) + hp["eps"]) + hp["wd"] * p0)
             if ref is not None:
                 views = [base.machines[(stage, r)].read(ref)[e] for r in range(dp)]
