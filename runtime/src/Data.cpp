@@ -5,6 +5,7 @@
 #include "ratrain/runtime/FileIO.h"
 
 #include "llvm/Support/Endian.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cstring>
@@ -78,22 +79,167 @@ llvm::Error ratrain::rt::writeTokenFile(llvm::StringRef path,
   return file->commit();
 }
 
+namespace {
+/// Megatron-LM's indexed dataset (megatron/core/datasets/indexed_dataset.py):
+/// PREFIX.idx holds "MMIDIDX\0\0", the version (uint64, 1), the token dtype
+/// code (uint8), the sequence and document counts (uint64 each), the
+/// sequence lengths (int32), the sequences' byte offsets into PREFIX.bin
+/// (int64) and the document indices (int64); PREFIX.bin the tokens.
+constexpr char kMegatronMagic[9] = {'M', 'M', 'I', 'D', 'I', 'D', 'X', 0, 0};
+constexpr uint64_t kMegatronHeaderBytes = 9 + 8 + 1 + 8 + 8;
+
+/// Bytes per token of a Megatron dtype code we read (uint16 = 8, int32 = 4);
+/// 0 otherwise.
+unsigned megatronTokenBytes(uint8_t code) {
+  return code == 8 ? 2 : code == 4 ? 4 : 0;
+}
+
+llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>>
+mapFile(llvm::StringRef path, llvm::StringRef what) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!buffer)
+    return makeError(llvm::formatv("{0}: cannot read the {1}: {2}", path, what,
+                                   buffer.getError().message()));
+  return std::move(*buffer);
+}
+} // namespace
+
+llvm::Expected<TokenFile> TokenFile::openFlat(llvm::StringRef path,
+                                              unsigned width) {
+  auto buffer = mapFile(path, "token array");
+  if (!buffer)
+    return buffer.takeError();
+  uint64_t bytes = (*buffer)->getBufferSize();
+  if (bytes % width != 0)
+    return makeError(llvm::formatv("{0}: {1} bytes is not a whole number of "
+                                   "{2}-byte token ids",
+                                   path, bytes, width));
+  TokenFile file;
+  file.fileName = path.str();
+  file.ids =
+      reinterpret_cast<const unsigned char *>((*buffer)->getBufferStart());
+  file.file = std::shared_ptr<llvm::MemoryBuffer>(std::move(*buffer));
+  file.count = bytes / width;
+  file.width = width;
+  return file;
+}
+
+llvm::Expected<TokenFile> TokenFile::openMegatron(llvm::StringRef prefix) {
+  std::string indexPath = (prefix + ".idx").str(),
+              dataPath = (prefix + ".bin").str();
+  auto index = mapFile(indexPath, "Megatron index");
+  if (!index)
+    return index.takeError();
+  llvm::StringRef idx = (*index)->getBuffer();
+  auto fail = [&](const llvm::Twine &message) {
+    return makeError(indexPath + ": " + message);
+  };
+  if (idx.size() < kMegatronHeaderBytes ||
+      std::memcmp(idx.data(), kMegatronMagic, 9) != 0)
+    return fail("not a Megatron indexed dataset index (no MMIDIDX header)");
+  auto *p = reinterpret_cast<const unsigned char *>(idx.data());
+  uint64_t version = llvm::support::endian::read64le(p + 9);
+  if (version != 1)
+    return fail(llvm::formatv("index version {0} is not supported "
+                              "(expected 1)",
+                              version));
+  uint8_t code = p[17];
+  unsigned width = megatronTokenBytes(code);
+  if (!width)
+    return fail(llvm::formatv("token dtype code {0} is not supported "
+                              "(uint16 = 8, int32 = 4)",
+                              unsigned(code)));
+  uint64_t sequences = llvm::support::endian::read64le(p + 18);
+  uint64_t documents = llvm::support::endian::read64le(p + 26);
+  uint64_t body = idx.size() - kMegatronHeaderBytes;
+  // 4 + 8 bytes per sequence, 8 per document: bounded by the file.
+  if (sequences > body / 12 || documents > body / 8 ||
+      12 * sequences + 8 * documents > body)
+    return fail(
+        llvm::formatv("{0} sequences and {1} documents need {2} "
+                      "bytes of index, the file has {3}",
+                      sequences, documents,
+                      sequences > body / 12 || documents > body / 8
+                          ? std::string("more")
+                          : std::to_string(12 * sequences + 8 * documents),
+                      body));
+  const unsigned char *sizes = p + kMegatronHeaderBytes;
+  const unsigned char *pointers = sizes + 4 * sequences;
+  const unsigned char *docs = pointers + 8 * sequences;
+  auto data = mapFile(dataPath, "Megatron data");
+  if (!data)
+    return data.takeError();
+  uint64_t dataBytes = (*data)->getBufferSize();
+  // The sequences lie back to back from byte 0, as Megatron writes them.
+  uint64_t offset = 0;
+  for (uint64_t i = 0; i < sequences; ++i) {
+    int32_t length = int32_t(llvm::support::endian::read32le(sizes + 4 * i));
+    uint64_t pointer = llvm::support::endian::read64le(pointers + 8 * i);
+    if (length < 0)
+      return fail(llvm::formatv("sequence {0} has length {1}", i, length));
+    if (pointer != offset)
+      return fail(llvm::formatv("sequence {0} starts at byte {1} of {2}, "
+                                "not at {3} where sequence {4} ends",
+                                i, pointer, dataPath, offset,
+                                i == 0 ? 0 : i - 1));
+    offset += uint64_t(length) * width;
+    if (offset > dataBytes)
+      return fail(llvm::formatv("sequence {0} ends at byte {1}, past the "
+                                "{2} bytes of {3}",
+                                i, offset, dataBytes, dataPath));
+  }
+  if (offset != dataBytes)
+    return fail(llvm::formatv("the sequences hold {0} bytes, {1} has {2}",
+                              offset, dataPath, dataBytes));
+  uint64_t previous = 0;
+  for (uint64_t d = 0; d < documents; ++d) {
+    uint64_t first = llvm::support::endian::read64le(docs + 8 * d);
+    if (first < previous || first > sequences)
+      return fail(llvm::formatv("document index {0} is {1}: not between "
+                                "{2} and the {3} sequences",
+                                d, first, previous, sequences));
+    previous = first;
+  }
+  TokenFile file;
+  file.fileName = dataPath;
+  file.ids = reinterpret_cast<const unsigned char *>((*data)->getBufferStart());
+  file.file = std::shared_ptr<llvm::MemoryBuffer>(std::move(*data));
+  file.count = dataBytes / width;
+  file.width = width;
+  return file;
+}
+
 llvm::Expected<TokenFile> TokenFile::open(llvm::StringRef path) {
+  if (path.consume_front("u16:"))
+    return openFlat(path, 2);
+  if (path.consume_front("u32:"))
+    return openFlat(path, 4);
+  // A Megatron dataset: PREFIX, PREFIX.idx or PREFIX.bin with both files.
+  llvm::StringRef prefix = path;
+  if (path.ends_with(".idx") || path.ends_with(".bin"))
+    prefix = path.drop_back(4);
+  if (llvm::sys::fs::exists(prefix + ".idx") &&
+      llvm::sys::fs::exists(prefix + ".bin"))
+    return openMegatron(prefix);
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                             /*RequiresNullTerminator=*/false);
   if (!buffer)
     return makeError(llvm::formatv("{0}: cannot read the token file: {1}", path,
                                    buffer.getError().message()));
   llvm::StringRef data = (*buffer)->getBuffer();
+  auto *bytes = reinterpret_cast<const unsigned char *>(data.data());
+  if (data.size() < 8 || std::memcmp(bytes, kTokenFileMagic, 8) != 0)
+    return makeError(llvm::formatv("{0}: not a RATrain token file (bad "
+                                   "magic; make one with ratrain-tokenize); "
+                                   "a flat array of ids is read as u16:{0} "
+                                   "or u32:{0}, a Megatron dataset needs "
+                                   "its .idx next to its .bin",
+                                   path));
   if (data.size() < kTokenFileHeaderBytes)
     return makeError(llvm::formatv("{0}: truncated token file: {1} bytes, the "
                                    "header alone is {2}",
                                    path, data.size(), kTokenFileHeaderBytes));
-  auto *bytes = reinterpret_cast<const unsigned char *>(data.data());
-  if (std::memcmp(bytes, kTokenFileMagic, 8) != 0)
-    return makeError(llvm::formatv("{0}: not a RATrain token file (bad "
-                                   "magic; make one with ratrain-tokenize)",
-                                   path));
   uint32_t version = llvm::support::endian::read32le(bytes + 8);
   if (version != kTokenFileVersion)
     return makeError(llvm::formatv("{0}: token file version {1} is not "
@@ -219,12 +365,28 @@ uint64_t DataLoader::windowOfSample(uint64_t sample) {
   return permutation[sample % numWindows];
 }
 
+void DataLoader::readWindow(uint64_t window) {
+  uint64_t start = window * uint64_t(opts.seqLen);
+  file.read(start, windowTokens(), scratch.data());
+  if (!opts.vocabLimit)
+    return;
+  for (uint64_t i = 0; i < windowTokens(); ++i)
+    if (scratch[i] >= opts.vocabLimit)
+      fatal(llvm::formatv("{0}: token id {1} at position {2} is not below "
+                          "the model's vocab_size {3}",
+                          file.path(),
+                          int64_t(int32_t(scratch[i])) < 0
+                              ? int64_t(int32_t(scratch[i]))
+                              : int64_t(scratch[i]),
+                          start + i, opts.vocabLimit));
+}
+
 void DataLoader::next(int32_t *out) {
   uint64_t base = pos.samples + uint64_t(opts.dpIndex) * opts.microBatch;
   uint64_t width = windowTokens();
   for (int64_t row = 0; row < opts.microBatch; ++row) {
     uint64_t window = windowOfSample(base + uint64_t(row));
-    file.read(window * uint64_t(opts.seqLen), width, scratch.data());
+    readWindow(window);
     for (uint64_t i = 0; i < width; ++i)
       out[uint64_t(row) * width + i] = int32_t(scratch[i]);
   }
@@ -250,7 +412,7 @@ void DataLoader::fill(DataPosition stepStart, int64_t microBatch,
   uint64_t first = field == BatchField::Inputs ? 0 : 1;
   for (int64_t row = 0; row < opts.microBatch; ++row) {
     uint64_t window = windowOfSample(base + uint64_t(row));
-    file.read(window * seq, windowTokens(), scratch.data());
+    readWindow(window);
     for (uint64_t i = 0; i < seq; ++i)
       out[uint64_t(row) * seq + i] = int32_t(scratch[first + i]);
   }

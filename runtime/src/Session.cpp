@@ -110,13 +110,15 @@ Session::Session(Runtime &rt, const ModelConfig &model,
     fatal("no training data (--data FILE, a token file from "
           "ratrain-tokenize)");
   TokenFile tokens = exitOnError(TokenFile::open(opts.dataPath));
+  // A format without a vocabulary (Megatron, flat arrays): the loader checks
+  // every id it reads.
   if (int64_t(tokens.vocab()) > model.vocab)
     fatal(llvm::formatv("{0}: token vocabulary {1} exceeds the model's "
                         "vocab_size {2}",
                         opts.dataPath, tokens.vocab(), model.vocab));
   loader.emplace(exitOnError(DataLoader::create(
-      std::move(tokens),
-      {opts.seqLen, opts.microBatch, rt.dpSize(), rt.dpIndex(), opts.seed})));
+      std::move(tokens), {opts.seqLen, opts.microBatch, rt.dpSize(),
+                          rt.dpIndex(), opts.seed, uint32_t(model.vocab)})));
   if (rt.rank() == 0)
     logger.emplace(exitOnError(StepLogger::create(opts.logPath)));
 }

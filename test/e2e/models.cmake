@@ -135,3 +135,13 @@ add_test(NAME e2e.models.tiny-mistral.lr-schedule
 set_tests_properties(e2e.models.tiny-mistral.lr-schedule PROPERTIES
   TIMEOUT 600 LABELS "e2e;mpi" PROCESSORS 2
   FIXTURES_REQUIRED ratrain-emit-tiny-mistral)
+
+# Data formats: a Megatron-LM indexed dataset and a flat uint16 array of the
+# corpus train with the same losses as its RATrain token file.
+add_test(NAME e2e.models.tiny-mistral.data-formats
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/data-formats-test.sh
+          ${MPIEXEC_EXECUTABLE} 2 $<TARGET_FILE:ratrain-emit-tiny-mistral>
+          ${RATRAIN_CORPUS_TOKENS})
+set_tests_properties(e2e.models.tiny-mistral.data-formats PROPERTIES
+  TIMEOUT 600 LABELS "e2e;mpi" PROCESSORS 2
+  FIXTURES_REQUIRED ratrain-emit-tiny-mistral)

@@ -304,3 +304,145 @@ TEST(DataLoader, FillMatchesNextAndSplitsInputsAndLabels) {
     EXPECT_EQ(random.position().samples, 0u); // fill() does not move.
   }
 }
+
+namespace {
+/// A Megatron-LM indexed dataset written from the format's description:
+/// PREFIX.idx ("MMIDIDX\0\0", version 1, dtype code, sequence and document
+/// counts, int32 lengths, int64 byte offsets, int64 document indices) and
+/// PREFIX.bin (the sequences' tokens back to back).
+void writeMegatron(const std::string &prefix,
+                   const std::vector<std::vector<uint32_t>> &sequences,
+                   uint8_t code, std::string *indexOut = nullptr) {
+  unsigned width = code == 8 ? 2 : 4;
+  std::string idx("MMIDIDX\0\0", 9), bin;
+  auto put = [](std::string &s, uint64_t v, unsigned bytes) {
+    for (unsigned i = 0; i < bytes; ++i)
+      s.push_back(char((v >> (8 * i)) & 0xff));
+  };
+  put(idx, 1, 8);
+  idx.push_back(char(code));
+  put(idx, sequences.size(), 8);
+  put(idx, 2, 8); // two documents: [0, 1) and [1, n)
+  for (const auto &seq : sequences)
+    put(idx, seq.size(), 4);
+  uint64_t offset = 0;
+  for (const auto &seq : sequences) {
+    put(idx, offset, 8);
+    offset += seq.size() * width;
+  }
+  put(idx, 0, 8);
+  put(idx, 1, 8);
+  for (const auto &seq : sequences)
+    for (uint32_t id : seq)
+      put(bin, id, width);
+  writeRaw(prefix + ".idx", idx);
+  writeRaw(prefix + ".bin", bin);
+  if (indexOut)
+    *indexOut = idx;
+}
+} // namespace
+
+TEST(TokenFile, ReadsMegatronIndexedDatasets) {
+  TempDir dir;
+  std::vector<std::vector<uint32_t>> sequences = {
+      {5, 6, 7}, {60000, 1}, {}, {9, 8, 7, 6, 5}};
+  std::vector<uint32_t> stream = {5, 6, 7, 60000, 1, 9, 8, 7, 6, 5};
+  for (uint8_t code : {uint8_t(8), uint8_t(4)}) {
+    std::string prefix = dir.path("data" + std::to_string(code));
+    writeMegatron(prefix, sequences, code);
+    // The prefix, the index or the data file name the same dataset.
+    for (std::string path : {prefix, prefix + ".idx", prefix + ".bin"}) {
+      auto file = TokenFile::open(path);
+      ASSERT_TRUE(bool(file)) << llvm::toString(file.takeError());
+      EXPECT_EQ(file->all(), stream);
+      EXPECT_EQ(file->bytesPerToken(), code == 8 ? 2u : 4u);
+      EXPECT_EQ(file->vocab(), 0u); // not recorded
+    }
+  }
+}
+
+TEST(TokenFile, RejectsBadMegatronIndexes) {
+  TempDir dir;
+  std::string prefix = dir.path("bad"), index;
+  writeMegatron(prefix, {{1, 2, 3}, {4, 5}}, 8, &index);
+  auto expectError = [&](const std::string &idx, const std::string &bin,
+                         const std::string &message) {
+    writeRaw(prefix + ".idx", idx);
+    writeRaw(prefix + ".bin", bin);
+    auto file = TokenFile::open(prefix);
+    ASSERT_FALSE(bool(file)) << message;
+    std::string text = llvm::toString(file.takeError());
+    EXPECT_NE(text.find(message), std::string::npos) << text;
+  };
+  std::string bin = readRaw(prefix + ".bin");
+  std::string magic = index;
+  magic[0] = 'X';
+  expectError(magic, bin, "bad.idx: not a Megatron indexed dataset index");
+  std::string version = index;
+  version[9] = 2;
+  expectError(version, bin, "index version 2 is not supported");
+  std::string dtype = index;
+  dtype[17] = 6; // float64
+  expectError(dtype, bin, "token dtype code 6 is not supported");
+  expectError(index, bin.substr(0, bin.size() - 2),
+              "sequence 1 ends at byte 10, past the 8 bytes of");
+  expectError(index, bin + "xx", "the sequences hold 10 bytes, ");
+  expectError(index.substr(0, index.size() - 9), bin,
+              "2 sequences and 2 documents need 40 bytes of index");
+  std::string pointer = index;
+  pointer[9 + 8 + 1 + 8 + 8 + 8 + 8] = 4; // sequence 1 at byte 4, not 6
+  expectError(pointer, bin, "sequence 1 starts at byte 4");
+  std::string count = index;
+  count[18] = 0x7f; // 127 sequences
+  expectError(count, bin, "127 sequences and 2 documents need");
+}
+
+TEST(TokenFile, ReadsFlatArraysOfIds) {
+  TempDir dir;
+  std::string path = dir.path("train.bin");
+  std::string bytes;
+  for (uint32_t id : {1u, 2u, 65535u, 3u})
+    bytes += std::string{char(id & 0xff), char(id >> 8)};
+  writeRaw(path, bytes);
+  auto u16 = TokenFile::open("u16:" + path);
+  ASSERT_TRUE(bool(u16)) << llvm::toString(u16.takeError());
+  EXPECT_EQ(u16->all(), (std::vector<uint32_t>{1, 2, 65535, 3}));
+  auto u32 = TokenFile::open("u32:" + path);
+  ASSERT_TRUE(bool(u32)) << llvm::toString(u32.takeError());
+  EXPECT_EQ(u32->all(), (std::vector<uint32_t>{0x20001, 0x3ffff}));
+  writeRaw(path, bytes + "x");
+  auto odd = TokenFile::open("u16:" + path);
+  ASSERT_FALSE(bool(odd));
+  EXPECT_NE(llvm::toString(odd.takeError())
+                .find("9 bytes is not a whole number of 2-byte token ids"),
+            std::string::npos);
+  // Without a prefix, a file of no known format names the ways to read it.
+  auto plain = TokenFile::open(path);
+  ASSERT_FALSE(bool(plain));
+  EXPECT_NE(llvm::toString(plain.takeError()).find("read as u16:"),
+            std::string::npos);
+}
+
+TEST(DataLoader, ChecksIdsAgainstTheModelVocabulary) {
+  TempDir dir;
+  std::string prefix = dir.path("ids");
+  std::vector<uint32_t> ids = iota(64, 200);
+  ids[37] = 300;
+  writeMegatron(prefix, {ids}, 8);
+  auto file = TokenFile::open(prefix);
+  ASSERT_TRUE(bool(file)) << llvm::toString(file.takeError());
+  DataLoader::Options options;
+  options.seqLen = 7;
+  options.vocabLimit = 256;
+  auto loader = DataLoader::create(std::move(*file), options);
+  ASSERT_TRUE(bool(loader)) << llvm::toString(loader.takeError());
+  std::vector<int32_t> out(loader->microBatchBytes() / 4);
+  EXPECT_EXIT(
+      {
+        for (int i = 0; i < 9; ++i)
+          loader->next(out.data());
+      },
+      testing::ExitedWithCode(1),
+      "ids.bin: token id 300 at position 37 is not below the model's "
+      "vocab_size 256");
+}

@@ -9,6 +9,15 @@
 //   offset 28 uint32   reserved (0)
 //   offset 32          the token ids
 //
+// TokenFile also reads, as one stream of token ids:
+//  - Megatron-LM indexed datasets: PREFIX.idx + PREFIX.bin (given as PREFIX,
+//    PREFIX.idx or PREFIX.bin), uint16 or int32 tokens, the sequences back
+//    to back (as Megatron's GPT dataset concatenates them);
+//  - flat little-endian arrays of uint16 or uint32 ids (nanoGPT's train.bin),
+//    named `u16:FILE` or `u32:FILE`.
+// Neither records a vocabulary (vocab() is 0); the data loader checks every
+// id it reads against the model's (Options::vocabLimit).
+//
 // The byte-level tokenizer maps every byte of the text to the id of its value
 // (vocabulary 256), so decoding is the identity and round-trips any file.
 //
@@ -49,12 +58,15 @@ llvm::Error writeTokenFile(llvm::StringRef path, llvm::ArrayRef<uint32_t> ids,
                            uint32_t vocab, unsigned bytesPerToken = 2);
 
 /// A token file mapped read-only and validated (magic, version, width,
-/// size matches the header).
+/// size matches the header), or a Megatron indexed dataset (its index
+/// checked against the data: sizes, offsets, document indices), or a flat
+/// array (`u16:` / `u32:`). Errors name the file and what is wrong.
 class TokenFile {
 public:
   static llvm::Expected<TokenFile> open(llvm::StringRef path);
 
   uint64_t size() const { return count; }
+  /// Every id is below it; 0 when the format does not record it.
   uint32_t vocab() const { return vocabSize; }
   unsigned bytesPerToken() const { return width; }
   const std::string &path() const { return fileName; }
@@ -65,6 +77,10 @@ public:
   std::vector<uint32_t> all() const;
 
 private:
+  static llvm::Expected<TokenFile> openFlat(llvm::StringRef path,
+                                            unsigned width);
+  static llvm::Expected<TokenFile> openMegatron(llvm::StringRef prefix);
+
   std::shared_ptr<llvm::MemoryBuffer> file;
   std::string fileName;
   const unsigned char *ids = nullptr;
@@ -96,6 +112,9 @@ public:
     int dpSize = 1;
     int dpIndex = 0;
     uint64_t seed = 0;
+    /// When not 0, every id read must be below it (the model's vocabulary):
+    /// another is fatal, naming the file, the id and its position.
+    uint32_t vocabLimit = 0;
   };
   /// Fails when the file holds fewer than dpSize * microBatch windows or when
   /// an option is invalid (the message names it).
@@ -151,6 +170,8 @@ public:
 private:
   DataLoader(TokenFile file, Options options, uint64_t windows);
   void preparePermutation(uint64_t epoch);
+  /// Reads window `window` into scratch and checks its ids.
+  void readWindow(uint64_t window);
 
   TokenFile file;
   Options opts;
