@@ -119,27 +119,23 @@ void RATrainDialect::registerAttributes() {
 // RopeScalingAttr
 //===----------------------------------------------------------------------===//
 
-/// The scaling the parameters describe (missing llama3 factors as 0, which
-/// RopeScaling::validate refuses).
-static ratrain::RopeScaling ropeScalingOf(RopeScalingMethod method,
-                                          const APFloat &factor,
-                                          const APFloat &lowFreqFactor,
-                                          const APFloat &highFreqFactor,
-                                          int64_t originalMaxPositions) {
-  ratrain::RopeScaling scaling;
-  scaling.kind = method == RopeScalingMethod::Linear
-                     ? ratrain::RopeScalingKind::Linear
-                     : ratrain::RopeScalingKind::Llama3;
-  scaling.factor = factor.convertToDouble();
-  scaling.lowFreqFactor = lowFreqFactor.convertToDouble();
-  scaling.highFreqFactor = highFreqFactor.convertToDouble();
-  scaling.originalMaxPositions = originalMaxPositions;
-  return scaling;
+/// The model description's scaling of the attribute's fields.
+static llvm::Expected<ratrain::RopeScaling>
+ropeScalingOf(RopeScalingMethod method, const APFloat &factor,
+              const APFloat &lowFreqFactor, const APFloat &highFreqFactor,
+              int64_t originalMaxPositions) {
+  return ratrain::RopeScaling::fromFields(
+      method == RopeScalingMethod::Linear ? ratrain::RopeScalingKind::Linear
+                                          : ratrain::RopeScalingKind::Llama3,
+      factor.convertToDouble(), lowFreqFactor.convertToDouble(),
+      highFreqFactor.convertToDouble(), originalMaxPositions);
 }
 
 ratrain::RopeScaling RopeScalingAttr::getScaling() const {
-  return ropeScalingOf(getMethod(), getFactor(), getLowFreqFactor(),
-                       getHighFreqFactor(), getOriginalMaxPositions());
+  // The attribute verified, so the fields make a valid scaling.
+  return llvm::cantFail(ropeScalingOf(getMethod(), getFactor(),
+                                      getLowFreqFactor(), getHighFreqFactor(),
+                                      getOriginalMaxPositions()));
 }
 
 LogicalResult
@@ -147,17 +143,10 @@ RopeScalingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                         RopeScalingMethod method, APFloat factor,
                         APFloat lowFreqFactor, APFloat highFreqFactor,
                         int64_t originalMaxPositions) {
-  bool hasLow = !lowFreqFactor.isZero(), hasHigh = !highFreqFactor.isZero();
-  bool linear = method == RopeScalingMethod::Linear;
-  if (linear && (hasLow || hasHigh || originalMaxPositions))
-    return emitError() << "linear rope scaling takes only a 'factor'";
-  if (!linear && (!hasLow || !hasHigh || !originalMaxPositions))
-    return emitError() << "llama3 rope scaling needs 'low_freq_factor', "
-                          "'high_freq_factor' and 'original_max_positions'";
-  ratrain::RopeScaling scaling = ropeScalingOf(
+  llvm::Expected<ratrain::RopeScaling> scaling = ropeScalingOf(
       method, factor, lowFreqFactor, highFreqFactor, originalMaxPositions);
-  if (llvm::Error error = scaling.validate())
-    return emitError() << llvm::toString(std::move(error));
+  if (!scaling)
+    return emitError() << llvm::toString(scaling.takeError());
   return success();
 }
 

@@ -122,6 +122,32 @@ llvm::Error RopeScaling::validate() const {
   return llvm::Error::success();
 }
 
+llvm::Expected<RopeScaling>
+RopeScaling::fromFields(RopeScalingKind kind, double factor,
+                        double lowFreqFactor, double highFreqFactor,
+                        int64_t originalMaxPositions) {
+  bool linear = kind == RopeScalingKind::Linear;
+  bool any = lowFreqFactor != 0 || highFreqFactor != 0 || originalMaxPositions;
+  bool all = lowFreqFactor != 0 && highFreqFactor != 0 && originalMaxPositions;
+  if (linear && any)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "linear rope scaling takes only a 'factor'");
+  if (!linear && !all)
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "llama3 rope scaling needs 'low_freq_factor', 'high_freq_factor' and "
+        "'original_max_positions'");
+  RopeScaling scaling;
+  scaling.kind = kind;
+  scaling.factor = factor;
+  scaling.lowFreqFactor = lowFreqFactor;
+  scaling.highFreqFactor = highFreqFactor;
+  scaling.originalMaxPositions = originalMaxPositions;
+  if (llvm::Error error = scaling.validate())
+    return std::move(error);
+  return scaling;
+}
+
 int64_t ModelConfig::paramsPerLayer() const {
   int64_t attention = hidden * hidden        // q
                       + 2 * hidden * kvDim() // k, v

@@ -31,21 +31,10 @@ constexpr const char *kTrainerState = "trainer_state.json";
 constexpr const char *kLatest = "latest";
 
 std::string join(llvm::StringRef directory, llvm::StringRef name) {
-  llvm::SmallString<256> path(directory);
-  llvm::sys::path::append(path, name);
-  return std::string(path);
+  return joinPath(directory, name);
 }
-
 llvm::Expected<llvm::json::Value> readJSON(llvm::StringRef path) {
-  auto buffer = llvm::MemoryBuffer::getFile(path);
-  if (!buffer)
-    return makeError(llvm::formatv("{0}: cannot read: {1}", path,
-                                   buffer.getError().message()));
-  auto value = ratrain::parseJSON((*buffer)->getBuffer());
-  if (!value)
-    return makeError(llvm::formatv("{0}: corrupt JSON: {1}", path,
-                                   llvm::toString(value.takeError())));
-  return value;
+  return readJSONFile(path);
 }
 
 std::string toJSONText(llvm::json::Value value) {

@@ -1,10 +1,12 @@
 //===- FileIO.cpp - Atomic file writes ------------------------------------===//
 
 #include "ratrain/runtime/FileIO.h"
+#include "ratrain/Model/JSON.h"
 #include "ratrain/runtime/Error.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
 #include <atomic>
@@ -169,4 +171,24 @@ llvm::Error ratrain::rt::syncDirectory(llvm::StringRef directory) {
     return makeError(llvm::formatv("{0}: fsync of directory failed: {1}",
                                    directory, std::strerror(error)));
   return llvm::Error::success();
+}
+
+std::string ratrain::rt::joinPath(llvm::StringRef directory,
+                                  llvm::StringRef name) {
+  llvm::SmallString<256> path(directory);
+  llvm::sys::path::append(path, name);
+  return std::string(path);
+}
+
+llvm::Expected<llvm::json::Value>
+ratrain::rt::readJSONFile(llvm::StringRef path) {
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer)
+    return makeError(llvm::formatv("{0}: cannot read: {1}", path,
+                                   buffer.getError().message()));
+  auto value = ratrain::parseJSON((*buffer)->getBuffer());
+  if (!value)
+    return makeError(llvm::formatv("{0}: corrupt JSON: {1}", path,
+                                   llvm::toString(value.takeError())));
+  return value;
 }

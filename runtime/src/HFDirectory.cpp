@@ -29,21 +29,7 @@ constexpr const char *kSingleFile = "model.safetensors";
 constexpr const char *kIndex = "model.safetensors.index.json";
 
 std::string join(llvm::StringRef directory, llvm::StringRef name) {
-  llvm::SmallString<256> path(directory);
-  llvm::sys::path::append(path, name);
-  return std::string(path);
-}
-
-llvm::Expected<llvm::json::Value> readJSONFile(llvm::StringRef path) {
-  auto buffer = llvm::MemoryBuffer::getFile(path);
-  if (!buffer)
-    return makeError(llvm::formatv("{0}: cannot read: {1}", path,
-                                   buffer.getError().message()));
-  auto value = parseJSON((*buffer)->getBuffer());
-  if (!value)
-    return makeError(llvm::formatv("{0}: not valid JSON: {1}", path,
-                                   llvm::toString(value.takeError())));
-  return value;
+  return joinPath(directory, name);
 }
 
 /// The tensors of a HuggingFace directory: name -> file (in `directory`).

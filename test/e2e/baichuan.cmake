@@ -32,11 +32,18 @@ add_test(NAME e2e.emit.tiny-baichuan.normhead
           normhead-check ${CMAKE_CURRENT_BINARY_DIR}/ratrain-emit-tiny-baichuan.mlir)
 set_tests_properties(e2e.emit.tiny-baichuan.normhead PROPERTIES
   LABELS "e2e" FIXTURES_REQUIRED ratrain-emit-tiny-baichuan)
+# The checkpoint has W_pack for each of the 4 decoder layers and no
+# separate q/k/v projection (model-train-test.sh's name patterns).
 add_test(NAME e2e.emit.tiny-baichuan.train
-  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/baichuan-train-test.sh
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/model-train-test.sh
           ${MPIEXEC_EXECUTABLE} 2 $<TARGET_FILE:ratrain-emit-tiny-baichuan>
           ${RATRAIN_CORPUS_TOKENS} ${RATRAIN_BAICHUAN_STEPS}
-          $<TARGET_FILE:ratrain-ckpt> 4)
+          $<TARGET_FILE:ratrain-ckpt>
+          "model\\.layers\\.0\\.self_attn\\.W_pack\\.weight"
+          "model\\.layers\\.1\\.self_attn\\.W_pack\\.weight"
+          "model\\.layers\\.2\\.self_attn\\.W_pack\\.weight"
+          "model\\.layers\\.3\\.self_attn\\.W_pack\\.weight"
+          "!q_proj|k_proj|v_proj")
 set_tests_properties(e2e.emit.tiny-baichuan.train PROPERTIES TIMEOUT 600
   LABELS "e2e;mpi" PROCESSORS 2
   FIXTURES_REQUIRED ratrain-emit-tiny-baichuan)

@@ -62,6 +62,12 @@ struct RopeScaling {
   double invFreq(int64_t i, int64_t headDim, double theta) const;
   /// Checks the factors (finite, positive, low < high for llama3).
   llvm::Error validate() const;
+  /// The scaling of an IR attribute's fields (0 for an absent llama3
+  /// field): linear takes only `factor`, llama3 needs all four; then
+  /// validate(). Both dialects' #rope_scaling attributes verify through it.
+  static llvm::Expected<RopeScaling>
+  fromFields(RopeScalingKind kind, double factor, double lowFreqFactor,
+             double highFreqFactor, int64_t originalMaxPositions);
   bool operator==(const RopeScaling &other) const {
     return kind == other.kind && factor == other.factor &&
            lowFreqFactor == other.lowFreqFactor &&

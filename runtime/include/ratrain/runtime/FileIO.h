@@ -16,6 +16,7 @@
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/JSON.h"
 
 #include <cstdint>
 #include <string>
@@ -60,6 +61,13 @@ private:
 
 /// Writes `contents` to `path` atomically.
 llvm::Error writeFileAtomically(llvm::StringRef path, llvm::StringRef contents);
+
+/// `directory`/`name`.
+std::string joinPath(llvm::StringRef directory, llvm::StringRef name);
+
+/// Reads and parses a JSON file (depth-limited, ratrain/Model/JSON.h);
+/// errors name the file ("cannot read", "corrupt JSON").
+llvm::Expected<llvm::json::Value> readJSONFile(llvm::StringRef path);
 
 /// fsyncs a directory (after renames into it).
 llvm::Error syncDirectory(llvm::StringRef directory);
