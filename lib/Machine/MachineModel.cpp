@@ -348,8 +348,8 @@ public:
         for (size_t j = 0; j + 1 < machine.network.levels.size(); ++j) {
           machine.clustersPerNode = groupProduct(
               machine.clustersPerNode, machine.network.levels[j].size);
-          sizes += (j ? " x " : "") +
-                   std::to_string(machine.network.levels[j].size);
+          sizes +=
+              (j ? " x " : "") + std::to_string(machine.network.levels[j].size);
         }
         if (machine.clustersPerNode > limits::kMaxClusters)
           setError(root, "network.levels",

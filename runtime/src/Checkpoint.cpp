@@ -735,6 +735,24 @@ private:
 };
 } // namespace
 
+llvm::Error
+ratrain::rt::readCheckpointMasters(llvm::StringRef directory,
+                                   llvm::ArrayRef<ParamSpec> params,
+                                   std::vector<std::vector<float>> &out) {
+  auto reader = CheckpointReader::open(directory, /*needMoments=*/false);
+  if (!reader)
+    return reader.takeError();
+  out.resize(params.size());
+  for (size_t i = 0; i < params.size(); ++i) {
+    uint64_t numel = params[i].numElements();
+    out[i].assign(numel, 0.0f);
+    if (llvm::Error error = reader->readRange(
+            params[i].name, "master", params[i].shape, 0, numel, out[i].data()))
+      return error;
+  }
+  return llvm::Error::success();
+}
+
 llvm::Error ratrain::rt::loadSlots(llvm::StringRef directory,
                                    llvm::ArrayRef<ParamSlot> slots, int dpIndex,
                                    int dp) {

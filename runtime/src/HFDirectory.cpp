@@ -245,118 +245,6 @@ llvm::Error ratrain::rt::loadPretrained(llvm::StringRef directory,
 //===----------------------------------------------------------------------===//
 
 namespace {
-/// The FP32 masters of a checkpoint, tensor by tensor.
-class CheckpointMasters {
-public:
-  static llvm::Expected<CheckpointMasters> open(llvm::StringRef directory) {
-    CheckpointMasters masters;
-    masters.directory = directory.str();
-    auto modelIndex = readJSONFile(join(directory, kIndex));
-    if (!modelIndex)
-      return modelIndex.takeError();
-    llvm::json::Object *weights =
-        modelIndex->getAsObject()
-            ? modelIndex->getAsObject()->getObject("weight_map")
-            : nullptr;
-    if (!weights)
-      return makeError(join(directory, kIndex) + ": missing weight_map");
-    for (auto &[name, file] : *weights)
-      if (std::optional<llvm::StringRef> fileName = file.getAsString())
-        masters.modelFile[name.str()] = fileName->str();
-    std::string optimizerIndex =
-        join(directory, "optimizer.safetensors.index.json");
-    auto optimizer = readJSONFile(optimizerIndex);
-    if (!optimizer)
-      return optimizer.takeError();
-    llvm::json::Object *root = optimizer->getAsObject();
-    if (llvm::json::Array *zeroShards =
-            root ? root->getArray("zero_shards") : nullptr) {
-      // ZeRO: every data rank's range of every master.
-      for (const llvm::json::Value &entry : *zeroShards) {
-        std::optional<llvm::StringRef> fileName = entry.getAsString();
-        if (!fileName || fileName->contains('/'))
-          return makeError(optimizerIndex + ": invalid zero shard file name");
-        auto file = masters.openFile(fileName->str());
-        if (!file)
-          return file.takeError();
-        for (const TensorInfo &info : (*file)->tensors()) {
-          llvm::StringRef tensor = info.name;
-          if (!tensor.consume_back(".master"))
-            continue;
-          uint64_t offset = 0;
-          auto meta = (*file)->metadata().find(
-              ("ratrain.shard_offset." + tensor).str());
-          if (meta == (*file)->metadata().end() ||
-              llvm::StringRef(meta->second).getAsInteger(10, offset))
-            return makeError(llvm::formatv("{0}: tensor '{1}' has no shard "
-                                           "offset",
-                                           (*file)->path(), info.name));
-          masters.ranges[tensor.str()].push_back({*file, &info, offset});
-        }
-      }
-    }
-    return std::move(masters);
-  }
-
-  /// Tensor `name` ([numel] fp32) into `out`.
-  llvm::Error read(const ParamSpec &spec, std::vector<float> &out) {
-    uint64_t numel = spec.numElements();
-    out.assign(numel, 0.0f);
-    auto it = modelFile.find(spec.name);
-    if (it == modelFile.end())
-      return makeError(llvm::formatv("{0}: tensor '{1}' is not in the "
-                                     "checkpoint",
-                                     join(directory, kIndex), spec.name));
-    if (ranges.empty()) {
-      auto file = openFile(it->second);
-      if (!file)
-        return file.takeError();
-      return (*file)->read(spec.name, "F32", spec.shape, out.data(), numel * 4);
-    }
-    uint64_t covered = 0;
-    for (const Range &range : ranges[spec.name]) {
-      uint64_t count = range.info->numElements();
-      if (range.offset + count > numel)
-        return makeError(llvm::formatv("{0}: the shard of '{1}' at {2} "
-                                       "passes the tensor's {3} elements",
-                                       range.file->path(), spec.name,
-                                       range.offset, numel));
-      if (llvm::Error error =
-              range.file->read(range.info->name, "F32", range.info->shape,
-                               out.data() + range.offset, count * 4))
-        return error;
-      covered += count;
-    }
-    if (covered != numel)
-      return makeError(llvm::formatv("{0}: the ZeRO shards of '{1}' hold {2} "
-                                     "of its {3} elements",
-                                     directory, spec.name, covered, numel));
-    return llvm::Error::success();
-  }
-
-private:
-  struct Range {
-    SafetensorsFile *file;
-    const TensorInfo *info;
-    uint64_t offset;
-  };
-  llvm::Expected<SafetensorsFile *> openFile(const std::string &name) {
-    std::unique_ptr<SafetensorsFile> &file = files[name];
-    if (!file) {
-      auto opened = SafetensorsFile::open(join(directory, name));
-      if (!opened)
-        return opened.takeError();
-      file = std::make_unique<SafetensorsFile>(std::move(*opened));
-    }
-    return file.get();
-  }
-
-  std::string directory;
-  std::map<std::string, std::string> modelFile;
-  std::map<std::string, std::unique_ptr<SafetensorsFile>> files;
-  std::map<std::string, std::vector<Range>> ranges;
-};
-
 /// "model-00001-of-00003.safetensors".
 std::string exportShardName(size_t index, size_t count) {
   return llvm::formatv("model-{0:d5}-of-{1:d5}.safetensors", index + 1, count)
@@ -387,10 +275,6 @@ ratrain::rt::exportCheckpoint(llvm::StringRef checkpoint,
     return makeError(llvm::formatv("{0}: already exists; export writes a new "
                                    "directory",
                                    out));
-  auto masters = CheckpointMasters::open(directory);
-  if (!masters)
-    return masters.takeError();
-
   // Shards of at most maxShardBytes (a larger tensor alone in its shard).
   std::vector<ParamSpec> params = modelParameters(*model);
   std::vector<std::vector<size_t>> shards(1);
@@ -423,13 +307,16 @@ ratrain::rt::exportCheckpoint(llvm::StringRef checkpoint,
     std::string fileName = shards.size() == 1
                                ? std::string(kSingleFile)
                                : exportShardName(s, shards.size());
-    std::vector<std::vector<float>> data(shards[s].size());
+    std::vector<ParamSpec> specs;
+    for (size_t index : shards[s])
+      specs.push_back(params[index]);
+    std::vector<std::vector<float>> data;
+    if (llvm::Error error = readCheckpointMasters(directory, specs, data))
+      return fail(std::move(error));
     SafetensorsWriter writer;
     writer.setMetadata("format", "pt");
-    for (size_t k = 0; k < shards[s].size(); ++k) {
-      const ParamSpec &spec = params[shards[s][k]];
-      if (llvm::Error error = masters->read(spec, data[k]))
-        return fail(std::move(error));
+    for (size_t k = 0; k < specs.size(); ++k) {
+      const ParamSpec &spec = specs[k];
       writer.add(spec.name, "F32", spec.shape, data[k].data(),
                  data[k].size() * 4);
       weightMap[spec.name] = fileName;

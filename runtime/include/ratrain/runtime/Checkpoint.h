@@ -185,6 +185,14 @@ llvm::Error loadSlots(llvm::StringRef directory,
                       llvm::ArrayRef<ParamSlot> slots, int dpIndex = 0,
                       int dp = 1);
 
+/// The whole FP32 master of every tensor of `params` from the checkpoint
+/// step directory `directory`, whatever layout saved it (the reader of
+/// loadSlots: ZeRO pieces of every data rank assembled), into `out` (one
+/// vector per tensor).
+llvm::Error readCheckpointMasters(llvm::StringRef directory,
+                                  llvm::ArrayRef<ParamSpec> params,
+                                  std::vector<std::vector<float>> &out);
+
 /// What verifyCheckpoint found.
 struct CheckpointSummary {
   std::string directory;
