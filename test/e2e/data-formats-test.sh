@@ -12,14 +12,7 @@ if [ $# -ne 4 ]; then
   exit 2
 fi
 mpiexec=$1 np=$2 program=$3 tokens=$4
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export RATRAIN_PROGRESS_LINE=never
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-fail() {
-  echo "FAIL: $*"
-  exit 1
-}
+. "$(dirname "$0")/e2e-common.sh"
 python3 - "$tokens" "$dir" <<'PY'
 import struct, sys
 src, out = sys.argv[1], sys.argv[2]
@@ -50,7 +43,7 @@ run() { # NAME DATA
   timeout 300 "$mpiexec" -np "$np" --oversubscribe "$program" --data "$2" \
     --steps 3 --seed 4 --log "$dir/$1.jsonl" >"$dir/$1.txt" 2>&1
 }
-losses() { sed -n 's/.*"loss":\([^,}]*\).*"step":\([0-9]*\).*/\2 \1/p' "$dir/$1.jsonl"; }
+losses() { step_losses "$dir/$1.jsonl"; }
 run tok "$tokens" || { cat "$dir/tok.txt"; fail "training on $tokens failed"; }
 run mega "$dir/mega.bin" || { cat "$dir/mega.txt"; fail "training on the Megatron dataset failed"; }
 run flat "u16:$dir/flat.bin" || { cat "$dir/flat.txt"; fail "training on the flat array failed"; }

@@ -20,14 +20,7 @@ if [ $# -ne 8 ]; then
 fi
 mpiexec=$1 np=$2 program=$3 tokens=$4 ckpt_tool=$5 config=$6 dtype=$7 shards=$8
 writer="$(dirname "$0")/hf-directory.py"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export RATRAIN_PROGRESS_LINE=never
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-fail() {
-  echo "FAIL: $*"
-  exit 1
-}
+. "$(dirname "$0")/e2e-common.sh"
 run() { # run NAME ARGS...: the program on NP ranks, output in NAME.txt
   name=$1
   shift
@@ -35,9 +28,6 @@ run() { # run NAME ARGS...: the program on NP ranks, output in NAME.txt
   timeout 300 "$mpiexec" -np "$np" --oversubscribe "$program" --data "$tokens" \
     "$@" >"$dir/$name.txt" 2>&1 || status=$?
   return $status
-}
-losses() { # "step loss" lines of a step log
-  sed -n 's/.*"loss":\([^,}]*\).*"step":\([0-9]*\).*/\2 \1/p' "$1"
 }
 
 python3 "$writer" write "$config" "$dir/hf" --dtype "$dtype" --seed 5 \
@@ -48,8 +38,8 @@ run init --init-from "$dir/hf" --steps 2 --log "$dir/init.jsonl" ||
   { cat "$dir/init.txt"; fail "--init-from did not train"; }
 run fresh --steps 1 --log "$dir/fresh.jsonl" ||
   { cat "$dir/fresh.txt"; fail "the program did not train"; }
-first=$(losses "$dir/init.jsonl" | sed -n 1p)
-fresh=$(losses "$dir/fresh.jsonl" | sed -n 1p)
+first=$(step_losses "$dir/init.jsonl" | sed -n 1p)
+fresh=$(step_losses "$dir/fresh.jsonl" | sed -n 1p)
 echo "first step from $dtype weights: $first; from the program's init: $fresh"
 [ -n "$first" ] && [ "$first" != "$fresh" ] ||
   fail "the first loss does not depend on the loaded weights"
@@ -60,8 +50,8 @@ run save0 --init-from "$dir/hf" --steps 0 --ckpt "$dir/c0" ||
 "$ckpt_tool" verify "$dir/c0" || fail "the step-0 checkpoint does not verify"
 run resumed --resume --ckpt "$dir/c0" --steps 2 --log "$dir/resumed.jsonl" ||
   { cat "$dir/resumed.txt"; fail "--resume from the step-0 checkpoint failed"; }
-losses "$dir/init.jsonl" >"$dir/a.txt"
-losses "$dir/resumed.jsonl" >"$dir/b.txt"
+step_losses "$dir/init.jsonl" >"$dir/a.txt"
+step_losses "$dir/resumed.jsonl" >"$dir/b.txt"
 if ! cmp -s "$dir/a.txt" "$dir/b.txt"; then
   paste "$dir/a.txt" "$dir/b.txt"
   fail "--init-from and --resume of the same weights give different losses"

@@ -11,14 +11,7 @@ if [ $# -ne 4 ]; then
   exit 2
 fi
 mpiexec=$1 np=$2 program=$3 tokens=$4
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export RATRAIN_PROGRESS_LINE=never
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-fail() {
-  echo "FAIL: $*"
-  exit 1
-}
+. "$(dirname "$0")/e2e-common.sh"
 run() { # NAME ARGS...
   name=$1
   shift

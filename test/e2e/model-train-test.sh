@@ -15,14 +15,7 @@ if [ $# -lt 6 ]; then
 fi
 mpiexec=$1 np=$2 program=$3 tokens=$4 steps=$5 ckpt_tool=$6
 shift 6
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export RATRAIN_PROGRESS_LINE=never
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-fail() {
-  echo "FAIL: $*"
-  exit 1
-}
+. "$(dirname "$0")/e2e-common.sh"
 status=0
 timeout 500 "$mpiexec" -np "$np" --oversubscribe "$program" --data "$tokens" \
   --steps "$steps" --log "$dir/steps.jsonl" --ckpt "$dir/ckpt" \

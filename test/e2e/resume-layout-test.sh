@@ -13,14 +13,7 @@ if [ $# -ne 8 ]; then
   exit 2
 fi
 mpiexec=$1 program=$2 np=$3 other=$4 other_np=$5 tokens=$6 steps=$7 tolerance=$8
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export RATRAIN_PROGRESS_LINE=never
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-fail() {
-  echo "FAIL: $*"
-  exit 1
-}
+. "$(dirname "$0")/e2e-common.sh"
 run() { # run NAME NP PROGRAM ARGS...
   name=$1 ranks=$2 binary=$3
   shift 3
@@ -33,11 +26,8 @@ run full "$np" "$program" --steps "$total" --log "$dir/full.jsonl"
 run first "$np" "$program" --steps "$steps" --ckpt "$dir/ckpt" --log "$dir/first.jsonl"
 run resumed "$other_np" "$other" --steps "$total" --ckpt "$dir/ckpt" --resume \
   --log "$dir/resumed.jsonl"
-losses() {
-  sed -n 's/.*"loss":\([^,}]*\).*"step":\([0-9]*\).*/\2 \1/p' "$1"
-}
-losses "$dir/full.jsonl" >"$dir/full.txt"
-losses "$dir/resumed.jsonl" >"$dir/resumed.txt"
+step_losses "$dir/full.jsonl" >"$dir/full.txt"
+step_losses "$dir/resumed.jsonl" >"$dir/resumed.txt"
 awk -v tol="$tolerance" -v first="$((steps + 1))" -v last="$total" '
   NR == FNR { full[$1] = $2; next }
   { resumed[$1] = $2 }
