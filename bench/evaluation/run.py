@@ -148,7 +148,8 @@ def slower_network(path, factor, out_dir):
             stripped = line.split("#", 1)[0]
             if re.match(r"^\S", stripped):
                 section = stripped.split(":", 1)[0].strip()
-            m = re.match(r"^(\s*)(bandwidth|node_injection_bandwidth):\s*([0-9.eE+-]+)", stripped)
+            m = re.match(r"^(\s*-?\s*)(bandwidth|node_injection_bandwidth|injection_bandwidth):"
+                         r"\s*([0-9.eE+-]+)", stripped)
             if section == "network" and m:
                 line = f"{m.group(1)}{m.group(2)}: {float(m.group(3)) / factor:g}\n"
             out.append(line)
@@ -160,15 +161,26 @@ def slower_network(path, factor, out_dir):
 
 def read_machine(path):
     """The scalar keys of a machine file as dotted names (a small YAML subset:
-    nested mappings of scalars, comments)."""
-    values, stack = {}, []
+    nested mappings of scalars, lists of mappings as `key.0.field`,
+    comments)."""
+    values, stack, items = {}, [], {}
     with open(path) as f:
         for raw in f:
             line = raw.split("#", 1)[0].rstrip()
             if not line.strip():
                 continue
             indent = len(line) - len(line.lstrip())
-            key, _, value = line.strip().partition(":")
+            text = line.strip()
+            if text.startswith("- "):
+                # A list item: its fields one level below an index key.
+                while stack and stack[-1][0] >= indent:
+                    stack.pop()
+                parent = ".".join(k for _, k in stack)
+                index = items.get(parent, 0)
+                items[parent] = index + 1
+                stack.append((indent, str(index)))
+                text, indent = text[2:], indent + 2
+            key, _, value = text.partition(":")
             while stack and stack[-1][0] >= indent:
                 stack.pop()
             if value.strip():
@@ -384,6 +396,17 @@ def main():
             f"{k} {r.get('tokens-per-s', 0):,.0f} tokens/s "
             f"(bubble {r.get('bubble-mean-percent', 0):.1f}%)" for k, r in runs.items()),
             file=sys.stderr)
+    # 1d. Gradient clipping at 1024 clusters, ratrain policy: the planner's
+    # best plan without and with the global-norm barrier.
+    clipping = []
+    for name, model_file in MODELS:
+        runs = {"none": simulate(tool, model_file, CLUSTERS, GLOBAL_BATCH, "ratrain"),
+                "exact": simulate(tool, model_file, CLUSTERS, GLOBAL_BATCH, "ratrain",
+                                  ["--max-grad-norm", "1.0"])}
+        clipping.append((name, runs))
+        print(f"{name}: clipping " + ", ".join(
+            f"{k} {r.get('tokens-per-s', 0):,.0f} tokens/s" for k, r in runs.items()),
+            file=sys.stderr)
     # One timeline per kind: LLaMA-2-70B, or Baichuan2-13B where the 70B has
     # no plan of that kind under the cap.
     schedule_timelines = {}
@@ -472,7 +495,7 @@ def main():
         scaling_chart(os.path.join(plots, "scaling.svg"), scaling_rows)
 
     write_report(args.out, machine, comparison, speedups, sweep, network, scaling,
-                 scaling_rows, timelines, compiled, schedules, schedule_timelines)
+                 scaling_rows, timelines, compiled, schedules, schedule_timelines, clipping)
 
 
 def write_schedules(w, schedules, schedule_timelines):
@@ -528,7 +551,11 @@ def write_schedules(w, schedules, schedule_timelines):
       "every plan has at most as many micro-batches as pipeline stages. Fill and drain are then "
       "a large part of the step under any schedule; interleaving divides them by v only where a "
       "rank can hold v chunks of at least one layer and their extra in-flight activations.")
-    w("- LLaMA-2-70B needs p >= 32 to fit its model states in 20 GB (2 B/param 16-bit views and "
+    w("- With ZeRO-3 (views, gradients and states sharded over all 1024 clusters) every model "
+      "but Baichuan2-13B fits on one pipeline stage: the best plan is then pp = 1 with no "
+      "bubble at all, and no pipeline schedule can beat it; the bubble target only applies to "
+      "pipelined plans. Without ZeRO-3, LLaMA-2-70B needs p >= 32 to fit its model states in "
+      "20 GB (2 B/param 16-bit views and "
       "2 B/param gradients on every rank, only the master and Adam states shard with ZeRO-1 "
       "while m > 1), and 80 layers on 32 ranks leave 2 or 3 layers per rank and full recompute "
       "on most. Interleaved 1F1B (v = 2) holds about twice the first-stage 1F1B activations on "
@@ -564,8 +591,46 @@ def write_schedules(w, schedules, schedule_timelines):
             w("")
 
 
+def write_clipping(w, clipping):
+    """The cost of exact global gradient-norm clipping (issue 16)."""
+    w("## Gradient clipping")
+    w("")
+    w("Global gradient-norm clipping (`--max-grad-norm`, docs/schedule.md, \"Gradient "
+      "clipping\") needs the norm over every gradient of the step before any update. RATrain "
+      "computes it exactly: each stage still syncs each layer's gradient as soon as its last "
+      "backward is done, but holds every update until the sum of squares of its synced gradients "
+      "has been all-reduced over all clusters. The cost is the update overlap that is lost (a "
+      "stage's updates no longer run while the stages behind it drain the pipeline), the sum of "
+      "squares (one read of the gradients) and the latency of a 4-byte all-reduce over "
+      f"{CLUSTERS} clusters. Same requests as above (ratrain policy, 1F1B, planner free); "
+      "`--max-grad-norm 1.0` makes the planner price the barrier too:")
+    w("")
+    w("| model | clipping | plan | step | tokens/s | cost of clipping |")
+    w("| --- | --- | --- | --- | --- | --- |")
+    for name, runs in clipping:
+        base = runs["none"].get("step-time-s")
+        for kind in ("none", "exact"):
+            r = runs[kind]
+            if "error" in r:
+                w(f"| {name} | {kind} | no plan: {r['error'][:120]} | | | |")
+                continue
+            cost = ""
+            if kind == "exact" and base:
+                cost = f"{100 * (r['step-time-s'] / base - 1):+.3f}%"
+            w(f"| {name} | {kind} | `{r.get('plan', '?')}` | {fmt_s(r['step-time-s'])} | "
+              f"{fmt_tokens(r['tokens-per-s'])} | {cost} |")
+    w("")
+    w("Why exact and not a one-step-stale norm (clipping step t's gradients with step t - 1's "
+      "norm, which keeps the early updates): at paper scale the exact barrier costs the "
+      "fraction above, while a stale norm changes the optimizer's arithmetic against every "
+      "reference trainer (PyTorch's `clip_grad_norm_`, Megatron, DeepSpeed), exactly on the "
+      "steps where clipping matters (loss spikes). The host runs and the float64 gradcheck "
+      "(`test/Conversion/lower-to-mt3k-clip-gradcheck.test`) check the exact form.")
+    w("")
+
+
 def write_report(out, machine, comparison, speedups, sweep, network, scaling, scaling_rows,
-                 timelines, compiled, schedules, schedule_timelines):
+                 timelines, compiled, schedules, schedule_timelines, clipping):
     m = machine
     lines = []
     w = lines.append
@@ -605,11 +670,23 @@ def write_report(out, machine, comparison, speedups, sweep, network, scaling, sc
       f"{m.get('cluster.efficiency.attention_forward', '?')} / {m.get('cluster.efficiency.attention_backward', '?')} |")
     w(f"| usable DDR per cluster | {g('cluster.ddr_bytes', ' GB', 1e9)} |")
     w(f"| DDR bandwidth per cluster | {g('cluster.ddr_bandwidth', ' GB/s', 1e9)} |")
-    w(f"| intra-node link | {g('network.intra_node.bandwidth', ' GB/s', 1e9)}, "
-      f"{g('network.intra_node.latency', ' us', 1e-6)} |")
-    w(f"| inter-node link per cluster | {g('network.inter_node.bandwidth', ' GB/s', 1e9)}, "
-      f"{g('network.inter_node.latency', ' us', 1e-6)} |")
-    w(f"| node injection | {g('network.node_injection_bandwidth', ' GB/s', 1e9)} |")
+    if "network.levels.0.bandwidth" in m:
+        # Network levels, innermost first.
+        level = 0
+        while f"network.levels.{level}.bandwidth" in m:
+            k = f"network.levels.{level}"
+            injection = (f", injection {g(k + '.injection_bandwidth', ' GB/s', 1e9)} per group"
+                         if k + ".injection_bandwidth" in m else "")
+            w(f"| network level {level} ({m.get(k + '.name', '?')}, {m.get(k + '.size', 'rest')}) | "
+              f"{g(k + '.bandwidth', ' GB/s', 1e9)} per cluster, {g(k + '.latency', ' us', 1e-6)}"
+              f"{injection} |")
+            level += 1
+    else:
+        w(f"| intra-node link | {g('network.intra_node.bandwidth', ' GB/s', 1e9)}, "
+          f"{g('network.intra_node.latency', ' us', 1e-6)} |")
+        w(f"| inter-node link per cluster | {g('network.inter_node.bandwidth', ' GB/s', 1e9)}, "
+          f"{g('network.inter_node.latency', ' us', 1e-6)} |")
+        w(f"| node injection | {g('network.node_injection_bandwidth', ' GB/s', 1e9)} |")
     w(f"| gradient-sync algorithm | {m.get('network.collective', '?')} |")
     w("")
 
@@ -750,6 +827,7 @@ def write_report(out, machine, comparison, speedups, sweep, network, scaling, sc
     w("")
 
     write_schedules(w, schedules, schedule_timelines)
+    write_clipping(w, clipping)
 
     w("## LLaMA-2-7B scaling, 8 to 1024 clusters")
     w("")

@@ -30,7 +30,8 @@ def MT3K_GroupKind : I32EnumAttr<"GroupKind", "the role of a process group", [
       I32EnumAttrCase<"pipeline", 1>,
       I32EnumAttrCase<"node_local", 2>,
       I32EnumAttrCase<"data_inside", 3>,
-      I32EnumAttrCase<"data_across", 4>
+      I32EnumAttrCase<"data_across", 4>,
+      I32EnumAttrCase<"world", 5>
     ]> {
   let cppNamespace = "::ratrain::mt3k";
   let genSpecializedAttr = 0;

@@ -11,6 +11,8 @@
 
 #include "llvm/ADT/STLExtras.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace ratrain::mt3k;
 
@@ -396,12 +398,25 @@ LogicalResult AdamWOp::verify() {
         eps > 0 && decay >= 0))
     return emitOpError("hyper-parameters out of range: need lr >= 0, "
                        "0 <= beta1, beta2 < 1, eps > 0, weight_decay >= 0");
+  if (bool(getClip()) != bool(getMaxGradNorm()))
+    return emitOpError("'clip' and 'max_grad_norm' go together");
+  if (getMaxGradNorm() && !(getMaxGradNorm()->convertToDouble() > 0 &&
+                            std::isfinite(getMaxGradNorm()->convertToDouble())))
+    return emitOpError("max_grad_norm must be a finite number > 0, got ")
+           << getMaxGradNorm()->convertToDouble();
   return verifyNoOverlap(*this,
                          {{getMaster(), "master"},
                           {getM(), "m"},
                           {getV(), "v"},
                           {getView(), "view"}},
                          {{getGrad(), "grad"}}, /*mayAlias=*/false);
+}
+
+LogicalResult SumSquaresOp::verify() {
+  double weight = getWeight().convertToDouble();
+  if (!(weight > 0 && weight <= 1))
+    return emitOpError("weight must be in (0, 1], got ") << weight;
+  return success();
 }
 
 LogicalResult InitParamOp::verify() {

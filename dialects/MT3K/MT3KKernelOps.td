@@ -256,7 +256,10 @@ def MT3K_AdamWOp : MT3K_InProgramOp<"adamw"> {
     are disjoint and hold the same number of elements (a whole parameter or
     a ZeRO shard).
     The runtime supplies the iteration number for bias correction and may
-    scale `lr` by its schedule.
+    scale `lr` by its schedule. With `clip` (the all-reduced
+    `mt3k.sum_squares` of the step's gradients) the gradient is also
+    multiplied by `min(1, max_grad_norm / (sqrt(clip) + 1e-6))`, PyTorch's
+    `clip_grad_norm_`.
 
     ```mlir
     mt3k.adamw %g, %master, %m, %v -> %w lr 3.000000e-04 beta1 9.000000e-01
@@ -273,11 +276,17 @@ def MT3K_AdamWOp : MT3K_InProgramOp<"adamw"> {
                        Arg<MT3K_FloatBuffer, "parameter view", [MemWrite]>:$view,
                        F64Attr:$lr, F64Attr:$beta1, F64Attr:$beta2,
                        F64Attr:$eps, F64Attr:$weight_decay,
-                       OptionalAttr<F64Attr>:$grad_scale);
+                       OptionalAttr<F64Attr>:$grad_scale,
+                       Arg<Optional<MT3K_DdrF32Scalar>,
+                           "squared global gradient norm", [MemRead]>:$clip,
+                       OptionalAttr<F64Attr>:$max_grad_norm);
   let assemblyFormat = [{
     $grad `,` $master `,` $m `,` $v `->` $view `lr` $lr `beta1` $beta1
     `beta2` $beta2 `eps` $eps `weight_decay` $weight_decay
-    (`grad_scale` $grad_scale^)? attr-dict
+    (`grad_scale` $grad_scale^)?
+    (`clip` `(` $clip^ `:` qualified(type($clip)) `)`
+     `max_grad_norm` $max_grad_norm)?
+    attr-dict
     `:` qualified(type($grad)) `,` qualified(type($master)) `,`
     qualified(type($m)) `,` qualified(type($v)) `->` qualified(type($view))
   }];
@@ -292,9 +301,34 @@ def MT3K_AdamWOp : MT3K_InProgramOp<"adamw"> {
             $_builder.getF64FloatAttr(beta2), $_builder.getF64FloatAttr(eps),
             $_builder.getF64FloatAttr(weightDecay),
             gradScale ? $_builder.getF64FloatAttr(*gradScale)
-                      : ::mlir::FloatAttr());
+                      : ::mlir::FloatAttr(),
+            ::mlir::Value(), ::mlir::FloatAttr());
     }]>
   ];
+  let hasVerifier = 1;
+}
+
+def MT3K_SumSquaresOp : MT3K_ComputeOp<"sum_squares"> {
+  let summary = "add the weighted sum of squares of a buffer to a scalar";
+  let description = [{
+    `acc += weight * sum_i source[i]^2`, the sum taken in float64 (global
+    gradient-norm clipping: the squares of this rank's part of a synced
+    gradient; `weight` 1 / dp counts a gradient every data-parallel
+    replica holds whole once over the group).
+
+    ```mlir
+    mt3k.sum_squares %g -> %acc weight 5.000000e-01
+        : !mt3k.buffer<ddr, 4096xbf16> -> !mt3k.buffer<ddr, f32>
+    ```
+  }];
+  let arguments = (ins Arg<MT3K_FloatBuffer, "summed", [MemRead]>:$source,
+                       Arg<MT3K_DdrF32Scalar, "accumulator",
+                           [MemRead, MemWrite]>:$acc,
+                       F64Attr:$weight);
+  let assemblyFormat = [{
+    $source `->` $acc `weight` $weight attr-dict `:` qualified(type($source))
+    `->` qualified(type($acc))
+  }];
   let hasVerifier = 1;
 }
 

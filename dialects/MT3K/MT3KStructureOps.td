@@ -57,8 +57,9 @@ def MT3K_GroupOp : MT3K_Op<"group", [Symbol, HasParent<"::mlir::ModuleOp">]> {
     name by symbol. `kind` says what the group spans: the ranks holding the
     same pipeline stage of different replicas (`data_parallel`), the stages
     of one replica (`pipeline`; a rank's index in it is its program's
-    `stage`), or the ranks of one node (`node_local`). `size` is the number
-    of ranks in the group.
+    `stage`), the ranks of one node (`node_local`), or every rank of the job
+    (`world`: the global gradient norm). `size` is the number of ranks in
+    the group.
 
     Hierarchical partitioning (docs/schedule.md, "Partitioning") runs ZeRO
     collectives on parts of the data-parallel group at network `level` L:

@@ -11,6 +11,8 @@
 
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace ratrain;
 
@@ -21,10 +23,12 @@ using namespace ratrain;
 /// `, weight_partition = <L>`, `, grad_partition = <L>`,
 /// `, weight_wire = <w>`, `, grad_wire = <w>`, in this order; then the
 /// closing `>`.
-static ParseResult parsePlanExtras(
-    AsmParser &parser, Offload &offload, PipelineScheduleKind &schedule,
-    int64_t &virtualStages, int64_t &weightPartition, int64_t &gradPartition,
-    std::optional<WireType> &weightWire, std::optional<WireType> &gradWire) {
+static ParseResult
+parsePlanExtras(AsmParser &parser, Offload &offload,
+                PipelineScheduleKind &schedule, int64_t &virtualStages,
+                int64_t &weightPartition, int64_t &gradPartition,
+                std::optional<WireType> &weightWire,
+                std::optional<WireType> &gradWire, FloatAttr &maxGradNorm) {
   offload = Offload::None;
   schedule = PipelineScheduleKind::OneFOneB;
   virtualStages = 1;
@@ -32,6 +36,7 @@ static ParseResult parsePlanExtras(
   gradPartition = -1;
   weightWire = std::nullopt;
   gradWire = std::nullopt;
+  maxGradNorm = FloatAttr();
   while (succeeded(parser.parseOptionalComma())) {
     StringRef key;
     SMLoc loc = parser.getCurrentLocation();
@@ -46,6 +51,13 @@ static ParseResult parsePlanExtras(
       if (parser.parseInteger(key == "weight_partition" ? weightPartition
                                                         : gradPartition))
         return failure();
+      continue;
+    }
+    if (key == "max_grad_norm") {
+      double value;
+      if (parser.parseFloat(value))
+        return failure();
+      maxGradNorm = parser.getBuilder().getF64FloatAttr(value);
       continue;
     }
     StringRef value;
@@ -76,7 +88,8 @@ static ParseResult parsePlanExtras(
       return parser.emitError(loc, "unknown plan field '")
              << key
              << "'; expected offload, schedule, virtual_stages, "
-                "weight_partition, grad_partition, weight_wire or grad_wire";
+                "weight_partition, grad_partition, weight_wire, grad_wire or "
+                "max_grad_norm";
     }
   }
   return parser.parseGreater();
@@ -87,7 +100,8 @@ static void printPlanExtras(AsmPrinter &printer, Offload offload,
                             int64_t virtualStages, int64_t weightPartition,
                             int64_t gradPartition,
                             std::optional<WireType> weightWire,
-                            std::optional<WireType> gradWire) {
+                            std::optional<WireType> gradWire,
+                            FloatAttr maxGradNorm) {
   if (offload != Offload::None)
     printer << ", offload = " << stringifyOffload(offload);
   if (schedule != PipelineScheduleKind::OneFOneB)
@@ -102,6 +116,10 @@ static void printPlanExtras(AsmPrinter &printer, Offload offload,
     printer << ", weight_wire = " << stringifyWireType(*weightWire);
   if (gradWire)
     printer << ", grad_wire = " << stringifyWireType(*gradWire);
+  if (maxGradNorm && !maxGradNorm.getValue().isZero()) {
+    printer << ", max_grad_norm = ";
+    printer.printFloat(maxGradNorm.getValue());
+  }
   printer << ">";
 }
 
@@ -150,14 +168,20 @@ RopeScalingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
-LogicalResult PlanAttr::verify(
-    function_ref<InFlightDiagnostic()> emitError, int64_t clusters, int64_t pp,
-    int64_t dp, int64_t microBatchSize, int64_t microBatches, int64_t zero,
-    ArrayRef<int64_t> stageLayers, ArrayRef<Recompute> recompute,
-    int64_t stepMicros, int64_t peakBytes, Offload offload,
-    PipelineScheduleKind schedule, int64_t virtualStages,
-    int64_t weightPartition, int64_t gradPartition,
-    std::optional<WireType> weightWire, std::optional<WireType> gradWire) {
+LogicalResult
+PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError, int64_t clusters,
+                 int64_t pp, int64_t dp, int64_t microBatchSize,
+                 int64_t microBatches, int64_t zero,
+                 ArrayRef<int64_t> stageLayers, ArrayRef<Recompute> recompute,
+                 int64_t stepMicros, int64_t peakBytes, Offload offload,
+                 PipelineScheduleKind schedule, int64_t virtualStages,
+                 int64_t weightPartition, int64_t gradPartition,
+                 std::optional<WireType> weightWire,
+                 std::optional<WireType> gradWire, FloatAttr maxGradNormAttr) {
+  double maxGradNorm = maxGradNormAttr ? maxGradNormAttr.getValueAsDouble() : 0;
+  if (!std::isfinite(maxGradNorm) || maxGradNorm < 0)
+    return emitError() << "plan max_grad_norm = " << maxGradNorm
+                       << " must be a finite number >= 0 (0: no clipping)";
   if (pp < 1 || dp < 1 || microBatchSize < 1 || microBatches < 1)
     return emitError() << "plan needs pp, dp, micro_batch_size and "
                           "micro_batches >= 1";

@@ -240,6 +240,11 @@ def RATrain_PlanAttr : RATrain_Attr<"Plan", "plan"> {
     wire types of the weight all-gathers and gradient reduce-scatters
     (default: native elements).
 
+    `max_grad_norm` (omitted when 0: no clipping) clips the step's
+    gradients to that global L2 norm before any update, as PyTorch's
+    `clip_grad_norm_`: the stages' updates wait for `ratrain.grad_norm`
+    (docs/schedule.md, "Gradient clipping").
+
     ```mlir
     #ratrain.plan<clusters = 8, pp = 2, dp = 4, micro_batch_size = 1,
                   micro_batches = 8, zero = 1, stage_layers = [3, 3],
@@ -267,7 +272,8 @@ def RATrain_PlanAttr : RATrain_Attr<"Plan", "plan"> {
     DefaultValuedParameter<"std::optional<::ratrain::WireType>",
                            "std::nullopt">:$weight_wire,
     DefaultValuedParameter<"std::optional<::ratrain::WireType>",
-                           "std::nullopt">:$grad_wire
+                           "std::nullopt">:$grad_wire,
+    DefaultValuedParameter<"::mlir::FloatAttr", "::mlir::FloatAttr()">:$max_grad_norm
   );
   let assemblyFormat = [{
     `<` `clusters` `=` $clusters `,` `pp` `=` $pp `,` `dp` `=` $dp `,`
@@ -278,7 +284,7 @@ def RATrain_PlanAttr : RATrain_Attr<"Plan", "plan"> {
     `peak_bytes` `=` $peak_bytes
     `` custom<PlanExtras>($offload, $schedule, $virtual_stages,
                           $weight_partition, $grad_partition, $weight_wire,
-                          $grad_wire)
+                          $grad_wire, $max_grad_norm)
   }];
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
@@ -291,6 +297,12 @@ def RATrain_PlanAttr : RATrain_Attr<"Plan", "plan"> {
     /// The recompute policy of the virtual stage owning `layer`.
     ::ratrain::Recompute getLayerRecompute(int64_t layer) const {
       return getRecompute()[getVirtualStageOfLayer(layer)];
+    }
+    /// Whether the step clips its gradients to a global norm.
+    bool clipsGradients() const { return getMaxGradNormValue() > 0; }
+    /// The clipping norm as a double (0: none).
+    double getMaxGradNormValue() const {
+      return getMaxGradNorm() ? getMaxGradNorm().getValueAsDouble() : 0.0;
     }
     /// Whether any sharding-policy field differs from its default.
     bool hasSharding() const {

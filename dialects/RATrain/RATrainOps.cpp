@@ -730,6 +730,23 @@ LogicalResult UpdateOp::verify() {
   return success();
 }
 
+LogicalResult GradNormOp::verify() {
+  if (getGrads().empty())
+    return emitOpError("needs at least one synced gradient");
+  auto async = dyn_cast<AsyncType>(getPending().getType());
+  if (!async || !isa<GradNormType>(async.getValue()))
+    return emitOpError("result must be !ratrain.async<!ratrain.grad_norm>, "
+                       "not ")
+           << getPending().getType();
+  llvm::SmallDenseSet<int64_t, 8> layers;
+  for (Value grad : getGrads()) {
+    int64_t layer = cast<GradType>(grad.getType()).getLayer();
+    if (!layers.insert(layer).second)
+      return emitOpError("counts the gradient of layer ") << layer << " twice";
+  }
+  return success();
+}
+
 LogicalResult ReloadOp::verify() {
   Value operand = getOffloaded();
   if (isa<OffloadedType>(operand.getType()))

@@ -492,23 +492,67 @@ def RATrain_WaitOp : RATrain_StageOp<"wait", [
   let assemblyFormat = "$pending attr-dict `:` qualified(type($pending))";
 }
 
+def RATrain_GradNormOp : RATrain_StageOp<"grad_norm"> {
+  let summary = "the step's global gradient norm, for gradient clipping";
+  let description = [{
+    Sums the squares of this rank's part of each synced gradient (its shard
+    after a reduce-scatter; a data-parallel replica's share of a gradient
+    every replica holds whole after an all-reduce) and starts an all-reduce
+    of the sum over every rank of the job. The wait yields the square of
+    the global L2 norm, which the stage's `ratrain.update`s read: under
+    exact clipping no update runs before every layer of every stage is
+    synced (docs/schedule.md, "Gradient clipping").
+
+    ```mlir
+    %n = ratrain.grad_norm %g1, %g2
+        : !ratrain.grad<1, synced>, !ratrain.grad<2, synced>
+          -> !ratrain.async<!ratrain.grad_norm>
+    ```
+  }];
+  let arguments = (ins Variadic<RATrain_SyncedGrad>:$grads);
+  let results = (outs RATrain_AnyAsync:$pending);
+  let assemblyFormat = [{
+    $grads attr-dict `:` qualified(type($grads)) `->` qualified(type($pending))
+  }];
+  let hasVerifier = 1;
+}
+
 def RATrain_UpdateOp : RATrain_StageOp<"update", [
     AllTypesMatch<["master", "new_master"]>,
     AllTypesMatch<["opt_state", "new_opt_state"]>]> {
   let summary = "optimizer step of one layer";
   let description = [{
     Applies the synced gradient to the FP32 master weights and the optimizer
-    state; the new master feeds `ratrain.view_prefetch`.
+    state; the new master feeds `ratrain.view_prefetch`. With `clip` (the
+    plan's `max_grad_norm` is set) the gradient is first multiplied by
+    `min(1, max_grad_norm / (sqrt(clip) + 1e-6))`, PyTorch's
+    `clip_grad_norm_`.
+
+    ```mlir
+    %m, %s = ratrain.update adamw %g, %master, %state clip %norm
+        : !ratrain.grad<3, synced>, !ratrain.master<3>, !ratrain.opt_state<3>
+    ```
   }];
   let arguments = (ins RATrain_Optimizer:$optimizer,
                        RATrain_SyncedGrad:$grad, RATrain_AnyMaster:$master,
-                       RATrain_AnyOptState:$opt_state);
+                       RATrain_AnyOptState:$opt_state,
+                       Optional<RATrain_AnyGradNorm>:$clip);
   let results = (outs RATrain_AnyMaster:$new_master,
                       RATrain_AnyOptState:$new_opt_state);
   let assemblyFormat = [{
-    $optimizer $grad `,` $master `,` $opt_state attr-dict `:` qualified(type($grad)) `,`
-    qualified(type($master)) `,` qualified(type($opt_state))
+    $optimizer $grad `,` $master `,` $opt_state (`clip` $clip^)? attr-dict `:`
+    qualified(type($grad)) `,` qualified(type($master)) `,`
+    qualified(type($opt_state))
   }];
+  let builders = [
+    // An update without gradient clipping.
+    OpBuilder<(ins "::mlir::Type":$newMaster, "::mlir::Type":$newOptState,
+                   "::ratrain::Optimizer":$optimizer, "::mlir::Value":$grad,
+                   "::mlir::Value":$master, "::mlir::Value":$optState), [{
+      build($_builder, $_state, newMaster, newOptState, optimizer, grad,
+            master, optState, ::mlir::Value());
+    }]>
+  ];
   let hasVerifier = 1;
 }
 

@@ -51,6 +51,17 @@ def RATrain_GradType : RATrain_Type<"Grad", "grad"> {
   let assemblyFormat = "`<` $layer `,` $phase `>`";
 }
 
+def RATrain_GradNormType : RATrain_Type<"GradNorm", "grad_norm"> {
+  let summary = "the step's global gradient norm (gradient clipping)";
+  let description = [{
+    The sum of squares of every synced gradient element of the step, over
+    all layers of all stages and data-parallel replicas: the square of the
+    L2 norm that global gradient-norm clipping compares with the plan's
+    `max_grad_norm`. Produced by `ratrain.grad_norm`, read by every
+    `ratrain.update` of a clipped step.
+  }];
+}
+
 def RATrain_ActivationType : RATrain_Type<"Activation", "act"> {
   let summary = "stored activations of a layer for one micro-batch";
   let parameters = (ins "int64_t":$layer,
@@ -112,6 +123,10 @@ def RATrain_AnyDeferred
            "deferred weight-gradient inputs", "::ratrain::DeferredType">;
 def RATrain_AnyAsync : Type<CPred<"::llvm::isa<::ratrain::AsyncType>($_self)">,
     "async value", "::ratrain::AsyncType">;
+def RATrain_AnyGradNorm
+    : Type<CPred<"::llvm::isa<::ratrain::GradNormType>($_self)">,
+           "global gradient norm", "::ratrain::GradNormType">,
+      BuildableType<"::ratrain::GradNormType::get($_builder.getContext())">;
 def RATrain_AnyOffloaded
     : Type<CPred<"::llvm::isa<::ratrain::OffloadedType>($_self)">,
            "offloaded state", "::ratrain::OffloadedType">;

@@ -191,6 +191,7 @@ ParallelConfig ratrain::toParallelConfig(PlanAttr plan) {
   config.schedule = fromIRSchedule(plan.getSchedule());
   config.virtualStages = plan.getVirtualStages();
   config.sharding = getShardingPolicy(plan);
+  config.maxGradNorm = plan.getMaxGradNormValue();
   int64_t firstDecoder = 0;
   int64_t numStages = plan.getNumVirtualStages();
   for (int64_t stage = 0; stage < numStages; ++stage) {

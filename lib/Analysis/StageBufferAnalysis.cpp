@@ -48,6 +48,8 @@ StringRef ratrain::stringifyBufferKind(BufferKind kind) {
     return "send";
   case BufferKind::Reloaded:
     return "reloaded";
+  case BufferKind::GradNorm:
+    return "grad_norm";
   case BufferKind::Workspace:
     return "workspace";
   case BufferKind::SyncStaging:
@@ -109,6 +111,9 @@ std::string StageBuffer::describe() const {
   }
   case BufferKind::Reloaded:
     os << "reloaded state of layer " << layer;
+    break;
+  case BufferKind::GradNorm:
+    os << "global gradient norm";
     break;
   case BufferKind::Workspace:
   case BufferKind::SyncStaging:
@@ -411,6 +416,13 @@ void ratrain::detail::StageBufferBuilder::visit(Operation *op,
          position);
     return;
   }
+  if (auto norm = dyn_cast<GradNormOp>(op)) {
+    join(norm.getPending(),
+         newBuffer(BufferKind::GradNorm, norm.getPending().getType(), -1,
+                   position),
+         position);
+    return;
+  }
   if (isa<YieldOp>(op))
     return;
   // Unknown ops: each result is a buffer of its own.
@@ -568,6 +580,9 @@ void StageBufferAnalysis::size(const BufferSizes &sizes) {
         buffer.bytes = sizes.activationBytes(buffer.layer, act.getKind());
       break;
     }
+    case BufferKind::GradNorm:
+      buffer.bytes = 4; // one f32
+      break;
     case BufferKind::Workspace:
     case BufferKind::SyncStaging:
     case BufferKind::AttentionScratch:

@@ -189,6 +189,16 @@ double CostModel::viewCast(int64_t params) const {
   return memoryBoundSeconds((4.0 + getDTypeBytes(model.dtype)) * params);
 }
 
+double CostModel::gradSquares(int64_t elements) const {
+  return memoryBoundSeconds(double(getDTypeBytes(model.dtype)) *
+                            double(elements));
+}
+
+double CostModel::globalNormAllReduce(int64_t clusters) const {
+  return collective(CollectiveKind::AllReduce, CollectiveAlgorithm::Tree, 4,
+                    clusters);
+}
+
 double CostModel::offloadTransfer(int64_t bytes) const {
   if (bytes <= 0)
     return 0;
@@ -628,6 +638,22 @@ StepTime ratrain::predictStepTime(const CostModel &costs,
                               first.syncSeconds + first.updateSeconds +
                               first.castSeconds + first.allGatherSeconds +
                               first.offloadSeconds);
+    if (config.maxGradNorm > 0) {
+      // Every stage syncs, then the global norm, then the updates.
+      double syncs = 0, updates = 0;
+      int64_t largest = 0;
+      for (int64_t i = 0; i < p; ++i) {
+        const StageTiming &t = result.stages[static_cast<size_t>(i)];
+        syncs = std::max(syncs, t.syncSeconds);
+        updates = std::max(updates, t.updateSeconds + t.castSeconds +
+                                        t.allGatherSeconds + t.offloadSeconds);
+        largest = std::max(largest, stageParams(model, config, i));
+      }
+      tail = std::max(
+          tail,
+          syncs + costs.gradSquares(sharded ? (largest + d - 1) / d : largest) +
+              costs.globalNormAllReduce(config.clusters()) + updates);
+    }
     result.exposedLifecycle = tail;
     result.total = result.pipeline + tail;
     return result;
@@ -635,15 +661,31 @@ StepTime ratrain::predictStepTime(const CostModel &costs,
 
   // Layer-level lifecycle. Stage i's last backward ends when the last
   // micro-batch's gradient has flowed back from the last stage to it.
+  // First every stage's syncs (communication stream, readiness order), then
+  // its updates; under gradient clipping no update starts before the global
+  // norm: every stage's last sync, its sum of squares and the norm's
+  // all-reduce over all clusters.
   double iteration = result.pipeline;
+  struct StageLifecycle {
+    std::vector<SyncItem> items;
+    std::vector<double> syncEnd;
+    double sweepStart = 0, lastBackwardEnd = 0, commFree = 0;
+    double fillOffset = 0; ///< start of the stage's first forward
+  };
+  std::vector<StageLifecycle> lifecycles(static_cast<size_t>(p));
   double fillOffset = 0;  // start of stage i's first forward after iteration
   double drainBefore = 0; // sum_{j<i} (B_j + c)
-  std::vector<SyncItem> items;
+  double normReady = 0;
   for (int64_t i = 0; i < p; ++i) {
     const StageTiming &t = result.stages[i];
     int64_t n = config.stages[i].numLayers;
+    StageLifecycle &life = lifecycles[static_cast<size_t>(i)];
+    std::vector<SyncItem> &items = life.items;
     double lastBackwardEnd = result.pipeline - drainBefore;
     double sweepStart = lastBackwardEnd - t.backward;
+    life.lastBackwardEnd = lastBackwardEnd;
+    life.sweepStart = sweepStart;
+    life.fillOffset = fillOffset;
     double layerB = std::max(bw + costs.layerRecompute(b, config.recompute[i]),
                              layerGradComm);
 
@@ -670,15 +712,37 @@ StepTime ratrain::predictStepTime(const CostModel &costs,
     }
 
     // Communication stream: syncs in readiness order.
-    std::vector<double> syncEnd(items.size());
+    std::vector<double> &syncEnd = life.syncEnd;
+    syncEnd.assign(items.size(), 0);
     double commFree = 0;
+    int64_t stageParams = 0;
     for (size_t k = 0; k < items.size(); ++k) {
       double ready = sweepStart + items[k].readyOffset;
       double start = std::max(ready, commFree);
       commFree =
           start + itemCommunication(costs, config, items[k].params).gradSync;
       syncEnd[k] = commFree;
+      stageParams += items[k].params;
     }
+    life.commFree = commFree;
+    if (config.maxGradNorm > 0)
+      normReady = std::max(
+          normReady, std::max(commFree, lastBackwardEnd) +
+                         costs.gradSquares(sharded ? (stageParams + d - 1) / d
+                                                   : stageParams));
+    fillOffset += t.forward + c;
+    drainBefore += t.backward + c;
+  }
+  if (config.maxGradNorm > 0)
+    normReady += costs.globalNormAllReduce(config.clusters());
+
+  for (int64_t i = 0; i < p; ++i) {
+    StageLifecycle &life = lifecycles[static_cast<size_t>(i)];
+    const std::vector<SyncItem> &items = life.items;
+    const std::vector<double> &syncEnd = life.syncEnd;
+    double sweepStart = life.sweepStart;
+    double commFree = life.commFree;
+    double fillOffset = life.fillOffset;
     // Offload stream (DDR <-> tier), double-buffered: the reloads of the
     // first two items start with the sweep; after item k's update its
     // write-back frees its window slot for the reload of item k + 2.
@@ -692,8 +756,9 @@ StepTime ratrain::predictStepTime(const CostModel &costs,
     if (offloadPerParam > 0)
       for (size_t k = 0; k < std::min<size_t>(2, items.size()); ++k)
         reload(k);
-    // Compute stream: updates and casts after the stage's backward work.
-    double computeFree = lastBackwardEnd;
+    // Compute stream: updates and casts after the stage's backward work
+    // (and after the global norm when the step clips).
+    double computeFree = std::max(life.lastBackwardEnd, normReady);
     for (size_t k = 0; k < items.size(); ++k) {
       int64_t updated =
           sharded ? (items[k].params + d - 1) / d : items[k].params;
@@ -725,8 +790,6 @@ StepTime ratrain::predictStepTime(const CostModel &costs,
       iteration =
           std::max(iteration, viewReady - fillOffset - items[k].forwardOffset);
     }
-    fillOffset += t.forward + c;
-    drainBefore += t.backward + c;
   }
   result.total = iteration;
   result.exposedLifecycle = iteration - result.pipeline;

@@ -272,6 +272,11 @@ std::string ParallelConfig::describe() const {
   if (virtualStages != 1)
     text += " v=" + std::to_string(virtualStages);
   text += sharding.describe();
+  if (maxGradNorm > 0) {
+    char norm[32];
+    std::snprintf(norm, sizeof(norm), "%g", maxGradNorm);
+    text += std::string(" clip=") + norm;
+  }
   return text;
 }
 

@@ -824,6 +824,7 @@ llvm::Expected<PlanResult> ratrain::planTraining(const ModelConfig &model0,
             double bestHere = std::numeric_limits<double>::infinity();
             for (auto &[config, sched] : toEvaluate) {
               ++result.candidatesEvaluated;
+              config.maxGradNorm = request.maxGradNorm;
               Plan plan =
                   sched ? evaluatePlan(model, machine, config, request.policy,
                                        *sched)

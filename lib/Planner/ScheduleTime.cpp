@@ -185,12 +185,25 @@ StepTime ratrain::predictStepTime(const CostModel &costs,
   if (policy == LifecyclePolicy::GpuStyle) {
     // Whole-rank phases after the rank's last action.
     double total = result.pipeline;
-    std::vector<double> tail(p, 0);
+    std::vector<double> tail(p, 0), syncs(p, 0);
+    std::vector<int64_t> params(p, 0);
     for (int64_t c = 0; c < n; ++c) {
       const StageTiming &t = result.stages[c];
-      tail[chunkRank(config, c)] += t.syncSeconds + t.updateSeconds +
-                                    t.castSeconds + t.allGatherSeconds +
-                                    t.offloadSeconds;
+      int64_t rank = chunkRank(config, c);
+      tail[rank] += t.syncSeconds + t.updateSeconds + t.castSeconds +
+                    t.allGatherSeconds + t.offloadSeconds;
+      syncs[rank] += t.syncSeconds;
+      params[rank] += updatedParams(stageParams(model, config, c));
+    }
+    if (config.maxGradNorm > 0) {
+      // Every rank syncs, then the global norm, then every rank updates.
+      double normReady = 0;
+      for (int64_t r = 0; r < p; ++r)
+        normReady = std::max(normReady, rankEnd[r] + syncs[r] +
+                                            costs.gradSquares(params[r]));
+      normReady += costs.globalNormAllReduce(config.clusters());
+      for (int64_t r = 0; r < p; ++r)
+        total = std::max(total, normReady + tail[r] - syncs[r]);
     }
     for (int64_t r = 0; r < p; ++r)
       total = std::max(total, rankEnd[r] + tail[r]);
@@ -208,9 +221,15 @@ StepTime ratrain::predictStepTime(const CostModel &costs,
   double iteration = result.pipeline;
   double f = costs.layerForward(b), bwW = costs.layerBackwardWeight(b);
   double bwFull = costs.layerBackward(b);
-  std::vector<Item> items;
+  // Per rank: the items in readiness order and their syncs; then the
+  // updates, which under gradient clipping wait for the global norm (every
+  // rank's last sync, its sum of squares, the norm's all-reduce).
+  std::vector<std::vector<Item>> rankItems(p);
+  std::vector<std::vector<double>> rankSyncEnd(p);
+  std::vector<double> rankSweepStart(p), rankCommFree(p);
+  double normReady = 0;
   for (int64_t r = 0; r < p; ++r) {
-    items.clear();
+    std::vector<Item> &items = rankItems[r];
     double sweepStart = rankEnd[r];
     for (int64_t c = 0; c < n; ++c) {
       if (chunkRank(config, c) != r || !lastWeight[c])
@@ -241,12 +260,29 @@ StepTime ratrain::predictStepTime(const CostModel &costs,
     std::stable_sort(
         items.begin(), items.end(),
         [](const Item &a, const Item &b) { return a.ready < b.ready; });
-    std::vector<double> syncEnd(items.size());
+    std::vector<double> &syncEnd = rankSyncEnd[r];
+    syncEnd.assign(items.size(), 0);
     double commFree = 0;
+    int64_t squared = 0;
     for (size_t k = 0; k < items.size(); ++k) {
       commFree = std::max(items[k].ready, commFree) + sync(items[k].params);
       syncEnd[k] = commFree;
+      squared += updatedParams(items[k].params);
     }
+    rankSweepStart[r] = sweepStart;
+    rankCommFree[r] = commFree;
+    if (config.maxGradNorm > 0)
+      normReady = std::max(normReady, std::max(commFree, rankEnd[r]) +
+                                          costs.gradSquares(squared));
+  }
+  if (config.maxGradNorm > 0)
+    normReady += costs.globalNormAllReduce(config.clusters());
+
+  for (int64_t r = 0; r < p; ++r) {
+    const std::vector<Item> &items = rankItems[r];
+    const std::vector<double> &syncEnd = rankSyncEnd[r];
+    double sweepStart = rankSweepStart[r];
+    double commFree = rankCommFree[r];
     std::vector<double> reloadEnd(items.size(), sweepStart);
     double offloadFree = sweepStart;
     auto reload = [&](size_t k) {
@@ -256,7 +292,7 @@ StepTime ratrain::predictStepTime(const CostModel &costs,
     if (offloadPerParam > 0)
       for (size_t k = 0; k < std::min<size_t>(2, items.size()); ++k)
         reload(k);
-    double computeFree = rankEnd[r];
+    double computeFree = std::max(rankEnd[r], normReady);
     for (size_t k = 0; k < items.size(); ++k) {
       int64_t updated = updatedParams(items[k].params);
       double start = std::max({syncEnd[k], computeFree, reloadEnd[k]});

@@ -197,6 +197,7 @@ llvm::Expected<Synthetic1F1BConfig> sim::planToSyntheticConfig(
     }
   }
   result.gradientStream = zero3 ? 1 : 0;
+  result.clipGradients = config.maxGradNorm > 0;
   result.tokensPerIteration = static_cast<double>(config.globalBatch()) *
                               static_cast<double>(model.seqLen);
   result.modelFlopsPerIteration = modelFlopsPerIteration(model, config);
@@ -244,6 +245,9 @@ llvm::Expected<Synthetic1F1BConfig> sim::planToSyntheticConfig(
     const int64_t updated =
         zero ? (paramsPerLayer + d - 1) / d : paramsPerLayer;
     stage.updateSeconds = costs.optimizerUpdate(updated);
+    if (config.maxGradNorm > 0)
+      stage.gradSquaresSeconds =
+          costs.gradSquares(zero ? (params + d - 1) / d : params);
     stage.viewCastSeconds = costs.viewCast(updated);
     stage.gradientBytesPerLayer = 2 * paramsPerLayer;
     if (result.partitionGradSpec) {

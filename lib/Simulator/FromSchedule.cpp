@@ -11,6 +11,7 @@
 #include "ratrain/Analysis/StageBufferAnalysis.h"
 #include "ratrain/Planner/CostModel.h"
 #include "ratrain/Simulator/FromPlan.h"
+#include "ratrain/Simulator/Synthetic1F1B.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -283,6 +284,24 @@ llvm::Error ScheduleAdapter::buildStage(StageOp stage,
           spec, llvm::formatv("{0} L{1}", stringifyCollectiveKind(spec.kind),
                               layerOf(sync.getState().getType()))
                     .str());
+    } else if (auto norm = llvm::dyn_cast<GradNormOp>(op)) {
+      // Gradient clipping: the sum of squares of this rank's part of the
+      // synced gradients, then the norm's all-reduce over every rank (the
+      // data-parallel group, then the stages); the wait on it is free.
+      int64_t elements = 0;
+      for (mlir::Value grad : norm.getGrads())
+        elements += shardParams(layerOf(grad.getType()));
+      sim::CollectiveSpec dataParallel;
+      dataParallel.groupSize = plan.getDp();
+      const int64_t perNode = std::max<int64_t>(1, machine.clustersPerNode);
+      dataParallel.membersPerNode =
+          (plan.getDp() % perNode == 0 || perNode % plan.getDp() == 0)
+              ? std::min(plan.getDp(), perNode)
+              : std::gcd(plan.getDp(), perNode);
+      sim::appendGlobalNorm(program, stage.getStage(), plan.getPp(),
+                            dataParallel, costs.gradSquares(elements),
+                            pipelineLink);
+      tokens[norm.getPending()] = sim::Token();
     } else if (auto update = llvm::dyn_cast<UpdateOp>(op)) {
       program.addCompute(
           sim::ComputeKind::Update, computeSeconds(op), 0,
@@ -311,10 +330,12 @@ llvm::Error ScheduleAdapter::buildStage(StageOp stage,
       if (it == tokens.end())
         return opError(op, "waits on a value that no earlier asynchronous op "
                            "of the stage produced");
-      program.addWait(
-          it->second, false,
-          llvm::formatv("wait L{0}", layerOf(wait.getPending().getType()))
-              .str());
+      // (The global norm's tree of messages has already blocked.)
+      if (it->second.isValid())
+        program.addWait(
+            it->second, false,
+            llvm::formatv("wait L{0}", layerOf(wait.getPending().getType()))
+                .str());
     } else if (!llvm::isa<GradReadyOp, YieldOp>(op)) {
       return opError(op, "the simulator does not know this op");
     }

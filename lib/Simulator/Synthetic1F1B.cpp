@@ -156,9 +156,21 @@ private:
 /// syncs complete (last layer first): wait, update, cast, issue the
 /// all-gather of the view that the layer's next forward waits for.
 void StageBuilder::perLayerLifecycle() {
+  if (config.clipGradients) {
+    // Every sync first: the global norm needs all of them.
+    for (int64_t l = costs.layers - 1; l >= 0; --l)
+      if (syncTokens[l].isValid())
+        program.addWait(
+            syncTokens[l], false,
+            llvm::formatv("wait grad sync L{0}", globalLayer(l)).str());
+    appendGlobalNorm(
+        program, stage, config.stages,
+        config.dataParallelCollective(CollectiveKind::AllReduce, 4),
+        costs.gradSquaresSeconds, config.pipelineLink);
+  }
   for (int64_t l = costs.layers - 1; l >= 0; --l) {
     int64_t layer = globalLayer(l);
-    if (syncTokens[l].isValid())
+    if (syncTokens[l].isValid() && !config.clipGradients)
       program.addWait(syncTokens[l], false,
                       llvm::formatv("wait grad sync L{0}", layer).str());
     if (offloads())
@@ -287,6 +299,11 @@ void StageBuilder::wholeModelLifecycle() {
   } else if (lastScatter.isValid()) {
     program.addWait(lastScatter, false, "wait grad reduce-scatters");
   }
+  if (config.clipGradients)
+    appendGlobalNorm(
+        program, stage, config.stages,
+        config.dataParallelCollective(CollectiveKind::AllReduce, 4),
+        costs.gradSquaresSeconds, config.pipelineLink);
   std::vector<Token> writeBacks;
   for (int64_t l = 0; l < costs.layers; ++l) {
     if (offloads())

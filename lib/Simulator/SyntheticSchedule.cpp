@@ -320,11 +320,29 @@ void RankBuilder::weight(int64_t c, int64_t mb) {
 /// After the rank's last action, in the order the syncs were issued: wait,
 /// update, cast, issue the view all-gather the next forward waits for.
 void RankBuilder::perLayerLifecycle() {
+  if (config.clipGradients) {
+    // Every sync first: the global norm needs all of them.
+    double squares = 0;
+    for (const Item &item : ready) {
+      int64_t c = item.chunk, l = item.local;
+      if (chunks[c].syncs[l].isValid())
+        program.addWait(
+            chunks[c].syncs[l], false,
+            llvm::formatv("wait grad sync L{0}", layerOf(c, l)).str());
+    }
+    for (int64_t c = 0; c < numStages; ++c)
+      if (rankOf(c) == rank)
+        squares += stages[c].gradSquaresSeconds;
+    appendGlobalNorm(
+        program, rank, schedule.ranks,
+        config.dataParallelCollective(CollectiveKind::AllReduce, 4), squares,
+        config.pipelineLink);
+  }
   for (size_t k = 0; k < ready.size(); ++k) {
     const Item &item = ready[k];
     int64_t c = item.chunk, l = item.local, layer = layerOf(c, l);
     const SyntheticStage &s = stages[c];
-    if (chunks[c].syncs[l].isValid())
+    if (chunks[c].syncs[l].isValid() && !config.clipGradients)
       program.addWait(chunks[c].syncs[l], false,
                       llvm::formatv("wait grad sync L{0}", layer).str());
     if (offloads(c) && k < reloads.size())
@@ -372,6 +390,15 @@ void RankBuilder::wholeModelLifecycle() {
     program.addWait(token, false, "wait grad sync");
   } else if (lastScatter.isValid()) {
     program.addWait(lastScatter, false, "wait grad reduce-scatters");
+  }
+  if (config.clipGradients) {
+    double squares = 0;
+    for (int64_t c : mine)
+      squares += stages[c].gradSquaresSeconds;
+    appendGlobalNorm(
+        program, rank, schedule.ranks,
+        config.dataParallelCollective(CollectiveKind::AllReduce, 4), squares,
+        config.pipelineLink);
   }
   std::vector<Token> writeBacks;
   for (int64_t c : mine)

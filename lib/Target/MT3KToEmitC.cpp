@@ -178,6 +178,8 @@ Arg Calls::group(Operation *user, FlatSymbolRefAttr symbol) {
     return Arg(opaque("ratrain::rt::Group::Pipeline"));
   case GroupKind::node_local:
     return Arg(opaque("ratrain::rt::Group::NodeLocal"));
+  case GroupKind::world:
+    return Arg(opaque("ratrain::rt::Group::World"));
   case GroupKind::data_inside:
   case GroupKind::data_across:
     return Arg(opaque(llvm::formatv("ratrain::rt::Group::Data{0}{1}",
@@ -455,14 +457,32 @@ LogicalResult lower(AdamWOp adam, Calls &c) {
   Arg sess(c.session());
   double gradScale =
       adam.getGradScale() ? adam.getGradScale()->convertToDouble() : 1.0;
-  c.call("ratrain::rt::emit::adamw", Type(),
-         {sess, t(adam.getGrad()), t(adam.getMaster()), t(adam.getM()),
-          t(adam.getV()), t(adam.getView()),
-          c.f64(adam.getLr().convertToDouble()),
-          c.f64(adam.getBeta1().convertToDouble()),
-          c.f64(adam.getBeta2().convertToDouble()),
-          c.f64(adam.getEps().convertToDouble()),
-          c.f64(adam.getWeightDecay().convertToDouble()), c.f64(gradScale)});
+  SmallVector<Arg> args = {sess,
+                           t(adam.getGrad()),
+                           t(adam.getMaster()),
+                           t(adam.getM()),
+                           t(adam.getV()),
+                           t(adam.getView()),
+                           c.f64(adam.getLr().convertToDouble()),
+                           c.f64(adam.getBeta1().convertToDouble()),
+                           c.f64(adam.getBeta2().convertToDouble()),
+                           c.f64(adam.getEps().convertToDouble()),
+                           c.f64(adam.getWeightDecay().convertToDouble()),
+                           c.f64(gradScale)};
+  if (!adam.getClip()) {
+    c.call("ratrain::rt::emit::adamw", Type(), args);
+    return success();
+  }
+  args.push_back(t(adam.getClip()));
+  args.push_back(c.f64(adam.getMaxGradNorm()->convertToDouble()));
+  c.call("ratrain::rt::emit::adamwClipped", Type(), args);
+  return success();
+}
+
+LogicalResult lower(SumSquaresOp op, Calls &c) {
+  c.call("ratrain::rt::emit::sumSquares", Type(),
+         {Arg(c.get(op.getSource())), Arg(c.get(op.getAcc())),
+          c.f64(op.getWeight().convertToDouble())});
   return success();
 }
 
@@ -684,15 +704,15 @@ void ratrain::populateMT3KToEmitCTypeConversions(TypeConverter &converter) {
 
 void ratrain::populateMT3KToEmitCPatterns(TypeConverter &converter,
                                           RewritePatternSet &patterns) {
-  patterns
-      .add<Lowering<BufferOp>, Lowering<ViewOp>, Lowering<InitParamOp>,
-           Lowering<GemmOp>, Lowering<AttentionFwdOp>, Lowering<AttentionBwdOp>,
-           Lowering<RMSNormFwdOp>, Lowering<RMSNormBwdOp>,
-           Lowering<ElementwiseOp>, Lowering<AdamWOp>, Lowering<FillOp>,
-           Lowering<DmaOp>, Lowering<AllReduceOp>, Lowering<ReduceScatterOp>,
-           Lowering<AllGatherOp>, Lowering<BroadcastOp>, Lowering<SendOp>,
-           Lowering<RecvOp>, Lowering<BarrierOp>, Lowering<OffloadOp>,
-           Lowering<ReloadOp>, Lowering<WaitOp>, Lowering<LoadBatchOp>,
-           Lowering<ReportLossOp>, RemapOperands<emitc::CallOpaqueOp>,
-           RemapOperands<emitc::VerbatimOp>>(converter, patterns.getContext());
+  patterns.add<
+      Lowering<BufferOp>, Lowering<ViewOp>, Lowering<InitParamOp>,
+      Lowering<GemmOp>, Lowering<AttentionFwdOp>, Lowering<AttentionBwdOp>,
+      Lowering<RMSNormFwdOp>, Lowering<RMSNormBwdOp>, Lowering<ElementwiseOp>,
+      Lowering<AdamWOp>, Lowering<SumSquaresOp>, Lowering<FillOp>,
+      Lowering<DmaOp>, Lowering<AllReduceOp>, Lowering<ReduceScatterOp>,
+      Lowering<AllGatherOp>, Lowering<BroadcastOp>, Lowering<SendOp>,
+      Lowering<RecvOp>, Lowering<BarrierOp>, Lowering<OffloadOp>,
+      Lowering<ReloadOp>, Lowering<WaitOp>, Lowering<LoadBatchOp>,
+      Lowering<ReportLossOp>, RemapOperands<emitc::CallOpaqueOp>,
+      RemapOperands<emitc::VerbatimOp>>(converter, patterns.getContext());
 }

@@ -302,7 +302,7 @@ LogicalResult expandPipelines(ModuleOp module, StringRef scheduleName,
         p.getStepUs(), p.getPeakBytes(), p.getOffload(),
         toIRSchedule(schedule->kind), p.getVirtualStages(),
         p.getWeightPartition(), p.getGradPartition(), p.getWeightWire(),
-        p.getGradWire());
+        p.getGradWire(), p.getMaxGradNorm());
 
     OpBuilder builder(model);
     builder.setInsertionPointAfter(model);

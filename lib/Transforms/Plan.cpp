@@ -29,6 +29,13 @@ namespace {
 /// `emitError` when it fails the attribute's verifier. The attribute counts
 /// model layers (embedding on stage 0, head on the last stage); the planner
 /// counts decoder layers.
+/// The plan's max_grad_norm field: absent (null) without clipping.
+static FloatAttr maxGradNormAttr(MLIRContext *context, double maxGradNorm) {
+  return maxGradNorm > 0
+             ? FloatAttr::get(Float64Type::get(context), maxGradNorm)
+             : FloatAttr();
+}
+
 PlanAttr buildPlanAttr(function_ref<InFlightDiagnostic()> emitError,
                        MLIRContext *context, const Plan &plan,
                        int64_t clusters) {
@@ -54,7 +61,8 @@ PlanAttr buildPlanAttr(function_ref<InFlightDiagnostic()> emitError,
           recompute, stepMicros, plan.peakBytes(), offload,
           toIRSchedule(config.schedule), config.virtualStages,
           sharding.weightLevel, sharding.gradLevel,
-          toIRWire(sharding.weightWire), toIRWire(sharding.gradWire))))
+          toIRWire(sharding.weightWire), toIRWire(sharding.gradWire),
+          maxGradNormAttr(context, config.maxGradNorm))))
     return {};
   return PlanAttr::get(
       context, clusters, config.pipelineStages, config.dataParallel,
@@ -62,7 +70,8 @@ PlanAttr buildPlanAttr(function_ref<InFlightDiagnostic()> emitError,
       recompute, stepMicros, plan.peakBytes(), offload,
       toIRSchedule(config.schedule), config.virtualStages, sharding.weightLevel,
       sharding.gradLevel, toIRWire(sharding.weightWire),
-      toIRWire(sharding.gradWire));
+      toIRWire(sharding.gradWire),
+      maxGradNormAttr(context, config.maxGradNorm));
 }
 
 struct PlanPass : public ratrain::impl::RATrainPlanBase<PlanPass> {
@@ -187,6 +196,12 @@ struct PlanPass : public ratrain::impl::RATrainPlanBase<PlanPass> {
     }
     if (failed(applyShardingOptions(module, *machine, request)))
       return signalPassFailure();
+    if (!std::isfinite(double(maxGradNorm)) || maxGradNorm < 0) {
+      module.emitError("--ratrain-plan: max-grad-norm=")
+          << maxGradNorm << " must be a finite number >= 0 (0: no clipping)";
+      return signalPassFailure();
+    }
+    request.maxGradNorm = maxGradNorm;
     request.topK = std::max<int64_t>(1, showTop);
     request.allowQuantized = allowQuantized;
 

@@ -155,6 +155,10 @@ private:
   void emitSyncWait(LayerLifecycle &life);
   void emitReloads(LayerLifecycle &life, double now);
   void emitUpdate(LayerLifecycle &life);
+  /// Gradient clipping: waits for the syncs of `layers` (all of the
+  /// stage's), starts the global norm over them and waits for it; the
+  /// updates emitted after read it.
+  void emitGradNorm(ArrayRef<LayerLifecycle *> layers);
   void emitViewPrefetch(LayerLifecycle &life);
   void emitWriteBack(LayerLifecycle &life, double now);
   void emitRelease(LayerLifecycle &life);
@@ -181,6 +185,8 @@ private:
   OpBuilder builder;
   /// Predicted time the offload stream is free (ratrain).
   double offloadFree = 0;
+  /// Gradient clipping: the step's squared global norm, once waited for.
+  Value clipNorm;
 };
 
 } // namespace
@@ -355,11 +361,28 @@ void StageScheduler::emitUpdate(LayerLifecycle &life) {
   };
   Value master = inDDR(life.pendingMaster, stage.getMasterArg(layer));
   Value optState = inDDR(life.pendingOptState, stage.getOptStateArg(layer));
-  auto update =
-      UpdateOp::create(builder, loc, master.getType(), optState.getType(),
-                       Optimizer::AdamW, life.syncedGrad, master, optState);
+  assert((clipNorm || !plan.clipsGradients()) &&
+         "a clipped step's updates follow the norm");
+  auto update = UpdateOp::create(builder, loc, master.getType(),
+                                 optState.getType(), Optimizer::AdamW,
+                                 life.syncedGrad, master, optState, clipNorm);
   life.newMaster = update.getNewMaster();
   life.newOptState = update.getNewOptState();
+}
+
+void StageScheduler::emitGradNorm(ArrayRef<LayerLifecycle *> layers) {
+  MLIRContext *context = stage.getContext();
+  Location loc = stage.getLoc();
+  SmallVector<Value> synced;
+  for (LayerLifecycle *life : layers) {
+    emitSyncWait(*life);
+    synced.push_back(life->syncedGrad);
+  }
+  Type norm = GradNormType::get(context);
+  Value pending =
+      GradNormOp::create(builder, loc, AsyncType::get(context, norm), synced)
+          .getPending();
+  clipNorm = WaitOp::create(builder, loc, norm, pending).getValue();
 }
 
 void StageScheduler::emitViewPrefetch(LayerLifecycle &life) {
@@ -607,6 +630,8 @@ LogicalResult StageScheduler::run() {
       emitGradReadyAndSync(*life);
     for (LayerLifecycle *life : order)
       emitSyncWait(*life);
+    if (plan.clipsGradients())
+      emitGradNorm(order);
     // Offloaded states stream through two buffers: the reload of a layer
     // right before its update, its write-back right after; the buffer of
     // the layer before last is released first. The cast of an offloaded
@@ -681,12 +706,14 @@ LogicalResult StageScheduler::run() {
     };
     // The stage's last gradient send is on the critical path of the
     // pipeline drain (stage s - 1 waits for it, then s - 2 for that one):
-    // no update is placed before it.
+    // no update is placed before it. Under gradient clipping no update
+    // runs before the global norm, which needs every layer's sync: all
+    // updates go to the end of the step.
     Operation *lastSend = nullptr;
     for (SendOp send : body.getOps<SendOp>())
       if (send.getPayload() == Payload::Gradient)
         lastSend = send;
-    bool drained = lastSend == nullptr;
+    bool drained = lastSend == nullptr && !plan.clipsGradients();
     // The first two layers' offloaded states are reloaded when the last
     // backward sweep starts, overlapping it.
     Operation *sweepStart = offloads() ? lastSweepStart() : nullptr;
@@ -723,7 +750,7 @@ LogicalResult StageScheduler::run() {
              (!offloads() || (inFlight.front()->reloadIssued &&
                               inFlight.front()->reloadDone <= clock)))
         retire(op);
-      if (op == lastSend)
+      if (op == lastSend && !plan.clipsGradients())
         drained = true;
       if (auto use = useOfFirstReader.find(op); use != useOfFirstReader.end())
         clock = std::max(clock, gatherDone[use->second]);
@@ -744,6 +771,13 @@ LogicalResult StageScheduler::run() {
         next = life->pendingGrad.getDefiningOp()->getNextNode();
       }
       op = next;
+    }
+    if (plan.clipsGradients()) {
+      builder.setInsertionPoint(yield);
+      emitGradNorm(order);
+      // The norm's all-reduce runs on the communication stream after the
+      // last sync; a scalar, so its latency is what it costs here.
+      clock = std::max(clock, commFree);
     }
     while (!inFlight.empty())
       retire(yield);

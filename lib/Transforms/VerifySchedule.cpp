@@ -97,6 +97,10 @@ private:
            (isa<OptStateType>(type) && offloadsOptState);
   }
   LogicalResult checkStateInDDR(UpdateOp update, Value state);
+  /// Gradient clipping (the plan's max_grad_norm): the update reads the
+  /// completed global norm over every layer of the stage; without it, no
+  /// norm.
+  LogicalResult checkClip(UpdateOp update);
 
   StageOp stage;
   PlanAttr plan;
@@ -183,6 +187,52 @@ LogicalResult StageChecker::checkView(Operation *user, Value view,
   return user->emitOpError("forward-before-view-in-place: ")
          << what << " uses the view of layer " << *getStateLayer(view.getType())
          << " before it is in place: " << why;
+}
+
+LogicalResult StageChecker::checkClip(UpdateOp update) {
+  int64_t layer = update.getGrad().getType().getLayer();
+  Value clip = update.getClip();
+  if (!plan.clipsGradients()) {
+    if (clip)
+      return update.emitOpError("clip-without-max-grad-norm: the update of "
+                                "layer ")
+             << layer
+             << " clips to a gradient norm, but the plan sets no "
+                "max_grad_norm";
+    return success();
+  }
+  auto wait = clip ? clip.getDefiningOp<WaitOp>() : WaitOp();
+  auto norm =
+      wait ? wait.getPending().getDefiningOp<GradNormOp>() : GradNormOp();
+  if (!norm)
+    return update.emitOpError("update-before-grad-norm: the plan clips the "
+                              "gradients (max_grad_norm = ")
+           << plan.getMaxGradNormValue() << ") but the update of layer "
+           << layer
+           << " does not read a completed 'ratrain.grad_norm' (a "
+              "'ratrain.wait' on it)";
+  // The norm counts every layer of the stage, each as its synced gradient
+  // (the value the stage's own update of that layer reads).
+  DenseSet<int64_t> counted;
+  for (Value grad : norm.getGrads()) {
+    Operation *producer = contentProducer(grad);
+    auto syncWait = dyn_cast_or_null<WaitOp>(producer);
+    auto sync =
+        syncWait ? syncWait.getPending().getDefiningOp<SyncOp>() : SyncOp();
+    if (!sync || sync.getKind() == SyncKind::AllGather)
+      return norm.emitOpError("grad-norm-before-sync-completes: counts the "
+                              "gradient of layer ")
+             << cast<GradType>(grad.getType()).getLayer()
+             << " before its 'ratrain.sync' completed";
+    counted.insert(cast<GradType>(grad.getType()).getLayer());
+  }
+  for (int64_t owned : stage.getLayers())
+    if (!counted.contains(owned))
+      return norm.emitOpError("grad-norm-misses-layer: the global norm the "
+                              "update of layer ")
+             << layer << " reads does not count layer " << owned
+             << " of the stage";
+  return success();
 }
 
 LogicalResult StageChecker::checkStateInDDR(UpdateOp update, Value state) {
@@ -462,7 +512,7 @@ LogicalResult StageChecker::run() {
     }
     if (auto offload = dyn_cast<OffloadOp>(op))
       offloadedBy[offload.getState()] = &op;
-    if (isa<ViewPrefetchOp, OffloadOp, ReloadOp>(op)) {
+    if (isa<ViewPrefetchOp, OffloadOp, ReloadOp, GradNormOp>(op)) {
       unwaited.insert({op.getResult(0), &op});
       if (auto prefetch = dyn_cast<ViewPrefetchOp>(op)) {
         // The new view is written over the layer's view: the old one must
@@ -497,7 +547,8 @@ LogicalResult StageChecker::run() {
                   "'ratrain.sync' (a 'ratrain.wait' on its all_reduce or "
                   "reduce_scatter)";
       if (failed(checkStateInDDR(update, update.getMaster())) ||
-          failed(checkStateInDDR(update, update.getOptState())))
+          failed(checkStateInDDR(update, update.getOptState())) ||
+          failed(checkClip(update)))
         return failure();
       replacedBy[update.getMaster()] = &op;
       replacedBy[update.getOptState()] = &op;

@@ -11,6 +11,7 @@
 #include "ratrain/runtime/Error.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -401,6 +402,32 @@ void adamw(Session &session, const Tensor &g, const Tensor &p, const Tensor &m,
   });
   if (viewOut.buf.data != p.buf.data)
     std::memcpy(viewOut.buf.data, p.buf.data, p.buf.bytes);
+}
+
+void adamwClipped(Session &session, const Tensor &g, const Tensor &p,
+                  const Tensor &m, const Tensor &v, const Tensor &viewOut,
+                  double lr, double beta1, double beta2, double eps,
+                  double weightDecay, double gradScale,
+                  const Tensor &squaredNorm, double maxGradNorm) {
+  if (squaredNorm.type != ElemType::F32 || squaredNorm.numel() != 1)
+    fatal("adamw: the gradient norm is not an f32 scalar");
+  double norm =
+      std::sqrt(std::max(0.0, double(squaredNorm.buf.as<float>()[0])));
+  session.recordGradNorm(norm);
+  double factor = std::min(1.0, maxGradNorm / (norm + 1e-6));
+  adamw(session, g, p, m, v, viewOut, lr, beta1, beta2, eps, weightDecay,
+        gradScale * factor);
+}
+
+void sumSquares(const Tensor &x, const Tensor &acc, double weight) {
+  if (acc.type != ElemType::F32 || acc.numel() != 1)
+    fatal("sum_squares: the accumulator is not an f32 scalar");
+  In xi(x);
+  double sum = 0;
+  kernel("sumSquares",
+         [&] { return k::sumSquares(int64_t(x.numel()), xi.p, &sum); });
+  float *out = acc.buf.as<float>();
+  out[0] = float(double(out[0]) + weight * sum);
 }
 
 void fill(const Tensor &t, double value) {

@@ -198,7 +198,8 @@ llvm::Error Runtime::loadPretrained(llvm::StringRef directory,
 
 double Runtime::logStep(StepLogger *logger, uint64_t step, uint64_t totalSteps,
                         double loss, double tokens, double seconds,
-                        const StepTimeSplit *times, double lr) {
+                        const StepTimeSplit *times, double lr,
+                        double gradNorm) {
   auto now = TokenPool::Clock::now();
   if (!firstLogStart)
     firstLogStart =
@@ -233,6 +234,7 @@ double Runtime::logStep(StepLogger *logger, uint64_t step, uint64_t totalSteps,
   record.tokens = tokens;
   record.seconds = seconds;
   record.lr = lr;
+  record.gradNorm = gradNorm;
   record.elapsedSeconds =
       std::chrono::duration<double>(now - *firstLogStart).count();
   for (int r = 0; r < worldSize(); ++r) {

@@ -150,6 +150,7 @@ bool Session::beginStep() {
   ++currentStep;
   lossSum = 0;
   lossCount = 0;
+  stepGradNorm = NAN;
   stepStart = std::chrono::steady_clock::now();
   return true;
 }
@@ -200,8 +201,9 @@ void Session::endStep() {
   rt.stepTimers().take(times);
   double lr =
       std::isnan(compiledLr) ? NAN : opts.schedule(compiledLr).at(currentStep);
-  lastStepLoss = rt.logStep(logger ? &*logger : nullptr, currentStep,
-                            opts.steps, loss, tokens, seconds, &times, lr);
+  lastStepLoss =
+      rt.logStep(logger ? &*logger : nullptr, currentStep, opts.steps, loss,
+                 tokens, seconds, &times, lr, stepGradNorm);
   bool due = !opts.checkpointDir.empty() &&
              ((opts.saveEvery && currentStep % opts.saveEvery == 0) ||
               currentStep == opts.steps);

@@ -41,6 +41,8 @@ std::string ratrain::rt::formatStepJSON(const StepRecord &record) {
   }
   if (std::isfinite(record.lr))
     object["lr"] = record.lr;
+  if (std::isfinite(record.gradNorm))
+    object["grad_norm"] = record.gradNorm;
   // JSON has no NaN: a diverged loss is logged as null.
   if (std::isfinite(record.loss))
     object["loss"] = record.loss;

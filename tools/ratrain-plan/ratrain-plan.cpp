@@ -11,7 +11,7 @@
 //              [--virtual-stages N]
 //              [--partition flat|zero++|three-level]
 //              [--weight-wire native|int8] [--grad-wire native|int8|int4]
-//              [--allow-quantized]
+//              [--allow-quantized] [--max-grad-norm X]
 //
 // Prints the top plans as a table, then each plan's per-stage memory
 // breakdown; for an infeasible request, what is missing for the closest
@@ -31,6 +31,8 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
 
 using namespace ratrain;
 namespace cl = llvm::cl;
@@ -120,6 +122,11 @@ static cl::opt<bool> allowQuantized(
     "allow-quantized",
     cl::desc("also search quantized communication (qwZ int8 weight gathers, "
              "qgZ int8/int4 gradient reduce-scatters; changes the numerics)"),
+    cl::cat(category));
+static cl::opt<double> maxGradNorm(
+    "max-grad-norm", cl::init(0),
+    cl::desc("clip the gradients to this global norm, priced in every plan "
+             "(0: no clipping; docs/schedule.md, \"Gradient clipping\")"),
     cl::cat(category));
 static cl::opt<bool> noBreakdown("no-breakdown",
                                  cl::desc("omit the per-stage breakdowns"),
@@ -219,6 +226,12 @@ int main(int argc, char **argv) {
     request.zero = *zero;
   }
   request.allowQuantized = allowQuantized;
+  if (!std::isfinite(double(maxGradNorm)) || maxGradNorm < 0)
+    return fail(llvm::formatv("--max-grad-norm: expected a finite number >= "
+                              "0 (0: no clipping), got {0}",
+                              double(maxGradNorm))
+                    .str());
+  request.maxGradNorm = maxGradNorm;
   if (!fixedPartition.empty()) {
     int64_t levels = int64_t(machine->networkLevels().size());
     std::optional<ShardingPolicy> policy =

@@ -122,6 +122,12 @@ static cl::opt<std::string>
               cl::desc("gradient sync: ring|tree|hierarchical (default: the "
                        "machine file's)"),
               cl::cat(category));
+static cl::opt<double> maxGradNorm(
+    "max-grad-norm", cl::init(0),
+    cl::desc("clip the gradients to this global norm: no update before the "
+             "norm over every rank (0: no clipping; docs/schedule.md, "
+             "\"Gradient clipping\")"),
+    cl::cat(category));
 static cl::opt<unsigned> iterations("iterations", cl::init(3),
                                     cl::desc("iterations to simulate"),
                                     cl::cat(category));
@@ -248,6 +254,12 @@ static llvm::Expected<SimProgram> programFromPlan(const MachineModel &machine,
   if (llvm::Error err =
           applyScheduleOption(scheduleKind, virtualStages, request))
     return error("--" + llvm::toString(std::move(err)));
+  if (!std::isfinite(double(maxGradNorm)) || maxGradNorm < 0)
+    return error(llvm::formatv("--max-grad-norm: expected a finite number "
+                               ">= 0 (0: no clipping), got {0}",
+                               double(maxGradNorm))
+                     .str());
+  request.maxGradNorm = maxGradNorm;
   llvm::Expected<PlanResult> plans = planTraining(*model, machine, request);
   if (!plans)
     return plans.takeError();

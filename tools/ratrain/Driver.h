@@ -99,6 +99,8 @@ struct CompileOptions {
   std::string policy = "ratrain";
   /// The pipeline schedule the plan is made for (`auto`: searched).
   std::string schedule = "1f1b";
+  /// --max-grad-norm: global gradient-norm clipping (0: none).
+  double maxGradNorm = 0;
   std::string dtype;
   bool verbose = false;
 };

@@ -14,6 +14,8 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cmath>
+
 using llvm::StringRef;
 namespace fs = llvm::sys::fs;
 
@@ -61,6 +63,9 @@ const char *const kPlanFlagsHelp = R"(PLAN OPTIONS:
   --schedule NAME       pipeline schedule: 1f1b (default), interleaved-1f1b,
                         zb-h1, zbv, or auto (the planner picks the fastest)
   --dtype TYPE          train in bf16 or f16 (default: the config's dtype)
+  --max-grad-norm X     clip the gradients to this global L2 norm before any
+                        update, as PyTorch's clip_grad_norm_ (default: no
+                        clipping; docs/schedule.md, "Gradient clipping")
 )";
 
 //===----------------------------------------------------------------------===//
@@ -143,11 +148,14 @@ std::string formatCommand(llvm::ArrayRef<std::string> argv) {
 //===----------------------------------------------------------------------===//
 
 llvm::ArrayRef<StringRef> getPlanValueFlags() {
-  static const StringRef flags[] = {
-      "--machine",  "--ranks",           "--pp",          "--dp",
-      "--zero",     "--global-batch",    "--policy",      "--dtype",
-      "--schedule", "--partition",       "--weight-wire", "--grad-wire",
-      "--seq-len",  "--micro-batch-size"};
+  static const StringRef flags[] = {"--machine",      "--ranks",
+                                    "--pp",           "--dp",
+                                    "--zero",         "--global-batch",
+                                    "--policy",       "--dtype",
+                                    "--schedule",     "--partition",
+                                    "--weight-wire",  "--grad-wire",
+                                    "--seq-len",      "--micro-batch-size",
+                                    "--max-grad-norm"};
   return flags;
 }
 
@@ -211,6 +219,14 @@ llvm::Expected<CompileOptions> getCompileOptions(const Args &args,
                          *wire + "'");
       (flag == "--weight-wire" ? options.weightWire : options.gradWire) = *wire;
     }
+  if (std::optional<std::string> norm = args.get("--max-grad-norm")) {
+    double value = 0;
+    if (StringRef(*norm).getAsDouble(value) || !std::isfinite(value) ||
+        value <= 0)
+      return makeError("--max-grad-norm: expected a finite number > 0, got '" +
+                       *norm + "'");
+    options.maxGradNorm = value;
+  }
   if (std::optional<std::string> policy = args.get("--policy")) {
     if (*policy != "ratrain" && *policy != "gpu-style")
       return makeError("--policy: expected ratrain or gpu-style, got '" +

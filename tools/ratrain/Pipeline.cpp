@@ -128,6 +128,11 @@ static std::string planPassOptions(const CompileOptions &options) {
     text += " grad-wire=" + options.gradWire;
   if (options.schedule != "1f1b")
     text += " schedule=" + options.schedule;
+  if (options.maxGradNorm > 0) {
+    char norm[32];
+    std::snprintf(norm, sizeof(norm), "%.17g", options.maxGradNorm);
+    text += std::string(" max-grad-norm=") + norm;
+  }
   return text;
 }
 

@@ -183,6 +183,11 @@ int runCommand(const Toolchain &tools, llvm::ArrayRef<std::string> argv) {
     hash.update(("partition=" + options->partition +
                  " weight-wire=" + options->weightWire +
                  " grad-wire=" + options->gradWire + "\n"));
+    hash.update(llvm::formatv("schedule={0} seq-len={1} micro-batch-size={2} "
+                              "max-grad-norm={3:e16}\n",
+                              options->schedule, options->seqLen,
+                              options->microBatchSize, options->maxGradNorm)
+                    .str());
     for (StringRef tool : {StringRef(tools.self), StringRef(tools.translate),
                            StringRef(tools.opt)})
       hashFileIdentity(hash, tool);

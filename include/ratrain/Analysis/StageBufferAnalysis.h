@@ -48,6 +48,7 @@ enum class BufferKind {
   RecvMessage,   ///< lands a received activation or gradient
   SendMessage,   ///< holds an activation or gradient until it is sent
   Reloaded,      ///< a state brought back by ratrain.reload
+  GradNorm,      ///< the f32 sum of squares of ratrain.grad_norm
   Workspace,
   SyncStaging,
   AttentionScratch,

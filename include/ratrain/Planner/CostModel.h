@@ -89,6 +89,12 @@ public:
   double optimizerUpdate(int64_t params) const;
   /// FP32 master -> 16-bit view cast of `params` parameters (6 bytes/param).
   double viewCast(int64_t params) const;
+  /// Gradient clipping: the sum of squares over `elements` synced gradient
+  /// elements of the model's dtype (memory bound).
+  double gradSquares(int64_t elements) const;
+  /// Gradient clipping: the all-reduce of the global norm (one f32) over
+  /// every one of `clusters` clusters, as a tree (latency bound).
+  double globalNormAllReduce(int64_t clusters) const;
 
   /// Moving `bytes` between a cluster's DDR and the machine's offload tier:
   /// latency per chunk (offload.chunk_bytes; one chunk when 0) + bytes /

@@ -208,6 +208,10 @@ struct ParallelConfig {
   /// virtual stage (p * v, in model order).
   schedule::ScheduleKind schedule = schedule::ScheduleKind::OneFOneB;
   int64_t virtualStages = 1;
+  /// Global gradient-norm clipping (0: none): every update of the step
+  /// waits for the norm over all stages and replicas (docs/schedule.md,
+  /// "Gradient clipping").
+  double maxGradNorm = 0;
 
   int64_t clusters() const { return pipelineStages * dataParallel; }
   /// Sequences per iteration: d * b * m.

@@ -63,6 +63,9 @@ struct PlanRequest {
   /// with v in {2, 4}, or the given virtualStages >= 2) with the rest of the
   /// plan; `schedule` is ignored.
   bool searchSchedules = false;
+  /// Global gradient-norm clipping (0: none), priced in every candidate's
+  /// step time (ParallelConfig::maxGradNorm).
+  double maxGradNorm = 0;
   /// DDR cap per cluster in bytes; 0 uses machine.cluster.ddrBytes.
   int64_t memoryCapBytes = 0;
   /// How many plans to return, best first.

@@ -97,6 +97,9 @@ struct SyntheticStage {
   int64_t residentBytes = 0;
   int64_t storedActivationBytesPerLayer = 0;
   int64_t assignedPeakBytes = 0;
+  /// Gradient clipping: seconds of the sum of squares over the stage's
+  /// (shard of its) synced gradients, once per iteration.
+  double gradSquaresSeconds = 0;
   /// Bytes an I keeps per layer and micro-batch until its W.
   int64_t deferredBytesPerLayer = 0;
 };
@@ -152,6 +155,10 @@ struct Synthetic1F1BConfig {
   /// reduce-scatters apart from the parameter gathers, as DeepSpeed's
   /// reduce stream; 0 shares the stream with the gathers).
   uint32_t gradientStream = 0;
+  /// Gradient clipping (docs/schedule.md, "Gradient clipping"): no update
+  /// runs before the global norm over every rank's synced gradients
+  /// (appendGlobalNorm).
+  bool clipGradients = false;
   double tokensPerIteration = 0;
   double modelFlopsPerIteration = 0;
 
@@ -166,6 +173,19 @@ struct Synthetic1F1BConfig {
   CollectiveSpec zeroCollective(const std::optional<CollectiveSpec> &spec,
                                 CollectiveKind kind, int64_t bytes) const;
 };
+
+/// Gradient clipping: appends the global gradient norm to `program`, the
+/// program of pipeline rank `rank` of `ranks` (each standing for its
+/// data-parallel group): the sum of squares of its gradients
+/// (`squaresSeconds`), the all-reduce of that f32 over the data-parallel
+/// group (`dataParallel`, none when its group size is 1) and then over the
+/// pipeline ranks as a binomial tree of point-to-point messages over `link`
+/// (reduced into rank 0, broadcast back), so that no rank goes on before
+/// every rank has contributed. Tags from 2^40 up, past every pipeline and
+/// tied-embedding message's.
+void appendGlobalNorm(StageProgram &program, int64_t rank, int64_t ranks,
+                      const CollectiveSpec &dataParallel, double squaresSeconds,
+                      LinkClass link);
 
 /// Builds the program; stage i runs min(p-i-1, m) warm-up forwards, the
 /// steady 1F1B pairs, then the cool-down backwards. Tags: forward activations

@@ -68,6 +68,9 @@ def RATrainPlan : Pass<"ratrain-plan", "mlir::ModuleOp"> {
     Option<"allowQuantized", "allow-quantized", "bool", "false",
            "when no sharding option is given, also search int8/int4 wire "
            "formats (changes the numerics; off by default)">,
+    Option<"maxGradNorm", "max-grad-norm", "double", "0.0",
+           "clip the gradients to this global L2 norm before any update "
+           "(0: no clipping; docs/schedule.md, \"Gradient clipping\")">,
     Option<"showTop", "show-top", "int64_t", "0",
            "print the best N plans as a remark on the model">
   ];

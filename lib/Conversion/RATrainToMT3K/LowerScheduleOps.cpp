@@ -329,6 +329,7 @@ LogicalResult StageLowering::lowerUpdate(UpdateOp op) {
   else if (!isF32Model())
     viewDest = slot(viewFlat, 0, {n}, elem);
 
+  Value clip = op.getClip() ? gradNormBuffer(op.getClip()) : Value();
   int64_t E = elemBytes();
   int64_t chunk = std::max<int64_t>(1, gsmSlotBytes / E);
   SmallVector<Value> &tokens = updateTokens[layer];
@@ -359,7 +360,8 @@ LogicalResult StageLowering::lowerUpdate(UpdateOp op) {
       if (viewDest)
         dc = slot(viewDest, s * E, {c}, elem);
     }
-    if (failed(updateRange(gc, mc, m0, v0, dc, c, std::min(chunk, c), tokens)))
+    if (failed(updateRange(gc, mc, m0, v0, dc, c, std::min(chunk, c), tokens,
+                           clip)))
       return failure();
     if (stream)
       streamChunkOf(layer, s, k % 2, /*reload=*/false);
@@ -367,10 +369,44 @@ LogicalResult StageLowering::lowerUpdate(UpdateOp op) {
   return success();
 }
 
+Value StageLowering::gradNormBuffer(Value norm) {
+  std::optional<std::array<int64_t, 2>> buffer = assigned(norm);
+  assert(buffer && "the norm has a buffer (--ratrain-assign-buffers)");
+  return slot(ddrBase("grad_norm", (*buffer)[0], (*buffer)[1]), 0, {},
+              Float32Type::get(ctx));
+}
+
+LogicalResult StageLowering::lowerGradNorm(GradNormOp op) {
+  if (!assigned(op.getPending()))
+    return op.emitOpError("has no buffer; run --ratrain-assign-buffers first");
+  Value acc = gradNormBuffer(op.getPending());
+  mt::FillOp::create(b, loc, acc, APFloat(0.0));
+  for (Value grad : op.getGrads()) {
+    int64_t layer = cast<GradType>(grad.getType()).getLayer();
+    // The buffer the layer's update reads: with ZeRO this rank's shard of
+    // the averaged gradient (the shards of the group partition it); without,
+    // the whole averaged gradient, which every replica holds, so each
+    // counts 1 / dp of it.
+    Value source =
+        zero() ? gradShard(layer)
+               : slot(gradFlat(grad, layer), 0, {layerParams(layer)}, elem);
+    double weight = zero() ? 1.0 : 1.0 / double(plan_.getDp());
+    mt::SumSquaresOp::create(b, loc, source, acc, b.getF64FloatAttr(weight));
+  }
+  Value token = mt::AllReduceOp::create(
+      b, loc, mt::ReduceKindAttr::get(ctx, mt::ReduceKind::sum), acc, acc,
+      FlatSymbolRefAttr::get(ctx, "world"),
+      mt::CollectiveAlgorithmAttr::get(ctx, mt::CollectiveAlgorithm::ring));
+  track(token);
+  pending[op.getPending()].push_back(token);
+  return success();
+}
+
 LogicalResult StageLowering::updateRange(Value grad, Value master, Value m,
                                          Value v, Value viewDest, int64_t n,
                                          int64_t chunk,
-                                         SmallVector<Value> &tokens) {
+                                         SmallVector<Value> &tokens,
+                                         Value clip) {
   Type f32 = Float32Type::get(ctx);
   int64_t E = elemBytes();
   for (int64_t start = 0; start < n; start += chunk) {
@@ -382,9 +418,13 @@ LogicalResult StageLowering::updateRange(Value grad, Value master, Value m,
     // The two GSM slots alternate over all updates of the step, so a layer's
     // first chunk does not wait for the previous layer's last DMA.
     Value staged = slot(gsmSlots[gsmNext++ % 2], 0, {count}, elem);
-    mt::AdamWOp::create(b, loc, gi, mi, m1, v1, staged, options.lr,
-                        options.beta1, options.beta2, options.eps,
-                        options.weightDecay);
+    auto adam = mt::AdamWOp::create(b, loc, gi, mi, m1, v1, staged, options.lr,
+                                    options.beta1, options.beta2, options.eps,
+                                    options.weightDecay);
+    if (clip) {
+      adam.getClipMutable().assign(clip);
+      adam.setMaxGradNormAttr(b.getF64FloatAttr(plan_.getMaxGradNormValue()));
+    }
     if (!viewDest)
       continue; // FP32: the master is the view; the GSM copy is the prefetch
     Value dest = slot(viewDest, start * E, {count}, elem);
@@ -484,6 +524,8 @@ LogicalResult StageLowering::lower() {
       lowerTiedGradReady(ready);
     } else if (auto sync = dyn_cast<SyncOp>(op))
       result = lowerSync(sync);
+    else if (auto norm = dyn_cast<GradNormOp>(op))
+      result = lowerGradNorm(norm);
     else if (auto wait = dyn_cast<WaitOp>(op))
       waitTokens(pending.lookup(wait.getPending()));
     else if (auto update = dyn_cast<UpdateOp>(op)) {

@@ -182,6 +182,10 @@ void LowerToMT3KPass::runOnOperation() {
   if (hierarchical)
     mt::GroupOp::create(moduleBuilder, loc, "node", mt::GroupKind::node_local,
                         machine->clustersPerNode, /*level=*/nullptr);
+  // Gradient clipping: the global norm is all-reduced over every rank.
+  if (plan.clipsGradients())
+    mt::GroupOp::create(moduleBuilder, loc, "world", mt::GroupKind::world,
+                        plan.getPp() * plan.getDp(), /*level=*/nullptr);
   // The partition groups the syncs run on (docs/schedule.md,
   // "Partitioning"), one per scope and level; every stage's has the same
   // size.

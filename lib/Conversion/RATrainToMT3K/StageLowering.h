@@ -379,12 +379,20 @@ private:
   Value deferredBase(Value deferred, int64_t layer, int64_t mb);
   LogicalResult lowerSync(SyncOp op);
   LogicalResult lowerUpdate(UpdateOp op);
+  /// Gradient clipping: zeroes the norm's buffer, adds the squares of this
+  /// rank's part of every synced gradient (the buffers the updates read)
+  /// and starts the all-reduce of the sum over @world.
+  LogicalResult lowerGradNorm(GradNormOp op);
+  /// The f32 scalar buffer of a global gradient norm (its async value or
+  /// the wait's).
+  Value gradNormBuffer(Value norm);
   /// AdamW over `n` elements of grad, master, m, v (the refreshed view into
   /// `viewDest` when set), `chunk` elements per GSM staging slot; the view
-  /// DMAs' tokens go to `tokens`.
+  /// DMAs' tokens go to `tokens`. `clip` (or null): the squared global
+  /// gradient norm the update clips with.
   LogicalResult updateRange(Value grad, Value master, Value m, Value v,
                             Value viewDest, int64_t n, int64_t chunk,
-                            SmallVector<Value> &tokens);
+                            SmallVector<Value> &tokens, Value clip);
   void lowerTransfer(Operation *op, bool send);
   void lowerReload(ReloadOp op);
   void lowerOffload(OffloadOp op);

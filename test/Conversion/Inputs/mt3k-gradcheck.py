@@ -197,6 +197,12 @@ class Runner:
         self.shard_refs = {}
         self.adam = {}  # the hyper-parameters of the adamw ops
         self.tier = {}  # (rank, tier, key) -> offloaded bytes (mt3k.offload)
+        # Gradient clipping: the all-reduces over @world in flight, and the
+        # squared global norm and max_grad_norm each rank's adamw read.
+        self.world = {}  # index -> {rank: contribution}
+        self.world_done = {}  # index -> {rank: result}
+        self.world_issued = {rank: 0 for rank in self.ranks}
+        self.clip = {}  # rank -> (squared norm, max_grad_norm)
 
     # Kernels ---------------------------------------------------------------
 
@@ -274,6 +280,16 @@ class Runner:
             ref = R(m.group(1))
             mach.write(ref, [float(m.group(2))] * ref.numel())
             return True
+        m = re.match(r"mt3k\.sum_squares (%\w+) -> (%\w+) weight (\S+) :", line)
+        if m:
+            acc = R(m.group(2))
+            total = mach.read(acc)[0] + float(m.group(3)) * sum(
+                x * x for x in mach.read(R(m.group(1))))
+            mach.write(acc, [total])
+            return True
+        m = re.match(r"%\w+ = mt3k\.all_reduce sum (%\w+) -> (%\w+) on @world", line)
+        if m:
+            return self.world_sum(rank, R(m.group(1)), R(m.group(2)))
         m = re.match(r"mt3k\.gemm (%\w+), (%\w+) -> (%\w+)(.*?) :", line)
         if m:
             self.gemm(mach, R(m.group(1)), R(m.group(2)), R(m.group(3)), m.group(4))
@@ -314,6 +330,14 @@ class Runner:
             self.adam = dict(lr=lr, b1=b1, b2=b2, eps=eps, wd=wd)
             g, p, m1, v1 = (mach.read(r) for r in (grad, master, mm, vv))
             self.grads[(rank, master.offset)] = g
+            clip = re.search(r" clip\((%\w+) : [^)]*\) max_grad_norm (\S+)", line)
+            if clip:
+                # PyTorch's clip_grad_norm_: the gradient times
+                # min(1, max_norm / (norm + 1e-6)).
+                squared, max_norm = mach.read(R(clip.group(1)))[0], float(clip.group(2))
+                self.clip[rank] = (squared, max_norm)
+                factor = min(1.0, max_norm / (math.sqrt(squared) + 1e-6))
+                g = [x * factor for x in g]
             m1 = [b1 * a + (1 - b1) * x for a, x in zip(m1, g)]
             v1 = [b2 * a + (1 - b2) * x * x for a, x in zip(v1, g)]
             # Step 1: bias corrections 1 - beta^1.
@@ -386,6 +410,26 @@ class Runner:
         self.machines[rank].write(dst, results.pop(replica))
         self.issued[rank] += 1
         return True
+
+    def world_sum(self, rank, src, dst):
+        """An all-reduce (sum) over every rank of the job: blocks until all
+        have contributed."""
+        index = self.world_issued[rank]
+        if index in self.world_done:
+            results = self.world_done[index]
+            if rank not in results:
+                return False
+            self.machines[rank].write(dst, results.pop(rank))
+            self.world_issued[rank] += 1
+            return True
+        parts = self.world.setdefault(index, {})
+        parts[rank] = self.machines[rank].read(src)
+        if len(parts) < len(self.ranks):
+            return False
+        total = [sum(col) for col in zip(*parts.values())]
+        self.world_done[index] = {r: list(total) for r in self.ranks}
+        del self.world[index]
+        return self.world_sum(rank, src, dst)
 
     def gemm(self, mach, a, b, c, flags):
         A, B = mach.read(a), mach.read(b)
@@ -613,6 +657,24 @@ def main():
     checked, failed = 0, 0
     eps = 1e-5
     hp = base.adam
+    # Gradient clipping: every rank clips with the squared norm of all the
+    # gradients the updates receive (each element once: the shards under
+    # ZeRO, one replica's whole gradients without).
+    factor = 1.0
+    if base.clip:
+        reference = sum(x * x for (rank, _), g in base.grads.items()
+                        if base.shards or rank[1] == 0 for x in g)
+        max_norm = next(iter(base.clip.values()))[1]
+        factor = min(1.0, max_norm / (math.sqrt(reference) + 1e-6))
+        agree = all(abs(sq - reference) <= 1e-9 * reference and mx == max_norm
+                    for sq, mx in base.clip.values())
+        print(f"{'ok  ' if agree else 'FAIL'} clip: global norm {math.sqrt(reference):.9g} "
+              f"max_grad_norm {max_norm:g} factor {factor:.6g} on {len(base.clip)} ranks")
+        if len(base.clip) != len(base.ranks):
+            print(f"FAIL clip: {len(base.ranks) - len(base.clip)} ranks update unclipped")
+            agree = False
+        checked += 1
+        failed += not agree
     params = {name: (stage, ref.numel(), ref) for name, (stage, ref) in base.params.items()}
     for name, (stage, numel) in base.zero3_params.items():
         params[name] = (stage, numel, None)
@@ -649,7 +711,8 @@ def main():
             kind = ("ones" if name.endswith("norm.weight")
                     else "zeros" if name.endswith(".bias") else "normal")
             p0 = init_value(name, e, kind, 0.5)
-            expected = p0 - hp["lr"] * (analytic / (abs(analytic) + hp["eps"]) + hp["wd"] * p0)
+            clipped = factor * analytic
+            expected = p0 - hp["lr"] * (clipped / (abs(clipped) + hp["eps"]) + hp["wd"] * p0)
             if ref is not None:
                 views = [base.machines[(stage, r)].read(ref)[e] for r in range(dp)]
             else:

@@ -971,3 +971,37 @@ ratrain.pipeline @p for @m plan #ratrain.plan<clusters = 2, pp = 2, dp = 1, micr
     ratrain.yield %v1, %m1, %o1, %v3, %m3, %o3 : !ratrain.view<1>, !ratrain.master<1>, !ratrain.opt_state<1>, !ratrain.view<3>, !ratrain.master<3>, !ratrain.opt_state<3>
   }
 }
+
+// -----
+
+// expected-error @+1 {{plan max_grad_norm = -1.000000e+00 must be a finite number >= 0 (0: no clipping)}}
+#bad_clip = #ratrain.plan<clusters = 2, pp = 1, dp = 2, micro_batch_size = 1,
+    micro_batches = 1, zero = 0, stage_layers = [3], recompute = [none],
+    step_us = 0, peak_bytes = 0, max_grad_norm = -1.0>
+
+// -----
+
+ratrain.model @m family("llama") dtype(bf16) seq_len(16) max_positions(16)
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
+  ratrain.layer 0 embedding hidden(64) vocab(128)
+  ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(4) ffn(128)
+  ratrain.layer 2 head hidden(64) vocab(128)
+}
+ratrain.pipeline @step for @m
+    plan #ratrain.plan<clusters = 2, pp = 1, dp = 2, micro_batch_size = 1,
+                       micro_batches = 1, zero = 0, stage_layers = [3],
+                       recompute = [none], step_us = 0, peak_bytes = 0> {
+  ratrain.stage 0 layers [0, 3) states(%v0: !ratrain.view<0>,
+      %m0: !ratrain.master<0>, %o0: !ratrain.opt_state<0>,
+      %v1: !ratrain.view<1>, %m1: !ratrain.master<1>,
+      %o1: !ratrain.opt_state<1>, %v2: !ratrain.view<2>,
+      %m2: !ratrain.master<2>, %o2: !ratrain.opt_state<2>) {
+    %a = builtin.unrealized_conversion_cast to !ratrain.grad<1, synced>
+    // expected-error @+1 {{counts the gradient of layer 1 twice}}
+    %p = ratrain.grad_norm %a, %a : !ratrain.grad<1, synced>, !ratrain.grad<1, synced> -> !ratrain.async<!ratrain.grad_norm>
+    ratrain.yield %v0, %m0, %o0, %v1, %m1, %o1, %v2, %m2, %o2
+        : !ratrain.view<0>, !ratrain.master<0>, !ratrain.opt_state<0>,
+          !ratrain.view<1>, !ratrain.master<1>, !ratrain.opt_state<1>,
+          !ratrain.view<2>, !ratrain.master<2>, !ratrain.opt_state<2>
+  }
+}

@@ -35,6 +35,15 @@ TEST(StepLog, JSONLineHasEveryField) {
   llvm::json::Array *peaks = object->getArray("peak_arena_bytes");
   ASSERT_TRUE(peaks);
   EXPECT_EQ((*peaks)[1].getAsInteger(), 2048);
+  // The learning rate and the clipped step's gradient norm only when known.
+  EXPECT_FALSE(object->getNumber("lr"));
+  EXPECT_FALSE(object->getNumber("grad_norm"));
+  record.lr = 3e-4;
+  record.gradNorm = 2.5;
+  auto known = llvm::json::parse(formatStepJSON(record));
+  ASSERT_TRUE(bool(known));
+  EXPECT_EQ(known->getAsObject()->getNumber("lr"), 3e-4);
+  EXPECT_EQ(known->getAsObject()->getNumber("grad_norm"), 2.5);
   record.loss = NAN;
   EXPECT_NE(formatStepJSON(record).find("\"loss\":null"), std::string::npos);
 }

@@ -101,6 +101,17 @@ void adamw(Session &session, const Tensor &g, const Tensor &p, const Tensor &m,
            const Tensor &v, const Tensor &viewOut, double lr, double beta1,
            double beta2, double eps, double weightDecay, double gradScale);
 void fill(const Tensor &t, double value);
+/// acc (an f32 scalar) += weight * sum of x's squares (summed in float64).
+void sumSquares(const Tensor &x, const Tensor &acc, double weight);
+/// AdamW on a clipped gradient: `squaredNorm` is the all-reduced sum of
+/// squares of the step's gradients; the gradient is multiplied by
+/// min(1, maxGradNorm / (sqrt(squaredNorm) + 1e-6)) (PyTorch's
+/// clip_grad_norm_) on top of `gradScale`. The norm goes to the step log.
+void adamwClipped(Session &session, const Tensor &g, const Tensor &p,
+                  const Tensor &m, const Tensor &v, const Tensor &viewOut,
+                  double lr, double beta1, double beta2, double eps,
+                  double weightDecay, double gradScale,
+                  const Tensor &squaredNorm, double maxGradNorm);
 
 //===--- prologue ---------------------------------------------------------===//
 void initParam(const Tensor &t, InitKind kind, const char *param, double std,

@@ -431,10 +431,13 @@ public:
   /// (`logger` may be null elsewhere). `tokens` counts the whole job's tokens
   /// of this step. With `times` (this rank's step time split; every rank
   /// passes it or none does) the same collective gathers every rank's split
-  /// into the record. Returns the logged loss on every rank.
+  /// into the record. `lr` and `gradNorm` (the global gradient norm of a
+  /// clipped step, the same on every rank) are logged when finite. Returns
+  /// the logged loss on every rank.
   double logStep(StepLogger *logger, uint64_t step, uint64_t totalSteps,
                  double loss, double tokens, double seconds,
-                 const StepTimeSplit *times = nullptr, double lr = NAN);
+                 const StepTimeSplit *times = nullptr, double lr = NAN,
+                 double gradNorm = NAN);
 
   /// This rank's kernel and wait time accumulators (StepLog.h), fed by the
   /// emitted program's helpers and taken once per step by Session::endStep.

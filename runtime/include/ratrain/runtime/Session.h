@@ -113,6 +113,9 @@ public:
   /// The learning rate of the current step under the schedule, whose peak
   /// is --lr or else `compiled` (the rate the program was compiled with).
   double learningRate(double compiled);
+  /// Gradient clipping: the step's global gradient norm (every clipped
+  /// AdamW call of the step passes the same value), logged as "grad_norm".
+  void recordGradNorm(double norm) { stepGradNorm = norm; }
 
   DataPosition dataPosition() const { return position; }
   const SessionOptions &options() const { return opts; }
@@ -138,6 +141,8 @@ private:
   double lastStepLoss = 0;
   /// The compiled learning rate the first AdamW call passed (NaN before).
   double compiledLr = NAN;
+  /// The step's global gradient norm (NaN: the program does not clip).
+  double stepGradNorm = NAN;
   bool started = false;
   std::chrono::steady_clock::time_point stepStart;
 };

@@ -92,6 +92,9 @@ struct StepRecord {
   double elapsedSeconds = 0; ///< Since the first logged step started.
   /// The step's learning rate (logged as "lr" when known, i.e. finite).
   double lr = NAN;
+  /// The global gradient norm before clipping (logged as "grad_norm" when
+  /// the program clips, i.e. finite).
+  double gradNorm = NAN;
   std::vector<uint64_t> peakArenaBytes; ///< Per world rank.
   /// Per world rank; empty when not measured (no time fields are logged).
   std::vector<StepTimeSplit> rankTimes;
