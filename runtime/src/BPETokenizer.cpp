@@ -1,7 +1,7 @@
 //===- BPETokenizer.cpp - HuggingFace byte-level BPE tokenizer.json -------===//
 //
 // What HuggingFace `tokenizers` does for a byte-level BPE tokenizer.json
-// (GPT-2, Llama-3, Qwen2, SmolLM2), with encode(text,
+// (GPT-2, Llama-3, StarCoder-style Digits layouts), with encode(text,
 // add_special_tokens=False):
 //  1. added_tokens are found in the text verbatim, leftmost longest (first
 //     those with normalized false, then the others, as HF's two passes do)
@@ -37,6 +37,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include <cstdio>
 #include <deque>
 #include <queue>
 
@@ -476,6 +477,13 @@ std::string show(const Value &value) {
   return text;
 }
 
+/// A number with up to 6 significant digits (0.1, not 0.10000000000000001).
+std::string showNumber(double number) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%g", number);
+  return text;
+}
+
 /// True when `key` is absent or null.
 bool isNull(const Object &object, llvm::StringRef key) {
   const Value *value = object.get(key);
@@ -771,9 +779,10 @@ ratrain::rt::parseHFTokenizer(const Value &document, llvm::StringRef name) {
   if (!isNull(model, "dropout")) {
     std::optional<double> dropout = model.getNumber("dropout");
     if (!dropout || *dropout != 0)
-      return fieldError(name, "model.dropout",
-                        show(*model.get("dropout")) +
-                            " is not supported (BPE dropout is random)");
+      return fieldError(
+          name, "model.dropout",
+          (dropout ? showNumber(*dropout) : show(*model.get("dropout"))) +
+              " is not supported (BPE dropout is random)");
   }
   for (llvm::StringRef affix :
        {"continuing_subword_prefix", "end_of_word_suffix"}) {

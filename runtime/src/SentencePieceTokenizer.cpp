@@ -75,9 +75,14 @@ ratrain::rt::loadSentencePieceTokenizer(llvm::StringRef path) {
   sentencepiece::util::Status status =
       tokenizer->processor.LoadFromSerializedProto(
           std::string_view(bytes.data(), bytes.size()));
-  if (!status.ok())
-    return makeError(llvm::formatv("{0}: not a SentencePiece model: {1}", path,
-                                   status.ToString()));
+  if (!status.ok()) {
+    // SentencePiece names its source line for a proto that does not parse.
+    std::string what = status.message();
+    if (what.find("ParseFromArray") != std::string::npos)
+      what = "the protobuf does not parse";
+    return makeError(
+        llvm::formatv("{0}: not a SentencePiece model: {1}", path, what));
+  }
   int pieces = tokenizer->processor.GetPieceSize();
   if (pieces <= 0)
     return makeError(llvm::formatv("{0}: the SentencePiece model has no "

@@ -163,6 +163,22 @@ TEST(Tokenizer, BPEMergeFormsPrefixSpaceAndMissingIds) {
   EXPECT_EQ(*(*prefixed)->encode("Hello world<|endoftext|>Hello world"), twice);
   EXPECT_EQ((*prefixed)->encode("")->size(), 0u);
 
+  // StarCoder's layout: Digits(individual_digits) before ByteLevel.
+  Value digits = readDocument("gpt2.tokenizer.json");
+  (*digits.getAsObject())["pre_tokenizer"] =
+      Object{{"type", "Sequence"},
+             {"pretokenizers",
+              Array{Object{{"type", "Digits"}, {"individual_digits", true}},
+                    *digits.getAsObject()->get("pre_tokenizer")}}};
+  auto starCoder = parseHFTokenizer(digits, "digits.json");
+  ASSERT_TRUE(bool(starCoder)) << llvm::toString(starCoder.takeError());
+  std::vector<uint32_t> split;
+  for (const char *piece : {"abc", " ", "1", "2", "3", "4", "5", "x"}) {
+    auto ids = plain->encode(piece);
+    split.insert(split.end(), ids->begin(), ids->end());
+  }
+  EXPECT_EQ(*(*starCoder)->encode("abc 12345x"), split);
+
   // Ids outside the vocabulary, and text that is not UTF-8.
   for (const char *name : {"gpt2.tokenizer.json", "spm.model"}) {
     auto tokenizer = load(llvm::StringRef(name).ends_with(".json")

@@ -6,7 +6,8 @@
 //    (SentencePieceTokenizer.cpp);
 //  - HuggingFace byte-level BPE: a `tokenizer.json` with a BPE model and a
 //    ByteLevel pre-tokenizer, alone (GPT-2) or after regex Splits (Llama-3,
-//    Qwen2), in C++ with PCRE2 for the regexes (BPETokenizer.cpp).
+//    Qwen2 layout; Qwen2 itself needs NFC, which is refused), in C++ with
+//    PCRE2 for the regexes (BPETokenizer.cpp).
 // They live in the library ratrain_tokenizers, apart from
 // ratrain_runtime_core: emitted programs link the core, and must not need
 // libsentencepiece or libpcre2 on a compute node.
