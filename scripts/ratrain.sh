@@ -24,6 +24,7 @@ PACKAGES=(
   libhalide14-0-dev
   libopenmpi-dev openmpi-bin
   libopenblas-dev
+  pkgconf libsentencepiece-dev libpcre2-dev
   googletest libgtest-dev libbenchmark-dev
 )
 

@@ -1,18 +1,25 @@
-//===- ratrain-tokenize.cpp - Byte-level tokenizer ------------------------===//
+//===- ratrain-tokenize.cpp - Text files <-> token files ------------------===//
 //
-// Turns text files into a RATrain token file (one id per byte, vocabulary
-// 256, the tiny-llama vocabulary) and back:
+// Turns text files into a RATrain token file and back, with the byte-level
+// tokenizer (one id per byte, vocabulary 256, the tiny-llama vocabulary), a
+// SentencePiece model or a HuggingFace byte-level BPE tokenizer.json
+// (ratrain/runtime/Tokenizer.h):
 //   ratrain-tokenize -o corpus.tok a.txt b.txt   # concatenates the files
-//   ratrain-tokenize --decode corpus.tok -o corpus.txt
+//   ratrain-tokenize --sentencepiece tokenizer.model -o corpus.tok a.txt
+//   ratrain-tokenize --tokenizer tokenizer.json -o corpus.tok a.txt
+//   ratrain-tokenize --decode corpus.tok -o corpus.txt [--tokenizer ...]
 //   ratrain-tokenize --info corpus.tok
-// Files are joined with a newline when one does not end in one. Errors print
-// `error: <file>: <what>` and exit 1; the output is written atomically.
+// Files are joined with a newline when one does not end in one. The
+// vocabulary of the token file is the tokenizer's; ids are 2 bytes wide when
+// it fits 65536, else 4 (--width). Errors print `error: <file>: <what>` and
+// exit 1; the output is written atomically, and not at all on an error.
 //
 //===----------------------------------------------------------------------===//
 
 #include "ratrain/Support/CrashReport.h"
 #include "ratrain/runtime/Data.h"
 #include "ratrain/runtime/FileIO.h"
+#include "ratrain/runtime/Tokenizer.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -31,9 +38,19 @@ llvm::cl::opt<bool> decode("decode",
                                           "stdout)"));
 llvm::cl::opt<bool> info("info", llvm::cl::desc("Print a token file's "
                                                 "header"));
-llvm::cl::opt<unsigned> width("width",
-                              llvm::cl::desc("Bytes per token id: 2 or 4"),
-                              llvm::cl::init(2));
+llvm::cl::opt<unsigned>
+    width("width",
+          llvm::cl::desc("Bytes per token id: 2 or 4 (default: 2 when the "
+                         "vocabulary fits 65536 ids, else 4)"),
+          llvm::cl::init(2));
+llvm::cl::opt<std::string>
+    sentencePiece("sentencepiece",
+                  llvm::cl::desc("Tokenize with a SentencePiece model"),
+                  llvm::cl::value_desc("MODEL.model"));
+llvm::cl::opt<std::string> hfTokenizer(
+    "tokenizer",
+    llvm::cl::desc("Tokenize with a HuggingFace byte-level BPE tokenizer"),
+    llvm::cl::value_desc("tokenizer.json"));
 
 int fail(const llvm::Twine &message) {
   llvm::errs() << "error: " << message << "\n";
@@ -48,24 +65,55 @@ int failWith(llvm::Error error) {
 int main(int argc, char **argv) {
   ratrain::InitTool init(argc, argv);
   llvm::cl::ParseCommandLineOptions(argc, argv,
-                                    "RATrain byte-level tokenizer\n");
+                                    "RATrain tokenizer: text files <-> token "
+                                    "files\n");
   if (inputs.empty())
     return fail("no input files (see --help)");
+  if (!sentencePiece.empty() && !hfTokenizer.empty())
+    return fail("--sentencepiece and --tokenizer exclude each other");
 
-  if (info || decode) {
+  if (info) {
     if (inputs.size() != 1)
       return fail("--info and --decode take exactly one token file");
     auto file = TokenFile::open(inputs[0]);
     if (!file)
       return failWith(file.takeError());
-    if (info) {
-      llvm::outs() << llvm::formatv("{0}: {1} tokens, {2} bytes per id, "
-                                    "vocabulary {3}\n",
-                                    inputs[0], file->size(),
-                                    file->bytesPerToken(), file->vocab());
-      return 0;
-    }
-    auto text = detokenizeBytes(file->all());
+    llvm::outs() << llvm::formatv("{0}: {1} tokens, {2} bytes per id, "
+                                  "vocabulary {3}\n",
+                                  inputs[0], file->size(),
+                                  file->bytesPerToken(), file->vocab());
+    return 0;
+  }
+
+  TokenizerKind kind = TokenizerKind::Bytes;
+  std::string tokenizerPath;
+  if (!sentencePiece.empty()) {
+    kind = TokenizerKind::SentencePiece;
+    tokenizerPath = sentencePiece;
+  } else if (!hfTokenizer.empty()) {
+    kind = TokenizerKind::HFJson;
+    tokenizerPath = hfTokenizer;
+  }
+  auto loaded = loadTokenizer(kind, tokenizerPath);
+  if (!loaded)
+    return failWith(loaded.takeError());
+  Tokenizer &tokenizer = **loaded;
+  uint32_t vocab = tokenizer.vocabSize();
+
+  if (decode) {
+    if (inputs.size() != 1)
+      return fail("--info and --decode take exactly one token file");
+    auto file = TokenFile::open(inputs[0]);
+    if (!file)
+      return failWith(file.takeError());
+    if (kind != TokenizerKind::Bytes && file->vocab() != 0 &&
+        file->vocab() != vocab)
+      return fail(llvm::formatv("{0}: the token file's vocabulary is {1}, "
+                                "the tokenizer's ({2}) {3}: decode with the "
+                                "tokenizer that wrote it",
+                                inputs[0], file->vocab(), tokenizerPath,
+                                vocab));
+    auto text = tokenizer.decode(file->all());
     if (!text)
       return fail(inputs[0] + ": " + llvm::toString(text.takeError()));
     if (output.empty()) {
@@ -79,6 +127,18 @@ int main(int argc, char **argv) {
 
   if (output.empty())
     return fail("no output file (-o)");
+  unsigned bytesPerToken = width;
+  if (bytesPerToken != 2 && bytesPerToken != 4)
+    return fail(llvm::formatv("--width {0}: token ids are 2 or 4 bytes wide",
+                              bytesPerToken));
+  if (vocab > 65536) {
+    if (width.getNumOccurrences() && bytesPerToken == 2)
+      return fail(llvm::formatv("{0}: the vocabulary of {1} ids does not fit "
+                                "2-byte token ids (at most 65536); use "
+                                "--width 4",
+                                tokenizerPath, vocab));
+    bytesPerToken = 4;
+  }
   std::string text;
   for (const std::string &input : inputs) {
     auto buffer = llvm::MemoryBuffer::getFile(input, /*IsText=*/false,
@@ -86,16 +146,23 @@ int main(int argc, char **argv) {
     if (!buffer)
       return fail(input + ": cannot read: " + buffer.getError().message());
     llvm::StringRef contents = (*buffer)->getBuffer();
+    if (tokenizer.readsUTF8())
+      if (std::optional<size_t> bad = findInvalidUTF8(contents))
+        return fail(llvm::formatv("{0}: not valid UTF-8 at byte {1} (the {2} "
+                                  "tokenizer reads UTF-8 text)",
+                                  input, *bad, tokenizer.kind()));
     if (!text.empty() && text.back() != '\n')
       text.push_back('\n');
     text.append(contents.begin(), contents.end());
   }
   if (text.empty())
     return fail("the input files are empty");
-  if (llvm::Error error =
-          writeTokenFile(output, tokenizeBytes(text), kByteVocab, width))
+  auto ids = tokenizer.encode(text);
+  if (!ids)
+    return fail(tokenizerPath + ": " + llvm::toString(ids.takeError()));
+  if (llvm::Error error = writeTokenFile(output, *ids, vocab, bytesPerToken))
     return failWith(std::move(error));
   llvm::outs() << llvm::formatv("{0}: {1} tokens from {2} files\n", output,
-                                text.size(), inputs.size());
+                                ids->size(), inputs.size());
   return 0;
 }
