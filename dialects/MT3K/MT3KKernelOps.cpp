@@ -398,6 +398,23 @@ LogicalResult AdamWOp::verify() {
         eps > 0 && decay >= 0))
     return emitOpError("hyper-parameters out of range: need lr >= 0, "
                        "0 <= beta1, beta2 < 1, eps > 0, weight_decay >= 0");
+  if (std::optional<ArrayRef<int64_t>> ranges = getNoDecay()) {
+    if (ranges->size() % 2)
+      return emitOpError("no_decay needs [begin, end) pairs, got ")
+             << ranges->size() << " numbers";
+    int64_t previousEnd = 0;
+    for (size_t i = 0; i < ranges->size(); i += 2) {
+      int64_t begin = (*ranges)[i], end = (*ranges)[i + 1];
+      if (begin < previousEnd || end <= begin)
+        return emitOpError("no_decay ranges must be non-empty, ascending and "
+                           "disjoint, got [")
+               << begin << ", " << end << ") after end " << previousEnd;
+      previousEnd = end;
+    }
+    if (*getFirstElement() < 0 ||
+        (getShardElements() && *getShardElements() < 1))
+      return emitOpError("first_element must be >= 0 and shard_elements >= 1");
+  }
   if (bool(getClip()) != bool(getMaxGradNorm()))
     return emitOpError("'clip' and 'max_grad_norm' go together");
   if (getMaxGradNorm() && !(getMaxGradNorm()->convertToDouble() > 0 &&

@@ -261,6 +261,14 @@ def MT3K_AdamWOp : MT3K_InProgramOp<"adamw"> {
     multiplied by `min(1, max_grad_norm / (sqrt(clip) + 1e-6))`, PyTorch's
     `clip_grad_norm_`.
 
+    `no_decay` lists element ranges `[begin, end)` of the layer's flat
+    parameters (ratrain/Model/ParameterLayout.h) that take no weight decay
+    (norm weights and biases under the default policy); element `i` of this
+    op is element `first_element + i` of the layer, or with
+    `shard_elements` (ZeRO: the op updates part of a data-parallel shard)
+    element `first_element + shard_index * shard_elements + i`, where the
+    runtime supplies the rank's shard index.
+
     ```mlir
     mt3k.adamw %g, %master, %m, %v -> %w lr 3.000000e-04 beta1 9.000000e-01
         beta2 9.500000e-01 eps 1.000000e-08 weight_decay 1.000000e-01
@@ -279,13 +287,18 @@ def MT3K_AdamWOp : MT3K_InProgramOp<"adamw"> {
                        OptionalAttr<F64Attr>:$grad_scale,
                        Arg<Optional<MT3K_DdrF32Scalar>,
                            "squared global gradient norm", [MemRead]>:$clip,
-                       OptionalAttr<F64Attr>:$max_grad_norm);
+                       OptionalAttr<F64Attr>:$max_grad_norm,
+                       OptionalAttr<DenseI64ArrayAttr>:$no_decay,
+                       OptionalAttr<I64Attr>:$first_element,
+                       OptionalAttr<I64Attr>:$shard_elements);
   let assemblyFormat = [{
     $grad `,` $master `,` $m `,` $v `->` $view `lr` $lr `beta1` $beta1
     `beta2` $beta2 `eps` $eps `weight_decay` $weight_decay
     (`grad_scale` $grad_scale^)?
     (`clip` `(` $clip^ `:` qualified(type($clip)) `)`
      `max_grad_norm` $max_grad_norm)?
+    (`no_decay` $no_decay^ `first_element` $first_element
+     (`shard_elements` $shard_elements^)?)?
     attr-dict
     `:` qualified(type($grad)) `,` qualified(type($master)) `,`
     qualified(type($m)) `,` qualified(type($v)) `->` qualified(type($view))
@@ -302,7 +315,9 @@ def MT3K_AdamWOp : MT3K_InProgramOp<"adamw"> {
             $_builder.getF64FloatAttr(weightDecay),
             gradScale ? $_builder.getF64FloatAttr(*gradScale)
                       : ::mlir::FloatAttr(),
-            ::mlir::Value(), ::mlir::FloatAttr());
+            ::mlir::Value(), ::mlir::FloatAttr(),
+            ::mlir::DenseI64ArrayAttr(), ::mlir::IntegerAttr(),
+            ::mlir::IntegerAttr());
     }]>
   ];
   let hasVerifier = 1;

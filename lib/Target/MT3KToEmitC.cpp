@@ -469,12 +469,28 @@ LogicalResult lower(AdamWOp adam, Calls &c) {
                            c.f64(adam.getEps().convertToDouble()),
                            c.f64(adam.getWeightDecay().convertToDouble()),
                            c.f64(gradScale)};
+  // The elements without weight decay: ratrain::rt::emit::NoDecay{first,
+  // shard, {begin, end, ...}}.
+  std::optional<Arg> noDecay;
+  if (std::optional<ArrayRef<int64_t>> ranges = adam.getNoDecay()) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << "ratrain::rt::emit::NoDecay{" << *adam.getFirstElement() << ", "
+       << adam.getShardElements().value_or(0) << ", {";
+    llvm::interleaveComma(*ranges, os);
+    os << "}}";
+    noDecay = Arg(c.opaque(text));
+  }
   if (!adam.getClip()) {
+    if (noDecay)
+      args.push_back(*noDecay);
     c.call("ratrain::rt::emit::adamw", Type(), args);
     return success();
   }
   args.push_back(t(adam.getClip()));
   args.push_back(c.f64(adam.getMaxGradNorm()->convertToDouble()));
+  if (noDecay)
+    args.push_back(*noDecay);
   c.call("ratrain::rt::emit::adamwClipped", Type(), args);
   return success();
 }

@@ -9,6 +9,7 @@
 #include "ratrain/runtime/EmittedProgramStaging.h"
 
 #include "ratrain/runtime/Error.h"
+#include "ratrain/runtime/Runtime.h"
 
 #include <algorithm>
 #include <cmath>
@@ -377,7 +378,8 @@ void scale(const Tensor &x, const Tensor &y, double factor) {
 /// One AdamW step; the step number for bias correction is the session's.
 void adamw(Session &session, const Tensor &g, const Tensor &p, const Tensor &m,
            const Tensor &v, const Tensor &viewOut, double lr, double beta1,
-           double beta2, double eps, double weightDecay, double gradScale) {
+           double beta2, double eps, double weightDecay, double gradScale,
+           const NoDecay &noDecay) {
   In gi(g);
   k::AdamWParams params;
   params.lr = float(session.learningRate(lr));
@@ -389,18 +391,45 @@ void adamw(Session &session, const Tensor &g, const Tensor &p, const Tensor &m,
   params.step = int64_t(session.step());
   int64_t n = int64_t(p.numel());
   float *master = p.buf.as<float>();
-  if (isHalf(viewOut.type)) {
+  bool halfView = isHalf(viewOut.type);
+  // Elements [begin, end) with or without the weight decay.
+  auto run = [&](int64_t begin, int64_t end, bool decayed) {
+    k::AdamWParams piece = params;
+    if (!decayed)
+      piece.weightDecay = 0;
     kernel("adamw", [&] {
-      return k::adamw(n, master, gi.p, m.buf.as<float>(), v.buf.as<float>(),
-                      params, viewOut.buf.as<uint16_t>(), half(viewOut.type));
+      if (halfView)
+        return k::adamw(end - begin, master + begin, gi.p + begin,
+                        m.buf.as<float>() + begin, v.buf.as<float>() + begin,
+                        piece, viewOut.buf.as<uint16_t>() + begin,
+                        half(viewOut.type));
+      return k::adamw(end - begin, master + begin, gi.p + begin,
+                      m.buf.as<float>() + begin, v.buf.as<float>() + begin,
+                      piece);
     });
-    return;
+  };
+  if (noDecay.ranges.empty() || weightDecay == 0) {
+    run(0, n, true);
+  } else {
+    // This call's elements in the layer's flat parameters.
+    int64_t base = noDecay.firstElement;
+    if (noDecay.shardElements)
+      base += int64_t(Runtime::current()->shardIndex()) * noDecay.shardElements;
+    int64_t at = 0;
+    for (size_t i = 0; i + 1 < noDecay.ranges.size() && at < n; i += 2) {
+      int64_t begin = std::clamp(noDecay.ranges[i] - base, at, n);
+      int64_t end = std::clamp(noDecay.ranges[i + 1] - base, at, n);
+      if (begin >= end)
+        continue;
+      if (at < begin)
+        run(at, begin, true);
+      run(begin, end, false);
+      at = end;
+    }
+    if (at < n)
+      run(at, n, true);
   }
-  kernel("adamw", [&] {
-    return k::adamw(n, master, gi.p, m.buf.as<float>(), v.buf.as<float>(),
-                    params);
-  });
-  if (viewOut.buf.data != p.buf.data)
+  if (!halfView && viewOut.buf.data != p.buf.data)
     std::memcpy(viewOut.buf.data, p.buf.data, p.buf.bytes);
 }
 
@@ -408,7 +437,8 @@ void adamwClipped(Session &session, const Tensor &g, const Tensor &p,
                   const Tensor &m, const Tensor &v, const Tensor &viewOut,
                   double lr, double beta1, double beta2, double eps,
                   double weightDecay, double gradScale,
-                  const Tensor &squaredNorm, double maxGradNorm) {
+                  const Tensor &squaredNorm, double maxGradNorm,
+                  const NoDecay &noDecay) {
   if (squaredNorm.type != ElemType::F32 || squaredNorm.numel() != 1)
     fatal("adamw: the gradient norm is not an f32 scalar");
   double norm =
@@ -416,7 +446,7 @@ void adamwClipped(Session &session, const Tensor &g, const Tensor &p,
   session.recordGradNorm(norm);
   double factor = std::min(1.0, maxGradNorm / (norm + 1e-6));
   adamw(session, g, p, m, v, viewOut, lr, beta1, beta2, eps, weightDecay,
-        gradScale * factor);
+        gradScale * factor, noDecay);
 }
 
 void sumSquares(const Tensor &x, const Tensor &acc, double weight) {

@@ -101,6 +101,8 @@ struct CompileOptions {
   std::string schedule = "1f1b";
   /// --max-grad-norm: global gradient-norm clipping (0: none).
   double maxGradNorm = 0;
+  /// --weight-decay-params: matrices, matrices-except-embeddings or all.
+  std::string weightDecayParams = "matrices";
   std::string dtype;
   bool verbose = false;
 };

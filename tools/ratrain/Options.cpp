@@ -66,6 +66,9 @@ const char *const kPlanFlagsHelp = R"(PLAN OPTIONS:
   --max-grad-norm X     clip the gradients to this global L2 norm before any
                         update, as PyTorch's clip_grad_norm_ (default: no
                         clipping; docs/schedule.md, "Gradient clipping")
+  --weight-decay-params P  which parameters AdamW decays: matrices (default:
+                        every 2-D weight, not the norm weights and biases),
+                        matrices-except-embeddings, or all
 )";
 
 //===----------------------------------------------------------------------===//
@@ -148,14 +151,22 @@ std::string formatCommand(llvm::ArrayRef<std::string> argv) {
 //===----------------------------------------------------------------------===//
 
 llvm::ArrayRef<StringRef> getPlanValueFlags() {
-  static const StringRef flags[] = {"--machine",      "--ranks",
-                                    "--pp",           "--dp",
-                                    "--zero",         "--global-batch",
-                                    "--policy",       "--dtype",
-                                    "--schedule",     "--partition",
-                                    "--weight-wire",  "--grad-wire",
-                                    "--seq-len",      "--micro-batch-size",
-                                    "--max-grad-norm"};
+  static const StringRef flags[] = {"--machine",
+                                    "--ranks",
+                                    "--pp",
+                                    "--dp",
+                                    "--zero",
+                                    "--global-batch",
+                                    "--policy",
+                                    "--dtype",
+                                    "--schedule",
+                                    "--partition",
+                                    "--weight-wire",
+                                    "--grad-wire",
+                                    "--seq-len",
+                                    "--micro-batch-size",
+                                    "--max-grad-norm",
+                                    "--weight-decay-params"};
   return flags;
 }
 
@@ -226,6 +237,14 @@ llvm::Expected<CompileOptions> getCompileOptions(const Args &args,
       return makeError("--max-grad-norm: expected a finite number > 0, got '" +
                        *norm + "'");
     options.maxGradNorm = value;
+  }
+  if (std::optional<std::string> decayed = args.get("--weight-decay-params")) {
+    if (*decayed != "matrices" && *decayed != "matrices-except-embeddings" &&
+        *decayed != "all")
+      return makeError("--weight-decay-params: expected matrices, "
+                       "matrices-except-embeddings or all, got '" +
+                       *decayed + "'");
+    options.weightDecayParams = *decayed;
   }
   if (std::optional<std::string> policy = args.get("--policy")) {
     if (*policy != "ratrain" && *policy != "gpu-style")

@@ -231,7 +231,9 @@ int compileProgram(const Toolchain &tools, CompileOptions &options,
   // The lowered programs are checked for races (--mt3k-verify: the hazard
   // model of the ops' declared effects) before any C++ is written.
   if (runStage("lower-to-mt3k",
-               {tools.opt, scheduled, "--ratrain-lower-to-mt3k",
+               {tools.opt, scheduled,
+                "--ratrain-lower-to-mt3k=weight-decay-params=" +
+                    options.weightDecayParams,
                 "--mt3k-verify", "-o", lowered},
                workDir, options.verbose))
     return 1;

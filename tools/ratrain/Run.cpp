@@ -184,9 +184,10 @@ int runCommand(const Toolchain &tools, llvm::ArrayRef<std::string> argv) {
                  " weight-wire=" + options->weightWire +
                  " grad-wire=" + options->gradWire + "\n"));
     hash.update(llvm::formatv("schedule={0} seq-len={1} micro-batch-size={2} "
-                              "max-grad-norm={3:e16}\n",
+                              "max-grad-norm={3:e16} weight-decay-params={4}\n",
                               options->schedule, options->seqLen,
-                              options->microBatchSize, options->maxGradNorm)
+                              options->microBatchSize, options->maxGradNorm,
+                              options->weightDecayParams)
                     .str());
     for (StringRef tool : {StringRef(tools.self), StringRef(tools.translate),
                            StringRef(tools.opt)})

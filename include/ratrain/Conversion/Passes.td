@@ -54,6 +54,11 @@ def RATrainLowerToMT3K : Pass<"ratrain-lower-to-mt3k", "mlir::ModuleOp"> {
     Option<"epsilon", "eps", "double", "1.0e-8", "AdamW epsilon">,
     Option<"weightDecay", "weight-decay", "double", "0.1",
            "AdamW decoupled weight decay">,
+    Option<"weightDecayParams", "weight-decay-params", "std::string",
+           "\"matrices\"",
+           "which parameters weight decay applies to: matrices (every 2-D "
+           "weight, embedding included; not the norm weights and biases), "
+           "matrices-except-embeddings (nor the token embedding) or all">,
     Option<"initStd", "init-std", "double", "0.02",
            "standard deviation of the normal initialization of the "
            "embedding, projection and LM-head weights">,

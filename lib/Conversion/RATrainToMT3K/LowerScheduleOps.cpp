@@ -361,7 +361,7 @@ LogicalResult StageLowering::lowerUpdate(UpdateOp op) {
         dc = slot(viewDest, s * E, {c}, elem);
     }
     if (failed(updateRange(gc, mc, m0, v0, dc, c, std::min(chunk, c), tokens,
-                           clip)))
+                           clip, layer, s)))
       return failure();
     if (stream)
       streamChunkOf(layer, s, k % 2, /*reload=*/false);
@@ -402,11 +402,63 @@ LogicalResult StageLowering::lowerGradNorm(GradNormOp op) {
   return success();
 }
 
+SmallVector<int64_t> StageLowering::noDecayRanges(int64_t layer) const {
+  SmallVector<int64_t> ranges;
+  if (options.decayed == DecayedParams::All)
+    return ranges;
+  for (const ParamTensor &tensor : layerTensors(layer)) {
+    bool exempt = tensor.shape.size() < 2 ||
+                  (options.decayed == DecayedParams::MatricesExceptEmbeddings &&
+                   tensor.name == "model.embed_tokens.weight");
+    if (!exempt)
+      continue;
+    int64_t begin = tensor.offset, end = tensor.offset + tensor.numel();
+    if (!ranges.empty() && ranges.back() == begin)
+      ranges.back() = end; // adjacent exempt tensors: one range
+    else
+      ranges.append({begin, end});
+  }
+  return ranges;
+}
+
+void StageLowering::setNoDecay(mt::AdamWOp adam, ArrayRef<int64_t> exempt,
+                               int64_t layer, int64_t first, int64_t count) {
+  IntegerType i64 = IntegerType::get(ctx, 64);
+  if (zero() && plan_.getDp() > 1) {
+    adam.setNoDecayAttr(b.getDenseI64ArrayAttr(exempt));
+    adam.setFirstElementAttr(IntegerAttr::get(i64, first));
+    adam.setShardElementsAttr(IntegerAttr::get(i64, shardElements(layer)));
+    return;
+  }
+  // One replica's program updates known elements: keep the ranges it
+  // touches.
+  SmallVector<int64_t> touched;
+  int64_t covered = 0;
+  for (size_t i = 0; i < exempt.size(); i += 2) {
+    int64_t begin = std::max(exempt[i], first);
+    int64_t end = std::min(exempt[i + 1], first + count);
+    if (begin >= end)
+      continue;
+    touched.append({exempt[i], exempt[i + 1]});
+    covered += end - begin;
+  }
+  if (touched.empty())
+    return;
+  if (covered == count) {
+    adam.setWeightDecayAttr(b.getF64FloatAttr(0.0));
+    return;
+  }
+  adam.setNoDecayAttr(b.getDenseI64ArrayAttr(touched));
+  adam.setFirstElementAttr(IntegerAttr::get(i64, first));
+}
+
 LogicalResult StageLowering::updateRange(Value grad, Value master, Value m,
                                          Value v, Value viewDest, int64_t n,
                                          int64_t chunk,
-                                         SmallVector<Value> &tokens,
-                                         Value clip) {
+                                         SmallVector<Value> &tokens, Value clip,
+                                         int64_t layer, int64_t firstElement) {
+  SmallVector<int64_t> exempt =
+      options.weightDecay != 0 ? noDecayRanges(layer) : SmallVector<int64_t>();
   Type f32 = Float32Type::get(ctx);
   int64_t E = elemBytes();
   for (int64_t start = 0; start < n; start += chunk) {
@@ -425,6 +477,8 @@ LogicalResult StageLowering::updateRange(Value grad, Value master, Value m,
       adam.getClipMutable().assign(clip);
       adam.setMaxGradNormAttr(b.getF64FloatAttr(plan_.getMaxGradNormValue()));
     }
+    if (!exempt.empty())
+      setNoDecay(adam, exempt, layer, firstElement + start, count);
     if (!viewDest)
       continue; // FP32: the master is the view; the GSM copy is the prefetch
     Value dest = slot(viewDest, start * E, {count}, elem);

@@ -136,9 +136,22 @@ void LowerToMT3KPass::runOnOperation() {
     (void)total;
   }
 
-  LoweringOptions options{
-      learningRate,       beta1,        beta2, epsilon, weightDecay, initStd,
-      int64_t(alignment), outlineLayers};
+  std::optional<DecayedParams> decayed =
+      llvm::StringSwitch<std::optional<DecayedParams>>(weightDecayParams)
+          .Case("matrices", DecayedParams::Matrices)
+          .Case("matrices-except-embeddings",
+                DecayedParams::MatricesExceptEmbeddings)
+          .Case("all", DecayedParams::All)
+          .Default(std::nullopt);
+  if (!decayed) {
+    module.emitError("--ratrain-lower-to-mt3k: weight-decay-params=")
+        << weightDecayParams
+        << " is not one of matrices, matrices-except-embeddings, all";
+    return signalPassFailure();
+  }
+  LoweringOptions options{learningRate, beta1,   beta2,    epsilon,
+                          weightDecay,  initStd, *decayed, int64_t(alignment),
+                          outlineLayers};
   if (alignment < 0 || (alignment & (alignment - 1)) != 0) {
     module.emitError("--ratrain-lower-to-mt3k: alignment ")
         << int64_t(alignment) << " is not a power of two";

@@ -175,9 +175,13 @@ inline double normHeadEps(int64_t hidden) { return 1e-24 / double(hidden); }
 /// before the iteration; see the mt3k program verifier).
 constexpr llvm::StringLiteral kPrologueAttr = "mt3k.prologue";
 
+/// Which parameters take AdamW's weight decay (`weight-decay-params`).
+enum class DecayedParams { Matrices, MatricesExceptEmbeddings, All };
+
 /// The pass options a stage lowering uses.
 struct LoweringOptions {
   double lr, beta1, beta2, eps, weightDecay, initStd;
+  DecayedParams decayed = DecayedParams::Matrices;
   int64_t alignment;
   /// Decoder layer kernel sequences become calls of shared functions.
   bool outlineLayers = false;
@@ -390,9 +394,22 @@ private:
   /// `viewDest` when set), `chunk` elements per GSM staging slot; the view
   /// DMAs' tokens go to `tokens`. `clip` (or null): the squared global
   /// gradient norm the update clips with.
+  /// `firstElement`: where the range starts in the layer's flat parameters
+  /// (in this rank's shard with ZeRO), for the weight-decay policy.
   LogicalResult updateRange(Value grad, Value master, Value m, Value v,
                             Value viewDest, int64_t n, int64_t chunk,
-                            SmallVector<Value> &tokens, Value clip);
+                            SmallVector<Value> &tokens, Value clip,
+                            int64_t layer, int64_t firstElement);
+  /// The [begin, end) element ranges of `layer`'s flat parameters that take
+  /// no weight decay under the policy, ascending.
+  SmallVector<int64_t> noDecayRanges(int64_t layer) const;
+  /// Records on `adam` (elements [first, first + count) of `layer`, of this
+  /// rank's shard with ZeRO) which of its elements take no weight decay:
+  /// the ranges of `exempt` it may touch (all of them with ZeRO, where the
+  /// shard's place in the layer is the runtime's), or weight_decay 0 when
+  /// all of its elements are exempt.
+  void setNoDecay(mt::AdamWOp adam, ArrayRef<int64_t> exempt, int64_t layer,
+                  int64_t first, int64_t count);
   void lowerTransfer(Operation *op, bool send);
   void lowerReload(ReloadOp op);
   void lowerOffload(OffloadOp op);

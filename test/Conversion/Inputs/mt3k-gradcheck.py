@@ -340,9 +340,19 @@ class Runner:
                 g = [x * factor for x in g]
             m1 = [b1 * a + (1 - b1) * x for a, x in zip(m1, g)]
             v1 = [b2 * a + (1 - b2) * x * x for a, x in zip(v1, g)]
+            # The elements without weight decay: layer elements
+            # first (+ replica * shard) + i inside a no_decay range.
+            decay = [wd] * len(p)
+            nd = re.search(r" no_decay \[([^\]]*)\] first_element (\d+)(?: shard_elements (\d+))?", line)
+            if nd:
+                bounds = [int(x) for x in nd.group(1).split(",")]
+                base = int(nd.group(2)) + (replica * int(nd.group(3)) if nd.group(3) else 0)
+                for i in range(len(p)):
+                    if any(b <= base + i < e for b, e in zip(bounds[::2], bounds[1::2])):
+                        decay[i] = 0.0
             # Step 1: bias corrections 1 - beta^1.
-            p = [w - lr * ((a / (1 - b1)) / (math.sqrt(c / (1 - b2)) + eps) + wd * w)
-                 for w, a, c in zip(p, m1, v1)]
+            p = [w - lr * ((a / (1 - b1)) / (math.sqrt(c / (1 - b2)) + eps) + d * w)
+                 for w, a, c, d in zip(p, m1, v1, decay)]
             mach.write(master, p)
             mach.write(mm, m1)
             mach.write(vv, v1)
@@ -712,7 +722,10 @@ def main():
                     else "zeros" if name.endswith(".bias") else "normal")
             p0 = init_value(name, e, kind, 0.5)
             clipped = factor * analytic
-            expected = p0 - hp["lr"] * (clipped / (abs(clipped) + hp["eps"]) + hp["wd"] * p0)
+            # Weight decay on matrices only (the lowering's default): not on
+            # the norm weights and biases.
+            wd = 0.0 if kind in ("ones", "zeros") else hp["wd"]
+            expected = p0 - hp["lr"] * (clipped / (abs(clipped) + hp["eps"]) + wd * p0)
             if ref is not None:
                 views = [base.machines[(stage, r)].read(ref)[e] for r in range(dp)]
             else:

@@ -100,9 +100,10 @@ ratrain.pipeline @tiny_step for @tiny plan #ratrain.plan<clusters = 2, pp = 1, d
 // CHECK: %[[SYNC:[0-9]+]] = mt3k.all_reduce avg %[[G]] -> %[[G]] on @dp ring
 // The head's update stages its view through slot 0.
 // CHECK: %[[HEADDMA:[0-9]+]] = mt3k.dma %{{[0-9]+}} -> %{{[0-9]+}} : !mt3k.buffer<gsm, 8256xbf16> -> !mt3k.buffer<ddr, 8256xbf16>
-// wait, update, view_prefetch.
+// wait, update, view_prefetch. The decoder layer's two RMSNorm weights
+// (elements [0, 64) and [16448, 16512)) take no weight decay.
 // CHECK: mt3k.wait %[[SYNC]]{{$}}
-// CHECK-NEXT: mt3k.adamw %[[G]], %[[P]], %[[M]], %[[V]] -> %[[STAGED]] lr 3.000000e-04 beta1 9.000000e-01 beta2 0.94999999999999996 eps 1.000000e-08 weight_decay 1.000000e-01 :
+// CHECK-NEXT: mt3k.adamw %[[G]], %[[P]], %[[M]], %[[V]] -> %[[STAGED]] lr 3.000000e-04 beta1 9.000000e-01 beta2 0.94999999999999996 eps 1.000000e-08 weight_decay 1.000000e-01 no_decay [0, 64, 16448, 16512] first_element 0 :
 // CHECK-NEXT: %[[DMA:[0-9]+]] = mt3k.dma %[[STAGED]] -> %[[VIEW]]
 // The embedding's update reuses slot 0: it waits for the head's DMA first.
 // CHECK-NEXT: mt3k.wait %{{[0-9]+}}{{$}}

@@ -866,3 +866,42 @@ mt3k.program @p stage 0 {
   // expected-error @+1 {{'master' overlaps 'm': ddr bytes [256, 512) and [256, 512)}}
   mt3k.adamw %g, %m, %m, %g -> %w lr 1.0e-3 beta1 0.9 beta2 0.95 eps 1.0e-8 weight_decay 0.1 : !mt3k.buffer<ddr, 64xf32>, !mt3k.buffer<ddr, 64xf32>, !mt3k.buffer<ddr, 64xf32>, !mt3k.buffer<ddr, 64xf32> -> !mt3k.buffer<ddr, 64xbf16>
 }
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %g = mt3k.buffer "g" at 0 : !mt3k.buffer<ddr, 64xf32>
+  %mt = mt3k.buffer "mt" at 256 : !mt3k.buffer<ddr, 64xf32>
+  %m = mt3k.buffer "m" at 512 : !mt3k.buffer<ddr, 64xf32>
+  %v = mt3k.buffer "v" at 768 : !mt3k.buffer<ddr, 64xf32>
+  %w = mt3k.buffer "w" at 1024 : !mt3k.buffer<ddr, 64xf32>
+  // expected-error @+1 {{no_decay needs [begin, end) pairs, got 3 numbers}}
+  mt3k.adamw %g, %mt, %m, %v -> %w lr 1.0e-3 beta1 0.9 beta2 0.95 eps 1.0e-8 weight_decay 0.1 no_decay [0, 8, 16] first_element 0 : !mt3k.buffer<ddr, 64xf32>, !mt3k.buffer<ddr, 64xf32>, !mt3k.buffer<ddr, 64xf32>, !mt3k.buffer<ddr, 64xf32> -> !mt3k.buffer<ddr, 64xf32>
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %g = mt3k.buffer "g" at 0 : !mt3k.buffer<ddr, 64xf32>
+  %mt = mt3k.buffer "mt" at 256 : !mt3k.buffer<ddr, 64xf32>
+  %m = mt3k.buffer "m" at 512 : !mt3k.buffer<ddr, 64xf32>
+  %v = mt3k.buffer "v" at 768 : !mt3k.buffer<ddr, 64xf32>
+  %w = mt3k.buffer "w" at 1024 : !mt3k.buffer<ddr, 64xf32>
+  // expected-error @+1 {{no_decay ranges must be non-empty, ascending and disjoint, got [4, 12) after end 8}}
+  mt3k.adamw %g, %mt, %m, %v -> %w lr 1.0e-3 beta1 0.9 beta2 0.95 eps 1.0e-8 weight_decay 0.1 no_decay [0, 8, 4, 12] first_element 0 : !mt3k.buffer<ddr, 64xf32>, !mt3k.buffer<ddr, 64xf32>, !mt3k.buffer<ddr, 64xf32>, !mt3k.buffer<ddr, 64xf32> -> !mt3k.buffer<ddr, 64xf32>
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %g = mt3k.buffer "g" at 0 : !mt3k.buffer<ddr, 64xf32>
+  %mt = mt3k.buffer "mt" at 256 : !mt3k.buffer<ddr, 64xf32>
+  %m = mt3k.buffer "m" at 512 : !mt3k.buffer<ddr, 64xf32>
+  %v = mt3k.buffer "v" at 768 : !mt3k.buffer<ddr, 64xf32>
+  %w = mt3k.buffer "w" at 1024 : !mt3k.buffer<ddr, 64xf32>
+  // expected-error @+1 {{first_element must be >= 0 and shard_elements >= 1}}
+  mt3k.adamw %g, %mt, %m, %v -> %w lr 1.0e-3 beta1 0.9 beta2 0.95 eps 1.0e-8 weight_decay 0.1 no_decay [0, 8] first_element 0 shard_elements 0 : !mt3k.buffer<ddr, 64xf32>, !mt3k.buffer<ddr, 64xf32>, !mt3k.buffer<ddr, 64xf32>, !mt3k.buffer<ddr, 64xf32> -> !mt3k.buffer<ddr, 64xf32>
+}

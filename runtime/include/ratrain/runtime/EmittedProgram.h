@@ -96,10 +96,22 @@ void crossEntropyBwd(const Tensor &logits, const Tensor &labels,
 /// Element type conversion or copy (same shape).
 void cast(const Tensor &x, const Tensor &y);
 void scale(const Tensor &x, const Tensor &y, double factor);
+/// The elements of an AdamW call that take no weight decay (mt3k.adamw's
+/// no_decay): element i of the call is element firstElement + i of its
+/// layer's flat parameters, plus shardIndex() * shardElements when the call
+/// updates part of a ZeRO shard (shardElements > 0); `ranges` holds the
+/// layer's exempt [begin, end) pairs, ascending. Empty: all decay.
+struct NoDecay {
+  int64_t firstElement = 0;
+  int64_t shardElements = 0;
+  std::vector<int64_t> ranges;
+};
+
 /// One AdamW step; the step number for bias correction is the session's.
 void adamw(Session &session, const Tensor &g, const Tensor &p, const Tensor &m,
            const Tensor &v, const Tensor &viewOut, double lr, double beta1,
-           double beta2, double eps, double weightDecay, double gradScale);
+           double beta2, double eps, double weightDecay, double gradScale,
+           const NoDecay &noDecay = {});
 void fill(const Tensor &t, double value);
 /// acc (an f32 scalar) += weight * sum of x's squares (summed in float64).
 void sumSquares(const Tensor &x, const Tensor &acc, double weight);
@@ -111,7 +123,8 @@ void adamwClipped(Session &session, const Tensor &g, const Tensor &p,
                   const Tensor &m, const Tensor &v, const Tensor &viewOut,
                   double lr, double beta1, double beta2, double eps,
                   double weightDecay, double gradScale,
-                  const Tensor &squaredNorm, double maxGradNorm);
+                  const Tensor &squaredNorm, double maxGradNorm,
+                  const NoDecay &noDecay = {});
 
 //===--- prologue ---------------------------------------------------------===//
 void initParam(const Tensor &t, InitKind kind, const char *param, double std,
