@@ -2,9 +2,10 @@
 # programs of tiny LLaMA and Baichuan plans covering the lowering's paths
 # train RATRAIN_BASELINE_STEPS steps with a fixed seed on the corpus, and
 # every step's loss must equal, bit for bit, the loss recorded in
-# test/e2e/Inputs/baseline-losses/<name>.txt (recorded before the issue 11
-# refactor, commit 1cb57e9). A change that is meant to change the numerics
-# re-records them (RATRAIN_BASELINE_RECORD=1). The programs are the ones
+# test/e2e/Inputs/baseline-losses/<name>.txt (first recorded before the
+# issue 11 refactor, commit 1cb57e9; re-recorded at a8ace28, when weight
+# decay stopped applying to the norm weights). A change that is meant to
+# change the numerics re-records them (RATRAIN_BASELINE_RECORD=1). The programs are the ones
 # emit-cpp.cmake, equivalence.cmake, offload.cmake and baichuan.cmake
 # define; included from test/e2e/CMakeLists.txt after them.
 if(NOT COMMAND ratrain_add_emitted_program OR NOT TARGET ratrain-corpus)
