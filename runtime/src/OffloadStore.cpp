@@ -10,6 +10,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <thread>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -103,7 +104,8 @@ OffloadStore::Entry &OffloadStore::checkedEntry(StorageTier tier,
 }
 
 std::byte *OffloadStore::hostBytes(llvm::StringRef key, uint64_t bytes,
-                                   bool offloading) {
+                                   bool offloading,
+                                   std::atomic<int> **inFlight) {
   if (auto piece = pieceOf(key)) {
     auto [parent, offset] = *piece;
     std::lock_guard<std::mutex> lock(mutex);
@@ -114,13 +116,19 @@ std::byte *OffloadStore::hostBytes(llvm::StringRef key, uint64_t bytes,
         fatal(llvm::formatv("reload of '{0}' from host: {1} bytes at {2} of "
                             "'{3}', which holds {4}",
                             key, bytes, offset, parent, e.bytes));
-      // Grows (only in the prologue, which waits each offload: nothing is
-      // in flight on the old copy).
+      // Grows (only in the prologue). Earlier pieces may still be copying
+      // into the old copy: they finish first (they never take the mutex).
+      while (e.piecesInFlight.load(std::memory_order_acquire) > 0)
+        std::this_thread::yield();
       std::unique_ptr<std::byte[]> grown(new std::byte[end]());
       if (e.host)
         std::memcpy(grown.get(), e.host.get(), e.bytes);
       e.host = std::move(grown);
       e.bytes = end;
+    }
+    if (offloading && inFlight) {
+      e.piecesInFlight.fetch_add(1, std::memory_order_relaxed);
+      *inFlight = &e.piecesInFlight;
     }
     return e.host.get() + offset;
   }
@@ -137,8 +145,13 @@ Token OffloadStore::offload(Buffer src, StorageTier tier, llvm::StringRef key) {
                 (unsigned long long)src.offset, (unsigned long long)src.bytes,
                 tierName(tier), key.str().c_str());
   if (tier == StorageTier::Host) {
-    std::byte *to = hostBytes(key, src.bytes, /*offloading=*/true);
-    return dma.call(what, [to, src] { std::memcpy(to, src.data, src.bytes); });
+    std::atomic<int> *inFlight = nullptr;
+    std::byte *to = hostBytes(key, src.bytes, /*offloading=*/true, &inFlight);
+    return dma.call(what, [to, src, inFlight] {
+      std::memcpy(to, src.data, src.bytes);
+      if (inFlight)
+        inFlight->fetch_sub(1, std::memory_order_release);
+    });
   }
   Entry &e = checkedEntry(tier, key, src.bytes, /*offloading=*/true);
   if (!createdDirectory && !llvm::sys::fs::is_directory(directory)) {

@@ -12,6 +12,7 @@
 
 #include "ratrain/runtime/Runtime.h"
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -35,6 +36,11 @@ private:
     std::unique_ptr<std::byte[]> host;
     uint64_t bytes = 0;
     bool written = false; ///< Storage tier: the file exists.
+    /// Offloads of pieces still copying into `host`: the copy may only grow
+    /// (be reallocated) once they are done. The prologue offloads the pieces
+    /// of a parent one after another without waiting in between when
+    /// nothing else orders them (their DDR buffers and keys differ).
+    std::atomic<int> piecesInFlight{0};
   };
   Entry &entry(StorageTier tier, llvm::StringRef key);
   /// The entry of a key transferred whole: an offload fixes its size, a
@@ -48,7 +54,10 @@ private:
   pieceOf(llvm::StringRef key);
   /// Where `bytes` bytes under a host-tier `key` live: a piece in its
   /// parent's copy, or the key's own copy (allocated on its first offload).
-  std::byte *hostBytes(llvm::StringRef key, uint64_t bytes, bool offloading);
+  /// `inFlight` (when not null) receives the parent's count of pieces in
+  /// flight, which an offload increments (here) and its copy decrements.
+  std::byte *hostBytes(llvm::StringRef key, uint64_t bytes, bool offloading,
+                       std::atomic<int> **inFlight = nullptr);
   std::string fileOf(llvm::StringRef key) const;
 
   DmaEngine &dma;
