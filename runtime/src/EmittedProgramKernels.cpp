@@ -380,6 +380,12 @@ void adamw(Session &session, const Tensor &g, const Tensor &p, const Tensor &m,
            const Tensor &v, const Tensor &viewOut, double lr, double beta1,
            double beta2, double eps, double weightDecay, double gradScale,
            const NoDecay &noDecay) {
+  // A validation step learns nothing: the view is refreshed from the
+  // unchanged master (as the update would write it), m and v are untouched.
+  if (session.evaluating()) {
+    cast(p, viewOut);
+    return;
+  }
   In gi(g);
   k::AdamWParams params;
   params.lr = float(session.learningRate(lr));
@@ -443,7 +449,8 @@ void adamwClipped(Session &session, const Tensor &g, const Tensor &p,
     fatal("adamw: the gradient norm is not an f32 scalar");
   double norm =
       std::sqrt(std::max(0.0, double(squaredNorm.buf.as<float>()[0])));
-  session.recordGradNorm(norm);
+  if (!session.evaluating())
+    session.recordGradNorm(norm);
   double factor = std::min(1.0, maxGradNorm / (norm + 1e-6));
   adamw(session, g, p, m, v, viewOut, lr, beta1, beta2, eps, weightDecay,
         gradScale * factor, noDecay);

@@ -145,3 +145,14 @@ add_test(NAME e2e.models.tiny-mistral.data-formats
 set_tests_properties(e2e.models.tiny-mistral.data-formats PROPERTIES
   TIMEOUT 600 LABELS "e2e;mpi" PROCESSORS 2
   FIXTURES_REQUIRED ratrain-emit-tiny-mistral)
+
+# Validation (docs/runtime.md, "Validation"): held-out losses every N steps
+# on the tiny SmolLM2 (ZeRO-1 over 2 replicas), the training unchanged.
+add_test(NAME e2e.models.tiny-smollm2.validation
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/validation-test.sh
+          ${MPIEXEC_EXECUTABLE} 2 $<TARGET_FILE:ratrain-emit-tiny-smollm2>
+          ${RATRAIN_CORPUS_TOKENS} $<TARGET_FILE:ratrain-ckpt>
+          ${CMAKE_CURRENT_SOURCE_DIR}/Inputs/models/tiny-smollm2.json)
+set_tests_properties(e2e.models.tiny-smollm2.validation PROPERTIES
+  TIMEOUT 600 LABELS "e2e;mpi" PROCESSORS 2
+  FIXTURES_REQUIRED ratrain-emit-tiny-smollm2)
