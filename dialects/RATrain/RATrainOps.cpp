@@ -141,7 +141,9 @@ LogicalResult LayerOp::verify() {
         failed(positive(getFfn(), "ffn")) ||
         failed(absent(getVocab().has_value(), "vocab")))
       return failure();
-    if (getHidden() % int64_t(*getHeads()) != 0)
+    if (getHeadDim() && *getHeadDim() <= 0)
+      return emitOpError("head_dim must be positive, got ") << *getHeadDim();
+    if (!getHeadDim() && getHidden() % int64_t(*getHeads()) != 0)
       return emitOpError("hidden ")
              << getHidden() << " is not a multiple of heads " << *getHeads();
     if (*getHeads() % *getKvHeads() != 0)
@@ -154,6 +156,7 @@ LogicalResult LayerOp::verify() {
                  failed(absent(getHeads().has_value(), "heads")) ||
                  failed(absent(getKvHeads().has_value(), "kv_heads")) ||
                  failed(absent(getFfn().has_value(), "ffn")) ||
+                 failed(absent(getHeadDim().has_value(), "head_dim")) ||
                  failed(absent(getQkvBias(), "qkv_bias")));
 }
 

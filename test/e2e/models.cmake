@@ -54,6 +54,9 @@ ratrain_add_model_train_test(tiny-qwen2.5 "clusters=2 global-batch=8 pp=2"
   "model\\.layers\\.1\\.self_attn\\.q_proj\\.bias" "!lm_head")
 ratrain_add_model_train_test(tiny-mistral "clusters=2 global-batch=8 pp=1"
   "model\\.layers\\.2\\.mlp\\.gate_proj\\.weight" "model\\.norm\\.weight")
+# head_dim 64 in a 128-wide model with 4 heads: q and o_proj are 256 wide.
+ratrain_add_model_train_test(tiny-mistral-nemo "clusters=2 global-batch=8 pp=2"
+  "model\\.layers\\.1\\.self_attn\\.o_proj\\.weight")
 ratrain_add_model_train_test(tiny-baichuan2-7b "clusters=2 global-batch=8"
   "model\\.layers\\.1\\.self_attn\\.W_pack\\.weight" "!q_proj")
 

@@ -106,7 +106,16 @@ struct ModelConfig {
   /// <= slidingWindow (validate() refuses a longer sequence).
   int64_t slidingWindow = 0;
 
-  int64_t headDim() const { return hidden / numHeads; }
+  /// The attention head dimension when it is not hidden / numHeads (HF's
+  /// `head_dim`, e.g. Mistral-NeMo: 32 heads of 128 in a 5120-wide model);
+  /// 0: hidden / numHeads.
+  int64_t headDimension = 0;
+
+  int64_t headDim() const {
+    return headDimension ? headDimension : hidden / numHeads;
+  }
+  /// Width of the queries (and of o_proj's input): numHeads x headDim.
+  int64_t qDim() const { return numHeads * headDim(); }
   int64_t kvDim() const { return headDim() * numKVHeads; }
 
   /// Parameters of one decoder layer: q,k,v,o projections (+ q/k/v biases),

@@ -248,7 +248,9 @@ void LowerToMT3KPass::runOnOperation() {
       config.ffnHidden, config.vocab, config.seqLen, config.maxPositions,
       model->getRmsEpsAttr(), model->getRopeThetaAttr(),
       attrs.getBoolAttr(config.qkvBias), attrs.getBoolAttr(config.normHead),
-      config.tieEmbeddings ? attrs.getBoolAttr(true) : BoolAttr());
+      config.tieEmbeddings ? attrs.getBoolAttr(true) : BoolAttr(),
+      config.headDimension ? attrs.getI64IntegerAttr(config.headDimension)
+                           : IntegerAttr());
   std::optional<SchedulePolicy> policy = pipeline.getPolicy();
   // With virtual stages, the rank of each (the runtime's layer ownership).
   DenseI64ArrayAttr stageRanks;

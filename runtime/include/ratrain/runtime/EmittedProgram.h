@@ -229,6 +229,8 @@ struct ProgramModel {
   double rmsNormEps, ropeTheta;
   /// The LM head is the embedding table (no lm_head.weight of its own).
   bool tieEmbeddings;
+  /// The attention heads' width when not hidden / numHeads; 0 otherwise.
+  int64_t headDimension;
 };
 
 /// What an emitted program's main() runs: the runtime sized from the
