@@ -56,15 +56,9 @@ LogicalResult ModelOp::verifyRegions() {
   if (getSeqLen() > getMaxPositions())
     return emitOpError("seq_len ")
            << getSeqLen() << " exceeds max_positions " << getMaxPositions();
-  if (std::optional<int64_t> window = getSlidingWindow()) {
+  if (std::optional<int64_t> window = getSlidingWindow())
     if (*window < 1)
       return emitOpError("sliding_window must be positive, got ") << *window;
-    if (getSeqLen() > *window)
-      return emitOpError("seq_len ")
-             << getSeqLen() << " exceeds sliding_window " << *window
-             << ": only plain causal attention is supported, which is "
-                "sliding-window attention for seq_len <= sliding_window";
-  }
   if (getRopeScaling() && getPositions() != PositionEncodingKind::Rope)
     return emitOpError("rope_scaling needs rotary positions (positions rope)");
 

@@ -388,8 +388,6 @@ ratrain::parseHFConfig(llvm::StringRef json, llvm::StringRef fileName,
   config.seqLen = options.seqLen > 0
                       ? options.seqLen
                       : std::min<int64_t>(config.maxPositions, 4096);
-  if (options.seqLen <= 0 && config.slidingWindow > 0)
-    config.seqLen = std::min(config.seqLen, config.slidingWindow);
   if (llvm::Error error = config.validate())
     return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s: %s",
                                    fileName.str().c_str(),

@@ -177,8 +177,14 @@ double ModelConfig::layerMatmulFlopsPerToken() const {
 
 double ModelConfig::attentionFlopsPerToken() const {
   // QK^T and PV: 2 matmuls of s x d per head per token, 2 FLOPs per MAC,
-  // halved by the causal mask.
-  return 2.0 * 2.0 * double(seqLen) * double(qDim()) / 2.0;
+  // halved by the causal mask; with a sliding window shorter than the
+  // sequence, a token past the first W sees W keys.
+  double keys = double(seqLen) / 2.0;
+  if (slidingWindow > 0 && slidingWindow < seqLen) {
+    double w = double(slidingWindow), s = double(seqLen);
+    keys = (w * (w + 1) / 2 + (s - w) * w) / s;
+  }
+  return 2.0 * 2.0 * keys * double(qDim());
 }
 
 double ModelConfig::headFlopsPerToken() const {
@@ -239,12 +245,6 @@ llvm::Error ModelConfig::validate() const {
   if (slidingWindow < 0)
     return fail(llvm::formatv("sliding_window must be positive, got {0}",
                               slidingWindow));
-  if (slidingWindow > 0 && seqLen > slidingWindow)
-    return fail(llvm::formatv(
-        "sequence length {0} exceeds sliding_window {1}: sliding-window "
-        "attention is not supported, only plain causal attention, which is "
-        "the same for sequences of at most sliding_window tokens",
-        seqLen, slidingWindow));
   if (maxPositions > 0 && seqLen > maxPositions)
     return fail(llvm::formatv("sequence length {0} exceeds "
                               "max_position_embeddings {1}",

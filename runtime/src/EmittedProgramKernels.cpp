@@ -219,13 +219,13 @@ void gemm(const Tensor &a, const Tensor &b, const Tensor &c, k::GemmForm form,
 void attentionFwd(const Tensor &q, const Tensor &kk, const Tensor &v,
                   const Tensor &o, const Tensor &lse, int64_t B, int64_t S,
                   int64_t Hq, int64_t Hkv, int64_t D, double scale,
-                  bool alibi) {
+                  bool alibi, int64_t window) {
   In qi(q), ki(kk), vi(v);
   Out oo(o, false), lo(lse, false);
   const float *slopes = alibiSlopes(alibi, Hq);
   kernel("attentionForward", [&] {
     return k::attentionForward(B, S, Hq, Hkv, D, qi.p, ki.p, vi.p, float(scale),
-                               oo.p, lo.p, slopes);
+                               oo.p, lo.p, slopes, window);
   });
 }
 
@@ -233,14 +233,14 @@ void attentionBwd(const Tensor &q, const Tensor &kk, const Tensor &v,
                   const Tensor &o, const Tensor &dout, const Tensor &lse,
                   const Tensor &dq, const Tensor &dk, const Tensor &dv,
                   int64_t B, int64_t S, int64_t Hq, int64_t Hkv, int64_t D,
-                  double scale, bool alibi) {
+                  double scale, bool alibi, int64_t window) {
   In qi(q), ki(kk), vi(v), oi(o), di(dout), li(lse);
   Out dqo(dq, false), dko(dk, false), dvo(dv, false);
   const float *slopes = alibiSlopes(alibi, Hq);
   kernel("attentionBackward", [&] {
     return k::attentionBackward(B, S, Hq, Hkv, D, qi.p, ki.p, vi.p, oi.p, di.p,
                                 li.p, float(scale), dqo.p, dko.p, dvo.p,
-                                slopes);
+                                slopes, window);
   });
 }
 

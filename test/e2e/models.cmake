@@ -10,8 +10,8 @@
 #  - tiny-smollm2: SmolLM2's 64-wide heads (3 of them, 1 kv head), tied
 #    embeddings on one stage, dp 2 with ZeRO-1 (the planner's choice);
 #  - tiny-qwen2.5: Qwen2.5's q/k/v biases, tied, on 2 stages;
-#  - tiny-mistral: model_type mistral, sliding_window 128 = the sequence
-#    length the importer picks (plain causal attention), GQA 4/1;
+#  - tiny-mistral: model_type mistral, sliding_window 128 on 256-token
+#    sequences (the windowed attention kernels), GQA 4/1;
 #  - tiny-baichuan2-7b: Baichuan2-7B's rotary positions with W_pack and
 #    NormHead.
 # Included from test/e2e/CMakeLists.txt after emit-cpp.cmake.

@@ -102,8 +102,8 @@ struct ModelConfig {
   std::optional<RopeScaling> ropeScaling;
   /// Sliding attention window (Mistral, Qwen2 with use_sliding_window): a
   /// token attends to the `slidingWindow` tokens up to itself; 0 for none.
-  /// Training runs plain causal attention, which is the same while seqLen
-  /// <= slidingWindow (validate() refuses a longer sequence).
+  /// While seqLen <= slidingWindow that is plain causal attention; longer
+  /// sequences run the attention kernels' windowed mask.
   int64_t slidingWindow = 0;
 
   /// The attention head dimension when it is not hidden / numHeads (HF's

@@ -120,6 +120,11 @@ void LowerToMT3KPass::runOnOperation() {
   dims.kvDim = config.kvDim();
   dims.qkvBias = config.qkvBias;
   dims.alibi = config.positions == PositionEncoding::Alibi;
+  // Mistral's sliding window, where the sequence is longer than it (shorter
+  // sequences are plain causal attention).
+  dims.window = config.slidingWindow > 0 && config.slidingWindow < config.seqLen
+                    ? config.slidingWindow
+                    : 0;
   dims.packedQkv = config.family == ModelFamily::Baichuan;
   dims.normHead = config.normHead;
   dims.microBatches = plan.getMicroBatches();
