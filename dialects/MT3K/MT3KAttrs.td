@@ -186,6 +186,8 @@ def MT3K_ModelAttr : MT3K_Attr<"Model", "model"> {
 
     `tie_embeddings` (omitted when false) marks a model whose LM head is
     the embedding table: its checkpoints have no `lm_head.weight`.
+    `head_dim` (omitted when `hidden / heads`) is the attention heads'
+    width.
   }];
   let parameters = (ins "::mlir::StringAttr":$name, "::mlir::StringAttr":$family,
                         "::mlir::Type":$dtype, "int64_t":$decoder_layers,
@@ -195,7 +197,8 @@ def MT3K_ModelAttr : MT3K_Attr<"Model", "model"> {
                         "::mlir::FloatAttr":$rope_theta,
                         "::mlir::BoolAttr":$qkv_bias,
                         "::mlir::BoolAttr":$norm_head,
-                        OptionalParameter<"::mlir::BoolAttr">:$tie_embeddings);
+                        OptionalParameter<"::mlir::BoolAttr">:$tie_embeddings,
+                        OptionalParameter<"::mlir::IntegerAttr">:$head_dim);
   let assemblyFormat = "`<` struct(params) `>`";
 }
 

@@ -67,6 +67,9 @@ def MT3K_AttentionFwdOp : MT3K_ComputeOp<"attention_fwd"> {
     `2n` heads for the rest; `ratrain::kernels::alibiSlopes`). `lse`
     includes the bias.
 
+    `window W` (with `causal`; Mistral's sliding window) lets query `i` see
+    only the keys `i - W < j <= i`.
+
     ```mlir
     mt3k.attention_fwd %q, %k, %v -> %o, %lse causal
         : !mt3k.buffer<ddr, 1x4096x32x128xbf16>, !mt3k.buffer<ddr, 1x4096x8x128xbf16>,
@@ -80,9 +83,11 @@ def MT3K_AttentionFwdOp : MT3K_ComputeOp<"attention_fwd"> {
                        Arg<MT3K_FloatBufferOfRank<4>, "output", [MemWrite]>:$o,
                        Arg<MT3K_F32BufferOfRank<3>, "log-sum-exp", [MemWrite]>:$lse,
                        UnitAttr:$causal, UnitAttr:$alibi,
-                       OptionalAttr<F64Attr>:$scale);
+                       OptionalAttr<F64Attr>:$scale,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$window);
   let assemblyFormat = [{
     $q `,` $k `,` $v `->` $o `,` $lse (`causal` $causal^)? (`alibi` $alibi^)?
+    (`window` $window^)?
     (`scale` $scale^)? attr-dict `:` qualified(type($q)) `,` qualified(type($k)) `,`
     qualified(type($v)) `->` qualified(type($o)) `,` qualified(type($lse))
   }];
@@ -97,7 +102,7 @@ def MT3K_AttentionBwdOp : MT3K_ComputeOp<"attention_bwd"> {
     (each of the type of its input). The attention probabilities are
     recomputed from `lse` tile by tile (flash-attention backward); `dk` and
     `dv` sum the contributions of all query heads of a group. `causal`,
-    `alibi` and `scale` must match the forward call.
+    `alibi`, `window` and `scale` must match the forward call.
 
     ```mlir
     mt3k.attention_bwd %q, %k, %v, %o, %do, %lse -> %dq, %dk, %dv causal
@@ -115,10 +120,12 @@ def MT3K_AttentionBwdOp : MT3K_ComputeOp<"attention_bwd"> {
                        Arg<MT3K_FloatBufferOfRank<4>, "key gradient", [MemWrite]>:$dk,
                        Arg<MT3K_FloatBufferOfRank<4>, "value gradient", [MemWrite]>:$dv,
                        UnitAttr:$causal, UnitAttr:$alibi,
-                       OptionalAttr<F64Attr>:$scale);
+                       OptionalAttr<F64Attr>:$scale,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$window);
   let assemblyFormat = [{
     $q `,` $k `,` $v `,` $o `,` $d_o `,` $lse `->` $dq `,` $dk `,` $dv
-    (`causal` $causal^)? (`alibi` $alibi^)? (`scale` $scale^)? attr-dict
+    (`causal` $causal^)? (`alibi` $alibi^)? (`window` $window^)?
+    (`scale` $scale^)? attr-dict
     `:` qualified(type($q)) `,` qualified(type($k)) `,` qualified(type($v))
     `,` qualified(type($o)) `,` qualified(type($d_o)) `,` qualified(type($lse))
     `->` qualified(type($dq)) `,` qualified(type($dk)) `,` qualified(type($dv))

@@ -56,15 +56,9 @@ LogicalResult ModelOp::verifyRegions() {
   if (getSeqLen() > getMaxPositions())
     return emitOpError("seq_len ")
            << getSeqLen() << " exceeds max_positions " << getMaxPositions();
-  if (std::optional<int64_t> window = getSlidingWindow()) {
+  if (std::optional<int64_t> window = getSlidingWindow())
     if (*window < 1)
       return emitOpError("sliding_window must be positive, got ") << *window;
-    if (getSeqLen() > *window)
-      return emitOpError("seq_len ")
-             << getSeqLen() << " exceeds sliding_window " << *window
-             << ": only plain causal attention is supported, which is "
-                "sliding-window attention for seq_len <= sliding_window";
-  }
   if (getRopeScaling() && getPositions() != PositionEncodingKind::Rope)
     return emitOpError("rope_scaling needs rotary positions (positions rope)");
 
@@ -141,7 +135,9 @@ LogicalResult LayerOp::verify() {
         failed(positive(getFfn(), "ffn")) ||
         failed(absent(getVocab().has_value(), "vocab")))
       return failure();
-    if (getHidden() % int64_t(*getHeads()) != 0)
+    if (getHeadDim() && *getHeadDim() <= 0)
+      return emitOpError("head_dim must be positive, got ") << *getHeadDim();
+    if (!getHeadDim() && getHidden() % int64_t(*getHeads()) != 0)
       return emitOpError("hidden ")
              << getHidden() << " is not a multiple of heads " << *getHeads();
     if (*getHeads() % *getKvHeads() != 0)
@@ -154,6 +150,7 @@ LogicalResult LayerOp::verify() {
                  failed(absent(getHeads().has_value(), "heads")) ||
                  failed(absent(getKvHeads().has_value(), "kv_heads")) ||
                  failed(absent(getFfn().has_value(), "ffn")) ||
+                 failed(absent(getHeadDim().has_value(), "head_dim")) ||
                  failed(absent(getQkvBias(), "qkv_bias")));
 }
 

@@ -86,8 +86,11 @@ def RATrain_LayerOp : RATrain_Op<"layer", [HasParent<"ModelOp">]> {
   let description = [{
     `index` is the layer's position in the model (0 is the embedding).
     Decoder layers have `heads`, `kv_heads` (grouped-query attention when
-    fewer than `heads`) and `ffn` (SwiGLU width), and `qkv_bias` when the q,
-    k, v projections have biases; embedding and head layers have `vocab`.
+    fewer than `heads`) and `ffn` (SwiGLU width), `head_dim` when the heads
+    are not `hidden / heads` wide (the q, k, v projections then map `hidden`
+    to `heads x head_dim` and o_proj back, as Mistral-NeMo), and `qkv_bias`
+    when the q, k, v projections have biases; embedding and head layers have
+    `vocab`.
   }];
   let arguments = (ins
     I64Attr:$index,
@@ -97,12 +100,30 @@ def RATrain_LayerOp : RATrain_Op<"layer", [HasParent<"ModelOp">]> {
     OptionalAttr<I64Attr>:$kv_heads,
     OptionalAttr<I64Attr>:$ffn,
     OptionalAttr<I64Attr>:$vocab,
-    UnitAttr:$qkv_bias
+    UnitAttr:$qkv_bias,
+    OptionalAttr<I64Attr>:$head_dim
   );
   let assemblyFormat = [{
     $index $kind `hidden` `(` $hidden `)` (`heads` `(` $heads^ `)`)?
-    (`kv_heads` `(` $kv_heads^ `)`)? (`ffn` `(` $ffn^ `)`)?
+    (`kv_heads` `(` $kv_heads^ `)`)? (`head_dim` `(` $head_dim^ `)`)?
+    (`ffn` `(` $ffn^ `)`)?
     (`vocab` `(` $vocab^ `)`)? (`qkv_bias` $qkv_bias^)? attr-dict
+  }];
+  let builders = [
+    OpBuilder<(ins "int64_t":$index, "::ratrain::LayerKind":$kind,
+                   "int64_t":$hidden, "::mlir::IntegerAttr":$heads,
+                   "::mlir::IntegerAttr":$kvHeads, "::mlir::IntegerAttr":$ffn,
+                   "::mlir::IntegerAttr":$vocab, "bool":$qkvBias), [{
+      build($_builder, $_state, index, kind, hidden, heads, kvHeads, ffn,
+            vocab, qkvBias, ::mlir::IntegerAttr());
+    }]>
+  ];
+  let extraClassDeclaration = [{
+    /// A decoder layer's head width: head_dim, or hidden / heads.
+    int64_t getHeadDimension() {
+      return getHeadDim() ? int64_t(*getHeadDim())
+                          : getHidden() / int64_t(*getHeads());
+    }
   }];
   let hasVerifier = 1;
 }

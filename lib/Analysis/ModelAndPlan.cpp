@@ -16,6 +16,7 @@ ModelConfig ratrain::getModelConfig(ModelOp model) {
   config.hidden = decoder.getHidden();
   config.numHeads = *decoder.getHeads();
   config.numKVHeads = *decoder.getKvHeads();
+  config.headDimension = decoder.getHeadDim().value_or(0);
   config.ffnHidden = *decoder.getFfn();
   config.vocab = *layers.front().getVocab();
   config.seqLen = model.getSeqLen();
@@ -53,6 +54,7 @@ int64_t ratrain::getLayerParams(LayerOp layer) {
     config.hidden = hidden;
     config.numHeads = *layer.getHeads();
     config.numKVHeads = *layer.getKvHeads();
+    config.headDimension = layer.getHeadDim().value_or(0);
     config.ffnHidden = *layer.getFfn();
     config.qkvBias = layer.getQkvBias();
     return config.paramsPerLayer();

@@ -277,15 +277,6 @@ void refuseMathChangingFields(FieldReader &reader, const ModelConfig &config) {
     if (reader.get(field))
       reader.fail(llvm::formatv(
           "field '{0}' is set; logit soft-capping is not supported", field));
-  if (const Value *headDim = reader.get("head_dim")) {
-    std::optional<int64_t> dim = headDim->getAsInteger();
-    if (config.numHeads > 0 && dim != config.hidden / config.numHeads)
-      reader.fail(llvm::formatv(
-          "field 'head_dim' is {0}, not hidden_size / num_attention_heads = "
-          "{1}; a head dimension other than that is not supported",
-          dim ? std::to_string(*dim) : std::string("not an integer"),
-          config.hidden / config.numHeads));
-  }
 }
 
 } // namespace
@@ -331,6 +322,17 @@ ratrain::parseHFConfig(llvm::StringRef json, llvm::StringRef fileName,
   config.ropeTheta = reader.optionalNumber("rope_theta", 10000.0);
   config.tieEmbeddings = reader.optionalBool("tie_word_embeddings", false);
   config.qkvBias = config.family == ModelFamily::Qwen2;
+  // head_dim: the attention heads' width when it is not hidden_size /
+  // num_attention_heads (Mistral-NeMo, Gemma): the q/k/v/o projections map
+  // hidden_size to num_attention_heads x head_dim and back.
+  if (const Value *headDim = reader.get("head_dim")) {
+    std::optional<int64_t> dim = headDim->getAsInteger();
+    if (!dim || *dim <= 0)
+      reader.fail("field 'head_dim' must be a positive integer");
+    else if (config.numHeads <= 0 || config.hidden % config.numHeads != 0 ||
+             *dim != config.hidden / config.numHeads)
+      config.headDimension = *dim;
+  }
 
   // NormHead: Baichuan2's lm_head L2-normalizes the rows of its weight;
   // Baichuan-1's does not. Their configs differ only in the vocabulary
@@ -386,8 +388,6 @@ ratrain::parseHFConfig(llvm::StringRef json, llvm::StringRef fileName,
   config.seqLen = options.seqLen > 0
                       ? options.seqLen
                       : std::min<int64_t>(config.maxPositions, 4096);
-  if (options.seqLen <= 0 && config.slidingWindow > 0)
-    config.seqLen = std::min(config.seqLen, config.slidingWindow);
   if (llvm::Error error = config.validate())
     return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s: %s",
                                    fileName.str().c_str(),
@@ -397,11 +397,16 @@ ratrain::parseHFConfig(llvm::StringRef json, llvm::StringRef fileName,
   if (!limits::isSupportedHeadDim(config.headDim()))
     return llvm::createStringError(
         llvm::inconvertibleErrorCode(),
-        llvm::formatv("{0}: head dimension {1} (hidden_size {2} / "
-                      "num_attention_heads {3}) is not supported by the "
-                      "attention kernels (supported: {4})",
-                      fileName, config.headDim(), config.hidden,
-                      config.numHeads, limits::kAttentionHeadDimsText)
+        llvm::formatv("{0}: head dimension {1} ({2}) is not supported by the "
+                      "attention kernels (supported: {3})",
+                      fileName, config.headDim(),
+                      config.headDimension
+                          ? std::string("field 'head_dim'")
+                          : llvm::formatv("hidden_size {0} / "
+                                          "num_attention_heads {1}",
+                                          config.hidden, config.numHeads)
+                                .str(),
+                      limits::kAttentionHeadDimsText)
             .str());
   return config;
 }

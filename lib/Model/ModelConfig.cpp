@@ -149,11 +149,11 @@ RopeScaling::fromFields(RopeScalingKind kind, double factor,
 }
 
 int64_t ModelConfig::paramsPerLayer() const {
-  int64_t attention = hidden * hidden        // q
+  int64_t attention = hidden * qDim()        // q
                       + 2 * hidden * kvDim() // k, v
-                      + hidden * hidden;     // o
+                      + qDim() * hidden;     // o
   if (qkvBias)
-    attention += hidden + 2 * kvDim();
+    attention += qDim() + 2 * kvDim();
   int64_t mlp = 3 * hidden * ffnHidden; // gate, up, down
   int64_t norms = 2 * hidden;
   return attention + mlp + norms;
@@ -171,14 +171,20 @@ int64_t ModelConfig::totalParams() const {
 
 double ModelConfig::layerMatmulFlopsPerToken() const {
   double macs =
-      2.0 * hidden * hidden + 2.0 * hidden * kvDim() + 3.0 * hidden * ffnHidden;
+      2.0 * hidden * qDim() + 2.0 * hidden * kvDim() + 3.0 * hidden * ffnHidden;
   return 2.0 * macs;
 }
 
 double ModelConfig::attentionFlopsPerToken() const {
   // QK^T and PV: 2 matmuls of s x d per head per token, 2 FLOPs per MAC,
-  // halved by the causal mask.
-  return 2.0 * 2.0 * double(seqLen) * double(hidden) / 2.0;
+  // halved by the causal mask; with a sliding window shorter than the
+  // sequence, a token past the first W sees W keys.
+  double keys = double(seqLen) / 2.0;
+  if (slidingWindow > 0 && slidingWindow < seqLen) {
+    double w = double(slidingWindow), s = double(seqLen);
+    keys = (w * (w + 1) / 2 + (s - w) * w) / s;
+  }
+  return 2.0 * 2.0 * keys * double(qDim());
 }
 
 double ModelConfig::headFlopsPerToken() const {
@@ -210,6 +216,7 @@ llvm::Error ModelConfig::validate() const {
   } bounded[] = {
       {"num_hidden_layers", numLayers, limits::kMaxDecoderLayers},
       {"hidden_size", hidden, limits::kMaxHidden},
+      {"num_attention_heads", numHeads, limits::kMaxHidden},
       {"intermediate_size", ffnHidden, limits::kMaxFFNHidden},
       {"vocab_size", vocab, limits::kMaxVocab},
       {"sequence length", seqLen, limits::kMaxSequenceLength},
@@ -218,7 +225,13 @@ llvm::Error ModelConfig::validate() const {
     if (b.value > b.limit)
       return fail(llvm::formatv("{0} {1} exceeds the limit of {2}", b.field,
                                 b.value, b.limit));
-  if (hidden % numHeads != 0)
+  if (headDimension < 0)
+    return fail(llvm::formatv("head_dim must be positive, got {0}",
+                              headDimension));
+  if (headDimension > limits::kMaxHidden)
+    return fail(llvm::formatv("head_dim {0} exceeds the limit of {1}",
+                              headDimension, limits::kMaxHidden));
+  if (!headDimension && hidden % numHeads != 0)
     return fail(llvm::formatv(
         "hidden_size {0} is not a multiple of num_attention_heads {1}", hidden,
         numHeads));
@@ -232,12 +245,6 @@ llvm::Error ModelConfig::validate() const {
   if (slidingWindow < 0)
     return fail(llvm::formatv("sliding_window must be positive, got {0}",
                               slidingWindow));
-  if (slidingWindow > 0 && seqLen > slidingWindow)
-    return fail(llvm::formatv(
-        "sequence length {0} exceeds sliding_window {1}: sliding-window "
-        "attention is not supported, only plain causal attention, which is "
-        "the same for sequences of at most sliding_window tokens",
-        seqLen, slidingWindow));
   if (maxPositions > 0 && seqLen > maxPositions)
     return fail(llvm::formatv("sequence length {0} exceeds "
                               "max_position_embeddings {1}",

@@ -55,7 +55,7 @@ double CostModel::attentionForward(int64_t microBatchSize) const {
   double w = getDTypeBytes(model.dtype);
   double flops = model.attentionFlopsPerToken() * tokens;
   // A fused (flash-style) kernel reads q, k, v and writes o once.
-  double bytes = w * tokens * (2.0 * model.hidden + 2.0 * model.kvDim());
+  double bytes = w * tokens * (2.0 * model.qDim() + 2.0 * model.kvDim());
   double compute = flops / (peakFlops(model, machine) *
                             machine.cluster.efficiency.attentionForward);
   return std::max(compute, memoryBoundSeconds(bytes));
@@ -68,7 +68,7 @@ double CostModel::attentionBackward(int64_t microBatchSize) const {
   // forward.
   double flops = 2.5 * model.attentionFlopsPerToken() * tokens;
   // Reads q, k, v, o, dO; writes dq, dk, dv.
-  double bytes = w * tokens * (4.0 * model.hidden + 4.0 * model.kvDim());
+  double bytes = w * tokens * (4.0 * model.qDim() + 4.0 * model.kvDim());
   double compute = flops / (peakFlops(model, machine) *
                             machine.cluster.efficiency.attentionBackward);
   return std::max(compute, memoryBoundSeconds(bytes));
@@ -78,16 +78,19 @@ double CostModel::layerElementwiseBytes(int64_t microBatchSize) const {
   double tokens = double(model.seqLen) * microBatchSize;
   double w = getDTypeBytes(model.dtype);
   double h = model.hidden, kv = model.kvDim(), ffn = model.ffnHidden;
+  double q = model.qDim();
   // Two RMSNorms (read + write h), rotary on q and k (read + write),
   // SwiGLU (read gate and up, write the product), two residual adds (read
   // two, write one).
-  return w * tokens * (2 * 2 * h + 2 * (h + kv) + 3 * ffn + 2 * 3 * h);
+  return w * tokens * (2 * 2 * h + 2 * (q + kv) + 3 * ffn + 2 * 3 * h);
 }
 
 double CostModel::layerForward(int64_t microBatchSize) const {
   double t = double(model.seqLen) * microBatchSize;
   double h = model.hidden, kv = model.kvDim(), ffn = model.ffnHidden;
-  double gemms = 2 * gemmSeconds(t, h, h)     // q, o
+  double q = model.qDim();
+  double gemms = gemmSeconds(t, q, h)         // q
+                 + gemmSeconds(t, h, q)       // o
                  + 2 * gemmSeconds(t, kv, h)  // k, v
                  + 2 * gemmSeconds(t, ffn, h) // gate, up
                  + gemmSeconds(t, h, ffn);    // down
@@ -103,7 +106,8 @@ double CostModel::layerBackward(int64_t microBatchSize) const {
   auto backward = [&](double n, double k) {
     return gemmSeconds(t, k, n) + gemmSeconds(k, n, t);
   };
-  double gemms = 2 * backward(h, h) + 2 * backward(kv, h) +
+  double q = model.qDim();
+  double gemms = backward(q, h) + backward(h, q) + 2 * backward(kv, h) +
                  2 * backward(ffn, h) + backward(h, ffn);
   return gemms + attentionBackward(microBatchSize) +
          2 * memoryBoundSeconds(layerElementwiseBytes(microBatchSize));
@@ -113,7 +117,8 @@ double CostModel::layerBackwardWeight(int64_t microBatchSize) const {
   double t = double(model.seqLen) * microBatchSize;
   double h = model.hidden, kv = model.kvDim(), ffn = model.ffnHidden;
   // dW = X^T dY is [k x n] over t for each Y[t x n] = X[t x k] W[k x n].
-  return 2 * gemmSeconds(h, h, t) + 2 * gemmSeconds(h, kv, t) +
+  double q = model.qDim();
+  return gemmSeconds(h, q, t) + gemmSeconds(q, h, t) + 2 * gemmSeconds(h, kv, t) +
          2 * gemmSeconds(h, ffn, t) + gemmSeconds(ffn, h, t);
 }
 

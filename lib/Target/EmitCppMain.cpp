@@ -147,6 +147,8 @@ LogicalResult ratrain::emitc_cpp::emitProgramDescription(OpBuilder &b,
                                            model.getTieEmbeddings().getValue()
                                        ? "true"
                                        : "false");
+    init += field("headDimension",
+                  number(model.getHeadDim() ? model.getHeadDim().getInt() : 0));
     init += "\n}";
     emitc::VerbatimOp::create(b, loc, "// The module's mt3k.model.");
     global("ratrain_model",

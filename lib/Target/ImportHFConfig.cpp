@@ -90,7 +90,10 @@ OwningOpRef<ModuleOp> ratrain::buildModelModule(const ModelConfig &config,
                     builder.getI64IntegerAttr(config.numHeads),
                     builder.getI64IntegerAttr(config.numKVHeads),
                     builder.getI64IntegerAttr(config.ffnHidden), none,
-                    config.qkvBias);
+                    config.qkvBias,
+                    config.headDimension
+                        ? builder.getI64IntegerAttr(config.headDimension)
+                        : none);
   LayerOp::create(builder, loc, config.numLayers + 1, LayerKind::Head,
                   config.hidden, none, none, none,
                   builder.getI64IntegerAttr(config.vocab), /*qkv_bias=*/false);

@@ -314,7 +314,8 @@ LogicalResult lower(AttentionFwdOp attn, Calls &c) {
   c.call("ratrain::rt::emit::attentionFwd", Type(),
          {t(attn.getQ()), t(attn.getK()), t(attn.getV()), t(attn.getO()),
           t(attn.getLse()), c.i64(q[0]), c.i64(q[1]), c.i64(q[2]), c.i64(kv[2]),
-          c.i64(q[3]), c.f64(scale), c.boolean(attn.getAlibi())});
+          c.i64(q[3]), c.f64(scale), c.boolean(attn.getAlibi()),
+          c.i64(attn.getWindow().value_or(0))});
   return success();
 }
 
@@ -330,7 +331,8 @@ LogicalResult lower(AttentionBwdOp attn, Calls &c) {
          {t(attn.getQ()), t(attn.getK()), t(attn.getV()), t(attn.getO()),
           t(attn.getDO()), t(attn.getLse()), t(attn.getDq()), t(attn.getDk()),
           t(attn.getDv()), c.i64(q[0]), c.i64(q[1]), c.i64(q[2]), c.i64(kv[2]),
-          c.i64(q[3]), c.f64(scale), c.boolean(attn.getAlibi())});
+          c.i64(q[3]), c.f64(scale), c.boolean(attn.getAlibi()),
+          c.i64(attn.getWindow().value_or(0))});
   return success();
 }
 

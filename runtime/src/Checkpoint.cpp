@@ -46,13 +46,18 @@ std::string toJSONText(llvm::json::Value value) {
 }
 
 llvm::json::Object modelShapeJSON(const ModelConfig &model) {
-  return llvm::json::Object{{"num_hidden_layers", model.numLayers},
-                            {"hidden_size", model.hidden},
-                            {"num_attention_heads", model.numHeads},
-                            {"num_key_value_heads", model.numKVHeads},
-                            {"intermediate_size", model.ffnHidden},
-                            {"vocab_size", model.vocab},
-                            {"tie_word_embeddings", model.tieEmbeddings}};
+  llvm::json::Object shape{{"num_hidden_layers", model.numLayers},
+                           {"hidden_size", model.hidden},
+                           {"num_attention_heads", model.numHeads},
+                           {"num_key_value_heads", model.numKVHeads},
+                           {"intermediate_size", model.ffnHidden},
+                           {"vocab_size", model.vocab},
+                           {"tie_word_embeddings", model.tieEmbeddings}};
+  // Only where the heads are not hidden_size / num_attention_heads wide
+  // (earlier checkpoints have no such key).
+  if (model.headDimension)
+    shape["head_dim"] = model.headDimension;
+  return shape;
 }
 } // namespace
 

@@ -338,6 +338,15 @@ llvm::Expected<DataLoader> DataLoader::create(TokenFile file, Options options) {
                                    options.dpIndex, options.dpSize));
   uint64_t windows =
       file.size() == 0 ? 0 : (file.size() - 1) / uint64_t(options.seqLen);
+  if (options.firstWindow > windows ||
+      options.windowCount > windows - options.firstWindow)
+    return makeError(llvm::formatv(
+        "{0}: windows [{1}, +{2}) are not among its {3} windows of {4}+1 "
+        "tokens",
+        file.path(), options.firstWindow, options.windowCount, windows,
+        options.seqLen));
+  windows = options.windowCount ? options.windowCount
+                                : windows - options.firstWindow;
   uint64_t needed = uint64_t(options.dpSize) * uint64_t(options.microBatch);
   if (windows < needed)
     return makeError(llvm::formatv(
@@ -362,7 +371,7 @@ void DataLoader::preparePermutation(uint64_t epoch) {
 
 uint64_t DataLoader::windowOfSample(uint64_t sample) {
   preparePermutation(sample / numWindows);
-  return permutation[sample % numWindows];
+  return opts.firstWindow + permutation[sample % numWindows];
 }
 
 void DataLoader::readWindow(uint64_t window) {

@@ -283,6 +283,7 @@ int runProgram(int argc, char **argv, const ProgramDescription &program) {
     model.rmsNormEps = m->rmsNormEps;
     model.ropeTheta = m->ropeTheta;
     model.tieEmbeddings = m->tieEmbeddings;
+    model.headDimension = m->headDimension;
   }
   StagePartition partition;
   if (program.partition) {

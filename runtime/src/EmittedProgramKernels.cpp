@@ -219,13 +219,13 @@ void gemm(const Tensor &a, const Tensor &b, const Tensor &c, k::GemmForm form,
 void attentionFwd(const Tensor &q, const Tensor &kk, const Tensor &v,
                   const Tensor &o, const Tensor &lse, int64_t B, int64_t S,
                   int64_t Hq, int64_t Hkv, int64_t D, double scale,
-                  bool alibi) {
+                  bool alibi, int64_t window) {
   In qi(q), ki(kk), vi(v);
   Out oo(o, false), lo(lse, false);
   const float *slopes = alibiSlopes(alibi, Hq);
   kernel("attentionForward", [&] {
     return k::attentionForward(B, S, Hq, Hkv, D, qi.p, ki.p, vi.p, float(scale),
-                               oo.p, lo.p, slopes);
+                               oo.p, lo.p, slopes, window);
   });
 }
 
@@ -233,14 +233,14 @@ void attentionBwd(const Tensor &q, const Tensor &kk, const Tensor &v,
                   const Tensor &o, const Tensor &dout, const Tensor &lse,
                   const Tensor &dq, const Tensor &dk, const Tensor &dv,
                   int64_t B, int64_t S, int64_t Hq, int64_t Hkv, int64_t D,
-                  double scale, bool alibi) {
+                  double scale, bool alibi, int64_t window) {
   In qi(q), ki(kk), vi(v), oi(o), di(dout), li(lse);
   Out dqo(dq, false), dko(dk, false), dvo(dv, false);
   const float *slopes = alibiSlopes(alibi, Hq);
   kernel("attentionBackward", [&] {
     return k::attentionBackward(B, S, Hq, Hkv, D, qi.p, ki.p, vi.p, oi.p, di.p,
                                 li.p, float(scale), dqo.p, dko.p, dvo.p,
-                                slopes);
+                                slopes, window);
   });
 }
 
@@ -380,6 +380,12 @@ void adamw(Session &session, const Tensor &g, const Tensor &p, const Tensor &m,
            const Tensor &v, const Tensor &viewOut, double lr, double beta1,
            double beta2, double eps, double weightDecay, double gradScale,
            const NoDecay &noDecay) {
+  // A validation step learns nothing: the view is refreshed from the
+  // unchanged master (as the update would write it), m and v are untouched.
+  if (session.evaluating()) {
+    cast(p, viewOut);
+    return;
+  }
   In gi(g);
   k::AdamWParams params;
   params.lr = float(session.learningRate(lr));
@@ -443,7 +449,8 @@ void adamwClipped(Session &session, const Tensor &g, const Tensor &p,
     fatal("adamw: the gradient norm is not an f32 scalar");
   double norm =
       std::sqrt(std::max(0.0, double(squaredNorm.buf.as<float>()[0])));
-  session.recordGradNorm(norm);
+  if (!session.evaluating())
+    session.recordGradNorm(norm);
   double factor = std::min(1.0, maxGradNorm / (norm + 1e-6));
   adamw(session, g, p, m, v, viewOut, lr, beta1, beta2, eps, weightDecay,
         gradScale * factor, noDecay);

@@ -89,6 +89,7 @@ llvm::Error checkConfig(llvm::StringRef directory, const ModelConfig &model) {
       {"hidden_size", config->hidden, model.hidden},
       {"num_attention_heads", config->numHeads, model.numHeads},
       {"num_key_value_heads", config->numKVHeads, model.numKVHeads},
+      {"head_dim", config->headDim(), model.headDim()},
       {"intermediate_size", config->ffnHidden, model.ffnHidden},
       {"vocab_size", config->vocab, model.vocab},
       {"tie_word_embeddings", config->tieEmbeddings, model.tieEmbeddings}};

@@ -73,6 +73,19 @@ SessionOptions::parse(int argc, char **argv, const SessionOptions &defaults) {
       error = number(options.warmupSteps);
     else if (flag == "--decay-steps")
       error = number(options.decaySteps);
+    else if (flag == "--eval-every")
+      error = number(options.evalEvery);
+    else if (flag == "--eval-steps")
+      error = number(options.evalSteps);
+    else if (flag == "--eval-data")
+      options.evalDataPath = value;
+    else if (flag == "--eval-split") {
+      error = real(options.evalSplit);
+      if (!error && options.evalSplit >= 1)
+        return makeError(llvm::formatv("--eval-split: {0} is not below 1 (a "
+                                       "fraction of the training data)",
+                                       value));
+    }
     else if (flag == "--lr-schedule") {
       std::optional<LRDecay> decay = parseLRDecay(value);
       if (!decay)
@@ -92,6 +105,17 @@ SessionOptions::parse(int argc, char **argv, const SessionOptions &defaults) {
   if (llvm::Error error =
           options.schedule(options.lr.value_or(options.minLr)).validate())
     return std::move(error);
+  if (options.evalEvery && options.evalDataPath.empty() &&
+      options.evalSplit == 0)
+    return makeError("--eval-every needs held-out data: --eval-data FILE or "
+                     "--eval-split FRACTION");
+  if (!options.evalDataPath.empty() && options.evalSplit > 0)
+    return makeError("--eval-data and --eval-split exclude each other");
+  if ((!options.evalDataPath.empty() || options.evalSplit > 0) &&
+      !options.evalEvery)
+    return makeError("--eval-data and --eval-split need --eval-every N");
+  if (options.evalEvery && options.evalSteps == 0)
+    return makeError("--eval-steps: 0 validation steps per evaluation");
   if (options.resume && !options.initFrom.empty())
     return makeError("--init-from and --resume exclude each other: a resumed "
                      "run continues from its checkpoint's weights");
@@ -116,9 +140,39 @@ Session::Session(Runtime &rt, const ModelConfig &model,
     fatal(llvm::formatv("{0}: token vocabulary {1} exceeds the model's "
                         "vocab_size {2}",
                         opts.dataPath, tokens.vocab(), model.vocab));
-  loader.emplace(exitOnError(DataLoader::create(
-      std::move(tokens), {opts.seqLen, opts.microBatch, rt.dpSize(),
-                          rt.dpIndex(), opts.seed, uint32_t(model.vocab)})));
+  DataLoader::Options data{opts.seqLen,  opts.microBatch, rt.dpSize(),
+                           rt.dpIndex(), opts.seed,       uint32_t(model.vocab)};
+  if (opts.evalSplit > 0) {
+    // The last windows of the training data, held out of training.
+    uint64_t windows = tokens.size() == 0
+                           ? 0
+                           : (tokens.size() - 1) / uint64_t(opts.seqLen);
+    uint64_t held =
+        uint64_t(std::ceil(opts.evalSplit * double(windows)));
+    uint64_t needed = uint64_t(rt.dpSize()) * uint64_t(opts.microBatch);
+    held = std::max(held, needed);
+    if (held >= windows)
+      fatal(llvm::formatv("{0}: --eval-split {1} would hold out {2} of its "
+                          "{3} windows of {4}+1 tokens, leaving none to "
+                          "train on",
+                          opts.dataPath, opts.evalSplit, held, windows,
+                          opts.seqLen));
+    DataLoader::Options eval = data;
+    eval.firstWindow = windows - held;
+    eval.windowCount = held;
+    evalLoader.emplace(exitOnError(
+        DataLoader::create(exitOnError(TokenFile::open(opts.dataPath)), eval)));
+    data.windowCount = windows - held;
+  } else if (!opts.evalDataPath.empty()) {
+    TokenFile evalTokens = exitOnError(TokenFile::open(opts.evalDataPath));
+    if (int64_t(evalTokens.vocab()) > model.vocab)
+      fatal(llvm::formatv("{0}: token vocabulary {1} exceeds the model's "
+                          "vocab_size {2}",
+                          opts.evalDataPath, evalTokens.vocab(), model.vocab));
+    evalLoader.emplace(
+        exitOnError(DataLoader::create(std::move(evalTokens), data)));
+  }
+  loader.emplace(exitOnError(DataLoader::create(std::move(tokens), data)));
   if (rt.rank() == 0)
     logger.emplace(exitOnError(StepLogger::create(opts.logPath)));
 }
@@ -145,6 +199,14 @@ uint64_t Session::start() {
 bool Session::beginStep() {
   if (!started)
     fatal("Session::beginStep before Session::start");
+  // Validation after the training step that ends an interval.
+  if (evalPending) {
+    inEval = true;
+    lossSum = 0;
+    lossCount = 0;
+    return true;
+  }
+  inEval = false;
   if (currentStep >= opts.steps)
     return false;
   ++currentStep;
@@ -159,6 +221,12 @@ void Session::loadBatch(BatchField field, Buffer dest, int64_t microBatch) {
   if (microBatch < 0 || microBatch >= opts.microBatches)
     fatal(llvm::formatv("load_batch: micro-batch {0} is not in [0, {1})",
                         microBatch, opts.microBatches));
+  if (inEval) {
+    DataPosition at;
+    at.samples = evalDone * evalLoader->samplesPerStep(opts.microBatches);
+    evalLoader->fill(at, microBatch, field, dest);
+    return;
+  }
   loader->fill(position, microBatch, field, dest);
 }
 
@@ -188,6 +256,10 @@ void Session::saveInitialCheckpoint() {
 }
 
 void Session::endStep() {
+  if (inEval) {
+    endEvalStep();
+    return;
+  }
   double seconds = std::chrono::duration<double>(
                        std::chrono::steady_clock::now() - stepStart)
                        .count();
@@ -209,6 +281,39 @@ void Session::endStep() {
               currentStep == opts.steps);
   if (due)
     save();
+  evalPending = evalDue(currentStep);
+}
+
+void Session::endEvalStep() {
+  // The step's kernel and wait times are not a training step's.
+  StepTimeSplit discarded;
+  rt.stepTimers().take(discarded);
+  evalLossSum += lossSum;
+  evalLossCount += lossCount;
+  if (++evalDone < opts.evalSteps)
+    return;
+  // As a training step's loss (Runtime::logStep): each last-stage rank's
+  // mean over its micro-batches, then the mean over those ranks.
+  double mine =
+      evalLossCount ? evalLossSum / double(evalLossCount) : double(NAN);
+  std::vector<double> all =
+      rt.allGatherDoubleTuples(llvm::ArrayRef<double>(&mine, 1));
+  double sum = 0, count = 0;
+  for (double loss : all)
+    if (!std::isnan(loss)) {
+      sum += loss;
+      ++count;
+    }
+  double tokens = double(opts.evalSteps * opts.microBatches * opts.microBatch *
+                         opts.seqLen * rt.dpSize());
+  lastEvalLoss = count ? sum / count : NAN;
+  if (logger)
+    logger->logEval(currentStep, lastEvalLoss, tokens);
+  evalDone = 0;
+  evalLossSum = 0;
+  evalLossCount = 0;
+  evalPending = false;
+  inEval = false;
 }
 
 void Session::save() {

@@ -171,6 +171,36 @@ void StepLogger::log(const StepRecord &record) {
   }
 }
 
+std::string ratrain::rt::formatEvalJSON(uint64_t step, double loss,
+                                        double tokens) {
+  llvm::json::Object object;
+  object["step"] = int64_t(step);
+  object["eval_tokens"] = tokens;
+  if (std::isfinite(loss))
+    object["eval_loss"] = loss;
+  else
+    object["eval_loss"] = nullptr;
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::json::Value(std::move(object));
+  return text;
+}
+
+void StepLogger::logEval(uint64_t step, double loss, double tokens) {
+  if (json) {
+    if (progressShown &&
+        (json == progress || (json == stdout && isatty(STDOUT_FILENO)))) {
+      std::fprintf(progress, "\r\x1b[K");
+      std::fflush(progress);
+    }
+    std::string line = formatEvalJSON(step, loss, tokens);
+    std::fprintf(json, "%s\n", line.c_str());
+    std::fflush(json);
+  }
+  if (progress)
+    note(llvm::formatv("step {0}: validation loss {1:F4}", step, loss).str());
+}
+
 void StepLogger::finish() {
   if (progressShown) {
     std::fprintf(progress, "\n");

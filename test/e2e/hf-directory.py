@@ -32,7 +32,7 @@ def parameters(config):
     h = config["hidden_size"]
     heads = config["num_attention_heads"]
     kv = config.get("num_key_value_heads") or heads
-    d = h // heads
+    d = config.get("head_dim") or h // heads
     f = config["intermediate_size"]
     vocab = config["vocab_size"]
     qkv_bias = config["model_type"] == "qwen2"

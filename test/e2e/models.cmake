@@ -10,8 +10,8 @@
 #  - tiny-smollm2: SmolLM2's 64-wide heads (3 of them, 1 kv head), tied
 #    embeddings on one stage, dp 2 with ZeRO-1 (the planner's choice);
 #  - tiny-qwen2.5: Qwen2.5's q/k/v biases, tied, on 2 stages;
-#  - tiny-mistral: model_type mistral, sliding_window 128 = the sequence
-#    length the importer picks (plain causal attention), GQA 4/1;
+#  - tiny-mistral: model_type mistral, sliding_window 128 on 256-token
+#    sequences (the windowed attention kernels), GQA 4/1;
 #  - tiny-baichuan2-7b: Baichuan2-7B's rotary positions with W_pack and
 #    NormHead.
 # Included from test/e2e/CMakeLists.txt after emit-cpp.cmake.
@@ -54,6 +54,9 @@ ratrain_add_model_train_test(tiny-qwen2.5 "clusters=2 global-batch=8 pp=2"
   "model\\.layers\\.1\\.self_attn\\.q_proj\\.bias" "!lm_head")
 ratrain_add_model_train_test(tiny-mistral "clusters=2 global-batch=8 pp=1"
   "model\\.layers\\.2\\.mlp\\.gate_proj\\.weight" "model\\.norm\\.weight")
+# head_dim 64 in a 128-wide model with 4 heads: q and o_proj are 256 wide.
+ratrain_add_model_train_test(tiny-mistral-nemo "clusters=2 global-batch=8 pp=2"
+  "model\\.layers\\.1\\.self_attn\\.o_proj\\.weight")
 ratrain_add_model_train_test(tiny-baichuan2-7b "clusters=2 global-batch=8"
   "model\\.layers\\.1\\.self_attn\\.W_pack\\.weight" "!q_proj")
 
@@ -145,3 +148,14 @@ add_test(NAME e2e.models.tiny-mistral.data-formats
 set_tests_properties(e2e.models.tiny-mistral.data-formats PROPERTIES
   TIMEOUT 600 LABELS "e2e;mpi" PROCESSORS 2
   FIXTURES_REQUIRED ratrain-emit-tiny-mistral)
+
+# Validation (docs/runtime.md, "Validation"): held-out losses every N steps
+# on the tiny SmolLM2 (ZeRO-1 over 2 replicas), the training unchanged.
+add_test(NAME e2e.models.tiny-smollm2.validation
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/validation-test.sh
+          ${MPIEXEC_EXECUTABLE} 2 $<TARGET_FILE:ratrain-emit-tiny-smollm2>
+          ${RATRAIN_CORPUS_TOKENS} $<TARGET_FILE:ratrain-ckpt>
+          ${CMAKE_CURRENT_SOURCE_DIR}/Inputs/models/tiny-smollm2.json)
+set_tests_properties(e2e.models.tiny-smollm2.validation PROPERTIES
+  TIMEOUT 600 LABELS "e2e;mpi" PROCESSORS 2
+  FIXTURES_REQUIRED ratrain-emit-tiny-smollm2)

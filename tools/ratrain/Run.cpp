@@ -34,7 +34,8 @@ namespace ratrain::driver {
 static const StringRef kRunValueFlags[] = {
     "--steps",        "--data",      "--log",        "--ckpt", "--save-every",
     "--seed",         "--init-seed", "--init-from",  "--lr",   "--lr-schedule",
-    "--warmup-steps", "--min-lr",    "--decay-steps"};
+    "--warmup-steps", "--min-lr",    "--decay-steps", "--eval-every",
+    "--eval-steps",   "--eval-data", "--eval-split"};
 
 static const char *const kRunHelp =
     R"(USAGE: ratrain run MODEL.json --machine FILE --ranks N [options] [-- mpirun args]
@@ -61,6 +62,11 @@ RUN OPTIONS:
   --warmup-steps N      linear warm-up from 0 over N steps
   --min-lr X            where the decay ends (default 0)
   --decay-steps N       the step the decay ends at (default: --steps)
+  --eval-every N        validation every N steps and after the last:
+                        "eval_loss" in the log
+  --eval-data FILE      held-out token file for validation, or
+  --eval-split F        hold out the last fraction F of --data's windows
+  --eval-steps K        validation steps per evaluation (default 1)
   --no-cache            compile afresh into a temporary folder
   -v, --verbose         print each command
   --                    the rest goes to mpirun, before the program

@@ -102,11 +102,20 @@ struct ModelConfig {
   std::optional<RopeScaling> ropeScaling;
   /// Sliding attention window (Mistral, Qwen2 with use_sliding_window): a
   /// token attends to the `slidingWindow` tokens up to itself; 0 for none.
-  /// Training runs plain causal attention, which is the same while seqLen
-  /// <= slidingWindow (validate() refuses a longer sequence).
+  /// While seqLen <= slidingWindow that is plain causal attention; longer
+  /// sequences run the attention kernels' windowed mask.
   int64_t slidingWindow = 0;
 
-  int64_t headDim() const { return hidden / numHeads; }
+  /// The attention head dimension when it is not hidden / numHeads (HF's
+  /// `head_dim`, e.g. Mistral-NeMo: 32 heads of 128 in a 5120-wide model);
+  /// 0: hidden / numHeads.
+  int64_t headDimension = 0;
+
+  int64_t headDim() const {
+    return headDimension ? headDimension : hidden / numHeads;
+  }
+  /// Width of the queries (and of o_proj's input): numHeads x headDim.
+  int64_t qDim() const { return numHeads * headDim(); }
   int64_t kvDim() const { return headDim() * numKVHeads; }
 
   /// Parameters of one decoder layer: q,k,v,o projections (+ q/k/v biases),

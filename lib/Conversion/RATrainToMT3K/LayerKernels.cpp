@@ -55,7 +55,7 @@ void StageLowering::emitDecoderForward(const LayerWeights &w,
   }
   mt::AttentionFwdOp::create(b, loc, a.q4, a.k4, a.v4, a.o4, a.lse,
                              /*causal=*/true, /*alibi=*/dims.alibi,
-                             b.getF64FloatAttr(scale));
+                             b.getF64FloatAttr(scale), slidingWindow());
   // Output projection with the residual: x2 = x + o Wo^T.
   copy(a.x, a.x2);
   gemm(a.o2, w.get("o_proj.weight"), a.x2, false, true, true);
@@ -133,7 +133,7 @@ void StageLowering::emitDecoderBackward(const LayerWeights &w,
   gemm(dres, a.o2, g.get("o_proj.weight"), true, false, acc);
   mt::AttentionBwdOp::create(b, loc, a.q4, a.k4, a.v4, a.o4, dO4, a.lse, dq4,
                              dk4, dv4, /*causal=*/true, /*alibi=*/dims.alibi,
-                             b.getF64FloatAttr(scale));
+                             b.getF64FloatAttr(scale), slidingWindow());
   if (dims.alibi) {
     // No rotary embedding to undo; dq, dk move out of R1, which dxn1
     // overwrites.
@@ -204,7 +204,7 @@ void StageLowering::emitDecoderBackwardInput(const LayerWeights &w,
   gemm(d.dres, w.get("o_proj.weight"), dO2, false, false, false);
   mt::AttentionBwdOp::create(b, loc, a.q4, a.k4, a.v4, a.o4, dO4, a.lse, dq4,
                              dk4, d.dv4, /*causal=*/true, /*alibi=*/dims.alibi,
-                             b.getF64FloatAttr(scale));
+                             b.getF64FloatAttr(scale), slidingWindow());
   if (dims.alibi) {
     copy(dq4, d.dq4);
     copy(dk4, d.dk4);

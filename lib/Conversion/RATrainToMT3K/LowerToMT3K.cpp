@@ -120,6 +120,11 @@ void LowerToMT3KPass::runOnOperation() {
   dims.kvDim = config.kvDim();
   dims.qkvBias = config.qkvBias;
   dims.alibi = config.positions == PositionEncoding::Alibi;
+  // Mistral's sliding window, where the sequence is longer than it (shorter
+  // sequences are plain causal attention).
+  dims.window = config.slidingWindow > 0 && config.slidingWindow < config.seqLen
+                    ? config.slidingWindow
+                    : 0;
   dims.packedQkv = config.family == ModelFamily::Baichuan;
   dims.normHead = config.normHead;
   dims.microBatches = plan.getMicroBatches();
@@ -248,7 +253,9 @@ void LowerToMT3KPass::runOnOperation() {
       config.ffnHidden, config.vocab, config.seqLen, config.maxPositions,
       model->getRmsEpsAttr(), model->getRopeThetaAttr(),
       attrs.getBoolAttr(config.qkvBias), attrs.getBoolAttr(config.normHead),
-      config.tieEmbeddings ? attrs.getBoolAttr(true) : BoolAttr());
+      config.tieEmbeddings ? attrs.getBoolAttr(true) : BoolAttr(),
+      config.headDimension ? attrs.getI64IntegerAttr(config.headDimension)
+                           : IntegerAttr());
   std::optional<SchedulePolicy> policy = pipeline.getPolicy();
   // With virtual stages, the rank of each (the runtime's layer ownership).
   DenseI64ArrayAttr stageRanks;

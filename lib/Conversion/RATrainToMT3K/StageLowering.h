@@ -52,6 +52,8 @@ namespace mt = ratrain::mt3k;
 struct Dims {
   int64_t batch = 1, seq = 1, tokens = 1; ///< b, s, T = b * s
   int64_t hidden = 0, heads = 0, kvHeads = 0, headDim = 0, ffn = 0;
+  /// The attention's sliding window (0: plain causal).
+  int64_t window = 0;
   int64_t vocab = 0, qDim = 0, kvDim = 0;
   int64_t microBatches = 1;
   bool qkvBias = false;
@@ -234,6 +236,10 @@ private:
   std::optional<std::array<int64_t, 2>> assigned(Value value);
   std::optional<std::array<int64_t, 2>> assignedMessage(Operation *transfer);
   LayerOp layerOp(int64_t index) { return layers[index]; }
+  /// The `window` attribute of the attention kernels (null: plain causal).
+  IntegerAttr slidingWindow() {
+    return dims.window ? b.getI64IntegerAttr(dims.window) : IntegerAttr();
+  }
   /// The parameter tensors of model layer `layer` in their flat-buffer
   /// order (ratrain/Model/ParameterLayout.h) and the name prefix of its
   /// buffers.

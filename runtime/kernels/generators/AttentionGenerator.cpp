@@ -30,6 +30,11 @@
 // for its own rows. The head dimension is a generator parameter (the inner
 // d loops unroll fully into registers); 32, 64 and 128 are built.
 //
+// Sliding window (the runtime input `window`, Mistral): with window W > 0 a
+// query i sees the keys j with i - W < j <= i (the W tokens up to itself,
+// as transformers' sliding-window mask); W <= 0 is plain causal attention.
+// The forward skips key tiles wholly before the window.
+//
 // ALiBi (generator parameter `alibi`, Baichuan-13B / BLOOM): the three
 // generators take one more input, `slopes` (h), and add the linear bias
 // slopes(h) * (j - i) to every scaled score (j <= i: the bias is <= 0). The
@@ -87,6 +92,12 @@ public:
     return score + (*slopes)(h)*cast<float>(j - i);
   }
 
+  /// Whether key `j` is visible to query `i`: causal, and with a sliding
+  /// window `w` > 0 fewer than `w` tokens back.
+  static Expr visible(Expr j, Expr i, Expr w) {
+    return j <= i && (w <= 0 || i - j < w);
+  }
+
   /// The slopes buffer's constraints: unit stride, min 0.
   void constrainSlopes() {
     if (alibi)
@@ -103,6 +114,7 @@ public:
   Input<Buffer<float>> k{"k", 4};
   Input<Buffer<float>> v{"v", 4};
   Input<float> scale{"scale"};
+  Input<int> window{"window"};
   Output<Func> out{"out", {Float(32), Float(32)}, 4};
 
   void generate() {
@@ -129,21 +141,24 @@ public:
         withBias(dot(ji, i, jt, h, b) * scale, h, i, jt * JT + ji);
 
     RDom rj(0, JT, 0, nTiles, "rj");
-    rj.where(rj.y * JT <= i);
+    rj.where(rj.y * JT <= i &&
+             (window <= 0 || rj.y * JT + JT - 1 > i - window));
     Expr jg = rj.y * JT + rj.x;
     Func mx("mx"), ls("ls"), lse("lse");
     mx(i, h, b) = -std::numeric_limits<float>::infinity();
-    mx(i, h, b) =
-        max(mx(i, h, b), select(jg <= i, sc(rj.x, i, rj.y, h, b),
-                                -std::numeric_limits<float>::infinity()));
+    mx(i, h, b) = max(mx(i, h, b),
+                      select(visible(jg, i, window), sc(rj.x, i, rj.y, h, b),
+                             -std::numeric_limits<float>::infinity()));
     ls(i, h, b) = 0.0f;
     ls(i, h, b) +=
-        select(jg <= i, safeExp(sc(rj.x, i, rj.y, h, b) - mx(i, h, b)), 0.0f);
+        select(visible(jg, i, window),
+               safeExp(sc(rj.x, i, rj.y, h, b) - mx(i, h, b)), 0.0f);
     lse(i, h, b) = mx(i, h, b) + log(ls(i, h, b));
 
     Func p("p");
-    p(ji, i, jt, h, b) = select(
-        jt * JT + ji <= i, safeExp(sc(ji, i, jt, h, b) - lse(i, h, b)), 0.0f);
+    p(ji, i, jt, h, b) =
+        select(visible(jt * JT + ji, i, window),
+               safeExp(sc(ji, i, jt, h, b) - lse(i, h, b)), 0.0f);
     // O = P V on register tiles of R query rows x DC head dims: each V row
     // loaded is used by R rows. Masked probabilities are 0, so the key
     // loop only needs to stop after the chunk's last row.
@@ -240,6 +255,7 @@ public:
   Input<Buffer<float>> dO{"dout", 4};
   Input<Buffer<float>> lse{"lse", 3};
   Input<float> scale{"scale"};
+  Input<int> window{"window"};
   Output<Buffer<float>> dq{"dq", 4};
 
   void generate() {
@@ -269,7 +285,7 @@ public:
 
     Func ds("ds");
     Expr pv = select(
-        jt * JT + ji <= i,
+        visible(jt * JT + ji, i, window),
         safeExp(withBias(dot(ji, i, jt, h, b) * scale, h, i, jt * JT + ji) -
                 lse(iClamped, h, b)),
         0.0f);
@@ -344,6 +360,7 @@ public:
   Input<Buffer<float>> dO{"dout", 4};
   Input<Buffer<float>> lse{"lse", 3};
   Input<float> scale{"scale"};
+  Input<int> window{"window"};
   Output<Func> out{"out", {Float(32), Float(32)}, 4};
 
   void generate() {
@@ -378,7 +395,7 @@ public:
     pdot(ii, j, it, h, b) = 0.0f;
     pdot(ii, j, it, h, b) += dOt(ii, rd, it, h, b) * v(rd, h / G, jClamped, b);
     Func pt("pt");
-    Expr valid = ig >= j && ig < S;
+    Expr valid = visible(j, ig, window) && ig < S;
     Expr pv = select(valid,
                      safeExp(withBias(sdot(ii, j, it, h, b) * scale, h, ig, j) -
                              lse(igc, h, b)),

@@ -279,25 +279,27 @@ void alibiSlopes(int64_t heads, float *slopes) {
 
 namespace {
 /// The AOT pipelines of one head dimension: plain (RoPE models) and ALiBi.
+// The pipelines take (inputs, scale, window[, slopes], outputs).
 using FwdFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
-                      float, halide_buffer_t *, halide_buffer_t *);
+                      float, int32_t, halide_buffer_t *, halide_buffer_t *);
 using FwdAlibiFn = int (*)(halide_buffer_t *, halide_buffer_t *,
-                           halide_buffer_t *, float, halide_buffer_t *,
-                           halide_buffer_t *, halide_buffer_t *);
+                           halide_buffer_t *, float, int32_t,
+                           halide_buffer_t *, halide_buffer_t *,
+                           halide_buffer_t *);
 using DqFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
                      halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
-                     float, halide_buffer_t *);
+                     float, int32_t, halide_buffer_t *);
 using DqAlibiFn = int (*)(halide_buffer_t *, halide_buffer_t *,
                           halide_buffer_t *, halide_buffer_t *,
-                          halide_buffer_t *, halide_buffer_t *, float,
+                          halide_buffer_t *, halide_buffer_t *, float, int32_t,
                           halide_buffer_t *, halide_buffer_t *);
 using DkvFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
                       halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
-                      float, halide_buffer_t *, halide_buffer_t *);
+                      float, int32_t, halide_buffer_t *, halide_buffer_t *);
 using DkvAlibiFn = int (*)(halide_buffer_t *, halide_buffer_t *,
                            halide_buffer_t *, halide_buffer_t *,
                            halide_buffer_t *, halide_buffer_t *, float,
-                           halide_buffer_t *, halide_buffer_t *,
+                           int32_t, halide_buffer_t *, halide_buffer_t *,
                            halide_buffer_t *);
 struct AttentionPipelines {
   FwdFn fwd;
@@ -339,7 +341,8 @@ AttentionPipelines attentionPipelines(int64_t D) {
 
 int attentionForward(int64_t B, int64_t S, int64_t Hq, int64_t Hkv, int64_t D,
                      const float *q, const float *k, const float *v,
-                     float scale, float *out, float *lse, const float *slopes) {
+                     float scale, float *out, float *lse, const float *slopes,
+                     int64_t window) {
   if (!attentionShapesOk(B, S, Hq, Hkv, D))
     return -1;
   auto qb = dense(q, {D, Hq, S, B});
@@ -354,16 +357,17 @@ int attentionForward(int64_t B, int64_t S, int64_t Hq, int64_t Hkv, int64_t D,
       {0, static_cast<int32_t>(B), static_cast<int32_t>(Hq * S)}};
   Buffer<float> lb(lse, 4, lseDims);
   AttentionPipelines p = attentionPipelines(D);
+  int32_t w = int32_t(std::clamp<int64_t>(window, 0, S));
   if (slopes)
-    return p.fwdAlibi(qb, kb, vb, scale, dense(slopes, {Hq}), ob, lb);
-  return p.fwd(qb, kb, vb, scale, ob, lb);
+    return p.fwdAlibi(qb, kb, vb, scale, w, dense(slopes, {Hq}), ob, lb);
+  return p.fwd(qb, kb, vb, scale, w, ob, lb);
 }
 
 int attentionBackward(int64_t B, int64_t S, int64_t Hq, int64_t Hkv, int64_t D,
                       const float *q, const float *k, const float *v,
                       const float *out, const float *dout, const float *lse,
                       float scale, float *dq, float *dk, float *dv,
-                      const float *slopes) {
+                      const float *slopes, int64_t window) {
   if (!attentionShapesOk(B, S, Hq, Hkv, D))
     return -1;
   auto qb = dense(q, {D, Hq, S, B});
@@ -376,16 +380,17 @@ int attentionBackward(int64_t B, int64_t S, int64_t Hq, int64_t Hkv, int64_t D,
   auto dkb = dense(dk, {D, Hkv, S, B});
   auto dvb = dense(dv, {D, Hkv, S, B});
   AttentionPipelines p = attentionPipelines(D);
+  int32_t w = int32_t(std::clamp<int64_t>(window, 0, S));
   if (slopes) {
     auto sb = dense(slopes, {Hq});
-    int err = p.dqAlibi(qb, kb, vb, ob, dob, lb, scale, sb, dqb);
+    int err = p.dqAlibi(qb, kb, vb, ob, dob, lb, scale, w, sb, dqb);
     if (!err)
-      err = p.dkvAlibi(qb, kb, vb, ob, dob, lb, scale, sb, dkb, dvb);
+      err = p.dkvAlibi(qb, kb, vb, ob, dob, lb, scale, w, sb, dkb, dvb);
     return err;
   }
-  int err = p.dq(qb, kb, vb, ob, dob, lb, scale, dqb);
+  int err = p.dq(qb, kb, vb, ob, dob, lb, scale, w, dqb);
   if (!err)
-    err = p.dkv(qb, kb, vb, ob, dob, lb, scale, dkb, dvb);
+    err = p.dkv(qb, kb, vb, ob, dob, lb, scale, w, dkb, dvb);
   return err;
 }
 

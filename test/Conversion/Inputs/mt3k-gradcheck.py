@@ -302,15 +302,15 @@ class Runner:
         if m:
             self.rmsnorm_bwd(mach, *[R(m.group(i)) for i in range(1, 7)], bool(m.group(7)))
             return True
-        m = re.match(r"mt3k\.attention_fwd (%\w+), (%\w+), (%\w+) -> (%\w+), (%\w+) causal( alibi)? scale (\S+)", line)
+        m = re.match(r"mt3k\.attention_fwd (%\w+), (%\w+), (%\w+) -> (%\w+), (%\w+) causal( alibi)?(?: window (\d+))? scale (\S+)", line)
         if m:
-            self.attention_fwd(mach, *[R(m.group(i)) for i in range(1, 6)], float(m.group(7)),
-                               bool(m.group(6)))
+            self.attention_fwd(mach, *[R(m.group(i)) for i in range(1, 6)], float(m.group(8)),
+                               bool(m.group(6)), int(m.group(7) or 0))
             return True
-        m = re.match(r"mt3k\.attention_bwd (%\w+), (%\w+), (%\w+), (%\w+), (%\w+), (%\w+) -> (%\w+), (%\w+), (%\w+) causal( alibi)? scale (\S+)", line)
+        m = re.match(r"mt3k\.attention_bwd (%\w+), (%\w+), (%\w+), (%\w+), (%\w+), (%\w+) -> (%\w+), (%\w+), (%\w+) causal( alibi)?(?: window (\d+))? scale (\S+)", line)
         if m:
-            self.attention_bwd(mach, *[R(m.group(i)) for i in range(1, 10)], float(m.group(11)),
-                               bool(m.group(10)))
+            self.attention_bwd(mach, *[R(m.group(i)) for i in range(1, 10)], float(m.group(12)),
+                               bool(m.group(10)), int(m.group(11) or 0))
             return True
         m = re.match(r"mt3k\.elementwise (\w+) ins\((.*?) :.*?\) outs\((.*?) :.*?\)(?: theta (\S+))?"
                      r"(?: rope_scaling #mt3k\.rope_scaling<(.*?)>)?(?: scale (\S+))?$", line)
@@ -507,7 +507,12 @@ class Runner:
         slopes = self.alibi_slopes(H) if alibi else [0.0] * H
         return lambda h, i, j: slopes[h] * (j - i)
 
-    def attention_fwd(self, mach, q, k, v, o, lse, scale, alibi=False):
+    @staticmethod
+    def keys(i, window):
+        """The keys query i sees: causal, within a sliding window when set."""
+        return range(max(0, i - window + 1) if window else 0, i + 1)
+
+    def attention_fwd(self, mach, q, k, v, o, lse, scale, alibi=False, window=0):
         Q, K, V = mach.read(q), mach.read(k), mach.read(v)
         B, S, H, D = q.shape
         HK = k.shape[2]
@@ -519,18 +524,20 @@ class Runner:
             for h in range(H):
                 g = h // (H // HK)
                 for i in range(S):
+                    js = self.keys(i, window)
                     sc = [scale * sum(Q[qi(b, i, h, d)] * K[ki(b, j, g, d)] for d in range(D))
-                          + bias(h, i, j) for j in range(i + 1)]
+                          + bias(h, i, j) for j in js]
                     mx = max(sc)
                     z = sum(math.exp(x - mx) for x in sc)
                     L[(b * H + h) * S + i] = mx + math.log(z)
                     p = [math.exp(x - mx) / z for x in sc]
                     for d in range(D):
-                        O[qi(b, i, h, d)] = sum(p[j] * V[ki(b, j, g, d)] for j in range(i + 1))
+                        O[qi(b, i, h, d)] = sum(pj * V[ki(b, j, g, d)] for pj, j in zip(p, js))
         mach.write(o, O)
         mach.write(lse, L)
 
-    def attention_bwd(self, mach, q, k, v, o, do, lse, dq, dk, dv, scale, alibi=False):
+    def attention_bwd(self, mach, q, k, v, o, do, lse, dq, dk, dv, scale, alibi=False,
+                      window=0):
         Q, K, V, O, DO, L = (mach.read(r) for r in (q, k, v, o, do, lse))
         B, S, H, D = q.shape
         HK = k.shape[2]
@@ -543,11 +550,12 @@ class Runner:
                 g = h // (H // HK)
                 for i in range(S):
                     l = L[(b * H + h) * S + i]
-                    p = [math.exp(scale * sum(Q[qi(b, i, h, d)] * K[ki(b, j, g, d)] for d in range(D))
-                                  + bias(h, i, j) - l)
-                         for j in range(i + 1)]
+                    js = self.keys(i, window)
+                    p = {j: math.exp(scale * sum(Q[qi(b, i, h, d)] * K[ki(b, j, g, d)] for d in range(D))
+                                     + bias(h, i, j) - l)
+                         for j in js}
                     delta = sum(DO[qi(b, i, h, d)] * O[qi(b, i, h, d)] for d in range(D))
-                    for j in range(i + 1):
+                    for j in js:
                         dp = sum(DO[qi(b, i, h, d)] * V[ki(b, j, g, d)] for d in range(D))
                         ds = p[j] * (dp - delta)
                         for d in range(D):

@@ -115,11 +115,9 @@ ratrain.model @m family("llama") dtype(f32) seq_len(0) max_positions(32)
 
 // -----
 
-// seq_len longer than the sliding window (Mistral): only plain causal
-// attention is trained
-// expected-error @+1 {{seq_len 64 exceeds sliding_window 32: only plain causal attention is supported}}
+// expected-error @+1 {{sliding_window must be positive, got 0}}
 ratrain.model @m family("mistral") dtype(f32) seq_len(64) max_positions(128)
-    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) sliding_window(32) {
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) sliding_window(0) {
   ratrain.layer 0 embedding hidden(64) vocab(128)
   ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
   ratrain.layer 2 head hidden(64) vocab(128)

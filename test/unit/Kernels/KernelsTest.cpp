@@ -295,8 +295,13 @@ void refAttention(const AttnShape &a, const std::vector<float> &q,
                   const std::vector<float> &k, const std::vector<float> &v,
                   double scale, std::vector<double> &out,
                   std::vector<double> &lse,
-                  const std::vector<double> *slopes = nullptr) {
+                  const std::vector<double> *slopes = nullptr,
+                  int64_t window = 0) {
   const int64_t G = a.Hq / a.Hkv;
+  // The first key query i sees (a sliding window of `window` tokens).
+  auto first = [&](int64_t i) {
+    return window > 0 ? std::max<int64_t>(0, i - window + 1) : 0;
+  };
   out.assign(a.B * a.S * a.Hq * a.D, 0.0);
   lse.assign(a.B * a.Hq * a.S, 0.0);
   std::vector<double> s(a.S);
@@ -305,7 +310,7 @@ void refAttention(const AttnShape &a, const std::vector<float> &q,
       for (int64_t i = 0; i < a.S; ++i) {
         const float *qi = &q[((b * a.S + i) * a.Hq + h) * a.D];
         double mx = -INFINITY;
-        for (int64_t j = 0; j <= i; ++j) {
+        for (int64_t j = first(i); j <= i; ++j) {
           const float *kj = &k[((b * a.S + j) * a.Hkv + h / G) * a.D];
           double d = 0;
           for (int64_t x = 0; x < a.D; ++x)
@@ -314,12 +319,12 @@ void refAttention(const AttnShape &a, const std::vector<float> &q,
           mx = std::max(mx, s[j]);
         }
         double sum = 0;
-        for (int64_t j = 0; j <= i; ++j)
+        for (int64_t j = first(i); j <= i; ++j)
           sum += std::exp(s[j] - mx);
         double l = mx + std::log(sum);
         lse[(b * a.Hq + h) * a.S + i] = l;
         double *oi = &out[((b * a.S + i) * a.Hq + h) * a.D];
-        for (int64_t j = 0; j <= i; ++j) {
+        for (int64_t j = first(i); j <= i; ++j) {
           double p = std::exp(s[j] - l);
           const float *vj = &v[((b * a.S + j) * a.Hkv + h / G) * a.D];
           for (int64_t x = 0; x < a.D; ++x)
@@ -335,9 +340,10 @@ void refAttentionBackward(const AttnShape &a, const std::vector<float> &q,
                           const std::vector<float> &dout, double scale,
                           std::vector<double> &dq, std::vector<double> &dk,
                           std::vector<double> &dv,
-                          const std::vector<double> *slopes = nullptr) {
+                          const std::vector<double> *slopes = nullptr,
+                          int64_t window = 0) {
   std::vector<double> out, lse;
-  refAttention(a, q, k, v, scale, out, lse, slopes);
+  refAttention(a, q, k, v, scale, out, lse, slopes, window);
   const int64_t G = a.Hq / a.Hkv;
   dq.assign(q.size(), 0.0);
   dk.assign(k.size(), 0.0);
@@ -350,7 +356,8 @@ void refAttentionBackward(const AttnShape &a, const std::vector<float> &q,
         for (int64_t x = 0; x < a.D; ++x)
           delta += double(dout[qi + x]) * out[qi + x];
         double l = lse[(b * a.Hq + h) * a.S + i];
-        for (int64_t j = 0; j <= i; ++j) {
+        for (int64_t j = window > 0 ? std::max<int64_t>(0, i - window + 1) : 0;
+             j <= i; ++j) {
           size_t kj = ((b * a.S + j) * a.Hkv + h / G) * a.D;
           double sdot = 0, dp = 0;
           for (int64_t x = 0; x < a.D; ++x) {
@@ -392,6 +399,43 @@ TEST(Attention, ForwardMatchesReference) {
     expectClose(out, rout, kTol, "attention out");
     expectClose(lse, rlse, kTol, "attention lse");
   }
+}
+
+TEST(Attention, SlidingWindowMatchesReference) {
+  // Windows shorter than a key tile, across tile edges, and as long as the
+  // sequence (plain causal attention).
+  const AttnShape shapes[] = {{2, 70, 4, 2, 64}, {1, 129, 4, 1, 32}};
+  for (const AttnShape &a : shapes)
+    for (int64_t window : {1, 5, 32, 33, 64, a.S}) {
+      SCOPED_TRACE(testing::Message() << "S" << a.S << " D" << a.D << " window "
+                                      << window);
+      auto q = randomVector(a.B * a.S * a.Hq * a.D, 30);
+      auto k = randomVector(a.B * a.S * a.Hkv * a.D, 31);
+      auto v = randomVector(a.B * a.S * a.Hkv * a.D, 32);
+      auto dout = randomVector(q.size(), 33);
+      float scale = 1.0f / std::sqrt(float(a.D));
+      std::vector<float> out(q.size()), lse(a.B * a.Hq * a.S);
+      ASSERT_EQ(attentionForward(a.B, a.S, a.Hq, a.Hkv, a.D, q.data(),
+                                 k.data(), v.data(), scale, out.data(),
+                                 lse.data(), nullptr, window),
+                0);
+      std::vector<double> rout, rlse;
+      refAttention(a, q, k, v, scale, rout, rlse, nullptr, window);
+      expectClose(out, rout, kTol, "attention out");
+      expectClose(lse, rlse, kTol, "attention lse");
+      std::vector<float> dq(q.size()), dk(k.size()), dv(v.size());
+      ASSERT_EQ(attentionBackward(a.B, a.S, a.Hq, a.Hkv, a.D, q.data(),
+                                  k.data(), v.data(), out.data(), dout.data(),
+                                  lse.data(), scale, dq.data(), dk.data(),
+                                  dv.data(), nullptr, window),
+                0);
+      std::vector<double> rdq, rdk, rdv;
+      refAttentionBackward(a, q, k, v, dout, scale, rdq, rdk, rdv, nullptr,
+                           window);
+      expectClose(dq, rdq, kTol, "dq");
+      expectClose(dk, rdk, kTol, "dk");
+      expectClose(dv, rdv, kTol, "dv");
+    }
 }
 
 TEST(Attention, BackwardMatchesReference) {

@@ -197,6 +197,44 @@ TEST(DataLoader, ShardsAreDisjointAndCoverAnEpoch) {
   EXPECT_EQ(rank1.position().samples, 20u);
 }
 
+TEST(DataLoader, AWindowRangeSplitsTheFileWithoutOverlap) {
+  TempDir dir;
+  std::string path = dir.path("data.tok");
+  // 161 tokens = 20 windows of 8 + 1: training on the first 16, the last 4
+  // held out.
+  ASSERT_EQ(errorText(writeTokenFile(path, iota(161, 1 << 16), 1 << 16)), "");
+  auto open = [&] { return std::move(*TokenFile::open(path)); };
+  DataLoader::Options train{8, 2, 1, 0, 7};
+  train.windowCount = 16;
+  DataLoader::Options held{8, 2, 1, 0, 7};
+  held.firstWindow = 16;
+  held.windowCount = 4;
+  auto trainLoader = DataLoader::create(open(), train);
+  auto heldLoader = DataLoader::create(open(), held);
+  ASSERT_TRUE(bool(trainLoader) && bool(heldLoader));
+  EXPECT_EQ(trainLoader->windowsPerEpoch(), 16u);
+  EXPECT_EQ(heldLoader->windowsPerEpoch(), 4u);
+  std::set<int32_t> trained, heldOut;
+  for (int step = 0; step < 8; ++step) // 8 x 2 = one epoch of 16
+    for (int32_t start : nextWindows(*trainLoader))
+      trained.insert(start);
+  for (int step = 0; step < 2; ++step)
+    for (int32_t start : nextWindows(*heldLoader))
+      heldOut.insert(start);
+  EXPECT_EQ(trained.size(), 16u);
+  EXPECT_EQ(*trained.rbegin(), 15 * 8);
+  EXPECT_EQ(heldOut, (std::set<int32_t>{128, 136, 144, 152}));
+  // A range past the file's windows is refused.
+  DataLoader::Options beyond{8, 2, 1, 0, 7};
+  beyond.firstWindow = 18;
+  beyond.windowCount = 4;
+  auto bad = DataLoader::create(open(), beyond);
+  ASSERT_FALSE(bool(bad));
+  EXPECT_NE(llvm::toString(bad.takeError())
+                .find("windows [18, +4) are not among its 20 windows"),
+            std::string::npos);
+}
+
 TEST(DataLoader, DeterministicFromSeedAndShuffledPerEpoch) {
   TempDir dir;
   std::string path = dir.path("data.tok");

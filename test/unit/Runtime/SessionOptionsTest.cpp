@@ -47,4 +47,19 @@ TEST(SessionOptions, ErrorsNameTheFlag) {
   EXPECT_EQ(error({"--data"}), "--data needs a value");
   EXPECT_EQ(error({"--resume"}), "--resume needs --ckpt DIR");
   EXPECT_EQ(error({"stray"}), "unexpected argument 'stray'");
+  // Validation needs held-out data, and that data needs an interval.
+  EXPECT_EQ(error({"--eval-every", "5"}),
+            "--eval-every needs held-out data: --eval-data FILE or "
+            "--eval-split FRACTION");
+  EXPECT_EQ(error({"--eval-split", "0.1"}),
+            "--eval-data and --eval-split need --eval-every N");
+  EXPECT_EQ(error({"--eval-every", "5", "--eval-split", "1"}),
+            "--eval-split: 1 is not below 1 (a fraction of the training "
+            "data)");
+  EXPECT_EQ(error({"--eval-every", "5", "--eval-split", "0.1", "--eval-data",
+                   "x.tok"}),
+            "--eval-data and --eval-split exclude each other");
+  EXPECT_EQ(error({"--eval-every", "5", "--eval-split", "0.1", "--eval-steps",
+                   "0"}),
+            "--eval-steps: 0 validation steps per evaluation");
 }

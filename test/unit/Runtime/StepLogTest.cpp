@@ -48,6 +48,19 @@ TEST(StepLog, JSONLineHasEveryField) {
   EXPECT_NE(formatStepJSON(record).find("\"loss\":null"), std::string::npos);
 }
 
+TEST(StepLog, ValidationLine) {
+  auto value = llvm::json::parse(formatEvalJSON(20, 2.75, 8192));
+  ASSERT_TRUE(bool(value));
+  llvm::json::Object *object = value->getAsObject();
+  EXPECT_EQ(object->getInteger("step"), 20);
+  EXPECT_EQ(object->getNumber("eval_loss"), 2.75);
+  EXPECT_EQ(object->getNumber("eval_tokens"), 8192.0);
+  // No "loss" key: a reader of the training losses skips the line.
+  EXPECT_FALSE(object->get("loss"));
+  EXPECT_NE(formatEvalJSON(3, NAN, 1).find("\"eval_loss\":null"),
+            std::string::npos);
+}
+
 TEST(StepLog, JSONLineSplitsEveryRanksStepTime) {
   StepRecord record;
   record.step = 3;

@@ -115,6 +115,11 @@ public:
     /// When not 0, every id read must be below it (the model's vocabulary):
     /// another is fatal, naming the file, the id and its position.
     uint32_t vocabLimit = 0;
+    /// The windows the loader deals: [firstWindow, firstWindow +
+    /// windowCount) of the file's (windowCount 0: to the end). A held-out
+    /// split for validation is the file's last windows, training the rest.
+    uint64_t firstWindow = 0;
+    uint64_t windowCount = 0;
   };
   /// Fails when the file holds fewer than dpSize * microBatch windows or when
   /// an option is invalid (the message names it).

@@ -57,12 +57,13 @@ void gemm(const Tensor &a, const Tensor &b, const Tensor &c,
 /// Causal attention; `alibi`: the scores get the ALiBi bias of Hq heads.
 void attentionFwd(const Tensor &q, const Tensor &k, const Tensor &v,
                   const Tensor &o, const Tensor &lse, int64_t B, int64_t S,
-                  int64_t Hq, int64_t Hkv, int64_t D, double scale, bool alibi);
+                  int64_t Hq, int64_t Hkv, int64_t D, double scale, bool alibi,
+                  int64_t window = 0);
 void attentionBwd(const Tensor &q, const Tensor &k, const Tensor &v,
                   const Tensor &o, const Tensor &dout, const Tensor &lse,
                   const Tensor &dq, const Tensor &dk, const Tensor &dv,
                   int64_t B, int64_t S, int64_t Hq, int64_t Hkv, int64_t D,
-                  double scale, bool alibi);
+                  double scale, bool alibi, int64_t window = 0);
 void rmsnormFwd(const Tensor &x, const Tensor &w, const Tensor &y,
                 const Tensor &rstd, int64_t T, int64_t H, double eps);
 /// The kernel accumulates dw; without `accumulate` dw is zeroed first.
@@ -229,6 +230,8 @@ struct ProgramModel {
   double rmsNormEps, ropeTheta;
   /// The LM head is the embedding table (no lm_head.weight of its own).
   bool tieEmbeddings;
+  /// The attention heads' width when not hidden / numHeads; 0 otherwise.
+  int64_t headDimension;
 };
 
 /// What an emitted program's main() runs: the runtime sized from the

@@ -56,6 +56,14 @@ struct SessionOptions {
   uint64_t warmupSteps = 0;
   double minLr = 0;
   uint64_t decaySteps = 0;
+  /// Validation (docs/runtime.md, "Validation"): every --eval-every N steps
+  /// (and after the last), --eval-steps K steps of held-out data, from
+  /// --eval-data FILE or the last --eval-split F of the training data's
+  /// windows (which training then skips), logged as "eval_loss".
+  uint64_t evalEvery = 0;
+  uint64_t evalSteps = 1;
+  std::string evalDataPath;
+  double evalSplit = 0;
   /// Fixed by the compiled program (the plan), not by flags.
   int64_t seqLen = 0;
   int64_t microBatch = 1;
@@ -97,8 +105,14 @@ public:
   /// the masters): saves the starting weights as the step-0 checkpoint, so
   /// --init-from converts a HuggingFace directory into a checkpoint.
   void saveInitialCheckpoint();
-  /// Starts the next step; false when all steps are done.
+  /// Starts the next step: a training step, or after one that ends an
+  /// evaluation interval the --eval-steps validation steps (the same
+  /// program: forward and backward on held-out data with no update, see
+  /// evaluating()); false when all steps are done.
   bool beginStep();
+  /// Whether the current step is a validation step: AdamW only refreshes
+  /// the parameter views from the unchanged masters, nothing is learned.
+  bool evaluating() const { return inEval; }
   /// mt3k.load_batch of micro-batch `microBatch` of the current step.
   void loadBatch(BatchField field, Buffer dest, int64_t microBatch);
   /// mt3k.report_loss: reads the f32 scalar at `loss`.
@@ -122,16 +136,36 @@ public:
   /// Mean of the losses reported in the last completed step (NaN where
   /// nothing was reported: not the last stage).
   double lastLoss() const { return lastStepLoss; }
+  /// The mean validation loss of the last evaluation (NaN before one).
+  double lastEvalLossValue() const { return lastEvalLoss; }
 
 private:
   /// Saves the current step's checkpoint under --ckpt.
   void save();
+  /// Whether validation runs after training step `step`.
+  bool evalDue(uint64_t step) const {
+    return evalLoader && opts.evalEvery &&
+           (step % opts.evalEvery == 0 || step == opts.steps);
+  }
+  /// Ends a validation step; after the last of an evaluation, logs the
+  /// mean loss (collective).
+  void endEvalStep();
 
   Runtime &rt;
   ModelConfig model;
   StagePartition partition;
   SessionOptions opts;
   std::optional<DataLoader> loader;
+  /// The held-out data (validation); every evaluation reads it from the
+  /// start, so successive evaluations see the same batches.
+  std::optional<DataLoader> evalLoader;
+  bool inEval = false;
+  /// Validation steps are due before the next training step.
+  bool evalPending = false;
+  double lastEvalLoss = NAN;
+  uint64_t evalDone = 0; ///< validation steps run in this evaluation
+  double evalLossSum = 0;
+  int64_t evalLossCount = 0;
   std::optional<StepLogger> logger;
   std::vector<ParamSlot> slots;
   uint64_t currentStep = 0;

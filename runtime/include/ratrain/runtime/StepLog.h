@@ -101,6 +101,8 @@ struct StepRecord {
 };
 
 std::string formatStepJSON(const StepRecord &record);
+/// The JSON line of a validation result (StepLogger::logEval).
+std::string formatEvalJSON(uint64_t step, double loss, double tokens);
 /// Progress line without a newline; ETA from the mean step time so far.
 std::string formatProgressLine(const StepRecord &record, uint64_t stepsLogged);
 /// "1h02m", "3m05s", "42s".
@@ -124,6 +126,10 @@ public:
   ~StepLogger();
 
   void log(const StepRecord &record);
+  /// A validation result after training step `step`: a JSON line
+  /// {"eval_loss": ..., "eval_tokens": ..., "step": step} (eval_loss null
+  /// when not finite) and, with a progress line, a note.
+  void logEval(uint64_t step, double loss, double tokens);
   /// Prints a one-line message on stderr (after ending the progress line).
   void note(llvm::StringRef message);
   /// Ends the progress line (newline) if one is showing.

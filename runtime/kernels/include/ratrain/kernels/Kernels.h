@@ -114,21 +114,23 @@ void alibiSlopes(int64_t heads, float *slopes);
 /// With `slopes` ([Hq], see alibiSlopes) the scores get the ALiBi bias
 ///   score(h, i, j) = scale * q_i . k_j + slopes[h] * (j - i),  j <= i
 /// (Baichuan-13B, BLOOM; no rotary embedding then); null: no bias.
+/// With `window` W > 0 (Mistral's sliding window) query i attends to keys
+/// i - W < j <= i only; 0: plain causal attention.
 int attentionForward(int64_t B, int64_t S, int64_t Hq, int64_t Hkv, int64_t D,
                      const float *q, const float *k, const float *v,
                      float scale, float *out, float *lse,
-                     const float *slopes = nullptr);
+                     const float *slopes = nullptr, int64_t window = 0);
 
 /// Causal attention backward; recomputes the probabilities tile by tile
 /// from q, k and the saved lse (no S x S matrix is stored).
 ///   dout [B*S, Hq*D]    gradient of out
 ///   dq [B*S, Hq*D], dk, dv [B*S, Hkv*D]  overwritten
-/// `slopes` must be the forward's (ALiBi) or null.
+/// `slopes` and `window` must be the forward's.
 int attentionBackward(int64_t B, int64_t S, int64_t Hq, int64_t Hkv, int64_t D,
                       const float *q, const float *k, const float *v,
                       const float *out, const float *dout, const float *lse,
                       float scale, float *dq, float *dk, float *dv,
-                      const float *slopes = nullptr);
+                      const float *slopes = nullptr, int64_t window = 0);
 
 //===----------------------------------------------------------------------===//
 // RMSNorm
