@@ -226,8 +226,8 @@ llvm::Error ModelConfig::validate() const {
       return fail(llvm::formatv("{0} {1} exceeds the limit of {2}", b.field,
                                 b.value, b.limit));
   if (headDimension < 0)
-    return fail(llvm::formatv("head_dim must be positive, got {0}",
-                              headDimension));
+    return fail(
+        llvm::formatv("head_dim must be positive, got {0}", headDimension));
   if (headDimension > limits::kMaxHidden)
     return fail(llvm::formatv("head_dim {0} exceeds the limit of {1}",
                               headDimension, limits::kMaxHidden));

@@ -118,8 +118,9 @@ double CostModel::layerBackwardWeight(int64_t microBatchSize) const {
   double h = model.hidden, kv = model.kvDim(), ffn = model.ffnHidden;
   // dW = X^T dY is [k x n] over t for each Y[t x n] = X[t x k] W[k x n].
   double q = model.qDim();
-  return gemmSeconds(h, q, t) + gemmSeconds(q, h, t) + 2 * gemmSeconds(h, kv, t) +
-         2 * gemmSeconds(h, ffn, t) + gemmSeconds(ffn, h, t);
+  return gemmSeconds(h, q, t) + gemmSeconds(q, h, t) +
+         2 * gemmSeconds(h, kv, t) + 2 * gemmSeconds(h, ffn, t) +
+         gemmSeconds(ffn, h, t);
 }
 
 double CostModel::layerBackwardInput(int64_t microBatchSize) const {

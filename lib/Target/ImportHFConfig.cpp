@@ -86,14 +86,13 @@ OwningOpRef<ModuleOp> ratrain::buildModelModule(const ModelConfig &config,
                   none, none, builder.getI64IntegerAttr(config.vocab),
                   /*qkv_bias=*/false);
   for (int64_t layer = 1; layer <= config.numLayers; ++layer)
-    LayerOp::create(builder, loc, layer, LayerKind::Decoder, config.hidden,
-                    builder.getI64IntegerAttr(config.numHeads),
-                    builder.getI64IntegerAttr(config.numKVHeads),
-                    builder.getI64IntegerAttr(config.ffnHidden), none,
-                    config.qkvBias,
-                    config.headDimension
-                        ? builder.getI64IntegerAttr(config.headDimension)
-                        : none);
+    LayerOp::create(
+        builder, loc, layer, LayerKind::Decoder, config.hidden,
+        builder.getI64IntegerAttr(config.numHeads),
+        builder.getI64IntegerAttr(config.numKVHeads),
+        builder.getI64IntegerAttr(config.ffnHidden), none, config.qkvBias,
+        config.headDimension ? builder.getI64IntegerAttr(config.headDimension)
+                             : none);
   LayerOp::create(builder, loc, config.numLayers + 1, LayerKind::Head,
                   config.hidden, none, none, none,
                   builder.getI64IntegerAttr(config.vocab), /*qkv_bias=*/false);

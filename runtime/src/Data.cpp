@@ -345,8 +345,8 @@ llvm::Expected<DataLoader> DataLoader::create(TokenFile file, Options options) {
         "tokens",
         file.path(), options.firstWindow, options.windowCount, windows,
         options.seqLen));
-  windows = options.windowCount ? options.windowCount
-                                : windows - options.firstWindow;
+  windows =
+      options.windowCount ? options.windowCount : windows - options.firstWindow;
   uint64_t needed = uint64_t(options.dpSize) * uint64_t(options.microBatch);
   if (windows < needed)
     return makeError(llvm::formatv(

@@ -218,8 +218,8 @@ void gemm(const Tensor &a, const Tensor &b, const Tensor &c, k::GemmForm form,
 /// `alibi`: the scores get the ALiBi bias (mt3k.attention_fwd alibi).
 void attentionFwd(const Tensor &q, const Tensor &kk, const Tensor &v,
                   const Tensor &o, const Tensor &lse, int64_t B, int64_t S,
-                  int64_t Hq, int64_t Hkv, int64_t D, double scale,
-                  bool alibi, int64_t window) {
+                  int64_t Hq, int64_t Hkv, int64_t D, double scale, bool alibi,
+                  int64_t window) {
   In qi(q), ki(kk), vi(v);
   Out oo(o, false), lo(lse, false);
   const float *slopes = alibiSlopes(alibi, Hq);
@@ -239,8 +239,8 @@ void attentionBwd(const Tensor &q, const Tensor &kk, const Tensor &v,
   const float *slopes = alibiSlopes(alibi, Hq);
   kernel("attentionBackward", [&] {
     return k::attentionBackward(B, S, Hq, Hkv, D, qi.p, ki.p, vi.p, oi.p, di.p,
-                                li.p, float(scale), dqo.p, dko.p, dvo.p,
-                                slopes, window);
+                                li.p, float(scale), dqo.p, dko.p, dvo.p, slopes,
+                                window);
   });
 }
 

@@ -85,8 +85,7 @@ SessionOptions::parse(int argc, char **argv, const SessionOptions &defaults) {
         return makeError(llvm::formatv("--eval-split: {0} is not below 1 (a "
                                        "fraction of the training data)",
                                        value));
-    }
-    else if (flag == "--lr-schedule") {
+    } else if (flag == "--lr-schedule") {
       std::optional<LRDecay> decay = parseLRDecay(value);
       if (!decay)
         return makeError(llvm::formatv("--lr-schedule: '{0}' is not "
@@ -140,15 +139,14 @@ Session::Session(Runtime &rt, const ModelConfig &model,
     fatal(llvm::formatv("{0}: token vocabulary {1} exceeds the model's "
                         "vocab_size {2}",
                         opts.dataPath, tokens.vocab(), model.vocab));
-  DataLoader::Options data{opts.seqLen,  opts.microBatch, rt.dpSize(),
-                           rt.dpIndex(), opts.seed,       uint32_t(model.vocab)};
+  DataLoader::Options data{opts.seqLen, opts.microBatch,
+                           rt.dpSize(), rt.dpIndex(),
+                           opts.seed,   uint32_t(model.vocab)};
   if (opts.evalSplit > 0) {
     // The last windows of the training data, held out of training.
-    uint64_t windows = tokens.size() == 0
-                           ? 0
-                           : (tokens.size() - 1) / uint64_t(opts.seqLen);
-    uint64_t held =
-        uint64_t(std::ceil(opts.evalSplit * double(windows)));
+    uint64_t windows =
+        tokens.size() == 0 ? 0 : (tokens.size() - 1) / uint64_t(opts.seqLen);
+    uint64_t held = uint64_t(std::ceil(opts.evalSplit * double(windows)));
     uint64_t needed = uint64_t(rt.dpSize()) * uint64_t(opts.microBatch);
     held = std::max(held, needed);
     if (held >= windows)

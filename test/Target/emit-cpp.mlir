@@ -125,15 +125,18 @@ module {
     // CHECK: ratrain::rt::emit::rope([[Q4]], [[Q4]], 1, 16, 2, 32, 1.0{{[0-9]*}}e+04, false);
     mt3k.elementwise rope ins(%q4 : !mt3k.buffer<ddr, 1x16x2x32xf32>) outs(%q4 : !mt3k.buffer<ddr, 1x16x2x32xf32>) theta 1.000000e+04
     // Attention: B, S, Hq, Hkv, D and the default scale 1/sqrt(32).
-    // CHECK: ratrain::rt::emit::attentionFwd([[Q4]], {{v[0-9]+}}, {{v[0-9]+}}, {{v[0-9]+}}, {{v[0-9]+}}, 1, 16, 2, 1, 32, 1.767766952966368{{[0-9]*}}e-01, false);
+    // CHECK: ratrain::rt::emit::attentionFwd([[Q4]], {{v[0-9]+}}, {{v[0-9]+}}, {{v[0-9]+}}, {{v[0-9]+}}, 1, 16, 2, 1, 32, 1.767766952966368{{[0-9]*}}e-01, false, 0);
     mt3k.attention_fwd %q4, %k4, %v4 -> %o, %lse causal : !mt3k.buffer<ddr, 1x16x2x32xf32>, !mt3k.buffer<ddr, 1x16x1x32xf32>, !mt3k.buffer<ddr, 1x16x1x32xf32> -> !mt3k.buffer<ddr, 1x16x2x32xf32>, !mt3k.buffer<ddr, 1x2x16xf32>
-    // CHECK: ratrain::rt::emit::attentionBwd([[Q4]], {{.*}}, 1, 16, 2, 1, 32, 2.5{{[0-9]*}}e-01, false);
+    // CHECK: ratrain::rt::emit::attentionBwd([[Q4]], {{.*}}, 1, 16, 2, 1, 32, 2.5{{[0-9]*}}e-01, false, 0);
     mt3k.attention_bwd %q4, %k4, %v4, %o, %do4, %lse -> %dq, %dk, %dv causal scale 2.500000e-01 : !mt3k.buffer<ddr, 1x16x2x32xf32>, !mt3k.buffer<ddr, 1x16x1x32xf32>, !mt3k.buffer<ddr, 1x16x1x32xf32>, !mt3k.buffer<ddr, 1x16x2x32xf32>, !mt3k.buffer<ddr, 1x16x2x32xf32>, !mt3k.buffer<ddr, 1x2x16xf32> -> !mt3k.buffer<ddr, 1x16x2x32xf32>, !mt3k.buffer<ddr, 1x16x1x32xf32>, !mt3k.buffer<ddr, 1x16x1x32xf32>
     // ALiBi (Baichuan-13B): the helpers get alibi = true.
-    // CHECK: ratrain::rt::emit::attentionFwd([[Q4]], {{.*}}, 1, 16, 2, 1, 32, 1.767766952966368{{[0-9]*}}e-01, true);
+    // CHECK: ratrain::rt::emit::attentionFwd([[Q4]], {{.*}}, 1, 16, 2, 1, 32, 1.767766952966368{{[0-9]*}}e-01, true, 0);
     mt3k.attention_fwd %q4, %k4, %v4 -> %o, %lse causal alibi : !mt3k.buffer<ddr, 1x16x2x32xf32>, !mt3k.buffer<ddr, 1x16x1x32xf32>, !mt3k.buffer<ddr, 1x16x1x32xf32> -> !mt3k.buffer<ddr, 1x16x2x32xf32>, !mt3k.buffer<ddr, 1x2x16xf32>
-    // CHECK: ratrain::rt::emit::attentionBwd([[Q4]], {{.*}}, 1, 16, 2, 1, 32, 2.5{{[0-9]*}}e-01, true);
+    // CHECK: ratrain::rt::emit::attentionBwd([[Q4]], {{.*}}, 1, 16, 2, 1, 32, 2.5{{[0-9]*}}e-01, true, 0);
     mt3k.attention_bwd %q4, %k4, %v4, %o, %do4, %lse -> %dq, %dk, %dv causal alibi scale 2.500000e-01 : !mt3k.buffer<ddr, 1x16x2x32xf32>, !mt3k.buffer<ddr, 1x16x1x32xf32>, !mt3k.buffer<ddr, 1x16x1x32xf32>, !mt3k.buffer<ddr, 1x16x2x32xf32>, !mt3k.buffer<ddr, 1x16x2x32xf32>, !mt3k.buffer<ddr, 1x2x16xf32> -> !mt3k.buffer<ddr, 1x16x2x32xf32>, !mt3k.buffer<ddr, 1x16x1x32xf32>, !mt3k.buffer<ddr, 1x16x1x32xf32>
+    // A sliding window (Mistral): the helpers get it last.
+    // CHECK: ratrain::rt::emit::attentionFwd([[Q4]], {{.*}}, 1, 16, 2, 1, 32, 1.767766952966368{{[0-9]*}}e-01, false, 8);
+    mt3k.attention_fwd %q4, %k4, %v4 -> %o, %lse causal window 8 : !mt3k.buffer<ddr, 1x16x2x32xf32>, !mt3k.buffer<ddr, 1x16x1x32xf32>, !mt3k.buffer<ddr, 1x16x1x32xf32> -> !mt3k.buffer<ddr, 1x16x2x32xf32>, !mt3k.buffer<ddr, 1x2x16xf32>
     // CHECK: ratrain::rt::emit::rope({{v[0-9]+}}, {{v[0-9]+}}, 1, 16, 2, 32, 1.0{{[0-9]*}}e+04, true);
     mt3k.elementwise rope_bwd ins(%dq : !mt3k.buffer<ddr, 1x16x2x32xf32>) outs(%dq : !mt3k.buffer<ddr, 1x16x2x32xf32>) theta 1.000000e+04
     // CHECK: ratrain::rt::emit::swiglu({{v[0-9]+}}, {{v[0-9]+}}, {{v[0-9]+}}, 16, 64);

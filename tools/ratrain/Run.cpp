@@ -32,10 +32,11 @@ namespace ratrain::driver {
 
 /// The program's flags `run` passes on (--data separately).
 static const StringRef kRunValueFlags[] = {
-    "--steps",        "--data",      "--log",        "--ckpt", "--save-every",
-    "--seed",         "--init-seed", "--init-from",  "--lr",   "--lr-schedule",
-    "--warmup-steps", "--min-lr",    "--decay-steps", "--eval-every",
-    "--eval-steps",   "--eval-data", "--eval-split"};
+    "--steps",       "--data",        "--log",          "--ckpt",
+    "--save-every",  "--seed",        "--init-seed",    "--init-from",
+    "--lr",          "--lr-schedule", "--warmup-steps", "--min-lr",
+    "--decay-steps", "--eval-every",  "--eval-steps",   "--eval-data",
+    "--eval-split"};
 
 static const char *const kRunHelp =
     R"(USAGE: ratrain run MODEL.json --machine FILE --ranks N [options] [-- mpirun args]

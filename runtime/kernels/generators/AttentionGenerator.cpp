@@ -146,13 +146,12 @@ public:
     Expr jg = rj.y * JT + rj.x;
     Func mx("mx"), ls("ls"), lse("lse");
     mx(i, h, b) = -std::numeric_limits<float>::infinity();
-    mx(i, h, b) = max(mx(i, h, b),
-                      select(visible(jg, i, window), sc(rj.x, i, rj.y, h, b),
-                             -std::numeric_limits<float>::infinity()));
+    mx(i, h, b) =
+        max(mx(i, h, b), select(visible(jg, i, window), sc(rj.x, i, rj.y, h, b),
+                                -std::numeric_limits<float>::infinity()));
     ls(i, h, b) = 0.0f;
-    ls(i, h, b) +=
-        select(visible(jg, i, window),
-               safeExp(sc(rj.x, i, rj.y, h, b) - mx(i, h, b)), 0.0f);
+    ls(i, h, b) += select(visible(jg, i, window),
+                          safeExp(sc(rj.x, i, rj.y, h, b) - mx(i, h, b)), 0.0f);
     lse(i, h, b) = mx(i, h, b) + log(ls(i, h, b));
 
     Func p("p");

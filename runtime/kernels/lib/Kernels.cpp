@@ -283,9 +283,8 @@ namespace {
 using FwdFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
                       float, int32_t, halide_buffer_t *, halide_buffer_t *);
 using FwdAlibiFn = int (*)(halide_buffer_t *, halide_buffer_t *,
-                           halide_buffer_t *, float, int32_t,
-                           halide_buffer_t *, halide_buffer_t *,
-                           halide_buffer_t *);
+                           halide_buffer_t *, float, int32_t, halide_buffer_t *,
+                           halide_buffer_t *, halide_buffer_t *);
 using DqFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
                      halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
                      float, int32_t, halide_buffer_t *);
@@ -298,8 +297,8 @@ using DkvFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
                       float, int32_t, halide_buffer_t *, halide_buffer_t *);
 using DkvAlibiFn = int (*)(halide_buffer_t *, halide_buffer_t *,
                            halide_buffer_t *, halide_buffer_t *,
-                           halide_buffer_t *, halide_buffer_t *, float,
-                           int32_t, halide_buffer_t *, halide_buffer_t *,
+                           halide_buffer_t *, halide_buffer_t *, float, int32_t,
+                           halide_buffer_t *, halide_buffer_t *,
                            halide_buffer_t *);
 struct AttentionPipelines {
   FwdFn fwd;

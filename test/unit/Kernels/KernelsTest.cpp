@@ -406,18 +406,19 @@ TEST(Attention, SlidingWindowMatchesReference) {
   // sequence (plain causal attention).
   const AttnShape shapes[] = {{2, 70, 4, 2, 64}, {1, 129, 4, 1, 32}};
   for (const AttnShape &a : shapes)
-    for (int64_t window : {1, 5, 32, 33, 64, a.S}) {
-      SCOPED_TRACE(testing::Message() << "S" << a.S << " D" << a.D << " window "
-                                      << window);
+    for (int64_t window : {int64_t(1), int64_t(5), int64_t(32), int64_t(33),
+                           int64_t(64), int64_t(a.S)}) {
+      SCOPED_TRACE(testing::Message()
+                   << "S" << a.S << " D" << a.D << " window " << window);
       auto q = randomVector(a.B * a.S * a.Hq * a.D, 30);
       auto k = randomVector(a.B * a.S * a.Hkv * a.D, 31);
       auto v = randomVector(a.B * a.S * a.Hkv * a.D, 32);
       auto dout = randomVector(q.size(), 33);
       float scale = 1.0f / std::sqrt(float(a.D));
       std::vector<float> out(q.size()), lse(a.B * a.Hq * a.S);
-      ASSERT_EQ(attentionForward(a.B, a.S, a.Hq, a.Hkv, a.D, q.data(),
-                                 k.data(), v.data(), scale, out.data(),
-                                 lse.data(), nullptr, window),
+      ASSERT_EQ(attentionForward(a.B, a.S, a.Hq, a.Hkv, a.D, q.data(), k.data(),
+                                 v.data(), scale, out.data(), lse.data(),
+                                 nullptr, window),
                 0);
       std::vector<double> rout, rlse;
       refAttention(a, q, k, v, scale, rout, rlse, nullptr, window);

@@ -59,7 +59,7 @@ TEST(SessionOptions, ErrorsNameTheFlag) {
   EXPECT_EQ(error({"--eval-every", "5", "--eval-split", "0.1", "--eval-data",
                    "x.tok"}),
             "--eval-data and --eval-split exclude each other");
-  EXPECT_EQ(error({"--eval-every", "5", "--eval-split", "0.1", "--eval-steps",
-                   "0"}),
-            "--eval-steps: 0 validation steps per evaluation");
+  EXPECT_EQ(
+      error({"--eval-every", "5", "--eval-split", "0.1", "--eval-steps", "0"}),
+      "--eval-steps: 0 validation steps per evaluation");
 }
