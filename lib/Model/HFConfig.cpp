@@ -199,41 +199,48 @@ void readRopeScaling(FieldReader &reader, ModelConfig &config) {
   config.ropeScaling = scaling;
 }
 
-/// Mistral's `sliding_window` (null: none); Qwen2's when
-/// `use_sliding_window` is true; a `layer_types` list with
-/// "sliding_attention" entries uses `sliding_window` too.
-void readSlidingWindow(FieldReader &reader, ModelConfig &config) {
-  bool windowed = false;
-  if (config.family == ModelFamily::Mistral)
-    windowed = reader.get("sliding_window");
-  else if (config.family == ModelFamily::Qwen2)
-    windowed = reader.optionalBool("use_sliding_window", false);
+/// Mistral's `sliding_window` (null: none) on every layer; Qwen2's, when
+/// `use_sliding_window` is true, on the layers from `max_window_layers` on
+/// (transformers' default 28, as it derives its layer types); a
+/// `layer_types` list says it per layer. Returns whether only some layers
+/// have the window (then `sliding_window` only means plain causal attention
+/// while the sequence fits it; the caller checks that).
+bool readSlidingWindow(FieldReader &reader, ModelConfig &config) {
+  int64_t windowedLayers = 0;
+  if (config.family == ModelFamily::Mistral && reader.get("sliding_window"))
+    windowedLayers = config.numLayers;
+  else if (config.family == ModelFamily::Qwen2 &&
+           reader.optionalBool("use_sliding_window", false))
+    windowedLayers = std::max<int64_t>(
+        0, config.numLayers - reader.optionalInt("max_window_layers", 28));
   if (const Value *layerTypes = reader.get("layer_types")) {
     const llvm::json::Array *types = layerTypes->getAsArray();
     if (!types) {
       reader.fail("field 'layer_types' must be a list");
-      return;
+      return false;
     }
+    windowedLayers = 0;
     for (const Value &type : *types) {
       std::optional<llvm::StringRef> name = type.getAsString();
       if (name == "sliding_attention") {
-        windowed = true;
+        ++windowedLayers;
       } else if (name != "full_attention") {
         reader.fail(llvm::formatv(
             "field 'layer_types' has '{0}'; supported: full_attention, "
             "sliding_attention",
             name.value_or("(not a string)")));
-        return;
+        return false;
       }
     }
   }
-  if (!windowed)
-    return;
+  if (windowedLayers == 0)
+    return false;
   config.slidingWindow = reader.requireInt("sliding_window");
   if (config.slidingWindow <= 0)
     reader.fail(llvm::formatv("field 'sliding_window' must be positive, got "
                               "{0}",
                               config.slidingWindow));
+  return windowedLayers < config.numLayers;
 }
 
 /// Fields of LLaMA-like configs that change the math of training when they
@@ -368,7 +375,7 @@ ratrain::parseHFConfig(llvm::StringRef json, llvm::StringRef fileName,
           "field 'hidden_act' is '{0}'; only 'silu' (SwiGLU) is supported",
           *act));
   readRopeScaling(reader, config);
-  readSlidingWindow(reader, config);
+  bool someLayersWindowed = readSlidingWindow(reader, config);
   refuseMathChangingFields(reader, config);
 
   config.dtype = DType::BF16;
@@ -388,6 +395,21 @@ ratrain::parseHFConfig(llvm::StringRef json, llvm::StringRef fileName,
   config.seqLen = options.seqLen > 0
                       ? options.seqLen
                       : std::min<int64_t>(config.maxPositions, 4096);
+  // A window on some layers only: the kernels window every layer's
+  // attention or none, which is the same while the sequence fits it.
+  if (someLayersWindowed && config.slidingWindow > 0 &&
+      config.seqLen > config.slidingWindow) {
+    if (options.seqLen > 0)
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          llvm::formatv("{0}: a sliding window of {1} on some layers only "
+                        "(layer_types or max_window_layers) is not supported "
+                        "for sequences longer than it; the sequence length "
+                        "is {2}",
+                        fileName, config.slidingWindow, config.seqLen)
+              .str());
+    config.seqLen = config.slidingWindow;
+  }
   if (llvm::Error error = config.validate())
     return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s: %s",
                                    fileName.str().c_str(),
