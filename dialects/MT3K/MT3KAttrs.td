@@ -112,6 +112,19 @@ def MT3K_InitKind : I32EnumAttr<"InitKind",
   let genSpecializedAttr = 0;
 }
 
+def MT3K_TracePhase : I32EnumAttr<"TracePhase",
+    "what the work of a traced schedule op is (the simulator's compute kinds)", [
+      I32EnumAttrCase<"forward", 0>,
+      I32EnumAttrCase<"backward", 1>,
+      I32EnumAttrCase<"recompute", 2>,
+      I32EnumAttrCase<"update", 3>,
+      I32EnumAttrCase<"view_cast", 4>,
+      I32EnumAttrCase<"other", 5>
+    ]> {
+  let cppNamespace = "::ratrain::mt3k";
+  let genSpecializedAttr = 0;
+}
+
 def MT3K_StorageTier : I32EnumAttr<"StorageTier",
     "where mt3k.offload keeps data outside the DDR arena", [
       I32EnumAttrCase<"host", 0>,
@@ -144,6 +157,7 @@ def MT3K_ElementwiseKindAttr
 def MT3K_BatchFieldAttr : MT3K_EnumAttr<MT3K_BatchField, "batch_field">;
 def MT3K_InitKindAttr : MT3K_EnumAttr<MT3K_InitKind, "init">;
 def MT3K_StorageTierAttr : MT3K_EnumAttr<MT3K_StorageTier, "tier">;
+def MT3K_TracePhaseAttr : MT3K_EnumAttr<MT3K_TracePhase, "trace_phase">;
 
 //===----------------------------------------------------------------------===//
 // What a job's programs need besides the programs

@@ -148,6 +148,28 @@ LogicalResult ProgramOp::verifyRegions() {
       return diag;
     }
   }
+  // Trace markers pair up in order: begin, end, begin, end.
+  TraceBeginOp open;
+  for (Operation &op : getBody().front()) {
+    if (auto begin = llvm::dyn_cast<TraceBeginOp>(op)) {
+      if (open) {
+        InFlightDiagnostic diag =
+            begin.emitOpError("opens a trace span while '")
+            << open.getLabel() << "' is still open (spans do not nest)";
+        diag.attachNote(open.getLoc()) << "the open span";
+        return diag;
+      }
+      open = begin;
+    } else if (auto end = llvm::dyn_cast<TraceEndOp>(op)) {
+      if (!open)
+        return end.emitOpError("closes no trace span: no mt3k.trace_begin "
+                               "is open");
+      open = TraceBeginOp();
+    }
+  }
+  if (open)
+    return open.emitOpError("opens a trace span '")
+           << open.getLabel() << "' that no mt3k.trace_end closes";
   return success();
 }
 

@@ -294,3 +294,41 @@ def MT3K_WaitOp : MT3K_InProgramOp<"wait"> {
   let arguments = (ins Variadic<MT3K_TokenType>:$tokens);
   let assemblyFormat = "$tokens attr-dict";
 }
+
+def MT3K_TraceBeginOp : MT3K_InProgramOp<"trace_begin",
+    [MemoryEffects<[MemWrite<MT3K_RuntimeResource>]>]> {
+  let summary = "start of the work of one schedule op, for the per-op trace";
+  let description = [{
+    Marks where the operations lowered from one `ratrain` schedule op start
+    (a layer's forward, recompute, backward or update on one micro-batch);
+    the next `mt3k.trace_end` marks where they end. `label` is the name the
+    simulator gives the same work in its trace (`fwd L3 mb1`,
+    `bwd-W L2 mb0`, `update L5`), and `phase` its compute kind. At run time,
+    over the steps `--trace-steps` selects, the runtime records the span as
+    one event of its Chrome/Perfetto trace, with the kernel calls inside it
+    nested under it (docs/runtime.md, "Per-op trace"); otherwise the pair
+    costs two predictable branches. Markers neither nest nor stay open at
+    the end of a program's iteration.
+
+    ```mlir
+    mt3k.trace_begin "fwd L3 mb1" forward
+    ...
+    mt3k.trace_end
+    ```
+  }];
+  let arguments = (ins StrAttr:$label, MT3K_TracePhaseAttr:$phase);
+  let assemblyFormat = "$label `` $phase attr-dict";
+}
+
+def MT3K_TraceEndOp : MT3K_InProgramOp<"trace_end",
+    [MemoryEffects<[MemWrite<MT3K_RuntimeResource>]>]> {
+  let summary = "end of the work of the open `mt3k.trace_begin`";
+  let description = [{
+    Closes the span the last `mt3k.trace_begin` opened.
+
+    ```mlir
+    mt3k.trace_end
+    ```
+  }];
+  let assemblyFormat = "attr-dict";
+}

@@ -7,7 +7,10 @@
 #include "mlir/IR/OpImplementation.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/Twine.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
 
 using namespace mlir;
 using namespace ratrain;
@@ -35,6 +38,53 @@ std::string ratrain::detail::describeScheduleOp(Operation *op) {
   if (auto mb = op->getAttrOfType<IntegerAttr>("micro_batch"))
     os << " mb(" << mb.getInt() << ")";
   return text;
+}
+
+std::string ratrain::getTraceLabel(Operation *op) {
+  auto layerOf = [](Type type) { return getStateLayer(type).value_or(-1); };
+  auto computeLabel = [&](StringRef what, Value view, int64_t microBatch) {
+    return (what + " L" + Twine(layerOf(view.getType())) + " mb" +
+            Twine(microBatch))
+        .str();
+  };
+  if (auto forward = dyn_cast<ForwardOp>(op))
+    return computeLabel("fwd", forward.getView(), forward.getMicroBatch());
+  if (auto recompute = dyn_cast<RecomputeOp>(op))
+    return computeLabel("recompute", recompute.getView(),
+                        recompute.getMicroBatch());
+  if (auto backward = dyn_cast<BackwardOp>(op))
+    return computeLabel("bwd", backward.getView(), backward.getMicroBatch());
+  if (auto input = dyn_cast<BackwardInputOp>(op))
+    return computeLabel("bwd-I", input.getView(), input.getMicroBatch());
+  if (auto weight = dyn_cast<BackwardWeightOp>(op))
+    return computeLabel("bwd-W", weight.getView(), weight.getMicroBatch());
+  if (auto transfer = dyn_cast<TransferOpInterface>(op)) {
+    auto mb = op->getAttrOfType<IntegerAttr>("micro_batch");
+    return ((isa<SendOp>(op) ? "send " : "recv ") +
+            Twine(transfer.getPayload() == Payload::Gradient ? "grad" : "act") +
+            " mb" + Twine(mb ? mb.getInt() : 0))
+        .str();
+  }
+  if (auto sync = dyn_cast<SyncOp>(op)) {
+    // "all-reduce", as the machine's collective kinds are spelled.
+    std::string kind = stringifySyncKind(sync.getKind()).str();
+    std::replace(kind.begin(), kind.end(), '_', '-');
+    return kind + " L" + std::to_string(layerOf(sync.getState().getType()));
+  }
+  if (auto update = dyn_cast<UpdateOp>(op))
+    return ("update L" + Twine(layerOf(update.getGrad().getType()))).str();
+  if (auto prefetch = dyn_cast<ViewPrefetchOp>(op))
+    return ("view-prefetch L" + Twine(layerOf(prefetch.getMaster().getType())))
+        .str();
+  if (auto offload = dyn_cast<OffloadOp>(op))
+    return ("offload L" + Twine(layerOf(offload.getState().getType()))).str();
+  if (auto reload = dyn_cast<ReloadOp>(op))
+    return ("reload L" + Twine(layerOf(reload.getPending().getType()))).str();
+  if (auto wait = dyn_cast<WaitOp>(op))
+    return ("wait L" + Twine(layerOf(wait.getPending().getType()))).str();
+  if (isa<GradNormOp>(op))
+    return "grad norm: sum of squares";
+  return "";
 }
 
 //===----------------------------------------------------------------------===//

@@ -26,4 +26,14 @@ std::string describeScheduleOp(mlir::Operation *op);
 #define GET_OP_CLASSES
 #include "RATrain/RATrainOps.h.inc"
 
+namespace ratrain {
+/// The name of a schedule op's work in traces: the simulator's timeline
+/// (`fwd L3 mb1`, `bwd-W L2 mb0`, `recompute L1 mb2`, `update L5`,
+/// `send act mb1`, `all-reduce L4`, `view-prefetch L2`, `wait L4`) and the
+/// runtime's per-op trace, whose spans the lowering marks with the same
+/// names (mt3k.trace_begin). Empty for ops without work of their own
+/// (grad_ready, yield).
+std::string getTraceLabel(mlir::Operation *op);
+} // namespace ratrain
+
 #endif // RATRAIN_DIALECT_RATRAIN_RATRAINOPS_H

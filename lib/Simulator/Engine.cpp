@@ -570,10 +570,8 @@ void Engine::advance(uint32_t s) {
     case TaskKind::Compute: {
       st.stats[st.iteration].busy[static_cast<unsigned>(task.computeKind)] +=
           task.seconds;
-      if (task.seconds <= 0) {
-        ++st.pc;
-        continue;
-      }
+      // Every compute task is in the trace, one of no work as an instant
+      // (the runtime's trace has a span for each schedule op).
       if (recording(st.iteration)) {
         TraceInterval interval;
         interval.stage = s;
@@ -582,8 +580,12 @@ void Engine::advance(uint32_t s) {
         interval.lane = Lane::Compute;
         interval.kind = static_cast<uint8_t>(task.computeKind);
         interval.start = now;
-        interval.end = now + task.seconds;
+        interval.end = now + std::max(0.0, task.seconds);
         trace.push_back(interval);
+      }
+      if (task.seconds <= 0) {
+        ++st.pc;
+        continue;
       }
       ++st.pc;
       schedule(now + task.seconds, EventType::ComputeDone, s);

@@ -223,36 +223,16 @@ llvm::Error ScheduleAdapter::buildStage(StageOp stage,
     if (int64_t bytes = allocAt[static_cast<size_t>(position + 1)])
       program.addAlloc(bytes, "buffers");
 
-    if (auto forward = llvm::dyn_cast<ForwardOp>(op)) {
+    const std::string label = getTraceLabel(op);
+    if (llvm::isa<ForwardOp>(op)) {
       program.addCompute(sim::ComputeKind::Forward, computeSeconds(op), 0,
-                         llvm::formatv("fwd L{0} mb{1}",
-                                       forward.getView().getType().getLayer(),
-                                       forward.getMicroBatch())
-                             .str());
-    } else if (auto recompute = llvm::dyn_cast<RecomputeOp>(op)) {
+                         label);
+    } else if (llvm::isa<RecomputeOp>(op)) {
       program.addCompute(sim::ComputeKind::Recompute, computeSeconds(op), 0,
-                         llvm::formatv("recompute L{0} mb{1}",
-                                       recompute.getView().getType().getLayer(),
-                                       recompute.getMicroBatch())
-                             .str());
-    } else if (auto backward = llvm::dyn_cast<BackwardOp>(op)) {
+                         label);
+    } else if (llvm::isa<BackwardOp, BackwardInputOp, BackwardWeightOp>(op)) {
       program.addCompute(sim::ComputeKind::Backward, computeSeconds(op), 0,
-                         llvm::formatv("bwd L{0} mb{1}",
-                                       backward.getView().getType().getLayer(),
-                                       backward.getMicroBatch())
-                             .str());
-    } else if (auto input = llvm::dyn_cast<BackwardInputOp>(op)) {
-      program.addCompute(sim::ComputeKind::Backward, computeSeconds(op), 0,
-                         llvm::formatv("bwd-I L{0} mb{1}",
-                                       input.getView().getType().getLayer(),
-                                       input.getMicroBatch())
-                             .str());
-    } else if (auto weight = llvm::dyn_cast<BackwardWeightOp>(op)) {
-      program.addCompute(sim::ComputeKind::Backward, computeSeconds(op), 0,
-                         llvm::formatv("bwd-W L{0} mb{1}",
-                                       weight.getView().getType().getLayer(),
-                                       weight.getMicroBatch())
-                             .str());
+                         label);
     } else if (auto send = llvm::dyn_cast<SendOp>(op)) {
       bool gradient = send.getPayload() == Payload::Gradient;
       if (static_cast<int64_t>(send.getPeer()) >= plan.getPp())
@@ -262,11 +242,7 @@ llvm::Error ScheduleAdapter::buildStage(StageOp stage,
         program.addSend(static_cast<uint32_t>(send.getPeer()), message,
                         transferTag(send.getMicroBatch(),
                                     send.getPeerVirtualStage(), gradient),
-                        pipelineLink,
-                        llvm::formatv("send {0} mb{1}",
-                                      gradient ? "grad" : "act",
-                                      send.getMicroBatch())
-                            .str());
+                        pipelineLink, label);
     } else if (auto recv = llvm::dyn_cast<RecvOp>(op)) {
       bool gradient = recv.getPayload() == Payload::Gradient;
       if (static_cast<int64_t>(recv.getPeer()) >= plan.getPp())
@@ -275,15 +251,10 @@ llvm::Error ScheduleAdapter::buildStage(StageOp stage,
         program.addRecv(
             static_cast<uint32_t>(recv.getPeer()), message,
             transferTag(recv.getMicroBatch(), recv.getVirtualStage(), gradient),
-            llvm::formatv("recv {0} mb{1}", gradient ? "grad" : "act",
-                          recv.getMicroBatch())
-                .str());
+            label);
     } else if (auto sync = llvm::dyn_cast<SyncOp>(op)) {
       sim::CollectiveSpec spec = collective(sync);
-      tokens[sync.getPending()] = program.addCollective(
-          spec, llvm::formatv("{0} L{1}", stringifyCollectiveKind(spec.kind),
-                              layerOf(sync.getState().getType()))
-                    .str());
+      tokens[sync.getPending()] = program.addCollective(spec, label);
     } else if (auto norm = llvm::dyn_cast<GradNormOp>(op)) {
       // Gradient clipping: the sum of squares of this rank's part of the
       // synced gradients, then the norm's all-reduce over every rank (the
@@ -302,29 +273,20 @@ llvm::Error ScheduleAdapter::buildStage(StageOp stage,
                             dataParallel, costs.gradSquares(elements),
                             pipelineLink);
       tokens[norm.getPending()] = sim::Token();
-    } else if (auto update = llvm::dyn_cast<UpdateOp>(op)) {
-      program.addCompute(
-          sim::ComputeKind::Update, computeSeconds(op), 0,
-          llvm::formatv("update L{0}", layerOf(update.getGrad().getType()))
-              .str());
+    } else if (llvm::isa<UpdateOp>(op)) {
+      program.addCompute(sim::ComputeKind::Update, computeSeconds(op), 0,
+                         label);
     } else if (auto prefetch = llvm::dyn_cast<ViewPrefetchOp>(op)) {
       int64_t layer = layerOf(prefetch.getMaster().getType());
       // Read the FP32 master (shard), write the 16-bit view.
       int64_t bytes = shardParams(layer) * 6;
-      tokens[prefetch.getPending()] = program.addDma(
-          bytes, 0, llvm::formatv("view-prefetch L{0}", layer).str());
+      tokens[prefetch.getPending()] = program.addDma(bytes, 0, label);
     } else if (auto offload = llvm::dyn_cast<OffloadOp>(op)) {
       int64_t bytes = transferBytes(offload.getState(), buffers);
-      tokens[offload.getPending()] = program.addOffloadTransfer(
-          bytes,
-          llvm::formatv("offload L{0}", layerOf(offload.getState().getType()))
-              .str());
+      tokens[offload.getPending()] = program.addOffloadTransfer(bytes, label);
     } else if (auto reload = llvm::dyn_cast<ReloadOp>(op)) {
       int64_t bytes = transferBytes(reload.getPending(), buffers);
-      tokens[reload.getPending()] = program.addOffloadTransfer(
-          bytes,
-          llvm::formatv("reload L{0}", layerOf(reload.getPending().getType()))
-              .str());
+      tokens[reload.getPending()] = program.addOffloadTransfer(bytes, label);
     } else if (auto wait = llvm::dyn_cast<WaitOp>(op)) {
       auto it = tokens.find(wait.getPending());
       if (it == tokens.end())
@@ -332,10 +294,7 @@ llvm::Error ScheduleAdapter::buildStage(StageOp stage,
                            "of the stage produced");
       // (The global norm's tree of messages has already blocked.)
       if (it->second.isValid())
-        program.addWait(
-            it->second, false,
-            llvm::formatv("wait L{0}", layerOf(wait.getPending().getType()))
-                .str());
+        program.addWait(it->second, false, label);
     } else if (!llvm::isa<GradReadyOp, YieldOp>(op)) {
       return opError(op, "the simulator does not know this op");
     }

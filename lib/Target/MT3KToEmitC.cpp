@@ -663,6 +663,40 @@ LogicalResult lower(ReportLossOp report, Calls &c) {
   return success();
 }
 
+/// mt3k.trace_begin: `traceBegin(rt, label, phase)`, a span of the per-op
+/// trace (a branch when the run does not trace).
+LogicalResult lower(TraceBeginOp begin, Calls &c) {
+  const char *phase = "Other";
+  switch (begin.getPhase()) {
+  case TracePhase::forward:
+    phase = "Forward";
+    break;
+  case TracePhase::backward:
+    phase = "Backward";
+    break;
+  case TracePhase::recompute:
+    phase = "Recompute";
+    break;
+  case TracePhase::update:
+    phase = "Update";
+    break;
+  case TracePhase::view_cast:
+    phase = "ViewCast";
+    break;
+  case TracePhase::other:
+    break;
+  }
+  c.call("ratrain::rt::emit::traceBegin", Type(),
+         {Arg(c.runtime()), c.str(begin.getLabel()),
+          c.opaque((Twine("ratrain::rt::TracePhase::") + phase).str())});
+  return success();
+}
+
+LogicalResult lower(TraceEndOp, Calls &c) {
+  c.call("ratrain::rt::emit::traceEnd", Type(), {Arg(c.runtime())});
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Patterns
 //===----------------------------------------------------------------------===//
@@ -731,6 +765,7 @@ void ratrain::populateMT3KToEmitCPatterns(TypeConverter &converter,
       Lowering<AllGatherOp>, Lowering<BroadcastOp>, Lowering<SendOp>,
       Lowering<RecvOp>, Lowering<BarrierOp>, Lowering<OffloadOp>,
       Lowering<ReloadOp>, Lowering<WaitOp>, Lowering<LoadBatchOp>,
-      Lowering<ReportLossOp>, RemapOperands<emitc::CallOpaqueOp>,
-      RemapOperands<emitc::VerbatimOp>>(converter, patterns.getContext());
+      Lowering<ReportLossOp>, Lowering<TraceBeginOp>, Lowering<TraceEndOp>,
+      RemapOperands<emitc::CallOpaqueOp>, RemapOperands<emitc::VerbatimOp>>(
+      converter, patterns.getContext());
 }

@@ -133,8 +133,34 @@ Tensor offloaded(Runtime &r, Session &s, const Tensor &window, StorageTier tier,
                 window.type};
 }
 void waitAll(Runtime &r, std::initializer_list<Token> tokens) {
-  StepTimers::Scope timed(r.stepTimers(), /*isKernel=*/false);
+  if (!r.tracer().recording()) {
+    StepTimers::Scope timed(r.stepTimers(), /*isKernel=*/false);
+    r.waitAll(tokens);
+    return;
+  }
+  // Traced: the wait is named after the first operation still in flight
+  // (none: it costs only the check, and is not recorded).
+  const char *what = nullptr;
+  for (Token token : tokens)
+    if ((what = r.tokenPool().pendingWhat(token)))
+      break;
+  std::string pending = what ? what : "";
+  StepTimers::Clock::time_point start = StepTimers::Clock::now();
   r.waitAll(tokens);
+  StepTimers::Clock::time_point end = StepTimers::Clock::now();
+  r.stepTimers().addWait(end - start);
+  if (!pending.empty())
+    r.tracer().wait(pending, start, end);
+}
+
+void traceBegin(Runtime &r, const char *label, TracePhase phase) {
+  if (r.tracer().recording())
+    r.tracer().beginSpan(label, phase);
+}
+
+void traceEnd(Runtime &r) {
+  if (r.tracer().recording())
+    r.tracer().endSpan();
 }
 
 //===--- session ----------------------------------------------------------===//

@@ -96,16 +96,19 @@ Out::~Out() {
 
 namespace {
 /// Runs one compute kernel call, adds its time to this rank's kernel seconds
-/// of the step (StepTimers: two clock reads, no allocation), then checks
-/// its status. fp32 staging conversions around it count as overhead.
+/// of the step (StepTimers: two clock reads, no allocation) and, in a traced
+/// step, records it (Trace.h), then checks its status. fp32 staging conversions
+/// around it count as overhead.
 template <typename Call> void kernel(const char *name, Call &&call) {
   using Clock = StepTimers::Clock;
   Clock::time_point start = Clock::now();
   int status = call();
-  Clock::duration elapsed = Clock::now() - start;
-  Runtime *r = Runtime::current();
-  if (r)
-    r->stepTimers().addKernel(elapsed);
+  Clock::time_point end = Clock::now();
+  if (Runtime *r = Runtime::current()) {
+    r->stepTimers().addKernel(end - start);
+    if (r->tracer().recording())
+      r->tracer().kernel(name, start, end);
+  }
   check(status, name);
 }
 

@@ -444,6 +444,7 @@ Runtime::Runtime(int &argc, char **&argv, RuntimeOptions options)
   // Engines. The progress thread starts last: from now on it owns MPI.
   pool =
       std::make_unique<TokenPool>(std::max<uint32_t>(opts.maxOutstanding, 1));
+  pool->setTracer(&traceRecorder);
   dmaEngine = std::make_unique<DmaEngine>(*pool, opts.dmaThreads);
   comm = std::make_unique<CommEngine>(*pool, opts.progress, opts.pollMicros,
                                       opts.commTimeoutSeconds);

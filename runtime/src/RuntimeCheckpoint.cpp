@@ -206,15 +206,16 @@ double Runtime::logStep(StepLogger *logger, uint64_t step, uint64_t totalSteps,
         now - std::chrono::duration_cast<TokenPool::Clock::duration>(
                   std::chrono::duration<double>(seconds));
   // One collective per step: (loss, peak DDR bytes[, step, kernel and wait
-  // seconds]) of every rank.
+  // seconds, kernel calls]) of every rank.
   // The ranks that run the LM head report a loss, the others NaN.
-  double mine[5] = {loss, double(ddr().peakBytes()), 0, 0, 0};
+  double mine[6] = {loss, double(ddr().peakBytes()), 0, 0, 0, 0};
   if (times) {
     mine[2] = times->step;
     mine[3] = times->kernel;
     mine[4] = times->wait;
+    mine[5] = double(times->kernelCalls);
   }
-  size_t stride = times ? 5 : 2;
+  size_t stride = times ? 6 : 2;
   std::vector<double> gathered =
       allGatherDoubleTuples(llvm::ArrayRef<double>(mine, stride));
   double sum = 0;
@@ -244,6 +245,7 @@ double Runtime::logStep(StepLogger *logger, uint64_t step, uint64_t totalSteps,
       split.step = gathered[stride * r + 2];
       split.kernel = gathered[stride * r + 3];
       split.wait = gathered[stride * r + 4];
+      split.kernelCalls = uint64_t(gathered[stride * r + 5]);
       record.rankTimes.push_back(split);
     }
   }

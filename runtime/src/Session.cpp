@@ -2,9 +2,11 @@
 
 #include "ratrain/runtime/Session.h"
 #include "ratrain/runtime/Error.h"
+#include "ratrain/runtime/FileIO.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
+#include <algorithm>
 #include <cmath>
 
 using namespace ratrain;
@@ -85,6 +87,13 @@ SessionOptions::parse(int argc, char **argv, const SessionOptions &defaults) {
         return makeError(llvm::formatv("--eval-split: {0} is not below 1 (a "
                                        "fraction of the training data)",
                                        value));
+    } else if (flag == "--trace")
+      options.tracePath = value;
+    else if (flag == "--trace-steps") {
+      llvm::Expected<TraceRange> range = parseTraceRange(value);
+      if (!range)
+        return range.takeError();
+      options.traceSteps = *range;
     } else if (flag == "--lr-schedule") {
       std::optional<LRDecay> decay = parseLRDecay(value);
       if (!decay)
@@ -115,6 +124,20 @@ SessionOptions::parse(int argc, char **argv, const SessionOptions &defaults) {
     return makeError("--eval-data and --eval-split need --eval-every N");
   if (options.evalEvery && options.evalSteps == 0)
     return makeError("--eval-steps: 0 validation steps per evaluation");
+  if (options.traceSteps.first && options.tracePath.empty())
+    return makeError("--trace-steps needs --trace FILE");
+  if (!options.tracePath.empty() && !options.traceSteps.first) {
+    // Default: steps 2 to 4 (the first step warms caches and pools up).
+    options.traceSteps.first = options.steps < 2 ? 1 : 2;
+    options.traceSteps.last = std::max<uint64_t>(
+        options.traceSteps.first, std::min<uint64_t>(4, options.steps));
+  }
+  if (!options.tracePath.empty() && options.traceSteps.first > options.steps &&
+      options.steps > 0)
+    return makeError(llvm::formatv("--trace-steps {0}-{1}: the run has only "
+                                   "{2} steps (--steps)",
+                                   options.traceSteps.first,
+                                   options.traceSteps.last, options.steps));
   if (options.resume && !options.initFrom.empty())
     return makeError("--init-from and --resume exclude each other: a resumed "
                      "run continues from its checkpoint's weights");
@@ -173,6 +196,12 @@ Session::Session(Runtime &rt, const ModelConfig &model,
   loader.emplace(exitOnError(DataLoader::create(std::move(tokens), data)));
   if (rt.rank() == 0)
     logger.emplace(exitOnError(StepLogger::create(opts.logPath)));
+  if (!opts.tracePath.empty()) {
+    // Refuse an unwritable path now, not after the traced steps ran.
+    if (rt.rank() == 0)
+      exitOnError(AtomicFile::create(opts.tracePath).takeError());
+    rt.tracer().setRange(opts.traceSteps);
+  }
 }
 
 uint64_t Session::start() {
@@ -205,14 +234,30 @@ bool Session::beginStep() {
     return true;
   }
   inEval = false;
-  if (currentStep >= opts.steps)
+  if (currentStep >= opts.steps) {
+    finishTrace();
     return false;
+  }
   ++currentStep;
   lossSum = 0;
   lossCount = 0;
   stepGradNorm = NAN;
   stepStart = std::chrono::steady_clock::now();
+  rt.tracer().beginStep(currentStep);
   return true;
+}
+
+void Session::finishTrace() {
+  if (opts.tracePath.empty() || traceWritten)
+    return;
+  traceWritten = true;
+  rt.writeTrace(opts.tracePath, model.name);
+  if (logger)
+    logger->note(llvm::formatv("wrote the trace of steps {0}-{1} to {2}",
+                               opts.traceSteps.first,
+                               std::min(opts.traceSteps.last, currentStep),
+                               opts.tracePath)
+                     .str());
 }
 
 void Session::loadBatch(BatchField field, Buffer dest, int64_t microBatch) {
@@ -261,6 +306,7 @@ void Session::endStep() {
   double seconds = std::chrono::duration<double>(
                        std::chrono::steady_clock::now() - stepStart)
                        .count();
+  rt.tracer().endStep();
   position.samples += loader->samplesPerStep(opts.microBatches);
   double loss = lossCount ? lossSum / double(lossCount) : NAN;
   double tokens =
@@ -280,6 +326,8 @@ void Session::endStep() {
   if (due)
     save();
   evalPending = evalDue(currentStep);
+  if (currentStep == opts.traceSteps.last)
+    finishTrace();
 }
 
 void Session::endEvalStep() {

@@ -27,17 +27,19 @@ std::string ratrain::rt::formatStepJSON(const StepRecord &record) {
                             {"elapsed_s", record.elapsedSeconds},
                             {"peak_arena_bytes", std::move(peaks)}};
   if (!record.rankTimes.empty()) {
-    llvm::json::Array step, kernel, wait, other;
+    llvm::json::Array step, kernel, wait, other, calls;
     for (const StepTimeSplit &split : record.rankTimes) {
       step.push_back(split.step);
       kernel.push_back(split.kernel);
       wait.push_back(split.wait);
       other.push_back(split.other());
+      calls.push_back(split.kernelCalls);
     }
     object["rank_step_s"] = std::move(step);
     object["kernel_s"] = std::move(kernel);
     object["wait_s"] = std::move(wait);
     object["other_s"] = std::move(other);
+    object["kernel_calls"] = std::move(calls);
   }
   if (std::isfinite(record.lr))
     object["lr"] = record.lr;
@@ -58,8 +60,10 @@ std::string ratrain::rt::formatStepJSON(const StepRecord &record) {
 void StepTimers::take(StepTimeSplit &split) {
   split.kernel = std::chrono::duration<double>(kernel).count();
   split.wait = std::chrono::duration<double>(wait).count();
+  split.kernelCalls = kernelCalls;
   kernel = Clock::duration{0};
   wait = Clock::duration{0};
+  kernelCalls = 0;
 }
 
 std::string ratrain::rt::formatDuration(double seconds) {

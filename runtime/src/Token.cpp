@@ -2,6 +2,7 @@
 
 #include "ratrain/runtime/Token.h"
 #include "ratrain/runtime/Error.h"
+#include "ratrain/runtime/Trace.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
@@ -38,6 +39,7 @@ Token TokenPool::acquire(const char *what, double timeoutSeconds) {
 }
 
 void TokenPool::complete(uint32_t index) {
+  slots[index].completedAt = Clock::now();
   slots[index].state.store(Done, std::memory_order_release);
   // Taking the lock orders the store before a waiter's check-then-sleep.
   std::lock_guard<std::mutex> lock(mutex);
@@ -60,6 +62,8 @@ bool TokenPool::test(Token token) {
 
 void TokenPool::release(uint32_t index) {
   Slot &slot = slots[index];
+  if (tracer && tracer->recording())
+    tracer->async(slot.what, slot.issued, slot.completedAt);
   slot.generation.fetch_add(1, std::memory_order_relaxed);
   slot.state.store(Free, std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(mutex);
@@ -76,6 +80,16 @@ void TokenPool::sleepUntilDone(Token token, Clock::time_point deadline) {
                token.generation ||
            slot.state.load(std::memory_order_acquire) == Done;
   });
+}
+
+const char *TokenPool::pendingWhat(Token token) const {
+  if (!token.valid() || token.index >= slots.size())
+    return nullptr;
+  const Slot &slot = slots[token.index];
+  if (slot.generation.load(std::memory_order_relaxed) != token.generation ||
+      slot.state.load(std::memory_order_acquire) == Done)
+    return nullptr;
+  return slot.what;
 }
 
 uint32_t TokenPool::outstanding() const {

@@ -165,6 +165,11 @@ module {
     %t0 = mt3k.all_reduce avg %gw -> %gw on @dp hierarchical : !mt3k.buffer<ddr, 64x64xf32> -> !mt3k.buffer<ddr, 64x64xf32>
     // CHECK: ratrain::rt::emit::wait([[RT]], [[T0]]);
     mt3k.wait %t0
+    // A span of the per-op trace (a label with a quote and a newline).
+    // CHECK: ratrain::rt::emit::traceBegin([[RT]], "bwd-W L1 mb0 \"x\"\012", ratrain::rt::TracePhase::Backward);
+    // CHECK-NEXT: ratrain::rt::emit::traceEnd([[RT]]);
+    mt3k.trace_begin "bwd-W L1 mb0 \"x\"\n" backward
+    mt3k.trace_end
     // CHECK: ratrain::rt::Token [[T1:v[0-9]+]] = ratrain::rt::emit::reduceScatter([[RT]], ratrain::rt::Group::Data, [[GW]], [[GSHARD:v[0-9]+]], ratrain::rt::ReduceOp::Sum, ratrain::rt::CollectiveAlgorithm::Hierarchical);
     %t1 = mt3k.reduce_scatter sum %gw -> %gshard on @dp hierarchical : !mt3k.buffer<ddr, 64x64xf32> -> !mt3k.buffer<ddr, 2048xf32>
     mt3k.wait %t1

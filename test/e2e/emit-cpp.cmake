@@ -110,6 +110,21 @@ add_test(NAME e2e.emit.tiny-pp2.train.inline
 set_tests_properties(e2e.emit.tiny-pp2.train.inline PROPERTIES TIMEOUT 600
   LABELS "e2e;mpi" PROCESSORS 2 FIXTURES_REQUIRED ratrain-emit-tiny-pp2
   ENVIRONMENT "RATRAIN_PROGRESS=inline")
+# The per-op trace (--trace): Perfetto's schema, every kernel call of a step
+# once, the schedule ops' spans named as the simulator's tasks, and the
+# simulator's side-by-side comparison (ratrain-sim --measured-trace).
+if(TARGET ratrain-sim)
+add_test(NAME e2e.emit.tiny-pp2.trace
+  COMMAND ${RATRAIN_EMIT_DIR}/trace-test.sh ${MPIEXEC_EXECUTABLE} 2
+          $<TARGET_FILE:ratrain-emit-tiny-pp2> ${RATRAIN_CORPUS_TOKENS}
+          $<TARGET_FILE:ratrain-translate> $<TARGET_FILE:ratrain-opt>
+          $<TARGET_FILE:ratrain-sim>
+          ${PROJECT_SOURCE_DIR}/examples/models/tiny-llama.json
+          ${PROJECT_SOURCE_DIR}/examples/machines/host.yaml
+          "clusters=2 global-batch=4 pp=2")
+set_tests_properties(e2e.emit.tiny-pp2.trace PROPERTIES TIMEOUT 600
+  LABELS "e2e;mpi" PROCESSORS 2 FIXTURES_REQUIRED ratrain-emit-tiny-pp2)
+endif()
 # Checkpoints: save at step 2, resume, bit-identical steps 3 and 4.
 add_test(NAME e2e.emit.tiny-pp2.resume
   COMMAND ${RATRAIN_EMIT_DIR}/emit-resume-test.sh ${MPIEXEC_EXECUTABLE} 2

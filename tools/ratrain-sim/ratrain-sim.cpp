@@ -9,8 +9,9 @@
 //   picks the best plan for the policy, or --pp/--dp/--micro-batch fix it),
 //   built into a 1F1B program with the cost model's durations.
 // Prints the summary (`key: value` lines), optionally writes a Chrome trace
-// (--trace) and an SVG timeline (--svg), and with --measured-step compares
-// the simulated step time with a measured one.
+// (--trace) and an SVG timeline (--svg), and with --measured-step or
+// --measured-log compares the simulated step time with a measured one, with
+// --measured-trace (a real run's per-op trace) per stage and op class.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,6 +19,7 @@
 #include "ratrain/Model/HFConfig.h"
 #include "ratrain/Planner/Planner.h"
 #include "ratrain/Simulator/FromPlan.h"
+#include "ratrain/Simulator/MeasuredTrace.h"
 #include "ratrain/Simulator/Simulator.h"
 #include "ratrain/Simulator/StepLog.h"
 #include "ratrain/Simulator/Timeline.h"
@@ -152,6 +154,13 @@ static cl::opt<std::string> measuredLog(
     "measured-log", cl::init(""),
     cl::desc("the runtime's per-step JSON log of a real run: compare its "
              "median step time (first step excluded) with the simulated one"),
+    cl::value_desc("file"), cl::cat(category));
+
+static cl::opt<std::string> measuredTrace(
+    "measured-trace", cl::init(""),
+    cl::desc("the per-op trace of a real run of the same program (its "
+             "--trace FILE): print simulated against measured time per "
+             "stage and op class"),
     cl::value_desc("file"), cl::cat(category));
 
 static int fail(const llvm::Twine &message) {
@@ -330,6 +339,15 @@ int main(int argc, char **argv) {
                 "got " +
                 llvm::formatv("{0}", double(measuredStep)).str());
 
+  // The real run's trace, read before anything is printed.
+  std::optional<MeasuredTrace> trace;
+  if (!measuredTrace.empty()) {
+    llvm::Expected<MeasuredTrace> loaded = loadMeasuredTrace(measuredTrace);
+    if (!loaded)
+      return fail(llvm::toString(loaded.takeError()));
+    trace = std::move(*loaded);
+  }
+
   PlanInfo info;
   llvm::Expected<SimProgram> program = modelPath.empty()
                                            ? programFromSchedule(*machine)
@@ -370,6 +388,16 @@ int main(int argc, char **argv) {
          << llvm::formatv("{0:f3}", double(steps->peakArenaBytes) /
                                         (1024.0 * 1024.0 * 1024.0))
          << "\n";
+  }
+  if (trace) {
+    if (int64_t(trace->stages.size()) > int64_t(report->stageReports.size()))
+      return fail(llvm::formatv("{0}: the trace has {1} stages, the program "
+                                "{2}: not a run of this program",
+                                std::string(measuredTrace),
+                                trace->stages.size(),
+                                report->stageReports.size())
+                      .str());
+    printTraceComparison(*report, *trace, os);
   }
   if (measured > 0)
     os << "measured-step-s: " << formatNumber(measured) << "\nerror-percent: "

@@ -36,7 +36,7 @@ static const StringRef kRunValueFlags[] = {
     "--save-every",  "--seed",        "--init-seed",    "--init-from",
     "--lr",          "--lr-schedule", "--warmup-steps", "--min-lr",
     "--decay-steps", "--eval-every",  "--eval-steps",   "--eval-data",
-    "--eval-split"};
+    "--eval-split",  "--trace",       "--trace-steps"};
 
 static const char *const kRunHelp =
     R"(USAGE: ratrain run MODEL.json --machine FILE --ranks N [options] [-- mpirun args]
@@ -68,6 +68,11 @@ RUN OPTIONS:
   --eval-data FILE      held-out token file for validation, or
   --eval-split F        hold out the last fraction F of --data's windows
   --eval-steps K        validation steps per evaluation (default 1)
+  --trace FILE          write a Chrome/Perfetto trace of every rank's
+                        schedule ops, kernels, waits and transfers
+                        (ui.perfetto.dev); compare it with the simulator:
+                        ratrain-sim PROGRAM --measured-trace FILE
+  --trace-steps A[-B]   the steps to trace (default 2-4)
   --no-cache            compile afresh into a temporary folder
   -v, --verbose         print each command
   --                    the rest goes to mpirun, before the program

@@ -70,7 +70,11 @@ def RATrainLowerToMT3K : Pass<"ratrain-lower-to-mt3k", "mlir::ModuleOp"> {
            "emit each decoder layer's forward, recompute and backward as a "
            "call of a `func.func` shared by every layer and micro-batch "
            "with the same kernel sequence (its buffers are the arguments), "
-           "instead of unrolling the kernels at every use">
+           "instead of unrolling the kernels at every use">,
+    Option<"traceSpans", "trace-spans", "bool", "true",
+           "mark each forward, recompute, backward and update's work with "
+           "`mt3k.trace_begin` / `mt3k.trace_end` under the simulator's name "
+           "for it, for the runtime's per-op trace (--trace)">
   ];
 }
 

@@ -21,6 +21,22 @@ namespace mt = ratrain::mt3k;
 // ratrain ops
 //===----------------------------------------------------------------------===//
 
+/// The compute kind under which the runtime's trace records the work of a
+/// schedule op; none for ops that only issue or wait for transfers.
+static std::optional<mt::TracePhase> getTracePhase(Operation *op) {
+  if (isa<ForwardOp>(op))
+    return mt::TracePhase::forward;
+  if (isa<RecomputeOp>(op))
+    return mt::TracePhase::recompute;
+  if (isa<BackwardOp, BackwardInputOp, BackwardWeightOp>(op))
+    return mt::TracePhase::backward;
+  if (isa<UpdateOp>(op))
+    return mt::TracePhase::update;
+  if (isa<GradNormOp>(op))
+    return mt::TracePhase::other;
+  return std::nullopt;
+}
+
 LogicalResult StageLowering::lowerForward(ForwardOp op) {
   int64_t layer = op.getView().getType().getLayer();
   int64_t mb = op.getMicroBatch();
@@ -548,6 +564,13 @@ LogicalResult StageLowering::lower() {
 
   for (Operation &op : stage.getBody().front()) {
     loc = op.getLoc();
+    // The span of a compute op's work for the runtime's per-op trace, under
+    // the simulator's name for it.
+    std::optional<mt::TracePhase> phase =
+        options.traceSpans ? getTracePhase(&op) : std::nullopt;
+    mt::TraceBeginOp span;
+    if (phase)
+      span = mt::TraceBeginOp::create(b, loc, getTraceLabel(&op), *phase);
     LogicalResult result = success();
     if (auto forward = dyn_cast<ForwardOp>(op))
       result = lowerForward(forward);
@@ -596,6 +619,12 @@ LogicalResult StageLowering::lower() {
     }
     if (failed(result))
       return failure();
+    // An op without work of its own (the embedding's input gradient) has
+    // no span, as it has no task in the simulator.
+    if (span && span->getNextNode() == nullptr)
+      span->erase();
+    else if (span)
+      mt::TraceEndOp::create(b, loc);
   }
   sentinel->erase();
   // The waits the hazards of the program need, from the ops' declared

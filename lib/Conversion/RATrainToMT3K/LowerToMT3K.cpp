@@ -154,9 +154,10 @@ void LowerToMT3KPass::runOnOperation() {
         << " is not one of matrices, matrices-except-embeddings, all";
     return signalPassFailure();
   }
-  LoweringOptions options{learningRate, beta1,   beta2,    epsilon,
-                          weightDecay,  initStd, *decayed, int64_t(alignment),
-                          outlineLayers};
+  LoweringOptions options{
+      learningRate,  beta1,     beta2,    epsilon,
+      weightDecay,   initStd,   *decayed, int64_t(alignment),
+      outlineLayers, traceSpans};
   if (alignment < 0 || (alignment & (alignment - 1)) != 0) {
     module.emitError("--ratrain-lower-to-mt3k: alignment ")
         << int64_t(alignment) << " is not a power of two";

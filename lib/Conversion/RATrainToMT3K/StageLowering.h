@@ -187,6 +187,8 @@ struct LoweringOptions {
   int64_t alignment;
   /// Decoder layer kernel sequences become calls of shared functions.
   bool outlineLayers = false;
+  /// Schedule ops' work is marked for the per-op trace (trace-spans).
+  bool traceSpans = true;
 };
 
 /// The shared functions of outlined layer kernel sequences of a module (one

@@ -386,7 +386,7 @@ class Runner:
             else:
                 mach.write(ref, self.tier[key])
             return True
-        if line.startswith("mt3k.wait"):
+        if line.startswith(("mt3k.wait", "mt3k.trace_begin", "mt3k.trace_end")):
             return True
         raise RuntimeError(f"stage {stage}: cannot interpret: {line}")
 

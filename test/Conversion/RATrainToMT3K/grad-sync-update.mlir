@@ -25,11 +25,11 @@
 // (outline-layers=false: the kernel sequences unrolled at their use; the
 // outlined form, the default, is checked in RATrainToMT3K/outline-layers.mlir.)
 // RUN: ratrain-opt %s -split-input-file | ratrain-opt -split-input-file --ratrain-verify-schedule > /dev/null
-// RUN: ratrain-opt %s -split-input-file --ratrain-lower-to-mt3k="machine=%S/Inputs/tiny.yaml outline-layers=false" | FileCheck %s
+// RUN: ratrain-opt %s -split-input-file --ratrain-lower-to-mt3k="trace-spans=false machine=%S/Inputs/tiny.yaml outline-layers=false" | FileCheck %s
 // With 64 KB of GSM (two 32 KB slots) an update runs in chunks of at most
 // one slot of view (checked on the ZeRO-0 case below).
 // RUN: sed 's/^  gsm_bytes: 1048576$/  gsm_bytes: 65536/' %S/Inputs/tiny.yaml > %t.small-gsm.yaml
-// RUN: ratrain-opt %s -split-input-file --ratrain-lower-to-mt3k="machine=%t.small-gsm.yaml outline-layers=false" | FileCheck %s --check-prefix=CHUNKED
+// RUN: ratrain-opt %s -split-input-file --ratrain-lower-to-mt3k="trace-spans=false machine=%t.small-gsm.yaml outline-layers=false" | FileCheck %s --check-prefix=CHUNKED
 
 // ZeRO-0.
 ratrain.model @tiny family("llama") dtype(bf16) seq_len(8) max_positions(16) positions rope rms_eps(1.000000e-05) rope_theta(1.000000e+04) plan #ratrain.plan<clusters = 2, pp = 1, dp = 2, micro_batch_size = 1, micro_batches = 1, zero = 0, stage_layers = [3], recompute = [none], step_us = 1000, peak_bytes = 1000000> {

@@ -22,7 +22,7 @@
 // decoder layer (HF prefix model.layers.0).
 
 // RUN: ratrain-opt %s -split-input-file | ratrain-opt -split-input-file --ratrain-verify-schedule > /dev/null
-// RUN: ratrain-opt %s -split-input-file --ratrain-lower-to-mt3k=machine=%S/Inputs/tiny.yaml | FileCheck %s
+// RUN: ratrain-opt %s -split-input-file --ratrain-lower-to-mt3k="trace-spans=false machine=%S/Inputs/tiny.yaml" | FileCheck %s
 
 // The whole state streams through a window of its size.
 ratrain.model @tiny family("llama") dtype(f32) seq_len(8) max_positions(16) positions rope rms_eps(1.000000e-05) rope_theta(1.000000e+04) plan #ratrain.plan<clusters = 1, pp = 1, dp = 1, micro_batch_size = 1, micro_batches = 1, zero = 0, stage_layers = [3], recompute = [none], step_us = 1000, peak_bytes = 1000000, offload = optimizer> {

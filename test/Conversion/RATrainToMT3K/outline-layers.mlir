@@ -12,7 +12,7 @@
 // Input: the hand-written 2-stage, 3-micro-batch schedule of
 // pipeline-send-recv.mlir (one decoder layer per stage).
 //
-// RUN: ratrain-opt %S/pipeline-send-recv.mlir --ratrain-lower-to-mt3k=machine=%S/Inputs/tiny.yaml > %t.mlir
+// RUN: ratrain-opt %S/pipeline-send-recv.mlir --ratrain-lower-to-mt3k="trace-spans=false machine=%S/Inputs/tiny.yaml" > %t.mlir
 // RUN: FileCheck %s < %t.mlir
 // One forward and two backward variants (the first backward does not
 // accumulate into the gradient), called 6 times (3 micro-batches x forward
@@ -28,7 +28,7 @@
 // RUN: ratrain-opt %t.mlir > %t.printed.mlir
 // RUN: diff %t.printed.mlir %t.rewaited.mlir
 // The unrolled form has no functions and the same kernels at each use.
-// RUN: ratrain-opt %S/pipeline-send-recv.mlir --ratrain-lower-to-mt3k="machine=%S/Inputs/tiny.yaml outline-layers=false" \
+// RUN: ratrain-opt %S/pipeline-send-recv.mlir --ratrain-lower-to-mt3k="trace-spans=false machine=%S/Inputs/tiny.yaml outline-layers=false" \
 // RUN:   | FileCheck %s --check-prefix=UNROLLED
 // UNROLLED-NOT: func.func
 // UNROLLED: mt3k.program @stage0

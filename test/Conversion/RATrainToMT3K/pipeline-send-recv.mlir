@@ -17,7 +17,7 @@
 // (outline-layers=false: the kernel sequences unrolled at their use; the
 // outlined form, the default, is checked in RATrainToMT3K/outline-layers.mlir.)
 // RUN: ratrain-opt %s | ratrain-opt --ratrain-verify-schedule > /dev/null
-// RUN: ratrain-opt %s --ratrain-lower-to-mt3k="machine=%S/Inputs/tiny.yaml outline-layers=false" | FileCheck %s
+// RUN: ratrain-opt %s --ratrain-lower-to-mt3k="trace-spans=false machine=%S/Inputs/tiny.yaml outline-layers=false" | FileCheck %s
 
 ratrain.model @tiny family("llama") dtype(f32) seq_len(8) max_positions(16) positions rope rms_eps(1.000000e-05) rope_theta(1.000000e+04) plan #ratrain.plan<clusters = 2, pp = 2, dp = 1, micro_batch_size = 1, micro_batches = 3, zero = 0, stage_layers = [2, 1], recompute = [none, none], step_us = 1000, peak_bytes = 1000000> {
   ratrain.layer 0 embedding hidden(64) vocab(128)

@@ -22,7 +22,7 @@
 // (outline-layers=false: the kernel sequences unrolled at their use; the
 // outlined form, the default, is checked in RATrainToMT3K/outline-layers.mlir.)
 // RUN: ratrain-opt %s -split-input-file | ratrain-opt -split-input-file --ratrain-verify-schedule > /dev/null
-// RUN: ratrain-opt %s -split-input-file --ratrain-lower-to-mt3k="machine=%S/Inputs/tiny.yaml outline-layers=false" | FileCheck %s
+// RUN: ratrain-opt %s -split-input-file --ratrain-lower-to-mt3k="trace-spans=false machine=%S/Inputs/tiny.yaml outline-layers=false" | FileCheck %s
 
 // Full recompute: the forward stores !ratrain.act<1, input> (2048 bytes, x),
 // the recompute gives !ratrain.act<1, full> at 862976.

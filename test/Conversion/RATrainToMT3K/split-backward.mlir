@@ -13,7 +13,7 @@
 // and the embedding, T (4h + 2f + a d + 2 kv d) 4 = 22528 for the decoder.
 
 // RUN: ratrain-opt %s | ratrain-opt --ratrain-verify-schedule > /dev/null
-// RUN: ratrain-opt %s --ratrain-lower-to-mt3k=machine=%S/Inputs/tiny.yaml | FileCheck %s
+// RUN: ratrain-opt %s --ratrain-lower-to-mt3k="trace-spans=false machine=%S/Inputs/tiny.yaml" | FileCheck %s
 
 // CHECK-LABEL: mt3k.program @stage0
 // CHECK-DAG: %[[STREAM:[0-9]+]] = mt3k.buffer "scratch.stream" at 978048 : !mt3k.buffer<ddr, 2048xi8>

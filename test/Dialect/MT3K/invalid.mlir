@@ -905,3 +905,40 @@ mt3k.program @p stage 0 {
   // expected-error @+1 {{first_element must be >= 0 and shard_elements >= 1}}
   mt3k.adamw %g, %mt, %m, %v -> %w lr 1.0e-3 beta1 0.9 beta2 0.95 eps 1.0e-8 weight_decay 0.1 no_decay [0, 8] first_element 0 shard_elements 0 : !mt3k.buffer<ddr, 64xf32>, !mt3k.buffer<ddr, 64xf32>, !mt3k.buffer<ddr, 64xf32>, !mt3k.buffer<ddr, 64xf32> -> !mt3k.buffer<ddr, 64xf32>
 }
+
+// -----
+
+// Trace spans pair up: begin, end; they do not nest or stay open.
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  // expected-note @+1 {{the open span}}
+  mt3k.trace_begin "fwd L0 mb0" forward
+  // expected-error @+1 {{'mt3k.trace_begin' op opens a trace span while 'fwd L0 mb0' is still open (spans do not nest)}}
+  mt3k.trace_begin "fwd L1 mb0" forward
+  mt3k.trace_end
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  // expected-error @+1 {{'mt3k.trace_end' op closes no trace span: no mt3k.trace_begin is open}}
+  mt3k.trace_end
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  // expected-error @+1 {{'mt3k.trace_begin' op opens a trace span 'update L3' that no mt3k.trace_end closes}}
+  mt3k.trace_begin "update L3" update
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  // expected-error @+2 {{expected ::ratrain::mt3k::TracePhase to be one of: forward, backward, recompute, update, view_cast, other}}
+  // expected-error @+2 {{failed to parse MT3K_TracePhaseAttr}}
+  mt3k.trace_begin "x" sideways
+}

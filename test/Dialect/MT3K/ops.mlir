@@ -94,6 +94,11 @@ mt3k.program @stage0 stage 0 ddr_arena 1073741824 {
   %grad = mt3k.recv %h from 1 on @pp tag 1 : !mt3k.buffer<ddr, 256x64xbf16>
   // CHECK: mt3k.wait %[[ACT]], %[[GRAD]]
   mt3k.wait %act, %grad
+  // A span of the per-op trace.
+  // CHECK: mt3k.trace_begin "bwd-W L2 mb0" backward
+  // CHECK-NEXT: mt3k.trace_end
+  mt3k.trace_begin "bwd-W L2 mb0" backward
+  mt3k.trace_end
 
   // CHECK: mt3k.elementwise swiglu_bwd ins
   mt3k.elementwise swiglu_bwd ins(%gate, %h, %o : !mt3k.buffer<ddr, 256x64xbf16>, !mt3k.buffer<ddr, 256x64xbf16>, !mt3k.buffer<ddr, 256x64xbf16>) outs(%gate, %h : !mt3k.buffer<ddr, 256x64xbf16>, !mt3k.buffer<ddr, 256x64xbf16>)

@@ -63,3 +63,29 @@ TEST(SessionOptions, ErrorsNameTheFlag) {
       error({"--eval-every", "5", "--eval-split", "0.1", "--eval-steps", "0"}),
       "--eval-steps: 0 validation steps per evaluation");
 }
+
+TEST(SessionOptions, TraceStepsDefaultToTwoToFourWithinTheRun) {
+  auto options = parse({"--trace", "t.json"});
+  ASSERT_TRUE(bool(options)) << llvm::toString(options.takeError());
+  EXPECT_EQ(options->tracePath, "t.json");
+  EXPECT_EQ(options->traceSteps.first, 2u);
+  EXPECT_EQ(options->traceSteps.last, 4u);
+  auto short_ = parse({"--trace", "t.json", "--steps", "1"});
+  ASSERT_TRUE(bool(short_));
+  EXPECT_EQ(short_->traceSteps.first, 1u);
+  EXPECT_EQ(short_->traceSteps.last, 1u);
+  auto chosen = parse({"--trace", "t.json", "--trace-steps=3-5"});
+  ASSERT_TRUE(bool(chosen));
+  EXPECT_EQ(chosen->traceSteps.first, 3u);
+  EXPECT_EQ(chosen->traceSteps.last, 5u);
+  EXPECT_FALSE(parse({})->traceSteps.contains(2)); // Off without --trace.
+}
+
+TEST(SessionOptions, TraceErrorsNameTheFlag) {
+  EXPECT_EQ(error({"--trace-steps", "3"}), "--trace-steps needs --trace FILE");
+  EXPECT_EQ(error({"--trace", "t.json", "--trace-steps", "9"}),
+            "--trace-steps 9-9: the run has only 5 steps (--steps)");
+  EXPECT_EQ(error({"--trace", "t.json", "--trace-steps", "4-2"}),
+            "--trace-steps: '4-2' is not a step N or a range FIRST-LAST of "
+            "steps (1-based, FIRST <= LAST)");
+}

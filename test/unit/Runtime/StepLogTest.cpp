@@ -75,6 +75,7 @@ TEST(StepLog, JSONLineSplitsEveryRanksStepTime) {
   first.step = 0.5;
   first.kernel = 0.375;
   first.wait = 0.0625;
+  first.kernelCalls = 212;
   StepTimeSplit second;
   second.step = 0.25;
   second.kernel = 0.25;
@@ -96,6 +97,8 @@ TEST(StepLog, JSONLineSplitsEveryRanksStepTime) {
   EXPECT_EQ(at("rank_step_s", 1), 0.25);
   EXPECT_EQ(at("wait_s", 1), 0.125);
   EXPECT_EQ(at("other_s", 1), 0.0); // Never negative.
+  EXPECT_EQ(at("kernel_calls", 0), 212);
+  EXPECT_EQ(at("kernel_calls", 1), 0);
   EXPECT_EQ(object->getNumber("step_s"), 0.5);
 }
 
@@ -113,9 +116,11 @@ TEST(StepLog, TimersSumKernelsAndWaitsUntilTaken) {
   EXPECT_DOUBLE_EQ(split.kernel, 0.375);
   EXPECT_DOUBLE_EQ(split.wait, 0.0625);
   EXPECT_DOUBLE_EQ(split.other(), 0.0625);
-  // take() restarts both sums.
+  EXPECT_EQ(split.kernelCalls, 2u);
+  // take() restarts the sums and the count.
   timers.take(split);
   EXPECT_EQ(split.kernel, 0.0);
+  EXPECT_EQ(split.kernelCalls, 0u);
   EXPECT_EQ(split.wait, 0.0);
   // A scope adds to its own sum only.
   { StepTimers::Scope waiting(timers, /*isKernel=*/false); }

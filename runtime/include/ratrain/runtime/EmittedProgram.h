@@ -187,6 +187,13 @@ template <typename... Tokens> void wait(Runtime &r, Tokens... tokens) {
   waitAll(r, {tokens...});
 }
 
+//===--- per-op trace (Trace.h) -------------------------------------------===//
+/// mt3k.trace_begin / trace_end: the span of one schedule op's work, named
+/// `label` (a string literal) as the simulator names it; recorded only in
+/// the steps --trace-steps selects.
+void traceBegin(Runtime &r, const char *label, TracePhase phase);
+void traceEnd(Runtime &r);
+
 //===--- session ----------------------------------------------------------===//
 /// Registers one parameter tensor for checkpoints (master, Adam moments); a
 /// 16-bit `view` is re-derived from the master after a resume (start()).

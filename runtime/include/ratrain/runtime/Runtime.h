@@ -25,6 +25,7 @@
 #include "ratrain/runtime/Layout.h"
 #include "ratrain/runtime/StepLog.h"
 #include "ratrain/runtime/Token.h"
+#include "ratrain/runtime/Trace.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/SmallVector.h"
@@ -443,6 +444,17 @@ public:
   /// emitted program's helpers and taken once per step by Session::endStep.
   StepTimers &stepTimers() { return timers; }
 
+  /// This rank's per-op trace recorder (Trace.h), fed by the emitted
+  /// program's helpers, the token pool and the session.
+  Tracer &tracer() { return traceRecorder; }
+  /// The completion tokens of this rank's asynchronous operations.
+  TokenPool &tokenPool() { return *pool; }
+  /// Collective over the world: gathers every rank's recorded events and
+  /// writes them to `path` as one Chrome/Perfetto trace (rank 0, atomically;
+  /// fatal on failure). Timestamps count from the earliest rank's first
+  /// traced step (steady_clock: one clock for the ranks of a host).
+  void writeTrace(llvm::StringRef path, llvm::StringRef program);
+
   /// The runtime in this process, or null.
   static Runtime *current();
 
@@ -498,6 +510,7 @@ private:
   std::unique_ptr<Arena> ddrArena, gsmArena, amArena;
   std::optional<TokenPool::Clock::time_point> firstLogStart;
   StepTimers timers;
+  Tracer traceRecorder;
   std::unique_ptr<OffloadStore> offloads;
 };
 

@@ -27,6 +27,7 @@
 #include "ratrain/runtime/LRSchedule.h"
 #include "ratrain/runtime/Runtime.h"
 #include "ratrain/runtime/StepLog.h"
+#include "ratrain/runtime/Trace.h"
 
 #include <chrono>
 #include <optional>
@@ -64,6 +65,11 @@ struct SessionOptions {
   uint64_t evalSteps = 1;
   std::string evalDataPath;
   double evalSplit = 0;
+  /// The per-op trace (docs/runtime.md, "Per-op trace"): --trace FILE writes
+  /// a Chrome/Perfetto trace of steps --trace-steps FIRST[-LAST] (default:
+  /// 2-4, within --steps) of every rank.
+  std::string tracePath;
+  TraceRange traceSteps;
   /// Fixed by the compiled program (the plan), not by flags.
   int64_t seqLen = 0;
   int64_t microBatch = 1;
@@ -167,6 +173,9 @@ private:
   double evalLossSum = 0;
   int64_t evalLossCount = 0;
   std::optional<StepLogger> logger;
+  /// Writes the trace once its last step ran (or training ended first).
+  void finishTrace();
+  bool traceWritten = false;
   std::vector<ParamSlot> slots;
   uint64_t currentStep = 0;
   DataPosition position;

@@ -4,7 +4,7 @@
 //   {"step":12,"loss":3.2101,"tokens":4096,"tokens_per_s":8123.4,
 //    "step_s":0.504,"elapsed_s":6.1,"peak_arena_bytes":[1048576, ...],
 //    "rank_step_s":[0.503, ...],"kernel_s":[0.41, ...],"wait_s":[0.07, ...],
-//    "other_s":[0.023, ...]}
+//    "other_s":[0.023, ...],"kernel_calls":[212, ...]}
 // (peak DDR arena bytes and, when measured, where each world rank's step
 // time went: kernels, blocking waits, the rest) and, when stderr is a
 // terminal, a progress line rewritten in place:
@@ -35,6 +35,8 @@ struct StepTimeSplit {
   double step = 0;
   double kernel = 0;
   double wait = 0;
+  /// Number of kernel calls.
+  uint64_t kernelCalls = 0;
   /// step - kernel - wait, never negative.
   double other() const {
     double rest = step - kernel - wait;
@@ -50,7 +52,10 @@ class StepTimers {
 public:
   using Clock = std::chrono::steady_clock;
 
-  void addKernel(Clock::duration elapsed) { kernel += elapsed; }
+  void addKernel(Clock::duration elapsed) {
+    kernel += elapsed;
+    ++kernelCalls;
+  }
   void addWait(Clock::duration elapsed) { wait += elapsed; }
 
   /// The kernel and wait seconds accumulated since the last take() (or since
@@ -81,6 +86,7 @@ public:
 private:
   Clock::duration kernel{0};
   Clock::duration wait{0};
+  uint64_t kernelCalls = 0;
 };
 
 struct StepRecord {

@@ -21,6 +21,8 @@
 
 namespace ratrain::rt {
 
+class Tracer;
+
 /// Handle of an asynchronous operation. A default-constructed token is
 /// already complete (useful for "no dependency").
 struct Token {
@@ -72,12 +74,20 @@ public:
   /// Number of acquired, not yet released slots.
   uint32_t outstanding() const;
 
+  /// The description of `token`'s operation while it has not completed;
+  /// null once it has (or for an invalid token).
+  const char *pendingWhat(Token token) const;
+  /// The per-op trace: told of each operation (issue and completion time)
+  /// when the pool releases it.
+  void setTracer(Tracer *t) { tracer = t; }
+
 private:
   enum State : uint8_t { Free, Pending, Done };
   struct Slot {
     std::atomic<uint32_t> generation{0};
     std::atomic<uint8_t> state{Free};
     Clock::time_point issued;
+    Clock::time_point completedAt;
     double timeout = -1;
     char what[kWhatBytes] = {};
   };
@@ -85,6 +95,7 @@ private:
 
   std::vector<Slot> slots;
   std::vector<uint32_t> freeList;
+  Tracer *tracer = nullptr;
   mutable std::mutex mutex;
   std::condition_variable completed;
 };
