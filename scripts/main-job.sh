@@ -23,7 +23,11 @@ BUILD_DIR="${1:-$ROOT/build}"
 BIN="$BUILD_DIR/bin"
 OUT="${RATRAIN_OUT:-$ROOT/out}"
 MT3000="$ROOT/examples/machines/mt3000.yaml"
-HOST="$ROOT/examples/machines/host.yaml"
+# This host: its calibrated machine file (ratrain-calibrate, run by the driver
+# on first use and cached by CPU model: docs/machine-model.md), not the
+# shipped example host.yaml, which was measured on another CPU.
+HOST="$("$BIN/ratrain" machine --host-file)"
+echo "host machine file: $HOST"
 mkdir -p "$OUT"
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
@@ -74,8 +78,8 @@ RATRAIN="$BIN/ratrain"
 TINY="$ROOT/examples/models/tiny-llama.json"
 # The driver (docs/driver.md) runs import -> plan -> schedule -> lower-to-mt3k
 # -> emit C++ -> one compiler command against libratrain_program.so, caches
-# the executable and starts it under mpirun. host.yaml has 2 clusters: 4 ranks
-# split each into 2 virtual clusters. `compile --keep-temps` keeps every
+# the executable and starts it under mpirun. A 2-core host has 2 clusters: 4
+# ranks split each into 2 virtual clusters. `compile --keep-temps` keeps every
 # stage's output: the scheduled program and the split machine file feed the
 # simulator below.
 "$RATRAIN" compile "$TINY" --machine "$HOST" --ranks 4 --pp 2 \

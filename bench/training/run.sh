@@ -17,7 +17,17 @@ steps=${2:-30}
 warmup=${3:-5}
 out=${4:-$build/bench/training/out}
 model=$root/examples/models/tiny-llama.json
-machine=$root/examples/machines/host.yaml
+# The simulator predicts with this host's calibrated machine file (measured
+# on first use, cached by CPU: `ratrain machine --host-file`), or
+# RATRAIN_BENCH_MACHINE; the programs are the ones CMake built.
+if [[ -n "${RATRAIN_BENCH_MACHINE:-}" ]]; then
+  machine=$RATRAIN_BENCH_MACHINE
+elif [[ -x "$build/bin/ratrain" ]]; then
+  machine=$("$build/bin/ratrain" machine --host-file)
+else
+  machine=$root/examples/machines/host.yaml
+fi
+echo "machine file: $machine" >&2
 corpus=$build/examples/data/corpus.tok
 bin=$build/bin
 

@@ -18,6 +18,16 @@ add_test(NAME e2e.driver.compile
 set_tests_properties(e2e.driver.compile PROPERTIES TIMEOUT 600
   LABELS "e2e;mpi" PROCESSORS 2)
 
+# --machine host: this host's calibrated machine file, measured on first use
+# and cached by CPU (its own cache folder under the build tree).
+if(TARGET ratrain-calibrate)
+  add_test(NAME e2e.driver.host-machine
+    COMMAND ${_driver_dir}/host-machine-test.sh $<TARGET_FILE:ratrain> ${_tiny}
+            ${CMAKE_CURRENT_BINARY_DIR}/driver-host-machine)
+  set_tests_properties(e2e.driver.host-machine PROPERTIES TIMEOUT 600
+    LABELS "e2e;mpi" PROCESSORS 2 RUN_SERIAL TRUE)
+endif()
+
 # 60 steps of 8 sequences: the mean of the last 5 losses must be below 0.8 x
 # the first.
 foreach(pp 2 4)

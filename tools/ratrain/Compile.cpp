@@ -55,7 +55,8 @@ int compileCommand(const Toolchain &tools, llvm::ArrayRef<std::string> argv) {
   }
   if (!args->rest.empty())
     return fail("'--' is only for 'ratrain run' and 'ratrain plan'");
-  llvm::Expected<CompileOptions> options = getCompileOptions(*args, "compile");
+  llvm::Expected<CompileOptions> options =
+      getCompileOptions(tools, *args, "compile");
   if (!options)
     return fail(options.takeError());
   std::optional<std::string> exe = args->get("-o");

@@ -10,6 +10,8 @@
 //                  libraries it needs, in one folder
 //   Run.cpp        `ratrain run`: the program cache and mpirun
 //   Plan.cpp       `ratrain plan` and `ratrain machine`
+//   HostMachine.cpp  `--machine host`: this host's calibrated machine file,
+//                  cached by CPU
 //   ratrain.cpp    main(): the subcommands
 //
 //===----------------------------------------------------------------------===//
@@ -107,8 +109,11 @@ struct CompileOptions {
   bool verbose = false;
 };
 
-/// Reads and checks the model, machine and plan flags.
-llvm::Expected<CompileOptions> getCompileOptions(const Args &args,
+struct Toolchain;
+/// Reads and checks the model, machine and plan flags; `--machine host` is
+/// this host's calibrated machine file (resolveMachine).
+llvm::Expected<CompileOptions> getCompileOptions(const Toolchain &tools,
+                                                 const Args &args,
                                                  llvm::StringRef command);
 
 //===----------------------------------------------------------------------===//
@@ -122,6 +127,7 @@ struct Toolchain {
   std::string translate;   ///< ratrain-translate
   std::string opt;         ///< ratrain-opt
   std::string planTool;    ///< ratrain-plan
+  std::string calibrate;   ///< ratrain-calibrate
   std::string description; ///< ratrain-program.txt
 };
 
@@ -212,7 +218,34 @@ int writeBundle(const Toolchain &tools, CompileOptions &options,
 int compileCommand(const Toolchain &tools, llvm::ArrayRef<std::string> argv);
 int runCommand(const Toolchain &tools, llvm::ArrayRef<std::string> argv);
 int planCommand(const Toolchain &tools, llvm::ArrayRef<std::string> argv);
-int machineCommand(llvm::ArrayRef<std::string> argv);
+int machineCommand(const Toolchain &tools, llvm::ArrayRef<std::string> argv);
+
+//===----------------------------------------------------------------------===//
+// This host's calibrated machine file (HostMachine.cpp)
+//===----------------------------------------------------------------------===//
+
+/// The driver's cache folder: $XDG_CACHE_HOME/ratrain or ~/.cache/ratrain.
+std::string cacheRoot();
+
+/// What identifies this host's hardware for its machine file.
+struct HostIdentity {
+  /// "AMD EPYC (vendor AuthenticAMD, family 25, model 17, stepping 1), 2
+  /// logical CPUs, 8 GB memory".
+  std::string description;
+  /// File-name key: vendor, family, model, CPUs and a hash of the
+  /// description and the CPU feature flags.
+  std::string key;
+};
+HostIdentity getHostIdentity();
+/// Where this host's calibrated machine file is cached.
+std::string hostMachinePath();
+/// Runs ratrain-calibrate into hostMachinePath() (atomically); returns it.
+llvm::Expected<std::string> calibrateHostMachine(const Toolchain &tools,
+                                                 bool quick, bool verbose);
+/// `machine`, or for "host" this host's calibrated file, measured on first
+/// use.
+llvm::Expected<std::string>
+resolveMachine(const Toolchain &tools, llvm::StringRef machine, bool verbose);
 
 } // namespace ratrain::driver
 

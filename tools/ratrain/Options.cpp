@@ -41,7 +41,8 @@ llvm::Error makeError(const llvm::Twine &message) {
 }
 
 const char *const kPlanFlagsHelp = R"(PLAN OPTIONS:
-  --machine FILE        machine file (YAML), required
+  --machine FILE|host   machine file (YAML), required; 'host': this host's,
+                        measured on first use (ratrain machine --help)
   --ranks N             MPI ranks = clusters to plan for (default: the
                         machine's clusters); more ranks than clusters split
                         each cluster into N/clusters virtual clusters
@@ -170,8 +171,8 @@ llvm::ArrayRef<StringRef> getPlanValueFlags() {
   return flags;
 }
 
-llvm::Expected<CompileOptions> getCompileOptions(const Args &args,
-                                                 StringRef command) {
+llvm::Expected<CompileOptions>
+getCompileOptions(const Toolchain &tools, const Args &args, StringRef command) {
   CompileOptions options;
   if (args.positional.empty())
     return makeError(llvm::formatv("no model config (usage: ratrain {0} "
@@ -187,10 +188,14 @@ llvm::Expected<CompileOptions> getCompileOptions(const Args &args,
   std::optional<std::string> machine = args.get("--machine");
   if (!machine)
     return makeError("--machine FILE is required");
-  options.machineFile = *machine;
+  options.verbose = args.has("--verbose") || args.has("-v");
+  llvm::Expected<std::string> resolved =
+      resolveMachine(tools, *machine, options.verbose);
+  if (!resolved)
+    return resolved.takeError();
+  options.machineFile = *resolved;
   if (!fs::exists(options.machineFile))
     return makeError(options.machineFile + ": no such machine file");
-  options.verbose = args.has("--verbose") || args.has("-v");
 
   for (StringRef flag : {"--ranks", "--pp", "--dp", "--global-batch",
                          "--seq-len", "--micro-batch-size"})

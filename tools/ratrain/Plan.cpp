@@ -28,15 +28,30 @@ when --ranks exceeds its clusters) and prints its ranking of plans.
 )";
 
 static const char *const kMachineHelp =
-    R"(USAGE: ratrain machine FILE --ranks-per-cluster K [-o OUT]
+    R"(USAGE: ratrain machine FILE|host [--ranks-per-cluster K] [-o OUT]
+       ratrain machine --calibrate [--quick]
+       ratrain machine --host-file
 
-Prints the machine file with every cluster split into K virtual clusters
-(1/K of the DDR, GSM, compute, DDR and DMA bandwidth each; see
-docs/machine-model.md), the machine 'ratrain run' plans for when it starts
-more ranks than the machine has clusters.
+With --ranks-per-cluster, prints the machine file with every cluster split
+into K virtual clusters (1/K of the DDR, GSM, compute, DDR and DMA bandwidth
+each; see docs/machine-model.md), the machine 'ratrain run' plans for when it
+starts more ranks than the machine has clusters; without it, the file as it
+is.
+
+'host' is this host's calibrated machine file: ratrain-calibrate measures
+the host on first use and the driver caches the result under
+~/.cache/ratrain/machines/ by the CPU (vendor, family, model, stepping,
+feature flags), the CPU count and the memory, so another CPU generation is
+measured afresh. Every command takes --machine host.
 
 OPTIONS:
   -o OUT                write to OUT instead of stdout
+  --calibrate           measure this host now (again) and print the file's
+                        path
+  --quick               with --calibrate: shorter, noisier measurements
+  --host-file           print the path of this host's machine file
+                        (measuring it first if there is none)
+  -v, --verbose         print the commands run
 )";
 
 int planCommand(const Toolchain &tools, llvm::ArrayRef<std::string> argv) {
@@ -48,7 +63,8 @@ int planCommand(const Toolchain &tools, llvm::ArrayRef<std::string> argv) {
     llvm::outs() << kPlanHelp << "\n" << kPlanFlagsHelp;
     return 0;
   }
-  llvm::Expected<CompileOptions> options = getCompileOptions(*args, "plan");
+  llvm::Expected<CompileOptions> options =
+      getCompileOptions(tools, *args, "plan");
   if (!options)
     return fail(options.takeError());
   if (llvm::Error error = requireFile(tools.planTool, "ratrain-plan"))
@@ -92,35 +108,61 @@ int planCommand(const Toolchain &tools, llvm::ArrayRef<std::string> argv) {
   return status;
 }
 
-int machineCommand(llvm::ArrayRef<std::string> argv) {
-  llvm::Expected<Args> args = parseArgs(
-      "machine", argv, {"--ranks-per-cluster", "-o"}, {"--help", "-h"});
+int machineCommand(const Toolchain &tools, llvm::ArrayRef<std::string> argv) {
+  llvm::Expected<Args> args =
+      parseArgs("machine", argv, {"--ranks-per-cluster", "-o"},
+                {"--help", "-h", "--calibrate", "--quick", "--host-file", "-v",
+                 "--verbose"});
   if (!args)
     return fail(args.takeError());
   if (args->has("--help") || args->has("-h")) {
     llvm::outs() << kMachineHelp;
     return 0;
   }
+  bool verbose = args->has("-v") || args->has("--verbose");
+  if (args->has("--quick") && !args->has("--calibrate"))
+    return fail("--quick goes with --calibrate");
+  if (args->has("--calibrate") || args->has("--host-file")) {
+    if (!args->positional.empty() || args->get("--ranks-per-cluster") ||
+        args->get("-o"))
+      return fail("--calibrate and --host-file take no machine file, "
+                  "--ranks-per-cluster or -o");
+    llvm::Expected<std::string> file =
+        args->has("--calibrate")
+            ? calibrateHostMachine(tools, args->has("--quick"), verbose)
+            : resolveMachine(tools, "host", verbose);
+    if (!file)
+      return fail(file.takeError());
+    llvm::outs() << *file << "\n";
+    return 0;
+  }
   if (args->positional.size() != 1)
-    return fail("expected one machine file (usage: ratrain machine FILE "
-                "--ranks-per-cluster K)");
+    return fail("expected one machine file or 'host' (usage: ratrain machine "
+                "FILE [--ranks-per-cluster K])");
+  llvm::Expected<std::string> file =
+      resolveMachine(tools, args->positional[0], verbose);
+  if (!file)
+    return fail(file.takeError());
   llvm::Expected<int64_t> k = getPositive(*args, "--ranks-per-cluster", 0);
   if (!k)
     return fail(k.takeError());
-  if (!*k)
-    return fail("--ranks-per-cluster K is required");
   llvm::Expected<ratrain::MachineModel> machine =
-      ratrain::loadMachineModel(args->positional[0]);
+      ratrain::loadMachineModel(*file);
   if (!machine)
     return fail(machine.takeError());
-  llvm::Expected<ratrain::MachineModel> split =
-      ratrain::oversubscribe(*machine, *k);
-  if (!split)
-    return fail(split.takeError());
-  std::string text = "# " + args->positional[0] + " with " +
-                     std::to_string(*k) +
-                     " virtual clusters per cluster (ratrain machine)\n" +
-                     ratrain::printMachineModel(*split);
+  std::string text;
+  if (*k) {
+    llvm::Expected<ratrain::MachineModel> split =
+        ratrain::oversubscribe(*machine, *k);
+    if (!split)
+      return fail(split.takeError());
+    text = "# " + *file + " with " + std::to_string(*k) +
+           " virtual clusters per cluster (ratrain machine)\n" +
+           ratrain::printMachineModel(*split);
+  } else {
+    text = "# " + *file + " (ratrain machine)\n" +
+           ratrain::printMachineModel(*machine);
+  }
   std::optional<std::string> out = args->get("-o");
   if (!out || *out == "-") {
     llvm::outs() << text;

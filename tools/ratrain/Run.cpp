@@ -101,20 +101,6 @@ static void hashFileContents(llvm::SHA256 &hash, StringRef file) {
   hash.update(StringRef("\n"));
 }
 
-static std::string cacheRoot() {
-  llvm::SmallString<256> root;
-  if (const char *xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) {
-    root = xdg;
-  } else if (const char *home = std::getenv("HOME"); home && *home) {
-    root = home;
-    path::append(root, ".cache");
-  } else {
-    path::system_temp_directory(/*ErasedOnReboot=*/false, root);
-  }
-  path::append(root, "ratrain");
-  return std::string(root);
-}
-
 int runCommand(const Toolchain &tools, llvm::ArrayRef<std::string> argv) {
   std::vector<StringRef> valueFlags(getPlanValueFlags().begin(),
                                     getPlanValueFlags().end());
@@ -129,7 +115,8 @@ int runCommand(const Toolchain &tools, llvm::ArrayRef<std::string> argv) {
     llvm::outs() << kRunHelp << "\n" << kPlanFlagsHelp;
     return 0;
   }
-  llvm::Expected<CompileOptions> options = getCompileOptions(*args, "run");
+  llvm::Expected<CompileOptions> options =
+      getCompileOptions(tools, *args, "run");
   if (!options)
     return fail(options.takeError());
   if (!args->get("--ranks"))

@@ -36,6 +36,7 @@ Toolchain findToolchain(const char *argv0) {
   tools.translate = joinPath(tools.binDir, "ratrain-translate");
   tools.opt = joinPath(tools.binDir, "ratrain-opt");
   tools.planTool = joinPath(tools.binDir, "ratrain-plan");
+  tools.calibrate = joinPath(tools.binDir, "ratrain-calibrate");
   tools.description = joinPath(tools.binDir, "ratrain-program.txt");
   return tools;
 }

@@ -7,7 +7,8 @@
 //   ratrain run MODEL.json --machine M.yaml --ranks N [plan flags]
 //               [run flags] [-- mpirun args]
 //   ratrain plan MODEL.json --machine M.yaml [--ranks N] [plan flags]
-//   ratrain machine M.yaml --ranks-per-cluster K
+//   ratrain machine M.yaml|host [--ranks-per-cluster K]
+//   ratrain machine --calibrate [--quick]
 //
 // Like a compiler driver it invokes the sibling tools (ratrain-translate,
 // ratrain-opt) stage by stage, then compiles the emitted C++ with one
@@ -40,7 +41,8 @@ COMMANDS:
   compile   compile MODEL.json for a machine into a training executable
   run       compile (cached) and train under mpirun on N ranks
   plan      print the planner's best parallel configurations (ratrain-plan)
-  machine   print a machine file split into virtual clusters
+  machine   print a machine file (split into virtual clusters), or
+            measure this host into its calibrated machine file
 
 Run 'ratrain <command> --help' for the options of a command.
 
@@ -70,7 +72,7 @@ int main(int argc, char **argv) {
   if (command == "plan")
     return planCommand(tools, rest);
   if (command == "machine")
-    return machineCommand(rest);
+    return machineCommand(tools, rest);
   return fail(llvm::formatv("unknown command '{0}' (compile, run, plan or "
                             "machine; see 'ratrain --help')",
                             command));

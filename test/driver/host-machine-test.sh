@@ -1,0 +1,49 @@
+#!/bin/sh
+# host-machine-test.sh RATRAIN MODEL WORKDIR
+# `--machine host` (docs/machine-model.md, "This host's machine file"): the
+# driver measures the host with ratrain-calibrate on first use into its
+# cache, keyed by the CPU, and reuses the file afterwards.
+#  1. --host-file on an empty cache calibrates, prints the cached path
+#     (machines/host-<vendor>-<family>-<model>-<cpus>c-<hash>.yaml) and
+#     leaves no temporary file;
+#  2. the file is a machine file (`ratrain machine host` reads it back);
+#  3. a second --host-file prints the same path without measuring again;
+#  4. `ratrain plan --machine host` plans on it;
+#  5. --calibrate measures again into the same path.
+set -eu
+ratrain=$1 model=$2 work=$3
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+rm -rf "$work"
+mkdir -p "$work"
+export XDG_CACHE_HOME="$work/cache"
+fail() { echo "FAIL: $*"; exit 1; }
+
+"$ratrain" machine --host-file >"$work/path1" 2>"$work/err1" ||
+  { cat "$work/err1"; fail "the first --host-file failed"; }
+path=$(cat "$work/path1")
+case "$path" in
+  "$XDG_CACHE_HOME"/ratrain/machines/host-*-*-*-*c-*.yaml) ;;
+  *) fail "unexpected machine file path '$path'" ;;
+esac
+[ -f "$path" ] || fail "$path was not written"
+grep -q 'calibrating this host' "$work/err1" || fail "no calibration note"
+ls "$XDG_CACHE_HOME/ratrain/machines" | grep -q '\.tmp$' &&
+  fail "a temporary file is left behind"
+
+"$ratrain" machine host >"$work/host.yaml" || fail "ratrain machine host"
+grep -q '^clusters_per_node:' "$work/host.yaml" || fail "not a machine file"
+
+"$ratrain" machine --host-file >"$work/path2" 2>"$work/err2"
+[ "$(cat "$work/path2")" = "$path" ] || fail "the second --host-file differs"
+grep -q 'calibrating' "$work/err2" && fail "the second --host-file measured again"
+
+"$ratrain" plan "$model" --machine host --ranks 2 >"$work/plan.txt" 2>&1 ||
+  { cat "$work/plan.txt"; fail "ratrain plan --machine host"; }
+grep -q 'calibrating' "$work/plan.txt" && fail "plan measured again"
+
+"$ratrain" machine --calibrate --quick >"$work/path3" 2>"$work/err3" ||
+  { cat "$work/err3"; fail "--calibrate --quick"; }
+[ "$(cat "$work/path3")" = "$path" ] || fail "--calibrate wrote elsewhere"
+grep -q 'calibrating this host' "$work/err3" || fail "--calibrate did not measure"
+echo "PASS: $path"
+head -3 "$path"

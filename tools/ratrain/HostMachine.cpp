@@ -1,0 +1,162 @@
+//===- HostMachine.cpp - The calibrated machine file of this host ---------===//
+//
+// `--machine host` and `ratrain machine --calibrate`: the machine file
+// ratrain-calibrate measures on this host, cached under the driver's cache
+// by the host's identity (CPU vendor, family, model, stepping, name, a hash
+// of its feature flags, logical CPUs and memory), so that a machine of
+// another CPU generation is measured afresh instead of reusing numbers that
+// are not its own (a Zen 5 file predicts steps about 2x too short on Zen 4).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Driver.h"
+
+#include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/SHA256.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <thread>
+
+using llvm::StringRef;
+namespace fs = llvm::sys::fs;
+namespace path = llvm::sys::path;
+
+namespace ratrain::driver {
+
+std::string cacheRoot() {
+  llvm::SmallString<256> root;
+  if (const char *xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) {
+    root = xdg;
+  } else if (const char *home = std::getenv("HOME"); home && *home) {
+    root = home;
+    path::append(root, ".cache");
+  } else {
+    path::system_temp_directory(/*ErasedOnReboot=*/false, root);
+  }
+  path::append(root, "ratrain");
+  return std::string(root);
+}
+
+/// The first value of `key` in /proc/cpuinfo or /proc/meminfo text.
+static StringRef field(StringRef text, StringRef key) {
+  llvm::SmallVector<StringRef> lines;
+  text.split(lines, '\n');
+  for (StringRef line : lines) {
+    auto [name, value] = line.split(':');
+    if (name.trim() == key)
+      return value.trim();
+  }
+  return "";
+}
+
+HostIdentity getHostIdentity() {
+  std::string cpuinfo, meminfo;
+  if (auto buffer = llvm::MemoryBuffer::getFileAsStream("/proc/cpuinfo"))
+    cpuinfo = (*buffer)->getBuffer().str();
+  if (auto buffer = llvm::MemoryBuffer::getFileAsStream("/proc/meminfo"))
+    meminfo = (*buffer)->getBuffer().str();
+  HostIdentity host;
+  StringRef vendor = field(cpuinfo, "vendor_id");
+  StringRef family = field(cpuinfo, "cpu family");
+  StringRef model = field(cpuinfo, "model");
+  StringRef stepping = field(cpuinfo, "stepping");
+  StringRef name = field(cpuinfo, "model name");
+  StringRef flags = field(cpuinfo, "flags");
+  if (flags.empty())
+    flags = field(cpuinfo, "Features"); // AArch64
+  unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
+  StringRef memory = field(meminfo, "MemTotal");
+  host.description =
+      llvm::formatv("{0} (vendor {1}, family {2}, model {3}, stepping {4}), "
+                    "{5} logical CPUs, {6} memory",
+                    name.empty() ? "unknown CPU" : name,
+                    vendor.empty() ? "?" : vendor,
+                    family.empty() ? "?" : family, model.empty() ? "?" : model,
+                    stepping.empty() ? "?" : stepping, cpus,
+                    memory.empty() ? "?" : memory)
+          .str();
+  llvm::SHA256 hash;
+  hash.update(host.description);
+  hash.update(flags);
+  std::string digest = llvm::toHex(hash.final(), /*LowerCase=*/true);
+  host.key =
+      llvm::formatv("host-{0}-{1}-{2}-{3}c-{4}",
+                    vendor.empty() ? "cpu" : vendor.lower(),
+                    family.empty() ? "0" : family, model.empty() ? "0" : model,
+                    cpus, StringRef(digest).take_front(12))
+          .str();
+  return host;
+}
+
+std::string hostMachinePath() {
+  llvm::SmallString<256> file(cacheRoot());
+  path::append(file, "machines", getHostIdentity().key + ".yaml");
+  return std::string(file);
+}
+
+llvm::Expected<std::string> calibrateHostMachine(const Toolchain &tools,
+                                                 bool quick, bool verbose) {
+  if (llvm::Error error = requireFile(tools.calibrate, "ratrain-calibrate"))
+    return std::move(error);
+  std::string target = hostMachinePath();
+  if (std::error_code ec = fs::create_directories(path::parent_path(target)))
+    return makeError(llvm::formatv("{0}: cannot create the cache folder: {1}",
+                                   path::parent_path(target), ec.message()));
+  // Measured into a temporary file, moved into place once complete: an
+  // interrupted calibration leaves no half machine file behind.
+  llvm::SmallString<256> temporary;
+  if (std::error_code ec =
+          fs::createUniqueFile(target + ".%%%%%%.tmp", temporary))
+    return makeError(llvm::formatv("{0}: cannot create a temporary file: {1}",
+                                   target, ec.message()));
+  std::vector<std::string> command = {tools.calibrate, "-o",
+                                      std::string(temporary)};
+  if (quick)
+    command.push_back("--quick");
+  note(llvm::formatv("calibrating this host ({0}) into {1}; this takes "
+                     "{2} seconds",
+                     getHostIdentity().description, target,
+                     quick ? "about 5" : "10 to 30")
+           .str());
+  if (verbose)
+    note(formatCommand(command));
+  std::vector<StringRef> refs(command.begin(), command.end());
+  std::string message;
+  int status = llvm::sys::ExecuteAndWait(command[0], refs, std::nullopt, {}, 0,
+                                         0, &message);
+  if (status != 0) {
+    fs::remove(temporary);
+    return makeError(
+        llvm::formatv("ratrain-calibrate failed ({0}){1}",
+                      status < 0 ? "could not be run"
+                                 : "exit status " + std::to_string(status),
+                      message.empty() ? "" : ": " + message));
+  }
+  if (std::error_code ec = fs::rename(temporary, target)) {
+    fs::remove(temporary);
+    return makeError(
+        llvm::formatv("{0}: cannot write: {1}", target, ec.message()));
+  }
+  return target;
+}
+
+llvm::Expected<std::string> resolveMachine(const Toolchain &tools,
+                                           StringRef machine, bool verbose) {
+  if (machine != "host")
+    return machine.str();
+  std::string cached = hostMachinePath();
+  if (fs::exists(cached)) {
+    if (verbose)
+      note("--machine host: " + cached);
+    return cached;
+  }
+  return calibrateHostMachine(tools, /*quick=*/false, verbose);
+}
+
+} // namespace ratrain::driver
