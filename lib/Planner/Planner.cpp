@@ -100,6 +100,19 @@ Plan ratrain::evaluatePlan(const ModelConfig &model,
   return plan;
 }
 
+llvm::Error ratrain::applyMaxGradNormOption(double maxGradNorm,
+                                            PlanRequest &request) {
+  // Written so that NaN fails too.
+  if (!(std::isfinite(maxGradNorm) && maxGradNorm >= 0))
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        llvm::formatv("max-grad-norm: expected a finite number >= 0 (0: no "
+                      "clipping), got {0}",
+                      maxGradNorm));
+  request.maxGradNorm = maxGradNorm;
+  return llvm::Error::success();
+}
+
 llvm::Error ratrain::applyScheduleOption(llvm::StringRef name,
                                          int64_t virtualStages,
                                          PlanRequest &request) {

@@ -196,12 +196,10 @@ struct PlanPass : public ratrain::impl::RATrainPlanBase<PlanPass> {
     }
     if (failed(applyShardingOptions(module, *machine, request)))
       return signalPassFailure();
-    if (!std::isfinite(double(maxGradNorm)) || maxGradNorm < 0) {
-      module.emitError("--ratrain-plan: max-grad-norm=")
-          << maxGradNorm << " must be a finite number >= 0 (0: no clipping)";
+    if (llvm::Error error = applyMaxGradNormOption(maxGradNorm, request)) {
+      module.emitError("--ratrain-plan: ") << llvm::toString(std::move(error));
       return signalPassFailure();
     }
-    request.maxGradNorm = maxGradNorm;
     request.topK = std::max<int64_t>(1, showTop);
     request.allowQuantized = allowQuantized;
 

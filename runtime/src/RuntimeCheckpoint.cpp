@@ -218,14 +218,7 @@ double Runtime::logStep(StepLogger *logger, uint64_t step, uint64_t totalSteps,
   size_t stride = times ? 6 : 2;
   std::vector<double> gathered =
       allGatherDoubleTuples(llvm::ArrayRef<double>(mine, stride));
-  double sum = 0;
-  int count = 0;
-  for (int r = 0; r < worldSize(); ++r)
-    if (!std::isnan(gathered[stride * r])) {
-      sum += gathered[stride * r];
-      ++count;
-    }
-  double meanLoss = count ? sum / count : NAN;
+  double meanLoss = meanReportedLoss(gathered, stride);
   if (rank() != 0 || !logger)
     return meanLoss;
   StepRecord record;

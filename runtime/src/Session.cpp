@@ -342,17 +342,10 @@ void Session::endEvalStep() {
   // mean over its micro-batches, then the mean over those ranks.
   double mine =
       evalLossCount ? evalLossSum / double(evalLossCount) : double(NAN);
-  std::vector<double> all =
-      rt.allGatherDoubleTuples(llvm::ArrayRef<double>(&mine, 1));
-  double sum = 0, count = 0;
-  for (double loss : all)
-    if (!std::isnan(loss)) {
-      sum += loss;
-      ++count;
-    }
+  lastEvalLoss = meanReportedLoss(
+      rt.allGatherDoubleTuples(llvm::ArrayRef<double>(&mine, 1)));
   double tokens = double(opts.evalSteps * opts.microBatches * opts.microBatch *
                          opts.seqLen * rt.dpSize());
-  lastEvalLoss = count ? sum / count : NAN;
   if (logger)
     logger->logEval(currentStep, lastEvalLoss, tokens);
   evalDone = 0;

@@ -57,6 +57,18 @@ std::string ratrain::rt::formatStepJSON(const StepRecord &record) {
   return text;
 }
 
+double ratrain::rt::meanReportedLoss(llvm::ArrayRef<double> tuples,
+                                     size_t stride) {
+  double sum = 0;
+  int count = 0;
+  for (size_t i = 0; i < tuples.size(); i += stride)
+    if (!std::isnan(tuples[i])) {
+      sum += tuples[i];
+      ++count;
+    }
+  return count ? sum / count : NAN;
+}
+
 void StepTimers::take(StepTimeSplit &split) {
   split.kernel = std::chrono::duration<double>(kernel).count();
   split.wait = std::chrono::duration<double>(wait).count();
@@ -152,20 +164,24 @@ StepLogger::~StepLogger() {
     std::fclose(json);
 }
 
+void StepLogger::writeJSONLine(const std::string &line) {
+  if (!json)
+    return;
+  // A JSON line on the terminal that shows the progress line: clear the
+  // progress line first so that the two do not share a row.
+  if (progressShown &&
+      (json == progress || (json == stdout && isatty(STDOUT_FILENO)))) {
+    std::fprintf(progress, "\r\x1b[K");
+    std::fflush(progress);
+  }
+  std::fprintf(json, "%s\n", line.c_str());
+  std::fflush(json);
+}
+
 void StepLogger::log(const StepRecord &record) {
   ++logged;
-  if (json) {
-    // A JSON line on the terminal that shows the progress line: clear the
-    // progress line first so that the two do not share a row.
-    if (progressShown &&
-        (json == progress || (json == stdout && isatty(STDOUT_FILENO)))) {
-      std::fprintf(progress, "\r\x1b[K");
-      std::fflush(progress);
-    }
-    std::string line = formatStepJSON(record);
-    std::fprintf(json, "%s\n", line.c_str());
-    std::fflush(json);
-  }
+  if (json)
+    writeJSONLine(formatStepJSON(record));
   if (progress) {
     std::string line = formatProgressLine(record, logged);
     // \r and "erase to end of line" rewrite the line in place.
@@ -191,16 +207,8 @@ std::string ratrain::rt::formatEvalJSON(uint64_t step, double loss,
 }
 
 void StepLogger::logEval(uint64_t step, double loss, double tokens) {
-  if (json) {
-    if (progressShown &&
-        (json == progress || (json == stdout && isatty(STDOUT_FILENO)))) {
-      std::fprintf(progress, "\r\x1b[K");
-      std::fflush(progress);
-    }
-    std::string line = formatEvalJSON(step, loss, tokens);
-    std::fprintf(json, "%s\n", line.c_str());
-    std::fflush(json);
-  }
+  if (json)
+    writeJSONLine(formatEvalJSON(step, loss, tokens));
   if (progress)
     note(llvm::formatv("step {0}: validation loss {1:F4}", step, loss).str());
 }

@@ -226,12 +226,8 @@ int main(int argc, char **argv) {
     request.zero = *zero;
   }
   request.allowQuantized = allowQuantized;
-  if (!std::isfinite(double(maxGradNorm)) || maxGradNorm < 0)
-    return fail(llvm::formatv("--max-grad-norm: expected a finite number >= "
-                              "0 (0: no clipping), got {0}",
-                              double(maxGradNorm))
-                    .str());
-  request.maxGradNorm = maxGradNorm;
+  if (llvm::Error error = applyMaxGradNormOption(maxGradNorm, request))
+    return fail("--" + llvm::toString(std::move(error)));
   if (!fixedPartition.empty()) {
     int64_t levels = int64_t(machine->networkLevels().size());
     std::optional<ShardingPolicy> policy =

@@ -263,12 +263,8 @@ static llvm::Expected<SimProgram> programFromPlan(const MachineModel &machine,
   if (llvm::Error err =
           applyScheduleOption(scheduleKind, virtualStages, request))
     return error("--" + llvm::toString(std::move(err)));
-  if (!std::isfinite(double(maxGradNorm)) || maxGradNorm < 0)
-    return error(llvm::formatv("--max-grad-norm: expected a finite number "
-                               ">= 0 (0: no clipping), got {0}",
-                               double(maxGradNorm))
-                     .str());
-  request.maxGradNorm = maxGradNorm;
+  if (llvm::Error err = applyMaxGradNormOption(maxGradNorm, request))
+    return error("--" + llvm::toString(std::move(err)));
   llvm::Expected<PlanResult> plans = planTraining(*model, machine, request);
   if (!plans)
     return plans.takeError();

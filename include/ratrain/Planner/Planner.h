@@ -142,6 +142,10 @@ Plan evaluatePlan(const ModelConfig &model, const MachineModel &machine,
                   const ParallelConfig &config, LifecyclePolicy policy,
                   const schedule::PipelineSchedule &schedule);
 
+/// Sets `request`'s gradient clipping from a tool option: a finite number
+/// >= 0 (0: no clipping). The error names the option and the value.
+llvm::Error applyMaxGradNormOption(double maxGradNorm, PlanRequest &request);
+
 /// Sets `request`'s schedule from a tool option: "1f1b", "interleaved-1f1b",
 /// "zb-h1", "zbv" or "auto" (searchSchedules), and `virtualStages` when
 /// positive. The error names the bad value and the choices.

@@ -174,3 +174,11 @@ TEST(StepLog, LoggerAppendsLinesToAFile) {
   EXPECT_NE(llvm::toString(bad.takeError()).find("cannot open the step log"),
             std::string::npos);
 }
+
+TEST(StepLog, MeanReportedLossSkipsRanksWithoutOne) {
+  EXPECT_EQ(meanReportedLoss({2.0, NAN, 4.0}), 3.0);
+  // Tuples of (loss, something else): only every stride-th value counts.
+  EXPECT_EQ(meanReportedLoss({NAN, 7.0, 1.5, 9.0}, 2), 1.5);
+  EXPECT_TRUE(std::isnan(meanReportedLoss({NAN, NAN})));
+  EXPECT_TRUE(std::isnan(meanReportedLoss({})));
+}

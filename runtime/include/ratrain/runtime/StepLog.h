@@ -15,6 +15,7 @@
 #ifndef RATRAIN_RUNTIME_STEPLOG_H
 #define RATRAIN_RUNTIME_STEPLOG_H
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
@@ -106,6 +107,11 @@ struct StepRecord {
   std::vector<StepTimeSplit> rankTimes;
 };
 
+/// The job's loss from every rank's gathered values: the mean of the first
+/// of each `stride` values (a rank's mean over its micro-batches; NaN from
+/// the ranks that run no LM head), NaN when no rank reported one.
+double meanReportedLoss(llvm::ArrayRef<double> tuples, size_t stride = 1);
+
 std::string formatStepJSON(const StepRecord &record);
 /// The JSON line of a validation result (StepLogger::logEval).
 std::string formatEvalJSON(uint64_t step, double loss, double tokens);
@@ -143,6 +149,9 @@ public:
 
 private:
   StepLogger() = default;
+  /// Writes one line to the JSON log, clearing a progress line that shares
+  /// its terminal first.
+  void writeJSONLine(const std::string &line);
   std::FILE *json = nullptr;
   bool ownsJson = false;
   std::FILE *progress = nullptr; ///< Where the progress line goes, if any.
