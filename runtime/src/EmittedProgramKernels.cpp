@@ -57,6 +57,32 @@ void check(int status, const char *kernel) {
     r->poll();
 }
 
+std::optional<k::Half>
+commonHalf(std::initializer_list<const Tensor *> tensors) {
+  std::optional<ElemType> type;
+  for (const Tensor *t : tensors) {
+    if (!isHalf(t->type) || (type && *type != t->type))
+      return std::nullopt;
+    type = t->type;
+  }
+  if (!type)
+    return std::nullopt;
+  return half(*type);
+}
+
+HalfIn::HalfIn(const Tensor &t, std::initializer_list<const Tensor *> outputs) {
+  p = t.buf.as<uint16_t>();
+  if (std::none_of(outputs.begin(), outputs.end(),
+                   [&](const Tensor *out) { return overlaps(t, *out); }))
+    return;
+  uint64_t n = t.numel();
+  // A float slot holds two 16-bit values.
+  uint16_t *copy =
+      reinterpret_cast<uint16_t *>(copied.emplace((n + 1) / 2).data());
+  std::memcpy(copy, p, n * sizeof(uint16_t));
+  p = copy;
+}
+
 In::In(const Tensor &t, bool copy) {
   uint64_t n = t.numel();
   if (t.type == ElemType::F32 && !copy) {
@@ -170,6 +196,21 @@ void ropeImpl(const Tensor &x, const Tensor &y, int64_t B, int64_t S,
               const std::optional<RopeScaling> &scaling) {
   int64_t T = B * S;
   const Rope &r = ropeTables(T, S, D, theta, scaling);
+  if (std::optional<k::Half> t = commonHalf({&x, &y})) {
+    HalfIn xi(x, {&y});
+    uint16_t *yo = y.buf.as<uint16_t>();
+    if (backward)
+      kernel("ropeBackward", [&] {
+        return k::ropeBackward(*t, T, heads, D, r.pos.data(), S,
+                               r.cosTable.data(), r.sinTable.data(), xi.p, yo);
+      });
+    else
+      kernel("ropeForward", [&] {
+        return k::ropeForward(*t, T, heads, D, r.pos.data(), S,
+                              r.cosTable.data(), r.sinTable.data(), xi.p, yo);
+      });
+    return;
+  }
   In xi(x, overlaps(x, y));
   Out yo(y, false);
   if (backward)
@@ -183,39 +224,41 @@ void ropeImpl(const Tensor &x, const Tensor &y, int64_t B, int64_t S,
                             r.sinTable.data(), xi.p, yo.p);
     });
 }
+
+/// dst = beta dst + op(a) op(b) into fp32 `dst`: the 16-bit GEMM when a
+/// and b share a 16-bit type, else the fp32 GEMM on staged operands.
+void gemmInto(const Tensor &a, const Tensor &b, float *dst, k::GemmForm form,
+              int64_t M, int64_t N, int64_t K, float beta) {
+  if (isHalf(a.type) && a.type == b.type) {
+    kernel("gemm16", [&] {
+      return k::gemm16(form, half(a.type), M, N, K, a.buf.as<uint16_t>(),
+                       b.buf.as<uint16_t>(), dst, beta);
+    });
+    return;
+  }
+  In ai(a), bi(b);
+  kernel("gemm", [&] { return k::gemm(form, M, N, K, ai.p, bi.p, dst, beta); });
+}
 } // namespace
 
 //===--- kernels ----------------------------------------------------------===//
 /// c (+)= alpha op(a) op(b); M, N, K of the kernel's GemmForm.
 void gemm(const Tensor &a, const Tensor &b, const Tensor &c, k::GemmForm form,
           int64_t M, int64_t N, int64_t K, bool accumulate, double alpha) {
-  bool direct = c.type == ElemType::F32 && alpha == 1.0;
-  uint64_t elements = uint64_t(M) * uint64_t(N);
-  std::optional<Scratch> product;
-  float *dst = nullptr;
-  if (direct) {
-    dst = c.buf.as<float>();
-  } else {
-    product.emplace(elements);
-    dst = product->data();
-  }
-  float beta = direct && accumulate ? 1.0f : 0.0f;
-  if (isHalf(a.type) && a.type == b.type) {
-    kernel("gemm16", [&] {
-      return k::gemm16(form, half(a.type), M, N, K, a.buf.as<uint16_t>(),
-                       b.buf.as<uint16_t>(), dst, beta);
-    });
-  } else {
-    In ai(a), bi(b);
-    kernel("gemm",
-           [&] { return k::gemm(form, M, N, K, ai.p, bi.p, dst, beta); });
-  }
-  if (direct)
+  if (alpha == 1.0) {
+    // The kernel accumulates (beta = 1) into c itself (fp32) or into c's
+    // staged fp32 copy (16-bit: loaded first, rounded back once).
+    Out co(c, accumulate);
+    gemmInto(a, b, co.p, form, M, N, K, accumulate ? 1.0f : 0.0f);
     return;
+  }
+  uint64_t elements = uint64_t(M) * uint64_t(N);
+  Scratch product(elements);
+  gemmInto(a, b, product.data(), form, M, N, K, 0.0f);
   Out co(c, accumulate);
   float s = float(alpha);
   for (uint64_t i = 0; i < elements; ++i)
-    co.p[i] = (accumulate ? co.p[i] : 0.0f) + s * dst[i];
+    co.p[i] = (accumulate ? co.p[i] : 0.0f) + s * product.data()[i];
 }
 
 /// `alibi`: the scores get the ALiBi bias (mt3k.attention_fwd alibi).
@@ -223,9 +266,19 @@ void attentionFwd(const Tensor &q, const Tensor &kk, const Tensor &v,
                   const Tensor &o, const Tensor &lse, int64_t B, int64_t S,
                   int64_t Hq, int64_t Hkv, int64_t D, double scale, bool alibi,
                   int64_t window) {
+  const float *slopes = alibiSlopes(alibi, Hq);
+  std::optional<k::Half> t = commonHalf({&q, &kk, &v, &o});
+  if (t && lse.type == ElemType::F32) {
+    HalfIn qi(q, {&o, &lse}), ki(kk, {&o, &lse}), vi(v, {&o, &lse});
+    kernel("attentionForward", [&] {
+      return k::attentionForward(*t, B, S, Hq, Hkv, D, qi.p, ki.p, vi.p,
+                                 float(scale), o.buf.as<uint16_t>(),
+                                 lse.buf.as<float>(), slopes, window);
+    });
+    return;
+  }
   In qi(q), ki(kk), vi(v);
   Out oo(o, false), lo(lse, false);
-  const float *slopes = alibiSlopes(alibi, Hq);
   kernel("attentionForward", [&] {
     return k::attentionForward(B, S, Hq, Hkv, D, qi.p, ki.p, vi.p, float(scale),
                                oo.p, lo.p, slopes, window);
@@ -237,9 +290,25 @@ void attentionBwd(const Tensor &q, const Tensor &kk, const Tensor &v,
                   const Tensor &dq, const Tensor &dk, const Tensor &dv,
                   int64_t B, int64_t S, int64_t Hq, int64_t Hkv, int64_t D,
                   double scale, bool alibi, int64_t window) {
+  const float *slopes = alibiSlopes(alibi, Hq);
+  std::optional<k::Half> t =
+      commonHalf({&q, &kk, &v, &o, &dout, &dq, &dk, &dv});
+  if (t && lse.type == ElemType::F32 && !overlaps(lse, dq) &&
+      !overlaps(lse, dk) && !overlaps(lse, dv)) {
+    // dq is written before dk and dv are computed: every input that shares
+    // memory with a result is copied first.
+    std::initializer_list<const Tensor *> outs = {&dq, &dk, &dv};
+    HalfIn qi(q, outs), ki(kk, outs), vi(v, outs), oi(o, outs), di(dout, outs);
+    kernel("attentionBackward", [&] {
+      return k::attentionBackward(*t, B, S, Hq, Hkv, D, qi.p, ki.p, vi.p, oi.p,
+                                  di.p, lse.buf.as<float>(), float(scale),
+                                  dq.buf.as<uint16_t>(), dk.buf.as<uint16_t>(),
+                                  dv.buf.as<uint16_t>(), slopes, window);
+    });
+    return;
+  }
   In qi(q), ki(kk), vi(v), oi(o), di(dout), li(lse);
   Out dqo(dq, false), dko(dk, false), dvo(dv, false);
-  const float *slopes = alibiSlopes(alibi, Hq);
   kernel("attentionBackward", [&] {
     return k::attentionBackward(B, S, Hq, Hkv, D, qi.p, ki.p, vi.p, oi.p, di.p,
                                 li.p, float(scale), dqo.p, dko.p, dvo.p, slopes,
@@ -249,6 +318,15 @@ void attentionBwd(const Tensor &q, const Tensor &kk, const Tensor &v,
 
 void rmsnormFwd(const Tensor &x, const Tensor &w, const Tensor &y,
                 const Tensor &rstd, int64_t T, int64_t H, double eps) {
+  std::optional<k::Half> t = commonHalf({&x, &w, &y});
+  if (t && rstd.type == ElemType::F32) {
+    HalfIn xi(x, {&rstd}), wi(w, {&y, &rstd});
+    kernel("rmsnormForward", [&] {
+      return k::rmsnormForward(*t, T, H, xi.p, wi.p, float(eps),
+                               y.buf.as<uint16_t>(), rstd.buf.as<float>());
+    });
+    return;
+  }
   In xi(x), wi(w);
   Out yo(y, false), ro(rstd, false);
   kernel("rmsnormForward", [&] {
@@ -260,6 +338,19 @@ void rmsnormFwd(const Tensor &x, const Tensor &w, const Tensor &y,
 void rmsnormBwd(const Tensor &x, const Tensor &w, const Tensor &rstd,
                 const Tensor &dy, const Tensor &dx, const Tensor &dw, int64_t T,
                 int64_t H, bool accumulate) {
+  std::optional<k::Half> t = commonHalf({&x, &w, &dy, &dx, &dw});
+  if (t && rstd.type == ElemType::F32 && !overlaps(rstd, dx) &&
+      !overlaps(rstd, dw)) {
+    HalfIn xi(x, {&dx, &dw}), wi(w, {&dx, &dw}), di(dy, {&dx, &dw});
+    uint16_t *dwo = dw.buf.as<uint16_t>();
+    if (!accumulate)
+      std::fill(dwo, dwo + dw.numel(), uint16_t(0)); // +0.0 in bf16 and fp16
+    kernel("rmsnormBackward", [&] {
+      return k::rmsnormBackward(*t, T, H, xi.p, wi.p, rstd.buf.as<float>(),
+                                di.p, dx.buf.as<uint16_t>(), dwo);
+    });
+    return;
+  }
   In xi(x), wi(w), ri(rstd), di(dy, overlaps(dy, dx));
   Out dxo(dx, false), dwo(dw, accumulate);
   if (!accumulate)
@@ -283,6 +374,13 @@ void rope(const Tensor &x, const Tensor &y, int64_t B, int64_t S, int64_t heads,
 
 void swiglu(const Tensor &g, const Tensor &u, const Tensor &h, int64_t T,
             int64_t F) {
+  if (std::optional<k::Half> t = commonHalf({&g, &u, &h})) {
+    HalfIn gi(g, {&h}), ui(u, {&h});
+    kernel("swigluForward", [&] {
+      return k::swigluForward(*t, T, F, gi.p, ui.p, h.buf.as<uint16_t>());
+    });
+    return;
+  }
   In gi(g, overlaps(g, h)), ui(u, overlaps(u, h));
   Out ho(h, false);
   kernel("swigluForward",
@@ -291,6 +389,14 @@ void swiglu(const Tensor &g, const Tensor &u, const Tensor &h, int64_t T,
 
 void swigluBwd(const Tensor &g, const Tensor &u, const Tensor &dh,
                const Tensor &dg, const Tensor &du, int64_t T, int64_t F) {
+  if (std::optional<k::Half> t = commonHalf({&g, &u, &dh, &dg, &du})) {
+    HalfIn gi(g, {&dg, &du}), ui(u, {&dg, &du}), hi(dh, {&dg, &du});
+    kernel("swigluBackward", [&] {
+      return k::swigluBackward(*t, T, F, gi.p, ui.p, hi.p,
+                               dg.buf.as<uint16_t>(), du.buf.as<uint16_t>());
+    });
+    return;
+  }
   bool alias = overlaps(g, dg) || overlaps(g, du) || overlaps(u, dg) ||
                overlaps(u, du) || overlaps(dh, dg) || overlaps(dh, du);
   In gi(g, alias), ui(u, alias), hi(dh, alias);
@@ -301,6 +407,14 @@ void swigluBwd(const Tensor &g, const Tensor &u, const Tensor &dh,
 }
 
 void residualAdd(const Tensor &a, const Tensor &b, const Tensor &c) {
+  // Elementwise: c may alias a or b.
+  if (std::optional<k::Half> t = commonHalf({&a, &b, &c})) {
+    kernel("add", [&] {
+      return k::add(*t, int64_t(c.numel()), a.buf.as<uint16_t>(),
+                    b.buf.as<uint16_t>(), c.buf.as<uint16_t>());
+    });
+    return;
+  }
   In ai(a), bi(b);
   Out co(c, false);
   kernel("add", [&] { return k::add(int64_t(c.numel()), ai.p, bi.p, co.p); });
@@ -308,6 +422,14 @@ void residualAdd(const Tensor &a, const Tensor &b, const Tensor &c) {
 
 void embedding(const Tensor &table, const Tensor &ids, const Tensor &x,
                int64_t T, int64_t V, int64_t H) {
+  if (std::optional<k::Half> t = commonHalf({&table, &x})) {
+    HalfIn ti(table, {&x});
+    kernel("embeddingForward", [&] {
+      return k::embeddingForward(*t, T, V, H, ids.buf.as<int32_t>(), ti.p,
+                                 x.buf.as<uint16_t>());
+    });
+    return;
+  }
   In ti(table);
   Out xo(x, false);
   kernel("embeddingForward", [&] {
@@ -363,6 +485,18 @@ void cast(const Tensor &x, const Tensor &y) {
   if (x.type == y.type) {
     if (x.buf.data != y.buf.data)
       std::memmove(y.buf.data, x.buf.data, y.buf.bytes);
+    return;
+  }
+  // fp32 <-> 16-bit: one conversion kernel, no staged copy.
+  int64_t n = int64_t(y.numel());
+  if (x.type == ElemType::F32 && isHalf(y.type) && !overlaps(x, y)) {
+    check(k::toHalf(half(y.type), n, x.buf.as<float>(), y.buf.as<uint16_t>()),
+          "toHalf");
+    return;
+  }
+  if (isHalf(x.type) && y.type == ElemType::F32 && !overlaps(x, y)) {
+    check(k::fromHalf(half(x.type), n, x.buf.as<uint16_t>(), y.buf.as<float>()),
+          "fromHalf");
     return;
   }
   In xi(x);

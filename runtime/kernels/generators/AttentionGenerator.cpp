@@ -35,6 +35,14 @@
 // as transformers' sliding-window mask); W <= 0 is plain causal attention.
 // The forward skips key tiles wholly before the window.
 //
+// Element type: each generator is a template over the storage of q, k, v,
+// o, dO and the gradients: `float`, or `uint16_t` holding bf16 / fp16 bits
+// (GeneratorParam `elem`, ElementType.h). lse stays fp32, and so does all
+// arithmetic: a 16-bit operand is widened where it is staged (the K / V
+// heads, and in the 16-bit variants also the query block's q and dO rows and
+// the key block's k and v rows, which the fp32 variants read in place), and
+// a result rounded once where it is stored.
+//
 // ALiBi (generator parameter `alibi`, Baichuan-13B / BLOOM): the three
 // generators take one more input, `slopes` (h), and add the linear bias
 // slopes(h) * (j - i) to every scaled score (j <= i: the bias is <= 0). The
@@ -45,10 +53,17 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ElementType.h"
 #include "Halide.h"
 #include "Tiling.h"
 
+#include <type_traits>
+
 using namespace Halide;
+using ratrain::kernels::generators::Elem;
+using ratrain::kernels::generators::elemNames;
+using ratrain::kernels::generators::narrow;
+using ratrain::kernels::generators::widen;
 
 namespace {
 
@@ -64,11 +79,19 @@ int queryBlock(int64_t amBytes, int maxSeq) {
       std::min<int64_t>(std::max<int64_t>(qb, kKeyTile), 256));
 }
 
-/// Parameters shared by the three attention generators.
-template <typename Self> class AttentionBase : public Generator<Self> {
+/// Parameters shared by the three attention generators; `Storage` is the
+/// element storage of the activations (float, or uint16_t for bf16 / fp16).
+template <typename Self, typename Storage>
+class AttentionBase : public Generator<Self> {
 public:
   template <typename T>
   using GP = typename Generator<Self>::template GeneratorParam<T>;
+  template <typename T> using In = typename Generator<Self>::template Input<T>;
+  template <typename T>
+  using Out = typename Generator<Self>::template Output<T>;
+  static constexpr bool kHalf = std::is_same_v<Storage, uint16_t>;
+
+  GP<Elem> elem{"elem", kHalf ? Elem::BF16 : Elem::F32, elemNames()};
   GP<int> headDim{"head_dim", 128};
   GP<int> maxSeq{"max_seq", 2048};
   GP<int> gsmBytes{"gsm_bytes", 6 << 20};
@@ -80,9 +103,15 @@ public:
   GeneratorInput<Buffer<float>> *slopes = nullptr;
 
   void configure() {
+    _halide_user_assert((Elem(elem) == Elem::F32) == !kHalf)
+        << "elem must match the storage type\n";
     if (alibi)
       slopes = this->template add_input<Buffer<float>>("slopes", 1);
   }
+
+  /// The fp32 value of a stored activation, and the stored form of a result.
+  Expr load(Expr stored) { return widen(stored, elem); }
+  Expr store(Expr value) { return narrow(value, elem); }
 
   /// `score` of query row `i`, key `j` in head `h` plus its ALiBi bias;
   /// `score` itself without `alibi` (the plain pipelines stay as they are).
@@ -108,14 +137,29 @@ public:
 /// Causal attention forward. Output tuple (o, lse) over (d, h, s, b): the
 /// lse buffer is passed with stride 0 in d (each row's value is written once
 /// per d lane, all the same).
-class AttentionForward : public AttentionBase<AttentionForward> {
+template <typename Storage>
+class AttentionForward
+    : public AttentionBase<AttentionForward<Storage>, Storage> {
 public:
-  Input<Buffer<float>> q{"q", 4};
-  Input<Buffer<float>> k{"k", 4};
-  Input<Buffer<float>> v{"v", 4};
-  Input<float> scale{"scale"};
-  Input<int> window{"window"};
-  Output<Func> out{"out", {Float(32), Float(32)}, 4};
+  using Base = AttentionBase<AttentionForward<Storage>, Storage>;
+  using Base::alibi;
+  using Base::amBytes;
+  using Base::constrainSlopes;
+  using Base::headDim;
+  using Base::kHalf;
+  using Base::load;
+  using Base::maxSeq;
+  using Base::store;
+  using Base::visible;
+  using Base::withBias;
+  template <typename T> using In = typename Base::template In<T>;
+  template <typename T> using Out = typename Base::template Out<T>;
+  In<Buffer<Storage>> q{"q", 4};
+  In<Buffer<Storage>> k{"k", 4};
+  In<Buffer<Storage>> v{"v", 4};
+  In<float> scale{"scale"};
+  In<int> window{"window"};
+  Out<Func> out{"out", {type_of<Storage>(), Float(32)}, 4}; // (o, lse)
 
   void generate() {
     const int D = headDim, JT = kKeyTile;
@@ -130,12 +174,15 @@ public:
     // V rows of the head in natural layout, contiguous (the activations' row
     // stride, Hkv * D floats, folds a key tile's rows onto one L1 set).
     Func Vn("Vn");
-    Vn(d, s, h, b) = v(d, h / G, min(s, S - 1), b);
-    Kt(ji, d, jt, h, b) = k(d, h / G, min(jt * JT + ji, S - 1), b);
+    Vn(d, s, h, b) = load(v(d, h / G, min(s, S - 1), b));
+    Kt(ji, d, jt, h, b) = load(k(d, h / G, min(jt * JT + ji, S - 1), b));
+    // The query rows (staged per query block when 16-bit).
+    Func Qr("Qr");
+    Qr(d, i, h, b) = load(q(d, h, min(i, S - 1), b));
     RDom rd(0, D, "rd");
     Func dot("dot");
     dot(ji, i, jt, h, b) = 0.0f;
-    dot(ji, i, jt, h, b) += q(rd, h, min(i, S - 1), b) * Kt(ji, rd, jt, h, b);
+    dot(ji, i, jt, h, b) += Qr(rd, i, h, b) * Kt(ji, rd, jt, h, b);
     Func sc("sc");
     sc(ji, i, jt, h, b) =
         withBias(dot(ji, i, jt, h, b) * scale, h, i, jt * JT + ji);
@@ -180,7 +227,7 @@ public:
     o(d, ir, ic, h, b) += otile(d, ir, ic, rt, h, b);
     (void)kg;
 
-    out(d, h, s, b) = Tuple(o(d, s % R, s / R, h, b), lse(s, h, b));
+    out(d, h, s, b) = Tuple(store(o(d, s % R, s / R, h, b)), lse(s, h, b));
 
     // ---- schedule ----
     Var qb("qb"), si("si"), hb("hb"), io("io"), iu("iu"), sc0("sc0"), sr("sr"),
@@ -197,6 +244,8 @@ public:
     Vn.compute_at(out, hb).vectorize(d, kLanes);
     Kt.compute_at(out, hb).bound(ji, 0, JT).reorder(ji, d, jt).vectorize(
         ji, kLanes);
+    if (kHalf)
+      Qr.compute_at(out, qb).vectorize(d, kLanes);
     sc.compute_at(out, qb)
         .bound(ji, 0, JT)
         .split(i, io, iu, 8, TailStrategy::RoundUp)
@@ -245,17 +294,32 @@ public:
 
 /// Attention backward, the dq pass: per query block, recompute P from the
 /// saved lse, dP = dO V^T, dS = P (dP - delta), dq = scale * dS K.
-class AttentionBackwardDq : public AttentionBase<AttentionBackwardDq> {
+template <typename Storage>
+class AttentionBackwardDq
+    : public AttentionBase<AttentionBackwardDq<Storage>, Storage> {
 public:
-  Input<Buffer<float>> q{"q", 4};
-  Input<Buffer<float>> k{"k", 4};
-  Input<Buffer<float>> v{"v", 4};
-  Input<Buffer<float>> o{"o", 4};
-  Input<Buffer<float>> dO{"dout", 4};
-  Input<Buffer<float>> lse{"lse", 3};
-  Input<float> scale{"scale"};
-  Input<int> window{"window"};
-  Output<Buffer<float>> dq{"dq", 4};
+  using Base = AttentionBase<AttentionBackwardDq<Storage>, Storage>;
+  using Base::alibi;
+  using Base::amBytes;
+  using Base::constrainSlopes;
+  using Base::headDim;
+  using Base::kHalf;
+  using Base::load;
+  using Base::maxSeq;
+  using Base::store;
+  using Base::visible;
+  using Base::withBias;
+  template <typename T> using In = typename Base::template In<T>;
+  template <typename T> using Out = typename Base::template Out<T>;
+  In<Buffer<Storage>> q{"q", 4};
+  In<Buffer<Storage>> k{"k", 4};
+  In<Buffer<Storage>> v{"v", 4};
+  In<Buffer<Storage>> o{"o", 4};
+  In<Buffer<Storage>> dO{"dout", 4};
+  In<Buffer<float>> lse{"lse", 3};
+  In<float> scale{"scale"};
+  In<int> window{"window"};
+  Out<Buffer<Storage>> dq{"dq", 4};
 
   void generate() {
     const int D = headDim, JT = kKeyTile;
@@ -269,18 +333,22 @@ public:
 
     Func Kt("Kt"), Vt("Vt");
     Func Kn("Kn"); // K rows, contiguous (see the forward's Vn)
-    Kn(d, s, h, b) = k(d, h / G, min(s, S - 1), b);
-    Kt(ji, d, jt, h, b) = k(d, h / G, min(jt * JT + ji, S - 1), b);
-    Vt(ji, d, jt, h, b) = v(d, h / G, min(jt * JT + ji, S - 1), b);
+    Kn(d, s, h, b) = load(k(d, h / G, min(s, S - 1), b));
+    Kt(ji, d, jt, h, b) = load(k(d, h / G, min(jt * JT + ji, S - 1), b));
+    Vt(ji, d, jt, h, b) = load(v(d, h / G, min(jt * JT + ji, S - 1), b));
+    // The query block's q and dO rows (staged per block when 16-bit).
+    Func Qr("Qr"), dOr("dOr");
+    Qr(d, i, h, b) = load(q(d, h, min(i, S - 1), b));
+    dOr(d, i, h, b) = load(dO(d, h, min(i, S - 1), b));
     RDom rd(0, D, "rd");
     Func dot("dot"), dpdot("dpdot");
     dot(ji, i, jt, h, b) = 0.0f;
-    dot(ji, i, jt, h, b) += q(rd, h, iClamped, b) * Kt(ji, rd, jt, h, b);
+    dot(ji, i, jt, h, b) += Qr(rd, i, h, b) * Kt(ji, rd, jt, h, b);
     dpdot(ji, i, jt, h, b) = 0.0f;
-    dpdot(ji, i, jt, h, b) += dO(rd, h, iClamped, b) * Vt(ji, rd, jt, h, b);
+    dpdot(ji, i, jt, h, b) += dOr(rd, i, h, b) * Vt(ji, rd, jt, h, b);
     Func delta("delta");
     delta(i, h, b) = 0.0f;
-    delta(i, h, b) += dO(rd, h, iClamped, b) * o(rd, h, iClamped, b);
+    delta(i, h, b) += dOr(rd, i, h, b) * load(o(rd, h, iClamped, b));
 
     Func ds("ds");
     Expr pv = select(
@@ -298,7 +366,7 @@ public:
     Func acc("acc");
     acc(d, ir, ic, h, b) = 0.0f;
     acc(d, ir, ic, h, b) += ds(rk.x, ic * R + ir, rk.y, h, b) * Kn(d, kg, h, b);
-    dq(d, h, s, b) = acc(d, s % R, s / R, h, b) * scale;
+    dq(d, h, s, b) = store(acc(d, s % R, s / R, h, b) * scale);
 
     Var qb("qb"), si("si"), hb("hb"), io("io"), iu("iu"), sc0("sc0"), sr("sr"),
         dc("dc"), di("di");
@@ -316,6 +384,10 @@ public:
                                                                         kLanes);
     Vt.compute_at(dq, hb).bound(ji, 0, JT).reorder(ji, d, jt).vectorize(ji,
                                                                         kLanes);
+    if (kHalf) {
+      Qr.compute_at(dq, qb).vectorize(d, kLanes);
+      dOr.compute_at(dq, qb).vectorize(d, kLanes);
+    }
     delta.compute_at(dq, qb);
     delta.update().atomic().vectorize(rd, kLanes);
     ds.compute_at(dq, qb)
@@ -350,17 +422,32 @@ public:
 /// the G query heads of the group and the query tiles at or after j:
 ///   dv(j) = sum P^T(i, j) dO(i),  dk(j) = scale * sum dS^T(i, j) q(i).
 /// Output tuple (dk, dv) over (d, hk, s, b).
-class AttentionBackwardDkv : public AttentionBase<AttentionBackwardDkv> {
+template <typename Storage>
+class AttentionBackwardDkv
+    : public AttentionBase<AttentionBackwardDkv<Storage>, Storage> {
 public:
-  Input<Buffer<float>> q{"q", 4};
-  Input<Buffer<float>> k{"k", 4};
-  Input<Buffer<float>> v{"v", 4};
-  Input<Buffer<float>> o{"o", 4};
-  Input<Buffer<float>> dO{"dout", 4};
-  Input<Buffer<float>> lse{"lse", 3};
-  Input<float> scale{"scale"};
-  Input<int> window{"window"};
-  Output<Func> out{"out", {Float(32), Float(32)}, 4};
+  using Base = AttentionBase<AttentionBackwardDkv<Storage>, Storage>;
+  using Base::alibi;
+  using Base::amBytes;
+  using Base::constrainSlopes;
+  using Base::headDim;
+  using Base::kHalf;
+  using Base::load;
+  using Base::maxSeq;
+  using Base::store;
+  using Base::visible;
+  using Base::withBias;
+  template <typename T> using In = typename Base::template In<T>;
+  template <typename T> using Out = typename Base::template Out<T>;
+  In<Buffer<Storage>> q{"q", 4};
+  In<Buffer<Storage>> k{"k", 4};
+  In<Buffer<Storage>> v{"v", 4};
+  In<Buffer<Storage>> o{"o", 4};
+  In<Buffer<Storage>> dO{"dout", 4};
+  In<Buffer<float>> lse{"lse", 3};
+  In<float> scale{"scale"};
+  In<int> window{"window"};
+  Out<Func> out{"out", {type_of<Storage>(), type_of<Storage>()}, 4}; // dk, dv
 
   void generate() {
     const int D = headDim, IT = kKeyTile;
@@ -377,22 +464,26 @@ public:
 
     // Query-side operands, transposed into query-tile-major order.
     Func Qn("Qn"), dOn("dOn");
-    Qn(d, s, h, b) = q(d, h, min(s, S - 1), b);
-    dOn(d, s, h, b) = dO(d, h, min(s, S - 1), b);
+    Qn(d, s, h, b) = load(q(d, h, min(s, S - 1), b));
+    dOn(d, s, h, b) = load(dO(d, h, min(s, S - 1), b));
     Func Qt("Qt"), dOt("dOt");
-    Qt(ii, d, it, h, b) = q(d, h, min(it * IT + ii, S - 1), b);
-    dOt(ii, d, it, h, b) = dO(d, h, min(it * IT + ii, S - 1), b);
+    Qt(ii, d, it, h, b) = load(q(d, h, min(it * IT + ii, S - 1), b));
+    dOt(ii, d, it, h, b) = load(dO(d, h, min(it * IT + ii, S - 1), b));
     RDom rd(0, D, "rd");
     Func delta("delta");
     delta(s, h, b) = 0.0f;
-    delta(s, h, b) += dO(rd, h, s, b) * o(rd, h, s, b);
+    delta(s, h, b) += load(dO(rd, h, s, b)) * load(o(rd, h, s, b));
+    // The key block's k and v rows (staged per block when 16-bit).
+    Func Kr("Kr"), Vr("Vr");
+    Kr(d, j, hk, b) = load(k(d, hk, min(j, S - 1), b));
+    Vr(d, j, hk, b) = load(v(d, hk, min(j, S - 1), b));
 
     // Scores and dP, transposed: queries along the vector lanes.
     Func sdot("sdot"), pdot("pdot");
     sdot(ii, j, it, h, b) = 0.0f;
-    sdot(ii, j, it, h, b) += Qt(ii, rd, it, h, b) * k(rd, h / G, jClamped, b);
+    sdot(ii, j, it, h, b) += Qt(ii, rd, it, h, b) * Kr(rd, j, h / G, b);
     pdot(ii, j, it, h, b) = 0.0f;
-    pdot(ii, j, it, h, b) += dOt(ii, rd, it, h, b) * v(rd, h / G, jClamped, b);
+    pdot(ii, j, it, h, b) += dOt(ii, rd, it, h, b) * Vr(rd, j, h / G, b);
     Func pt("pt");
     Expr valid = visible(j, ig, window) && ig < S;
     Expr pv = select(valid,
@@ -416,8 +507,8 @@ public:
     acc(d, jr, jc, hk, b) =
         Tuple(acc(d, jr, jc, hk, b)[0] + ptv[1] * Qn(d, iq, hq, b),
               acc(d, jr, jc, hk, b)[1] + ptv[0] * dOn(d, iq, hq, b));
-    out(d, hk, s, b) = Tuple(acc(d, s % R, s / R, hk, b)[0] * scale,
-                             acc(d, s % R, s / R, hk, b)[1]);
+    out(d, hk, s, b) = Tuple(store(acc(d, s % R, s / R, hk, b)[0] * scale),
+                             store(acc(d, s % R, s / R, hk, b)[1]));
 
     Var kb("kb"), sj("sj"), hb("hb"), jo("jo"), ju("ju"), sc0("sc0"), sr("sr"),
         dc("dc"), di("di");
@@ -432,6 +523,10 @@ public:
         .unroll(di);
     delta.compute_root().parallel(b);
     delta.update().atomic().vectorize(rd, kLanes);
+    if (kHalf) {
+      Kr.compute_at(out, kb).vectorize(d, kLanes);
+      Vr.compute_at(out, kb).vectorize(d, kLanes);
+    }
     Qt.compute_at(out, hb)
         .bound(ii, 0, IT)
         .reorder(ii, d, it, h)
@@ -478,6 +573,12 @@ public:
 
 } // namespace
 
-HALIDE_REGISTER_GENERATOR(AttentionForward, ratrain_attention_fwd)
-HALIDE_REGISTER_GENERATOR(AttentionBackwardDq, ratrain_attention_bwd_dq)
-HALIDE_REGISTER_GENERATOR(AttentionBackwardDkv, ratrain_attention_bwd_dkv)
+HALIDE_REGISTER_GENERATOR(AttentionForward<float>, ratrain_attention_fwd)
+HALIDE_REGISTER_GENERATOR(AttentionBackwardDq<float>, ratrain_attention_bwd_dq)
+HALIDE_REGISTER_GENERATOR(AttentionBackwardDkv<float>,
+                          ratrain_attention_bwd_dkv)
+HALIDE_REGISTER_GENERATOR(AttentionForward<uint16_t>, ratrain_attention_fwd_16)
+HALIDE_REGISTER_GENERATOR(AttentionBackwardDq<uint16_t>,
+                          ratrain_attention_bwd_dq_16)
+HALIDE_REGISTER_GENERATOR(AttentionBackwardDkv<uint16_t>,
+                          ratrain_attention_bwd_dkv_16)

@@ -5,6 +5,11 @@
 // gradient, fused softmax cross-entropy, AdamW with the 16-bit view write,
 // and the fp32 <-> bf16/fp16 conversions.
 //
+// RMSNorm, RoPE, SwiGLU, the residual add and the embedding lookup take the
+// activations' element type as the GeneratorParam `elem` (f32 | bf16 | f16,
+// ElementType.h): the 16-bit variants read and write bf16 / fp16 directly,
+// fp32 inside, so a bf16 run needs no fp32 staging copies around them.
+//
 // All of these are memory-bound, so the schedules are simple and the same:
 // one row (token) of the activation is the unit of work, rows are split into
 // chunks that are handed to cores (parallel), a row is processed with 16-lane
@@ -19,9 +24,17 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ElementType.h"
 #include "Halide.h"
 
+#include <type_traits>
+
 using namespace Halide;
+using ratrain::kernels::generators::Elem;
+using ratrain::kernels::generators::elemNames;
+using ratrain::kernels::generators::narrow;
+using ratrain::kernels::generators::storageType;
+using ratrain::kernels::generators::widen;
 
 namespace {
 
@@ -41,11 +54,19 @@ void scheduleRows(Func f, Var h, Var t, int rowsPerTask) {
 class RmsNormForward : public Generator<RmsNormForward> {
 public:
   GeneratorParam<int> rowsPerTask{"rows_per_task", 8};
-  Input<Buffer<float>> x{"x", 2}; // (h, t)
-  Input<Buffer<float>> w{"w", 1}; // (h)
+  GeneratorParam<Elem> elem{"elem", Elem::F32, elemNames()};
+  Input<Buffer<>> x{"x", 2}; // (h, t)
+  Input<Buffer<>> w{"w", 1}; // (h)
   Input<float> eps{"eps"};
-  Output<Buffer<float>> y{"y", 2};
+  Output<Buffer<>> y{"y", 2};
   Output<Buffer<float>> rstd{"rstd", 1}; // (t), saved for backward
+
+  void configure() {
+    Type t = storageType(elem);
+    x.set_type(t);
+    w.set_type(t);
+    y.set_type(t);
+  }
 
   void generate() {
     Var h("h"), t("t");
@@ -53,10 +74,11 @@ public:
     RDom r(0, H, "r");
     Func ss("ss");
     ss(t) = 0.0f;
-    ss(t) += x(r, t) * x(r, t);
+    Expr xr = widen(x(r, t), elem);
+    ss(t) += xr * xr;
     rstd(t) = 1.0f / sqrt(ss(t) / cast<float>(H) + eps);
     // y consumes the rstd output, which is realized first.
-    y(h, t) = x(h, t) * rstd(t) * w(h);
+    y(h, t) = narrow(widen(x(h, t), elem) * rstd(t) * widen(w(h), elem), elem);
 
     scheduleRows(y, h, t, rowsPerTask);
     rstd.parallel(t, rowsPerTask, TailStrategy::GuardWithIf);
@@ -69,34 +91,47 @@ public:
 class RmsNormBackward : public Generator<RmsNormBackward> {
 public:
   GeneratorParam<int> rowsPerTask{"rows_per_task", 8};
-  Input<Buffer<float>> x{"x", 2};
-  Input<Buffer<float>> w{"w", 1};
+  GeneratorParam<Elem> elem{"elem", Elem::F32, elemNames()};
+  Input<Buffer<>> x{"x", 2};
+  Input<Buffer<>> w{"w", 1};
   Input<Buffer<float>> rstd{"rstd", 1};
-  Input<Buffer<float>> dy{"dy", 2};
-  Input<Buffer<float>> dwIn{"dw_in", 1};
-  Output<Buffer<float>> dx{"dx", 2};
-  Output<Buffer<float>> dw{"dw", 1}; // dw_in + gradient (in place)
+  Input<Buffer<>> dy{"dy", 2};
+  Input<Buffer<>> dwIn{"dw_in", 1};
+  Output<Buffer<>> dx{"dx", 2};
+  Output<Buffer<>> dw{"dw", 1}; // dw_in + gradient (in place)
+
+  void configure() {
+    Type t = storageType(elem);
+    for (auto *in : {&x, &w, &dy, &dwIn})
+      in->set_type(t);
+    dx.set_type(t);
+    dw.set_type(t);
+  }
 
   void generate() {
     Var h("h"), t("t");
     Expr H = x.dim(0).extent();
     Expr T = x.dim(1).extent();
+    auto X = [&](Expr hh, Expr tt) { return widen(x(hh, tt), elem); };
+    auto W = [&](Expr hh) { return widen(w(hh), elem); };
+    auto DY = [&](Expr hh, Expr tt) { return widen(dy(hh, tt), elem); };
     RDom r(0, H, "r");
     Func c("c");
     c(t) = 0.0f;
-    c(t) += dy(r, t) * w(r) * x(r, t);
+    c(t) += DY(r, t) * W(r) * X(r, t);
     Expr rs = rstd(t);
-    dx(h, t) =
-        rs * w(h) * dy(h, t) - x(h, t) * (rs * rs * rs / cast<float>(H)) * c(t);
+    dx(h, t) = narrow(rs * W(h) * DY(h, t) -
+                          X(h, t) * (rs * rs * rs / cast<float>(H)) * c(t),
+                      elem);
     RDom rt(0, T, "rt");
     Func dwSum("dwSum");
     dwSum(h) = 0.0f;
-    dwSum(h) += dy(h, rt) * x(h, rt) * rstd(rt);
+    dwSum(h) += DY(h, rt) * X(h, rt) * rstd(rt);
     // dw accumulates: the caller passes the same buffer as dw_in and dw.
     // (Reading an output inside an update makes Halide 14 assume the
     // caller's pointer is vector-aligned, so the old value comes in as an
     // input instead.)
-    dw(h) = dwIn(h) + dwSum(h);
+    dw(h) = narrow(widen(dwIn(h), elem) + dwSum(h), elem);
 
     scheduleRows(dx, h, t, rowsPerTask);
     c.compute_at(dx, t);
@@ -117,19 +152,26 @@ public:
 class Rope : public Generator<Rope> {
 public:
   GeneratorParam<int> rowsPerTask{"rows_per_task", 8};
-  Input<Buffer<float>> x{"x", 4};       // (i, part, head, t)
+  GeneratorParam<Elem> elem{"elem", Elem::F32, elemNames()};
+  Input<Buffer<>> x{"x", 4};            // (i, part, head, t)
   Input<Buffer<int32_t>> pos{"pos", 1}; // (t)
   Input<Buffer<float>> cosT{"cos", 2};  // (i, position)
   Input<Buffer<float>> sinT{"sin", 2};  // (i, position)
   Input<float> dir{"dir"};
-  Output<Buffer<float>> y{"y", 4};
+  Output<Buffer<>> y{"y", 4};
+
+  void configure() {
+    x.set_type(storageType(elem));
+    y.set_type(storageType(elem));
+  }
 
   void generate() {
     Var i("i"), p("p"), hh("hh"), t("t");
     Expr P = clamp(pos(t), 0, cosT.dim(1).extent() - 1);
     Expr c = cosT(i, P), s = sinT(i, P) * dir;
-    Expr x0 = x(i, 0, hh, t), x1 = x(i, 1, hh, t);
-    y(i, p, hh, t) = select(p == 0, x0 * c - x1 * s, x1 * c + x0 * s);
+    Expr x0 = widen(x(i, 0, hh, t), elem), x1 = widen(x(i, 1, hh, t), elem);
+    y(i, p, hh, t) =
+        narrow(select(p == 0, x0 * c - x1 * s, x1 * c + x0 * s), elem);
 
     y.bound(p, 0, 2)
         .reorder(i, p, hh, t)
@@ -143,33 +185,58 @@ public:
 class SwiGluForward : public Generator<SwiGluForward> {
 public:
   GeneratorParam<int> rowsPerTask{"rows_per_task", 8};
-  Input<Buffer<float>> g{"g", 2}; // (f, t)
-  Input<Buffer<float>> u{"u", 2};
-  Output<Buffer<float>> h{"h", 2};
+  GeneratorParam<Elem> elem{"elem", Elem::F32, elemNames()};
+  Input<Buffer<>> g{"g", 2}; // (f, t)
+  Input<Buffer<>> u{"u", 2};
+  Output<Buffer<>> h{"h", 2};
+
+  void configure() {
+    Type t = storageType(elem);
+    g.set_type(t);
+    u.set_type(t);
+    h.set_type(t);
+  }
 
   void generate() {
     Var f("f"), t("t");
-    Expr gv = g(f, t);
+    Expr gv = widen(g(f, t), elem);
     Expr sig = 1.0f / (1.0f + safeExp(-gv));
-    h(f, t) = gv * sig * u(f, t);
+    h(f, t) = narrow(gv * sig * widen(u(f, t), elem), elem);
     scheduleRows(h, f, t, rowsPerTask);
   }
 };
 
 /// SwiGLU backward: dg = dh*u*s*(1 + g*(1 - s)), du = dh*g*s, s = sigmoid(g).
-class SwiGluBackward : public Generator<SwiGluBackward> {
+/// The (dg, du) tuple's element types are fixed when the generator is
+/// declared, so the storage type is a template parameter: `float` (f32) or
+/// `uint16_t` (bf16 / fp16, chosen by `elem`).
+template <typename Storage>
+class SwiGluBackward : public Generator<SwiGluBackward<Storage>> {
 public:
-  GeneratorParam<int> rowsPerTask{"rows_per_task", 8};
-  Input<Buffer<float>> g{"g", 2};
-  Input<Buffer<float>> u{"u", 2};
-  Input<Buffer<float>> dh{"dh", 2};
-  Output<Func> out{"out", {Float(32), Float(32)}, 2}; // (dg, du)
+  template <typename T>
+  using GP = typename Generator<SwiGluBackward>::template GeneratorParam<T>;
+  template <typename T>
+  using In = typename Generator<SwiGluBackward>::template Input<T>;
+  template <typename T>
+  using Out = typename Generator<SwiGluBackward>::template Output<T>;
+  static constexpr bool kHalf = std::is_same_v<Storage, uint16_t>;
+
+  GP<int> rowsPerTask{"rows_per_task", 8};
+  GP<Elem> elem{"elem", kHalf ? Elem::BF16 : Elem::F32, elemNames()};
+  In<Buffer<Storage>> g{"g", 2};
+  In<Buffer<Storage>> u{"u", 2};
+  In<Buffer<Storage>> dh{"dh", 2};
+  Out<Func> out{"out", {type_of<Storage>(), type_of<Storage>()}, 2}; // dg, du
 
   void generate() {
+    _halide_user_assert((Elem(elem) == Elem::F32) == !kHalf)
+        << "elem must match the storage type\n";
     Var f("f"), t("t");
-    Expr gv = g(f, t), uv = u(f, t), d = dh(f, t);
+    Expr gv = widen(g(f, t), elem), uv = widen(u(f, t), elem),
+         d = widen(dh(f, t), elem);
     Expr sig = 1.0f / (1.0f + safeExp(-gv));
-    out(f, t) = Tuple(d * uv * sig * (1.0f + gv * (1.0f - sig)), d * gv * sig);
+    out(f, t) = Tuple(narrow(d * uv * sig * (1.0f + gv * (1.0f - sig)), elem),
+                      narrow(d * gv * sig, elem));
     scheduleRows(out, f, t, rowsPerTask);
   }
 };
@@ -177,25 +244,40 @@ public:
 /// out = a + b (elementwise, on a flat array).
 class Add : public Generator<Add> {
 public:
-  Input<Buffer<float>> a{"a", 1};
-  Input<Buffer<float>> b{"b", 1};
-  Output<Buffer<float>> out{"out", 1};
+  GeneratorParam<Elem> elem{"elem", Elem::F32, elemNames()};
+  Input<Buffer<>> a{"a", 1};
+  Input<Buffer<>> b{"b", 1};
+  Output<Buffer<>> out{"out", 1};
+
+  void configure() {
+    Type t = storageType(elem);
+    a.set_type(t);
+    b.set_type(t);
+    out.set_type(t);
+  }
 
   void generate() {
     Var i("i");
-    out(i) = a(i) + b(i);
+    out(i) = narrow(widen(a(i), elem) + widen(b(i), elem), elem);
     out.vectorize(i, kLanes, TailStrategy::GuardWithIf)
         .parallel(i, 1 << 14, TailStrategy::GuardWithIf);
   }
 };
 
 /// Embedding lookup: out(h, t) = table(h, ids(t)).
+/// A row is copied as stored: the 16-bit variants move bits.
 class EmbeddingForward : public Generator<EmbeddingForward> {
 public:
   GeneratorParam<int> rowsPerTask{"rows_per_task", 8};
-  Input<Buffer<float>> table{"table", 2}; // (h, vocab)
-  Input<Buffer<int32_t>> ids{"ids", 1};   // (t)
-  Output<Buffer<float>> out{"out", 2};
+  GeneratorParam<Elem> elem{"elem", Elem::F32, elemNames()};
+  Input<Buffer<>> table{"table", 2};    // (h, vocab)
+  Input<Buffer<int32_t>> ids{"ids", 1}; // (t)
+  Output<Buffer<>> out{"out", 2};
+
+  void configure() {
+    table.set_type(storageType(elem));
+    out.set_type(storageType(elem));
+  }
 
   void generate() {
     Var h("h"), t("t");
@@ -363,22 +445,15 @@ public:
 /// fp32 -> bf16/fp16 (round to nearest even) and back, as uint16 bits.
 class Convert : public Generator<Convert> {
 public:
-  GeneratorParam<std::string> to{"to", "bf16"}; // bf16 | f16 | f32
-  GeneratorParam<std::string> from{"from", "f32"};
+  GeneratorParam<Elem> to{"to", Elem::BF16, elemNames()};
+  GeneratorParam<Elem> from{"from", Elem::F32, elemNames()};
   Input<Buffer<>> in{"in", 1};
   Output<Buffer<>> out{"out", 1};
 
   void generate() {
     Var i("i");
-    std::string f = from, tt = to;
-    if (tt == "bf16")
-      out(i) = reinterpret<uint16_t>(cast(BFloat(16), in(i)));
-    else if (tt == "f16")
-      out(i) = reinterpret<uint16_t>(cast(Float(16), in(i)));
-    else if (f == "bf16")
-      out(i) = cast<float>(reinterpret(BFloat(16), in(i)));
-    else
-      out(i) = cast<float>(reinterpret(Float(16), in(i)));
+    // The same conversions as the 16-bit kernels' loads and stores.
+    out(i) = Elem(to) == Elem::F32 ? widen(in(i), from) : narrow(in(i), to);
     out.vectorize(i, kLanes, TailStrategy::GuardWithIf)
         .parallel(i, 1 << 14, TailStrategy::GuardWithIf);
   }
@@ -390,7 +465,8 @@ HALIDE_REGISTER_GENERATOR(RmsNormForward, ratrain_rmsnorm_fwd)
 HALIDE_REGISTER_GENERATOR(RmsNormBackward, ratrain_rmsnorm_bwd)
 HALIDE_REGISTER_GENERATOR(Rope, ratrain_rope)
 HALIDE_REGISTER_GENERATOR(SwiGluForward, ratrain_swiglu_fwd)
-HALIDE_REGISTER_GENERATOR(SwiGluBackward, ratrain_swiglu_bwd)
+HALIDE_REGISTER_GENERATOR(SwiGluBackward<float>, ratrain_swiglu_bwd)
+HALIDE_REGISTER_GENERATOR(SwiGluBackward<uint16_t>, ratrain_swiglu_bwd_16)
 HALIDE_REGISTER_GENERATOR(Add, ratrain_add)
 HALIDE_REGISTER_GENERATOR(EmbeddingForward, ratrain_embedding_fwd)
 HALIDE_REGISTER_GENERATOR(EmbeddingBackward, ratrain_embedding_bwd)

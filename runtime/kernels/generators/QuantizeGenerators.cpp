@@ -26,9 +26,14 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ElementType.h"
 #include "Halide.h"
 
 using namespace Halide;
+using ratrain::kernels::generators::Elem;
+using ratrain::kernels::generators::elemNames;
+using ratrain::kernels::generators::narrow;
+using ratrain::kernels::generators::widen;
 
 namespace {
 
@@ -42,16 +47,6 @@ void checkBits(int bits) {
 
 /// The largest code magnitude of a code width.
 float maxCode(int bits) { return bits == 4 ? 7.0f : 127.0f; }
-
-/// fp32 value of element i of a 1-D input holding f32 values or the uint16
-/// bit patterns of bf16 / f16 values (`type`).
-Expr widen(const Expr &raw, const std::string &type) {
-  if (type == "bf16")
-    return cast<float>(reinterpret(BFloat(16), raw));
-  if (type == "f16")
-    return cast<float>(reinterpret(Float(16), raw));
-  return raw;
-}
 
 /// The signed code of element i: a byte (int8) or a nibble of byte i / 2
 /// (int4), sign-extended to int32.
@@ -72,8 +67,8 @@ void scheduleElements(Func f, Var i) {
 /// scales ceil(n / B) floats.
 class QuantizeBlocks : public Generator<QuantizeBlocks> {
 public:
-  GeneratorParam<int> bits{"bits", 8};               // 8 | 4
-  GeneratorParam<std::string> input{"input", "f32"}; // f32 | bf16 | f16
+  GeneratorParam<int> bits{"bits", 8}; // 8 | 4
+  GeneratorParam<Elem> input{"input", Elem::F32, elemNames()};
   Input<Buffer<>> x{"x", 1};
   Input<int32_t> blockSize{"block_size"};
   Output<Buffer<float>> scales{"scales", 1};
@@ -82,12 +77,11 @@ public:
   void generate() {
     const int nbits = bits;
     checkBits(nbits);
-    const std::string in = input;
     Var b("b"), i("i");
     Expr n = x.dim(0).extent();
     Expr B = max(blockSize, 1);
     Func value("value");
-    value(i) = widen(x(clamp(i, 0, n - 1)), in);
+    value(i) = widen(x(clamp(i, 0, n - 1)), input);
 
     RDom r(0, B, "r");
     Expr idx = b * B + r;
@@ -123,7 +117,7 @@ public:
 class DequantizeBlocks : public Generator<DequantizeBlocks> {
 public:
   GeneratorParam<int> bits{"bits", 8};
-  GeneratorParam<std::string> output{"output", "f32"}; // f32 | bf16 | f16
+  GeneratorParam<Elem> output{"output", Elem::F32, elemNames()};
   Input<Buffer<uint8_t>> codes{"codes", 1};
   Input<Buffer<float>> scales{"scales", 1};
   Input<int32_t> blockSize{"block_size"};
@@ -132,16 +126,10 @@ public:
   void generate() {
     const int nbits = bits;
     checkBits(nbits);
-    const std::string out = output;
     Var i("i");
     Expr B = max(blockSize, 1);
     Expr v = cast<float>(decodeCode(codes, i, nbits)) * scales(i / B);
-    if (out == "bf16")
-      y(i) = reinterpret<uint16_t>(cast(BFloat(16), v));
-    else if (out == "f16")
-      y(i) = reinterpret<uint16_t>(cast(Float(16), v));
-    else
-      y(i) = v;
+    y(i) = narrow(v, output);
     scheduleElements(y, i);
   }
 };

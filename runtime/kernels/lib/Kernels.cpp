@@ -20,28 +20,68 @@
 #include "ratrain_k_adamw_bf16.h"
 #include "ratrain_k_adamw_f16.h"
 #include "ratrain_k_add.h"
+#include "ratrain_k_add_bf16.h"
+#include "ratrain_k_add_f16.h"
 #include "ratrain_k_attention_alibi_bwd_dkv_d128.h"
+#include "ratrain_k_attention_alibi_bwd_dkv_d128_bf16.h"
+#include "ratrain_k_attention_alibi_bwd_dkv_d128_f16.h"
 #include "ratrain_k_attention_alibi_bwd_dkv_d32.h"
+#include "ratrain_k_attention_alibi_bwd_dkv_d32_bf16.h"
+#include "ratrain_k_attention_alibi_bwd_dkv_d32_f16.h"
 #include "ratrain_k_attention_alibi_bwd_dkv_d64.h"
+#include "ratrain_k_attention_alibi_bwd_dkv_d64_bf16.h"
+#include "ratrain_k_attention_alibi_bwd_dkv_d64_f16.h"
 #include "ratrain_k_attention_alibi_bwd_dq_d128.h"
+#include "ratrain_k_attention_alibi_bwd_dq_d128_bf16.h"
+#include "ratrain_k_attention_alibi_bwd_dq_d128_f16.h"
 #include "ratrain_k_attention_alibi_bwd_dq_d32.h"
+#include "ratrain_k_attention_alibi_bwd_dq_d32_bf16.h"
+#include "ratrain_k_attention_alibi_bwd_dq_d32_f16.h"
 #include "ratrain_k_attention_alibi_bwd_dq_d64.h"
+#include "ratrain_k_attention_alibi_bwd_dq_d64_bf16.h"
+#include "ratrain_k_attention_alibi_bwd_dq_d64_f16.h"
 #include "ratrain_k_attention_alibi_fwd_d128.h"
+#include "ratrain_k_attention_alibi_fwd_d128_bf16.h"
+#include "ratrain_k_attention_alibi_fwd_d128_f16.h"
 #include "ratrain_k_attention_alibi_fwd_d32.h"
+#include "ratrain_k_attention_alibi_fwd_d32_bf16.h"
+#include "ratrain_k_attention_alibi_fwd_d32_f16.h"
 #include "ratrain_k_attention_alibi_fwd_d64.h"
+#include "ratrain_k_attention_alibi_fwd_d64_bf16.h"
+#include "ratrain_k_attention_alibi_fwd_d64_f16.h"
 #include "ratrain_k_attention_bwd_dkv_d128.h"
+#include "ratrain_k_attention_bwd_dkv_d128_bf16.h"
+#include "ratrain_k_attention_bwd_dkv_d128_f16.h"
 #include "ratrain_k_attention_bwd_dkv_d32.h"
+#include "ratrain_k_attention_bwd_dkv_d32_bf16.h"
+#include "ratrain_k_attention_bwd_dkv_d32_f16.h"
 #include "ratrain_k_attention_bwd_dkv_d64.h"
+#include "ratrain_k_attention_bwd_dkv_d64_bf16.h"
+#include "ratrain_k_attention_bwd_dkv_d64_f16.h"
 #include "ratrain_k_attention_bwd_dq_d128.h"
+#include "ratrain_k_attention_bwd_dq_d128_bf16.h"
+#include "ratrain_k_attention_bwd_dq_d128_f16.h"
 #include "ratrain_k_attention_bwd_dq_d32.h"
+#include "ratrain_k_attention_bwd_dq_d32_bf16.h"
+#include "ratrain_k_attention_bwd_dq_d32_f16.h"
 #include "ratrain_k_attention_bwd_dq_d64.h"
+#include "ratrain_k_attention_bwd_dq_d64_bf16.h"
+#include "ratrain_k_attention_bwd_dq_d64_f16.h"
 #include "ratrain_k_attention_fwd_d128.h"
+#include "ratrain_k_attention_fwd_d128_bf16.h"
+#include "ratrain_k_attention_fwd_d128_f16.h"
 #include "ratrain_k_attention_fwd_d32.h"
+#include "ratrain_k_attention_fwd_d32_bf16.h"
+#include "ratrain_k_attention_fwd_d32_f16.h"
 #include "ratrain_k_attention_fwd_d64.h"
+#include "ratrain_k_attention_fwd_d64_bf16.h"
+#include "ratrain_k_attention_fwd_d64_f16.h"
 #include "ratrain_k_bf16_to_f32.h"
 #include "ratrain_k_cross_entropy.h"
 #include "ratrain_k_embedding_bwd.h"
 #include "ratrain_k_embedding_fwd.h"
+#include "ratrain_k_embedding_fwd_bf16.h"
+#include "ratrain_k_embedding_fwd_f16.h"
 #include "ratrain_k_f16_to_f32.h"
 #include "ratrain_k_f32_to_f16.h"
 #include "ratrain_k_gemm_bf16_packed.h"
@@ -56,15 +96,26 @@
 #include "ratrain_k_pack_b_kinner.h"
 #include "ratrain_k_pack_b_kouter.h"
 #include "ratrain_k_rmsnorm_bwd.h"
+#include "ratrain_k_rmsnorm_bwd_bf16.h"
+#include "ratrain_k_rmsnorm_bwd_f16.h"
 #include "ratrain_k_rmsnorm_fwd.h"
+#include "ratrain_k_rmsnorm_fwd_bf16.h"
+#include "ratrain_k_rmsnorm_fwd_f16.h"
 #include "ratrain_k_rope.h"
+#include "ratrain_k_rope_bf16.h"
+#include "ratrain_k_rope_f16.h"
 #include "ratrain_k_sum_squares.h"
 #include "ratrain_k_swiglu_bwd.h"
+#include "ratrain_k_swiglu_bwd_bf16.h"
+#include "ratrain_k_swiglu_bwd_f16.h"
 #include "ratrain_k_swiglu_fwd.h"
+#include "ratrain_k_swiglu_fwd_bf16.h"
+#include "ratrain_k_swiglu_fwd_f16.h"
 
 #include <climits>
 #include <cmath>
 #include <initializer_list>
+#include <optional>
 #include <vector>
 
 namespace ratrain::kernels {
@@ -309,13 +360,18 @@ struct AttentionPipelines {
   DkvAlibiFn dkvAlibi;
 };
 
-#define RATRAIN_ATTENTION_PIPELINES(D)                                         \
+#define RATRAIN_ATTENTION_PIPELINES(D, TYPE)                                   \
   AttentionPipelines {                                                         \
-    ratrain_k_attention_fwd_d##D, ratrain_k_attention_bwd_dq_d##D,             \
-        ratrain_k_attention_bwd_dkv_d##D, ratrain_k_attention_alibi_fwd_d##D,  \
-        ratrain_k_attention_alibi_bwd_dq_d##D,                                 \
-        ratrain_k_attention_alibi_bwd_dkv_d##D                                 \
+    ratrain_k_attention_fwd_d##D##TYPE, ratrain_k_attention_bwd_dq_d##D##TYPE, \
+        ratrain_k_attention_bwd_dkv_d##D##TYPE,                                \
+        ratrain_k_attention_alibi_fwd_d##D##TYPE,                              \
+        ratrain_k_attention_alibi_bwd_dq_d##D##TYPE,                           \
+        ratrain_k_attention_alibi_bwd_dkv_d##D##TYPE                           \
   }
+#define RATRAIN_ATTENTION_PIPELINES_OF_TYPE(D, type)                           \
+  (!type                 ? RATRAIN_ATTENTION_PIPELINES(D, )                    \
+   : *type == Half::BF16 ? RATRAIN_ATTENTION_PIPELINES(D, _bf16)               \
+                         : RATRAIN_ATTENTION_PIPELINES(D, _f16))
 
 // The pipelines below are those of runtime/kernels/CMakeLists.txt (foreach
 // hd 32 64 128); the compiler refuses other head dimensions with the same
@@ -327,21 +383,24 @@ static_assert(std::size(ratrain::limits::kAttentionHeadDims) == 3 &&
               "kAttentionHeadDims must list the head dimensions "
               "attentionPipelines() dispatches to");
 
-/// The pipelines of head dimension D (one of attentionSupportsHeadDim's).
-AttentionPipelines attentionPipelines(int64_t D) {
+/// The pipelines of head dimension D (one of attentionSupportsHeadDim's) on
+/// fp32 activations (no `type`) or on 16-bit ones of `type`.
+AttentionPipelines attentionPipelines(int64_t D, std::optional<Half> type) {
   if (D == 128)
-    return RATRAIN_ATTENTION_PIPELINES(128);
+    return RATRAIN_ATTENTION_PIPELINES_OF_TYPE(128, type);
   if (D == 64)
-    return RATRAIN_ATTENTION_PIPELINES(64);
-  return RATRAIN_ATTENTION_PIPELINES(32);
+    return RATRAIN_ATTENTION_PIPELINES_OF_TYPE(64, type);
+  return RATRAIN_ATTENTION_PIPELINES_OF_TYPE(32, type);
 }
+#undef RATRAIN_ATTENTION_PIPELINES_OF_TYPE
 #undef RATRAIN_ATTENTION_PIPELINES
-} // namespace
 
-int attentionForward(int64_t B, int64_t S, int64_t Hq, int64_t Hkv, int64_t D,
-                     const float *q, const float *k, const float *v,
-                     float scale, float *out, float *lse, const float *slopes,
-                     int64_t window) {
+/// The forward on activations stored as T (float, or uint16_t of `type`).
+template <typename T>
+int attentionForwardOf(std::optional<Half> type, int64_t B, int64_t S,
+                       int64_t Hq, int64_t Hkv, int64_t D, const T *q,
+                       const T *k, const T *v, float scale, T *out, float *lse,
+                       const float *slopes, int64_t window) {
   if (!attentionShapesOk(B, S, Hq, Hkv, D))
     return -1;
   auto qb = dense(q, {D, Hq, S, B});
@@ -355,18 +414,20 @@ int attentionForward(int64_t B, int64_t S, int64_t Hq, int64_t Hkv, int64_t D,
       {0, static_cast<int32_t>(S), 1},
       {0, static_cast<int32_t>(B), static_cast<int32_t>(Hq * S)}};
   Buffer<float> lb(lse, 4, lseDims);
-  AttentionPipelines p = attentionPipelines(D);
+  AttentionPipelines p = attentionPipelines(D, type);
   int32_t w = int32_t(std::clamp<int64_t>(window, 0, S));
   if (slopes)
     return p.fwdAlibi(qb, kb, vb, scale, w, dense(slopes, {Hq}), ob, lb);
   return p.fwd(qb, kb, vb, scale, w, ob, lb);
 }
 
-int attentionBackward(int64_t B, int64_t S, int64_t Hq, int64_t Hkv, int64_t D,
-                      const float *q, const float *k, const float *v,
-                      const float *out, const float *dout, const float *lse,
-                      float scale, float *dq, float *dk, float *dv,
-                      const float *slopes, int64_t window) {
+/// The backward on activations stored as T (float, or uint16_t of `type`).
+template <typename T>
+int attentionBackwardOf(std::optional<Half> type, int64_t B, int64_t S,
+                        int64_t Hq, int64_t Hkv, int64_t D, const T *q,
+                        const T *k, const T *v, const T *out, const T *dout,
+                        const float *lse, float scale, T *dq, T *dk, T *dv,
+                        const float *slopes, int64_t window) {
   if (!attentionShapesOk(B, S, Hq, Hkv, D))
     return -1;
   auto qb = dense(q, {D, Hq, S, B});
@@ -378,7 +439,7 @@ int attentionBackward(int64_t B, int64_t S, int64_t Hq, int64_t Hkv, int64_t D,
   auto dqb = dense(dq, {D, Hq, S, B});
   auto dkb = dense(dk, {D, Hkv, S, B});
   auto dvb = dense(dv, {D, Hkv, S, B});
-  AttentionPipelines p = attentionPipelines(D);
+  AttentionPipelines p = attentionPipelines(D, type);
   int32_t w = int32_t(std::clamp<int64_t>(window, 0, S));
   if (slopes) {
     auto sb = dense(slopes, {Hq});
@@ -391,6 +452,44 @@ int attentionBackward(int64_t B, int64_t S, int64_t Hq, int64_t Hkv, int64_t D,
   if (!err)
     err = p.dkv(qb, kb, vb, ob, dob, lb, scale, w, dkb, dvb);
   return err;
+}
+} // namespace
+
+int attentionForward(int64_t B, int64_t S, int64_t Hq, int64_t Hkv, int64_t D,
+                     const float *q, const float *k, const float *v,
+                     float scale, float *out, float *lse, const float *slopes,
+                     int64_t window) {
+  return attentionForwardOf<float>(std::nullopt, B, S, Hq, Hkv, D, q, k, v,
+                                   scale, out, lse, slopes, window);
+}
+
+int attentionForward(Half type, int64_t B, int64_t S, int64_t Hq, int64_t Hkv,
+                     int64_t D, const uint16_t *q, const uint16_t *k,
+                     const uint16_t *v, float scale, uint16_t *out, float *lse,
+                     const float *slopes, int64_t window) {
+  return attentionForwardOf<uint16_t>(type, B, S, Hq, Hkv, D, q, k, v, scale,
+                                      out, lse, slopes, window);
+}
+
+int attentionBackward(int64_t B, int64_t S, int64_t Hq, int64_t Hkv, int64_t D,
+                      const float *q, const float *k, const float *v,
+                      const float *out, const float *dout, const float *lse,
+                      float scale, float *dq, float *dk, float *dv,
+                      const float *slopes, int64_t window) {
+  return attentionBackwardOf<float>(std::nullopt, B, S, Hq, Hkv, D, q, k, v,
+                                    out, dout, lse, scale, dq, dk, dv, slopes,
+                                    window);
+}
+
+int attentionBackward(Half type, int64_t B, int64_t S, int64_t Hq, int64_t Hkv,
+                      int64_t D, const uint16_t *q, const uint16_t *k,
+                      const uint16_t *v, const uint16_t *out,
+                      const uint16_t *dout, const float *lse, float scale,
+                      uint16_t *dq, uint16_t *dk, uint16_t *dv,
+                      const float *slopes, int64_t window) {
+  return attentionBackwardOf<uint16_t>(type, B, S, Hq, Hkv, D, q, k, v, out,
+                                       dout, lse, scale, dq, dk, dv, slopes,
+                                       window);
 }
 
 //===----------------------------------------------------------------------===//
@@ -497,6 +596,96 @@ int embeddingBackward(int64_t T, int64_t V, int64_t H, const int32_t *ids,
     return 0;
   return ratrain_k_embedding_bwd(dense(ids, {T}), dense(dout, {H, T}),
                                  dense(dtable, {H, V}));
+}
+
+//===----------------------------------------------------------------------===//
+// 16-bit activations
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// The bf16 or fp16 variant of a kernel: both have the same signature.
+template <typename Fn> Fn *pick(Half type, Fn *bf16, Fn *f16) {
+  return type == Half::BF16 ? bf16 : f16;
+}
+} // namespace
+
+int rmsnormForward(Half type, int64_t T, int64_t H, const uint16_t *x,
+                   const uint16_t *w, float eps, uint16_t *y, float *rstd) {
+  if (anyEmpty({T, H}))
+    return 0;
+  return pick(type, ratrain_k_rmsnorm_fwd_bf16, ratrain_k_rmsnorm_fwd_f16)(
+      dense(x, {H, T}), dense(w, {H}), eps, dense(y, {H, T}), dense(rstd, {T}));
+}
+
+int rmsnormBackward(Half type, int64_t T, int64_t H, const uint16_t *x,
+                    const uint16_t *w, const float *rstd, const uint16_t *dy,
+                    uint16_t *dx, uint16_t *dw) {
+  if (anyEmpty({T, H}))
+    return 0;
+  return pick(type, ratrain_k_rmsnorm_bwd_bf16, ratrain_k_rmsnorm_bwd_f16)(
+      dense(x, {H, T}), dense(w, {H}), dense(rstd, {T}), dense(dy, {H, T}),
+      dense(dw, {H}), dense(dx, {H, T}), dense(dw, {H}));
+}
+
+namespace {
+int rope(Half type, int64_t T, int64_t heads, int64_t D, const int32_t *pos,
+         int64_t maxPos, const float *cosTable, const float *sinTable,
+         const uint16_t *x, uint16_t *y, float dir) {
+  if (anyEmpty({T, heads, D, maxPos}) || D % 2 != 0)
+    return D % 2 != 0 ? -1 : 0;
+  const int64_t half = D / 2;
+  return pick(type, ratrain_k_rope_bf16, ratrain_k_rope_f16)(
+      dense(x, {half, 2, heads, T}), dense(pos, {T}),
+      dense(cosTable, {half, maxPos}), dense(sinTable, {half, maxPos}), dir,
+      dense(y, {half, 2, heads, T}));
+}
+} // namespace
+
+int ropeForward(Half type, int64_t T, int64_t heads, int64_t D,
+                const int32_t *pos, int64_t maxPos, const float *cosTable,
+                const float *sinTable, const uint16_t *x, uint16_t *y) {
+  return rope(type, T, heads, D, pos, maxPos, cosTable, sinTable, x, y, 1.0f);
+}
+
+int ropeBackward(Half type, int64_t T, int64_t heads, int64_t D,
+                 const int32_t *pos, int64_t maxPos, const float *cosTable,
+                 const float *sinTable, const uint16_t *dy, uint16_t *dx) {
+  return rope(type, T, heads, D, pos, maxPos, cosTable, sinTable, dy, dx,
+              -1.0f);
+}
+
+int swigluForward(Half type, int64_t T, int64_t F, const uint16_t *g,
+                  const uint16_t *u, uint16_t *h) {
+  if (anyEmpty({T, F}))
+    return 0;
+  return pick(type, ratrain_k_swiglu_fwd_bf16, ratrain_k_swiglu_fwd_f16)(
+      dense(g, {F, T}), dense(u, {F, T}), dense(h, {F, T}));
+}
+
+int swigluBackward(Half type, int64_t T, int64_t F, const uint16_t *g,
+                   const uint16_t *u, const uint16_t *dh, uint16_t *dg,
+                   uint16_t *du) {
+  if (anyEmpty({T, F}))
+    return 0;
+  return pick(type, ratrain_k_swiglu_bwd_bf16, ratrain_k_swiglu_bwd_f16)(
+      dense(g, {F, T}), dense(u, {F, T}), dense(dh, {F, T}), dense(dg, {F, T}),
+      dense(du, {F, T}));
+}
+
+int add(Half type, int64_t n, const uint16_t *a, const uint16_t *b,
+        uint16_t *out) {
+  if (n <= 0)
+    return 0;
+  return pick(type, ratrain_k_add_bf16,
+              ratrain_k_add_f16)(dense(a, {n}), dense(b, {n}), dense(out, {n}));
+}
+
+int embeddingForward(Half type, int64_t T, int64_t V, int64_t H,
+                     const int32_t *ids, const uint16_t *table, uint16_t *out) {
+  if (anyEmpty({T, V, H}))
+    return 0;
+  return pick(type, ratrain_k_embedding_fwd_bf16, ratrain_k_embedding_fwd_f16)(
+      dense(table, {H, V}), dense(ids, {T}), dense(out, {H, T}));
 }
 
 int crossEntropy(int64_t T, int64_t V, const float *logits,

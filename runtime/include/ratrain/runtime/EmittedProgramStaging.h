@@ -1,12 +1,12 @@
 //===- EmittedProgramStaging.h - fp32 staging of kernel operands -*- C++
 //-*-===//
 //
-// The host kernels are fp32 (apart from GEMM): the helpers of
-// EmittedProgram.h read 16-bit operands through converted fp32 copies and
-// write 16-bit results back from fp32 ones. The copies live in grow-only
-// staging slots reused from call to call, so a training step allocates
-// nothing once the first one has run (no allocation, zeroing or page faults
-// on the training path).
+// Where a host kernel has no native 16-bit variant (or the operands' types
+// are mixed), the helpers of EmittedProgram.h read 16-bit operands through
+// converted fp32 copies and write 16-bit results back from fp32 ones. The
+// copies live in grow-only staging slots reused from call to call, so a
+// training step allocates nothing once the first one has run (no allocation,
+// zeroing or page faults on the training path).
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,6 +18,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -73,6 +74,20 @@ bool overlaps(const Tensor &a, const Tensor &b);
 /// communication once: with RATRAIN_PROGRESS=inline requests only progress
 /// inside runtime calls (a no-op with the progress thread).
 void check(int status, const char *kernel);
+
+/// The 16-bit type all of `tensors` have, if they share one: a helper then
+/// runs the kernel's native 16-bit variant and stages nothing.
+std::optional<kernels::Half>
+commonHalf(std::initializer_list<const Tensor *> tensors);
+
+/// Read access to a 16-bit operand as its own bits: the buffer itself, or a
+/// copy when it overlaps one of the kernel's `outputs` (the native kernels,
+/// unlike the staged path, would read what they already overwrote).
+struct HalfIn {
+  const uint16_t *p = nullptr;
+  std::optional<Scratch> copied;
+  HalfIn(const Tensor &t, std::initializer_list<const Tensor *> outputs = {});
+};
 
 /// Read access as fp32: the buffer itself, or a converted copy (also a copy
 /// when `copy` is set, for kernels that must not alias an output).

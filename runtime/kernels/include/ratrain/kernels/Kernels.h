@@ -10,12 +10,13 @@
 //  - All tensors are dense, row-major, on raw pointers; sizes are int64_t.
 //  - Activations are [T, X] with T = B * S tokens (batch-major, sequence
 //    inside), e.g. q is [T, Hq * D] with head h at columns [h*D, (h+1)*D).
-//  - fp32 everywhere except the GEMM operands, which may be 16-bit (bf16 or
-//    fp16, stored as uint16_t bit patterns) with fp32 accumulation and fp32
-//    output: the mixed-precision scheme of the training lifecycle, where
-//    AdamW keeps the fp32 master weights and re-materializes the 16-bit
-//    parameter view, and activations are converted with toHalf before
-//    they enter a 16-bit GEMM.
+//  - fp32 arithmetic everywhere. GEMM operands may be 16-bit (bf16 or fp16,
+//    stored as uint16_t bit patterns) with fp32 accumulation and fp32
+//    output; attention, RMSNorm, RoPE, SwiGLU, the residual add and the
+//    embedding lookup also come in 16-bit variants that read and write the
+//    activations in that type ("16-bit activations" below). This is the
+//    mixed-precision scheme of the training lifecycle, where AdamW keeps the
+//    fp32 master weights and re-materializes the 16-bit parameter view.
 //  - "Overwritten" outputs are fully written; "accumulated" outputs are
 //    read and added to (dst += ...), so they must be initialized (zero them
 //    at the start of an optimizer step).
@@ -209,6 +210,51 @@ int embeddingForward(int64_t T, int64_t V, int64_t H, const int32_t *ids,
 /// dtable [V, H] accumulated.
 int embeddingBackward(int64_t T, int64_t V, int64_t H, const int32_t *ids,
                       const float *dout, float *dtable);
+
+//===----------------------------------------------------------------------===//
+// 16-bit activations
+//===----------------------------------------------------------------------===//
+
+// The same kernels on bf16 / fp16 activations (uint16_t bit patterns of
+// `type`), read and written as they are, fp32 inside: each result is the
+// fp32 kernel's, rounded once to `type` (to nearest even, as toHalf), so
+// fromHalf -> fp32 kernel -> toHalf gives the same bits. Shapes, aliasing
+// and accumulation are as for the fp32 kernels above; rstd stays fp32.
+
+int rmsnormForward(Half type, int64_t T, int64_t H, const uint16_t *x,
+                   const uint16_t *w, float eps, uint16_t *y, float *rstd);
+/// dw is accumulated in fp32 and rounded once: dw = type(dw + sum_t ...).
+int rmsnormBackward(Half type, int64_t T, int64_t H, const uint16_t *x,
+                    const uint16_t *w, const float *rstd, const uint16_t *dy,
+                    uint16_t *dx, uint16_t *dw);
+int ropeForward(Half type, int64_t T, int64_t heads, int64_t D,
+                const int32_t *pos, int64_t maxPos, const float *cosTable,
+                const float *sinTable, const uint16_t *x, uint16_t *y);
+int ropeBackward(Half type, int64_t T, int64_t heads, int64_t D,
+                 const int32_t *pos, int64_t maxPos, const float *cosTable,
+                 const float *sinTable, const uint16_t *dy, uint16_t *dx);
+int swigluForward(Half type, int64_t T, int64_t F, const uint16_t *g,
+                  const uint16_t *u, uint16_t *h);
+int swigluBackward(Half type, int64_t T, int64_t F, const uint16_t *g,
+                   const uint16_t *u, const uint16_t *dh, uint16_t *dg,
+                   uint16_t *du);
+int add(Half type, int64_t n, const uint16_t *a, const uint16_t *b,
+        uint16_t *out);
+/// Attention on 16-bit q, k, v, out, dout, dq, dk, dv (lse and the slopes
+/// fp32). Every head dimension attentionSupportsHeadDim accepts.
+int attentionForward(Half type, int64_t B, int64_t S, int64_t Hq, int64_t Hkv,
+                     int64_t D, const uint16_t *q, const uint16_t *k,
+                     const uint16_t *v, float scale, uint16_t *out, float *lse,
+                     const float *slopes = nullptr, int64_t window = 0);
+int attentionBackward(Half type, int64_t B, int64_t S, int64_t Hq, int64_t Hkv,
+                      int64_t D, const uint16_t *q, const uint16_t *k,
+                      const uint16_t *v, const uint16_t *out,
+                      const uint16_t *dout, const float *lse, float scale,
+                      uint16_t *dq, uint16_t *dk, uint16_t *dv,
+                      const float *slopes = nullptr, int64_t window = 0);
+/// Copies the rows' bits.
+int embeddingForward(Half type, int64_t T, int64_t V, int64_t H,
+                     const int32_t *ids, const uint16_t *table, uint16_t *out);
 
 //===----------------------------------------------------------------------===//
 // Softmax cross-entropy (fused forward + backward)

@@ -1,0 +1,73 @@
+//===- ElementType.h - Element types of the kernels' tensors ----*- C++ -*-===//
+//
+// The memory-bound kernels read and write their activations in the training
+// run's element type: fp32, or bf16 / fp16 stored as uint16 bit patterns
+// (the same storage as the GEMM operands and the runtime's 16-bit buffers).
+// Arithmetic is fp32 inside: an operand is widened where it is loaded and a
+// result narrowed (round to nearest even, as `ratrain_convert` does) where
+// it is stored, so a native 16-bit kernel gives the same bits as the fp32
+// kernel between the two conversions, without the fp32 copies.
+//
+// A generator takes the type as the typed GeneratorParam `elem` (f32 | bf16
+// | f16) and sets the storage type of its unspecified-type buffers from it in
+// configure().
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RATRAIN_KERNELS_GENERATORS_ELEMENTTYPE_H
+#define RATRAIN_KERNELS_GENERATORS_ELEMENTTYPE_H
+
+#include "Halide.h"
+
+#include <map>
+#include <string>
+
+namespace ratrain::kernels::generators {
+
+/// The element type of a kernel's activation tensors.
+enum class Elem { F32, BF16, F16 };
+
+/// The names of `Elem` for GeneratorParam<Elem> (`elem=bf16`).
+inline const std::map<std::string, Elem> &elemNames() {
+  static const std::map<std::string, Elem> names = {
+      {"f32", Elem::F32}, {"bf16", Elem::BF16}, {"f16", Elem::F16}};
+  return names;
+}
+
+/// How a tensor of `elem` is stored: fp32, or the uint16 bits of a 16-bit
+/// float.
+inline Halide::Type storageType(Elem elem) {
+  return elem == Elem::F32 ? Halide::Float(32) : Halide::UInt(16);
+}
+
+/// The fp32 value of a stored element.
+inline Halide::Expr widen(const Halide::Expr &stored, Elem elem) {
+  switch (elem) {
+  case Elem::BF16:
+    return Halide::cast<float>(Halide::reinterpret(Halide::BFloat(16), stored));
+  case Elem::F16:
+    return Halide::cast<float>(Halide::reinterpret(Halide::Float(16), stored));
+  case Elem::F32:
+    break;
+  }
+  return stored;
+}
+
+/// The stored form of an fp32 value (round to nearest even).
+inline Halide::Expr narrow(const Halide::Expr &value, Elem elem) {
+  switch (elem) {
+  case Elem::BF16:
+    return Halide::reinterpret<uint16_t>(
+        Halide::cast(Halide::BFloat(16), value));
+  case Elem::F16:
+    return Halide::reinterpret<uint16_t>(
+        Halide::cast(Halide::Float(16), value));
+  case Elem::F32:
+    break;
+  }
+  return value;
+}
+
+} // namespace ratrain::kernels::generators
+
+#endif // RATRAIN_KERNELS_GENERATORS_ELEMENTTYPE_H

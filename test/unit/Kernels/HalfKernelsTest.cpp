@@ -1,0 +1,281 @@
+//===- HalfKernelsTest.cpp - The 16-bit activation kernels ----------------===//
+//
+// The bf16 / fp16 variants of RMSNorm, RoPE, SwiGLU, the residual add and
+// the embedding lookup run the fp32 kernels' arithmetic between a widening
+// load and one rounding store, so they agree with what the runtime ran
+// before they existed (fromHalf -> fp32 kernel -> toHalf). Not always to the
+// bit: Halide lets LLVM reassociate and contract fp32 arithmetic, and the
+// differently typed pipelines may round an fp32 intermediate differently,
+// which flips a result that lies within an fp32 ulp of a 16-bit rounding tie
+// to the neighbouring 16-bit value. Each test runs both paths on random
+// 16-bit inputs of ragged shapes (no size a multiple of the 16-lane vectors
+// or the row chunks) and requires every element to be equal or a 16-bit
+// neighbour, and at most 1% of them to differ; the fp32 kernels themselves
+// are checked against references in KernelsTest.cpp. Copies (embedding
+// lookup) are bit-exact.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ratrain/kernels/Kernels.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace ratrain::kernels;
+
+namespace {
+
+using Bits = std::vector<uint16_t>;
+
+/// n random values in [lo, hi), rounded to `type`.
+Bits randomHalf(Half type, size_t n, unsigned seed, float lo = -2.0f,
+                float hi = 2.0f) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> values(n);
+  for (float &v : values)
+    v = dist(gen);
+  Bits bits(n);
+  EXPECT_EQ(toHalf(type, int64_t(n), values.data(), bits.data()), 0);
+  return bits;
+}
+
+std::vector<float> widened(Half type, const Bits &bits) {
+  std::vector<float> values(bits.size());
+  EXPECT_EQ(fromHalf(type, int64_t(bits.size()), bits.data(), values.data()),
+            0);
+  return values;
+}
+
+Bits narrowed(Half type, const std::vector<float> &values) {
+  Bits bits(values.size());
+  EXPECT_EQ(toHalf(type, int64_t(values.size()), values.data(), bits.data()),
+            0);
+  return bits;
+}
+
+/// How `got` departs from `want` (16-bit patterns): the elements that differ
+/// and the first one that is not a 16-bit neighbour (-1 if none).
+struct Departure {
+  int64_t differing = 0;
+  int64_t firstFar = -1;
+};
+Departure depart(const Bits &got, const Bits &want) {
+  Departure d;
+  if (got.size() != want.size()) {
+    d.firstFar = 0;
+    return d;
+  }
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (got[i] == want[i])
+      continue;
+    ++d.differing;
+    // Same sign, magnitudes one unit in the last place apart (the patterns
+    // of one sign are ordered by magnitude).
+    bool neighbour =
+        (got[i] & 0x8000) == (want[i] & 0x8000) &&
+        std::abs(int(got[i] & 0x7fff) - int(want[i] & 0x7fff)) == 1;
+    if (!neighbour && d.firstFar < 0)
+      d.firstFar = int64_t(i);
+  }
+  return d;
+}
+
+/// Equal or 16-bit neighbours everywhere, and at most 1% of them differing.
+#define EXPECT_ROUNDED_ALIKE(got, want)                                        \
+  do {                                                                         \
+    Departure d = depart(got, want);                                           \
+    EXPECT_EQ(d.firstFar, -1)                                                  \
+        << #got " is more than a 16-bit ulp from " #want " at element "        \
+        << d.firstFar;                                                         \
+    EXPECT_LE(d.differing * 100, int64_t((want).size()))                       \
+        << d.differing << " of " << (want).size() << " elements of " #got      \
+        << " differ";                                                          \
+  } while (0)
+
+class HalfKernels : public ::testing::TestWithParam<Half> {};
+
+TEST_P(HalfKernels, RmsNormForwardAndBackwardMatchStaged) {
+  Half type = GetParam();
+  const int64_t T = 37, H = 83;
+  Bits x = randomHalf(type, T * H, 1), w = randomHalf(type, H, 2, 0.5f, 1.5f);
+  Bits dy = randomHalf(type, T * H, 3), dw0 = randomHalf(type, H, 4);
+
+  Bits y(T * H), dx(T * H), dw = dw0;
+  std::vector<float> rstd(T), rstdStaged(T);
+  ASSERT_EQ(rmsnormForward(type, T, H, x.data(), w.data(), 1e-5f, y.data(),
+                           rstd.data()),
+            0);
+  ASSERT_EQ(rmsnormBackward(type, T, H, x.data(), w.data(), rstd.data(),
+                            dy.data(), dx.data(), dw.data()),
+            0);
+
+  std::vector<float> xf = widened(type, x), wf = widened(type, w);
+  std::vector<float> dyf = widened(type, dy), dwf = widened(type, dw0);
+  std::vector<float> yf(T * H), dxf(T * H);
+  ASSERT_EQ(rmsnormForward(T, H, xf.data(), wf.data(), 1e-5f, yf.data(),
+                           rstdStaged.data()),
+            0);
+  ASSERT_EQ(rmsnormBackward(T, H, xf.data(), wf.data(), rstdStaged.data(),
+                            dyf.data(), dxf.data(), dwf.data()),
+            0);
+  EXPECT_EQ(rstd, rstdStaged);
+  EXPECT_ROUNDED_ALIKE(y, narrowed(type, yf));
+  EXPECT_ROUNDED_ALIKE(dx, narrowed(type, dxf));
+  EXPECT_ROUNDED_ALIKE(dw, narrowed(type, dwf));
+}
+
+TEST_P(HalfKernels, RopeForwardAndBackwardMatchStaged) {
+  Half type = GetParam();
+  const int64_t T = 21, heads = 3, D = 34, maxPos = 16;
+  std::vector<float> cosT(maxPos * D / 2), sinT(maxPos * D / 2);
+  ropeTables(maxPos, D, 10000.0, cosT.data(), sinT.data());
+  std::vector<int32_t> pos(T);
+  for (int64_t t = 0; t < T; ++t)
+    pos[t] = int32_t(t % maxPos);
+  Bits x = randomHalf(type, T * heads * D, 5);
+  std::vector<float> xf = widened(type, x), yf(x.size()), bf(x.size());
+  Bits y(x.size()), back(x.size());
+  ASSERT_EQ(ropeForward(type, T, heads, D, pos.data(), maxPos, cosT.data(),
+                        sinT.data(), x.data(), y.data()),
+            0);
+  ASSERT_EQ(ropeBackward(type, T, heads, D, pos.data(), maxPos, cosT.data(),
+                         sinT.data(), x.data(), back.data()),
+            0);
+  ASSERT_EQ(ropeForward(T, heads, D, pos.data(), maxPos, cosT.data(),
+                        sinT.data(), xf.data(), yf.data()),
+            0);
+  ASSERT_EQ(ropeBackward(T, heads, D, pos.data(), maxPos, cosT.data(),
+                         sinT.data(), xf.data(), bf.data()),
+            0);
+  EXPECT_ROUNDED_ALIKE(y, narrowed(type, yf));
+  EXPECT_ROUNDED_ALIKE(back, narrowed(type, bf));
+}
+
+TEST_P(HalfKernels, SwiGluForwardAndBackwardMatchStaged) {
+  Half type = GetParam();
+  // g spans the range where the sigmoid saturates and fast_exp is clamped.
+  const int64_t T = 19, F = 101;
+  Bits g = randomHalf(type, T * F, 6, -12.0f, 12.0f);
+  Bits u = randomHalf(type, T * F, 7), dh = randomHalf(type, T * F, 8);
+  Bits h(T * F), dg(T * F), du(T * F);
+  ASSERT_EQ(swigluForward(type, T, F, g.data(), u.data(), h.data()), 0);
+  ASSERT_EQ(swigluBackward(type, T, F, g.data(), u.data(), dh.data(), dg.data(),
+                           du.data()),
+            0);
+  std::vector<float> gf = widened(type, g), uf = widened(type, u),
+                     dhf = widened(type, dh);
+  std::vector<float> hf(T * F), dgf(T * F), duf(T * F);
+  ASSERT_EQ(swigluForward(T, F, gf.data(), uf.data(), hf.data()), 0);
+  ASSERT_EQ(swigluBackward(T, F, gf.data(), uf.data(), dhf.data(), dgf.data(),
+                           duf.data()),
+            0);
+  EXPECT_ROUNDED_ALIKE(h, narrowed(type, hf));
+  EXPECT_ROUNDED_ALIKE(dg, narrowed(type, dgf));
+  EXPECT_ROUNDED_ALIKE(du, narrowed(type, duf));
+}
+
+TEST_P(HalfKernels, AddInPlaceMatchesStaged) {
+  Half type = GetParam();
+  const int64_t n = 16411; // past one 1 << 14 parallel chunk, ragged
+  Bits a = randomHalf(type, n, 9), b = randomHalf(type, n, 10);
+  std::vector<float> af = widened(type, a), bf = widened(type, b), cf(n);
+  ASSERT_EQ(add(n, af.data(), bf.data(), cf.data()), 0);
+  // out aliases a, as the runtime's residual adds may.
+  ASSERT_EQ(add(type, n, a.data(), b.data(), a.data()), 0);
+  EXPECT_ROUNDED_ALIKE(a, narrowed(type, cf));
+}
+
+TEST_P(HalfKernels, EmbeddingLookupCopiesRows) {
+  Half type = GetParam();
+  const int64_t T = 13, V = 29, H = 45;
+  Bits table = randomHalf(type, V * H, 11);
+  std::vector<int32_t> ids(T);
+  for (int64_t t = 0; t < T; ++t)
+    ids[t] = int32_t((t * 7 + 3) % V);
+  Bits out(T * H);
+  ASSERT_EQ(
+      embeddingForward(type, T, V, H, ids.data(), table.data(), out.data()), 0);
+  Bits want;
+  for (int32_t id : ids)
+    want.insert(want.end(), table.begin() + id * H, table.begin() + id * H + H);
+  EXPECT_EQ(out, want);
+}
+
+/// Attention of one shape: ragged S, grouped-query heads, with or without
+/// ALiBi slopes and a sliding window.
+struct AttentionCase {
+  int64_t B, S, Hq, Hkv, D;
+  bool alibi;
+  int64_t window;
+};
+
+void checkAttention(Half type, const AttentionCase &c) {
+  SCOPED_TRACE("S=" + std::to_string(c.S) + " D=" + std::to_string(c.D) +
+               (c.alibi ? " alibi" : "") +
+               " window=" + std::to_string(c.window));
+  const int64_t nq = c.B * c.S * c.Hq * c.D, nkv = c.B * c.S * c.Hkv * c.D;
+  const float scale = 1.0f / std::sqrt(float(c.D));
+  std::vector<float> slopes(c.Hq);
+  alibiSlopes(c.Hq, slopes.data());
+  const float *sl = c.alibi ? slopes.data() : nullptr;
+  Bits q = randomHalf(type, nq, 21), k = randomHalf(type, nkv, 22),
+       v = randomHalf(type, nkv, 23), dout = randomHalf(type, nq, 24);
+
+  Bits o(nq), dq(nq), dk(nkv), dv(nkv);
+  std::vector<float> lse(c.B * c.Hq * c.S);
+  ASSERT_EQ(attentionForward(type, c.B, c.S, c.Hq, c.Hkv, c.D, q.data(),
+                             k.data(), v.data(), scale, o.data(), lse.data(),
+                             sl, c.window),
+            0);
+  ASSERT_EQ(attentionBackward(type, c.B, c.S, c.Hq, c.Hkv, c.D, q.data(),
+                              k.data(), v.data(), o.data(), dout.data(),
+                              lse.data(), scale, dq.data(), dk.data(),
+                              dv.data(), sl, c.window),
+            0);
+
+  // The staged path: fp32 kernels on the widened operands (the backward
+  // reads the 16-bit o, as the runtime's staged path did).
+  std::vector<float> qf = widened(type, q), kf = widened(type, k),
+                     vf = widened(type, v), df = widened(type, dout),
+                     of16 = widened(type, o);
+  std::vector<float> of(nq), lsef(lse.size()), dqf(nq), dkf(nkv), dvf(nkv);
+  ASSERT_EQ(attentionForward(c.B, c.S, c.Hq, c.Hkv, c.D, qf.data(), kf.data(),
+                             vf.data(), scale, of.data(), lsef.data(), sl,
+                             c.window),
+            0);
+  EXPECT_EQ(lse, lsef);
+  EXPECT_ROUNDED_ALIKE(o, narrowed(type, of));
+  ASSERT_EQ(attentionBackward(c.B, c.S, c.Hq, c.Hkv, c.D, qf.data(), kf.data(),
+                              vf.data(), of16.data(), df.data(), lse.data(),
+                              scale, dqf.data(), dkf.data(), dvf.data(), sl,
+                              c.window),
+            0);
+  EXPECT_ROUNDED_ALIKE(dq, narrowed(type, dqf));
+  EXPECT_ROUNDED_ALIKE(dk, narrowed(type, dkf));
+  EXPECT_ROUNDED_ALIKE(dv, narrowed(type, dvf));
+}
+
+TEST_P(HalfKernels, AttentionMatchesStaged) {
+  Half type = GetParam();
+  for (const AttentionCase &c : {AttentionCase{2, 45, 4, 2, 32, false, 0},
+                                 AttentionCase{1, 70, 2, 1, 64, false, 17},
+                                 AttentionCase{1, 33, 4, 4, 128, false, 0},
+                                 AttentionCase{2, 37, 4, 2, 32, true, 0}})
+    checkAttention(type, c);
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, HalfKernels,
+                         ::testing::Values(Half::BF16, Half::F16),
+                         [](const ::testing::TestParamInfo<Half> &info) {
+                           return std::string(info.param == Half::BF16 ? "BF16"
+                                                                       : "F16");
+                         });
+
+} // namespace
