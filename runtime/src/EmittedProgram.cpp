@@ -279,7 +279,33 @@ void writeCounters(Runtime &rt) {
 }
 } // namespace
 
+/// An emitted program's --help: what it was compiled for and its flags.
+/// Printed before MPI starts, so it works without mpirun and whatever the
+/// rank count (under mpirun only the first rank prints).
+static void printHelp(const char *argv0, const ProgramDescription &program) {
+  for (const char *var : {"OMPI_COMM_WORLD_RANK", "PMI_RANK"})
+    if (const char *rank = std::getenv(var); rank && std::atoi(rank) != 0)
+      return;
+  int64_t ranks = program.pp * program.dp;
+  std::printf("usage: mpirun -np %lld %s --data FILE --steps N [flags]\n\n",
+              (long long)ranks, argv0);
+  std::printf("A training program compiled by RATrain");
+  if (program.model)
+    std::printf(" for %s", program.model->name);
+  std::printf(": pp %lld x dp %lld = %lld ranks, %lld micro-batch%s of %lld "
+              "x %lld tokens a step.\n\nflags:\n%s",
+              (long long)program.pp, (long long)program.dp, (long long)ranks,
+              (long long)program.microBatches,
+              program.microBatches == 1 ? "" : "es",
+              (long long)program.microBatch, (long long)program.seqLen,
+              SessionOptions::flagsHelp());
+}
+
 int runProgram(int argc, char **argv, const ProgramDescription &program) {
+  if (SessionOptions::wantsHelp(argc, argv)) {
+    printHelp(argc > 0 ? argv[0] : "program", program);
+    return 0;
+  }
   RuntimeOptions options;
   options.pp = program.pp;
   options.dp = program.dp;

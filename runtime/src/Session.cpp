@@ -12,6 +12,41 @@
 using namespace ratrain;
 using namespace ratrain::rt;
 
+const char *SessionOptions::flagsHelp() {
+  return "  --data FILE            token file to train on (ratrain-tokenize; "
+         "u16:/u32: flat ids, Megatron .idx/.bin)\n"
+         "  --steps N              optimizer steps\n"
+         "  --log FILE             JSON line per step ('-' stdout, the "
+         "default; '' none)\n"
+         "  --ckpt DIR             checkpoints; --save-every N steps and at "
+         "the end\n"
+         "  --resume               continue from DIR's latest checkpoint\n"
+         "  --init-from DIR        start from a HuggingFace model directory\n"
+         "  --seed S               data order;  --init-seed S  initial "
+         "weights\n"
+         "  --lr X                 peak learning rate (default: the compiled "
+         "one)\n"
+         "  --lr-schedule KIND     constant | cosine | linear, with "
+         "--warmup-steps N,\n"
+         "                         --min-lr X, --decay-steps N\n"
+         "  --eval-every N         validation every N steps on --eval-data "
+         "FILE or\n"
+         "                         --eval-split F (held out), --eval-steps K "
+         "batches\n"
+         "  --trace FILE           Chrome/Perfetto trace of --trace-steps "
+         "A[-B] (default 2-4)\n"
+         "  --help                 this text\n";
+}
+
+bool SessionOptions::wantsHelp(int argc, char **argv) {
+  for (int i = 1; i < argc; ++i) {
+    llvm::StringRef arg = argv[i];
+    if (arg == "--help" || arg == "-h")
+      return true;
+  }
+  return false;
+}
+
 llvm::Expected<SessionOptions>
 SessionOptions::parse(int argc, char **argv, const SessionOptions &defaults) {
   SessionOptions options = defaults;

@@ -89,3 +89,34 @@ TEST(SessionOptions, TraceErrorsNameTheFlag) {
             "--trace-steps: '4-2' is not a step N or a range FIRST-LAST of "
             "steps (1-based, FIRST <= LAST)");
 }
+
+TEST(SessionOptions, HelpNamesOnlyFlagsTheParserTakes) {
+  std::vector<const char *> help = {"prog", "--data", "x", "--help"};
+  EXPECT_TRUE(SessionOptions::wantsHelp(int(help.size()),
+                                        const_cast<char **>(help.data())));
+  std::vector<const char *> shortHelp = {"prog", "-h"};
+  EXPECT_TRUE(SessionOptions::wantsHelp(int(shortHelp.size()),
+                                        const_cast<char **>(shortHelp.data())));
+  std::vector<const char *> none = {"prog", "--steps", "3"};
+  EXPECT_FALSE(SessionOptions::wantsHelp(int(none.size()),
+                                         const_cast<char **>(none.data())));
+
+  // Every flag the help text names is one the parser knows (it may then
+  // refuse the value "1" or the combination, but not the flag).
+  llvm::StringRef text = SessionOptions::flagsHelp();
+  int named = 0;
+  for (size_t at = text.find("--"); at != llvm::StringRef::npos;
+       at = text.find("--", at + 2)) {
+    std::string flag =
+        text.substr(at)
+            .take_while([](char c) { return c == '-' || std::isalpha(c); })
+            .str();
+    if (flag == "--help")
+      continue;
+    ++named;
+    std::string message = error({flag.c_str(), "1"});
+    EXPECT_EQ(message.find("unknown flag"), std::string::npos)
+        << flag << ": " << message;
+  }
+  EXPECT_GE(named, 19); // every flag of parse(), --resume included
+}

@@ -91,6 +91,10 @@ struct SessionOptions {
 
   static llvm::Expected<SessionOptions> parse(int argc, char **argv,
                                               const SessionOptions &defaults);
+  /// The flags parse() takes, one per line, for an emitted program's --help.
+  static const char *flagsHelp();
+  /// True when the command line asks for help (--help or -h).
+  static bool wantsHelp(int argc, char **argv);
 };
 
 class Session {
