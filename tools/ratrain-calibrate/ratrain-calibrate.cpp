@@ -65,22 +65,30 @@ using namespace ratrain;
 using namespace ratrain::calibrate;
 namespace cl = llvm::cl;
 
+static cl::OptionCategory category("ratrain-calibrate options");
 static cl::opt<std::string> outputPath("o", cl::init("-"),
                                        cl::desc("output machine file"),
-                                       cl::value_desc("file"));
+                                       cl::value_desc("file"),
+                                       cl::cat(category));
 static cl::opt<unsigned>
     clustersPerNodeOpt("clusters-per-node", cl::init(0),
                        cl::desc("clusters on this host (default: one per "
-                                "CPU)"));
+                                "CPU)"),
+                       cl::cat(category));
 static cl::opt<double>
     ddrFraction("ddr-fraction", cl::init(0.5),
-                cl::desc("share of RAM the clusters may use together"));
-static cl::opt<bool> quick("quick", cl::desc("shorter measurements (noisier)"));
+                cl::desc("share of RAM the clusters may use together"),
+                cl::cat(category));
+static cl::opt<bool> quick("quick", cl::desc("shorter measurements (noisier)"),
+                           cl::cat(category));
 static cl::opt<bool>
-    noMpi("no-mpi", cl::desc("measure transfers between threads instead of "
-                             "running the runtime under mpirun"));
+    noMpi("no-mpi",
+          cl::desc("measure transfers between threads instead of "
+                   "running the runtime under mpirun"),
+          cl::cat(category));
 static cl::opt<std::string> machineName("name", cl::init("host"),
-                                        cl::desc("machine name"));
+                                        cl::desc("machine name"),
+                                        cl::cat(category));
 
 namespace {
 
@@ -448,6 +456,7 @@ RuntimeTransfers measureRuntimeTransfers(const char *argv0,
 
 int main(int argc, char **argv) {
   ratrain::InitTool init(argc, argv);
+  cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(argc, argv,
                               "measure this host and write a RATrain "
                               "machine file\n");
