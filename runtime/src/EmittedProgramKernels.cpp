@@ -437,9 +437,69 @@ void embedding(const Tensor &table, const Tensor &ids, const Tensor &x,
   });
 }
 
+namespace {
+/// The 16-bit embedding gradient over the rows the tokens name only: those
+/// rows are gathered and widened, every token's gradient row is added in
+/// token order (the order in which the fp32 kernel adds into each element,
+/// so the sums are the same), and the rows are rounded back once. Staging
+/// the whole table instead would convert V x H elements (and hold them as
+/// fp32) for at most T touched rows.
+int embeddingBwdTouchedRows(k::Half type, const int32_t *ids,
+                            const uint16_t *dout, uint16_t *table, int64_t T,
+                            int64_t V, int64_t H) {
+  // Tokens by row, then by position (grow-only: no allocation per step).
+  static thread_local std::vector<std::pair<int32_t, int32_t>> byRow;
+  byRow.resize(size_t(T));
+  for (int64_t t = 0; t < T; ++t)
+    byRow[size_t(t)] = {int32_t(std::clamp<int64_t>(ids[t], 0, V - 1)),
+                        int32_t(t)};
+  std::sort(byRow.begin(), byRow.end());
+  int64_t rows = 0;
+  for (int64_t i = 0; i < T; ++i)
+    rows += i == 0 || byRow[size_t(i)].first != byRow[size_t(i - 1)].first;
+  uint64_t n = uint64_t(rows) * uint64_t(H);
+  Scratch sums(n), grads(uint64_t(T) * uint64_t(H)), bits((n + 1) / 2);
+  uint16_t *gathered = reinterpret_cast<uint16_t *>(bits.data());
+  for (int64_t i = 0, r = -1; i < T; ++i)
+    if (i == 0 || byRow[size_t(i)].first != byRow[size_t(i - 1)].first)
+      std::memcpy(gathered + uint64_t(++r) * uint64_t(H),
+                  table + uint64_t(byRow[size_t(i)].first) * uint64_t(H),
+                  uint64_t(H) * sizeof(uint16_t));
+  if (int status = k::fromHalf(type, int64_t(n), gathered, sums.data()))
+    return status;
+  if (int status = k::fromHalf(type, T * H, dout, grads.data()))
+    return status;
+  for (int64_t i = 0, r = -1; i < T; ++i) {
+    r += i == 0 || byRow[size_t(i)].first != byRow[size_t(i - 1)].first;
+    float *sum = sums.data() + uint64_t(r) * uint64_t(H);
+    const float *g =
+        grads.data() + uint64_t(byRow[size_t(i)].second) * uint64_t(H);
+    for (int64_t h = 0; h < H; ++h)
+      sum[h] += g[h];
+  }
+  if (int status = k::toHalf(type, int64_t(n), sums.data(), gathered))
+    return status;
+  for (int64_t i = 0, r = -1; i < T; ++i)
+    if (i == 0 || byRow[size_t(i)].first != byRow[size_t(i - 1)].first)
+      std::memcpy(table + uint64_t(byRow[size_t(i)].first) * uint64_t(H),
+                  gathered + uint64_t(++r) * uint64_t(H),
+                  uint64_t(H) * sizeof(uint16_t));
+  return 0;
+}
+} // namespace
+
 /// Scatter-add into dtable (accumulated).
 void embeddingBwd(const Tensor &ids, const Tensor &dx, const Tensor &dtable,
                   int64_t T, int64_t V, int64_t H) {
+  std::optional<k::Half> t = commonHalf({&dx, &dtable});
+  if (t && T > 0 && V > 0 && H > 0 && !overlaps(dx, dtable)) {
+    kernel("embeddingBackward", [&] {
+      return embeddingBwdTouchedRows(*t, ids.buf.as<int32_t>(),
+                                     dx.buf.as<uint16_t>(),
+                                     dtable.buf.as<uint16_t>(), T, V, H);
+    });
+    return;
+  }
   In di(dx);
   Out to(dtable, true);
   kernel("embeddingBackward", [&] {

@@ -11,6 +11,7 @@
 
 #include "gtest/gtest.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <vector>
@@ -203,6 +204,45 @@ TEST(EmittedProgram, ResidualAddInBF16) {
               tensorOf(c, ElemType::BF16));
   EXPECT_EQ(bf16ToFloat(c[0]), 1.5f);
   EXPECT_EQ(bf16ToFloat(c[1]), 0.0f);
+}
+
+TEST(EmittedProgram, EmbeddingGradientInBF16TouchesOnlyItsRows) {
+  // V = 37 rows of H = 19; ids repeat, and one is out of range (clamped to
+  // the last row, as the kernel does).
+  const int64_t T = 23, V = 37, H = 19;
+  std::vector<float> tableValues(V * H), doutValues(T * H);
+  for (size_t i = 0; i < tableValues.size(); ++i)
+    tableValues[i] = std::sin(0.37f * float(i));
+  for (size_t i = 0; i < doutValues.size(); ++i)
+    doutValues[i] = 0.01f * std::cos(1.3f * float(i));
+  std::vector<int32_t> ids(T);
+  for (int64_t t = 0; t < T; ++t)
+    ids[t] = int32_t((t * 5) % 11);
+  ids[7] = 1000;
+  std::vector<uint16_t> table = toBF16(tableValues), dout = toBF16(doutValues);
+  std::vector<uint16_t> before = table;
+  embeddingBwd(tensorOf(ids, ElemType::I32), tensorOf(dout, ElemType::BF16),
+               tensorOf(table, ElemType::BF16), T, V, H);
+
+  // The staged computation: the whole table in fp32, the fp32 kernel,
+  // rounded back.
+  std::vector<float> wide(V * H), grads(T * H);
+  for (size_t i = 0; i < wide.size(); ++i)
+    wide[i] = bf16ToFloat(before[i]);
+  for (size_t i = 0; i < grads.size(); ++i)
+    grads[i] = bf16ToFloat(dout[i]);
+  ASSERT_EQ(ratrain::kernels::embeddingBackward(T, V, H, ids.data(),
+                                                grads.data(), wide.data()),
+            0);
+  std::vector<uint16_t> want = toBF16(wide);
+  EXPECT_EQ(table, want);
+  // Rows no token names are left as they were; the named ones changed.
+  for (int64_t v = 0; v < V; ++v) {
+    bool named = v == V - 1 || (v < 11);
+    bool same = std::equal(table.begin() + v * H, table.begin() + v * H + H,
+                           before.begin() + v * H);
+    EXPECT_EQ(same, !named) << "row " << v;
+  }
 }
 
 } // namespace
