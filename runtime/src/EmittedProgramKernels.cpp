@@ -510,13 +510,25 @@ void embeddingBwd(const Tensor &ids, const Tensor &dx, const Tensor &dtable,
 /// loss = the mean token loss over the rows whose label is in [0, V).
 void crossEntropy(const Tensor &logits, const Tensor &labels,
                   const Tensor &loss, int64_t T, int64_t V) {
-  In li(logits);
   Scratch perToken(static_cast<uint64_t>(T));
-  Scratch grad(static_cast<uint64_t>(T) * static_cast<uint64_t>(V));
   const int32_t *y = labels.buf.as<int32_t>();
-  kernel("crossEntropy", [&] {
-    return k::crossEntropy(T, V, li.p, y, 0.0f, perToken.data(), grad.data());
-  });
+  uint64_t elements = static_cast<uint64_t>(T) * static_cast<uint64_t>(V);
+  if (isHalf(logits.type)) {
+    // The fused kernel also writes the (unused) gradient: 16-bit, so half
+    // the scratch, and the logits are read as they are.
+    Scratch grad((elements + 1) / 2);
+    kernel("crossEntropy", [&] {
+      return k::crossEntropy(half(logits.type), T, V, logits.buf.as<uint16_t>(),
+                             y, 0.0f, perToken.data(),
+                             reinterpret_cast<uint16_t *>(grad.data()));
+    });
+  } else {
+    In li(logits);
+    Scratch grad(elements);
+    kernel("crossEntropy", [&] {
+      return k::crossEntropy(T, V, li.p, y, 0.0f, perToken.data(), grad.data());
+    });
+  }
   double sum = 0;
   int64_t count = 0;
   for (int64_t t = 0; t < T; ++t)
@@ -531,6 +543,19 @@ void crossEntropy(const Tensor &logits, const Tensor &labels,
 void crossEntropyBwd(const Tensor &logits, const Tensor &labels,
                      const Tensor &dlogits, int64_t T, int64_t V,
                      double scale) {
+  // The kernel computes a row's statistics before it overwrites the row, so
+  // dlogits may be logits.
+  if (std::optional<k::Half> t = commonHalf({&logits, &dlogits});
+      t &&
+      (!overlaps(logits, dlogits) || logits.buf.data == dlogits.buf.data)) {
+    Scratch perToken(static_cast<uint64_t>(T));
+    kernel("crossEntropy", [&] {
+      return k::crossEntropy(*t, T, V, logits.buf.as<uint16_t>(),
+                             labels.buf.as<int32_t>(), float(scale),
+                             perToken.data(), dlogits.buf.as<uint16_t>());
+    });
+    return;
+  }
   In li(logits);
   Out go(dlogits, false);
   Scratch perToken(static_cast<uint64_t>(T));

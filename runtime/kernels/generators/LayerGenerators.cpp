@@ -5,10 +5,11 @@
 // gradient, fused softmax cross-entropy, AdamW with the 16-bit view write,
 // and the fp32 <-> bf16/fp16 conversions.
 //
-// RMSNorm, RoPE, SwiGLU, the residual add and the embedding lookup take the
-// activations' element type as the GeneratorParam `elem` (f32 | bf16 | f16,
-// ElementType.h): the 16-bit variants read and write bf16 / fp16 directly,
-// fp32 inside, so a bf16 run needs no fp32 staging copies around them.
+// RMSNorm, RoPE, SwiGLU, the residual add, the embedding lookup and the
+// cross-entropy take the activations' element type as the GeneratorParam `elem`
+// (f32 | bf16 | f16, ElementType.h): the 16-bit variants read and write bf16 /
+// fp16 directly, fp32 inside, so a bf16 run needs no fp32 staging copies around
+// them.
 //
 // All of these are memory-bound, so the schedules are simple and the same:
 // one row (token) of the activation is the unit of work, rows are split into
@@ -318,30 +319,38 @@ public:
 class CrossEntropy : public Generator<CrossEntropy> {
 public:
   GeneratorParam<int> rowsPerTask{"rows_per_task", 4};
-  Input<Buffer<float>> logits{"logits", 2};     // (v, t)
+  GeneratorParam<Elem> elem{"elem", Elem::F32, elemNames()};
+  Input<Buffer<>> logits{"logits", 2};          // (v, t)
   Input<Buffer<int32_t>> targets{"targets", 1}; // (t)
   Input<float> gradScale{"grad_scale"};
   Output<Buffer<float>> loss{"loss", 1};
-  Output<Buffer<float>> dlogits{"dlogits", 2};
+  Output<Buffer<>> dlogits{"dlogits", 2};
+
+  void configure() {
+    logits.set_type(storageType(elem));
+    dlogits.set_type(storageType(elem));
+  }
 
   void generate() {
     Var v("v"), t("t");
     Expr V = logits.dim(0).extent();
+    auto logit = [&](Expr vv, Expr tt) { return widen(logits(vv, tt), elem); };
     RDom r(0, V, "r");
     Func mx("mx"), se("se"), stats("stats");
     mx(t) = -std::numeric_limits<float>::infinity();
-    mx(t) = max(mx(t), logits(r, t));
+    mx(t) = max(mx(t), logit(r, t));
     se(t) = 0.0f;
-    se(t) += safeExp(logits(r, t) - mx(t));
+    se(t) += safeExp(logit(r, t) - mx(t));
     Expr tgt = targets(t);
     Expr valid = tgt >= 0 && tgt < V;
     Expr lse = mx(t) + log(se(t));
-    Expr picked = logits(clamp(tgt, 0, V - 1), t);
+    Expr picked = logit(clamp(tgt, 0, V - 1), t);
     stats(t) = Tuple(lse, select(valid, lse - picked, 0.0f));
     loss(t) = stats(t)[1];
-    Expr p = safeExp(logits(v, t) - stats(t)[0]);
-    dlogits(v, t) =
-        select(valid, gradScale * (p - select(v == tgt, 1.0f, 0.0f)), 0.0f);
+    Expr p = safeExp(logit(v, t) - stats(t)[0]);
+    dlogits(v, t) = narrow(
+        select(valid, gradScale * (p - select(v == tgt, 1.0f, 0.0f)), 0.0f),
+        elem);
 
     stats.compute_root().parallel(t, rowsPerTask, TailStrategy::GuardWithIf);
     mx.compute_at(stats, t);

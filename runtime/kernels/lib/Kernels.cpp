@@ -78,6 +78,8 @@
 #include "ratrain_k_attention_fwd_d64_f16.h"
 #include "ratrain_k_bf16_to_f32.h"
 #include "ratrain_k_cross_entropy.h"
+#include "ratrain_k_cross_entropy_bf16.h"
+#include "ratrain_k_cross_entropy_f16.h"
 #include "ratrain_k_embedding_bwd.h"
 #include "ratrain_k_embedding_fwd.h"
 #include "ratrain_k_embedding_fwd_bf16.h"
@@ -686,6 +688,16 @@ int embeddingForward(Half type, int64_t T, int64_t V, int64_t H,
     return 0;
   return pick(type, ratrain_k_embedding_fwd_bf16, ratrain_k_embedding_fwd_f16)(
       dense(table, {H, V}), dense(ids, {T}), dense(out, {H, T}));
+}
+
+int crossEntropy(Half type, int64_t T, int64_t V, const uint16_t *logits,
+                 const int32_t *targets, float gradScale, float *loss,
+                 uint16_t *dlogits) {
+  if (anyEmpty({T, V}))
+    return 0;
+  return pick(type, ratrain_k_cross_entropy_bf16, ratrain_k_cross_entropy_f16)(
+      dense(logits, {V, T}), dense(targets, {T}), gradScale, dense(loss, {T}),
+      dense(dlogits, {V, T}));
 }
 
 int crossEntropy(int64_t T, int64_t V, const float *logits,

@@ -1,18 +1,18 @@
 //===- HalfKernelsTest.cpp - The 16-bit activation kernels ----------------===//
 //
-// The bf16 / fp16 variants of RMSNorm, RoPE, SwiGLU, the residual add and
-// the embedding lookup run the fp32 kernels' arithmetic between a widening
-// load and one rounding store, so they agree with what the runtime ran
-// before they existed (fromHalf -> fp32 kernel -> toHalf). Not always to the
-// bit: Halide lets LLVM reassociate and contract fp32 arithmetic, and the
-// differently typed pipelines may round an fp32 intermediate differently,
-// which flips a result that lies within an fp32 ulp of a 16-bit rounding tie
-// to the neighbouring 16-bit value. Each test runs both paths on random
-// 16-bit inputs of ragged shapes (no size a multiple of the 16-lane vectors
-// or the row chunks) and requires every element to be equal or a 16-bit
-// neighbour, and at most 1% of them to differ; the fp32 kernels themselves
-// are checked against references in KernelsTest.cpp. Copies (embedding
-// lookup) are bit-exact.
+// The bf16 / fp16 variants of attention, RMSNorm, RoPE, SwiGLU, the
+// residual add, the embedding lookup and cross-entropy run the fp32 kernels'
+// arithmetic between a widening load and one rounding store, so they agree with
+// what the runtime ran before they existed (fromHalf -> fp32 kernel -> toHalf).
+// Not always to the bit: Halide lets LLVM reassociate and contract fp32
+// arithmetic, and the differently typed pipelines may round an fp32
+// intermediate differently, which flips a result that lies within an fp32 ulp
+// of a 16-bit rounding tie to the neighbouring 16-bit value. Each test runs
+// both paths on random 16-bit inputs of ragged shapes (no size a multiple of
+// the 16-lane vectors or the row chunks) and requires every element to be equal
+// or a 16-bit neighbour, and at most 1% of them to differ; the fp32 kernels
+// themselves are checked against references in KernelsTest.cpp. Copies
+// (embedding lookup) are bit-exact.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,6 +20,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -206,6 +207,29 @@ TEST_P(HalfKernels, EmbeddingLookupCopiesRows) {
   for (int32_t id : ids)
     want.insert(want.end(), table.begin() + id * H, table.begin() + id * H + H);
   EXPECT_EQ(out, want);
+}
+
+TEST_P(HalfKernels, CrossEntropyInPlaceMatchesStaged) {
+  Half type = GetParam();
+  const int64_t T = 11, V = 301;
+  Bits logits = randomHalf(type, T * V, 12, -6.0f, 6.0f);
+  std::vector<int32_t> targets(T);
+  for (int64_t t = 0; t < T; ++t)
+    targets[t] = int32_t((t * 37) % V);
+  targets[3] = -100; // ignored row
+  std::vector<float> lf = widened(type, logits), lossf(T), gradf(T * V);
+  ASSERT_EQ(crossEntropy(T, V, lf.data(), targets.data(), 0.25f, lossf.data(),
+                         gradf.data()),
+            0);
+  std::vector<float> loss(T);
+  // In place: the gradient overwrites the logits.
+  ASSERT_EQ(crossEntropy(type, T, V, logits.data(), targets.data(), 0.25f,
+                         loss.data(), logits.data()),
+            0);
+  for (int64_t t = 0; t < T; ++t)
+    EXPECT_NEAR(loss[t], lossf[t], 1e-6 * std::max(1.0f, lossf[t])) << t;
+  EXPECT_EQ(loss[3], 0.0f);
+  EXPECT_ROUNDED_ALIKE(logits, narrowed(type, gradf));
 }
 
 /// Attention of one shape: ragged S, grouped-query heads, with or without

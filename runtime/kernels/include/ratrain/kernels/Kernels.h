@@ -12,11 +12,11 @@
 //    inside), e.g. q is [T, Hq * D] with head h at columns [h*D, (h+1)*D).
 //  - fp32 arithmetic everywhere. GEMM operands may be 16-bit (bf16 or fp16,
 //    stored as uint16_t bit patterns) with fp32 accumulation and fp32
-//    output; attention, RMSNorm, RoPE, SwiGLU, the residual add and the
-//    embedding lookup also come in 16-bit variants that read and write the
-//    activations in that type ("16-bit activations" below). This is the
-//    mixed-precision scheme of the training lifecycle, where AdamW keeps the
-//    fp32 master weights and re-materializes the 16-bit parameter view.
+//    output; attention, RMSNorm, RoPE, SwiGLU, the residual add, the
+//    embedding lookup and cross-entropy also come in 16-bit variants that read
+//    and write the activations in that type ("16-bit activations" below). This
+//    is the mixed-precision scheme of the training lifecycle, where AdamW keeps
+//    the fp32 master weights and re-materializes the 16-bit parameter view.
 //  - "Overwritten" outputs are fully written; "accumulated" outputs are
 //    read and added to (dst += ...), so they must be initialized (zero them
 //    at the start of an optimizer step).
@@ -255,6 +255,10 @@ int attentionBackward(Half type, int64_t B, int64_t S, int64_t Hq, int64_t Hkv,
 /// Copies the rows' bits.
 int embeddingForward(Half type, int64_t T, int64_t V, int64_t H,
                      const int32_t *ids, const uint16_t *table, uint16_t *out);
+/// loss stays fp32; dlogits may alias logits.
+int crossEntropy(Half type, int64_t T, int64_t V, const uint16_t *logits,
+                 const int32_t *targets, float gradScale, float *loss,
+                 uint16_t *dlogits);
 
 //===----------------------------------------------------------------------===//
 // Softmax cross-entropy (fused forward + backward)
