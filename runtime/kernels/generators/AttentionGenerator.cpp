@@ -134,6 +134,22 @@ public:
   }
 };
 
+/// The AttentionBase members the generators use: names of a dependent base
+/// class are not found by unqualified lookup in a class template.
+#define RATRAIN_ATTENTION_BASE_MEMBERS(Base)                                   \
+  using Base::alibi;                                                           \
+  using Base::amBytes;                                                         \
+  using Base::constrainSlopes;                                                 \
+  using Base::headDim;                                                         \
+  using Base::kHalf;                                                           \
+  using Base::load;                                                            \
+  using Base::maxSeq;                                                          \
+  using Base::store;                                                           \
+  using Base::visible;                                                         \
+  using Base::withBias;                                                        \
+  template <typename T> using In = typename Base::template In<T>;              \
+  template <typename T> using Out = typename Base::template Out<T>;
+
 /// Causal attention forward. Output tuple (o, lse) over (d, h, s, b): the
 /// lse buffer is passed with stride 0 in d (each row's value is written once
 /// per d lane, all the same).
@@ -142,18 +158,7 @@ class AttentionForward
     : public AttentionBase<AttentionForward<Storage>, Storage> {
 public:
   using Base = AttentionBase<AttentionForward<Storage>, Storage>;
-  using Base::alibi;
-  using Base::amBytes;
-  using Base::constrainSlopes;
-  using Base::headDim;
-  using Base::kHalf;
-  using Base::load;
-  using Base::maxSeq;
-  using Base::store;
-  using Base::visible;
-  using Base::withBias;
-  template <typename T> using In = typename Base::template In<T>;
-  template <typename T> using Out = typename Base::template Out<T>;
+  RATRAIN_ATTENTION_BASE_MEMBERS(Base)
   In<Buffer<Storage>> q{"q", 4};
   In<Buffer<Storage>> k{"k", 4};
   In<Buffer<Storage>> v{"v", 4};
@@ -299,18 +304,7 @@ class AttentionBackwardDq
     : public AttentionBase<AttentionBackwardDq<Storage>, Storage> {
 public:
   using Base = AttentionBase<AttentionBackwardDq<Storage>, Storage>;
-  using Base::alibi;
-  using Base::amBytes;
-  using Base::constrainSlopes;
-  using Base::headDim;
-  using Base::kHalf;
-  using Base::load;
-  using Base::maxSeq;
-  using Base::store;
-  using Base::visible;
-  using Base::withBias;
-  template <typename T> using In = typename Base::template In<T>;
-  template <typename T> using Out = typename Base::template Out<T>;
+  RATRAIN_ATTENTION_BASE_MEMBERS(Base)
   In<Buffer<Storage>> q{"q", 4};
   In<Buffer<Storage>> k{"k", 4};
   In<Buffer<Storage>> v{"v", 4};
@@ -427,18 +421,7 @@ class AttentionBackwardDkv
     : public AttentionBase<AttentionBackwardDkv<Storage>, Storage> {
 public:
   using Base = AttentionBase<AttentionBackwardDkv<Storage>, Storage>;
-  using Base::alibi;
-  using Base::amBytes;
-  using Base::constrainSlopes;
-  using Base::headDim;
-  using Base::kHalf;
-  using Base::load;
-  using Base::maxSeq;
-  using Base::store;
-  using Base::visible;
-  using Base::withBias;
-  template <typename T> using In = typename Base::template In<T>;
-  template <typename T> using Out = typename Base::template Out<T>;
+  RATRAIN_ATTENTION_BASE_MEMBERS(Base)
   In<Buffer<Storage>> q{"q", 4};
   In<Buffer<Storage>> k{"k", 4};
   In<Buffer<Storage>> v{"v", 4};

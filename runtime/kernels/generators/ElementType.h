@@ -40,6 +40,12 @@ inline Halide::Type storageType(Elem elem) {
   return elem == Elem::F32 ? Halide::Float(32) : Halide::UInt(16);
 }
 
+/// Gives the generator inputs and outputs `ios` (declared without a type)
+/// the storage type of `elem`; for a generator's configure().
+template <typename... IOs> void setStorageType(Elem elem, IOs &...ios) {
+  (ios.set_type(storageType(elem)), ...);
+}
+
 /// The fp32 value of a stored element.
 inline Halide::Expr widen(const Halide::Expr &stored, Elem elem) {
   switch (elem) {

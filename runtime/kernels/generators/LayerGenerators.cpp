@@ -34,7 +34,7 @@ using namespace Halide;
 using ratrain::kernels::generators::Elem;
 using ratrain::kernels::generators::elemNames;
 using ratrain::kernels::generators::narrow;
-using ratrain::kernels::generators::storageType;
+using ratrain::kernels::generators::setStorageType;
 using ratrain::kernels::generators::widen;
 
 namespace {
@@ -62,12 +62,7 @@ public:
   Output<Buffer<>> y{"y", 2};
   Output<Buffer<float>> rstd{"rstd", 1}; // (t), saved for backward
 
-  void configure() {
-    Type t = storageType(elem);
-    x.set_type(t);
-    w.set_type(t);
-    y.set_type(t);
-  }
+  void configure() { setStorageType(elem, x, w, y); }
 
   void generate() {
     Var h("h"), t("t");
@@ -101,13 +96,7 @@ public:
   Output<Buffer<>> dx{"dx", 2};
   Output<Buffer<>> dw{"dw", 1}; // dw_in + gradient (in place)
 
-  void configure() {
-    Type t = storageType(elem);
-    for (auto *in : {&x, &w, &dy, &dwIn})
-      in->set_type(t);
-    dx.set_type(t);
-    dw.set_type(t);
-  }
+  void configure() { setStorageType(elem, x, w, dy, dwIn, dx, dw); }
 
   void generate() {
     Var h("h"), t("t");
@@ -161,10 +150,7 @@ public:
   Input<float> dir{"dir"};
   Output<Buffer<>> y{"y", 4};
 
-  void configure() {
-    x.set_type(storageType(elem));
-    y.set_type(storageType(elem));
-  }
+  void configure() { setStorageType(elem, x, y); }
 
   void generate() {
     Var i("i"), p("p"), hh("hh"), t("t");
@@ -191,12 +177,7 @@ public:
   Input<Buffer<>> u{"u", 2};
   Output<Buffer<>> h{"h", 2};
 
-  void configure() {
-    Type t = storageType(elem);
-    g.set_type(t);
-    u.set_type(t);
-    h.set_type(t);
-  }
+  void configure() { setStorageType(elem, g, u, h); }
 
   void generate() {
     Var f("f"), t("t");
@@ -250,12 +231,7 @@ public:
   Input<Buffer<>> b{"b", 1};
   Output<Buffer<>> out{"out", 1};
 
-  void configure() {
-    Type t = storageType(elem);
-    a.set_type(t);
-    b.set_type(t);
-    out.set_type(t);
-  }
+  void configure() { setStorageType(elem, a, b, out); }
 
   void generate() {
     Var i("i");
@@ -275,10 +251,7 @@ public:
   Input<Buffer<int32_t>> ids{"ids", 1}; // (t)
   Output<Buffer<>> out{"out", 2};
 
-  void configure() {
-    table.set_type(storageType(elem));
-    out.set_type(storageType(elem));
-  }
+  void configure() { setStorageType(elem, table, out); }
 
   void generate() {
     Var h("h"), t("t");
@@ -326,10 +299,7 @@ public:
   Output<Buffer<float>> loss{"loss", 1};
   Output<Buffer<>> dlogits{"dlogits", 2};
 
-  void configure() {
-    logits.set_type(storageType(elem));
-    dlogits.set_type(storageType(elem));
-  }
+  void configure() { setStorageType(elem, logits, dlogits); }
 
   void generate() {
     Var v("v"), t("t");
