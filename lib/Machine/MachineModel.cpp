@@ -410,6 +410,19 @@ private:
                    [&](llvm::yaml::Node *n, llvm::StringRef k) {
                      readBool(n, k, c.fusedAttention);
                    }},
+                  {"attention_peak",
+                   [&](llvm::yaml::Node *n, llvm::StringRef k) {
+                     std::string text;
+                     if (!readScalar(n, k, text))
+                       return;
+                     if (text == "f32" || text == "f16")
+                       c.attentionAtF32Peak = text == "f32";
+                     else
+                       setError(n, k,
+                                "expected f32 or f16 (the peak the "
+                                "attention kernels run at), got '" +
+                                    text + "'");
+                   }},
                   {"efficiency",
                    [&](llvm::yaml::Node *n, llvm::StringRef k) {
                      KernelEfficiency &e = c.efficiency;
@@ -855,6 +868,7 @@ std::string ratrain::printMachineModel(const MachineModel &machine) {
   os << "  peak_flops_f16: " << real(c.peakFlopsF16) << "\n";
   os << "  peak_flops_f32: " << real(c.peakFlopsF32) << "\n";
   os << "  fused_attention: " << (c.fusedAttention ? "true" : "false") << "\n";
+  os << "  attention_peak: " << (c.attentionAtF32Peak ? "f32" : "f16") << "\n";
   os << "  efficiency:\n";
   os << "    gemm: " << real(c.efficiency.gemm) << "\n";
   os << "    attention_forward: " << real(c.efficiency.attentionForward)

@@ -41,6 +41,14 @@ static double peakFlops(const ModelConfig &model, const MachineModel &m) {
                                    : m.cluster.peakFlopsF16;
 }
 
+/// Peak FLOP/s of the attention kernels for the model: the compute type's,
+/// or fp32's on a machine whose attention kernels compute in fp32.
+static double attentionPeakFlops(const ModelConfig &model,
+                                 const MachineModel &m) {
+  return m.cluster.attentionAtF32Peak ? m.cluster.peakFlopsF32
+                                      : peakFlops(model, m);
+}
+
 double CostModel::gemmSeconds(double m, double n, double k) const {
   double w = getDTypeBytes(model.dtype);
   double flops = 2.0 * m * n * k;
@@ -56,7 +64,7 @@ double CostModel::attentionForward(int64_t microBatchSize) const {
   double flops = model.attentionFlopsPerToken() * tokens;
   // A fused (flash-style) kernel reads q, k, v and writes o once.
   double bytes = w * tokens * (2.0 * model.qDim() + 2.0 * model.kvDim());
-  double compute = flops / (peakFlops(model, machine) *
+  double compute = flops / (attentionPeakFlops(model, machine) *
                             machine.cluster.efficiency.attentionForward);
   return std::max(compute, memoryBoundSeconds(bytes));
 }
@@ -69,7 +77,7 @@ double CostModel::attentionBackward(int64_t microBatchSize) const {
   double flops = 2.5 * model.attentionFlopsPerToken() * tokens;
   // Reads q, k, v, o, dO; writes dq, dk, dv.
   double bytes = w * tokens * (4.0 * model.qDim() + 4.0 * model.kvDim());
-  double compute = flops / (peakFlops(model, machine) *
+  double compute = flops / (attentionPeakFlops(model, machine) *
                             machine.cluster.efficiency.attentionBackward);
   return std::max(compute, memoryBoundSeconds(bytes));
 }

@@ -738,6 +738,8 @@ int main(int argc, char **argv) {
   // memory, only the per-row lse is saved.
 #ifdef RATRAIN_HAVE_KERNELS
   cs.fusedAttention = true;
+  // The Halide attention kernels compute in fp32 for 16-bit models too.
+  cs.attentionAtF32Peak = true;
 #else
   cs.fusedAttention = false;
 #endif
@@ -816,7 +818,9 @@ int main(int argc, char **argv) {
 #endif
 #ifdef RATRAIN_HAVE_KERNELS
   os << "#  [D] fused_attention true: the Halide attention kernels tile the "
-        "scores through L2/L1 and save only lse (no S x S matrix)\n";
+        "scores through L2/L1 and save only lse (no S x S matrix)\n"
+     << "#  [D] attention_peak f32: they compute in fp32 for 16-bit models "
+        "too (16-bit loads and stores only)\n";
 #else
   os << "#  [U] fused_attention false\n";
 #endif

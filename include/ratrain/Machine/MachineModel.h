@@ -48,6 +48,12 @@ struct ClusterSpec {
   /// key `fused_attention` (default false: the scores are materialized, as
   /// in the standard activation formulas).
   bool fusedAttention = false;
+  /// The attention kernels compute in fp32 whatever the model's type (they
+  /// read and write 16-bit activations but their products are fp32), so a
+  /// 16-bit model's attention runs at peak_flops_f32, not peak_flops_f16.
+  /// Machine-file key `attention_peak: f32` (default `f16`: a 16-bit model's
+  /// attention runs at the 16-bit peak, like its GEMMs).
+  bool attentionAtF32Peak = false;
 };
 
 /// Point-to-point link class: bandwidth per direction and per-message latency.

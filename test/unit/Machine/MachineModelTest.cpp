@@ -73,7 +73,30 @@ TEST(MachineModel, DefaultsAndENotation) {
   EXPECT_DOUBLE_EQ(m->cluster.dmaBandwidth, 51e9);
   EXPECT_DOUBLE_EQ(m->cluster.efficiency.attentionBackward, 0.4);
   EXPECT_FALSE(m->cluster.fusedAttention);
+  EXPECT_FALSE(m->cluster.attentionAtF32Peak);
   EXPECT_EQ(m->network.collective, CollectiveAlgorithm::Hierarchical);
+}
+
+TEST(MachineModel, AttentionPeak) {
+  std::string text = minimal;
+  size_t at = text.find("cluster:\n") + std::string("cluster:\n").size();
+  std::string f32 = text;
+  f32.insert(at, "  attention_peak: f32\n");
+  llvm::Expected<MachineModel> m = parseMachineModel(f32, "m.yaml");
+  ASSERT_TRUE(bool(m)) << llvm::toString(m.takeError());
+  EXPECT_TRUE(m->cluster.attentionAtF32Peak);
+  llvm::Expected<MachineModel> back =
+      parseMachineModel(printMachineModel(*m), "printed");
+  ASSERT_TRUE(bool(back)) << llvm::toString(back.takeError());
+  EXPECT_TRUE(back->cluster.attentionAtF32Peak);
+  std::string bad = text;
+  bad.insert(at, "  attention_peak: bf16\n");
+  llvm::Expected<MachineModel> refused = parseMachineModel(bad, "m.yaml");
+  ASSERT_FALSE(bool(refused));
+  std::string message = llvm::toString(refused.takeError());
+  EXPECT_NE(message.find("cluster.attention_peak"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("expected f32 or f16"), std::string::npos) << message;
 }
 
 TEST(MachineModel, PrintParsesBackToTheSameModel) {

@@ -128,6 +128,30 @@ TEST(CostModel, RooflineAndMemoryBoundKernels) {
   EXPECT_NEAR(costs.viewCast(1000000000), 0.12, 1e-12);
 }
 
+TEST(CostModel, AttentionRunsAtTheF32PeakWhereItsKernelsComputeInF32) {
+  MachineModel machine = testMachine();
+  MachineModel f32Attention = testMachine();
+  f32Attention.cluster.attentionAtF32Peak = true;
+  ModelConfig model = testModel(); // bf16; attention compute-bound at s 2048
+  // Only the attention changes: its FLOPs at half the peak (5e12 instead of
+  // 1e13, efficiencies 0.5 forward and 0.4 backward), 2.5x as many backward.
+  double flops = model.attentionFlopsPerToken() * 2048 * 4;
+  double forward = CostModel(model, f32Attention).layerForward(4) -
+                   CostModel(model, machine).layerForward(4);
+  EXPECT_NEAR(forward, flops / (5e12 * 0.5) - flops / (1e13 * 0.5),
+              1e-9 * forward);
+  double backward = CostModel(model, f32Attention).layerBackward(4) -
+                    CostModel(model, machine).layerBackward(4);
+  EXPECT_NEAR(backward, 2.5 * flops / (5e12 * 0.4) - 2.5 * flops / (1e13 * 0.4),
+              1e-9 * backward);
+  // GEMMs keep the 16-bit peak; an fp32 model is unchanged.
+  EXPECT_NEAR(CostModel(model, f32Attention).gemmSeconds(4096, 4096, 4096),
+              2.0 * 4096 * 4096 * 4096 / 5e12, 1e-12);
+  model.dtype = DType::F32;
+  EXPECT_DOUBLE_EQ(CostModel(model, f32Attention).layerForward(4),
+                   CostModel(model, machine).layerForward(4));
+}
+
 TEST(CostModel, LayerCosts) {
   MachineModel machine = testMachine();
   ModelConfig model = testModel();
