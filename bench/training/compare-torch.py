@@ -1,0 +1,154 @@
+#!/usr/bin/python3
+"""RATrain against PyTorch on the same training shapes (docs/benchmarks.md).
+
+    /usr/bin/python3 bench/training/compare-torch.py [--build BUILD_DIR]
+        [--steps 20] [--warmup 3] [--models tiny,85m] [--precisions fp32,bf16]
+
+For each model (the tiny LLaMA of examples/models, and the 12 x 768 LLaMA of
+bench/training/llama-85m.json, both vocabulary 256) and precision, trains
+4 sequences of 256 tokens a step:
+
+  - RATrain: `ratrain run MODEL --machine host --ranks 2 --dtype D
+    --global-batch 4 --seq-len 256` on the shipped corpus (the planner's plan
+    on this host's calibrated machine file; 2 ranks);
+  - PyTorch: bench/training/torch-baseline.py, 2 threads, fp32 or bf16
+    autocast (fp32 masters), the same model shape, AdamW.
+
+and prints tokens/s (from the median step after the warm-up), the ratio, the
+fraction of the two cores' peak each reaches (6 x matrix parameters + causal
+attention FLOPs per token; the fp32 FMA and bf16 dot-product peaks measured
+by `ratrain-calibrate --quick --no-mpi` in this run) and the share of
+RATrain's step outside kernels and waits (the runtime's overhead).
+
+PyTorch is optional: without python3-torch the script says so and exits 0.
+Never a test.
+"""
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+TOKENS_PER_STEP = (4, 256)  # sequences, tokens each
+MODELS = {
+    "tiny": os.path.join(ROOT, "examples", "models", "tiny-llama.json"),
+    "85m": os.path.join(HERE, "llama-85m.json"),
+}
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, check=True, text=True, **kw)
+
+
+def flops_per_token(config, seq):
+    """6 x the matrix parameters (projections, MLP, LM head; not the
+    embedding lookup) + the causal attention products, forward and backward
+    (QK^T and PV: 2 x 2 S D per head, half under the causal mask, x 3)."""
+    h, layers = config["hidden_size"], config["num_hidden_layers"]
+    heads = config["num_attention_heads"]
+    kv = config.get("num_key_value_heads", heads)
+    d = config.get("head_dim", h // heads)
+    ffn, vocab = config["intermediate_size"], config["vocab_size"]
+    per_layer = h * heads * d * 2 + h * kv * d * 2 + 3 * h * ffn
+    matrices = layers * per_layer + h * vocab
+    attention = layers * heads * 6 * seq * d
+    return 6 * matrices + attention
+
+
+def peaks(bin_dir, out_dir):
+    """(fp32, bf16) FLOP/s of the whole host, measured now."""
+    path = os.path.join(out_dir, "peaks.yaml")
+    run([os.path.join(bin_dir, "ratrain-calibrate"), "--quick", "--no-mpi",
+         "-o", path], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    text = open(path).read()
+    value = lambda key: float(re.search(key + r":\s*(\S+)", text).group(1))
+    cores = int(value("cores")) * int(value("clusters_per_node"))
+    return cores * value("peak_flops_f32"), cores * value("peak_flops_f16")
+
+
+def ratrain_run(bin_dir, corpus, model, precision, steps, warmup, out_dir):
+    log = os.path.join(out_dir, "ratrain-%s-%s.jsonl" % (
+        os.path.basename(model), precision))
+    if os.path.exists(log):
+        os.remove(log)
+    seqs, seq = TOKENS_PER_STEP
+    dtype = {"fp32": "f32", "bf16": "bf16"}[precision]
+    run([os.path.join(bin_dir, "ratrain"), "run", model, "--machine", "host",
+         "--ranks", "2", "--dtype", dtype, "--global-batch", str(seqs),
+         "--seq-len", str(seq), "--steps", str(steps), "--data", corpus,
+         "--log", log, "--seed", "0"], stdout=subprocess.DEVNULL)
+    rows = [json.loads(l) for l in open(log) if '"step"' in l]
+    rows = [r for r in rows if r["step"] > warmup and "step_s" in r]
+    step_s = statistics.median(r["step_s"] for r in rows)
+    # Overhead: each rank's step minus kernels and waits, the worst rank.
+    other = max(
+        sum(r["other_s"][k] for r in rows) / sum(r["rank_step_s"][k] for r in rows)
+        for k in range(len(rows[0]["rank_step_s"])))
+    return seqs * seq / step_s, step_s, other
+
+
+def torch_run(config, precision, steps, warmup):
+    seqs, seq = TOKENS_PER_STEP
+    out = run(["/usr/bin/python3", os.path.join(HERE, "torch-baseline.py"),
+               config, "--batch", str(seqs), "--seq-len", str(seq),
+               "--steps", str(steps), "--warmup", str(warmup), "--threads",
+               "2", "--precision", precision], capture_output=True).stdout
+    result = json.loads(out.strip().splitlines()[-1])
+    return result["tokens_per_s"], result["step_s"], result["torch"]
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--build", default=os.path.join(ROOT, "build"))
+    p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--models", default="tiny,85m")
+    p.add_argument("--precisions", default="fp32,bf16")
+    a = p.parse_args()
+    if subprocess.run(["/usr/bin/python3", "-c", "import torch"],
+                      capture_output=True).returncode != 0:
+        print("PyTorch baseline skipped: python3-torch is not installed "
+              "(apt-get install python3-torch)")
+        return 0
+    bin_dir = os.path.join(a.build, "bin")
+    corpus = os.path.join(a.build, "examples", "data", "corpus.tok")
+    for f in (os.path.join(bin_dir, "ratrain"), corpus):
+        if not os.path.exists(f):
+            sys.exit("error: %s is missing (build the project first)" % f)
+    out_dir = tempfile.mkdtemp(prefix="ratrain-vs-torch-")
+    load = open("/proc/loadavg").read().split()[:3]
+    peak32, peak16 = peaks(bin_dir, out_dir)
+    print("host: %d cores, load %s; measured peaks: fp32 %.1f GFLOP/s, bf16 "
+          "%.1f GFLOP/s (both cores); %d steps after %d warm-up; logs in %s"
+          % (os.cpu_count(), " ".join(load), peak32 / 1e9, peak16 / 1e9,
+             a.steps - a.warmup, a.warmup, out_dir))
+    header = ("model", "precision", "RATrain tok/s", "PyTorch tok/s", "ratio",
+              "RATrain % peak", "PyTorch % peak", "RATrain other")
+    print("%-6s %-9s %14s %14s %7s %15s %15s %14s" % header)
+    seq = TOKENS_PER_STEP[1]
+    for name in a.models.split(","):
+        model = MODELS[name]
+        config = json.load(open(model))
+        fpt = flops_per_token(config, seq)
+        for precision in a.precisions.split(","):
+            peak = peak32 if precision == "fp32" else peak16
+            ours, _, other = ratrain_run(bin_dir, corpus, model, precision,
+                                         a.steps, a.warmup, out_dir)
+            theirs, _, version = torch_run(model, precision, a.steps, a.warmup)
+            print("%-6s %-9s %14.0f %14.0f %6.2fx %14.1f%% %14.1f%% %13.1f%%"
+                  % (name, precision, ours, theirs, ours / theirs,
+                     100 * ours * fpt / peak, 100 * theirs * fpt / peak,
+                     100 * other), flush=True)
+    print("PyTorch %s, 2 threads; RATrain 2 ranks (the planner's plan)" %
+          version)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
