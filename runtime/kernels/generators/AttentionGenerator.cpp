@@ -150,6 +150,17 @@ public:
   template <typename T> using In = typename Base::template In<T>;              \
   template <typename T> using Out = typename Base::template Out<T>;
 
+/// The inputs of both backward passes, in their AOT signature's order.
+#define RATRAIN_ATTENTION_BACKWARD_INPUTS(Storage)                             \
+  In<Buffer<Storage>> q{"q", 4};                                               \
+  In<Buffer<Storage>> k{"k", 4};                                               \
+  In<Buffer<Storage>> v{"v", 4};                                               \
+  In<Buffer<Storage>> o{"o", 4};                                               \
+  In<Buffer<Storage>> dO{"dout", 4};                                           \
+  In<Buffer<float>> lse{"lse", 3};                                             \
+  In<float> scale{"scale"};                                                    \
+  In<int> window{"window"};
+
 /// Causal attention forward. Output tuple (o, lse) over (d, h, s, b): the
 /// lse buffer is passed with stride 0 in d (each row's value is written once
 /// per d lane, all the same).
@@ -305,14 +316,7 @@ class AttentionBackwardDq
 public:
   using Base = AttentionBase<AttentionBackwardDq<Storage>, Storage>;
   RATRAIN_ATTENTION_BASE_MEMBERS(Base)
-  In<Buffer<Storage>> q{"q", 4};
-  In<Buffer<Storage>> k{"k", 4};
-  In<Buffer<Storage>> v{"v", 4};
-  In<Buffer<Storage>> o{"o", 4};
-  In<Buffer<Storage>> dO{"dout", 4};
-  In<Buffer<float>> lse{"lse", 3};
-  In<float> scale{"scale"};
-  In<int> window{"window"};
+  RATRAIN_ATTENTION_BACKWARD_INPUTS(Storage)
   Out<Buffer<Storage>> dq{"dq", 4};
 
   void generate() {
@@ -422,14 +426,7 @@ class AttentionBackwardDkv
 public:
   using Base = AttentionBase<AttentionBackwardDkv<Storage>, Storage>;
   RATRAIN_ATTENTION_BASE_MEMBERS(Base)
-  In<Buffer<Storage>> q{"q", 4};
-  In<Buffer<Storage>> k{"k", 4};
-  In<Buffer<Storage>> v{"v", 4};
-  In<Buffer<Storage>> o{"o", 4};
-  In<Buffer<Storage>> dO{"dout", 4};
-  In<Buffer<float>> lse{"lse", 3};
-  In<float> scale{"scale"};
-  In<int> window{"window"};
+  RATRAIN_ATTENTION_BACKWARD_INPUTS(Storage)
   Out<Func> out{"out", {type_of<Storage>(), type_of<Storage>()}, 4}; // dk, dv
 
   void generate() {
