@@ -454,14 +454,18 @@ int embeddingBwdTouchedRows(k::Half type, const int32_t *ids,
     byRow[size_t(t)] = {int32_t(std::clamp<int64_t>(ids[t], 0, V - 1)),
                         int32_t(t)};
   std::sort(byRow.begin(), byRow.end());
+  // Whether the i-th token in row order is the first of its row.
+  auto startsRow = [&](int64_t i) {
+    return i == 0 || byRow[size_t(i)].first != byRow[size_t(i - 1)].first;
+  };
   int64_t rows = 0;
   for (int64_t i = 0; i < T; ++i)
-    rows += i == 0 || byRow[size_t(i)].first != byRow[size_t(i - 1)].first;
+    rows += startsRow(i);
   uint64_t n = uint64_t(rows) * uint64_t(H);
   Scratch sums(n), grads(uint64_t(T) * uint64_t(H)), bits((n + 1) / 2);
   uint16_t *gathered = reinterpret_cast<uint16_t *>(bits.data());
   for (int64_t i = 0, r = -1; i < T; ++i)
-    if (i == 0 || byRow[size_t(i)].first != byRow[size_t(i - 1)].first)
+    if (startsRow(i))
       std::memcpy(gathered + uint64_t(++r) * uint64_t(H),
                   table + uint64_t(byRow[size_t(i)].first) * uint64_t(H),
                   uint64_t(H) * sizeof(uint16_t));
@@ -470,7 +474,7 @@ int embeddingBwdTouchedRows(k::Half type, const int32_t *ids,
   if (int status = k::fromHalf(type, T * H, dout, grads.data()))
     return status;
   for (int64_t i = 0, r = -1; i < T; ++i) {
-    r += i == 0 || byRow[size_t(i)].first != byRow[size_t(i - 1)].first;
+    r += startsRow(i);
     float *sum = sums.data() + uint64_t(r) * uint64_t(H);
     const float *g =
         grads.data() + uint64_t(byRow[size_t(i)].second) * uint64_t(H);
@@ -480,7 +484,7 @@ int embeddingBwdTouchedRows(k::Half type, const int32_t *ids,
   if (int status = k::toHalf(type, int64_t(n), sums.data(), gathered))
     return status;
   for (int64_t i = 0, r = -1; i < T; ++i)
-    if (i == 0 || byRow[size_t(i)].first != byRow[size_t(i - 1)].first)
+    if (startsRow(i))
       std::memcpy(table + uint64_t(byRow[size_t(i)].first) * uint64_t(H),
                   gathered + uint64_t(++r) * uint64_t(H),
                   uint64_t(H) * sizeof(uint16_t));
