@@ -222,10 +222,16 @@ llvm::Error MachineModel::validate() const {
               {"cluster.ddr_bytes", cluster.ddrBytes},
               {"cluster.gsm_bytes", cluster.gsmBytes},
               {"cluster.am_bytes_per_core", cluster.amBytesPerCore},
-              {"cluster.dma_channels", cluster.dmaChannels}};
+              {"cluster.dma_channels", cluster.dmaChannels},
+              {"virtual_clusters_per_cluster", virtualClustersPerCluster}};
   for (const IntField &f : ints)
     if (f.value <= 0)
       return fail(f.key, llvm::formatv("must be positive, got {0}", f.value));
+  if (clustersPerNode % virtualClustersPerCluster)
+    return fail("virtual_clusters_per_cluster",
+                llvm::formatv("{0} does not divide clusters_per_node {1} (a "
+                              "node holds whole physical clusters)",
+                              virtualClustersPerCluster, clustersPerNode));
   // totalClusters() multiplies them: bound the product (no overflow).
   if (clustersPerNode > limits::kMaxClusters / nodes)
     return fail("nodes x clusters_per_node",
@@ -257,6 +263,33 @@ llvm::Error MachineModel::validate() const {
       return fail(
           f.key,
           llvm::formatv("is a fraction of peak in (0, 1], got {0}", f.value));
+  }
+  struct FitField {
+    const char *key;
+    const KernelTimeFit &fit;
+  } fits[] = {{"cluster.gemm_fit.f32", cluster.gemmFit.f32},
+              {"cluster.gemm_fit.f16", cluster.gemmFit.f16}};
+  for (const FitField &f : fits) {
+    // Absent: all three zero. Present: an efficiency in (0, 1] and
+    // non-negative, finite per-element and per-call seconds.
+    const KernelTimeFit &fit = f.fit;
+    if (fit.efficiency == 0 && fit.elementSeconds == 0 && fit.callSeconds == 0)
+      continue;
+    std::string key = f.key;
+    if (!(fit.efficiency > 0 && fit.efficiency <= 1))
+      return fail(key + ".efficiency",
+                  llvm::formatv("is a fraction of peak in (0, 1], got {0}",
+                                fit.efficiency));
+    if (!(fit.elementSeconds >= 0) || !std::isfinite(fit.elementSeconds))
+      return fail(key + ".element_seconds",
+                  llvm::formatv("must be a non-negative number of seconds, "
+                                "got {0}",
+                                fit.elementSeconds));
+    if (!(fit.callSeconds >= 0) || !std::isfinite(fit.callSeconds))
+      return fail(key + ".call_seconds",
+                  llvm::formatv("must be a non-negative number of seconds, "
+                                "got {0}",
+                                fit.callSeconds));
   }
   if (network.intraNode.latency < 0)
     return fail("network.intra_node.latency", "must not be negative");
@@ -311,6 +344,10 @@ public:
           [&](llvm::yaml::Node *n, llvm::StringRef k) {
             sawClustersPerNode = true;
             readInt(n, k, machine.clustersPerNode);
+          }},
+         {"virtual_clusters_per_cluster",
+          [&](llvm::yaml::Node *n, llvm::StringRef k) {
+            readInt(n, k, machine.virtualClustersPerCluster);
           }},
          {"cluster",
           [&](llvm::yaml::Node *n, llvm::StringRef k) {
@@ -396,46 +433,61 @@ private:
         readReal(n, k, *ptr);
       };
     };
-    parseMapping(node, path,
-                 {{"cores", in(c.cores)},
-                  {"ddr_bytes", in(c.ddrBytes)},
-                  {"gsm_bytes", in(c.gsmBytes)},
-                  {"am_bytes_per_core", in(c.amBytesPerCore)},
-                  {"ddr_bandwidth", real(c.ddrBandwidth)},
-                  {"dma_bandwidth", real(c.dmaBandwidth)},
-                  {"dma_channels", in(c.dmaChannels)},
-                  {"peak_flops_f16", real(c.peakFlopsF16)},
-                  {"peak_flops_f32", real(c.peakFlopsF32)},
-                  {"fused_attention",
-                   [&](llvm::yaml::Node *n, llvm::StringRef k) {
-                     readBool(n, k, c.fusedAttention);
-                   }},
-                  {"attention_peak",
-                   [&](llvm::yaml::Node *n, llvm::StringRef k) {
-                     std::string text;
-                     if (!readScalar(n, k, text))
-                       return;
-                     if (text == "f32" || text == "f16")
-                       c.attentionAtF32Peak = text == "f32";
-                     else
-                       setError(n, k,
-                                "expected f32 or f16 (the peak the "
-                                "attention kernels run at), got '" +
-                                    text + "'");
-                   }},
-                  {"efficiency",
-                   [&](llvm::yaml::Node *n, llvm::StringRef k) {
-                     KernelEfficiency &e = c.efficiency;
-                     parseMapping(
-                         n, k,
+    parseMapping(
+        node, path,
+        {{"cores", in(c.cores)},
+         {"ddr_bytes", in(c.ddrBytes)},
+         {"gsm_bytes", in(c.gsmBytes)},
+         {"am_bytes_per_core", in(c.amBytesPerCore)},
+         {"ddr_bandwidth", real(c.ddrBandwidth)},
+         {"dma_bandwidth", real(c.dmaBandwidth)},
+         {"dma_channels", in(c.dmaChannels)},
+         {"peak_flops_f16", real(c.peakFlopsF16)},
+         {"peak_flops_f32", real(c.peakFlopsF32)},
+         {"fused_attention",
+          [&](llvm::yaml::Node *n, llvm::StringRef k) {
+            readBool(n, k, c.fusedAttention);
+          }},
+         {"attention_peak",
+          [&](llvm::yaml::Node *n, llvm::StringRef k) {
+            std::string text;
+            if (!readScalar(n, k, text))
+              return;
+            if (text == "f32" || text == "f16")
+              c.attentionAtF32Peak = text == "f32";
+            else
+              setError(n, k,
+                       "expected f32 or f16 (the peak the "
+                       "attention kernels run at), got '" +
+                           text + "'");
+          }},
+         {"gemm_fit",
+          [&](llvm::yaml::Node *n, llvm::StringRef k) {
+            auto fit = [&](KernelTimeFit &f) {
+              return [&, ptr = &f](llvm::yaml::Node *fn, llvm::StringRef fk) {
+                parseMapping(fn, fk,
+                             {{"efficiency", real(ptr->efficiency)},
+                              {"element_seconds", real(ptr->elementSeconds)},
+                              {"call_seconds", real(ptr->callSeconds)}},
+                             {"efficiency", "element_seconds", "call_seconds"});
+              };
+            };
+            parseMapping(
+                n, k,
+                {{"f32", fit(c.gemmFit.f32)}, {"f16", fit(c.gemmFit.f16)}}, {});
+          }},
+         {"efficiency",
+          [&](llvm::yaml::Node *n, llvm::StringRef k) {
+            KernelEfficiency &e = c.efficiency;
+            parseMapping(n, k,
                          {{"gemm", real(e.gemm)},
                           {"attention_forward", real(e.attentionForward)},
                           {"attention_backward", real(e.attentionBackward)},
                           {"memory_bound", real(e.memoryBound)}},
                          {});
-                   }}},
-                 {"cores", "ddr_bytes", "gsm_bytes", "am_bytes_per_core",
-                  "ddr_bandwidth", "peak_flops_f16", "peak_flops_f32"});
+          }}},
+        {"cores", "ddr_bytes", "gsm_bytes", "am_bytes_per_core",
+         "ddr_bandwidth", "peak_flops_f16", "peak_flops_f32"});
     // A DMA engine at least as fast as DDR unless said otherwise.
     if (c.dmaBandwidth == 0)
       c.dmaBandwidth = c.ddrBandwidth;
@@ -791,6 +843,7 @@ llvm::Expected<MachineModel> ratrain::oversubscribe(const MachineModel &machine,
   MachineModel split = machine;
   split.name = llvm::formatv("{0}-x{1}", machine.name, k).str();
   split.clustersPerNode = machine.clustersPerNode * k;
+  split.virtualClustersPerCluster = machine.virtualClustersPerCluster * k;
   // Explicit levels: the innermost group holds K times the clusters (or, when
   // no level lies inside a node, a new innermost level joins the K virtual
   // clusters of a cluster over the innermost link).
@@ -812,6 +865,13 @@ llvm::Expected<MachineModel> ratrain::oversubscribe(const MachineModel &machine,
   c.dmaBandwidth = machine.cluster.dmaBandwidth * share;
   c.peakFlopsF16 = machine.cluster.peakFlopsF16 * share;
   c.peakFlopsF32 = machine.cluster.peakFlopsF32 * share;
+  // A virtual cluster runs its kernels on 1/K of the cores: the per-element
+  // and per-call terms of a fit take K times as long (its efficiency applies
+  // to the split peak).
+  for (KernelTimeFit *fit : {&c.gemmFit.f32, &c.gemmFit.f16}) {
+    fit->elementSeconds *= double(k);
+    fit->callSeconds *= double(k);
+  }
   if (llvm::Error error = split.validate())
     return llvm::createStringError(
         llvm::inconvertibleErrorCode(),
@@ -857,6 +917,9 @@ std::string ratrain::printMachineModel(const MachineModel &machine) {
   os << "name: " << yamlScalar(machine.name) << "\n";
   os << "nodes: " << machine.nodes << "\n";
   os << "clusters_per_node: " << machine.clustersPerNode << "\n";
+  if (machine.virtualClustersPerCluster != 1)
+    os << "virtual_clusters_per_cluster: " << machine.virtualClustersPerCluster
+       << "\n";
   os << "cluster:\n";
   os << "  cores: " << c.cores << "\n";
   os << "  ddr_bytes: " << c.ddrBytes << "\n";
@@ -876,6 +939,19 @@ std::string ratrain::printMachineModel(const MachineModel &machine) {
   os << "    attention_backward: " << real(c.efficiency.attentionBackward)
      << "\n";
   os << "    memory_bound: " << real(c.efficiency.memoryBound) << "\n";
+  if (c.gemmFit.f32.present() || c.gemmFit.f16.present()) {
+    os << "  gemm_fit:\n";
+    for (auto [key, fit] :
+         {std::pair<const char *, const KernelTimeFit &>{"f32", c.gemmFit.f32},
+          {"f16", c.gemmFit.f16}}) {
+      if (!fit.present())
+        continue;
+      os << "    " << key << ":\n";
+      os << "      efficiency: " << real(fit.efficiency) << "\n";
+      os << "      element_seconds: " << real(fit.elementSeconds) << "\n";
+      os << "      call_seconds: " << real(fit.callSeconds) << "\n";
+    }
+  }
   os << "network:\n";
   if (n.levels.empty()) {
     os << "  intra_node:\n";

@@ -52,10 +52,17 @@ static double attentionPeakFlops(const ModelConfig &model,
 double CostModel::gemmSeconds(double m, double n, double k) const {
   double w = getDTypeBytes(model.dtype);
   double flops = 2.0 * m * n * k;
-  double bytes = w * (m * k + k * n + m * n);
+  double elements = m * k + k * n + m * n;
+  const GemmTimeFits &fits = machine.cluster.gemmFit;
+  const KernelTimeFit &fit = model.dtype == DType::F32 ? fits.f32 : fits.f16;
+  // A measured fit includes what the packing, the epilogue and the call
+  // cost; without one, a roofline of a fraction of peak and DDR traffic.
+  if (fit.present())
+    return flops / (peakFlops(model, machine) * fit.efficiency) +
+           fit.elementSeconds * elements + fit.callSeconds;
   double compute =
       flops / (peakFlops(model, machine) * machine.cluster.efficiency.gemm);
-  return std::max(compute, memoryBoundSeconds(bytes));
+  return std::max(compute, memoryBoundSeconds(w * elements));
 }
 
 double CostModel::attentionForward(int64_t microBatchSize) const {

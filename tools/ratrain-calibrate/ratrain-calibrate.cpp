@@ -12,7 +12,9 @@
 //    compiled with -O3 -march=native) times the cores of a cluster;
 //  - kernel efficiencies, when the runtime's Halide kernels are built
 //    (RATRAIN_HAVE_KERNELS): the NT GEMM in bf16 and fp32 on a tiny-LLaMA
-//    and a LLaMA-7B shape / the peak of the matching precision; causal GQA
+//    and a LLaMA-7B shape / the peak of the matching precision, and the
+//    shape-aware GEMM time model (gemm_fit: fp32 and bf16 on 14 shapes,
+//    fitted by least squares, KernelTimeFit.h); causal GQA
 //    attention forward and backward on the tiny model's and LLaMA-7B's
 //    heads / the FP32 peak (the kernels are fp32); AdamW (with its bf16
 //    view) and RMSNorm forward / the DDR bandwidth. Without the kernels:
@@ -52,6 +54,7 @@
 #include <ctime>
 #include <functional>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #ifdef RATRAIN_HAVE_KERNELS
@@ -326,6 +329,103 @@ void measureGemm(GemmFigure &g, int reps) {
   });
 }
 
+/// Best seconds of one call over `reps` timed runs (CPU seconds of the
+/// process, i.e. of the busy cores), each of enough calls to last about
+/// 20 ms, after one warm-up call; 0 when a call fails.
+double kernelSeconds(int reps, const std::function<int()> &call) {
+  int status = 0;
+  double once = processCpuSeconds([&] { status = call(); });
+  if (status != 0)
+    return 0;
+  int inner = int(std::clamp(0.02 / std::max(once, 1e-7), 1.0, 20000.0));
+  double best = 0;
+  for (int r = 0; r < reps; ++r) {
+    double t = processCpuSeconds([&] {
+      for (int i = 0; i < inner && status == 0; ++i)
+        status = call();
+    });
+    if (status != 0)
+      return 0;
+    if (t > 0 && (best == 0 || t / inner < best))
+      best = t / inner;
+  }
+  return best;
+}
+
+/// One GEMM shape of the time fit (docs/machine-model.md, "gemm_fit").
+struct GemmFitShape {
+  kn::GemmForm form;
+  int64_t m, n, k;
+  float beta;
+};
+
+/// The shapes the GEMM time model is fitted to: a micro-batch of the tiny
+/// LLaMA in the three forms (256 tokens, h 256, ffn 688), small and middling
+/// squares, a 85M-class layer (h 768, ffn 2048) and LLaMA-7B's projection.
+constexpr GemmFitShape kGemmFitShapes[] = {
+    {kn::GemmForm::NT, 64, 64, 64, 0},
+    {kn::GemmForm::NT, 128, 128, 128, 0},
+    {kn::GemmForm::NT, 32, 256, 256, 0},
+    {kn::GemmForm::NT, 256, 256, 256, 0},
+    {kn::GemmForm::NT, 256, 128, 256, 0},
+    {kn::GemmForm::NT, 256, 688, 256, 0},
+    {kn::GemmForm::NN, 256, 256, 688, 1},
+    {kn::GemmForm::TN, 688, 256, 256, 1},
+    {kn::GemmForm::NT, 512, 512, 512, 0},
+    {kn::GemmForm::NT, 256, 2048, 768, 0},
+    {kn::GemmForm::TN, 768, 2048, 256, 1},
+    {kn::GemmForm::NN, 256, 768, 2048, 0},
+    {kn::GemmForm::NT, 1024, 1024, 1024, 0},
+    {kn::GemmForm::NT, 1024, 4096, 4096, 0}};
+
+/// Times every fit shape with fp32 and with bf16 operands on one cluster;
+/// the samples' seconds are per call. A training step's working set
+/// (weights, gradients, optimizer states, saved activations) is at least the
+/// size of the last-level cache, so a GEMM rarely finds its operands where
+/// the call before left them: consecutive calls cycle through copies of the
+/// operands that together fill `workingSetBytes` (the last-level cache).
+/// Measured on operands left in L2 by the call before, the tiny LLaMA's
+/// micro-batch GEMMs run 10-35% faster than in training; with this working
+/// set they run as in a pp 2 step (docs/benchmarks.md).
+void measureGemmFitSamples(int reps, int64_t workingSetBytes,
+                           std::vector<KernelTimeSample> &f32,
+                           std::vector<KernelTimeSample> &bf16) {
+  for (const GemmFitShape &g : kGemmFitShapes) {
+    int64_t aRows = g.form == kn::GemmForm::TN ? g.k : g.m;
+    int64_t aCols = g.form == kn::GemmForm::TN ? g.m : g.k;
+    int64_t bRows = g.form == kn::GemmForm::NT ? g.n : g.k;
+    int64_t bCols = g.form == kn::GemmForm::NT ? g.k : g.n;
+    int64_t aSize = aRows * aCols, bSize = bRows * bCols, cSize = g.m * g.n;
+    int64_t copies =
+        std::max<int64_t>(1, workingSetBytes / (4 * (aSize + bSize + cSize)));
+    std::vector<float> a = randomFloats(aSize * copies, 7),
+                       b = randomFloats(bSize * copies, 8),
+                       c(cSize * copies, 0.0f);
+    std::vector<uint16_t> ah(a.size()), bh(b.size());
+    kn::toHalf(kn::Half::BF16, a.size(), a.data(), ah.data());
+    kn::toHalf(kn::Half::BF16, b.size(), b.data(), bh.data());
+    double flops = 2.0 * double(g.m) * double(g.n) * double(g.k);
+    double elements = double(aSize + bSize + cSize);
+    int shapeReps = flops > 1e10 ? std::min(reps, 2) : reps;
+    int64_t next = 0;
+    double t32 = kernelSeconds(shapeReps, [&] {
+      int64_t i = next++ % copies;
+      return kn::gemm(g.form, g.m, g.n, g.k, a.data() + i * aSize,
+                      b.data() + i * bSize, c.data() + i * cSize, g.beta);
+    });
+    double t16 = kernelSeconds(shapeReps, [&] {
+      int64_t i = next++ % copies;
+      return kn::gemm16(g.form, kn::Half::BF16, g.m, g.n, g.k,
+                        ah.data() + i * aSize, bh.data() + i * bSize,
+                        c.data() + i * cSize, g.beta);
+    });
+    if (t32 > 0)
+      f32.push_back({flops, elements, t32});
+    if (t16 > 0)
+      bf16.push_back({flops, elements, t16});
+  }
+}
+
 /// Causal GQA attention; FLOPs counted as the cost model does: 4 S^2/2 D per
 /// head forward (QK^T and PV over the causal half), 2.5 times that backward.
 void measureAttention(AttentionFigure &f, int reps) {
@@ -578,6 +678,7 @@ int main(int argc, char **argv) {
   llvm::raw_string_ostream notes(kernelNotes);
   double gemmEfficiency = 0.45; // assumption without kernels or OpenBLAS
   double attentionForwardEfficiency = 0, attentionBackwardEfficiency = 0;
+  KernelTimeFit gemmFitF32, gemmFitF16;
   double bf16Peak = bf16PerCore > 0 ? bf16PerCore : fp32PerCore;
 #ifdef RATRAIN_HAVE_KERNELS
   {
@@ -609,6 +710,42 @@ int main(int argc, char **argv) {
           g.bf16 / 1e9, g.bf16 / bf16Peak);
     }
     gemmEfficiency = std::clamp(gemmSum / (2 * std::size(gemms)), 0.05, 1.0);
+
+    // The shape-aware GEMM model (gemm_fit), per operand type, on the
+    // cluster's peak (the samples are per CPU-second of one cluster's
+    // threads: divided by the cores, per cluster-second).
+    std::vector<KernelTimeSample> f32Samples, bf16Samples;
+    measureGemmFitSamples(kreps, std::max<int64_t>(l3.bytes, int64_t(16) << 20),
+                          f32Samples, bf16Samples);
+    for (auto [name, samples, peak, fit] :
+         {std::tuple<const char *, std::vector<KernelTimeSample> &, double,
+                     KernelTimeFit &>{
+              "f32", f32Samples, fp32PerCore * coresPerCluster, gemmFitF32},
+          {"f16", bf16Samples, bf16Peak * coresPerCluster, gemmFitF16}}) {
+      for (KernelTimeSample &sample : samples)
+        sample.seconds /= double(coresPerCluster);
+      llvm::Expected<KernelTimeFit> fitted = fitKernelTime(samples, peak);
+      if (!fitted) {
+        llvm::errs() << "  warning: no " << name
+                     << " GEMM time fit: " << llvm::toString(fitted.takeError())
+                     << "\n";
+        continue;
+      }
+      fit = *fitted;
+      double worst = maxRelativeError(fit, samples, peak);
+      llvm::errs() << llvm::formatv(
+          "  GEMM time fit {0} ({1} shapes): efficiency {2:f3}, {3:f3} ns per "
+          "element, {4:f2} us per call; worst shape {5:f1}%\n",
+          name, samples.size(), fit.efficiency, fit.elementSeconds * 1e9,
+          fit.callSeconds * 1e6, worst * 100);
+      notes << llvm::formatv(
+          "#  [M]   gemm_fit.{0}: {1} shapes from 64^3 to 1024 x 4096 x 4096 "
+          "in the three forms ({2}), least squares of the relative error: "
+          "worst shape {3:f1}%\n",
+          name, samples.size(),
+          std::string(name) == "f32" ? "fp32 operands" : "bf16 operands",
+          worst * 100);
+    }
 
     AttentionFigure attentions[] = {
         // The tiny LLaMA's attention (h 256, S 256, two query heads per
@@ -731,6 +868,8 @@ int main(int argc, char **argv) {
   cs.peakFlopsF32 = fp32PerCore * coresPerCluster;
   cs.peakFlopsF16 = bf16Peak * coresPerCluster;
   cs.efficiency.gemm = gemmEfficiency;
+  cs.gemmFit.f32 = gemmFitF32;
+  cs.gemmFit.f16 = gemmFitF16;
   cs.efficiency.attentionForward = attentionForwardEfficiency;
   cs.efficiency.attentionBackward = attentionBackwardEfficiency;
   cs.efficiency.memoryBound = memoryEfficiency;

@@ -12,6 +12,8 @@
 #ifndef RATRAIN_MACHINE_MACHINEMODEL_H
 #define RATRAIN_MACHINE_MACHINEMODEL_H
 
+#include "ratrain/Machine/KernelTimeFit.h"
+
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
@@ -31,6 +33,12 @@ struct KernelEfficiency {
       0.8; ///< of DDR bandwidth (norms, elementwise, optimizer)
 };
 
+/// The GEMM's fits per operand type: fp32 and 16-bit operands (on the peak
+/// of that type). Machine-file mapping `gemm_fit:` with `f32:` and `f16:`.
+struct GemmTimeFits {
+  KernelTimeFit f32, f16;
+};
+
 /// One compute cluster: the unit that gets one MPI rank and one DDR arena.
 struct ClusterSpec {
   int64_t cores = 24;
@@ -43,6 +51,9 @@ struct ClusterSpec {
   double peakFlopsF16 = 0; ///< FLOP/s, 16-bit inputs, fp32 accumulate
   double peakFlopsF32 = 0; ///< FLOP/s
   KernelEfficiency efficiency;
+  /// Shape-aware GEMM times (optional; efficiency.gemm prices the GEMMs of
+  /// an operand type without a fit).
+  GemmTimeFits gemmFit;
   /// Attention kernels keep the s x s scores on chip (flash-style tiling
   /// through AM/GSM): only per-row softmax statistics reach DDR. Machine-file
   /// key `fused_attention` (default false: the scores are materialized, as
@@ -140,6 +151,13 @@ struct MachineModel {
   std::string name;
   int64_t nodes = 1;
   int64_t clustersPerNode = 1;
+  /// Virtual clusters per physical cluster (`ratrain machine
+  /// --ranks-per-cluster K`, oversubscribe()): K ranks share one cluster's
+  /// cores, each planned with 1/K of its compute. The simulator shares a
+  /// node's cores among the virtual clusters computing at the moment (one
+  /// computing alone runs up to K times its split rate). Machine-file key
+  /// `virtual_clusters_per_cluster` (default 1: every cluster is physical).
+  int64_t virtualClustersPerCluster = 1;
   ClusterSpec cluster;
   NetworkSpec network;
   OffloadTierSpec offload;

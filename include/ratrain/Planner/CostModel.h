@@ -42,9 +42,12 @@ public:
 
   //===--- compute (one cluster, one micro-batch of b sequences) ---------===//
 
-  /// Seconds of a GEMM [m x k] * [k x n] with 16-bit operands: the roofline
-  /// max of FLOPs at peak F16 * gemm efficiency and operand/result bytes at
-  /// DDR bandwidth * memory-bound efficiency.
+  /// Seconds of a GEMM [m x k] * [k x n] with operands of the model's type.
+  /// With the machine's measured fit for that type (`gemm_fit`): FLOPs at
+  /// peak * its efficiency, plus its per-element seconds times m k + k n +
+  /// m n, plus its per-call seconds. Without: the roofline max of FLOPs at
+  /// peak * gemm efficiency and operand/result bytes at DDR bandwidth *
+  /// memory-bound efficiency.
   double gemmSeconds(double m, double n, double k) const;
   /// Seconds to stream `bytes` through DDR in a memory-bound kernel.
   double memoryBoundSeconds(double bytes) const;

@@ -99,6 +99,72 @@ TEST(MachineModel, AttentionPeak) {
   EXPECT_NE(message.find("expected f32 or f16"), std::string::npos) << message;
 }
 
+TEST(MachineModel, GemmFitAndVirtualClusters) {
+  std::string text = minimal;
+  size_t at = text.find("cluster:\n") + std::string("cluster:\n").size();
+  std::string fitted = text;
+  fitted.insert(at, "  gemm_fit:\n"
+                    "    f32: {efficiency: 0.88, element_seconds: 3.7e-10, "
+                    "call_seconds: 1.8e-6}\n"
+                    "    f16:\n      efficiency: 0.82\n"
+                    "      element_seconds: 2e-10\n      call_seconds: 0\n");
+  llvm::Expected<MachineModel> m = parseMachineModel(fitted, "m.yaml");
+  ASSERT_TRUE(bool(m)) << llvm::toString(m.takeError());
+  EXPECT_DOUBLE_EQ(m->cluster.gemmFit.f32.efficiency, 0.88);
+  EXPECT_DOUBLE_EQ(m->cluster.gemmFit.f32.elementSeconds, 3.7e-10);
+  EXPECT_DOUBLE_EQ(m->cluster.gemmFit.f32.callSeconds, 1.8e-6);
+  EXPECT_DOUBLE_EQ(m->cluster.gemmFit.f16.efficiency, 0.82);
+  EXPECT_EQ(m->virtualClustersPerCluster, 1);
+  // Split into 2 virtual clusters per cluster: the file says so, and a
+  // virtual cluster's per-element and per-call GEMM terms double.
+  llvm::Expected<MachineModel> split = oversubscribe(*m, 2);
+  ASSERT_TRUE(bool(split)) << llvm::toString(split.takeError());
+  EXPECT_EQ(split->virtualClustersPerCluster, 2);
+  EXPECT_EQ(split->clustersPerNode, 8);
+  EXPECT_DOUBLE_EQ(split->cluster.gemmFit.f32.efficiency, 0.88);
+  EXPECT_DOUBLE_EQ(split->cluster.gemmFit.f32.elementSeconds, 7.4e-10);
+  EXPECT_DOUBLE_EQ(split->cluster.gemmFit.f32.callSeconds, 3.6e-6);
+  llvm::Expected<MachineModel> back =
+      parseMachineModel(printMachineModel(*split), "printed");
+  ASSERT_TRUE(bool(back)) << llvm::toString(back.takeError());
+  EXPECT_EQ(back->virtualClustersPerCluster, 2);
+  EXPECT_DOUBLE_EQ(back->cluster.gemmFit.f32.elementSeconds, 7.4e-10);
+  EXPECT_DOUBLE_EQ(back->cluster.gemmFit.f16.efficiency, 0.82);
+  // A file without a fit prints none.
+  llvm::Expected<MachineModel> plain = parseMachineModel(text, "m.yaml");
+  ASSERT_TRUE(bool(plain));
+  EXPECT_EQ(printMachineModel(*plain).find("gemm_fit"), std::string::npos);
+  EXPECT_EQ(printMachineModel(*plain).find("virtual_clusters"),
+            std::string::npos);
+
+  // Bad values name the key and the limit.
+  auto withFit = [&](const char *fit) {
+    std::string bad = text;
+    bad.insert(at, std::string("  gemm_fit:\n    f32: ") + fit + "\n");
+    return parseError(bad);
+  };
+  std::string error =
+      withFit("{efficiency: 1.5, element_seconds: 0, call_seconds: 0}");
+  EXPECT_NE(error.find("cluster.gemm_fit.f32.efficiency: is a fraction of "
+                       "peak in (0, 1], got 1.5"),
+            std::string::npos)
+      << error;
+  error = withFit("{efficiency: 0.5, element_seconds: -1, call_seconds: 0}");
+  EXPECT_NE(error.find("cluster.gemm_fit.f32.element_seconds: must be a "
+                       "non-negative number of seconds"),
+            std::string::npos)
+      << error;
+  error = withFit("{efficiency: 0.5, element_seconds: 0}");
+  EXPECT_NE(error.find("call_seconds"), std::string::npos) << error;
+  std::string virtualBad = text;
+  virtualBad.insert(0, "virtual_clusters_per_cluster: 3\n");
+  error = parseError(virtualBad);
+  EXPECT_NE(error.find("virtual_clusters_per_cluster: 3 does not divide "
+                       "clusters_per_node 4"),
+            std::string::npos)
+      << error;
+}
+
 TEST(MachineModel, PrintParsesBackToTheSameModel) {
   llvm::Expected<MachineModel> m = loadMachineModel(examples("mt3000.yaml"));
   ASSERT_TRUE(bool(m));

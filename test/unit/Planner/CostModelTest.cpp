@@ -152,6 +152,28 @@ TEST(CostModel, AttentionRunsAtTheF32PeakWhereItsKernelsComputeInF32) {
                    CostModel(model, machine).layerForward(4));
 }
 
+TEST(CostModel, GemmUsesTheMeasuredFitOfItsOperandType) {
+  MachineModel machine = testMachine();
+  ModelConfig model = testModel(); // bf16
+  double plain = CostModel(model, machine).gemmSeconds(256, 688, 256);
+  machine.cluster.gemmFit.f16 = {0.8, 2e-10, 3e-6};
+  double flops = 2.0 * 256 * 688 * 256;
+  double elements = 256.0 * 256 + 256.0 * 688 + 256.0 * 688;
+  EXPECT_NEAR(CostModel(model, machine).gemmSeconds(256, 688, 256),
+              flops / (1e13 * 0.8) + 2e-10 * elements + 3e-6, 1e-15);
+  EXPECT_NE(CostModel(model, machine).gemmSeconds(256, 688, 256), plain);
+  // An fp32 model without an fp32 fit keeps the plain roofline.
+  model.dtype = DType::F32;
+  machine.cluster.gemmFit.f16 = {};
+  double plain32 = CostModel(model, machine).gemmSeconds(256, 688, 256);
+  machine.cluster.gemmFit.f16 = {0.8, 2e-10, 3e-6};
+  EXPECT_DOUBLE_EQ(CostModel(model, machine).gemmSeconds(256, 688, 256),
+                   plain32);
+  machine.cluster.gemmFit.f32 = {0.9, 4e-10, 2e-6};
+  EXPECT_NEAR(CostModel(model, machine).gemmSeconds(256, 688, 256),
+              flops / (5e12 * 0.9) + 4e-10 * elements + 2e-6, 1e-15);
+}
+
 TEST(CostModel, LayerCosts) {
   MachineModel machine = testMachine();
   ModelConfig model = testModel();
