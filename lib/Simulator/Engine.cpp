@@ -65,6 +65,22 @@ llvm::Error Engine::prepare() {
     }
   }
 
+  // Virtual clusters share their node's physical clusters: with the OS
+  // balancing the ranks over the cores (Open MPI binds nothing when it
+  // oversubscribes), a rank computing while the others wait gets a whole
+  // physical cluster. The representative stage s stands for dp x
+  // clusters-per-stage clusters, spread evenly over the nodes the job spans.
+  if (machine.virtualClustersPerCluster > 1) {
+    double k = double(machine.virtualClustersPerCluster);
+    double total = double(program.totalClusters());
+    double onNode = std::min(total, double(machine.clustersPerNode));
+    virtualPerCluster = k;
+    sharedCores = double(machine.clustersPerNode) / k;
+    stageWeight.assign(numStages, double(program.dataParallel) *
+                                      double(program.clustersPerStage) *
+                                      onNode / total);
+  }
+
   // Send lookup for recv matching (verify() guarantees a unique match).
   std::map<std::tuple<uint32_t, uint32_t, uint64_t>, uint32_t> sends;
   for (uint32_t s = 0; s < numStages; ++s) {
@@ -568,6 +584,11 @@ void Engine::advance(uint32_t s) {
     const Task &task = sp.getTask(st.pc);
     switch (task.kind) {
     case TaskKind::Compute: {
+      if (sharedCores > 0 && task.seconds > 0) {
+        startSharedCompute(s, task);
+        ++st.pc;
+        return;
+      }
       st.stats[st.iteration].busy[static_cast<unsigned>(task.computeKind)] +=
           task.seconds;
       // Every compute task is in the trace, one of no work as an instant
@@ -650,6 +671,73 @@ void Engine::advance(uint32_t s) {
   }
 }
 
+void Engine::startSharedCompute(uint32_t s, const Task &task) {
+  StageState &st = stages[s];
+  settleCompute();
+  st.computing = true;
+  st.computeRemaining = task.seconds;
+  st.computeLast = now;
+  st.computeStart = now;
+  st.computeKind = static_cast<uint8_t>(task.computeKind);
+  st.computeTrace = ~size_t(0);
+  if (recording(st.iteration)) {
+    TraceInterval interval;
+    interval.stage = s;
+    interval.task = st.pc;
+    interval.iteration = st.iteration;
+    interval.lane = Lane::Compute;
+    interval.kind = st.computeKind;
+    interval.start = now;
+    interval.end = now; // set when the task ends
+    st.computeTrace = trace.size();
+    trace.push_back(interval);
+  }
+  rerateCompute();
+}
+
+void Engine::finishSharedCompute(uint32_t s, uint32_t version) {
+  StageState &st = stages[s];
+  if (!st.computing || version != st.computeVersion)
+    return; // a completion the last rerate replaced
+  settleCompute();
+  st.computing = false;
+  st.stats[st.iteration].busy[st.computeKind] += now - st.computeStart;
+  if (st.computeTrace != ~size_t(0))
+    trace[st.computeTrace].end = now;
+  rerateCompute();
+  advance(s);
+}
+
+void Engine::settleCompute() {
+  for (StageState &st : stages) {
+    if (!st.computing)
+      continue;
+    st.computeRemaining = std::max(
+        0.0, st.computeRemaining - st.computeRate * (now - st.computeLast));
+    st.computeLast = now;
+  }
+}
+
+void Engine::rerateCompute() {
+  double active = 0;
+  for (uint32_t s = 0; s < stages.size(); ++s)
+    if (stages[s].computing)
+      active += stageWeight[s];
+  if (active <= 0)
+    return;
+  // Each computing virtual cluster gets an equal share of the cores, at
+  // most one whole core: its rate is K x that share of its split rate.
+  double rate = virtualPerCluster * std::min(1.0, sharedCores / active);
+  for (uint32_t s = 0; s < stages.size(); ++s) {
+    StageState &st = stages[s];
+    if (!st.computing)
+      continue;
+    st.computeRate = rate;
+    schedule(now + st.computeRemaining / rate, EventType::ComputeDone, s,
+             ++st.computeVersion);
+  }
+}
+
 std::string Engine::describeBlock(uint32_t s) const {
   const StageState &st = stages[s];
   const StageProgram &sp = program.stages[s];
@@ -682,7 +770,10 @@ llvm::Error Engine::run() {
     ++processed;
     switch (event.type) {
     case EventType::ComputeDone:
-      advance(event.id);
+      if (sharedCores > 0)
+        finishSharedCompute(event.id, event.version);
+      else
+        advance(event.id);
       break;
     case EventType::LatencyDone:
       startStep(event.id);

@@ -160,6 +160,18 @@ struct StageState {
   /// Offload-tier transfers queued on the cluster's offload stream.
   std::deque<uint32_t> offloadQueue;
   bool offloadBusy = false;
+  /// The running compute task under shared cores (Engine::sharedCores > 0):
+  /// its remaining work in seconds at the split rate, its current rate (1 =
+  /// the split rate), when both were last settled, when it started, and a
+  /// version that makes earlier completion events stale.
+  bool computing = false;
+  double computeRemaining = 0;
+  double computeRate = 1;
+  double computeLast = 0;
+  double computeStart = 0;
+  uint32_t computeVersion = 0;
+  uint8_t computeKind = 0;
+  size_t computeTrace = ~size_t(0);
 };
 
 class Engine {
@@ -196,6 +208,15 @@ private:
   void stepDone(uint32_t opIndex);
   void completeOp(uint32_t opIndex);
   void rerate(uint32_t link);
+  /// Shared cores: a compute task of `seconds` at the split rate starts /
+  /// the running one of `stage` ends (ComputeDone).
+  void startSharedCompute(uint32_t stage, const Task &task);
+  void finishSharedCompute(uint32_t stage, uint32_t version);
+  /// Shared cores: subtracts the work done since the last settlement from
+  /// every running compute task, then gives each its share of the cores and
+  /// a new completion event.
+  void settleCompute();
+  void rerateCompute();
   void settle(Flow &flow);
   void schedule(double time, EventType type, uint32_t id, uint32_t version = 0);
   uint32_t linkIndex(uint32_t stage, uint32_t slot) const {
@@ -239,6 +260,13 @@ private:
   double codecRate = 0;
   /// The machine's network levels, innermost first.
   std::vector<NetworkLevel> levels;
+  /// A machine of virtual clusters (virtual_clusters_per_cluster K > 1): the
+  /// physical clusters of a node the job's virtual clusters share (0: the
+  /// clusters are physical, each compute task takes its own seconds), K,
+  /// and per stage how many of its clusters one node holds.
+  double sharedCores = 0;
+  double virtualPerCluster = 1;
+  std::vector<double> stageWeight;
   uint32_t slotsPerStage = 0;
 
   std::vector<StageState> stages;

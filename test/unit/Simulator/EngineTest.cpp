@@ -102,6 +102,49 @@ TEST(Pipeline, HandComputedTwoStageTwoMicroBatchWithMessages) {
   EXPECT_DOUBLE_EQ(last.bubbleFraction, 1.0 - 6.0 / 10.0 - 0.05);
 }
 
+TEST(SharedCores, VirtualClustersShareTheirPhysicalClusterWorkConserving) {
+  // The hand-written 1F1B on two virtual clusters of one physical cluster
+  // (virtual_clusters_per_cluster 2): F = 1 s and B = 2 s at the split rate;
+  // a stage computing alone gets the whole cluster (twice the split rate),
+  // both computing share it. Stage 0: F0 [0, 0.5] alone; F1 and stage 1's F0
+  // together [0.5, 1.5]; stage 1's B0 alone [1.5, 2.5]; stage 0's B0 and
+  // stage 1's F1 together until F1 ends at 3.5; B0 (1 s left) and stage 1's
+  // B1 together until 4.5; B1 (1 s left) alone until 5; stage 0's B1 alone
+  // [5, 6]. The step is 6 s, the 12 s of work at the split rate on one
+  // cluster, against 9 s with each stage on its own half cluster.
+  MachineModel machine = makeTestMachine();
+  machine.nodes = 1;
+  machine.clustersPerNode = 2;
+  machine.virtualClustersPerCluster = 2;
+  machine.network.intraNode.latency = 0;
+  SimOptions options;
+  options.iterations = 3;
+  options.recordTrace = true;
+  SimReport report = expectOk(simulate(handWritten1F1B(0), machine, options));
+  EXPECT_DOUBLE_EQ(report.firstIterationTime, 6.0);
+  EXPECT_DOUBLE_EQ(report.stepTime, 6.0);
+  // Busy is the wall time of the compute tasks.
+  ASSERT_EQ(report.stageReports.size(), 2u);
+  EXPECT_DOUBLE_EQ(report.stageReports[0].totalBusy(), 4.5);
+  EXPECT_DOUBLE_EQ(report.stageReports[1].totalBusy(), 4.5);
+  // The trace shows each task from its start to its shared end.
+  bool sawFirstForward = false;
+  for (const TraceInterval &interval : report.trace)
+    if (interval.stage == 0 && interval.iteration == 0 &&
+        interval.lane == Lane::Compute && interval.task == 0) {
+      sawFirstForward = true;
+      EXPECT_DOUBLE_EQ(interval.start, 0.0);
+      EXPECT_DOUBLE_EQ(interval.end, 0.5);
+    }
+  EXPECT_TRUE(sawFirstForward);
+
+  // Physical clusters enough for every rank: each computes at the whole
+  // cluster's rate, twice the split rate (the 9 s step halved).
+  machine.clustersPerNode = 4;
+  report = expectOk(simulate(handWritten1F1B(0), machine, options));
+  EXPECT_DOUBLE_EQ(report.stepTime, 4.5);
+}
+
 TEST(Pipeline, SyntheticGeneratorReproducesTheHandWrittenSchedule) {
   Synthetic1F1BConfig config;
   config.stages = 2;
