@@ -245,6 +245,17 @@ void gemmInto(const Tensor &a, const Tensor &b, float *dst, k::GemmForm form,
 /// c (+)= alpha op(a) op(b); M, N, K of the kernel's GemmForm.
 void gemm(const Tensor &a, const Tensor &b, const Tensor &c, k::GemmForm form,
           int64_t M, int64_t N, int64_t K, bool accumulate, double alpha) {
+  if (alpha == 1.0 && isHalf(c.type) && a.type == c.type && b.type == c.type &&
+      !overlaps(c, a) && !overlaps(c, b)) {
+    // All three 16-bit of one type: the kernel reads, accumulates and rounds
+    // c itself (no fp32 copy of c outside the kernel).
+    kernel("gemm16", [&] {
+      return k::gemm16To16(form, half(c.type), M, N, K, a.buf.as<uint16_t>(),
+                           b.buf.as<uint16_t>(), c.buf.as<uint16_t>(),
+                           accumulate ? 1.0f : 0.0f);
+    });
+    return;
+  }
   if (alpha == 1.0) {
     // The kernel accumulates (beta = 1) into c itself (fp32) or into c's
     // staged fp32 copy (16-bit: loaded first, rounded back once).

@@ -36,10 +36,16 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ElementType.h"
 #include "Halide.h"
 #include "Tiling.h"
 
+#include <optional>
+#include <type_traits>
+
 using namespace Halide;
+using ratrain::kernels::generators::Elem;
+using ratrain::kernels::generators::widen;
 
 namespace {
 
@@ -199,13 +205,37 @@ public:
   }
 };
 
+/// fp32 -> bf16 bits, round to nearest even, in integer arithmetic: the
+/// bits ratrain_convert gives, subnormals included. (A plain cast compiled
+/// for the sapphirerapids target may become vcvtneps2bf16, which flushes
+/// subnormal inputs to zero.) NaNs stay NaNs (quiet, sign and top payload
+/// bits kept).
+Expr roundToBf16(Expr value) {
+  Expr bits = reinterpret<uint32_t>(value);
+  Expr rounded = (bits + (((bits >> 16) & 1) + 0x7fff)) >> 16;
+  Expr nan = (bits & 0x7fffffff) > 0x7f800000;
+  return cast<uint16_t>(select(nan, (bits >> 16) | 0x40, rounded));
+}
+
 /// bf16 GEMM on pre-packed operands (see PackPairs): C[M,N] = beta*C +
 /// A*B^T with ap(kk, mi, kp, mt) (MR-wide strips of A's rows) and
 /// bp(kk, ni, kp, nt) (NR-wide strips of B's columns), K padded to a
 /// multiple of KC. The register tile is MR x NR fp32 accumulators fed by
 /// vdpbf16ps (32 bf16 products per instruction); the loop nest and the
 /// GSM/AM blocking are those of ratrain_gemm.
-class GemmBf16Packed : public Generator<GemmBf16Packed> {
+///
+/// `CStorage` is C's element: `float`, or `uint16_t` holding bf16 bits
+/// (ratrain_gemm_bf16_packed_to_bf16). A bf16 C is read, accumulated in
+/// fp32 and rounded once (to nearest even) in the epilogue, so the result
+/// never makes a round trip through an fp32 copy; that needs the whole K in
+/// one panel (kc_eff / 2 = ap's k-pair extent: K <= KC, every GEMM of a
+/// model with hidden and FFN sizes up to KC), which the caller checks.
+template <typename CStorage>
+class GemmBf16PackedBase : public Generator<GemmBf16PackedBase<CStorage>> {
+  static constexpr bool kHalfC = std::is_same_v<CStorage, uint16_t>;
+  template <typename T> using Input = GeneratorInput<T>;
+  template <typename T> using Output = GeneratorOutput<T>;
+
 public:
   GeneratorParam<int> gsmBytes{"gsm_bytes", 6 << 20};
   GeneratorParam<int> amBytes{"am_bytes", 768 << 10};
@@ -217,9 +247,9 @@ public:
   Input<Buffer<uint16_t>> bp{"bp", 4};
   /// Depth of one k panel (even, <= KC); ap/bp hold K padded to a multiple.
   Input<int> kcEff{"kc_eff"};
-  Input<Buffer<float>> cIn{"c_in", 2};
+  Input<Buffer<CStorage>> cIn{"c_in", 2};
   Input<float> beta{"beta"};
-  Output<Buffer<float>> c{"c", 2};
+  Output<Buffer<CStorage>> c{"c", 2};
 
   void generate() {
     ratrain::kernels::tiling::GemmTiles t =
@@ -242,27 +272,42 @@ public:
             reinterpret(BFloat(16), ap(r.x, mi, ko * kcHalf + r.y, mt))) *
         cast<float>(
             reinterpret(BFloat(16), bp(r.x, ni, ko * kcHalf + r.y, nt)));
-    RDom rko(0, KP / kcHalf, "rko");
     // The first k panel folds in beta * C, so there is no separate pass
     // over C (beta == 0 never reads it).
-    Expr first = select(beta == 0.0f, 0.0f, beta * cIn(n, m));
-    c(n, m) = undef<float>();
-    c(n, m) = select(rko == 0, first, c(n, m)) +
-              partial(n % NR, m % MR, n / NR, m / MR, rko);
+    Expr previous = kHalfC ? widen(cIn(n, m), Elem::BF16) : Expr(cIn(n, m));
+    Expr first = select(beta == 0.0f, 0.0f, beta * previous);
+    std::optional<RDom> rko;
+    if constexpr (kHalfC) {
+      // One panel: the sum is complete here, rounded once.
+      c(n, m) = roundToBf16(first + partial(n % NR, m % MR, n / NR, m / MR, 0));
+    } else {
+      rko.emplace(0, KP / kcHalf, "rko");
+      c(n, m) = undef<float>();
+      c(n, m) = select(*rko == 0, first, c(n, m)) +
+                partial(n % NR, m % MR, n / NR, m / MR, *rko);
+    }
 
     const int V = 16;
     Var nb("nb"), nn("nn"), mb("mb"), mm("mm"), nto("nto"), mto("mto");
-    c.update()
-        // Split into register tiles first and group whole tiles into
-        // blocks, so a ragged block (N < NB, M % MB != 0) only shortens the
-        // tile loops; only the last ragged tile takes the guarded path.
-        .split(n, nn, ni, NR, TailStrategy::GuardWithIf)
-        .split(nn, nb, nto, NB / NR, TailStrategy::GuardWithIf)
-        .split(m, mm, mi, MR, TailStrategy::GuardWithIf)
-        .split(mm, mb, mto, MB / MR, TailStrategy::GuardWithIf)
-        .reorder(ni, mi, mto, nto, mb, rko, nb)
-        .vectorize(ni, V)
-        .parallel(mb);
+    // Split into register tiles first and group whole tiles into blocks, so
+    // a ragged block (N < NB, M % MB != 0) only shortens the tile loops;
+    // only the last ragged tile takes the guarded path.
+    auto block = [&](auto stage) {
+      stage.split(n, nn, ni, NR, TailStrategy::GuardWithIf)
+          .split(nn, nb, nto, NB / NR, TailStrategy::GuardWithIf)
+          .split(m, mm, mi, MR, TailStrategy::GuardWithIf)
+          .split(mm, mb, mto, MB / MR, TailStrategy::GuardWithIf);
+      return stage;
+    };
+    if constexpr (kHalfC) {
+      Func cF = c;
+      block(cF).reorder(ni, mi, mto, nto, mb, nb).vectorize(ni, V).parallel(mb);
+    } else {
+      block(c.update())
+          .reorder(ni, mi, mto, nto, mb, *rko, nb)
+          .vectorize(ni, V)
+          .parallel(mb);
+    }
     partial.compute_at(c, mto)
         .bound(ni, 0, NR)
         .bound(mi, 0, MR)
@@ -287,8 +332,13 @@ public:
   }
 };
 
+using GemmBf16Packed = GemmBf16PackedBase<float>;
+using GemmBf16PackedToBf16 = GemmBf16PackedBase<uint16_t>;
+
 } // namespace
 
 HALIDE_REGISTER_GENERATOR(Gemm, ratrain_gemm)
 HALIDE_REGISTER_GENERATOR(PackPairs, ratrain_pack_pairs)
 HALIDE_REGISTER_GENERATOR(GemmBf16Packed, ratrain_gemm_bf16_packed)
+HALIDE_REGISTER_GENERATOR(GemmBf16PackedToBf16,
+                          ratrain_gemm_bf16_packed_to_bf16)

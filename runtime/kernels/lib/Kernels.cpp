@@ -87,6 +87,7 @@
 #include "ratrain_k_f16_to_f32.h"
 #include "ratrain_k_f32_to_f16.h"
 #include "ratrain_k_gemm_bf16_packed.h"
+#include "ratrain_k_gemm_bf16_packed_to_bf16.h"
 #include "ratrain_k_gemm_nn_f16.h"
 #include "ratrain_k_gemm_nn_f32.h"
 #include "ratrain_k_gemm_nt_f16.h"
@@ -227,6 +228,45 @@ int gemm(GemmForm form, int64_t M, int64_t N, int64_t K, const float *A,
   return -1;
 }
 
+namespace {
+/// The bf16 operands of a GEMM packed into k-pair panels of kcEff (the
+/// thread's pack scratch), for ratrain_gemm_bf16_packed*.
+struct PackedBf16 {
+  Buffer<uint16_t> ap, bp;
+  int64_t kcEff = 0, nPanels = 0;
+  int status = 0;
+};
+
+PackedBf16 packBf16(GemmForm form, int64_t M, int64_t N, int64_t K,
+                    const uint16_t *A, const uint16_t *B) {
+  tiling::GemmTiles t = gemmTilesFor(2);
+  PackedBf16 packed;
+  // Panels of kcEff <= KC, as even as possible (as the fp32 kernel does).
+  packed.nPanels = (K + t.kc - 1) / t.kc;
+  packed.kcEff = ((K + packed.nPanels - 1) / packed.nPanels + 7) / 8 * 8;
+  const int64_t kp = packed.nPanels * packed.kcEff / 2;
+  const int64_t mTiles = (M + t.mr - 1) / t.mr;
+  const int64_t nTiles = (N + t.nr - 1) / t.nr;
+  std::vector<uint16_t> &ap = packScratch(0);
+  std::vector<uint16_t> &bp = packScratch(1);
+  ap.resize(2 * t.mr * kp * mTiles);
+  bp.resize(2 * t.nr * kp * nTiles);
+  packed.ap = dense(ap.data(), {2, t.mr, kp, mTiles});
+  packed.bp = dense(bp.data(), {2, t.nr, kp, nTiles});
+  if (form == GemmForm::TN)
+    packed.status = ratrain_k_pack_a_kouter(dense(A, {M, K}), packed.ap);
+  else
+    packed.status = ratrain_k_pack_a_kinner(dense(A, {K, M}), packed.ap);
+  if (packed.status)
+    return packed;
+  if (form == GemmForm::NT)
+    packed.status = ratrain_k_pack_b_kinner(dense(B, {K, N}), packed.bp);
+  else
+    packed.status = ratrain_k_pack_b_kouter(dense(B, {N, K}), packed.bp);
+  return packed;
+}
+} // namespace
+
 int gemm16(GemmForm form, Half type, int64_t M, int64_t N, int64_t K,
            const uint16_t *A, const uint16_t *B, float *C, float beta) {
   if (anyEmpty({M, N}))
@@ -249,34 +289,36 @@ int gemm16(GemmForm form, Half type, int64_t M, int64_t N, int64_t K,
     return -1;
   }
   // bf16: pack both operands into k-pair panels, then the vdpbf16ps kernel.
-  tiling::GemmTiles t = gemmTilesFor(2);
-  // Panels of kcEff <= KC, as even as possible (as the fp32 kernel does).
-  const int64_t nPanels = (K + t.kc - 1) / t.kc;
-  const int64_t kcEff = ((K + nPanels - 1) / nPanels + 7) / 8 * 8;
-  const int64_t kp = nPanels * kcEff / 2;
-  const int64_t mTiles = (M + t.mr - 1) / t.mr;
-  const int64_t nTiles = (N + t.nr - 1) / t.nr;
-  std::vector<uint16_t> &ap = packScratch(0);
-  std::vector<uint16_t> &bp = packScratch(1);
-  ap.resize(2 * t.mr * kp * mTiles);
-  bp.resize(2 * t.nr * kp * nTiles);
-  auto apBuf = dense(ap.data(), {2, t.mr, kp, mTiles});
-  auto bpBuf = dense(bp.data(), {2, t.nr, kp, nTiles});
-  int err = 0;
-  if (form == GemmForm::TN)
-    err = ratrain_k_pack_a_kouter(dense(A, {M, K}), apBuf);
-  else
-    err = ratrain_k_pack_a_kinner(dense(A, {K, M}), apBuf);
-  if (err)
-    return err;
-  if (form == GemmForm::NT)
-    err = ratrain_k_pack_b_kinner(dense(B, {K, N}), bpBuf);
-  else
-    err = ratrain_k_pack_b_kouter(dense(B, {N, K}), bpBuf);
-  if (err)
-    return err;
-  return ratrain_k_gemm_bf16_packed(apBuf, bpBuf, static_cast<int>(kcEff), c,
-                                    beta, c);
+  PackedBf16 packed = packBf16(form, M, N, K, A, B);
+  if (packed.status)
+    return packed.status;
+  return ratrain_k_gemm_bf16_packed(packed.ap, packed.bp,
+                                    static_cast<int>(packed.kcEff), c, beta, c);
+}
+
+int gemm16To16(GemmForm form, Half type, int64_t M, int64_t N, int64_t K,
+               const uint16_t *A, const uint16_t *B, uint16_t *C, float beta) {
+  if (anyEmpty({M, N}))
+    return 0;
+  if (type == Half::BF16 && K > 0 && K <= gemmTilesFor(2).kc) {
+    // One k panel: the kernel reads C, accumulates and rounds in its
+    // epilogue.
+    PackedBf16 packed = packBf16(form, M, N, K, A, B);
+    if (packed.status)
+      return packed.status;
+    auto c = dense(C, {N, M});
+    return ratrain_k_gemm_bf16_packed_to_bf16(
+        packed.ap, packed.bp, static_cast<int>(packed.kcEff), c, beta, c);
+  }
+  // fp16, a K deeper than one panel, or no K: through an fp32 copy.
+  thread_local std::vector<float> staged;
+  staged.resize(size_t(M) * size_t(N));
+  if (beta != 0.0f)
+    if (int status = fromHalf(type, M * N, C, staged.data()))
+      return status;
+  if (int status = gemm16(form, type, M, N, K, A, B, staged.data(), beta))
+    return status;
+  return toHalf(type, M * N, staged.data(), C);
 }
 
 //===----------------------------------------------------------------------===//

@@ -12,7 +12,7 @@
 // the 16-lane vectors or the row chunks) and requires every element to be equal
 // or a 16-bit neighbour, and at most 1% of them to differ; the fp32 kernels
 // themselves are checked against references in KernelsTest.cpp. Copies
-// (embedding lookup) are bit-exact.
+// (embedding lookup) and the GEMM into a 16-bit result are bit-exact.
 //
 //===----------------------------------------------------------------------===//
 
@@ -191,6 +191,60 @@ TEST_P(HalfKernels, AddInPlaceMatchesStaged) {
   // out aliases a, as the runtime's residual adds may.
   ASSERT_EQ(add(type, n, a.data(), b.data(), a.data()), 0);
   EXPECT_ROUNDED_ALIKE(a, narrowed(type, cf));
+}
+
+TEST_P(HalfKernels, GemmIntoAHalfResultMatchesGemmThenRound) {
+  // gemm16To16 against gemm16 into an fp32 copy of C and toHalf: the path
+  // the runtime took before. bf16 with K within one k panel runs the kernel
+  // that rounds in its epilogue; K deeper than a panel (and fp16) stage C.
+  Half type = GetParam();
+  const int64_t kc = tileConfig().gemmKc;
+  struct Case {
+    GemmForm form;
+    int64_t m, n, k;
+  } cases[] = {{GemmForm::NT, 37, 45, 70},
+               {GemmForm::NN, 29, 50, 33},
+               {GemmForm::TN, 45, 31, 66},
+               {GemmForm::NT, 13, 70, kc + 6}};
+  unsigned seed = 40;
+  for (const Case &c : cases)
+    for (float beta : {0.0f, 1.0f}) {
+      SCOPED_TRACE(::testing::Message()
+                   << "form " << int(c.form) << " " << c.m << "x" << c.n << "x"
+                   << c.k << " beta " << beta);
+      Bits a = randomHalf(type, size_t(c.m * c.k), ++seed),
+           b = randomHalf(type, size_t(c.k * c.n), ++seed),
+           cBits = randomHalf(type, size_t(c.m * c.n), ++seed);
+      std::vector<float> staged = widened(type, cBits);
+      ASSERT_EQ(gemm16(c.form, type, c.m, c.n, c.k, a.data(), b.data(),
+                       staged.data(), beta),
+                0);
+      Bits want = narrowed(type, staged);
+      ASSERT_EQ(gemm16To16(c.form, type, c.m, c.n, c.k, a.data(), b.data(),
+                           cBits.data(), beta),
+                0);
+      EXPECT_EQ(depart(cBits, want).differing, 0);
+      EXPECT_ROUNDED_ALIKE(cBits, want);
+    }
+  // Subnormals, infinities and NaNs in C (zero products, beta 1) come back
+  // as the conversion kernels round them: not flushed to zero.
+  if (type != Half::BF16)
+    return;
+  const uint16_t specials[] = {0x0001, 0x007f, 0x8001, 0x0080, 0x7f80,
+                               0xff80, 0x7fc0, 0xffc1, 0x7f81, 0x3f80};
+  const int64_t m = 16, n = 40, k = 8;
+  Bits a(size_t(m * k), 0), b(size_t(k * n), 0), cBits(size_t(m * n));
+  for (size_t i = 0; i < cBits.size(); ++i)
+    cBits[i] = specials[i % std::size(specials)];
+  std::vector<float> staged = widened(type, cBits);
+  ASSERT_EQ(gemm16(GemmForm::NT, type, m, n, k, a.data(), b.data(),
+                   staged.data(), 1.0f),
+            0);
+  Bits want = narrowed(type, staged);
+  ASSERT_EQ(gemm16To16(GemmForm::NT, type, m, n, k, a.data(), b.data(),
+                       cBits.data(), 1.0f),
+            0);
+  EXPECT_EQ(cBits, want);
 }
 
 TEST_P(HalfKernels, EmbeddingLookupCopiesRows) {

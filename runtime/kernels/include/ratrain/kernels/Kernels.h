@@ -82,6 +82,16 @@ int gemm(GemmForm form, int64_t M, int64_t N, int64_t K, const float *A,
 int gemm16(GemmForm form, Half type, int64_t M, int64_t N, int64_t K,
            const uint16_t *A, const uint16_t *B, float *C, float beta = 0.0f);
 
+/// 16-bit GEMM into a 16-bit C of the same type: C = beta * C + op(A) *
+/// op(B) with fp32 accumulation, rounded to `type` once (nearest even). The
+/// same bits as gemm16 into an fp32 copy of C followed by toHalf, without
+/// the copy: with bf16 and K <= the GEMM's k panel (TileConfig::gemmKc) the
+/// kernel reads and writes C itself; otherwise it stages C in fp32
+/// internally. C must not alias A or B.
+int gemm16To16(GemmForm form, Half type, int64_t M, int64_t N, int64_t K,
+               const uint16_t *A, const uint16_t *B, uint16_t *C,
+               float beta = 0.0f);
+
 //===----------------------------------------------------------------------===//
 // Precision conversion (round to nearest even)
 //===----------------------------------------------------------------------===//
