@@ -5,7 +5,8 @@
 # cache, keyed by the CPU, and reuses the file afterwards.
 #  1. --host-file on an empty cache calibrates, prints the cached path
 #     (machines/host-<vendor>-<family>-<model>-<cpus>c-<hash>.yaml) and
-#     leaves no temporary file;
+#     leaves no temporary file (ratrain-calibrate writes a temporary file
+#     and renames it: its note names the final path);
 #  2. the file is a machine file (`ratrain machine host` reads it back);
 #  3. a second --host-file prints the same path without measuring again;
 #  4. `ratrain plan --machine host` plans on it;
@@ -29,6 +30,8 @@ esac
 grep -q 'calibrating this host' "$work/err1" || fail "no calibration note"
 ls "$XDG_CACHE_HOME/ratrain/machines" | grep -q '\.tmp$' &&
   fail "a temporary file is left behind"
+grep -q '\.tmp' "$work/err1" && fail "the output names a temporary file"
+grep -q "wrote $path" "$work/err1" || fail "the output does not name $path"
 
 "$ratrain" machine host >"$work/host.yaml" || fail "ratrain machine host"
 grep -q '^clusters_per_node:' "$work/host.yaml" || fail "not a machine file"

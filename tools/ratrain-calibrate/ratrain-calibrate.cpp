@@ -1023,11 +1023,14 @@ int main(int argc, char **argv) {
     llvm::outs() << text;
     return sink == 12345.0f ? 2 : 0; // keep `sink` alive
   }
-  std::error_code ec;
-  llvm::raw_fd_ostream out(outputPath, ec);
-  if (ec)
-    return fail(outputPath + ": " + ec.message());
-  out << text;
+  // Written to a temporary file next to the output and renamed over it:
+  // an interrupted or failed write leaves the previous file as it was.
+  if (llvm::Error error =
+          llvm::writeToOutput(outputPath, [&](llvm::raw_ostream &out) {
+            out << text;
+            return llvm::Error::success();
+          }))
+    return fail(outputPath + ": " + llvm::toString(std::move(error)));
   llvm::errs() << llvm::formatv(
       "wrote {0} ({1:f1} s)\n", outputPath,
       std::chrono::duration<double>(Clock::now() - started).count());

@@ -108,15 +108,9 @@ llvm::Expected<std::string> calibrateHostMachine(const Toolchain &tools,
   if (std::error_code ec = fs::create_directories(path::parent_path(target)))
     return makeError(llvm::formatv("{0}: cannot create the cache folder: {1}",
                                    path::parent_path(target), ec.message()));
-  // Measured into a temporary file, moved into place once complete: an
-  // interrupted calibration leaves no half machine file behind.
-  llvm::SmallString<256> temporary;
-  if (std::error_code ec =
-          fs::createUniqueFile(target + ".%%%%%%.tmp", temporary))
-    return makeError(llvm::formatv("{0}: cannot create a temporary file: {1}",
-                                   target, ec.message()));
-  std::vector<std::string> command = {tools.calibrate, "-o",
-                                      std::string(temporary)};
+  // ratrain-calibrate writes a temporary file and renames it into place
+  // once complete: an interrupted calibration leaves no half machine file.
+  std::vector<std::string> command = {tools.calibrate, "-o", target};
   if (quick)
     command.push_back("--quick");
   note(llvm::formatv("calibrating this host ({0}) into {1}; this takes "
@@ -130,19 +124,12 @@ llvm::Expected<std::string> calibrateHostMachine(const Toolchain &tools,
   std::string message;
   int status = llvm::sys::ExecuteAndWait(command[0], refs, std::nullopt, {}, 0,
                                          0, &message);
-  if (status != 0) {
-    fs::remove(temporary);
+  if (status != 0)
     return makeError(
         llvm::formatv("ratrain-calibrate failed ({0}){1}",
                       status < 0 ? "could not be run"
                                  : "exit status " + std::to_string(status),
                       message.empty() ? "" : ": " + message));
-  }
-  if (std::error_code ec = fs::rename(temporary, target)) {
-    fs::remove(temporary);
-    return makeError(
-        llvm::formatv("{0}: cannot write: {1}", target, ec.message()));
-  }
   return target;
 }
 
