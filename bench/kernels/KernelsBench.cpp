@@ -8,17 +8,24 @@
 // compiled -O3 for the default x86-64 target and run on as many threads as
 // there are cores, at S = 2048, 32 heads, D = 128.
 //
+// Attention in bf16 too (the runtime's 16-bit kernels), with no baseline.
+//
 // After the benchmarks, the program prints each ratio (baseline time /
-// Halide time) from the timings of this run, and the GFLOP/s achieved.
+// Halide time) from the timings of this run, and the GFLOP/s achieved; then
+// this machine's fp32 and bf16 peaks, measured in the same run with
+// ratrain-calibrate's register-only kernels, and each attention kernel's
+// fraction of the peak of its type.
 //
 //===----------------------------------------------------------------------===//
 
+#include "Kernels.h" // ratrain-calibrate's peak kernels
 #include "ratrain/kernels/Kernels.h"
 
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -344,6 +351,76 @@ void BM_AttnBackwardHalide(benchmark::State &state) {
   setFlops(state, d.backwardFlops());
 }
 
+/// The same in bf16 (the runtime's 16-bit attention: bf16 loads and
+/// stores, fp32 arithmetic).
+struct AttnData16 {
+  AttnData base;
+  std::vector<uint16_t> q, k, v, out, dout, dq, dk, dv;
+  explicit AttnData16(AttnCase c) : base(c) {
+    auto half = [](const std::vector<float> &from) {
+      std::vector<uint16_t> bits(from.size());
+      toHalf(Half::BF16, int64_t(from.size()), from.data(), bits.data());
+      return bits;
+    };
+    q = half(base.q);
+    k = half(base.k);
+    v = half(base.v);
+    dout = half(base.dout);
+    out.resize(q.size());
+    dq.resize(q.size());
+    dk.resize(k.size());
+    dv.resize(v.size());
+  }
+  int forward() {
+    const AttnCase &a = base.a;
+    return attentionForward(Half::BF16, a.B, a.S, a.Hq, a.Hkv, a.D, q.data(),
+                            k.data(), v.data(), base.scale, out.data(),
+                            base.lse.data());
+  }
+  int backward() {
+    const AttnCase &a = base.a;
+    return attentionBackward(Half::BF16, a.B, a.S, a.Hq, a.Hkv, a.D, q.data(),
+                             k.data(), v.data(), out.data(), dout.data(),
+                             base.lse.data(), base.scale, dq.data(), dk.data(),
+                             dv.data());
+  }
+};
+void BM_AttnForwardHalideBf16(benchmark::State &state) {
+  AttnData16 d(kAttn);
+  for (auto _ : state)
+    if (d.forward())
+      state.SkipWithError("bf16 attention forward failed");
+  setFlops(state, d.base.forwardFlops());
+}
+void BM_AttnBackwardHalideBf16(benchmark::State &state) {
+  AttnData16 d(kAttn);
+  if (d.forward())
+    state.SkipWithError("bf16 attention forward failed");
+  for (auto _ : state)
+    if (d.backward())
+      state.SkipWithError("bf16 attention backward failed");
+  setFlops(state, d.base.backwardFlops());
+}
+
+/// FLOP/s of one core's register-only FMA (fp32) or vdpbf16ps (bf16) loop
+/// (ratrain-calibrate's measurement kernels), best of 5 runs of ~0.1 s.
+double corePeak(bool bf16) {
+  float sink = 0;
+  double best = 0;
+  const int64_t iterations = 20'000'000;
+  for (int r = 0; r < 5; ++r) {
+    auto start = std::chrono::steady_clock::now();
+    double flops = bf16 ? ratrain::calibrate::bf16DotKernel(iterations, &sink)
+                        : ratrain::calibrate::fp32FmaKernel(iterations, &sink);
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+    if (flops > 0 && seconds > 0)
+      best = std::max(best, flops / seconds);
+  }
+  return sink == 12345.0f ? 0 : best;
+}
+
 /// (Halide benchmark, baseline benchmark) pairs whose ratio is printed.
 std::vector<std::pair<std::string, std::string>> &pairs() {
   static std::vector<std::pair<std::string, std::string>> p;
@@ -391,6 +468,16 @@ void registerAll() {
       ->Unit(benchmark::kMillisecond)
       ->UseRealTime()
       ->Iterations(3);
+  benchmark::RegisterBenchmark("attention/forward/halide_bf16",
+                               BM_AttnForwardHalideBf16)
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime()
+      ->Iterations(3);
+  benchmark::RegisterBenchmark("attention/backward/halide_bf16",
+                               BM_AttnBackwardHalideBf16)
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime()
+      ->Iterations(3);
   pairs().push_back(
       {"attention/forward/halide", "attention/forward/baseline_blocked_cpp"});
   pairs().push_back(
@@ -422,6 +509,31 @@ int main(int argc, char **argv) {
                 f->flops / f->seconds * 1e-9, s->flops / s->seconds * 1e-9,
                 slow.c_str());
   }
+  // Fractions of this machine's peaks, measured now on one core and scaled
+  // by the cores the kernels ran on (Halide's default thread pool: all).
+  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  double peak32 = corePeak(false) * cores, peak16 = corePeak(true) * cores;
+  std::printf("\nMeasured peaks (%u cores): fp32 FMA %.1f GFLOP/s, bf16 "
+              "vdpbf16ps %.1f GFLOP/s%s\n",
+              cores, peak32 * 1e-9, peak16 * 1e-9,
+              peak16 > 0 ? "" : " (no AVX512-BF16: not measured)");
+  for (const char *name :
+       {"attention/forward/halide", "attention/backward/halide",
+        "attention/forward/halide_bf16", "attention/backward/halide_bf16"}) {
+    const Result *r = find(name);
+    if (!r || r->seconds <= 0)
+      continue;
+    bool bf16 = std::string(name).find("bf16") != std::string::npos;
+    double peak = bf16 ? peak16 : peak32;
+    if (peak <= 0)
+      continue;
+    std::printf("  %-34s %7.1f GFLOP/s = %5.1f%% of the %s peak\n", name,
+                r->flops / r->seconds * 1e-9,
+                100 * r->flops / r->seconds / peak, bf16 ? "bf16" : "fp32");
+  }
+  std::printf("  (issue 17's target: attention/backward/halide_bf16 at >= "
+              "50%% of the bf16 peak, S = %lld, D = %lld)\n",
+              (long long)kAttn.S, (long long)kAttn.D);
   TileConfig t = tileConfig();
   std::printf("\nTiles from the machine file: GSM %lld B, AM %lld B/core, "
               "%d cores; GEMM MRxNR %dx%d, KC %d, NB %d, MB %d\n",
