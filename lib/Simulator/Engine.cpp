@@ -551,17 +551,8 @@ void Engine::resume(uint32_t s) {
   if (now > exposedFrom) {
     st.stats[st.iteration].exposed[static_cast<unsigned>(st.blockKind)] +=
         now - exposedFrom;
-    if (recording(st.iteration)) {
-      TraceInterval interval;
-      interval.stage = s;
-      interval.task = st.pc;
-      interval.iteration = st.iteration;
-      interval.lane = Lane::Blocked;
-      interval.kind = static_cast<uint8_t>(st.blockKind);
-      interval.start = exposedFrom;
-      interval.end = now;
-      trace.push_back(interval);
-    }
+    recordStageInterval(s, Lane::Blocked, static_cast<uint8_t>(st.blockKind),
+                        exposedFrom, now);
   }
   ++st.pc;
   advance(s);
@@ -593,17 +584,9 @@ void Engine::advance(uint32_t s) {
           task.seconds;
       // Every compute task is in the trace, one of no work as an instant
       // (the runtime's trace has a span for each schedule op).
-      if (recording(st.iteration)) {
-        TraceInterval interval;
-        interval.stage = s;
-        interval.task = st.pc;
-        interval.iteration = st.iteration;
-        interval.lane = Lane::Compute;
-        interval.kind = static_cast<uint8_t>(task.computeKind);
-        interval.start = now;
-        interval.end = now + std::max(0.0, task.seconds);
-        trace.push_back(interval);
-      }
+      recordStageInterval(s, Lane::Compute,
+                          static_cast<uint8_t>(task.computeKind), now,
+                          now + std::max(0.0, task.seconds));
       if (task.seconds <= 0) {
         ++st.pc;
         continue;
@@ -671,6 +654,23 @@ void Engine::advance(uint32_t s) {
   }
 }
 
+size_t Engine::recordStageInterval(uint32_t s, Lane lane, uint8_t kind,
+                                   double start, double end) {
+  const StageState &st = stages[s];
+  if (!recording(st.iteration))
+    return ~size_t(0);
+  TraceInterval interval;
+  interval.stage = s;
+  interval.task = st.pc;
+  interval.iteration = st.iteration;
+  interval.lane = lane;
+  interval.kind = kind;
+  interval.start = start;
+  interval.end = end;
+  trace.push_back(interval);
+  return trace.size() - 1;
+}
+
 void Engine::startSharedCompute(uint32_t s, const Task &task) {
   StageState &st = stages[s];
   settleCompute();
@@ -679,19 +679,9 @@ void Engine::startSharedCompute(uint32_t s, const Task &task) {
   st.computeLast = now;
   st.computeStart = now;
   st.computeKind = static_cast<uint8_t>(task.computeKind);
-  st.computeTrace = ~size_t(0);
-  if (recording(st.iteration)) {
-    TraceInterval interval;
-    interval.stage = s;
-    interval.task = st.pc;
-    interval.iteration = st.iteration;
-    interval.lane = Lane::Compute;
-    interval.kind = st.computeKind;
-    interval.start = now;
-    interval.end = now; // set when the task ends
-    st.computeTrace = trace.size();
-    trace.push_back(interval);
-  }
+  // The end is set when the task ends.
+  st.computeTrace =
+      recordStageInterval(s, Lane::Compute, st.computeKind, now, now);
   rerateCompute();
 }
 

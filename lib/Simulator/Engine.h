@@ -208,6 +208,10 @@ private:
   void stepDone(uint32_t opIndex);
   void completeOp(uint32_t opIndex);
   void rerate(uint32_t link);
+  /// In a recorded iteration, adds an interval of stage `stage`'s current
+  /// task to the trace and returns its index (~0 when not recording).
+  size_t recordStageInterval(uint32_t stage, Lane lane, uint8_t kind,
+                             double start, double end);
   /// Shared cores: a compute task of `seconds` at the split rate starts /
   /// the running one of `stage` ends (ComputeDone).
   void startSharedCompute(uint32_t stage, const Task &task);
