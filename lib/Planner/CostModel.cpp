@@ -58,8 +58,7 @@ double CostModel::gemmSeconds(double m, double n, double k) const {
   // A measured fit includes what the packing, the epilogue and the call
   // cost; without one, a roofline of a fraction of peak and DDR traffic.
   if (fit.present())
-    return flops / (peakFlops(model, machine) * fit.efficiency) +
-           fit.elementSeconds * elements + fit.callSeconds;
+    return fit.seconds(flops, elements, peakFlops(model, machine));
   double compute =
       flops / (peakFlops(model, machine) * machine.cluster.efficiency.gemm);
   return std::max(compute, memoryBoundSeconds(w * elements));

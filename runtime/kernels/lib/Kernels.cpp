@@ -233,7 +233,7 @@ namespace {
 /// thread's pack scratch), for ratrain_gemm_bf16_packed*.
 struct PackedBf16 {
   Buffer<uint16_t> ap, bp;
-  int64_t kcEff = 0, nPanels = 0;
+  int64_t kcEff = 0;
   int status = 0;
 };
 
@@ -242,9 +242,9 @@ PackedBf16 packBf16(GemmForm form, int64_t M, int64_t N, int64_t K,
   tiling::GemmTiles t = gemmTilesFor(2);
   PackedBf16 packed;
   // Panels of kcEff <= KC, as even as possible (as the fp32 kernel does).
-  packed.nPanels = (K + t.kc - 1) / t.kc;
-  packed.kcEff = ((K + packed.nPanels - 1) / packed.nPanels + 7) / 8 * 8;
-  const int64_t kp = packed.nPanels * packed.kcEff / 2;
+  const int64_t nPanels = (K + t.kc - 1) / t.kc;
+  packed.kcEff = ((K + nPanels - 1) / nPanels + 7) / 8 * 8;
+  const int64_t kp = nPanels * packed.kcEff / 2;
   const int64_t mTiles = (M + t.mr - 1) / t.mr;
   const int64_t nTiles = (N + t.nr - 1) / t.nr;
   std::vector<uint16_t> &ap = packScratch(0);
