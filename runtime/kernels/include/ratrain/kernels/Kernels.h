@@ -251,7 +251,10 @@ int swigluBackward(Half type, int64_t T, int64_t F, const uint16_t *g,
 int add(Half type, int64_t n, const uint16_t *a, const uint16_t *b,
         uint16_t *out);
 /// Attention on 16-bit q, k, v, out, dout, dq, dk, dv (lse and the slopes
-/// fp32). Every head dimension attentionSupportsHeadDim accepts.
+/// fp32). Every head dimension attentionSupportsHeadDim accepts. bf16 runs
+/// its products on vdpbf16ps with the probabilities and dS rounded to bf16
+/// (FlashAttention's bf16 numerics); fp16 computes in fp32 between a
+/// widening load and one rounding store.
 int attentionForward(Half type, int64_t B, int64_t S, int64_t Hq, int64_t Hkv,
                      int64_t D, const uint16_t *q, const uint16_t *k,
                      const uint16_t *v, float scale, uint16_t *out, float *lse,

@@ -1,0 +1,123 @@
+//===- AttentionCommon.h - What the attention generators share --*- C++ -*-===//
+//
+// The tile constants, the query-block size, the generator parameters and the
+// masking / ALiBi helpers of the attention generators: the fp32-arithmetic
+// pipelines of AttentionGenerator.cpp (fp32, and fp16 widened to fp32) and the
+// bf16 pipelines of AttentionBf16Generator.cpp, whose products run on
+// vdpbf16ps. Both implement the same algorithm and AOT signatures; see
+// AttentionGenerator.cpp for the layouts and the tiling.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RATRAIN_KERNELS_GENERATORS_ATTENTIONCOMMON_H
+#define RATRAIN_KERNELS_GENERATORS_ATTENTIONCOMMON_H
+
+#include "ElementType.h"
+#include "Halide.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+namespace ratrain::kernels::generators::attention {
+
+using namespace Halide;
+
+inline constexpr int kLanes = 16;
+inline constexpr int kKeyTile = 32;
+
+inline Expr safeExp(Expr x) { return fast_exp(clamp(x, -87.0f, 87.0f)); }
+
+inline int queryBlock(int64_t amBytes, int maxSeq) {
+  int64_t qb = amBytes / (4 * 4 * int64_t(maxSeq));
+  qb = (qb / kKeyTile) * kKeyTile;
+  return static_cast<int>(
+      std::min<int64_t>(std::max<int64_t>(qb, kKeyTile), 256));
+}
+
+/// Parameters shared by the three attention generators; `Storage` is the
+/// element storage of the activations (float, or uint16_t for bf16 / fp16).
+template <typename Self, typename Storage>
+class AttentionBase : public Generator<Self> {
+public:
+  template <typename T>
+  using GP = typename Generator<Self>::template GeneratorParam<T>;
+  template <typename T> using In = typename Generator<Self>::template Input<T>;
+  template <typename T>
+  using Out = typename Generator<Self>::template Output<T>;
+  static constexpr bool kHalf = std::is_same_v<Storage, uint16_t>;
+
+  GP<Elem> elem{"elem", kHalf ? Elem::BF16 : Elem::F32, elemNames()};
+  GP<int> headDim{"head_dim", 128};
+  GP<int> maxSeq{"max_seq", 2048};
+  GP<int> gsmBytes{"gsm_bytes", 6 << 20};
+  GP<int> amBytes{"am_bytes", 768 << 10};
+  GP<int> cores{"cores", 2};
+  GP<bool> alibi{"alibi", false};
+
+  /// The per-query-head ALiBi slopes (h); only with `alibi`.
+  GeneratorInput<Buffer<float>> *slopes = nullptr;
+
+  void configure() {
+    _halide_user_assert((Elem(elem) == Elem::F32) == !kHalf)
+        << "elem must match the storage type\n";
+    if (alibi)
+      slopes = this->template add_input<Buffer<float>>("slopes", 1);
+  }
+
+  /// The fp32 value of a stored activation, and the stored form of a result.
+  Expr load(Expr stored) { return widen(stored, elem); }
+  Expr store(Expr value) { return narrow(value, elem); }
+
+  /// `score` of query row `i`, key `j` in head `h` plus its ALiBi bias;
+  /// `score` itself without `alibi` (the plain pipelines stay as they are).
+  Expr withBias(Expr score, Expr h, Expr i, Expr j) {
+    if (!alibi)
+      return score;
+    return score + (*slopes)(h)*cast<float>(j - i);
+  }
+
+  /// Whether key `j` is visible to query `i`: causal, and with a sliding
+  /// window `w` > 0 fewer than `w` tokens back.
+  static Expr visible(Expr j, Expr i, Expr w) {
+    return j <= i && (w <= 0 || i - j < w);
+  }
+
+  /// The slopes buffer's constraints: unit stride, min 0.
+  void constrainSlopes() {
+    if (alibi)
+      slopes->dim(0).set_stride(1).set_min(0);
+  }
+};
+
+/// The AttentionBase members the generators use: names of a dependent base
+/// class are not found by unqualified lookup in a class template.
+#define RATRAIN_ATTENTION_BASE_MEMBERS(Base)                                   \
+  using Base::alibi;                                                           \
+  using Base::amBytes;                                                         \
+  using Base::constrainSlopes;                                                 \
+  using Base::headDim;                                                         \
+  using Base::kHalf;                                                           \
+  using Base::load;                                                            \
+  using Base::maxSeq;                                                          \
+  using Base::store;                                                           \
+  using Base::visible;                                                         \
+  using Base::withBias;                                                        \
+  template <typename T> using In = typename Base::template In<T>;              \
+  template <typename T> using Out = typename Base::template Out<T>;
+
+/// The inputs of both backward passes, in their AOT signature's order.
+#define RATRAIN_ATTENTION_BACKWARD_INPUTS(Storage)                             \
+  In<Buffer<Storage>> q{"q", 4};                                               \
+  In<Buffer<Storage>> k{"k", 4};                                               \
+  In<Buffer<Storage>> v{"v", 4};                                               \
+  In<Buffer<Storage>> o{"o", 4};                                               \
+  In<Buffer<Storage>> dO{"dout", 4};                                           \
+  In<Buffer<float>> lse{"lse", 3};                                             \
+  In<float> scale{"scale"};                                                    \
+  In<int> window{"window"};
+
+} // namespace ratrain::kernels::generators::attention
+
+#endif // RATRAIN_KERNELS_GENERATORS_ATTENTIONCOMMON_H
