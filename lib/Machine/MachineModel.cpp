@@ -264,6 +264,15 @@ llvm::Error MachineModel::validate() const {
           f.key,
           llvm::formatv("is a fraction of peak in (0, 1], got {0}", f.value));
   }
+  // The 16-bit attention efficiencies are optional (0: absent).
+  for (auto [key, value] : {std::pair<const char *, double>{
+                                "cluster.efficiency.attention_forward_f16",
+                                cluster.efficiency.attentionForwardF16},
+                            {"cluster.efficiency.attention_backward_f16",
+                             cluster.efficiency.attentionBackwardF16}})
+    if (value != 0 && !(value > 0 && value <= 1))
+      return fail(key, llvm::formatv("is a fraction of peak in (0, 1], got {0}",
+                                     value));
   struct FitField {
     const char *key;
     const KernelTimeFit &fit;
@@ -479,12 +488,15 @@ private:
          {"efficiency",
           [&](llvm::yaml::Node *n, llvm::StringRef k) {
             KernelEfficiency &e = c.efficiency;
-            parseMapping(n, k,
-                         {{"gemm", real(e.gemm)},
-                          {"attention_forward", real(e.attentionForward)},
-                          {"attention_backward", real(e.attentionBackward)},
-                          {"memory_bound", real(e.memoryBound)}},
-                         {});
+            parseMapping(
+                n, k,
+                {{"gemm", real(e.gemm)},
+                 {"attention_forward", real(e.attentionForward)},
+                 {"attention_backward", real(e.attentionBackward)},
+                 {"attention_forward_f16", real(e.attentionForwardF16)},
+                 {"attention_backward_f16", real(e.attentionBackwardF16)},
+                 {"memory_bound", real(e.memoryBound)}},
+                {});
           }}},
         {"cores", "ddr_bytes", "gsm_bytes", "am_bytes_per_core",
          "ddr_bandwidth", "peak_flops_f16", "peak_flops_f32"});
@@ -938,6 +950,12 @@ std::string ratrain::printMachineModel(const MachineModel &machine) {
      << "\n";
   os << "    attention_backward: " << real(c.efficiency.attentionBackward)
      << "\n";
+  if (c.efficiency.attentionForwardF16 > 0)
+    os << "    attention_forward_f16: "
+       << real(c.efficiency.attentionForwardF16) << "\n";
+  if (c.efficiency.attentionBackwardF16 > 0)
+    os << "    attention_backward_f16: "
+       << real(c.efficiency.attentionBackwardF16) << "\n";
   os << "    memory_bound: " << real(c.efficiency.memoryBound) << "\n";
   if (c.gemmFit.f32.present() || c.gemmFit.f16.present()) {
     os << "  gemm_fit:\n";

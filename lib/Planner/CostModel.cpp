@@ -41,12 +41,21 @@ static double peakFlops(const ModelConfig &model, const MachineModel &m) {
                                    : m.cluster.peakFlopsF16;
 }
 
-/// Peak FLOP/s of the attention kernels for the model: the compute type's,
-/// or fp32's on a machine whose attention kernels compute in fp32.
-static double attentionPeakFlops(const ModelConfig &model,
-                                 const MachineModel &m) {
-  return m.cluster.attentionAtF32Peak ? m.cluster.peakFlopsF32
-                                      : peakFlops(model, m);
+/// FLOP/s the attention kernels reach for the model (`backward`: the
+/// backward's): the compute type's peak times its efficiency; a 16-bit
+/// model's at peak_flops_f16 times the `_f16` efficiency where the machine
+/// file has one, or at fp32's peak on a machine whose attention kernels
+/// compute in fp32 (`attention_peak: f32`).
+static double attentionFlops(const ModelConfig &model, const MachineModel &m,
+                             bool backward) {
+  const KernelEfficiency &e = m.cluster.efficiency;
+  double fp32 = backward ? e.attentionBackward : e.attentionForward;
+  if (model.dtype == DType::F32 || m.cluster.attentionAtF32Peak)
+    return (m.cluster.attentionAtF32Peak ? m.cluster.peakFlopsF32
+                                         : peakFlops(model, m)) *
+           fp32;
+  double f16 = backward ? e.attentionBackwardF16 : e.attentionForwardF16;
+  return m.cluster.peakFlopsF16 * (f16 > 0 ? f16 : fp32);
 }
 
 double CostModel::gemmSeconds(double m, double n, double k) const {
@@ -70,8 +79,7 @@ double CostModel::attentionForward(int64_t microBatchSize) const {
   double flops = model.attentionFlopsPerToken() * tokens;
   // A fused (flash-style) kernel reads q, k, v and writes o once.
   double bytes = w * tokens * (2.0 * model.qDim() + 2.0 * model.kvDim());
-  double compute = flops / (attentionPeakFlops(model, machine) *
-                            machine.cluster.efficiency.attentionForward);
+  double compute = flops / attentionFlops(model, machine, false);
   return std::max(compute, memoryBoundSeconds(bytes));
 }
 
@@ -83,8 +91,7 @@ double CostModel::attentionBackward(int64_t microBatchSize) const {
   double flops = 2.5 * model.attentionFlopsPerToken() * tokens;
   // Reads q, k, v, o, dO; writes dq, dk, dv.
   double bytes = w * tokens * (4.0 * model.qDim() + 4.0 * model.kvDim());
-  double compute = flops / (attentionPeakFlops(model, machine) *
-                            machine.cluster.efficiency.attentionBackward);
+  double compute = flops / attentionFlops(model, machine, true);
   return std::max(compute, memoryBoundSeconds(bytes));
 }
 

@@ -200,6 +200,26 @@ void ratrain::calibrate::measureAttention(AttentionFigure &f, int reps) {
                                  v.data(), out.data(), dout.data(), lse.data(),
                                  scale, dq.data(), dk.data(), dv.data());
   });
+  // The bf16 kernels (products on vdpbf16ps) on the same values.
+  auto bf16 = [](const std::vector<float> &x) {
+    std::vector<uint16_t> bits(x.size());
+    kn::toHalf(kn::Half::BF16, int64_t(x.size()), x.data(), bits.data());
+    return bits;
+  };
+  std::vector<uint16_t> q16 = bf16(q), k16 = bf16(k), v16 = bf16(v),
+                        d16 = bf16(dout), o16(t * qw), dq16(t * qw),
+                        dk16(t * kw), dv16(t * kw);
+  f.forwardBf16 = kernelRate(reps, flops, [&] {
+    return kn::attentionForward(kn::Half::BF16, f.b, f.s, f.hq, f.hkv, f.d,
+                                q16.data(), k16.data(), v16.data(), scale,
+                                o16.data(), lse.data());
+  });
+  f.backwardBf16 = kernelRate(reps, 2.5 * flops, [&] {
+    return kn::attentionBackward(kn::Half::BF16, f.b, f.s, f.hq, f.hkv, f.d,
+                                 q16.data(), k16.data(), v16.data(), o16.data(),
+                                 d16.data(), lse.data(), scale, dq16.data(),
+                                 dk16.data(), dv16.data());
+  });
 }
 
 /// AdamW over n parameters with the bf16 view: reads p, g, m, v, writes p,

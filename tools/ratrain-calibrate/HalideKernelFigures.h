@@ -26,7 +26,8 @@ struct GemmFigure {
 struct AttentionFigure {
   const char *what;
   int64_t b, s, hq, hkv, d;
-  double forward = 0, backward = 0; ///< FLOP/s per core
+  double forward = 0, backward = 0;         ///< FLOP/s per core, fp32
+  double forwardBf16 = 0, backwardBf16 = 0; ///< FLOP/s per core, bf16
 };
 
 /// The NT GEMM (Y = X W^T) in fp32 and with bf16 operands: fills g.fp32 and

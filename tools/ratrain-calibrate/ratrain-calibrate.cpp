@@ -460,6 +460,8 @@ int main(int argc, char **argv) {
   llvm::raw_string_ostream notes(kernelNotes);
   double gemmEfficiency = 0.45; // assumption without kernels or OpenBLAS
   double attentionForwardEfficiency = 0, attentionBackwardEfficiency = 0;
+  // bf16 attention, of the 16-bit peak (0: not measured).
+  double attentionForwardF16Efficiency = 0, attentionBackwardF16Efficiency = 0;
   KernelTimeFit gemmFitF32, gemmFitF16;
   double bf16Peak = bf16PerCore > 0 ? bf16PerCore : fp32PerCore;
 #ifdef RATRAIN_HAVE_KERNELS
@@ -535,29 +537,41 @@ int main(int argc, char **argv) {
         // D 32 backward runs the D 64 pipelines (Kernels.cpp) and aborts.
         {"the tiny LLaMA's h 256 as 64-wide heads", 1, 256, 4, 2, 64},
         {"LLaMA-7B's heads at 1024 tokens", 1, 1024, 32, 32, 128}};
-    double forwardSum = 0, backwardSum = 0;
+    double forwardSum = 0, backwardSum = 0, forwardF16Sum = 0,
+           backwardF16Sum = 0;
     for (AttentionFigure &f : attentions) {
       measureAttention(f, kreps);
-      if (f.forward <= 0 || f.backward <= 0)
+      if (f.forward <= 0 || f.backward <= 0 || f.forwardBf16 <= 0 ||
+          f.backwardBf16 <= 0)
         return fail("the Halide attention kernels failed");
       forwardSum += f.forward / fp32PerCore;
       backwardSum += f.backward / fp32PerCore;
-      llvm::errs() << llvm::formatv("  Halide attention B {0} S {1} Hq {2} "
-                                    "Hkv {3} D {4}: forward {5:f1} GFLOP/s, "
-                                    "backward {6:f1}\n",
-                                    f.b, f.s, f.hq, f.hkv, f.d, f.forward / 1e9,
-                                    f.backward / 1e9);
+      forwardF16Sum += f.forwardBf16 / bf16Peak;
+      backwardF16Sum += f.backwardBf16 / bf16Peak;
+      llvm::errs() << llvm::formatv(
+          "  Halide attention B {0} S {1} Hq {2} Hkv {3} D {4}: forward "
+          "{5:f1} GFLOP/s, backward {6:f1}; bf16 forward {7:f1}, backward "
+          "{8:f1}\n",
+          f.b, f.s, f.hq, f.hkv, f.d, f.forward / 1e9, f.backward / 1e9,
+          f.forwardBf16 / 1e9, f.backwardBf16 / 1e9);
       notes << llvm::formatv(
           "#  [M]   B {0}, S {1}, Hq {2}, Hkv {3}, D {4} ({5}): forward "
           "{6:f1} GFLOP/s per core = {7:f3}, backward {8:f1} = {9:f3} of the "
-          "FP32 peak\n",
+          "FP32 peak; bf16 forward {10:f1} = {11:f3}, backward {12:f1} = "
+          "{13:f3} of the bf16 peak\n",
           f.b, f.s, f.hq, f.hkv, f.d, f.what, f.forward / 1e9,
-          f.forward / fp32PerCore, f.backward / 1e9, f.backward / fp32PerCore);
+          f.forward / fp32PerCore, f.backward / 1e9, f.backward / fp32PerCore,
+          f.forwardBf16 / 1e9, f.forwardBf16 / bf16Peak, f.backwardBf16 / 1e9,
+          f.backwardBf16 / bf16Peak);
     }
     attentionForwardEfficiency =
         std::clamp(forwardSum / std::size(attentions), 0.05, 1.0);
     attentionBackwardEfficiency =
         std::clamp(backwardSum / std::size(attentions), 0.05, 1.0);
+    attentionForwardF16Efficiency =
+        std::clamp(forwardF16Sum / std::size(attentions), 0.05, 1.0);
+    attentionBackwardF16Efficiency =
+        std::clamp(backwardF16Sum / std::size(attentions), 0.05, 1.0);
 
     // Memory-bound kernels against the cluster's DDR bandwidth (the cost
     // model divides their bytes by ddr_bandwidth * memory_bound).
@@ -654,13 +668,16 @@ int main(int argc, char **argv) {
   cs.gemmFit.f16 = gemmFitF16;
   cs.efficiency.attentionForward = attentionForwardEfficiency;
   cs.efficiency.attentionBackward = attentionBackwardEfficiency;
+  cs.efficiency.attentionForwardF16 = attentionForwardF16Efficiency;
+  cs.efficiency.attentionBackwardF16 = attentionBackwardF16Efficiency;
   cs.efficiency.memoryBound = memoryEfficiency;
   // The Halide attention kernels are flash-style: no S x S matrix reaches
   // memory, only the per-row lse is saved.
 #ifdef RATRAIN_HAVE_KERNELS
   cs.fusedAttention = true;
-  // The Halide attention kernels compute in fp32 for 16-bit models too.
-  cs.attentionAtF32Peak = true;
+  // bf16 attention runs its products at the 16-bit peak (vdpbf16ps), with
+  // its own efficiencies above.
+  cs.attentionAtF32Peak = false;
 #else
   cs.fusedAttention = false;
 #endif
@@ -714,8 +731,10 @@ int main(int argc, char **argv) {
      << "#      gemm = mean of fp32 / FP32 peak and bf16 / bf16 peak over "
         "the GEMMs below;\n"
      << "#      attention_forward / _backward = mean over the shapes below of "
-        "achieved / FP32 peak\n"
-     << "#      (the attention kernels are fp32; FLOPs 4 S^2/2 D per head "
+        "the fp32 kernels' achieved / FP32 peak,\n"
+     << "#      attention_forward_f16 / _backward_f16 the same of the bf16 "
+        "kernels (vdpbf16ps) / bf16 peak\n"
+     << "#      (FLOPs 4 S^2/2 D per head "
         "forward, 2.5x backward,\n#      as the cost model counts); "
         "memory_bound = mean of AdamW and RMSNorm / ddr_bandwidth, each\n"
      << "#      capped at 1\n"
@@ -740,8 +759,9 @@ int main(int argc, char **argv) {
 #ifdef RATRAIN_HAVE_KERNELS
   os << "#  [D] fused_attention true: the Halide attention kernels tile the "
         "scores through L2/L1 and save only lse (no S x S matrix)\n"
-     << "#  [D] attention_peak f32: they compute in fp32 for 16-bit models "
-        "too (16-bit loads and stores only)\n";
+     << "#  [D] attention_peak f16: the bf16 kernels' products run on "
+        "vdpbf16ps (fp16 attention still computes in fp32 and is priced as "
+        "bf16)\n";
 #else
   os << "#  [U] fused_attention false\n";
 #endif

@@ -31,6 +31,11 @@ struct KernelEfficiency {
   double attentionBackward = 0.4;
   double memoryBound =
       0.8; ///< of DDR bandwidth (norms, elementwise, optimizer)
+  /// A 16-bit model's attention, of peak_flops_f16 (machine-file keys
+  /// `attention_forward_f16` / `attention_backward_f16`); 0 when absent: the
+  /// fp32 attention efficiencies then price it too.
+  double attentionForwardF16 = 0;
+  double attentionBackwardF16 = 0;
 };
 
 /// The GEMM's fits per operand type: fp32 and 16-bit operands (on the peak

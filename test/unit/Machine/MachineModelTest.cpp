@@ -99,6 +99,36 @@ TEST(MachineModel, AttentionPeak) {
   EXPECT_NE(message.find("expected f32 or f16"), std::string::npos) << message;
 }
 
+TEST(MachineModel, SixteenBitAttentionEfficiencies) {
+  std::string text = minimal;
+  llvm::Expected<MachineModel> plain = parseMachineModel(text, "m.yaml");
+  ASSERT_TRUE(bool(plain)) << llvm::toString(plain.takeError());
+  EXPECT_EQ(plain->cluster.efficiency.attentionForwardF16, 0);
+  EXPECT_EQ(printMachineModel(*plain).find("attention_forward_f16"),
+            std::string::npos);
+  size_t at = text.find("cluster:\n") + std::string("cluster:\n").size();
+  std::string own = text;
+  own.insert(at, "  efficiency:\n    attention_forward_f16: 0.58\n"
+                 "    attention_backward_f16: 0.52\n");
+  llvm::Expected<MachineModel> m = parseMachineModel(own, "m.yaml");
+  ASSERT_TRUE(bool(m)) << llvm::toString(m.takeError());
+  EXPECT_DOUBLE_EQ(m->cluster.efficiency.attentionForwardF16, 0.58);
+  EXPECT_DOUBLE_EQ(m->cluster.efficiency.attentionBackwardF16, 0.52);
+  llvm::Expected<MachineModel> back =
+      parseMachineModel(printMachineModel(*m), "printed");
+  ASSERT_TRUE(bool(back)) << llvm::toString(back.takeError());
+  EXPECT_DOUBLE_EQ(back->cluster.efficiency.attentionBackwardF16, 0.52);
+  std::string bad = text;
+  bad.insert(at, "  efficiency:\n    attention_backward_f16: 1.5\n");
+  llvm::Expected<MachineModel> refused = parseMachineModel(bad, "m.yaml");
+  ASSERT_FALSE(bool(refused));
+  std::string message = llvm::toString(refused.takeError());
+  EXPECT_NE(message.find("cluster.efficiency.attention_backward_f16"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("(0, 1]"), std::string::npos) << message;
+}
+
 TEST(MachineModel, GemmFitAndVirtualClusters) {
   std::string text = minimal;
   size_t at = text.find("cluster:\n") + std::string("cluster:\n").size();

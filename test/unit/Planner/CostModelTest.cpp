@@ -152,6 +152,35 @@ TEST(CostModel, AttentionRunsAtTheF32PeakWhereItsKernelsComputeInF32) {
                    CostModel(model, machine).layerForward(4));
 }
 
+TEST(CostModel, SixteenBitAttentionUsesItsOwnEfficiencies) {
+  MachineModel machine = testMachine();
+  MachineModel own = testMachine();
+  own.cluster.efficiency.attentionForwardF16 = 0.6;
+  own.cluster.efficiency.attentionBackwardF16 = 0.5;
+  ModelConfig model = testModel(); // bf16; attention compute-bound at s 2048
+  // The bf16 model's attention moves from 1e13 * 0.5 / 0.4 to 1e13 * 0.6 /
+  // 0.5; everything else is the same.
+  double flops = model.attentionFlopsPerToken() * 2048 * 4;
+  double forward = CostModel(model, machine).layerForward(4) -
+                   CostModel(model, own).layerForward(4);
+  EXPECT_NEAR(forward, flops / (1e13 * 0.5) - flops / (1e13 * 0.6),
+              1e-9 * forward);
+  double backward = CostModel(model, machine).layerBackward(4) -
+                    CostModel(model, own).layerBackward(4);
+  EXPECT_NEAR(backward, 2.5 * flops / (1e13 * 0.4) - 2.5 * flops / (1e13 * 0.5),
+              1e-9 * backward);
+  // attention_peak: f32 keeps pricing it at the fp32 peak with the fp32
+  // efficiencies; an fp32 model never reads the 16-bit ones.
+  MachineModel ownAtF32 = own;
+  ownAtF32.cluster.attentionAtF32Peak = true;
+  machine.cluster.attentionAtF32Peak = true;
+  EXPECT_DOUBLE_EQ(CostModel(model, ownAtF32).layerForward(4),
+                   CostModel(model, machine).layerForward(4));
+  model.dtype = DType::F32;
+  EXPECT_DOUBLE_EQ(CostModel(model, own).layerBackward(4),
+                   CostModel(model, testMachine()).layerBackward(4));
+}
+
 TEST(CostModel, GemmUsesTheMeasuredFitOfItsOperandType) {
   MachineModel machine = testMachine();
   ModelConfig model = testModel(); // bf16
