@@ -153,17 +153,8 @@ public:
         Tuple(store(o(d, s % R, s / R, h, b) / ls(s, h, b)), lse(s, h, b));
 
     // ---- schedule (AttentionForward's, with pair reductions) ----
-    Var qb("qb"), si("si"), hb("hb"), io("io"), iu("iu"), sc0("sc0"), sr("sr"),
-        dc("dc"), di("di");
-    out.bound(d, 0, D)
-        .split(s, qb, si, QB, TailStrategy::GuardWithIf)
-        .split(si, sc0, sr, R, TailStrategy::GuardWithIf)
-        .split(d, dc, di, DC)
-        .reorder(di, sr, dc, sc0, qb, h, b)
-        .fuse(h, b, hb)
-        .parallel(hb)
-        .vectorize(di, kLanes)
-        .unroll(di);
+    Var qb("qb"), hb("hb"), io("io"), iu("iu");
+    scheduleRowBlocks(out, d, s, h, b, qb, hb, D, QB, R, DC);
     scheduleDPairs(Kd.compute_at(out, hb), kk, ji, dp, jt, JT);
     scheduleRowPairs(Vk.compute_at(out, hb), kk, d, D);
     Qr.compute_at(out, qb).vectorize(d, kLanes);
@@ -289,17 +280,8 @@ public:
         bf16Value(Kk(rk.x, d, rk.z * (JT / 2) + rk.y, h, b));
     dq(d, h, s, b) = store(acc(d, s % R, s / R, h, b) * scale);
 
-    Var qb("qb"), si("si"), hb("hb"), io("io"), iu("iu"), sc0("sc0"), sr("sr"),
-        dc("dc"), di("di");
-    dq.bound(d, 0, D)
-        .split(s, qb, si, QB, TailStrategy::GuardWithIf)
-        .split(si, sc0, sr, R, TailStrategy::GuardWithIf)
-        .split(d, dc, di, DC)
-        .reorder(di, sr, dc, sc0, qb, h, b)
-        .fuse(h, b, hb)
-        .parallel(hb)
-        .vectorize(di, kLanes)
-        .unroll(di);
+    Var qb("qb"), hb("hb"), io("io"), iu("iu");
+    scheduleRowBlocks(dq, d, s, h, b, qb, hb, D, QB, R, DC);
     scheduleDPairs(Kd.compute_at(dq, hb), kk, ji, dp, jt, JT);
     scheduleDPairs(Vd.compute_at(dq, hb), kk, ji, dp, jt, JT);
     scheduleRowPairs(Kk.compute_at(dq, hb), kk, d, D);
@@ -422,17 +404,8 @@ public:
     out(d, hk, s, b) = Tuple(store(dkAcc(d, s % R, s / R, hk, b) * scale),
                              store(dvAcc(d, s % R, s / R, hk, b)));
 
-    Var kb("kb"), sj("sj"), hb("hb"), jo("jo"), ju("ju"), sc0("sc0"), sr("sr"),
-        dc("dc"), di("di");
-    out.bound(d, 0, D)
-        .split(s, kb, sj, KB, TailStrategy::GuardWithIf)
-        .split(sj, sc0, sr, R, TailStrategy::GuardWithIf)
-        .split(d, dc, di, DC)
-        .reorder(di, sr, dc, sc0, kb, hk, b)
-        .fuse(hk, b, hb)
-        .parallel(hb)
-        .vectorize(di, kLanes)
-        .unroll(di);
+    Var kb("kb"), hb("hb"), jo("jo"), ju("ju");
+    scheduleRowBlocks(out, d, s, hk, b, kb, hb, D, KB, R, DC);
     delta.compute_root().parallel(b);
     delta.update().atomic().vectorize(rdd, kLanes);
     Kr.compute_at(out, kb).vectorize(d, kLanes);

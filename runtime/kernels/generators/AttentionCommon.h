@@ -91,6 +91,24 @@ public:
   }
 };
 
+/// The output schedule every attention pass shares: rows `s` in blocks of
+/// `block` rows (loop `blk`: a query block, or the dk/dv pass's key block),
+/// each block in chunks of `rows` rows and d in `dc`-wide vector groups;
+/// heads and batch fused into the parallel loop `hb`.
+inline void scheduleRowBlocks(Func out, Var d, Var s, Var h, Var b, Var blk,
+                              Var hb, int D, int block, int rows, int dc) {
+  Var si("si"), sc0("sc0"), sr("sr"), dco("dc"), di("di");
+  out.bound(d, 0, D)
+      .split(s, blk, si, block, TailStrategy::GuardWithIf)
+      .split(si, sc0, sr, rows, TailStrategy::GuardWithIf)
+      .split(d, dco, di, dc)
+      .reorder(di, sr, dco, sc0, blk, h, b)
+      .fuse(h, b, hb)
+      .parallel(hb)
+      .vectorize(di, kLanes)
+      .unroll(di);
+}
+
 /// The AttentionBase members the generators use: names of a dependent base
 /// class are not found by unqualified lookup in a class template.
 #define RATRAIN_ATTENTION_BASE_MEMBERS(Base)                                   \

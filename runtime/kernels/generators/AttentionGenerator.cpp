@@ -145,17 +145,8 @@ public:
     out(d, h, s, b) = Tuple(store(o(d, s % R, s / R, h, b)), lse(s, h, b));
 
     // ---- schedule ----
-    Var qb("qb"), si("si"), hb("hb"), io("io"), iu("iu"), sc0("sc0"), sr("sr"),
-        dc("dc"), di("di");
-    out.bound(d, 0, D)
-        .split(s, qb, si, QB, TailStrategy::GuardWithIf)
-        .split(si, sc0, sr, R, TailStrategy::GuardWithIf)
-        .split(d, dc, di, DC)
-        .reorder(di, sr, dc, sc0, qb, h, b)
-        .fuse(h, b, hb)
-        .parallel(hb)
-        .vectorize(di, kLanes)
-        .unroll(di);
+    Var qb("qb"), hb("hb"), io("io"), iu("iu");
+    scheduleRowBlocks(out, d, s, h, b, qb, hb, D, QB, R, DC);
     Vn.compute_at(out, hb).vectorize(d, kLanes);
     Kt.compute_at(out, hb).bound(ji, 0, JT).reorder(ji, d, jt).vectorize(
         ji, kLanes);
@@ -265,17 +256,8 @@ public:
     acc(d, ir, ic, h, b) += ds(rk.x, ic * R + ir, rk.y, h, b) * Kn(d, kg, h, b);
     dq(d, h, s, b) = store(acc(d, s % R, s / R, h, b) * scale);
 
-    Var qb("qb"), si("si"), hb("hb"), io("io"), iu("iu"), sc0("sc0"), sr("sr"),
-        dc("dc"), di("di");
-    dq.bound(d, 0, D)
-        .split(s, qb, si, QB, TailStrategy::GuardWithIf)
-        .split(si, sc0, sr, R, TailStrategy::GuardWithIf)
-        .split(d, dc, di, DC)
-        .reorder(di, sr, dc, sc0, qb, h, b)
-        .fuse(h, b, hb)
-        .parallel(hb)
-        .vectorize(di, kLanes)
-        .unroll(di);
+    Var qb("qb"), hb("hb"), io("io"), iu("iu");
+    scheduleRowBlocks(dq, d, s, h, b, qb, hb, D, QB, R, DC);
     Kn.compute_at(dq, hb).vectorize(d, kLanes);
     Kt.compute_at(dq, hb).bound(ji, 0, JT).reorder(ji, d, jt).vectorize(ji,
                                                                         kLanes);
@@ -389,17 +371,8 @@ public:
     out(d, hk, s, b) = Tuple(store(acc(d, s % R, s / R, hk, b)[0] * scale),
                              store(acc(d, s % R, s / R, hk, b)[1]));
 
-    Var kb("kb"), sj("sj"), hb("hb"), jo("jo"), ju("ju"), sc0("sc0"), sr("sr"),
-        dc("dc"), di("di");
-    out.bound(d, 0, D)
-        .split(s, kb, sj, KB, TailStrategy::GuardWithIf)
-        .split(sj, sc0, sr, R, TailStrategy::GuardWithIf)
-        .split(d, dc, di, DC)
-        .reorder(di, sr, dc, sc0, kb, hk, b)
-        .fuse(hk, b, hb)
-        .parallel(hb)
-        .vectorize(di, kLanes)
-        .unroll(di);
+    Var kb("kb"), hb("hb"), jo("jo"), ju("ju");
+    scheduleRowBlocks(out, d, s, hk, b, kb, hb, D, KB, R, DC);
     delta.compute_root().parallel(b);
     delta.update().atomic().vectorize(rd, kLanes);
     if (kHalf) {
