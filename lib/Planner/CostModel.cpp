@@ -51,9 +51,7 @@ static double attentionFlops(const ModelConfig &model, const MachineModel &m,
   const KernelEfficiency &e = m.cluster.efficiency;
   double fp32 = backward ? e.attentionBackward : e.attentionForward;
   if (model.dtype == DType::F32 || m.cluster.attentionAtF32Peak)
-    return (m.cluster.attentionAtF32Peak ? m.cluster.peakFlopsF32
-                                         : peakFlops(model, m)) *
-           fp32;
+    return m.cluster.peakFlopsF32 * fp32;
   double f16 = backward ? e.attentionBackwardF16 : e.attentionForwardF16;
   return m.cluster.peakFlopsF16 * (f16 > 0 ? f16 : fp32);
 }
