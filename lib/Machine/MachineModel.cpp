@@ -243,6 +243,7 @@ llvm::Error MachineModel::validate() const {
     const char *key;
     double value;
     bool fraction;
+    bool optional = false; ///< 0 means absent
   } reals[] = {
       {"cluster.ddr_bandwidth", cluster.ddrBandwidth, false},
       {"cluster.dma_bandwidth", cluster.dmaBandwidth, false},
@@ -254,9 +255,15 @@ llvm::Error MachineModel::validate() const {
       {"cluster.efficiency.attention_backward",
        cluster.efficiency.attentionBackward, true},
       {"cluster.efficiency.memory_bound", cluster.efficiency.memoryBound, true},
+      {"cluster.efficiency.attention_forward_f16",
+       cluster.efficiency.attentionForwardF16, true, true},
+      {"cluster.efficiency.attention_backward_f16",
+       cluster.efficiency.attentionBackwardF16, true, true},
       {"network.intra_node.bandwidth", network.intraNode.bandwidth, false},
       {"network.inter_node.bandwidth", network.interNode.bandwidth, false}};
   for (const RealField &f : reals) {
+    if (f.optional && f.value == 0)
+      continue;
     if (!(f.value > 0) || !std::isfinite(f.value))
       return fail(f.key, llvm::formatv("must be positive, got {0}", f.value));
     if (f.fraction && f.value > 1)
@@ -264,15 +271,6 @@ llvm::Error MachineModel::validate() const {
           f.key,
           llvm::formatv("is a fraction of peak in (0, 1], got {0}", f.value));
   }
-  // The 16-bit attention efficiencies are optional (0: absent).
-  for (auto [key, value] : {std::pair<const char *, double>{
-                                "cluster.efficiency.attention_forward_f16",
-                                cluster.efficiency.attentionForwardF16},
-                            {"cluster.efficiency.attention_backward_f16",
-                             cluster.efficiency.attentionBackwardF16}})
-    if (value != 0 && !(value > 0 && value <= 1))
-      return fail(key, llvm::formatv("is a fraction of peak in (0, 1], got {0}",
-                                     value));
   struct FitField {
     const char *key;
     const KernelTimeFit &fit;
