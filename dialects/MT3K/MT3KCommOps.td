@@ -156,18 +156,37 @@ def MT3K_SendOp : MT3K_CommOp<"send"> {
     it into a buffer of the same byte size. On a `pipeline` group a rank's
     index is its program's `stage`; a stage does not send to itself.
 
+    With `put at N` the transfer is one-sided: `buffer` is written straight
+    into the peer's DDR arena at byte `N` (the buffer of the matching
+    `mt3k.recv`, which is `one_sided`), followed by an increment of the
+    peer's completion counter for `tag`; nothing waits for the peer. The
+    token completes when both have reached the peer's memory. The compiler
+    proves that nothing of the peer still uses those bytes when the put is
+    issued (`--ratrain-verify-schedule`, docs/schedule.md).
+
     ```mlir
     %t = mt3k.send %act to 1 on @pp tag 3 : !mt3k.buffer<ddr, 4096x4096xbf16>
+    %u = mt3k.send %act to 1 on @pp tag 5 put at 1048576
+        : !mt3k.buffer<ddr, 4096x4096xbf16>
     ```
   }];
   let arguments = (ins Arg<MT3K_DdrBuffer, "sent", [MemRead]>:$buffer,
                        ConfinedAttr<I64Attr, [IntNonNegative]>:$peer,
                        FlatSymbolRefAttr:$group,
-                       ConfinedAttr<I64Attr, [IntNonNegative]>:$tag);
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$tag,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntNonNegative]>>:$put_offset);
   let assemblyFormat = [{
-    $buffer `to` $peer `on` $group `tag` $tag attr-dict
-    `:` qualified(type($buffer))
+    $buffer `to` $peer `on` $group `tag` $tag (`put` `at` $put_offset^)?
+    attr-dict `:` qualified(type($buffer))
   }];
+  let builders = [
+    // A two-sided send.
+    OpBuilder<(ins "::mlir::Value":$buffer, "::mlir::IntegerAttr":$peer,
+                   "::mlir::FlatSymbolRefAttr":$group,
+                   "::mlir::IntegerAttr":$tag), [{
+      build($_builder, $_state, buffer, peer, group, tag, ::mlir::IntegerAttr());
+    }]>
+  ];
 }
 
 def MT3K_RecvOp : MT3K_CommOp<"recv"> {
@@ -177,6 +196,10 @@ def MT3K_RecvOp : MT3K_CommOp<"recv"> {
     `peer` in `group` sends with `mt3k.send`. On a `pipeline` group a stage
     does not receive from itself.
 
+    `one_sided`: the peer puts the message into `buffer` itself (a send with
+    `put at` this buffer's arena offset); the token completes once the
+    peer's completion counter for `tag` says it has landed.
+
     ```mlir
     %t = mt3k.recv %act from 0 on @pp tag 3 : !mt3k.buffer<ddr, 4096x4096xbf16>
     ```
@@ -184,11 +207,20 @@ def MT3K_RecvOp : MT3K_CommOp<"recv"> {
   let arguments = (ins Arg<MT3K_DdrBuffer, "received", [MemWrite]>:$buffer,
                        ConfinedAttr<I64Attr, [IntNonNegative]>:$peer,
                        FlatSymbolRefAttr:$group,
-                       ConfinedAttr<I64Attr, [IntNonNegative]>:$tag);
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$tag,
+                       UnitAttr:$one_sided);
   let assemblyFormat = [{
-    $buffer `from` $peer `on` $group `tag` $tag attr-dict
-    `:` qualified(type($buffer))
+    $buffer `from` $peer `on` $group `tag` $tag (`one_sided` $one_sided^)?
+    attr-dict `:` qualified(type($buffer))
   }];
+  let builders = [
+    // A two-sided receive.
+    OpBuilder<(ins "::mlir::Value":$buffer, "::mlir::IntegerAttr":$peer,
+                   "::mlir::FlatSymbolRefAttr":$group,
+                   "::mlir::IntegerAttr":$tag), [{
+      build($_builder, $_state, buffer, peer, group, tag, false);
+    }]>
+  ];
 }
 
 def MT3K_BarrierOp : MT3K_InProgramOp<"barrier",

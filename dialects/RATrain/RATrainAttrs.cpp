@@ -23,12 +23,11 @@ using namespace ratrain;
 /// `, weight_partition = <L>`, `, grad_partition = <L>`,
 /// `, weight_wire = <w>`, `, grad_wire = <w>`, in this order; then the
 /// closing `>`.
-static ParseResult
-parsePlanExtras(AsmParser &parser, Offload &offload,
-                PipelineScheduleKind &schedule, int64_t &virtualStages,
-                int64_t &weightPartition, int64_t &gradPartition,
-                std::optional<WireType> &weightWire,
-                std::optional<WireType> &gradWire, FloatAttr &maxGradNorm) {
+static ParseResult parsePlanExtras(
+    AsmParser &parser, Offload &offload, PipelineScheduleKind &schedule,
+    int64_t &virtualStages, int64_t &weightPartition, int64_t &gradPartition,
+    std::optional<WireType> &weightWire, std::optional<WireType> &gradWire,
+    FloatAttr &maxGradNorm, TransferMode &transfers) {
   offload = Offload::None;
   schedule = PipelineScheduleKind::OneFOneB;
   virtualStages = 1;
@@ -37,6 +36,7 @@ parsePlanExtras(AsmParser &parser, Offload &offload,
   weightWire = std::nullopt;
   gradWire = std::nullopt;
   maxGradNorm = FloatAttr();
+  transfers = TransferMode::TwoSided;
   while (succeeded(parser.parseOptionalComma())) {
     StringRef key;
     SMLoc loc = parser.getCurrentLocation();
@@ -84,12 +84,18 @@ parsePlanExtras(AsmParser &parser, Offload &offload,
         return parser.emitError(valueLoc, "unknown wire type '")
                << value << "'; expected int8 or int4";
       (key == "weight_wire" ? weightWire : gradWire) = *parsed;
+    } else if (key == "transfers") {
+      std::optional<TransferMode> parsed = symbolizeTransferMode(value);
+      if (!parsed)
+        return parser.emitError(valueLoc, "unknown transfer mode '")
+               << value << "'; expected two_sided or one_sided";
+      transfers = *parsed;
     } else {
       return parser.emitError(loc, "unknown plan field '")
              << key
              << "'; expected offload, schedule, virtual_stages, "
-                "weight_partition, grad_partition, weight_wire, grad_wire or "
-                "max_grad_norm";
+                "weight_partition, grad_partition, weight_wire, grad_wire, "
+                "max_grad_norm or transfers";
     }
   }
   return parser.parseGreater();
@@ -101,7 +107,7 @@ static void printPlanExtras(AsmPrinter &printer, Offload offload,
                             int64_t gradPartition,
                             std::optional<WireType> weightWire,
                             std::optional<WireType> gradWire,
-                            FloatAttr maxGradNorm) {
+                            FloatAttr maxGradNorm, TransferMode transfers) {
   if (offload != Offload::None)
     printer << ", offload = " << stringifyOffload(offload);
   if (schedule != PipelineScheduleKind::OneFOneB)
@@ -120,6 +126,8 @@ static void printPlanExtras(AsmPrinter &printer, Offload offload,
     printer << ", max_grad_norm = ";
     printer.printFloat(maxGradNorm.getValue());
   }
+  if (transfers != TransferMode::TwoSided)
+    printer << ", transfers = " << stringifyTransferMode(transfers);
   printer << ">";
 }
 
@@ -168,16 +176,15 @@ RopeScalingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
-LogicalResult
-PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError, int64_t clusters,
-                 int64_t pp, int64_t dp, int64_t microBatchSize,
-                 int64_t microBatches, int64_t zero,
-                 ArrayRef<int64_t> stageLayers, ArrayRef<Recompute> recompute,
-                 int64_t stepMicros, int64_t peakBytes, Offload offload,
-                 PipelineScheduleKind schedule, int64_t virtualStages,
-                 int64_t weightPartition, int64_t gradPartition,
-                 std::optional<WireType> weightWire,
-                 std::optional<WireType> gradWire, FloatAttr maxGradNormAttr) {
+LogicalResult PlanAttr::verify(
+    function_ref<InFlightDiagnostic()> emitError, int64_t clusters, int64_t pp,
+    int64_t dp, int64_t microBatchSize, int64_t microBatches, int64_t zero,
+    ArrayRef<int64_t> stageLayers, ArrayRef<Recompute> recompute,
+    int64_t stepMicros, int64_t peakBytes, Offload offload,
+    PipelineScheduleKind schedule, int64_t virtualStages,
+    int64_t weightPartition, int64_t gradPartition,
+    std::optional<WireType> weightWire, std::optional<WireType> gradWire,
+    FloatAttr maxGradNormAttr, TransferMode transfers) {
   double maxGradNorm = maxGradNormAttr ? maxGradNormAttr.getValueAsDouble() : 0;
   if (!std::isfinite(maxGradNorm) || maxGradNorm < 0)
     return emitError() << "plan max_grad_norm = " << maxGradNorm

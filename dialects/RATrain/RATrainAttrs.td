@@ -101,6 +101,24 @@ def RATrain_Offload : I32EnumAttr<"Offload",
   }];
 }
 
+def RATrain_TransferMode : I32EnumAttr<"TransferMode",
+    "how pipeline messages travel between ranks", [
+  I32EnumAttrCase<"TwoSided", 0, "two_sided">,
+  I32EnumAttrCase<"OneSided", 1, "one_sided">
+]> {
+  let cppNamespace = "::ratrain";
+  let description = [{
+    `two_sided`: a send is matched by a receive the peer posts (MPI
+    send/recv; above the eager limit the data moves once both are posted);
+    `one_sided`: the sender writes straight into the receiver's planned
+    receive buffer and bumps a completion counter there (MPI_Put and an
+    atomic add under a passive-target epoch); the receive only waits for the
+    counter. The buffer assignment reserves the receive buffer from the
+    earliest point the put can land (docs/schedule.md, "One-sided
+    transfers").
+  }];
+}
+
 def RATrain_SyncKind : I32EnumAttr<"SyncKind", "collective of a sync", [
   I32EnumAttrCase<"AllReduce", 0, "all_reduce">,
   I32EnumAttrCase<"ReduceScatter", 1, "reduce_scatter">,
@@ -240,6 +258,9 @@ def RATrain_PlanAttr : RATrain_Attr<"Plan", "plan"> {
     wire types of the weight all-gathers and gradient reduce-scatters
     (default: native elements).
 
+    `transfers` (omitted when `two_sided`) is how the pipeline's messages
+    travel between ranks (`TransferMode`).
+
     `max_grad_norm` (omitted when 0: no clipping) clips the step's
     gradients to that global L2 norm before any update, as PyTorch's
     `clip_grad_norm_`: the stages' updates wait for `ratrain.grad_norm`
@@ -273,7 +294,9 @@ def RATrain_PlanAttr : RATrain_Attr<"Plan", "plan"> {
                            "std::nullopt">:$weight_wire,
     DefaultValuedParameter<"std::optional<::ratrain::WireType>",
                            "std::nullopt">:$grad_wire,
-    DefaultValuedParameter<"::mlir::FloatAttr", "::mlir::FloatAttr()">:$max_grad_norm
+    DefaultValuedParameter<"::mlir::FloatAttr", "::mlir::FloatAttr()">:$max_grad_norm,
+    DefaultValuedParameter<"::ratrain::TransferMode",
+                           "::ratrain::TransferMode::TwoSided">:$transfers
   );
   let assemblyFormat = [{
     `<` `clusters` `=` $clusters `,` `pp` `=` $pp `,` `dp` `=` $dp `,`
@@ -284,7 +307,7 @@ def RATrain_PlanAttr : RATrain_Attr<"Plan", "plan"> {
     `peak_bytes` `=` $peak_bytes
     `` custom<PlanExtras>($offload, $schedule, $virtual_stages,
                           $weight_partition, $grad_partition, $weight_wire,
-                          $grad_wire, $max_grad_norm)
+                          $grad_wire, $max_grad_norm, $transfers)
   }];
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{

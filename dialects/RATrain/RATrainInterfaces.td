@@ -46,7 +46,9 @@ def RATrain_TransferOpInterface : OpInterface<"TransferOpInterface"> {
     InterfaceMethod<"The virtual stage of this side of the transfer.",
       "int64_t", "getVirtualStage">,
     InterfaceMethod<"The virtual stage of the other side.",
-      "int64_t", "getPeerVirtualStage">
+      "int64_t", "getPeerVirtualStage">,
+    InterfaceMethod<"Whether the tensor travels as a one-sided put.",
+      "bool", "getOneSided">
   ];
 }
 

@@ -651,10 +651,13 @@ static int64_t getTransferPeerVirtualStage(int64_t self, Payload payload,
 static LogicalResult verifyTransfer(Operation *op, Payload payload,
                                     int64_t microBatch, int64_t peer,
                                     std::optional<uint64_t> chunk,
-                                    bool isSend) {
+                                    bool oneSided, bool isSend) {
   if (microBatch < 0)
     return op->emitOpError("micro-batch must not be negative");
   auto stage = op->getParentOfType<StageOp>();
+  if (oneSided && peer == int64_t(stage.getStage()))
+    return op->emitOpError("between two virtual stages of rank ")
+           << peer << " is a copy, not a one-sided put";
   auto pipeline = stage->getParentOfType<PipelineOp>();
   int64_t self = getTransferVirtualStage(op, chunk);
   if (chunk) {
@@ -706,12 +709,12 @@ int64_t RecvOp::getPeerVirtualStage() {
 
 LogicalResult SendOp::verify() {
   return verifyTransfer(*this, getPayload(), getMicroBatch(), getPeer(),
-                        getChunk(), /*isSend=*/true);
+                        getChunk(), getOneSided(), /*isSend=*/true);
 }
 
 LogicalResult RecvOp::verify() {
   return verifyTransfer(*this, getPayload(), getMicroBatch(), getPeer(),
-                        getChunk(), /*isSend=*/false);
+                        getChunk(), getOneSided(), /*isSend=*/false);
 }
 
 //===----------------------------------------------------------------------===//

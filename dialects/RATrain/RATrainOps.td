@@ -373,12 +373,17 @@ def RATrain_SendOp : RATrain_StageOp<"send", [RATrain_TransferOpInterface]> {
     virtual stage (omitted when the rank runs only the virtual stage with its
     own number). A rank may send to itself (between two of its chunks).
     Sends are buffered: the stage goes on at once.
+
+    `one_sided` (the plan's `transfers = one_sided`; never to itself): the
+    tensor is put straight into the peer's receive buffer, which the
+    matching `ratrain.recv`, also `one_sided`, only waits for.
   }];
   let arguments = (ins RATrain_Payload:$payload, I64Attr:$micro_batch,
-                       I64Attr:$peer, OptionalAttr<I64Attr>:$chunk);
+                       I64Attr:$peer, OptionalAttr<I64Attr>:$chunk,
+                       UnitAttr:$one_sided);
   let assemblyFormat = [{
     $payload `mb` `(` $micro_batch `)` `to` `(` $peer `)`
-    (`chunk` `(` $chunk^ `)`)? attr-dict
+    (`chunk` `(` $chunk^ `)`)? (`one_sided` $one_sided^)? attr-dict
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
@@ -394,12 +399,16 @@ def RATrain_RecvOp : RATrain_StageOp<"recv", [RATrain_TransferOpInterface]> {
   let description = [{
     Blocks the stage until the matching `ratrain.send` of rank `peer`
     arrives. `chunk` is the receiving virtual stage (omitted as for send).
+    `one_sided`: the matching send puts the tensor into this receive's
+    buffer whenever it is issued; the buffer is reserved from the earliest
+    point that put can land (docs/schedule.md, "One-sided transfers").
   }];
   let arguments = (ins RATrain_Payload:$payload, I64Attr:$micro_batch,
-                       I64Attr:$peer, OptionalAttr<I64Attr>:$chunk);
+                       I64Attr:$peer, OptionalAttr<I64Attr>:$chunk,
+                       UnitAttr:$one_sided);
   let assemblyFormat = [{
     $payload `mb` `(` $micro_batch `)` `from` `(` $peer `)`
-    (`chunk` `(` $chunk^ `)`)? attr-dict
+    (`chunk` `(` $chunk^ `)`)? (`one_sided` $one_sided^)? attr-dict
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{

@@ -194,6 +194,9 @@ ParallelConfig ratrain::toParallelConfig(PlanAttr plan) {
   config.virtualStages = plan.getVirtualStages();
   config.sharding = getShardingPolicy(plan);
   config.maxGradNorm = plan.getMaxGradNormValue();
+  config.transfers = plan.getTransfers() == TransferMode::OneSided
+                         ? TransferPolicy::OneSided
+                         : TransferPolicy::TwoSided;
   int64_t firstDecoder = 0;
   int64_t numStages = plan.getNumVirtualStages();
   for (int64_t stage = 0; stage < numStages; ++stage) {

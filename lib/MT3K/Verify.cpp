@@ -163,19 +163,75 @@ struct PipelineTransfers {
 };
 } // namespace
 
+static bool isOneSided(SendOp send) { return bool(send.getPutOffset()); }
+static bool isOneSided(RecvOp recv) { return recv.getOneSided(); }
+
+/// Fails (with an error) on a one-sided transfer over another group.
 template <typename TransferOp>
-static void collect(ProgramOp program,
-                    llvm::MapVector<TransferKey, SmallVector<TransferOp>> &map,
-                    SymbolTableCollection &symbols) {
+static LogicalResult
+collect(ProgramOp program,
+        llvm::MapVector<TransferKey, SmallVector<TransferOp>> &map,
+        SymbolTableCollection &symbols) {
+  bool ok = true;
   for (auto op : program.getBodyBlock().getOps<TransferOp>()) {
     auto group =
         symbols.lookupNearestSymbolFrom<GroupOp>(program, op.getGroupAttr());
+    if (group && group.getKind() != GroupKind::pipeline && isOneSided(op)) {
+      ok = false;
+      op.emitOpError("is one-sided on @")
+          << op.getGroup()
+          << ", which is not a pipeline group (the runtime exposes the DDR "
+             "arenas of pipeline groups only)";
+    }
     if (!group || group.getKind() != GroupKind::pipeline)
       continue;
     map[{op.getGroup(), static_cast<int64_t>(op.getPeer()),
          static_cast<int64_t>(op.getTag())}]
         .push_back(op);
   }
+  return success(ok);
+}
+
+/// The byte offset of `buffer` in its memory space, when it is an
+/// `mt3k.buffer` or a chain of views of one.
+static std::optional<int64_t> getStaticOffset(Value buffer) {
+  int64_t offset = 0;
+  while (auto view = buffer.getDefiningOp<ViewOp>()) {
+    offset += view.getByteOffset();
+    buffer = view.getSource();
+  }
+  if (auto base = buffer.getDefiningOp<BufferOp>())
+    return offset + int64_t(base.getOffset());
+  return std::nullopt;
+}
+
+/// A one-sided send puts into the buffer of its matching receive, which is
+/// one-sided too.
+static LogicalResult verifyPut(SendOp send, RecvOp recv) {
+  std::optional<uint64_t> put = send.getPutOffset();
+  if (bool(put) != recv.getOneSided()) {
+    InFlightDiagnostic diag =
+        send.emitOpError()
+        << (put ? "is a one-sided put, but its matching recv is two-sided"
+                : "is two-sided, but its matching recv is one_sided");
+    diag.attachNote(recv.getLoc()) << "received here";
+    return diag;
+  }
+  if (!put)
+    return success();
+  std::optional<int64_t> at = getStaticOffset(recv.getBuffer());
+  if (!at || *at != int64_t(*put)) {
+    InFlightDiagnostic diag = send.emitOpError("puts at byte ")
+                              << *put << " of the peer's arena, but the "
+                              << "matching recv's buffer is ";
+    if (at)
+      diag << "at byte " << *at;
+    else
+      diag << "not at a static offset";
+    diag.attachNote(recv.getLoc()) << "received here";
+    return diag;
+  }
+  return success();
 }
 
 /// On pipeline groups, where a rank's index is its program's stage, the k-th
@@ -187,11 +243,12 @@ static LogicalResult verifyPipelineTraffic(ModuleOp module) {
   SymbolTableCollection symbols;
   llvm::DenseMap<int64_t, ProgramOp> byStage;
   llvm::DenseMap<Operation *, PipelineTransfers> transfers;
+  bool collected = true;
   for (auto program : module.getOps<ProgramOp>()) {
     byStage.try_emplace(program.getStage(), program);
     PipelineTransfers &own = transfers[program];
-    collect(program, own.sends, symbols);
-    collect(program, own.recvs, symbols);
+    collected &= succeeded(collect(program, own.sends, symbols));
+    collected &= succeeded(collect(program, own.recvs, symbols));
   }
   auto verifyProgram = [&](ProgramOp program) -> LogicalResult {
     int64_t self = program.getStage();
@@ -213,6 +270,8 @@ static LogicalResult verifyPipelineTraffic(ModuleOp module) {
                  << " has no matching 'mt3k.recv' in program @"
                  << peerProgram.getSymName();
         RecvOp recv = matching->second[index];
+        if (failed(verifyPut(send, recv)))
+          return failure();
         int64_t sent = send.getBuffer().getType().getSizeInBytes();
         int64_t received = recv.getBuffer().getType().getSizeInBytes();
         if (sent != received) {
@@ -240,7 +299,7 @@ static LogicalResult verifyPipelineTraffic(ModuleOp module) {
     }
     return success();
   };
-  bool ok = true;
+  bool ok = collected;
   for (auto program : module.getOps<ProgramOp>())
     ok &= succeeded(verifyProgram(program));
   return success(ok);

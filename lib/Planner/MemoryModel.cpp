@@ -277,7 +277,22 @@ std::string ParallelConfig::describe() const {
     std::snprintf(norm, sizeof(norm), "%g", maxGradNorm);
     text += std::string(" clip=") + norm;
   }
+  if (transfers != TransferPolicy::TwoSided)
+    text += " transfers=" + stringifyTransferPolicy(transfers).str();
   return text;
+}
+
+llvm::StringRef ratrain::stringifyTransferPolicy(TransferPolicy policy) {
+  return policy == TransferPolicy::OneSided ? "one-sided" : "two-sided";
+}
+
+std::optional<TransferPolicy>
+ratrain::parseTransferPolicy(llvm::StringRef name) {
+  if (name == "two-sided")
+    return TransferPolicy::TwoSided;
+  if (name == "one-sided")
+    return TransferPolicy::OneSided;
+  return std::nullopt;
 }
 
 int64_t ratrain::inFlightMicroBatches(const ParallelConfig &config,

@@ -113,6 +113,17 @@ llvm::Error ratrain::applyMaxGradNormOption(double maxGradNorm,
   return llvm::Error::success();
 }
 
+llvm::Error ratrain::applyTransfersOption(llvm::StringRef transfers,
+                                          PlanRequest &request) {
+  std::optional<TransferPolicy> policy = parseTransferPolicy(transfers);
+  if (!policy)
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "transfers: expected two-sided or one-sided, got '" + transfers + "'");
+  request.transfers = *policy;
+  return llvm::Error::success();
+}
+
 llvm::Error ratrain::applyScheduleOption(llvm::StringRef name,
                                          int64_t virtualStages,
                                          PlanRequest &request) {
@@ -838,6 +849,7 @@ llvm::Expected<PlanResult> ratrain::planTraining(const ModelConfig &model0,
             for (auto &[config, sched] : toEvaluate) {
               ++result.candidatesEvaluated;
               config.maxGradNorm = request.maxGradNorm;
+              config.transfers = request.transfers;
               Plan plan =
                   sched ? evaluatePlan(model, machine, config, request.policy,
                                        *sched)

@@ -235,14 +235,20 @@ LogicalResult ratrain::emitc_cpp::emitProgramDescription(OpBuilder &b,
     init += field("stageRanks", "ratrain_stage_ranks");
     init += field("stageRanksSize", number(stageRanks.size()));
   }
-  if (partitionedShards) {
+  // Whether the programs' pipeline messages are one-sided puts.
+  bool oneSided = false;
+  source.walk(
+      [&](SendOp send) { oneSided |= send.getPutOffset().has_value(); });
+  if (partitionedShards || oneSided) {
     // Positional: the stage ranks come first.
     if (stageRanks.empty()) {
       init += field("stageRanks", "nullptr");
       init += field("stageRanksSize", "0");
     }
-    init += field("partitionedShards", "true");
+    init += field("partitionedShards", partitionedShards ? "true" : "false");
   }
+  if (oneSided)
+    init += field("oneSidedTransfers", "true");
   init += "\n}";
   emitc::VerbatimOp::create(
       b, loc,

@@ -595,11 +595,23 @@ LogicalResult lowerTransfer(TransferOp transfer, StringRef callee, Calls &c) {
 }
 
 LogicalResult lower(SendOp send, Calls &c) {
-  return lowerTransfer(send, "ratrain::rt::emit::send", c);
+  std::optional<uint64_t> putOffset = send.getPutOffset();
+  if (!putOffset)
+    return lowerTransfer(send, "ratrain::rt::emit::send", c);
+  Operation *op = send;
+  c.mapping[send.getToken()] =
+      c.call("ratrain::rt::emit::put", c.tokenType,
+             {Arg(c.runtime()), c.group(op, send.getGroupAttr()),
+              c.i64(send.getPeer()), c.i64(send.getTag()),
+              Arg(c.get(send.getBuffer())), c.i64(int64_t(*putOffset))});
+  return success();
 }
 
 LogicalResult lower(RecvOp recv, Calls &c) {
-  return lowerTransfer(recv, "ratrain::rt::emit::recv", c);
+  return lowerTransfer(recv,
+                       recv.getOneSided() ? "ratrain::rt::emit::arrival"
+                                          : "ratrain::rt::emit::recv",
+                       c);
 }
 
 LogicalResult lower(BarrierOp barrier, Calls &c) {

@@ -9,6 +9,7 @@
 
 #include "RATrain/RATrainOps.h"
 #include "ratrain/Analysis/BufferSizes.h"
+#include "ratrain/Analysis/PutLanding.h"
 #include "ratrain/Analysis/ScheduleActions.h"
 #include "ratrain/Analysis/StageBufferAnalysis.h"
 #include "ratrain/Planner/Planner.h"
@@ -89,6 +90,28 @@ int64_t packStageBuffers(MutableArrayRef<StageBuffer> buffers,
 
 namespace {
 
+/// Reserves the buffer of each one-sided receive of the stage from the first
+/// position its put may land at: the whole step when that is in the previous
+/// step (docs/schedule.md, "One-sided transfers").
+void reservePutLandings(StageBufferAnalysis &buffers,
+                        const PutLandingAnalysis &landings) {
+  for (Operation *op : buffers.getOps()) {
+    const PutLanding *landing = landings.lookup(op);
+    if (!landing)
+      continue;
+    std::optional<unsigned> index = buffers.lookupTransferBuffer(op);
+    if (!index)
+      continue;
+    StageBuffer &buffer = buffers.getBuffers()[*index];
+    if (landing->fromPreviousStep) {
+      buffer.start = -1;
+      buffer.end = buffers.getStepEnd();
+    } else {
+      buffer.start = std::min(buffer.start, landing->from);
+    }
+  }
+}
+
 /// Writes the buffers of a stage into its IR.
 void recordBuffers(StageOp stage, const StageBufferAnalysis &buffers) {
   MLIRContext *context = stage.getContext();
@@ -166,9 +189,17 @@ struct AssignBuffersPass
       Builder builder(&getContext());
       RATrainDialect::CapacityBytesAttrHelper(&getContext())
           .setAttr(pipeline, builder.getI64IntegerAttr(capacityBytes));
+      // Where one-sided puts may land (from the IR alone: positions and
+      // consumers).
+      SmallVector<const StageBufferAnalysis *> stageBuffers;
+      for (StageOp stage : pipeline.getStages())
+        stageBuffers.push_back(&getChildAnalysis<StageBufferAnalysis>(stage));
+      PutLandingAnalysis landings(pipeline, stageBuffers);
       for (StageOp stage : pipeline.getStages()) {
         auto &buffers = getChildAnalysis<StageBufferAnalysis>(stage);
         buffers.size(sizes);
+        if (landings.isValid())
+          reservePutLandings(buffers, landings);
         int64_t arena =
             packStageBuffers(buffers.getBuffers(), buffers.getStepEnd());
         SmallVector<int64_t> live = buffers.computeLiveBytes();

@@ -68,6 +68,12 @@ private:
     return schedule.stageToRank[c] == int64_t(stage.getStage());
   }
 
+  /// A transfer between ranks is a one-sided put when the plan says so; one
+  /// between two chunks of this rank is a copy either way.
+  bool isOneSided(bool local) {
+    return !local && plan.getTransfers() == TransferMode::OneSided;
+  }
+
   IntegerAttr chunkAttr(int64_t virtualStage) {
     return interleaved ? builder.getI64IntegerAttr(virtualStage)
                        : IntegerAttr();
@@ -98,9 +104,12 @@ void RankProgramBuilder::send(Payload payload, int64_t mb, int64_t from) {
   Location loc = stage.getLoc();
   int64_t to = payload == Payload::Activation ? from + 1 : from - 1;
   int64_t peer = schedule.stageToRank[to];
-  SendOp::create(builder, loc, payload, mb, peer, chunkAttr(from));
-  if (peer == int64_t(stage.getStage()))
-    RecvOp::create(builder, loc, payload, mb, peer, chunkAttr(to));
+  bool local = peer == int64_t(stage.getStage());
+  SendOp::create(builder, loc, payload, mb, peer, chunkAttr(from),
+                 isOneSided(local));
+  if (local)
+    RecvOp::create(builder, loc, payload, mb, peer, chunkAttr(to),
+                   /*one_sided=*/false);
 }
 
 void RankProgramBuilder::recv(Payload payload, int64_t mb, int64_t into) {
@@ -108,7 +117,8 @@ void RankProgramBuilder::recv(Payload payload, int64_t mb, int64_t into) {
   int64_t peer = schedule.stageToRank[from];
   if (peer == int64_t(stage.getStage()))
     return;
-  RecvOp::create(builder, stage.getLoc(), payload, mb, peer, chunkAttr(into));
+  RecvOp::create(builder, stage.getLoc(), payload, mb, peer, chunkAttr(into),
+                 isOneSided(/*local=*/false));
 }
 
 void RankProgramBuilder::forward(StageChunkAttr chunk, int64_t mb) {
@@ -302,7 +312,7 @@ LogicalResult expandPipelines(ModuleOp module, StringRef scheduleName,
         p.getStepUs(), p.getPeakBytes(), p.getOffload(),
         toIRSchedule(schedule->kind), p.getVirtualStages(),
         p.getWeightPartition(), p.getGradPartition(), p.getWeightWire(),
-        p.getGradWire(), p.getMaxGradNorm());
+        p.getGradWire(), p.getMaxGradNorm(), p.getTransfers());
 
     OpBuilder builder(model);
     builder.setInsertionPointAfter(model);

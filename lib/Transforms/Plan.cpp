@@ -54,6 +54,9 @@ PlanAttr buildPlanAttr(function_ref<InFlightDiagnostic()> emitError,
   auto zero = static_cast<int64_t>(config.zero);
   auto stepMicros = static_cast<int64_t>(std::llround(plan.time.total * 1e6));
   Offload offload = toIROffload(config.offload);
+  TransferMode transfers = config.transfers == TransferPolicy::OneSided
+                               ? TransferMode::OneSided
+                               : TransferMode::TwoSided;
   const ShardingPolicy &sharding = config.sharding;
   if (failed(PlanAttr::verify(
           emitError, clusters, config.pipelineStages, config.dataParallel,
@@ -62,7 +65,7 @@ PlanAttr buildPlanAttr(function_ref<InFlightDiagnostic()> emitError,
           toIRSchedule(config.schedule), config.virtualStages,
           sharding.weightLevel, sharding.gradLevel,
           toIRWire(sharding.weightWire), toIRWire(sharding.gradWire),
-          maxGradNormAttr(context, config.maxGradNorm))))
+          maxGradNormAttr(context, config.maxGradNorm), transfers)))
     return {};
   return PlanAttr::get(
       context, clusters, config.pipelineStages, config.dataParallel,
@@ -70,8 +73,8 @@ PlanAttr buildPlanAttr(function_ref<InFlightDiagnostic()> emitError,
       recompute, stepMicros, plan.peakBytes(), offload,
       toIRSchedule(config.schedule), config.virtualStages, sharding.weightLevel,
       sharding.gradLevel, toIRWire(sharding.weightWire),
-      toIRWire(sharding.gradWire),
-      maxGradNormAttr(context, config.maxGradNorm));
+      toIRWire(sharding.gradWire), maxGradNormAttr(context, config.maxGradNorm),
+      transfers);
 }
 
 struct PlanPass : public ratrain::impl::RATrainPlanBase<PlanPass> {
@@ -197,6 +200,10 @@ struct PlanPass : public ratrain::impl::RATrainPlanBase<PlanPass> {
     if (failed(applyShardingOptions(module, *machine, request)))
       return signalPassFailure();
     if (llvm::Error error = applyMaxGradNormOption(maxGradNorm, request)) {
+      module.emitError("--ratrain-plan: ") << llvm::toString(std::move(error));
+      return signalPassFailure();
+    }
+    if (llvm::Error error = applyTransfersOption(transfers, request)) {
       module.emitError("--ratrain-plan: ") << llvm::toString(std::move(error));
       return signalPassFailure();
     }

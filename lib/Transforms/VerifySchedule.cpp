@@ -11,6 +11,7 @@
 
 #include "RATrain/RATrainOps.h"
 #include "ratrain/Analysis/ModelAndPlan.h"
+#include "ratrain/Analysis/PutLanding.h"
 #include "ratrain/Analysis/StageBufferAnalysis.h"
 #include "ratrain/Transforms/Passes.h"
 
@@ -664,6 +665,88 @@ LogicalResult checkBufferOverlap(StageBufferAnalysis &buffers) {
   return success();
 }
 
+/// "send activation mb(2) to(1)": a transfer as the IR spells it.
+std::string describeTransfer(Operation *op) {
+  auto transfer = cast<TransferOpInterface>(op);
+  bool send = isa<SendOp>(op);
+  std::string text = (send ? "send " : "recv ") +
+                     stringifyPayload(transfer.getPayload()).str() + " mb(" +
+                     std::to_string(transfer.getMicroBatch()) + ")" +
+                     (send ? " to(" : " from(") +
+                     std::to_string(transfer.getPeer()) + ")";
+  return text;
+}
+
+/// Checks that no one-sided put can land in a buffer its receiver still uses:
+/// every buffer that shares addresses with the receive's must be dead over
+/// the window in which the put may land (PutLandingAnalysis), and a window
+/// that reaches into the previous step must not reach that step's consumer of
+/// the same receive. `buffers` are the stages' analyses with the recorded
+/// offsets read back, in pipeline.getStages() order (before assign-buffers
+/// every size is 0 and nothing is checked).
+LogicalResult checkPutLandings(PipelineOp pipeline,
+                               ArrayRef<const StageBufferAnalysis *> buffers) {
+  PutLandingAnalysis landings(pipeline, buffers);
+  if (!landings.isValid())
+    return success(); // the deadlock check reports why
+  SmallVector<StageOp, 8> stages = pipeline.getStages();
+  for (const PutLanding &landing : landings.getLandings()) {
+    unsigned index = 0;
+    while (stages[index].getStage() != uint64_t(landing.receiver))
+      ++index;
+    const StageBufferAnalysis &b = *buffers[index];
+    SendOp send = landing.send;
+    RecvOp recv = landing.recv;
+    std::optional<unsigned> message = b.lookupTransferBuffer(recv);
+    if (!message)
+      continue;
+    const StageBuffer &target = b.getBuffer(*message);
+    if (target.bytes == 0)
+      continue;
+    auto report = [&](const StageBuffer &other, int64_t at,
+                      bool previousStep) -> LogicalResult {
+      InFlightDiagnostic diag =
+          send.emitOpError("one-sided put '")
+          << describeTransfer(send) << "' of stage "
+          << send->getParentOfType<StageOp>().getStage()
+          << " may land in stage " << landing.receiver << "'s buffer of '"
+          << describeTransfer(recv) << "' at [" << target.offset << ", "
+          << target.offset + target.bytes << ") while " << other.describe()
+          << " at [" << other.offset << ", " << other.offset + other.bytes
+          << ") is live there, at position " << at
+          << (previousStep ? " of the previous step" : "");
+      if (at >= 0)
+        diag.attachNote(b.getOp(at)->getLoc())
+            << "still in use here (" << b.describeOp(at) << ")";
+      diag.attachNote(recv->getLoc())
+          << "the put may land from position "
+          << (landing.fromPreviousStep ? *landing.fromPreviousStep
+                                       : landing.from)
+          << (landing.fromPreviousStep ? " of the previous step" : "")
+          << " until its consumer at position " << landing.consumer;
+      return diag;
+    };
+    int64_t stepEnd = b.getStepEnd();
+    if (landing.fromPreviousStep && *landing.fromPreviousStep <= target.end)
+      return report(target, std::max(*landing.fromPreviousStep, target.start),
+                    true);
+    for (const StageBuffer &other : b.getBuffers()) {
+      if (&other == &target || other.bytes == 0 ||
+          other.offset >= target.offset + target.bytes ||
+          target.offset >= other.offset + other.bytes)
+        continue;
+      int64_t lo = landing.fromPreviousStep ? -1 : landing.from;
+      if (other.start <= landing.consumer && lo <= other.end)
+        return report(other, std::max(other.start, lo), false);
+      if (landing.fromPreviousStep && other.end >= *landing.fromPreviousStep &&
+          other.start <= stepEnd)
+        return report(other, std::max(other.start, *landing.fromPreviousStep),
+                      true);
+    }
+  }
+  return success();
+}
+
 /// Runs all stages' sends and receives together: a stage advances until it
 /// reaches a recv whose message has not been sent; sends are buffered.
 /// Messages match by (sender, receiver, payload, micro-batch, receiving
@@ -755,15 +838,19 @@ struct VerifySchedulePass
       bool offloadsOptState = plan.getOffload() != Offload::None;
       bool offloadsMaster =
           plan.getOffload() == Offload::Master && lowPrecision;
+      SmallVector<const StageBufferAnalysis *> buffers;
       for (StageOp stage : pipeline.getStages()) {
+        auto &stageBuffers = getChildAnalysis<StageBufferAnalysis>(stage);
+        buffers.push_back(&stageBuffers);
         if (failed(StageChecker(stage, plan, offloadsMaster, offloadsOptState)
                        .run()))
           ok = false;
-        else if (failed(checkBufferOverlap(
-                     getChildAnalysis<StageBufferAnalysis>(stage))))
+        else if (failed(checkBufferOverlap(stageBuffers)))
           ok = false;
       }
       if (ok && failed(checkDeadlock(pipeline)))
+        ok = false;
+      if (ok && failed(checkPutLandings(pipeline, buffers)))
         ok = false;
     }
     if (!ok)

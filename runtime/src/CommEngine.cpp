@@ -106,10 +106,69 @@ void CommEngine::track(uint32_t index, MPI_Request request) {
 
 void CommEngine::complete(uint32_t index) { pool.complete(index); }
 
+void CommEngine::setPutWindows(MPI_Win data, MPI_Win counters, int self) {
+  dataWindow = data;
+  counterWindow = counters;
+  windowSelf = self;
+  consumedPuts.assign(kPutTags, 0);
+}
+
+bool CommEngine::pollArrivals() {
+  bool any = false;
+  for (size_t i = 0; i < arrivals.size();) {
+    uint32_t index = arrivals[i];
+    const Op &op = ops[index];
+    uint64_t landed = 0;
+    checkMPI(MPI_Fetch_and_op(nullptr, &landed, MPI_UINT64_T, windowSelf,
+                              MPI_Aint(op.tag), MPI_NO_OP, counterWindow),
+             pool.what(index));
+    checkMPI(MPI_Win_flush(windowSelf, counterWindow), pool.what(index));
+    if (landed <= consumedPuts[op.tag]) {
+      ++i;
+      continue;
+    }
+    ++consumedPuts[op.tag];
+    // The data was flushed before the counter moved: make it visible here.
+    checkMPI(MPI_Win_sync(dataWindow), pool.what(index));
+    arrivals[i] = arrivals.back();
+    arrivals.pop_back();
+    pool.complete(index);
+    any = true;
+  }
+  return any;
+}
+
 void CommEngine::post(uint32_t index) {
   Op &op = ops[index];
   if (op.kind == Kind::Quantized) {
     quantized->post(index);
+    return;
+  }
+  if (op.kind == Kind::Put) {
+    if (dataWindow == MPI_WIN_NULL)
+      fatal(llvm::formatv("{0}: the runtime has no one-sided windows (the "
+                          "program was built without one-sided transfers)",
+                          pool.what(index)));
+    // The data, then the counter: the flush between them orders the two.
+    static const uint64_t one = 1;
+    checkMPI(MPI_Put(op.send, op.count, MPI_BYTE, op.peer,
+                     MPI_Aint(op.targetOffset), op.count, MPI_BYTE, dataWindow),
+             pool.what(index));
+    checkMPI(MPI_Win_flush(op.peer, dataWindow), pool.what(index));
+    checkMPI(MPI_Accumulate(&one, 1, MPI_UINT64_T, op.peer, MPI_Aint(op.tag), 1,
+                            MPI_UINT64_T, MPI_SUM, counterWindow),
+             pool.what(index));
+    checkMPI(MPI_Win_flush(op.peer, counterWindow), pool.what(index));
+    pool.complete(index);
+    return;
+  }
+  if (op.kind == Kind::Arrival) {
+    if (counterWindow == MPI_WIN_NULL)
+      fatal(llvm::formatv("{0}: the runtime has no one-sided windows (the "
+                          "program was built without one-sided transfers)",
+                          pool.what(index)));
+    arrivals.push_back(index);
+    pollArrivals();
     return;
   }
   if (op.kind == Kind::Explicit) {
@@ -151,6 +210,8 @@ void CommEngine::post(uint32_t index) {
                    &request);
     break;
   case Kind::Quantized:
+  case Kind::Put:
+  case Kind::Arrival:
     break; // Handled above.
   }
   checkMPI(rc, pool.what(index));
@@ -394,13 +455,13 @@ bool CommEngine::advance(uint32_t index) {
 }
 
 void CommEngine::checkTimeouts() {
-  if (requests.empty())
+  if (requests.empty() && arrivals.empty())
     return;
   auto now = TokenPool::Clock::now();
-  for (uint32_t index : requestSlots) {
+  auto check = [&](uint32_t index) {
     double limit = pool.timeout(index, timeout);
     if (limit <= 0)
-      continue;
+      return;
     double age =
         std::chrono::duration<double>(now - pool.issued(index)).count();
     if (age > limit)
@@ -409,11 +470,17 @@ void CommEngine::checkTimeouts() {
           "(limit {2} s, RATRAIN_COMM_TIMEOUT_S); a peer rank is probably "
           "dead or hung, aborting the job",
           pool.what(index), age, limit));
-  }
+  };
+  for (uint32_t index : requestSlots)
+    check(index);
+  for (uint32_t index : arrivals)
+    check(index);
 }
 
 void CommEngine::progress() {
   testOutstanding();
+  if (!arrivals.empty())
+    pollArrivals();
   checkTimeouts();
 }
 
@@ -422,9 +489,9 @@ void CommEngine::threadLoop() {
   for (;;) {
     {
       std::unique_lock<std::mutex> lock(mutex);
-      if (requests.empty())
+      if (requests.empty() && arrivals.empty())
         wake.wait(lock, [&] { return stopping || head != tail; });
-      if (stopping && head == tail && requests.empty())
+      if (stopping && head == tail && requests.empty() && arrivals.empty())
         return;
       while (head != tail)
         drained.push_back(queue[head++ % queue.size()]);
@@ -433,12 +500,14 @@ void CommEngine::threadLoop() {
       post(index);
     drained.clear();
     bool progressed = testOutstanding();
+    if (!arrivals.empty())
+      progressed |= pollArrivals();
     auto now = TokenPool::Clock::now();
     if (now - lastTimeoutCheck > std::chrono::milliseconds(100)) {
       checkTimeouts();
       lastTimeoutCheck = now;
     }
-    if (!progressed && !requests.empty()) {
+    if (!progressed && (!requests.empty() || !arrivals.empty())) {
       std::unique_lock<std::mutex> lock(mutex);
       // Sleep for the polling interval, or until new work arrives.
       wake.wait_for(lock, std::chrono::microseconds(pollMicros),

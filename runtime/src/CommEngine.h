@@ -44,7 +44,12 @@ public:
     Recv,
     /// A quantized all-gather or reduce-scatter: its steps are run by the
     /// QuantizedCollectives (QuantizedCollectives.h) given to setQuantized.
-    Quantized
+    Quantized,
+    /// A one-sided put into the peer's window (`count` bytes of `send` at
+    /// `targetOffset`) and the increment of its counter of `tag`.
+    Put,
+    /// Waits until this rank's counter of `tag` shows one more put.
+    Arrival
   };
   /// One operation; lives in `ops` at its token's slot index.
   struct Op {
@@ -67,6 +72,8 @@ public:
     CollectiveShape shape;
     ReduceOp reduce = ReduceOp::Sum;
     bool started = false;
+    /// Put: the byte offset in the peer's window.
+    uint64_t targetOffset = 0;
   };
   CommEngine(TokenPool &pool, ProgressMode mode, unsigned pollMicros,
              double timeoutSeconds);
@@ -90,6 +97,11 @@ public:
   ProgressMode mode() const { return progressMode; }
   /// Runs the Kind::Quantized operations (set before the first one).
   void setQuantized(QuantizedCollectives *runner) { quantized = runner; }
+  /// The windows of Kind::Put and Kind::Arrival (set before the first one):
+  /// the DDR arenas and the completion counters (kPutTags of them) of the
+  /// pipeline group, in whose communicator this rank is `self`.
+  void setPutWindows(MPI_Win data, MPI_Win counters, int self);
+  static constexpr int kPutTags = 32768;
   /// Progressing thread: tracks `request` as outstanding for slot `index`
   /// (the steps of quantized collectives).
   void track(uint32_t index, MPI_Request request);
@@ -100,6 +112,8 @@ public:
 
 private:
   void post(uint32_t index);
+  /// Completes the arrivals whose put has landed; returns whether any did.
+  bool pollArrivals();
   /// Called when a request of slot `index` completed: for an explicit
   /// collective, reduces the round's block and posts the next round (returns
   /// false) until the last one; finishes the operation (returns true).
@@ -138,6 +152,13 @@ private:
                                  [kMaxLevels] = {};
   std::atomic<uint64_t> sentBytes[kNumCollectiveKinds][kNumAlgorithms]
                                  [kMaxLevels] = {};
+
+  /// One-sided transfers: the windows, this rank in the pipeline group, the
+  /// puts consumed per tag and the arrivals outstanding (slot indices).
+  MPI_Win dataWindow = MPI_WIN_NULL, counterWindow = MPI_WIN_NULL;
+  int windowSelf = 0;
+  std::vector<uint64_t> consumedPuts;
+  std::vector<uint32_t> arrivals;
 
   /// Outstanding requests; only the progressing thread touches these.
   std::vector<MPI_Request> requests;

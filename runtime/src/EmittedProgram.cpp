@@ -108,6 +108,21 @@ Token send(Runtime &r, Group g, int peer, int tag, const Tensor &t) {
 Token recv(Runtime &r, Group g, int peer, int tag, const Tensor &t) {
   return r.recv(g, peer, tag, t.buf);
 }
+Token put(Runtime &r, Group g, int peer, int tag, const Tensor &t,
+          int64_t targetOffset) {
+  if (g != Group::Pipeline || targetOffset < 0)
+    fatal(llvm::formatv("one-sided put to rank {0} with tag {1}: puts go to "
+                        "the pipeline group at a non-negative offset",
+                        peer, tag));
+  return r.putToStage(peer, tag, t.buf, uint64_t(targetOffset));
+}
+Token arrival(Runtime &r, Group g, int peer, int tag, const Tensor &t) {
+  if (g != Group::Pipeline)
+    fatal(llvm::formatv("one-sided receive from rank {0} with tag {1}: puts "
+                        "arrive on the pipeline group only",
+                        peer, tag));
+  return r.arrivalFromStage(peer, tag, t.buf);
+}
 void barrier(Runtime &r, Group g) {
   Token token = r.barrier(g);
   StepTimers::Scope timed(r.stepTimers(), /*isKernel=*/false);
@@ -316,6 +331,7 @@ int runProgram(int argc, char **argv, const ProgramDescription &program) {
   options.dmaChannels = program.dmaChannels;
   options.arenaAlignment = program.arenaAlignment;
   options.partitionedShards = program.partitionedShards;
+  options.oneSidedPipeline = program.oneSidedTransfers;
   Runtime rt(argc, argv, options);
 
   ModelConfig model;

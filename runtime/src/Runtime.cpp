@@ -28,6 +28,11 @@ MPI_Comm dataLevelComms[kMaxLevels] = {};
 
 namespace {
 Runtime *currentRuntime = nullptr;
+/// One-sided pipeline transfers (RuntimeOptions::oneSidedPipeline): the
+/// window over the DDR arena, the window over the completion counters, and
+/// the counters themselves (one per tag).
+MPI_Win ddrWindow = MPI_WIN_NULL, putCounterWindow = MPI_WIN_NULL;
+std::vector<uint64_t> putCounters;
 MPI_Op bf16SumOp = MPI_OP_NULL;
 MPI_Op f16SumOp = MPI_OP_NULL;
 
@@ -457,6 +462,28 @@ Runtime::Runtime(int &argc, char **&argv, RuntimeOptions options)
   quantized = std::make_unique<QuantizedCollectives>(*comm, pool->capacity(),
                                                      2 * kNumGroups);
   comm->setQuantized(quantized.get());
+  if (opts.oneSidedPipeline) {
+    // Collective over the pipeline group; from here on, until shutdown, any
+    // stage may put into this rank's arena (MPI_MODE_NOCHECK: no rank takes
+    // an exclusive lock).
+    MPI_Comm pipeline = communicators[unsigned(Group::Pipeline)];
+    putCounters.assign(CommEngine::kPutTags, 0);
+    checkMPI(MPI_Win_create(ddrArena->base(), MPI_Aint(opts.ddrBytes), 1,
+                            MPI_INFO_NULL, pipeline, &ddrWindow),
+             "MPI_Win_create (DDR arena)");
+    checkMPI(MPI_Win_create(putCounters.data(),
+                            MPI_Aint(putCounters.size() * sizeof(uint64_t)),
+                            sizeof(uint64_t), MPI_INFO_NULL, pipeline,
+                            &putCounterWindow),
+             "MPI_Win_create (put counters)");
+    for (MPI_Win window : {ddrWindow, putCounterWindow}) {
+      checkMPI(MPI_Win_set_errhandler(window, MPI_ERRORS_RETURN),
+               "MPI_Win_set_errhandler");
+      checkMPI(MPI_Win_lock_all(MPI_MODE_NOCHECK, window), "MPI_Win_lock_all");
+    }
+    comm->setPutWindows(ddrWindow, putCounterWindow,
+                        groupRank(Group::Pipeline));
+  }
   if (opts.offloadDirectory.empty()) {
     const char *tmp = std::getenv("TMPDIR");
     opts.offloadDirectory = llvm::formatv("{0}/ratrain-offload-{1}",
@@ -474,6 +501,13 @@ Runtime::~Runtime() {
                         "at shutdown",
                         pending));
   comm->shutdown();
+  // Every put of every rank was waited for before its shutdown; freeing is
+  // collective over the pipeline group.
+  for (MPI_Win *window : {&ddrWindow, &putCounterWindow})
+    if (*window != MPI_WIN_NULL) {
+      MPI_Win_unlock_all(*window);
+      MPI_Win_free(window);
+    }
   quantized.reset();
   offloads.reset();
   dmaEngine.reset();

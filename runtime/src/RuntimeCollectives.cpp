@@ -392,6 +392,66 @@ Token Runtime::recv(Group group, int peer, int tag, Buffer data) {
   return pointToPoint(/*isSend=*/false, group, peer, tag, data);
 }
 
+Token Runtime::putToStage(int peerStage, int tag, Buffer data,
+                          uint64_t targetOffset) {
+  char what[TokenPool::kWhatBytes];
+  char extra[96];
+  std::snprintf(extra, sizeof(extra),
+                " to pipeline rank %d at byte %llu, tag %d", peerStage,
+                static_cast<unsigned long long>(targetOffset), tag);
+  describe(what, "put", Group::Pipeline, data, extra);
+  checkPutPeer(peerStage, tag, what);
+  if (targetOffset > opts.ddrBytes || data.bytes > opts.ddrBytes - targetOffset)
+    fatal(llvm::formatv("{0}: bytes [{1}, {2}) lie outside the peer's DDR "
+                        "arena of {3} bytes",
+                        what, targetOffset, targetOffset + data.bytes,
+                        opts.ddrBytes));
+  int count = elementCount(data, 1, what);
+  Token token = pool->acquire(what, issueTimeout);
+  CommEngine::Op op{CommEngine::Kind::Put,
+                    communicators[unsigned(Group::Pipeline)],
+                    data.data,
+                    nullptr,
+                    count,
+                    MPI_BYTE,
+                    MPI_OP_NULL,
+                    peerStage,
+                    tag};
+  op.targetOffset = targetOffset;
+  comm->submit(token, op);
+  return token;
+}
+
+Token Runtime::arrivalFromStage(int peerStage, int tag, Buffer data) {
+  char what[TokenPool::kWhatBytes];
+  char extra[64];
+  std::snprintf(extra, sizeof(extra), " from pipeline rank %d, tag %d",
+                peerStage, tag);
+  describe(what, "arrival", Group::Pipeline, data, extra);
+  checkPutPeer(peerStage, tag, what);
+  Token token = pool->acquire(what, issueTimeout);
+  comm->submit(token, {CommEngine::Kind::Arrival,
+                       communicators[unsigned(Group::Pipeline)], nullptr,
+                       data.data, 0, MPI_BYTE, MPI_OP_NULL, peerStage, tag});
+  return token;
+}
+
+void Runtime::checkPutPeer(int peerStage, int tag, const char *what) const {
+  if (!opts.oneSidedPipeline)
+    fatal(llvm::formatv("{0}: one-sided transfers are off "
+                        "(RuntimeOptions::oneSidedPipeline)",
+                        what));
+  if (peerStage < 0 || peerStage >= groupSize(Group::Pipeline) ||
+      peerStage == groupRank(Group::Pipeline))
+    fatal(llvm::formatv("{0}: invalid peer {1} (pipeline group size {2}, "
+                        "self {3})",
+                        what, peerStage, groupSize(Group::Pipeline),
+                        groupRank(Group::Pipeline)));
+  if (tag < 0 || tag >= CommEngine::kPutTags)
+    fatal(llvm::formatv("{0}: tag {1} is outside [0, {2})", what, tag,
+                        CommEngine::kPutTags));
+}
+
 Token Runtime::pointToPoint(bool isSend, Group group, int peer, int tag,
                             Buffer data) {
   char what[TokenPool::kWhatBytes];

@@ -187,6 +187,55 @@ mt3k.program @s1 stage 1 {
 
 // -----
 
+// A one-sided put lands where the matching receive's buffer is.
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.group @pp pipeline size 2
+mt3k.program @s0 stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 64xf32>
+  // expected-error @+1 {{'mt3k.send' op puts at byte 512 of the peer's arena, but the matching recv's buffer is at byte 256}}
+  %t0 = mt3k.send %a to 1 on @pp tag 0 put at 512 : !mt3k.buffer<ddr, 64xf32>
+  mt3k.wait %t0
+}
+mt3k.program @s1 stage 1 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 128xf32>
+  %b = mt3k.view %a[256] : !mt3k.buffer<ddr, 128xf32> to !mt3k.buffer<ddr, 64xf32>
+  // expected-note @+1 {{received here}}
+  %t0 = mt3k.recv %b from 0 on @pp tag 0 one_sided : !mt3k.buffer<ddr, 64xf32>
+  mt3k.wait %t0
+}
+
+// -----
+
+// Both sides agree on how the message travels.
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.group @pp pipeline size 2
+mt3k.program @s0 stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 64xf32>
+  // expected-error @+1 {{'mt3k.send' op is two-sided, but its matching recv is one_sided}}
+  %t0 = mt3k.send %a to 1 on @pp tag 0 : !mt3k.buffer<ddr, 64xf32>
+  mt3k.wait %t0
+}
+mt3k.program @s1 stage 1 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 64xf32>
+  // expected-note @+1 {{received here}}
+  %t0 = mt3k.recv %a from 0 on @pp tag 0 one_sided : !mt3k.buffer<ddr, 64xf32>
+  mt3k.wait %t0
+}
+
+// -----
+
+// Puts reach the DDR arenas of pipeline groups only.
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.group @dp data_parallel size 2
+mt3k.program @s0 stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 64xf32>
+  // expected-error @+1 {{'mt3k.send' op is one-sided on @dp, which is not a pipeline group (the runtime exposes the DDR arenas of pipeline groups only)}}
+  %t0 = mt3k.send %a to 1 on @dp tag 0 put at 0 : !mt3k.buffer<ddr, 64xf32>
+  mt3k.wait %t0
+}
+
+// -----
+
 // Every stage takes part in each collective on a pipeline group: the same
 // all-reduce on both stages (through differently shaped views) is fine.
 mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64

@@ -123,6 +123,12 @@ static cl::opt<bool> allowQuantized(
     cl::desc("also search quantized communication (qwZ int8 weight gathers, "
              "qgZ int8/int4 gradient reduce-scatters; changes the numerics)"),
     cl::cat(category));
+static cl::opt<std::string> transfers(
+    "transfers", cl::init("two-sided"),
+    cl::desc("how pipeline messages travel: two-sided (send and receive) or "
+             "one-sided (puts into reserved receive buffers; docs/schedule.md, "
+             "\"One-sided transfers\")"),
+    cl::cat(category));
 static cl::opt<double> maxGradNorm(
     "max-grad-norm", cl::init(0),
     cl::desc("clip the gradients to this global norm, priced in every plan "
@@ -227,6 +233,8 @@ int main(int argc, char **argv) {
   }
   request.allowQuantized = allowQuantized;
   if (llvm::Error error = applyMaxGradNormOption(maxGradNorm, request))
+    return fail("--" + llvm::toString(std::move(error)));
+  if (llvm::Error error = applyTransfersOption(transfers, request))
     return fail("--" + llvm::toString(std::move(error)));
   if (!fixedPartition.empty()) {
     int64_t levels = int64_t(machine->networkLevels().size());

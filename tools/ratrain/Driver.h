@@ -101,6 +101,8 @@ struct CompileOptions {
   std::string policy = "ratrain";
   /// The pipeline schedule the plan is made for (`auto`: searched).
   std::string schedule = "1f1b";
+  /// --transfers: how pipeline messages travel (two-sided or one-sided).
+  std::string transfers = "two-sided";
   /// --max-grad-norm: global gradient-norm clipping (0: none).
   double maxGradNorm = 0;
   /// --weight-decay-params: matrices, matrices-except-embeddings or all.

@@ -63,6 +63,10 @@ const char *const kPlanFlagsHelp = R"(PLAN OPTIONS:
   --policy NAME         lifecycle policy: ratrain (default) or gpu-style
   --schedule NAME       pipeline schedule: 1f1b (default), interleaved-1f1b,
                         zb-h1, zbv, or auto (the planner picks the fastest)
+  --transfers MODE      pipeline messages: two-sided (default: send and
+                        receive) or one-sided (puts into the receiver's
+                        reserved buffer; docs/schedule.md, "One-sided
+                        transfers")
   --dtype TYPE          train in bf16 or f16 (default: the config's dtype)
   --max-grad-norm X     clip the gradients to this global L2 norm before any
                         update, as PyTorch's clip_grad_norm_ (default: no
@@ -161,6 +165,7 @@ llvm::ArrayRef<StringRef> getPlanValueFlags() {
                                     "--policy",
                                     "--dtype",
                                     "--schedule",
+                                    "--transfers",
                                     "--partition",
                                     "--weight-wire",
                                     "--grad-wire",
@@ -265,6 +270,12 @@ getCompileOptions(const Toolchain &tools, const Args &args, StringRef command) {
                        "zbv or auto, got '" +
                        *schedule + "'");
     options.schedule = *schedule;
+  }
+  if (std::optional<std::string> transfers = args.get("--transfers")) {
+    if (*transfers != "two-sided" && *transfers != "one-sided")
+      return makeError("--transfers: expected two-sided or one-sided, got '" +
+                       *transfers + "'");
+    options.transfers = *transfers;
   }
   if (std::optional<std::string> dtype = args.get("--dtype")) {
     if (*dtype != "bf16" && *dtype != "f16" && *dtype != "f32")

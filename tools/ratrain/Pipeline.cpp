@@ -128,6 +128,8 @@ static std::string planPassOptions(const CompileOptions &options) {
     text += " grad-wire=" + options.gradWire;
   if (options.schedule != "1f1b")
     text += " schedule=" + options.schedule;
+  if (options.transfers != "two-sided")
+    text += " transfers=" + options.transfers;
   if (options.maxGradNorm > 0) {
     char norm[32];
     std::snprintf(norm, sizeof(norm), "%.17g", options.maxGradNorm);
@@ -166,6 +168,8 @@ static std::optional<std::string> describePlan(StringRef planned,
     if (int64_t v = field("virtual_stages"); v > 1)
       schedule += llvm::formatv(" with {0} virtual stages per rank", v).str();
   }
+  if (attr.contains("transfers = one_sided"))
+    schedule += ", one-sided transfers";
   return llvm::formatv("pp {0} x dp {1}, ZeRO-{2}, {3} micro-batches of {4}"
                        "{8}, predicted step {5:f3} s, peak {6:f2} GiB per "
                        "rank (policy {7})",

@@ -86,7 +86,9 @@ int planCommand(const Toolchain &tools, llvm::ArrayRef<std::string> argv) {
                                         "--policy",
                                         options->policy,
                                         "--schedule",
-                                        options->schedule};
+                                        options->schedule,
+                                        "--transfers",
+                                        options->transfers};
     if (options->pp)
       llvm::append_range(command, std::vector<std::string>{
                                       "--pp", std::to_string(*options->pp)});

@@ -175,6 +175,16 @@ llvm::StringRef stringifyOffloadPolicy(OffloadPolicy policy);
 /// "master-and-optimizer").
 std::optional<OffloadPolicy> parseOffloadPolicy(llvm::StringRef name);
 
+/// How pipeline messages travel between ranks (docs/schedule.md, "One-sided
+/// transfers"): matched send and receive (the data moves once the receiver
+/// has posted its receive), or a put straight into the receiver's reserved
+/// receive buffer with a completion counter (the data moves when sent).
+enum class TransferPolicy { TwoSided, OneSided };
+/// "two-sided", "one-sided".
+llvm::StringRef stringifyTransferPolicy(TransferPolicy policy);
+/// Parses "two-sided" or "one-sided".
+std::optional<TransferPolicy> parseTransferPolicy(llvm::StringRef name);
+
 /// The decoder layers one pipeline stage owns: [firstLayer, firstLayer+count).
 struct StageLayers {
   int64_t firstLayer = 0;
@@ -212,6 +222,8 @@ struct ParallelConfig {
   /// waits for the norm over all stages and replicas (docs/schedule.md,
   /// "Gradient clipping").
   double maxGradNorm = 0;
+  /// How the pipeline's messages travel between ranks.
+  TransferPolicy transfers = TransferPolicy::TwoSided;
 
   int64_t clusters() const { return pipelineStages * dataParallel; }
   /// Sequences per iteration: d * b * m.
@@ -244,7 +256,8 @@ struct ParallelConfig {
   /// (runs of equal stages as AxN: A for N stages; see formatLayerSplit),
   /// followed by " offload=optimizer" when states are offloaded, by
   /// " schedule=zbv v=2" when the schedule is not 1F1B (v when not 1) and by
-  /// the sharding policy when not the default (ShardingPolicy::describe).
+  /// the sharding policy when not the default (ShardingPolicy::describe),
+  /// " clip=N" with clipping and " transfers=one-sided".
   std::string describe() const;
 };
 

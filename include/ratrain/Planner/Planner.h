@@ -66,6 +66,9 @@ struct PlanRequest {
   /// Global gradient-norm clipping (0: none), priced in every candidate's
   /// step time (ParallelConfig::maxGradNorm).
   double maxGradNorm = 0;
+  /// How the pipeline's messages travel (ParallelConfig::transfers); every
+  /// candidate gets it.
+  TransferPolicy transfers = TransferPolicy::TwoSided;
   /// DDR cap per cluster in bytes; 0 uses machine.cluster.ddrBytes.
   int64_t memoryCapBytes = 0;
   /// How many plans to return, best first.
@@ -145,6 +148,11 @@ Plan evaluatePlan(const ModelConfig &model, const MachineModel &machine,
 /// Sets `request`'s gradient clipping from a tool option: a finite number
 /// >= 0 (0: no clipping). The error names the option and the value.
 llvm::Error applyMaxGradNormOption(double maxGradNorm, PlanRequest &request);
+
+/// Sets `request`'s transfer policy from a tool option: "two-sided" or
+/// "one-sided". The error names the bad value and the choices.
+llvm::Error applyTransfersOption(llvm::StringRef transfers,
+                                 PlanRequest &request);
 
 /// Sets `request`'s schedule from a tool option: "1f1b", "interleaved-1f1b",
 /// "zb-h1", "zbv" or "auto" (searchSchedules), and `virtualStages` when

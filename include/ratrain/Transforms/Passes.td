@@ -71,6 +71,10 @@ def RATrainPlan : Pass<"ratrain-plan", "mlir::ModuleOp"> {
     Option<"maxGradNorm", "max-grad-norm", "double", "0.0",
            "clip the gradients to this global L2 norm before any update "
            "(0: no clipping; docs/schedule.md, \"Gradient clipping\")">,
+    Option<"transfers", "transfers", "std::string", "\"two-sided\"",
+           "how pipeline messages travel between ranks: two-sided (send and "
+           "receive) or one-sided (a put into the receiver's reserved "
+           "buffer; docs/schedule.md, \"One-sided transfers\")">,
     Option<"showTop", "show-top", "int64_t", "0",
            "print the best N plans as a remark on the model">
   ];

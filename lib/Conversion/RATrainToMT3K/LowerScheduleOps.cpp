@@ -506,7 +506,33 @@ LogicalResult StageLowering::updateRange(Value grad, Value master, Value m,
   return success();
 }
 
-void StageLowering::lowerTransfer(Operation *op, bool send) {
+FailureOr<int64_t> StageLowering::peerReceiveOffset(SendOp send) {
+  auto pipeline = stage->getParentOfType<PipelineOp>();
+  for (StageOp peer : pipeline.getStages()) {
+    if (int64_t(peer.getStage()) != int64_t(send.getPeer()))
+      continue;
+    for (auto recv : peer.getBody().front().getOps<RecvOp>()) {
+      if (recv.getPeer() != uint64_t(stageIndex) ||
+          recv.getPayload() != send.getPayload() ||
+          recv.getMicroBatch() != send.getMicroBatch() ||
+          recv.getVirtualStage() != send.getPeerVirtualStage())
+        continue;
+      if (!recv.getOneSided())
+        return send.emitOpError("is one-sided but its receive in stage ")
+               << peer.getStage() << " is not";
+      if (std::optional<std::array<int64_t, 2>> buffer = assignedMessage(recv))
+        return (*buffer)[0];
+      return send.emitOpError("puts into stage ")
+             << peer.getStage()
+             << "'s receive buffer, which has no assigned offset (run "
+                "--ratrain-assign-buffers first)";
+    }
+  }
+  return send.emitOpError("has no matching receive in stage ")
+         << send.getPeer();
+}
+
+LogicalResult StageLowering::lowerTransfer(Operation *op, bool send) {
   auto transfer = cast<TransferOpInterface>(op);
   Payload payload = transfer.getPayload();
   int64_t mb = transfer.getMicroBatch();
@@ -524,22 +550,32 @@ void StageLowering::lowerTransfer(Operation *op, bool send) {
     // A transfer between two virtual stages of this rank: its receive
     // (placed right after) copies the outbox.
     if (peer == stageIndex)
-      return;
+      return success();
     Value buffer = outbox(payload, mb, chunk);
+    IntegerAttr putOffset;
+    if (transfer.getOneSided()) {
+      FailureOr<int64_t> offset = peerReceiveOffset(cast<SendOp>(op));
+      if (failed(offset))
+        return failure();
+      putOffset = IntegerAttr::get(i64, *offset);
+    }
     Value token =
         mt::SendOp::create(b, loc, buffer, IntegerAttr::get(i64, peer), pp,
-                           IntegerAttr::get(i64, tag));
+                           IntegerAttr::get(i64, tag), putOffset);
     track(token);
-    return;
+    return success();
   }
   Value buffer = received(payload, mb, chunk);
   if (peer == stageIndex) {
     copy(outbox(payload, mb, transfer.getPeerVirtualStage()), buffer);
-    return;
+    return success();
   }
-  Value token = mt::RecvOp::create(b, loc, buffer, IntegerAttr::get(i64, peer),
-                                   pp, IntegerAttr::get(i64, tag));
+  auto recv = mt::RecvOp::create(b, loc, buffer, IntegerAttr::get(i64, peer),
+                                 pp, IntegerAttr::get(i64, tag));
+  recv.setOneSided(transfer.getOneSided());
+  Value token = recv.getToken();
   track(token);
+  return success();
 }
 
 LogicalResult StageLowering::lower() {
@@ -583,9 +619,9 @@ LogicalResult StageLowering::lower() {
     else if (auto weight = dyn_cast<BackwardWeightOp>(op))
       result = lowerBackwardWeight(weight);
     else if (isa<SendOp>(op))
-      lowerTransfer(&op, /*send=*/true);
+      result = lowerTransfer(&op, /*send=*/true);
     else if (isa<RecvOp>(op))
-      lowerTransfer(&op, /*send=*/false);
+      result = lowerTransfer(&op, /*send=*/false);
     else if (auto reload = dyn_cast<ReloadOp>(op))
       lowerReload(reload);
     else if (auto offload = dyn_cast<OffloadOp>(op))

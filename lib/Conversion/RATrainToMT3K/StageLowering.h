@@ -418,7 +418,10 @@ private:
   /// all of its elements are exempt.
   void setNoDecay(mt::AdamWOp adam, ArrayRef<int64_t> exempt, int64_t layer,
                   int64_t first, int64_t count);
-  void lowerTransfer(Operation *op, bool send);
+  LogicalResult lowerTransfer(Operation *op, bool send);
+  /// The arena offset of the receive buffer a one-sided send puts into: the
+  /// assigned buffer of the matching `ratrain.recv` in the peer's stage.
+  FailureOr<int64_t> peerReceiveOffset(SendOp send);
   void lowerReload(ReloadOp op);
   void lowerOffload(OffloadOp op);
   LogicalResult emitPrologue();

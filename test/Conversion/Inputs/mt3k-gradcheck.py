@@ -184,6 +184,7 @@ class Runner:
         self.machines = {rank: Machine() for rank in self.ranks}
         self.refs = {rank: {} for rank in self.ranks}
         self.mailbox = {}
+        self.arrived = {}  # one-sided puts landed and not yet waited for
         self.collectives = {}  # (stage, index) -> {replica: contribution}
         self.done = {}  # (stage, index) -> results per replica
         self.issued = {rank: 0 for rank in self.ranks}
@@ -365,13 +366,28 @@ class Runner:
         if m:
             mach.write(R(m.group(2)), mach.read(R(m.group(1))))
             return True
-        m = re.match(r"%\w+ = mt3k\.send (%\w+) to (\d+) on @pp tag (\d+)", line)
+        m = re.match(r"%\w+ = mt3k\.send (%\w+) to (\d+) on @pp tag (\d+)(?: put at (\d+))?", line)
         if m:
-            self.mailbox[(stage, int(m.group(2)), int(m.group(3)), replica)] = mach.read(R(m.group(1)))
+            key = (stage, int(m.group(2)), int(m.group(3)), replica)
+            if m.group(4):
+                # One-sided: the data lands in the peer's arena now, whatever
+                # the peer is doing (the scheduler runs each rank as far as it
+                # can, so puts land as early as they can).
+                src = R(m.group(1))
+                dst = Ref("ddr", int(m.group(4)), src.shape, src.dtype)
+                self.machines[(int(m.group(2)), replica)].write(dst, mach.read(src))
+                self.arrived[key] = self.arrived.get(key, 0) + 1
+                return True
+            self.mailbox[key] = mach.read(R(m.group(1)))
             return True
-        m = re.match(r"%\w+ = mt3k\.recv (%\w+) from (\d+) on @pp tag (\d+)", line)
+        m = re.match(r"%\w+ = mt3k\.recv (%\w+) from (\d+) on @pp tag (\d+)( one_sided)?", line)
         if m:
             key = (int(m.group(2)), stage, int(m.group(3)), replica)
+            if m.group(4):
+                if not self.arrived.get(key):
+                    return False  # blocked until the put has landed
+                self.arrived[key] -= 1
+                return True
             if key not in self.mailbox:
                 return False  # blocked until the sender gets there
             mach.write(R(m.group(1)), self.mailbox.pop(key))

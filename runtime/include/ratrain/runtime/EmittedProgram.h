@@ -167,6 +167,11 @@ Token allGather(Runtime &r, Group g, const Tensor &src, const Tensor &dst,
 Token broadcast(Runtime &r, Group g, const Tensor &t, int root);
 Token send(Runtime &r, Group g, int peer, int tag, const Tensor &t);
 Token recv(Runtime &r, Group g, int peer, int tag, const Tensor &t);
+/// mt3k.send with `put at targetOffset` and mt3k.recv with `one_sided` (on
+/// the pipeline group only).
+Token put(Runtime &r, Group g, int peer, int tag, const Tensor &t,
+          int64_t targetOffset);
+Token arrival(Runtime &r, Group g, int peer, int tag, const Tensor &t);
 /// Blocking waits count into this rank's wait seconds of the step.
 void barrier(Runtime &r, Group g);
 Token offload(Runtime &r, const Tensor &t, StorageTier tier, const char *key);
@@ -267,6 +272,9 @@ struct ProgramDescription {
   /// The program runs ZeRO collectives on the partition groups: shards are
   /// laid out by Runtime::partitionIndex (RuntimeOptions::partitionedShards).
   bool partitionedShards = false;
+  /// The program's pipeline messages are one-sided puts
+  /// (RuntimeOptions::oneSidedPipeline).
+  bool oneSidedTransfers = false;
 };
 
 /// Builds the Runtime and the Session of `program`, runs the program of this

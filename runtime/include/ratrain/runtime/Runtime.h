@@ -202,6 +202,12 @@ struct RuntimeOptions {
   /// instead of block dpIndex(). Set by programs that use the DataInsideL /
   /// DataAcrossL groups.
   bool partitionedShards = false;
+  /// One-sided pipeline transfers (docs/runtime.md, "One-sided transfers"):
+  /// every rank's DDR arena is an MPI window over its pipeline group, next to
+  /// a window of completion counters (one per tag), both under a passive-
+  /// target epoch for the whole run; putToStage and arrivalFromStage use
+  /// them. Set by programs whose sends are puts.
+  bool oneSidedPipeline = false;
   /// Size of the token pool: the most operations outstanding at once.
   uint32_t maxOutstanding = 4096;
   /// Directory of the storage tier of offload(). Environment:
@@ -336,6 +342,15 @@ public:
   Token recvFromStage(int peerStage, int tag, Buffer data) {
     return recv(Group::Pipeline, peerStage, tag, data);
   }
+  /// One-sided (RuntimeOptions::oneSidedPipeline): writes `data` into the DDR
+  /// arena of pipeline stage `peerStage` at byte `targetOffset`, then adds 1
+  /// to that stage's completion counter of `tag` (0 <= tag < 32768). Nothing
+  /// waits for the peer; the token completes once both reached its memory.
+  /// The compiler has proven that the peer no longer uses those bytes.
+  Token putToStage(int peerStage, int tag, Buffer data, uint64_t targetOffset);
+  /// Completes once a put of `peerStage` with `tag` has landed in `data` (a
+  /// buffer of this rank's DDR arena); each call consumes one such put.
+  Token arrivalFromStage(int peerStage, int tag, Buffer data);
   /// A synchronization token between ranks: a zero-byte message. signal()
   /// completes when sent, awaitSignal() when the peer's signal arrived.
   Token signal(Group group, int peer, int tag) {
@@ -462,6 +477,9 @@ private:
   void checkChannel(int channel) const;
   /// send (isSend) or recv: checks peer and tag, issues the transfer.
   Token pointToPoint(bool isSend, Group group, int peer, int tag, Buffer data);
+  /// Fatal unless one-sided transfers are on and `peerStage` and `tag` are
+  /// valid for one.
+  void checkPutPeer(int peerStage, int tag, const char *what) const;
   /// Watchdog limit given to operations issued now (negative: default).
   double issueTimeout = -1;
   friend class ScopedIssueTimeout;
