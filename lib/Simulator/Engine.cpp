@@ -109,6 +109,8 @@ llvm::Error Engine::prepare() {
   };
 
   stages.resize(numStages);
+  for (uint32_t s = 0; s < numStages; ++s)
+    stages[s].matchedRecv.assign(program.stages[s].size(), kNone);
   for (uint32_t s = 0; s < numStages; ++s) {
     const StageProgram &sp = program.stages[s];
     StageState &st = stages[s];
@@ -131,6 +133,7 @@ llvm::Error Engine::prepare() {
       switch (t.kind) {
       case TaskKind::Recv:
         st.matchedSend[i] = sends.at({t.peer, s, t.tag});
+        stages[t.peer].matchedRecv[st.matchedSend[i]] = i;
         break;
       case TaskKind::Dma:
         if (t.channel >= channels)
@@ -350,10 +353,19 @@ void Engine::issueAsync(uint32_t s, const Task &task) {
       startDma(opIndex);
     }
     return;
-  case TaskKind::Send:
-    schedule(now + latency(levelOf(task.link)), EventType::LatencyDone,
-             opIndex);
+  case TaskKind::Send: {
+    // Rendezvous: the data waits for the receiver's recv.
+    uint32_t recv = st.matchedRecv[st.pc];
+    if (task.rendezvous && recv != kNone) {
+      size_t posted = slot(task.peer, st.iteration, recv);
+      if (std::isnan(stages[task.peer].issued[posted])) {
+        rendezvousWaiting[{task.peer, posted}] = opIndex;
+        return;
+      }
+    }
+    startSend(opIndex);
     return;
+  }
   case TaskKind::Offload:
     if (st.offloadBusy) {
       st.offloadQueue.push_back(opIndex);
@@ -375,6 +387,13 @@ void Engine::issueAsync(uint32_t s, const Task &task) {
   default:
     return;
   }
+}
+
+void Engine::startSend(uint32_t opIndex) {
+  Op &op = ops[opIndex];
+  op.start = now;
+  const Task &task = program.stages[op.stage].getTask(op.task);
+  schedule(now + latency(levelOf(task.link)), EventType::LatencyDone, opIndex);
 }
 
 void Engine::startCollective(uint32_t opIndex) {
@@ -604,6 +623,16 @@ void Engine::advance(uint32_t s) {
       continue;
     case TaskKind::Recv: {
       uint32_t send = st.matchedSend[st.pc];
+      // Posted now: a rendezvous send that was waiting for it starts.
+      size_t posted = slot(s, st.iteration, st.pc);
+      if (std::isnan(st.issued[posted])) {
+        st.issued[posted] = now;
+        auto waiting = rendezvousWaiting.find({s, posted});
+        if (waiting != rendezvousWaiting.end()) {
+          startSend(waiting->second);
+          rendezvousWaiting.erase(waiting);
+        }
+      }
       if (!std::isnan(
               stages[task.peer].done[slot(task.peer, st.iteration, send)])) {
         ++st.pc;

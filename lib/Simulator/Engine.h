@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <deque>
 #include <limits>
+#include <map>
 #include <queue>
 #include <string>
 #include <vector>
@@ -142,11 +143,14 @@ struct StageState {
   uint32_t blockStage = 0, blockIteration = 0, blockTask = 0;
   CommKind blockKind = CommKind::P2P;
   double blockSince = 0;
-  // Per (iteration, task): completion and issue time of async tasks.
+  // Per (iteration, task): completion and issue time of async tasks; for a
+  // recv, the issue time is when the stage reached it (posted it).
   std::vector<double> done;
   std::vector<double> issued;
   /// Recv task -> index of the matching send in the peer stage.
   std::vector<uint32_t> matchedSend;
+  /// Send task -> index of the matching recv in the peer stage.
+  std::vector<uint32_t> matchedRecv;
   /// Collective task -> plan index.
   std::vector<uint32_t> plan;
   std::vector<IterationStats> stats;
@@ -279,6 +283,12 @@ private:
   std::vector<uint32_t> freeFlows;
   std::vector<Op> ops;
   std::vector<uint32_t> freeOps;
+  /// Rendezvous sends issued before their receiver posted the recv, by the
+  /// receiving stage and the recv's slot (iteration, task): the op to start
+  /// then.
+  std::map<std::pair<uint32_t, size_t>, uint32_t> rendezvousWaiting;
+  /// Starts the latency of send op `opIndex` now.
+  void startSend(uint32_t opIndex);
   std::vector<std::vector<CollectiveStep>> plans;
   std::priority_queue<Event, std::vector<Event>, EventLater> events;
   uint64_t nextSeq = 0;

@@ -148,6 +148,7 @@ llvm::Expected<Synthetic1F1BConfig> sim::planToSyntheticConfig(
   result.microBatches = config.numMicroBatches;
   result.dataParallel = d;
   result.activationBytes = p > 1 ? costs.pipelineMessageBytes(b) : 0;
+  result.rendezvousMessages = config.transfers == TransferPolicy::TwoSided;
   if (model.tieEmbeddings)
     result.tiedEmbeddingBytes =
         getDTypeBytes(model.dtype) * model.vocab * model.hidden;

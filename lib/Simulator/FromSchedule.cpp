@@ -242,7 +242,8 @@ llvm::Error ScheduleAdapter::buildStage(StageOp stage,
         program.addSend(static_cast<uint32_t>(send.getPeer()), message,
                         transferTag(send.getMicroBatch(),
                                     send.getPeerVirtualStage(), gradient),
-                        pipelineLink, label);
+                        pipelineLink, label,
+                        /*rendezvous=*/!send.getOneSided());
     } else if (auto recv = llvm::dyn_cast<RecvOp>(op)) {
       bool gradient = recv.getPayload() == Payload::Gradient;
       if (static_cast<int64_t>(recv.getPeer()) >= plan.getPp())

@@ -136,9 +136,11 @@ Token StageProgram::addDma(int64_t bytes, uint32_t channel,
 }
 
 Token StageProgram::addSend(uint32_t toStage, int64_t bytes, uint64_t tag,
-                            LinkClass link, llvm::StringRef label) {
+                            LinkClass link, llvm::StringRef label,
+                            bool rendezvous) {
   Task task;
   task.kind = TaskKind::Send;
+  task.rendezvous = rendezvous;
   task.peer = toStage;
   task.bytes = bytes;
   task.tag = tag;

@@ -235,7 +235,8 @@ void StageBuilder::forward(int64_t mb) {
   if (!last)
     program.addSend(static_cast<uint32_t>(stage + 1), config.activationBytes,
                     static_cast<uint64_t>(2 * mb), config.pipelineLink,
-                    llvm::formatv("send act mb{0}", mb).str());
+                    llvm::formatv("send act mb{0}", mb).str(),
+                    config.rendezvousMessages);
 }
 
 void StageBuilder::backward(int64_t mb) {
@@ -284,7 +285,8 @@ void StageBuilder::backward(int64_t mb) {
   if (stage > 0)
     program.addSend(static_cast<uint32_t>(stage - 1), config.activationBytes,
                     static_cast<uint64_t>(2 * mb + 1), config.pipelineLink,
-                    llvm::formatv("send grad mb{0}", mb).str());
+                    llvm::formatv("send grad mb{0}", mb).str(),
+                    config.rendezvousMessages);
 }
 
 void StageBuilder::wholeModelLifecycle() {

@@ -212,7 +212,8 @@ void RankBuilder::forward(int64_t c, int64_t mb) {
   if (c + 1 < numStages && rankOf(c + 1) != rank)
     program.addSend(uint32_t(rankOf(c + 1)), config.activationBytes,
                     tag(c, mb, false), config.pipelineLink,
-                    llvm::formatv("send act c{0} mb{1}", c, mb).str());
+                    llvm::formatv("send act c{0} mb{1}", c, mb).str(),
+                    config.rendezvousMessages);
 }
 
 void RankBuilder::gradientReady(int64_t c, int64_t l) {
@@ -280,7 +281,8 @@ void RankBuilder::backward(int64_t c, int64_t mb, ActionKind kind) {
   if (c > 0 && rankOf(c - 1) != rank)
     program.addSend(uint32_t(rankOf(c - 1)), config.activationBytes,
                     tag(c, mb, true), config.pipelineLink,
-                    llvm::formatv("send grad c{0} mb{1}", c, mb).str());
+                    llvm::formatv("send grad c{0} mb{1}", c, mb).str(),
+                    config.rendezvousMessages);
 }
 
 void RankBuilder::weight(int64_t c, int64_t mb) {

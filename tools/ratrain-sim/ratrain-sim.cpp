@@ -124,6 +124,12 @@ static cl::opt<std::string>
               cl::desc("gradient sync: ring|tree|hierarchical (default: the "
                        "machine file's)"),
               cl::cat(category));
+static cl::opt<std::string> transfers(
+    "transfers", cl::init("two-sided"),
+    cl::desc("how pipeline messages travel: two-sided (send and receive) or "
+             "one-sided (puts into reserved receive buffers; docs/schedule.md, "
+             "\"One-sided transfers\")"),
+    cl::cat(category));
 static cl::opt<double> maxGradNorm(
     "max-grad-norm", cl::init(0),
     cl::desc("clip the gradients to this global norm: no update before the "
@@ -264,6 +270,8 @@ static llvm::Expected<SimProgram> programFromPlan(const MachineModel &machine,
           applyScheduleOption(scheduleKind, virtualStages, request))
     return error("--" + llvm::toString(std::move(err)));
   if (llvm::Error err = applyMaxGradNormOption(maxGradNorm, request))
+    return error("--" + llvm::toString(std::move(err)));
+  if (llvm::Error err = applyTransfersOption(transfers, request))
     return error("--" + llvm::toString(std::move(err)));
   llvm::Expected<PlanResult> plans = planTraining(*model, machine, request);
   if (!plans)

@@ -14,7 +14,9 @@
 //   channels / network links of the cluster. DMA transfers of one channel and
 //   collectives of one communication stream run one at a time, in order.
 // - A recv blocks the stream until the data of the matching send (same source
-//   stage, destination stage and tag) has arrived.
+//   stage, destination stage and tag) has arrived. A two-sided send under the
+//   rendezvous protocol moves its data only once the receiver has reached
+//   that recv; a one-sided put (or an eager send) as soon as it is issued.
 // - A wait blocks the stream until the awaited async task has completed. A
 //   wait may name the *previous* iteration's instance of a task (a loop-carried
 //   dependency, e.g. the next forward waiting for the last iteration's gradient
@@ -176,6 +178,11 @@ struct Task {
   int64_t bytes = 0;         ///< Dma, Send, Recv, Alloc, Free.
   uint64_t tag = 0;          ///< Send/Recv matching tag.
   CollectiveSpec collective; ///< Collective
+  /// Send: a two-sided message under MPI's rendezvous protocol (above the
+  /// eager limit): its data starts moving only once the receiver has reached
+  /// the matching recv. Otherwise (a one-sided put, or an eager message) the
+  /// data moves as soon as it is sent.
+  bool rendezvous = false;
 };
 
 /// The program of one pipeline stage.
@@ -196,8 +203,9 @@ public:
   void addCompute(ComputeKind kind, double seconds, double flops,
                   llvm::StringRef label);
   Token addDma(int64_t bytes, uint32_t channel, llvm::StringRef label);
+  /// `rendezvous`: Task::rendezvous.
   Token addSend(uint32_t toStage, int64_t bytes, uint64_t tag, LinkClass link,
-                llvm::StringRef label);
+                llvm::StringRef label, bool rendezvous = false);
   void addRecv(uint32_t fromStage, int64_t bytes, uint64_t tag,
                llvm::StringRef label);
   /// Collectives of one stage run one at a time, in issue order, on their

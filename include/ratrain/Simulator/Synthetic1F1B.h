@@ -129,6 +129,9 @@ struct Synthetic1F1BConfig {
   /// latency of an empty message).
   int64_t activationBytes = 0;
   LinkClass pipelineLink = LinkClass::InterNode;
+  /// The activation and gradient messages are two-sided under the rendezvous
+  /// protocol (Task::rendezvous); false: one-sided puts, moving when sent.
+  bool rendezvousMessages = false;
   /// Tied embeddings on several ranks: bytes of the shared [V, h] matrix,
   /// which the embedding's rank sends (the step's view) to the head's after
   /// its first embedding forward, and the head's rank sends back (the LM

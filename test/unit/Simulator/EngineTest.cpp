@@ -26,8 +26,9 @@ MachineModel makeHalfSecondMachine() {
 
 /// The 1F1B schedule of 2 stages and 2 micro-batches written out by hand:
 /// forward 1 s, backward 2 s per micro-batch, activation and gradient
-/// messages of `bytes` bytes over the intra-node link.
-SimProgram handWritten1F1B(int64_t bytes) {
+/// messages of `bytes` bytes over the intra-node link (two-sided under the
+/// rendezvous protocol with `rendezvous`, else moving when sent).
+SimProgram handWritten1F1B(int64_t bytes, bool rendezvous = false) {
   SimProgram program;
   program.name = "hand 1F1B";
   program.stages.emplace_back("first");
@@ -37,9 +38,9 @@ SimProgram handWritten1F1B(int64_t bytes) {
   const LinkClass link = LinkClass::IntraNode;
   // Stage 0: F0 F1 B0 B1 (one warm-up forward).
   s0.addCompute(ComputeKind::Forward, 1, 10, "F0");
-  s0.addSend(1, bytes, 0, link, "act0");
+  s0.addSend(1, bytes, 0, link, "act0", rendezvous);
   s0.addCompute(ComputeKind::Forward, 1, 10, "F1");
-  s0.addSend(1, bytes, 2, link, "act1");
+  s0.addSend(1, bytes, 2, link, "act1", rendezvous);
   s0.addRecv(1, bytes, 1, "grad0");
   s0.addCompute(ComputeKind::Backward, 2, 20, "B0");
   s0.addRecv(1, bytes, 3, "grad1");
@@ -48,11 +49,11 @@ SimProgram handWritten1F1B(int64_t bytes) {
   s1.addRecv(0, bytes, 0, "act0");
   s1.addCompute(ComputeKind::Forward, 1, 10, "F0");
   s1.addCompute(ComputeKind::Backward, 2, 20, "B0");
-  s1.addSend(0, bytes, 1, link, "grad0");
+  s1.addSend(0, bytes, 1, link, "grad0", rendezvous);
   s1.addRecv(0, bytes, 2, "act1");
   s1.addCompute(ComputeKind::Forward, 1, 10, "F1");
   s1.addCompute(ComputeKind::Backward, 2, 20, "B1");
-  s1.addSend(0, bytes, 3, link, "grad1");
+  s1.addSend(0, bytes, 3, link, "grad1", rendezvous);
   program.tokensPerIteration = 90;
   program.modelFlopsPerIteration = 120;
   return program;
@@ -100,6 +101,37 @@ TEST(Pipeline, HandComputedTwoStageTwoMicroBatchWithMessages) {
   const StageReport &last = report.stageReports[1];
   EXPECT_DOUBLE_EQ(last.exposed[comm(CommKind::P2P)], 0.5);
   EXPECT_DOUBLE_EQ(last.bubbleFraction, 1.0 - 6.0 / 10.0 - 0.05);
+}
+
+TEST(Pipeline, TwoSidedMessagesWaitForTheReceiversRecv) {
+  // The same schedule with rendezvous messages: a message's 0.5 s start only
+  // once the receiver has reached its recv. act1, sent at 2, starts when
+  // stage 1 posts its recv after B0 and the send of grad0 (4.5) and arrives
+  // at 5: stage 1 runs F1 [5,6] B1 [6,8] instead of [4.5,7.5], grad1 (sent
+  // at 8, posted at 7) arrives at 8.5 and stage 0's B1 ends at 10.5 instead
+  // of 10.
+  SimOptions options;
+  options.iterations = 3;
+  SimReport report = expectOk(simulate(handWritten1F1B(1, /*rendezvous=*/true),
+                                       makeHalfSecondMachine(), options));
+  EXPECT_DOUBLE_EQ(report.firstIterationTime, 10.5);
+  EXPECT_DOUBLE_EQ(report.stepTime, 10.5);
+  // Stage 1 now waits for both activations in full: 0.5 s each.
+  EXPECT_DOUBLE_EQ(report.stageReports[1].exposed[comm(CommKind::P2P)], 1.0);
+  EXPECT_DOUBLE_EQ(report.stageReports[0].exposed[comm(CommKind::P2P)], 1.0);
+
+  // The synthetic generator's two-sided messages give the same step.
+  Synthetic1F1BConfig config;
+  config.stages = 2;
+  config.microBatches = 2;
+  config.forwardSeconds = 1;
+  config.backwardSeconds = 2;
+  config.activationBytes = 1;
+  config.pipelineLink = LinkClass::IntraNode;
+  config.rendezvousMessages = true;
+  report =
+      expectOk(simulate(buildSynthetic1F1B(config), makeHalfSecondMachine()));
+  EXPECT_DOUBLE_EQ(report.stepTime, 10.5);
 }
 
 TEST(SharedCores, VirtualClustersShareTheirPhysicalClusterWorkConserving) {
