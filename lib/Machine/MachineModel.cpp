@@ -304,6 +304,21 @@ llvm::Error MachineModel::validate() const {
     return fail("network.inter_node.latency", "must not be negative");
   if (network.nodeInjectionBandwidth < 0)
     return fail("network.node_injection_bandwidth", "must not be negative");
+  if (const InNetworkCollectives &in = network.inNetwork; in.present()) {
+    auto levels = int64_t(networkLevels().size());
+    if (in.level >= levels)
+      return fail("network.in_network.level",
+                  llvm::formatv("must name a network level, 0 to {0}, got {1}",
+                                levels - 1, in.level));
+    for (auto [key, value] :
+         {std::pair<const char *, double>{"network.in_network.reduce_speedup",
+                                          in.reduceSpeedup},
+          {"network.in_network.multicast_speedup", in.multicastSpeedup}})
+      if (!(value >= 1) || !std::isfinite(value))
+        return fail(key, llvm::formatv("must be a finite factor of at least 1 "
+                                       "(1: as ordinary links), got {0}",
+                                       value));
+  }
   if (offload.bytesPerNode < 0)
     return fail("offload.bytes_per_node", "must not be negative");
   if (offload.bytesPerNode > 0 &&
@@ -568,6 +583,10 @@ private:
                      sawLevels = true;
                      parseLevels(n, k, net.levels);
                    }},
+                  {"in_network",
+                   [&](llvm::yaml::Node *n, llvm::StringRef k) {
+                     parseInNetwork(n, k, net.inNetwork);
+                   }},
                   {"collective",
                    [&](llvm::yaml::Node *n, llvm::StringRef k) {
                      std::string text;
@@ -597,6 +616,28 @@ private:
       setError(node, path, "missing required key 'intra_node'");
     else if (!sawInter)
       setError(node, path, "missing required key 'inter_node'");
+  }
+
+  /// `in_network: {level, reduce_speedup, multicast_speedup}` (level
+  /// required; a speedup left out is 1).
+  void parseInNetwork(llvm::yaml::Node *node, llvm::StringRef path,
+                      InNetworkCollectives &in) {
+    parseMapping(
+        node, path,
+        {{"level", [&](llvm::yaml::Node *n,
+                       llvm::StringRef k) { readInt(n, k, in.level); }},
+         {"reduce_speedup",
+          [&](llvm::yaml::Node *n, llvm::StringRef k) {
+            readReal(n, k, in.reduceSpeedup);
+          }},
+         {"multicast_speedup",
+          [&](llvm::yaml::Node *n, llvm::StringRef k) {
+            readReal(n, k, in.multicastSpeedup);
+          }}},
+        {"level"});
+    if (!firstError && in.level < 0)
+      setError(node, path, "level must be a network level index (0: the "
+                           "innermost)");
   }
 
   /// `levels: [{name, size, bandwidth, latency, injection_bandwidth}, ...]`,
@@ -991,6 +1032,13 @@ std::string ratrain::printMachineModel(const MachineModel &machine) {
         os << "      injection_bandwidth: " << real(level.injectionBandwidth)
            << "\n";
     }
+  }
+  if (n.inNetwork.present()) {
+    os << "  in_network:\n";
+    os << "    level: " << n.inNetwork.level << "\n";
+    os << "    reduce_speedup: " << real(n.inNetwork.reduceSpeedup) << "\n";
+    os << "    multicast_speedup: " << real(n.inNetwork.multicastSpeedup)
+       << "\n";
   }
   os << "  collective: " << stringifyCollectiveAlgorithm(n.collective) << "\n";
   const OffloadTierSpec &o = machine.offload;

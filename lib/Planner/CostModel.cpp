@@ -261,34 +261,47 @@ int64_t CostModel::pipelineMessageBytes(int64_t microBatchSize) const {
          int64_t(getDTypeBytes(model.dtype));
 }
 
+InNetworkCollectives CostModel::inNetworkOn(bool intraNode) const {
+  const InNetworkCollectives &in = machine.network.inNetwork;
+  auto inside = int64_t(machine.nodeLevels());
+  bool capable = in.present() && (intraNode ? in.level < inside
+                                            : in.level == inside);
+  return capable ? in : InNetworkCollectives();
+}
+
 double CostModel::ringSeconds(CollectiveKind kind, double bytes,
-                              int64_t groupSize, double alpha,
-                              double bandwidth) const {
+                              int64_t groupSize, double alpha, double bandwidth,
+                              const InNetworkCollectives &in) const {
   if (groupSize <= 1)
     return 0;
   double k = groupSize;
-  double steps = kind == CollectiveKind::AllReduce ? 2 * (k - 1) : (k - 1);
-  return steps * (alpha + bytes / k / bandwidth);
+  // k - 1 reduce-scatter steps, k - 1 all-gather steps.
+  double phase = (k - 1) * (alpha + bytes / k / bandwidth);
+  double reduce = kind == CollectiveKind::AllGather ? 0 : phase;
+  double gather = kind == CollectiveKind::ReduceScatter ? 0 : phase;
+  return reduce / in.reduceSpeedup + gather / in.multicastSpeedup;
 }
 
 double CostModel::treeSeconds(CollectiveKind kind, double bytes,
-                              int64_t groupSize, double alpha,
-                              double bandwidth) const {
+                              int64_t groupSize, double alpha, double bandwidth,
+                              const InNetworkCollectives &in) const {
   if (groupSize <= 1)
     return 0;
   double k = groupSize;
   double depth = std::ceil(std::log2(k));
   // Binomial-tree reduce / broadcast move the whole buffer at each level;
   // scatter / gather move (k-1)/k of it in total.
-  double reduce = depth * (alpha + bytes / bandwidth);
+  double whole = depth * (alpha + bytes / bandwidth);
+  double reduce = whole / in.reduceSpeedup;
+  double broadcast = whole / in.multicastSpeedup;
   double scatter = depth * alpha + (k - 1) / k * bytes / bandwidth;
   switch (kind) {
   case CollectiveKind::AllReduce:
-    return 2 * reduce; // reduce + broadcast
+    return reduce + broadcast;
   case CollectiveKind::ReduceScatter:
     return reduce + scatter;
   case CollectiveKind::AllGather:
-    return scatter + reduce; // gather + broadcast
+    return scatter + broadcast; // gather + broadcast
   }
   llvm_unreachable("unknown collective");
 }
@@ -302,25 +315,29 @@ double CostModel::collective(CollectiveKind kind, CollectiveAlgorithm algorithm,
   int64_t nodes = (groupSize + perNode - 1) / perNode;
   double b = double(bytes);
 
+  const InNetworkCollectives intraIn = inNetworkOn(/*intraNode=*/true);
+  const InNetworkCollectives interIn = inNetworkOn(/*intraNode=*/false);
   if (nodes == 1) {
     // Inside one node every algorithm uses the intra-node links.
     if (algorithm == CollectiveAlgorithm::Tree)
       return treeSeconds(kind, b, groupSize, net.intraNode.latency,
-                         net.intraNode.bandwidth);
+                         net.intraNode.bandwidth, intraIn);
     return ringSeconds(kind, b, groupSize, net.intraNode.latency,
-                       net.intraNode.bandwidth);
+                       net.intraNode.bandwidth, intraIn);
   }
 
   // Flat algorithms over several nodes: every step waits for the slowest
-  // hop; one cluster per node talks to the next node at a time.
+  // hop; one cluster per node talks to the next node at a time. Their steps
+  // count as inter-node ones (the simulator places them at the outermost
+  // level the group spans).
   double flatAlpha = std::max(net.intraNode.latency, net.interNode.latency);
   double flatBandwidth =
       std::min(net.intraNode.bandwidth, machine.interNodeStreamBandwidth(1));
   switch (algorithm) {
   case CollectiveAlgorithm::Ring:
-    return ringSeconds(kind, b, groupSize, flatAlpha, flatBandwidth);
+    return ringSeconds(kind, b, groupSize, flatAlpha, flatBandwidth, interIn);
   case CollectiveAlgorithm::Tree:
-    return treeSeconds(kind, b, groupSize, flatAlpha, flatBandwidth);
+    return treeSeconds(kind, b, groupSize, flatAlpha, flatBandwidth, interIn);
   case CollectiveAlgorithm::Hierarchical: {
     // Intra-node reduce-scatter, inter-node collective of each 1/perNode
     // shard by perNode concurrent rings sharing the node's injection
@@ -328,12 +345,12 @@ double CostModel::collective(CollectiveKind kind, CollectiveAlgorithm algorithm,
     double interBandwidth = machine.interNodeStreamBandwidth(perNode);
     double intraRS =
         ringSeconds(CollectiveKind::ReduceScatter, b, perNode,
-                    net.intraNode.latency, net.intraNode.bandwidth);
+                    net.intraNode.latency, net.intraNode.bandwidth, intraIn);
     double intraAG =
         ringSeconds(CollectiveKind::AllGather, b, perNode,
-                    net.intraNode.latency, net.intraNode.bandwidth);
+                    net.intraNode.latency, net.intraNode.bandwidth, intraIn);
     double inter = ringSeconds(kind, b / perNode, nodes, net.interNode.latency,
-                               interBandwidth);
+                               interBandwidth, interIn);
     switch (kind) {
     case CollectiveKind::AllReduce:
       return intraRS + inter + intraAG;
@@ -402,11 +419,16 @@ double CostModel::levelCollective(CollectiveKind kind, int64_t bytes,
       continue;
     any = true;
     const LinkSpec &link = levels[l].link;
+    // In-network reduction and multicast at its level; quantized payloads
+    // are summed in fp32 by the members, not in the network.
+    const InNetworkCollectives &capable = machine.network.inNetwork;
+    InNetworkCollectives in =
+        !quantized && capable.level == l ? capable : InNetworkCollectives();
     reduceScatter +=
         ringSeconds(CollectiveKind::ReduceScatter, buffer[l] * ratio, k,
-                    link.latency, bandwidth(l));
+                    link.latency, bandwidth(l), in);
     allGather += ringSeconds(CollectiveKind::AllGather, buffer[l] * ratio, k,
-                             link.latency, bandwidth(l));
+                             link.latency, bandwidth(l), in);
     // qgZ: quantize the level's input, dequantize what arrives and reduce
     // it into FP32, at every level.
     if (quantized)

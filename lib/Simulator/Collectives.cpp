@@ -27,18 +27,22 @@ struct StepPlace {
 };
 
 static void appendSteps(std::vector<CollectiveStep> &steps, int64_t count,
-                        double bytes, const StepPlace &place) {
+                        double bytes, const StepPlace &place, StepRole role) {
   for (int64_t i = 0; i < count; ++i)
-    steps.push_back({bytes, place.level, place.streams});
+    steps.push_back({bytes, place.level, place.streams, 0, role});
 }
 
-/// Ring over k members of an n-byte buffer.
+/// Ring over k members of an n-byte buffer: reduce-scatter steps, then
+/// all-gather steps.
 static void appendRing(std::vector<CollectiveStep> &steps, CollectiveKind kind,
                        double n, int64_t k, const StepPlace &place) {
   if (k <= 1)
     return;
-  int64_t count = kind == CollectiveKind::AllReduce ? 2 * (k - 1) : k - 1;
-  appendSteps(steps, count, n / static_cast<double>(k), place);
+  double block = n / static_cast<double>(k);
+  if (kind != CollectiveKind::AllGather)
+    appendSteps(steps, k - 1, block, place, StepRole::Reduce);
+  if (kind != CollectiveKind::ReduceScatter)
+    appendSteps(steps, k - 1, block, place, StepRole::Multicast);
 }
 
 /// Binomial scatter (or, reversed, gather) of an n-byte buffer over k members
@@ -69,17 +73,18 @@ static void appendTree(std::vector<CollectiveStep> &steps, CollectiveKind kind,
   switch (kind) {
   case CollectiveKind::AllReduce:
     // Reduce to the root, then broadcast from it.
-    appendSteps(steps, 2 * levels, n, place);
+    appendSteps(steps, levels, n, place, StepRole::Reduce);
+    appendSteps(steps, levels, n, place, StepRole::Multicast);
     return;
   case CollectiveKind::ReduceScatter:
     // Reduce to the root, then scatter: each level halves what is forwarded.
-    appendSteps(steps, levels, n, place);
+    appendSteps(steps, levels, n, place, StepRole::Reduce);
     appendScatter(steps, n, k, levels, place, /*gather=*/false);
     return;
   case CollectiveKind::AllGather:
     // Gather to the root (each level doubles), then broadcast.
     appendScatter(steps, n, k, levels, place, /*gather=*/true);
-    appendSteps(steps, levels, n, place);
+    appendSteps(steps, levels, n, place, StepRole::Multicast);
     return;
   }
 }
@@ -340,6 +345,14 @@ double sim::stepBandwidth(const CollectiveStep &step,
   return bandwidth;
 }
 
+double sim::inNetworkSpeedup(const CollectiveStep &step,
+                             const MachineModel &machine) {
+  if (step.role == StepRole::Plain)
+    return 1;
+  return machine.network.inNetwork.speedup(int64_t(step.level),
+                                           step.role == StepRole::Reduce);
+}
+
 double sim::collectiveTime(const CollectiveSpec &spec,
                            const MachineModel &machine) {
   std::vector<NetworkLevel> levels = machine.networkLevels();
@@ -348,11 +361,12 @@ double sim::collectiveTime(const CollectiveSpec &spec,
        planCollective(resolveLevels(spec, machine))) {
     if (step.level >= levels.size())
       return std::numeric_limits<double>::infinity();
-    total += levels[step.level].link.latency +
+    total += (levels[step.level].link.latency +
+              (step.bytes > 0 ? step.bytes / stepBandwidth(step, levels) : 0)) /
+                 inNetworkSpeedup(step, machine) +
              (step.codecBytes > 0 && codecBandwidth(machine) > 0
                   ? step.codecBytes / codecBandwidth(machine)
-                  : 0) +
-             (step.bytes > 0 ? step.bytes / stepBandwidth(step, levels) : 0);
+                  : 0);
   }
   return total;
 }

@@ -450,9 +450,10 @@ void Engine::startStep(uint32_t opIndex) {
                      task.peer, level, streams);
     return;
   }
+  // In-network reduction or multicast moves the step's bytes faster.
   const CollectiveStep &step = plans[op.plan][op.step];
-  startNetworkFlow(opIndex, step.bytes, op.stage, op.stage, step.level,
-                   step.streams);
+  startNetworkFlow(opIndex, step.bytes / inNetworkSpeedup(step, machine),
+                   op.stage, op.stage, step.level, step.streams);
 }
 
 void Engine::stepDone(uint32_t opIndex) {

@@ -246,10 +246,11 @@ private:
   double latency(unsigned level) const { return levels[level].link.latency; }
   /// A collective step's delay before its bytes move: the level's latency
   /// plus its quantize / dequantize time (memory bound, codecBandwidth).
+  /// A step's latency (shortened by in-network collectives) and codec time.
   double stepDelay(const CollectiveStep &step) const {
     double codec =
         step.codecBytes > 0 && codecRate > 0 ? step.codecBytes / codecRate : 0;
-    return latency(step.level) + codec;
+    return latency(step.level) / inNetworkSpeedup(step, machine) + codec;
   }
   bool recording(uint32_t iteration) const {
     return options.recordTrace &&

@@ -123,6 +123,12 @@ static cl::opt<bool> allowQuantized(
     cl::desc("also search quantized communication (qwZ int8 weight gathers, "
              "qgZ int8/int4 gradient reduce-scatters; changes the numerics)"),
     cl::cat(category));
+static cl::opt<std::string> inNetwork(
+    "in-network", cl::init(""),
+    cl::desc("LEVEL:REDUCE[:MULTICAST]: network level LEVEL reduces and "
+             "multicasts in the network that many times faster (overrides "
+             "the machine file's network.in_network; docs/machine-model.md)"),
+    cl::cat(category));
 static cl::opt<std::string> transfers(
     "transfers", cl::init("two-sided"),
     cl::desc("how pipeline messages travel: two-sided (send and receive) or "
@@ -200,6 +206,9 @@ int main(int argc, char **argv) {
   llvm::Expected<MachineModel> machine = loadMachineModel(machinePath);
   if (!machine)
     return fail(llvm::toString(machine.takeError()));
+  if (!inNetwork.empty())
+    if (llvm::Error error = applyInNetworkOption(inNetwork, *machine))
+      return fail("--" + llvm::toString(std::move(error)));
 
   PlanRequest request;
   request.clusters = clusters;

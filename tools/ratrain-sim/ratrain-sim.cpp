@@ -124,6 +124,12 @@ static cl::opt<std::string>
               cl::desc("gradient sync: ring|tree|hierarchical (default: the "
                        "machine file's)"),
               cl::cat(category));
+static cl::opt<std::string> inNetwork(
+    "in-network", cl::init(""),
+    cl::desc("LEVEL:REDUCE[:MULTICAST]: network level LEVEL reduces and "
+             "multicasts in the network that many times faster (overrides "
+             "the machine file's network.in_network; docs/machine-model.md)"),
+    cl::cat(category));
 static cl::opt<std::string> transfers(
     "transfers", cl::init("two-sided"),
     cl::desc("how pipeline messages travel: two-sided (send and receive) or "
@@ -332,6 +338,9 @@ int main(int argc, char **argv) {
   llvm::Expected<MachineModel> machine = loadMachineModel(machinePath);
   if (!machine)
     return fail(llvm::toString(machine.takeError()));
+  if (!inNetwork.empty())
+    if (llvm::Error error = applyInNetworkOption(inNetwork, *machine))
+      return fail("--" + llvm::toString(std::move(error)));
   if (inputPath.empty() == modelPath.empty())
     return fail("give either a scheduled module (.mlir) or --model");
   if (iterations == 0)

@@ -114,6 +114,27 @@ struct NetworkLevel {
 /// that joins nodes, the node's injection limit) for the callers that think
 /// in nodes (the planner's cost model); MachineModel::networkLevels() is the
 /// authoritative list either way.
+/// Switches (or a network-on-chip) that reduce and multicast inside the
+/// network, as seed 001's collective NoC: at network level `level`, a
+/// collective's reduction steps take 1/reduceSpeedup of the time they take
+/// over ordinary links and its all-gather and broadcast steps
+/// 1/multicastSpeedup (latency and bytes alike). Machine-file key
+/// `network.in_network: {level, reduce_speedup, multicast_speedup}`. The
+/// runtime has no such hardware: it runs the ordinary collective.
+struct InNetworkCollectives {
+  int64_t level = -1; ///< index into MachineModel::networkLevels(); -1: none
+  double reduceSpeedup = 1;
+  double multicastSpeedup = 1;
+  bool present() const { return level >= 0; }
+  /// The factor by which the level-`l` steps of a reduction (`reduces`) or a
+  /// gather / broadcast are faster: 1 on other levels.
+  double speedup(int64_t l, bool reduces) const {
+    if (l != level)
+      return 1;
+    return reduces ? reduceSpeedup : multicastSpeedup;
+  }
+};
+
 struct NetworkSpec {
   LinkSpec intraNode; ///< between clusters of one node
   LinkSpec interNode; ///< between nodes
@@ -123,6 +144,8 @@ struct NetworkSpec {
   double nodeInjectionBandwidth = 0;
   /// Explicit levels, innermost first; empty: the two-level shorthand.
   std::vector<NetworkLevel> levels;
+  /// In-network reduction and multicast at one level (none by default).
+  InNetworkCollectives inNetwork;
 };
 
 /// What backs the offload tier: the node's host memory (DDR of the CPU
@@ -212,6 +235,12 @@ struct MachineModel {
 /// (e.g. DDR smaller than K bytes).
 llvm::Expected<MachineModel> oversubscribe(const MachineModel &machine,
                                            int64_t ranksPerCluster);
+
+/// Sets machine.network.inNetwork from a tool option "LEVEL:REDUCE[:MULTICAST]"
+/// (MULTICAST defaults to REDUCE), e.g. "0:2.5:2.9"; the error names the
+/// option, the text and what is wrong (a level the machine lacks, a speedup
+/// below 1), and leaves `machine` unchanged.
+llvm::Error applyInNetworkOption(llvm::StringRef text, MachineModel &machine);
 
 /// Parses a machine file's YAML text; `fileName` is used in messages. Errors
 /// name the file and the missing or malformed key.

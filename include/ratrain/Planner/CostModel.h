@@ -162,10 +162,21 @@ private:
   double attentionForward(int64_t microBatchSize) const;
   double attentionBackward(int64_t microBatchSize) const;
   double layerElementwiseBytes(int64_t microBatchSize) const;
+  /// The factors by which in-network collectives (MachineModel's
+  /// network.in_network) speed up the reduction and the multicast steps over
+  /// the intra-node (`intraNode`) or inter-node links: the capable level
+  /// inside a node counts as the intra-node view, the level that joins nodes
+  /// as the inter-node one; {1, 1} elsewhere.
+  InNetworkCollectives inNetworkOn(bool intraNode) const;
+  /// Ring and binomial-tree collectives over links of latency `alpha` and
+  /// `bandwidth`; the reduction steps take 1/in.reduceSpeedup of the time,
+  /// the all-gather and broadcast steps 1/in.multicastSpeedup.
   double ringSeconds(CollectiveKind kind, double bytes, int64_t groupSize,
-                     double alpha, double bandwidth) const;
+                     double alpha, double bandwidth,
+                     const InNetworkCollectives &in = {}) const;
   double treeSeconds(CollectiveKind kind, double bytes, int64_t groupSize,
-                     double alpha, double bandwidth) const;
+                     double alpha, double bandwidth,
+                     const InNetworkCollectives &in = {}) const;
 
   const ModelConfig &model;
   const MachineModel &machine;

@@ -30,6 +30,13 @@ namespace sim {
 /// level's link latency, `bytes` leave on the member's outgoing link of
 /// network level `level` and as many arrive on its incoming link,
 /// concurrently.
+/// What a collective step does with the data it receives, for in-network
+/// collectives (InNetworkCollectives): adds it into the result (a
+/// reduce-scatter phase, a reduce to the root), forwards one copy to every
+/// member (an all-gather phase, a broadcast), or neither (a binomial scatter
+/// or gather, the all-to-all of a quantized collective).
+enum class StepRole : uint8_t { Plain, Reduce, Multicast };
+
 struct CollectiveStep {
   double bytes = 0;
   /// Index into MachineModel::networkLevels(): the level whose link joins
@@ -46,7 +53,14 @@ struct CollectiveStep {
   /// dequantize kernels read and write before this step's transfer (the
   /// codec time is codecBytes / codecBandwidth(machine)); 0 otherwise.
   double codecBytes = 0;
+  StepRole role = StepRole::Plain;
 };
+
+/// How much faster the network runs `step` (latency and bytes alike):
+/// the machine's in-network reduction or multicast speedup for a step of
+/// that role at the capable level, else 1.
+double inNetworkSpeedup(const CollectiveStep &step,
+                        const MachineModel &machine);
 
 /// Bytes on the wire of `elements` elements in `wire` format with one fp32
 /// scale per `block` elements: ceil(n / block) scales and n int8 codes or

@@ -129,6 +129,47 @@ TEST(MachineModel, SixteenBitAttentionEfficiencies) {
   EXPECT_NE(message.find("(0, 1]"), std::string::npos) << message;
 }
 
+TEST(MachineModel, InNetworkCollectives) {
+  std::string text = minimal;
+  llvm::Expected<MachineModel> plain = parseMachineModel(text, "m.yaml");
+  ASSERT_TRUE(bool(plain)) << llvm::toString(plain.takeError());
+  EXPECT_FALSE(plain->network.inNetwork.present());
+  EXPECT_EQ(plain->network.inNetwork.speedup(0, true), 1);
+  EXPECT_EQ(printMachineModel(*plain).find("in_network"), std::string::npos);
+
+  std::string capable =
+      text + "  in_network: {level: 0, reduce_speedup: 2.5, "
+             "multicast_speedup: 2.9}\n";
+  llvm::Expected<MachineModel> m = parseMachineModel(capable, "m.yaml");
+  ASSERT_TRUE(bool(m)) << llvm::toString(m.takeError());
+  const InNetworkCollectives &in = m->network.inNetwork;
+  EXPECT_TRUE(in.present());
+  EXPECT_EQ(in.level, 0);
+  EXPECT_DOUBLE_EQ(in.speedup(0, /*reduces=*/true), 2.5);
+  EXPECT_DOUBLE_EQ(in.speedup(0, /*reduces=*/false), 2.9);
+  EXPECT_DOUBLE_EQ(in.speedup(1, /*reduces=*/true), 1);
+  llvm::Expected<MachineModel> back =
+      parseMachineModel(printMachineModel(*m), "printed");
+  ASSERT_TRUE(bool(back)) << llvm::toString(back.takeError());
+  EXPECT_DOUBLE_EQ(back->network.inNetwork.multicastSpeedup, 2.9);
+
+  // A level the machine does not have, a speedup below 1, no level.
+  for (auto [block, key, words] :
+       {std::tuple<const char *, const char *, const char *>{
+            "{level: 2, reduce_speedup: 2}", "network.in_network.level",
+            "0 to 1, got 2"},
+        {"{level: 1, reduce_speedup: 0.5}", "network.in_network.reduce_speedup",
+         "at least 1"},
+        {"{reduce_speedup: 2}", "in_network", "missing required key 'level'"}}) {
+    llvm::Expected<MachineModel> refused = parseMachineModel(
+        text + "  in_network: " + block + "\n", "m.yaml");
+    ASSERT_FALSE(bool(refused)) << block;
+    std::string message = llvm::toString(refused.takeError());
+    EXPECT_NE(message.find(key), std::string::npos) << message;
+    EXPECT_NE(message.find(words), std::string::npos) << message;
+  }
+}
+
 TEST(MachineModel, GemmFitAndVirtualClusters) {
   std::string text = minimal;
   size_t at = text.find("cluster:\n") + std::string("cluster:\n").size();

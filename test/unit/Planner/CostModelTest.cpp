@@ -83,6 +83,45 @@ TEST(CostModel, CollectivesInsideOneNode) {
   EXPECT_EQ(costs.collective(CollectiveKind::AllReduce, bytes, 1), 0);
 }
 
+TEST(CostModel, InNetworkCollectivesSpeedUpTheirLevel) {
+  // Reduction 2x and multicast 4x faster on the intra-node level.
+  MachineModel machine = testMachine();
+  machine.network.inNetwork = {0, 2.0, 4.0};
+  ModelConfig model = testModel();
+  CostModel costs(model, machine);
+  const int64_t bytes = 4000000;
+  // Ring inside a node: the 3 reduce-scatter steps (6.6e-5) at half the
+  // time, the 3 all-gather steps (6.6e-5) at a quarter.
+  EXPECT_NEAR(costs.collective(CollectiveKind::AllReduce,
+                               CollectiveAlgorithm::Ring, bytes, 4),
+              3.3e-5 + 1.65e-5, 1e-12);
+  EXPECT_NEAR(costs.collective(CollectiveKind::ReduceScatter,
+                               CollectiveAlgorithm::Ring, bytes, 4),
+              3.3e-5, 1e-12);
+  EXPECT_NEAR(costs.collective(CollectiveKind::AllGather,
+                               CollectiveAlgorithm::Ring, bytes, 4),
+              1.65e-5, 1e-12);
+  // Tree: reduce to the root (2 * 8.2e-5) / 2, broadcast / 4.
+  EXPECT_NEAR(costs.collective(CollectiveKind::AllReduce,
+                               CollectiveAlgorithm::Tree, bytes, 4),
+              8.2e-5 + 4.1e-5, 1e-12);
+  // Hierarchical over 4 nodes: only the intra-node phases gain (the inter
+  // all-reduce stays 3.3e-4).
+  EXPECT_NEAR(costs.collective(CollectiveKind::AllReduce,
+                               CollectiveAlgorithm::Hierarchical, bytes, 16),
+              3.3e-5 + 3.3e-4 + 1.65e-5, 1e-12);
+  // On the inter-node level instead: the inter phase gains (reduce-scatter
+  // half 1.65e-4 / 2, all-gather half / 4), the intra phases do not.
+  machine.network.inNetwork = {1, 2.0, 4.0};
+  CostModel across(model, machine);
+  EXPECT_NEAR(across.collective(CollectiveKind::AllReduce,
+                                CollectiveAlgorithm::Hierarchical, bytes, 16),
+              6.6e-5 + 1.65e-4 / 2 + 1.65e-4 / 4 + 6.6e-5, 1e-12);
+  EXPECT_NEAR(across.collective(CollectiveKind::AllReduce,
+                                CollectiveAlgorithm::Ring, bytes, 4),
+              1.32e-4, 1e-12);
+}
+
 TEST(CostModel, CollectivesAcrossNodes) {
   MachineModel machine = testMachine();
   ModelConfig model = testModel();

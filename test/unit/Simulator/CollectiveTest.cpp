@@ -94,6 +94,36 @@ TEST(Collectives, RingReduceScatterAndAllGatherAreHalfAnAllReduce) {
   }
 }
 
+TEST(Collectives, InNetworkReductionAndMulticastSpeedUpTheirLevel) {
+  // The intra-node level reduces 2x and multicasts 4x faster: a ring
+  // all-reduce inside a node is its reduce-scatter half / 2 plus its
+  // all-gather half / 4, simulated and in closed form (collectiveTime); a
+  // ring over nodes (the inter-node level) is unchanged.
+  MachineModel machine = makeTestMachine();
+  machine.network.inNetwork = {0, 2.0, 4.0};
+  const LinkSpec &link = machine.network.intraNode;
+  const int64_t k = 4;
+  const double n = 1200;
+  double half = (k - 1.0) / k * n / link.bandwidth + (k - 1) * link.latency;
+  CollectiveSpec inside =
+      spec(CollectiveKind::AllReduce, CollectiveAlgorithm::Ring, n, k, k);
+  double expected = half / 2 + half / 4;
+  EXPECT_NEAR(simulateCollective(inside, machine), expected, 1e-9 * expected);
+  EXPECT_NEAR(collectiveTime(inside, machine), expected, 1e-9 * expected);
+  CollectiveSpec gather =
+      spec(CollectiveKind::AllGather, CollectiveAlgorithm::Ring, n, k, k);
+  EXPECT_NEAR(simulateCollective(gather, machine), half / 4, 1e-9 * half);
+
+  const LinkSpec &across = machine.network.interNode;
+  double flat =
+      2.0 * (k - 1) / k * n / across.bandwidth + 2.0 * (k - 1) * across.latency;
+  EXPECT_NEAR(simulateCollective(
+                  spec(CollectiveKind::AllReduce, CollectiveAlgorithm::Ring, n,
+                       k, 1),
+                  machine),
+              flat, 1e-9 * flat);
+}
+
 TEST(Collectives, TreeAllReduceIsReducePlusBroadcast) {
   MachineModel machine = makeTestMachine();
   const LinkSpec &link = machine.network.interNode;
