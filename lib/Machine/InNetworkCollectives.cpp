@@ -1,4 +1,4 @@
-//===- InNetworkCollectives.cpp - The --in-network tool option -------------===//
+//===- InNetworkCollectives.cpp - The --in-network tool option ------------===//
 
 #include "ratrain/Machine/MachineModel.h"
 

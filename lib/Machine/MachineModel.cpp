@@ -636,8 +636,9 @@ private:
           }}},
         {"level"});
     if (!firstError && in.level < 0)
-      setError(node, path, "level must be a network level index (0: the "
-                           "innermost)");
+      setError(node, path,
+               "level must be a network level index (0: the "
+               "innermost)");
   }
 
   /// `levels: [{name, size, bandwidth, latency, injection_bandwidth}, ...]`,

@@ -264,8 +264,8 @@ int64_t CostModel::pipelineMessageBytes(int64_t microBatchSize) const {
 InNetworkCollectives CostModel::inNetworkOn(bool intraNode) const {
   const InNetworkCollectives &in = machine.network.inNetwork;
   auto inside = int64_t(machine.nodeLevels());
-  bool capable = in.present() && (intraNode ? in.level < inside
-                                            : in.level == inside);
+  bool capable =
+      in.present() && (intraNode ? in.level < inside : in.level == inside);
   return capable ? in : InNetworkCollectives();
 }
 

@@ -137,9 +137,8 @@ TEST(MachineModel, InNetworkCollectives) {
   EXPECT_EQ(plain->network.inNetwork.speedup(0, true), 1);
   EXPECT_EQ(printMachineModel(*plain).find("in_network"), std::string::npos);
 
-  std::string capable =
-      text + "  in_network: {level: 0, reduce_speedup: 2.5, "
-             "multicast_speedup: 2.9}\n";
+  std::string capable = text + "  in_network: {level: 0, reduce_speedup: 2.5, "
+                               "multicast_speedup: 2.9}\n";
   llvm::Expected<MachineModel> m = parseMachineModel(capable, "m.yaml");
   ASSERT_TRUE(bool(m)) << llvm::toString(m.takeError());
   const InNetworkCollectives &in = m->network.inNetwork;
@@ -160,9 +159,10 @@ TEST(MachineModel, InNetworkCollectives) {
             "0 to 1, got 2"},
         {"{level: 1, reduce_speedup: 0.5}", "network.in_network.reduce_speedup",
          "at least 1"},
-        {"{reduce_speedup: 2}", "in_network", "missing required key 'level'"}}) {
-    llvm::Expected<MachineModel> refused = parseMachineModel(
-        text + "  in_network: " + block + "\n", "m.yaml");
+        {"{reduce_speedup: 2}", "in_network",
+         "missing required key 'level'"}}) {
+    llvm::Expected<MachineModel> refused =
+        parseMachineModel(text + "  in_network: " + block + "\n", "m.yaml");
     ASSERT_FALSE(bool(refused)) << block;
     std::string message = llvm::toString(refused.takeError());
     EXPECT_NE(message.find(key), std::string::npos) << message;

@@ -117,10 +117,9 @@ TEST(Collectives, InNetworkReductionAndMulticastSpeedUpTheirLevel) {
   const LinkSpec &across = machine.network.interNode;
   double flat =
       2.0 * (k - 1) / k * n / across.bandwidth + 2.0 * (k - 1) * across.latency;
-  EXPECT_NEAR(simulateCollective(
-                  spec(CollectiveKind::AllReduce, CollectiveAlgorithm::Ring, n,
-                       k, 1),
-                  machine),
+  EXPECT_NEAR(simulateCollective(spec(CollectiveKind::AllReduce,
+                                      CollectiveAlgorithm::Ring, n, k, 1),
+                                 machine),
               flat, 1e-9 * flat);
 }
 

@@ -59,6 +59,19 @@ SimProgram handWritten1F1B(int64_t bytes, bool rendezvous = false) {
   return program;
 }
 
+/// handWritten1F1B(1, rendezvous) from the synthetic generator.
+SimProgram synthetic1F1B(bool rendezvous) {
+  Synthetic1F1BConfig config;
+  config.stages = 2;
+  config.microBatches = 2;
+  config.forwardSeconds = 1;
+  config.backwardSeconds = 2;
+  config.activationBytes = 1;
+  config.pipelineLink = LinkClass::IntraNode;
+  config.rendezvousMessages = rendezvous;
+  return buildSynthetic1F1B(config);
+}
+
 TEST(Pipeline, HandComputedTwoStageTwoMicroBatchWithoutCommunicationCost) {
   // Stage 0: F0 [0,1] F1 [1,2] B0 [4,6] B1 [7,9];
   // stage 1: F0 [1,2] B0 [2,4] F1 [4,5] B1 [5,7].
@@ -121,16 +134,8 @@ TEST(Pipeline, TwoSidedMessagesWaitForTheReceiversRecv) {
   EXPECT_DOUBLE_EQ(report.stageReports[0].exposed[comm(CommKind::P2P)], 1.0);
 
   // The synthetic generator's two-sided messages give the same step.
-  Synthetic1F1BConfig config;
-  config.stages = 2;
-  config.microBatches = 2;
-  config.forwardSeconds = 1;
-  config.backwardSeconds = 2;
-  config.activationBytes = 1;
-  config.pipelineLink = LinkClass::IntraNode;
-  config.rendezvousMessages = true;
-  report =
-      expectOk(simulate(buildSynthetic1F1B(config), makeHalfSecondMachine()));
+  report = expectOk(
+      simulate(synthetic1F1B(/*rendezvous=*/true), makeHalfSecondMachine()));
   EXPECT_DOUBLE_EQ(report.stepTime, 10.5);
 }
 
@@ -178,15 +183,8 @@ TEST(SharedCores, VirtualClustersShareTheirPhysicalClusterWorkConserving) {
 }
 
 TEST(Pipeline, SyntheticGeneratorReproducesTheHandWrittenSchedule) {
-  Synthetic1F1BConfig config;
-  config.stages = 2;
-  config.microBatches = 2;
-  config.forwardSeconds = 1;
-  config.backwardSeconds = 2;
-  config.activationBytes = 1;
-  config.pipelineLink = LinkClass::IntraNode;
-  SimProgram program = buildSynthetic1F1B(config);
-  SimReport report = expectOk(simulate(program, makeHalfSecondMachine()));
+  SimReport report = expectOk(
+      simulate(synthetic1F1B(/*rendezvous=*/false), makeHalfSecondMachine()));
   EXPECT_DOUBLE_EQ(report.stepTime, 10.0);
 }
 
