@@ -236,6 +236,13 @@ struct MachineModel {
 llvm::Expected<MachineModel> oversubscribe(const MachineModel &machine,
                                            int64_t ranksPerCluster);
 
+namespace detail {
+/// a x b for group sizes, saturated just past the cluster limit (which
+/// MachineModel::validate reports) instead of overflowing on a file's huge
+/// level size.
+int64_t groupProduct(int64_t a, int64_t b);
+} // namespace detail
+
 /// Sets machine.network.inNetwork from a tool option "LEVEL:REDUCE[:MULTICAST]"
 /// (MULTICAST defaults to REDUCE), e.g. "0:2.5:2.9"; the error names the
 /// option, the text and what is wrong (a level the machine lacks, a speedup
