@@ -665,7 +665,8 @@ LogicalResult checkBufferOverlap(StageBufferAnalysis &buffers) {
   return success();
 }
 
-/// "send activation mb(2) to(1)": a transfer as the IR spells it.
+/// "send activation mb(2) to(1)" (and " chunk(c)" when it names one): a
+/// transfer as the IR spells it.
 std::string describeTransfer(Operation *op) {
   auto transfer = cast<TransferOpInterface>(op);
   bool send = isa<SendOp>(op);
@@ -674,6 +675,8 @@ std::string describeTransfer(Operation *op) {
                      std::to_string(transfer.getMicroBatch()) + ")" +
                      (send ? " to(" : " from(") +
                      std::to_string(transfer.getPeer()) + ")";
+  if (auto chunk = op->getAttrOfType<IntegerAttr>("chunk"))
+    text += " chunk(" + std::to_string(chunk.getInt()) + ")";
   return text;
 }
 
@@ -798,13 +801,8 @@ LogicalResult checkDeadlock(PipelineOp pipeline) {
                               << " stage(s) block on a recv whose send is "
                                  "never issued:";
     for (Operation *op : stuck) {
-      auto recv = cast<RecvOp>(op);
-      diag << " stage " << op->getParentOfType<StageOp>().getStage()
-           << " at 'recv " << stringifyPayload(recv.getPayload()) << " mb("
-           << recv.getMicroBatch() << ") from(" << recv.getPeer() << ")";
-      if (recv.getChunk())
-        diag << " chunk(" << *recv.getChunk() << ")";
-      diag << "'";
+      diag << " stage " << op->getParentOfType<StageOp>().getStage() << " at '"
+           << describeTransfer(op) << "'";
       diag.attachNote(op->getLoc()) << "blocks here";
     }
     return diag;
