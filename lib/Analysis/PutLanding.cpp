@@ -72,6 +72,12 @@ PutLandingAnalysis::PutLandingAnalysis(
     }
   }
 
+  // Without one-sided receives there is nothing to place.
+  if (oneSided.empty()) {
+    valid = true;
+    return;
+  }
+
   // Run two steps of every stage together. clock[s][t]: how many of stage
   // t's ops (in the two-step numbering) are known to precede stage s's
   // current op; at each send the sender's clock is kept for its receiver.

@@ -62,7 +62,8 @@ public:
                      llvm::ArrayRef<const StageBufferAnalysis *> buffers);
 
   /// False when the stages cannot all finish two steps (a deadlock, which
-  /// verify-schedule reports) or a one-sided receive has no matching send.
+  /// verify-schedule reports) or a receive has no matching send. A pipeline
+  /// without one-sided receives is not run (valid, no landings).
   bool isValid() const { return valid; }
   llvm::ArrayRef<PutLanding> getLandings() const { return landings; }
   /// The landing of a one-sided receive (null for any other op).
