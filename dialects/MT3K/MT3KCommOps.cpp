@@ -98,6 +98,11 @@ LogicalResult AllReduceOp::verify() {
   if (getSource().getType() != getDest().getType())
     return emitOpError("source and destination types differ: ")
            << getSource().getType() << " vs " << getDest().getType();
+  if (bool(getPeriod()) != bool(getPhase()))
+    return emitOpError("'every' needs both a period and a phase");
+  if (getPeriod() && *getPhase() >= *getPeriod())
+    return emitOpError("phase ")
+           << *getPhase() << " must be below the period " << *getPeriod();
   return success();
 }
 

@@ -39,15 +39,37 @@ def MT3K_AllReduceOp : MT3K_CommOp<"all_reduce"> {
     %t = mt3k.all_reduce sum %g -> %g on @dp ring
         : !mt3k.buffer<ddr, 4096x4096xf32> -> !mt3k.buffer<ddr, 4096x4096xf32>
     ```
+
+    With `every P phase Q` the all-reduce runs only in the training steps
+    `s` (counted from 1) with `s mod P = Q`, and not in validation steps;
+    in the others it completes at once and leaves `dest` alone. Partial
+    synchronization (DreamDDP) averages a layer's masters this way.
+
+    ```mlir
+    %t = mt3k.all_reduce avg %m -> %m on @dp ring every 4 phase 1
+        : !mt3k.buffer<ddr, 1024xf32> -> !mt3k.buffer<ddr, 1024xf32>
+    ```
   }];
   let arguments = (ins MT3K_ReduceKindAttr:$reduce, Arg<MT3K_DdrBuffer, "contribution", [MemRead]>:$source,
                        Arg<MT3K_DdrBuffer, "result", [MemWrite]>:$dest,
                        FlatSymbolRefAttr:$group,
-                       MT3K_CollectiveAlgorithmAttr:$algorithm);
+                       MT3K_CollectiveAlgorithmAttr:$algorithm,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntMinValue<2>]>>:$period,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntNonNegative]>>:$phase);
   let assemblyFormat = [{
-    `` $reduce $source `->` $dest `on` $group `` $algorithm attr-dict
+    `` $reduce $source `->` $dest `on` $group `` $algorithm
+    (`every` $period^ `phase` $phase)? attr-dict
     `:` qualified(type($source)) `->` qualified(type($dest))
   }];
+  let builders = [
+    // An all-reduce of every step.
+    OpBuilder<(ins "ReduceKindAttr":$reduce, "::mlir::Value":$source,
+                   "::mlir::Value":$dest, "::mlir::FlatSymbolRefAttr":$group,
+                   "CollectiveAlgorithmAttr":$algorithm), [{
+      build($_builder, $_state, reduce, source, dest, group, algorithm,
+            ::mlir::IntegerAttr(), ::mlir::IntegerAttr());
+    }]>
+  ];
   let hasVerifier = 1;
 }
 

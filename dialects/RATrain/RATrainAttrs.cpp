@@ -27,7 +27,7 @@ static ParseResult parsePlanExtras(
     AsmParser &parser, Offload &offload, PipelineScheduleKind &schedule,
     int64_t &virtualStages, int64_t &weightPartition, int64_t &gradPartition,
     std::optional<WireType> &weightWire, std::optional<WireType> &gradWire,
-    FloatAttr &maxGradNorm, TransferMode &transfers) {
+    FloatAttr &maxGradNorm, TransferMode &transfers, int64_t &syncPeriod) {
   offload = Offload::None;
   schedule = PipelineScheduleKind::OneFOneB;
   virtualStages = 1;
@@ -37,6 +37,7 @@ static ParseResult parsePlanExtras(
   gradWire = std::nullopt;
   maxGradNorm = FloatAttr();
   transfers = TransferMode::TwoSided;
+  syncPeriod = 1;
   while (succeeded(parser.parseOptionalComma())) {
     StringRef key;
     SMLoc loc = parser.getCurrentLocation();
@@ -50,6 +51,11 @@ static ParseResult parsePlanExtras(
     if (key == "weight_partition" || key == "grad_partition") {
       if (parser.parseInteger(key == "weight_partition" ? weightPartition
                                                         : gradPartition))
+        return failure();
+      continue;
+    }
+    if (key == "sync_period") {
+      if (parser.parseInteger(syncPeriod))
         return failure();
       continue;
     }
@@ -95,19 +101,17 @@ static ParseResult parsePlanExtras(
              << key
              << "'; expected offload, schedule, virtual_stages, "
                 "weight_partition, grad_partition, weight_wire, grad_wire, "
-                "max_grad_norm or transfers";
+                "max_grad_norm, transfers or sync_period";
     }
   }
   return parser.parseGreater();
 }
 
-static void printPlanExtras(AsmPrinter &printer, Offload offload,
-                            PipelineScheduleKind schedule,
-                            int64_t virtualStages, int64_t weightPartition,
-                            int64_t gradPartition,
-                            std::optional<WireType> weightWire,
-                            std::optional<WireType> gradWire,
-                            FloatAttr maxGradNorm, TransferMode transfers) {
+static void printPlanExtras(
+    AsmPrinter &printer, Offload offload, PipelineScheduleKind schedule,
+    int64_t virtualStages, int64_t weightPartition, int64_t gradPartition,
+    std::optional<WireType> weightWire, std::optional<WireType> gradWire,
+    FloatAttr maxGradNorm, TransferMode transfers, int64_t syncPeriod) {
   if (offload != Offload::None)
     printer << ", offload = " << stringifyOffload(offload);
   if (schedule != PipelineScheduleKind::OneFOneB)
@@ -128,6 +132,8 @@ static void printPlanExtras(AsmPrinter &printer, Offload offload,
   }
   if (transfers != TransferMode::TwoSided)
     printer << ", transfers = " << stringifyTransferMode(transfers);
+  if (syncPeriod != 1)
+    printer << ", sync_period = " << syncPeriod;
   printer << ">";
 }
 
@@ -184,7 +190,7 @@ LogicalResult PlanAttr::verify(
     PipelineScheduleKind schedule, int64_t virtualStages,
     int64_t weightPartition, int64_t gradPartition,
     std::optional<WireType> weightWire, std::optional<WireType> gradWire,
-    FloatAttr maxGradNormAttr, TransferMode transfers) {
+    FloatAttr maxGradNormAttr, TransferMode transfers, int64_t syncPeriod) {
   double maxGradNorm = maxGradNormAttr ? maxGradNormAttr.getValueAsDouble() : 0;
   if (!std::isfinite(maxGradNorm) || maxGradNorm < 0)
     return emitError() << "plan max_grad_norm = " << maxGradNorm
@@ -299,6 +305,31 @@ LogicalResult PlanAttr::verify(
                        << limits::kMaxScheduleSize;
   if (stepMicros < 0 || peakBytes < 0)
     return emitError() << "plan predictions must not be negative";
+  // Layer-wise partial synchronization (DreamDDP; docs/schedule.md,
+  // "Partial synchronization"): each replica updates with its own gradient
+  // and a layer's fp32 masters are averaged every sync_period steps.
+  if (syncPeriod < 1 || syncPeriod > limits::kMaxSyncPeriod)
+    return emitError() << "plan sync_period = " << syncPeriod
+                       << " must be 1 (every step) to "
+                       << limits::kMaxSyncPeriod;
+  if (syncPeriod > 1) {
+    if (zero != 0)
+      return emitError() << "plan sync_period = " << syncPeriod
+                         << " needs zero = 0 (each replica keeps and updates "
+                            "whole masters), got zero = "
+                         << zero;
+    if (maxGradNorm > 0)
+      return emitError() << "plan sync_period = " << syncPeriod
+                         << " cannot clip gradients (max_grad_norm = "
+                         << maxGradNorm
+                         << "): there is no global gradient to take the norm "
+                            "of";
+    if (offload != Offload::None)
+      return emitError() << "plan sync_period = " << syncPeriod
+                         << " needs the masters in DDR (offload = none), got "
+                            "offload = "
+                         << stringifyOffload(offload);
+  }
   return success();
 }
 

@@ -261,6 +261,13 @@ def RATrain_PlanAttr : RATrain_Attr<"Plan", "plan"> {
     `transfers` (omitted when `two_sided`) is how the pipeline's messages
     travel between ranks (`TransferMode`).
 
+    `sync_period` (omitted when 1: every step) is DreamDDP's layer-wise
+    partial synchronization: each data-parallel replica updates its layers
+    with its own gradient, and each layer's fp32 masters are averaged over
+    the replicas once every `sync_period` steps, in the step of the layer's
+    phase (`ratrain.sync all_reduce` of a master `every H phase p`). Needs
+    `zero = 0`, no clipping and no offload.
+
     `max_grad_norm` (omitted when 0: no clipping) clips the step's
     gradients to that global L2 norm before any update, as PyTorch's
     `clip_grad_norm_`: the stages' updates wait for `ratrain.grad_norm`
@@ -296,7 +303,8 @@ def RATrain_PlanAttr : RATrain_Attr<"Plan", "plan"> {
                            "std::nullopt">:$grad_wire,
     DefaultValuedParameter<"::mlir::FloatAttr", "::mlir::FloatAttr()">:$max_grad_norm,
     DefaultValuedParameter<"::ratrain::TransferMode",
-                           "::ratrain::TransferMode::TwoSided">:$transfers
+                           "::ratrain::TransferMode::TwoSided">:$transfers,
+    DefaultValuedParameter<"int64_t", "1">:$sync_period
   );
   let assemblyFormat = [{
     `<` `clusters` `=` $clusters `,` `pp` `=` $pp `,` `dp` `=` $dp `,`
@@ -307,7 +315,8 @@ def RATrain_PlanAttr : RATrain_Attr<"Plan", "plan"> {
     `peak_bytes` `=` $peak_bytes
     `` custom<PlanExtras>($offload, $schedule, $virtual_stages,
                           $weight_partition, $grad_partition, $weight_wire,
-                          $grad_wire, $max_grad_norm, $transfers)
+                          $grad_wire, $max_grad_norm, $transfers,
+                          $sync_period)
   }];
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
@@ -327,6 +336,9 @@ def RATrain_PlanAttr : RATrain_Attr<"Plan", "plan"> {
     double getMaxGradNormValue() const {
       return getMaxGradNorm() ? getMaxGradNorm().getValueAsDouble() : 0.0;
     }
+    /// Whether replicas update with their own gradients and average their
+    /// masters layer by layer every sync_period steps (DreamDDP).
+    bool syncsPartially() const { return getSyncPeriod() > 1; }
     /// Whether any sharding-policy field differs from its default.
     bool hasSharding() const {
       return getWeightPartition() >= 0 || getGradPartition() >= 0 ||

@@ -743,6 +743,27 @@ LogicalResult SyncOp::verify() {
     return emitOpError("an all_reduce runs on the whole data-parallel "
                        "group; only all_gather and reduce_scatter take a "
                        "scope");
+  if (bool(getPeriod()) != bool(getPhase()))
+    return emitOpError("a sync's period and phase come together");
+  if (getPeriod()) {
+    // Partial synchronization: the averaging of an updated master.
+    if (getKind() != SyncKind::AllReduce || !isa<MasterType>(state) ||
+        getWire())
+      return emitOpError("only an all_reduce of a master (the averaging of "
+                         "partial synchronization) runs every few steps; "
+                         "this is a ")
+             << stringifySyncKind(getKind()) << " of " << state;
+    if (*getPhase() >= *getPeriod())
+      return emitOpError("phase ") << *getPhase() << " must be below the "
+                                   << "period " << *getPeriod();
+    if (result != state)
+      return emitOpError("averaging must produce ") << state;
+    return success();
+  }
+  if (isa<MasterType>(state) && getKind() == SyncKind::AllReduce)
+    return emitOpError("an all_reduce of a master averages it under partial "
+                       "synchronization and needs `every <period> phase "
+                       "<phase>`");
   if (getKind() == SyncKind::AllGather) {
     if (!isa<ViewType, MasterType>(state))
       return emitOpError("all_gather re-assembles parameters; it takes a "
@@ -777,6 +798,19 @@ LogicalResult UpdateOp::verify() {
       getOptState().getType().getLayer() != layer)
     return emitOpError("updates layer ")
            << layer << " with the master or optimizer state of another layer";
+  // A replica's own gradient is applied only under partial synchronization.
+  if (getGrad().getType().getPhase() == GradPhase::Ready) {
+    auto pipeline = (*this)->getParentOfType<PipelineOp>();
+    if (pipeline && !pipeline.getPlan().syncsPartially())
+      return emitOpError("applies the ready (unsynced) gradient of layer ")
+             << layer
+             << ", but the plan synchronizes every step (sync_period = 1); "
+                "only partial synchronization updates with a replica's own "
+                "gradient";
+    if (getClip())
+      return emitOpError("cannot clip a replica's own gradient: there is no "
+                         "global norm under partial synchronization");
+  }
   return success();
 }
 

@@ -477,18 +477,30 @@ def RATrain_SyncOp : RATrain_StageOp<"sync"> {
     %p = ratrain.sync reduce_scatter %g hierarchy flat inside level 1 members 4
         : !ratrain.grad<3, ready> -> !ratrain.async<!ratrain.grad<3, ready>>
     ```
+
+    Under partial synchronization (the plan's `sync_period`, DreamDDP) an
+    `all_reduce` of a layer's updated master averages it over the group in
+    the steps `s` with `s mod period = phase` and completes at once in the
+    others (docs/schedule.md, "Partial synchronization"):
+
+    ```mlir
+    %a = ratrain.sync all_reduce %m hierarchy flat every 4 phase 1
+        : !ratrain.master<3> -> !ratrain.async<!ratrain.master<3>>
+    ```
   }];
   let arguments = (ins RATrain_SyncKind:$kind, RATrain_AnyState:$state,
                        RATrain_SyncHierarchy:$hierarchy,
                        OptionalAttr<RATrain_SyncScope>:$scope,
                        OptionalAttr<ConfinedAttr<I64Attr, [IntNonNegative]>>:$level,
                        OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$members,
-                       OptionalAttr<RATrain_WireType>:$wire);
+                       OptionalAttr<RATrain_WireType>:$wire,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntMinValue<2>]>>:$period,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntNonNegative]>>:$phase);
   let results = (outs RATrain_AnyAsync:$pending);
   let assemblyFormat = [{
     $kind $state `hierarchy` $hierarchy
     ($scope^ `level` $level `members` $members)?
-    (`wire` $wire^)? attr-dict `:`
+    (`wire` $wire^)? (`every` $period^ `phase` $phase)? attr-dict `:`
     qualified(type($state)) `->` qualified(type($pending))
   }];
   let builders = [
@@ -498,7 +510,8 @@ def RATrain_SyncOp : RATrain_StageOp<"sync"> {
                    "::ratrain::SyncHierarchy":$hierarchy), [{
       build($_builder, $_state, pending, kind, state, hierarchy,
             ::ratrain::SyncScopeAttr(), ::mlir::IntegerAttr(),
-            ::mlir::IntegerAttr(), ::ratrain::WireTypeAttr());
+            ::mlir::IntegerAttr(), ::ratrain::WireTypeAttr(),
+            ::mlir::IntegerAttr(), ::mlir::IntegerAttr());
     }]>,
     // A sync over the whole group with an optional wire type.
     OpBuilder<(ins "::mlir::Type":$pending, "::ratrain::SyncKind":$kind,
@@ -507,7 +520,8 @@ def RATrain_SyncOp : RATrain_StageOp<"sync"> {
                    "::ratrain::WireTypeAttr":$wire), [{
       build($_builder, $_state, pending, kind, state, hierarchy,
             ::ratrain::SyncScopeAttr(), ::mlir::IntegerAttr(),
-            ::mlir::IntegerAttr(), wire);
+            ::mlir::IntegerAttr(), wire, ::mlir::IntegerAttr(),
+            ::mlir::IntegerAttr());
     }]>
   ];
   let hasVerifier = 1;
@@ -553,7 +567,9 @@ def RATrain_UpdateOp : RATrain_StageOp<"update", [
   let summary = "optimizer step of one layer";
   let description = [{
     Applies the synced gradient to the FP32 master weights and the optimizer
-    state; the new master feeds `ratrain.view_prefetch`. With `clip` (the
+    state; the new master feeds `ratrain.view_prefetch`. Under partial
+    synchronization (the plan's `sync_period`) it applies this replica's
+    own `ready` gradient. With `clip` (the
     plan's `max_grad_norm` is set) the gradient is first multiplied by
     `min(1, max_grad_norm / (sqrt(clip) + 1e-6))`, PyTorch's
     `clip_grad_norm_`.
@@ -564,7 +580,7 @@ def RATrain_UpdateOp : RATrain_StageOp<"update", [
     ```
   }];
   let arguments = (ins RATrain_Optimizer:$optimizer,
-                       RATrain_SyncedGrad:$grad, RATrain_AnyMaster:$master,
+                       RATrain_UpdateGrad:$grad, RATrain_AnyMaster:$master,
                        RATrain_AnyOptState:$opt_state,
                        Optional<RATrain_AnyGradNorm>:$clip);
   let results = (outs RATrain_AnyMaster:$new_master,

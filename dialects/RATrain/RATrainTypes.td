@@ -140,6 +140,13 @@ class RATrain_GradIn<string phase>
 def RATrain_PartialGrad : RATrain_GradIn<"Partial">;
 def RATrain_ReadyGrad : RATrain_GradIn<"Ready">;
 def RATrain_SyncedGrad : RATrain_GradIn<"Synced">;
+/// What an update applies: the synced gradient, or this replica's own ready
+/// gradient under partial synchronization (the plan's sync_period).
+def RATrain_UpdateGrad
+    : Type<And<[CPred<"::llvm::isa<::ratrain::GradType>($_self)">,
+                CPred<"::llvm::cast<::ratrain::GradType>($_self).getPhase() != "
+                      "::ratrain::GradPhase::Partial">]>,
+           "gradient in phase 'ready' or 'synced'", "::ratrain::GradType">;
 
 def RATrain_RecoveredActivation
     : Type<And<[CPred<"::llvm::isa<::ratrain::ActivationType>($_self)">,

@@ -197,6 +197,7 @@ ParallelConfig ratrain::toParallelConfig(PlanAttr plan) {
   config.transfers = plan.getTransfers() == TransferMode::OneSided
                          ? TransferPolicy::OneSided
                          : TransferPolicy::TwoSided;
+  config.syncPeriod = plan.getSyncPeriod();
   int64_t firstDecoder = 0;
   int64_t numStages = plan.getNumVirtualStages();
   for (int64_t stage = 0; stage < numStages; ++stage) {

@@ -478,6 +478,16 @@ ItemCommunication ratrain::itemCommunication(const CostModel &costs,
   llvm::ArrayRef<int64_t> levelClusters = costs.getLevelClusters();
   const int64_t outermost = int64_t(levelClusters.size()) - 1;
 
+  // Partial synchronization (DreamDDP): no gradient sync; the item's fp32
+  // masters are averaged once every syncPeriod steps, priced here as the
+  // mean over the period (the simulator runs each phase's step).
+  if (config.syncPeriod > 1 && config.zero == ZeroStage::None) {
+    result.gradSync =
+        costs.collective(CollectiveKind::AllReduce, params * 4, d) /
+        double(config.syncPeriod);
+    return result;
+  }
+
   if (config.zero >= ZeroStage::Parameters) {
     int64_t L = policy.weightLevel;
     int64_t g = partitionGroupMembers(levelClusters, d, L);

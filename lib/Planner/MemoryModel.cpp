@@ -279,6 +279,8 @@ std::string ParallelConfig::describe() const {
   }
   if (transfers != TransferPolicy::TwoSided)
     text += " transfers=" + stringifyTransferPolicy(transfers).str();
+  if (syncPeriod > 1)
+    text += " sync-period=" + std::to_string(syncPeriod);
   return text;
 }
 

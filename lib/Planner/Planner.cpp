@@ -124,6 +124,23 @@ llvm::Error ratrain::applyTransfersOption(llvm::StringRef transfers,
   return llvm::Error::success();
 }
 
+llvm::Error ratrain::applySyncPeriodOption(int64_t syncPeriod,
+                                           PlanRequest &request) {
+  if (syncPeriod < 1 || syncPeriod > limits::kMaxSyncPeriod)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "sync-period: expected 1 (every step) to " +
+                                       std::to_string(limits::kMaxSyncPeriod) +
+                                       ", got " + std::to_string(syncPeriod));
+  if (syncPeriod > 1 && request.maxGradNorm > 0)
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "sync-period: partial synchronization (" + std::to_string(syncPeriod) +
+            ") cannot clip gradients (max-grad-norm): replicas update with "
+            "their own gradients, so there is no global norm");
+  request.syncPeriod = syncPeriod;
+  return llvm::Error::success();
+}
+
 llvm::Error ratrain::applyScheduleOption(llvm::StringRef name,
                                          int64_t virtualStages,
                                          PlanRequest &request) {
@@ -593,6 +610,19 @@ llvm::Expected<PlanResult> ratrain::planTraining(const ModelConfig &model0,
     policies = {RecomputePolicy::None, RecomputePolicy::Selective,
                 RecomputePolicy::Full};
 
+  // Partial synchronization averages whole masters kept in DDR.
+  if (request.syncPeriod > 1) {
+    if (request.zero && *request.zero != ZeroStage::None)
+      return makeError(llvm::formatv(
+          "sync period {0} (partial synchronization) needs ZeRO-0: each "
+          "replica keeps and updates whole masters",
+          request.syncPeriod));
+    if (request.offload && *request.offload != OffloadPolicy::None)
+      return makeError(llvm::formatv(
+          "sync period {0} (partial synchronization) averages masters in "
+          "DDR: it cannot offload them (offload={1})",
+          request.syncPeriod, stringifyOffloadPolicy(*request.offload)));
+  }
   int64_t tierCap = machine.offloadBytesPerCluster();
   std::vector<OffloadPolicy> offloads;
   if (request.offload) {
@@ -602,7 +632,7 @@ llvm::Expected<PlanResult> ratrain::planTraining(const ModelConfig &model0,
           "(offload.bytes_per_node)",
           stringifyOffloadPolicy(*request.offload), machine.name));
     offloads = {*request.offload};
-  } else if (tierCap > 0) {
+  } else if (tierCap > 0 && request.syncPeriod == 1) {
     offloads = {OffloadPolicy::None, OffloadPolicy::OptimizerStates,
                 OffloadPolicy::MasterAndOptimizer};
   } else {
@@ -765,7 +795,7 @@ llvm::Expected<PlanResult> ratrain::planTraining(const ModelConfig &model0,
       std::vector<ZeroStage> zeros;
       if (request.zero)
         zeros = {*request.zero};
-      else if (d == 1)
+      else if (d == 1 || request.syncPeriod > 1)
         zeros = {ZeroStage::None};
       else
         zeros = {ZeroStage::None, ZeroStage::Optimizer, ZeroStage::Gradients,
@@ -850,6 +880,7 @@ llvm::Expected<PlanResult> ratrain::planTraining(const ModelConfig &model0,
               ++result.candidatesEvaluated;
               config.maxGradNorm = request.maxGradNorm;
               config.transfers = request.transfers;
+              config.syncPeriod = request.syncPeriod;
               Plan plan =
                   sched ? evaluatePlan(model, machine, config, request.policy,
                                        *sched)

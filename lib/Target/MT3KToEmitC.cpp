@@ -526,11 +526,23 @@ LogicalResult lower(AllReduceOp ar, Calls &c) {
   Operation *op = ar;
   auto t = [&](Value v) { return Arg(c.get(v)); };
   Arg rt(c.runtime());
+  SmallVector<Arg> args = {rt,
+                           c.group(op, ar.getGroupAttr()),
+                           t(ar.getSource()),
+                           t(ar.getDest()),
+                           c.opaque(reduceName(ar.getReduce())),
+                           c.opaque(algorithmName(ar.getAlgorithm()))};
+  if (std::optional<uint64_t> period = ar.getPeriod()) {
+    // Only in the steps of its phase (partial synchronization).
+    args.insert(args.begin() + 1, Arg(c.session()));
+    args.push_back(c.i64(int64_t(*period)));
+    args.push_back(c.i64(int64_t(*ar.getPhase())));
+    c.mapping[ar.getToken()] =
+        c.call("ratrain::rt::emit::periodicAllReduce", c.tokenType, args);
+    return success();
+  }
   c.mapping[ar.getToken()] =
-      c.call("ratrain::rt::emit::allReduce", c.tokenType,
-             {rt, c.group(op, ar.getGroupAttr()), t(ar.getSource()),
-              t(ar.getDest()), c.opaque(reduceName(ar.getReduce())),
-              c.opaque(algorithmName(ar.getAlgorithm()))});
+      c.call("ratrain::rt::emit::allReduce", c.tokenType, args);
   return success();
 }
 

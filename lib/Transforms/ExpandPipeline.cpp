@@ -312,7 +312,8 @@ LogicalResult expandPipelines(ModuleOp module, StringRef scheduleName,
         p.getStepUs(), p.getPeakBytes(), p.getOffload(),
         toIRSchedule(schedule->kind), p.getVirtualStages(),
         p.getWeightPartition(), p.getGradPartition(), p.getWeightWire(),
-        p.getGradWire(), p.getMaxGradNorm(), p.getTransfers());
+        p.getGradWire(), p.getMaxGradNorm(), p.getTransfers(),
+        p.getSyncPeriod());
 
     OpBuilder builder(model);
     builder.setInsertionPointAfter(model);

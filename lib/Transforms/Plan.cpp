@@ -65,7 +65,8 @@ PlanAttr buildPlanAttr(function_ref<InFlightDiagnostic()> emitError,
           toIRSchedule(config.schedule), config.virtualStages,
           sharding.weightLevel, sharding.gradLevel,
           toIRWire(sharding.weightWire), toIRWire(sharding.gradWire),
-          maxGradNormAttr(context, config.maxGradNorm), transfers)))
+          maxGradNormAttr(context, config.maxGradNorm), transfers,
+          config.syncPeriod)))
     return {};
   return PlanAttr::get(
       context, clusters, config.pipelineStages, config.dataParallel,
@@ -74,7 +75,7 @@ PlanAttr buildPlanAttr(function_ref<InFlightDiagnostic()> emitError,
       toIRSchedule(config.schedule), config.virtualStages, sharding.weightLevel,
       sharding.gradLevel, toIRWire(sharding.weightWire),
       toIRWire(sharding.gradWire), maxGradNormAttr(context, config.maxGradNorm),
-      transfers);
+      transfers, config.syncPeriod);
 }
 
 struct PlanPass : public ratrain::impl::RATrainPlanBase<PlanPass> {
@@ -204,6 +205,10 @@ struct PlanPass : public ratrain::impl::RATrainPlanBase<PlanPass> {
       return signalPassFailure();
     }
     if (llvm::Error error = applyTransfersOption(transfers, request)) {
+      module.emitError("--ratrain-plan: ") << llvm::toString(std::move(error));
+      return signalPassFailure();
+    }
+    if (llvm::Error error = applySyncPeriodOption(syncPeriod, request)) {
       module.emitError("--ratrain-plan: ") << llvm::toString(std::move(error));
       return signalPassFailure();
     }

@@ -11,7 +11,11 @@
 // the cost model deciding where a sync has completed; `gpu-style` runs each
 // lifecycle step as a whole-stage phase at the iteration boundary. States
 // the plan keeps in the offload tier are reloaded for the update and written
-// back after it, through two buffers (docs/schedule.md, "Offload").
+// back after it, through two buffers (docs/schedule.md, "Offload"). Under
+// partial synchronization (the plan's sync_period) a layer's update applies
+// the replica's own gradient and its updated master is averaged every
+// sync_period steps, in the layer's phase, before the view is cast from it
+// (docs/schedule.md, "Partial synchronization").
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,6 +23,7 @@
 #include "ratrain/Analysis/BufferSizes.h"
 #include "ratrain/Analysis/LayerTiming.h"
 #include "ratrain/Planner/CostModel.h"
+#include "ratrain/Planner/SyncPhases.h"
 #include "ratrain/Transforms/LayerBackward.h"
 #include "ratrain/Transforms/PassUtils.h"
 #include "ratrain/Transforms/Passes.h"
@@ -81,6 +86,13 @@ public:
                             bytes, plan.getDp());
   }
 
+  /// Seconds of the averaging of `layer`'s fp32 masters over the
+  /// data-parallel group (partial synchronization, in its phase's step).
+  double averageSeconds(int64_t layer) const {
+    return costs.collective(CollectiveKind::AllReduce, sizes.params(layer) * 4,
+                            plan.getDp());
+  }
+
   /// Seconds of one reload or write-back of `layer`'s offloaded states
   /// (the whole states, in chunks when the machine streams in chunks).
   double offloadSeconds(int64_t layer) const {
@@ -120,6 +132,11 @@ struct LayerLifecycle {
   Value pendingGrad;   ///< the sync's async value
   double syncDone = 0; ///< predicted end of the sync (ratrain)
   Value syncedGrad;    ///< the sync's wait, once emitted
+  /// Partial synchronization: the layer's phase, the averaging of its
+  /// updated master and its predicted end (in the phase's step).
+  int64_t phase = 0;
+  Value pendingAverage;
+  double averageDone = 0;
   /// Offload: the reloads of the offloaded states (null: state in DDR).
   Value pendingMaster, pendingOptState;
   bool reloadIssued = false;
@@ -160,6 +177,11 @@ private:
   /// updates emitted after read it.
   void emitGradNorm(ArrayRef<LayerLifecycle *> layers);
   void emitViewPrefetch(LayerLifecycle &life);
+  /// Partial synchronization: starts the averaging of the layer's updated
+  /// master (every sync_period steps, in its phase).
+  void emitAverage(LayerLifecycle &life);
+  /// Waits for the averaging; the averaged master is the layer's new one.
+  void emitAverageWait(LayerLifecycle &life);
   void emitWriteBack(LayerLifecycle &life, double now);
   void emitRelease(LayerLifecycle &life);
   void emitViewInPlace(ArrayRef<LayerLifecycle *> layers);
@@ -258,6 +280,11 @@ void StageScheduler::emitGradReadyAndSync(LayerLifecycle &life) {
                           GradType::get(context, layer, GradPhase::Ready),
                           life.finalGrad)
           .getReady();
+  // Partial synchronization: the replica updates with its own gradient.
+  if (plan.syncsPartially()) {
+    life.syncedGrad = ready;
+    return;
+  }
   Type synced = GradType::get(context, layer, GradPhase::Synced);
   std::optional<WireType> wire = costs.syncKind() == SyncKind::ReduceScatter
                                      ? groups.gradWire
@@ -393,6 +420,25 @@ void StageScheduler::emitViewPrefetch(LayerLifecycle &life) {
                          ViewType::get(stage.getContext(), life.layer)),
           life.newMaster)
           .getPending();
+}
+
+void StageScheduler::emitAverage(LayerLifecycle &life) {
+  MLIRContext *context = stage.getContext();
+  Type master = life.newMaster.getType();
+  life.pendingAverage =
+      SyncOp::create(builder, stage.getLoc(), AsyncType::get(context, master),
+                     SyncKind::AllReduce, life.newMaster, costs.hierarchy(),
+                     SyncScopeAttr(), IntegerAttr(), IntegerAttr(),
+                     WireTypeAttr(),
+                     builder.getI64IntegerAttr(plan.getSyncPeriod()),
+                     builder.getI64IntegerAttr(life.phase))
+          .getPending();
+}
+
+void StageScheduler::emitAverageWait(LayerLifecycle &life) {
+  life.newMaster = WaitOp::create(builder, stage.getLoc(),
+                                  life.newMaster.getType(), life.pendingAverage)
+                       .getValue();
 }
 
 void StageScheduler::emitWriteBack(LayerLifecycle &life, double now) {
@@ -604,6 +650,17 @@ LogicalResult StageScheduler::run() {
     int64_t layer = cast<GradType>(grad.getType()).getLayer();
     lifeOfLayer.lookup(layer)->finalGrad = grad;
   }
+  // Partial synchronization: each layer's phase, spreading the stage's
+  // fp32 master bytes over the period.
+  bool partial = plan.syncsPartially();
+  if (partial) {
+    SmallVector<int64_t> bytes;
+    for (LayerLifecycle &life : lives)
+      bytes.push_back(sizes.params(life.layer) * 4);
+    for (auto [life, phase] :
+         llvm::zip(lives, assignSyncPhases(bytes, plan.getSyncPeriod())))
+      life.phase = phase;
+  }
   for (LayerLifecycle &life : lives) {
     if (!life.finalGrad)
       return stage.emitOpError("has no backward of layer ")
@@ -648,6 +705,12 @@ LogicalResult StageScheduler::run() {
       if (offloads())
         emitWriteBack(*life, 0);
     }
+    if (partial) {
+      for (LayerLifecycle *life : order)
+        emitAverage(*life);
+      for (LayerLifecycle *life : order)
+        emitAverageWait(*life);
+    }
     if (!sizes.offloadsMaster())
       for (LayerLifecycle *life : order)
         emitViewPrefetch(*life);
@@ -664,6 +727,8 @@ LogicalResult StageScheduler::run() {
     // Offload: layers whose reload waits for the buffer of the layer two
     // updates earlier (order index of the layer to reload).
     std::deque<size_t> refills;
+    // Partial synchronization: averagings issued, not yet waited for.
+    std::deque<LayerLifecycle *> averaging;
     bool zero2 = plan.getZero() >= 2;
     double clock = 0, commFree = 0;
     // ZeRO-3: the parameter gathers share the FIFO communication stream;
@@ -693,9 +758,19 @@ LogicalResult StageScheduler::run() {
         refill(index);
       }
       emitUpdate(*life);
-      emitViewPrefetch(*life);
       clock = std::max({clock, life->syncDone, life->reloadDone}) +
               costs.updateSeconds(life->layer);
+      if (partial) {
+        // The cast follows the averaging, waited for where it is predicted
+        // done in the layer's phase step (at once in the others).
+        emitAverage(*life);
+        commFree =
+            std::max(commFree, clock) + costs.averageSeconds(life->layer);
+        life->averageDone = commFree;
+        averaging.push_back(life);
+      } else {
+        emitViewPrefetch(*life);
+      }
       if (offloads()) {
         emitWriteBack(*life, clock);
         if (index + 2 < order.size())
@@ -743,6 +818,12 @@ LogicalResult StageScheduler::run() {
         emitSyncWait(*life);
         clock = std::max(clock, life->syncDone);
       }
+      while (!averaging.empty() && averaging.front()->averageDone <= clock) {
+        LayerLifecycle *life = averaging.front();
+        averaging.pop_front();
+        emitAverageWait(*life);
+        emitViewPrefetch(*life);
+      }
       // An update goes where its sync and its states' reload are predicted
       // complete.
       while (drained && !inFlight.empty() &&
@@ -761,14 +842,19 @@ LogicalResult StageScheduler::run() {
       if (LayerLifecycle *life = lastBackward.lookup(op)) {
         builder.setInsertionPointAfter(op);
         emitGradReadyAndSync(*life);
-        double start = std::max(commFree, clock);
-        commFree = start + costs.syncSeconds(life->layer);
-        life->syncDone = commFree;
+        if (partial) {
+          life->syncDone = clock;
+        } else {
+          double start = std::max(commFree, clock);
+          commFree = start + costs.syncSeconds(life->layer);
+          life->syncDone = commFree;
+        }
         inFlight.push_back(life);
         if (zero2)
           unwaitedScatters.push_back(life);
         // Ops inserted after `op` are not revisited.
-        next = life->pendingGrad.getDefiningOp()->getNextNode();
+        Value last = partial ? life->syncedGrad : life->pendingGrad;
+        next = last.getDefiningOp()->getNextNode();
       }
       op = next;
     }
@@ -782,6 +868,10 @@ LogicalResult StageScheduler::run() {
     while (!inFlight.empty())
       retire(yield);
     builder.setInsertionPoint(yield);
+    for (LayerLifecycle *life : averaging) {
+      emitAverageWait(*life);
+      emitViewPrefetch(*life);
+    }
     for (LayerLifecycle *life : updated)
       emitRelease(*life);
   }

@@ -73,5 +73,6 @@ SyncOp PartitionGroups::createSync(OpBuilder &builder, Location loc,
   return SyncOp::create(builder, loc, AsyncType::get(context, result), kind,
                         state, hierarchy, scopeAttr, levelAttr, membersAttr,
                         wire ? WireTypeAttr::get(context, *wire)
-                             : WireTypeAttr());
+                             : WireTypeAttr(),
+                        IntegerAttr(), IntegerAttr());
 }

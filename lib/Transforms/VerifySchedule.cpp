@@ -493,6 +493,23 @@ LogicalResult StageChecker::run() {
     if (auto sync = dyn_cast<SyncOp>(op)) {
       if (failed(checkPartition(sync)))
         return failure();
+      if (std::optional<int64_t> period = sync.getPeriod()) {
+        // Partial synchronization: the averaging of an updated master,
+        // in place (the master before it must not be read again).
+        int64_t layer = *getStateLayer(sync.getState().getType());
+        if (*period != plan.getSyncPeriod())
+          return op.emitOpError("averages the master of layer ")
+                 << layer << " every " << *period
+                 << " steps, but the plan's sync_period is "
+                 << plan.getSyncPeriod();
+        if (newMaster.lookup(layer) != sync.getState())
+          return op.emitOpError("average-before-update: averages the master "
+                                "of layer ")
+                 << layer << " that is not the result of this step's update";
+        replacedBy[sync.getState()] = &op;
+        unwaited.insert({sync.getPending(), &op});
+        continue;
+      }
       if (sync.getKind() != SyncKind::AllGather && sync.getKind() != gradSync)
         return op.emitOpError("synchronizes the gradient of layer ")
                << *getStateLayer(sync.getState().getType()) << " with "
@@ -528,6 +545,11 @@ LogicalResult StageChecker::run() {
         return op.emitOpError("waits for an async value that is not in "
                               "flight (already waited)");
       unwaited.erase(wait.getPending());
+      if (auto average =
+              dyn_cast_or_null<SyncOp>(wait.getPending().getDefiningOp()))
+        if (average.getPeriod())
+          newMaster[*getStateLayer(average.getState().getType())] =
+              wait.getValue();
       if (auto offload =
               dyn_cast_or_null<OffloadOp>(wait.getPending().getDefiningOp()))
         writtenBack.insert(offload.getState());
@@ -540,7 +562,10 @@ LogicalResult StageChecker::run() {
       auto sync =
           wait ? dyn_cast_or_null<SyncOp>(wait.getPending().getDefiningOp())
                : SyncOp();
-      if (!sync || sync.getKind() == SyncKind::AllGather)
+      // Partial synchronization: a replica updates with its own gradient.
+      bool own =
+          plan.syncsPartially() && isa_and_nonnull<GradReadyOp>(producer);
+      if (!own && (!sync || sync.getKind() == SyncKind::AllGather))
         return op.emitOpError("update-before-sync-completes: the update of "
                               "layer ")
                << layer
@@ -568,6 +593,20 @@ LogicalResult StageChecker::run() {
                  << ", which the plan keeps in the offload tier (offload = "
                  << stringifyOffload(plan.getOffload())
                  << "), without a completed 'ratrain.offload' of it";
+        if (isa<MasterType>(type) && plan.syncsPartially() &&
+            newMaster.lookup(layer)) {
+          auto wait = value.getDefiningOp<WaitOp>();
+          auto average =
+              wait ? wait.getPending().getDefiningOp<SyncOp>() : SyncOp();
+          if (!average || !average.getPeriod())
+            return op.emitOpError("unaveraged-master: returns the updated "
+                                  "master of layer ")
+                   << layer
+                   << " without a completed averaging (a 'ratrain.sync "
+                      "all_reduce' of it every "
+                   << plan.getSyncPeriod()
+                   << " steps): the replicas would never agree on it";
+        }
         if (!isa<ViewType>(type))
           continue;
         std::string why;

@@ -89,6 +89,18 @@ Token allReduce(Runtime &r, Group g, const Tensor &src, const Tensor &dst,
                 ReduceOp op, CollectiveAlgorithm algorithm) {
   return r.allReduce(g, src.buf, dst.buf, src.type, op, algorithm);
 }
+Token periodicAllReduce(Runtime &r, Session &s, Group g, const Tensor &src,
+                        const Tensor &dst, ReduceOp op,
+                        CollectiveAlgorithm algorithm, int64_t period,
+                        int64_t phase) {
+  if (period < 1 || phase < 0 || phase >= period)
+    fatal(llvm::formatv("periodic all-reduce: phase {0} of period {1} (the "
+                        "phase must be 0 to period - 1)",
+                        phase, period));
+  if (s.evaluating() || int64_t(s.step() % uint64_t(period)) != phase)
+    return Token{};
+  return r.allReduce(g, src.buf, dst.buf, src.type, op, algorithm);
+}
 Token reduceScatter(Runtime &r, Group g, const Tensor &src, const Tensor &dst,
                     ReduceOp op, CollectiveAlgorithm algorithm, WireType wire) {
   return r.reduceScatter(g, src.buf, dst.buf, src.type, op, algorithm, wire);

@@ -165,6 +165,12 @@ module {
     %t0 = mt3k.all_reduce avg %gw -> %gw on @dp hierarchical : !mt3k.buffer<ddr, 64x64xf32> -> !mt3k.buffer<ddr, 64x64xf32>
     // CHECK: ratrain::rt::emit::wait([[RT]], [[T0]]);
     mt3k.wait %t0
+    // Partial synchronization: only in the steps of its phase (the session
+    // knows the step).
+    // CHECK: ratrain::rt::Token [[TP:v[0-9]+]] = ratrain::rt::emit::periodicAllReduce([[RT]], {{v[0-9]+}}, ratrain::rt::Group::Data, [[GW]], [[GW]], ratrain::rt::ReduceOp::Avg, ratrain::rt::CollectiveAlgorithm::Ring, 4, 3);
+    %tp = mt3k.all_reduce avg %gw -> %gw on @dp ring every 4 phase 3 : !mt3k.buffer<ddr, 64x64xf32> -> !mt3k.buffer<ddr, 64x64xf32>
+    // CHECK: ratrain::rt::emit::wait([[RT]], [[TP]]);
+    mt3k.wait %tp
     // A span of the per-op trace (a label with a quote and a newline).
     // CHECK: ratrain::rt::emit::traceBegin([[RT]], "bwd-W L1 mb0 \"x\"\012", ratrain::rt::TracePhase::Backward);
     // CHECK-NEXT: ratrain::rt::emit::traceEnd([[RT]]);

@@ -129,6 +129,13 @@ static cl::opt<std::string> inNetwork(
              "multicasts in the network that many times faster (overrides "
              "the machine file's network.in_network; docs/machine-model.md)"),
     cl::cat(category));
+static cl::opt<int64_t> syncPeriod(
+    "sync-period", cl::init(1),
+    cl::desc("partial synchronization (DreamDDP): replicas update with their "
+             "own gradients and average each layer's masters once every N "
+             "steps (1: all-reduce every gradient every step; "
+             "docs/schedule.md, \"Partial synchronization\")"),
+    cl::cat(category));
 static cl::opt<std::string> transfers(
     "transfers", cl::init("two-sided"),
     cl::desc("how pipeline messages travel: two-sided (send and receive) or "
@@ -244,6 +251,8 @@ int main(int argc, char **argv) {
   if (llvm::Error error = applyMaxGradNormOption(maxGradNorm, request))
     return fail("--" + llvm::toString(std::move(error)));
   if (llvm::Error error = applyTransfersOption(transfers, request))
+    return fail("--" + llvm::toString(std::move(error)));
+  if (llvm::Error error = applySyncPeriodOption(syncPeriod, request))
     return fail("--" + llvm::toString(std::move(error)));
   if (!fixedPartition.empty()) {
     int64_t levels = int64_t(machine->networkLevels().size());

@@ -130,6 +130,13 @@ static cl::opt<std::string> inNetwork(
              "multicasts in the network that many times faster (overrides "
              "the machine file's network.in_network; docs/machine-model.md)"),
     cl::cat(category));
+static cl::opt<int64_t> syncPeriod(
+    "sync-period", cl::init(1),
+    cl::desc("partial synchronization (DreamDDP): replicas update with their "
+             "own gradients and average each layer's masters once every N "
+             "steps (1: all-reduce every gradient every step; "
+             "docs/schedule.md, \"Partial synchronization\")"),
+    cl::cat(category));
 static cl::opt<std::string> transfers(
     "transfers", cl::init("two-sided"),
     cl::desc("how pipeline messages travel: two-sided (send and receive) or "
@@ -278,6 +285,8 @@ static llvm::Expected<SimProgram> programFromPlan(const MachineModel &machine,
   if (llvm::Error err = applyMaxGradNormOption(maxGradNorm, request))
     return error("--" + llvm::toString(std::move(err)));
   if (llvm::Error err = applyTransfersOption(transfers, request))
+    return error("--" + llvm::toString(std::move(err)));
+  if (llvm::Error err = applySyncPeriodOption(syncPeriod, request))
     return error("--" + llvm::toString(std::move(err)));
   llvm::Expected<PlanResult> plans = planTraining(*model, machine, request);
   if (!plans)

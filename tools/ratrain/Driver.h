@@ -103,6 +103,8 @@ struct CompileOptions {
   std::string schedule = "1f1b";
   /// --transfers: how pipeline messages travel (two-sided or one-sided).
   std::string transfers = "two-sided";
+  /// --sync-period: partial synchronization every N steps (1: every step).
+  int64_t syncPeriod = 1;
   /// --max-grad-norm: global gradient-norm clipping (0: none).
   double maxGradNorm = 0;
   /// --weight-decay-params: matrices, matrices-except-embeddings or all.

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Driver.h"
+#include "ratrain/Model/Limits.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
@@ -67,6 +68,12 @@ const char *const kPlanFlagsHelp = R"(PLAN OPTIONS:
                         receive) or one-sided (puts into the receiver's
                         reserved buffer; docs/schedule.md, "One-sided
                         transfers")
+  --sync-period N       partial synchronization (DreamDDP): each replica
+                        updates with its own gradient and every layer's
+                        masters are averaged once every N steps, the layers
+                        spread over the N phases (default 1: all-reduce
+                        every gradient every step; docs/schedule.md,
+                        "Partial synchronization")
   --dtype TYPE          train in bf16 or f16 (default: the config's dtype)
   --max-grad-norm X     clip the gradients to this global L2 norm before any
                         update, as PyTorch's clip_grad_norm_ (default: no
@@ -166,6 +173,7 @@ llvm::ArrayRef<StringRef> getPlanValueFlags() {
                                     "--dtype",
                                     "--schedule",
                                     "--transfers",
+                                    "--sync-period",
                                     "--partition",
                                     "--weight-wire",
                                     "--grad-wire",
@@ -247,6 +255,21 @@ getCompileOptions(const Toolchain &tools, const Args &args, StringRef command) {
       return makeError("--max-grad-norm: expected a finite number > 0, got '" +
                        *norm + "'");
     options.maxGradNorm = value;
+  }
+  if (std::optional<std::string> period = args.get("--sync-period")) {
+    int64_t value = 0;
+    if (StringRef(*period).getAsInteger(10, value) || value < 1 ||
+        value > limits::kMaxSyncPeriod)
+      return makeError("--sync-period: expected a step count from 1 to " +
+                       std::to_string(limits::kMaxSyncPeriod) + ", got '" +
+                       *period + "'");
+    if (value > 1 && options.maxGradNorm > 0)
+      return makeError("--sync-period " + *period +
+                       " cannot be combined with --max-grad-norm: under "
+                       "partial synchronization replicas update with their "
+                       "own gradients, so there is no global norm to clip "
+                       "to");
+    options.syncPeriod = value;
   }
   if (std::optional<std::string> decayed = args.get("--weight-decay-params")) {
     if (*decayed != "matrices" && *decayed != "matrices-except-embeddings" &&

@@ -130,6 +130,8 @@ static std::string planPassOptions(const CompileOptions &options) {
     text += " schedule=" + options.schedule;
   if (options.transfers != "two-sided")
     text += " transfers=" + options.transfers;
+  if (options.syncPeriod > 1)
+    text += " sync-period=" + std::to_string(options.syncPeriod);
   if (options.maxGradNorm > 0) {
     char norm[32];
     std::snprintf(norm, sizeof(norm), "%.17g", options.maxGradNorm);
@@ -170,6 +172,8 @@ static std::optional<std::string> describePlan(StringRef planned,
   }
   if (attr.contains("transfers = one_sided"))
     schedule += ", one-sided transfers";
+  if (int64_t h = field("sync_period"); h > 1)
+    schedule += llvm::formatv(", each layer averaged every {0} steps", h).str();
   return llvm::formatv("pp {0} x dp {1}, ZeRO-{2}, {3} micro-batches of {4}"
                        "{8}, predicted step {5:f3} s, peak {6:f2} GiB per "
                        "rank (policy {7})",

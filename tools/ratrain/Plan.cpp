@@ -88,7 +88,9 @@ int planCommand(const Toolchain &tools, llvm::ArrayRef<std::string> argv) {
                                         "--schedule",
                                         options->schedule,
                                         "--transfers",
-                                        options->transfers};
+                                        options->transfers,
+                                        "--sync-period",
+                                        std::to_string(options->syncPeriod)};
     if (options->pp)
       llvm::append_range(command, std::vector<std::string>{
                                       "--pp", std::to_string(*options->pp)});

@@ -70,6 +70,10 @@ inline constexpr int64_t kMaxStageScheduleSize = int64_t(1) << 16;
 /// (layer, micro-batch) pairs of the whole pipeline: model layers x
 /// micro-batches (the scheduled IR holds about 1.5 KB per pair).
 inline constexpr int64_t kMaxScheduleSize = int64_t(1) << 20;
+/// Steps between two averagings of a layer under partial synchronization
+/// (the plan's sync_period): the simulator runs sync_period + 1 iterations
+/// to see every phase once.
+inline constexpr int64_t kMaxSyncPeriod = 1024;
 /// Compute clusters (MPI ranks) of a plan, a machine or a checkpoint: pp x dp
 /// and nodes x clusters_per_node (MPI counts ranks in an int).
 inline constexpr int64_t kMaxClusters = int64_t(1) << 24;

@@ -270,7 +270,9 @@ struct ItemCommunication {
   /// gradient partition at level L, the reduce-scatter inside the level-L
   /// group into the partition followed by the partition's reduce-scatter
   /// across the level-L groups (none when L holds the whole group), as the
-  /// lowering places them (docs/schedule.md, "Partitioning").
+  /// lowering places them (docs/schedule.md, "Partitioning"). Under partial
+  /// synchronization (ParallelConfig::syncPeriod = H > 1): the all-reduce of
+  /// the item's fp32 masters divided by H, its mean cost per step.
   double gradSync = 0;
 };
 ItemCommunication itemCommunication(const CostModel &costs,

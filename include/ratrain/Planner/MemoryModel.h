@@ -224,6 +224,12 @@ struct ParallelConfig {
   double maxGradNorm = 0;
   /// How the pipeline's messages travel between ranks.
   TransferPolicy transfers = TransferPolicy::TwoSided;
+  /// Layer-wise partial synchronization (DreamDDP; docs/schedule.md,
+  /// "Partial synchronization"): 1 all-reduces every gradient every step;
+  /// H > 1 updates each replica with its own gradient and averages each
+  /// layer's fp32 masters once every H steps, the layers spread over the H
+  /// phases (syncPhases). Needs ZeRO-0, no clipping and no offload.
+  int64_t syncPeriod = 1;
 
   int64_t clusters() const { return pipelineStages * dataParallel; }
   /// Sequences per iteration: d * b * m.
@@ -257,7 +263,7 @@ struct ParallelConfig {
   /// followed by " offload=optimizer" when states are offloaded, by
   /// " schedule=zbv v=2" when the schedule is not 1F1B (v when not 1) and by
   /// the sharding policy when not the default (ShardingPolicy::describe),
-  /// " clip=N" with clipping and " transfers=one-sided".
+  /// " clip=N" with clipping, " transfers=one-sided" and " sync-period=H".
   std::string describe() const;
 };
 

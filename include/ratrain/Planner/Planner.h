@@ -69,6 +69,9 @@ struct PlanRequest {
   /// How the pipeline's messages travel (ParallelConfig::transfers); every
   /// candidate gets it.
   TransferPolicy transfers = TransferPolicy::TwoSided;
+  /// Partial synchronization (ParallelConfig::syncPeriod); every candidate
+  /// gets it, and only ZeRO-0 candidates without offload are searched.
+  int64_t syncPeriod = 1;
   /// DDR cap per cluster in bytes; 0 uses machine.cluster.ddrBytes.
   int64_t memoryCapBytes = 0;
   /// How many plans to return, best first.
@@ -153,6 +156,12 @@ llvm::Error applyMaxGradNormOption(double maxGradNorm, PlanRequest &request);
 /// "one-sided". The error names the bad value and the choices.
 llvm::Error applyTransfersOption(llvm::StringRef transfers,
                                  PlanRequest &request);
+
+/// Sets `request`'s partial-synchronization period from a tool option:
+/// 1 (every step) to limits::kMaxSyncPeriod. H > 1 conflicts with
+/// gradient clipping (apply applyMaxGradNormOption first). The error names
+/// the option, the value and the limit.
+llvm::Error applySyncPeriodOption(int64_t syncPeriod, PlanRequest &request);
 
 /// Sets `request`'s schedule from a tool option: "1f1b", "interleaved-1f1b",
 /// "zb-h1", "zbv" or "auto" (searchSchedules), and `virtualStages` when

@@ -75,6 +75,12 @@ def RATrainPlan : Pass<"ratrain-plan", "mlir::ModuleOp"> {
            "how pipeline messages travel between ranks: two-sided (send and "
            "receive) or one-sided (a put into the receiver's reserved "
            "buffer; docs/schedule.md, \"One-sided transfers\")">,
+    Option<"syncPeriod", "sync-period", "int64_t", "1",
+           "partial synchronization (DreamDDP): replicas update with their "
+           "own gradients and average each layer's masters once every N "
+           "steps, the layers spread over the N phases (1: all-reduce every "
+           "gradient every step; docs/schedule.md, \"Partial "
+           "synchronization\")">,
     Option<"showTop", "show-top", "int64_t", "0",
            "print the best N plans as a remark on the model">
   ];

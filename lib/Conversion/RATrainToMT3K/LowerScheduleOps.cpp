@@ -311,6 +311,23 @@ LogicalResult StageLowering::lowerSync(SyncOp op) {
                    {n * (plan_.getDp() / *op.getMembers())}, elem);
     token = mt::AllGatherOp::create(b, loc, shard, full, dp, alg, wire);
     track(token);
+  } else if (auto master = dyn_cast<MasterType>(stateType);
+             master && op.getPeriod()) {
+    // Partial synchronization: the layer's fp32 masters (the view itself
+    // of an F32 model), averaged in place in the steps of its phase.
+    int64_t layer = master.getLayer();
+    if (zero())
+      return op.emitOpError("partial synchronization averages whole masters; "
+                            "the plan shards them (zero = ")
+             << plan_.getZero() << ")";
+    Value flat = isF32Model()
+                     ? stateBase(stage.getViewArg(layer), "view", layer)
+                     : stateBase(stage.getMasterArg(layer), "master", layer);
+    Value masters = slot(flat, 0, {layerParams(layer)}, Float32Type::get(ctx));
+    token = mt::AllReduceOp::create(
+        b, loc, mt::ReduceKindAttr::get(ctx, mt::ReduceKind::avg), masters,
+        masters, dp, alg, op.getPeriodAttr(), op.getPhaseAttr());
+    track(token);
   } else {
     return op.emitOpError("cannot lower a sync of ") << stateType;
   }
@@ -383,6 +400,28 @@ LogicalResult StageLowering::lowerUpdate(UpdateOp op) {
       streamChunkOf(layer, s, k % 2, /*reload=*/false);
   }
   return success();
+}
+
+void StageLowering::lowerViewPrefetch(ViewPrefetchOp op) {
+  int64_t layer = op.getMaster().getType().getLayer();
+  // The update wrote the view from its master, unless an averaging has
+  // changed the master since (partial synchronization): then the view is
+  // cast again from the averaged master (an F32 model's view is its
+  // master, averaged in place).
+  auto wait = op.getMaster().getDefiningOp<WaitOp>();
+  auto average = wait ? wait.getPending().getDefiningOp<SyncOp>() : SyncOp();
+  if (!average || !average.getPeriod()) {
+    pending[op.getPending()] = updateTokens.lookup(layer);
+    return;
+  }
+  if (isF32Model())
+    return;
+  int64_t n = layerParams(layer);
+  Value masters = slot(stateBase(stage.getMasterArg(layer), "master", layer), 0,
+                       {n}, Float32Type::get(ctx));
+  Value view =
+      slot(stateBase(stage.getViewArg(layer), "view", layer), 0, {n}, elem);
+  copy(masters, view);
 }
 
 Value StageLowering::gradNormBuffer(Value norm) {
@@ -645,10 +684,9 @@ LogicalResult StageLowering::lower() {
       if (update.getOptimizer() != Optimizer::AdamW)
         return update.emitOpError("only AdamW updates are lowered");
       result = lowerUpdate(update);
-    } else if (auto prefetch = dyn_cast<ViewPrefetchOp>(op))
-      pending[prefetch.getPending()] =
-          updateTokens.lookup(prefetch.getMaster().getType().getLayer());
-    else if (isa<YieldOp>(op)) {
+    } else if (auto prefetch = dyn_cast<ViewPrefetchOp>(op)) {
+      lowerViewPrefetch(prefetch);
+    } else if (isa<YieldOp>(op)) {
       waitTokens(SmallVector<Value>(inflight));
     } else {
       llvm_unreachable("every ratrain stage op is handled above");

@@ -390,6 +390,9 @@ private:
   /// The deferred buffer of a split backward's input part.
   Value deferredBase(Value deferred, int64_t layer, int64_t mb);
   LogicalResult lowerSync(SyncOp op);
+  /// The view of the updated (or, under partial synchronization, averaged)
+  /// master.
+  void lowerViewPrefetch(ViewPrefetchOp op);
   LogicalResult lowerUpdate(UpdateOp op);
   /// Gradient clipping: zeroes the norm's buffer, adds the squares of this
   /// rank's part of every synced gradient (the buffers the updates read)

@@ -942,3 +942,25 @@ mt3k.program @p stage 0 {
   // expected-error @+2 {{failed to parse MT3K_TracePhaseAttr}}
   mt3k.trace_begin "x" sideways
 }
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.group @dp data_parallel size 4
+mt3k.program @p stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 64xf32>
+  // expected-error @+1 {{phase 4 must be below the period 4}}
+  %t = mt3k.all_reduce avg %a -> %a on @dp ring every 4 phase 4 : !mt3k.buffer<ddr, 64xf32> -> !mt3k.buffer<ddr, 64xf32>
+  mt3k.wait %t
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.group @dp data_parallel size 4
+mt3k.program @p stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 64xf32>
+  // expected-error @+1 {{attribute 'period' failed to satisfy constraint: 64-bit signless integer attribute whose minimum value is 2}}
+  %t = mt3k.all_reduce avg %a -> %a on @dp ring every 1 phase 0 : !mt3k.buffer<ddr, 64xf32> -> !mt3k.buffer<ddr, 64xf32>
+  mt3k.wait %t
+}

@@ -795,7 +795,8 @@ ratrain.pipeline @p for @m plan #ratrain.plan<clusters = 2, pp = 2, dp = 1, micr
 
 // -----
 
-// update needs a synced gradient (lifecycle phase)
+// update needs a synced gradient (lifecycle phase) unless the plan
+// synchronizes partially
 ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
     positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
   ratrain.layer 0 embedding hidden(64) vocab(128)
@@ -809,7 +810,7 @@ ratrain.pipeline @p for @m plan #ratrain.plan<clusters = 2, pp = 2, dp = 1, micr
     %g = ratrain.backward %v1, %a mb(0) : !ratrain.view<1>, !ratrain.act<1, full>
     %r = ratrain.grad_ready %g : !ratrain.grad<1, partial>
     
-    // expected-error @+1 {{operand #0 must be gradient in phase 'synced'}}
+    // expected-error @+1 {{applies the ready (unsynced) gradient of layer 1, but the plan synchronizes every step (sync_period = 1)}}
     %nm, %no = ratrain.update adamw %r, %m1, %o1 : !ratrain.grad<1, ready>, !ratrain.master<1>, !ratrain.opt_state<1>
     ratrain.yield %v0, %m0, %o0, %v1, %m1, %o1 : !ratrain.view<0>, !ratrain.master<0>, !ratrain.opt_state<0>, !ratrain.view<1>, !ratrain.master<1>, !ratrain.opt_state<1>
   }
@@ -1002,4 +1003,78 @@ ratrain.pipeline @step for @m
           !ratrain.view<1>, !ratrain.master<1>, !ratrain.opt_state<1>,
           !ratrain.view<2>, !ratrain.master<2>, !ratrain.opt_state<2>
   }
+}
+
+// -----
+
+// the averaging of partial synchronization: an all_reduce of a master needs a
+// period, a phase below it, and a period only goes on that all_reduce
+ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
+  ratrain.layer 0 embedding hidden(64) vocab(128)
+  ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
+  ratrain.layer 2 head hidden(64) vocab(128)
+}
+ratrain.pipeline @p for @m plan #ratrain.plan<clusters = 2, pp = 1, dp = 2, micro_batch_size = 1, micro_batches = 1, zero = 0, stage_layers = [3], recompute = [none], step_us = 0, peak_bytes = 0, sync_period = 4> {
+  ratrain.stage 0 layers [0, 3) states(%v0: !ratrain.view<0>, %m0: !ratrain.master<0>, %o0: !ratrain.opt_state<0>, %v1: !ratrain.view<1>, %m1: !ratrain.master<1>, %o1: !ratrain.opt_state<1>, %v2: !ratrain.view<2>, %m2: !ratrain.master<2>, %o2: !ratrain.opt_state<2>) {
+    // expected-error @+1 {{an all_reduce of a master averages it under partial synchronization and needs `every <period> phase <phase>`}}
+    %a = ratrain.sync all_reduce %m0 hierarchy flat : !ratrain.master<0> -> !ratrain.async<!ratrain.master<0>>
+    ratrain.yield %v0, %m0, %o0, %v1, %m1, %o1, %v2, %m2, %o2 : !ratrain.view<0>, !ratrain.master<0>, !ratrain.opt_state<0>, !ratrain.view<1>, !ratrain.master<1>, !ratrain.opt_state<1>, !ratrain.view<2>, !ratrain.master<2>, !ratrain.opt_state<2>
+  }
+}
+
+// -----
+
+ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
+  ratrain.layer 0 embedding hidden(64) vocab(128)
+  ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
+  ratrain.layer 2 head hidden(64) vocab(128)
+}
+ratrain.pipeline @p for @m plan #ratrain.plan<clusters = 2, pp = 1, dp = 2, micro_batch_size = 1, micro_batches = 1, zero = 0, stage_layers = [3], recompute = [none], step_us = 0, peak_bytes = 0, sync_period = 4> {
+  ratrain.stage 0 layers [0, 3) states(%v0: !ratrain.view<0>, %m0: !ratrain.master<0>, %o0: !ratrain.opt_state<0>, %v1: !ratrain.view<1>, %m1: !ratrain.master<1>, %o1: !ratrain.opt_state<1>, %v2: !ratrain.view<2>, %m2: !ratrain.master<2>, %o2: !ratrain.opt_state<2>) {
+    // expected-error @+1 {{phase 4 must be below the period 4}}
+    %a = ratrain.sync all_reduce %m0 hierarchy flat every 4 phase 4 : !ratrain.master<0> -> !ratrain.async<!ratrain.master<0>>
+    ratrain.yield %v0, %m0, %o0, %v1, %m1, %o1, %v2, %m2, %o2 : !ratrain.view<0>, !ratrain.master<0>, !ratrain.opt_state<0>, !ratrain.view<1>, !ratrain.master<1>, !ratrain.opt_state<1>, !ratrain.view<2>, !ratrain.master<2>, !ratrain.opt_state<2>
+  }
+}
+
+// -----
+
+ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
+  ratrain.layer 0 embedding hidden(64) vocab(128)
+  ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
+  ratrain.layer 2 head hidden(64) vocab(128)
+}
+ratrain.pipeline @p for @m plan #ratrain.plan<clusters = 2, pp = 1, dp = 2, micro_batch_size = 1, micro_batches = 1, zero = 0, stage_layers = [3], recompute = [none], step_us = 0, peak_bytes = 0, sync_period = 4> {
+  ratrain.stage 0 layers [0, 3) states(%v0: !ratrain.view<0>, %m0: !ratrain.master<0>, %o0: !ratrain.opt_state<0>, %v1: !ratrain.view<1>, %m1: !ratrain.master<1>, %o1: !ratrain.opt_state<1>, %v2: !ratrain.view<2>, %m2: !ratrain.master<2>, %o2: !ratrain.opt_state<2>) {
+    // expected-error @+1 {{only an all_reduce of a master (the averaging of partial synchronization) runs every few steps; this is a all_gather of '!ratrain.view<0>'}}
+    %a = ratrain.sync all_gather %v0 hierarchy flat every 4 phase 1 : !ratrain.view<0> -> !ratrain.async<!ratrain.view<0>>
+    ratrain.yield %v0, %m0, %o0, %v1, %m1, %o1, %v2, %m2, %o2 : !ratrain.view<0>, !ratrain.master<0>, !ratrain.opt_state<0>, !ratrain.view<1>, !ratrain.master<1>, !ratrain.opt_state<1>, !ratrain.view<2>, !ratrain.master<2>, !ratrain.opt_state<2>
+  }
+}
+
+// -----
+
+ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
+  ratrain.layer 0 embedding hidden(64) vocab(128)
+  ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
+  ratrain.layer 2 head hidden(64) vocab(128)
+}
+// expected-error @+1 {{plan sync_period = 4 needs zero = 0 (each replica keeps and updates whole masters), got zero = 1}}
+ratrain.pipeline @p for @m plan #ratrain.plan<clusters = 2, pp = 1, dp = 2, micro_batch_size = 1, micro_batches = 1, zero = 1, stage_layers = [3], recompute = [none], step_us = 0, peak_bytes = 0, sync_period = 4> {
+}
+
+// -----
+
+ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
+  ratrain.layer 0 embedding hidden(64) vocab(128)
+  ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
+  ratrain.layer 2 head hidden(64) vocab(128)
+}
+// expected-error @+1 {{plan sync_period = 0 must be 1 (every step) to 1024}}
+ratrain.pipeline @p for @m plan #ratrain.plan<clusters = 2, pp = 1, dp = 2, micro_batch_size = 1, micro_batches = 1, zero = 0, stage_layers = [3], recompute = [none], step_us = 0, peak_bytes = 0, sync_period = 0> {
 }

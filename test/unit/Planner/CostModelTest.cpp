@@ -547,3 +547,24 @@ TEST(CostModel, QuantizedWiresAreCheaperOnASlowNetwork) {
   EXPECT_NEAR(quantizedAcross - codec,
               3 * 5e-6 + (nativeAcross - 3 * 5e-6) * (1 + 4.0 / 256) / 2, 1e-9);
 }
+
+TEST(CostModel, PartialSynchronizationPricesTheAveragedMastersPerStep) {
+  MachineModel machine = testMachine();
+  ModelConfig model = testModel();
+  CostModel costs(model, machine);
+  ParallelConfig config;
+  config.pipelineStages = 1;
+  config.dataParallel = 16;
+  int64_t params = model.paramsPerLayer();
+  double gradient =
+      itemCommunication(costs, config, params).gradSync; // bf16 all-reduce
+  EXPECT_DOUBLE_EQ(gradient,
+                   costs.collective(CollectiveKind::AllReduce, params * 2, 16));
+  // Every 4 steps, the fp32 masters: a quarter of a 4-byte all-reduce.
+  config.syncPeriod = 4;
+  double averaged = itemCommunication(costs, config, params).gradSync;
+  EXPECT_DOUBLE_EQ(averaged,
+                   costs.collective(CollectiveKind::AllReduce, params * 4, 16) /
+                       4);
+  EXPECT_LT(averaged, gradient);
+}

@@ -157,6 +157,13 @@ Token dma(Runtime &r, const Tensor &src, const Tensor &dst, int core,
           int channel);
 Token allReduce(Runtime &r, Group g, const Tensor &src, const Tensor &dst,
                 ReduceOp op, CollectiveAlgorithm algorithm);
+/// mt3k.all_reduce ... every `period` phase `phase`: the all-reduce in the
+/// training steps s with s mod period = phase; in the other steps and in
+/// validation steps a completed token, `dst` untouched.
+Token periodicAllReduce(Runtime &r, Session &s, Group g, const Tensor &src,
+                        const Tensor &dst, ReduceOp op,
+                        CollectiveAlgorithm algorithm, int64_t period,
+                        int64_t phase);
 /// `wire`: mt3k's `wire int8|int4` (quantized, ZeRO++ qgZ / qwZ).
 Token reduceScatter(Runtime &r, Group g, const Tensor &src, const Tensor &dst,
                     ReduceOp op, CollectiveAlgorithm algorithm,
