@@ -45,6 +45,10 @@ POLICIES = ["ratrain", "gpu-style"]
 # chip, 1 the system network; (0, 1, 1) is the plain machine, 2.5 / 2.9 seed
 # 001's collective NoC.
 IN_NETWORK = [(0, 1, 1), (0, 2.5, 2.9), (0, 5, 5), (0, 10, 10), (1, 2.5, 2.9), (1, 10, 10)]
+# Partial synchronization (ratrain-sim --sync-period): the models and the
+# periods, per network slowdown.
+PARTIAL_SYNC_MODELS = [("LLaMA-2-7B", "llama-2-7b.json"), ("LLaMA-3.2-1B", "llama-3.2-1b.json")]
+SYNC_PERIODS = [4, 16]
 # Pipeline message modes (ratrain-sim --transfers).
 TRANSFERS = ["two-sided", "one-sided"]
 # Pipeline schedules (ratrain-sim --schedule): each kind's best plan, and the
@@ -457,6 +461,7 @@ def main():
     network = []
     transfers = []
     in_network = []
+    partial_sync = []
     with tempfile.TemporaryDirectory() as tmp:
         for factor in NETWORK_SLOWDOWNS:
             machine_file = MACHINE if factor == 1 else slower_network(MACHINE, factor, tmp)
@@ -480,6 +485,31 @@ def main():
                     f"{t} {r.get('step-time-s', 0):.4f} s" for t, r in runs.items()),
                     file=sys.stderr)
             transfers.append((factor, row))
+        # 1g. Partial synchronization: per-step sync (planner free, and on
+        # the layout of the partial plan) vs each layer averaged every H
+        # steps.
+        for factor in NETWORK_SLOWDOWNS:
+            machine_file = MACHINE if factor == 1 else slower_network(MACHINE, factor, tmp)
+            row = []
+            for name, model_file in PARTIAL_SYNC_MODELS:
+                runs = {"sync": simulate(tool, model_file, CLUSTERS, GLOBAL_BATCH, "ratrain",
+                                         machine=machine_file)}
+                for h in SYNC_PERIODS:
+                    runs[h] = simulate(tool, model_file, CLUSTERS, GLOBAL_BATCH, "ratrain",
+                                       ["--sync-period", str(h)], machine=machine_file)
+                partial_plan = runs[SYNC_PERIODS[0]].get("plan", "")
+                pp = re.search(r"\bpp=(\d+)", partial_plan)
+                offload = re.search(r"\boffload=(\w+)", partial_plan)
+                if pp:
+                    extra = ["--pp", pp.group(1), "--zero", "0",
+                             "--offload", offload.group(1) if offload else "none"]
+                    runs["sync-same-layout"] = simulate(tool, model_file, CLUSTERS, GLOBAL_BATCH,
+                                                        "ratrain", extra, machine=machine_file)
+                row.append((name, runs))
+                print(f"{name} network /{factor}: " + ", ".join(
+                    f"{k} {r.get('step-time-s', 0):.3f} s" for k, r in runs.items()),
+                    file=sys.stderr)
+            partial_sync.append((factor, row))
         # 1f. In-network collectives on the chip level, planner free.
         for level, reduce, multicast in IN_NETWORK:
             machine_file = (MACHINE if reduce == multicast == 1
@@ -545,7 +575,7 @@ def main():
 
     write_report(args.out, machine, comparison, speedups, sweep, network, scaling,
                  scaling_rows, timelines, compiled, schedules, schedule_timelines, clipping, transfers,
-                 in_network)
+                 in_network, partial_sync)
 
 
 def write_schedules(w, schedules, schedule_timelines):
@@ -753,9 +783,62 @@ def write_in_network(w, in_network):
     w("")
 
 
+def write_partial_sync(w, partial_sync):
+    """Layer-wise partial synchronization, DreamDDP (issue 14)."""
+    w("## Partial synchronization (DreamDDP)")
+    w("")
+    w("Each data-parallel replica updates with its own gradient and every layer's fp32 masters "
+      "are averaged over the replicas once every H steps, a 1/H share of the layers in each step "
+      "(docs/schedule.md, \"Partial synchronization\"). It keeps whole masters on every replica, "
+      "so the planner searches ZeRO-0 plans only (optimizer states may be offloaded; the masters "
+      "stay in DDR). Same requests as above (1024 clusters, global batch 1024, ratrain policy, "
+      "1F1B), every network bandwidth of the machine file divided by the slowdown. **per-step "
+      "sync** is the planner's best plan with the gradient all-reduced (or reduce-scattered) "
+      "every step; **same layout** is the planner's best per-step plan at the partial plan's "
+      "pp, ZeRO-0 and offload. The simulator runs H + 1 iterations, so the step is the mean over "
+      "the H phases; `exposed` is the time per step blocked on gradient and parameter "
+      "collectives.")
+    w("")
+    w("| network | model | per-step sync plan | step | exposed | same layout step | exposed | "
+      + " | ".join(f"H = {h} step | exposed | vs per-step | vs same layout" for h in SYNC_PERIODS)
+      + " |")
+    w("| --- | --- | --- | --- | --- | --- | --- | "
+      + " | ".join("--- | --- | --- | ---" for _ in SYNC_PERIODS) + " |")
+
+    def coll(r):
+        return (r.get("exposed-all-reduce-s", 0) + r.get("exposed-reduce-scatter-s", 0)
+                + r.get("exposed-all-gather-s", 0))
+
+    for factor, row in partial_sync:
+        for name, runs in row:
+            sync, same = runs["sync"], runs.get("sync-same-layout", {"error": "none"})
+            if "error" in sync:
+                w(f"| /{factor} | {name} | no plan: {sync['error'][:120]} |" + " |" * 20)
+                continue
+            cells = [f"/{factor}", name, f"`{sync.get('plan', '?')}`",
+                     fmt_s(sync["step-time-s"]), fmt_s(coll(sync))]
+            cells += ([fmt_s(same["step-time-s"]), fmt_s(coll(same))] if "error" not in same
+                      else ["no plan", ""])
+            for h in SYNC_PERIODS:
+                r = runs[h]
+                if "error" in r:
+                    cells += ["no plan", "", "", ""]
+                    continue
+                cells += [fmt_s(r["step-time-s"]), fmt_s(coll(r)),
+                          f"{sync['step-time-s'] / r['step-time-s']:.3f}x",
+                          (f"{same['step-time-s'] / r['step-time-s']:.3f}x"
+                           if "error" not in same else "")]
+            w("| " + " | ".join(cells) + " |")
+    w("")
+    plans = {name: runs[SYNC_PERIODS[0]].get("plan", "?") for name, runs in partial_sync[0][1]} \
+        if partial_sync else {}
+    w("Partial plans: " + "; ".join(f"{name} `{plan}`" for name, plan in plans.items()) + ".")
+    w("")
+
+
 def write_report(out, machine, comparison, speedups, sweep, network, scaling, scaling_rows,
                  timelines, compiled, schedules, schedule_timelines, clipping, transfers,
-                 in_network):
+                 in_network, partial_sync):
     m = machine
     lines = []
     w = lines.append
@@ -955,6 +1038,7 @@ def write_report(out, machine, comparison, speedups, sweep, network, scaling, sc
     write_clipping(w, clipping)
     write_transfers(w, transfers)
     write_in_network(w, in_network)
+    write_partial_sync(w, partial_sync)
 
     w("## LLaMA-2-7B scaling, 8 to 1024 clusters")
     w("")

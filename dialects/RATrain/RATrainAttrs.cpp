@@ -324,11 +324,11 @@ LogicalResult PlanAttr::verify(
                          << maxGradNorm
                          << "): there is no global gradient to take the norm "
                             "of";
-    if (offload != Offload::None)
+    if (offload == Offload::Master)
       return emitError() << "plan sync_period = " << syncPeriod
-                         << " needs the masters in DDR (offload = none), got "
-                            "offload = "
-                         << stringifyOffload(offload);
+                         << " averages the masters in DDR: they cannot be "
+                            "offloaded (offload = master); offload = "
+                            "optimizer keeps them in DDR";
   }
   return success();
 }

@@ -266,7 +266,8 @@ def RATrain_PlanAttr : RATrain_Attr<"Plan", "plan"> {
     with its own gradient, and each layer's fp32 masters are averaged over
     the replicas once every `sync_period` steps, in the step of the layer's
     phase (`ratrain.sync all_reduce` of a master `every H phase p`). Needs
-    `zero = 0`, no clipping and no offload.
+    `zero = 0`, no clipping and the masters in DDR (`offload` none or
+    `optimizer`).
 
     `max_grad_norm` (omitted when 0: no clipping) clips the step's
     gradients to that global L2 norm before any update, as PyTorch's

@@ -617,10 +617,12 @@ llvm::Expected<PlanResult> ratrain::planTraining(const ModelConfig &model0,
           "sync period {0} (partial synchronization) needs ZeRO-0: each "
           "replica keeps and updates whole masters",
           request.syncPeriod));
-    if (request.offload && *request.offload != OffloadPolicy::None)
+    if (request.offload &&
+        *request.offload == OffloadPolicy::MasterAndOptimizer)
       return makeError(llvm::formatv(
           "sync period {0} (partial synchronization) averages masters in "
-          "DDR: it cannot offload them (offload={1})",
+          "DDR: it cannot offload them (offload={1}; offload=optimizer "
+          "keeps them in DDR)",
           request.syncPeriod, stringifyOffloadPolicy(*request.offload)));
   }
   int64_t tierCap = machine.offloadBytesPerCluster();
@@ -632,7 +634,9 @@ llvm::Expected<PlanResult> ratrain::planTraining(const ModelConfig &model0,
           "(offload.bytes_per_node)",
           stringifyOffloadPolicy(*request.offload), machine.name));
     offloads = {*request.offload};
-  } else if (tierCap > 0 && request.syncPeriod == 1) {
+  } else if (tierCap > 0 && request.syncPeriod > 1) {
+    offloads = {OffloadPolicy::None, OffloadPolicy::OptimizerStates};
+  } else if (tierCap > 0) {
     offloads = {OffloadPolicy::None, OffloadPolicy::OptimizerStates,
                 OffloadPolicy::MasterAndOptimizer};
   } else {

@@ -377,6 +377,13 @@ void Engine::issueAsync(uint32_t s, const Task &task) {
   case TaskKind::Collective:
     op.plan = st.plan[st.pc];
     op.numSteps = static_cast<uint32_t>(plans[op.plan].size());
+    if (!task.runsIn(op.iteration)) {
+      op.skipped = true;
+      op.numSteps = 0;
+      op.start = now;
+      schedule(now, EventType::StepDone, opIndex);
+      return;
+    }
     if (st.commBusy[task.channel]) {
       st.commQueue[task.channel].push_back(opIndex);
     } else {
@@ -476,7 +483,7 @@ void Engine::completeOp(uint32_t opIndex) {
   IterationStats &stats = st.stats[op.iteration];
   stats.lastAsyncDone = std::max(stats.lastAsyncDone, now);
 
-  if (recording(op.iteration)) {
+  if (recording(op.iteration) && !op.skipped) {
     TraceInterval interval;
     interval.stage = op.stage;
     interval.task = op.task;
@@ -516,7 +523,7 @@ void Engine::completeOp(uint32_t opIndex) {
       st.offloadQueue.pop_front();
       startOffload(next);
     }
-  } else if (task.kind == TaskKind::Collective) {
+  } else if (task.kind == TaskKind::Collective && !op.skipped) {
     auto &queue = st.commQueue[task.channel];
     if (queue.empty()) {
       st.commBusy[task.channel] = false;

@@ -106,6 +106,9 @@ struct Op {
   uint32_t numSteps = 1;
   uint32_t flow = kNone;
   double start = 0; ///< When the first byte could move (after any queueing).
+  /// A periodic collective outside its phase: completed at once, never on
+  /// the communication stream.
+  bool skipped = false;
 };
 
 enum class EventType : uint8_t { ComputeDone, LatencyDone, FlowDone, StepDone };

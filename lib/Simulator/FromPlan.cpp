@@ -199,6 +199,9 @@ llvm::Expected<Synthetic1F1BConfig> sim::planToSyntheticConfig(
   }
   result.gradientStream = zero3 ? 1 : 0;
   result.clipGradients = config.maxGradNorm > 0;
+  const bool partial = config.syncPeriod > 1 && d > 1 && !zero;
+  if (partial)
+    result.syncPeriod = config.syncPeriod;
   result.tokensPerIteration = static_cast<double>(config.globalBatch()) *
                               static_cast<double>(model.seqLen);
   result.modelFlopsPerIteration = modelFlopsPerIteration(model, config);
@@ -251,6 +254,11 @@ llvm::Expected<Synthetic1F1BConfig> sim::planToSyntheticConfig(
           costs.gradSquares(zero ? (params + d - 1) / d : params);
     stage.viewCastSeconds = costs.viewCast(updated);
     stage.gradientBytesPerLayer = 2 * paramsPerLayer;
+    if (partial) {
+      // No gradient sync: the fp32 masters are averaged in their phase.
+      stage.gradientBytesPerLayer = 0;
+      stage.averageBytesPerLayer = 4 * paramsPerLayer;
+    }
     if (result.partitionGradSpec) {
       stage.partitionGradientBytesPerLayer = 2 * paramsPerLayer;
       stage.gradientBytesPerLayer =

@@ -159,9 +159,13 @@ void StageProgram::addRecv(uint32_t fromStage, int64_t bytes, uint64_t tag,
 }
 
 Token StageProgram::addCollective(const CollectiveSpec &spec,
-                                  llvm::StringRef label, uint32_t stream) {
+                                  llvm::StringRef label, uint32_t stream,
+                                  uint32_t period, uint32_t phase) {
+  assert(period >= 1 && phase < period && "a phase of the period");
   Task task;
   task.kind = TaskKind::Collective;
+  task.period = period;
+  task.phase = phase;
   task.channel = stream;
   task.collective = spec;
   task.bytes = spec.bytes;
@@ -213,6 +217,14 @@ std::string StageProgram::describeTask(size_t index) const {
   if (!labels[index].empty())
     text += " '" + labels[index] + "'";
   return text + ")";
+}
+
+uint32_t SimProgram::longestPeriod() const {
+  uint32_t longest = 1;
+  for (const StageProgram &stage : stages)
+    for (size_t i = 0; i < stage.size(); ++i)
+      longest = std::max(longest, stage.getTask(i).period);
+  return longest;
 }
 
 size_t SimProgram::totalTasks() const {

@@ -43,7 +43,8 @@ public:
       : config(config), costs(costs), stage(stage), program(program),
         last(stage == config.stages - 1), syncTokens(costs.layers),
         gatherTokens(costs.layers), reloadTokens(costs.layers),
-        pendingWaits(costs.layers), primed(costs.layers, false) {}
+        pendingWaits(costs.layers), primed(costs.layers, false),
+        averageTokens(costs.layers), updated(costs.layers, false) {}
 
   void build();
 
@@ -60,6 +61,55 @@ private:
     return config.dataParallel > 1 && costs.gradientBytesPerLayer > 0;
   }
   bool offloads() const { return costs.offloadBytesPerLayer > 0; }
+  /// Partial synchronization: local layer `l`'s update, then the averaging
+  /// of its masters in the iterations of its phase.
+  bool averages() const {
+    return config.dataParallel > 1 && config.syncPeriod > 1 &&
+           costs.averageBytesPerLayer > 0;
+  }
+  void updateAndAverage(int64_t l) {
+    update(l);
+    average(l);
+  }
+  /// Local layer `l`'s update; offloaded optimizer states stream through
+  /// two buffers as in perLayerLifecycle (the write-backs of the whole-model
+  /// placement are waited at the end).
+  void update(int64_t l, std::vector<Token> *writeBacks = nullptr) {
+    int64_t layer = globalLayer(l);
+    if (offloads())
+      program.addWait(writeBacks ? reload(l) : reloadTokens[l], false,
+                      llvm::formatv("wait reload L{0}", layer).str());
+    if (costs.updateSeconds > 0)
+      program.addCompute(ComputeKind::Update, costs.updateSeconds, 0,
+                         llvm::formatv("update L{0}", layer).str());
+    if (offloads()) {
+      Token written = writeBack(l);
+      if (writeBacks)
+        writeBacks->push_back(written);
+      else if (l >= 2)
+        reloadTokens[l - 2] = reload(l - 2);
+    }
+    updated[l] = true;
+  }
+  void average(int64_t l) {
+    int64_t layer = globalLayer(l);
+    averageTokens[l] = program.addCollective(
+        config.zeroCollective(config.gradSyncSpec, CollectiveKind::AllReduce,
+                              costs.averageBytesPerLayer),
+        llvm::formatv("average L{0}", layer).str(), config.gradientStream,
+        uint32_t(config.syncPeriod), uint32_t(l % config.syncPeriod));
+  }
+  /// Waits for each averaging and casts the view from the averaged masters.
+  void castAveragedViews() {
+    for (int64_t l = costs.layers - 1; l >= 0; --l) {
+      int64_t layer = globalLayer(l);
+      program.addWait(averageTokens[l], false,
+                      llvm::formatv("wait average L{0}", layer).str());
+      if (costs.viewCastSeconds > 0)
+        program.addCompute(ComputeKind::ViewCast, costs.viewCastSeconds, 0,
+                           llvm::formatv("view-cast L{0}", layer).str());
+    }
+  }
   Token reload(int64_t l) {
     return program.addOffloadTransfer(
         costs.offloadBytesPerLayer,
@@ -106,6 +156,9 @@ private:
   /// reduce-scatter inside its level, then the sync).
   void gradientCollectives(int64_t l, int64_t mb) {
     int64_t layer = globalLayer(l);
+    if (averages() && stage == 0 && mb == config.microBatches - 1 &&
+        config.placement == LifecyclePlacement::PerLayer)
+      updateAndAverage(l);
     if (partitionSyncs() && mb == config.microBatches - 1)
       syncTokens[l] = program.addCollective(
           config.zeroCollective(config.partitionGradSpec,
@@ -148,6 +201,10 @@ private:
   /// ZeRO-3 with a secondary partition: the layer's secondary shard was
   /// gathered this iteration.
   std::vector<bool> primed;
+  /// Partial synchronization: each layer's averaging, and whether its update
+  /// was emitted.
+  std::vector<Token> averageTokens;
+  std::vector<bool> updated;
 };
 
 } // namespace
@@ -156,6 +213,13 @@ private:
 /// syncs complete (last layer first): wait, update, cast, issue the
 /// all-gather of the view that the layer's next forward waits for.
 void StageBuilder::perLayerLifecycle() {
+  if (averages()) {
+    for (int64_t l = costs.layers - 1; l >= 0; --l)
+      if (!updated[l])
+        updateAndAverage(l);
+    castAveragedViews();
+    return;
+  }
   if (config.clipGradients) {
     // Every sync first: the global norm needs all of them.
     for (int64_t l = costs.layers - 1; l >= 0; --l)
@@ -290,6 +354,19 @@ void StageBuilder::backward(int64_t mb) {
 }
 
 void StageBuilder::wholeModelLifecycle() {
+  if (averages()) {
+    // Whole-stage phases: the updates and their averagings, then the
+    // waits and the casts.
+    std::vector<Token> writeBacks;
+    for (int64_t l = costs.layers - 1; l >= 0; --l)
+      update(l, &writeBacks);
+    for (int64_t l = costs.layers - 1; l >= 0; --l)
+      average(l);
+    castAveragedViews();
+    for (Token token : writeBacks)
+      program.addWait(token, false, "wait write-back");
+    return;
+  }
   // The per-micro-batch reduce-scatters run in order on their stream: the
   // last one issued completes last.
   Token lastScatter = syncTokens.empty() ? Token() : syncTokens.front();

@@ -81,6 +81,63 @@ private:
     return config.dataParallel > 1 && stages[c].gatherBytesPerLayer > 0;
   }
   bool offloads(int64_t c) const { return stages[c].offloadBytesPerLayer > 0; }
+  /// Partial synchronization (Synthetic1F1BConfig::syncPeriod).
+  bool averages() const {
+    return config.dataParallel > 1 && config.syncPeriod > 1 &&
+           stages.front().averageBytesPerLayer > 0;
+  }
+  /// The averaging of chunk `c`'s local layer `l`, in its phase.
+  Token average(int64_t c, int64_t l) {
+    return program.addCollective(
+        config.zeroCollective(config.gradSyncSpec, CollectiveKind::AllReduce,
+                              stages[c].averageBytesPerLayer),
+        llvm::formatv("average L{0}", layerOf(c, l)).str(),
+        config.gradientStream, uint32_t(config.syncPeriod),
+        uint32_t(l % config.syncPeriod));
+  }
+  /// Partial synchronization: the updates of `items`, then their averagings
+  /// (right after each update when `interleave`), then each averaging's
+  /// wait and the cast of the view.
+  /// Offloaded optimizer states stream through two buffers (per layer) or
+  /// are reloaded before each update (whole model, write-backs waited at
+  /// the end), as in the lifecycles below.
+  void averagedLifecycle(llvm::ArrayRef<Item> items, bool interleave) {
+    std::vector<Token> tokens, writeBacks;
+    for (size_t k = 0; k < items.size(); ++k) {
+      const Item &item = items[k];
+      int64_t c = item.chunk, layer = layerOf(c, item.local);
+      if (offloads(c))
+        program.addWait(interleave && k < reloads.size()
+                            ? reloads[k]
+                            : offloadTransfer(item, "reload"),
+                        false, llvm::formatv("wait reload L{0}", layer).str());
+      if (stages[c].updateSeconds > 0)
+        program.addCompute(ComputeKind::Update, stages[c].updateSeconds, 0,
+                           llvm::formatv("update L{0}", layer).str());
+      if (offloads(c)) {
+        writeBacks.push_back(offloadTransfer(item, "write back"));
+        if (interleave && k + 2 < items.size() && offloads(items[k + 2].chunk))
+          reloads.push_back(offloadTransfer(items[k + 2], "reload"));
+      }
+      if (interleave)
+        tokens.push_back(average(item.chunk, item.local));
+    }
+    if (!interleave)
+      for (const Item &item : items)
+        tokens.push_back(average(item.chunk, item.local));
+    for (auto [item, token] : llvm::zip(items, tokens)) {
+      int64_t layer = layerOf(item.chunk, item.local);
+      program.addWait(token, false,
+                      llvm::formatv("wait average L{0}", layer).str());
+      if (stages[item.chunk].viewCastSeconds > 0)
+        program.addCompute(ComputeKind::ViewCast,
+                           stages[item.chunk].viewCastSeconds, 0,
+                           llvm::formatv("view-cast L{0}", layer).str());
+    }
+    if (!interleave)
+      for (Token token : writeBacks)
+        program.addWait(token, false, "wait write-back");
+  }
   bool perLayer() const {
     return config.placement == LifecyclePlacement::PerLayer;
   }
@@ -322,6 +379,10 @@ void RankBuilder::weight(int64_t c, int64_t mb) {
 /// After the rank's last action, in the order the syncs were issued: wait,
 /// update, cast, issue the view all-gather the next forward waits for.
 void RankBuilder::perLayerLifecycle() {
+  if (averages()) {
+    averagedLifecycle(ready, /*interleave=*/true);
+    return;
+  }
   if (config.clipGradients) {
     // Every sync first: the global norm needs all of them.
     double squares = 0;
@@ -375,6 +436,15 @@ void RankBuilder::perLayerLifecycle() {
 }
 
 void RankBuilder::wholeModelLifecycle() {
+  if (averages()) {
+    std::vector<Item> items;
+    for (int64_t c = 0; c < numStages; ++c)
+      if (rankOf(c) == rank)
+        for (int64_t l = 0; l < stages[c].layers; ++l)
+          items.push_back({c, l});
+    averagedLifecycle(items, /*interleave=*/false);
+    return;
+  }
   std::vector<int64_t> mine;
   int64_t gradientBytes = 0, gatherBytes = 0;
   for (int64_t c = 0; c < numStages; ++c)

@@ -379,6 +379,14 @@ int main(int argc, char **argv) {
 
   SimOptions options;
   options.iterations = iterations;
+  // Collectives every few iterations (partial synchronization): the steady
+  // state (iterations 2..N) covers each phase of the period once.
+  if (uint32_t period = program->longestPeriod(); iterations < period + 1) {
+    options.iterations = period + 1;
+    llvm::errs() << "note: simulating " << options.iterations
+                 << " iterations, so that the steady state covers each of the "
+                 << period << " phases of the sync period once\n";
+  }
   options.recordTrace = !tracePath.empty() || !svgPath.empty();
   options.traceIterations = traceIterations;
   if (options.recordTrace && traceIterations.getNumOccurrences() == 0)

@@ -228,7 +228,8 @@ struct ParallelConfig {
   /// "Partial synchronization"): 1 all-reduces every gradient every step;
   /// H > 1 updates each replica with its own gradient and averages each
   /// layer's fp32 masters once every H steps, the layers spread over the H
-  /// phases (syncPhases). Needs ZeRO-0, no clipping and no offload.
+  /// phases (assignSyncPhases). Needs ZeRO-0, no clipping and the masters in
+  /// DDR (offload of the optimizer states only).
   int64_t syncPeriod = 1;
 
   int64_t clusters() const { return pipelineStages * dataParallel; }

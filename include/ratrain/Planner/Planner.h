@@ -70,7 +70,8 @@ struct PlanRequest {
   /// candidate gets it.
   TransferPolicy transfers = TransferPolicy::TwoSided;
   /// Partial synchronization (ParallelConfig::syncPeriod); every candidate
-  /// gets it, and only ZeRO-0 candidates without offload are searched.
+  /// gets it, and only ZeRO-0 candidates that keep the masters in DDR are
+  /// searched.
   int64_t syncPeriod = 1;
   /// DDR cap per cluster in bytes; 0 uses machine.cluster.ddrBytes.
   int64_t memoryCapBytes = 0;

@@ -183,6 +183,16 @@ struct Task {
   /// the matching recv. Otherwise (a one-sided put, or an eager message) the
   /// data moves as soon as it is sent.
   bool rendezvous = false;
+  /// Collective: runs only in the iterations i with (i + 1) mod period =
+  /// phase (the runtime's steps s = i + 1 with s mod period = phase), and
+  /// completes at once, without queueing, in the others. Partial
+  /// synchronization (DreamDDP) averages each layer's masters so.
+  uint32_t period = 1;
+  uint32_t phase = 0;
+  /// Whether the task runs in iteration `iteration` (0-based).
+  bool runsIn(uint32_t iteration) const {
+    return period <= 1 || (iteration + 1) % period == phase;
+  }
 };
 
 /// The program of one pipeline stage.
@@ -211,8 +221,11 @@ public:
   /// Collectives of one stage run one at a time, in issue order, on their
   /// communication stream (as on one NCCL communicator / stream); different
   /// streams run concurrently and share the links.
+  /// With `period` > 1 the collective runs only in the iterations of its
+  /// `phase` (Task::period).
   Token addCollective(const CollectiveSpec &spec, llvm::StringRef label,
-                      uint32_t stream = 0);
+                      uint32_t stream = 0, uint32_t period = 1,
+                      uint32_t phase = 0);
   /// Blocks until `token` completes; with `previousIteration`, until the
   /// previous iteration's instance of that task completes.
   void addWait(Token token, bool previousIteration = false,
@@ -273,6 +286,10 @@ struct SimProgram {
            clustersPerStage;
   }
   size_t totalTasks() const;
+  /// The longest period of a task (Task::period; 1 when every task runs
+  /// every iteration): 1 + it iterations see every phase in the steady
+  /// state.
+  uint32_t longestPeriod() const;
 
   /// Checks the program: stage indices in range, each recv matches exactly one
   /// send (and its byte count), tags unique per stage pair, waits name an

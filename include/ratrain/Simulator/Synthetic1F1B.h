@@ -68,6 +68,10 @@ struct SyntheticStage {
   double backwardFlops = 0;
   /// Gradient bytes per layer synchronized over the data-parallel group.
   int64_t gradientBytesPerLayer = 0;
+  /// Partial synchronization (Synthetic1F1BConfig::syncPeriod): fp32 master
+  /// bytes per layer averaged over the data-parallel group after the
+  /// layer's update, in the iterations of its phase; 0 = none.
+  int64_t averageBytesPerLayer = 0;
   /// 16-bit parameter bytes per layer all-gathered after the update (ZeRO
   /// 1 and 2); 0 = no all-gather.
   int64_t gatherBytesPerLayer = 0;
@@ -158,6 +162,13 @@ struct Synthetic1F1BConfig {
   /// reduce-scatters apart from the parameter gathers, as DeepSpeed's
   /// reduce stream; 0 shares the stream with the gathers).
   uint32_t gradientStream = 0;
+  /// Partial synchronization (DreamDDP; docs/schedule.md, "Partial
+  /// synchronization"): no gradient sync; local layer l of a stage averages
+  /// its masters (averageBytesPerLayer) every syncPeriod iterations, in
+  /// phase l mod syncPeriod (the phases of equal layers, assignSyncPhases).
+  /// The update of a layer of the first stage follows its last backward (no
+  /// gradient send waits behind it), as the lifecycle pass places it.
+  int64_t syncPeriod = 1;
   /// Gradient clipping (docs/schedule.md, "Gradient clipping"): no update
   /// runs before the global norm over every rank's synced gradients
   /// (appendGlobalNorm).

@@ -463,6 +463,42 @@ TEST(Tokens, CollectiveSharesTheLinkWithPipelineTraffic) {
   EXPECT_DOUBLE_EQ(report.stageReports[1].iterationEnd[0], 10.0);
 }
 
+TEST(Tokens, PeriodicCollectiveRunsOnlyInItsPhase) {
+  // Partial synchronization: a 2-member ring all-reduce of 20 B (2 steps of
+  // 10 B, 5 s each on a 2 B/s link) every 2 iterations in phase 1 (the
+  // runtime's steps 1, 3, ...: iterations 0 and 2), after 1 s of compute
+  // and waited at once; then an all-reduce of every iteration on the same
+  // stream, which must not queue behind the skipped one.
+  SimProgram program;
+  program.stages.emplace_back("s");
+  StageProgram &s = program.stages[0];
+  CollectiveSpec spec;
+  spec.bytes = 20;
+  spec.groupSize = 2;
+  spec.membersPerNode = 2;
+  s.addCompute(ComputeKind::Update, 1, 0, "update");
+  Token average = s.addCollective(spec, "average", 0, /*period=*/2,
+                                  /*phase=*/1);
+  Token every = s.addCollective(spec, "every");
+  s.addWait(average);
+  s.addWait(every);
+  EXPECT_EQ(program.longestPeriod(), 2u);
+  SimOptions options;
+  options.iterations = 4;
+  SimReport report =
+      expectOk(simulate(program, makeHalfSecondMachine(), options));
+  // Running: 1 + 10 + 10 s; skipped: 1 + 10 s.
+  const std::vector<double> &ends = report.stageReports[0].iterationEnd;
+  ASSERT_EQ(ends.size(), 4u);
+  EXPECT_DOUBLE_EQ(ends[0], 21.0);
+  EXPECT_DOUBLE_EQ(ends[1], 32.0);
+  EXPECT_DOUBLE_EQ(ends[2], 53.0);
+  EXPECT_DOUBLE_EQ(ends[3], 64.0);
+  // The steady state (iterations 2..4) is the mean over both phases,
+  // (11 + 21 + 11) / 3 s.
+  EXPECT_DOUBLE_EQ(report.stepTime, (64.0 - 21.0) / 3);
+}
+
 TEST(Errors, RecvWithoutSendIsReportedNotHung) {
   SimProgram program;
   program.stages.emplace_back("producer");

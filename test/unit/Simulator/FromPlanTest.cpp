@@ -117,6 +117,51 @@ TEST(FromPlan, RATrainPolicyIsNotSlowerAndHidesLifecycle) {
   EXPECT_LT(ratrain.maxExposed[allReduce], gpu.maxExposed[allReduce]);
 }
 
+TEST(FromPlan, PartialSynchronizationAveragesEachLayerInItsPhase) {
+  MachineModel machine = loadMt3000();
+  ModelConfig model = loadModel("llama-2-7b.json");
+  ParallelConfig config = ParallelConfig::balanced(
+      model.numLayers, 4, 64, 1, 4, RecomputePolicy::Full, ZeroStage::None);
+  SimReport every = expectOk(simulate(
+      expectOk(buildProgramFromPlan(model, machine, config)), machine));
+  config.syncPeriod = 4;
+  for (LifecyclePolicy policy :
+       {LifecyclePolicy::RATrain, LifecyclePolicy::GpuStyle}) {
+    PlanProgramOptions options;
+    options.policy = policy;
+    SimProgram program =
+        expectOk(buildProgramFromPlan(model, machine, config, options));
+    EXPECT_EQ(program.longestPeriod(), 4u);
+    // No gradient sync; one averaging of the fp32 masters per layer, the
+    // stage's 8 layers spread over the 4 phases.
+    for (const StageProgram &stage : program.stages) {
+      int64_t averagings = 0;
+      std::vector<int64_t> perPhase(4, 0);
+      for (size_t i = 0; i < stage.size(); ++i) {
+        const Task &task = stage.getTask(i);
+        if (task.kind != TaskKind::Collective)
+          continue;
+        EXPECT_EQ(task.period, 4u) << stage.getLabel(i).str();
+        EXPECT_EQ(task.collective.kind, CollectiveKind::AllReduce);
+        ++averagings;
+        ++perPhase[task.phase];
+      }
+      EXPECT_EQ(averagings, 8);
+      EXPECT_EQ(perPhase, std::vector<int64_t>(4, 2));
+    }
+    SimOptions simOptions;
+    simOptions.iterations = 5;
+    SimReport partial = expectOk(simulate(program, machine, simOptions));
+    unsigned allReduce = static_cast<unsigned>(CommKind::AllReduce);
+    if (policy == LifecyclePolicy::RATrain) {
+      // A quarter of twice the bytes per step: less exposed than the
+      // all-reduce of every gradient every step.
+      EXPECT_LE(partial.maxExposed[allReduce], every.maxExposed[allReduce]);
+      EXPECT_LE(partial.stepTime, every.stepTime * 1.001);
+    }
+  }
+}
+
 TEST(FromPlan, OffloadedStatesMatchTheMemoryModelAndCostModel) {
   MachineModel machine = loadMt3000();
   ASSERT_TRUE(machine.offload.present());
