@@ -145,8 +145,10 @@ sim::CollectiveSpec ScheduleAdapter::collective(SyncOp sync) const {
     break;
   }
   // The full 16-bit gradient (all-reduce, reduce-scatter input) or view
-  // (all-gather output).
-  spec.bytes = sizes.viewBytes(layer);
+  // (all-gather output); under partial synchronization the fp32 masters.
+  spec.bytes = llvm::isa<MasterType>(sync.getState().getType())
+                   ? sizes.params(layer) * 4
+                   : sizes.viewBytes(layer);
   spec.groupSize = dp;
   // Contiguous groups: cluster id = stage * dp + replica.
   const int64_t perNode = std::max<int64_t>(1, machine.clustersPerNode);
@@ -255,7 +257,11 @@ llvm::Error ScheduleAdapter::buildStage(StageOp stage,
             label);
     } else if (auto sync = llvm::dyn_cast<SyncOp>(op)) {
       sim::CollectiveSpec spec = collective(sync);
-      tokens[sync.getPending()] = program.addCollective(spec, label);
+      // Partial synchronization: only in the steps of its phase.
+      uint32_t period = uint32_t(sync.getPeriod().value_or(1));
+      uint32_t phase = uint32_t(sync.getPhase().value_or(0));
+      tokens[sync.getPending()] =
+          program.addCollective(spec, label, 0, period, phase);
     } else if (auto norm = llvm::dyn_cast<GradNormOp>(op)) {
       // Gradient clipping: the sum of squares of this rank's part of the
       // synced gradients, then the norm's all-reduce over every rank (the

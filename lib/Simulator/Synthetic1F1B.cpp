@@ -44,7 +44,7 @@ public:
         last(stage == config.stages - 1), syncTokens(costs.layers),
         gatherTokens(costs.layers), reloadTokens(costs.layers),
         pendingWaits(costs.layers), primed(costs.layers, false),
-        averageTokens(costs.layers), updated(costs.layers, false) {}
+        averageTokens(costs.layers) {}
 
   void build();
 
@@ -67,10 +67,6 @@ private:
     return config.dataParallel > 1 && config.syncPeriod > 1 &&
            costs.averageBytesPerLayer > 0;
   }
-  void updateAndAverage(int64_t l) {
-    update(l);
-    average(l);
-  }
   /// Local layer `l`'s update; offloaded optimizer states stream through
   /// two buffers as in perLayerLifecycle (the write-backs of the whole-model
   /// placement are waited at the end).
@@ -89,7 +85,6 @@ private:
       else if (l >= 2)
         reloadTokens[l - 2] = reload(l - 2);
     }
-    updated[l] = true;
   }
   void average(int64_t l) {
     int64_t layer = globalLayer(l);
@@ -156,9 +151,6 @@ private:
   /// reduce-scatter inside its level, then the sync).
   void gradientCollectives(int64_t l, int64_t mb) {
     int64_t layer = globalLayer(l);
-    if (averages() && stage == 0 && mb == config.microBatches - 1 &&
-        config.placement == LifecyclePlacement::PerLayer)
-      updateAndAverage(l);
     if (partitionSyncs() && mb == config.microBatches - 1)
       syncTokens[l] = program.addCollective(
           config.zeroCollective(config.partitionGradSpec,
@@ -201,10 +193,8 @@ private:
   /// ZeRO-3 with a secondary partition: the layer's secondary shard was
   /// gathered this iteration.
   std::vector<bool> primed;
-  /// Partial synchronization: each layer's averaging, and whether its update
-  /// was emitted.
+  /// Partial synchronization: each layer's averaging.
   std::vector<Token> averageTokens;
-  std::vector<bool> updated;
 };
 
 } // namespace
@@ -214,9 +204,10 @@ private:
 /// all-gather of the view that the layer's next forward waits for.
 void StageBuilder::perLayerLifecycle() {
   if (averages()) {
-    for (int64_t l = costs.layers - 1; l >= 0; --l)
-      if (!updated[l])
-        updateAndAverage(l);
+    for (int64_t l = costs.layers - 1; l >= 0; --l) {
+      update(l);
+      average(l);
+    }
     castAveragedViews();
     return;
   }

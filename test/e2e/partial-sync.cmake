@@ -40,3 +40,33 @@ add_test(NAME e2e.partial-sync.dp4.close-losses
 set_tests_properties(e2e.partial-sync.dp4.close-losses PROPERTIES
   TIMEOUT 1200 LABELS "e2e;mpi" PROCESSORS 4
   FIXTURES_REQUIRED ratrain-partial-sync)
+
+# Partial synchronization with the optimizer states offloaded (the masters,
+# which are averaged, stay in DDR): the 4-layer tiny LLaMA in bf16 on dp 2
+# with sync-period=2 (the views cast from the averaged masters) trains bit for
+# bit as without offload over 20 steps.
+set(partial_offload_plan "clusters=2 global-batch=8 zero=0 sync-period=2")
+set(partial_offload_host ${PROJECT_SOURCE_DIR}/examples/machines/host.yaml)
+ratrain_add_emitted_program(ratrain-partial-sync-bf16
+  MODEL ${PROJECT_SOURCE_DIR}/examples/models/tiny-llama.json
+  MACHINE ${partial_offload_host} PLAN "${partial_offload_plan}" DTYPE bf16)
+ratrain_add_emitted_program(ratrain-partial-sync-bf16-offload
+  MODEL ${PROJECT_SOURCE_DIR}/examples/models/tiny-llama.json
+  MACHINE ${partial_offload_host}
+  PLAN "${partial_offload_plan} offload=optimizer" DTYPE bf16)
+add_test(NAME e2e.partial-sync.offload.compile
+  COMMAND ${CMAKE_COMMAND} --build ${CMAKE_BINARY_DIR}
+          --target ratrain-partial-sync-bf16 ratrain-partial-sync-bf16-offload
+          ratrain-corpus)
+set_tests_properties(e2e.partial-sync.offload.compile PROPERTIES
+  TIMEOUT 900 LABELS "e2e" FIXTURES_SETUP ratrain-partial-sync-offload
+  RESOURCE_LOCK ratrain-build-tree)
+add_test(NAME e2e.partial-sync.offload.equal-losses
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/equal-losses-test.sh
+          ${MPIEXEC_EXECUTABLE} 2
+          $<TARGET_FILE:ratrain-partial-sync-bf16-offload>
+          $<TARGET_FILE:ratrain-partial-sync-bf16> ${RATRAIN_CORPUS_TOKENS} 20
+          "the optimizer states offloaded under partial synchronization")
+set_tests_properties(e2e.partial-sync.offload.equal-losses PROPERTIES
+  TIMEOUT 600 LABELS "e2e;mpi" PROCESSORS 2
+  FIXTURES_REQUIRED ratrain-partial-sync-offload)

@@ -166,8 +166,10 @@ struct Synthetic1F1BConfig {
   /// synchronization"): no gradient sync; local layer l of a stage averages
   /// its masters (averageBytesPerLayer) every syncPeriod iterations, in
   /// phase l mod syncPeriod (the phases of equal layers, assignSyncPhases).
-  /// The update of a layer of the first stage follows its last backward (no
-  /// gradient send waits behind it), as the lifecycle pass places it.
+  /// The updates stay where the per-layer lifecycle puts them after the
+  /// stage's last backward, so that a comparison with per-step sync isolates
+  /// the communication (the lifecycle pass may place a first stage's updates
+  /// earlier, right after each layer's last backward).
   int64_t syncPeriod = 1;
   /// Gradient clipping (docs/schedule.md, "Gradient clipping"): no update
   /// runs before the global norm over every rank's synced gradients
