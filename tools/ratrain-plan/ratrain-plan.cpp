@@ -12,6 +12,8 @@
 //              [--partition flat|zero++|three-level]
 //              [--weight-wire native|int8] [--grad-wire native|int8|int4]
 //              [--allow-quantized] [--max-grad-norm X]
+//              [--transfers two-sided|one-sided] [--sync-period N]
+//              [--in-network LEVEL:REDUCE[:MULTICAST]]
 //
 // Prints the top plans as a table, then each plan's per-stage memory
 // breakdown; for an infeasible request, what is missing for the closest
@@ -24,6 +26,7 @@
 #include "ratrain/Machine/MachineModel.h"
 #include "ratrain/Model/HFConfig.h"
 #include "ratrain/Planner/Planner.h"
+#include "ratrain/Planner/PolicyOptions.h"
 #include "ratrain/Support/CrashReport.h"
 
 #include "llvm/Support/CommandLine.h"
@@ -123,30 +126,7 @@ static cl::opt<bool> allowQuantized(
     cl::desc("also search quantized communication (qwZ int8 weight gathers, "
              "qgZ int8/int4 gradient reduce-scatters; changes the numerics)"),
     cl::cat(category));
-static cl::opt<std::string> inNetwork(
-    "in-network", cl::init(""),
-    cl::desc("LEVEL:REDUCE[:MULTICAST]: network level LEVEL reduces and "
-             "multicasts in the network that many times faster (overrides "
-             "the machine file's network.in_network; docs/machine-model.md)"),
-    cl::cat(category));
-static cl::opt<int64_t> syncPeriod(
-    "sync-period", cl::init(1),
-    cl::desc("partial synchronization (DreamDDP): replicas update with their "
-             "own gradients and average each layer's masters once every N "
-             "steps (1: all-reduce every gradient every step; "
-             "docs/schedule.md, \"Partial synchronization\")"),
-    cl::cat(category));
-static cl::opt<std::string> transfers(
-    "transfers", cl::init("two-sided"),
-    cl::desc("how pipeline messages travel: two-sided (send and receive) or "
-             "one-sided (puts into reserved receive buffers; docs/schedule.md, "
-             "\"One-sided transfers\")"),
-    cl::cat(category));
-static cl::opt<double> maxGradNorm(
-    "max-grad-norm", cl::init(0),
-    cl::desc("clip the gradients to this global norm, priced in every plan "
-             "(0: no clipping; docs/schedule.md, \"Gradient clipping\")"),
-    cl::cat(category));
+static PolicyOptions policyOptions(category);
 static cl::opt<bool> noBreakdown("no-breakdown",
                                  cl::desc("omit the per-stage breakdowns"),
                                  cl::cat(category));
@@ -213,9 +193,8 @@ int main(int argc, char **argv) {
   llvm::Expected<MachineModel> machine = loadMachineModel(machinePath);
   if (!machine)
     return fail(llvm::toString(machine.takeError()));
-  if (!inNetwork.empty())
-    if (llvm::Error error = applyInNetworkOption(inNetwork, *machine))
-      return fail("--" + llvm::toString(std::move(error)));
+  if (llvm::Error error = policyOptions.applyToMachine(*machine))
+    return fail(llvm::toString(std::move(error)));
 
   PlanRequest request;
   request.clusters = clusters;
@@ -248,12 +227,8 @@ int main(int argc, char **argv) {
     request.zero = *zero;
   }
   request.allowQuantized = allowQuantized;
-  if (llvm::Error error = applyMaxGradNormOption(maxGradNorm, request))
-    return fail("--" + llvm::toString(std::move(error)));
-  if (llvm::Error error = applyTransfersOption(transfers, request))
-    return fail("--" + llvm::toString(std::move(error)));
-  if (llvm::Error error = applySyncPeriodOption(syncPeriod, request))
-    return fail("--" + llvm::toString(std::move(error)));
+  if (llvm::Error error = policyOptions.applyToRequest(request))
+    return fail(llvm::toString(std::move(error)));
   if (!fixedPartition.empty()) {
     int64_t levels = int64_t(machine->networkLevels().size());
     std::optional<ShardingPolicy> policy =

@@ -18,6 +18,7 @@
 #include "ratrain/Machine/MachineModel.h"
 #include "ratrain/Model/HFConfig.h"
 #include "ratrain/Planner/Planner.h"
+#include "ratrain/Planner/PolicyOptions.h"
 #include "ratrain/Simulator/FromPlan.h"
 #include "ratrain/Simulator/MeasuredTrace.h"
 #include "ratrain/Simulator/Simulator.h"
@@ -124,31 +125,7 @@ static cl::opt<std::string>
               cl::desc("gradient sync: ring|tree|hierarchical (default: the "
                        "machine file's)"),
               cl::cat(category));
-static cl::opt<std::string> inNetwork(
-    "in-network", cl::init(""),
-    cl::desc("LEVEL:REDUCE[:MULTICAST]: network level LEVEL reduces and "
-             "multicasts in the network that many times faster (overrides "
-             "the machine file's network.in_network; docs/machine-model.md)"),
-    cl::cat(category));
-static cl::opt<int64_t> syncPeriod(
-    "sync-period", cl::init(1),
-    cl::desc("partial synchronization (DreamDDP): replicas update with their "
-             "own gradients and average each layer's masters once every N "
-             "steps (1: all-reduce every gradient every step; "
-             "docs/schedule.md, \"Partial synchronization\")"),
-    cl::cat(category));
-static cl::opt<std::string> transfers(
-    "transfers", cl::init("two-sided"),
-    cl::desc("how pipeline messages travel: two-sided (send and receive) or "
-             "one-sided (puts into reserved receive buffers; docs/schedule.md, "
-             "\"One-sided transfers\")"),
-    cl::cat(category));
-static cl::opt<double> maxGradNorm(
-    "max-grad-norm", cl::init(0),
-    cl::desc("clip the gradients to this global norm: no update before the "
-             "norm over every rank (0: no clipping; docs/schedule.md, "
-             "\"Gradient clipping\")"),
-    cl::cat(category));
+static PolicyOptions policyOptions(category);
 static cl::opt<unsigned> iterations("iterations", cl::init(3),
                                     cl::desc("iterations to simulate"),
                                     cl::cat(category));
@@ -282,12 +259,8 @@ static llvm::Expected<SimProgram> programFromPlan(const MachineModel &machine,
   if (llvm::Error err =
           applyScheduleOption(scheduleKind, virtualStages, request))
     return error("--" + llvm::toString(std::move(err)));
-  if (llvm::Error err = applyMaxGradNormOption(maxGradNorm, request))
-    return error("--" + llvm::toString(std::move(err)));
-  if (llvm::Error err = applyTransfersOption(transfers, request))
-    return error("--" + llvm::toString(std::move(err)));
-  if (llvm::Error err = applySyncPeriodOption(syncPeriod, request))
-    return error("--" + llvm::toString(std::move(err)));
+  if (llvm::Error err = policyOptions.applyToRequest(request))
+    return std::move(err);
   llvm::Expected<PlanResult> plans = planTraining(*model, machine, request);
   if (!plans)
     return plans.takeError();
@@ -347,9 +320,8 @@ int main(int argc, char **argv) {
   llvm::Expected<MachineModel> machine = loadMachineModel(machinePath);
   if (!machine)
     return fail(llvm::toString(machine.takeError()));
-  if (!inNetwork.empty())
-    if (llvm::Error error = applyInNetworkOption(inNetwork, *machine))
-      return fail("--" + llvm::toString(std::move(error)));
+  if (llvm::Error error = policyOptions.applyToMachine(*machine))
+    return fail(llvm::toString(std::move(error)));
   if (inputPath.empty() == modelPath.empty())
     return fail("give either a scheduled module (.mlir) or --model");
   if (iterations == 0)
