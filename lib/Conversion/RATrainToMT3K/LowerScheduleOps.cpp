@@ -356,10 +356,12 @@ LogicalResult StageLowering::lowerUpdate(UpdateOp op) {
     m = slot(opt, 0, {n}, f32);
     v = slot(opt, n * 4, {n}, f32);
   }
+  // Under partial synchronization the view is cast from the averaged master
+  // after the update (lowerViewPrefetch), so the update's copy is not moved.
   Value viewDest;
   if (zero() && !(zero3() && isF32Model()))
     viewDest = viewShard(layer);
-  else if (!isF32Model())
+  else if (!isF32Model() && !plan_.syncsPartially())
     viewDest = slot(viewFlat, 0, {n}, elem);
 
   Value clip = op.getClip() ? gradNormBuffer(op.getClip()) : Value();
