@@ -50,18 +50,19 @@ IN_NETWORK = [(0, 1, 1), (0, 2.5, 2.9), (0, 5, 5), (0, 10, 10), (1, 2.5, 2.9), (
 PARTIAL_SYNC_MODELS = [("LLaMA-2-7B", "llama-2-7b.json"), ("LLaMA-3.2-1B", "llama-3.2-1b.json")]
 SYNC_PERIODS = [4, 16]
 PARTIAL_SYNC_CONCLUSION = (
-    "**Where it wins.** Against per-step sync of the same layout it is never slower, and the "
-    "gap grows as the network slows (1.00-1.02x on the plain network, up to 1.13x at /16): "
-    "the averaging moves 1/H of the fp32 masters per step instead of every gradient, and an "
-    "update no longer waits for a sync, so offloaded optimizer states stream while the "
-    "backward runs. LLaMA-3.2-1B fits ZeRO-0 without a pipeline; on the 16x slower network, "
-    "where the per-step planner itself falls back to ZeRO-0 with offloaded optimizer states, "
-    "partial synchronization is 1.23x (H = 4) to 1.29x (H = 16) faster than its best plan. "
+    "**Where it wins.** Against per-step sync of the same layout the gain grows as the network "
+    "slows: 0.99-1.00x on the plain and 4x networks, where the per-step collectives were hidden "
+    "already and the view cast after each averaging (a pass over the masters, every step) costs "
+    "about what the smaller all-reduce saves, and 1.01-1.11x at /16, where the averaging moves "
+    "1/H of the fp32 masters per step instead of every gradient and an update no longer waits "
+    "for a sync. LLaMA-3.2-1B fits ZeRO-0 without a pipeline; on the 16x slower network, where "
+    "the per-step planner itself falls back to ZeRO-0 with offloaded optimizer states, partial "
+    "synchronization is 1.21x (H = 4) to 1.27x (H = 16) faster than its best plan. "
     "**Where it loses.** Every replica keeps whole fp32 masters, so LLaMA-2-7B (28 GB of "
     "masters) needs pp 8 to fit 20 GB per cluster against the per-step planner's pp 1 with "
     "ZeRO-2: the pipeline's bubble costs more than ZeRO-2's exposed gathers even on the 16x "
-    "slower network (0.64-0.81x); on the plain and 4x networks the 1B's ZeRO-1 plan is also "
-    "ahead (0.95-0.98x). DreamDDP's setting, few large-memory nodes on slow links, is the 1B "
+    "slower network (0.63-0.81x); on the plain and 4x networks the 1B's ZeRO-1 plan is also "
+    "ahead (0.93-0.96x). DreamDDP's setting, few large-memory nodes on slow links, is the 1B "
     "row at /16; MT-3000's small DDR per cluster favours sharding otherwise.")
 # Pipeline message modes (ratrain-sim --transfers).
 TRANSFERS = ["two-sided", "one-sided"]

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "MT3K/MT3KOps.h"
+#include "ratrain/Model/Limits.h"
 
 using namespace mlir;
 using namespace ratrain::mt3k;
@@ -100,6 +101,9 @@ LogicalResult AllReduceOp::verify() {
            << getSource().getType() << " vs " << getDest().getType();
   if (bool(getPeriod()) != bool(getPhase()))
     return emitOpError("'every' needs both a period and a phase");
+  if (getPeriod() && *getPeriod() > uint64_t(limits::kMaxSyncPeriod))
+    return emitOpError("period ") << *getPeriod() << " exceeds the limit of "
+                                  << limits::kMaxSyncPeriod << " steps";
   if (getPeriod() && *getPhase() >= *getPeriod())
     return emitOpError("phase ")
            << *getPhase() << " must be below the period " << *getPeriod();

@@ -721,6 +721,12 @@ LogicalResult RecvOp::verify() {
 // Lifecycle
 //===----------------------------------------------------------------------===//
 
+SyncOp ratrain::getAveragingOf(Value value) {
+  auto wait = value.getDefiningOp<WaitOp>();
+  auto sync = wait ? wait.getPending().getDefiningOp<SyncOp>() : SyncOp();
+  return sync && sync.getPeriod() ? sync : SyncOp();
+}
+
 LogicalResult SyncOp::verify() {
   Type state = getState().getType();
   Type result = cast<AsyncType>(getPending().getType()).getValue();
@@ -756,6 +762,12 @@ LogicalResult SyncOp::verify() {
     if (*getPhase() >= *getPeriod())
       return emitOpError("phase ") << *getPhase() << " must be below the "
                                    << "period " << *getPeriod();
+    auto pipeline = (*this)->getParentOfType<PipelineOp>();
+    if (pipeline && pipeline.getPlan().getSyncPeriod() != *getPeriod())
+      return emitOpError("averages the master of layer ")
+             << layer << " every " << *getPeriod()
+             << " steps, but the plan's sync_period is "
+             << pipeline.getPlan().getSyncPeriod();
     if (result != state)
       return emitOpError("averaging must produce ") << state;
     return success();

@@ -34,6 +34,10 @@ namespace ratrain {
 /// names (mt3k.trace_begin). Empty for ops without work of their own
 /// (grad_ready, yield).
 std::string getTraceLabel(mlir::Operation *op);
+
+/// Partial synchronization: the averaging (a `ratrain.sync` with a period)
+/// whose `ratrain.wait` produced `value`; null for any other value.
+SyncOp getAveragingOf(mlir::Value value);
 } // namespace ratrain
 
 #endif // RATRAIN_DIALECT_RATRAIN_RATRAINOPS_H

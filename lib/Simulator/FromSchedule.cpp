@@ -283,6 +283,16 @@ llvm::Error ScheduleAdapter::buildStage(StageOp stage,
     } else if (llvm::isa<UpdateOp>(op)) {
       program.addCompute(sim::ComputeKind::Update, computeSeconds(op), 0,
                          label);
+    } else if (auto prefetch = llvm::dyn_cast<ViewPrefetchOp>(op);
+               prefetch && getAveragingOf(prefetch.getMaster())) {
+      // Partial synchronization: the view is cast from the averaged master
+      // on the compute stream (nothing to do for an F32 model, whose view
+      // is its master).
+      int64_t layer = layerOf(prefetch.getMaster().getType());
+      if (costs.getModel().dtype != DType::F32)
+        program.addCompute(sim::ComputeKind::ViewCast,
+                           costs.viewCast(sizes.params(layer)), 0, label);
+      tokens[prefetch.getPending()] = sim::Token();
     } else if (auto prefetch = llvm::dyn_cast<ViewPrefetchOp>(op)) {
       int64_t layer = layerOf(prefetch.getMaster().getType());
       // Read the FP32 master (shard), write the 16-bit view.

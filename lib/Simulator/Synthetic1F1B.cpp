@@ -67,9 +67,10 @@ private:
     return config.dataParallel > 1 && config.syncPeriod > 1 &&
            costs.averageBytesPerLayer > 0;
   }
-  /// Local layer `l`'s update; offloaded optimizer states stream through
-  /// two buffers as in perLayerLifecycle (the write-backs of the whole-model
-  /// placement are waited at the end).
+  /// Local layer `l`'s update. Offloaded states stream through two buffers
+  /// (the per-layer placement: the reload issued two updates earlier) or,
+  /// with `writeBacks`, are reloaded right before it and written back into
+  /// `writeBacks`, waited at the end (the whole-model placement).
   void update(int64_t l, std::vector<Token> *writeBacks = nullptr) {
     int64_t layer = globalLayer(l);
     if (offloads())
@@ -92,6 +93,7 @@ private:
         config.zeroCollective(config.gradSyncSpec, CollectiveKind::AllReduce,
                               costs.averageBytesPerLayer),
         llvm::formatv("average L{0}", layer).str(), config.gradientStream,
+        // Equal layers: assignSyncPhases goes round-robin.
         uint32_t(config.syncPeriod), uint32_t(l % config.syncPeriod));
   }
   /// Waits for each averaging and casts the view from the averaged masters.
@@ -228,17 +230,7 @@ void StageBuilder::perLayerLifecycle() {
     if (syncTokens[l].isValid() && !config.clipGradients)
       program.addWait(syncTokens[l], false,
                       llvm::formatv("wait grad sync L{0}", layer).str());
-    if (offloads())
-      program.addWait(reloadTokens[l], false,
-                      llvm::formatv("wait reload L{0}", layer).str());
-    if (costs.updateSeconds > 0)
-      program.addCompute(ComputeKind::Update, costs.updateSeconds, 0,
-                         llvm::formatv("update L{0}", layer).str());
-    if (offloads()) {
-      writeBack(l);
-      if (l >= 2)
-        reloadTokens[l - 2] = reload(l - 2);
-    }
+    update(l);
     if (costs.viewCastSeconds > 0)
       program.addCompute(ComputeKind::ViewCast, costs.viewCastSeconds, 0,
                          llvm::formatv("view-cast L{0}", layer).str());
@@ -375,16 +367,8 @@ void StageBuilder::wholeModelLifecycle() {
         config.dataParallelCollective(CollectiveKind::AllReduce, 4),
         costs.gradSquaresSeconds, config.pipelineLink);
   std::vector<Token> writeBacks;
-  for (int64_t l = 0; l < costs.layers; ++l) {
-    if (offloads())
-      program.addWait(reload(l), false,
-                      llvm::formatv("wait reload L{0}", globalLayer(l)).str());
-    if (costs.updateSeconds > 0)
-      program.addCompute(ComputeKind::Update, costs.updateSeconds, 0,
-                         llvm::formatv("update L{0}", globalLayer(l)).str());
-    if (offloads())
-      writeBacks.push_back(writeBack(l));
-  }
+  for (int64_t l = 0; l < costs.layers; ++l)
+    update(l, &writeBacks);
   for (int64_t l = 0; l < costs.layers; ++l)
     if (costs.viewCastSeconds > 0)
       program.addCompute(ComputeKind::ViewCast, costs.viewCastSeconds, 0,

@@ -1,6 +1,7 @@
 //===- SyntheticSchedule.cpp - Programs of any pipeline schedule ----------===//
 
 #include "ratrain/Simulator/SyntheticSchedule.h"
+#include "ratrain/Planner/SyncPhases.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
@@ -86,14 +87,13 @@ private:
     return config.dataParallel > 1 && config.syncPeriod > 1 &&
            stages.front().averageBytesPerLayer > 0;
   }
-  /// The averaging of chunk `c`'s local layer `l`, in its phase.
-  Token average(int64_t c, int64_t l) {
+  /// The averaging of chunk `c`'s local layer `l`, in `phase`.
+  Token average(int64_t c, int64_t l, int64_t phase) {
     return program.addCollective(
         config.zeroCollective(config.gradSyncSpec, CollectiveKind::AllReduce,
                               stages[c].averageBytesPerLayer),
         llvm::formatv("average L{0}", layerOf(c, l)).str(),
-        config.gradientStream, uint32_t(config.syncPeriod),
-        uint32_t(l % config.syncPeriod));
+        config.gradientStream, uint32_t(config.syncPeriod), uint32_t(phase));
   }
   /// Partial synchronization: the updates of `items`, then their averagings
   /// (right after each update when `interleave`), then each averaging's
@@ -102,6 +102,12 @@ private:
   /// are reloaded before each update (whole model, write-backs waited at
   /// the end), as in the lifecycles below.
   void averagedLifecycle(llvm::ArrayRef<Item> items, bool interleave) {
+    // The rank's layers (of all its chunks) spread over the phases, as the
+    // lifecycle pass spreads a stage's.
+    std::vector<int64_t> bytes;
+    for (const Item &item : items)
+      bytes.push_back(stages[item.chunk].averageBytesPerLayer);
+    std::vector<int64_t> phases = assignSyncPhases(bytes, config.syncPeriod);
     std::vector<Token> tokens, writeBacks;
     for (size_t k = 0; k < items.size(); ++k) {
       const Item &item = items[k];
@@ -120,11 +126,11 @@ private:
           reloads.push_back(offloadTransfer(items[k + 2], "reload"));
       }
       if (interleave)
-        tokens.push_back(average(item.chunk, item.local));
+        tokens.push_back(average(c, item.local, phases[k]));
     }
     if (!interleave)
-      for (const Item &item : items)
-        tokens.push_back(average(item.chunk, item.local));
+      for (size_t k = 0; k < items.size(); ++k)
+        tokens.push_back(average(items[k].chunk, items[k].local, phases[k]));
     for (auto [item, token] : llvm::zip(items, tokens)) {
       int64_t layer = layerOf(item.chunk, item.local);
       program.addWait(token, false,

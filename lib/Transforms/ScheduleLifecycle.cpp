@@ -727,8 +727,11 @@ LogicalResult StageScheduler::run() {
     // Offload: layers whose reload waits for the buffer of the layer two
     // updates earlier (order index of the layer to reload).
     std::deque<size_t> refills;
-    // Partial synchronization: averagings issued, not yet waited for.
+    // Partial synchronization: averagings issued, not yet waited for, and
+    // when the communication stream is free in each phase's step (the
+    // layers of other phases do not average in it).
     std::deque<LayerLifecycle *> averaging;
+    SmallVector<double> phaseCommFree(partial ? plan.getSyncPeriod() : 0, 0);
     bool zero2 = plan.getZero() >= 2;
     double clock = 0, commFree = 0;
     // ZeRO-3: the parameter gathers share the FIFO communication stream;
@@ -764,9 +767,9 @@ LogicalResult StageScheduler::run() {
         // The cast follows the averaging, waited for where it is predicted
         // done in the layer's phase step (at once in the others).
         emitAverage(*life);
-        commFree =
-            std::max(commFree, clock) + costs.averageSeconds(life->layer);
-        life->averageDone = commFree;
+        double &free = phaseCommFree[life->phase];
+        free = std::max(free, clock) + costs.averageSeconds(life->layer);
+        life->averageDone = free;
         averaging.push_back(life);
       } else {
         emitViewPrefetch(*life);
@@ -818,11 +821,16 @@ LogicalResult StageScheduler::run() {
         emitSyncWait(*life);
         clock = std::max(clock, life->syncDone);
       }
-      while (!averaging.empty() && averaging.front()->averageDone <= clock) {
-        LayerLifecycle *life = averaging.front();
-        averaging.pop_front();
-        emitAverageWait(*life);
-        emitViewPrefetch(*life);
+      // Averagings complete out of issue order now (one stream per phase's
+      // step): each is waited where it is predicted done.
+      for (auto it = averaging.begin(); it != averaging.end();) {
+        if ((*it)->averageDone > clock) {
+          ++it;
+          continue;
+        }
+        emitAverageWait(**it);
+        emitViewPrefetch(**it);
+        it = averaging.erase(it);
       }
       // An update goes where its sync and its states' reload are predicted
       // complete.

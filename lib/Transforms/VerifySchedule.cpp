@@ -493,15 +493,11 @@ LogicalResult StageChecker::run() {
     if (auto sync = dyn_cast<SyncOp>(op)) {
       if (failed(checkPartition(sync)))
         return failure();
-      if (std::optional<int64_t> period = sync.getPeriod()) {
+      if (sync.getPeriod()) {
         // Partial synchronization: the averaging of an updated master,
         // in place (the master before it must not be read again).
+        // (The op verifier has checked the period against the plan's.)
         int64_t layer = *getStateLayer(sync.getState().getType());
-        if (*period != plan.getSyncPeriod())
-          return op.emitOpError("averages the master of layer ")
-                 << layer << " every " << *period
-                 << " steps, but the plan's sync_period is "
-                 << plan.getSyncPeriod();
         if (newMaster.lookup(layer) != sync.getState())
           return op.emitOpError("average-before-update: averages the master "
                                 "of layer ")
@@ -545,11 +541,9 @@ LogicalResult StageChecker::run() {
         return op.emitOpError("waits for an async value that is not in "
                               "flight (already waited)");
       unwaited.erase(wait.getPending());
-      if (auto average =
-              dyn_cast_or_null<SyncOp>(wait.getPending().getDefiningOp()))
-        if (average.getPeriod())
-          newMaster[*getStateLayer(average.getState().getType())] =
-              wait.getValue();
+      if (SyncOp average = getAveragingOf(wait.getValue()))
+        newMaster[*getStateLayer(average.getState().getType())] =
+            wait.getValue();
       if (auto offload =
               dyn_cast_or_null<OffloadOp>(wait.getPending().getDefiningOp()))
         writtenBack.insert(offload.getState());
@@ -595,10 +589,7 @@ LogicalResult StageChecker::run() {
                  << "), without a completed 'ratrain.offload' of it";
         if (isa<MasterType>(type) && plan.syncsPartially() &&
             newMaster.lookup(layer)) {
-          auto wait = value.getDefiningOp<WaitOp>();
-          auto average =
-              wait ? wait.getPending().getDefiningOp<SyncOp>() : SyncOp();
-          if (!average || !average.getPeriod())
+          if (!getAveragingOf(value))
             return op.emitOpError("unaveraged-master: returns the updated "
                                   "master of layer ")
                    << layer

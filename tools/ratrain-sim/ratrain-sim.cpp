@@ -352,12 +352,17 @@ int main(int argc, char **argv) {
   SimOptions options;
   options.iterations = iterations;
   // Collectives every few iterations (partial synchronization): the steady
-  // state (iterations 2..N) covers each phase of the period once.
-  if (uint32_t period = program->longestPeriod(); iterations < period + 1) {
-    options.iterations = period + 1;
-    llvm::errs() << "note: simulating " << options.iterations
-                 << " iterations, so that the steady state covers each of the "
-                 << period << " phases of the sync period once\n";
+  // state (iterations 2..N) covers each phase of the period equally often.
+  if (uint32_t period = program->longestPeriod(); period > 1) {
+    unsigned rounds =
+        std::max(1u, (unsigned(iterations) - 1 + period - 1) / period);
+    options.iterations = 1 + rounds * period;
+    if (options.iterations != iterations)
+      llvm::errs() << "note: simulating " << options.iterations
+                   << " iterations, so that the steady state covers each of "
+                      "the "
+                   << period << " phases of the sync period "
+                   << (rounds == 1 ? "once" : "equally often") << "\n";
   }
   options.recordTrace = !tracePath.empty() || !svgPath.empty();
   options.traceIterations = traceIterations;

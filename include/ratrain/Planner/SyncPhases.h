@@ -4,8 +4,9 @@
 // synchronization"): with a sync period of H steps, layer l's fp32 masters
 // are averaged over the data-parallel replicas in the steps s with
 // s mod H = phase(l). The phases spread a stage's layers so that every step
-// averages about 1/H of its bytes; the lifecycle pass, the simulator's
-// synthetic programs and the tests all take them from here.
+// averages about 1/H of its bytes. The lifecycle pass and the simulator's
+// schedule programs take them from here; the synthetic 1F1B program's equal
+// layers go round-robin, which is what this gives them.
 //
 //===----------------------------------------------------------------------===//
 

@@ -165,7 +165,8 @@ struct Synthetic1F1BConfig {
   /// Partial synchronization (DreamDDP; docs/schedule.md, "Partial
   /// synchronization"): no gradient sync; local layer l of a stage averages
   /// its masters (averageBytesPerLayer) every syncPeriod iterations, in
-  /// phase l mod syncPeriod (the phases of equal layers, assignSyncPhases).
+  /// phase l mod syncPeriod (assignSyncPhases of equal layers; the schedule
+  /// programs spread all of a rank's chunks with assignSyncPhases).
   /// The updates stay where the per-layer lifecycle puts them after the
   /// stage's last backward, so that a comparison with per-step sync isolates
   /// the communication (the lifecycle pass may place a first stage's updates

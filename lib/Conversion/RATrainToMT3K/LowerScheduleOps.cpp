@@ -404,26 +404,32 @@ LogicalResult StageLowering::lowerUpdate(UpdateOp op) {
   return success();
 }
 
-void StageLowering::lowerViewPrefetch(ViewPrefetchOp op) {
+LogicalResult StageLowering::lowerViewPrefetch(ViewPrefetchOp op) {
   int64_t layer = op.getMaster().getType().getLayer();
-  // The update wrote the view from its master, unless an averaging has
-  // changed the master since (partial synchronization): then the view is
-  // cast again from the averaged master (an F32 model's view is its
-  // master, averaged in place).
-  auto wait = op.getMaster().getDefiningOp<WaitOp>();
-  auto average = wait ? wait.getPending().getDefiningOp<SyncOp>() : SyncOp();
-  if (!average || !average.getPeriod()) {
+  // The update wrote the view from its master, unless the plan synchronizes
+  // partially: then the view is cast from the averaged master (an F32
+  // model's view is its master, averaged in place).
+  if (!plan_.syncsPartially()) {
     pending[op.getPending()] = updateTokens.lookup(layer);
-    return;
+    return success();
   }
+  if (!getAveragingOf(op.getMaster()))
+    return op.emitOpError("re-materializes the view of layer ")
+           << layer
+           << " from a master that is not averaged, but the plan "
+              "synchronizes partially (sync_period = "
+           << plan_.getSyncPeriod()
+           << "): the update left the view to the cast from the averaged "
+              "master";
   if (isF32Model())
-    return;
+    return success();
   int64_t n = layerParams(layer);
   Value masters = slot(stateBase(stage.getMasterArg(layer), "master", layer), 0,
                        {n}, Float32Type::get(ctx));
   Value view =
       slot(stateBase(stage.getViewArg(layer), "view", layer), 0, {n}, elem);
   copy(masters, view);
+  return success();
 }
 
 Value StageLowering::gradNormBuffer(Value norm) {
@@ -687,7 +693,7 @@ LogicalResult StageLowering::lower() {
         return update.emitOpError("only AdamW updates are lowered");
       result = lowerUpdate(update);
     } else if (auto prefetch = dyn_cast<ViewPrefetchOp>(op)) {
-      lowerViewPrefetch(prefetch);
+      result = lowerViewPrefetch(prefetch);
     } else if (isa<YieldOp>(op)) {
       waitTokens(SmallVector<Value>(inflight));
     } else {

@@ -392,7 +392,7 @@ private:
   LogicalResult lowerSync(SyncOp op);
   /// The view of the updated (or, under partial synchronization, averaged)
   /// master.
-  void lowerViewPrefetch(ViewPrefetchOp op);
+  LogicalResult lowerViewPrefetch(ViewPrefetchOp op);
   LogicalResult lowerUpdate(UpdateOp op);
   /// Gradient clipping: zeroes the norm's buffer, adds the squares of this
   /// rank's part of every synced gradient (the buffers the updates read)

@@ -964,3 +964,14 @@ mt3k.program @p stage 0 {
   %t = mt3k.all_reduce avg %a -> %a on @dp ring every 1 phase 0 : !mt3k.buffer<ddr, 64xf32> -> !mt3k.buffer<ddr, 64xf32>
   mt3k.wait %t
 }
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.group @dp data_parallel size 4
+mt3k.program @p stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 64xf32>
+  // expected-error @+1 {{period 4294967296 exceeds the limit of 1024 steps}}
+  %t = mt3k.all_reduce avg %a -> %a on @dp ring every 4294967296 phase 0 : !mt3k.buffer<ddr, 64xf32> -> !mt3k.buffer<ddr, 64xf32>
+  mt3k.wait %t
+}
