@@ -27,7 +27,8 @@ static ParseResult parsePlanExtras(
     AsmParser &parser, Offload &offload, PipelineScheduleKind &schedule,
     int64_t &virtualStages, int64_t &weightPartition, int64_t &gradPartition,
     std::optional<WireType> &weightWire, std::optional<WireType> &gradWire,
-    FloatAttr &maxGradNorm, TransferMode &transfers, int64_t &syncPeriod) {
+    FloatAttr &maxGradNorm, TransferMode &transfers, int64_t &syncPeriod,
+    SmallVector<int64_t> &actOffload) {
   offload = Offload::None;
   schedule = PipelineScheduleKind::OneFOneB;
   virtualStages = 1;
@@ -38,6 +39,7 @@ static ParseResult parsePlanExtras(
   maxGradNorm = FloatAttr();
   transfers = TransferMode::TwoSided;
   syncPeriod = 1;
+  actOffload.clear();
   while (succeeded(parser.parseOptionalComma())) {
     StringRef key;
     SMLoc loc = parser.getCurrentLocation();
@@ -56,6 +58,14 @@ static ParseResult parsePlanExtras(
     }
     if (key == "sync_period") {
       if (parser.parseInteger(syncPeriod))
+        return failure();
+      continue;
+    }
+    if (key == "act_offload") {
+      if (parser.parseCommaSeparatedList(
+              AsmParser::Delimiter::Square, [&]() -> ParseResult {
+                return parser.parseInteger(actOffload.emplace_back());
+              }))
         return failure();
       continue;
     }
@@ -101,17 +111,20 @@ static ParseResult parsePlanExtras(
              << key
              << "'; expected offload, schedule, virtual_stages, "
                 "weight_partition, grad_partition, weight_wire, grad_wire, "
-                "max_grad_norm, transfers or sync_period";
+                "max_grad_norm, transfers, sync_period or act_offload";
     }
   }
   return parser.parseGreater();
 }
 
-static void printPlanExtras(
-    AsmPrinter &printer, Offload offload, PipelineScheduleKind schedule,
-    int64_t virtualStages, int64_t weightPartition, int64_t gradPartition,
-    std::optional<WireType> weightWire, std::optional<WireType> gradWire,
-    FloatAttr maxGradNorm, TransferMode transfers, int64_t syncPeriod) {
+static void printPlanExtras(AsmPrinter &printer, Offload offload,
+                            PipelineScheduleKind schedule,
+                            int64_t virtualStages, int64_t weightPartition,
+                            int64_t gradPartition,
+                            std::optional<WireType> weightWire,
+                            std::optional<WireType> gradWire,
+                            FloatAttr maxGradNorm, TransferMode transfers,
+                            int64_t syncPeriod, ArrayRef<int64_t> actOffload) {
   if (offload != Offload::None)
     printer << ", offload = " << stringifyOffload(offload);
   if (schedule != PipelineScheduleKind::OneFOneB)
@@ -134,6 +147,11 @@ static void printPlanExtras(
     printer << ", transfers = " << stringifyTransferMode(transfers);
   if (syncPeriod != 1)
     printer << ", sync_period = " << syncPeriod;
+  if (llvm::any_of(actOffload, [](int64_t k) { return k != 0; })) {
+    printer << ", act_offload = [";
+    llvm::interleaveComma(actOffload, printer);
+    printer << "]";
+  }
   printer << ">";
 }
 
@@ -190,7 +208,8 @@ LogicalResult PlanAttr::verify(
     PipelineScheduleKind schedule, int64_t virtualStages,
     int64_t weightPartition, int64_t gradPartition,
     std::optional<WireType> weightWire, std::optional<WireType> gradWire,
-    FloatAttr maxGradNormAttr, TransferMode transfers, int64_t syncPeriod) {
+    FloatAttr maxGradNormAttr, TransferMode transfers, int64_t syncPeriod,
+    ArrayRef<int64_t> actOffload) {
   double maxGradNorm = maxGradNormAttr ? maxGradNormAttr.getValueAsDouble() : 0;
   if (!std::isfinite(maxGradNorm) || maxGradNorm < 0)
     return emitError() << "plan max_grad_norm = " << maxGradNorm
@@ -330,7 +349,36 @@ LogicalResult PlanAttr::verify(
                             "offloaded (offload = master); offload = "
                             "optimizer keeps them in DDR";
   }
+  // Activation offload (docs/schedule.md, "Activation offload"): the first
+  // k decoder layers of a virtual stage; whether the machine has a tier is
+  // checked by the planner and the lifecycle pass.
+  if (!actOffload.empty()) {
+    if (int64_t(actOffload.size()) != chunks)
+      return emitError() << "plan has " << actOffload.size()
+                         << " act_offload entries for pp * virtual_stages = "
+                         << chunks;
+    for (auto [stage, k] : llvm::enumerate(actOffload)) {
+      int64_t decoders = stageLayers[stage] - (stage == 0 ? 1 : 0) -
+                         (int64_t(stage) == chunks - 1 ? 1 : 0);
+      if (k < 0 || k > decoders)
+        return emitError() << "plan act_offload = " << k << " for stage "
+                           << stage << " must be 0 to its " << decoders
+                           << " decoder layers";
+    }
+  }
   return success();
+}
+
+bool PlanAttr::offloadsActivations(int64_t layer) const {
+  if (getActOffload().empty())
+    return false;
+  int64_t stage = getVirtualStageOfLayer(layer);
+  int64_t k = getActOffload()[stage];
+  if (k <= 0)
+    return false;
+  // Model layer 0 (the embedding) is on virtual stage 0.
+  int64_t firstDecoder = getFirstLayer(stage) + (stage == 0 ? 1 : 0);
+  return layer >= firstDecoder && layer < firstDecoder + k;
 }
 
 int64_t PlanAttr::getFirstLayer(int64_t stage) const {

@@ -269,6 +269,14 @@ def RATrain_PlanAttr : RATrain_Attr<"Plan", "plan"> {
     `zero = 0`, no clipping and the masters in DDR (`offload` none or
     `optimizer`).
 
+    `act_offload = [k0, k1, ...]` (omitted when every entry is 0; one entry
+    per virtual stage) is activation offload (GriNNder; docs/schedule.md,
+    "Activation offload"): the first `k_i` decoder layers of virtual stage
+    `i` keep their full activations (no recompute) but move them to the
+    machine's offload tier between each forward and its backward
+    (`ratrain.offload` / `ratrain.reload`); the stage's other layers follow
+    `recompute[i]`.
+
     `max_grad_norm` (omitted when 0: no clipping) clips the step's
     gradients to that global L2 norm before any update, as PyTorch's
     `clip_grad_norm_`: the stages' updates wait for `ratrain.grad_norm`
@@ -305,7 +313,8 @@ def RATrain_PlanAttr : RATrain_Attr<"Plan", "plan"> {
     DefaultValuedParameter<"::mlir::FloatAttr", "::mlir::FloatAttr()">:$max_grad_norm,
     DefaultValuedParameter<"::ratrain::TransferMode",
                            "::ratrain::TransferMode::TwoSided">:$transfers,
-    DefaultValuedParameter<"int64_t", "1">:$sync_period
+    DefaultValuedParameter<"int64_t", "1">:$sync_period,
+    OptionalArrayRefParameter<"int64_t">:$act_offload
   );
   let assemblyFormat = [{
     `<` `clusters` `=` $clusters `,` `pp` `=` $pp `,` `dp` `=` $dp `,`
@@ -317,7 +326,7 @@ def RATrain_PlanAttr : RATrain_Attr<"Plan", "plan"> {
     `` custom<PlanExtras>($offload, $schedule, $virtual_stages,
                           $weight_partition, $grad_partition, $weight_wire,
                           $grad_wire, $max_grad_norm, $transfers,
-                          $sync_period)
+                          $sync_period, $act_offload)
   }];
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
@@ -327,10 +336,25 @@ def RATrain_PlanAttr : RATrain_Attr<"Plan", "plan"> {
     int64_t getNumVirtualStages() const { return getPp() * getVirtualStages(); }
     /// The virtual stage that owns model layer `layer`.
     int64_t getVirtualStageOfLayer(int64_t layer) const;
-    /// The recompute policy of the virtual stage owning `layer`.
+    /// The recompute policy of `layer`: none for a layer whose activations
+    /// are offloaded, else that of the virtual stage owning it.
     ::ratrain::Recompute getLayerRecompute(int64_t layer) const {
+      if (offloadsActivations(layer))
+        return ::ratrain::Recompute::None;
       return getRecompute()[getVirtualStageOfLayer(layer)];
     }
+    /// Decoder layers of virtual stage `stage` whose activations live in
+    /// the offload tier between forward and backward (its first ones).
+    int64_t getActOffloadLayers(int64_t stage) const {
+      return getActOffload().empty() ? 0 : getActOffload()[stage];
+    }
+    /// Whether any stage offloads activations.
+    bool offloadsAnyActivations() const {
+      return llvm::any_of(getActOffload(), [](int64_t k) { return k > 0; });
+    }
+    /// Whether model layer `layer` (a decoder layer) is one of the first
+    /// act_offload decoder layers of its virtual stage.
+    bool offloadsActivations(int64_t layer) const;
     /// Whether the step clips its gradients to a global norm.
     bool clipsGradients() const { return getMaxGradNormValue() > 0; }
     /// The clipping norm as a double (0: none).

@@ -211,5 +211,8 @@ ParallelConfig ratrain::toParallelConfig(PlanAttr plan) {
     firstDecoder += decoders;
     config.recompute.push_back(fromIRRecompute(plan.getRecompute()[stage]));
   }
+  if (plan.offloadsAnyActivations())
+    config.activationOffload.assign(plan.getActOffload().begin(),
+                                    plan.getActOffload().end());
   return config;
 }

@@ -236,6 +236,12 @@ double CostModel::offloadTransfer(int64_t bytes) const {
   return transfers * tier.latency + double(bytes) / tier.bandwidth;
 }
 
+double CostModel::activationTransfer(int64_t microBatchSize) const {
+  return offloadTransfer(
+      layerActivationBytes(model, microBatchSize, RecomputePolicy::None,
+                           MemoryOptions::forMachine(machine)));
+}
+
 //===----------------------------------------------------------------------===//
 // Communication
 //===----------------------------------------------------------------------===//
@@ -546,6 +552,17 @@ double ratrain::parameterGatherSeconds(const CostModel &costs,
   return itemCommunication(costs, config, params).gatherRepeat;
 }
 
+double ratrain::exposedActivationTransfer(const CostModel &costs,
+                                          const ParallelConfig &config,
+                                          int64_t stage, double compute) {
+  int64_t k = config.offloadedLayers(stage);
+  if (k <= 0)
+    return 0;
+  double stream =
+      2.0 * double(k) * costs.activationTransfer(config.microBatchSize);
+  return std::max(0.0, stream - compute);
+}
+
 StepTime ratrain::predictStepTime(const CostModel &costs,
                                   const ParallelConfig &config,
                                   LifecyclePolicy policy) {
@@ -619,10 +636,15 @@ StepTime ratrain::predictStepTime(const CostModel &costs,
     StageTiming &t = result.stages[i];
     int64_t n = config.stages[i].numLayers;
     double r = costs.layerRecompute(b, config.recompute[i]);
+    // Offloaded layers keep their full activations: no recompute.
+    int64_t k = config.offloadedLayers(i);
     t.forward = n * f + (i == 0 ? embF : 0) + (i == p - 1 ? headF : 0);
-    t.recompute = n * r;
-    t.backward = n * std::max(bw + r, layerGradComm) + (i == 0 ? embB : 0) +
+    t.recompute = double(n - k) * r;
+    t.backward = double(n - k) * std::max(bw + r, layerGradComm) +
+                 double(k) * std::max(bw, layerGradComm) + (i == 0 ? embB : 0) +
                  (i == p - 1 ? headB : 0);
+    t.backward +=
+        exposedActivationTransfer(costs, config, i, t.forward + t.backward);
     firstGatherExtra +=
         n * firstExtra(costs.layerForward(b), layerComm) +
         (i == 0 ? firstExtra(costs.embeddingForward(b), embComm) : 0) +
@@ -745,6 +767,9 @@ StepTime ratrain::predictStepTime(const CostModel &costs,
     life.fillOffset = fillOffset;
     double layerB = std::max(bw + costs.layerRecompute(b, config.recompute[i]),
                              layerGradComm);
+    // The first offloadedLayers keep their activations (no recompute).
+    double offloadedB = std::max(bw, layerGradComm);
+    int64_t offloadedLayers = config.offloadedLayers(i);
 
     // Readiness order of the backward sweep: head, layers last to first,
     // embedding.
@@ -757,7 +782,7 @@ StepTime ratrain::predictStepTime(const CostModel &costs,
           {model.headParams(), elapsed, layersForwardStart + n * f});
     }
     for (int64_t l = n - 1; l >= 0; --l) {
-      elapsed += layerB;
+      elapsed += l < offloadedLayers ? offloadedB : layerB;
       items.push_back(
           {model.paramsPerLayer(), elapsed, layersForwardStart + l * f});
     }

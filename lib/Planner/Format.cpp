@@ -70,6 +70,28 @@ std::string ratrain::formatRecompute(const ParallelConfig &config) {
   return text;
 }
 
+std::string ratrain::formatActivationOffload(const ParallelConfig &config) {
+  int64_t n = config.numVirtualStages();
+  std::string text;
+  int64_t i = 0;
+  bool uniform = true;
+  for (int64_t s = 0; s < n; ++s)
+    uniform &= config.offloadedLayers(s) == config.offloadedLayers(0);
+  if (uniform)
+    return std::to_string(config.offloadedLayers(0));
+  while (i < n) {
+    int64_t j = i;
+    while (j < n && config.offloadedLayers(j) == config.offloadedLayers(i))
+      ++j;
+    if (!text.empty())
+      text += ",";
+    text +=
+        std::to_string(config.offloadedLayers(i)) + "x" + std::to_string(j - i);
+    i = j;
+  }
+  return text;
+}
+
 std::string ratrain::describeStageMemory(const StageMemory &memory,
                                          int64_t capBytes) {
   auto fields = memory.fields();
@@ -136,7 +158,11 @@ void ratrain::printPlanTable(llvm::raw_ostream &os,
                       "rank", "pp", "dp", "mbs", "m", "zero", "offload",
                       "layers", "recompute", "peak", "bubble", "exposed",
                       "step", "tokens/s");
-  os << (sharding ? "  sharding" : "") << (schedules ? "  schedule\n" : "\n");
+  bool activations = llvm::any_of(plans, [](const Plan &plan) {
+    return plan.config.offloadsActivations();
+  });
+  os << (sharding ? "  sharding" : "") << (activations ? "  act-offload" : "")
+     << (schedules ? "  schedule\n" : "\n");
   int64_t rank = 1;
   for (const Plan &plan : plans) {
     const ParallelConfig &c = plan.config;
@@ -151,8 +177,13 @@ void ratrain::printPlanTable(llvm::raw_ostream &os,
         formatSeconds(plan.time.exposedLifecycle),
         formatSeconds(plan.time.total), plan.tokensPerSecond);
     if (sharding)
-      os << (schedules ? llvm::formatv("  {0,-8}", describeSharding(c)).str()
-                       : "  " + describeSharding(c));
+      os << (schedules || activations
+                 ? llvm::formatv("  {0,-8}", describeSharding(c)).str()
+                 : "  " + describeSharding(c));
+    if (activations)
+      os << (schedules
+                 ? llvm::formatv("  {0,-11}", formatActivationOffload(c)).str()
+                 : "  " + formatActivationOffload(c));
     os << (schedules ? "  " + describeSchedule(c) + "\n" : std::string("\n"));
   }
 }

@@ -254,6 +254,18 @@ llvm::Error ParallelConfig::validate(const ModelConfig &model) const {
   if (next != model.numLayers)
     return fail(llvm::formatv("stages cover {0} layers, the model has {1}",
                               next, model.numLayers));
+  if (!activationOffload.empty()) {
+    if (int64_t(activationOffload.size()) != numStages)
+      return fail(llvm::formatv("{0} activation offload counts for {1} stages",
+                                activationOffload.size(), numStages));
+    for (size_t i = 0; i < stages.size(); ++i)
+      if (activationOffload[i] < 0 ||
+          activationOffload[i] > stages[i].numLayers)
+        return fail(llvm::formatv("stage {0} offloads the activations of {1} "
+                                  "layers; it has {2}",
+                                  i, activationOffload[i],
+                                  stages[i].numLayers));
+  }
   return llvm::Error::success();
 }
 
@@ -281,6 +293,8 @@ std::string ParallelConfig::describe() const {
     text += " transfers=" + stringifyTransferPolicy(transfers).str();
   if (syncPeriod > 1)
     text += " sync-period=" + std::to_string(syncPeriod);
+  if (offloadsActivations())
+    text += " act-offload=" + formatActivationOffload(*this);
   return text;
 }
 
@@ -724,16 +738,38 @@ StageMemory ratrain::computeStageMemory(
   return mem;
 }
 
+void ratrain::applyActivationOffload(StageMemory &mem, const ModelConfig &model,
+                                     int64_t microBatchSize,
+                                     RecomputePolicy recompute,
+                                     int64_t offloadedLayers, int64_t inFlight,
+                                     const MemoryOptions &options) {
+  if (offloadedLayers <= 0 || inFlight <= 0)
+    return;
+  int64_t stored =
+      layerActivationBytes(model, microBatchSize, recompute, options);
+  int64_t full = layerActivationBytes(model, microBatchSize,
+                                      RecomputePolicy::None, options);
+  int64_t offloaded = offloadedLayers * inFlight;
+  mem.activations -= offloaded * stored;
+  mem.activations += std::min(offloaded, kActivationOffloadResident) * full;
+  mem.offloadedActivations += offloaded * full;
+  mem.offloadedBytes += offloaded * full;
+}
+
 StageMemory ratrain::computeStageMemory(const ModelConfig &model,
                                         const ParallelConfig &config,
                                         int64_t stage,
                                         const MemoryOptions &options) {
   MemoryOptions withPolicy = options;
   withPolicy.sharding = config.sharding;
-  return computeStageMemory(
+  StageMemory mem = computeStageMemory(
       model, stage, config.pipelineStages, config.dataParallel,
       config.microBatchSize, config.numMicroBatches, config.stages[stage],
       config.recompute[stage], config.zero, config.offload, withPolicy);
+  applyActivationOffload(mem, model, config.microBatchSize,
+                         config.recompute[stage], config.offloadedLayers(stage),
+                         inFlightMicroBatches(config, stage), options);
+  return mem;
 }
 
 std::vector<std::pair<llvm::StringRef, int64_t>> StageMemory::fields() const {

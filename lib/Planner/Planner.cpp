@@ -141,6 +141,36 @@ llvm::Error ratrain::applySyncPeriodOption(int64_t syncPeriod,
   return llvm::Error::success();
 }
 
+llvm::Error ratrain::applyActivationOffloadOption(llvm::StringRef value,
+                                                  PlanRequest &request) {
+  using Mode = PlanRequest::ActivationOffloadMode;
+  request.activationOffloadCounts.clear();
+  if (value.empty()) {
+    request.activationOffload = Mode::Search;
+    return llvm::Error::success();
+  }
+  if (value == "none" || value == "all") {
+    request.activationOffload = value == "none" ? Mode::None : Mode::All;
+    return llvm::Error::success();
+  }
+  llvm::SmallVector<llvm::StringRef> fields;
+  value.split(fields, ',');
+  for (llvm::StringRef field : fields) {
+    int64_t count;
+    if (field.trim().getAsInteger(10, count) || count < 0 ||
+        count > limits::kMaxModelLayers)
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "act-offload: expected none, all or comma-separated counts of "
+          "offloaded layers per stage (0 to " +
+              std::to_string(limits::kMaxModelLayers) + "), got '" + value +
+              "'");
+    request.activationOffloadCounts.push_back(count);
+  }
+  request.activationOffload = Mode::Counts;
+  return llvm::Error::success();
+}
+
 llvm::Error ratrain::applyScheduleOption(llvm::StringRef name,
                                          int64_t virtualStages,
                                          PlanRequest &request) {
@@ -248,6 +278,53 @@ static std::vector<int64_t> divisors(int64_t n) {
     }
   small.insert(small.end(), large.rbegin(), large.rend());
   return small;
+}
+
+/// Activation offload of a 1F1B `config` (ParallelConfig::
+/// activationOffload): per stage that recomputes, the count of its first
+/// layers whose full activations go to the offload tier that predicts the
+/// shortest stage (no recompute for them, the transfers hidden under the
+/// stage's computes up to exposedActivationTransfer) and keeps the stage
+/// within `cap` and `tierCap`. Nullopt when no stage gains.
+static std::optional<ParallelConfig>
+searchActivationOffload(const ModelConfig &model, const CostModel &costs,
+                        ParallelConfig config, const MemoryOptions &options,
+                        int64_t cap, int64_t tierCap,
+                        int64_t &stageEvaluations) {
+  int64_t p = config.pipelineStages, b = config.microBatchSize;
+  double f = costs.layerForward(b), bw = costs.layerBackward(b);
+  config.activationOffload.assign(p, 0);
+  bool any = false;
+  for (int64_t i = 0; i < p; ++i) {
+    double r = costs.layerRecompute(b, config.recompute[i]);
+    if (r <= 0)
+      continue;
+    int64_t n = config.stages[i].numLayers;
+    auto stageSeconds = [&](int64_t k) {
+      double compute = double(n) * (f + bw) + double(n - k) * r;
+      config.activationOffload[i] = k;
+      return compute + exposedActivationTransfer(costs, config, i, compute);
+    };
+    double none = stageSeconds(0);
+    std::vector<std::pair<double, int64_t>> gains;
+    for (int64_t k = 1; k <= n; ++k)
+      if (double t = stageSeconds(k); t < none)
+        gains.push_back({t, -k}); // faster first, then more layers
+    llvm::sort(gains);
+    config.activationOffload[i] = 0;
+    for (auto [seconds, negK] : gains) {
+      config.activationOffload[i] = -negK;
+      ++stageEvaluations;
+      StageMemory mem = computeStageMemory(model, config, i, options);
+      if (mem.total() <= cap && mem.offloadedBytes <= tierCap)
+        break;
+      config.activationOffload[i] = 0;
+    }
+    any |= config.activationOffload[i] > 0;
+  }
+  if (!any)
+    return std::nullopt;
+  return config;
 }
 
 /// The search state for one (p, d, b, zero) combination.
@@ -626,6 +703,17 @@ llvm::Expected<PlanResult> ratrain::planTraining(const ModelConfig &model0,
           request.syncPeriod, stringifyOffloadPolicy(*request.offload)));
   }
   int64_t tierCap = machine.offloadBytesPerCluster();
+  using ActivationOffloadMode = PlanRequest::ActivationOffloadMode;
+  bool forcesActivationOffload =
+      request.activationOffload == ActivationOffloadMode::All ||
+      (request.activationOffload == ActivationOffloadMode::Counts &&
+       llvm::any_of(request.activationOffloadCounts,
+                    [](int64_t k) { return k > 0; }));
+  if (forcesActivationOffload && tierCap <= 0)
+    return makeError(llvm::formatv(
+        "activation offload requested, but machine '{0}' has no offload tier "
+        "(offload.bytes_per_node)",
+        machine.name));
   std::vector<OffloadPolicy> offloads;
   if (request.offload) {
     if (*request.offload != OffloadPolicy::None && tierCap <= 0)
@@ -877,6 +965,45 @@ llvm::Expected<PlanResult> ratrain::planTraining(const ModelConfig &model0,
                                               result.stageEvaluations))
                   toEvaluate.push_back({std::move(*fitted), sched});
               }
+            }
+            // Activation offload: forced on every candidate, or searched
+            // beside each 1F1B candidate.
+            if (request.activationOffload == ActivationOffloadMode::Search &&
+                tierCap > 0) {
+              size_t planned = toEvaluate.size();
+              for (size_t k = 0; k < planned; ++k)
+                if (!toEvaluate[k].second)
+                  if (std::optional<ParallelConfig> offloading =
+                          searchActivationOffload(
+                              model, costs, toEvaluate[k].first, options, cap,
+                              tierCap, result.stageEvaluations))
+                    toEvaluate.push_back({std::move(*offloading), nullptr});
+            } else if (forcesActivationOffload) {
+              for (auto &[config, sched] : toEvaluate) {
+                int64_t n = config.numVirtualStages();
+                config.activationOffload.assign(n, 0);
+                for (int64_t c = 0; c < n; ++c)
+                  config.activationOffload[c] =
+                      request.activationOffload == ActivationOffloadMode::All
+                          ? config.stages[c].numLayers
+                      : c < int64_t(request.activationOffloadCounts.size())
+                          ? request.activationOffloadCounts[c]
+                          : 0;
+              }
+              // Counts fit the splits with one per stage and no more
+              // offloaded layers than a stage has.
+              if (request.activationOffload == ActivationOffloadMode::Counts)
+                llvm::erase_if(toEvaluate, [&](const auto &entry) {
+                  const ParallelConfig &config = entry.first;
+                  if (int64_t(request.activationOffloadCounts.size()) !=
+                      config.numVirtualStages())
+                    return true;
+                  for (int64_t c = 0; c < config.numVirtualStages(); ++c)
+                    if (config.activationOffload[c] >
+                        config.stages[c].numLayers)
+                      return true;
+                  return false;
+                });
             }
             bool anyCandidate = !toEvaluate.empty();
             double bestHere = std::numeric_limits<double>::infinity();

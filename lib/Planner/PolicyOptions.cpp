@@ -31,6 +31,13 @@ PolicyOptions::PolicyOptions(cl::OptionCategory &category)
           cl::desc("clip the gradients to this global norm: no update before "
                    "the norm over every rank, priced in every plan (0: no "
                    "clipping; docs/schedule.md, \"Gradient clipping\")"),
+          cl::cat(category)),
+      actOffload(
+          "act-offload", cl::init(""),
+          cl::desc("activation offload (GriNNder): none, all, or offloaded "
+                   "decoder layers per stage (\"2,0\"); empty: searched where "
+                   "the machine has an offload tier (docs/schedule.md, "
+                   "\"Activation offload\")"),
           cl::cat(category)) {}
 
 /// The error of an apply*Option function, as a command-line option's.
@@ -54,5 +61,8 @@ llvm::Error PolicyOptions::applyToRequest(PlanRequest &request) const {
   if (llvm::Error error =
           asOptionError(applyTransfersOption(transfers, request)))
     return error;
-  return asOptionError(applySyncPeriodOption(syncPeriod, request));
+  if (llvm::Error error =
+          asOptionError(applySyncPeriodOption(syncPeriod, request)))
+    return error;
+  return asOptionError(applyActivationOffloadOption(actOffload, request));
 }

@@ -148,6 +148,8 @@ StageMemory ratrain::computeRankMemory(const ModelConfig &model,
         model, c, n, config.dataParallel, b, config.numMicroBatches,
         config.stages[c], config.recompute[c], config.zero, config.offload,
         live, withPolicy);
+    applyActivationOffload(chunk, model, b, config.recompute[c],
+                           config.offloadedLayers(c), live, options);
     chunk.activations +=
         config.stages[c].numLayers * deferred *
         layerDeferredBytes(model, b, config.recompute[c], options);
@@ -176,6 +178,7 @@ StageMemory ratrain::computeRankMemory(const ModelConfig &model,
     total.outgoingMessages += chunk.outgoingMessages;
     total.zeroShards += chunk.zeroShards;
     total.offloadedBytes += chunk.offloadedBytes;
+    total.offloadedActivations += chunk.offloadedActivations;
     // One kernel runs at a time: buffers, workspaces and the offload
     // window are the largest chunk's.
     total.recomputeBuffer =

@@ -40,9 +40,13 @@ ratrain::scheduleActionCosts(const CostModel &costs,
   result.backwardWeight.resize(n);
   for (int64_t c = 0; c < n; ++c) {
     double layers = double(config.stages[c].numLayers);
+    double offloaded = double(config.offloadedLayers(c));
     double r = costs.layerRecompute(b, config.recompute[c]);
     result.forward[c] = layers * f;
-    result.backwardInput[c] = layers * gathered(bi + r, layerParams);
+    // Offloaded layers keep their full activations: no recompute.
+    result.backwardInput[c] =
+        (layers - offloaded) * gathered(bi + r, layerParams) +
+        offloaded * gathered(bi, layerParams);
     result.backwardWeight[c] = layers * bw;
     if (c == 0) {
       result.forward[c] +=
@@ -57,6 +61,10 @@ ratrain::scheduleActionCosts(const CostModel &costs,
       result.backwardWeight[c] +=
           gathered(costs.headBackwardWeight(b), headParams);
     }
+    // What the offload stream does not hide under the chunk's computes.
+    result.backwardInput[c] += exposedActivationTransfer(
+        costs, config, c,
+        result.forward[c] + result.backwardInput[c] + result.backwardWeight[c]);
   }
   result.transfer = config.pipelineStages > 1
                         ? costs.pointToPoint(costs.pipelineMessageBytes(b),
@@ -135,7 +143,8 @@ StepTime ratrain::predictStepTime(const CostModel &costs,
     int64_t layers = config.stages[c].numLayers;
     t.forward = actionCosts.forward[c];
     t.backward = actionCosts.backwardInput[c] + actionCosts.backwardWeight[c];
-    t.recompute = layers * costs.layerRecompute(b, config.recompute[c]);
+    t.recompute = double(layers - config.offloadedLayers(c)) *
+                  costs.layerRecompute(b, config.recompute[c]);
     t.p2p = actionCosts.transfer;
     int64_t params = stageParams(model, config, c);
     t.syncSeconds = sync(params);

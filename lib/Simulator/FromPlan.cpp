@@ -275,6 +275,11 @@ llvm::Expected<Synthetic1F1BConfig> sim::planToSyntheticConfig(
 
     stage.storedActivationBytesPerLayer =
         layerActivationBytes(model, b, recompute, memoryOptions);
+    stage.offloadedLayers = config.offloadedLayers(i);
+    if (stage.offloadedLayers > 0)
+      stage.activationOffloadBytes =
+          layerActivationBytes(model, b, RecomputePolicy::None, memoryOptions);
+    stage.activationPrefetch = kMaxActivationPrefetch;
     if (plain1F1B) {
       StageMemory memory = computeStageMemory(model, config, i, memoryOptions);
       stage.residentBytes = memory.total() - memory.activations;

@@ -2,6 +2,7 @@
 //---------===//
 
 #include "ratrain/Simulator/Synthetic1F1B.h"
+#include "ActivationOffloadTasks.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
@@ -44,7 +45,7 @@ public:
         last(stage == config.stages - 1), syncTokens(costs.layers),
         gatherTokens(costs.layers), reloadTokens(costs.layers),
         pendingWaits(costs.layers), primed(costs.layers, false),
-        averageTokens(costs.layers) {}
+        averageTokens(costs.layers), activations(program, costs, last) {}
 
   void build();
 
@@ -197,6 +198,7 @@ private:
   std::vector<bool> primed;
   /// Partial synchronization: each layer's averaging.
   std::vector<Token> averageTokens;
+  ActivationOffloadTasks activations;
 };
 
 } // namespace
@@ -269,6 +271,7 @@ void StageBuilder::forward(int64_t mb) {
     program.addCompute(ComputeKind::Forward, costs.forwardSeconds,
                        costs.forwardFlops,
                        llvm::formatv("fwd L{0} mb{1}", layer, mb).str());
+    activations.afterForward(l, mb, layer);
     if (costs.storedActivationBytesPerLayer > 0)
       program.addAlloc(costs.storedActivationBytesPerLayer,
                        llvm::formatv("act L{0} mb{1}", layer, mb).str());
@@ -307,10 +310,13 @@ void StageBuilder::backward(int64_t mb) {
   Token pending;
   if (gathersPerUse())
     pending = gatherView(costs.layers - 1);
+  auto layerOf = [&](int64_t l) { return globalLayer(l); };
+  activations.beforeSweep(mb, layerOf);
   for (int64_t l = costs.layers - 1; l >= 0; --l) {
     int64_t layer = globalLayer(l);
     gatherBefore(pending, l, l - 1);
-    if (costs.recomputeSeconds > 0)
+    activations.beforeBackward(l, mb, layerOf);
+    if (costs.recomputeSeconds > 0 && !activations.keepsFullActivations(l))
       program.addCompute(
           ComputeKind::Recompute, costs.recomputeSeconds, 0,
           llvm::formatv("recompute L{0} mb{1}", layer, mb).str());

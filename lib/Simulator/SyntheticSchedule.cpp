@@ -1,6 +1,7 @@
 //===- SyntheticSchedule.cpp - Programs of any pipeline schedule ----------===//
 
 #include "ratrain/Simulator/SyntheticSchedule.h"
+#include "ActivationOffloadTasks.h"
 #include "ratrain/Planner/SyncPhases.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -28,6 +29,8 @@ public:
       chunks[c].gathers.resize(stages[c].layers);
       chunks[c].pendingWaits.assign(stages[c].layers, ~size_t(0));
       chunks[c].primed.assign(stages[c].layers, false);
+      chunks[c].activations = std::make_unique<ActivationOffloadTasks>(
+          program, stages[c], /*adjacentBackward=*/c == numStages - 1);
     }
   }
 
@@ -42,6 +45,8 @@ private:
     std::vector<size_t> pendingWaits;
     /// The layer's secondary shard was gathered this iteration.
     std::vector<bool> primed;
+    /// Offloaded activations (SyntheticStage::offloadedLayers).
+    std::unique_ptr<ActivationOffloadTasks> activations;
   };
   /// A layer in the order its gradient sync is issued.
   struct Item {
@@ -260,6 +265,7 @@ void RankBuilder::forward(int64_t c, int64_t mb) {
     program.addCompute(
         ComputeKind::Forward, s.forwardSeconds, s.forwardFlops,
         llvm::formatv("fwd L{0} mb{1}", layerOf(c, l), mb).str());
+    chunk.activations->afterForward(l, mb, layerOf(c, l));
     if (s.storedActivationBytesPerLayer > 0)
       program.addAlloc(
           s.storedActivationBytesPerLayer,
@@ -315,10 +321,14 @@ void RankBuilder::backward(int64_t c, int64_t mb, ActionKind kind) {
   Token pending;
   if (gathersPerUse(c))
     pending = gatherView(c, s.layers - 1);
+  ActivationOffloadTasks &activations = *chunks[c].activations;
+  auto globalLayer = [&](int64_t l) { return layerOf(c, l); };
+  activations.beforeSweep(mb, globalLayer);
   for (int64_t l = s.layers - 1; l >= 0; --l) {
     int64_t layer = layerOf(c, l);
     gatherBefore(c, pending, l, l - 1);
-    if (s.recomputeSeconds > 0)
+    activations.beforeBackward(l, mb, globalLayer);
+    if (s.recomputeSeconds > 0 && !activations.keepsFullActivations(l))
       program.addCompute(
           ComputeKind::Recompute, s.recomputeSeconds, 0,
           llvm::formatv("recompute L{0} mb{1}", layer, mb).str());

@@ -313,7 +313,7 @@ LogicalResult expandPipelines(ModuleOp module, StringRef scheduleName,
         toIRSchedule(schedule->kind), p.getVirtualStages(),
         p.getWeightPartition(), p.getGradPartition(), p.getWeightWire(),
         p.getGradWire(), p.getMaxGradNorm(), p.getTransfers(),
-        p.getSyncPeriod());
+        p.getSyncPeriod(), p.getActOffload());
 
     OpBuilder builder(model);
     builder.setInsertionPointAfter(model);

@@ -66,7 +66,7 @@ PlanAttr buildPlanAttr(function_ref<InFlightDiagnostic()> emitError,
           sharding.weightLevel, sharding.gradLevel,
           toIRWire(sharding.weightWire), toIRWire(sharding.gradWire),
           maxGradNormAttr(context, config.maxGradNorm), transfers,
-          config.syncPeriod)))
+          config.syncPeriod, config.activationOffload)))
     return {};
   return PlanAttr::get(
       context, clusters, config.pipelineStages, config.dataParallel,
@@ -75,7 +75,7 @@ PlanAttr buildPlanAttr(function_ref<InFlightDiagnostic()> emitError,
       toIRSchedule(config.schedule), config.virtualStages, sharding.weightLevel,
       sharding.gradLevel, toIRWire(sharding.weightWire),
       toIRWire(sharding.gradWire), maxGradNormAttr(context, config.maxGradNorm),
-      transfers, config.syncPeriod);
+      transfers, config.syncPeriod, config.activationOffload);
 }
 
 struct PlanPass : public ratrain::impl::RATrainPlanBase<PlanPass> {
@@ -209,6 +209,19 @@ struct PlanPass : public ratrain::impl::RATrainPlanBase<PlanPass> {
       return signalPassFailure();
     }
     if (llvm::Error error = applySyncPeriodOption(syncPeriod, request)) {
+      module.emitError("--ratrain-plan: ") << llvm::toString(std::move(error));
+      return signalPassFailure();
+    }
+    if (!recompute.empty()) {
+      std::optional<RecomputePolicy> forced = parseRecomputePolicy(recompute);
+      if (!forced) {
+        module.emitError("--ratrain-plan: unknown recompute policy '")
+            << recompute << "' (none, selective or full)";
+        return signalPassFailure();
+      }
+      request.recompute = *forced;
+    }
+    if (llvm::Error error = applyActivationOffloadOption(actOffload, request)) {
       module.emitError("--ratrain-plan: ") << llvm::toString(std::move(error));
       return signalPassFailure();
     }

@@ -3,9 +3,11 @@
 // Places the training-state lifecycle of every layer of every stage:
 // gradient ready -> asynchronous sync -> wait -> optimizer update -> view
 // re-materialization (-> ZeRO all-gather) -> view in place, and the
-// activation recovery (recompute) before the backward that needs it. Under
-// ZeRO-3 the view is this rank's shard and every compute that reads a
-// layer's parameters reads an all-gather of it, issued one compute ahead.
+// activation recovery (recompute) before the backward that needs it, and
+// the offload and reload of the activations of layers the plan offloads
+// (ActivationOffload.h). Under ZeRO-3 the view is this rank's shard and
+// every compute that reads a layer's parameters reads an all-gather of it,
+// issued one compute ahead.
 //
 // `ratrain` places each layer's lifecycle as early as its data allows, with
 // the cost model deciding where a sync has completed; `gpu-style` runs each
@@ -24,6 +26,7 @@
 #include "ratrain/Analysis/LayerTiming.h"
 #include "ratrain/Planner/CostModel.h"
 #include "ratrain/Planner/SyncPhases.h"
+#include "ratrain/Transforms/ActivationOffload.h"
 #include "ratrain/Transforms/LayerBackward.h"
 #include "ratrain/Transforms/PassUtils.h"
 #include "ratrain/Transforms/Passes.h"
@@ -102,6 +105,12 @@ public:
     if (sizes.offloadsOptState())
       bytes += sizes.optStateBytes(layer);
     return costs.offloadTransfer(bytes);
+  }
+
+  /// Seconds of moving one offloaded layer's activations for a micro-batch
+  /// to or from the offload tier (activation offload).
+  double activationTransferSeconds() const {
+    return costs.activationTransfer(plan.getMicroBatchSize());
   }
 
   /// Seconds of the all-gather of `layer`'s full 16-bit view (ZeRO-3).
@@ -604,6 +613,10 @@ LogicalResult StageScheduler::run() {
                 "--ratrain-expand-1f1b";
 
   placeRecomputes();
+  placeActivationOffloads(
+      stage, plan, tier,
+      [&](Operation *op) { return costs.computeSeconds(op); },
+      costs.activationTransferSeconds());
 
   // ZeRO-3: the computes that read a layer's parameters, in program order;
   // each reads a gather of the view shard (emitParameterGathers).
@@ -947,6 +960,13 @@ struct ScheduleLifecyclePass
                     : "the optimizer states")
             << " in the offload tier, but machine '" << machine->name
             << "' has none (no 'offload:' in its machine file)";
+        return signalPassFailure();
+      }
+      if (plan.offloadsAnyActivations() && !machine->offload.present()) {
+        pipeline.emitOpError("plan offloads the activations of some layers "
+                             "(act_offload), but machine '")
+            << machine->name
+            << "' has no offload tier (no 'offload:' in its machine file)";
         return signalPassFailure();
       }
       StorageTier tier = machine->offload.kind == OffloadTierKind::Storage

@@ -3,7 +3,7 @@
 
 // RUN: ratrain-translate --import-hf-config %examples/models/llama-2-7b.json --machine=%examples/machines/mt3000.yaml | ratrain-opt --ratrain-plan="clusters=1024 global-batch=1024 pp=4 micro-batch-size=1" | FileCheck %s --check-prefix=FIXED
 // FIXED: ratrain.model @llama_2_7b
-// FIXED-SAME: plan #ratrain.plan<clusters = 1024, pp = 4, dp = 256, micro_batch_size = 1, micro_batches = 4, zero = {{[0-3]}}, stage_layers = [{{[0-9]+}}, {{[0-9]+}}, {{[0-9]+}}, {{[0-9]+}}], recompute = [{{none|selective|full}}, {{none|selective|full}}, {{none|selective|full}}, {{none|selective|full}}], step_us = {{[1-9][0-9]*}}, peak_bytes = {{[1-9][0-9]*}}{{(, weight_partition = [0-9]+)?(, grad_partition = [0-9]+)?}}>
+// FIXED-SAME: plan #ratrain.plan<clusters = 1024, pp = 4, dp = 256, micro_batch_size = 1, micro_batches = 4, zero = {{[0-3]}}, stage_layers = [{{[0-9]+}}, {{[0-9]+}}, {{[0-9]+}}, {{[0-9]+}}], recompute = [{{none|selective|full}}, {{none|selective|full}}, {{none|selective|full}}, {{none|selective|full}}], step_us = {{[1-9][0-9]*}}, peak_bytes = {{[1-9][0-9]*}}{{(, weight_partition = [0-9]+)?(, grad_partition = [0-9]+)?(, act_offload = \[[0-9, ]+\])?}}>
 
 // The free search on 64 clusters, then the plan is used by expansion.
 // RUN: ratrain-translate --import-hf-config %examples/models/llama-2-7b.json --machine=%examples/machines/mt3000.yaml | ratrain-opt --ratrain-plan="clusters=64 global-batch=256" --ratrain-expand-1f1b | FileCheck %s --check-prefix=FREE

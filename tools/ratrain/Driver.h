@@ -105,6 +105,8 @@ struct CompileOptions {
   std::string transfers = "two-sided";
   /// --sync-period: partial synchronization every N steps (1: every step).
   int64_t syncPeriod = 1;
+  /// --act-offload: none, all or per-stage counts (empty: searched).
+  std::string actOffload;
   /// --max-grad-norm: global gradient-norm clipping (0: none).
   double maxGradNorm = 0;
   /// --weight-decay-params: matrices, matrices-except-embeddings or all.

@@ -74,6 +74,11 @@ const char *const kPlanFlagsHelp = R"(PLAN OPTIONS:
                         spread over the N phases (default 1: all-reduce
                         every gradient every step; docs/schedule.md,
                         "Partial synchronization")
+  --act-offload WHAT    activation offload (GriNNder): none, all, or the
+                        offloaded decoder layers per stage ("2,0"; default:
+                        the planner's choice where the machine has an
+                        offload tier; docs/schedule.md, "Activation
+                        offload")
   --dtype TYPE          train in bf16 or f16 (default: the config's dtype)
   --max-grad-norm X     clip the gradients to this global L2 norm before any
                         update, as PyTorch's clip_grad_norm_ (default: no
@@ -174,6 +179,7 @@ llvm::ArrayRef<StringRef> getPlanValueFlags() {
                                     "--schedule",
                                     "--transfers",
                                     "--sync-period",
+                                    "--act-offload",
                                     "--partition",
                                     "--weight-wire",
                                     "--grad-wire",
@@ -270,6 +276,26 @@ getCompileOptions(const Toolchain &tools, const Args &args, StringRef command) {
                        "own gradients, so there is no global norm to clip "
                        "to");
     options.syncPeriod = value;
+  }
+  if (std::optional<std::string> offload = args.get("--act-offload")) {
+    // none, all, or counts (the planner checks them against the split).
+    llvm::SmallVector<StringRef> counts;
+    StringRef(*offload).split(counts, ',');
+    bool valid = *offload == "none" || *offload == "all";
+    if (!valid) {
+      valid = true;
+      for (StringRef count : counts) {
+        int64_t value = 0;
+        valid &= !count.getAsInteger(10, value) && value >= 0 &&
+                 value <= limits::kMaxModelLayers;
+      }
+    }
+    if (!valid)
+      return makeError("--act-offload: expected none, all or comma-separated "
+                       "counts of offloaded layers per stage (0 to " +
+                       std::to_string(limits::kMaxModelLayers) + "), got '" +
+                       *offload + "'");
+    options.actOffload = *offload;
   }
   if (std::optional<std::string> decayed = args.get("--weight-decay-params")) {
     if (*decayed != "matrices" && *decayed != "matrices-except-embeddings" &&

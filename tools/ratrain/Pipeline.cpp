@@ -132,6 +132,8 @@ static std::string planPassOptions(const CompileOptions &options) {
     text += " transfers=" + options.transfers;
   if (options.syncPeriod > 1)
     text += " sync-period=" + std::to_string(options.syncPeriod);
+  if (!options.actOffload.empty())
+    text += " act-offload=" + options.actOffload;
   if (options.maxGradNorm > 0) {
     char norm[32];
     std::snprintf(norm, sizeof(norm), "%.17g", options.maxGradNorm);
@@ -174,6 +176,20 @@ static std::optional<std::string> describePlan(StringRef planned,
     schedule += ", one-sided transfers";
   if (int64_t h = field("sync_period"); h > 1)
     schedule += llvm::formatv(", each layer averaged every {0} steps", h).str();
+  if (size_t at = attr.find("act_offload = ["); at != StringRef::npos) {
+    int64_t layers = 0;
+    StringRef list =
+        attr.substr(at + 15).take_until([](char c) { return c == ']'; });
+    llvm::SmallVector<StringRef> counts;
+    list.split(counts, ',');
+    for (StringRef count : counts) {
+      int64_t value = 0;
+      if (!count.trim().getAsInteger(10, value))
+        layers += value;
+    }
+    schedule +=
+        llvm::formatv(", activations of {0} layers offloaded", layers).str();
+  }
   return llvm::formatv("pp {0} x dp {1}, ZeRO-{2}, {3} micro-batches of {4}"
                        "{8}, predicted step {5:f3} s, peak {6:f2} GiB per "
                        "rank (policy {7})",

@@ -91,6 +91,9 @@ int planCommand(const Toolchain &tools, llvm::ArrayRef<std::string> argv) {
                                         options->transfers,
                                         "--sync-period",
                                         std::to_string(options->syncPeriod)};
+    if (!options->actOffload.empty())
+      llvm::append_range(command, std::vector<std::string>{
+                                      "--act-offload", options->actOffload});
     if (options->pp)
       llvm::append_range(command, std::vector<std::string>{
                                       "--pp", std::to_string(*options->pp)});

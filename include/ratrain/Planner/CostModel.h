@@ -103,6 +103,9 @@ public:
   /// latency per chunk (offload.chunk_bytes; one chunk when 0) + bytes /
   /// bandwidth (0 for no bytes; infinite when the machine has no tier).
   double offloadTransfer(int64_t bytes) const;
+  /// Moving one decoder layer's full stored activations for a micro-batch
+  /// (layerActivationBytes without recompute) to or from the offload tier.
+  double activationTransfer(int64_t microBatchSize) const;
 
   //===--- communication ------------------------------------------------===//
 
@@ -287,6 +290,16 @@ ItemCommunication itemCommunication(const CostModel &costs,
 /// With a sharding policy: ItemCommunication::gatherRepeat.
 double parameterGatherSeconds(const CostModel &costs,
                               const ParallelConfig &config, int64_t params);
+
+/// Activation offload (ParallelConfig::activationOffload): seconds of
+/// virtual stage `stage`'s offload stream per micro-batch (each offloaded
+/// layer's activations written to the tier after its forward and read back
+/// before its backward) that its `compute` seconds per micro-batch do not
+/// hide: the stream runs beside the computes, so only the excess is
+/// exposed (0 without offloaded layers).
+double exposedActivationTransfer(const CostModel &costs,
+                                 const ParallelConfig &config, int64_t stage,
+                                 double compute);
 
 /// Seconds of each virtual stage's actions for one micro-batch: F = its
 /// layers' forward (+ embedding on the first, head on the last); I = their

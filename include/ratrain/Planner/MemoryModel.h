@@ -231,6 +231,23 @@ struct ParallelConfig {
   /// phases (assignSyncPhases). Needs ZeRO-0, no clipping and the masters in
   /// DDR (offload of the optimizer states only).
   int64_t syncPeriod = 1;
+  /// Activation offload (GriNNder; docs/schedule.md, "Activation offload"):
+  /// per virtual stage, how many of its first decoder layers keep their full
+  /// activations in the machine's offload tier between forward and backward
+  /// instead of following `recompute`. Empty: none.
+  std::vector<int64_t> activationOffload;
+
+  /// The offloaded decoder layers of virtual stage `stage`.
+  int64_t offloadedLayers(int64_t stage) const {
+    return activationOffload.empty() ? 0 : activationOffload[stage];
+  }
+  /// Whether any stage offloads activations.
+  bool offloadsActivations() const {
+    for (int64_t k : activationOffload)
+      if (k > 0)
+        return true;
+    return false;
+  }
 
   int64_t clusters() const { return pipelineStages * dataParallel; }
   /// Sequences per iteration: d * b * m.
@@ -264,7 +281,8 @@ struct ParallelConfig {
   /// followed by " offload=optimizer" when states are offloaded, by
   /// " schedule=zbv v=2" when the schedule is not 1F1B (v when not 1) and by
   /// the sharding policy when not the default (ShardingPolicy::describe),
-  /// " clip=N" with clipping, " transfers=one-sided" and " sync-period=H".
+  /// " clip=N" with clipping, " transfers=one-sided", " sync-period=H" and
+  /// " act-offload=K" (runs of equal counts as KxN) with activation offload.
   std::string describe() const;
 };
 
@@ -493,8 +511,11 @@ struct StageMemory {
   /// shards (ZeroShardSizes), 1/d of the stage's parameters each.
   int64_t zeroShards = 0;
   /// With offload: bytes this cluster keeps in the offload tier (not DDR,
-  /// not part of total()).
+  /// not part of total()); offloaded activations included.
   int64_t offloadedBytes = 0;
+  /// With activation offload: the part of offloadedBytes that is
+  /// activations (all offloaded layers' micro-batches in flight).
+  int64_t offloadedActivations = 0;
 
   /// DDR bytes (everything but offloadedBytes).
   int64_t total() const {
@@ -519,6 +540,25 @@ struct StageMemory {
 StageMemory computeStageMemory(const ModelConfig &model,
                                const ParallelConfig &config, int64_t stage,
                                const MemoryOptions &options = {});
+
+/// Full activations of offloaded layers (ParallelConfig::activationOffload)
+/// that are in DDR at once at most: the one a forward writes and the one
+/// still being offloaded, the reloads prefetched ahead of their backwards
+/// (kMaxActivationPrefetch) and the one a backward reads. The lifecycle pass
+/// keeps an activation whose backward follows within that window in DDR
+/// instead of offloading it.
+constexpr int64_t kMaxActivationPrefetch = 2;
+constexpr int64_t kActivationOffloadResident = kMaxActivationPrefetch + 3;
+
+/// Adjusts `mem` (a stage computed with `recompute` for all its layers and
+/// `inFlight` micro-batches) for `offloadedLayers` of its decoder layers
+/// keeping their full activations in the offload tier: their stored
+/// activations leave `activations`, at most kActivationOffloadResident full
+/// ones come back, and all of them count in `offloadedBytes` (the tier).
+void applyActivationOffload(StageMemory &mem, const ModelConfig &model,
+                            int64_t microBatchSize, RecomputePolicy recompute,
+                            int64_t offloadedLayers, int64_t inFlight,
+                            const MemoryOptions &options);
 
 /// The peak DDR of every rank (pipeline position) of `config` under its
 /// schedule: computeStageMemory for each stage of 1f1b, computeRankMemory

@@ -73,6 +73,15 @@ struct PlanRequest {
   /// gets it, and only ZeRO-0 candidates that keep the masters in DDR are
   /// searched.
   int64_t syncPeriod = 1;
+  /// Activation offload (ParallelConfig::activationOffload). Search (the
+  /// default): where the machine has an offload tier, every 1F1B candidate
+  /// whose stages recompute is also tried with, per stage, the count of
+  /// offloaded layers that predicts the shortest stage and fits DDR and the
+  /// tier. None: never. All: every decoder layer of every stage.
+  /// Counts: those per virtual stage (activationOffloadCounts).
+  enum class ActivationOffloadMode { Search, None, All, Counts };
+  ActivationOffloadMode activationOffload = ActivationOffloadMode::Search;
+  std::vector<int64_t> activationOffloadCounts;
   /// DDR cap per cluster in bytes; 0 uses machine.cluster.ddrBytes.
   int64_t memoryCapBytes = 0;
   /// How many plans to return, best first.
@@ -164,6 +173,13 @@ llvm::Error applyTransfersOption(llvm::StringRef transfers,
 /// the option, the value and the limit.
 llvm::Error applySyncPeriodOption(int64_t syncPeriod, PlanRequest &request);
 
+/// Sets `request`'s activation offload from a tool option: "" (search),
+/// "none", "all" or comma-separated counts of offloaded decoder layers, one
+/// per virtual stage ("2,0"). The error names the option ("act-offload:
+/// ...").
+llvm::Error applyActivationOffloadOption(llvm::StringRef value,
+                                         PlanRequest &request);
+
 /// Sets `request`'s schedule from a tool option: "1f1b", "interleaved-1f1b",
 /// "zb-h1", "zbv" or "auto" (searchSchedules), and `virtualStages` when
 /// positive. The error names the bad value and the choices.
@@ -181,6 +197,9 @@ std::string formatSeconds(double seconds);
 /// when all stages agree.
 std::string formatLayerSplit(const ParallelConfig &config);
 std::string formatRecompute(const ParallelConfig &config);
+/// The activation-offloaded layers per stage, runs of equal counts as KxN:
+/// "2x3,0x5" ("2" when uniform; "0" without offload).
+std::string formatActivationOffload(const ParallelConfig &config);
 
 /// "stage 0 needs 23.4 GB of 20.0 GB: activations 14.1 GB, master weights
 /// 4.2 GB, ..." (fields largest first, zero fields left out).

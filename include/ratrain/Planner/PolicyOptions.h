@@ -2,10 +2,10 @@
 //
 // The communication and optimizer policies that ratrain-plan and ratrain-sim
 // both take on their command lines (--in-network, --transfers, --sync-period,
-// --max-grad-norm), declared once: each tool constructs a PolicyOptions in
-// its option category and applies it to its machine and its plan request.
-// The --ratrain-plan pass takes the same policies as pass options and calls
-// the same apply*Option functions.
+// --max-grad-norm, --act-offload), declared once: each tool constructs a
+// PolicyOptions in its option category and applies it to its machine and its
+// plan request. The --ratrain-plan pass takes the same policies as pass options
+// and calls the same apply*Option functions.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,8 +28,9 @@ public:
   /// --in-network: the machine's collective-capable level, overriding its
   /// file. The error names the option.
   llvm::Error applyToMachine(MachineModel &machine) const;
-  /// --max-grad-norm, --transfers and --sync-period, in that order (the
-  /// sync period checks the clipping). The error names the option.
+  /// --max-grad-norm, --transfers, --sync-period and --act-offload, in that
+  /// order (the sync period checks the clipping). The error names the
+  /// option.
   llvm::Error applyToRequest(PlanRequest &request) const;
 
 private:
@@ -37,6 +38,7 @@ private:
   llvm::cl::opt<std::string> transfers;
   llvm::cl::opt<int64_t> syncPeriod;
   llvm::cl::opt<double> maxGradNorm;
+  llvm::cl::opt<std::string> actOffload;
 };
 
 } // namespace ratrain

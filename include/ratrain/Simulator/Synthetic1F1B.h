@@ -106,6 +106,14 @@ struct SyntheticStage {
   double gradSquaresSeconds = 0;
   /// Bytes an I keeps per layer and micro-batch until its W.
   int64_t deferredBytesPerLayer = 0;
+  /// Activation offload: the stage's first `offloadedLayers` layers keep
+  /// their full activations (no recompute), moved to the offload tier after
+  /// each forward (`activationOffloadBytes` each way) and reloaded
+  /// `activationPrefetch` backwards ahead of their own; on the last stage
+  /// those read within that window stay in DDR.
+  int64_t offloadedLayers = 0;
+  int64_t activationOffloadBytes = 0;
+  int64_t activationPrefetch = 2;
 };
 
 struct Synthetic1F1BConfig {

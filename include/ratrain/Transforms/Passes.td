@@ -81,6 +81,13 @@ def RATrainPlan : Pass<"ratrain-plan", "mlir::ModuleOp"> {
            "steps, the layers spread over the N phases (1: all-reduce every "
            "gradient every step; docs/schedule.md, \"Partial "
            "synchronization\")">,
+    Option<"recompute", "recompute", "std::string", "\"\"",
+           "fix every stage's recompute policy: none, selective or full "
+           "(empty: search)">,
+    Option<"actOffload", "act-offload", "std::string", "\"\"",
+           "activation offload (GriNNder): none, all, or offloaded decoder "
+           "layers per stage (\"2,0\"); empty: search where the machine has "
+           "an offload tier (docs/schedule.md, \"Activation offload\")">,
     Option<"showTop", "show-top", "int64_t", "0",
            "print the best N plans as a remark on the model">
   ];

@@ -37,6 +37,11 @@ static std::optional<mt::TracePhase> getTracePhase(Operation *op) {
   return std::nullopt;
 }
 
+/// Whether an async value moves a stored activation.
+static bool isActivationTransfer(Value pending) {
+  return isa<ActivationType>(cast<AsyncType>(pending.getType()).getValue());
+}
+
 LogicalResult StageLowering::lowerForward(ForwardOp op) {
   int64_t layer = op.getView().getType().getLayer();
   int64_t mb = op.getMicroBatch();
@@ -669,11 +674,17 @@ LogicalResult StageLowering::lower() {
       result = lowerTransfer(&op, /*send=*/true);
     else if (isa<RecvOp>(op))
       result = lowerTransfer(&op, /*send=*/false);
-    else if (auto reload = dyn_cast<ReloadOp>(op))
-      lowerReload(reload);
-    else if (auto offload = dyn_cast<OffloadOp>(op))
-      lowerOffload(offload);
-    else if (auto ready = dyn_cast<GradReadyOp>(op)) {
+    else if (auto reload = dyn_cast<ReloadOp>(op)) {
+      if (isActivationTransfer(reload.getPending()))
+        result = lowerActivationReload(reload);
+      else
+        lowerReload(reload);
+    } else if (auto offload = dyn_cast<OffloadOp>(op)) {
+      if (isa<ActivationType>(offload.getState().getType()))
+        result = lowerActivationOffload(offload);
+      else
+        lowerOffload(offload);
+    } else if (auto ready = dyn_cast<GradReadyOp>(op)) {
       // The gradient is complete: nothing to run, except the NormHead's
       // Jacobian for the head.
       if (dims.normHead &&

@@ -35,6 +35,14 @@ LogicalResult StageLowering::planOffloads() {
     auto offload = dyn_cast<OffloadOp>(op);
     if (!offload)
       continue;
+    // Offloaded activations (lowerActivationOffload) need nothing planned.
+    if (isa<ActivationType>(offload.getState().getType())) {
+      if (!offload.getState().getDefiningOp<ForwardOp>())
+        return offload.emitOpError(
+            "cannot be lowered: only activations stored by a forward are "
+            "offloaded");
+      continue;
+    }
     auto role = offloadedRole(offload.getState().getType());
     if (!role)
       return offload.emitOpError("cannot be lowered: only master and "
@@ -47,6 +55,9 @@ LogicalResult StageLowering::planOffloads() {
   for (Operation &op : stage.getBody().front()) {
     auto reload = dyn_cast<ReloadOp>(op);
     if (!reload)
+      continue;
+    if (auto type = dyn_cast<OffloadedType>(reload.getOffloaded().getType());
+        type && isa<ActivationType>(type.getState()))
       continue;
     auto role = offloadedRole(reload.getOffloaded().getType());
     if (!role || !isa<BlockArgument>(reload.getOffloaded()))
@@ -161,6 +172,83 @@ Value StageLowering::offloadWindow(int64_t layer, StringRef role) {
   // through the reload's wait, uses the same buffer.
   return ddrBase(state.key, state.windowOffset, state.windowBytes);
 }
+
+//===----------------------------------------------------------------------===//
+// Offloaded activations
+//===----------------------------------------------------------------------===//
+
+/// The forward that stored an offloaded activation (through its offload's
+/// wait and the reload, for a reload's operand).
+static ForwardOp storingForward(Value activation) {
+  if (auto forward = activation.getDefiningOp<ForwardOp>())
+    return forward;
+  if (auto wait = activation.getDefiningOp<WaitOp>())
+    if (auto offload = wait.getPending().getDefiningOp<OffloadOp>())
+      return offload.getState().getDefiningOp<ForwardOp>();
+  return ForwardOp();
+}
+
+std::string StageLowering::activationKey(ForwardOp forward) {
+  return llvm::formatv("act.layer{0}.mb{1}",
+                       forward.getActivation().getType().getLayer(),
+                       forward.getMicroBatch());
+}
+
+mt::StorageTier StageLowering::tierOf(StorageTier tier) {
+  return tier == StorageTier::Host ? mt::StorageTier::host
+                                   : mt::StorageTier::storage;
+}
+
+LogicalResult StageLowering::lowerActivationOffload(OffloadOp op) {
+  ForwardOp forward = storingForward(op.getState());
+  int64_t layer = forward.getActivation().getType().getLayer();
+  int64_t bytes = (*assigned(op.getState()))[1];
+  Value act = actBase(op.getState(), layer, forward.getMicroBatch());
+  Value source = slot(act, 0, {bytes}, IntegerType::get(ctx, 8));
+  Value token = mt::OffloadOp::create(
+      b, loc, source, mt::StorageTierAttr::get(ctx, tierOf(op.getTier())),
+      b.getStringAttr(activationKey(forward)));
+  track(token);
+  pending[op.getPending()] = {token};
+  activationTiers[op.getPending()] = tierOf(op.getTier());
+  activationBytes[activationKey(forward)] = bytes;
+  return success();
+}
+
+LogicalResult StageLowering::lowerActivationReload(ReloadOp op) {
+  auto wait = op.getOffloaded().getDefiningOp<WaitOp>();
+  ForwardOp forward = storingForward(op.getOffloaded());
+  if (!wait || !forward)
+    return op.emitOpError("cannot be lowered: the reloaded activation is not "
+                          "the waited offload of a forward's");
+  std::string key = activationKey(forward);
+  int64_t layer = forward.getActivation().getType().getLayer();
+  int64_t bytes = activationBytes.lookup(key);
+  auto buffer = assigned(op.getPending());
+  if (!buffer)
+    return stage.emitOpError("stage ")
+           << stageIndex
+           << " was not buffer-assigned: run --ratrain-assign-buffers (or "
+              "--ratrain-schedule-pipeline) before --ratrain-lower-to-mt3k";
+  if ((*buffer)[1] < bytes)
+    return op.emitOpError("cannot be lowered: the reload buffer of '")
+           << key << "' has " << (*buffer)[1] << " bytes, the offloaded "
+           << "activation " << bytes;
+  Value dest =
+      slot(reloadedActBase(op.getPending(), layer, forward.getMicroBatch()), 0,
+           {bytes}, IntegerType::get(ctx, 8));
+  Value token = mt::ReloadOp::create(
+      b, loc, dest,
+      mt::StorageTierAttr::get(ctx, activationTiers.lookup(wait.getPending())),
+      b.getStringAttr(key));
+  track(token);
+  pending[op.getPending()] = {token};
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Offloaded states (continued)
+//===----------------------------------------------------------------------===//
 
 void StageLowering::lowerReload(ReloadOp op) {
   auto [layer, role] = *offloadedRole(op.getOffloaded().getType());

@@ -365,9 +365,16 @@ Value StageLowering::deferredBase(Value deferred, int64_t layer, int64_t mb) {
 
 Value StageLowering::actBase(Value act, int64_t layer, int64_t mb) {
   auto buffer = assigned(act);
-  std::string name =
-      llvm::formatv("act.layer{0}.mb{1}{2}", layer, mb,
-                    act.getDefiningOp<RecomputeOp>() ? ".recomputed" : "");
+  StringRef suffix = act.getDefiningOp<RecomputeOp>() ? ".recomputed"
+                     : act.getDefiningOp<WaitOp>()    ? ".reloaded"
+                                                      : "";
+  std::string name = llvm::formatv("act.layer{0}.mb{1}{2}", layer, mb, suffix);
+  return ddrBase(name, (*buffer)[0], (*buffer)[1]);
+}
+
+Value StageLowering::reloadedActBase(Value pending, int64_t layer, int64_t mb) {
+  auto buffer = assigned(pending);
+  std::string name = llvm::formatv("act.layer{0}.mb{1}.reloaded", layer, mb);
   return ddrBase(name, (*buffer)[0], (*buffer)[1]);
 }
 

@@ -427,6 +427,13 @@ private:
   FailureOr<int64_t> peerReceiveOffset(SendOp send);
   void lowerReload(ReloadOp op);
   void lowerOffload(OffloadOp op);
+  /// Activation offload: the stored activation of a forward goes to the
+  /// tier under activationKey and comes back into the reload's buffer.
+  LogicalResult lowerActivationOffload(OffloadOp op);
+  LogicalResult lowerActivationReload(ReloadOp op);
+  /// "act.layer<L>.mb<M>": the tier key of a forward's stored activation.
+  static std::string activationKey(ForwardOp forward);
+  static mt::StorageTier tierOf(StorageTier tier);
   LogicalResult emitPrologue();
 
   // Offloaded states (plan offload = optimizer | master).
@@ -504,6 +511,9 @@ private:
   }
 
   Value actBase(Value act, int64_t layer, int64_t mb);
+  /// The buffer a reload of an offloaded activation writes (`pending`, the
+  /// reload's async value, which its wait shares).
+  Value reloadedActBase(Value pending, int64_t layer, int64_t mb);
   Value gradFlat(Value grad, int64_t layer);
   int64_t layerParams(int64_t layer) { return getLayerParams(layerOp(layer)); }
   int64_t shardElements(int64_t layer) {
@@ -640,6 +650,11 @@ private:
   int64_t gsmNext = 0; ///< the GSM staging slot the next AdamW chunk uses
   /// Offloaded states by key (offloadKey).
   std::map<std::string, OffloadedState> offloaded;
+  /// Offloaded activations: the tier of each offload in flight (by its
+  /// async value, which the reload reads through its wait) and the bytes
+  /// moved under each key.
+  DenseMap<Value, mt::StorageTier> activationTiers;
+  llvm::StringMap<int64_t> activationBytes;
   /// Elements per chunk of the streamed states of a layer (all of its
   /// streamed states use the same chunks).
   DenseMap<int64_t, int64_t> streamChunk;

@@ -390,6 +390,46 @@ TEST(MemoryModel, OffloadOptimizerStates) {
   EXPECT_EQ(computeStageMemory(m, c, 0, chunked).offloadWindow, 128000000);
 }
 
+TEST(MemoryModel, OffloadedActivationsLeaveAWindowInDDR) {
+  ModelConfig m = synthetic();
+  // 4 stages of 2 layers, b = 2, m = 8, full recompute: stage 0 holds 4
+  // micro-batches in flight, stage 3 one.
+  ParallelConfig c =
+      ParallelConfig::balanced(8, 4, 1, 2, 8, RecomputePolicy::Full);
+  StageMemory recompute0 = computeStageMemory(m, c, 0);
+  StageMemory recompute3 = computeStageMemory(m, c, 3);
+  c.activationOffload = {2, 1, 0, 1};
+  ASSERT_FALSE(bool(c.validate(m)));
+  StageMemory s0 = computeStageMemory(m, c, 0);
+  // Both layers x 4 in flight = 8 full activations in the tier, at most 5
+  // of them in DDR; no input of theirs stored.
+  EXPECT_EQ(s0.activations, 5 * kNoneB2);
+  EXPECT_EQ(s0.offloadedActivations, 8 * kNoneB2);
+  EXPECT_EQ(s0.offloadedBytes, 8 * kNoneB2);
+  EXPECT_EQ(s0.total(), recompute0.total() - 2 * 4 * kFullB2 + 5 * kNoneB2);
+  // Stage 1: one of its two layers, 3 in flight: 3 full ones (under the
+  // window), the other layer's 3 inputs.
+  StageMemory s1 = computeStageMemory(m, c, 1);
+  EXPECT_EQ(s1.activations, 3 * kNoneB2 + 3 * kFullB2);
+  EXPECT_EQ(s1.offloadedBytes, 3 * kNoneB2);
+  EXPECT_EQ(computeStageMemory(m, c, 2).offloadedBytes, 0);
+  // Stage 3: one layer, one in flight.
+  StageMemory s3 = computeStageMemory(m, c, 3);
+  EXPECT_EQ(s3.activations, recompute3.activations - kFullB2 + kNoneB2);
+  EXPECT_EQ(s3.offloadedBytes, kNoneB2);
+  // Offloaded activations share the tier with offloaded optimizer states.
+  c.offload = OffloadPolicy::OptimizerStates;
+  EXPECT_EQ(computeStageMemory(m, c, 1).offloadedBytes,
+            3 * kNoneB2 + 8 * 2 * kLayerParams);
+  // More offloaded layers than the stage has is invalid.
+  c.activationOffload = {3, 0, 0, 0};
+  llvm::Error invalid = c.validate(m);
+  EXPECT_TRUE(bool(invalid));
+  llvm::consumeError(std::move(invalid));
+  EXPECT_NE(c.describe().find(" act-offload=3x1,0x3"), std::string::npos)
+      << c.describe();
+}
+
 TEST(MemoryModel, OffloadMasterAndOptimizerWithZero) {
   ModelConfig m = synthetic();
   ParallelConfig c = ParallelConfig::balanced(

@@ -458,6 +458,8 @@ TEST(Planner, MatchesExhaustiveSearchOnASmallModel) {
       request.globalBatch = globalBatch;
       request.memoryCapBytes = cap;
       request.policy = lifecycle;
+      // The exhaustive space has no activation offload (searched below).
+      request.activationOffload = PlanRequest::ActivationOffloadMode::None;
       llvm::Expected<PlanResult> result = planTraining(model, machine, request);
       ASSERT_TRUE(bool(result)) << llvm::toString(result.takeError());
       ASSERT_GT(exhaustive, 0);
@@ -468,6 +470,81 @@ TEST(Planner, MatchesExhaustiveSearchOnASmallModel) {
       EXPECT_LE(found, best * 1.005) << "cap " << cap;
       EXPECT_LT(result->candidatesEvaluated, exhaustive);
     }
+}
+
+TEST(Planner, ActivationOffloadReplacesRecomputeWhereItIsFaster) {
+  ModelConfig model;
+  model.name = "small";
+  model.numLayers = 8;
+  model.hidden = 1024;
+  model.numHeads = 16;
+  model.numKVHeads = 16;
+  model.ffnHidden = 2816;
+  model.vocab = 32000;
+  model.seqLen = 2048;
+  model.dtype = DType::BF16;
+  MachineModel machine = loadMT3000();
+  PlanRequest request;
+  request.clusters = 8;
+  request.globalBatch = 32;
+  request.memoryCapBytes = 1300000000; // tight: the plans recompute
+  request.activationOffload = PlanRequest::ActivationOffloadMode::None;
+  llvm::Expected<PlanResult> without = planTraining(model, machine, request);
+  ASSERT_TRUE(bool(without)) << llvm::toString(without.takeError());
+  const Plan &recomputing = without->plans[0];
+  ASSERT_TRUE(llvm::any_of(recomputing.config.recompute, [](RecomputePolicy r) {
+    return r != RecomputePolicy::None;
+  })) << recomputing.config.describe();
+
+  // A large, fast tier: offloading the activations of recomputed layers
+  // removes their recompute, and the transfers hide under the computes.
+  machine.offload.bytesPerNode = int64_t(1) << 40;
+  machine.offload.bandwidth = 1e12;
+  request.activationOffload = PlanRequest::ActivationOffloadMode::None;
+  llvm::Expected<PlanResult> baseline = planTraining(model, machine, request);
+  ASSERT_TRUE(bool(baseline)) << llvm::toString(baseline.takeError());
+  request.activationOffload = PlanRequest::ActivationOffloadMode::Search;
+  llvm::Expected<PlanResult> searched = planTraining(model, machine, request);
+  ASSERT_TRUE(bool(searched)) << llvm::toString(searched.takeError());
+  const Plan &best = searched->plans[0];
+  EXPECT_TRUE(best.config.offloadsActivations()) << best.config.describe();
+  EXPECT_LT(best.time.total, baseline->plans[0].time.total);
+  EXPECT_LE(best.peakBytes(), request.memoryCapBytes);
+  EXPECT_LE(best.peakOffloadedBytes(), machine.offloadBytesPerCluster());
+  // An offloaded layer does no recompute: the slowest stage's recompute
+  // shrinks.
+  EXPECT_LT(best.time.recompute, baseline->plans[0].time.recompute);
+
+  // A tier too slow to hide anything: never chosen.
+  machine.offload.bandwidth = 1e3;
+  llvm::Expected<PlanResult> slow = planTraining(model, machine, request);
+  ASSERT_TRUE(bool(slow)) << llvm::toString(slow.takeError());
+  EXPECT_FALSE(slow->plans[0].config.offloadsActivations())
+      << slow->plans[0].config.describe();
+
+  // Forced without a tier: an error naming the tier.
+  machine.offload = OffloadTierSpec();
+  request.activationOffload = PlanRequest::ActivationOffloadMode::All;
+  llvm::Expected<PlanResult> none = planTraining(model, machine, request);
+  ASSERT_FALSE(bool(none));
+  EXPECT_NE(llvm::toString(none.takeError()).find("no offload tier"),
+            std::string::npos);
+}
+
+TEST(Planner, ActivationOffloadOption) {
+  PlanRequest request;
+  using Mode = PlanRequest::ActivationOffloadMode;
+  ASSERT_FALSE(bool(applyActivationOffloadOption("all", request)));
+  EXPECT_EQ(request.activationOffload, Mode::All);
+  ASSERT_FALSE(bool(applyActivationOffloadOption("2,0", request)));
+  EXPECT_EQ(request.activationOffload, Mode::Counts);
+  EXPECT_EQ(request.activationOffloadCounts, (std::vector<int64_t>{2, 0}));
+  ASSERT_FALSE(bool(applyActivationOffloadOption("", request)));
+  EXPECT_EQ(request.activationOffload, Mode::Search);
+  llvm::Error bad = applyActivationOffloadOption("2,x", request);
+  ASSERT_TRUE(bool(bad));
+  EXPECT_NE(llvm::toString(std::move(bad)).find("act-offload: expected"),
+            std::string::npos);
 }
 
 TEST(Planner, FormattingHelpers) {

@@ -162,7 +162,8 @@ protected:
       if (assigned > expected + tolerance)
         outcome.disagreements += excess;
 
-      // The streamed states live at once never exceed the planner's window.
+      // The streamed states live at once never exceed the planner's window
+      // (reloaded activations count with the activations).
       StageBufferAnalysis buffers(stage);
       buffers.size(sizes);
       int64_t window = 0;
@@ -170,7 +171,8 @@ protected:
            ++position) {
         int64_t live = 0;
         for (const StageBuffer &buffer : buffers.getBuffers())
-          if (buffer.kind == BufferKind::Reloaded && buffer.liveAt(position))
+          if (buffer.kind == BufferKind::Reloaded &&
+              !isa<ActivationType>(buffer.type) && buffer.liveAt(position))
             live += buffer.bytes;
         window = std::max(window, live);
       }
