@@ -64,6 +64,13 @@ PARTIAL_SYNC_CONCLUSION = (
     "slower network (0.63-0.81x); on the plain and 4x networks the 1B's ZeRO-1 plan is also "
     "ahead (0.93-0.96x). DreamDDP's setting, few large-memory nodes on slow links, is the 1B "
     "row at /16; MT-3000's small DDR per cluster favours sharding otherwise.")
+# Activation offload (ratrain-sim --act-offload): the machines whose tier
+# takes the activations. Every other section plans with --act-offload none,
+# so that its figures stay those of the systems it is about.
+ACT_OFFLOAD_MACHINES = [
+    ("host memory", MACHINE),
+    ("storage", os.path.join("examples", "machines", "mt3000-storage.yaml")),
+]
 # Pipeline message modes (ratrain-sim --transfers).
 TRANSFERS = ["two-sided", "one-sided"]
 # Pipeline schedules (ratrain-sim --schedule): each kind's best plan, and the
@@ -116,6 +123,8 @@ def parse_summary(text):
 
 def simulate(tool, model_file, clusters, batch, policy, extra=(), machine=MACHINE,
              seq_len=SEQ_LEN):
+    if "--act-offload" not in extra:
+        extra = list(extra) + ["--act-offload", "none"]
     cmd = [tool, "--machine", machine,
            "--model", os.path.join("examples", "models", model_file),
            "--clusters", str(clusters), "--global-batch", str(batch),
@@ -134,6 +143,8 @@ def compile_and_simulate(build, model_file, clusters, batch, policy, plan_extra=
     """The compiler path: import the HF config, plan (with the extra
     --ratrain-plan options `plan_extra`), expand 1F1B, schedule the
     lifecycle, assign buffers, then simulate the scheduled module."""
+    if "act-offload" not in plan_extra:
+        plan_extra = (plan_extra + " act-offload=none").strip()
     translate = os.path.join(build, "bin", "ratrain-translate")
     opt = os.path.join(build, "bin", "ratrain-opt")
     sim = os.path.join(build, "bin", "ratrain-sim")
@@ -481,6 +492,7 @@ def main():
     transfers = []
     in_network = []
     partial_sync = []
+    act_offload = []
     with tempfile.TemporaryDirectory() as tmp:
         for factor in NETWORK_SLOWDOWNS:
             machine_file = MACHINE if factor == 1 else slower_network(MACHINE, factor, tmp)
@@ -534,6 +546,24 @@ def main():
                     f"{k} {r.get('step-time-s', 0):.3f} s" for k, r in runs.items()),
                     file=sys.stderr)
             partial_sync.append((factor, row))
+        # 1h. Activation offload: the planner's best plan without it and with
+        # it searched, per tier; the searched plan also compiled.
+        for label, machine_file in ACT_OFFLOAD_MACHINES:
+            row = []
+            for name, model_file in MODELS:
+                runs = {k: simulate(tool, model_file, CLUSTERS, GLOBAL_BATCH, "ratrain",
+                                    ["--act-offload", k], machine=machine_file)
+                        for k in ("none", "")}
+                plan = runs[""].get("plan", "")
+                if "act-offload=" in plan:
+                    runs["compiled"] = compile_and_simulate(
+                        build_dir, model_file, CLUSTERS, GLOBAL_BATCH, "ratrain",
+                        "act-offload=", machine=machine_file)
+                row.append((name, runs))
+                print(f"{name} activation offload to {label}: " + ", ".join(
+                    f"{k or 'searched'} {r.get('step-time-s', 0):.2f} s" for k, r in runs.items()),
+                    file=sys.stderr)
+            act_offload.append((label, machine_file, row))
         # 1f. In-network collectives on the chip level, planner free.
         for level, reduce, multicast in IN_NETWORK:
             machine_file = (MACHINE if reduce == multicast == 1
@@ -599,7 +629,7 @@ def main():
 
     write_report(args.out, machine, comparison, speedups, sweep, network, scaling,
                  scaling_rows, timelines, compiled, schedules, schedule_timelines, clipping, transfers,
-                 in_network, partial_sync)
+                 in_network, partial_sync, act_offload)
 
 
 def write_schedules(w, schedules, schedule_timelines):
@@ -865,9 +895,60 @@ def write_partial_sync(w, partial_sync):
     w("")
 
 
+def write_act_offload(w, act_offload):
+    """Activation offload to host memory or storage, GriNNder (issue 15)."""
+    w("## Activation offload (GriNNder)")
+    w("")
+    w("A stage may keep the full activations of its first k layers in the machine's offload "
+      "tier between forward and backward instead of recomputing them (docs/schedule.md, "
+      "\"Activation offload\"). Same requests as above (1024 clusters, global batch 1024, "
+      "s = 4096, ratrain policy, 1F1B); **without** is the planner's best plan with "
+      "`--act-offload none` (what every other section of this report plans), **with** the "
+      "planner free to offload (`act-offload` in the plan: offloaded layers per stage). Two "
+      "tiers: **host memory**, mt3000.yaml's 16 GB per cluster at 8 GB/s; **storage**, "
+      "mt3000-storage.yaml's node-local NVMe, 2 TB per cluster at 2 GB/s (both assumptions, "
+      "[U]). **compiled** is the offloading plan compiled (plan, expand, lifecycle, buffers) "
+      "and simulated from the module, where the lifecycle pass placed every offload and "
+      "reload. `exposed tier` is the time per step blocked on the offload tier.")
+    w("")
+    w("| tier | model | without: plan | step | with: plan | step | exposed tier | "
+      "speedup | compiled step | compiled speedup |")
+    w("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for label, _, row in act_offload:
+        for name, runs in row:
+            none, searched = runs["none"], runs[""]
+            if "error" in none or "error" in searched:
+                err = none.get("error") or searched.get("error")
+                w(f"| {label} | {name} | no plan: {err[:120]} |" + " |" * 7)
+                continue
+            compiled = runs.get("compiled")
+            cells = [label, name, f"`{none.get('plan', '?')}`", fmt_s(none["step-time-s"]),
+                     f"`{searched.get('plan', '?')}`", fmt_s(searched["step-time-s"]),
+                     fmt_s(searched.get("exposed-offload-s", 0)),
+                     f"{none['step-time-s'] / searched['step-time-s']:.3f}x"]
+            if compiled and "error" not in compiled:
+                cells += [fmt_s(compiled["step-time-s"]),
+                          f"{none['step-time-s'] / compiled['step-time-s']:.3f}x"]
+            elif compiled:
+                cells += [f"error: {compiled['error'][:80]}", ""]
+            else:
+                cells += ["(same plan)", ""]
+            w("| " + " | ".join(cells) + " |")
+    w("")
+    w("**Where it wins.** The planner trades recompute for tier traffic where the tier holds "
+      "the activations and its transfers hide under the layers' computes. The host tier is "
+      "small: 16 GB per cluster holds the activations of a few layers of the large models, and "
+      "the DDR window of offloaded activations (at most five full layers in DDR) competes with "
+      "the model states. The storage tier holds them all: with it every layer of a pp = 1 "
+      "plan keeps its activations and nothing is recomputed. **Where it does not.** Plans "
+      "that recompute nothing gain nothing, and a stage whose offload stream is slower than its "
+      "computes exposes the difference, which the planner weighs per stage.")
+    w("")
+
+
 def write_report(out, machine, comparison, speedups, sweep, network, scaling, scaling_rows,
                  timelines, compiled, schedules, schedule_timelines, clipping, transfers,
-                 in_network, partial_sync):
+                 in_network, partial_sync, act_offload):
     m = machine
     lines = []
     w = lines.append
@@ -1068,6 +1149,7 @@ def write_report(out, machine, comparison, speedups, sweep, network, scaling, sc
     write_transfers(w, transfers)
     write_in_network(w, in_network)
     write_partial_sync(w, partial_sync)
+    write_act_offload(w, act_offload)
 
     w("## LLaMA-2-7B scaling, 8 to 1024 clusters")
     w("")

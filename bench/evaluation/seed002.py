@@ -81,7 +81,7 @@ def run_sim(tool, machine_file, gcds, batch, flags):
            "--clusters", str(gcds), "--global-batch", str(batch),
            "--seq-len", str(SEQ_LEN), "--pp", "1", "--dp", str(gcds),
            "--micro-batch", str(MICRO_BATCH), "--zero", "3", "--recompute", "full",
-           "--offload", "none", "--iterations", "3"] + flags
+           "--offload", "none", "--act-offload", "none", "--iterations", "3"] + flags
     return cmd, subprocess.run(cmd, capture_output=True, text=True)
 
 
