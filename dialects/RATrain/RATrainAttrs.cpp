@@ -352,6 +352,15 @@ LogicalResult PlanAttr::verify(
   // Activation offload (docs/schedule.md, "Activation offload"): the first
   // k decoder layers of a virtual stage; whether the machine has a tier is
   // checked by the planner and the lifecycle pass.
+  if (llvm::any_of(actOffload, [](int64_t k) { return k != 0; }) &&
+      (schedule == PipelineScheduleKind::ZBH1 ||
+       schedule == PipelineScheduleKind::ZBV))
+    return emitError() << "plan act_offload needs a schedule whose backward "
+                          "is not split (one_f_one_b, interleaved_1f1b or "
+                          "custom), got "
+                       << stringifyEnum(schedule)
+                       << ": a reloaded activation would stay in DDR until "
+                          "the deferred weight part";
   if (!actOffload.empty()) {
     if (int64_t(actOffload.size()) != chunks)
       return emitError() << "plan has " << actOffload.size()

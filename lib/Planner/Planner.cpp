@@ -714,6 +714,21 @@ llvm::Expected<PlanResult> ratrain::planTraining(const ModelConfig &model0,
         "activation offload requested, but machine '{0}' has no offload tier "
         "(offload.bytes_per_node)",
         machine.name));
+  // Counts name the stages of one pipeline depth.
+  if (request.activationOffload == ActivationOffloadMode::Counts &&
+      forcesActivationOffload) {
+    int64_t counts = int64_t(request.activationOffloadCounts.size());
+    int64_t v = request.virtualStages.value_or(1);
+    if (!request.pipelineStages)
+      return makeError(llvm::formatv(
+          "activation offload counts ({0} stages) need a fixed pipeline depth "
+          "(pp); or use act-offload=all",
+          counts));
+    if (counts != *request.pipelineStages * v)
+      return makeError(llvm::formatv(
+          "activation offload gives {0} counts for pp * virtual stages = {1}",
+          counts, *request.pipelineStages * v));
+  }
   std::vector<OffloadPolicy> offloads;
   if (request.offload) {
     if (*request.offload != OffloadPolicy::None && tierCap <= 0)
@@ -979,6 +994,12 @@ llvm::Expected<PlanResult> ratrain::planTraining(const ModelConfig &model0,
                               tierCap, result.stageEvaluations))
                     toEvaluate.push_back({std::move(*offloading), nullptr});
             } else if (forcesActivationOffload) {
+              // A split backward keeps a reloaded activation until its
+              // deferred weight part: those schedules do not offload.
+              llvm::erase_if(toEvaluate, [](const auto &entry) {
+                return entry.first.schedule == ScheduleKind::ZBH1 ||
+                       entry.first.schedule == ScheduleKind::ZBV;
+              });
               for (auto &[config, sched] : toEvaluate) {
                 int64_t n = config.numVirtualStages();
                 config.activationOffload.assign(n, 0);

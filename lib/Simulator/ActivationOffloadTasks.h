@@ -25,11 +25,13 @@ namespace ratrain::sim {
 class ActivationOffloadTasks {
 public:
   /// `adjacentBackward`: the stage's backward of a micro-batch follows its
-  /// forward directly (the last stage of the pipeline), so the last layers'
-  /// activations, read within the prefetch window, stay in DDR.
+  /// forward directly (the last stage of the pipeline, whose head runs in
+  /// between when `head`), so the last layers' activations, read within the
+  /// prefetch window, stay in DDR.
   ActivationOffloadTasks(StageProgram &program, const SyntheticStage &stage,
-                         bool adjacentBackward)
-      : program(program), stage(stage), adjacentBackward(adjacentBackward) {}
+                         bool adjacentBackward, bool head)
+      : program(program), stage(stage), adjacentBackward(adjacentBackward),
+        head(head) {}
 
   /// Whether layer `l` (in the stage) keeps its full activations (no
   /// recompute before its backward).
@@ -74,9 +76,16 @@ private:
   bool moves(int64_t l) const {
     if (l >= stage.offloadedLayers || stage.activationOffloadBytes <= 0)
       return false;
-    // Forward of l, the later layers' forwards and backwards, then l's.
-    int64_t distance = 2 * (stage.layers - l) - 1;
-    return !adjacentBackward || distance > stage.activationPrefetch + 2;
+    if (!adjacentBackward)
+      return true;
+    // Computes from l's forward to its backward, as the lifecycle pass
+    // counts them: the later layers' forwards, the head's forward and
+    // backward, the later layers' recomputes and backwards, l's backward.
+    int64_t distance = (stage.layers - 1 - l) + (head ? 2 : 0) + 1;
+    for (int64_t j = l + 1; j < stage.layers; ++j)
+      distance +=
+          1 + (stage.recomputeSeconds > 0 && !keepsFullActivations(j) ? 1 : 0);
+    return distance > stage.activationPrefetch + 2;
   }
   void reload(int64_t l, int64_t mb, int64_t layer) {
     auto offload = offloads.find({l, mb});
@@ -94,7 +103,7 @@ private:
 
   StageProgram &program;
   const SyntheticStage &stage;
-  bool adjacentBackward;
+  bool adjacentBackward, head;
   std::map<std::pair<int64_t, int64_t>, Token> offloads, reloads;
 };
 

@@ -279,7 +279,12 @@ llvm::Expected<Synthetic1F1BConfig> sim::planToSyntheticConfig(
     if (stage.offloadedLayers > 0)
       stage.activationOffloadBytes =
           layerActivationBytes(model, b, RecomputePolicy::None, memoryOptions);
-    stage.activationPrefetch = kMaxActivationPrefetch;
+    // As the lifecycle pass picks it: one backward ahead when one backward
+    // hides a reload.
+    stage.activationPrefetch =
+        costs.layerBackward(b) >= costs.activationTransfer(b)
+            ? 1
+            : kMaxActivationPrefetch;
     if (plain1F1B) {
       StageMemory memory = computeStageMemory(model, config, i, memoryOptions);
       stage.residentBytes = memory.total() - memory.activations;

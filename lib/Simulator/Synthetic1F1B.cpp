@@ -45,7 +45,9 @@ public:
         last(stage == config.stages - 1), syncTokens(costs.layers),
         gatherTokens(costs.layers), reloadTokens(costs.layers),
         pendingWaits(costs.layers), primed(costs.layers, false),
-        averageTokens(costs.layers), activations(program, costs, last) {}
+        averageTokens(costs.layers),
+        activations(program, costs, last,
+                    last && costs.extraForwardSeconds > 0) {}
 
   void build();
 

@@ -30,7 +30,8 @@ public:
       chunks[c].pendingWaits.assign(stages[c].layers, ~size_t(0));
       chunks[c].primed.assign(stages[c].layers, false);
       chunks[c].activations = std::make_unique<ActivationOffloadTasks>(
-          program, stages[c], /*adjacentBackward=*/c == numStages - 1);
+          program, stages[c], /*adjacentBackward=*/c == numStages - 1,
+          /*head=*/c == numStages - 1 && stages[c].extraForwardSeconds > 0);
     }
   }
 

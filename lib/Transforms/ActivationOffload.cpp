@@ -31,7 +31,9 @@ ActivationOffloadSummary ratrain::placeActivationOffloads(
 
   struct Candidate {
     ForwardOp forward;
-    int64_t produced = 0, firstRead = 0;
+    /// Computes: the forward, the first and the last reader (the weight
+    /// part of a split backward reads the activation too).
+    int64_t produced = 0, firstRead = 0, lastRead = 0;
   };
   SmallVector<Candidate> candidates;
   // Offloaded layers' activations in DDR during each compute.
@@ -45,22 +47,25 @@ ActivationOffloadSummary ratrain::placeActivationOffloads(
     if (!forward ||
         !plan.offloadsActivations(forward.getActivation().getType().getLayer()))
       continue;
-    int64_t firstRead = -1;
+    int64_t firstRead = -1, lastRead = -1;
     for (Operation *user : forward.getActivation().getUsers()) {
       auto it = indexOf.find(user);
-      if (it != indexOf.end() && (firstRead < 0 || it->second < firstRead))
+      if (it == indexOf.end())
+        continue;
+      if (firstRead < 0 || it->second < firstRead)
         firstRead = it->second;
+      lastRead = std::max(lastRead, it->second);
     }
     if (firstRead < 0)
       continue;
     if (firstRead - i <= kMaxActivationPrefetch + 2) {
-      occupy(i, firstRead);
+      occupy(i, lastRead);
       ++summary.kept;
       continue;
     }
     // Written by compute i, offloaded during compute i + 1.
     occupy(i, i + 1);
-    candidates.push_back({forward, i, firstRead});
+    candidates.push_back({forward, i, firstRead, lastRead});
   }
 
   OpBuilder builder(stage.getContext());
@@ -99,7 +104,7 @@ ActivationOffloadSummary ratrain::placeActivationOffloads(
         break;
       --distance;
     }
-    occupy(c.firstRead - distance, c.firstRead);
+    occupy(c.firstRead - distance, c.lastRead);
     builder.setInsertionPoint(computes[c.firstRead - distance]);
     Value reloading =
         ReloadOp::create(builder, loc, AsyncType::get(context, act.getType()),

@@ -36,8 +36,11 @@ struct ActivationOffloadSummary {
 ///    right before that reader, whose readers then use the reloaded value.
 /// d (the prefetch distance) is the fewest computes, up to
 /// kMaxActivationPrefetch, whose predicted seconds (`computeSeconds`) cover
-/// `reloadSeconds`, and fewer where more reloads would make more than
-/// kActivationOffloadResident offloaded layers' activations live in DDR.
+/// `reloadSeconds`, and fewer where a longer prefetch would make more than
+/// kActivationOffloadResident offloaded layers' activations live in DDR
+/// (counted from their write or reload to their last reader). The count is
+/// what the memory model assumes, not a guarantee: the buffer assignment
+/// checks the real peak against the DDR cap.
 /// An activation whose reader follows within kMaxActivationPrefetch + 2
 /// computes stays in DDR. Computes are forwards, recomputes and (split)
 /// backwards.

@@ -202,7 +202,13 @@ mt::StorageTier StageLowering::tierOf(StorageTier tier) {
 LogicalResult StageLowering::lowerActivationOffload(OffloadOp op) {
   ForwardOp forward = storingForward(op.getState());
   int64_t layer = forward.getActivation().getType().getLayer();
-  int64_t bytes = (*assigned(op.getState()))[1];
+  auto buffer = assigned(op.getState());
+  if (!buffer)
+    return stage.emitOpError("stage ")
+           << stageIndex
+           << " was not buffer-assigned: run --ratrain-assign-buffers (or "
+              "--ratrain-schedule-pipeline) before --ratrain-lower-to-mt3k";
+  int64_t bytes = (*buffer)[1];
   Value act = actBase(op.getState(), layer, forward.getMicroBatch());
   Value source = slot(act, 0, {bytes}, IntegerType::get(ctx, 8));
   Value token = mt::OffloadOp::create(

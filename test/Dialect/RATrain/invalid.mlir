@@ -1078,3 +1078,40 @@ ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
 // expected-error @+1 {{plan sync_period = 0 must be 1 (every step) to 1024}}
 ratrain.pipeline @p for @m plan #ratrain.plan<clusters = 2, pp = 1, dp = 2, micro_batch_size = 1, micro_batches = 1, zero = 0, stage_layers = [3], recompute = [none], step_us = 0, peak_bytes = 0, sync_period = 0> {
 }
+
+// -----
+
+ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
+  ratrain.layer 0 embedding hidden(64) vocab(128)
+  ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
+  ratrain.layer 2 head hidden(64) vocab(128)
+}
+// expected-error @+1 {{plan act_offload = 2 for stage 0 must be 0 to its 1 decoder layers}}
+ratrain.pipeline @p for @m plan #ratrain.plan<clusters = 1, pp = 1, dp = 1, micro_batch_size = 1, micro_batches = 1, zero = 0, stage_layers = [3], recompute = [none], step_us = 0, peak_bytes = 0, act_offload = [2]> {
+}
+
+// -----
+
+ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
+  ratrain.layer 0 embedding hidden(64) vocab(128)
+  ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
+  ratrain.layer 2 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
+  ratrain.layer 3 head hidden(64) vocab(128)
+}
+// expected-error @+1 {{plan act_offload needs a schedule whose backward is not split (one_f_one_b, interleaved_1f1b or custom), got zb_h1}}
+ratrain.pipeline @p for @m plan #ratrain.plan<clusters = 2, pp = 2, dp = 1, micro_batch_size = 1, micro_batches = 2, zero = 0, stage_layers = [2, 2], recompute = [none, none], step_us = 0, peak_bytes = 0, schedule = zb_h1, act_offload = [1, 1]> {
+}
+
+// -----
+
+ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
+  ratrain.layer 0 embedding hidden(64) vocab(128)
+  ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
+  ratrain.layer 2 head hidden(64) vocab(128)
+}
+// expected-error @+1 {{plan has 2 act_offload entries for pp * virtual_stages = 1}}
+ratrain.pipeline @p for @m plan #ratrain.plan<clusters = 1, pp = 1, dp = 1, micro_batch_size = 1, micro_batches = 1, zero = 0, stage_layers = [3], recompute = [none], step_us = 0, peak_bytes = 0, act_offload = [1, 0]> {
+}

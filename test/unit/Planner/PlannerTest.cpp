@@ -359,10 +359,9 @@ TEST(Planner, RATrainPolicyIsNeverSlowerThanGpuStyle) {
   EXPECT_LT(same.time.exposedLifecycle, gpu->plans[0].time.exposedLifecycle);
 }
 
-/// Exhaustive search (every composition of the layers, every per-stage
-/// policy vector) on a small model, to check that the split heuristic finds
-/// the optimum or comes close.
-TEST(Planner, MatchesExhaustiveSearchOnASmallModel) {
+/// 8 layers of h = 1024, s = 2048, bf16: small enough for an exhaustive
+/// search.
+static ModelConfig smallModel() {
   ModelConfig model;
   model.name = "small";
   model.numLayers = 8;
@@ -373,6 +372,14 @@ TEST(Planner, MatchesExhaustiveSearchOnASmallModel) {
   model.vocab = 32000;
   model.seqLen = 2048;
   model.dtype = DType::BF16;
+  return model;
+}
+
+/// Exhaustive search (every composition of the layers, every per-stage
+/// policy vector) on a small model, to check that the split heuristic finds
+/// the optimum or comes close.
+TEST(Planner, MatchesExhaustiveSearchOnASmallModel) {
+  ModelConfig model = smallModel();
   MachineModel machine = loadMT3000();
   const int64_t clusters = 8, globalBatch = 32;
   const RecomputePolicy policies[] = {
@@ -473,16 +480,7 @@ TEST(Planner, MatchesExhaustiveSearchOnASmallModel) {
 }
 
 TEST(Planner, ActivationOffloadReplacesRecomputeWhereItIsFaster) {
-  ModelConfig model;
-  model.name = "small";
-  model.numLayers = 8;
-  model.hidden = 1024;
-  model.numHeads = 16;
-  model.numKVHeads = 16;
-  model.ffnHidden = 2816;
-  model.vocab = 32000;
-  model.seqLen = 2048;
-  model.dtype = DType::BF16;
+  ModelConfig model = smallModel();
   MachineModel machine = loadMT3000();
   PlanRequest request;
   request.clusters = 8;
@@ -521,6 +519,26 @@ TEST(Planner, ActivationOffloadReplacesRecomputeWhereItIsFaster) {
   ASSERT_TRUE(bool(slow)) << llvm::toString(slow.takeError());
   EXPECT_FALSE(slow->plans[0].config.offloadsActivations())
       << slow->plans[0].config.describe();
+
+  // Counts name the stages of a fixed pipeline depth.
+  ASSERT_FALSE(bool(applyActivationOffloadOption("2,2", request)));
+  llvm::Expected<PlanResult> free = planTraining(model, machine, request);
+  ASSERT_FALSE(bool(free));
+  EXPECT_NE(
+      llvm::toString(free.takeError()).find("need a fixed pipeline depth"),
+      std::string::npos);
+  request.pipelineStages = 4;
+  llvm::Expected<PlanResult> mismatch = planTraining(model, machine, request);
+  ASSERT_FALSE(bool(mismatch));
+  EXPECT_NE(llvm::toString(mismatch.takeError())
+                .find("gives 2 counts for pp * virtual stages = 4"),
+            std::string::npos);
+  request.pipelineStages = 2;
+  llvm::Expected<PlanResult> counted = planTraining(model, machine, request);
+  ASSERT_TRUE(bool(counted)) << llvm::toString(counted.takeError());
+  EXPECT_EQ(counted->plans[0].config.activationOffload,
+            (std::vector<int64_t>{2, 2}));
+  request.pipelineStages.reset();
 
   // Forced without a tier: an error naming the tier.
   machine.offload = OffloadTierSpec();
