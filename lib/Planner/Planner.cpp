@@ -100,102 +100,6 @@ Plan ratrain::evaluatePlan(const ModelConfig &model,
   return plan;
 }
 
-llvm::Error ratrain::applyMaxGradNormOption(double maxGradNorm,
-                                            PlanRequest &request) {
-  // Written so that NaN fails too.
-  if (!(std::isfinite(maxGradNorm) && maxGradNorm >= 0))
-    return llvm::createStringError(
-        llvm::inconvertibleErrorCode(),
-        llvm::formatv("max-grad-norm: expected a finite number >= 0 (0: no "
-                      "clipping), got {0}",
-                      maxGradNorm));
-  request.maxGradNorm = maxGradNorm;
-  return llvm::Error::success();
-}
-
-llvm::Error ratrain::applyTransfersOption(llvm::StringRef transfers,
-                                          PlanRequest &request) {
-  std::optional<TransferPolicy> policy = parseTransferPolicy(transfers);
-  if (!policy)
-    return llvm::createStringError(
-        llvm::inconvertibleErrorCode(),
-        "transfers: expected two-sided or one-sided, got '" + transfers + "'");
-  request.transfers = *policy;
-  return llvm::Error::success();
-}
-
-llvm::Error ratrain::applySyncPeriodOption(int64_t syncPeriod,
-                                           PlanRequest &request) {
-  if (syncPeriod < 1 || syncPeriod > limits::kMaxSyncPeriod)
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "sync-period: expected 1 (every step) to " +
-                                       std::to_string(limits::kMaxSyncPeriod) +
-                                       ", got " + std::to_string(syncPeriod));
-  if (syncPeriod > 1 && request.maxGradNorm > 0)
-    return llvm::createStringError(
-        llvm::inconvertibleErrorCode(),
-        "sync-period: partial synchronization (" + std::to_string(syncPeriod) +
-            ") cannot clip gradients (max-grad-norm): replicas update with "
-            "their own gradients, so there is no global norm");
-  request.syncPeriod = syncPeriod;
-  return llvm::Error::success();
-}
-
-llvm::Error ratrain::applyActivationOffloadOption(llvm::StringRef value,
-                                                  PlanRequest &request) {
-  using Mode = PlanRequest::ActivationOffloadMode;
-  request.activationOffloadCounts.clear();
-  if (value.empty()) {
-    request.activationOffload = Mode::Search;
-    return llvm::Error::success();
-  }
-  if (value == "none" || value == "all") {
-    request.activationOffload = value == "none" ? Mode::None : Mode::All;
-    return llvm::Error::success();
-  }
-  llvm::SmallVector<llvm::StringRef> fields;
-  value.split(fields, ',');
-  for (llvm::StringRef field : fields) {
-    int64_t count;
-    if (field.trim().getAsInteger(10, count) || count < 0 ||
-        count > limits::kMaxModelLayers)
-      return llvm::createStringError(
-          llvm::inconvertibleErrorCode(),
-          "act-offload: expected none, all or comma-separated counts of "
-          "offloaded layers per stage (0 to " +
-              std::to_string(limits::kMaxModelLayers) + "), got '" + value +
-              "'");
-    request.activationOffloadCounts.push_back(count);
-  }
-  request.activationOffload = Mode::Counts;
-  return llvm::Error::success();
-}
-
-llvm::Error ratrain::applyScheduleOption(llvm::StringRef name,
-                                         int64_t virtualStages,
-                                         PlanRequest &request) {
-  if (name == "auto") {
-    request.searchSchedules = true;
-  } else if (std::optional<schedule::ScheduleKind> kind =
-                 schedule::parseScheduleKind(name);
-             kind && *kind != schedule::ScheduleKind::Custom) {
-    request.schedule = *kind;
-  } else {
-    return llvm::createStringError(
-        llvm::inconvertibleErrorCode(),
-        "schedule: expected 1f1b, interleaved-1f1b, zb-h1, zbv or auto, got '" +
-            name + "'");
-  }
-  if (virtualStages < 0)
-    return llvm::createStringError(
-        llvm::inconvertibleErrorCode(),
-        llvm::formatv("virtual stages must be positive, got {0}",
-                      virtualStages));
-  if (virtualStages > 0)
-    request.virtualStages = virtualStages;
-  return llvm::Error::success();
-}
-
 std::vector<ShardingPolicy>
 ratrain::searchedShardingPolicies(const PlanRequest &request, ZeroStage zero,
                                   int64_t d,
@@ -278,53 +182,6 @@ static std::vector<int64_t> divisors(int64_t n) {
     }
   small.insert(small.end(), large.rbegin(), large.rend());
   return small;
-}
-
-/// Activation offload of a 1F1B `config` (ParallelConfig::
-/// activationOffload): per stage that recomputes, the count of its first
-/// layers whose full activations go to the offload tier that predicts the
-/// shortest stage (no recompute for them, the transfers hidden under the
-/// stage's computes up to exposedActivationTransfer) and keeps the stage
-/// within `cap` and `tierCap`. Nullopt when no stage gains.
-static std::optional<ParallelConfig>
-searchActivationOffload(const ModelConfig &model, const CostModel &costs,
-                        ParallelConfig config, const MemoryOptions &options,
-                        int64_t cap, int64_t tierCap,
-                        int64_t &stageEvaluations) {
-  int64_t p = config.pipelineStages, b = config.microBatchSize;
-  double f = costs.layerForward(b), bw = costs.layerBackward(b);
-  config.activationOffload.assign(p, 0);
-  bool any = false;
-  for (int64_t i = 0; i < p; ++i) {
-    double r = costs.layerRecompute(b, config.recompute[i]);
-    if (r <= 0)
-      continue;
-    int64_t n = config.stages[i].numLayers;
-    auto stageSeconds = [&](int64_t k) {
-      double compute = double(n) * (f + bw) + double(n - k) * r;
-      config.activationOffload[i] = k;
-      return compute + exposedActivationTransfer(costs, config, i, compute);
-    };
-    double none = stageSeconds(0);
-    std::vector<std::pair<double, int64_t>> gains;
-    for (int64_t k = 1; k <= n; ++k)
-      if (double t = stageSeconds(k); t < none)
-        gains.push_back({t, -k}); // faster first, then more layers
-    llvm::sort(gains);
-    config.activationOffload[i] = 0;
-    for (auto [seconds, negK] : gains) {
-      config.activationOffload[i] = -negK;
-      ++stageEvaluations;
-      StageMemory mem = computeStageMemory(model, config, i, options);
-      if (mem.total() <= cap && mem.offloadedBytes <= tierCap)
-        break;
-      config.activationOffload[i] = 0;
-    }
-    any |= config.activationOffload[i] > 0;
-  }
-  if (!any)
-    return std::nullopt;
-  return config;
 }
 
 /// The search state for one (p, d, b, zero) combination.
@@ -989,7 +846,7 @@ llvm::Expected<PlanResult> ratrain::planTraining(const ModelConfig &model0,
               for (size_t k = 0; k < planned; ++k)
                 if (!toEvaluate[k].second)
                   if (std::optional<ParallelConfig> offloading =
-                          searchActivationOffload(
+                          planner::searchActivationOffload(
                               model, costs, toEvaluate[k].first, options, cap,
                               tierCap, result.stageEvaluations))
                     toEvaluate.push_back({std::move(*offloading), nullptr});

@@ -1,6 +1,11 @@
 //===- PolicyOptions.cpp - Command-line options of the policies -----------===//
 
 #include "ratrain/Planner/PolicyOptions.h"
+#include "ratrain/Model/Limits.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
 
 using namespace ratrain;
 namespace cl = llvm::cl;
@@ -65,4 +70,104 @@ llvm::Error PolicyOptions::applyToRequest(PlanRequest &request) const {
           asOptionError(applySyncPeriodOption(syncPeriod, request)))
     return error;
   return asOptionError(applyActivationOffloadOption(actOffload, request));
+}
+
+//===----------------------------------------------------------------------===//
+// Option values into a PlanRequest (also used by the --ratrain-plan pass)
+//===----------------------------------------------------------------------===//
+
+llvm::Error ratrain::applyMaxGradNormOption(double maxGradNorm,
+                                            PlanRequest &request) {
+  // Written so that NaN fails too.
+  if (!(std::isfinite(maxGradNorm) && maxGradNorm >= 0))
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        llvm::formatv("max-grad-norm: expected a finite number >= 0 (0: no "
+                      "clipping), got {0}",
+                      maxGradNorm));
+  request.maxGradNorm = maxGradNorm;
+  return llvm::Error::success();
+}
+
+llvm::Error ratrain::applyTransfersOption(llvm::StringRef transfers,
+                                          PlanRequest &request) {
+  std::optional<TransferPolicy> policy = parseTransferPolicy(transfers);
+  if (!policy)
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "transfers: expected two-sided or one-sided, got '" + transfers + "'");
+  request.transfers = *policy;
+  return llvm::Error::success();
+}
+
+llvm::Error ratrain::applySyncPeriodOption(int64_t syncPeriod,
+                                           PlanRequest &request) {
+  if (syncPeriod < 1 || syncPeriod > limits::kMaxSyncPeriod)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "sync-period: expected 1 (every step) to " +
+                                       std::to_string(limits::kMaxSyncPeriod) +
+                                       ", got " + std::to_string(syncPeriod));
+  if (syncPeriod > 1 && request.maxGradNorm > 0)
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "sync-period: partial synchronization (" + std::to_string(syncPeriod) +
+            ") cannot clip gradients (max-grad-norm): replicas update with "
+            "their own gradients, so there is no global norm");
+  request.syncPeriod = syncPeriod;
+  return llvm::Error::success();
+}
+
+llvm::Error ratrain::applyActivationOffloadOption(llvm::StringRef value,
+                                                  PlanRequest &request) {
+  using Mode = PlanRequest::ActivationOffloadMode;
+  request.activationOffloadCounts.clear();
+  if (value.empty()) {
+    request.activationOffload = Mode::Search;
+    return llvm::Error::success();
+  }
+  if (value == "none" || value == "all") {
+    request.activationOffload = value == "none" ? Mode::None : Mode::All;
+    return llvm::Error::success();
+  }
+  llvm::SmallVector<llvm::StringRef> fields;
+  value.split(fields, ',');
+  for (llvm::StringRef field : fields) {
+    int64_t count;
+    if (field.trim().getAsInteger(10, count) || count < 0 ||
+        count > limits::kMaxModelLayers)
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "act-offload: expected none, all or comma-separated counts of "
+          "offloaded layers per stage (0 to " +
+              std::to_string(limits::kMaxModelLayers) + "), got '" + value +
+              "'");
+    request.activationOffloadCounts.push_back(count);
+  }
+  request.activationOffload = Mode::Counts;
+  return llvm::Error::success();
+}
+
+llvm::Error ratrain::applyScheduleOption(llvm::StringRef name,
+                                         int64_t virtualStages,
+                                         PlanRequest &request) {
+  if (name == "auto") {
+    request.searchSchedules = true;
+  } else if (std::optional<schedule::ScheduleKind> kind =
+                 schedule::parseScheduleKind(name);
+             kind && *kind != schedule::ScheduleKind::Custom) {
+    request.schedule = *kind;
+  } else {
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "schedule: expected 1f1b, interleaved-1f1b, zb-h1, zbv or auto, got '" +
+            name + "'");
+  }
+  if (virtualStages < 0)
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        llvm::formatv("virtual stages must be positive, got {0}",
+                      virtualStages));
+  if (virtualStages > 0)
+    request.virtualStages = virtualStages;
+  return llvm::Error::success();
 }

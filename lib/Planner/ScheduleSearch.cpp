@@ -102,3 +102,44 @@ planner::fitRecompute(const ModelConfig &model, ParallelConfig config,
   }
   return std::nullopt;
 }
+
+std::optional<ParallelConfig>
+planner::searchActivationOffload(const ModelConfig &model,
+                                 const CostModel &costs, ParallelConfig config,
+                                 const MemoryOptions &options, int64_t cap,
+                                 int64_t tierCap, int64_t &stageEvaluations) {
+  int64_t p = config.pipelineStages, b = config.microBatchSize;
+  double f = costs.layerForward(b), bw = costs.layerBackward(b);
+  config.activationOffload.assign(p, 0);
+  bool any = false;
+  for (int64_t i = 0; i < p; ++i) {
+    double r = costs.layerRecompute(b, config.recompute[i]);
+    if (r <= 0)
+      continue;
+    int64_t n = config.stages[i].numLayers;
+    auto stageSeconds = [&](int64_t k) {
+      double compute = double(n) * (f + bw) + double(n - k) * r;
+      config.activationOffload[i] = k;
+      return compute + exposedActivationTransfer(costs, config, i, compute);
+    };
+    double none = stageSeconds(0);
+    std::vector<std::pair<double, int64_t>> gains;
+    for (int64_t k = 1; k <= n; ++k)
+      if (double t = stageSeconds(k); t < none)
+        gains.push_back({t, -k}); // faster first, then more layers
+    llvm::sort(gains);
+    config.activationOffload[i] = 0;
+    for (auto [seconds, negK] : gains) {
+      config.activationOffload[i] = -negK;
+      ++stageEvaluations;
+      StageMemory mem = computeStageMemory(model, config, i, options);
+      if (mem.total() <= cap && mem.offloadedBytes <= tierCap)
+        break;
+      config.activationOffload[i] = 0;
+    }
+    any |= config.activationOffload[i] > 0;
+  }
+  if (!any)
+    return std::nullopt;
+  return config;
+}

@@ -1,13 +1,15 @@
 //===- ScheduleSearch.h - Planner helpers for schedule kinds ----*- C++ -*-===//
 //
 // Internal to the planner: a cache of generated schedules per (kind, pp, v,
-// m), and the recompute fitting of a config whose schedule is not 1F1B.
+// m), the recompute fitting of a config whose schedule is not 1F1B, and the
+// activation-offload search of a 1F1B config.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef RATRAIN_LIB_PLANNER_SCHEDULESEARCH_H
 #define RATRAIN_LIB_PLANNER_SCHEDULESEARCH_H
 
+#include "ratrain/Planner/CostModel.h"
 #include "ratrain/Planner/MemoryModel.h"
 #include "ratrain/Schedule/PipelineSchedule.h"
 
@@ -58,6 +60,18 @@ fitRecompute(const ModelConfig &model, ParallelConfig config,
              const schedule::PipelineSchedule &schedule,
              const MemoryOptions &options, FitLimits limits,
              int64_t &stageEvaluations);
+
+/// Activation offload of a 1F1B `config` (ParallelConfig::
+/// activationOffload): per stage that recomputes, the count of its first
+/// layers whose full activations go to the offload tier that predicts the
+/// shortest stage (no recompute for them, the transfers hidden under the
+/// stage's computes up to exposedActivationTransfer) and keeps the stage
+/// within `cap` and `tierCap`. Nullopt when no stage gains.
+std::optional<ParallelConfig>
+searchActivationOffload(const ModelConfig &model, const CostModel &costs,
+                        ParallelConfig config, const MemoryOptions &options,
+                        int64_t cap, int64_t tierCap,
+                        int64_t &stageEvaluations);
 
 } // namespace planner
 } // namespace ratrain

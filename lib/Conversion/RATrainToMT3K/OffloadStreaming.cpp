@@ -72,10 +72,7 @@ LogicalResult StageLowering::planOffloads() {
              << key << "' is reloaded but never written back to the tier";
     auto window = assigned(reload.getPending());
     if (!window)
-      return stage.emitOpError("stage ")
-             << stageIndex
-             << " was not buffer-assigned: run --ratrain-assign-buffers (or "
-                "--ratrain-schedule-pipeline) before --ratrain-lower-to-mt3k";
+      return notBufferAssigned();
     int64_t need = offloadedBytes(layer, roleName);
     bool stream = (*window)[1] < need;
     offloaded[key] = {key, tier->second, (*window)[0], (*window)[1], stream};
@@ -204,10 +201,7 @@ LogicalResult StageLowering::lowerActivationOffload(OffloadOp op) {
   int64_t layer = forward.getActivation().getType().getLayer();
   auto buffer = assigned(op.getState());
   if (!buffer)
-    return stage.emitOpError("stage ")
-           << stageIndex
-           << " was not buffer-assigned: run --ratrain-assign-buffers (or "
-              "--ratrain-schedule-pipeline) before --ratrain-lower-to-mt3k";
+    return notBufferAssigned();
   int64_t bytes = (*buffer)[1];
   Value act = actBase(op.getState(), layer, forward.getMicroBatch());
   Value source = slot(act, 0, {bytes}, IntegerType::get(ctx, 8));
@@ -232,10 +226,7 @@ LogicalResult StageLowering::lowerActivationReload(ReloadOp op) {
   int64_t bytes = activationBytes.lookup(key);
   auto buffer = assigned(op.getPending());
   if (!buffer)
-    return stage.emitOpError("stage ")
-           << stageIndex
-           << " was not buffer-assigned: run --ratrain-assign-buffers (or "
-              "--ratrain-schedule-pipeline) before --ratrain-lower-to-mt3k";
+    return notBufferAssigned();
   if ((*buffer)[1] < bytes)
     return op.emitOpError("cannot be lowered: the reload buffer of '")
            << key << "' has " << (*buffer)[1] << " bytes, the offloaded "

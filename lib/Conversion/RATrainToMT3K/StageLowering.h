@@ -495,6 +495,13 @@ private:
   std::string offloadKey(int64_t layer, StringRef role) {
     return llvm::formatv("{0}.{1}", layerPrefix(layer), role);
   }
+  /// The error of a stage the buffer assignment has not run on.
+  InFlightDiagnostic notBufferAssigned() {
+    return stage.emitOpError("stage ")
+           << stageIndex
+           << " was not buffer-assigned: run --ratrain-assign-buffers (or "
+              "--ratrain-schedule-pipeline) before --ratrain-lower-to-mt3k";
+  }
   /// Finds the stage's offloaded states; fails when one cannot be lowered.
   LogicalResult planOffloads();
   /// Offloads the first `bytes` of `flat` (the initialized window of an

@@ -39,10 +39,7 @@ LogicalResult StageLowering::plan(const OutboxSlotCounts &outboxSlots) {
   if (!*assignedOk || !arena ||
       !RATrainDialect::ScratchBuffersAttrHelper(stage->getContext())
            .isAttrPresent(stage))
-    return stage.emitOpError("stage ")
-           << stageIndex
-           << " was not buffer-assigned: run --ratrain-assign-buffers (or "
-              "--ratrain-schedule-pipeline) before --ratrain-lower-to-mt3k";
+    return notBufferAssigned();
   arenaBytes = arena.getInt();
 
   if (failed(planOffloads()))
