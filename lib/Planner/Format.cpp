@@ -47,49 +47,40 @@ std::string ratrain::formatLayerSplit(const ParallelConfig &config) {
   return text;
 }
 
-std::string ratrain::formatRecompute(const ParallelConfig &config) {
-  // Runs of equal policies as <policy>x<stages>: "none", "selectivex2,nonex6".
+/// Per-stage values as runs of equal ones, <value>x<stages> joined by
+/// commas ("selectivex2,nonex6"), or the one value when all are equal
+/// ("none"); "" for no stages.
+static std::string formatStageRuns(llvm::ArrayRef<std::string> values) {
+  if (values.empty())
+    return "";
+  if (llvm::all_equal(values))
+    return values.front();
   std::string text;
   size_t i = 0;
-  bool uniform = true;
-  for (RecomputePolicy r : config.recompute)
-    uniform &= r == config.recompute.front();
-  if (uniform && !config.recompute.empty())
-    return stringifyRecomputePolicy(config.recompute.front()).str();
-  while (i < config.recompute.size()) {
+  while (i < values.size()) {
     size_t j = i;
-    while (j < config.recompute.size() &&
-           config.recompute[j] == config.recompute[i])
+    while (j < values.size() && values[j] == values[i])
       ++j;
     if (!text.empty())
       text += ",";
-    text += stringifyRecomputePolicy(config.recompute[i]).str();
-    text += "x" + std::to_string(j - i);
+    text += values[i] + "x" + std::to_string(j - i);
     i = j;
   }
   return text;
 }
 
+std::string ratrain::formatRecompute(const ParallelConfig &config) {
+  std::vector<std::string> values;
+  for (RecomputePolicy r : config.recompute)
+    values.push_back(stringifyRecomputePolicy(r).str());
+  return formatStageRuns(values);
+}
+
 std::string ratrain::formatActivationOffload(const ParallelConfig &config) {
-  int64_t n = config.numVirtualStages();
-  std::string text;
-  int64_t i = 0;
-  bool uniform = true;
-  for (int64_t s = 0; s < n; ++s)
-    uniform &= config.offloadedLayers(s) == config.offloadedLayers(0);
-  if (uniform)
-    return std::to_string(config.offloadedLayers(0));
-  while (i < n) {
-    int64_t j = i;
-    while (j < n && config.offloadedLayers(j) == config.offloadedLayers(i))
-      ++j;
-    if (!text.empty())
-      text += ",";
-    text +=
-        std::to_string(config.offloadedLayers(i)) + "x" + std::to_string(j - i);
-    i = j;
-  }
-  return text;
+  std::vector<std::string> values;
+  for (int64_t s = 0; s < config.numVirtualStages(); ++s)
+    values.push_back(std::to_string(config.offloadedLayers(s)));
+  return values.empty() ? "0" : formatStageRuns(values);
 }
 
 std::string ratrain::describeStageMemory(const StageMemory &memory,
