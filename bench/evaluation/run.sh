@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates docs/evaluation.md and docs/evaluation/*.svg: builds ratrain-sim
 # (only it and the libraries it needs) if it is missing, then runs
-# bench/evaluation/run.py and bench/evaluation/seed002.py (the seed-002
+# bench/evaluation/run.py, bench/evaluation/seed002.py (the seed-002
+# section) and bench/evaluation/heterogeneous.py (the heterogeneous-clusters
 # section). BUILD_DIR defaults to build/.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -19,5 +20,7 @@ if ninja -C "$BUILD_DIR" -t targets all 2>/dev/null | grep -q '^ratrain-opt:'; t
   ninja -C "$BUILD_DIR" -j"${JOBS:-2}" ratrain-sim ratrain-opt ratrain-translate
 fi
 python3 "$ROOT/bench/evaluation/run.py" --build "$BUILD_DIR" "$@"
-# The seed-002 section (Frontier), spliced into the file run.py wrote.
-exec python3 "$ROOT/bench/evaluation/seed002.py" --build "$BUILD_DIR" "$@"
+# The seed-002 section (Frontier) and the heterogeneous-clusters section,
+# spliced into the file run.py wrote.
+python3 "$ROOT/bench/evaluation/seed002.py" --build "$BUILD_DIR" "$@"
+exec python3 "$ROOT/bench/evaluation/heterogeneous.py" --build "$BUILD_DIR" "$@"

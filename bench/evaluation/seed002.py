@@ -18,6 +18,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sections import splice  # noqa: E402
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 MACHINE = "examples/machines/frontier.yaml"
 MODEL = "examples/models/gpt-20b-llama.json"
@@ -266,28 +269,6 @@ def section(table, what_if, strong):
     return lines
 
 
-def splice(doc, lines):
-    with open(doc) as f:
-        text = f.read()
-    body = "\n".join(lines) + "\n"
-    start = text.find(TITLE)
-    if start >= 0:
-        end = text.find("\n## ", start + len(TITLE))
-        text = text[:start] + body + (text[end + 1:] if end >= 0 else "")
-    else:
-        at = text.find("## Reproduce")
-        text = (text[:at] + body + "\n" + text[at:]) if at >= 0 else text + "\n" + body
-    line = ("bench/evaluation/seed002.sh        # only the seed-002 section "
-            "(ZeRO++ vs three-level on Frontier)")
-    if line not in text:
-        anchor = "bench/evaluation/run.sh            # builds ratrain-sim if needed, regenerates this file"
-        if anchor in text:
-            text = text.replace(anchor, anchor + "\n" + line, 1)
-    text = re.sub(r"\n{3,}", "\n\n", text)
-    with open(doc, "w") as f:
-        f.write(text)
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--build", default=os.environ.get("BUILD_DIR", os.path.join(ROOT, "build")))
@@ -306,7 +287,9 @@ def main():
         print("\n".join(lines))
         return
     doc = os.path.join(args.out, "evaluation.md")
-    splice(doc, lines)
+    splice(doc, TITLE, lines,
+           "bench/evaluation/seed002.sh        # only the seed-002 section "
+           "(ZeRO++ vs three-level on Frontier)")
     print(f"wrote {TITLE[3:]} into {doc}", file=sys.stderr)
 
 

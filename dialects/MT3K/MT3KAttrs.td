@@ -254,8 +254,13 @@ def MT3K_JobAttr : MT3K_Attr<"Job", "job"> {
     and data-parallel replicas `dp`, micro-batching, the ZeRO stage, the
     model layers (embedding, decoder layers, head) of each virtual stage,
     the lifecycle policy that scheduled it, and with interleaved schedules
-    `stage_ranks`, the rank (pipeline stage) that runs each virtual stage. The lowering sets it on the module
-    as `mt3k.job`.
+    `stage_ranks`, the rank (pipeline stage) that runs each virtual stage.
+    With uneven data-parallel shares, `replica_micro_batches` (one entry per
+    replica; ops of later micro-batches carry `mt3k.micro_batch`);
+    `replica_major` when ranks are replica * pp + stage; on a machine with
+    classes of clusters, `rank_slowdown`: per rank, the fastest class's
+    compute over its class's (what `--emulate-classes` makes a homogeneous
+    host imitate). The lowering sets it on the module as `mt3k.job`.
 
     ```mlir
     mt3k.job = #mt3k.job<clusters = 2, pp = 2, dp = 1, micro_batch_size = 1,
@@ -268,7 +273,10 @@ def MT3K_JobAttr : MT3K_Attr<"Job", "job"> {
                         "int64_t":$zero,
                         "::mlir::DenseI64ArrayAttr":$stage_layers,
                         "::mlir::StringAttr":$policy,
-                        OptionalParameter<"::mlir::DenseI64ArrayAttr">:$stage_ranks);
+                        OptionalParameter<"::mlir::DenseI64ArrayAttr">:$stage_ranks,
+                        OptionalParameter<"::mlir::DenseI64ArrayAttr">:$replica_micro_batches,
+                        OptionalParameter<"::mlir::BoolAttr">:$replica_major,
+                        OptionalParameter<"::mlir::DenseF64ArrayAttr">:$rank_slowdown);
   let assemblyFormat = "`<` struct(params) `>`";
 }
 

@@ -35,9 +35,20 @@ LogicalResult MT3KDialect::verifyOperationAttribute(Operation *op,
     return expect(isa<JobAttr>(value), "a #mt3k.job");
   if (name == kPrologueAttrName)
     return success();
+  if (name == kMicroBatchGuard) {
+    auto mb = dyn_cast<IntegerAttr>(value);
+    if (!mb || mb.getInt() < 0)
+      return op->emitOpError("attribute '")
+             << name << "' must be a micro-batch index (an integer >= 0), got "
+             << value;
+    if (isa<ModuleOp>(op) || op->getNumRegions() != 0)
+      return op->emitOpError("attribute '")
+             << name << "' belongs on an op of a program's body";
+    return success();
+  }
   return op->emitOpError("has the unknown attribute '")
-         << name << "' (the mt3k dialect declares mt3k.model, mt3k.job and "
-         << kPrologueAttrName << ")";
+         << name << "' (the mt3k dialect declares mt3k.model, mt3k.job, "
+         << kPrologueAttrName << " and " << kMicroBatchGuard << ")";
 }
 
 void MT3KDialect::initialize() {

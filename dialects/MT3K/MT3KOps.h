@@ -43,6 +43,12 @@ namespace ratrain::mt3k {
 /// The attribute that marks the offloads and waits of a program's prologue.
 inline constexpr llvm::StringLiteral kPrologueAttrName = "mt3k.prologue";
 
+/// The attribute (an i64) that marks an op of a micro-batch that replicas
+/// with a smaller data-parallel share skip (plan `dp_shares`): the emitted
+/// C++ runs it under `if (runsMicroBatch(session, mb))`, and a token it
+/// produces is a completed one where it does not run.
+inline constexpr llvm::StringLiteral kMicroBatchGuard = "mt3k.micro_batch";
+
 /// Whether `op` belongs to its program's prologue: buffers, views,
 /// parameter initialization, and offloads and waits marked `mt3k.prologue`.
 bool isPrologueOp(mlir::Operation *op);

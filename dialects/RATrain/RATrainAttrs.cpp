@@ -28,7 +28,8 @@ static ParseResult parsePlanExtras(
     int64_t &virtualStages, int64_t &weightPartition, int64_t &gradPartition,
     std::optional<WireType> &weightWire, std::optional<WireType> &gradWire,
     FloatAttr &maxGradNorm, TransferMode &transfers, int64_t &syncPeriod,
-    SmallVector<int64_t> &actOffload) {
+    SmallVector<int64_t> &actOffload, SmallVector<int64_t> &dpShares,
+    RankOrder &rankOrder) {
   offload = Offload::None;
   schedule = PipelineScheduleKind::OneFOneB;
   virtualStages = 1;
@@ -40,6 +41,8 @@ static ParseResult parsePlanExtras(
   transfers = TransferMode::TwoSided;
   syncPeriod = 1;
   actOffload.clear();
+  dpShares.clear();
+  rankOrder = RankOrder::StageMajor;
   while (succeeded(parser.parseOptionalComma())) {
     StringRef key;
     SMLoc loc = parser.getCurrentLocation();
@@ -61,10 +64,11 @@ static ParseResult parsePlanExtras(
         return failure();
       continue;
     }
-    if (key == "act_offload") {
+    if (key == "act_offload" || key == "dp_shares") {
+      SmallVector<int64_t> &list = key == "act_offload" ? actOffload : dpShares;
       if (parser.parseCommaSeparatedList(
               AsmParser::Delimiter::Square, [&]() -> ParseResult {
-                return parser.parseInteger(actOffload.emplace_back());
+                return parser.parseInteger(list.emplace_back());
               }))
         return failure();
       continue;
@@ -106,12 +110,20 @@ static ParseResult parsePlanExtras(
         return parser.emitError(valueLoc, "unknown transfer mode '")
                << value << "'; expected two_sided or one_sided";
       transfers = *parsed;
+    } else if (key == "rank_order") {
+      std::optional<RankOrder> parsed = symbolizeRankOrder(value);
+      if (!parsed)
+        return parser.emitError(valueLoc, "unknown rank order '")
+               << value << "'; expected stage_major or replica_major";
+      rankOrder = *parsed;
     } else {
       return parser.emitError(loc, "unknown plan field '")
              << key
              << "'; expected offload, schedule, virtual_stages, "
                 "weight_partition, grad_partition, weight_wire, grad_wire, "
-                "max_grad_norm, transfers, sync_period or act_offload";
+                "max_grad_norm, transfers, sync_period, act_offload, dp_shares "
+                "or "
+                "rank_order";
     }
   }
   return parser.parseGreater();
@@ -124,7 +136,8 @@ static void printPlanExtras(AsmPrinter &printer, Offload offload,
                             std::optional<WireType> weightWire,
                             std::optional<WireType> gradWire,
                             FloatAttr maxGradNorm, TransferMode transfers,
-                            int64_t syncPeriod, ArrayRef<int64_t> actOffload) {
+                            int64_t syncPeriod, ArrayRef<int64_t> actOffload,
+                            ArrayRef<int64_t> dpShares, RankOrder rankOrder) {
   if (offload != Offload::None)
     printer << ", offload = " << stringifyOffload(offload);
   if (schedule != PipelineScheduleKind::OneFOneB)
@@ -152,6 +165,13 @@ static void printPlanExtras(AsmPrinter &printer, Offload offload,
     llvm::interleaveComma(actOffload, printer);
     printer << "]";
   }
+  if (!dpShares.empty()) {
+    printer << ", dp_shares = [";
+    llvm::interleaveComma(dpShares, printer);
+    printer << "]";
+  }
+  if (rankOrder != RankOrder::StageMajor)
+    printer << ", rank_order = " << stringifyRankOrder(rankOrder);
   printer << ">";
 }
 
@@ -209,7 +229,8 @@ LogicalResult PlanAttr::verify(
     int64_t weightPartition, int64_t gradPartition,
     std::optional<WireType> weightWire, std::optional<WireType> gradWire,
     FloatAttr maxGradNormAttr, TransferMode transfers, int64_t syncPeriod,
-    ArrayRef<int64_t> actOffload) {
+    ArrayRef<int64_t> actOffload, ArrayRef<int64_t> dpShares,
+    RankOrder rankOrder) {
   double maxGradNorm = maxGradNormAttr ? maxGradNormAttr.getValueAsDouble() : 0;
   if (!std::isfinite(maxGradNorm) || maxGradNorm < 0)
     return emitError() << "plan max_grad_norm = " << maxGradNorm
@@ -375,7 +396,41 @@ LogicalResult PlanAttr::verify(
                            << " decoder layers";
     }
   }
+  // Uneven data-parallel shares (docs/schedule.md, "Uneven data-parallel
+  // shares"): the schedule is expanded for the largest.
+  if (!dpShares.empty()) {
+    if (int64_t(dpShares.size()) != dp)
+      return emitError() << "plan has " << dpShares.size()
+                         << " dp_shares entries for dp = " << dp;
+    int64_t largest = 0;
+    for (auto [replica, m] : llvm::enumerate(dpShares)) {
+      if (m < 1 || m > microBatches)
+        return emitError() << "plan dp_shares = " << m << " for replica "
+                           << replica
+                           << " must be 1 to micro_batches = " << microBatches;
+      largest = std::max(largest, m);
+    }
+    if (largest != microBatches)
+      return emitError() << "plan micro_batches = " << microBatches
+                         << " must be the largest of dp_shares (" << largest
+                         << "): the schedule is expanded for it";
+    if (schedule != PipelineScheduleKind::OneFOneB)
+      return emitError() << "plan dp_shares needs schedule one_f_one_b, got "
+                         << stringifyEnum(schedule);
+    if (syncPeriod != 1)
+      return emitError() << "plan dp_shares needs sync_period = 1: replicas "
+                            "of uneven shares average gradients, not masters";
+  }
   return success();
+}
+
+int64_t PlanAttr::getTotalMicroBatches() const {
+  if (getDpShares().empty())
+    return getMicroBatches() * getDp();
+  int64_t total = 0;
+  for (int64_t m : getDpShares())
+    total += m;
+  return total;
 }
 
 bool PlanAttr::offloadsActivations(int64_t layer) const {

@@ -101,6 +101,21 @@ def RATrain_Offload : I32EnumAttr<"Offload",
   }];
 }
 
+def RATrain_RankOrder : I32EnumAttr<"RankOrder",
+    "how ranks map to (stage, replica)", [
+  I32EnumAttrCase<"StageMajor", 0, "stage_major">,
+  I32EnumAttrCase<"ReplicaMajor", 1, "replica_major">
+]> {
+  let cppNamespace = "::ratrain";
+  let description = [{
+    `stage_major`: rank = stage * dp + replica (a stage's replicas on
+    consecutive clusters); `replica_major`: rank = replica * pp + stage (a
+    replica's stages on consecutive clusters). On a machine with classes of
+    clusters (consecutive in the machine file) the order decides which
+    class each stage or replica runs on.
+  }];
+}
+
 def RATrain_TransferMode : I32EnumAttr<"TransferMode",
     "how pipeline messages travel between ranks", [
   I32EnumAttrCase<"TwoSided", 0, "two_sided">,
@@ -277,6 +292,21 @@ def RATrain_PlanAttr : RATrain_Attr<"Plan", "plan"> {
     (`ratrain.offload` / `ratrain.reload`); the stage's other layers follow
     `recompute[i]`.
 
+    `dp_shares = [m0, m1, ...]` (omitted when every replica runs
+    `micro_batches`; one entry per data-parallel replica) are uneven
+    micro-batch counts per replica for heterogeneous machines (HexiScale;
+    docs/schedule.md, "Uneven data-parallel shares"): replica `r` runs its
+    first `m_r` micro-batches of the `micro_batches` the schedule is expanded
+    for (the largest share), the step's global batch is `micro_batch_size *
+    sum(m_r)`, and each micro-batch's gradient is weighted `dp / sum(m_r)`, so
+    the replicas' average is the mean over the global batch. Needs
+    `one_f_one_b` and `sync_period = 1`.
+
+    `rank_order` (omitted when `stage_major`: rank = stage * dp + replica) is
+    how ranks, and so clusters, map to (stage, replica): `replica_major`
+    gives rank = replica * pp + stage, so that a replica's stages lie on
+    consecutive clusters (one class of a heterogeneous machine).
+
     `max_grad_norm` (omitted when 0: no clipping) clips the step's
     gradients to that global L2 norm before any update, as PyTorch's
     `clip_grad_norm_`: the stages' updates wait for `ratrain.grad_norm`
@@ -314,7 +344,10 @@ def RATrain_PlanAttr : RATrain_Attr<"Plan", "plan"> {
     DefaultValuedParameter<"::ratrain::TransferMode",
                            "::ratrain::TransferMode::TwoSided">:$transfers,
     DefaultValuedParameter<"int64_t", "1">:$sync_period,
-    OptionalArrayRefParameter<"int64_t">:$act_offload
+    OptionalArrayRefParameter<"int64_t">:$act_offload,
+    OptionalArrayRefParameter<"int64_t">:$dp_shares,
+    DefaultValuedParameter<"::ratrain::RankOrder",
+                           "::ratrain::RankOrder::StageMajor">:$rank_order
   );
   let assemblyFormat = [{
     `<` `clusters` `=` $clusters `,` `pp` `=` $pp `,` `dp` `=` $dp `,`
@@ -326,7 +359,8 @@ def RATrain_PlanAttr : RATrain_Attr<"Plan", "plan"> {
     `` custom<PlanExtras>($offload, $schedule, $virtual_stages,
                           $weight_partition, $grad_partition, $weight_wire,
                           $grad_wire, $max_grad_norm, $transfers,
-                          $sync_period, $act_offload)
+                          $sync_period, $act_offload, $dp_shares,
+                          $rank_order)
   }];
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
@@ -355,6 +389,25 @@ def RATrain_PlanAttr : RATrain_Attr<"Plan", "plan"> {
     /// Whether model layer `layer` (a decoder layer) is one of the first
     /// act_offload decoder layers of its virtual stage.
     bool offloadsActivations(int64_t layer) const;
+    /// Micro-batches replica `replica` runs (its dp_shares entry, else
+    /// micro_batches).
+    int64_t getReplicaMicroBatches(int64_t replica) const {
+      return getDpShares().empty() ? getMicroBatches()
+                                   : getDpShares()[replica];
+    }
+    /// Micro-batches of one step over all replicas.
+    int64_t getTotalMicroBatches() const;
+    /// Whether some replica runs fewer than micro_batches micro-batches.
+    bool hasUnevenShares() const {
+      return llvm::any_of(getDpShares(),
+                          [&](int64_t m) { return m != getMicroBatches(); });
+    }
+    /// The rank of (stage, replica) under rank_order.
+    int64_t getRank(int64_t stage, int64_t replica) const {
+      return getRankOrder() == ::ratrain::RankOrder::ReplicaMajor
+                 ? replica * getPp() + stage
+                 : stage * getDp() + replica;
+    }
     /// Whether the step clips its gradients to a global norm.
     bool clipsGradients() const { return getMaxGradNormValue() > 0; }
     /// The clipping norm as a double (0: none).

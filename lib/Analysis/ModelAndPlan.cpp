@@ -198,6 +198,9 @@ ParallelConfig ratrain::toParallelConfig(PlanAttr plan) {
                          ? TransferPolicy::OneSided
                          : TransferPolicy::TwoSided;
   config.syncPeriod = plan.getSyncPeriod();
+  config.replicaMicroBatches.assign(plan.getDpShares().begin(),
+                                    plan.getDpShares().end());
+  config.replicaMajor = plan.getRankOrder() == RankOrder::ReplicaMajor;
   int64_t firstDecoder = 0;
   int64_t numStages = plan.getNumVirtualStages();
   for (int64_t stage = 0; stage < numStages; ++stage) {

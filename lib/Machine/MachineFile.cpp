@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <optional>
 
 using namespace ratrain;
 
@@ -40,6 +41,7 @@ public:
 
   llvm::Expected<MachineModel> parse(llvm::yaml::Stream &stream) {
     MachineModel machine;
+    std::vector<std::optional<int64_t>> classDdrBytes;
     auto it = stream.begin();
     if (it == stream.end() || !it->getRoot())
       return error(nullptr, "", "empty machine file");
@@ -75,6 +77,10 @@ public:
          {"offload",
           [&](llvm::yaml::Node *n, llvm::StringRef k) {
             parseOffload(n, k, machine.offload);
+          }},
+         {"classes",
+          [&](llvm::yaml::Node *n, llvm::StringRef k) {
+            parseClasses(n, k, machine.classes, classDdrBytes);
           }}},
         {"nodes"});
     if (stream.failed() && !firstError)
@@ -120,6 +126,7 @@ public:
                                      *firstError);
     if (machine.name.empty())
       machine.name = llvm::sys::path::stem(fileName).str();
+    resolveClasses(machine, classDdrBytes);
     machine.syncNetworkView();
     if (llvm::Error err = machine.validate())
       return llvm::createStringError(llvm::inconvertibleErrorCode(),
@@ -133,6 +140,75 @@ public:
 
 private:
   using Handler = std::function<void(llvm::yaml::Node *, llvm::StringRef)>;
+
+  /// `classes: [{name, count, compute_scale, ddr_bytes, ddr_bandwidth_scale,
+  /// link_scale}, ...]` (name and count required). The clusters are resolved
+  /// later (resolveClasses), when `cluster:` has been read wherever it stands
+  /// in the file; `ddrBytes` keeps each class's `ddr_bytes` when given.
+  void parseClasses(llvm::yaml::Node *node, llvm::StringRef path,
+                    std::vector<ClusterClass> &classes,
+                    std::vector<std::optional<int64_t>> &ddrBytes) {
+    auto *sequence = llvm::dyn_cast_or_null<llvm::yaml::SequenceNode>(node);
+    if (!sequence) {
+      setError(node, path,
+               "expected a list of classes of clusters ({name, count, "
+               "compute_scale, ddr_bytes, ddr_bandwidth_scale, link_scale})");
+      return;
+    }
+    for (llvm::yaml::Node &item : *sequence) {
+      if (firstError)
+        return;
+      std::string itemPath =
+          llvm::formatv("{0}[{1}]", path, classes.size()).str();
+      ClusterClass cls;
+      std::optional<int64_t> ddr;
+      auto real = [&](double &field) {
+        return [&, ptr = &field](llvm::yaml::Node *n, llvm::StringRef k) {
+          readReal(n, k, *ptr);
+        };
+      };
+      parseMapping(
+          &item, itemPath,
+          {{"name", [&](llvm::yaml::Node *n,
+                        llvm::StringRef k) { readString(n, k, cls.name); }},
+           {"count", [&](llvm::yaml::Node *n,
+                         llvm::StringRef k) { readInt(n, k, cls.count); }},
+           {"compute_scale", real(cls.computeScale)},
+           {"ddr_bytes",
+            [&](llvm::yaml::Node *n, llvm::StringRef k) {
+              int64_t bytes = 0;
+              readInt(n, k, bytes);
+              ddr = bytes;
+            }},
+           {"ddr_bandwidth_scale", real(cls.ddrBandwidthScale)},
+           {"link_scale", real(cls.linkScale)}},
+          {"name", "count"});
+      classes.push_back(std::move(cls));
+      ddrBytes.push_back(ddr);
+    }
+    if (!firstError && classes.empty())
+      setError(node, path,
+               "expected at least one class (leave 'classes' out for a "
+               "machine whose clusters are all alike)");
+  }
+
+  /// Each class's cluster: the machine's `cluster:` with the peaks x
+  /// compute_scale, DDR and DMA bandwidth x ddr_bandwidth_scale and
+  /// `ddr_bytes` when the class gives it. validate() checks the scales.
+  static void resolveClasses(MachineModel &machine,
+                             const std::vector<std::optional<int64_t>> &ddr) {
+    for (size_t i = 0; i < machine.classes.size(); ++i) {
+      ClusterClass &cls = machine.classes[i];
+      ClusterSpec &c = cls.cluster;
+      c = machine.cluster;
+      c.peakFlopsF16 *= cls.computeScale;
+      c.peakFlopsF32 *= cls.computeScale;
+      c.ddrBandwidth *= cls.ddrBandwidthScale;
+      c.dmaBandwidth *= cls.ddrBandwidthScale;
+      if (ddr[i])
+        c.ddrBytes = *ddr[i];
+    }
+  }
 
   void parseCluster(llvm::yaml::Node *node, llvm::StringRef path,
                     ClusterSpec &c) {

@@ -11,10 +11,12 @@
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 
 using namespace ratrain;
@@ -197,6 +199,152 @@ static llvm::Error validateLevels(const MachineModel &machine, Fail fail) {
                             machine.clustersPerNode, prefixes));
 }
 
+/// Checks one cluster's sizes, rates, efficiencies and GEMM fits; the keys
+/// are `prefix`.cores and so on (`cluster` for the machine's cluster,
+/// `classes[i]` for a class's resolved one).
+template <typename Fail>
+static llvm::Error validateCluster(const ClusterSpec &c, llvm::StringRef prefix,
+                                   Fail fail) {
+  auto key = [&](llvm::StringRef field) {
+    return (prefix + "." + field).str();
+  };
+  struct IntField {
+    const char *key;
+    int64_t value;
+  } ints[] = {{"cores", c.cores},
+              {"ddr_bytes", c.ddrBytes},
+              {"gsm_bytes", c.gsmBytes},
+              {"am_bytes_per_core", c.amBytesPerCore},
+              {"dma_channels", c.dmaChannels}};
+  for (const IntField &f : ints)
+    if (f.value <= 0)
+      return fail(key(f.key),
+                  llvm::formatv("must be positive, got {0}", f.value));
+  struct RealField {
+    const char *key;
+    double value;
+    bool fraction;
+    bool optional = false; ///< 0 means absent
+  } reals[] = {
+      {"ddr_bandwidth", c.ddrBandwidth, false},
+      {"dma_bandwidth", c.dmaBandwidth, false},
+      {"peak_flops_f16", c.peakFlopsF16, false},
+      {"peak_flops_f32", c.peakFlopsF32, false},
+      {"efficiency.gemm", c.efficiency.gemm, true},
+      {"efficiency.attention_forward", c.efficiency.attentionForward, true},
+      {"efficiency.attention_backward", c.efficiency.attentionBackward, true},
+      {"efficiency.memory_bound", c.efficiency.memoryBound, true},
+      {"efficiency.attention_forward_f16", c.efficiency.attentionForwardF16,
+       true, true},
+      {"efficiency.attention_backward_f16", c.efficiency.attentionBackwardF16,
+       true, true}};
+  for (const RealField &f : reals) {
+    if (f.optional && f.value == 0)
+      continue;
+    if (!(f.value > 0) || !std::isfinite(f.value))
+      return fail(key(f.key),
+                  llvm::formatv("must be positive, got {0}", f.value));
+    if (f.fraction && f.value > 1)
+      return fail(
+          key(f.key),
+          llvm::formatv("is a fraction of peak in (0, 1], got {0}", f.value));
+  }
+  struct FitField {
+    const char *key;
+    const KernelTimeFit &fit;
+  } fits[] = {{"gemm_fit.f32", c.gemmFit.f32}, {"gemm_fit.f16", c.gemmFit.f16}};
+  for (const FitField &f : fits) {
+    // Absent: all three zero. Present: an efficiency in (0, 1] and
+    // non-negative, finite per-element and per-call seconds.
+    const KernelTimeFit &fit = f.fit;
+    if (fit.efficiency == 0 && fit.elementSeconds == 0 && fit.callSeconds == 0)
+      continue;
+    std::string fitKey = key(f.key);
+    if (!(fit.efficiency > 0 && fit.efficiency <= 1))
+      return fail(fitKey + ".efficiency",
+                  llvm::formatv("is a fraction of peak in (0, 1], got {0}",
+                                fit.efficiency));
+    if (!(fit.elementSeconds >= 0) || !std::isfinite(fit.elementSeconds))
+      return fail(fitKey + ".element_seconds",
+                  llvm::formatv("must be a non-negative number of seconds, "
+                                "got {0}",
+                                fit.elementSeconds));
+    if (!(fit.callSeconds >= 0) || !std::isfinite(fit.callSeconds))
+      return fail(fitKey + ".call_seconds",
+                  llvm::formatv("must be a non-negative number of seconds, "
+                                "got {0}",
+                                fit.callSeconds));
+  }
+  return llvm::Error::success();
+}
+
+/// Checks the classes of clusters (see ClusterClass): their number, names,
+/// counts and scales, and each resolved cluster as the machine's.
+template <typename Fail>
+static llvm::Error validateClasses(const MachineModel &machine, Fail fail) {
+  const std::vector<ClusterClass> &classes = machine.classes;
+  if (classes.empty())
+    return llvm::Error::success();
+  if (int64_t(classes.size()) > kMaxClusterClasses)
+    return fail("classes", llvm::formatv("{0} classes exceed the limit of {1}",
+                                         classes.size(), kMaxClusterClasses));
+  constexpr double kMaxScale = 1000;
+  int64_t sum = 0;
+  for (size_t i = 0; i < classes.size(); ++i) {
+    const ClusterClass &cls = classes[i];
+    std::string key = llvm::formatv("classes[{0}]", i).str();
+    if (cls.name.empty())
+      return fail(key + ".name", "must not be empty");
+    if (!llvm::all_of(cls.name, [](char ch) {
+          return llvm::isAlnum(ch) || ch == '_' || ch == '.' || ch == '-';
+        }))
+      return fail(key + ".name",
+                  llvm::formatv("'{0}' is not a name of letters, digits, "
+                                "'_', '.' and '-'",
+                                cls.name));
+    for (size_t j = 0; j < i; ++j)
+      if (classes[j].name == cls.name)
+        return fail(key + ".name", llvm::formatv("'{0}' names class {1} "
+                                                 "already",
+                                                 cls.name, j));
+    if (cls.count <= 0)
+      return fail(key + ".count",
+                  llvm::formatv("must be positive, got {0}", cls.count));
+    // A physical cluster is of one class: its virtual clusters too.
+    if (cls.count % machine.virtualClustersPerCluster)
+      return fail(key + ".count",
+                  llvm::formatv("{0} is not a multiple of "
+                                "virtual_clusters_per_cluster {1} (the "
+                                "virtual clusters of a physical cluster are "
+                                "of one class)",
+                                cls.count, machine.virtualClustersPerCluster));
+    for (auto [field, value] :
+         {std::pair<const char *, double>{"compute_scale", cls.computeScale},
+          {"ddr_bandwidth_scale", cls.ddrBandwidthScale},
+          {"link_scale", cls.linkScale}})
+      if (!(value > 0 && value <= kMaxScale))
+        return fail(key + "." + field,
+                    llvm::formatv("is a factor in (0, {0}], got {1}",
+                                  llvm::format("%g", kMaxScale),
+                                  llvm::format("%g", value)));
+    // Saturated past the cluster limit: no overflow on huge counts.
+    sum = std::min<int64_t>(sum + std::min(cls.count, limits::kMaxClusters),
+                            limits::kMaxClusters + 1);
+    if (llvm::Error err = validateCluster(cls.cluster, key, fail))
+      return err;
+  }
+  if (sum != machine.totalClusters())
+    return fail("classes",
+                llvm::formatv("the counts sum to {0}{1} clusters, not the "
+                              "machine's {2} (nodes x clusters_per_node = "
+                              "{3} x {4})",
+                              sum > limits::kMaxClusters ? "more than " : "",
+                              std::min(sum, limits::kMaxClusters),
+                              machine.totalClusters(), machine.nodes,
+                              machine.clustersPerNode));
+  return llvm::Error::success();
+}
+
 llvm::Error MachineModel::validate() const {
   auto fail = [&](llvm::StringRef key, const llvm::Twine &what) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
@@ -208,11 +356,6 @@ llvm::Error MachineModel::validate() const {
     int64_t value;
   } ints[] = {{"nodes", nodes},
               {"clusters_per_node", clustersPerNode},
-              {"cluster.cores", cluster.cores},
-              {"cluster.ddr_bytes", cluster.ddrBytes},
-              {"cluster.gsm_bytes", cluster.gsmBytes},
-              {"cluster.am_bytes_per_core", cluster.amBytesPerCore},
-              {"cluster.dma_channels", cluster.dmaChannels},
               {"virtual_clusters_per_cluster", virtualClustersPerCluster}};
   for (const IntField &f : ints)
     if (f.value <= 0)
@@ -229,65 +372,14 @@ llvm::Error MachineModel::validate() const {
                               nodes, clustersPerNode, limits::kMaxClusters));
   if (llvm::Error err = validateLevels(*this, fail))
     return err;
-  struct RealField {
-    const char *key;
-    double value;
-    bool fraction;
-    bool optional = false; ///< 0 means absent
-  } reals[] = {
-      {"cluster.ddr_bandwidth", cluster.ddrBandwidth, false},
-      {"cluster.dma_bandwidth", cluster.dmaBandwidth, false},
-      {"cluster.peak_flops_f16", cluster.peakFlopsF16, false},
-      {"cluster.peak_flops_f32", cluster.peakFlopsF32, false},
-      {"cluster.efficiency.gemm", cluster.efficiency.gemm, true},
-      {"cluster.efficiency.attention_forward",
-       cluster.efficiency.attentionForward, true},
-      {"cluster.efficiency.attention_backward",
-       cluster.efficiency.attentionBackward, true},
-      {"cluster.efficiency.memory_bound", cluster.efficiency.memoryBound, true},
-      {"cluster.efficiency.attention_forward_f16",
-       cluster.efficiency.attentionForwardF16, true, true},
-      {"cluster.efficiency.attention_backward_f16",
-       cluster.efficiency.attentionBackwardF16, true, true},
-      {"network.intra_node.bandwidth", network.intraNode.bandwidth, false},
-      {"network.inter_node.bandwidth", network.interNode.bandwidth, false}};
-  for (const RealField &f : reals) {
-    if (f.optional && f.value == 0)
-      continue;
-    if (!(f.value > 0) || !std::isfinite(f.value))
-      return fail(f.key, llvm::formatv("must be positive, got {0}", f.value));
-    if (f.fraction && f.value > 1)
-      return fail(
-          f.key,
-          llvm::formatv("is a fraction of peak in (0, 1], got {0}", f.value));
-  }
-  struct FitField {
-    const char *key;
-    const KernelTimeFit &fit;
-  } fits[] = {{"cluster.gemm_fit.f32", cluster.gemmFit.f32},
-              {"cluster.gemm_fit.f16", cluster.gemmFit.f16}};
-  for (const FitField &f : fits) {
-    // Absent: all three zero. Present: an efficiency in (0, 1] and
-    // non-negative, finite per-element and per-call seconds.
-    const KernelTimeFit &fit = f.fit;
-    if (fit.efficiency == 0 && fit.elementSeconds == 0 && fit.callSeconds == 0)
-      continue;
-    std::string key = f.key;
-    if (!(fit.efficiency > 0 && fit.efficiency <= 1))
-      return fail(key + ".efficiency",
-                  llvm::formatv("is a fraction of peak in (0, 1], got {0}",
-                                fit.efficiency));
-    if (!(fit.elementSeconds >= 0) || !std::isfinite(fit.elementSeconds))
-      return fail(key + ".element_seconds",
-                  llvm::formatv("must be a non-negative number of seconds, "
-                                "got {0}",
-                                fit.elementSeconds));
-    if (!(fit.callSeconds >= 0) || !std::isfinite(fit.callSeconds))
-      return fail(key + ".call_seconds",
-                  llvm::formatv("must be a non-negative number of seconds, "
-                                "got {0}",
-                                fit.callSeconds));
-  }
+  if (llvm::Error err = validateCluster(cluster, "cluster", fail))
+    return err;
+  for (auto [key, value] :
+       {std::pair<const char *, double>{"network.intra_node.bandwidth",
+                                        network.intraNode.bandwidth},
+        {"network.inter_node.bandwidth", network.interNode.bandwidth}})
+    if (!(value > 0) || !std::isfinite(value))
+      return fail(key, llvm::formatv("must be positive, got {0}", value));
   if (network.intraNode.latency < 0)
     return fail("network.intra_node.latency", "must not be negative");
   if (network.interNode.latency < 0)
@@ -323,7 +415,63 @@ llvm::Error MachineModel::validate() const {
     return fail("offload.latency", "must not be negative");
   if (offload.chunkBytes < 0)
     return fail("offload.chunk_bytes", "must not be negative");
-  return llvm::Error::success();
+  return validateClasses(*this, fail);
+}
+
+int64_t MachineModel::classOfCluster(int64_t index) const {
+  assert(index >= 0 && index < totalClusters() && "cluster index out of range");
+  int64_t first = 0;
+  for (size_t c = 0; c < classes.size(); ++c) {
+    first += classes[c].count;
+    if (index < first)
+      return int64_t(c);
+  }
+  assert(classes.empty() && "the class counts do not cover the clusters");
+  return 0;
+}
+
+MachineModel MachineModel::classMachine(int64_t c) const {
+  if (classes.empty())
+    return *this;
+  assert(c >= 0 && c < int64_t(classes.size()) && "class index out of range");
+  const ClusterClass &cls = classes[size_t(c)];
+  MachineModel machine = *this;
+  machine.name = name + "/" + cls.name;
+  machine.cluster = cls.cluster;
+  double scale = cls.linkScale;
+  NetworkSpec &net = machine.network;
+  net.intraNode.bandwidth *= scale;
+  net.interNode.bandwidth *= scale;
+  net.nodeInjectionBandwidth *= scale;
+  for (NetworkLevel &level : net.levels) {
+    level.link.bandwidth *= scale;
+    level.injectionBandwidth *= scale;
+  }
+  machine.classes.clear();
+  return machine;
+}
+
+/// One of the K virtual clusters `cluster` splits into: 1/K of its capacity,
+/// rates and (at least one) cores and DMA channels.
+static ClusterSpec splitCluster(const ClusterSpec &cluster, int64_t k) {
+  double share = 1.0 / double(k);
+  ClusterSpec c = cluster;
+  c.cores = std::max<int64_t>(1, cluster.cores / k);
+  c.ddrBytes = cluster.ddrBytes / k;
+  c.gsmBytes = cluster.gsmBytes / k;
+  c.dmaChannels = std::max<int64_t>(1, cluster.dmaChannels / k);
+  c.ddrBandwidth = cluster.ddrBandwidth * share;
+  c.dmaBandwidth = cluster.dmaBandwidth * share;
+  c.peakFlopsF16 = cluster.peakFlopsF16 * share;
+  c.peakFlopsF32 = cluster.peakFlopsF32 * share;
+  // A virtual cluster runs its kernels on 1/K of the cores: the per-element
+  // and per-call terms of a fit take K times as long (its efficiency applies
+  // to the split peak).
+  for (KernelTimeFit *fit : {&c.gemmFit.f32, &c.gemmFit.f16}) {
+    fit->elementSeconds *= double(k);
+    fit->callSeconds *= double(k);
+  }
+  return c;
 }
 
 llvm::Expected<MachineModel> ratrain::oversubscribe(const MachineModel &machine,
@@ -344,7 +492,6 @@ llvm::Expected<MachineModel> ratrain::oversubscribe(const MachineModel &machine,
                       "exceed the limit of {3} clusters",
                       machine.name, k, machine.totalClusters(),
                       limits::kMaxClusters));
-  double share = 1.0 / double(k);
   MachineModel split = machine;
   split.name = llvm::formatv("{0}-x{1}", machine.name, k).str();
   split.clustersPerNode = machine.clustersPerNode * k;
@@ -361,21 +508,11 @@ llvm::Expected<MachineModel> ratrain::oversubscribe(const MachineModel &machine,
           NetworkLevel{"cluster", k, machine.network.levels[0].link, 0});
     split.syncNetworkView();
   }
-  ClusterSpec &c = split.cluster;
-  c.cores = std::max<int64_t>(1, machine.cluster.cores / k);
-  c.ddrBytes = machine.cluster.ddrBytes / k;
-  c.gsmBytes = machine.cluster.gsmBytes / k;
-  c.dmaChannels = std::max<int64_t>(1, machine.cluster.dmaChannels / k);
-  c.ddrBandwidth = machine.cluster.ddrBandwidth * share;
-  c.dmaBandwidth = machine.cluster.dmaBandwidth * share;
-  c.peakFlopsF16 = machine.cluster.peakFlopsF16 * share;
-  c.peakFlopsF32 = machine.cluster.peakFlopsF32 * share;
-  // A virtual cluster runs its kernels on 1/K of the cores: the per-element
-  // and per-call terms of a fit take K times as long (its efficiency applies
-  // to the split peak).
-  for (KernelTimeFit *fit : {&c.gemmFit.f32, &c.gemmFit.f16}) {
-    fit->elementSeconds *= double(k);
-    fit->callSeconds *= double(k);
+  split.cluster = splitCluster(machine.cluster, k);
+  // Each class: K times the clusters, each split as the machine's.
+  for (ClusterClass &cls : split.classes) {
+    cls.count *= k;
+    cls.cluster = splitCluster(cls.cluster, k);
   }
   if (llvm::Error error = split.validate())
     return llvm::createStringError(

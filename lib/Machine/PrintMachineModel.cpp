@@ -91,6 +91,23 @@ std::string ratrain::printMachineModel(const MachineModel &machine) {
       os << "      call_seconds: " << real(fit.callSeconds) << "\n";
     }
   }
+  if (!machine.classes.empty()) {
+    // The scales as written; the class's DDR when it differs (the rest of
+    // its cluster follows from `cluster:` and the scales).
+    os << "classes:\n";
+    for (const ClusterClass &cls : machine.classes) {
+      os << "  - name: " << yamlScalar(cls.name) << "\n";
+      os << "    count: " << cls.count << "\n";
+      os << "    compute_scale: " << real(cls.computeScale) << "\n";
+      if (cls.cluster.ddrBytes != c.ddrBytes)
+        os << "    ddr_bytes: " << cls.cluster.ddrBytes << "\n";
+      if (cls.ddrBandwidthScale != 1)
+        os << "    ddr_bandwidth_scale: " << real(cls.ddrBandwidthScale)
+           << "\n";
+      if (cls.linkScale != 1)
+        os << "    link_scale: " << real(cls.linkScale) << "\n";
+    }
+  }
   os << "network:\n";
   if (n.levels.empty()) {
     os << "  intra_node:\n";

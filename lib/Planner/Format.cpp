@@ -83,6 +83,25 @@ std::string ratrain::formatActivationOffload(const ParallelConfig &config) {
   return values.empty() ? "0" : formatStageRuns(values);
 }
 
+std::string ratrain::formatDpShares(const ParallelConfig &config) {
+  std::vector<std::string> values;
+  for (int64_t m : config.replicaMicroBatches)
+    values.push_back(std::to_string(m));
+  if (values.empty())
+    return std::to_string(config.numMicroBatches);
+  // Runs of equal shares as MxN, single ones as M: "3,1", "13x64,3x64".
+  std::string text;
+  for (size_t i = 0; i < values.size();) {
+    size_t j = i;
+    while (j < values.size() && values[j] == values[i])
+      ++j;
+    text += (text.empty() ? "" : ",") + values[i] +
+            (j - i > 1 ? "x" + std::to_string(j - i) : "");
+    i = j;
+  }
+  return text;
+}
+
 std::string ratrain::describeStageMemory(const StageMemory &memory,
                                          int64_t capBytes) {
   auto fields = memory.fields();
@@ -177,6 +196,10 @@ void ratrain::printPlanTable(llvm::raw_ostream &os,
                  : "  " + formatActivationOffload(c));
     os << (schedules ? "  " + describeSchedule(c) + "\n" : std::string("\n"));
   }
+  // Machines with classes of clusters: each plan's layout and why.
+  for (auto [i, plan] : llvm::enumerate(plans))
+    if (!plan.layout.empty())
+      os << llvm::formatv("{0,4}: {1}", i + 1, plan.layout) << "\n";
 }
 
 void ratrain::printStageBreakdown(llvm::raw_ostream &os, const Plan &plan,
@@ -260,6 +283,15 @@ void ratrain::printPlanJSON(llvm::raw_ostream &os, const PlanResult &result) {
                 });
             });
           }
+          if (!c.replicaMicroBatches.empty())
+            json.attributeArray("dp_shares", [&] {
+              for (int64_t m : c.replicaMicroBatches)
+                json.value(m);
+            });
+          if (c.replicaMajor)
+            json.attribute("rank_order", "replica-major");
+          if (!plan.layout.empty())
+            json.attribute("layout", plan.layout);
           json.attributeArray("stages", [&] {
             for (size_t i = 0; i < plan.memory.size(); ++i) {
               const StageMemory &m = plan.memory[i];

@@ -266,6 +266,22 @@ llvm::Error ParallelConfig::validate(const ModelConfig &model) const {
                                   i, activationOffload[i],
                                   stages[i].numLayers));
   }
+  if (!replicaMicroBatches.empty()) {
+    if (int64_t(replicaMicroBatches.size()) != dataParallel)
+      return fail(llvm::formatv("{0} dp shares for dp = {1}",
+                                replicaMicroBatches.size(), dataParallel));
+    int64_t largest = 0;
+    for (auto [r, m] : llvm::enumerate(replicaMicroBatches)) {
+      if (m < 1 || m > numMicroBatches)
+        return fail(llvm::formatv(
+            "the dp share of replica {0} is {1}, not in [1, m = {2}]", r, m,
+            numMicroBatches));
+      largest = std::max(largest, m);
+    }
+    if (largest != numMicroBatches)
+      return fail(llvm::formatv("m = {0} must be the largest dp share ({1})",
+                                numMicroBatches, largest));
+  }
   return llvm::Error::success();
 }
 
@@ -295,6 +311,10 @@ std::string ParallelConfig::describe() const {
     text += " sync-period=" + std::to_string(syncPeriod);
   if (offloadsActivations())
     text += " act-offload=" + formatActivationOffload(*this);
+  if (!replicaMicroBatches.empty())
+    text += " dp-shares=" + formatDpShares(*this);
+  if (replicaMajor)
+    text += " replica-major";
   return text;
 }
 

@@ -24,6 +24,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ratrain/Planner/Planner.h"
+#include "Heterogeneous.h"
 #include "ScheduleSearch.h"
 #include "ratrain/Model/Limits.h"
 
@@ -488,6 +489,8 @@ llvm::Expected<PlanResult> ratrain::planTraining(const ModelConfig &model0,
     return std::move(err);
   if (llvm::Error err = machine.validate())
     return std::move(err);
+  if (planner::needsHeterogeneousPlanning(machine, request))
+    return planner::planHeterogeneous(model, machine, request);
 
   if (request.clusters > machine.totalClusters())
     return makeError(llvm::formatv(

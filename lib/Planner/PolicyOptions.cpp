@@ -3,6 +3,7 @@
 #include "ratrain/Planner/PolicyOptions.h"
 #include "ratrain/Model/Limits.h"
 
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
@@ -43,7 +44,18 @@ PolicyOptions::PolicyOptions(cl::OptionCategory &category)
                    "decoder layers per stage (\"2,0\"); empty: searched where "
                    "the machine has an offload tier (docs/schedule.md, "
                    "\"Activation offload\")"),
-          cl::cat(category)) {}
+          cl::cat(category)),
+      dpShares("dp-shares", cl::init(""),
+               cl::desc("uneven data-parallel shares: micro-batches per "
+                        "replica (\"3,1\"; docs/planner.md, "
+                        "\"Heterogeneous clusters\"); empty: even, or on a "
+                        "machine with classes of clusters the planner's"),
+               cl::cat(category)),
+      classLayout("class-layout", cl::init("search"),
+                  cl::desc("on a machine with classes of clusters: even, "
+                           "replicas (uneven shares per replica), stages "
+                           "(uneven layers per stage) or search"),
+                  cl::cat(category)) {}
 
 /// The error of an apply*Option function, as a command-line option's.
 static llvm::Error asOptionError(llvm::Error error) {
@@ -69,7 +81,12 @@ llvm::Error PolicyOptions::applyToRequest(PlanRequest &request) const {
   if (llvm::Error error =
           asOptionError(applySyncPeriodOption(syncPeriod, request)))
     return error;
-  return asOptionError(applyActivationOffloadOption(actOffload, request));
+  if (llvm::Error error =
+          asOptionError(applyActivationOffloadOption(actOffload, request)))
+    return error;
+  if (llvm::Error error = asOptionError(applyDpSharesOption(dpShares, request)))
+    return error;
+  return asOptionError(applyClassLayoutOption(classLayout, request));
 }
 
 //===----------------------------------------------------------------------===//
@@ -144,6 +161,52 @@ llvm::Error ratrain::applyActivationOffloadOption(llvm::StringRef value,
     request.activationOffloadCounts.push_back(count);
   }
   request.activationOffload = Mode::Counts;
+  return llvm::Error::success();
+}
+
+llvm::Error ratrain::applyDpSharesOption(llvm::StringRef value,
+                                         PlanRequest &request) {
+  request.dpShares.clear();
+  if (value.empty())
+    return llvm::Error::success();
+  llvm::SmallVector<llvm::StringRef> fields;
+  value.split(fields, ',');
+  for (llvm::StringRef field : fields) {
+    int64_t count;
+    if (field.trim().getAsInteger(10, count) || count < 1 ||
+        count > limits::kMaxMicroBatches)
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "dp-shares: expected comma-separated micro-batch counts per "
+          "replica (1 to " +
+              std::to_string(limits::kMaxMicroBatches) + "), got '" + value +
+              "'");
+    request.dpShares.push_back(count);
+  }
+  if (int64_t(request.dpShares.size()) > limits::kMaxClusters)
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        llvm::formatv("dp-shares: {0} replicas exceed the limit of {1}",
+                      request.dpShares.size(), limits::kMaxClusters));
+  return llvm::Error::success();
+}
+
+llvm::Error ratrain::applyClassLayoutOption(llvm::StringRef value,
+                                            PlanRequest &request) {
+  using Layout = PlanRequest::ClassLayout;
+  std::optional<Layout> layout =
+      llvm::StringSwitch<std::optional<Layout>>(value)
+          .Cases({"", "search"}, Layout::Search)
+          .Case("even", Layout::Even)
+          .Case("replicas", Layout::Replicas)
+          .Case("stages", Layout::Stages)
+          .Default(std::nullopt);
+  if (!layout)
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "class-layout: expected search, even, replicas or stages, got '" +
+            value + "'");
+  request.classLayout = *layout;
   return llvm::Error::success();
 }
 

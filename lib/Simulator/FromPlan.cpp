@@ -328,3 +328,118 @@ sim::buildProgramFromPlan(const ModelConfig &model, const MachineModel &machine,
   program.stageReplicasPerNode = std::min(config.dataParallel, perNode);
   return program;
 }
+
+llvm::Expected<std::vector<sim::RankGroupProgram>> sim::buildRankGroupPrograms(
+    const ModelConfig &model, const MachineModel &machine,
+    const ParallelConfig &config, const PlanProgramOptions &options) {
+  std::vector<RankGroupProgram> groups;
+  auto classOf = [&](int64_t cluster) {
+    return machine.classes.empty() ? int64_t(0)
+                                   : machine.classOfCluster(cluster);
+  };
+  auto classMachine = [&](int64_t c) {
+    return machine.classes.empty() ? machine : machine.classMachine(c);
+  };
+  auto className = [&](int64_t c) {
+    return machine.classes.empty() ? machine.name : machine.classes[c].name;
+  };
+  int64_t pp = config.pipelineStages, dp = config.dataParallel;
+
+  // Stages on different classes (stage-major ranks).
+  bool stagesDiffer = false, replicasDiffer = false;
+  for (int64_t s = 0; s < pp; ++s)
+    for (int64_t r = 0; r < dp; ++r) {
+      stagesDiffer |=
+          classOf(config.clusterOf(s, r)) != classOf(config.clusterOf(0, r));
+      replicasDiffer |=
+          classOf(config.clusterOf(s, r)) != classOf(config.clusterOf(s, 0));
+    }
+  if (stagesDiffer && (replicasDiffer || !config.replicaMicroBatches.empty()))
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        llvm::formatv("{0}: both the stages and the replicas of the plan "
+                      "span classes of clusters; the simulator prices one "
+                      "or the other",
+                      config.describe()));
+  if (stagesDiffer) {
+    if (config.schedule != schedule::ScheduleKind::OneFOneB ||
+        config.virtualStages != 1)
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "stages on different classes of clusters are simulated for 1f1b "
+          "only");
+    // Each stage's costs from its class; the rest from the slowest class.
+    int64_t slowest = 0;
+    std::vector<Synthetic1F1BConfig> perClass;
+    for (int64_t c = 0; c < int64_t(machine.classes.size()); ++c) {
+      llvm::Expected<Synthetic1F1BConfig> synthetic =
+          planToSyntheticConfig(model, classMachine(c), config, options);
+      if (!synthetic)
+        return synthetic.takeError();
+      perClass.push_back(std::move(*synthetic));
+      if (machine.classes[c].cluster.peakFlopsF16 <
+          machine.classes[slowest].cluster.peakFlopsF16)
+        slowest = c;
+    }
+    Synthetic1F1BConfig spliced = perClass[slowest];
+    for (int64_t s = 0; s < pp; ++s)
+      spliced.perStage[s] =
+          perClass[classOf(config.clusterOf(s, 0))].perStage[s];
+    RankGroupProgram group;
+    group.machine = classMachine(slowest);
+    group.program = buildSynthetic1F1B(spliced);
+    group.program.name =
+        llvm::formatv("{0} {1} ({2})", model.name, config.describe(),
+                      stringifyLifecyclePolicy(options.policy))
+            .str();
+    group.program.stageReplicasPerNode =
+        std::min(dp, std::max<int64_t>(1, machine.clustersPerNode));
+    for (int64_t s = 0; s < pp;) {
+      int64_t end = s, c = classOf(config.clusterOf(s, 0));
+      while (end + 1 < pp && classOf(config.clusterOf(end + 1, 0)) == c)
+        ++end;
+      group.label +=
+          llvm::formatv("{0}stages {1}-{2} on class '{3}'",
+                        group.label.empty() ? "" : ", ", s, end, className(c))
+              .str();
+      s = end + 1;
+    }
+    groups.push_back(std::move(group));
+    return groups;
+  }
+
+  // Replicas: one program per distinct (class, share).
+  std::vector<std::pair<int64_t, int64_t>> seen;
+  for (int64_t r = 0; r < dp; ++r) {
+    std::pair<int64_t, int64_t> key = {classOf(config.clusterOf(0, r)),
+                                       config.replicaShare(r)};
+    if (llvm::is_contained(seen, key))
+      continue;
+    seen.push_back(key);
+    ParallelConfig own = config;
+    own.numMicroBatches = key.second;
+    own.replicaMicroBatches.clear();
+    RankGroupProgram group;
+    group.machine = classMachine(key.first);
+    llvm::Expected<SimProgram> program =
+        buildProgramFromPlan(model, group.machine, own, options);
+    if (!program)
+      return program.takeError();
+    group.program = std::move(*program);
+    if (replicasDiffer || !config.replicaMicroBatches.empty()) {
+      std::vector<int64_t> members;
+      for (int64_t q = 0; q < dp; ++q)
+        if (classOf(config.clusterOf(0, q)) == key.first &&
+            config.replicaShare(q) == key.second)
+          members.push_back(q);
+      group.label = llvm::formatv("class '{0}', {1} replica{2} from {3}, {4} "
+                                  "micro-batches",
+                                  className(key.first), members.size(),
+                                  members.size() == 1 ? "" : "s",
+                                  members.front(), key.second)
+                        .str();
+    }
+    groups.push_back(std::move(group));
+  }
+  return groups;
+}

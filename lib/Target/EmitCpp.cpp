@@ -123,6 +123,9 @@ void ConvertMT3KToEmitCPass::runOnOperation() {
   });
   if (failedOp)
     return signalPassFailure();
+  for (emitc::FuncOp function : module.getOps<emitc::FuncOp>())
+    if (failed(wrapMicroBatchGuards(function)))
+      return signalPassFailure();
 
   // The stage functions and the outlined layer bodies (a body takes every
   // view of its arguments that the layer's layout has, used or not).

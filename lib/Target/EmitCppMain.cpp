@@ -159,7 +159,9 @@ LogicalResult ratrain::emitc_cpp::emitProgramDescription(OpBuilder &b,
   // Stage partition in decoder layers: stage_layers counts model layers
   // (embedding + decoders + head).
   int64_t microBatch = 1, microBatches = 1;
-  SmallVector<int64_t> partition, stageRanks;
+  SmallVector<int64_t> partition, stageRanks, replicaShares;
+  SmallVector<double> rankSlowdown;
+  bool replicaMajor = false;
   if (MT3KDialect::JobAttrHelper(context).isAttrPresent(source)) {
     JobAttr job = MT3KDialect::JobAttrHelper(context).getAttr(source);
     microBatch = job.getMicroBatchSize();
@@ -192,6 +194,33 @@ LogicalResult ratrain::emitc_cpp::emitProgramDescription(OpBuilder &b,
       stageRanks.assign(ranks.asArrayRef().begin(), ranks.asArrayRef().end());
       int64Array("ratrain_stage_ranks", stageRanks,
                  "// The rank that runs each virtual stage (mt3k.job).");
+    }
+    if (DenseI64ArrayAttr shares = job.getReplicaMicroBatches()) {
+      replicaShares.assign(shares.asArrayRef().begin(),
+                           shares.asArrayRef().end());
+      int64Array("ratrain_replica_micro_batches", replicaShares,
+                 "// The micro-batches of each data-parallel replica "
+                 "(mt3k.job).");
+    }
+    replicaMajor = job.getReplicaMajor() && job.getReplicaMajor().getValue();
+    if (DenseF64ArrayAttr slowdown = job.getRankSlowdown()) {
+      rankSlowdown.assign(slowdown.asArrayRef().begin(),
+                          slowdown.asArrayRef().end());
+      std::string values;
+      llvm::raw_string_ostream os(values);
+      os << "{";
+      llvm::interleaveComma(rankSlowdown, os, [&](double v) {
+        os << llvm::formatv("{0:e17}", v).str();
+      });
+      os << "}";
+      emitc::VerbatimOp::create(
+          b, loc,
+          "// Per rank, how much slower its class of clusters is than the "
+          "fastest (mt3k.job; --emulate-classes).");
+      global(
+          "ratrain_rank_slowdown",
+          emitc::ArrayType::get({int64_t(rankSlowdown.size())}, b.getF64Type()),
+          values);
     }
   }
 
@@ -239,7 +268,11 @@ LogicalResult ratrain::emitc_cpp::emitProgramDescription(OpBuilder &b,
   bool oneSided = false;
   source.walk(
       [&](SendOp send) { oneSided |= send.getPutOffset().has_value(); });
-  if (partitionedShards || oneSided) {
+  // Heterogeneous jobs: uneven dp shares, the rank order, the per-rank
+  // slowdown of --emulate-classes (after the fields above: positional).
+  bool heterogeneous =
+      !replicaShares.empty() || replicaMajor || !rankSlowdown.empty();
+  if (partitionedShards || oneSided || heterogeneous) {
     // Positional: the stage ranks come first.
     if (stageRanks.empty()) {
       init += field("stageRanks", "nullptr");
@@ -247,8 +280,18 @@ LogicalResult ratrain::emitc_cpp::emitProgramDescription(OpBuilder &b,
     }
     init += field("partitionedShards", partitionedShards ? "true" : "false");
   }
-  if (oneSided)
-    init += field("oneSidedTransfers", "true");
+  if (oneSided || heterogeneous)
+    init += field("oneSidedTransfers", oneSided ? "true" : "false");
+  if (heterogeneous) {
+    init += field("replicaMicroBatches", replicaShares.empty()
+                                             ? "nullptr"
+                                             : "ratrain_replica_micro_batches");
+    init += field("replicaMicroBatchesSize", number(replicaShares.size()));
+    init += field("replicaMajor", replicaMajor ? "true" : "false");
+    init += field("rankSlowdown",
+                  rankSlowdown.empty() ? "nullptr" : "ratrain_rank_slowdown");
+    init += field("rankSlowdownSize", number(rankSlowdown.size()));
+  }
   init += "\n}";
   emitc::VerbatimOp::create(
       b, loc,

@@ -734,6 +734,20 @@ template <typename OpTy> struct Lowering : OpConversionPattern<OpTy> {
   LogicalResult
   matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
+    // The ops of this one's lowering (inserted before it) keep its
+    // micro-batch guard for wrapMicroBatchGuards.
+    Operation *previous = op->getPrevNode();
+    Block *block = op->getBlock();
+    auto keepGuard = [&] {
+      auto mb = op->template getAttrOfType<IntegerAttr>(kMicroBatchGuard);
+      if (!mb)
+        return;
+      for (Operation *lowered = previous ? previous->getNextNode()
+                                         : &block->front();
+           lowered && lowered != op.getOperation();
+           lowered = lowered->getNextNode())
+        lowered->setAttr(kMicroBatchGuard, mb);
+    };
     Calls calls(op, rewriter);
     if (failed(lower(op, calls)) || calls.failedGroup) {
       SmallVector<Type> types;
@@ -744,10 +758,33 @@ template <typename OpTy> struct Lowering : OpConversionPattern<OpTy> {
                                                        ValueRange());
       return success();
     }
+    keepGuard();
     SmallVector<Value> results;
     for (Value result : op->getResults())
       results.push_back(calls.mapping.lookup(result));
     rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
+/// A call of an outlined layer body under a micro-batch guard: the
+/// emitc.call keeps the guard (func-to-emitc's own pattern drops it).
+struct GuardedFuncCall : OpConversionPattern<func::CallOp> {
+  GuardedFuncCall(TypeConverter &converter, MLIRContext *ctx)
+      : OpConversionPattern(converter, ctx, /*benefit=*/2) {}
+
+  LogicalResult
+  matchAndRewrite(func::CallOp call, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto mb = call->getAttrOfType<IntegerAttr>(kMicroBatchGuard);
+    if (!mb)
+      return failure();
+    SmallVector<Type> types;
+    if (failed(getTypeConverter()->convertTypes(call.getResultTypes(), types)))
+      return failure();
+    auto lowered = rewriter.replaceOpWithNewOp<emitc::CallOp>(
+        call, call.getCalleeAttr(), types, adaptor.getOperands());
+    lowered->setAttr(kMicroBatchGuard, mb);
     return success();
   }
 };
@@ -790,6 +827,122 @@ void ratrain::populateMT3KToEmitCPatterns(TypeConverter &converter,
       Lowering<RecvOp>, Lowering<BarrierOp>, Lowering<OffloadOp>,
       Lowering<ReloadOp>, Lowering<WaitOp>, Lowering<LoadBatchOp>,
       Lowering<ReportLossOp>, Lowering<TraceBeginOp>, Lowering<TraceEndOp>,
-      RemapOperands<emitc::CallOpaqueOp>, RemapOperands<emitc::VerbatimOp>>(
-      converter, patterns.getContext());
+      RemapOperands<emitc::CallOpaqueOp>, RemapOperands<emitc::VerbatimOp>,
+      GuardedFuncCall>(converter, patterns.getContext());
+}
+
+//===----------------------------------------------------------------------===//
+// Micro-batch guards
+//===----------------------------------------------------------------------===//
+
+/// Whether `op` may move before a guarded run: a buffer or view of the
+/// runtime (pure) whose operands are not the run's.
+static bool isHoistableView(Operation *op,
+                            const llvm::SmallPtrSetImpl<Operation *> &run) {
+  auto call = dyn_cast<emitc::CallOpaqueOp>(op);
+  if (!call || op->hasAttr(kMicroBatchGuard))
+    return false;
+  StringRef callee = call.getCallee();
+  if (callee != "ratrain::rt::emit::view" &&
+      callee != "ratrain::rt::emit::ddr" &&
+      callee != "ratrain::rt::emit::gsm" && callee != "ratrain::rt::emit::am")
+    return false;
+  return llvm::none_of(op->getOperands(), [&](Value v) {
+    return v.getDefiningOp() && run.contains(v.getDefiningOp());
+  });
+}
+
+/// Wraps one run of ops guarded by micro-batch `mb` (in order, consecutive
+/// but for the views hoisted out of it) in `if (runsMicroBatch(session,
+/// mb)) { ... }`; each token the run defines and later code reads becomes a
+/// variable, a completed token where the run does not run.
+static LogicalResult wrapRun(ArrayRef<Operation *> run, int64_t mb,
+                             Value session) {
+  Operation *first = run.front();
+  MLIRContext *ctx = first->getContext();
+  Location loc = first->getLoc();
+  OpBuilder b(first);
+  llvm::SmallPtrSet<Operation *, 16> members(run.begin(), run.end());
+  // The run's results read after it.
+  SmallVector<Value> escaping;
+  for (Operation *op : run)
+    for (Value result : op->getResults())
+      if (llvm::any_of(result.getUsers(), [&](Operation *user) {
+            return !members.contains(user);
+          }))
+        escaping.push_back(result);
+  auto tokenType = emitc::OpaqueType::get(ctx, kTokenType);
+  SmallVector<Value> variables;
+  for (Value value : escaping) {
+    if (value.getType() != tokenType)
+      return first->emitError("a value of type ")
+             << value.getType() << " defined under the guard of micro-batch "
+             << mb << " is read outside it";
+    variables.push_back(emitc::VariableOp::create(
+        b, loc, emitc::LValueType::get(tokenType),
+        emitc::OpaqueAttr::get(ctx, "ratrain::rt::Token{}")));
+  }
+  Value runs = emitc::CallOpaqueOp::create(
+                   b, loc, TypeRange(b.getI1Type()),
+                   "ratrain::rt::emit::runsMicroBatch", ValueRange(session),
+                   b.getArrayAttr({b.getIndexAttr(0), b.getI64IntegerAttr(mb)}))
+                   .getResult(0);
+  auto guard = emitc::IfOp::create(b, loc, runs, /*addThenBlock=*/false,
+                                   /*addElseBlock=*/false);
+  Block *then = b.createBlock(&guard.getThenRegion());
+  auto yield = emitc::YieldOp::create(b, loc);
+  for (Operation *op : run) {
+    op->moveBefore(yield);
+    op->removeAttr(kMicroBatchGuard);
+  }
+  b.setInsertionPoint(yield);
+  for (auto [value, variable] : llvm::zip(escaping, variables))
+    emitc::AssignOp::create(b, loc, variable, value);
+  b.setInsertionPointAfter(guard);
+  for (auto [value, variable] : llvm::zip(escaping, variables)) {
+    Value loaded = emitc::LoadOp::create(b, loc, tokenType, variable);
+    value.replaceUsesWithIf(loaded, [&](OpOperand &use) {
+      return use.getOwner()->getBlock() != then;
+    });
+  }
+  return success();
+}
+
+LogicalResult ratrain::wrapMicroBatchGuards(emitc::FuncOp function) {
+  if (function.getBody().empty() || function.getNumArguments() < 2)
+    return success();
+  Value session = function.getArgument(1);
+  Block &body = function.getBody().front();
+  for (Operation *op = &body.front(); op;) {
+    auto mb = op->getAttrOfType<IntegerAttr>(kMicroBatchGuard);
+    if (!mb) {
+      op = op->getNextNode();
+      continue;
+    }
+    // The run: this op and the following ones of the same micro-batch,
+    // views between them moved before it.
+    SmallVector<Operation *> run;
+    llvm::SmallPtrSet<Operation *, 16> members;
+    Operation *next = op;
+    while (next) {
+      auto other = next->getAttrOfType<IntegerAttr>(kMicroBatchGuard);
+      if (other && other.getInt() == mb.getInt()) {
+        run.push_back(next);
+        members.insert(next);
+        next = next->getNextNode();
+        continue;
+      }
+      if (isHoistableView(next, members)) {
+        Operation *view = next;
+        next = next->getNextNode();
+        view->moveBefore(run.front());
+        continue;
+      }
+      break;
+    }
+    if (failed(wrapRun(run, mb.getInt(), session)))
+      return failure();
+    op = next;
+  }
+  return success();
 }

@@ -313,7 +313,8 @@ LogicalResult expandPipelines(ModuleOp module, StringRef scheduleName,
         toIRSchedule(schedule->kind), p.getVirtualStages(),
         p.getWeightPartition(), p.getGradPartition(), p.getWeightWire(),
         p.getGradWire(), p.getMaxGradNorm(), p.getTransfers(),
-        p.getSyncPeriod(), p.getActOffload());
+        p.getSyncPeriod(), p.getActOffload(), p.getDpShares(),
+        p.getRankOrder());
 
     OpBuilder builder(model);
     builder.setInsertionPointAfter(model);

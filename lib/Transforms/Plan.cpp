@@ -66,7 +66,10 @@ PlanAttr buildPlanAttr(function_ref<InFlightDiagnostic()> emitError,
           sharding.weightLevel, sharding.gradLevel,
           toIRWire(sharding.weightWire), toIRWire(sharding.gradWire),
           maxGradNormAttr(context, config.maxGradNorm), transfers,
-          config.syncPeriod, config.activationOffload)))
+          config.syncPeriod, config.activationOffload,
+          config.replicaMicroBatches,
+          config.replicaMajor ? RankOrder::ReplicaMajor
+                              : RankOrder::StageMajor)))
     return {};
   return PlanAttr::get(
       context, clusters, config.pipelineStages, config.dataParallel,
@@ -75,7 +78,9 @@ PlanAttr buildPlanAttr(function_ref<InFlightDiagnostic()> emitError,
       toIRSchedule(config.schedule), config.virtualStages, sharding.weightLevel,
       sharding.gradLevel, toIRWire(sharding.weightWire),
       toIRWire(sharding.gradWire), maxGradNormAttr(context, config.maxGradNorm),
-      transfers, config.syncPeriod, config.activationOffload);
+      transfers, config.syncPeriod, config.activationOffload,
+      config.replicaMicroBatches,
+      config.replicaMajor ? RankOrder::ReplicaMajor : RankOrder::StageMajor);
 }
 
 struct PlanPass : public ratrain::impl::RATrainPlanBase<PlanPass> {
@@ -222,6 +227,14 @@ struct PlanPass : public ratrain::impl::RATrainPlanBase<PlanPass> {
       request.recompute = *forced;
     }
     if (llvm::Error error = applyActivationOffloadOption(actOffload, request)) {
+      module.emitError("--ratrain-plan: ") << llvm::toString(std::move(error));
+      return signalPassFailure();
+    }
+    if (llvm::Error error = applyDpSharesOption(dpShares, request)) {
+      module.emitError("--ratrain-plan: ") << llvm::toString(std::move(error));
+      return signalPassFailure();
+    }
+    if (llvm::Error error = applyClassLayoutOption(classLayout, request)) {
       module.emitError("--ratrain-plan: ") << llvm::toString(std::move(error));
       return signalPassFailure();
     }

@@ -8,6 +8,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <algorithm>
 #include <cstring>
 
 using namespace ratrain::rt;
@@ -354,6 +355,16 @@ llvm::Expected<DataLoader> DataLoader::create(TokenFile file, Options options) {
         "micro-batch across the data-parallel group ({4} x {5})",
         file.path(), file.size(), windows, options.seqLen, options.dpSize,
         options.microBatch));
+  if (!options.replicaMicroBatches.empty() &&
+      int64_t(options.replicaMicroBatches.size()) != int64_t(options.dpSize))
+    return makeError(llvm::formatv("data loader: {0} replica shares for a "
+                                   "data-parallel group of {1}",
+                                   options.replicaMicroBatches.size(),
+                                   options.dpSize));
+  for (int64_t m : options.replicaMicroBatches)
+    if (m < 1)
+      return makeError(llvm::formatv(
+          "data loader: a replica share of {0} micro-batches (at least 1)", m));
   return DataLoader(std::move(file), options, windows);
 }
 
@@ -411,12 +422,27 @@ void DataLoader::next(Buffer out) {
   next(out.as<int32_t>());
 }
 
+uint64_t DataLoader::globalMicroBatch(int64_t microBatch) const {
+  if (opts.replicaMicroBatches.empty())
+    return uint64_t(microBatch) * uint64_t(opts.dpSize) +
+           uint64_t(opts.dpIndex);
+  // Round-robin over the replicas that still have a micro-batch: before
+  // round `microBatch` every replica dealt min(share, microBatch), then the
+  // lower replicas whose share reaches this round deal theirs.
+  uint64_t index = 0;
+  for (int r = 0; r < opts.dpSize; ++r) {
+    int64_t share = opts.replicaMicroBatches[size_t(r)];
+    index += uint64_t(std::min(share, microBatch));
+    if (r < opts.dpIndex && share > microBatch)
+      ++index;
+  }
+  return index;
+}
+
 void DataLoader::fill(DataPosition stepStart, int64_t microBatch,
                       BatchField field, int32_t *out) {
-  uint64_t base =
-      stepStart.samples +
-      uint64_t(microBatch) * uint64_t(opts.dpSize) * uint64_t(opts.microBatch) +
-      uint64_t(opts.dpIndex) * uint64_t(opts.microBatch);
+  uint64_t base = stepStart.samples +
+                  globalMicroBatch(microBatch) * uint64_t(opts.microBatch);
   uint64_t seq = uint64_t(opts.seqLen);
   uint64_t first = field == BatchField::Inputs ? 0 : 1;
   for (int64_t row = 0; row < opts.microBatch; ++row) {

@@ -181,6 +181,7 @@ void waitAll(Runtime &r, std::initializer_list<Token> tokens) {
 }
 
 void traceBegin(Runtime &r, const char *label, TracePhase phase) {
+  r.beginEmulatedSpan();
   if (r.tracer().recording())
     r.tracer().beginSpan(label, phase);
 }
@@ -188,6 +189,7 @@ void traceBegin(Runtime &r, const char *label, TracePhase phase) {
 void traceEnd(Runtime &r) {
   if (r.tracer().recording())
     r.tracer().endSpan();
+  r.endEmulatedSpan();
 }
 
 //===--- session ----------------------------------------------------------===//
@@ -344,6 +346,8 @@ int runProgram(int argc, char **argv, const ProgramDescription &program) {
   options.arenaAlignment = program.arenaAlignment;
   options.partitionedShards = program.partitionedShards;
   options.oneSidedPipeline = program.oneSidedTransfers;
+  if (program.replicaMajor)
+    options.rankOrder = RankOrder::ReplicaMajor;
   Runtime rt(argc, argv, options);
 
   ModelConfig model;
@@ -378,8 +382,22 @@ int runProgram(int argc, char **argv, const ProgramDescription &program) {
   defaults.seqLen = program.seqLen;
   defaults.microBatch = program.microBatch;
   defaults.microBatches = program.microBatches;
+  if (program.replicaMicroBatches)
+    defaults.replicaMicroBatches.assign(program.replicaMicroBatches,
+                                        program.replicaMicroBatches +
+                                            program.replicaMicroBatchesSize);
   SessionOptions flags =
       exitOnError(SessionOptions::parse(argc, argv, defaults));
+  if (flags.emulateClasses) {
+    if (!program.rankSlowdown)
+      fatal("--emulate-classes: the program was not compiled for a machine "
+            "with classes of clusters");
+    if (size_t(rt.rank()) >= program.rankSlowdownSize)
+      fatal(llvm::formatv("--emulate-classes: rank {0} has no class (the "
+                          "program knows {1} ranks)",
+                          rt.rank(), program.rankSlowdownSize));
+    rt.setEmulatedSlowdown(program.rankSlowdown[rt.rank()]);
+  }
   setInitSeed(flags.initSeed);
   Session session(rt, model, partition, std::move(flags));
   for (size_t i = 0; i < program.numStages; ++i) {

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <thread>
 #include <vector>
 
 using namespace ratrain::rt;
@@ -65,4 +66,19 @@ void Runtime::writeTrace(llvm::StringRef path, llvm::StringRef program) {
     pieces.emplace_back(gathered.data() + uint64_t(r) * longest,
                         uint64_t(lengths[size_t(r)]));
   exitOnError(writeFileAtomically(path, Tracer::assemble(pieces, program)));
+}
+
+void Runtime::setEmulatedSlowdown(double slowdown) {
+  if (!std::isfinite(slowdown) || slowdown < 1 || slowdown > 1000)
+    fatal(llvm::formatv("emulated slowdown {0} is not in [1, 1000]", slowdown));
+  slowdownFactor = slowdown;
+}
+
+void Runtime::endEmulatedSpan() {
+  if (slowdownFactor <= 1)
+    return;
+  auto spent = std::chrono::steady_clock::now() - emulatedSpanStart;
+  std::this_thread::sleep_for(
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+          spent * (slowdownFactor - 1)));
 }

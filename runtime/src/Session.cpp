@@ -35,6 +35,8 @@ const char *SessionOptions::flagsHelp() {
          "batches\n"
          "  --trace FILE           Chrome/Perfetto trace of --trace-steps "
          "A[-B] (default 2-4)\n"
+         "  --emulate-classes      run as slow as this rank's class of "
+         "a heterogeneous machine\n"
          "  --help                 this text\n";
 }
 
@@ -58,6 +60,10 @@ SessionOptions::parse(int argc, char **argv, const SessionOptions &defaults) {
     bool hasInline = arg.contains('=');
     if (flag == "--resume") {
       options.resume = true;
+      continue;
+    }
+    if (flag == "--emulate-classes") {
+      options.emulateClasses = true;
       continue;
     }
     std::string value;
@@ -200,6 +206,18 @@ Session::Session(Runtime &rt, const ModelConfig &model,
   DataLoader::Options data{opts.seqLen, opts.microBatch,
                            rt.dpSize(), rt.dpIndex(),
                            opts.seed,   uint32_t(model.vocab)};
+  if (!opts.replicaMicroBatches.empty()) {
+    if (int64_t(opts.replicaMicroBatches.size()) != int64_t(rt.dpSize()))
+      fatal(llvm::formatv("the program has {0} replica shares, the job dp "
+                          "= {1}",
+                          opts.replicaMicroBatches.size(), rt.dpSize()));
+    for (int64_t m : opts.replicaMicroBatches)
+      if (m < 1 || m > opts.microBatches)
+        fatal(llvm::formatv("a replica share of {0} micro-batches is not in "
+                            "[1, {1}]",
+                            m, opts.microBatches));
+    data.replicaMicroBatches = opts.replicaMicroBatches;
+  }
   if (opts.evalSplit > 0) {
     // The last windows of the training data, held out of training.
     uint64_t windows =
@@ -295,10 +313,26 @@ void Session::finishTrace() {
                      .str());
 }
 
+int64_t Session::replicaMicroBatches() const {
+  return opts.replicaMicroBatches.empty()
+             ? opts.microBatches
+             : opts.replicaMicroBatches[size_t(rt.dpIndex())];
+}
+
+int64_t Session::totalMicroBatches() const {
+  if (opts.replicaMicroBatches.empty())
+    return opts.microBatches * rt.dpSize();
+  int64_t total = 0;
+  for (int64_t m : opts.replicaMicroBatches)
+    total += m;
+  return total;
+}
+
 void Session::loadBatch(BatchField field, Buffer dest, int64_t microBatch) {
-  if (microBatch < 0 || microBatch >= opts.microBatches)
-    fatal(llvm::formatv("load_batch: micro-batch {0} is not in [0, {1})",
-                        microBatch, opts.microBatches));
+  if (microBatch < 0 || microBatch >= replicaMicroBatches())
+    fatal(llvm::formatv("load_batch: micro-batch {0} is not in [0, {1}) "
+                        "(the micro-batches of this replica)",
+                        microBatch, replicaMicroBatches()));
   if (inEval) {
     DataPosition at;
     at.samples = evalDone * evalLoader->samplesPerStep(opts.microBatches);
@@ -344,8 +378,13 @@ void Session::endStep() {
   rt.tracer().endStep();
   position.samples += loader->samplesPerStep(opts.microBatches);
   double loss = lossCount ? lossSum / double(lossCount) : NAN;
-  double tokens =
-      double(opts.microBatches * opts.microBatch * opts.seqLen * rt.dpSize());
+  // Logged is the mean of the last-stage ranks' means: with uneven shares
+  // each is weighted by its share, so that the mean is over the global
+  // batch.
+  if (!opts.replicaMicroBatches.empty() && lossCount)
+    loss *=
+        double(lossCount) * double(rt.dpSize()) / double(totalMicroBatches());
+  double tokens = double(totalMicroBatches() * opts.microBatch * opts.seqLen);
   // Kernel and wait seconds of this step, measured by the emitted helpers.
   StepTimeSplit times;
   times.step = seconds;
@@ -377,10 +416,13 @@ void Session::endEvalStep() {
   // mean over its micro-batches, then the mean over those ranks.
   double mine =
       evalLossCount ? evalLossSum / double(evalLossCount) : double(NAN);
+  if (!opts.replicaMicroBatches.empty() && evalLossCount)
+    mine *= double(evalLossCount) * double(rt.dpSize()) /
+            double(totalMicroBatches() * int64_t(opts.evalSteps));
   lastEvalLoss = meanReportedLoss(
       rt.allGatherDoubleTuples(llvm::ArrayRef<double>(&mine, 1)));
-  double tokens = double(opts.evalSteps * opts.microBatches * opts.microBatch *
-                         opts.seqLen * rt.dpSize());
+  double tokens = double(opts.evalSteps * totalMicroBatches() *
+                         opts.microBatch * opts.seqLen);
   if (logger)
     logger->logEval(currentStep, lastEvalLoss, tokens);
   evalDone = 0;

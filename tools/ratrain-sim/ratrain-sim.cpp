@@ -169,6 +169,16 @@ namespace {
 struct PlanInfo {
   std::string description;
   double predictedStep = 0;
+  /// On a machine with classes of clusters or with uneven dp shares: the
+  /// programs of the plan's groups of ranks (buildRankGroupPrograms), each
+  /// simulated on its class; empty otherwise.
+  std::vector<RankGroupProgram> groups;
+  /// The planner's reason for the layout (Plan::layout).
+  std::string layout;
+  /// The whole plan's tokens and model FLOPs per iteration, and the peak
+  /// 16-bit FLOP/s of all its clusters (each of its class), for the report
+  /// of the groups.
+  double tokensPerIteration = 0, modelFlopsPerIteration = 0, peakFlops = 0;
 };
 } // namespace
 
@@ -272,6 +282,7 @@ static llvm::Expected<SimProgram> programFromPlan(const MachineModel &machine,
     best.config.sharding = *sharding;
   info.description = best.config.describe();
   info.predictedStep = best.time.total;
+  info.layout = best.layout;
 
   PlanProgramOptions options;
   options.policy = *lifecycle;
@@ -294,7 +305,26 @@ static llvm::Expected<SimProgram> programFromPlan(const MachineModel &machine,
                    algorithm + "'");
     options.algorithm = *a;
   }
-  return buildProgramFromPlan(*model, machine, best.config, options);
+  llvm::Expected<std::vector<RankGroupProgram>> groups =
+      buildRankGroupPrograms(*model, machine, best.config, options);
+  if (!groups)
+    return groups.takeError();
+  if (groups->size() == 1 && groups->front().label.empty())
+    return std::move(groups->front().program);
+  info.groups = std::move(*groups);
+  info.tokensPerIteration =
+      double(best.config.globalBatch()) * double(model->seqLen);
+  ParallelConfig one = best.config;
+  one.dataParallel = one.microBatchSize = one.numMicroBatches = 1;
+  one.replicaMicroBatches.clear();
+  info.modelFlopsPerIteration =
+      modelFlopsPerIteration(*model, one) * double(best.config.globalBatch());
+  for (int64_t c = 0; c < best.config.clusters(); ++c)
+    info.peakFlops +=
+        machine.classes.empty()
+            ? machine.cluster.peakFlopsF16
+            : machine.classes[machine.classOfCluster(c)].cluster.peakFlopsF16;
+  return info.groups.front().program;
 }
 
 static llvm::Expected<SimProgram>
@@ -368,10 +398,43 @@ int main(int argc, char **argv) {
   options.traceIterations = traceIterations;
   if (options.recordTrace && traceIterations.getNumOccurrences() == 0)
     options.traceIterations = program->totalTasks() < 200000 ? 0 : 1;
-  llvm::Expected<SimReport> report = simulate(*program, *machine, options);
+  // Groups of ranks on different classes: each simulated on its class; the
+  // slowest sets the step and is the one reported in full.
+  const MachineModel *simulated = &*machine;
+  if (!info.groups.empty()) {
+    size_t slowest = 0;
+    double slowestStep = -1;
+    for (auto [i, group] : llvm::enumerate(info.groups)) {
+      llvm::Expected<SimReport> own =
+          simulate(group.program, group.machine, options);
+      if (!own)
+        return fail(modelPath + ": " + group.label + ": " +
+                    llvm::toString(own.takeError()));
+      llvm::outs() << "group: " << group.label
+                   << "\ngroup-step-s: " << formatNumber(own->stepTime) << "\n";
+      if (own->stepTime > slowestStep) {
+        slowestStep = own->stepTime;
+        slowest = i;
+      }
+    }
+    if (!info.layout.empty())
+      llvm::outs() << "layout: " << info.layout << "\n";
+    *program = std::move(info.groups[slowest].program);
+    simulated = &info.groups[slowest].machine;
+  }
+  llvm::Expected<SimReport> report = simulate(*program, *simulated, options);
   if (!report)
     return fail((inputPath.empty() ? modelPath : inputPath) + ": " +
                 llvm::toString(report.takeError()));
+  if (!info.groups.empty() && report->stepTime > 0) {
+    // The slowest group's step, the whole plan's tokens and FLOPs.
+    report->tokensPerIteration = info.tokensPerIteration;
+    report->modelFlopsPerIteration = info.modelFlopsPerIteration;
+    report->tokensPerSecond = info.tokensPerIteration / report->stepTime;
+    if (info.peakFlops > 0)
+      report->mfu =
+          info.modelFlopsPerIteration / (report->stepTime * info.peakFlops);
+  }
 
   llvm::raw_ostream &os = llvm::outs();
   if (!info.description.empty())

@@ -190,6 +190,13 @@ static std::optional<std::string> describePlan(StringRef planned,
     schedule +=
         llvm::formatv(", activations of {0} layers offloaded", layers).str();
   }
+  if (size_t at = attr.find("dp_shares = ["); at != StringRef::npos)
+    schedule += (", micro-batches per replica " +
+                 attr.substr(at + 13).take_until([](char c) {
+                   return c == ']';
+                 })).str();
+  if (attr.contains("rank_order = replica_major"))
+    schedule += ", ranks replica-major";
   return llvm::formatv("pp {0} x dp {1}, ZeRO-{2}, {3} micro-batches of {4}"
                        "{8}, predicted step {5:f3} s, peak {6:f2} GiB per "
                        "rank (policy {7})",

@@ -250,6 +250,19 @@ int runCommand(const Toolchain &tools, llvm::ArrayRef<std::string> argv) {
     }
   if (args->has("--resume"))
     command.push_back("--resume");
+  // A machine with classes of clusters: on this host each rank runs as
+  // slowly as its class (the program's --emulate-classes).
+  if (llvm::Expected<ratrain::MachineModel> machine =
+          ratrain::loadMachineModel(options->machineFile)) {
+    if (machine->heterogeneous()) {
+      command.push_back("--emulate-classes");
+      note(llvm::formatv("machine '{0}' has classes of clusters: each rank "
+                         "runs as slowly as its class (--emulate-classes)",
+                         machine->name));
+    }
+  } else {
+    llvm::consumeError(machine.takeError());
+  }
   if (geteuid() == 0) {
     // Open MPI refuses to run as root without these.
     setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", /*overwrite=*/0);

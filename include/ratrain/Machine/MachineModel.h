@@ -175,6 +175,37 @@ struct OffloadTierSpec {
   bool present() const { return bytesPerNode > 0 && bandwidth > 0; }
 };
 
+/// Limits of heterogeneous machine files.
+inline constexpr int64_t kMaxClusterClasses = 8;
+
+/// One class of clusters of a heterogeneous machine (Grolar, HexiScale:
+/// pooled accelerators of different generations). Machine-file key
+/// `classes:`, a list of
+///
+///   - name: slow            # unique, [A-Za-z0-9_.-]+
+///     count: 512            # clusters of this class (all counts sum to
+///                           # nodes * clusters_per_node)
+///     compute_scale: 0.5    # x peak_flops_f16 and peak_flops_f32 (1)
+///     ddr_bytes: 10e9       # usable DDR (the machine's cluster value)
+///     ddr_bandwidth_scale: 1  # x ddr_bandwidth and dma_bandwidth (1)
+///     link_scale: 1         # x the bandwidth of the class's links (1)
+///
+/// Classes take consecutive clusters in file order: the first `count`
+/// clusters are of class 0, and so on (rank r runs on cluster r).
+struct ClusterClass {
+  std::string name;
+  int64_t count = 0;
+  /// The machine's `cluster:` with this class's overrides applied.
+  ClusterSpec cluster;
+  /// As written in the file (kept so that printMachineModel round-trips).
+  double computeScale = 1;
+  double ddrBandwidthScale = 1;
+  /// Multiplies the bandwidth of every link a cluster of this class sends
+  /// or receives on (a message or collective step between classes runs at
+  /// the slower end).
+  double linkScale = 1;
+};
+
 struct MachineModel {
   std::string name;
   int64_t nodes = 1;
@@ -189,6 +220,18 @@ struct MachineModel {
   ClusterSpec cluster;
   NetworkSpec network;
   OffloadTierSpec offload;
+  /// Classes of clusters; empty: every cluster is `cluster` (homogeneous).
+  /// A file with classes has at least two (or one, with count = all).
+  std::vector<ClusterClass> classes;
+
+  /// Whether the clusters differ (two or more classes).
+  bool heterogeneous() const { return classes.size() > 1; }
+  /// The class of cluster `index` (0 without classes).
+  int64_t classOfCluster(int64_t index) const;
+  /// The machine as if every cluster were of class `c`: its cluster spec,
+  /// its links scaled by link_scale, no classes. The cost and memory models
+  /// price one class's ranks with it. Without classes, the machine itself.
+  MachineModel classMachine(int64_t c) const;
 
   int64_t totalClusters() const { return nodes * clustersPerNode; }
 

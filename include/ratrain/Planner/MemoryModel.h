@@ -197,7 +197,8 @@ struct StageLayers {
 
 /// A data-parallel x pipeline-parallel training configuration. Cluster
 /// placement: cluster id = stage * dataParallel + replica, so a stage's DP
-/// group is `dataParallel` contiguous clusters. The token embedding lives on
+/// group is `dataParallel` contiguous clusters (replica * pipelineStages +
+/// stage with replicaMajor). The token embedding lives on
 /// stage 0, the final RMSNorm and the LM head on stage pipelineStages-1.
 struct ParallelConfig {
   int64_t pipelineStages = 1;  ///< p
@@ -236,6 +237,35 @@ struct ParallelConfig {
   /// activations in the machine's offload tier between forward and backward
   /// instead of following `recompute`. Empty: none.
   std::vector<int64_t> activationOffload;
+  /// Uneven data-parallel shares (HexiScale; docs/schedule.md, "Uneven
+  /// data-parallel shares"): the micro-batches each replica runs, one entry
+  /// per replica, numMicroBatches their largest. Empty: every replica runs
+  /// numMicroBatches.
+  std::vector<int64_t> replicaMicroBatches;
+  /// Ranks (and so clusters) replica-major, rank = replica * p + stage, so
+  /// that a replica's stages share a class of a heterogeneous machine;
+  /// false: stage-major, rank = stage * d + replica.
+  bool replicaMajor = false;
+
+  /// Micro-batches replica `replica` runs.
+  int64_t replicaShare(int64_t replica) const {
+    return replicaMicroBatches.empty() ? numMicroBatches
+                                       : replicaMicroBatches[replica];
+  }
+  /// Micro-batches of one step over all replicas.
+  int64_t totalMicroBatches() const {
+    if (replicaMicroBatches.empty())
+      return numMicroBatches * dataParallel;
+    int64_t total = 0;
+    for (int64_t m : replicaMicroBatches)
+      total += m;
+    return total;
+  }
+  /// The cluster (rank) of (stage, replica) under the rank order.
+  int64_t clusterOf(int64_t stage, int64_t replica) const {
+    return replicaMajor ? replica * pipelineStages + stage
+                        : stage * dataParallel + replica;
+  }
 
   /// The offloaded decoder layers of virtual stage `stage`.
   int64_t offloadedLayers(int64_t stage) const {
@@ -250,10 +280,8 @@ struct ParallelConfig {
   }
 
   int64_t clusters() const { return pipelineStages * dataParallel; }
-  /// Sequences per iteration: d * b * m.
-  int64_t globalBatch() const {
-    return dataParallel * microBatchSize * numMicroBatches;
-  }
+  /// Sequences per iteration: d * b * m (b * the sum of the shares).
+  int64_t globalBatch() const { return microBatchSize * totalMicroBatches(); }
   /// p * v: the entries of `stages` and `recompute`.
   int64_t numVirtualStages() const { return pipelineStages * virtualStages; }
   bool isFirstStage(int64_t stage) const { return stage == 0; }
@@ -282,7 +310,8 @@ struct ParallelConfig {
   /// " schedule=zbv v=2" when the schedule is not 1F1B (v when not 1) and by
   /// the sharding policy when not the default (ShardingPolicy::describe),
   /// " clip=N" with clipping, " transfers=one-sided", " sync-period=H" and
-  /// " act-offload=K" (runs of equal counts as KxN) with activation offload.
+  /// " act-offload=K" (runs of equal counts as KxN) with activation offload,
+  /// " dp-shares=3,1" with uneven shares and " replica-major".
   std::string describe() const;
 };
 

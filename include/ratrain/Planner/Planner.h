@@ -82,6 +82,19 @@ struct PlanRequest {
   enum class ActivationOffloadMode { Search, None, All, Counts };
   ActivationOffloadMode activationOffload = ActivationOffloadMode::Search;
   std::vector<int64_t> activationOffloadCounts;
+  /// Forces uneven data-parallel shares (HexiScale; docs/planner.md,
+  /// "Heterogeneous clusters"): the micro-batches of each replica; dp is
+  /// their count and b the global batch over their sum. Empty: even shares,
+  /// or on a machine with classes of clusters the shares the planner picks.
+  std::vector<int64_t> dpShares;
+  /// On a machine with classes of clusters, the layouts searched: even
+  /// (every rank the same work, as a planner blind to the classes would
+  /// plan; the slowest class sets the pace), replicas (replica-major ranks,
+  /// each replica inside one class, uneven micro-batch counts per replica),
+  /// stages (stage-major ranks, each stage inside one class, uneven layer
+  /// splits per stage). Search: all three.
+  enum class ClassLayout { Search, Even, Replicas, Stages };
+  ClassLayout classLayout = ClassLayout::Search;
   /// DDR cap per cluster in bytes; 0 uses machine.cluster.ddrBytes.
   int64_t memoryCapBytes = 0;
   /// How many plans to return, best first.
@@ -97,6 +110,10 @@ struct Plan {
   std::vector<StageMemory> memory; ///< one per rank (pipeline position)
   StepTime time;
   double tokensPerSecond = 0;
+  /// On a machine with classes of clusters: the layout in words (which
+  /// class runs which replicas or stages, their shares or layers, and each
+  /// class's predicted step), the planner's reason for it; else empty.
+  std::string layout;
   int64_t peakBytes() const; ///< max over stages of total()
   int64_t peakStage() const; ///< the stage with that maximum
   /// Max over stages of the bytes one cluster keeps in the offload tier.
@@ -180,6 +197,16 @@ llvm::Error applySyncPeriodOption(int64_t syncPeriod, PlanRequest &request);
 llvm::Error applyActivationOffloadOption(llvm::StringRef value,
                                          PlanRequest &request);
 
+/// Sets `request`'s uneven data-parallel shares from a tool option: ""
+/// (none) or comma-separated micro-batch counts, one per replica ("3,1"),
+/// each 1 to limits::kMaxMicroBatches. The error names the option
+/// ("dp-shares: ...").
+llvm::Error applyDpSharesOption(llvm::StringRef value, PlanRequest &request);
+
+/// Sets `request`'s class layout from a tool option: "" or "search",
+/// "even", "replicas", "stages". The error names the choices.
+llvm::Error applyClassLayoutOption(llvm::StringRef value, PlanRequest &request);
+
 /// Sets `request`'s schedule from a tool option: "1f1b", "interleaved-1f1b",
 /// "zb-h1", "zbv" or "auto" (searchSchedules), and `virtualStages` when
 /// positive. The error names the bad value and the choices.
@@ -200,6 +227,10 @@ std::string formatRecompute(const ParallelConfig &config);
 /// The activation-offloaded layers per stage, runs of equal counts as KxN:
 /// "2x3,0x5" ("2" when uniform; "0" without offload).
 std::string formatActivationOffload(const ParallelConfig &config);
+
+/// The micro-batches per replica (ParallelConfig::replicaMicroBatches),
+/// runs of equal shares as MxN: "13x64,3x64"; "m" with even shares.
+std::string formatDpShares(const ParallelConfig &config);
 
 /// "stage 0 needs 23.4 GB of 20.0 GB: activations 14.1 GB, master weights
 /// 4.2 GB, ..." (fields largest first, zero fields left out).

@@ -28,9 +28,9 @@ public:
   /// --in-network: the machine's collective-capable level, overriding its
   /// file. The error names the option.
   llvm::Error applyToMachine(MachineModel &machine) const;
-  /// --max-grad-norm, --transfers, --sync-period and --act-offload, in that
-  /// order (the sync period checks the clipping). The error names the
-  /// option.
+  /// --max-grad-norm, --transfers, --sync-period, --act-offload,
+  /// --dp-shares and --class-layout, in that order (the sync period checks
+  /// the clipping). The error names the option.
   llvm::Error applyToRequest(PlanRequest &request) const;
 
 private:
@@ -39,6 +39,8 @@ private:
   llvm::cl::opt<int64_t> syncPeriod;
   llvm::cl::opt<double> maxGradNorm;
   llvm::cl::opt<std::string> actOffload;
+  llvm::cl::opt<std::string> dpShares;
+  llvm::cl::opt<std::string> classLayout;
 };
 
 } // namespace ratrain

@@ -71,6 +71,30 @@ buildProgramFromPlan(const ModelConfig &model, const MachineModel &machine,
                      const ParallelConfig &config,
                      const PlanProgramOptions &options = {});
 
+/// One group of ranks of a plan that run the same program.
+struct RankGroupProgram {
+  /// "class 'half', replicas 16-31, 13 micro-batches"; empty for the plan's
+  /// only group.
+  std::string label;
+  /// The machine to simulate it on (its class's, MachineModel::classMachine).
+  MachineModel machine;
+  SimProgram program;
+};
+
+/// The programs of `config`'s ranks on `machine`, which may have classes of
+/// clusters (Grolar, HexiScale; docs/simulator.md, "Heterogeneous
+/// clusters"): with uneven dp shares or replicas on different classes
+/// (config.replicaMajor), one program per distinct (class, share) of the
+/// replicas, each the 1F1B program of that share priced on its class; with
+/// stages on different classes, one program whose stages are priced on
+/// theirs (the links and collectives on the slowest class's machine);
+/// otherwise the one buildProgramFromPlan program. The step is the largest
+/// of their steps: a replica's gradient sync waits for the slowest replica.
+llvm::Expected<std::vector<RankGroupProgram>>
+buildRankGroupPrograms(const ModelConfig &model, const MachineModel &machine,
+                       const ParallelConfig &config,
+                       const PlanProgramOptions &options = {});
+
 /// Model FLOPs of one iteration of `config`: 3x the forward FLOPs (matmuls,
 /// causal attention and the LM head) per token times d * b * m * s tokens.
 double modelFlopsPerIteration(const ModelConfig &model,

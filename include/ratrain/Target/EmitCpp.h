@@ -12,6 +12,7 @@
 #ifndef RATRAIN_TARGET_EMITCPP_H
 #define RATRAIN_TARGET_EMITCPP_H
 
+#include "mlir/Dialect/EmitC/IR/EmitC.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "mlir/Support/LLVM.h"
@@ -42,6 +43,13 @@ void populateMT3KToEmitCTypeConversions(mlir::TypeConverter &converter);
 /// One pattern per mt3k op: the op, inside its stage function (an
 /// `emitc.func` whose parameters are the `Runtime &` and the `Session &`),
 /// becomes calls of the helpers of ratrain/runtime/EmittedProgram.h.
+/// After the conversion: wraps each run of a stage function's ops marked
+/// with mt3k.micro_batch = mb (consecutive, views moved before it) in
+/// `if (ratrain::rt::emit::runsMicroBatch(session, mb)) { ... }`, so that a
+/// replica whose data-parallel share is below mb + 1 skips them; tokens the
+/// run defines become variables holding a completed token otherwise.
+mlir::LogicalResult wrapMicroBatchGuards(mlir::emitc::FuncOp function);
+
 void populateMT3KToEmitCPatterns(mlir::TypeConverter &converter,
                                  mlir::RewritePatternSet &patterns);
 

@@ -88,6 +88,14 @@ def RATrainPlan : Pass<"ratrain-plan", "mlir::ModuleOp"> {
            "activation offload (GriNNder): none, all, or offloaded decoder "
            "layers per stage (\"2,0\"); empty: search where the machine has "
            "an offload tier (docs/schedule.md, \"Activation offload\")">,
+    Option<"dpShares", "dp-shares", "std::string", "\"\"",
+           "uneven data-parallel shares, micro-batches per replica "
+           "(\"3,1\"); empty: even, or on a machine with classes of "
+           "clusters the planner's (docs/planner.md, \"Heterogeneous "
+           "clusters\")">,
+    Option<"classLayout", "class-layout", "std::string", "\"search\"",
+           "on a machine with classes of clusters: even, replicas, stages or "
+           "search">,
     Option<"showTop", "show-top", "int64_t", "0",
            "print the best N plans as a remark on the model">
   ];

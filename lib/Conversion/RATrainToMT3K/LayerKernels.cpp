@@ -275,9 +275,10 @@ void StageLowering::emitHeadForward(const LayerWeights &w, Value act,
   mt::ReportLossOp::create(b, loc, loss, mb);
   // The step's loss is the mean over all T * m tokens of the stage's
   // micro-batches (and over the data-parallel replicas: the gradient sync
-  // averages), so each micro-batch's logits gradient is scaled by 1/(T m).
+  // averages), so each micro-batch's logits gradient is scaled by 1/(T m)
+  // (dims.lossScale: dp / (T sum(shares)) with uneven shares).
   elementwise(mt::ElementwiseKind::cross_entropy_bwd, {logits, labels},
-              {logits}, std::nullopt, 1.0 / double(T * dims.microBatches));
+              {logits}, std::nullopt, dims.lossScale);
 }
 
 void StageLowering::emitHeadBackward(const LayerWeights &w,

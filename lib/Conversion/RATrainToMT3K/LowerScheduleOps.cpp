@@ -630,6 +630,33 @@ LogicalResult StageLowering::lowerTransfer(Operation *op, bool send) {
   return success();
 }
 
+std::optional<int64_t> StageLowering::microBatchOf(Operation &op) {
+  if (auto mb = op.getAttrOfType<IntegerAttr>("micro_batch"))
+    return mb.getInt();
+  Value activation;
+  if (auto offload = dyn_cast<OffloadOp>(op))
+    activation = offload.getState();
+  else if (auto reload = dyn_cast<ReloadOp>(op))
+    activation = reload.getOffloaded();
+  if (!activation || !isa<ActivationType>(activation.getType()))
+    return std::nullopt;
+  if (ForwardOp forward = storingForward(activation))
+    return forward.getMicroBatch();
+  return std::nullopt;
+}
+
+void StageLowering::guardMicroBatch(Operation &op, Operation *before) {
+  std::optional<int64_t> mb = microBatchOf(op);
+  if (!mb || *mb < dims.guardedFrom)
+    return;
+  // Views and buffers are pure: only the ops with effects are guarded.
+  auto attr = b.getI64IntegerAttr(*mb);
+  for (Operation *lowered = before->getNextNode(); lowered;
+       lowered = lowered->getNextNode())
+    if (!isa<mt::ViewOp, mt::BufferOp>(lowered))
+      lowered->setAttr(mt::kMicroBatchGuard, attr);
+}
+
 LogicalResult StageLowering::lower() {
   loc = stage.getLoc();
   program = mt::ProgramOp::create(moduleBuilder, loc,
@@ -652,6 +679,8 @@ LogicalResult StageLowering::lower() {
 
   for (Operation &op : stage.getBody().front()) {
     loc = op.getLoc();
+    // The last op before this one's: the ops after it are this op's.
+    Operation *before = &body.back();
     // The span of a compute op's work for the runtime's per-op trace, under
     // the simulator's name for it.
     std::optional<mt::TracePhase> phase =
@@ -718,6 +747,7 @@ LogicalResult StageLowering::lower() {
       span->erase();
     else if (span)
       mt::TraceEndOp::create(b, loc);
+    guardMicroBatch(op, before);
   }
   sentinel->erase();
   // The waits the hazards of the program need, from the ops' declared

@@ -47,6 +47,26 @@ struct LowerToMT3KPass
 };
 
 /// Rejects what the lowering does not support, with a reason.
+/// On a machine with classes of clusters: per rank, the fastest class's
+/// 16-bit compute peak over that of the rank's class (rank r runs on
+/// cluster r); null on a homogeneous machine.
+DenseF64ArrayAttr rankSlowdown(const MachineModel &machine, PlanAttr plan,
+                               Builder &attrs) {
+  if (!machine.heterogeneous())
+    return {};
+  double fastest = 0;
+  for (const ClusterClass &cls : machine.classes)
+    fastest = std::max(fastest, cls.cluster.peakFlopsF16);
+  SmallVector<double> slowdown;
+  int64_t ranks = plan.getPp() * plan.getDp();
+  for (int64_t rank = 0; rank < ranks; ++rank) {
+    int64_t cls =
+        rank < machine.totalClusters() ? machine.classOfCluster(rank) : 0;
+    slowdown.push_back(fastest / machine.classes[cls].cluster.peakFlopsF16);
+  }
+  return attrs.getDenseF64ArrayAttr(slowdown);
+}
+
 LogicalResult checkSupported(PipelineOp pipeline, ModelOp model) {
   PlanAttr plan = pipeline.getPlan();
   ModelConfig config = getModelConfig(model);
@@ -128,6 +148,13 @@ void LowerToMT3KPass::runOnOperation() {
   dims.packedQkv = config.family == ModelFamily::Baichuan;
   dims.normHead = config.normHead;
   dims.microBatches = plan.getMicroBatches();
+  dims.guardedFrom = plan.getMicroBatches();
+  for (int64_t share : plan.getDpShares())
+    dims.guardedFrom = std::min(dims.guardedFrom, share);
+  dims.lossScale = plan.getDpShares().empty()
+                       ? 1.0 / double(dims.tokens * dims.microBatches)
+                       : double(plan.getDp()) /
+                             double(dims.tokens * plan.getTotalMicroBatches());
   Type elem = model->getDtype();
 
   // Every layer's tensors add up to its parameter count (Baichuan's W_pack
@@ -274,7 +301,13 @@ void LowerToMT3KPass::runOnOperation() {
       plan.getMicroBatchSize(), plan.getMicroBatches(), plan.getZero(),
       attrs.getDenseI64ArrayAttr(plan.getStageLayers()),
       attrs.getStringAttr(policy ? stringifySchedulePolicy(*policy) : ""),
-      stageRanks);
+      stageRanks,
+      plan.getDpShares().empty()
+          ? DenseI64ArrayAttr()
+          : attrs.getDenseI64ArrayAttr(plan.getDpShares()),
+      plan.getRankOrder() == RankOrder::ReplicaMajor ? attrs.getBoolAttr(true)
+                                                     : BoolAttr(),
+      rankSlowdown(*machine, plan, attrs));
   mt::MT3KDialect::ModelAttrHelper(ctx).setAttr(module, modelAttr);
   mt::MT3KDialect::JobAttrHelper(ctx).setAttr(module, jobAttr);
   // The machine file the import recorded is the ratrain dialect's; the

@@ -176,7 +176,7 @@ Value StageLowering::offloadWindow(int64_t layer, StringRef role) {
 
 /// The forward that stored an offloaded activation (through its offload's
 /// wait and the reload, for a reload's operand).
-static ForwardOp storingForward(Value activation) {
+ForwardOp ratrain::lowering::storingForward(Value activation) {
   if (auto forward = activation.getDefiningOp<ForwardOp>())
     return forward;
   if (auto wait = activation.getDefiningOp<WaitOp>())

@@ -48,6 +48,10 @@ namespace mt = ratrain::mt3k;
 // Parameter tensors and slot layouts
 //===----------------------------------------------------------------------===//
 
+/// The forward that stored an offloaded activation (through its offload's
+/// wait and the reload, for a reload's operand); null if none.
+ForwardOp storingForward(Value activation);
+
 /// The model sizes the lowering needs.
 struct Dims {
   int64_t batch = 1, seq = 1, tokens = 1; ///< b, s, T = b * s
@@ -56,6 +60,15 @@ struct Dims {
   int64_t window = 0;
   int64_t vocab = 0, qDim = 0, kvDim = 0;
   int64_t microBatches = 1;
+  /// The logits gradient's scale: 1 / (T m), or dp / (T sum(shares)) with
+  /// uneven data-parallel shares (the replicas' average is then the mean
+  /// over the global batch).
+  double lossScale = 1;
+  /// Micro-batches from which some replica skips the rest (the smallest
+  /// dp share); micro_batches when every replica runs them all. The ops of
+  /// a micro-batch at or above it run only where the rank's share covers
+  /// it (the `mt3k.micro_batch` attribute, a guard in the emitted C++).
+  int64_t guardedFrom = 1;
   bool qkvBias = false;
   /// ALiBi position bias in attention instead of rotary embeddings
   /// (Baichuan2-13B).
@@ -224,6 +237,13 @@ public:
   /// offset of the stage (after plan()).
   int64_t getOffsetAlignment() const { return offsetAlignment; }
   /// Creates the program (after plan()).
+  /// The micro-batch `op` works on: its `micro_batch`, or the storing
+  /// forward's for an activation's offload or reload; none for other ops.
+  std::optional<int64_t> microBatchOf(Operation &op);
+  /// With uneven dp shares: marks the mt3k ops lowered from `op` (those
+  /// after `before`) with kMicroBatchGuard when its micro-batch is one that
+  /// some replica skips.
+  void guardMicroBatch(Operation &op, Operation *before);
   LogicalResult lower();
 
 private:

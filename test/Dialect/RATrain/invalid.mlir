@@ -1115,3 +1115,76 @@ ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
 // expected-error @+1 {{plan has 2 act_offload entries for pp * virtual_stages = 1}}
 ratrain.pipeline @p for @m plan #ratrain.plan<clusters = 1, pp = 1, dp = 1, micro_batch_size = 1, micro_batches = 1, zero = 0, stage_layers = [3], recompute = [none], step_us = 0, peak_bytes = 0, act_offload = [1, 0]> {
 }
+
+// -----
+
+ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
+  ratrain.layer 0 embedding hidden(64) vocab(128)
+  ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
+  ratrain.layer 2 head hidden(64) vocab(128)
+}
+// expected-error @+1 {{plan has 1 dp_shares entries for dp = 2}}
+ratrain.pipeline @p for @m plan #ratrain.plan<clusters = 2, pp = 1, dp = 2, micro_batch_size = 1, micro_batches = 3, zero = 0, stage_layers = [3], recompute = [none], step_us = 0, peak_bytes = 0, dp_shares = [3]> {
+}
+
+// -----
+
+ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
+  ratrain.layer 0 embedding hidden(64) vocab(128)
+  ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
+  ratrain.layer 2 head hidden(64) vocab(128)
+}
+// expected-error @+1 {{plan dp_shares = 0 for replica 1 must be 1 to micro_batches = 3}}
+ratrain.pipeline @p for @m plan #ratrain.plan<clusters = 2, pp = 1, dp = 2, micro_batch_size = 1, micro_batches = 3, zero = 0, stage_layers = [3], recompute = [none], step_us = 0, peak_bytes = 0, dp_shares = [3, 0]> {
+}
+
+// -----
+
+ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
+  ratrain.layer 0 embedding hidden(64) vocab(128)
+  ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
+  ratrain.layer 2 head hidden(64) vocab(128)
+}
+// expected-error @+1 {{plan micro_batches = 3 must be the largest of dp_shares (2): the schedule is expanded for it}}
+ratrain.pipeline @p for @m plan #ratrain.plan<clusters = 2, pp = 1, dp = 2, micro_batch_size = 1, micro_batches = 3, zero = 0, stage_layers = [3], recompute = [none], step_us = 0, peak_bytes = 0, dp_shares = [2, 1]> {
+}
+
+// -----
+
+ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
+  ratrain.layer 0 embedding hidden(64) vocab(128)
+  ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
+  ratrain.layer 2 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
+  ratrain.layer 3 head hidden(64) vocab(128)
+}
+// expected-error @+1 {{plan dp_shares needs schedule one_f_one_b, got zb_h1}}
+ratrain.pipeline @p for @m plan #ratrain.plan<clusters = 4, pp = 2, dp = 2, micro_batch_size = 1, micro_batches = 3, zero = 0, stage_layers = [2, 2], recompute = [none, none], step_us = 0, peak_bytes = 0, schedule = zb_h1, dp_shares = [3, 1]> {
+}
+
+// -----
+
+ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
+  ratrain.layer 0 embedding hidden(64) vocab(128)
+  ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
+  ratrain.layer 2 head hidden(64) vocab(128)
+}
+// expected-error @+1 {{plan dp_shares needs sync_period = 1: replicas of uneven shares average gradients, not masters}}
+ratrain.pipeline @p for @m plan #ratrain.plan<clusters = 2, pp = 1, dp = 2, micro_batch_size = 1, micro_batches = 3, zero = 0, stage_layers = [3], recompute = [none], step_us = 0, peak_bytes = 0, sync_period = 2, dp_shares = [3, 1]> {
+}
+
+// -----
+
+ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
+  ratrain.layer 0 embedding hidden(64) vocab(128)
+  ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
+  ratrain.layer 2 head hidden(64) vocab(128)
+}
+// expected-error @+1 {{unknown rank order 'diagonal'; expected stage_major or replica_major}}
+ratrain.pipeline @p for @m plan #ratrain.plan<clusters = 2, pp = 1, dp = 2, micro_batch_size = 1, micro_batches = 1, zero = 0, stage_layers = [3], recompute = [none], step_us = 0, peak_bytes = 0, rank_order = diagonal> {
+}

@@ -197,6 +197,58 @@ TEST(DataLoader, ShardsAreDisjointAndCoverAnEpoch) {
   EXPECT_EQ(rank1.position().samples, 20u);
 }
 
+/// Uneven data-parallel shares: the replicas read every micro-batch of the
+/// step once, round-robin over the replicas that still have one, and equal
+/// shares give the even layout.
+TEST(DataLoader, UnevenSharesDealEveryMicroBatchOnce) {
+  TempDir dir;
+  std::string path = dir.path("data.tok");
+  ASSERT_EQ(errorText(writeTokenFile(path, iota(161, 1 << 16), 1 << 16)), "");
+  auto loader = [&](std::vector<int64_t> shares, int index) {
+    DataLoader::Options options;
+    options.seqLen = 8;
+    options.microBatch = 1;
+    options.dpSize = int(shares.size());
+    options.dpIndex = index;
+    options.replicaMicroBatches = std::move(shares);
+    auto file = TokenFile::open(path);
+    EXPECT_TRUE(bool(file));
+    auto created = DataLoader::create(std::move(*file), options);
+    EXPECT_TRUE(bool(created)) << llvm::toString(created.takeError());
+    return std::move(*created);
+  };
+  // Shares 3, 1: replica 0 reads the step's micro-batches 0, 2, 3.
+  DataLoader first = loader({3, 1}, 0), second = loader({3, 1}, 1);
+  EXPECT_EQ(first.globalMicroBatch(0), 0u);
+  EXPECT_EQ(second.globalMicroBatch(0), 1u);
+  EXPECT_EQ(first.globalMicroBatch(1), 2u);
+  EXPECT_EQ(first.globalMicroBatch(2), 3u);
+  EXPECT_EQ(first.samplesPerStep(3), 4u);
+  // 3, 3, 1, 1: a permutation of 0..7.
+  std::set<uint64_t> seen;
+  std::vector<int64_t> shares = {3, 3, 1, 1};
+  for (int r = 0; r < 4; ++r) {
+    DataLoader replica = loader(shares, r);
+    for (int64_t mb = 0; mb < shares[r]; ++mb)
+      EXPECT_TRUE(seen.insert(replica.globalMicroBatch(mb)).second);
+  }
+  EXPECT_EQ(seen, (std::set<uint64_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+  // Equal shares: microBatch * dp + replica, as without shares.
+  DataLoader even = loader({2, 2}, 1);
+  EXPECT_EQ(even.globalMicroBatch(1), 3u);
+  // A share per replica, each at least 1.
+  DataLoader::Options wrong;
+  wrong.seqLen = 8;
+  wrong.dpSize = 2;
+  wrong.replicaMicroBatches = {3};
+  auto wrongFile = TokenFile::open(path);
+  ASSERT_TRUE(bool(wrongFile));
+  auto refused = DataLoader::create(std::move(*wrongFile), wrong);
+  ASSERT_FALSE(bool(refused));
+  EXPECT_NE(llvm::toString(refused.takeError()).find("1 replica shares"),
+            std::string::npos);
+}
+
 TEST(DataLoader, AWindowRangeSplitsTheFileWithoutOverlap) {
   TempDir dir;
   std::string path = dir.path("data.tok");

@@ -120,6 +120,11 @@ public:
     /// split for validation is the file's last windows, training the rest.
     uint64_t firstWindow = 0;
     uint64_t windowCount = 0;
+    /// Uneven data-parallel shares: the micro-batches of each of the dpSize
+    /// replicas (empty: every replica runs the same count). The step's
+    /// micro-batches are dealt round-robin over the replicas that still
+    /// have one, so equal shares give the even layout.
+    std::vector<int64_t> replicaMicroBatches;
   };
   /// Fails when the file holds fewer than dpSize * microBatch windows or when
   /// an option is invalid (the message names it).
@@ -161,9 +166,19 @@ public:
   /// Samples one step of `microBatches` micro-batches consumes across the
   /// data-parallel group.
   uint64_t samplesPerStep(int64_t microBatches) const {
+    if (!opts.replicaMicroBatches.empty()) {
+      uint64_t total = 0;
+      for (int64_t m : opts.replicaMicroBatches)
+        total += uint64_t(m);
+      return total * uint64_t(opts.microBatch);
+    }
     return uint64_t(microBatches) * uint64_t(opts.dpSize) *
            uint64_t(opts.microBatch);
   }
+  /// The index among the step's micro-batches (over all replicas) of this
+  /// replica's micro-batch `microBatch`: microBatch * dpSize + dpIndex with
+  /// even shares.
+  uint64_t globalMicroBatch(int64_t microBatch) const;
 
   /// Window index (in token units: window w starts at w * seqLen) of global
   /// sample `sample`.

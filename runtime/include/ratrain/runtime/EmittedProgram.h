@@ -229,6 +229,11 @@ uint64_t start(Session &s);
 void loadBatch(Session &s, BatchField field, const Tensor &t,
                int64_t microBatch);
 void reportLoss(Session &s, const Tensor &t, int64_t microBatch);
+/// Whether this rank runs micro-batch `microBatch` (below its replica's dp
+/// share): the guard of the ops marked `mt3k.micro_batch`.
+inline bool runsMicroBatch(Session &s, int64_t microBatch) {
+  return s.runsMicroBatch(microBatch);
+}
 
 //===--- the program ------------------------------------------------------===//
 /// One pipeline stage's program: its prologue, then the session's step loop.
@@ -282,6 +287,16 @@ struct ProgramDescription {
   /// The program's pipeline messages are one-sided puts
   /// (RuntimeOptions::oneSidedPipeline).
   bool oneSidedTransfers = false;
+  /// Uneven data-parallel shares (mt3k.job replica_micro_batches): the
+  /// micro-batches of each replica; null: microBatches each.
+  const int64_t *replicaMicroBatches = nullptr;
+  size_t replicaMicroBatchesSize = 0;
+  /// Ranks replica-major (rank = replica * pp + stage).
+  bool replicaMajor = false;
+  /// Per rank, how much slower its class of a heterogeneous machine is than
+  /// the fastest (mt3k.job rank_slowdown); applied with --emulate-classes.
+  const double *rankSlowdown = nullptr;
+  size_t rankSlowdownSize = 0;
 };
 
 /// Builds the Runtime and the Session of `program`, runs the program of this

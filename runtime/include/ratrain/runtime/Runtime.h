@@ -30,6 +30,7 @@
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/SmallVector.h"
 
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <initializer_list>
@@ -462,6 +463,18 @@ public:
   /// This rank's per-op trace recorder (Trace.h), fed by the emitted
   /// program's helpers, the token pool and the session.
   Tracer &tracer() { return traceRecorder; }
+  /// Heterogeneous-machine emulation (--emulate-classes; docs/runtime.md,
+  /// "Heterogeneous clusters"): every span of work the emitted program
+  /// brackets (traceBegin / traceEnd: one compute op of the schedule) lasts
+  /// `slowdown` times as long, the rank sleeping (slowdown - 1) times the
+  /// span's time at its end. 1 (the default): no emulation.
+  void setEmulatedSlowdown(double slowdown);
+  double emulatedSlowdown() const { return slowdownFactor; }
+  void beginEmulatedSpan() {
+    if (slowdownFactor > 1)
+      emulatedSpanStart = std::chrono::steady_clock::now();
+  }
+  void endEmulatedSpan();
   /// The completion tokens of this rank's asynchronous operations.
   TokenPool &tokenPool() { return *pool; }
   /// Collective over the world: gathers every rank's recorded events and
@@ -528,6 +541,8 @@ private:
   std::unique_ptr<Arena> ddrArena, gsmArena, amArena;
   std::optional<TokenPool::Clock::time_point> firstLogStart;
   StepTimers timers;
+  double slowdownFactor = 1;
+  std::chrono::steady_clock::time_point emulatedSpanStart;
   Tracer traceRecorder;
   std::unique_ptr<OffloadStore> offloads;
 };

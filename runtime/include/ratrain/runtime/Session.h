@@ -74,6 +74,14 @@ struct SessionOptions {
   int64_t seqLen = 0;
   int64_t microBatch = 1;
   int64_t microBatches = 1;
+  /// Uneven data-parallel shares (plan dp_shares): the micro-batches each
+  /// replica runs, microBatches their largest; empty: every replica runs
+  /// microBatches.
+  std::vector<int64_t> replicaMicroBatches;
+  /// --emulate-classes: on a program compiled for a machine with classes of
+  /// clusters, make this rank as much slower as its class is (the program's
+  /// per-rank slowdown; docs/runtime.md, "Heterogeneous clusters").
+  bool emulateClasses = false;
 
   /// Reads the flags above (both `--flag value` and `--flag=value`) from
   /// argv over `defaults`; unknown flags and malformed numbers are errors
@@ -125,6 +133,14 @@ public:
   bool evaluating() const { return inEval; }
   /// mt3k.load_batch of micro-batch `microBatch` of the current step.
   void loadBatch(BatchField field, Buffer dest, int64_t microBatch);
+  /// Micro-batches this rank's replica runs in a step (its dp share).
+  int64_t replicaMicroBatches() const;
+  /// Micro-batches of one step over all replicas.
+  int64_t totalMicroBatches() const;
+  /// Whether this rank runs micro-batch `microBatch` (below its share).
+  bool runsMicroBatch(int64_t microBatch) const {
+    return microBatch < replicaMicroBatches();
+  }
   /// mt3k.report_loss: reads the f32 scalar at `loss`.
   void reportLoss(Buffer loss, int64_t microBatch);
   /// Ends the step: advances the data position, logs the step (collective),
