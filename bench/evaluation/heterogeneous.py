@@ -12,14 +12,13 @@ the table into docs/evaluation.md (before "## Reproduce"; the section is
 replaced when present). Every run takes well under a second.
 """
 
-import argparse
 import os
 import re
 import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sections import splice  # noqa: E402
+import sections  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 MIXED = "examples/machines/mt3000-mixed.yaml"
@@ -141,24 +140,11 @@ def section(rows, fraction):
     return lines
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--build", default=os.environ.get("BUILD_DIR", os.path.join(ROOT, "build")))
-    parser.add_argument("--out", default=os.path.join(ROOT, "docs"))
-    parser.add_argument("--print", action="store_true", help="print the section, write nothing")
-    args = parser.parse_args()
-    tool = os.path.join(os.path.abspath(args.build), "bin", "ratrain-sim")
-    if not os.access(tool, os.X_OK):
-        sys.exit(f"heterogeneous.py: {tool} not found; build it (ninja -C {args.build} ratrain-sim)")
-    lines = section(sweep(tool), capacity(MIXED))
-    if args.print:
-        print("\n".join(lines))
-        return
-    doc = os.path.join(args.out, "evaluation.md")
-    splice(doc, TITLE, lines,
-           "bench/evaluation/heterogeneous.py  # only the heterogeneous-clusters section")
-    print(f"wrote {TITLE[3:]} into {doc}", file=sys.stderr)
+def make_lines(tool):
+    return section(sweep(tool), capacity(MIXED))
 
 
 if __name__ == "__main__":
-    main()
+    sections.main(__doc__, ROOT, TITLE,
+                  "bench/evaluation/heterogeneous.py  # only the heterogeneous-clusters section",
+                  make_lines)

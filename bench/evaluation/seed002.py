@@ -11,7 +11,6 @@ WHATIF_FACTOR, and splices the tables into docs/evaluation.md (before
 left alone). Every run takes well under a second.
 """
 
-import argparse
 import os
 import re
 import subprocess
@@ -19,7 +18,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sections import splice  # noqa: E402
+import sections  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 MACHINE = "examples/machines/frontier.yaml"
@@ -47,13 +46,6 @@ VARIANTS = [
     ("three-q", "three-level + qwZ/qgZ",
      ["--partition", "three-level", "--weight-wire", "int8", "--grad-wire", "int4"]),
 ]
-
-
-def find_tool(build):
-    tool = os.path.join(build, "bin", "ratrain-sim")
-    if not os.access(tool, os.X_OK):
-        sys.exit(f"seed002.py: {tool} not found; build it (ninja -C {build} ratrain-sim)")
-    return tool
 
 
 def peak_flops(machine_file):
@@ -269,29 +261,18 @@ def section(table, what_if, strong):
     return lines
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--build", default=os.environ.get("BUILD_DIR", os.path.join(ROOT, "build")))
-    parser.add_argument("--out", default=os.path.join(ROOT, "docs"))
-    parser.add_argument("--print", action="store_true", help="print the section, write nothing")
-    args = parser.parse_args()
-    tool = find_tool(os.path.abspath(args.build))
+def make_lines(tool):
     table = sweep(tool, os.path.join(ROOT, MACHINE))
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "frontier-whatif.yaml")
         what_if_machine(WHATIF_FACTOR, path)
         what_if = sweep(tool, path)
     strong = strong_scaling_memory(tool, os.path.join(ROOT, MACHINE))
-    lines = section(table, what_if, strong)
-    if args.print:
-        print("\n".join(lines))
-        return
-    doc = os.path.join(args.out, "evaluation.md")
-    splice(doc, TITLE, lines,
-           "bench/evaluation/seed002.sh        # only the seed-002 section "
-           "(ZeRO++ vs three-level on Frontier)")
-    print(f"wrote {TITLE[3:]} into {doc}", file=sys.stderr)
+    return section(table, what_if, strong)
 
 
 if __name__ == "__main__":
-    main()
+    sections.main(__doc__, ROOT, TITLE,
+                  "bench/evaluation/seed002.sh        # only the seed-002 section "
+                  "(ZeRO++ vs three-level on Frontier)",
+                  make_lines)

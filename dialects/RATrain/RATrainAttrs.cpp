@@ -421,6 +421,15 @@ LogicalResult PlanAttr::verify(
       return emitError() << "plan dp_shares needs sync_period = 1: replicas "
                             "of uneven shares average gradients, not masters";
   }
+  // Partition levels group consecutive clusters of a stage's replicas.
+  if (rankOrder == RankOrder::ReplicaMajor &&
+      (weightPartition >= 0 || gradPartition >= 0))
+    return emitError() << "plan rank_order = replica_major cannot partition "
+                          "(weight_partition = "
+                       << weightPartition
+                       << ", grad_partition = " << gradPartition
+                       << "): a level's groups are consecutive clusters of a "
+                          "stage, which replica-major ranks are not";
   return success();
 }
 

@@ -219,3 +219,18 @@ ParallelConfig ratrain::toParallelConfig(PlanAttr plan) {
                                     plan.getActOffload().end());
   return config;
 }
+
+int64_t ratrain::stageDdrBytes(const MachineModel &machine, PlanAttr plan,
+                               int64_t stage) {
+  if (!machine.heterogeneous())
+    return machine.cluster.ddrBytes;
+  int64_t least = INT64_MAX;
+  for (int64_t replica = 0; replica < plan.getDp(); ++replica) {
+    int64_t cluster =
+        std::min(plan.getRank(stage, replica), machine.totalClusters() - 1);
+    least = std::min(
+        least,
+        machine.classes[machine.classOfCluster(cluster)].cluster.ddrBytes);
+  }
+  return least;
+}

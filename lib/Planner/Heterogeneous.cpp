@@ -230,6 +230,11 @@ std::optional<Plan> replicasLayout(const ModelConfig &model,
   for (const ClusterClass &cls : classes.machine.classes)
     if (cls.count % pp != 0)
       return std::nullopt;
+  // Uneven shares average gradients every step; partition levels are laid
+  // out over consecutive clusters, which replica-major ranks are not.
+  if (config.syncPeriod != 1 || config.sharding.weightLevel >= 0 ||
+      config.sharding.gradLevel >= 0)
+    return std::nullopt;
   config.replicaMajor = true;
   config.replicaMicroBatches.clear();
   int64_t total = forced.empty() ? base.config.totalMicroBatches()
@@ -254,11 +259,13 @@ std::optional<Plan> replicasLayout(const ModelConfig &model,
 
   std::vector<int64_t> shares(forced.begin(), forced.end());
   if (shares.empty()) {
-    // The most micro-batches a replica of class c finishes within tau.
+    // The most micro-batches a replica of class c finishes within tau (at
+    // most the schedule limit).
+    int64_t most = std::min<int64_t>(total, limits::kMaxMicroBatches);
     auto capacity = [&](int64_t c, double tau) -> int64_t {
       if (seconds(c, 1) > tau)
         return 0;
-      int64_t lo = 1, hi = total;
+      int64_t lo = 1, hi = most;
       while (lo < hi) {
         int64_t mid = lo + (hi - lo + 1) / 2;
         if (seconds(c, mid) <= tau)
@@ -268,15 +275,21 @@ std::optional<Plan> replicasLayout(const ModelConfig &model,
       }
       return lo;
     };
+    std::vector<int64_t> replicasOfClass(classes.size(), 0);
+    for (int64_t r = 0; r < dp; ++r)
+      ++replicasOfClass[replicaClass[r]];
     auto fits = [&](double tau) {
       int64_t taken = 0;
-      for (int64_t r = 0; r < dp; ++r)
-        taken += std::max<int64_t>(1, capacity(replicaClass[r], tau));
+      for (int64_t c = 0; c < classes.size(); ++c)
+        if (replicasOfClass[c])
+          taken += replicasOfClass[c] * std::max<int64_t>(1, capacity(c, tau));
       return taken >= total;
     };
     double lo = 0, hi = 0;
     for (int64_t c = 0; c < classes.size(); ++c)
-      hi = std::max(hi, seconds(c, total));
+      hi = std::max(hi, seconds(c, most));
+    if (!fits(hi))
+      return std::nullopt; // more than the schedule limit per replica
     for (int i = 0; i < 48 && hi - lo > 1e-9 * hi; ++i) {
       double mid = (lo + hi) / 2;
       (fits(mid) ? hi : lo) = mid;
@@ -309,11 +322,12 @@ std::optional<Plan> replicasLayout(const ModelConfig &model,
   else if (forced.empty())
     return std::nullopt; // the even layout, replica-major
 
-  // Every class's busiest replica fits its DDR; the slowest replica sets
-  // the step.
+  // Every replica runs the program of the largest share, whose buffers
+  // (activations in flight) must fit each class's DDR; the slowest replica
+  // sets the step.
   int64_t slowest = 0;
   for (int64_t r = 0; r < dp; ++r) {
-    if (!fitsClass(price(replicaClass[r], shares[r]), classes, replicaClass[r],
+    if (!fitsClass(price(replicaClass[r], largest), classes, replicaClass[r],
                    misfit))
       return std::nullopt;
     if (seconds(replicaClass[r], shares[r]) >
@@ -321,6 +335,7 @@ std::optional<Plan> replicasLayout(const ModelConfig &model,
       slowest = r;
   }
   Plan plan = price(replicaClass[slowest], shares[slowest]);
+  plan.memory = price(replicaClass[slowest], largest).memory;
   plan.config = config;
   plan.tokensPerSecond = tokensPerSecond(model, config, plan.time.total);
   std::string text;
@@ -455,12 +470,13 @@ std::optional<Plan> stagesLayout(const ModelConfig &model,
   return plan;
 }
 
-/// `candidate`, and unless the shares are forced or its micro-batches are
-/// single sequences, the same with b = 1 and b times as many micro-batches.
-std::vector<Plan> microBatchVariants(const Plan &candidate, bool forced) {
+/// `candidate`, and unless `fixed` (forced shares or micro-batch size) or its
+/// micro-batches are single sequences, the same with b = 1 and b times as
+/// many micro-batches.
+std::vector<Plan> microBatchVariants(const Plan &candidate, bool fixed) {
   std::vector<Plan> variants = {candidate};
   const ParallelConfig &config = candidate.config;
-  if (forced || config.microBatchSize == 1 ||
+  if (fixed || config.microBatchSize == 1 ||
       config.numMicroBatches * config.microBatchSize > limits::kMaxMicroBatches)
     return variants;
   Plan single = candidate;
@@ -586,7 +602,8 @@ planner::planHeterogeneous(const ModelConfig &model,
       // and so its memory, only shrink).
       if (forced || request.classLayout == Layout::Search ||
           request.classLayout == Layout::Replicas)
-        for (const Plan &variant : microBatchVariants(candidate, forced))
+        for (const Plan &variant : microBatchVariants(
+                 candidate, forced || request.microBatchSize.has_value()))
           if (std::optional<Plan> plan =
                   replicasLayout(model, classes, variant, request.policy,
                                  request.dpShares, evenSeconds, misfit))

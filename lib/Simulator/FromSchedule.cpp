@@ -364,6 +364,18 @@ sim::buildProgramFromSchedule(mlir::ModuleOp module,
         "the module has no ratrain.pipeline: run --ratrain-expand-1f1b and "
         "--ratrain-schedule-lifecycle first");
   PipelineOp pipeline = pipelines.front();
+  // One program per stage at the machine's speed: uneven shares and classes
+  // of clusters are the plan-level simulator's (buildRankGroupPrograms).
+  if (pipeline.getPlan().hasUnevenShares() || machine.heterogeneous())
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        llvm::formatv("{0}: a scheduled module is simulated as one program "
+                      "per stage on one class of clusters; this plan has "
+                      "uneven dp shares or the machine '{1}' classes of "
+                      "clusters: simulate the plan instead (ratrain-sim "
+                      "--model ... --machine ...; docs/simulator.md, "
+                      "\"Heterogeneous clusters\")",
+                      pipeline.getSymName(), machine.name));
   std::string diagnostics;
   mlir::ScopedDiagnosticHandler handler(module.getContext(),
                                         [&](mlir::Diagnostic &diag) {

@@ -9,6 +9,7 @@
 
 #include "RATrain/RATrainOps.h"
 #include "ratrain/Analysis/BufferSizes.h"
+#include "ratrain/Analysis/ModelAndPlan.h"
 #include "ratrain/Analysis/PutLanding.h"
 #include "ratrain/Analysis/ScheduleActions.h"
 #include "ratrain/Analysis/StageBufferAnalysis.h"
@@ -166,6 +167,8 @@ struct AssignBuffersPass
     // The machine gives the capacity and the kernel properties the sizes
     // depend on; an explicit capacity makes it optional.
     int64_t capacityBytes = capacity;
+    // A machine with classes of clusters: each stage's ranks' least DDR.
+    std::optional<MachineModel> classed;
     MemoryOptions memoryOptions;
     if (capacityBytes <= 0 || !machineFile.empty() ||
         RATrainDialect::MachineAttrHelper(module->getContext())
@@ -173,8 +176,11 @@ struct AssignBuffersPass
       FailureOr<MachineModel> machine = loadPassMachine(module, machineFile);
       if (failed(machine))
         return signalPassFailure();
-      if (capacityBytes <= 0)
+      if (capacityBytes <= 0) {
         capacityBytes = machine->cluster.ddrBytes;
+        if (machine->heterogeneous())
+          classed = *machine;
+      }
       memoryOptions = MemoryOptions::forMachine(*machine);
     }
 
@@ -225,10 +231,14 @@ struct AssignBuffersPass
                        << "," << bytes << "\n";
         }
 
-        if (arena > capacityBytes) {
+        int64_t stageCapacity =
+            classed
+                ? stageDdrBytes(*classed, pipeline.getPlan(), stage.getStage())
+                : capacityBytes;
+        if (arena > stageCapacity) {
           failedAny = true;
           reportOverCapacity(stage, buffers, peak, peakPosition, arena,
-                             capacityBytes);
+                             stageCapacity);
         }
       }
     }

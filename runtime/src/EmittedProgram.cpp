@@ -187,9 +187,10 @@ void traceBegin(Runtime &r, const char *label, TracePhase phase) {
 }
 
 void traceEnd(Runtime &r) {
+  // The emulated slowdown belongs to the span (the trace shows it).
+  r.endEmulatedSpan();
   if (r.tracer().recording())
     r.tracer().endSpan();
-  r.endEmulatedSpan();
 }
 
 //===--- session ----------------------------------------------------------===//

@@ -77,7 +77,9 @@ void Runtime::setEmulatedSlowdown(double slowdown) {
 void Runtime::endEmulatedSpan() {
   if (slowdownFactor <= 1)
     return;
-  auto spent = std::chrono::steady_clock::now() - emulatedSpanStart;
+  // The span's kernel time (the whole sum when a step ended inside it).
+  auto now = stepTimers().kernelSoFar();
+  auto spent = now >= emulatedSpanKernel ? now - emulatedSpanKernel : now;
   std::this_thread::sleep_for(
       std::chrono::duration_cast<std::chrono::steady_clock::duration>(
           spent * (slowdownFactor - 1)));

@@ -58,7 +58,7 @@ foreach(case ${hetero_cases})
     TIMEOUT 600 LABELS "e2e" FIXTURES_SETUP ratrain-hetero-${name}
     RESOURCE_LOCK ratrain-build-tree)
   add_test(NAME e2e.hetero.${name}.near-losses
-    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/near-losses-test.sh
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/close-losses-test.sh --every-step
             ${MPIEXEC_EXECUTABLE} 4 $<TARGET_FILE:${target}>
             $<TARGET_FILE:ratrain-hetero-reference> ${RATRAIN_CORPUS_TOKENS}
             ${RATRAIN_HETERO_STEPS} 1e-6 "the ${name} layout"
@@ -67,3 +67,13 @@ foreach(case ${hetero_cases})
     TIMEOUT 1200 LABELS "e2e;mpi" PROCESSORS 4
     FIXTURES_REQUIRED ratrain-hetero-${name})
 endforeach()
+
+# Uneven shares checkpoint and resume bit-identically (the data position
+# advances by the step's sum of shares).
+add_test(NAME e2e.hetero.forced.resume
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/emit-resume-test.sh
+          ${MPIEXEC_EXECUTABLE} 4 $<TARGET_FILE:ratrain-hetero-forced>
+          ${RATRAIN_CORPUS_TOKENS})
+set_tests_properties(e2e.hetero.forced.resume PROPERTIES
+  TIMEOUT 600 LABELS "e2e;mpi" PROCESSORS 4
+  FIXTURES_REQUIRED ratrain-hetero-forced)

@@ -107,6 +107,11 @@ struct CompileOptions {
   int64_t syncPeriod = 1;
   /// --act-offload: none, all or per-stage counts (empty: searched).
   std::string actOffload;
+  /// --dp-shares: micro-batches per replica ("3,1"; empty: even or, on a
+  /// machine with classes of clusters, the planner's).
+  std::string dpShares;
+  /// --class-layout: even, replicas, stages or search (the default).
+  std::string classLayout;
   /// --max-grad-norm: global gradient-norm clipping (0: none).
   double maxGradNorm = 0;
   /// --weight-decay-params: matrices, matrices-except-embeddings or all.
@@ -114,6 +119,10 @@ struct CompileOptions {
   std::string dtype;
   bool verbose = false;
 };
+
+/// The --ratrain-plan options of `options` (also what the program cache
+/// keys on).
+std::string planPassOptions(const CompileOptions &options);
 
 struct Toolchain;
 /// Reads and checks the model, machine and plan flags; `--machine host` is

@@ -8,6 +8,7 @@
 
 #include "Driver.h"
 #include "ratrain/Model/Limits.h"
+#include "ratrain/Planner/Planner.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
@@ -79,6 +80,11 @@ const char *const kPlanFlagsHelp = R"(PLAN OPTIONS:
                         the planner's choice where the machine has an
                         offload tier; docs/schedule.md, "Activation
                         offload")
+  --dp-shares M,...     micro-batches per data-parallel replica ("3,1";
+                        docs/planner.md, "Heterogeneous clusters"; default:
+                        even, or the planner's on a machine with classes)
+  --class-layout WHAT   on a machine with classes of clusters: even,
+                        replicas, stages or search (default)
   --dtype TYPE          train in bf16 or f16 (default: the config's dtype)
   --max-grad-norm X     clip the gradients to this global L2 norm before any
                         update, as PyTorch's clip_grad_norm_ (default: no
@@ -180,6 +186,8 @@ llvm::ArrayRef<StringRef> getPlanValueFlags() {
                                     "--transfers",
                                     "--sync-period",
                                     "--act-offload",
+                                    "--dp-shares",
+                                    "--class-layout",
                                     "--partition",
                                     "--weight-wire",
                                     "--grad-wire",
@@ -296,6 +304,18 @@ getCompileOptions(const Toolchain &tools, const Args &args, StringRef command) {
                        std::to_string(limits::kMaxModelLayers) + "), got '" +
                        *offload + "'");
     options.actOffload = *offload;
+  }
+  if (std::optional<std::string> shares = args.get("--dp-shares")) {
+    ratrain::PlanRequest request;
+    if (llvm::Error error = ratrain::applyDpSharesOption(*shares, request))
+      return makeError("--" + llvm::toString(std::move(error)));
+    options.dpShares = *shares;
+  }
+  if (std::optional<std::string> layout = args.get("--class-layout")) {
+    ratrain::PlanRequest request;
+    if (llvm::Error error = ratrain::applyClassLayoutOption(*layout, request))
+      return makeError("--" + llvm::toString(std::move(error)));
+    options.classLayout = *layout;
   }
   if (std::optional<std::string> decayed = args.get("--weight-decay-params")) {
     if (*decayed != "matrices" && *decayed != "matrices-except-embeddings" &&

@@ -108,8 +108,7 @@ llvm::Expected<PlannedMachine> prepareMachine(CompileOptions &options,
   return planned;
 }
 
-/// The --ratrain-plan options of `options`.
-static std::string planPassOptions(const CompileOptions &options) {
+std::string planPassOptions(const CompileOptions &options) {
   std::string text =
       llvm::formatv("clusters={0} global-batch={1} policy={2}", options.ranks,
                     options.globalBatch, options.policy);
@@ -134,6 +133,10 @@ static std::string planPassOptions(const CompileOptions &options) {
     text += " sync-period=" + std::to_string(options.syncPeriod);
   if (!options.actOffload.empty())
     text += " act-offload=" + options.actOffload;
+  if (!options.dpShares.empty())
+    text += " dp-shares=" + options.dpShares;
+  if (!options.classLayout.empty())
+    text += " class-layout=" + options.classLayout;
   if (options.maxGradNorm > 0) {
     char norm[32];
     std::snprintf(norm, sizeof(norm), "%.17g", options.maxGradNorm);

@@ -94,6 +94,12 @@ int planCommand(const Toolchain &tools, llvm::ArrayRef<std::string> argv) {
     if (!options->actOffload.empty())
       llvm::append_range(command, std::vector<std::string>{
                                       "--act-offload", options->actOffload});
+    if (!options->dpShares.empty())
+      llvm::append_range(
+          command, std::vector<std::string>{"--dp-shares", options->dpShares});
+    if (!options->classLayout.empty())
+      llvm::append_range(command, std::vector<std::string>{
+                                      "--class-layout", options->classLayout});
     if (options->pp)
       llvm::append_range(command, std::vector<std::string>{
                                       "--pp", std::to_string(*options->pp)});

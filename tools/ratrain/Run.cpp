@@ -182,6 +182,9 @@ int runCommand(const Toolchain &tools, llvm::ArrayRef<std::string> argv) {
     hash.update(("partition=" + options->partition +
                  " weight-wire=" + options->weightWire +
                  " grad-wire=" + options->gradWire + "\n"));
+    // Every plan option (transfers, sync period, activation offload, dp
+    // shares, ...), as the --ratrain-plan pass gets them.
+    hash.update(planPassOptions(*options) + "\n");
     hash.update(llvm::formatv("schedule={0} seq-len={1} micro-batch-size={2} "
                               "max-grad-norm={3:e16} weight-decay-params={4}\n",
                               options->schedule, options->seqLen,

@@ -48,6 +48,13 @@ LayerRole fromIRLayerKind(LayerKind kind);
 /// included).
 ParallelConfig toParallelConfig(PlanAttr plan);
 
+/// The usable DDR of the ranks of pipeline stage `stage` (a rank, not a
+/// virtual stage) under `plan`: on a machine with classes of clusters the
+/// least of its ranks' classes (rank r runs on cluster r), else the
+/// cluster's.
+int64_t stageDdrBytes(const MachineModel &machine, PlanAttr plan,
+                      int64_t stage);
+
 } // namespace ratrain
 
 #endif // RATRAIN_ANALYSIS_MODELANDPLAN_H

@@ -224,8 +224,10 @@ struct MachineModel {
   /// A file with classes has at least two (or one, with count = all).
   std::vector<ClusterClass> classes;
 
-  /// Whether the clusters differ (two or more classes).
-  bool heterogeneous() const { return classes.size() > 1; }
+  /// Whether the machine file has classes of clusters (whose specs are
+  /// their own, even when there is one class): the planner, the lowering and
+  /// the simulator then price every class with classMachine.
+  bool heterogeneous() const { return !classes.empty(); }
   /// The class of cluster `index` (0 without classes).
   int64_t classOfCluster(int64_t index) const;
   /// The machine as if every cluster were of class `c`: its cluster spec,

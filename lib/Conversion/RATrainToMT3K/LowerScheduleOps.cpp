@@ -645,16 +645,26 @@ std::optional<int64_t> StageLowering::microBatchOf(Operation &op) {
   return std::nullopt;
 }
 
-void StageLowering::guardMicroBatch(Operation &op, Operation *before) {
+LogicalResult StageLowering::guardMicroBatch(Operation &op, Operation *before) {
   std::optional<int64_t> mb = microBatchOf(op);
   if (!mb || *mb < dims.guardedFrom)
-    return;
-  // Views and buffers are pure: only the ops with effects are guarded.
+    return success();
+  // Views and buffers are pure: only the ops with effects are guarded. A
+  // collective must run on every member: none may be skipped.
   auto attr = b.getI64IntegerAttr(*mb);
   for (Operation *lowered = before->getNextNode(); lowered;
-       lowered = lowered->getNextNode())
-    if (!isa<mt::ViewOp, mt::BufferOp>(lowered))
-      lowered->setAttr(mt::kMicroBatchGuard, attr);
+       lowered = lowered->getNextNode()) {
+    if (isa<mt::ViewOp, mt::BufferOp>(lowered))
+      continue;
+    if (isa<mt::AllReduceOp, mt::ReduceScatterOp, mt::AllGatherOp,
+            mt::BroadcastOp, mt::BarrierOp>(lowered))
+      return op.emitOpError("lowers to a collective (")
+             << lowered->getName()
+             << ") that the replicas whose dp share is below micro-batch "
+             << *mb << " would skip";
+    lowered->setAttr(mt::kMicroBatchGuard, attr);
+  }
+  return success();
 }
 
 LogicalResult StageLowering::lower() {
@@ -747,7 +757,8 @@ LogicalResult StageLowering::lower() {
       span->erase();
     else if (span)
       mt::TraceEndOp::create(b, loc);
-    guardMicroBatch(op, before);
+    if (failed(guardMicroBatch(op, before)))
+      return failure();
   }
   sentinel->erase();
   // The waits the hazards of the program need, from the ops' declared

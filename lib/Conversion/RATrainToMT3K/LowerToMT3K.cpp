@@ -46,7 +46,6 @@ struct LowerToMT3KPass
   void runOnOperation() override;
 };
 
-/// Rejects what the lowering does not support, with a reason.
 /// On a machine with classes of clusters: per rank, the fastest class's
 /// 16-bit compute peak over that of the rank's class (rank r runs on
 /// cluster r); null on a homogeneous machine.
@@ -60,13 +59,15 @@ DenseF64ArrayAttr rankSlowdown(const MachineModel &machine, PlanAttr plan,
   SmallVector<double> slowdown;
   int64_t ranks = plan.getPp() * plan.getDp();
   for (int64_t rank = 0; rank < ranks; ++rank) {
+    // The planner plans a machine with classes whole: rank r is cluster r.
     int64_t cls =
-        rank < machine.totalClusters() ? machine.classOfCluster(rank) : 0;
+        machine.classOfCluster(std::min(rank, machine.totalClusters() - 1));
     slowdown.push_back(fastest / machine.classes[cls].cluster.peakFlopsF16);
   }
   return attrs.getDenseF64ArrayAttr(slowdown);
 }
 
+/// Rejects what the lowering does not support, with a reason.
 LogicalResult checkSupported(PipelineOp pipeline, ModelOp model) {
   PlanAttr plan = pipeline.getPlan();
   ModelConfig config = getModelConfig(model);
@@ -218,7 +219,12 @@ void LowerToMT3KPass::runOnOperation() {
           std::min(machineAlignment, stage->getOffsetAlignment());
   }
   const ClusterSpec &cluster = machine->cluster;
-  mt::MachineOp::create(moduleBuilder, loc, machine->name, cluster.ddrBytes,
+  // With classes of clusters, the most any class has: each stage's arena
+  // was checked against its own ranks' classes (stageDdrBytes).
+  int64_t ddrBytes = cluster.ddrBytes;
+  for (const ClusterClass &cls : machine->classes)
+    ddrBytes = std::max(ddrBytes, cls.cluster.ddrBytes);
+  mt::MachineOp::create(moduleBuilder, loc, machine->name, ddrBytes,
                         cluster.gsmBytes, cluster.amBytesPerCore, cluster.cores,
                         cluster.dmaChannels, machineAlignment);
   mt::GroupOp::create(moduleBuilder, loc, "dp", mt::GroupKind::data_parallel,

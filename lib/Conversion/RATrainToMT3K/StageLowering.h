@@ -242,8 +242,8 @@ public:
   std::optional<int64_t> microBatchOf(Operation &op);
   /// With uneven dp shares: marks the mt3k ops lowered from `op` (those
   /// after `before`) with kMicroBatchGuard when its micro-batch is one that
-  /// some replica skips.
-  void guardMicroBatch(Operation &op, Operation *before);
+  /// some replica skips; an error when one of them is a collective.
+  LogicalResult guardMicroBatch(Operation &op, Operation *before);
   LogicalResult lower();
 
 private:

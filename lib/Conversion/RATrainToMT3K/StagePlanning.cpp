@@ -206,14 +206,15 @@ LogicalResult StageLowering::plan(const OutboxSlotCounts &outboxSlots) {
   if (failed(planTiedEmbeddings(area)))
     return failure();
   programArena = alignTo(area.size, A);
-  if (programArena > machine.cluster.ddrBytes)
+  int64_t capacity = stageDdrBytes(machine, plan_, stageIndex);
+  if (programArena > capacity)
     return stage.emitOpError("stage ")
            << stageIndex << " needs " << programArena
            << " bytes of DDR once lowered (" << arenaBytes << " assigned + "
            << programArena - arenaBytes
            << " of kernel temporaries and outgoing messages), but a cluster "
               "has "
-           << machine.cluster.ddrBytes;
+           << capacity;
 
   gsmSlotBytes = (machine.cluster.gsmBytes / 2) / A * A;
   if (gsmSlotBytes < A)

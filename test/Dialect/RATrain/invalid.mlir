@@ -1188,3 +1188,15 @@ ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
 // expected-error @+1 {{unknown rank order 'diagonal'; expected stage_major or replica_major}}
 ratrain.pipeline @p for @m plan #ratrain.plan<clusters = 2, pp = 1, dp = 2, micro_batch_size = 1, micro_batches = 1, zero = 0, stage_layers = [3], recompute = [none], step_us = 0, peak_bytes = 0, rank_order = diagonal> {
 }
+
+// -----
+
+ratrain.model @m family("llama") dtype(f32) seq_len(16) max_positions(32)
+    positions rope rms_eps(1.0e-05) rope_theta(1.0e+04) {
+  ratrain.layer 0 embedding hidden(64) vocab(128)
+  ratrain.layer 1 decoder hidden(64) heads(4) kv_heads(2) ffn(128)
+  ratrain.layer 2 head hidden(64) vocab(128)
+}
+// expected-error @+1 {{plan rank_order = replica_major cannot partition (weight_partition = 0, grad_partition = -1): a level's groups are consecutive clusters of a stage, which replica-major ranks are not}}
+ratrain.pipeline @p for @m plan #ratrain.plan<clusters = 4, pp = 1, dp = 4, micro_batch_size = 1, micro_batches = 1, zero = 3, stage_layers = [3], recompute = [none], step_us = 0, peak_bytes = 0, weight_partition = 0, rank_order = replica_major> {
+}

@@ -127,7 +127,8 @@ TEST(ClusterClasses, OneClassOfAllClustersIsHomogeneous) {
       machine("classes: [{name: all, count: 8, compute_scale: 2}]\n"),
       "m.yaml");
   ASSERT_TRUE(bool(m)) << llvm::toString(m.takeError());
-  EXPECT_FALSE(m->heterogeneous());
+  // Priced as its class (compute x 2), not as `cluster:`.
+  EXPECT_TRUE(m->heterogeneous());
   EXPECT_EQ(m->classOfCluster(7), 0);
   EXPECT_DOUBLE_EQ(m->classMachine(0).cluster.peakFlopsF16, 23.2e12);
 }

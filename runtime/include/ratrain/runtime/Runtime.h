@@ -464,15 +464,16 @@ public:
   /// program's helpers, the token pool and the session.
   Tracer &tracer() { return traceRecorder; }
   /// Heterogeneous-machine emulation (--emulate-classes; docs/runtime.md,
-  /// "Heterogeneous clusters"): every span of work the emitted program
-  /// brackets (traceBegin / traceEnd: one compute op of the schedule) lasts
-  /// `slowdown` times as long, the rank sleeping (slowdown - 1) times the
-  /// span's time at its end. 1 (the default): no emulation.
+  /// "Heterogeneous clusters"): the kernels of every span of work the
+  /// emitted program brackets (traceBegin / traceEnd: one compute op of the
+  /// schedule) take `slowdown` times as long, the rank sleeping (slowdown -
+  /// 1) times the span's kernel time at its end (waits inside the span are
+  /// not scaled). 1 (the default): no emulation.
   void setEmulatedSlowdown(double slowdown);
   double emulatedSlowdown() const { return slowdownFactor; }
   void beginEmulatedSpan() {
     if (slowdownFactor > 1)
-      emulatedSpanStart = std::chrono::steady_clock::now();
+      emulatedSpanKernel = stepTimers().kernelSoFar();
   }
   void endEmulatedSpan();
   /// The completion tokens of this rank's asynchronous operations.
@@ -542,7 +543,7 @@ private:
   std::optional<TokenPool::Clock::time_point> firstLogStart;
   StepTimers timers;
   double slowdownFactor = 1;
-  std::chrono::steady_clock::time_point emulatedSpanStart;
+  std::chrono::steady_clock::duration emulatedSpanKernel{};
   Tracer traceRecorder;
   std::unique_ptr<OffloadStore> offloads;
 };

@@ -58,6 +58,8 @@ public:
     ++kernelCalls;
   }
   void addWait(Clock::duration elapsed) { wait += elapsed; }
+  /// The kernel time accumulated since the last take().
+  Clock::duration kernelSoFar() const { return kernel; }
 
   /// The kernel and wait seconds accumulated since the last take() (or since
   /// start-up), into `split` (which keeps its `step`); restarts both sums.
