@@ -148,13 +148,10 @@ Token reload(Runtime &r, const Tensor &t, StorageTier tier, const char *key) {
 }
 Tensor offloaded(Runtime &r, Session &s, const Tensor &window, StorageTier tier,
                  const char *key, uint64_t byteOffset, uint64_t bytes) {
-  if (tier == StorageTier::Storage) {
-    if (!s.options().checkpointDir.empty())
-      fatal(std::string("--ckpt: '") + key +
-            "' is offloaded to storage; checkpoints of states kept in "
-            "the storage tier are not supported");
+  // A storage-tier state has a host copy only when checkpoints need one
+  // (Runtime::stageOffloadedStates): otherwise it lives in its file alone.
+  if (tier == StorageTier::Storage && s.options().checkpointDir.empty())
     return window;
-  }
   return Tensor{r.offloadedCopy(tier, key).slice(
                     byteOffset, bytes ? bytes : window.buf.bytes),
                 window.type};

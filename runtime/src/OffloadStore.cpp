@@ -162,7 +162,7 @@ Token OffloadStore::offload(Buffer src, StorageTier tier, llvm::StringRef key) {
   }
   std::string path = fileOf(key);
   e.written = true;
-  return dma.call(what, [path, src] {
+  return e.last = dma.call(what, [path, src] {
     int fd =
         ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0)
@@ -175,10 +175,11 @@ Token OffloadStore::offload(Buffer src, StorageTier tier, llvm::StringRef key) {
 
 Token OffloadStore::reload(Buffer dst, StorageTier tier, llvm::StringRef key) {
   const std::byte *from = nullptr;
+  Entry *stored = nullptr;
   if (tier == StorageTier::Host)
     from = hostBytes(key, dst.bytes, /*offloading=*/false);
   else
-    checkedEntry(tier, key, dst.bytes, /*offloading=*/false);
+    stored = &checkedEntry(tier, key, dst.bytes, /*offloading=*/false);
   char what[TokenPool::kWhatBytes];
   std::snprintf(what, sizeof(what), "reload of %s '%s' into %s[%llu, +%llu)",
                 tierName(tier), key.str().c_str(),
@@ -188,7 +189,7 @@ Token OffloadStore::reload(Buffer dst, StorageTier tier, llvm::StringRef key) {
     return dma.call(what,
                     [from, dst] { std::memcpy(dst.data, from, dst.bytes); });
   std::string path = fileOf(key);
-  return dma.call(what, [path, dst] {
+  return stored->last = dma.call(what, [path, dst] {
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0)
       fatal(llvm::formatv("offload file {0}: cannot open: {1}", path,
@@ -199,10 +200,30 @@ Token OffloadStore::reload(Buffer dst, StorageTier tier, llvm::StringRef key) {
 }
 
 Buffer OffloadStore::copyOf(StorageTier tier, llvm::StringRef key) {
-  if (tier != StorageTier::Host)
-    fatal(llvm::formatv("offloaded copy of '{0}': only host-tier copies are "
-                        "in memory, not {1} ones",
-                        key, tierName(tier)));
+  if (tier == StorageTier::Storage) {
+    std::lock_guard<std::mutex> lock(mutex);
+    Staging &copy = staging[key.str()];
+    if (!copy.data) {
+      // The key's file, or the pieces `<key>@<offset>` it was streamed in.
+      auto whole = storage.find(key.str());
+      if (whole != storage.end() && whole->second.written)
+        copy.bytes = whole->second.bytes;
+      for (auto &[name, e] : storage)
+        if (auto piece = pieceOf(name);
+            piece && piece->first == key && e.written)
+          copy.bytes = std::max(copy.bytes, piece->second + e.bytes);
+      if (copy.bytes == 0)
+        fatal(llvm::formatv("offloaded copy of '{0}' in storage: nothing was "
+                            "offloaded under that key",
+                            key));
+      copy.data.reset(new std::byte[copy.bytes]());
+    }
+    Buffer buffer;
+    buffer.data = copy.data.get();
+    buffer.bytes = copy.bytes;
+    buffer.space = MemorySpace::DDR;
+    return buffer;
+  }
   Entry &e = entry(tier, key);
   if (e.bytes == 0 || !e.host)
     fatal(llvm::formatv("offloaded copy of '{0}' in host: nothing was "
@@ -213,4 +234,48 @@ Buffer OffloadStore::copyOf(StorageTier tier, llvm::StringRef key) {
   copy.bytes = e.bytes;
   copy.space = MemorySpace::DDR;
   return copy;
+}
+
+std::vector<Token> OffloadStore::storageTransfers() {
+  std::lock_guard<std::mutex> lock(mutex);
+  std::vector<Token> tokens;
+  for (auto &[key, e] : storage)
+    if (e.last.valid())
+      tokens.push_back(e.last);
+  return tokens;
+}
+
+void OffloadStore::transferStaging(const std::string &key, Staging &copy,
+                                   bool write) {
+  auto one = [&](const std::string &name, uint64_t offset, uint64_t bytes) {
+    std::string path = fileOf(name);
+    int fd = write ? ::open(path.c_str(), O_WRONLY | O_CLOEXEC)
+                   : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+      fatal(llvm::formatv("offload file {0} of '{1}': cannot open for the "
+                          "checkpoint: {2}",
+                          path, name, std::strerror(errno)));
+    transfer(fd, copy.data.get() + offset, bytes, write, path);
+    ::close(fd);
+  };
+  auto whole = storage.find(key);
+  if (whole != storage.end() && whole->second.written) {
+    one(key, 0, whole->second.bytes);
+    return;
+  }
+  for (auto &[name, e] : storage)
+    if (auto piece = pieceOf(name); piece && piece->first == key && e.written)
+      one(name, piece->second, e.bytes);
+}
+
+void OffloadStore::readStaging() {
+  std::lock_guard<std::mutex> lock(mutex);
+  for (auto &[key, copy] : staging)
+    transferStaging(key, copy, /*write=*/false);
+}
+
+void OffloadStore::writeStaging() {
+  std::lock_guard<std::mutex> lock(mutex);
+  for (auto &[key, copy] : staging)
+    transferStaging(key, copy, /*write=*/true);
 }

@@ -18,6 +18,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace ratrain::rt {
 
@@ -28,8 +29,18 @@ public:
 
   Token offload(Buffer src, StorageTier tier, llvm::StringRef key);
   Token reload(Buffer dst, StorageTier tier, llvm::StringRef key);
-  /// The host copy under `key` (see Runtime::offloadedCopy).
+  /// The host copy under `key` (see Runtime::offloadedCopy); for the
+  /// storage tier a staging copy of the key's file (or of its pieces'
+  /// files), allocated on the first call, that checkpoints read and write.
   Buffer copyOf(StorageTier tier, llvm::StringRef key);
+  /// The last transfer of every storage-tier key (to wait for before the
+  /// files are read or written outside the DMA threads).
+  std::vector<Token> storageTransfers();
+  /// Reads each staged key's file(s) into its staging copy (before a
+  /// checkpoint is saved), or writes the staging copy into them (after one
+  /// is loaded). Blocking; the files' transfers must have completed.
+  void readStaging();
+  void writeStaging();
 
 private:
   struct Entry {
@@ -41,7 +52,16 @@ private:
     /// of a parent one after another without waiting in between when
     /// nothing else orders them (their DDR buffers and keys differ).
     std::atomic<int> piecesInFlight{0};
+    /// Storage tier: the last offload or reload of the key.
+    Token last;
   };
+  /// A storage-tier key's host staging copy for checkpoints.
+  struct Staging {
+    std::unique_ptr<std::byte[]> data;
+    uint64_t bytes = 0;
+  };
+  /// Reads (or writes) the file(s) of staged `key` from (into) `staging`.
+  void transferStaging(const std::string &key, Staging &staging, bool write);
   Entry &entry(StorageTier tier, llvm::StringRef key);
   /// The entry of a key transferred whole: an offload fixes its size, a
   /// reload must find one of the same size. Errors are fatal.
@@ -66,6 +86,7 @@ private:
   bool createdDirectory = false;
   std::mutex mutex;
   std::map<std::string, Entry> host, storage;
+  std::map<std::string, Staging> staging;
 };
 
 } // namespace ratrain::rt

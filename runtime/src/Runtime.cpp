@@ -573,6 +573,16 @@ Buffer Runtime::offloadedCopy(StorageTier tier, llvm::StringRef key) {
   return offloads->copyOf(tier, key);
 }
 
+void Runtime::stageOffloadedStates() {
+  waitAll(offloads->storageTransfers());
+  offloads->readStaging();
+}
+
+void Runtime::unstageOffloadedStates() {
+  waitAll(offloads->storageTransfers());
+  offloads->writeStaging();
+}
+
 int Runtime::groupSize(Group group) const {
   return groupSizes[unsigned(group)];
 }

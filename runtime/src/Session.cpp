@@ -267,6 +267,8 @@ uint64_t Session::start() {
     return 1;
   TrainerState state =
       exitOnError(rt.loadCheckpoint(opts.checkpointDir, model, slots));
+  // States kept in the storage tier: the loaded copies into their files.
+  rt.unstageOffloadedStates();
   if (state.seed != opts.seed)
     fatal(llvm::formatv("the checkpoint's data seed is {0}, --seed is {1}: "
                         "resuming would not repeat the data order",
@@ -433,6 +435,8 @@ void Session::endEvalStep() {
 }
 
 void Session::save() {
+  // States kept in the storage tier: their files into the copies saved.
+  rt.stageOffloadedStates();
   TrainerState state;
   state.step = currentStep;
   state.data = position;

@@ -385,11 +385,19 @@ public:
   /// Copies the bytes offloaded under `key` into `dst` (same size); fatal
   /// when nothing was offloaded under `key`.
   Token reload(Buffer dst, StorageTier tier, llvm::StringRef key);
-  /// The host copy of the bytes offloaded under `key` (host tier only), valid
-  /// until the Runtime is destroyed: checkpoints of offloaded states read and
-  /// write it between steps. Fatal for the storage tier and for a key nothing
-  /// was offloaded under.
+  /// The host copy of the bytes offloaded under `key`, valid until the
+  /// Runtime is destroyed: checkpoints of offloaded states read and write it
+  /// between steps. For the storage tier a staging copy of the key's file
+  /// (or of the files of its pieces `<key>@<offset>`), allocated on the first
+  /// call: stageOffloadedStates fills it before a save, and
+  /// unstageOffloadedStates writes it back after a load. Fatal for a key
+  /// nothing was offloaded under.
   Buffer offloadedCopy(StorageTier tier, llvm::StringRef key);
+  /// Storage-tier checkpoints: waits for the files' transfers, then reads
+  /// every staged key's file(s) into its staging copy (before a save) or
+  /// writes the staging copy into them (after a load).
+  void stageOffloadedStates();
+  void unstageOffloadedStates();
 
   //===--- Completion -----------------------------------------------------===//
   /// True when the operation finished (releases the token).
