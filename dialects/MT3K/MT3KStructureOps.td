@@ -23,7 +23,10 @@ def MT3K_MachineOp : MT3K_Op<"machine", [HasParent<"::mlir::ModuleOp">]> {
     * `dma_channels`: DMA channels (the valid `channel` numbers of
       `mt3k.dma`);
     * `alignment`: every buffer offset must be a multiple of it (bytes, a
-      power of two).
+      power of two);
+    * `offload_host_cache` (optional): bytes of host memory per cluster that
+      cache the storage tier's keys (the machine file's
+      `offload.host_cache_bytes_per_node` / clusters per node).
 
     ```mlir
     mt3k.machine "mt3000" ddr 21474836480 gsm 6291456 am 786432 cores 24
@@ -36,7 +39,8 @@ def MT3K_MachineOp : MT3K_Op<"machine", [HasParent<"::mlir::ModuleOp">]> {
                        ConfinedAttr<I64Attr, [IntPositive]>:$am,
                        ConfinedAttr<I64Attr, [IntPositive]>:$cores,
                        ConfinedAttr<I64Attr, [IntPositive]>:$dma_channels,
-                       ConfinedAttr<I64Attr, [IntPowerOf2]>:$alignment);
+                       ConfinedAttr<I64Attr, [IntPowerOf2]>:$alignment,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$offload_host_cache);
   let assemblyFormat = [{
     $name `ddr` $ddr `gsm` $gsm `am` $am `cores` $cores
     `dma_channels` $dma_channels `alignment` $alignment attr-dict

@@ -311,6 +311,14 @@ private:
          {"chunk_bytes",
           [&](llvm::yaml::Node *n, llvm::StringRef k) {
             readInt(n, k, o.chunkBytes);
+          }},
+         {"host_cache_bytes_per_node",
+          [&](llvm::yaml::Node *n, llvm::StringRef k) {
+            readInt(n, k, o.hostCacheBytesPerNode);
+          }},
+         {"host_cache_bandwidth",
+          [&](llvm::yaml::Node *n, llvm::StringRef k) {
+            readReal(n, k, o.hostCacheBandwidth);
           }}},
         {"kind", "bytes_per_node", "bandwidth"});
   }

@@ -415,6 +415,24 @@ llvm::Error MachineModel::validate() const {
     return fail("offload.latency", "must not be negative");
   if (offload.chunkBytes < 0)
     return fail("offload.chunk_bytes", "must not be negative");
+  if (offload.hostCacheBytesPerNode < 0)
+    return fail("offload.host_cache_bytes_per_node", "must not be negative");
+  if (offload.hostCacheBandwidth < 0 ||
+      !std::isfinite(offload.hostCacheBandwidth))
+    return fail("offload.host_cache_bandwidth",
+                "must be a finite number of bytes/s >= 0");
+  if ((offload.hostCacheBytesPerNode > 0) != (offload.hostCacheBandwidth > 0))
+    return fail("offload.host_cache_bandwidth",
+                llvm::formatv("a host cache needs both "
+                              "host_cache_bytes_per_node ({0}) and "
+                              "host_cache_bandwidth ({1} bytes/s) positive",
+                              offload.hostCacheBytesPerNode,
+                              int64_t(offload.hostCacheBandwidth)));
+  if (offload.hostCacheBytesPerNode > 0 &&
+      offload.kind != OffloadTierKind::Storage)
+    return fail("offload.host_cache_bytes_per_node",
+                "caches a storage tier (kind: storage); a host tier is host "
+                "memory already");
   return validateClasses(*this, fail);
 }
 

@@ -148,6 +148,10 @@ std::string ratrain::printMachineModel(const MachineModel &machine) {
     os << "  bandwidth: " << real(o.bandwidth) << "\n";
     os << "  latency: " << real(o.latency) << "\n";
     os << "  chunk_bytes: " << o.chunkBytes << "\n";
+    if (o.hostCacheBytesPerNode > 0 || o.hostCacheBandwidth > 0) {
+      os << "  host_cache_bytes_per_node: " << o.hostCacheBytesPerNode << "\n";
+      os << "  host_cache_bandwidth: " << real(o.hostCacheBandwidth) << "\n";
+    }
   }
   return text;
 }

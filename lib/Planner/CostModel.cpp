@@ -236,10 +236,50 @@ double CostModel::offloadTransfer(int64_t bytes) const {
   return transfers * tier.latency + double(bytes) / tier.bandwidth;
 }
 
-double CostModel::activationTransfer(int64_t microBatchSize) const {
+double CostModel::offloadTransfer(int64_t bytes, double cached) const {
+  if (cached <= 0 || !machine.offload.hasHostCache())
+    return offloadTransfer(bytes);
+  cached = std::min(cached, 1.0);
+  int64_t stored = int64_t(std::llround(double(bytes) * (1 - cached)));
+  return double(bytes - stored) / machine.offload.hostCacheBandwidth +
+         offloadTransfer(stored);
+}
+
+double CostModel::activationTransfer(int64_t microBatchSize,
+                                     double cached) const {
   return offloadTransfer(
       layerActivationBytes(model, microBatchSize, RecomputePolicy::None,
-                           MemoryOptions::forMachine(machine)));
+                           MemoryOptions::forMachine(machine)),
+      cached);
+}
+
+TierCacheShares ratrain::tierCacheShares(const CostModel &costs,
+                                         const ParallelConfig &config,
+                                         int64_t stage) {
+  const MachineModel &machine = costs.getMachine();
+  const ModelConfig &model = costs.getModel();
+  double cache = double(machine.offloadHostCacheBytesPerCluster());
+  TierCacheShares shares;
+  if (cache <= 0)
+    return shares;
+  // The stage's states in the tier (its ZeRO shard of them).
+  int64_t params = stageParams(model, config, stage);
+  if (config.zero >= ZeroStage::Optimizer && config.dataParallel > 1)
+    params = (params + config.dataParallel - 1) / config.dataParallel;
+  double states =
+      double(offloadedBytesPerParam(model, config.offload)) * double(params);
+  // Its offloaded activations: k layers of every micro-batch in flight.
+  int64_t inFlight = std::min<int64_t>(config.numMicroBatches,
+                                       config.numVirtualStages() - stage);
+  double activations =
+      double(config.offloadedLayers(stage)) * double(inFlight) *
+      double(layerActivationBytes(model, config.microBatchSize,
+                                  RecomputePolicy::None,
+                                  MemoryOptions::forMachine(machine)));
+  shares.states = states > 0 ? std::min(1.0, cache / states) : 0;
+  double left = std::max(0.0, cache - states);
+  shares.activations = activations > 0 ? std::min(1.0, left / activations) : 0;
+  return shares;
 }
 
 //===----------------------------------------------------------------------===//
@@ -558,8 +598,10 @@ double ratrain::exposedActivationTransfer(const CostModel &costs,
   int64_t k = config.offloadedLayers(stage);
   if (k <= 0)
     return 0;
-  double stream =
-      2.0 * double(k) * costs.activationTransfer(config.microBatchSize);
+  double stream = 2.0 * double(k) *
+                  costs.activationTransfer(
+                      config.microBatchSize,
+                      tierCacheShares(costs, config, stage).activations);
   return std::max(0.0, stream - compute);
 }
 
@@ -668,15 +710,17 @@ StepTime ratrain::predictStepTime(const CostModel &costs,
     if (offloadPerParam > 0) {
       // Reload + write-back of each update item: the decoder layers, the
       // embedding (stage 0), the head (+ tied embedding copy, last stage).
+      double cached = tierCacheShares(costs, config, i).states;
       double item =
-          costs.offloadTransfer(offloadedBytes(model.paramsPerLayer()));
+          costs.offloadTransfer(offloadedBytes(model.paramsPerLayer()), cached);
       t.offloadSeconds = 2 * n * item;
       if (i == 0)
         t.offloadSeconds +=
-            2 * costs.offloadTransfer(offloadedBytes(model.embeddingParams()));
+            2 * costs.offloadTransfer(offloadedBytes(model.embeddingParams()),
+                                      cached);
       if (i == p - 1)
-        t.offloadSeconds +=
-            2 * costs.offloadTransfer(offloadedBytes(model.headParams()));
+        t.offloadSeconds += 2 * costs.offloadTransfer(
+                                    offloadedBytes(model.headParams()), cached);
       result.offload = std::max(result.offload, t.offloadSeconds);
     }
   }
@@ -830,9 +874,10 @@ StepTime ratrain::predictStepTime(const CostModel &costs,
     // write-back frees its window slot for the reload of item k + 2.
     std::vector<double> reloadEnd(items.size(), sweepStart);
     double offloadFree = sweepStart;
+    double cached = tierCacheShares(costs, config, i).states;
     auto reload = [&](size_t k) {
-      offloadFree =
-          offloadFree + costs.offloadTransfer(offloadedBytes(items[k].params));
+      offloadFree = offloadFree + costs.offloadTransfer(
+                                      offloadedBytes(items[k].params), cached);
       reloadEnd[k] = offloadFree;
     };
     if (offloadPerParam > 0)
@@ -850,8 +895,9 @@ StepTime ratrain::predictStepTime(const CostModel &costs,
       if (offloadPerParam > 0) {
         // Write back the updated states, then reload item k + 2 into the
         // freed slot.
-        offloadFree = std::max(offloadFree, updateEnd) +
-                      costs.offloadTransfer(offloadedBytes(items[k].params));
+        offloadFree =
+            std::max(offloadFree, updateEnd) +
+            costs.offloadTransfer(offloadedBytes(items[k].params), cached);
         if (k + 2 < items.size())
           reload(k + 2);
         // The window must be free again when the next iteration's sweep

@@ -56,7 +56,10 @@ llvm::Error Engine::prepare() {
   links.resize(static_cast<size_t>(numStages) * slotsPerStage);
   for (uint32_t s = 0; s < numStages; ++s) {
     links[linkIndex(s, DmaLink)].bandwidth = machine.cluster.dmaBandwidth;
-    links[linkIndex(s, OffloadLink)].bandwidth = machine.offload.bandwidth;
+    links[linkIndex(s, OffloadLink)].bandwidth =
+        program.stages[s].offloadBandwidth > 0
+            ? program.stages[s].offloadBandwidth
+            : machine.offload.bandwidth;
     for (unsigned l = 0; l < levels.size(); ++l) {
       links[levelLink(s, l, LevelTx)].bandwidth = levels[l].link.bandwidth;
       links[levelLink(s, l, LevelRx)].bandwidth = levels[l].link.bandwidth;

@@ -276,6 +276,24 @@ llvm::Expected<Synthetic1F1BConfig> sim::planToSyntheticConfig(
     stage.storedActivationBytesPerLayer =
         layerActivationBytes(model, b, recompute, memoryOptions);
     stage.offloadedLayers = config.offloadedLayers(i);
+    // A storage tier's host cache: the link at the blend of both bandwidths
+    // for the share of the stage's tier bytes it holds (tierCacheShares).
+    if (machine.offload.hasHostCache()) {
+      TierCacheShares shares = tierCacheShares(costs, config, i);
+      double states = double(stage.offloadBytesPerLayer),
+             acts = double(layerActivationBytes(model, b, RecomputePolicy::None,
+                                                memoryOptions)) *
+                    double(stage.offloadedLayers);
+      double total = states + acts;
+      double cached =
+          total > 0
+              ? (shares.states * states + shares.activations * acts) / total
+              : 0;
+      if (cached > 0)
+        stage.offloadBandwidth =
+            1.0 / (cached / machine.offload.hostCacheBandwidth +
+                   (1 - cached) / machine.offload.bandwidth);
+    }
     if (stage.offloadedLayers > 0)
       stage.activationOffloadBytes =
           layerActivationBytes(model, b, RecomputePolicy::None, memoryOptions);

@@ -396,6 +396,7 @@ void StageBuilder::build() {
   program.name = llvm::formatv("stage {0}", stage).str();
   program.residentBytes = costs.residentBytes;
   program.assignedPeakBytes = costs.assignedPeakBytes;
+  program.offloadBandwidth = costs.offloadBandwidth;
   int64_t warmup = std::min(p - stage - 1, m);
   program.reserve(
       static_cast<size_t>(m * (3 * costs.layers + 6) * 2 + 6 * costs.layers));

@@ -272,6 +272,12 @@ LogicalResult ratrain::emitc_cpp::emitProgramDescription(OpBuilder &b,
   // slowdown of --emulate-classes (after the fields above: positional).
   bool heterogeneous =
       !replicaShares.empty() || replicaMajor || !rankSlowdown.empty();
+  // The storage tier's host cache (after the fields above: positional).
+  std::optional<int64_t> hostCache;
+  if (IntegerAttr cache = machine.getOffloadHostCacheAttr())
+    hostCache = cache.getInt();
+  if (hostCache)
+    heterogeneous = true;
   if (partitionedShards || oneSided || heterogeneous) {
     // Positional: the stage ranks come first.
     if (stageRanks.empty()) {
@@ -292,6 +298,8 @@ LogicalResult ratrain::emitc_cpp::emitProgramDescription(OpBuilder &b,
                   rankSlowdown.empty() ? "nullptr" : "ratrain_rank_slowdown");
     init += field("rankSlowdownSize", number(rankSlowdown.size()));
   }
+  if (hostCache)
+    init += field("offloadHostCacheBytes", number(*hostCache) + "ull");
   init += "\n}";
   emitc::VerbatimOp::create(
       b, loc,

@@ -346,6 +346,7 @@ int runProgram(int argc, char **argv, const ProgramDescription &program) {
   options.oneSidedPipeline = program.oneSidedTransfers;
   if (program.replicaMajor)
     options.rankOrder = RankOrder::ReplicaMajor;
+  options.offloadHostCacheBytes = program.offloadHostCacheBytes;
   Runtime rt(argc, argv, options);
 
   ModelConfig model;

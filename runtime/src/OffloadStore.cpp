@@ -42,8 +42,10 @@ void transfer(int fd, std::byte *data, uint64_t bytes, bool write,
 }
 } // namespace
 
-OffloadStore::OffloadStore(DmaEngine &dma, std::string directory, int rank)
-    : dma(dma), directory(std::move(directory)), rank(rank) {}
+OffloadStore::OffloadStore(DmaEngine &dma, std::string directory, int rank,
+                           uint64_t hostCacheBytes)
+    : dma(dma), directory(std::move(directory)), rank(rank),
+      hostCacheBytes(hostCacheBytes) {}
 
 OffloadStore::~OffloadStore() {
   for (auto &[key, entry] : storage)
@@ -92,7 +94,7 @@ OffloadStore::Entry &OffloadStore::checkedEntry(StorageTier tier,
     return e;
   }
   if (e.bytes == 0 || (tier == StorageTier::Host && !e.host) ||
-      (tier == StorageTier::Storage && !e.written))
+      (tier == StorageTier::Storage && !e.written && !e.cached))
     fatal(llvm::formatv("reload of '{0}' from {1}: nothing was offloaded "
                         "under that key",
                         key, tierName(tier)));
@@ -153,7 +155,19 @@ Token OffloadStore::offload(Buffer src, StorageTier tier, llvm::StringRef key) {
         inFlight->fetch_sub(1, std::memory_order_release);
     });
   }
+  bool first = entry(tier, key).bytes == 0;
   Entry &e = checkedEntry(tier, key, src.bytes, /*offloading=*/true);
+  // The host cache: a key that fits when first offloaded stays in memory.
+  if (first && hostCacheUsed + src.bytes <= hostCacheBytes) {
+    e.cached = true;
+    e.host.reset(new std::byte[src.bytes]);
+    hostCacheUsed += src.bytes;
+  }
+  if (e.cached) {
+    std::byte *to = e.host.get();
+    return e.last = dma.call(
+               what, [to, src] { std::memcpy(to, src.data, src.bytes); });
+  }
   if (!createdDirectory && !llvm::sys::fs::is_directory(directory)) {
     if (std::error_code ec = llvm::sys::fs::create_directories(directory))
       fatal(
@@ -180,14 +194,20 @@ Token OffloadStore::reload(Buffer dst, StorageTier tier, llvm::StringRef key) {
     from = hostBytes(key, dst.bytes, /*offloading=*/false);
   else
     stored = &checkedEntry(tier, key, dst.bytes, /*offloading=*/false);
+  if (stored && stored->cached)
+    from = stored->host.get();
   char what[TokenPool::kWhatBytes];
   std::snprintf(what, sizeof(what), "reload of %s '%s' into %s[%llu, +%llu)",
                 tierName(tier), key.str().c_str(),
                 stringifyMemorySpace(dst.space).data(),
                 (unsigned long long)dst.offset, (unsigned long long)dst.bytes);
-  if (from)
-    return dma.call(what,
-                    [from, dst] { std::memcpy(dst.data, from, dst.bytes); });
+  if (from) {
+    Token token =
+        dma.call(what, [from, dst] { std::memcpy(dst.data, from, dst.bytes); });
+    if (stored)
+      stored->last = token;
+    return token;
+  }
   std::string path = fileOf(key);
   return stored->last = dma.call(what, [path, dst] {
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -202,15 +222,24 @@ Token OffloadStore::reload(Buffer dst, StorageTier tier, llvm::StringRef key) {
 Buffer OffloadStore::copyOf(StorageTier tier, llvm::StringRef key) {
   if (tier == StorageTier::Storage) {
     std::lock_guard<std::mutex> lock(mutex);
+    auto whole = storage.find(key.str());
+    if (whole != storage.end() && whole->second.cached) {
+      // In the host cache: the copy itself, as for the host tier.
+      Buffer buffer;
+      buffer.data = whole->second.host.get();
+      buffer.bytes = whole->second.bytes;
+      buffer.space = MemorySpace::DDR;
+      return buffer;
+    }
     Staging &copy = staging[key.str()];
     if (!copy.data) {
-      // The key's file, or the pieces `<key>@<offset>` it was streamed in.
-      auto whole = storage.find(key.str());
+      // The key's file, or the pieces `<key>@<offset>` it was streamed in
+      // (each in the host cache or a file).
       if (whole != storage.end() && whole->second.written)
         copy.bytes = whole->second.bytes;
       for (auto &[name, e] : storage)
         if (auto piece = pieceOf(name);
-            piece && piece->first == key && e.written)
+            piece && piece->first == key && (e.written || e.cached))
           copy.bytes = std::max(copy.bytes, piece->second + e.bytes);
       if (copy.bytes == 0)
         fatal(llvm::formatv("offloaded copy of '{0}' in storage: nothing was "
@@ -248,6 +277,15 @@ std::vector<Token> OffloadStore::storageTransfers() {
 void OffloadStore::transferStaging(const std::string &key, Staging &copy,
                                    bool write) {
   auto one = [&](const std::string &name, uint64_t offset, uint64_t bytes) {
+    Entry &e = storage[name];
+    if (e.cached) {
+      std::byte *staged = copy.data.get() + offset;
+      if (write)
+        std::memcpy(e.host.get(), staged, bytes);
+      else
+        std::memcpy(staged, e.host.get(), bytes);
+      return;
+    }
     std::string path = fileOf(name);
     int fd = write ? ::open(path.c_str(), O_WRONLY | O_CLOEXEC)
                    : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -264,7 +302,8 @@ void OffloadStore::transferStaging(const std::string &key, Staging &copy,
     return;
   }
   for (auto &[name, e] : storage)
-    if (auto piece = pieceOf(name); piece && piece->first == key && e.written)
+    if (auto piece = pieceOf(name);
+        piece && piece->first == key && (e.written || e.cached))
       one(name, piece->second, e.bytes);
 }
 

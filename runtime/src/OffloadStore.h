@@ -24,7 +24,11 @@ namespace ratrain::rt {
 
 class OffloadStore {
 public:
-  OffloadStore(DmaEngine &dma, std::string directory, int rank);
+  /// `hostCacheBytes`: storage-tier keys that fit in this many bytes of
+  /// host memory (first come, first served, whole keys) stay in memory
+  /// instead of going to files (RuntimeOptions::offloadHostCacheBytes).
+  OffloadStore(DmaEngine &dma, std::string directory, int rank,
+               uint64_t hostCacheBytes = 0);
   ~OffloadStore();
 
   Token offload(Buffer src, StorageTier tier, llvm::StringRef key);
@@ -54,6 +58,9 @@ private:
     std::atomic<int> piecesInFlight{0};
     /// Storage tier: the last offload or reload of the key.
     Token last;
+    /// Storage tier: the key is in the host cache (`host` holds it, no
+    /// file).
+    bool cached = false;
   };
   /// A storage-tier key's host staging copy for checkpoints.
   struct Staging {
@@ -87,6 +94,7 @@ private:
   std::mutex mutex;
   std::map<std::string, Entry> host, storage;
   std::map<std::string, Staging> staging;
+  uint64_t hostCacheBytes = 0, hostCacheUsed = 0;
 };
 
 } // namespace ratrain::rt

@@ -207,6 +207,8 @@ void RuntimeOptions::applyEnvironment() {
     quantBlockSize = uint64_t(*value);
   if (auto value = parseEnvNumber("RATRAIN_DDR_LIMIT_BYTES"))
     ddrLimitBytes = uint64_t(*value);
+  if (auto value = parseEnvNumber("RATRAIN_OFFLOAD_HOST_CACHE_BYTES"))
+    offloadHostCacheBytes = uint64_t(*value);
   if (const char *directory = std::getenv("RATRAIN_OFFLOAD_DIR"))
     if (*directory)
       offloadDirectory = directory;
@@ -490,8 +492,8 @@ Runtime::Runtime(int &argc, char **&argv, RuntimeOptions options)
                                           tmp && *tmp ? tmp : "/tmp", getpid())
                                 .str();
   }
-  offloads = std::make_unique<OffloadStore>(*dmaEngine, opts.offloadDirectory,
-                                            worldRank);
+  offloads = std::make_unique<OffloadStore>(
+      *dmaEngine, opts.offloadDirectory, worldRank, opts.offloadHostCacheBytes);
   currentRuntime = this;
 }
 

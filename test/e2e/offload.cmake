@@ -102,6 +102,16 @@ foreach(case ${offload_cases})
   set_tests_properties(e2e.offload.${name}.equal-losses PROPERTIES
     TIMEOUT 600 LABELS "e2e;mpi" PROCESSORS 2
     FIXTURES_REQUIRED ratrain-offload-${name})
+  if(name STREQUAL "storage")
+    # The storage tier's host cache (RATRAIN_OFFLOAD_HOST_CACHE_BYTES).
+    add_test(NAME e2e.offload.storage.host-cache
+      COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/offload-host-cache-test.sh
+              ${MPIEXEC_EXECUTABLE} 2 $<TARGET_FILE:${target}>
+              ${RATRAIN_CORPUS_TOKENS})
+    set_tests_properties(e2e.offload.storage.host-cache PROPERTIES
+      TIMEOUT 600 LABELS "e2e;mpi" PROCESSORS 2
+      FIXTURES_REQUIRED ratrain-offload-storage)
+  endif()
   # Checkpoints save the tier copies (for the storage tier, the files read
   # into host copies before a save, written back after a load); a resume
   # loads them back.

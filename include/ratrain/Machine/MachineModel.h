@@ -171,8 +171,19 @@ struct OffloadTierSpec {
   /// item can be streamed piecewise); 0 = one whole update item (a decoder
   /// layer, the embedding or the head) per buffer.
   int64_t chunkBytes = 0;
+  /// A storage tier's host cache (GriNNder): keys that fit in this much of
+  /// the node's host memory (shared equally by its clusters; 0: none) stay
+  /// there instead of going to storage, moving at `hostCacheBandwidth`
+  /// bytes/s per cluster. Machine-file keys `host_cache_bytes_per_node` and
+  /// `host_cache_bandwidth` (both or neither; storage tiers only).
+  int64_t hostCacheBytesPerNode = 0;
+  double hostCacheBandwidth = 0;
 
   bool present() const { return bytesPerNode > 0 && bandwidth > 0; }
+  bool hasHostCache() const {
+    return kind == OffloadTierKind::Storage && hostCacheBytesPerNode > 0 &&
+           hostCacheBandwidth > 0;
+  }
 };
 
 /// Limits of heterogeneous machine files.
@@ -261,6 +272,12 @@ struct MachineModel {
   /// clusters_per_node (0 without a tier).
   int64_t offloadBytesPerCluster() const {
     return offload.present() ? offload.bytesPerNode / clustersPerNode : 0;
+  }
+  /// Host-cache bytes of the storage tier one cluster may use (0: none).
+  int64_t offloadHostCacheBytesPerCluster() const {
+    return offload.present() && offload.hasHostCache()
+               ? offload.hostCacheBytesPerNode / clustersPerNode
+               : 0;
   }
 
   /// Checks that every quantity is positive (efficiencies in (0, 1]) and

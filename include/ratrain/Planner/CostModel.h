@@ -103,9 +103,14 @@ public:
   /// latency per chunk (offload.chunk_bytes; one chunk when 0) + bytes /
   /// bandwidth (0 for no bytes; infinite when the machine has no tier).
   double offloadTransfer(int64_t bytes) const;
+  /// The same when a share `cached` (0 to 1) of the bytes is in the storage
+  /// tier's host cache (OffloadTierSpec::hostCacheBytesPerNode): that share
+  /// at host_cache_bandwidth, the rest as above.
+  double offloadTransfer(int64_t bytes, double cached) const;
   /// Moving one decoder layer's full stored activations for a micro-batch
-  /// (layerActivationBytes without recompute) to or from the offload tier.
-  double activationTransfer(int64_t microBatchSize) const;
+  /// (layerActivationBytes without recompute) to or from the offload tier,
+  /// `cached` of them in its host cache.
+  double activationTransfer(int64_t microBatchSize, double cached = 0) const;
 
   //===--- communication ------------------------------------------------===//
 
@@ -290,6 +295,18 @@ ItemCommunication itemCommunication(const CostModel &costs,
 /// With a sharding policy: ItemCommunication::gatherRepeat.
 double parameterGatherSeconds(const CostModel &costs,
                               const ParallelConfig &config, int64_t params);
+
+/// The shares of (virtual) stage `stage`'s offload-tier bytes that the
+/// storage tier's host cache holds. The runtime caches keys first come,
+/// first served up to a cluster's share of the cache: the optimizer states
+/// and masters offloaded in the prologue fill it first, the activations
+/// offloaded in the first step take what is left. {0, 0} without a cache.
+struct TierCacheShares {
+  double states = 0;
+  double activations = 0;
+};
+TierCacheShares tierCacheShares(const CostModel &costs,
+                                const ParallelConfig &config, int64_t stage);
 
 /// Activation offload (ParallelConfig::activationOffload): seconds of
 /// virtual stage `stage`'s offload stream per micro-batch (each offloaded

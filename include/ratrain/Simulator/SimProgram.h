@@ -209,6 +209,10 @@ public:
   /// Peak DDR assigned by buffer assignment, if known (0 = not given);
   /// reported next to the peak the simulator tracks.
   int64_t assignedPeakBytes = 0;
+  /// Bytes/s of this stage's offload-tier link when not the machine's
+  /// offload.bandwidth (0): the blend of a storage tier and its host cache
+  /// for the share of the stage's tier bytes the cache holds.
+  double offloadBandwidth = 0;
 
   void addCompute(ComputeKind kind, double seconds, double flops,
                   llvm::StringRef label);

@@ -114,6 +114,9 @@ struct SyntheticStage {
   int64_t offloadedLayers = 0;
   int64_t activationOffloadBytes = 0;
   int64_t activationPrefetch = 2;
+  /// The stage's offload-tier bandwidth (StageProgram::offloadBandwidth;
+  /// 0: the machine's).
+  double offloadBandwidth = 0;
 };
 
 struct Synthetic1F1BConfig {

@@ -224,9 +224,12 @@ void LowerToMT3KPass::runOnOperation() {
   int64_t ddrBytes = cluster.ddrBytes;
   for (const ClusterClass &cls : machine->classes)
     ddrBytes = std::max(ddrBytes, cls.cluster.ddrBytes);
-  mt::MachineOp::create(moduleBuilder, loc, machine->name, ddrBytes,
-                        cluster.gsmBytes, cluster.amBytesPerCore, cluster.cores,
-                        cluster.dmaChannels, machineAlignment);
+  auto machineOp = mt::MachineOp::create(
+      moduleBuilder, loc, machine->name, ddrBytes, cluster.gsmBytes,
+      cluster.amBytesPerCore, cluster.cores, cluster.dmaChannels,
+      machineAlignment, /*offload_host_cache=*/nullptr);
+  if (int64_t cache = machine->offloadHostCacheBytesPerCluster())
+    machineOp.setOffloadHostCacheAttr(moduleBuilder.getI64IntegerAttr(cache));
   mt::GroupOp::create(moduleBuilder, loc, "dp", mt::GroupKind::data_parallel,
                       plan.getDp(), /*level=*/nullptr);
   mt::GroupOp::create(moduleBuilder, loc, "pp", mt::GroupKind::pipeline,

@@ -439,6 +439,49 @@ TEST(MachineModel, OffloadTier) {
   EXPECT_FALSE(zero->offload.present());
 }
 
+/// A storage tier's host cache: both keys, storage only, printed back.
+TEST(MachineModel, OffloadHostCache) {
+  std::string text = std::string(minimal) + R"(offload:
+  kind: storage
+  bytes_per_node: 1e12
+  bandwidth: 2e9
+  host_cache_bytes_per_node: 64e9
+  host_cache_bandwidth: 8e9
+)";
+  llvm::Expected<MachineModel> m = parseMachineModel(text, "m.yaml");
+  ASSERT_TRUE(bool(m)) << llvm::toString(m.takeError());
+  EXPECT_TRUE(m->offload.hasHostCache());
+  // Shared by the node's 4 clusters.
+  EXPECT_EQ(m->offloadHostCacheBytesPerCluster(), 16000000000);
+  llvm::Expected<MachineModel> back =
+      parseMachineModel(printMachineModel(*m), "back.yaml");
+  ASSERT_TRUE(bool(back)) << llvm::toString(back.takeError());
+  EXPECT_EQ(back->offload.hostCacheBytesPerNode, 64000000000);
+  EXPECT_DOUBLE_EQ(back->offload.hostCacheBandwidth, 8e9);
+
+  EXPECT_NE(parseError(std::string(minimal) +
+                       "offload: {kind: storage, bytes_per_node: 1e12, "
+                       "bandwidth: 2e9, host_cache_bytes_per_node: 64e9}\n")
+                .find("offload.host_cache_bandwidth: a host cache needs both "
+                      "host_cache_bytes_per_node (64000000000) and "
+                      "host_cache_bandwidth (0 bytes/s) positive"),
+            std::string::npos);
+  EXPECT_NE(parseError(std::string(minimal) +
+                       "offload: {kind: host, bytes_per_node: 1e12, "
+                       "bandwidth: 2e9, host_cache_bytes_per_node: 64e9, "
+                       "host_cache_bandwidth: 8e9}\n")
+                .find("offload.host_cache_bytes_per_node: caches a storage "
+                      "tier"),
+            std::string::npos);
+  EXPECT_NE(parseError(std::string(minimal) +
+                       "offload: {kind: storage, bytes_per_node: 1e12, "
+                       "bandwidth: 2e9, host_cache_bytes_per_node: -1, "
+                       "host_cache_bandwidth: 8e9}\n")
+                .find("offload.host_cache_bytes_per_node: must not be "
+                      "negative"),
+            std::string::npos);
+}
+
 TEST(MachineModel, ShippedMachinesHaveAnOffloadTier) {
   llvm::Expected<MachineModel> mt = loadMachineModel(examples("mt3000.yaml"));
   ASSERT_TRUE(bool(mt)) << llvm::toString(mt.takeError());

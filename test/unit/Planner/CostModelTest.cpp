@@ -366,6 +366,42 @@ TEST(CostModel, OffloadTransfer) {
               1e-15);
 }
 
+/// A storage tier's host cache: the cached share moves at its bandwidth;
+/// the states offloaded in the prologue fill it before the activations.
+TEST(CostModel, OffloadHostCache) {
+  MachineModel machine = testMachine();
+  ModelConfig model = testModel();
+  machine.offload = {OffloadTierKind::Storage, 64000000000, 2e9, 1e-5, 0};
+  machine.offload.hostCacheBytesPerNode = 0;
+  // Without a cache the share is ignored.
+  EXPECT_NEAR(CostModel(model, machine).offloadTransfer(1000000000, 1.0),
+              0.5 + 1e-5, 1e-12);
+  machine.offload.hostCacheBytesPerNode = 8000000000 * machine.clustersPerNode;
+  machine.offload.hostCacheBandwidth = 10e9;
+  CostModel costs(model, machine);
+  // All cached: 1 GB at 10 GB/s; half: 0.05 s + 0.25 s + a latency.
+  EXPECT_NEAR(costs.offloadTransfer(1000000000, 1.0), 0.1, 1e-12);
+  EXPECT_NEAR(costs.offloadTransfer(1000000000, 0.5), 0.05 + 0.25 + 1e-5,
+              1e-12);
+  ParallelConfig c = ParallelConfig::balanced(
+      8, 2, 1, 1, 4, RecomputePolicy::None, ZeroStage::None);
+  c.offload = OffloadPolicy::OptimizerStates;
+  c.activationOffload = {2, 2};
+  TierCacheShares shares = tierCacheShares(costs, c, 0);
+  int64_t states = 8 * stageParams(model, c, 0);
+  EXPECT_NEAR(shares.states, std::min(1.0, 8e9 / double(states)), 1e-12);
+  if (states < 8000000000)
+    EXPECT_GT(shares.activations, 0);
+  else
+    EXPECT_EQ(shares.activations, 0);
+  // A cache of 0 bytes holds nothing.
+  machine.offload.hostCacheBytesPerNode = 0;
+  machine.offload.hostCacheBandwidth = 0;
+  TierCacheShares none = tierCacheShares(CostModel(model, machine), c, 0);
+  EXPECT_EQ(none.states, 0);
+  EXPECT_EQ(none.activations, 0);
+}
+
 TEST(CostModel, OffloadIsExposedWholeByGpuStyleAndHiddenByRATrain) {
   MachineModel machine = testMachine();
   machine.offload = {OffloadTierKind::Host, 64000000000, 10e9, 1e-5, 0};

@@ -297,6 +297,9 @@ struct ProgramDescription {
   /// the fastest (mt3k.job rank_slowdown); applied with --emulate-classes.
   const double *rankSlowdown = nullptr;
   size_t rankSlowdownSize = 0;
+  /// Host-cache bytes of the storage tier per rank (mt3k.machine
+  /// offload_host_cache; RuntimeOptions::offloadHostCacheBytes).
+  uint64_t offloadHostCacheBytes = 0;
 };
 
 /// Builds the Runtime and the Session of `program`, runs the program of this

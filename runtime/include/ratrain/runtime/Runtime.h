@@ -214,6 +214,11 @@ struct RuntimeOptions {
   /// Directory of the storage tier of offload(). Environment:
   /// RATRAIN_OFFLOAD_DIR. Default: $TMPDIR (or /tmp)/ratrain-offload-<pid>.
   std::string offloadDirectory;
+  /// Bytes of host memory that cache storage-tier keys (whole keys, first
+  /// come, first served; 0: none): the compiled machine's
+  /// `offload.host_cache_bytes_per_node` / clusters per node, or
+  /// RATRAIN_OFFLOAD_HOST_CACHE_BYTES.
+  uint64_t offloadHostCacheBytes = 0;
 
   /// Overrides fields from the RATRAIN_* environment variables above; a
   /// malformed value is fatal and names the variable.
