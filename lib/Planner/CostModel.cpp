@@ -258,7 +258,9 @@ TierCacheShares ratrain::tierCacheShares(const CostModel &costs,
                                          int64_t stage) {
   const MachineModel &machine = costs.getMachine();
   const ModelConfig &model = costs.getModel();
-  double cache = double(machine.offloadHostCacheBytesPerCluster());
+  // A rank's cache serves all its chunks: each gets its share.
+  double cache = double(machine.offloadHostCacheBytesPerCluster()) /
+                 double(std::max<int64_t>(1, config.virtualStages));
   TierCacheShares shares;
   if (cache <= 0)
     return shares;
@@ -268,11 +270,10 @@ TierCacheShares ratrain::tierCacheShares(const CostModel &costs,
     params = (params + config.dataParallel - 1) / config.dataParallel;
   double states =
       double(offloadedBytesPerParam(model, config.offload)) * double(params);
-  // Its offloaded activations: k layers of every micro-batch in flight.
-  int64_t inFlight = std::min<int64_t>(config.numMicroBatches,
-                                       config.numVirtualStages() - stage);
+  // Its offloaded activations: a key per offloaded layer and micro-batch
+  // (act.layer<L>.mb<M>), each offloaded once per step.
   double activations =
-      double(config.offloadedLayers(stage)) * double(inFlight) *
+      double(config.offloadedLayers(stage)) * double(config.numMicroBatches) *
       double(layerActivationBytes(model, config.microBatchSize,
                                   RecomputePolicy::None,
                                   MemoryOptions::forMachine(machine)));

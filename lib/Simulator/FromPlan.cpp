@@ -280,10 +280,13 @@ llvm::Expected<Synthetic1F1BConfig> sim::planToSyntheticConfig(
     // for the share of the stage's tier bytes it holds (tierCacheShares).
     if (machine.offload.hasHostCache()) {
       TierCacheShares shares = tierCacheShares(costs, config, i);
-      double states = double(stage.offloadBytesPerLayer),
+      // Weighted by the bytes each moves per step.
+      double states = double(stage.offloadBytesPerLayer) *
+                      double(config.stages[i].numLayers),
              acts = double(layerActivationBytes(model, b, RecomputePolicy::None,
                                                 memoryOptions)) *
-                    double(stage.offloadedLayers);
+                    double(stage.offloadedLayers) *
+                    double(config.numMicroBatches);
       double total = states + acts;
       double cached =
           total > 0

@@ -272,13 +272,13 @@ LogicalResult ratrain::emitc_cpp::emitProgramDescription(OpBuilder &b,
   // slowdown of --emulate-classes (after the fields above: positional).
   bool heterogeneous =
       !replicaShares.empty() || replicaMajor || !rankSlowdown.empty();
-  // The storage tier's host cache (after the fields above: positional).
+  // The storage tier's host cache (after the fields above: positional, so
+  // they are written too).
   std::optional<int64_t> hostCache;
   if (IntegerAttr cache = machine.getOffloadHostCacheAttr())
     hostCache = cache.getInt();
-  if (hostCache)
-    heterogeneous = true;
-  if (partitionedShards || oneSided || heterogeneous) {
+  bool trailing = heterogeneous || hostCache.has_value();
+  if (partitionedShards || oneSided || trailing) {
     // Positional: the stage ranks come first.
     if (stageRanks.empty()) {
       init += field("stageRanks", "nullptr");
@@ -286,9 +286,9 @@ LogicalResult ratrain::emitc_cpp::emitProgramDescription(OpBuilder &b,
     }
     init += field("partitionedShards", partitionedShards ? "true" : "false");
   }
-  if (oneSided || heterogeneous)
+  if (oneSided || trailing)
     init += field("oneSidedTransfers", oneSided ? "true" : "false");
-  if (heterogeneous) {
+  if (trailing) {
     init += field("replicaMicroBatches", replicaShares.empty()
                                              ? "nullptr"
                                              : "ratrain_replica_micro_batches");

@@ -148,9 +148,11 @@ Token reload(Runtime &r, const Tensor &t, StorageTier tier, const char *key) {
 }
 Tensor offloaded(Runtime &r, Session &s, const Tensor &window, StorageTier tier,
                  const char *key, uint64_t byteOffset, uint64_t bytes) {
-  // A storage-tier state has a host copy only when checkpoints need one
-  // (Runtime::stageOffloadedStates): otherwise it lives in its file alone.
-  if (tier == StorageTier::Storage && s.options().checkpointDir.empty())
+  // A storage-tier state has a host copy only when checkpoints or
+  // --init-from need one (Runtime::stageOffloadedStates): otherwise it lives
+  // in its file alone.
+  if (tier == StorageTier::Storage && s.options().checkpointDir.empty() &&
+      s.options().initFrom.empty())
     return window;
   return Tensor{r.offloadedCopy(tier, key).slice(
                     byteOffset, bytes ? bytes : window.buf.bytes),

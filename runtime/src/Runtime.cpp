@@ -207,8 +207,14 @@ void RuntimeOptions::applyEnvironment() {
     quantBlockSize = uint64_t(*value);
   if (auto value = parseEnvNumber("RATRAIN_DDR_LIMIT_BYTES"))
     ddrLimitBytes = uint64_t(*value);
-  if (auto value = parseEnvNumber("RATRAIN_OFFLOAD_HOST_CACHE_BYTES"))
+  if (auto value = parseEnvNumber("RATRAIN_OFFLOAD_HOST_CACHE_BYTES")) {
+    if (!std::isfinite(*value) || *value >= 0x1p62)
+      fatal(llvm::formatv("environment variable "
+                          "RATRAIN_OFFLOAD_HOST_CACHE_BYTES={0} is not a "
+                          "byte count below 2^62",
+                          *value));
     offloadHostCacheBytes = uint64_t(*value);
+  }
   if (const char *directory = std::getenv("RATRAIN_OFFLOAD_DIR"))
     if (*directory)
       offloadDirectory = directory;
@@ -579,6 +585,8 @@ void Runtime::stageOffloadedStates() {
   waitAll(offloads->storageTransfers());
   offloads->readStaging();
 }
+
+void Runtime::waitOffloadedStates() { waitAll(offloads->storageTransfers()); }
 
 void Runtime::unstageOffloadedStates() {
   waitAll(offloads->storageTransfers());

@@ -260,14 +260,18 @@ Session::Session(Runtime &rt, const ModelConfig &model,
 uint64_t Session::start() {
   started = true;
   if (!opts.initFrom.empty()) {
+    // The prologue's offloads are done before the copies are written.
+    rt.waitOffloadedStates();
     exitOnError(rt.loadPretrained(opts.initFrom, model, slots));
+    // States kept in the storage tier: the loaded copies into their files.
+    rt.unstageOffloadedStates();
     return 1;
   }
   if (!opts.resume)
     return 1;
+  rt.waitOffloadedStates();
   TrainerState state =
       exitOnError(rt.loadCheckpoint(opts.checkpointDir, model, slots));
-  // States kept in the storage tier: the loaded copies into their files.
   rt.unstageOffloadedStates();
   if (state.seed != opts.seed)
     fatal(llvm::formatv("the checkpoint's data seed is {0}, --seed is {1}: "

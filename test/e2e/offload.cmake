@@ -102,6 +102,18 @@ foreach(case ${offload_cases})
   set_tests_properties(e2e.offload.${name}.equal-losses PROPERTIES
     TIMEOUT 600 LABELS "e2e;mpi" PROCESSORS 2
     FIXTURES_REQUIRED ratrain-offload-${name})
+  if(name STREQUAL "storage-chunked-master-bf16" AND TARGET ratrain-ckpt)
+    # --init-from writes the pretrained masters through their staging
+    # copies into the storage tier's files.
+    add_test(NAME e2e.offload.${name}.init-from
+      COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/init-from-test.sh
+              ${MPIEXEC_EXECUTABLE} 2 $<TARGET_FILE:${target}>
+              ${RATRAIN_CORPUS_TOKENS} $<TARGET_FILE:ratrain-ckpt>
+              ${offload_model} F32 1)
+    set_tests_properties(e2e.offload.${name}.init-from PROPERTIES
+      TIMEOUT 600 LABELS "e2e;mpi" PROCESSORS 2
+      FIXTURES_REQUIRED ratrain-offload-${name})
+  endif()
   if(name STREQUAL "storage")
     # The storage tier's host cache (RATRAIN_OFFLOAD_HOST_CACHE_BYTES).
     add_test(NAME e2e.offload.storage.host-cache

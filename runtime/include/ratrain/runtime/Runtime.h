@@ -400,9 +400,13 @@ public:
   Buffer offloadedCopy(StorageTier tier, llvm::StringRef key);
   /// Storage-tier checkpoints: waits for the files' transfers, then reads
   /// every staged key's file(s) into its staging copy (before a save) or
-  /// writes the staging copy into them (after a load).
+  /// writes the staging copy into them (after a load). A key in the
+  /// storage tier's host cache has no staging copy: its memory is the copy.
   void stageOffloadedStates();
   void unstageOffloadedStates();
+  /// Waits for every storage-tier transfer (before the copies are written
+  /// by a load).
+  void waitOffloadedStates();
 
   //===--- Completion -----------------------------------------------------===//
   /// True when the operation finished (releases the token).
