@@ -57,6 +57,22 @@ PolicyOptions::PolicyOptions(cl::OptionCategory &category)
                            "(uneven layers per stage) or search"),
                   cl::cat(category)) {}
 
+/// Comma-separated integers in [lo, hi] into `counts` (cleared first);
+/// false on anything else.
+static bool parseCounts(llvm::StringRef value, int64_t lo, int64_t hi,
+                        std::vector<int64_t> &counts) {
+  counts.clear();
+  llvm::SmallVector<llvm::StringRef> fields;
+  value.split(fields, ',');
+  for (llvm::StringRef field : fields) {
+    int64_t count;
+    if (field.trim().getAsInteger(10, count) || count < lo || count > hi)
+      return false;
+    counts.push_back(count);
+  }
+  return true;
+}
+
 /// The error of an apply*Option function, as a command-line option's.
 static llvm::Error asOptionError(llvm::Error error) {
   if (!error)
@@ -146,20 +162,13 @@ llvm::Error ratrain::applyActivationOffloadOption(llvm::StringRef value,
     request.activationOffload = value == "none" ? Mode::None : Mode::All;
     return llvm::Error::success();
   }
-  llvm::SmallVector<llvm::StringRef> fields;
-  value.split(fields, ',');
-  for (llvm::StringRef field : fields) {
-    int64_t count;
-    if (field.trim().getAsInteger(10, count) || count < 0 ||
-        count > limits::kMaxModelLayers)
-      return llvm::createStringError(
-          llvm::inconvertibleErrorCode(),
-          "act-offload: expected none, all or comma-separated counts of "
-          "offloaded layers per stage (0 to " +
-              std::to_string(limits::kMaxModelLayers) + "), got '" + value +
-              "'");
-    request.activationOffloadCounts.push_back(count);
-  }
+  if (!parseCounts(value, 0, limits::kMaxModelLayers,
+                   request.activationOffloadCounts))
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "act-offload: expected none, all or comma-separated counts of "
+        "offloaded layers per stage (0 to " +
+            std::to_string(limits::kMaxModelLayers) + "), got '" + value + "'");
   request.activationOffload = Mode::Counts;
   return llvm::Error::success();
 }
@@ -169,20 +178,13 @@ llvm::Error ratrain::applyDpSharesOption(llvm::StringRef value,
   request.dpShares.clear();
   if (value.empty())
     return llvm::Error::success();
-  llvm::SmallVector<llvm::StringRef> fields;
-  value.split(fields, ',');
-  for (llvm::StringRef field : fields) {
-    int64_t count;
-    if (field.trim().getAsInteger(10, count) || count < 1 ||
-        count > limits::kMaxMicroBatches)
-      return llvm::createStringError(
-          llvm::inconvertibleErrorCode(),
-          "dp-shares: expected comma-separated micro-batch counts per "
-          "replica (1 to " +
-              std::to_string(limits::kMaxMicroBatches) + "), got '" + value +
-              "'");
-    request.dpShares.push_back(count);
-  }
+  if (!parseCounts(value, 1, limits::kMaxMicroBatches, request.dpShares))
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "dp-shares: expected comma-separated micro-batch counts per replica "
+        "(1 to " +
+            std::to_string(limits::kMaxMicroBatches) + "), got '" + value +
+            "'");
   if (int64_t(request.dpShares.size()) > limits::kMaxClusters)
     return llvm::createStringError(
         llvm::inconvertibleErrorCode(),
