@@ -350,6 +350,17 @@ int runProgram(int argc, char **argv, const ProgramDescription &program) {
     options.rankOrder = RankOrder::ReplicaMajor;
   options.offloadHostCacheBytes = program.offloadHostCacheBytes;
   Runtime rt(argc, argv, options);
+  // Uneven shares and classes of clusters follow the compiled rank order:
+  // RATRAIN_RANK_ORDER may not change it under them.
+  RankOrder compiled =
+      program.replicaMajor ? RankOrder::ReplicaMajor : RankOrder::StageMajor;
+  if ((program.replicaMicroBatches || program.rankSlowdown) &&
+      rt.options().rankOrder != compiled)
+    fatal(llvm::formatv("RATRAIN_RANK_ORDER={0}: the program was compiled "
+                        "for {1} ranks, which its dp shares and classes of "
+                        "clusters follow",
+                        stringifyRankOrder(rt.options().rankOrder),
+                        stringifyRankOrder(compiled)));
 
   ModelConfig model;
   if (const ProgramModel *m = program.model) {
