@@ -122,6 +122,21 @@ std::string formatRange(int64_t first, int64_t last) {
                        : llvm::formatv("{0}-{1}", first, last).str();
 }
 
+/// The runs of consecutive indices in [0, n) that `same(i, first)` keeps
+/// together, each described by `describe(first, last)`, joined by ", ".
+template <typename Same, typename Describe>
+std::string describeRuns(int64_t n, Same same, Describe describe) {
+  std::string text;
+  for (int64_t first = 0; first < n;) {
+    int64_t last = first;
+    while (last + 1 < n && same(last + 1, first))
+      ++last;
+    text += (text.empty() ? "" : ", ") + describe(first, last);
+    first = last + 1;
+  }
+  return text;
+}
+
 /// A 1F1B config whose stages run on different classes, priced: stage s's
 /// timing from the machine of class timeClass[s], its memory checked
 /// against the DDR of class memoryClass[s]; the pipeline of those stages
@@ -196,17 +211,16 @@ std::optional<Plan> evenLayout(const ModelConfig &model, const Classes &classes,
                                     memoryClass, policy, misfit);
   if (!priced.fits)
     return std::nullopt;
-  std::string paces;
-  for (int64_t s = 0; s < pp;) {
-    int64_t end = s;
-    while (end + 1 < pp && timeClass[end + 1] == timeClass[s])
-      ++end;
-    paces += llvm::formatv("{0}stage{1} {2} at class '{3}'",
-                           paces.empty() ? "" : ", ", end > s ? "s" : "",
-                           formatRange(s, end), classes.names[timeClass[s]])
-                 .str();
-    s = end + 1;
-  }
+  std::string paces = describeRuns(
+      pp,
+      [&](int64_t s, int64_t first) {
+        return timeClass[s] == timeClass[first];
+      },
+      [&](int64_t s, int64_t end) {
+        return llvm::formatv("stage{0} {1} at class '{2}'", end > s ? "s" : "",
+                             formatRange(s, end), classes.names[timeClass[s]])
+            .str();
+      });
   priced.plan.layout =
       llvm::formatv("even: every replica runs m = {0} and the stages split "
                     "the layers as on a homogeneous machine; each stage at "
@@ -338,21 +352,22 @@ std::optional<Plan> replicasLayout(const ModelConfig &model,
   plan.memory = price(replicaClass[slowest], largest).memory;
   plan.config = config;
   plan.tokensPerSecond = tokensPerSecond(model, config, plan.time.total);
-  std::string text;
-  for (int64_t r = 0; r < dp;) {
-    int64_t end = r;
-    while (end + 1 < dp && replicaClass[end + 1] == replicaClass[r] &&
-           shares[end + 1] == shares[r])
-      ++end;
-    text += llvm::formatv("{0}replica{1} {2} on class '{3}' run{4} {5} "
-                          "micro-batches ({6})",
-                          text.empty() ? "" : ", ", end > r ? "s" : "",
-                          formatRange(r, end), classes.names[replicaClass[r]],
-                          end > r ? "" : "s", shares[r],
-                          formatSeconds(seconds(replicaClass[r], shares[r])))
-                .str();
-    r = end + 1;
-  }
+  std::string text = describeRuns(
+      dp,
+      [&](int64_t r, int64_t first) {
+        return replicaClass[r] == replicaClass[first] &&
+               shares[r] == shares[first];
+      },
+      [&](int64_t r, int64_t end) {
+        return llvm::formatv(
+                   "replica{0} {1} on class '{2}' run{3} {4} micro-batches "
+                   "({5})",
+                   end > r ? "s" : "", formatRange(r, end),
+                   classes.names[replicaClass[r]], end > r ? "" : "s",
+                   shares[r],
+                   formatSeconds(seconds(replicaClass[r], shares[r])))
+            .str();
+      });
   plan.layout =
       llvm::formatv("replicas{0}: {1}", forced.empty() ? "" : " (forced)", text)
           .str();
@@ -446,22 +461,21 @@ std::optional<Plan> stagesLayout(const ModelConfig &model,
   if (!best.fits)
     return std::nullopt;
 
-  std::string text;
-  for (int64_t s = 0; s < pp;) {
-    int64_t end = s;
-    while (end + 1 < pp && stageClass[end + 1] == stageClass[s])
-      ++end;
-    std::vector<int64_t> counts(split.begin() + s, split.begin() + end + 1);
-    ParallelConfig part;
-    for (int64_t n : counts)
-      part.stages.push_back({0, n});
-    text += llvm::formatv("{0}stage{1} {2} on class '{3}' with {4} layers",
-                          text.empty() ? "" : ", ", end > s ? "s" : "",
-                          formatRange(s, end), classes.names[stageClass[s]],
-                          formatLayerSplit(part))
-                .str();
-    s = end + 1;
-  }
+  std::string text = describeRuns(
+      pp,
+      [&](int64_t s, int64_t first) {
+        return stageClass[s] == stageClass[first];
+      },
+      [&](int64_t s, int64_t end) {
+        ParallelConfig part;
+        for (int64_t k = s; k <= end; ++k)
+          part.stages.push_back({0, split[k]});
+        return llvm::formatv("stage{0} {1} on class '{2}' with {3} layers",
+                             end > s ? "s" : "", formatRange(s, end),
+                             classes.names[stageClass[s]],
+                             formatLayerSplit(part))
+            .str();
+      });
   Plan plan = std::move(best.plan);
   plan.layout = llvm::formatv("stages: {0}", text).str();
   if (evenSeconds > 0)
