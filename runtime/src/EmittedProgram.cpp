@@ -9,6 +9,7 @@
 #include "ratrain/runtime/EmittedProgram.h"
 #include "ratrain/runtime/EmittedProgramStaging.h"
 
+#include "ratrain/kernels/Kernels.h"
 #include "ratrain/runtime/Error.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -350,6 +351,14 @@ int runProgram(int argc, char **argv, const ProgramDescription &program) {
     options.rankOrder = RankOrder::ReplicaMajor;
   options.offloadHostCacheBytes = program.offloadHostCacheBytes;
   Runtime rt(argc, argv, options);
+  // A rank is one cluster: its kernels run on the cluster's cores, not on
+  // every core of the host (Halide's default), which the other ranks of the
+  // node compute on too. HL_NUM_THREADS, when set, still decides.
+  if (!std::getenv("HL_NUM_THREADS"))
+    k::setNumThreads(int(program.cores));
+  // The bf16 product path is chosen once, before the first kernel (an
+  // invalid RATRAIN_BF16_PRODUCTS stops the job here).
+  (void)k::bf16Products();
   // Uneven shares and classes of clusters follow the compiled rank order:
   // RATRAIN_RANK_ORDER may not change it under them.
   RankOrder compiled =

@@ -38,6 +38,10 @@ if [ -n "$cpuFlag" ] && ! grep -qw -- "$cpuFlag" /proc/cpuinfo 2>/dev/null; then
 fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export RATRAIN_PROGRESS_LINE=never
+# The bf16 baselines were recorded with the bf16 products on vdpbf16ps; a CPU
+# whose kernels would widen them to fp32 by default (kernels::bf16Products)
+# runs that path here too.
+export RATRAIN_BF16_PRODUCTS=dot
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 

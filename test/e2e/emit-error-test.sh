@@ -14,6 +14,7 @@
 #   corrupt-data  --data is a token file cut short
 #   arena         RATRAIN_DDR_LIMIT_BYTES=1048576: the program's DDR arena is
 #                 larger than the rank's DDR
+#   bf16-products RATRAIN_BF16_PRODUCTS=fast (neither dot nor widen)
 #   killed-rank   one rank is SIGKILLed after step 1 was logged, mid-run;
 #                 the job must end within the watchdog (RATRAIN_COMM_TIMEOUT_S)
 set -uo pipefail
@@ -71,6 +72,9 @@ case $case in
     args=(--data "$dir/cut.tok" --steps 2 --log -) ;;
   arena)
     env=(-x RATRAIN_DDR_LIMIT_BYTES=1048576)
+    args=(--data "$tokens" --steps 2 --log -) ;;
+  bf16-products)
+    env=(-x RATRAIN_BF16_PRODUCTS=fast)
     args=(--data "$tokens" --steps 2 --log -) ;;
   killed-rank) ;;
   *) fail "unknown case" ;;

@@ -63,6 +63,8 @@ add_test(NAME e2e.emit.tiny.error.other-model
 set_tests_properties(e2e.emit.tiny.error.other-model PROPERTIES TIMEOUT 600
   LABELS "e2e;mpi" PROCESSORS 2
   FIXTURES_REQUIRED "ratrain-emit-tiny;ratrain-emit-tiny-2-layers")
+ratrain_add_emit_error_test(bf16-products
+  "RATRAIN_BF16_PRODUCTS=fast: expected 'dot' \\(vdpbf16ps\\) or 'widen'")
 ratrain_add_emit_error_test(missing-data
   "no-such-file\\.tok: cannot read the token file")
 ratrain_add_emit_error_test(corrupt-data

@@ -463,7 +463,27 @@ int main(int argc, char **argv) {
   // bf16 attention, of the 16-bit peak (0: not measured).
   double attentionForwardF16Efficiency = 0, attentionBackwardF16Efficiency = 0;
   KernelTimeFit gemmFitF32, gemmFitF16;
-  double bf16Peak = bf16PerCore > 0 ? bf16PerCore : fp32PerCore;
+  // The 16-bit peak is the rate of the path the bf16 kernels take: the dot
+  // product's, or the fp32 FMA's where they widen (kernels::bf16Products).
+#ifdef RATRAIN_HAVE_KERNELS
+  const bool bf16Widened = kn::bf16Products() == kn::Bf16Products::Widen;
+#else
+  const bool bf16Widened = bf16PerCore <= 0;
+#endif
+  double bf16Peak = bf16Widened ? fp32PerCore : bf16PerCore;
+  if (bf16Widened && bf16PerCore > fp32PerCore)
+    llvm::errs() << llvm::formatv(
+        "warning: the bf16 kernels widen to fp32 (RATRAIN_BF16_PRODUCTS or "
+        "this CPU's rule), but vdpbf16ps runs at {0:f1} GFLOP/s per core "
+        "against {1:f1} for fp32 FMA: RATRAIN_BF16_PRODUCTS=dot may be "
+        "faster\n",
+        bf16PerCore / 1e9, fp32PerCore / 1e9);
+  else if (!bf16Widened && bf16PerCore < fp32PerCore)
+    llvm::errs() << llvm::formatv(
+        "warning: the bf16 kernels run on vdpbf16ps at {0:f1} GFLOP/s per "
+        "core against {1:f1} for fp32 FMA: RATRAIN_BF16_PRODUCTS=widen may be "
+        "faster\n",
+        bf16PerCore / 1e9, fp32PerCore / 1e9);
 #ifdef RATRAIN_HAVE_KERNELS
   {
     for (std::vector<float> *v : {&a, &b, &c, &d})
@@ -675,8 +695,8 @@ int main(int argc, char **argv) {
   // memory, only the per-row lse is saved.
 #ifdef RATRAIN_HAVE_KERNELS
   cs.fusedAttention = true;
-  // bf16 attention runs its products at the 16-bit peak (vdpbf16ps), with
-  // its own efficiencies above.
+  // bf16 attention runs its products at the 16-bit peak (vdpbf16ps, or the
+  // fp32 FMA where the kernels widen), with its own efficiencies above.
   cs.attentionAtF32Peak = false;
 #else
   cs.fusedAttention = false;
@@ -718,10 +738,14 @@ int main(int argc, char **argv) {
                       ram, double(ddrFraction), clusters)
      << llvm::formatv("#  [M] peaks: FP32 FMA loop ({0}, -O3 -march=native) "
                       "{1:f1} GFLOP/s per core -> peak_flops_f32; bf16 dot "
-                      "loop (vdpbf16ps) {2:f1} GFLOP/s per core -> "
-                      "peak_flops_f16{3}\n",
+                      "loop (vdpbf16ps) {2:f1} GFLOP/s per core{3}\n",
                       fmaIsaName(), fp32PerCore / 1e9, bf16PerCore / 1e9,
-                      bf16PerCore > 0 ? "" : " (unavailable: f16 = f32)")
+                      bf16PerCore <= 0 ? " (unavailable)" : "")
+     << llvm::formatv("#  [D] bf16 products: {0} -> peak_flops_f16 = the {1} "
+                      "peak\n",
+                      bf16Widened ? "widened to fp32 (the kernels' fp32 FMA)"
+                                  : "vdpbf16ps",
+                      bf16Widened ? "FP32 FMA" : "bf16 dot loop's")
      << llvm::formatv("#  [M] STREAM triad: {0:f1} GB/s with all CPUs "
                       "(ddr_bandwidth = that / clusters), {1:f1} GB/s on one\n",
                       triadAll / 1e9, triadOne / 1e9);
@@ -733,7 +757,7 @@ int main(int argc, char **argv) {
      << "#      attention_forward / _backward = mean over the shapes below of "
         "the fp32 kernels' achieved / FP32 peak,\n"
      << "#      attention_forward_f16 / _backward_f16 the same of the bf16 "
-        "kernels (vdpbf16ps) / bf16 peak\n"
+        "kernels / bf16 peak\n"
      << "#      (FLOPs 4 S^2/2 D per head "
         "forward, 2.5x backward,\n#      as the cost model counts); "
         "memory_bound = mean of AdamW and RMSNorm / ddr_bandwidth, each\n"
@@ -759,8 +783,8 @@ int main(int argc, char **argv) {
 #ifdef RATRAIN_HAVE_KERNELS
   os << "#  [D] fused_attention true: the Halide attention kernels tile the "
         "scores through L2/L1 and save only lse (no S x S matrix)\n"
-     << "#  [D] attention_peak f16: the bf16 kernels' products run on "
-        "vdpbf16ps (fp16 attention still computes in fp32 and is priced as "
+     << "#  [D] attention_peak f16: the bf16 kernels' products run at the "
+        "16-bit peak above (fp16 attention computes in fp32 and is priced as "
         "bf16)\n";
 #else
   os << "#  [U] fused_attention false\n";

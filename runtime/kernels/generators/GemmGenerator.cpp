@@ -32,7 +32,10 @@
 // pairs of k adjacent and the register tile is a VectorReduce of factor 2,
 // which Halide lowers to vdpbf16ps (avx512_sapphirerapids, i.e. the
 // AVX512-BF16 extension; Zen 4 has it). fp16 has no dot instruction on this
-// CPU (no AVX512-FP16), so fp16 panels are widened to fp32 while packing.
+// CPU (no AVX512-FP16), so fp16 panels are widened to fp32 while packing;
+// so are bf16 panels with elem=bf16 in this generator (the `_bf16w`
+// libraries: CPUs whose vdpbf16ps is slower than two fp32 FMAs, Kernels.h
+// bf16Products).
 //
 //===----------------------------------------------------------------------===//
 
@@ -81,11 +84,14 @@ public:
   Expr asElem(Expr v) {
     if (std::string(elem) == "f16")
       return cast<float>(reinterpret(Float(16), v));
+    if (std::string(elem) == "bf16")
+      return cast<float>(reinterpret(BFloat(16), v));
     return v;
   }
 
   void generate() {
-    // fp16 is widened while packing, so its panels hold 4-byte floats.
+    // 16-bit operands are widened while packing, so the panels hold 4-byte
+    // floats.
     const int panelBytes = 4;
     ratrain::kernels::tiling::GemmTiles t = ratrain::kernels::tiling::gemmTiles(
         gsmBytes, amBytes, cores, panelBytes);

@@ -24,57 +24,75 @@
 #include "ratrain_k_add_f16.h"
 #include "ratrain_k_attention_alibi_bwd_dkv_d128.h"
 #include "ratrain_k_attention_alibi_bwd_dkv_d128_bf16.h"
+#include "ratrain_k_attention_alibi_bwd_dkv_d128_bf16w.h"
 #include "ratrain_k_attention_alibi_bwd_dkv_d128_f16.h"
 #include "ratrain_k_attention_alibi_bwd_dkv_d32.h"
 #include "ratrain_k_attention_alibi_bwd_dkv_d32_bf16.h"
+#include "ratrain_k_attention_alibi_bwd_dkv_d32_bf16w.h"
 #include "ratrain_k_attention_alibi_bwd_dkv_d32_f16.h"
 #include "ratrain_k_attention_alibi_bwd_dkv_d64.h"
 #include "ratrain_k_attention_alibi_bwd_dkv_d64_bf16.h"
+#include "ratrain_k_attention_alibi_bwd_dkv_d64_bf16w.h"
 #include "ratrain_k_attention_alibi_bwd_dkv_d64_f16.h"
 #include "ratrain_k_attention_alibi_bwd_dq_d128.h"
 #include "ratrain_k_attention_alibi_bwd_dq_d128_bf16.h"
+#include "ratrain_k_attention_alibi_bwd_dq_d128_bf16w.h"
 #include "ratrain_k_attention_alibi_bwd_dq_d128_f16.h"
 #include "ratrain_k_attention_alibi_bwd_dq_d32.h"
 #include "ratrain_k_attention_alibi_bwd_dq_d32_bf16.h"
+#include "ratrain_k_attention_alibi_bwd_dq_d32_bf16w.h"
 #include "ratrain_k_attention_alibi_bwd_dq_d32_f16.h"
 #include "ratrain_k_attention_alibi_bwd_dq_d64.h"
 #include "ratrain_k_attention_alibi_bwd_dq_d64_bf16.h"
+#include "ratrain_k_attention_alibi_bwd_dq_d64_bf16w.h"
 #include "ratrain_k_attention_alibi_bwd_dq_d64_f16.h"
 #include "ratrain_k_attention_alibi_fwd_d128.h"
 #include "ratrain_k_attention_alibi_fwd_d128_bf16.h"
+#include "ratrain_k_attention_alibi_fwd_d128_bf16w.h"
 #include "ratrain_k_attention_alibi_fwd_d128_f16.h"
 #include "ratrain_k_attention_alibi_fwd_d32.h"
 #include "ratrain_k_attention_alibi_fwd_d32_bf16.h"
+#include "ratrain_k_attention_alibi_fwd_d32_bf16w.h"
 #include "ratrain_k_attention_alibi_fwd_d32_f16.h"
 #include "ratrain_k_attention_alibi_fwd_d64.h"
 #include "ratrain_k_attention_alibi_fwd_d64_bf16.h"
+#include "ratrain_k_attention_alibi_fwd_d64_bf16w.h"
 #include "ratrain_k_attention_alibi_fwd_d64_f16.h"
 #include "ratrain_k_attention_bwd_dkv_d128.h"
 #include "ratrain_k_attention_bwd_dkv_d128_bf16.h"
+#include "ratrain_k_attention_bwd_dkv_d128_bf16w.h"
 #include "ratrain_k_attention_bwd_dkv_d128_f16.h"
 #include "ratrain_k_attention_bwd_dkv_d32.h"
 #include "ratrain_k_attention_bwd_dkv_d32_bf16.h"
+#include "ratrain_k_attention_bwd_dkv_d32_bf16w.h"
 #include "ratrain_k_attention_bwd_dkv_d32_f16.h"
 #include "ratrain_k_attention_bwd_dkv_d64.h"
 #include "ratrain_k_attention_bwd_dkv_d64_bf16.h"
+#include "ratrain_k_attention_bwd_dkv_d64_bf16w.h"
 #include "ratrain_k_attention_bwd_dkv_d64_f16.h"
 #include "ratrain_k_attention_bwd_dq_d128.h"
 #include "ratrain_k_attention_bwd_dq_d128_bf16.h"
+#include "ratrain_k_attention_bwd_dq_d128_bf16w.h"
 #include "ratrain_k_attention_bwd_dq_d128_f16.h"
 #include "ratrain_k_attention_bwd_dq_d32.h"
 #include "ratrain_k_attention_bwd_dq_d32_bf16.h"
+#include "ratrain_k_attention_bwd_dq_d32_bf16w.h"
 #include "ratrain_k_attention_bwd_dq_d32_f16.h"
 #include "ratrain_k_attention_bwd_dq_d64.h"
 #include "ratrain_k_attention_bwd_dq_d64_bf16.h"
+#include "ratrain_k_attention_bwd_dq_d64_bf16w.h"
 #include "ratrain_k_attention_bwd_dq_d64_f16.h"
 #include "ratrain_k_attention_fwd_d128.h"
 #include "ratrain_k_attention_fwd_d128_bf16.h"
+#include "ratrain_k_attention_fwd_d128_bf16w.h"
 #include "ratrain_k_attention_fwd_d128_f16.h"
 #include "ratrain_k_attention_fwd_d32.h"
 #include "ratrain_k_attention_fwd_d32_bf16.h"
+#include "ratrain_k_attention_fwd_d32_bf16w.h"
 #include "ratrain_k_attention_fwd_d32_f16.h"
 #include "ratrain_k_attention_fwd_d64.h"
 #include "ratrain_k_attention_fwd_d64_bf16.h"
+#include "ratrain_k_attention_fwd_d64_bf16w.h"
 #include "ratrain_k_attention_fwd_d64_f16.h"
 #include "ratrain_k_bf16_to_f32.h"
 #include "ratrain_k_cross_entropy.h"
@@ -88,10 +106,13 @@
 #include "ratrain_k_f32_to_f16.h"
 #include "ratrain_k_gemm_bf16_packed.h"
 #include "ratrain_k_gemm_bf16_packed_to_bf16.h"
+#include "ratrain_k_gemm_nn_bf16w.h"
 #include "ratrain_k_gemm_nn_f16.h"
 #include "ratrain_k_gemm_nn_f32.h"
+#include "ratrain_k_gemm_nt_bf16w.h"
 #include "ratrain_k_gemm_nt_f16.h"
 #include "ratrain_k_gemm_nt_f32.h"
+#include "ratrain_k_gemm_tn_bf16w.h"
 #include "ratrain_k_gemm_tn_f16.h"
 #include "ratrain_k_gemm_tn_f32.h"
 #include "ratrain_k_pack_a_kinner.h"
@@ -288,6 +309,20 @@ int gemm16(GemmForm form, Half type, int64_t M, int64_t N, int64_t K,
     }
     return -1;
   }
+  if (bf16Products() == Bf16Products::Widen) {
+    switch (form) {
+    case GemmForm::NT:
+      return ratrain_k_gemm_nt_bf16w(dense(A, {K, M}), dense(B, {K, N}), c,
+                                     beta, c);
+    case GemmForm::NN:
+      return ratrain_k_gemm_nn_bf16w(dense(A, {K, M}), dense(B, {N, K}), c,
+                                     beta, c);
+    case GemmForm::TN:
+      return ratrain_k_gemm_tn_bf16w(dense(A, {M, K}), dense(B, {N, K}), c,
+                                     beta, c);
+    }
+    return -1;
+  }
   // bf16: pack both operands into k-pair panels, then the vdpbf16ps kernel.
   PackedBf16 packed = packBf16(form, M, N, K, A, B);
   if (packed.status)
@@ -300,7 +335,8 @@ int gemm16To16(GemmForm form, Half type, int64_t M, int64_t N, int64_t K,
                const uint16_t *A, const uint16_t *B, uint16_t *C, float beta) {
   if (anyEmpty({M, N}))
     return 0;
-  if (type == Half::BF16 && K > 0 && K <= gemmTilesFor(2).kc) {
+  if (type == Half::BF16 && bf16Products() == Bf16Products::Dot && K > 0 &&
+      K <= gemmTilesFor(2).kc) {
     // One k panel: the kernel reads C, accumulates and rounds in its
     // epilogue.
     PackedBf16 packed = packBf16(form, M, N, K, A, B);
@@ -310,7 +346,8 @@ int gemm16To16(GemmForm form, Half type, int64_t M, int64_t N, int64_t K,
     return ratrain_k_gemm_bf16_packed_to_bf16(
         packed.ap, packed.bp, static_cast<int>(packed.kcEff), c, beta, c);
   }
-  // fp16, a K deeper than one panel, or no K: through an fp32 copy.
+  // fp16, widened bf16, a K deeper than one panel, or no K: through an fp32
+  // copy.
   thread_local std::vector<float> staged;
   staged.resize(size_t(M) * size_t(N));
   if (beta != 0.0f)
@@ -413,9 +450,11 @@ struct AttentionPipelines {
         ratrain_k_attention_alibi_bwd_dkv_d##D##TYPE                           \
   }
 #define RATRAIN_ATTENTION_PIPELINES_OF_TYPE(D, type)                           \
-  (!type                 ? RATRAIN_ATTENTION_PIPELINES(D, )                    \
-   : *type == Half::BF16 ? RATRAIN_ATTENTION_PIPELINES(D, _bf16)               \
-                         : RATRAIN_ATTENTION_PIPELINES(D, _f16))
+  (!type                ? RATRAIN_ATTENTION_PIPELINES(D, )                     \
+   : *type == Half::F16 ? RATRAIN_ATTENTION_PIPELINES(D, _f16)                 \
+   : bf16Products() == Bf16Products::Dot                                       \
+       ? RATRAIN_ATTENTION_PIPELINES(D, _bf16)                                 \
+       : RATRAIN_ATTENTION_PIPELINES(D, _bf16w))
 
 // The pipelines below are those of runtime/kernels/CMakeLists.txt (foreach
 // hd 32 64 128); the compiler refuses other head dimensions with the same

@@ -196,11 +196,23 @@ TEST_P(HalfKernels, AddInPlaceMatchesStaged) {
   EXPECT_ROUNDED_ALIKE(a, narrowed(type, cf));
 }
 
+void checkGemmIntoHalf(Half type);
+
 TEST_P(HalfKernels, GemmIntoAHalfResultMatchesGemmThenRound) {
   // gemm16To16 against gemm16 into an fp32 copy of C and toHalf: the path
-  // the runtime took before. bf16 with K within one k panel runs the kernel
-  // that rounds in its epilogue; K deeper than a panel (and fp16) stage C.
-  Half type = GetParam();
+  // the runtime took before. bf16 on the dot product with K within one k
+  // panel runs the kernel that rounds in its epilogue; K deeper than a panel
+  // (and fp16, and widened bf16) stage C.
+  const Bf16Products cpu = bf16Products();
+  for (Bf16Products products : {Bf16Products::Dot, Bf16Products::Widen}) {
+    SCOPED_TRACE(bf16ProductsName(products));
+    setBf16Products(products);
+    checkGemmIntoHalf(GetParam());
+  }
+  setBf16Products(cpu);
+}
+
+void checkGemmIntoHalf(Half type) {
   const int64_t kc = tileConfig().gemmKc;
   struct Case {
     GemmForm form;
@@ -364,7 +376,10 @@ void checkAttention(Half type, const AttentionCase &c) {
                              vf.data(), scale, of.data(), lsef.data(), sl,
                              c.window),
             0);
-  if (type == Half::BF16) {
+  // The dot-product bf16 kernels round P and dS to bf16; the widening ones
+  // are the fp32 kernels' arithmetic, like fp16's.
+  const bool dot = type == Half::BF16 && bf16Products() == Bf16Products::Dot;
+  if (dot) {
     // Scores are exact bf16 products summed in another order.
     for (size_t i = 0; i < lse.size(); ++i)
       EXPECT_NEAR(lse[i], lsef[i], 1e-5 * std::max(1.0f, std::fabs(lsef[i])))
@@ -379,7 +394,7 @@ void checkAttention(Half type, const AttentionCase &c) {
                               scale, dqf.data(), dkf.data(), dvf.data(), sl,
                               c.window),
             0);
-  if (type == Half::BF16) {
+  if (dot) {
     expectBf16Close("dq", dq, dqf);
     expectBf16Close("dk", dk, dkf);
     expectBf16Close("dv", dv, dvf);
@@ -392,11 +407,17 @@ void checkAttention(Half type, const AttentionCase &c) {
 
 TEST_P(HalfKernels, AttentionMatchesStaged) {
   Half type = GetParam();
-  for (const AttentionCase &c : {AttentionCase{2, 45, 4, 2, 32, false, 0},
-                                 AttentionCase{1, 70, 2, 1, 64, false, 17},
-                                 AttentionCase{1, 33, 4, 4, 128, false, 0},
-                                 AttentionCase{2, 37, 4, 2, 32, true, 0}})
-    checkAttention(type, c);
+  const Bf16Products cpu = bf16Products();
+  for (Bf16Products products : {Bf16Products::Dot, Bf16Products::Widen}) {
+    SCOPED_TRACE(bf16ProductsName(products));
+    setBf16Products(products);
+    for (const AttentionCase &c : {AttentionCase{2, 45, 4, 2, 32, false, 0},
+                                   AttentionCase{1, 70, 2, 1, 64, false, 17},
+                                   AttentionCase{1, 33, 4, 4, 128, false, 0},
+                                   AttentionCase{2, 37, 4, 2, 32, true, 0}})
+      checkAttention(type, c);
+  }
+  setBf16Products(cpu);
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, HalfKernels,

@@ -26,6 +26,7 @@
 #include <ostream>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 using namespace ratrain::kernels;
@@ -184,14 +185,28 @@ TEST_P(GemmTest, Fp32MatchesReference) {
   }
 }
 
+/// The bf16 kernels of both product paths, in turn; restores this CPU's
+/// choice.
+struct EachBf16Path {
+  const Bf16Products cpu = bf16Products();
+  ~EachBf16Path() { setBf16Products(cpu); }
+  static constexpr Bf16Products paths[] = {Bf16Products::Dot,
+                                           Bf16Products::Widen};
+};
+
 TEST_P(GemmTest, Bf16AndFp16MatchReferenceOnRoundedInputs) {
   GemmForm form = GetParam();
-  for (Half type : {Half::BF16, Half::F16}) {
+  EachBf16Path restore;
+  for (auto [type, products] : {std::pair{Half::BF16, Bf16Products::Dot},
+                                std::pair{Half::BF16, Bf16Products::Widen},
+                                std::pair{Half::F16, Bf16Products::Widen}}) {
+    setBf16Products(products);
     for (const GemmShape &s : kGemmShapes) {
       for (float beta : {0.0f, 1.0f}) {
         SCOPED_TRACE(testing::Message()
-                     << (type == Half::BF16 ? "bf16 " : "fp16 ") << s.M << "x"
-                     << s.N << "x" << s.K << " beta " << beta);
+                     << (type == Half::BF16 ? "bf16 " : "fp16 ")
+                     << bf16ProductsName(products) << " " << s.M << "x" << s.N
+                     << "x" << s.K << " beta " << beta);
         std::vector<float> A = randomVector(s.M * s.K, 3);
         std::vector<float> B = randomVector(s.K * s.N, 4);
         std::vector<uint16_t> A16(A.size()), B16(B.size());
@@ -206,6 +221,45 @@ TEST_P(GemmTest, Bf16AndFp16MatchReferenceOnRoundedInputs) {
       }
     }
   }
+}
+
+TEST_P(GemmTest, WidenedBf16IsTheFp32GemmOfTheWidenedInputs) {
+  // The widening bf16 GEMM is the fp32 GEMM's generator and schedule on
+  // panels widened while packing: the same bits as gemm() on fromHalf's
+  // copies of the operands.
+  GemmForm form = GetParam();
+  EachBf16Path restore;
+  setBf16Products(Bf16Products::Widen);
+  for (const GemmShape &s : kGemmShapes) {
+    for (float beta : {0.0f, 1.0f}) {
+      SCOPED_TRACE(testing::Message()
+                   << s.M << "x" << s.N << "x" << s.K << " beta " << beta);
+      std::vector<float> A = randomVector(s.M * s.K, 5);
+      std::vector<float> B = randomVector(s.K * s.N, 6);
+      std::vector<uint16_t> A16(A.size()), B16(B.size());
+      ASSERT_EQ(toHalf(Half::BF16, A.size(), A.data(), A16.data()), 0);
+      ASSERT_EQ(toHalf(Half::BF16, B.size(), B.data(), B16.data()), 0);
+      ASSERT_EQ(fromHalf(Half::BF16, A.size(), A16.data(), A.data()), 0);
+      ASSERT_EQ(fromHalf(Half::BF16, B.size(), B16.data(), B.data()), 0);
+      std::vector<float> want = randomVector(s.M * s.N, 7), got = want;
+      ASSERT_EQ(
+          gemm(form, s.M, s.N, s.K, A.data(), B.data(), want.data(), beta), 0);
+      ASSERT_EQ(gemm16(form, Half::BF16, s.M, s.N, s.K, A16.data(), B16.data(),
+                       got.data(), beta),
+                0);
+      EXPECT_EQ(got, want);
+    }
+  }
+}
+
+TEST(Bf16Products, SetChoosesAndNamesThePath) {
+  EachBf16Path restore;
+  setBf16Products(Bf16Products::Dot);
+  EXPECT_EQ(bf16Products(), Bf16Products::Dot);
+  EXPECT_STREQ(bf16ProductsName(bf16Products()), "dot");
+  setBf16Products(Bf16Products::Widen);
+  EXPECT_EQ(bf16Products(), Bf16Products::Widen);
+  EXPECT_STREQ(bf16ProductsName(bf16Products()), "widen");
 }
 
 INSTANTIATE_TEST_SUITE_P(Forms, GemmTest,

@@ -74,20 +74,42 @@ enum class Half { BF16, F16 };
 int gemm(GemmForm form, int64_t M, int64_t N, int64_t K, const float *A,
          const float *B, float *C, float beta = 0.0f);
 
+/// How the bf16 GEMMs and the bf16 attention compute their products.
+enum class Bf16Products {
+  /// On AVX512-BF16's vdpbf16ps (pairs of bf16 products added into fp32).
+  Dot,
+  /// Widened to fp32 where the operands are packed or staged, multiplied on
+  /// the fp32 FMA units (as the fp16 kernels always do).
+  Widen,
+};
+/// The choice of this process, made once: RATRAIN_BF16_PRODUCTS=dot|widen
+/// when set, else `Dot` on AMD CPUs with AVX512-BF16 (Zen 4 and 5 run
+/// vdpbf16ps at twice the fp32 FMA rate) and `Widen` everywhere else (Intel
+/// CPUs from Cooper Lake to Granite Rapids issue vdpbf16ps at half the fp32
+/// FMA rate; CPUs without AVX512-BF16 have no dot product). It depends on the
+/// CPU only, never on a timing, so a run's bits do not change between runs
+/// on one machine. An unknown RATRAIN_BF16_PRODUCTS is a fatal error.
+Bf16Products bf16Products();
+/// "dot" or "widen".
+const char *bf16ProductsName(Bf16Products products);
+/// Overrides the choice for the rest of the process (calibration, tests).
+void setBf16Products(Bf16Products products);
+
 /// 16-bit GEMM (both operands of type `type`), fp32 accumulation and fp32
 /// C, same semantics as the fp32 gemm. bf16 runs on AVX512-BF16
-/// (vdpbf16ps) where the CPU has it; fp16 operands are widened to fp32
-/// while they are packed. Results equal an fp32 GEMM of the (exactly
-/// representable) 16-bit inputs up to fp32 summation-order rounding.
+/// (vdpbf16ps) or widened to fp32 (bf16Products()); fp16 operands are
+/// always widened to fp32 while they are packed. Results equal an fp32 GEMM
+/// of the (exactly representable) 16-bit inputs up to fp32 summation-order
+/// rounding.
 int gemm16(GemmForm form, Half type, int64_t M, int64_t N, int64_t K,
            const uint16_t *A, const uint16_t *B, float *C, float beta = 0.0f);
 
 /// 16-bit GEMM into a 16-bit C of the same type: C = beta * C + op(A) *
 /// op(B) with fp32 accumulation, rounded to `type` once (nearest even). The
 /// same bits as gemm16 into an fp32 copy of C followed by toHalf, without
-/// the copy: with bf16 and K <= the GEMM's k panel (TileConfig::gemmKc) the
-/// kernel reads and writes C itself; otherwise it stages C in fp32
-/// internally. C must not alias A or B.
+/// the copy: with bf16 on the dot product and K <= the GEMM's k panel
+/// (TileConfig::gemmKc) the kernel reads and writes C itself; otherwise it
+/// stages C in fp32 internally. C must not alias A or B.
 int gemm16To16(GemmForm form, Half type, int64_t M, int64_t N, int64_t K,
                const uint16_t *A, const uint16_t *B, uint16_t *C,
                float beta = 0.0f);
