@@ -62,14 +62,27 @@ public:
   /// Optional overrides (0 = derive from the machine parameters).
   GeneratorParam<int> kcOverride{"kc", 0};
   GeneratorParam<int> mbOverride{"mb", 0};
+  /// C's element: f32, or bf16 (uint16 bits; elem=bf16 only): C is read,
+  /// accumulated in fp32 and rounded once in the epilogue, which needs the
+  /// whole K in one panel (K <= KC, checked by the caller), as
+  /// ratrain_gemm_bf16_packed_to_bf16 on the dot product.
+  GeneratorParam<std::string> out{"out", "f32"};
 
   /// Types come from "a.type"/"b.type" (float32 or uint16).
   Input<Buffer<>> a{"a", 2};
   Input<Buffer<>> b{"b", 2};
   /// The previous C (read only when beta != 0; may alias `c`).
-  Input<Buffer<float>> cIn{"c_in", 2};
+  Input<Buffer<>> cIn{"c_in", 2};
   Input<float> beta{"beta"};
-  Output<Buffer<float>> c{"c", 2};
+  Output<Buffer<>> c{"c", 2};
+
+  bool halfC() const { return std::string(out) == "bf16"; }
+
+  void configure() {
+    Type cType = halfC() ? UInt(16) : Float(32);
+    cIn.set_type(cType);
+    c.set_type(cType);
+  }
 
   /// Element (k, row) of op(A) as a Halide Expr of the element type.
   Expr loadA(Expr k, Expr m) {
@@ -132,26 +145,41 @@ public:
     RDom rko(0, nPanels, "rko");
     // The first k panel folds in beta * C, so there is no separate pass
     // over C (beta == 0 never reads it).
-    Expr first = select(beta == 0.0f, 0.0f, beta * cIn(n, m));
-    c(n, m) = undef<float>();
-    c(n, m) = select(rko == 0, first, c(n, m)) +
-              partial(n % NR, m % MR, n / NR, m / MR, rko);
+    Expr previous = halfC() ? widen(cIn(n, m), Elem::BF16) : Expr(cIn(n, m));
+    Expr first = select(beta == 0.0f, 0.0f, beta * previous);
+    if (halfC()) {
+      // One panel: the sum is complete here, rounded once.
+      c(n, m) = ratrain::kernels::generators::narrow(
+          first + partial(n % NR, m % MR, n / NR, m / MR, 0), Elem::BF16);
+    } else {
+      c(n, m) = undef<float>();
+      c(n, m) = select(rko == 0, first, c(n, m)) +
+                partial(n % NR, m % MR, n / NR, m / MR, rko);
+    }
 
     // ---- schedule ----
     const int V = 16; // fp32 lanes of a zmm register
     Var nb("nb"), nn("nn"), mb("mb"), mm("mm"), nto("nto"), mto("mto"),
         nii("nii"), mo("mo");
-    c.update()
-        // Split into register tiles first and group whole tiles into
-        // blocks, so a ragged block (N < NB, M % MB != 0) only shortens the
-        // tile loops; only the last ragged tile takes the guarded path.
-        .split(n, nn, ni, NR, TailStrategy::GuardWithIf)
-        .split(nn, nb, nto, NB / NR, TailStrategy::GuardWithIf)
-        .split(m, mm, mi, MR, TailStrategy::GuardWithIf)
-        .split(mm, mb, mto, MB / MR, TailStrategy::GuardWithIf)
-        .reorder(ni, mi, mto, nto, mb, rko, nb)
-        .vectorize(ni, V)
-        .parallel(mb);
+    // Split into register tiles first and group whole tiles into blocks, so
+    // a ragged block (N < NB, M % MB != 0) only shortens the tile loops;
+    // only the last ragged tile takes the guarded path.
+    auto block = [&](auto stage) {
+      stage.split(n, nn, ni, NR, TailStrategy::GuardWithIf)
+          .split(nn, nb, nto, NB / NR, TailStrategy::GuardWithIf)
+          .split(m, mm, mi, MR, TailStrategy::GuardWithIf)
+          .split(mm, mb, mto, MB / MR, TailStrategy::GuardWithIf);
+      return stage;
+    };
+    if (halfC()) {
+      Func cF = c;
+      block(cF).reorder(ni, mi, mto, nto, mb, nb).vectorize(ni, V).parallel(mb);
+    } else {
+      block(c.update())
+          .reorder(ni, mi, mto, nto, mb, rko, nb)
+          .vectorize(ni, V)
+          .parallel(mb);
+    }
 
     partial.compute_at(c, mto)
         .bound(ni, 0, NR)
@@ -162,8 +190,13 @@ public:
         .unroll(mi);
     partial.update().reorder(ni, mi, r1).vectorize(ni, V).unroll(ni).unroll(mi);
     Ap.compute_at(c, mb).bound(mi, 0, MR).vectorize(mi, 4).unroll(mi);
-    Bp.compute_at(c, rko).bound(ni, 0, NR).vectorize(ni, V).unroll(ni).parallel(
-        nt);
+    // One B panel per k panel (per column block when C is 16-bit: one
+    // panel).
+    if (halfC())
+      Bp.compute_at(c, nb);
+    else
+      Bp.compute_at(c, rko);
+    Bp.bound(ni, 0, NR).vectorize(ni, V).unroll(ni).parallel(nt);
 
     // Row-major 2D buffers: unit stride in dim 0.
     a.dim(0).set_stride(1);

@@ -107,12 +107,15 @@
 #include "ratrain_k_gemm_bf16_packed.h"
 #include "ratrain_k_gemm_bf16_packed_to_bf16.h"
 #include "ratrain_k_gemm_nn_bf16w.h"
+#include "ratrain_k_gemm_nn_bf16w_to_bf16.h"
 #include "ratrain_k_gemm_nn_f16.h"
 #include "ratrain_k_gemm_nn_f32.h"
 #include "ratrain_k_gemm_nt_bf16w.h"
+#include "ratrain_k_gemm_nt_bf16w_to_bf16.h"
 #include "ratrain_k_gemm_nt_f16.h"
 #include "ratrain_k_gemm_nt_f32.h"
 #include "ratrain_k_gemm_tn_bf16w.h"
+#include "ratrain_k_gemm_tn_bf16w_to_bf16.h"
 #include "ratrain_k_gemm_tn_f16.h"
 #include "ratrain_k_gemm_tn_f32.h"
 #include "ratrain_k_pack_a_kinner.h"
@@ -335,6 +338,23 @@ int gemm16To16(GemmForm form, Half type, int64_t M, int64_t N, int64_t K,
                const uint16_t *A, const uint16_t *B, uint16_t *C, float beta) {
   if (anyEmpty({M, N}))
     return 0;
+  if (type == Half::BF16 && bf16Products() == Bf16Products::Widen && K > 0 &&
+      K <= gemmTilesFor(4).kc) {
+    // Widened, one k panel of the fp32 tiling: the same.
+    auto c = dense(C, {N, M});
+    switch (form) {
+    case GemmForm::NT:
+      return ratrain_k_gemm_nt_bf16w_to_bf16(dense(A, {K, M}), dense(B, {K, N}),
+                                             c, beta, c);
+    case GemmForm::NN:
+      return ratrain_k_gemm_nn_bf16w_to_bf16(dense(A, {K, M}), dense(B, {N, K}),
+                                             c, beta, c);
+    case GemmForm::TN:
+      return ratrain_k_gemm_tn_bf16w_to_bf16(dense(A, {M, K}), dense(B, {N, K}),
+                                             c, beta, c);
+    }
+    return -1;
+  }
   if (type == Half::BF16 && bf16Products() == Bf16Products::Dot && K > 0 &&
       K <= gemmTilesFor(2).kc) {
     // One k panel: the kernel reads C, accumulates and rounds in its
@@ -346,8 +366,7 @@ int gemm16To16(GemmForm form, Half type, int64_t M, int64_t N, int64_t K,
     return ratrain_k_gemm_bf16_packed_to_bf16(
         packed.ap, packed.bp, static_cast<int>(packed.kcEff), c, beta, c);
   }
-  // fp16, widened bf16, a K deeper than one panel, or no K: through an fp32
-  // copy.
+  // fp16, a K deeper than one panel, or no K: through an fp32 copy.
   thread_local std::vector<float> staged;
   staged.resize(size_t(M) * size_t(N));
   if (beta != 0.0f)

@@ -107,7 +107,7 @@ int gemm16(GemmForm form, Half type, int64_t M, int64_t N, int64_t K,
 /// 16-bit GEMM into a 16-bit C of the same type: C = beta * C + op(A) *
 /// op(B) with fp32 accumulation, rounded to `type` once (nearest even). The
 /// same bits as gemm16 into an fp32 copy of C followed by toHalf, without
-/// the copy: with bf16 on the dot product and K <= the GEMM's k panel
+/// the copy: with bf16 and K within one k panel of the kernels' tiling
 /// (TileConfig::gemmKc) the kernel reads and writes C itself; otherwise it
 /// stages C in fp32 internally. C must not alias A or B.
 int gemm16To16(GemmForm form, Half type, int64_t M, int64_t N, int64_t K,
