@@ -356,8 +356,14 @@ int runProgram(int argc, char **argv, const ProgramDescription &program) {
   // node compute on too. HL_NUM_THREADS, when set, still decides.
   if (!std::getenv("HL_NUM_THREADS"))
     k::setNumThreads(int(program.cores));
-  // The bf16 product path is chosen once, before the first kernel (an
-  // invalid RATRAIN_BF16_PRODUCTS stops the job here).
+  // The bf16 product path is chosen once, before the first kernel; an
+  // invalid RATRAIN_BF16_PRODUCTS stops the job here.
+  if (const char *value = std::getenv("RATRAIN_BF16_PRODUCTS"))
+    if (!k::parseBf16Products(value))
+      fatal(llvm::formatv("RATRAIN_BF16_PRODUCTS={0}: expected 'dot' "
+                          "(vdpbf16ps) or 'widen' (fp32 FMA on widened "
+                          "operands)",
+                          value));
   (void)k::bf16Products();
   // Uneven shares and classes of clusters follow the compiled rank order:
   // RATRAIN_RANK_ORDER may not change it under them.

@@ -40,7 +40,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export RATRAIN_PROGRESS_LINE=never
 # The bf16 baselines were recorded with the bf16 products on vdpbf16ps; a CPU
 # whose kernels would widen them to fp32 by default (kernels::bf16Products)
-# runs that path here too.
+# runs the dot product here too.
 export RATRAIN_BF16_PRODUCTS=dot
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT

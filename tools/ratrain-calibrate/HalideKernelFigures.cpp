@@ -200,7 +200,8 @@ void ratrain::calibrate::measureAttention(AttentionFigure &f, int reps) {
                                  v.data(), out.data(), dout.data(), lse.data(),
                                  scale, dq.data(), dk.data(), dv.data());
   });
-  // The bf16 kernels (products on vdpbf16ps) on the same values.
+  // The bf16 kernels (products on vdpbf16ps, or widened: kernels::bf16Products)
+  // on the same values.
   auto bf16 = [](const std::vector<float> &x) {
     std::vector<uint16_t> bits(x.size());
     kn::toHalf(kn::Half::BF16, int64_t(x.size()), x.data(), bits.data());

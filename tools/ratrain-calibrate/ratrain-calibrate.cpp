@@ -342,6 +342,10 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(argc, argv,
                               "measure this host and write a RATrain "
                               "machine file\n");
+#ifdef RATRAIN_HAVE_KERNELS
+  // An invalid RATRAIN_BF16_PRODUCTS stops the tool before it measures.
+  (void)kn::bf16Products();
+#endif
   auto fail = [](const llvm::Twine &message) {
     llvm::WithColor::error(llvm::errs(), "ratrain-calibrate")
         << message << "\n";
@@ -468,9 +472,13 @@ int main(int argc, char **argv) {
 #ifdef RATRAIN_HAVE_KERNELS
   const bool bf16Widened = kn::bf16Products() == kn::Bf16Products::Widen;
 #else
-  const bool bf16Widened = bf16PerCore <= 0;
+  const bool bf16Widened = false;
 #endif
-  double bf16Peak = bf16Widened ? fp32PerCore : bf16PerCore;
+  // The dot loop's peak where the kernels use the dot product and this
+  // build measured it; the fp32 FMA's otherwise.
+  const bool bf16AtDotPeak = !bf16Widened && bf16PerCore > 0;
+  double bf16Peak = bf16AtDotPeak ? bf16PerCore : fp32PerCore;
+#ifdef RATRAIN_HAVE_KERNELS
   if (bf16Widened && bf16PerCore > fp32PerCore)
     llvm::errs() << llvm::formatv(
         "warning: the bf16 kernels widen to fp32 (RATRAIN_BF16_PRODUCTS or "
@@ -478,12 +486,13 @@ int main(int argc, char **argv) {
         "against {1:f1} for fp32 FMA: RATRAIN_BF16_PRODUCTS=dot may be "
         "faster\n",
         bf16PerCore / 1e9, fp32PerCore / 1e9);
-  else if (!bf16Widened && bf16PerCore < fp32PerCore)
+  else if (bf16AtDotPeak && bf16PerCore < fp32PerCore)
     llvm::errs() << llvm::formatv(
         "warning: the bf16 kernels run on vdpbf16ps at {0:f1} GFLOP/s per "
         "core against {1:f1} for fp32 FMA: RATRAIN_BF16_PRODUCTS=widen may be "
         "faster\n",
         bf16PerCore / 1e9, fp32PerCore / 1e9);
+#endif
 #ifdef RATRAIN_HAVE_KERNELS
   {
     for (std::vector<float> *v : {&a, &b, &c, &d})
@@ -743,9 +752,10 @@ int main(int argc, char **argv) {
                       bf16PerCore <= 0 ? " (unavailable)" : "")
      << llvm::formatv("#  [D] bf16 products: {0} -> peak_flops_f16 = the {1} "
                       "peak\n",
-                      bf16Widened ? "widened to fp32 (the kernels' fp32 FMA)"
-                                  : "vdpbf16ps",
-                      bf16Widened ? "FP32 FMA" : "bf16 dot loop's")
+                      bf16AtDotPeak ? "vdpbf16ps"
+                      : bf16Widened ? "widened to fp32 (the kernels' fp32 FMA)"
+                                    : "no vdpbf16ps loop in this build",
+                      bf16AtDotPeak ? "bf16 dot loop's" : "FP32 FMA")
      << llvm::formatv("#  [M] STREAM triad: {0:f1} GB/s with all CPUs "
                       "(ddr_bandwidth = that / clusters), {1:f1} GB/s on one\n",
                       triadAll / 1e9, triadOne / 1e9);

@@ -52,6 +52,24 @@ using ratrain::kernels::generators::widen;
 
 namespace {
 
+/// Splits a GEMM output stage over (n, m) into NR x MR register tiles
+/// (ni, mi) grouped into NB x MB blocks (nb, mb; tiles nto, mto within a
+/// block). Tiles are split first, so a ragged block (N < NB, M % MB != 0)
+/// only shortens the tile loops and only the last ragged tile takes the
+/// guarded path.
+template <typename Stage>
+Stage splitIntoBlocks(Stage stage, const Var &n, const Var &m, const Var &ni,
+                      const Var &mi, const Var &nb, const Var &nto,
+                      const Var &mb, const Var &mto, int NR, int NB, int MR,
+                      int MB) {
+  Var nn("nn"), mm("mm");
+  stage.split(n, nn, ni, NR, TailStrategy::GuardWithIf)
+      .split(nn, nb, nto, NB / NR, TailStrategy::GuardWithIf)
+      .split(m, mm, mi, MR, TailStrategy::GuardWithIf)
+      .split(mm, mb, mto, MB / MR, TailStrategy::GuardWithIf);
+  return stage;
+}
+
 class Gemm : public Generator<Gemm> {
 public:
   GeneratorParam<std::string> form{"form", "nt"};
@@ -79,6 +97,10 @@ public:
   bool halfC() const { return std::string(out) == "bf16"; }
 
   void configure() {
+    if (std::string(out) != "f32" &&
+        !(std::string(out) == "bf16" && std::string(elem) == "bf16"))
+      throw CompileError("ratrain_gemm: out=" + std::string(out) +
+                         " needs out=f32, or out=bf16 with elem=bf16");
     Type cType = halfC() ? UInt(16) : Float(32);
     cIn.set_type(cType);
     c.set_type(cType);
@@ -129,7 +151,9 @@ public:
     // K is cut into nPanels panels of kcEff <= KC (a multiple of 8), as
     // even as possible, so a K just above a multiple of KC does not pay for
     // a mostly-zero panel.
-    Expr nPanels = (K + KC - 1) / KC;
+    // A 16-bit C takes the whole K in one panel (correct for any K; the
+    // caller keeps K <= KC for speed).
+    Expr nPanels = halfC() ? Expr(1) : (K + KC - 1) / KC;
     Expr kcEff = ((K + nPanels - 1) / nPanels + 7) / 8 * 8;
     RDom r1(0, kcEff, "r1");
     Expr rowA = min(mt * MR + mi, M - 1);
@@ -159,17 +183,10 @@ public:
 
     // ---- schedule ----
     const int V = 16; // fp32 lanes of a zmm register
-    Var nb("nb"), nn("nn"), mb("mb"), mm("mm"), nto("nto"), mto("mto"),
-        nii("nii"), mo("mo");
-    // Split into register tiles first and group whole tiles into blocks, so
-    // a ragged block (N < NB, M % MB != 0) only shortens the tile loops;
-    // only the last ragged tile takes the guarded path.
+    Var nb("nb"), mb("mb"), nto("nto"), mto("mto");
     auto block = [&](auto stage) {
-      stage.split(n, nn, ni, NR, TailStrategy::GuardWithIf)
-          .split(nn, nb, nto, NB / NR, TailStrategy::GuardWithIf)
-          .split(m, mm, mi, MR, TailStrategy::GuardWithIf)
-          .split(mm, mb, mto, MB / MR, TailStrategy::GuardWithIf);
-      return stage;
+      return splitIntoBlocks(stage, n, m, ni, mi, nb, nto, mb, mto, NR, NB, MR,
+                             MB);
     };
     if (halfC()) {
       Func cF = c;
@@ -327,16 +344,10 @@ public:
     }
 
     const int V = 16;
-    Var nb("nb"), nn("nn"), mb("mb"), mm("mm"), nto("nto"), mto("mto");
-    // Split into register tiles first and group whole tiles into blocks, so
-    // a ragged block (N < NB, M % MB != 0) only shortens the tile loops;
-    // only the last ragged tile takes the guarded path.
+    Var nb("nb"), mb("mb"), nto("nto"), mto("mto");
     auto block = [&](auto stage) {
-      stage.split(n, nn, ni, NR, TailStrategy::GuardWithIf)
-          .split(nn, nb, nto, NB / NR, TailStrategy::GuardWithIf)
-          .split(m, mm, mi, MR, TailStrategy::GuardWithIf)
-          .split(mm, mb, mto, MB / MR, TailStrategy::GuardWithIf);
-      return stage;
+      return splitIntoBlocks(stage, n, m, ni, mi, nb, nto, mb, mto, NR, NB, MR,
+                             MB);
     };
     if constexpr (kHalfC) {
       Func cF = c;

@@ -338,7 +338,8 @@ int gemm16To16(GemmForm form, Half type, int64_t M, int64_t N, int64_t K,
                const uint16_t *A, const uint16_t *B, uint16_t *C, float beta) {
   if (anyEmpty({M, N}))
     return 0;
-  if (type == Half::BF16 && bf16Products() == Bf16Products::Widen && K > 0 &&
+  const Bf16Products products = bf16Products();
+  if (type == Half::BF16 && products == Bf16Products::Widen && K > 0 &&
       K <= gemmTilesFor(4).kc) {
     // Widened, one k panel of the fp32 tiling: the same.
     auto c = dense(C, {N, M});
@@ -355,7 +356,7 @@ int gemm16To16(GemmForm form, Half type, int64_t M, int64_t N, int64_t K,
     }
     return -1;
   }
-  if (type == Half::BF16 && bf16Products() == Bf16Products::Dot && K > 0 &&
+  if (type == Half::BF16 && products == Bf16Products::Dot && K > 0 &&
       K <= gemmTilesFor(2).kc) {
     // One k panel: the kernel reads C, accumulates and rounds in its
     // epilogue.

@@ -13,9 +13,11 @@
 // or a 16-bit neighbour, and at most 1% of them to differ; the fp32 kernels
 // themselves are checked against references in KernelsTest.cpp. Copies
 // (embedding lookup) and the GEMM into a 16-bit result are bit-exact. The
-// bf16 attention is the exception: its products run on vdpbf16ps with the
-// probabilities and dS rounded to bf16, so it is checked at bf16 accuracy
-// (expectBf16Close), not against the staged result's rounding.
+// bf16 attention on the dot product (kernels::bf16Products) is the
+// exception: its products run on vdpbf16ps with the probabilities and dS
+// rounded to bf16, so it is checked at bf16 accuracy (expectBf16Close), not
+// against the staged result's rounding; the widened bf16 attention is checked
+// like fp16's. The bf16 GEMM and attention run both product paths.
 //
 //===----------------------------------------------------------------------===//
 
@@ -200,14 +202,17 @@ void checkGemmIntoHalf(Half type);
 
 TEST_P(HalfKernels, GemmIntoAHalfResultMatchesGemmThenRound) {
   // gemm16To16 against gemm16 into an fp32 copy of C and toHalf: the path
-  // the runtime took before. bf16 on the dot product with K within one k
-  // panel runs the kernel that rounds in its epilogue; K deeper than a panel
-  // (and fp16, and widened bf16) stage C.
+  // the runtime took before. bf16 with K within one k panel (of the dot
+  // product's or the widened kernels' tiling) runs the kernel that rounds in
+  // its epilogue; K deeper than a panel (and fp16) stage C.
+  Half type = GetParam();
   const Bf16Products cpu = bf16Products();
   for (Bf16Products products : {Bf16Products::Dot, Bf16Products::Widen}) {
+    if (type != Half::BF16 && products != cpu)
+      continue; // fp16 has one path
     SCOPED_TRACE(bf16ProductsName(products));
     setBf16Products(products);
-    checkGemmIntoHalf(GetParam());
+    checkGemmIntoHalf(type);
   }
   setBf16Products(cpu);
 }
@@ -220,7 +225,10 @@ void checkGemmIntoHalf(Half type) {
   } cases[] = {{GemmForm::NT, 37, 45, 70},
                {GemmForm::NN, 29, 50, 33},
                {GemmForm::TN, 45, 31, 66},
-               {GemmForm::NT, 13, 70, kc + 6}};
+               {GemmForm::NT, 13, 70, kc + 6},
+               // The widened kernels' panel boundary (K == KC: one panel).
+               {GemmForm::NT, 19, 40, kc},
+               {GemmForm::TN, 21, 33, kc - 1}};
   unsigned seed = 40;
   for (const Case &c : cases)
     for (float beta : {0.0f, 1.0f}) {
@@ -409,6 +417,8 @@ TEST_P(HalfKernels, AttentionMatchesStaged) {
   Half type = GetParam();
   const Bf16Products cpu = bf16Products();
   for (Bf16Products products : {Bf16Products::Dot, Bf16Products::Widen}) {
+    if (type != Half::BF16 && products != cpu)
+      continue; // fp16 has one path
     SCOPED_TRACE(bf16ProductsName(products));
     setBf16Products(products);
     for (const AttentionCase &c : {AttentionCase{2, 45, 4, 2, 32, false, 0},

@@ -185,18 +185,15 @@ TEST_P(GemmTest, Fp32MatchesReference) {
   }
 }
 
-/// The bf16 kernels of both product paths, in turn; restores this CPU's
-/// choice.
-struct EachBf16Path {
+/// Restores this process's bf16 product path when a test that sets it ends.
+struct RestoreBf16Products {
   const Bf16Products cpu = bf16Products();
-  ~EachBf16Path() { setBf16Products(cpu); }
-  static constexpr Bf16Products paths[] = {Bf16Products::Dot,
-                                           Bf16Products::Widen};
+  ~RestoreBf16Products() { setBf16Products(cpu); }
 };
 
 TEST_P(GemmTest, Bf16AndFp16MatchReferenceOnRoundedInputs) {
   GemmForm form = GetParam();
-  EachBf16Path restore;
+  RestoreBf16Products restore;
   for (auto [type, products] : {std::pair{Half::BF16, Bf16Products::Dot},
                                 std::pair{Half::BF16, Bf16Products::Widen},
                                 std::pair{Half::F16, Bf16Products::Widen}}) {
@@ -228,7 +225,7 @@ TEST_P(GemmTest, WidenedBf16IsTheFp32GemmOfTheWidenedInputs) {
   // panels widened while packing: the same bits as gemm() on fromHalf's
   // copies of the operands.
   GemmForm form = GetParam();
-  EachBf16Path restore;
+  RestoreBf16Products restore;
   setBf16Products(Bf16Products::Widen);
   for (const GemmShape &s : kGemmShapes) {
     for (float beta : {0.0f, 1.0f}) {
@@ -253,13 +250,20 @@ TEST_P(GemmTest, WidenedBf16IsTheFp32GemmOfTheWidenedInputs) {
 }
 
 TEST(Bf16Products, SetChoosesAndNamesThePath) {
-  EachBf16Path restore;
+  RestoreBf16Products restore;
   setBf16Products(Bf16Products::Dot);
   EXPECT_EQ(bf16Products(), Bf16Products::Dot);
   EXPECT_STREQ(bf16ProductsName(bf16Products()), "dot");
   setBf16Products(Bf16Products::Widen);
   EXPECT_EQ(bf16Products(), Bf16Products::Widen);
   EXPECT_STREQ(bf16ProductsName(bf16Products()), "widen");
+}
+
+TEST(Bf16Products, ParsesOnlyItsTwoNames) {
+  EXPECT_EQ(parseBf16Products("dot"), Bf16Products::Dot);
+  EXPECT_EQ(parseBf16Products("widen"), Bf16Products::Widen);
+  for (const char *name : {"", "Dot", "fast", "dot ", "widened"})
+    EXPECT_FALSE(parseBf16Products(name).has_value()) << "'" << name << "'";
 }
 
 INSTANTIATE_TEST_SUITE_P(Forms, GemmTest,

@@ -35,6 +35,7 @@
 #define RATRAIN_KERNELS_KERNELS_H
 
 #include <cstdint>
+#include <optional>
 
 namespace ratrain::kernels {
 
@@ -92,6 +93,8 @@ enum class Bf16Products {
 Bf16Products bf16Products();
 /// "dot" or "widen".
 const char *bf16ProductsName(Bf16Products products);
+/// The path named "dot" or "widen"; nullopt for any other name.
+std::optional<Bf16Products> parseBf16Products(const char *name);
 /// Overrides the choice for the rest of the process (calibration, tests).
 void setBf16Products(Bf16Products products);
 
