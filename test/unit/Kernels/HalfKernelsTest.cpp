@@ -107,6 +107,20 @@ Departure depart(const Bits &got, const Bits &want) {
 
 class HalfKernels : public ::testing::TestWithParam<Half> {};
 
+/// Runs `body` once per bf16 product path for bf16 (kernels::bf16Products),
+/// once for fp16 (it has one path), and restores the process's path.
+template <typename Body> void forEachProductPath(Half type, Body body) {
+  const Bf16Products cpu = bf16Products();
+  for (Bf16Products products : {Bf16Products::Dot, Bf16Products::Widen}) {
+    if (type != Half::BF16 && products != cpu)
+      continue;
+    SCOPED_TRACE(bf16ProductsName(products));
+    setBf16Products(products);
+    body();
+  }
+  setBf16Products(cpu);
+}
+
 TEST_P(HalfKernels, RmsNormForwardAndBackwardMatchStaged) {
   Half type = GetParam();
   const int64_t T = 37, H = 83;
@@ -206,15 +220,7 @@ TEST_P(HalfKernels, GemmIntoAHalfResultMatchesGemmThenRound) {
   // product's or the widened kernels' tiling) runs the kernel that rounds in
   // its epilogue; K deeper than a panel (and fp16) stage C.
   Half type = GetParam();
-  const Bf16Products cpu = bf16Products();
-  for (Bf16Products products : {Bf16Products::Dot, Bf16Products::Widen}) {
-    if (type != Half::BF16 && products != cpu)
-      continue; // fp16 has one path
-    SCOPED_TRACE(bf16ProductsName(products));
-    setBf16Products(products);
-    checkGemmIntoHalf(type);
-  }
-  setBf16Products(cpu);
+  forEachProductPath(type, [&] { checkGemmIntoHalf(type); });
 }
 
 void checkGemmIntoHalf(Half type) {
@@ -415,19 +421,13 @@ void checkAttention(Half type, const AttentionCase &c) {
 
 TEST_P(HalfKernels, AttentionMatchesStaged) {
   Half type = GetParam();
-  const Bf16Products cpu = bf16Products();
-  for (Bf16Products products : {Bf16Products::Dot, Bf16Products::Widen}) {
-    if (type != Half::BF16 && products != cpu)
-      continue; // fp16 has one path
-    SCOPED_TRACE(bf16ProductsName(products));
-    setBf16Products(products);
+  forEachProductPath(type, [&] {
     for (const AttentionCase &c : {AttentionCase{2, 45, 4, 2, 32, false, 0},
                                    AttentionCase{1, 70, 2, 1, 64, false, 17},
                                    AttentionCase{1, 33, 4, 4, 128, false, 0},
                                    AttentionCase{2, 37, 4, 2, 32, true, 0}})
       checkAttention(type, c);
-  }
-  setBf16Products(cpu);
+  });
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, HalfKernels,
