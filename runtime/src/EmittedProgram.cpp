@@ -360,10 +360,8 @@ int runProgram(int argc, char **argv, const ProgramDescription &program) {
   // invalid RATRAIN_BF16_PRODUCTS stops the job here.
   if (const char *value = std::getenv("RATRAIN_BF16_PRODUCTS"))
     if (!k::parseBf16Products(value))
-      fatal(llvm::formatv("RATRAIN_BF16_PRODUCTS={0}: expected 'dot' "
-                          "(vdpbf16ps) or 'widen' (fp32 FMA on widened "
-                          "operands)",
-                          value));
+      fatal(llvm::formatv("RATRAIN_BF16_PRODUCTS={0}: {1}", value,
+                          k::kBf16ProductsExpected));
   (void)k::bf16Products();
   // Uneven shares and classes of clusters follow the compiled rank order:
   // RATRAIN_RANK_ORDER may not change it under them.

@@ -30,10 +30,8 @@ Bf16Products chooseForThisCpu() {
       return *named;
     // Programs check the variable first (runProgram, with the rank in the
     // message); this is for the tools and benchmarks.
-    std::fprintf(stderr,
-                 "error: RATRAIN_BF16_PRODUCTS=%s: expected 'dot' (vdpbf16ps) "
-                 "or 'widen' (fp32 FMA on widened operands)\n",
-                 value);
+    std::fprintf(stderr, "error: RATRAIN_BF16_PRODUCTS=%s: %s\n", value,
+                 kBf16ProductsExpected);
     std::exit(1);
   }
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))

@@ -231,25 +231,45 @@ static int scaleByBeta(int64_t n, float *C, float beta) {
   return 0;
 }
 
+namespace {
+/// One GEMM pipeline: (a, b, c_in, beta, c), every operand row-major.
+using GemmPipeline = int (*)(halide_buffer_t *, halide_buffer_t *,
+                             halide_buffer_t *, float, halide_buffer_t *);
+/// The three forms of one GEMM family.
+struct GemmForms {
+  GemmPipeline nt, nn, tn;
+};
+#define RATRAIN_GEMM_FORMS(SUFFIX)                                             \
+  GemmForms {                                                                  \
+    ratrain_k_gemm_nt_##SUFFIX, ratrain_k_gemm_nn_##SUFFIX,                    \
+        ratrain_k_gemm_tn_##SUFFIX                                             \
+  }
+
+/// C = beta * C + op(A) op(B) with `forms`' pipeline for `form`: A and B seen
+/// as that form's row-major operands, C (M x N, fp32 or 16-bit) read in place.
+template <typename T, typename CT>
+int runGemmForm(const GemmForms &forms, GemmForm form, int64_t M, int64_t N,
+                int64_t K, const T *A, const T *B, CT *C, float beta) {
+  auto c = dense(C, {N, M});
+  switch (form) {
+  case GemmForm::NT:
+    return forms.nt(dense(A, {K, M}), dense(B, {K, N}), c, beta, c);
+  case GemmForm::NN:
+    return forms.nn(dense(A, {K, M}), dense(B, {N, K}), c, beta, c);
+  case GemmForm::TN:
+    return forms.tn(dense(A, {M, K}), dense(B, {N, K}), c, beta, c);
+  }
+  return -1;
+}
+} // namespace
+
 int gemm(GemmForm form, int64_t M, int64_t N, int64_t K, const float *A,
          const float *B, float *C, float beta) {
   if (anyEmpty({M, N}))
     return 0;
-  auto c = dense(C, {N, M});
   if (K <= 0)
     return scaleByBeta(M * N, C, beta);
-  switch (form) {
-  case GemmForm::NT:
-    return ratrain_k_gemm_nt_f32(dense(A, {K, M}), dense(B, {K, N}), c, beta,
-                                 c);
-  case GemmForm::NN:
-    return ratrain_k_gemm_nn_f32(dense(A, {K, M}), dense(B, {N, K}), c, beta,
-                                 c);
-  case GemmForm::TN:
-    return ratrain_k_gemm_tn_f32(dense(A, {M, K}), dense(B, {N, K}), c, beta,
-                                 c);
-  }
-  return -1;
+  return runGemmForm(RATRAIN_GEMM_FORMS(f32), form, M, N, K, A, B, C, beta);
 }
 
 namespace {
@@ -295,41 +315,17 @@ int gemm16(GemmForm form, Half type, int64_t M, int64_t N, int64_t K,
            const uint16_t *A, const uint16_t *B, float *C, float beta) {
   if (anyEmpty({M, N}))
     return 0;
-  auto c = dense(C, {N, M});
   if (K <= 0)
     return scaleByBeta(M * N, C, beta);
-  if (type == Half::F16) {
-    switch (form) {
-    case GemmForm::NT:
-      return ratrain_k_gemm_nt_f16(dense(A, {K, M}), dense(B, {K, N}), c, beta,
-                                   c);
-    case GemmForm::NN:
-      return ratrain_k_gemm_nn_f16(dense(A, {K, M}), dense(B, {N, K}), c, beta,
-                                   c);
-    case GemmForm::TN:
-      return ratrain_k_gemm_tn_f16(dense(A, {M, K}), dense(B, {N, K}), c, beta,
-                                   c);
-    }
-    return -1;
-  }
-  if (bf16Products() == Bf16Products::Widen) {
-    switch (form) {
-    case GemmForm::NT:
-      return ratrain_k_gemm_nt_bf16w(dense(A, {K, M}), dense(B, {K, N}), c,
-                                     beta, c);
-    case GemmForm::NN:
-      return ratrain_k_gemm_nn_bf16w(dense(A, {K, M}), dense(B, {N, K}), c,
-                                     beta, c);
-    case GemmForm::TN:
-      return ratrain_k_gemm_tn_bf16w(dense(A, {M, K}), dense(B, {N, K}), c,
-                                     beta, c);
-    }
-    return -1;
-  }
+  if (type == Half::F16)
+    return runGemmForm(RATRAIN_GEMM_FORMS(f16), form, M, N, K, A, B, C, beta);
+  if (bf16Products() == Bf16Products::Widen)
+    return runGemmForm(RATRAIN_GEMM_FORMS(bf16w), form, M, N, K, A, B, C, beta);
   // bf16: pack both operands into k-pair panels, then the vdpbf16ps kernel.
   PackedBf16 packed = packBf16(form, M, N, K, A, B);
   if (packed.status)
     return packed.status;
+  auto c = dense(C, {N, M});
   return ratrain_k_gemm_bf16_packed(packed.ap, packed.bp,
                                     static_cast<int>(packed.kcEff), c, beta, c);
 }
@@ -342,19 +338,8 @@ int gemm16To16(GemmForm form, Half type, int64_t M, int64_t N, int64_t K,
   if (type == Half::BF16 && products == Bf16Products::Widen && K > 0 &&
       K <= gemmTilesFor(4).kc) {
     // Widened, one k panel of the fp32 tiling: the same.
-    auto c = dense(C, {N, M});
-    switch (form) {
-    case GemmForm::NT:
-      return ratrain_k_gemm_nt_bf16w_to_bf16(dense(A, {K, M}), dense(B, {K, N}),
-                                             c, beta, c);
-    case GemmForm::NN:
-      return ratrain_k_gemm_nn_bf16w_to_bf16(dense(A, {K, M}), dense(B, {N, K}),
-                                             c, beta, c);
-    case GemmForm::TN:
-      return ratrain_k_gemm_tn_bf16w_to_bf16(dense(A, {M, K}), dense(B, {N, K}),
-                                             c, beta, c);
-    }
-    return -1;
+    return runGemmForm(RATRAIN_GEMM_FORMS(bf16w_to_bf16), form, M, N, K, A, B,
+                       C, beta);
   }
   if (type == Half::BF16 && products == Bf16Products::Dot && K > 0 &&
       K <= gemmTilesFor(2).kc) {
@@ -377,6 +362,7 @@ int gemm16To16(GemmForm form, Half type, int64_t M, int64_t N, int64_t K,
     return status;
   return toHalf(type, M * N, staged.data(), C);
 }
+#undef RATRAIN_GEMM_FORMS
 
 //===----------------------------------------------------------------------===//
 // Conversion

@@ -95,6 +95,9 @@ Bf16Products bf16Products();
 const char *bf16ProductsName(Bf16Products products);
 /// The path named "dot" or "widen"; nullopt for any other name.
 std::optional<Bf16Products> parseBf16Products(const char *name);
+/// What an invalid RATRAIN_BF16_PRODUCTS is told it should be.
+inline constexpr const char *kBf16ProductsExpected =
+    "expected 'dot' (vdpbf16ps) or 'widen' (fp32 FMA on widened operands)";
 /// Overrides the choice for the rest of the process (calibration, tests).
 void setBf16Products(Bf16Products products);
 
