@@ -23,7 +23,9 @@ so the LM head's weight receives the gradient of its normalized copy: a
 lowering without the Jacobian, which the check must reject.
 """
 
+import functools
 import math
+import operator
 import random
 import re
 import sys
@@ -33,12 +35,13 @@ DROP_NORMHEAD_JACOBIAN = False
 SIZES = {"f32": 4, "f16": 2, "bf16": 2, "i32": 4, "i64": 8, "i8": 1}
 
 
+@functools.lru_cache(maxsize=None)
 def parse_type(text):
     """'!mt3k.buffer<ddr, 4x8xf32>' -> (space, shape, dtype)."""
     m = re.match(r"!mt3k\.buffer<(\w+), (.*)>", text.strip())
     space, rest = m.group(1), m.group(2)
     parts = rest.split("x")
-    return space, [int(p) for p in parts[:-1]], parts[-1]
+    return space, tuple(int(p) for p in parts[:-1]), parts[-1]
 
 
 def parse_rope_scaling(text):
@@ -87,21 +90,28 @@ class Ref:
 
 
 class Machine:
-    """Memory of one rank: (space, byte offset) -> element value."""
+    """Memory of one rank: space -> {byte offset -> element value}."""
 
     def __init__(self):
         self.mem = {}
 
+    def offsets(self, ref):
+        step = SIZES[ref.dtype]
+        return range(ref.offset, ref.offset + ref.numel() * step, step)
+
     def read(self, ref):
-        return [self.mem.get(ref.addr(i), 0.0) for i in range(ref.numel())]
+        get = self.mem.setdefault(ref.space, {}).get
+        return [get(offset, 0.0) for offset in self.offsets(ref)]
 
     def write(self, ref, values):
         assert len(values) == ref.numel()
-        for i, v in enumerate(values):
-            self.mem[ref.addr(i)] = v
+        self.mem.setdefault(ref.space, {}).update(zip(self.offsets(ref), values))
 
 
+@functools.lru_cache(maxsize=None)
 def init_value(param, index, kind, std):
+    """The initial value of element `index` of a parameter (the same in
+    every run: each finite-difference run adds its perturbation after)."""
     if kind == "zeros":
         return 0.0
     if kind == "ones":
@@ -116,6 +126,19 @@ def token_ids(field, mb, count, vocab):
 
 
 OPERAND = r"%[\w#]+"
+
+
+# Every run of a program matches the same lines against the same patterns:
+# the matches are kept (a finite-difference check runs the module hundreds
+# of times).
+@functools.lru_cache(maxsize=None)
+def match(pattern, line):
+    return re.match(pattern, line)
+
+
+@functools.lru_cache(maxsize=None)
+def search(pattern, line):
+    return re.search(pattern, line)
 
 
 class Program:
@@ -167,8 +190,9 @@ def parse_module(text):
     return programs, vocab
 
 
+@functools.lru_cache(maxsize=None)
 def split_operands(text):
-    return re.findall(OPERAND, text)
+    return tuple(re.findall(OPERAND, text))
 
 
 class Runner:
@@ -212,25 +236,25 @@ class Runner:
         mach, refs = self.machines[rank], self.refs[rank]
         R = lambda name: refs[name]
 
-        m = re.match(r"(%\w+) = mt3k\.buffer \"[^\"]*\" at (\d+) : (.*)$", line)
+        m = match(r"(%\w+) = mt3k\.buffer \"[^\"]*\" at (\d+) : (.*)$", line)
         if m:
             space, shape, dtype = parse_type(m.group(3))
-            name = re.match(r"(%\w+) = mt3k\.buffer \"([^\"]*)\"", line).group(2)
+            name = match(r"(%\w+) = mt3k\.buffer \"([^\"]*)\"", line).group(2)
             refs[m.group(1)] = Ref(space, int(m.group(2)), shape, dtype, name)
             return True
-        m = re.match(r"(%\w+) = mt3k\.view (%\w+)\[(\d+)\] : .* to (.*)$", line)
+        m = match(r"(%\w+) = mt3k\.view (%\w+)\[(\d+)\] : .* to (.*)$", line)
         if m:
             src = R(m.group(2))
             space, shape, dtype = parse_type(m.group(4))
             refs[m.group(1)] = Ref(space, src.offset + int(m.group(3)), shape, dtype,
                                    src.name)
             return True
-        m = re.match(r"mt3k\.init_param (\w+) (%\w+) \"([^\"]+)\"(?: std (\S+))?", line)
+        m = match(r"mt3k\.init_param (\w+) (%\w+) \"([^\"]+)\"(?: std (\S+))?", line)
         if m:
             kind, ref, name = m.group(1), R(m.group(2)), m.group(3)
             std = self.std if m.group(4) else 0.0
-            shard = re.search(r"\bdp_shard = (\d+)", line)
-            pieces = re.search(r"\bdp_shard_tensors = \[(.*?)\]", line)
+            shard = search(r"\bdp_shard = (\d+)", line)
+            pieces = search(r"\bdp_shard_tensors = \[(.*?)\]", line)
             if pieces:
                 # A ZeRO-1 master shard: element i is element r * n + i of
                 # the layer, valued as the tensor piece that holds it.
@@ -266,54 +290,54 @@ class Runner:
             if not name.endswith((".exp_avg", ".exp_avg_sq")) and ref.dtype == "f32":
                 self.params[name] = (stage, ref)
             return True
-        m = re.match(r"mt3k\.load_batch (\w+) (%\w+) micro_batch (\d+)", line)
+        m = match(r"mt3k\.load_batch (\w+) (%\w+) micro_batch (\d+)", line)
         if m:
             ref = R(m.group(2))
             mach.write(ref, token_ids(f"{m.group(1)}:{replica}", int(m.group(3)),
                                       ref.numel(), self.vocab))
             return True
-        m = re.match(r"mt3k\.report_loss (%\w+) micro_batch (\d+)", line)
+        m = match(r"mt3k\.report_loss (%\w+) micro_batch (\d+)", line)
         if m:
             self.losses[(rank, int(m.group(2)))] = mach.read(R(m.group(1)))[0]
             return True
-        m = re.match(r"mt3k\.fill (%\w+), (\S+) :", line)
+        m = match(r"mt3k\.fill (%\w+), (\S+) :", line)
         if m:
             ref = R(m.group(1))
             mach.write(ref, [float(m.group(2))] * ref.numel())
             return True
-        m = re.match(r"mt3k\.sum_squares (%\w+) -> (%\w+) weight (\S+) :", line)
+        m = match(r"mt3k\.sum_squares (%\w+) -> (%\w+) weight (\S+) :", line)
         if m:
             acc = R(m.group(2))
             total = mach.read(acc)[0] + float(m.group(3)) * sum(
                 x * x for x in mach.read(R(m.group(1))))
             mach.write(acc, [total])
             return True
-        m = re.match(r"%\w+ = mt3k\.all_reduce sum (%\w+) -> (%\w+) on @world", line)
+        m = match(r"%\w+ = mt3k\.all_reduce sum (%\w+) -> (%\w+) on @world", line)
         if m:
             return self.world_sum(rank, R(m.group(1)), R(m.group(2)))
-        m = re.match(r"mt3k\.gemm (%\w+), (%\w+) -> (%\w+)(.*?) :", line)
+        m = match(r"mt3k\.gemm (%\w+), (%\w+) -> (%\w+)(.*?) :", line)
         if m:
             self.gemm(mach, R(m.group(1)), R(m.group(2)), R(m.group(3)), m.group(4))
             return True
-        m = re.match(r"mt3k\.rmsnorm_fwd (%\w+), (%\w+) -> (%\w+), (%\w+) eps (\S+)", line)
+        m = match(r"mt3k\.rmsnorm_fwd (%\w+), (%\w+) -> (%\w+), (%\w+) eps (\S+)", line)
         if m:
             self.rmsnorm_fwd(mach, *[R(m.group(i)) for i in range(1, 5)], float(m.group(5)))
             return True
-        m = re.match(r"mt3k\.rmsnorm_bwd (%\w+), (%\w+), (%\w+), (%\w+) -> (%\w+), (%\w+)( accumulate)?", line)
+        m = match(r"mt3k\.rmsnorm_bwd (%\w+), (%\w+), (%\w+), (%\w+) -> (%\w+), (%\w+)( accumulate)?", line)
         if m:
             self.rmsnorm_bwd(mach, *[R(m.group(i)) for i in range(1, 7)], bool(m.group(7)))
             return True
-        m = re.match(r"mt3k\.attention_fwd (%\w+), (%\w+), (%\w+) -> (%\w+), (%\w+) causal( alibi)?(?: window (\d+))? scale (\S+)", line)
+        m = match(r"mt3k\.attention_fwd (%\w+), (%\w+), (%\w+) -> (%\w+), (%\w+) causal( alibi)?(?: window (\d+))? scale (\S+)", line)
         if m:
             self.attention_fwd(mach, *[R(m.group(i)) for i in range(1, 6)], float(m.group(8)),
                                bool(m.group(6)), int(m.group(7) or 0))
             return True
-        m = re.match(r"mt3k\.attention_bwd (%\w+), (%\w+), (%\w+), (%\w+), (%\w+), (%\w+) -> (%\w+), (%\w+), (%\w+) causal( alibi)?(?: window (\d+))? scale (\S+)", line)
+        m = match(r"mt3k\.attention_bwd (%\w+), (%\w+), (%\w+), (%\w+), (%\w+), (%\w+) -> (%\w+), (%\w+), (%\w+) causal( alibi)?(?: window (\d+))? scale (\S+)", line)
         if m:
             self.attention_bwd(mach, *[R(m.group(i)) for i in range(1, 10)], float(m.group(12)),
                                bool(m.group(10)), int(m.group(11) or 0))
             return True
-        m = re.match(r"mt3k\.elementwise (\w+) ins\((.*?) :.*?\) outs\((.*?) :.*?\)(?: theta (\S+))?"
+        m = match(r"mt3k\.elementwise (\w+) ins\((.*?) :.*?\) outs\((.*?) :.*?\)(?: theta (\S+))?"
                      r"(?: rope_scaling #mt3k\.rope_scaling<(.*?)>)?(?: scale (\S+))?$", line)
         if m:
             ins = [R(n) for n in split_operands(m.group(2))]
@@ -323,7 +347,7 @@ class Runner:
                              float(m.group(4)) if m.group(4) else None,
                              float(m.group(6)) if m.group(6) else None)
             return True
-        m = re.match(r"mt3k\.adamw (%\w+), (%\w+), (%\w+), (%\w+) -> (%\w+) lr (\S+) beta1 (\S+) "
+        m = match(r"mt3k\.adamw (%\w+), (%\w+), (%\w+), (%\w+) -> (%\w+) lr (\S+) beta1 (\S+) "
                      r"beta2 (\S+) eps (\S+) weight_decay (\S+)", line)
         if m:
             grad, master, mm, vv, view = (R(m.group(i)) for i in range(1, 6))
@@ -331,7 +355,7 @@ class Runner:
             self.adam = dict(lr=lr, b1=b1, b2=b2, eps=eps, wd=wd)
             g, p, m1, v1 = (mach.read(r) for r in (grad, master, mm, vv))
             self.grads[(rank, master.offset)] = g
-            clip = re.search(r" clip\((%\w+) : [^)]*\) max_grad_norm (\S+)", line)
+            clip = search(r" clip\((%\w+) : [^)]*\) max_grad_norm (\S+)", line)
             if clip:
                 # PyTorch's clip_grad_norm_: the gradient times
                 # min(1, max_norm / (norm + 1e-6)).
@@ -344,7 +368,7 @@ class Runner:
             # The elements without weight decay: layer elements
             # first (+ replica * shard) + i inside a no_decay range.
             decay = [wd] * len(p)
-            nd = re.search(r" no_decay \[([^\]]*)\] first_element (\d+)(?: shard_elements (\d+))?", line)
+            nd = search(r" no_decay \[([^\]]*)\] first_element (\d+)(?: shard_elements (\d+))?", line)
             if nd:
                 bounds = [int(x) for x in nd.group(1).split(",")]
                 base = int(nd.group(2)) + (replica * int(nd.group(3)) if nd.group(3) else 0)
@@ -359,14 +383,14 @@ class Runner:
             mach.write(vv, v1)
             mach.write(view, p)
             return True
-        m = re.match(r"%\w+ = mt3k\.(all_reduce \w+|reduce_scatter \w+|all_gather) (%\w+) -> (%\w+) on @dp", line)
+        m = match(r"%\w+ = mt3k\.(all_reduce \w+|reduce_scatter \w+|all_gather) (%\w+) -> (%\w+) on @dp", line)
         if m:
             return self.collective(rank, m.group(1).split()[0], R(m.group(2)), R(m.group(3)))
-        m = re.match(r"%\w+ = mt3k\.dma (%\w+) -> (%\w+)", line)
+        m = match(r"%\w+ = mt3k\.dma (%\w+) -> (%\w+)", line)
         if m:
             mach.write(R(m.group(2)), mach.read(R(m.group(1))))
             return True
-        m = re.match(r"%\w+ = mt3k\.send (%\w+) to (\d+) on @pp tag (\d+)(?: put at (\d+))?", line)
+        m = match(r"%\w+ = mt3k\.send (%\w+) to (\d+) on @pp tag (\d+)(?: put at (\d+))?", line)
         if m:
             key = (stage, int(m.group(2)), int(m.group(3)), replica)
             if m.group(4):
@@ -380,7 +404,7 @@ class Runner:
                 return True
             self.mailbox[key] = mach.read(R(m.group(1)))
             return True
-        m = re.match(r"%\w+ = mt3k\.recv (%\w+) from (\d+) on @pp tag (\d+)( one_sided)?", line)
+        m = match(r"%\w+ = mt3k\.recv (%\w+) from (\d+) on @pp tag (\d+)( one_sided)?", line)
         if m:
             key = (int(m.group(2)), stage, int(m.group(3)), replica)
             if m.group(4):
@@ -392,7 +416,7 @@ class Runner:
                 return False  # blocked until the sender gets there
             mach.write(R(m.group(1)), self.mailbox.pop(key))
             return True
-        m = re.match(r"%\w+ = mt3k\.(offload|reload) (%\w+) (?:to|from) (\w+) \"([^\"]+)\"", line)
+        m = match(r"%\w+ = mt3k\.(offload|reload) (%\w+) (?:to|from) (\w+) \"([^\"]+)\"", line)
         if m:
             # The offload tier: one copy per rank, tier and key (taken at once;
             # the element values at their byte addresses in the buffer).
@@ -464,12 +488,14 @@ class Runner:
         br, bc = b.shape
         M, K = (ac, ar) if ta else (ar, ac)
         N = br if tb else bc
-        at = lambda i, k: A[k * ac + i] if ta else A[i * ac + k]
-        bt = lambda k, j: B[j * bc + k] if tb else B[k * bc + j]
+        # Row i of op(A) and column j of op(B), each over k in order (the
+        # same sums, in the same order, as element by element).
+        rows = [A[i::ac] if ta else A[i * ac:(i + 1) * ac] for i in range(M)]
+        cols = [B[j * bc:(j + 1) * bc] if tb else B[j::bc] for j in range(N)]
         C = mach.read(c) if acc else [0.0] * (M * N)
-        for i in range(M):
-            for j in range(N):
-                C[i * N + j] += sum(at(i, k) * bt(k, j) for k in range(K))
+        for i, row in enumerate(rows):
+            for j, col in enumerate(cols):
+                C[i * N + j] += sum(map(operator.mul, row, col))
         mach.write(c, C)
 
     def rmsnorm_fwd(self, mach, x, w, y, rstd, eps):
