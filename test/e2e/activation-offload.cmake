@@ -2,8 +2,8 @@
 # on two pipeline stages with the stored activations of some decoder layers
 # moved to the offload tier after each forward and reloaded before the
 # backward. Offload only moves data, so the losses must equal those of the
-# same plan without it bit for bit over 200 steps, and a checkpoint must
-# resume bit-identically. Included from test/e2e/CMakeLists.txt after
+# same plan without it bit for bit over RATRAIN_E2E_LONG_STEPS steps, and a
+# checkpoint must resume bit-identically. Included from test/e2e/CMakeLists.txt after
 # emit-cpp.cmake and offload.cmake, whose ratrain-emit-tiny-pp2 and
 # ratrain-emit-tiny-bf16 (the plans without offload) are the references and
 # whose host-storage.yaml is the storage-tier machine.
@@ -12,7 +12,7 @@ if(NOT COMMAND ratrain_add_emitted_program OR NOT TARGET ratrain-corpus OR
   return()
 endif()
 
-set(RATRAIN_ACT_OFFLOAD_STEPS 200)
+set(RATRAIN_ACT_OFFLOAD_STEPS ${RATRAIN_E2E_LONG_STEPS})
 set(act_offload_model ${PROJECT_SOURCE_DIR}/examples/models/tiny-llama.json)
 set(act_offload_host ${PROJECT_SOURCE_DIR}/examples/machines/host.yaml)
 set(act_offload_storage ${CMAKE_CURRENT_BINARY_DIR}/offload/host-storage.yaml)

@@ -9,8 +9,7 @@ if(NOT COMMAND ratrain_add_emitted_program OR NOT TARGET ratrain-corpus)
   return()
 endif()
 
-set(RATRAIN_EQUIV_STEPS 200 CACHE STRING
-    "steps of each policy-equivalence training run")
+set(RATRAIN_EQUIV_STEPS ${RATRAIN_E2E_LONG_STEPS})
 set(RATRAIN_EQUIV_TOLERANCE 1e-3 CACHE STRING
     "largest relative loss deviation the policy-equivalence tests accept")
 option(RATRAIN_EQUIV_ALL_LAYOUTS

@@ -2,17 +2,17 @@
 # tiny LLaMA on four ranks of examples/machines/host-mixed.yaml split into
 # two virtual clusters per cluster (two of class `fast`, two of class `slow`
 # at half the compute), run with --emulate-classes so that the slow ranks
-# really are twice as slow. Every case trains 200 steps on the same global
-# batch of 8 sequences as the homogeneous pp 2 x dp 2 plan (2 micro-batches
-# of 2 per replica), and every step's loss must be within 1e-6 (relative)
-# of that run's: uneven shares sum the same micro-batches in another order,
+# really are twice as slow. Every case trains RATRAIN_E2E_LONG_STEPS steps on
+# the same global batch of 8 sequences as the homogeneous pp 2 x dp 2 plan
+# (2 micro-batches of 2 per replica), and every step's loss must be within
+# 1e-6 (relative) of that run's: uneven shares sum the same micro-batches in another order,
 # and an uneven layer split computes the same layers elsewhere.
 if(NOT COMMAND ratrain_add_emitted_program OR NOT TARGET ratrain-corpus OR
    NOT TARGET ratrain)
   return()
 endif()
 
-set(RATRAIN_HETERO_STEPS 200)
+set(RATRAIN_HETERO_STEPS ${RATRAIN_E2E_LONG_STEPS})
 set(hetero_dir ${CMAKE_CURRENT_BINARY_DIR}/heterogeneous)
 file(MAKE_DIRECTORY ${hetero_dir})
 set(hetero_model ${PROJECT_SOURCE_DIR}/examples/models/tiny-llama.json)

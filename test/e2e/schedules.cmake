@@ -7,7 +7,7 @@ if(NOT COMMAND ratrain_add_emitted_program OR NOT TARGET ratrain-corpus)
   return()
 endif()
 
-set(RATRAIN_SCHEDULE_STEPS 200)
+set(RATRAIN_SCHEDULE_STEPS ${RATRAIN_E2E_LONG_STEPS})
 set(schedule_model ${CMAKE_CURRENT_SOURCE_DIR}/tiny-llama-8-decoders.json)
 set(schedule_host ${PROJECT_SOURCE_DIR}/examples/machines/host.yaml)
 set(schedule_kinds 1f1b zb-h1 interleaved-1f1b zbv)
