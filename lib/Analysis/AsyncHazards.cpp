@@ -149,7 +149,11 @@ AsyncHazardAnalysis::AsyncHazardAnalysis(Operation *program) {
     // An asynchronous operation has at most one hazard: a wait right before
     // its first conflicting operation covers the later ones.
     SmallVector<Operation *> conflicting;
-    for (auto &[started, pending] : inFlight) {
+    for (auto &entry : inFlight) {
+      // Named copies: a lambda may not capture structured bindings before
+      // C++20 (clang rejects it; the sanitizer build uses clang).
+      Operation *started = entry.first;
+      const auto &pending = entry.second;
       auto match = [&]() -> std::optional<AsyncHazard> {
         for (const MemoryAccess &access : accesses)
           for (const MemoryAccess &other : pending)

@@ -270,8 +270,10 @@ LogicalResult StageLowering::lowerSync(SyncOp op) {
                      result.getPhase() == GradPhase::Ready;
       Value source = full;
       if (op.getScope() == SyncScope::Across)
-        source = slot(stateBase(op.getState(), "grad_partition", layer), 0,
-                      {shardElements(layer) * *op.getMembers()}, elem);
+        source = slot(
+            stateBase(op.getState(), "grad_partition", layer), 0,
+            {shardElements(layer) * static_cast<int64_t>(*op.getMembers())},
+            elem);
       Value dest;
       if (partial) {
         WaitOp wait;
@@ -282,7 +284,8 @@ LogicalResult StageLowering::lowerSync(SyncOp op) {
           return op.emitOpError("a reduce-scatter inside a level needs its "
                                 "wait (the partition's buffer)");
         dest = slot(stateBase(wait.getValue(), "grad_partition", layer), 0,
-                    {shardElements(layer) * plan_.getDp() / *op.getMembers()},
+                    {shardElements(layer) * plan_.getDp() /
+                     static_cast<int64_t>(*op.getMembers())},
                     elem);
       } else {
         dest = gradShard(layer);
@@ -305,15 +308,16 @@ LogicalResult StageLowering::lowerSync(SyncOp op) {
     Value full;
     if (toSecondary)
       full = slot(stateBase(op.getPending(), "secondary_view", layer), 0,
-                  {n * *op.getMembers()}, elem);
+                  {n * static_cast<int64_t>(*op.getMembers())}, elem);
     else
       full = slot(zero3() ? stateBase(op.getPending(), "gathered_view", layer)
                           : stateBase(op.getState(), "view", layer),
                   0, {layerParams(layer)}, elem);
     Value shard = viewShard(layer);
     if (fromSecondary)
-      shard = slot(stateBase(op.getState(), "secondary_view", layer), 0,
-                   {n * (plan_.getDp() / *op.getMembers())}, elem);
+      shard = slot(
+          stateBase(op.getState(), "secondary_view", layer), 0,
+          {n * (plan_.getDp() / static_cast<int64_t>(*op.getMembers()))}, elem);
     token = mt::AllGatherOp::create(b, loc, shard, full, dp, alg, wire);
     track(token);
   } else if (auto master = dyn_cast<MasterType>(stateType);
