@@ -117,11 +117,18 @@ run_tests() {
   build
   log "running every test (lit + unit + end-to-end)"
   cd "$BUILD_DIR"
-  # RATRAIN_TEST_STOP_TIME (a time of day, set by .ci/run): start no test
-  # after it (ctest --stop-time), so a suite over its budget still ends with
-  # ctest's summary.
+  # RATRAIN_TEST_DEADLINE (seconds since the epoch, set by .ci/run): start no
+  # test after it (ctest --stop-time, a time of day within the next 24 hours),
+  # so a suite over its budget still ends with ctest's summary.
   local stop=()
-  [ -n "${RATRAIN_TEST_STOP_TIME:-}" ] && stop=(--stop-time "$RATRAIN_TEST_STOP_TIME")
+  if [ -n "${RATRAIN_TEST_DEADLINE:-}" ]; then
+    if [ "$(date +%s)" -ge "$RATRAIN_TEST_DEADLINE" ]; then
+      echo "error: no time left for the tests: the deadline" \
+        "(RATRAIN_TEST_DEADLINE, $(date -d "@$RATRAIN_TEST_DEADLINE" +%T)) has passed" >&2
+      exit 1
+    fi
+    stop=(--stop-time "$(date -d "@$RATRAIN_TEST_DEADLINE" +%T)")
+  fi
   ctest --output-on-failure -j "$JOBS" --timeout 900 "${stop[@]}"
 }
 
