@@ -114,12 +114,17 @@ endforeach()
 # shared run bit for bit, and another seed is told apart by the tolerance.
 # On dp2-zero1 under ratrain: the most asynchronous of the 2-rank programs
 # (reduce-scatter, update and all-gather overlapping the backward).
+# The rerun covers at most 20 steps, and never more than the shared run.
 set(equiv_rerun dp2-zero1.ratrain)
+set(equiv_rerun_steps 20)
+if(RATRAIN_EQUIV_STEPS LESS equiv_rerun_steps)
+  set(equiv_rerun_steps ${RATRAIN_EQUIV_STEPS})
+endif()
 add_test(NAME e2e.equiv.rerun.${equiv_rerun}
   COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/equivalence-rerun.sh
           ${MPIEXEC_EXECUTABLE} 2
           $<TARGET_FILE:ratrain-equiv-dp2-zero1-ratrain>
-          ${RATRAIN_CORPUS_TOKENS} 20 ${RATRAIN_EQUIV_SEED}
+          ${RATRAIN_CORPUS_TOKENS} ${equiv_rerun_steps} ${RATRAIN_EQUIV_SEED}
           ${equiv_dir}/${equiv_rerun}.jsonl)
 set_tests_properties(e2e.equiv.rerun.${equiv_rerun} PROPERTIES TIMEOUT 120
   LABELS "e2e;mpi" PROCESSORS 2
