@@ -85,8 +85,10 @@ class Ref:
             n *= d
         return n
 
-    def addr(self, i):
-        return (self.space, self.offset + i * SIZES[self.dtype])
+    def offsets(self):
+        """The byte offset of each element, in order."""
+        step = SIZES[self.dtype]
+        return range(self.offset, self.offset + self.numel() * step, step)
 
 
 class Machine:
@@ -95,17 +97,13 @@ class Machine:
     def __init__(self):
         self.mem = {}
 
-    def offsets(self, ref):
-        step = SIZES[ref.dtype]
-        return range(ref.offset, ref.offset + ref.numel() * step, step)
-
     def read(self, ref):
         get = self.mem.setdefault(ref.space, {}).get
-        return [get(offset, 0.0) for offset in self.offsets(ref)]
+        return [get(offset, 0.0) for offset in ref.offsets()]
 
     def write(self, ref, values):
         assert len(values) == ref.numel()
-        self.mem.setdefault(ref.space, {}).update(zip(self.offsets(ref), values))
+        self.mem.setdefault(ref.space, {}).update(zip(ref.offsets(), values))
 
 
 @functools.lru_cache(maxsize=None)
@@ -338,7 +336,7 @@ class Runner:
                                bool(m.group(10)), int(m.group(11) or 0))
             return True
         m = match(r"mt3k\.elementwise (\w+) ins\((.*?) :.*?\) outs\((.*?) :.*?\)(?: theta (\S+))?"
-                     r"(?: rope_scaling #mt3k\.rope_scaling<(.*?)>)?(?: scale (\S+))?$", line)
+                  r"(?: rope_scaling #mt3k\.rope_scaling<(.*?)>)?(?: scale (\S+))?$", line)
         if m:
             ins = [R(n) for n in split_operands(m.group(2))]
             outs = [R(n) for n in split_operands(m.group(3))]
@@ -348,7 +346,7 @@ class Runner:
                              float(m.group(6)) if m.group(6) else None)
             return True
         m = match(r"mt3k\.adamw (%\w+), (%\w+), (%\w+), (%\w+) -> (%\w+) lr (\S+) beta1 (\S+) "
-                     r"beta2 (\S+) eps (\S+) weight_decay (\S+)", line)
+                  r"beta2 (\S+) eps (\S+) weight_decay (\S+)", line)
         if m:
             grad, master, mm, vv, view = (R(m.group(i)) for i in range(1, 6))
             lr, b1, b2, eps, wd = (float(m.group(i)) for i in range(6, 11))
