@@ -98,6 +98,11 @@ const GemmCase kGemmCases[] = {
     {"tiny_qkv_nt", 2048, 512, 256, GemmForm::NT},
     {"tiny_mlp_up_nt", 2048, 688, 256, GemmForm::NT},
     {"tiny_mlp_down_nt", 2048, 256, 688, GemmForm::NT},
+    // bench/training/llama-85m.json, one micro-batch of 2 x 256 tokens.
+    {"85m_mlp_up_nt", 512, 2048, 768, GemmForm::NT},
+    {"85m_mlp_down_nt", 512, 768, 2048, GemmForm::NT},
+    {"85m_dx_nn", 512, 768, 2048, GemmForm::NN},
+    {"85m_dw_tn", 2048, 768, 512, GemmForm::TN},
 };
 
 struct GemmData {
@@ -564,9 +569,11 @@ int main(int argc, char **argv) {
               bf16ProductsName(chosen), (long long)kAttn.S, (long long)kAttn.D);
   TileConfig t = tileConfig();
   std::printf("\nTiles from the machine file: GSM %lld B, AM %lld B/core, "
-              "%d cores; GEMM MRxNR %dx%d, KC %d, NB %d, MB %d\n",
+              "%d cores; GEMM MRxNR %dx%d, KC %d, NB %d, MB %d (one-panel K "
+              "into a bf16 C: widened %d, dot %d)\n",
               (long long)t.gsmBytes, (long long)t.amBytesPerCore, t.cores,
-              t.gemmMr, t.gemmNr, t.gemmKc, t.gemmNb, t.gemmMb);
+              t.gemmMr, t.gemmNr, t.gemmKc, t.gemmNb, t.gemmMb,
+              t.gemmKcOnePanelWidened, t.gemmKcOnePanelDot);
   benchmark::Shutdown();
   return 0;
 }

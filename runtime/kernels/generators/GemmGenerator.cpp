@@ -215,11 +215,18 @@ public:
       Bp.compute_at(c, rko);
     Bp.bound(ni, 0, NR).vectorize(ni, V).unroll(ni).parallel(nt);
 
-    // Row-major 2D buffers: unit stride in dim 0.
+    // Row-major 2D buffers: unit stride in dim 0. C starts at (0, 0) (the
+    // caller's dense arrays), so n % NR and m % MR of a tile's element are
+    // its lane and row within the tile, and the epilogue reads the register
+    // tile with dense vector loads instead of one gather per element.
     a.dim(0).set_stride(1);
     b.dim(0).set_stride(1);
     cIn.dim(0).set_stride(1);
     c.dim(0).set_stride(1);
+    for (int d = 0; d < 2; ++d) {
+      cIn.dim(d).set_min(0);
+      c.dim(d).set_min(0);
+    }
   }
 };
 
@@ -379,6 +386,12 @@ public:
     bp.dim(1).set_stride(2).set_extent(NR).set_min(0);
     cIn.dim(0).set_stride(1);
     c.dim(0).set_stride(1);
+    // C starts at (0, 0): dense epilogue loads of the register tile (see
+    // ratrain_gemm).
+    for (int d = 0; d < 2; ++d) {
+      cIn.dim(d).set_min(0);
+      c.dim(d).set_min(0);
+    }
   }
 };
 

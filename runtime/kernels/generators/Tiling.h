@@ -40,20 +40,27 @@ inline int clampInt(int64_t value, int lo, int hi) {
 ///   - A register micro-tile is MR x NR accumulators (fixed by the register
 ///     file: 12 x 32 fp32 = 24 zmm accumulators of 32).
 ///   - KC (k-depth of one staged panel): the NR x KC micro-panel of B that a
-///     core re-reads for every micro-tile of its A block stays in the core's
-///     AM: a quarter of AM, rounded to a multiple of 64 and clamped to
-///     [128, 2048]. Deep panels matter: every panel costs one read-modify-
-///     write pass over the C block and one round of packing, and measured on
-///     the host, KC = 2048 instead of 512 is 1.13x faster for fp32 and 1.55x
-///     for bf16. (Host, AM = 1 MiB: fp32 2048, bf16 2048 (4096 clamped);
-///     MT-3000, 768 KiB: 1536 and 2048.)
+///     core re-reads for every micro-tile of its A block takes an eighth of
+///     AM, rounded to a multiple of 64 and clamped to [128, 2048], so that
+///     it stays in AM next to the A block. (Host, AM = 1 MiB: fp32 1024,
+///     bf16 2048; MT-3000, 768 KiB: 768 and 1536.)
+///   - MB (rows of the per-core A block, packed into AM): the MB x KC block
+///     takes half of AM, capped so that every core gets at least a few
+///     blocks of a 2048-row problem (load balance). Each B micro-panel then
+///     serves MB / MR micro-tiles before the next one is read from GSM.
 ///   - NB (columns of the B panel staged once per (n-block, k-panel) and
 ///     shared by all cores): the NB x KC panel takes half of GSM.
-///   - MB (rows of the per-core A block, packed into AM): the MB x KC block
-///     takes a quarter of AM, capped so that every core gets at least a few
-///     blocks of a 2048-row problem (load balance).
+///   Measured on an Intel host (2 MiB L2, 48 KiB L1; `bench/kernels`, best of
+///   12 interleaved runs, one core): KC 1024 / MB 120 runs the LLaMA-shaped
+///   GEMMs at 69-81% of the FMA peak against 61-74% for KC 2048 / MB 24 (the
+///   earlier quarter-of-AM rule, whose B micro-panel served 2 micro-tiles
+///   before the next came from L3), and 57-63% before the epilogue read the
+///   register tile with dense loads.
+///   - KC1 (`kcOnePanel`): the deepest K a GEMM into a 16-bit C takes in one
+///     panel (it rounds once in its epilogue, so it cannot split K): up to
+///     2 KC, at most 2048.
 struct GemmTiles {
-  int mr, nr, kc, nb, mb;
+  int mr, nr, kc, nb, mb, kcOnePanel;
 };
 
 inline GemmTiles gemmTiles(int64_t gsmBytes, int64_t amBytes, int cores,
@@ -62,11 +69,12 @@ inline GemmTiles gemmTiles(int64_t gsmBytes, int64_t amBytes, int cores,
   t.mr = 12;
   t.nr = 32;
   // The micro-kernel accumulates in fp32, packed panels hold elemBytes.
-  int64_t kc = amBytes / 4 / (t.nr * elemBytes);
+  int64_t kc = amBytes / 8 / (t.nr * elemBytes);
   t.kc = clampInt((kc / 64) * 64, 128, 2048);
+  t.kcOnePanel = std::max(t.kc, std::min(2 * t.kc, 2048));
   int64_t nb = gsmBytes / 2 / (int64_t(t.kc) * elemBytes);
   t.nb = clampInt((nb / t.nr) * t.nr, t.nr * 4, 4096);
-  int64_t mb = amBytes / 4 / (int64_t(t.kc) * elemBytes);
+  int64_t mb = amBytes / 2 / (int64_t(t.kc) * elemBytes);
   // At least 4 blocks per core on a 2048-row problem.
   int64_t balanced = 2048 / (4 * std::max(cores, 1));
   mb = std::min(mb, std::max<int64_t>(balanced, t.mr));

@@ -216,7 +216,9 @@ TileConfig tileConfig() {
                     t.nr,
                     t.kc,
                     t.nb,
-                    t.mb};
+                    t.mb,
+                    t.kcOnePanel,
+                    gemmTilesFor(2).kcOnePanel};
 }
 
 //===----------------------------------------------------------------------===//
@@ -336,13 +338,13 @@ int gemm16To16(GemmForm form, Half type, int64_t M, int64_t N, int64_t K,
     return 0;
   const Bf16Products products = bf16Products();
   if (type == Half::BF16 && products == Bf16Products::Widen && K > 0 &&
-      K <= gemmTilesFor(4).kc) {
-    // Widened, one k panel of the fp32 tiling: the same.
+      K <= gemmTilesFor(4).kcOnePanel) {
+    // Widened, K in one k panel of the fp32 tiling: the same.
     return runGemmForm(RATRAIN_GEMM_FORMS(bf16w_to_bf16), form, M, N, K, A, B,
                        C, beta);
   }
   if (type == Half::BF16 && products == Bf16Products::Dot && K > 0 &&
-      K <= gemmTilesFor(2).kc) {
+      K <= gemmTilesFor(2).kcOnePanel) {
     // One k panel: the kernel reads C, accumulates and rounds in its
     // epilogue.
     PackedBf16 packed = packBf16(form, M, N, K, A, B);

@@ -224,7 +224,12 @@ TEST_P(HalfKernels, GemmIntoAHalfResultMatchesGemmThenRound) {
 }
 
 void checkGemmIntoHalf(Half type) {
-  const int64_t kc = tileConfig().gemmKc;
+  // The deepest K the current product path takes in one panel (rounded in
+  // the epilogue); one more stages C in fp32.
+  const TileConfig tiles = tileConfig();
+  const int64_t kc = bf16Products() == Bf16Products::Dot
+                         ? tiles.gemmKcOnePanelDot
+                         : tiles.gemmKcOnePanelWidened;
   struct Case {
     GemmForm form;
     int64_t m, n, k;
@@ -232,9 +237,11 @@ void checkGemmIntoHalf(Half type) {
                {GemmForm::NN, 29, 50, 33},
                {GemmForm::TN, 45, 31, 66},
                {GemmForm::NT, 13, 70, kc + 6},
-               // The widened kernels' panel boundary (K == KC: one panel).
+               // The panel boundary (K == KC1: one panel).
                {GemmForm::NT, 19, 40, kc},
-               {GemmForm::TN, 21, 33, kc - 1}};
+               {GemmForm::TN, 21, 33, kc - 1},
+               // Deeper than the fp32 tiling's KC, still one panel.
+               {GemmForm::NN, 17, 35, tiles.gemmKc + 40}};
   unsigned seed = 40;
   for (const Case &c : cases)
     for (float beta : {0.0f, 1.0f}) {

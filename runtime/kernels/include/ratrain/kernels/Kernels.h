@@ -52,6 +52,10 @@ struct TileConfig {
   int gemmMr, gemmNr;     ///< GEMM register tile (rows x columns)
   int gemmKc;             ///< k-depth of a staged panel
   int gemmNb, gemmMb;     ///< GSM panel columns, AM block rows
+  /// Deepest K a GEMM into a 16-bit C runs in one k panel (rounded once in
+  /// its epilogue): with bf16 widened to fp32 panels, and on the dot
+  /// product's bf16 panels.
+  int gemmKcOnePanelWidened, gemmKcOnePanelDot;
 };
 /// Returns the tile configuration compiled into the kernels.
 TileConfig tileConfig();
@@ -114,8 +118,8 @@ int gemm16(GemmForm form, Half type, int64_t M, int64_t N, int64_t K,
 /// op(B) with fp32 accumulation, rounded to `type` once (nearest even). The
 /// same bits as gemm16 into an fp32 copy of C followed by toHalf, without
 /// the copy: with bf16 and K within one k panel of the kernels' tiling
-/// (TileConfig::gemmKc) the kernel reads and writes C itself; otherwise it
-/// stages C in fp32 internally. C must not alias A or B.
+/// (TileConfig::gemmKcOnePanel*) the kernel reads and writes C itself;
+/// otherwise it stages C in fp32 internally. C must not alias A or B.
 int gemm16To16(GemmForm form, Half type, int64_t M, int64_t N, int64_t K,
                const uint16_t *A, const uint16_t *B, uint16_t *C,
                float beta = 0.0f);
