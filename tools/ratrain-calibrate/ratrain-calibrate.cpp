@@ -734,6 +734,10 @@ int main(int argc, char **argv) {
   os << "# Machine file of this host, written by ratrain-calibrate on " << date
      << ".\n# " << cpuModel() << ": " << cpus << " CPUs as " << clusters
      << " clusters of " << coresPerCluster << " cores, one node.\n"
+#ifdef RATRAIN_KERNELS_ID
+     << "# Kernels: the runtime's Halide kernels, build id " RATRAIN_KERNELS_ID
+        ".\n"
+#endif
      << "# SI base units: bytes, bytes/s, FLOP/s, seconds. Rates are the best "
         "of a few runs, per\n# CPU-second of the measuring threads (the host "
         "is shared), transfers per wall second.\n#\n"

@@ -248,7 +248,8 @@ struct HostIdentity {
   /// logical CPUs, 8 GB memory".
   std::string description;
   /// File-name key: vendor, family, model, CPUs and a hash of the
-  /// description and the CPU feature flags.
+  /// description, the CPU feature flags and the kernels' build id (the
+  /// calibration measures the kernels as well as the CPU).
   std::string key;
 };
 HostIdentity getHostIdentity();

@@ -6,6 +6,9 @@
 // of its feature flags, logical CPUs and memory), so that a machine of
 // another CPU generation is measured afresh instead of reusing numbers that
 // are not its own (a Zen 5 file predicts steps about 2x too short on Zen 4).
+// The hash covers the kernels' build id too: the file holds the measured
+// speed of this build's Halide kernels (the GEMM time fit, the attention
+// efficiencies), which a build with other kernels must measure again.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,6 +25,10 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <thread>
+
+#ifndef RATRAIN_KERNELS_ID
+#define RATRAIN_KERNELS_ID "none" // built without the runtime's kernels
+#endif
 
 using llvm::StringRef;
 namespace fs = llvm::sys::fs;
@@ -84,6 +91,7 @@ HostIdentity getHostIdentity() {
   llvm::SHA256 hash;
   hash.update(host.description);
   hash.update(flags);
+  hash.update(StringRef("kernels " RATRAIN_KERNELS_ID));
   std::string digest = llvm::toHex(hash.final(), /*LowerCase=*/true);
   host.key =
       llvm::formatv("host-{0}-{1}-{2}-{3}c-{4}",
