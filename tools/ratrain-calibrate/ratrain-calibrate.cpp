@@ -528,8 +528,9 @@ int main(int argc, char **argv) {
     // cluster's peak (the samples are per CPU-second of one cluster's
     // threads: divided by the cores, per cluster-second).
     std::vector<KernelTimeSample> f32Samples, bf16Samples;
-    measureGemmFitSamples(kreps, std::max<int64_t>(l3.bytes, int64_t(16) << 20),
-                          f32Samples, bf16Samples);
+    const int64_t fitWorkingSet =
+        std::max<int64_t>(l3.bytes, int64_t(16) << 20);
+    measureGemmFitSamples(kreps, fitWorkingSet, f32Samples, bf16Samples);
     for (auto [name, samples, peak, fit] :
          {std::tuple<const char *, std::vector<KernelTimeSample> &, double,
                      KernelTimeFit &>{
@@ -553,11 +554,11 @@ int main(int argc, char **argv) {
           fit.callSeconds * 1e6, worst * 100);
       notes << llvm::formatv(
           "#  [M]   gemm_fit.{0}: {1} shapes from 64^3 to 1024 x 4096 x 4096 "
-          "in the three forms ({2}), least squares of the relative error: "
-          "worst shape {3:f1}%\n",
+          "in the three forms ({2}; operands cycled through {4} MiB), "
+          "least squares of the relative error: worst shape {3:f1}%\n",
           name, samples.size(),
           std::string(name) == "f32" ? "fp32 operands" : "bf16 operands",
-          worst * 100);
+          worst * 100, fitWorkingSet >> 20);
     }
 
     AttentionFigure attentions[] = {
