@@ -8,9 +8,10 @@
 # trains it STEPS steps under mpirun (`ratrain run`) and simulates the same
 # scheduled program on the same (split) machine file against the measured
 # steps (`ratrain-sim --measured-log`: median step_s, the first step dropped).
-# Prints simulated and measured step times and the error per run, and the
-# load average before and after (the error is only meaningful on a quiet
-# host). Runs: 1 rank; pp 2; dp 2; pp 2 x dp 2 (4 ranks on 2 cores: each
+# Prints simulated and measured step times, the error and the measured
+# steps' spread (interquartile range over the median) per run, and the load
+# average before and after (the error is only meaningful on a quiet host, and
+# only beyond the spread). Runs: 1 rank; pp 2; dp 2; pp 2 x dp 2 (4 ranks on 2 cores: each
 # core split into 2 virtual clusters); the bf16 tiny LLaMA on pp 2.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -47,17 +48,18 @@ measure() {
   [[ -e "$dir/machine.yaml" ]] && split=$dir/machine.yaml
   "$bin/ratrain-sim" "$dir/scheduled.mlir" --machine "$split" \
     --measured-log "$dir.steps.jsonl" >"$dir.sim.txt"
-  local sim meas err
+  local sim meas err spread
   sim=$(awk '/^step-time-s:/ {print $2}' "$dir.sim.txt")
   meas=$(awk '/^measured-step-s:/ {print $2}' "$dir.sim.txt")
   err=$(awk '/^error-percent:/ {print $2}' "$dir.sim.txt")
-  rows+=("$(printf '%-8s %5s %-28s %10.1f %10.1f %8s%%' "$name" "$ranks" "$*" \
+  spread=$(awk '/^measured-spread-percent:/ {print $2}' "$dir.sim.txt")
+  rows+=("$(printf '%-8s %5s %-28s %10.1f %10.1f %8s%% %8s%%' "$name" "$ranks" "$*" \
     "$(awk -v s="$sim" 'BEGIN {print s * 1000}')" \
-    "$(awk -v s="$meas" 'BEGIN {print s * 1000}')" "$err")")
+    "$(awk -v s="$meas" 'BEGIN {print s * 1000}')" "$err" "$spread")")
   echo "${rows[-1]}"
 }
 
-printf '%-8s %5s %-28s %10s %10s %9s\n' run ranks options "sim ms" "meas ms" error
+printf '%-8s %5s %-28s %10s %10s %9s %9s\n' run ranks options "sim ms" "meas ms" error spread
 measure 1rank 1 --global-batch 4
 measure pp2 2 --pp 2 --global-batch 4
 measure dp2 2 --dp 2 --global-batch 8

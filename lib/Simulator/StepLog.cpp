@@ -50,9 +50,18 @@ llvm::Expected<MeasuredSteps> sim::parseStepLog(llvm::StringRef text,
                                  (result.stepSeconds.size() > 1 ? 1 : 0),
                              result.stepSeconds.end());
   std::sort(steady.begin(), steady.end());
-  size_t n = steady.size();
-  result.medianStepSeconds =
-      n % 2 ? steady[n / 2] : (steady[n / 2 - 1] + steady[n / 2]) / 2;
+  // Quantile q of the sorted steps, interpolating between the nearest ranks
+  // (the median of an even count is the mean of the middle two).
+  auto quantile = [&](double q) {
+    double rank = q * double(steady.size() - 1);
+    size_t below = size_t(rank);
+    size_t above = std::min(below + 1, steady.size() - 1);
+    return steady[below] +
+           (rank - double(below)) * (steady[above] - steady[below]);
+  };
+  result.medianStepSeconds = quantile(0.5);
+  result.lowerQuartileStepSeconds = quantile(0.25);
+  result.upperQuartileStepSeconds = quantile(0.75);
   return result;
 }
 

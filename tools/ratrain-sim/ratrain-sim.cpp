@@ -447,11 +447,14 @@ int main(int argc, char **argv) {
                                                        info.predictedStep))
        << "\n";
   double measured = measuredStep;
+  std::optional<std::pair<double, double>> measuredQuartiles;
   if (!measuredLog.empty()) {
     llvm::Expected<MeasuredSteps> steps = loadStepLog(measuredLog);
     if (!steps)
       return fail(llvm::toString(steps.takeError()));
     measured = steps->medianStepSeconds;
+    measuredQuartiles.emplace(steps->lowerQuartileStepSeconds,
+                              steps->upperQuartileStepSeconds);
     os << "measured-steps: " << steps->stepSeconds.size() << "\n";
     if (steps->peakArenaBytes > 0)
       os << "measured-peak-arena-gib: "
@@ -473,6 +476,14 @@ int main(int argc, char **argv) {
     os << "measured-step-s: " << formatNumber(measured) << "\nerror-percent: "
        << llvm::formatv("{0:f2}",
                         stepTimeErrorPercent(report->stepTime, measured))
+       << "\n";
+  if (measuredQuartiles && measured > 0)
+    os << "measured-quartiles-s: " << formatNumber(measuredQuartiles->first)
+       << " " << formatNumber(measuredQuartiles->second)
+       << "\nmeasured-spread-percent: "
+       << llvm::formatv("{0:f2}",
+                        (measuredQuartiles->second - measuredQuartiles->first) /
+                            measured * 100)
        << "\n";
 
   auto writeFile = [&](const std::string &path, auto writer) -> bool {

@@ -24,6 +24,12 @@ struct MeasuredSteps {
   /// Median step time without the first step (warm-up: allocation, first
   /// touches), or the only step's time.
   double medianStepSeconds = 0;
+  /// The lower and upper quartiles of the same steps (linear interpolation
+  /// between the nearest ranks): how far the host moved during the run. On a
+  /// shared host the quartiles of one run can lie further apart than the
+  /// simulator's error, which says how much of the error the run can show.
+  double lowerQuartileStepSeconds = 0;
+  double upperQuartileStepSeconds = 0;
   /// tokens of the last step.
   double tokensPerStep = 0;
   /// Largest peak_arena_bytes entry over all steps (0 when absent).

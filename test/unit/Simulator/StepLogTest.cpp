@@ -33,6 +33,30 @@ TEST(StepLog, MedianSkipsTheWarmUpStep) {
       expectOk(parseStepLog("{\"step_s\":5}", "log")).medianStepSeconds, 5.0);
 }
 
+TEST(StepLog, QuartilesInterpolateBetweenRanksWithoutTheWarmUpStep) {
+  // Steady steps 2, 4, 6, 8, 10 (the first, 50, is the warm-up): the
+  // quartiles are ranks 1 and 3.
+  MeasuredSteps odd =
+      expectOk(parseStepLog("{\"step_s\":50}\n{\"step_s\":10}\n{\"step_s\":2}\n"
+                            "{\"step_s\":8}\n{\"step_s\":4}\n{\"step_s\":6}\n",
+                            "log"));
+  EXPECT_DOUBLE_EQ(odd.lowerQuartileStepSeconds, 4.0);
+  EXPECT_DOUBLE_EQ(odd.medianStepSeconds, 6.0);
+  EXPECT_DOUBLE_EQ(odd.upperQuartileStepSeconds, 8.0);
+  // Steady steps 1, 2, 3, 4: ranks 0.75, 1.5 and 2.25.
+  MeasuredSteps even =
+      expectOk(parseStepLog("{\"step_s\":9}\n{\"step_s\":4}\n{\"step_s\":1}\n"
+                            "{\"step_s\":3}\n{\"step_s\":2}\n",
+                            "log"));
+  EXPECT_DOUBLE_EQ(even.lowerQuartileStepSeconds, 1.75);
+  EXPECT_DOUBLE_EQ(even.medianStepSeconds, 2.5);
+  EXPECT_DOUBLE_EQ(even.upperQuartileStepSeconds, 3.25);
+  // One step: all three are that step.
+  MeasuredSteps one = expectOk(parseStepLog("{\"step_s\":5}", "log"));
+  EXPECT_DOUBLE_EQ(one.lowerQuartileStepSeconds, 5.0);
+  EXPECT_DOUBLE_EQ(one.upperQuartileStepSeconds, 5.0);
+}
+
 TEST(StepLog, ErrorsNameFileAndLine) {
   EXPECT_EQ(
       expectError(parseStepLog("{\"step_s\":1}\n{\"step\":2}\n", "run.log")),
