@@ -34,27 +34,28 @@ TEST(StepLog, MedianSkipsTheWarmUpStep) {
 }
 
 TEST(StepLog, QuartilesInterpolateBetweenRanksWithoutTheWarmUpStep) {
-  // Steady steps 2, 4, 6, 8, 10 (the first, 50, is the warm-up): the
-  // quartiles are ranks 1 and 3.
-  MeasuredSteps odd =
-      expectOk(parseStepLog("{\"step_s\":50}\n{\"step_s\":10}\n{\"step_s\":2}\n"
-                            "{\"step_s\":8}\n{\"step_s\":4}\n{\"step_s\":6}\n",
-                            "log"));
-  EXPECT_DOUBLE_EQ(odd.lowerQuartileStepSeconds, 4.0);
-  EXPECT_DOUBLE_EQ(odd.medianStepSeconds, 6.0);
-  EXPECT_DOUBLE_EQ(odd.upperQuartileStepSeconds, 8.0);
-  // Steady steps 1, 2, 3, 4: ranks 0.75, 1.5 and 2.25.
-  MeasuredSteps even =
-      expectOk(parseStepLog("{\"step_s\":9}\n{\"step_s\":4}\n{\"step_s\":1}\n"
-                            "{\"step_s\":3}\n{\"step_s\":2}\n",
-                            "log"));
-  EXPECT_DOUBLE_EQ(even.lowerQuartileStepSeconds, 1.75);
-  EXPECT_DOUBLE_EQ(even.medianStepSeconds, 2.5);
-  EXPECT_DOUBLE_EQ(even.upperQuartileStepSeconds, 3.25);
-  // One step: all three are that step.
-  MeasuredSteps one = expectOk(parseStepLog("{\"step_s\":5}", "log"));
-  EXPECT_DOUBLE_EQ(one.lowerQuartileStepSeconds, 5.0);
-  EXPECT_DOUBLE_EQ(one.upperQuartileStepSeconds, 5.0);
+  struct Case {
+    const char *log;
+    double lower, median, upper;
+  } cases[] = {
+      // Steady steps 2, 4, 6, 8, 10 (the first, 50, is the warm-up): the
+      // quartiles are ranks 1 and 3.
+      {"{\"step_s\":50}\n{\"step_s\":10}\n{\"step_s\":2}\n"
+       "{\"step_s\":8}\n{\"step_s\":4}\n{\"step_s\":6}\n",
+       4.0, 6.0, 8.0},
+      // Steady steps 1, 2, 3, 4: ranks 0.75, 1.5 and 2.25.
+      {"{\"step_s\":9}\n{\"step_s\":4}\n{\"step_s\":1}\n{\"step_s\":3}\n"
+       "{\"step_s\":2}\n",
+       1.75, 2.5, 3.25},
+      // One step: all three are that step.
+      {"{\"step_s\":5}", 5.0, 5.0, 5.0}};
+  for (const Case &c : cases) {
+    SCOPED_TRACE(c.log);
+    MeasuredSteps steps = expectOk(parseStepLog(c.log, "log"));
+    EXPECT_DOUBLE_EQ(steps.lowerQuartileStepSeconds, c.lower);
+    EXPECT_DOUBLE_EQ(steps.medianStepSeconds, c.median);
+    EXPECT_DOUBLE_EQ(steps.upperQuartileStepSeconds, c.upper);
+  }
 }
 
 TEST(StepLog, ErrorsNameFileAndLine) {
