@@ -70,6 +70,21 @@ Stage splitIntoBlocks(Stage stage, const Var &n, const Var &m, const Var &ni,
   return stage;
 }
 
+/// C (and the C it accumulates into) is row-major, unit stride in dim 0, and
+/// starts at (0, 0) (the caller's dense arrays): then n % NR and m % MR of an
+/// output element are its lane and row in the register tile, and the
+/// epilogue reads the tile with dense vector loads instead of one scalar load
+/// per element.
+template <typename CInput, typename COutput>
+void constrainC(CInput &cIn, COutput &c) {
+  for (int d = 0; d < 2; ++d) {
+    cIn.dim(d).set_min(0);
+    c.dim(d).set_min(0);
+  }
+  cIn.dim(0).set_stride(1);
+  c.dim(0).set_stride(1);
+}
+
 class Gemm : public Generator<Gemm> {
 public:
   GeneratorParam<std::string> form{"form", "nt"};
@@ -215,18 +230,10 @@ public:
       Bp.compute_at(c, rko);
     Bp.bound(ni, 0, NR).vectorize(ni, V).unroll(ni).parallel(nt);
 
-    // Row-major 2D buffers: unit stride in dim 0. C starts at (0, 0) (the
-    // caller's dense arrays), so n % NR and m % MR of a tile's element are
-    // its lane and row within the tile, and the epilogue reads the register
-    // tile with dense vector loads instead of one gather per element.
+    // Row-major 2D buffers: unit stride in dim 0.
     a.dim(0).set_stride(1);
     b.dim(0).set_stride(1);
-    cIn.dim(0).set_stride(1);
-    c.dim(0).set_stride(1);
-    for (int d = 0; d < 2; ++d) {
-      cIn.dim(d).set_min(0);
-      c.dim(d).set_min(0);
-    }
+    constrainC(cIn, c);
   }
 };
 
@@ -384,14 +391,7 @@ public:
     ap.dim(1).set_stride(2).set_extent(MR).set_min(0);
     bp.dim(0).set_stride(1).set_extent(2).set_min(0);
     bp.dim(1).set_stride(2).set_extent(NR).set_min(0);
-    cIn.dim(0).set_stride(1);
-    c.dim(0).set_stride(1);
-    // C starts at (0, 0): dense epilogue loads of the register tile (see
-    // ratrain_gemm).
-    for (int d = 0; d < 2; ++d) {
-      cIn.dim(d).set_min(0);
-      c.dim(d).set_min(0);
-    }
+    constrainC(cIn, c);
   }
 };
 
