@@ -50,15 +50,15 @@ inline int clampInt(int64_t value, int lo, int hi) {
 ///     serves MB / MR micro-tiles before the next one is read from GSM.
 ///   - NB (columns of the B panel staged once per (n-block, k-panel) and
 ///     shared by all cores): the NB x KC panel takes half of GSM.
+///   - KC1 (`kcOnePanel`): the deepest K a GEMM into a 16-bit C takes in one
+///     panel (it rounds once in its epilogue, so it cannot split K): up to
+///     2 KC, at most 2048.
 ///   Measured on an Intel host (2 MiB L2, 48 KiB L1; one core, each variant
 ///   the best of 12 interleaved runs, docs/kernels.md): KC 1024 / MB 120 runs
 ///   the LLaMA-shaped GEMMs at 69-81% of the FMA peak against 61-74% for
 ///   KC 2048 / MB 24 (the earlier quarter-of-AM rule, whose B micro-panel
 ///   served 2 micro-tiles before the next came from L3), and 57-70% before
 ///   the epilogue read the register tile with dense loads.
-///   - KC1 (`kcOnePanel`): the deepest K a GEMM into a 16-bit C takes in one
-///     panel (it rounds once in its epilogue, so it cannot split K): up to
-///     2 KC, at most 2048.
 struct GemmTiles {
   int mr, nr, kc, nb, mb, kcOnePanel;
 };
