@@ -1,11 +1,24 @@
 //===- AttentionBf16Generator.cpp - bf16 attention on vdpbf16ps -----------===//
 //
-// The bf16 variants of the three attention passes (forward, backward dq,
-// backward dk/dv): the algorithm, tiling, masking, ALiBi and window of
-// AttentionGenerator.cpp and the same AOT signatures, but every product runs
-// on bf16 operands with fp32 accumulation, as a VectorReduce of factor 2
-// that Halide lowers to vdpbf16ps (32 bf16 products per instruction, twice
-// the fp32 FMA rate). The softmax, exp and masking stay fp32.
+// The bf16 attention passes whose products run on vdpbf16ps (forward,
+// backward dq, backward dk/dv): the forward's algorithm, tiling, masking,
+// ALiBi and window of AttentionGenerator.cpp and the same AOT signature,
+// but every product runs on bf16 operands with fp32 accumulation, as a
+// VectorReduce of factor 2 that Halide lowers to vdpbf16ps (32 bf16
+// products per instruction, twice the fp32 FMA rate). The softmax, exp and
+// masking stay fp32.
+//
+// The backward runs in two passes that each recompute S and dP (seven
+// matrix products per score where AttentionBackwardGenerator.cpp's key
+// blocks take five; that form is not yet written for the pair layouts):
+//   dq pass  : per query block, recompute P from lse, dP = dO V^T,
+//              dS = P (dP - delta), dq = scale * dS K
+//   dkv pass : per key row block, loop over the group's heads and the query
+//              tiles at or after the key: P^T, dP^T recomputed the same way,
+//              dv = P^T dO, dk = scale * dS^T Q (no atomics: each core owns
+//              whole key rows)
+// delta = rowsum(dO * O) is computed inside the dq pass and by the dkv pass
+// for its own rows.
 //
 // vdpbf16ps multiplies pairs of bf16 along the reduced axis, so each product
 // needs both operands with that axis in adjacent pairs and the other
@@ -213,7 +226,7 @@ public:
   }
 };
 
-/// bf16 attention backward, the dq pass (AttentionBackwardDq): S = Q K^T,
+/// bf16 attention backward, the dq pass: S = Q K^T,
 /// dP = dO V^T and dq = scale * dS K on vdpbf16ps.
 class AttentionBackwardDqBf16
     : public AttentionBase<AttentionBackwardDqBf16, uint16_t> {
@@ -325,7 +338,7 @@ public:
   }
 };
 
-/// bf16 attention backward, the dk/dv pass (AttentionBackwardDkv): S^T,
+/// bf16 attention backward, the dk/dv pass: S^T,
 /// dP^T, dv = P^T dO and dk = scale * dS^T Q on vdpbf16ps.
 class AttentionBackwardDkvBf16
     : public AttentionBase<AttentionBackwardDkvBf16, uint16_t> {

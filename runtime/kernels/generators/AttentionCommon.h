@@ -2,10 +2,11 @@
 //
 // The tile constants, the query-block size, the generator parameters and the
 // masking / ALiBi helpers of the attention generators: the fp32-arithmetic
-// pipelines of AttentionGenerator.cpp (fp32, and fp16 widened to fp32) and the
-// bf16 pipelines of AttentionBf16Generator.cpp, whose products run on
-// vdpbf16ps. Both implement the same algorithm and AOT signatures; see
-// AttentionGenerator.cpp for the layouts and the tiling.
+// forward of AttentionGenerator.cpp and key-block backward of
+// AttentionBackwardGenerator.cpp (fp32 activations, and 16-bit ones widened
+// to fp32), and the bf16 pipelines of AttentionBf16Generator.cpp, whose
+// products run on vdpbf16ps. See AttentionGenerator.cpp for the layouts and
+// the tiling.
 //
 //===----------------------------------------------------------------------===//
 

@@ -1,11 +1,11 @@
-//===- AttentionGenerator.cpp - Causal GQA attention, forward and backward ===//
+//===- AttentionGenerator.cpp - Causal GQA attention forward --------------===//
 //
 // Layouts (Halide coordinates, innermost first), matching row-major [B*S,
 // heads*D] activations:
-//   q, o, dO, dq : (d, h,  s, b)      h  < Hq
-//   k, v, dk, dv : (d, hk, s, b)      hk < Hkv, query head h uses hk = h / G,
-//                                     G = Hq / Hkv (grouped-query attention)
-//   lse          : (s, h, b)          log-sum-exp of the scaled scores
+//   q, o          : (d, h,  s, b)      h  < Hq
+//   k, v          : (d, hk, s, b)      hk < Hkv, query head h uses hk = h / G,
+//                                      G = Hq / Hkv (grouped-query attention)
+//   lse           : (s, h, b)          log-sum-exp of the scaled scores
 //
 // Tiling. The key axis is cut into JT = 32-key tiles (two zmm of fp32) and
 // the query axis into QB-row blocks. For one (head, query block) the kernel
@@ -16,40 +16,34 @@
 // per head in key-tile-major order (the GSM-level stage; S*D*4 bytes, 1 MiB
 // at 2048 x 128), so a score micro-tile (32 keys x 8 queries, 16 zmm
 // accumulators) reads both operands with unit stride. Nothing of size S x S
-// is ever materialized: forward and backward recompute scores tile by tile.
+// is ever materialized:
 //
 //   forward  : scores -> row max / sum (lse, saved) -> P -> O = P V
-//   dq pass  : per query block, recompute P from lse, dP = dO V^T,
-//              dS = P (dP - delta), dq = scale * dS K
-//   dkv pass : per key row block, loop over the group's heads and the query
-//              tiles at or after the key: P^T, dP^T recomputed the same way,
-//              dv = P^T dO, dk = scale * dS^T Q (no atomics: each core owns
-//              whole key rows)
 //
-// delta = rowsum(dO * O) is computed inside the dq pass and by the dkv pass
-// for its own rows. The head dimension is a generator parameter (the inner
-// d loops unroll fully into registers); 32, 64 and 128 are built.
+// The backward of these element types is AttentionBackwardGenerator.cpp
+// (one key block per call, S and dP computed once); the vdpbf16ps bf16
+// kernels of AttentionBf16Generator.cpp keep a two-pass backward. The head
+// dimension is a generator parameter (the inner d loops unroll fully into
+// registers); 32, 64 and 128 are built.
 //
 // Sliding window (the runtime input `window`, Mistral): with window W > 0 a
 // query i sees the keys j with i - W < j <= i (the W tokens up to itself,
 // as transformers' sliding-window mask); W <= 0 is plain causal attention.
 // The forward skips key tiles wholly before the window.
 //
-// Element type: each generator is a template over the storage of q, k, v,
-// o, dO and the gradients: `float`, or `uint16_t` holding bf16 / fp16 bits
-// (GeneratorParam `elem`, ElementType.h). lse stays fp32, and so does all
-// arithmetic: a 16-bit operand is widened where it is staged (the K / V
-// heads, and in the 16-bit variants also the query block's q and dO rows and
-// the key block's k and v rows, which the fp32 variants read in place), and
-// a result rounded once where it is stored.
+// Element type: the generator is a template over the storage of q, k, v
+// and o: `float`, or `uint16_t` holding bf16 / fp16 bits (GeneratorParam
+// `elem`, ElementType.h). lse stays fp32, and so does all arithmetic: a
+// 16-bit operand is widened where it is staged (the K / V heads, and in the
+// 16-bit variants also the query block's q rows, which the fp32 variant
+// reads in place), and a result rounded once where it is stored.
 //
-// ALiBi (generator parameter `alibi`, Baichuan-13B / BLOOM): the three
-// generators take one more input, `slopes` (h), and add the linear bias
-// slopes(h) * (j - i) to every scaled score (j <= i: the bias is <= 0). The
-// forward's lse includes the bias, and both backward passes recompute the
-// probabilities with it; the bias is constant, so dS and the dq / dk / dv
-// products are unchanged. With `alibi` off (RoPE models) the input does not
-// exist and the pipelines are exactly the plain ones.
+// ALiBi (generator parameter `alibi`, Baichuan-13B / BLOOM): the generator
+// takes one more input, `slopes` (h), and adds the linear bias
+// slopes(h) * (j - i) to every scaled score (j <= i: the bias is <= 0); the
+// lse includes it, and the backward recomputes the probabilities with it.
+// With `alibi` off (RoPE models) the input does not exist and the pipeline
+// is exactly the plain one.
 //
 //===----------------------------------------------------------------------===//
 
@@ -198,239 +192,7 @@ public:
   }
 };
 
-/// Attention backward, the dq pass: per query block, recompute P from the
-/// saved lse, dP = dO V^T, dS = P (dP - delta), dq = scale * dS K.
-template <typename Storage>
-class AttentionBackwardDq
-    : public AttentionBase<AttentionBackwardDq<Storage>, Storage> {
-public:
-  using Base = AttentionBase<AttentionBackwardDq<Storage>, Storage>;
-  RATRAIN_ATTENTION_BASE_MEMBERS(Base)
-  RATRAIN_ATTENTION_BACKWARD_INPUTS(Storage)
-  Out<Buffer<Storage>> dq{"dq", 4};
-
-  void generate() {
-    const int D = headDim, JT = kKeyTile;
-    const int QB = queryBlock(amBytes, maxSeq);
-    const int DC = std::min(D, 64), R = 256 / DC; // 16 zmm accumulators
-    Var d("d"), h("h"), s("s"), b("b"), i("i"), ji("ji"), jt("jt");
-    Expr S = q.dim(2).extent();
-    Expr G = q.dim(1).extent() / k.dim(1).extent();
-    Expr nTiles = (S + JT - 1) / JT;
-    Expr iClamped = min(i, S - 1);
-
-    Func Kt("Kt"), Vt("Vt");
-    Func Kn("Kn"); // K rows, contiguous (see the forward's Vn)
-    Kn(d, s, h, b) = load(k(d, h / G, min(s, S - 1), b));
-    Kt(ji, d, jt, h, b) = load(k(d, h / G, min(jt * JT + ji, S - 1), b));
-    Vt(ji, d, jt, h, b) = load(v(d, h / G, min(jt * JT + ji, S - 1), b));
-    // The query block's q and dO rows (staged per block when 16-bit).
-    Func Qr("Qr"), dOr("dOr");
-    Qr(d, i, h, b) = load(q(d, h, min(i, S - 1), b));
-    dOr(d, i, h, b) = load(dO(d, h, min(i, S - 1), b));
-    RDom rd(0, D, "rd");
-    Func dot("dot"), dpdot("dpdot");
-    dot(ji, i, jt, h, b) = 0.0f;
-    dot(ji, i, jt, h, b) += Qr(rd, i, h, b) * Kt(ji, rd, jt, h, b);
-    dpdot(ji, i, jt, h, b) = 0.0f;
-    dpdot(ji, i, jt, h, b) += dOr(rd, i, h, b) * Vt(ji, rd, jt, h, b);
-    Func delta("delta");
-    delta(i, h, b) = 0.0f;
-    delta(i, h, b) += dOr(rd, i, h, b) * load(o(rd, h, iClamped, b));
-
-    Func ds("ds");
-    Expr pv = select(
-        visible(jt * JT + ji, i, window),
-        safeExp(withBias(dot(ji, i, jt, h, b) * scale, h, i, jt * JT + ji) -
-                lse(iClamped, h, b)),
-        0.0f);
-    ds(ji, i, jt, h, b) = pv * (dpdot(ji, i, jt, h, b) - delta(i, h, b));
-
-    // dq = scale * dS K on R x DC register tiles (as O = P V forward).
-    Var ir("ir"), ic("ic");
-    RDom rk(0, JT, 0, nTiles, "rk");
-    rk.where(rk.y * JT <= ic * R + R - 1);
-    Expr kg = rk.y * JT + rk.x;
-    Func acc("acc");
-    acc(d, ir, ic, h, b) = 0.0f;
-    acc(d, ir, ic, h, b) += ds(rk.x, ic * R + ir, rk.y, h, b) * Kn(d, kg, h, b);
-    dq(d, h, s, b) = store(acc(d, s % R, s / R, h, b) * scale);
-
-    Var qb("qb"), hb("hb"), io("io"), iu("iu");
-    scheduleRowBlocks(dq, d, s, h, b, qb, hb, D, QB, R, DC);
-    Kn.compute_at(dq, hb).vectorize(d, kLanes);
-    Kt.compute_at(dq, hb).bound(ji, 0, JT).reorder(ji, d, jt).vectorize(ji,
-                                                                        kLanes);
-    Vt.compute_at(dq, hb).bound(ji, 0, JT).reorder(ji, d, jt).vectorize(ji,
-                                                                        kLanes);
-    if (kHalf) {
-      Qr.compute_at(dq, qb).vectorize(d, kLanes);
-      dOr.compute_at(dq, qb).vectorize(d, kLanes);
-    }
-    delta.compute_at(dq, qb);
-    delta.update().atomic().vectorize(rd, kLanes);
-    ds.compute_at(dq, qb)
-        .bound(ji, 0, JT)
-        .split(i, io, iu, 8, TailStrategy::RoundUp)
-        .reorder(ji, iu, io, jt)
-        .vectorize(ji, kLanes)
-        .unroll(ji)
-        .unroll(iu);
-    for (Func f : {dot, dpdot}) {
-      f.compute_at(ds, io).vectorize(ji, kLanes).unroll(ji).unroll(i);
-      f.update().reorder(ji, i, rd).vectorize(ji, kLanes).unroll(ji).unroll(i);
-    }
-    Var dco("dco"), dci("dci");
-    acc.compute_at(dq, qb).bound(ir, 0, R).bound(d, 0, D).vectorize(d, kLanes);
-    acc.update()
-        .split(d, dco, dci, DC)
-        .reorder(dci, ir, rk.x, dco, ic, rk.y)
-        .vectorize(dci, kLanes)
-        .unroll(dci)
-        .unroll(ir);
-
-    for (auto *in : {&q, &k, &v, &o, &dO})
-      in->dim(0).set_stride(1).set_min(0).set_extent(D);
-    lse.dim(0).set_stride(1);
-    dq.dim(0).set_stride(1).set_min(0).set_extent(D);
-    constrainSlopes();
-  }
-};
-
-/// Attention backward, the dk/dv pass: per key row j of KV head hk, sum over
-/// the G query heads of the group and the query tiles at or after j:
-///   dv(j) = sum P^T(i, j) dO(i),  dk(j) = scale * sum dS^T(i, j) q(i).
-/// Output tuple (dk, dv) over (d, hk, s, b).
-template <typename Storage>
-class AttentionBackwardDkv
-    : public AttentionBase<AttentionBackwardDkv<Storage>, Storage> {
-public:
-  using Base = AttentionBase<AttentionBackwardDkv<Storage>, Storage>;
-  RATRAIN_ATTENTION_BASE_MEMBERS(Base)
-  RATRAIN_ATTENTION_BACKWARD_INPUTS(Storage)
-  Out<Func> out{"out", {type_of<Storage>(), type_of<Storage>()}, 4}; // dk, dv
-
-  void generate() {
-    const int D = headDim, IT = kKeyTile;
-    const int KB = queryBlock(amBytes, maxSeq);
-    // Two accumulators (dk, dv): half the tile of the forward.
-    const int DC = std::min(D, 32), R = 4;
-    Var d("d"), h("h"), hk("hk"), s("s"), b("b"), ii("ii"), it("it"), j("j");
-    Expr S = q.dim(2).extent();
-    Expr G = q.dim(1).extent() / k.dim(1).extent();
-    Expr nTiles = (S + IT - 1) / IT;
-    Expr ig = it * IT + ii;
-    Expr igc = min(ig, S - 1);
-    Expr jClamped = min(j, S - 1);
-
-    // Query-side operands, transposed into query-tile-major order.
-    Func Qn("Qn"), dOn("dOn");
-    Qn(d, s, h, b) = load(q(d, h, min(s, S - 1), b));
-    dOn(d, s, h, b) = load(dO(d, h, min(s, S - 1), b));
-    Func Qt("Qt"), dOt("dOt");
-    Qt(ii, d, it, h, b) = load(q(d, h, min(it * IT + ii, S - 1), b));
-    dOt(ii, d, it, h, b) = load(dO(d, h, min(it * IT + ii, S - 1), b));
-    RDom rd(0, D, "rd");
-    Func delta("delta");
-    delta(s, h, b) = 0.0f;
-    delta(s, h, b) += load(dO(rd, h, s, b)) * load(o(rd, h, s, b));
-    // The key block's k and v rows (staged per block when 16-bit).
-    Func Kr("Kr"), Vr("Vr");
-    Kr(d, j, hk, b) = load(k(d, hk, min(j, S - 1), b));
-    Vr(d, j, hk, b) = load(v(d, hk, min(j, S - 1), b));
-
-    // Scores and dP, transposed: queries along the vector lanes.
-    Func sdot("sdot"), pdot("pdot");
-    sdot(ii, j, it, h, b) = 0.0f;
-    sdot(ii, j, it, h, b) += Qt(ii, rd, it, h, b) * Kr(rd, j, h / G, b);
-    pdot(ii, j, it, h, b) = 0.0f;
-    pdot(ii, j, it, h, b) += dOt(ii, rd, it, h, b) * Vr(rd, j, h / G, b);
-    Func pt("pt");
-    Expr valid = visible(j, ig, window) && ig < S;
-    Expr pv = select(valid,
-                     safeExp(withBias(sdot(ii, j, it, h, b) * scale, h, ig, j) -
-                             lse(igc, h, b)),
-                     0.0f);
-    pt(ii, j, it, h, b) =
-        Tuple(pv, pv * (pdot(ii, j, it, h, b) - delta(igc, h, b)));
-
-    // dk, dv on register tiles of R key rows x DC head dims: each q / dO
-    // row loaded is used by R key rows. Query tiles that end before the
-    // chunk's first key are skipped; masked entries of pt are 0.
-    Var jr("jr"), jc("jc");
-    RDom ri(0, IT, 0, nTiles, 0, G, "ri");
-    ri.where(ri.y * IT + IT - 1 >= jc * R);
-    Expr hq = hk * G + ri.z;
-    Expr iq = ri.y * IT + ri.x;
-    Func acc("acc");
-    acc(d, jr, jc, hk, b) = Tuple(0.0f, 0.0f);
-    Tuple ptv = pt(ri.x, jc * R + jr, ri.y, hq, b);
-    acc(d, jr, jc, hk, b) =
-        Tuple(acc(d, jr, jc, hk, b)[0] + ptv[1] * Qn(d, iq, hq, b),
-              acc(d, jr, jc, hk, b)[1] + ptv[0] * dOn(d, iq, hq, b));
-    out(d, hk, s, b) = Tuple(store(acc(d, s % R, s / R, hk, b)[0] * scale),
-                             store(acc(d, s % R, s / R, hk, b)[1]));
-
-    Var kb("kb"), hb("hb"), jo("jo"), ju("ju");
-    scheduleRowBlocks(out, d, s, hk, b, kb, hb, D, KB, R, DC);
-    delta.compute_root().parallel(b);
-    delta.update().atomic().vectorize(rd, kLanes);
-    if (kHalf) {
-      Kr.compute_at(out, kb).vectorize(d, kLanes);
-      Vr.compute_at(out, kb).vectorize(d, kLanes);
-    }
-    Qt.compute_at(out, hb)
-        .bound(ii, 0, IT)
-        .reorder(ii, d, it, h)
-        .vectorize(ii, kLanes);
-    dOt.compute_at(out, hb)
-        .bound(ii, 0, IT)
-        .reorder(ii, d, it, h)
-        .vectorize(ii, kLanes);
-    pt.compute_at(out, kb)
-        .bound(ii, 0, IT)
-        .split(j, jo, ju, 8, TailStrategy::RoundUp)
-        .reorder(ii, ju, jo, it, h)
-        .vectorize(ii, kLanes)
-        .unroll(ii)
-        .unroll(ju);
-    for (Func f : {sdot, pdot}) {
-      f.compute_at(pt, jo).vectorize(ii, kLanes).unroll(ii).unroll(j);
-      f.update().reorder(ii, j, rd).vectorize(ii, kLanes).unroll(ii).unroll(j);
-    }
-    Var dco("dco"), dci("dci");
-    acc.compute_at(out, kb).bound(jr, 0, R).bound(d, 0, D).vectorize(d, kLanes);
-    acc.update()
-        .split(d, dco, dci, DC)
-        .reorder(dci, jr, ri.x, dco, jc, ri.y, ri.z)
-        .vectorize(dci, kLanes)
-        .unroll(dci)
-        .unroll(jr);
-    // Natural-layout copies of the head's q and dO rows: a query tile's rows
-    // become one contiguous 32 x D block (the activations' row stride is
-    // Hq * D floats, 16 KiB at 32 x 128, which folds every row of a tile
-    // onto one L1 set).
-    for (Func f : {Qn, dOn})
-      f.compute_at(out, hb).vectorize(d, kLanes);
-
-    for (auto *in : {&q, &k, &v, &o, &dO})
-      in->dim(0).set_stride(1).set_min(0).set_extent(D);
-    lse.dim(0).set_stride(1);
-    Func outF = out;
-    outF.output_buffers()[0].dim(0).set_stride(1).set_min(0).set_extent(D);
-    outF.output_buffers()[1].dim(0).set_stride(1);
-    constrainSlopes();
-  }
-};
-
 } // namespace
 
 HALIDE_REGISTER_GENERATOR(AttentionForward<float>, ratrain_attention_fwd)
-HALIDE_REGISTER_GENERATOR(AttentionBackwardDq<float>, ratrain_attention_bwd_dq)
-HALIDE_REGISTER_GENERATOR(AttentionBackwardDkv<float>,
-                          ratrain_attention_bwd_dkv)
 HALIDE_REGISTER_GENERATOR(AttentionForward<uint16_t>, ratrain_attention_fwd_16)
-HALIDE_REGISTER_GENERATOR(AttentionBackwardDq<uint16_t>,
-                          ratrain_attention_bwd_dq_16)
-HALIDE_REGISTER_GENERATOR(AttentionBackwardDkv<uint16_t>,
-                          ratrain_attention_bwd_dkv_16)

@@ -432,7 +432,10 @@ TEST_P(HalfKernels, AttentionMatchesStaged) {
     for (const AttentionCase &c : {AttentionCase{2, 45, 4, 2, 32, false, 0},
                                    AttentionCase{1, 70, 2, 1, 64, false, 17},
                                    AttentionCase{1, 33, 4, 4, 128, false, 0},
-                                   AttentionCase{2, 37, 4, 2, 32, true, 0}})
+                                   AttentionCase{2, 37, 4, 2, 32, true, 0},
+                                   // Several key blocks of the backward.
+                                   AttentionCase{1, 700, 2, 1, 64, true, 100},
+                                   AttentionCase{1, 650, 2, 2, 128, false, 0}})
       checkAttention(type, c);
   });
 }

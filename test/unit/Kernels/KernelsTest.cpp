@@ -434,11 +434,13 @@ void refAttentionBackward(const AttnShape &a, const std::vector<float> &q,
       }
 }
 
-/// Every supported head dimension (32 is the tiny LLaMA's), ragged lengths.
-const AttnShape kAttnShapes[] = {{1, 1, 1, 1, 64},    {2, 37, 4, 2, 64},
-                                 {1, 100, 2, 1, 128}, {1, 65, 3, 3, 128},
-                                 {2, 70, 8, 2, 64},   {1, 45, 8, 4, 32},
-                                 {2, 129, 4, 1, 32}};
+/// Every supported head dimension (32 is the tiny LLaMA's), ragged lengths;
+/// the last two span several key blocks of the backward (a few hundred keys
+/// each, lib/Kernels.cpp attentionKeyBlock), the last block partial.
+const AttnShape kAttnShapes[] = {
+    {1, 1, 1, 1, 64},   {2, 37, 4, 2, 64},  {1, 100, 2, 1, 128},
+    {1, 65, 3, 3, 128}, {2, 70, 8, 2, 64},  {1, 45, 8, 4, 32},
+    {2, 129, 4, 1, 32}, {1, 700, 2, 1, 64}, {1, 613, 4, 2, 32}};
 
 TEST(Attention, ForwardMatchesReference) {
   for (const AttnShape &a : kAttnShapes) {
@@ -462,7 +464,8 @@ TEST(Attention, ForwardMatchesReference) {
 TEST(Attention, SlidingWindowMatchesReference) {
   // Windows shorter than a key tile, across tile edges, and as long as the
   // sequence (plain causal attention).
-  const AttnShape shapes[] = {{2, 70, 4, 2, 64}, {1, 129, 4, 1, 32}};
+  const AttnShape shapes[] = {
+      {2, 70, 4, 2, 64}, {1, 129, 4, 1, 32}, {1, 600, 2, 1, 32}};
   for (const AttnShape &a : shapes)
     for (int64_t window : {int64_t(1), int64_t(5), int64_t(32), int64_t(33),
                            int64_t(64), int64_t(a.S)}) {
@@ -583,7 +586,7 @@ TEST(Attention, AlibiSlopesMatchBaichuan) {
 const AttnShape kAlibiShapes[] = {{1, 1, 1, 1, 64},     {2, 37, 4, 4, 64},
                                   {1, 100, 40, 40, 32}, {1, 65, 3, 3, 128},
                                   {2, 70, 6, 2, 64},    {1, 129, 8, 8, 32},
-                                  {1, 50, 12, 4, 128}};
+                                  {1, 50, 12, 4, 128},  {1, 650, 4, 2, 64}};
 
 TEST(Attention, AlibiForwardAndBackwardMatchReference) {
   for (const AttnShape &a : kAlibiShapes) {
