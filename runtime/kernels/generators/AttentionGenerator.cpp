@@ -18,7 +18,8 @@
 // accumulators) reads both operands with unit stride. Nothing of size S x S
 // is ever materialized:
 //
-//   forward  : scores -> row max / sum (lse, saved) -> P -> O = P V
+//   forward  : scores -> row max -> p = exp(s - max) (one exp per score)
+//              -> row sum, lse = max + log(sum) (saved) -> O = p V / sum
 //
 // The backward of these element types is AttentionBackwardGenerator.cpp
 // (one key block per call, S and dP computed once); the vdpbf16ps bf16
@@ -34,9 +35,8 @@
 // Element type: the generator is a template over the storage of q, k, v
 // and o: `float`, or `uint16_t` holding bf16 / fp16 bits (GeneratorParam
 // `elem`, ElementType.h). lse stays fp32, and so does all arithmetic: a
-// 16-bit operand is widened where it is staged (the K / V heads, and in the
-// 16-bit variants also the query block's q rows, which the fp32 variant
-// reads in place), and a result rounded once where it is stored.
+// 16-bit operand is widened where it is staged (the K / V heads, and the
+// query block's q rows), and a result rounded once where it is stored.
 //
 // ALiBi (generator parameter `alibi`, Baichuan-13B / BLOOM): the generator
 // takes one more input, `slopes` (h), and adds the linear bias
@@ -85,7 +85,8 @@ public:
     Func Vn("Vn");
     Vn(d, s, h, b) = load(v(d, h / G, min(s, S - 1), b));
     Kt(ji, d, jt, h, b) = load(k(d, h / G, min(jt * JT + ji, S - 1), b));
-    // The query rows (staged per query block when 16-bit).
+    // The query block's rows, staged contiguous (and widened when 16-bit):
+    // the score tiles then address their rows from one base pointer.
     Func Qr("Qr");
     Qr(d, i, h, b) = load(q(d, h, min(i, S - 1), b));
     RDom rd(0, D, "rd");
@@ -105,15 +106,16 @@ public:
     mx(i, h, b) =
         max(mx(i, h, b), select(visible(jg, i, window), sc(rj.x, i, rj.y, h, b),
                                 -std::numeric_limits<float>::infinity()));
-    ls(i, h, b) = 0.0f;
-    ls(i, h, b) += select(visible(jg, i, window),
-                          safeExp(sc(rj.x, i, rj.y, h, b) - mx(i, h, b)), 0.0f);
-    lse(i, h, b) = mx(i, h, b) + log(ls(i, h, b));
-
+    // One exp per score: p = exp(s - max) gives the row sum (and lse) and
+    // the unnormalized probabilities; O is their product with V divided by
+    // the sum.
     Func p("p");
     p(ji, i, jt, h, b) =
         select(visible(jt * JT + ji, i, window),
-               safeExp(sc(ji, i, jt, h, b) - lse(i, h, b)), 0.0f);
+               safeExp(sc(ji, i, jt, h, b) - mx(i, h, b)), 0.0f);
+    ls(i, h, b) = 0.0f;
+    ls(i, h, b) += p(rj.x, i, rj.y, h, b);
+    lse(i, h, b) = mx(i, h, b) + log(ls(i, h, b));
     // O = P V on register tiles of R query rows x DC head dims: each V row
     // loaded is used by R rows. Masked probabilities are 0, so the key
     // loop only needs to stop after the chunk's last row.
@@ -136,7 +138,8 @@ public:
     o(d, ir, ic, h, b) += otile(d, ir, ic, rt, h, b);
     (void)kg;
 
-    out(d, h, s, b) = Tuple(store(o(d, s % R, s / R, h, b)), lse(s, h, b));
+    out(d, h, s, b) =
+        Tuple(store(o(d, s % R, s / R, h, b) / ls(s, h, b)), lse(s, h, b));
 
     // ---- schedule ----
     Var qb("qb"), hb("hb"), io("io"), iu("iu");
@@ -144,8 +147,7 @@ public:
     Vn.compute_at(out, hb).vectorize(d, kLanes);
     Kt.compute_at(out, hb).bound(ji, 0, JT).reorder(ji, d, jt).vectorize(
         ji, kLanes);
-    if (kHalf)
-      Qr.compute_at(out, qb).vectorize(d, kLanes);
+    Qr.compute_at(out, qb).vectorize(d, kLanes);
     sc.compute_at(out, qb)
         .bound(ji, 0, JT)
         .split(i, io, iu, 8, TailStrategy::RoundUp)
