@@ -165,7 +165,10 @@ int attentionForward(int64_t B, int64_t S, int64_t Hq, int64_t Hkv, int64_t D,
                      const float *slopes = nullptr, int64_t window = 0);
 
 /// Causal attention backward; recomputes the probabilities tile by tile
-/// from q, k and the saved lse (no S x S matrix is stored).
+/// from q, k and the saved lse (no S x S matrix is stored), in blocks of
+/// keys (FlashAttention-2's loop: S and dP once per score). Runs on the
+/// kernels' thread pool, one task per (batch, KV head), each with 5 S D + S
+/// floats of scratch of its own.
 ///   dout [B*S, Hq*D]    gradient of out
 ///   dq [B*S, Hq*D], dk, dv [B*S, Hkv*D]  overwritten
 /// `slopes` and `window` must be the forward's.
@@ -284,9 +287,11 @@ int add(Half type, int64_t n, const uint16_t *a, const uint16_t *b,
         uint16_t *out);
 /// Attention on 16-bit q, k, v, out, dout, dq, dk, dv (lse and the slopes
 /// fp32). Every head dimension attentionSupportsHeadDim accepts. bf16 runs
-/// its products on vdpbf16ps with the probabilities and dS rounded to bf16
-/// (FlashAttention's bf16 numerics); fp16 computes in fp32 between a
-/// widening load and one rounding store.
+/// its products on vdpbf16ps where bf16Products() is Dot, with the
+/// probabilities and dS rounded to bf16 (FlashAttention's bf16 numerics; the
+/// backward then in two passes that each recompute S and dP); otherwise, and
+/// for fp16, it computes in fp32 between a widening load and one rounding
+/// store.
 int attentionForward(Half type, int64_t B, int64_t S, int64_t Hq, int64_t Hkv,
                      int64_t D, const uint16_t *q, const uint16_t *k,
                      const uint16_t *v, float scale, uint16_t *out, float *lse,
