@@ -121,6 +121,7 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <cstdlib>
 #include <initializer_list>
 #include <optional>
 #include <type_traits>
@@ -137,8 +138,85 @@ void printHalideError(void * /*userContext*/, const char *message) {
 }
 
 /// Installs the handler before the first kernel runs.
-[[maybe_unused]] const bool kErrorHandlerInstalled = [] {
+/// Halide's allocations inside the pipelines (the intermediate stages of a
+/// call), reused per thread. The kernels run the same shapes call after
+/// call, and malloc serves a block of 128 KiB or more with a fresh mmap whose
+/// pages fault in on every call: about a tenth of the attention backward of
+/// the tiny LLaMA at 256 tokens (its 512 KiB of P and dS per key block) went
+/// to page faults. A thread keeps up to kCachedBlocks freed blocks of
+/// kCachedMinBytes or more (at most kCachedBytes together) and an allocation
+/// takes the smallest that fits without wasting more than half of it.
+namespace pipeline_memory {
+/// Halide's requirements: aligned for any vector load, and readable a few
+/// bytes before the start (the header) and past the end (kSlack).
+constexpr size_t kAlign = 128, kSlack = 64;
+constexpr size_t kCachedMinBytes = size_t(64) << 10;
+constexpr size_t kCachedBlocks = 16, kCachedBytes = size_t(64) << 20;
+
+struct Block {
+  void *base;
+  size_t bytes;
+};
+struct Cache {
+  std::vector<Block> blocks; // oldest first
+  size_t bytes = 0;
+  ~Cache() {
+    for (Block &b : blocks)
+      std::free(b.base);
+  }
+};
+Cache &cache() {
+  thread_local Cache c;
+  return c;
+}
+
+void *allocate(void *, size_t n) {
+  size_t bytes = (n + kAlign + kSlack + kAlign - 1) / kAlign * kAlign;
+  void *base = nullptr;
+  if (bytes >= kCachedMinBytes) {
+    Cache &c = cache();
+    auto best = c.blocks.end();
+    for (auto it = c.blocks.begin(); it != c.blocks.end(); ++it)
+      if (it->bytes >= bytes && it->bytes / 2 <= bytes &&
+          (best == c.blocks.end() || it->bytes < best->bytes))
+        best = it;
+    if (best != c.blocks.end()) {
+      base = best->base;
+      bytes = best->bytes;
+      c.bytes -= bytes;
+      c.blocks.erase(best);
+    }
+  }
+  if (!base && !(base = std::aligned_alloc(kAlign, bytes)))
+    return nullptr;
+  *static_cast<size_t *>(base) = bytes;
+  return static_cast<char *>(base) + kAlign;
+}
+
+void release(void *, void *p) {
+  if (!p)
+    return;
+  void *base = static_cast<char *>(p) - kAlign;
+  size_t bytes = *static_cast<size_t *>(base);
+  if (bytes < kCachedMinBytes || bytes > kCachedBytes) {
+    std::free(base);
+    return;
+  }
+  Cache &c = cache();
+  c.blocks.push_back({base, bytes});
+  c.bytes += bytes;
+  while (c.blocks.size() > kCachedBlocks || c.bytes > kCachedBytes) {
+    c.bytes -= c.blocks.front().bytes;
+    std::free(c.blocks.front().base);
+    c.blocks.erase(c.blocks.begin());
+  }
+}
+} // namespace pipeline_memory
+
+[[maybe_unused]] const bool kHalideHooksInstalled = [] {
   halide_set_error_handler(printHalideError);
+  halide_set_custom_malloc(pipeline_memory::allocate);
+  halide_set_custom_free(pipeline_memory::release);
   return true;
 }();
 
