@@ -11,7 +11,7 @@
 // pass that each recompute S and dP, takes seven). dq is a sum over key
 // blocks, which FlashAttention accumulates with atomics. A Halide pipeline
 // cannot scatter into another output's loop nest, so the loop over key
-// blocks lives in the runtime (lib/Kernels.cpp, attentionBackward): one call
+// blocks lives in the runtime (lib/Attention.cpp, attentionBackward): one call
 // of this pipeline is one key block [j0, j1) of one query head, against the
 // query rows [i0, i1) that see it, and it *adds* into fp32 accumulators the
 // runtime passes as its outputs (the pure definitions are `undef`, the
@@ -28,7 +28,7 @@
 //
 // Inside, everything of a block stays in AM: P and dS for the block's keys
 // (KB keys x the query rows, fp32; the runtime sizes KB so that they take
-// at most AM, lib/Kernels.cpp), the query block's q and dO rows widened to
+// at most AM, lib/Attention.cpp), the query block's q and dO rows widened to
 // fp32 (and delta = rowsum(dO * O)), and the key block's k and v rows in
 // the two layouts the products read. The products run on register tiles as
 // the other attention kernels' (16 zmm accumulators):

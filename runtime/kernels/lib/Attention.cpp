@@ -1,0 +1,492 @@
+//===- Attention.cpp - The attention kernels' C++ API ---------------------===//
+//
+// attentionForward / attentionBackward of Kernels.h: the forward pipelines
+// per head dimension and type, the key-block backward's driver (one task per
+// batch x KV head on Halide's thread pool, key blocks in order) and the
+// vdpbf16ps two-pass backward.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ratrain/Model/Limits.h"
+#include "ratrain/kernels/Kernels.h"
+
+#include "HalideBuffers.h"
+#include "HalideRuntime.h"
+#include "Tiling.h"
+
+#include "ratrain_k_attention_alibi_bwd_dkv_d128_bf16.h"
+#include "ratrain_k_attention_alibi_bwd_dkv_d32_bf16.h"
+#include "ratrain_k_attention_alibi_bwd_dkv_d64_bf16.h"
+#include "ratrain_k_attention_alibi_bwd_dq_d128_bf16.h"
+#include "ratrain_k_attention_alibi_bwd_dq_d32_bf16.h"
+#include "ratrain_k_attention_alibi_bwd_dq_d64_bf16.h"
+#include "ratrain_k_attention_alibi_fwd_d128.h"
+#include "ratrain_k_attention_alibi_fwd_d128_bf16.h"
+#include "ratrain_k_attention_alibi_fwd_d128_bf16w.h"
+#include "ratrain_k_attention_alibi_fwd_d128_f16.h"
+#include "ratrain_k_attention_alibi_fwd_d32.h"
+#include "ratrain_k_attention_alibi_fwd_d32_bf16.h"
+#include "ratrain_k_attention_alibi_fwd_d32_bf16w.h"
+#include "ratrain_k_attention_alibi_fwd_d32_f16.h"
+#include "ratrain_k_attention_alibi_fwd_d64.h"
+#include "ratrain_k_attention_alibi_fwd_d64_bf16.h"
+#include "ratrain_k_attention_alibi_fwd_d64_bf16w.h"
+#include "ratrain_k_attention_alibi_fwd_d64_f16.h"
+#include "ratrain_k_attention_bwd_block_d128.h"
+#include "ratrain_k_attention_bwd_block_d128_bf16w.h"
+#include "ratrain_k_attention_bwd_block_d128_f16.h"
+#include "ratrain_k_attention_bwd_block_d32.h"
+#include "ratrain_k_attention_bwd_block_d32_bf16w.h"
+#include "ratrain_k_attention_bwd_block_d32_f16.h"
+#include "ratrain_k_attention_bwd_block_d64.h"
+#include "ratrain_k_attention_bwd_block_d64_bf16w.h"
+#include "ratrain_k_attention_bwd_block_d64_f16.h"
+#include "ratrain_k_attention_bwd_dkv_d128_bf16.h"
+#include "ratrain_k_attention_bwd_dkv_d32_bf16.h"
+#include "ratrain_k_attention_bwd_dkv_d64_bf16.h"
+#include "ratrain_k_attention_bwd_dq_d128_bf16.h"
+#include "ratrain_k_attention_bwd_dq_d32_bf16.h"
+#include "ratrain_k_attention_bwd_dq_d64_bf16.h"
+#include "ratrain_k_attention_bwd_prepare.h"
+#include "ratrain_k_attention_bwd_prepare_bf16.h"
+#include "ratrain_k_attention_bwd_prepare_f16.h"
+#include "ratrain_k_attention_bwd_store.h"
+#include "ratrain_k_attention_bwd_store_bf16.h"
+#include "ratrain_k_attention_bwd_store_f16.h"
+#include "ratrain_k_attention_fwd_d128.h"
+#include "ratrain_k_attention_fwd_d128_bf16.h"
+#include "ratrain_k_attention_fwd_d128_bf16w.h"
+#include "ratrain_k_attention_fwd_d128_f16.h"
+#include "ratrain_k_attention_fwd_d32.h"
+#include "ratrain_k_attention_fwd_d32_bf16.h"
+#include "ratrain_k_attention_fwd_d32_bf16w.h"
+#include "ratrain_k_attention_fwd_d32_f16.h"
+#include "ratrain_k_attention_fwd_d64.h"
+#include "ratrain_k_attention_fwd_d64_bf16.h"
+#include "ratrain_k_attention_fwd_d64_bf16w.h"
+#include "ratrain_k_attention_fwd_d64_f16.h"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <iterator>
+#include <optional>
+#include <type_traits>
+#include <vector>
+
+namespace ratrain::kernels {
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+bool attentionSupportsHeadDim(int64_t headDim) {
+  return ratrain::limits::isSupportedHeadDim(headDim);
+}
+
+namespace {
+bool attentionShapesOk(int64_t B, int64_t S, int64_t Hq, int64_t Hkv,
+                       int64_t D) {
+  return B > 0 && S > 0 && Hq > 0 && Hkv > 0 && Hq % Hkv == 0 &&
+         attentionSupportsHeadDim(D);
+}
+} // namespace
+
+void alibiSlopes(int64_t heads, float *slopes) {
+  if (heads <= 0)
+    return;
+  int64_t n = 1;
+  while (n * 2 <= heads)
+    n *= 2;
+  for (int64_t k = 0; k < heads; ++k) {
+    // Head k < n: 2^(-8 (k+1) / n); head n + m: slope 2m of 2n heads,
+    // 2^(-8 (2m+1) / (2n)).
+    double exponent = k < n ? -8.0 * double(k + 1) / double(n)
+                            : -4.0 * double(2 * (k - n) + 1) / double(n);
+    slopes[k] = static_cast<float>(std::exp2(exponent));
+  }
+}
+
+namespace {
+/// The AOT pipelines of one head dimension: plain (RoPE models) and ALiBi.
+// The pipelines take (inputs, scale, window[, slopes], outputs).
+using FwdFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
+                      float, int32_t, halide_buffer_t *, halide_buffer_t *);
+using FwdAlibiFn = int (*)(halide_buffer_t *, halide_buffer_t *,
+                           halide_buffer_t *, float, int32_t, halide_buffer_t *,
+                           halide_buffer_t *, halide_buffer_t *);
+using DqFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
+                     halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
+                     float, int32_t, halide_buffer_t *);
+using DqAlibiFn = int (*)(halide_buffer_t *, halide_buffer_t *,
+                          halide_buffer_t *, halide_buffer_t *,
+                          halide_buffer_t *, halide_buffer_t *, float, int32_t,
+                          halide_buffer_t *, halide_buffer_t *);
+using DkvFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
+                      halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
+                      float, int32_t, halide_buffer_t *, halide_buffer_t *);
+using DkvAlibiFn = int (*)(halide_buffer_t *, halide_buffer_t *,
+                           halide_buffer_t *, halide_buffer_t *,
+                           halide_buffer_t *, halide_buffer_t *, float, int32_t,
+                           halide_buffer_t *, halide_buffer_t *,
+                           halide_buffer_t *);
+/// The forward pipelines of one head dimension and type.
+struct AttentionPipelines {
+  FwdFn fwd;
+  FwdAlibiFn fwdAlibi;
+};
+/// The two-pass backward of the bf16 kernels whose products run on
+/// vdpbf16ps (AttentionBf16Generator.cpp).
+struct TwoPassBackward {
+  DqFn dq;
+  DkvFn dkv;
+  DqAlibiFn dqAlibi;
+  DkvAlibiFn dkvAlibi;
+};
+
+#define RATRAIN_ATTENTION_PIPELINES(D, TYPE)                                   \
+  AttentionPipelines {                                                         \
+    ratrain_k_attention_fwd_d##D##TYPE,                                        \
+        ratrain_k_attention_alibi_fwd_d##D##TYPE                               \
+  }
+#define RATRAIN_ATTENTION_PIPELINES_OF_TYPE(D, type)                           \
+  (!type                ? RATRAIN_ATTENTION_PIPELINES(D, )                     \
+   : *type == Half::F16 ? RATRAIN_ATTENTION_PIPELINES(D, _f16)                 \
+   : bf16Products() == Bf16Products::Dot                                       \
+       ? RATRAIN_ATTENTION_PIPELINES(D, _bf16)                                 \
+       : RATRAIN_ATTENTION_PIPELINES(D, _bf16w))
+#define RATRAIN_TWO_PASS_BACKWARD(D)                                           \
+  TwoPassBackward {                                                            \
+    ratrain_k_attention_bwd_dq_d##D##_bf16,                                    \
+        ratrain_k_attention_bwd_dkv_d##D##_bf16,                               \
+        ratrain_k_attention_alibi_bwd_dq_d##D##_bf16,                          \
+        ratrain_k_attention_alibi_bwd_dkv_d##D##_bf16                          \
+  }
+
+// The pipelines below are those of runtime/kernels/CMakeLists.txt (foreach
+// hd 32 64 128); the compiler refuses other head dimensions with the same
+// list (ratrain/Model/Limits.h).
+static_assert(std::size(ratrain::limits::kAttentionHeadDims) == 3 &&
+                  ratrain::limits::kAttentionHeadDims[0] == 32 &&
+                  ratrain::limits::kAttentionHeadDims[1] == 64 &&
+                  ratrain::limits::kAttentionHeadDims[2] == 128,
+              "kAttentionHeadDims must list the head dimensions "
+              "attentionPipelines() dispatches to");
+
+/// The forward pipelines of head dimension D (one of
+/// attentionSupportsHeadDim's) on fp32 activations (no `type`) or on 16-bit
+/// ones of `type`.
+AttentionPipelines attentionPipelines(int64_t D, std::optional<Half> type) {
+  if (D == 128)
+    return RATRAIN_ATTENTION_PIPELINES_OF_TYPE(128, type);
+  if (D == 64)
+    return RATRAIN_ATTENTION_PIPELINES_OF_TYPE(64, type);
+  return RATRAIN_ATTENTION_PIPELINES_OF_TYPE(32, type);
+}
+
+/// The vdpbf16ps two-pass backward of head dimension D.
+TwoPassBackward twoPassBackward(int64_t D) {
+  if (D == 128)
+    return RATRAIN_TWO_PASS_BACKWARD(128);
+  if (D == 64)
+    return RATRAIN_TWO_PASS_BACKWARD(64);
+  return RATRAIN_TWO_PASS_BACKWARD(32);
+}
+#undef RATRAIN_TWO_PASS_BACKWARD
+#undef RATRAIN_ATTENTION_PIPELINES_OF_TYPE
+#undef RATRAIN_ATTENTION_PIPELINES
+
+/// The forward on activations stored as T (float, or uint16_t of `type`).
+template <typename T>
+int attentionForwardOf(std::optional<Half> type, int64_t B, int64_t S,
+                       int64_t Hq, int64_t Hkv, int64_t D, const T *q,
+                       const T *k, const T *v, float scale, T *out, float *lse,
+                       const float *slopes, int64_t window) {
+  if (!attentionShapesOk(B, S, Hq, Hkv, D))
+    return -1;
+  auto qb = dense(q, {D, Hq, S, B});
+  auto kb = dense(k, {D, Hkv, S, B});
+  auto vb = dense(v, {D, Hkv, S, B});
+  auto ob = dense(out, {D, Hq, S, B});
+  // lse [B, Hq, S] seen as (d, h, s, b) with stride 0 along d.
+  halide_dimension_t lseDims[4] = {
+      {0, static_cast<int32_t>(D), 0},
+      {0, static_cast<int32_t>(Hq), static_cast<int32_t>(S)},
+      {0, static_cast<int32_t>(S), 1},
+      {0, static_cast<int32_t>(B), static_cast<int32_t>(Hq * S)}};
+  Buffer<float> lb(lse, 4, lseDims);
+  AttentionPipelines p = attentionPipelines(D, type);
+  int32_t w = int32_t(std::clamp<int64_t>(window, 0, S));
+  if (slopes)
+    return p.fwdAlibi(qb, kb, vb, scale, w, dense(slopes, {Hq}), ob, lb);
+  return p.fwd(qb, kb, vb, scale, w, ob, lb);
+}
+
+/// The key-block backward (AttentionBackwardGenerator.cpp): per query head
+/// a prepare call (q and dO in fp32, delta), then one call per key block,
+/// adding into fp32 accumulators; a store call rounds each accumulator.
+using PrepareFn = int (*)(halide_buffer_t *, halide_buffer_t *,
+                          halide_buffer_t *, halide_buffer_t *,
+                          halide_buffer_t *, halide_buffer_t *);
+using BlockFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
+                        halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
+                        float, int32_t, float, halide_buffer_t *,
+                        halide_buffer_t *, halide_buffer_t *);
+using StoreFn = int (*)(halide_buffer_t *, float, halide_buffer_t *);
+
+#define RATRAIN_ATTENTION_BLOCK_OF_TYPE(D, type)                               \
+  (!type                ? ratrain_k_attention_bwd_block_d##D                   \
+   : *type == Half::F16 ? ratrain_k_attention_bwd_block_d##D##_f16             \
+                        : ratrain_k_attention_bwd_block_d##D##_bf16w)
+
+/// The key-block backward of head dimension D on fp32 activations (no
+/// `type`) or 16-bit ones whose products run widened to fp32.
+BlockFn attentionBlockPipeline(int64_t D, std::optional<Half> type) {
+  if (D == 128)
+    return RATRAIN_ATTENTION_BLOCK_OF_TYPE(128, type);
+  if (D == 64)
+    return RATRAIN_ATTENTION_BLOCK_OF_TYPE(64, type);
+  return RATRAIN_ATTENTION_BLOCK_OF_TYPE(32, type);
+}
+#undef RATRAIN_ATTENTION_BLOCK_OF_TYPE
+
+StoreFn attentionStorePipeline(std::optional<Half> type) {
+  if (!type)
+    return ratrain_k_attention_bwd_store;
+  return *type == Half::F16 ? ratrain_k_attention_bwd_store_f16
+                            : ratrain_k_attention_bwd_store_bf16;
+}
+
+PrepareFn attentionPreparePipeline(std::optional<Half> type) {
+  if (!type)
+    return ratrain_k_attention_bwd_prepare;
+  return *type == Half::F16 ? ratrain_k_attention_bwd_prepare_f16
+                            : ratrain_k_attention_bwd_prepare_bf16;
+}
+
+/// Keys per block of the key-block backward: P and dS of the block (fp32,
+/// for every query row that sees it) take at most the per-core AM, in
+/// multiples of the 32-key tile, 32 to 256 keys (64 at 2048 tokens and
+/// 1 MiB of AM).
+int64_t attentionKeyBlock(int64_t S) {
+  int64_t rows = (S + 31) / 32 * 32;
+  return tiling::clampInt(RATRAIN_AM_BYTES / (8 * rows) / 32 * 32, 32, 256);
+}
+
+/// Rows [first, first + count) of head `head` of a [B, S, heads, D] tensor,
+/// batch `b`, as a (d, s) view whose row coordinates are the sequence
+/// positions.
+template <typename T>
+Buffer<T> headRows(const T *base, int64_t b, int64_t S, int64_t heads,
+                   int64_t head, int64_t D, int64_t first, int64_t count) {
+  halide_dimension_t dims[2] = {{0, static_cast<int32_t>(D), 1},
+                                {static_cast<int32_t>(first),
+                                 static_cast<int32_t>(count),
+                                 static_cast<int32_t>(heads * D)}};
+  return Buffer<T>(const_cast<T *>(base + ((b * S + first) * heads + head) * D),
+                   2, dims);
+}
+
+/// Rows [first, first + count) of a dense fp32 [rows, D] scratch array.
+Buffer<float> scratchRows(float *acc, int64_t D, int64_t first, int64_t count) {
+  halide_dimension_t dims[2] = {{0, static_cast<int32_t>(D), 1},
+                                {static_cast<int32_t>(first),
+                                 static_cast<int32_t>(count),
+                                 static_cast<int32_t>(D)}};
+  return Buffer<float>(acc + first * D, 2, dims);
+}
+
+/// The key-block backward of a whole call: one task per (batch, KV head),
+/// run on Halide's thread pool. A task zeroes fp32 accumulators for dk and
+/// dv of its KV head; for each query head of the group it prepares q, dO
+/// and delta, zeroes a dq accumulator, walks the key blocks in order and
+/// rounds dq into the storage; last it rounds dk and dv.
+template <typename T> struct BlockBackward {
+  PrepareFn prepare;
+  BlockFn block;
+  StoreFn store;
+  int64_t B, S, Hq, Hkv, D, keyBlock;
+  const T *q, *k, *v, *out, *dout;
+  const float *lse;
+  float scale;
+  int32_t window;
+  const float *slopes;
+  T *dq, *dk, *dv;
+
+  static int task(void *, int n, uint8_t *closure) {
+    return reinterpret_cast<const BlockBackward *>(closure)->run(n);
+  }
+
+  int run(int64_t n) const {
+    const int64_t b = n / Hkv, hk = n % Hkv, G = Hq / Hkv;
+    // q and dO in fp32 with their rows padded to a multiple of 32 (the
+    // block pipeline reads whole 32-row tiles; the pad rows are zero), delta,
+    // and the three accumulators.
+    const int64_t rows = (S + 31) / 32 * 32;
+    thread_local std::vector<float> scratch;
+    scratch.resize(size_t(2 * rows * D + S + 3 * S * D));
+    float *qf = scratch.data(), *dOf = qf + rows * D, *delta = dOf + rows * D;
+    float *dqAcc = delta + S, *dkAcc = dqAcc + S * D, *dvAcc = dkAcc + S * D;
+    std::fill(qf + S * D, qf + rows * D, 0.0f);
+    std::fill(dOf + S * D, dOf + rows * D, 0.0f);
+    std::fill(dkAcc, dkAcc + 2 * S * D, 0.0f);
+    for (int64_t g = 0; g < G; ++g) {
+      const int64_t h = hk * G + g;
+      if (int err = prepare(headRows(q, b, S, Hq, h, D, 0, S),
+                            headRows(out, b, S, Hq, h, D, 0, S),
+                            headRows(dout, b, S, Hq, h, D, 0, S),
+                            scratchRows(qf, D, 0, S), scratchRows(dOf, D, 0, S),
+                            Buffer<float>(delta, int(S))))
+        return err;
+      std::fill(dqAcc, dqAcc + S * D, 0.0f);
+      const float slope = slopes ? slopes[h] : 0.0f;
+      for (int64_t j0 = 0; j0 < S; j0 += keyBlock) {
+        const int64_t j1 = std::min(S, j0 + keyBlock);
+        // The queries that see a key of [j0, j1): from j0, and with a
+        // window W no further than W - 1 past the block's last key.
+        const int64_t i0 = j0, i1 = window > 0
+                                        ? std::min<int64_t>(S, j1 + window - 1)
+                                        : S;
+        const int64_t tileRows = std::min(rows, i0 + (i1 - i0 + 31) / 32 * 32);
+        halide_dimension_t queryRows(int32_t(i0), int32_t(i1 - i0), 1);
+        Buffer<float> lseRows(const_cast<float *>(lse + (b * Hq + h) * S + i0),
+                              1, &queryRows);
+        Buffer<float> deltaRows(delta + i0, 1, &queryRows);
+        if (int err = block(scratchRows(qf, D, i0, tileRows - i0),
+                            scratchRows(dOf, D, i0, tileRows - i0), deltaRows,
+                            lseRows, headRows(k, b, S, Hkv, hk, D, j0, j1 - j0),
+                            headRows(v, b, S, Hkv, hk, D, j0, j1 - j0), scale,
+                            window, slope, scratchRows(dqAcc, D, i0, i1 - i0),
+                            scratchRows(dkAcc, D, j0, j1 - j0),
+                            scratchRows(dvAcc, D, j0, j1 - j0)))
+          return err;
+      }
+      if (int err = store(scratchRows(dqAcc, D, 0, S), scale,
+                          headRows(dq, b, S, Hq, h, D, 0, S)))
+        return err;
+    }
+    if (int err = store(scratchRows(dkAcc, D, 0, S), scale,
+                        headRows(dk, b, S, Hkv, hk, D, 0, S)))
+      return err;
+    return store(scratchRows(dvAcc, D, 0, S), 1.0f,
+                 headRows(dv, b, S, Hkv, hk, D, 0, S));
+  }
+};
+
+/// The vdpbf16ps two-pass backward (a dq pass and a dk/dv pass that both
+/// recompute S and dP; AttentionBf16Generator.cpp).
+int attentionBackwardTwoPass(int64_t B, int64_t S, int64_t Hq, int64_t Hkv,
+                             int64_t D, const uint16_t *q, const uint16_t *k,
+                             const uint16_t *v, const uint16_t *out,
+                             const uint16_t *dout, const float *lse,
+                             float scale, uint16_t *dq, uint16_t *dk,
+                             uint16_t *dv, const float *slopes, int32_t w) {
+  auto qb = dense(q, {D, Hq, S, B});
+  auto kb = dense(k, {D, Hkv, S, B});
+  auto vb = dense(v, {D, Hkv, S, B});
+  auto ob = dense(out, {D, Hq, S, B});
+  auto dob = dense(dout, {D, Hq, S, B});
+  auto lb = dense(lse, {S, Hq, B});
+  auto dqb = dense(dq, {D, Hq, S, B});
+  auto dkb = dense(dk, {D, Hkv, S, B});
+  auto dvb = dense(dv, {D, Hkv, S, B});
+  TwoPassBackward p = twoPassBackward(D);
+  if (slopes) {
+    auto sb = dense(slopes, {Hq});
+    int err = p.dqAlibi(qb, kb, vb, ob, dob, lb, scale, w, sb, dqb);
+    if (!err)
+      err = p.dkvAlibi(qb, kb, vb, ob, dob, lb, scale, w, sb, dkb, dvb);
+    return err;
+  }
+  int err = p.dq(qb, kb, vb, ob, dob, lb, scale, w, dqb);
+  if (!err)
+    err = p.dkv(qb, kb, vb, ob, dob, lb, scale, w, dkb, dvb);
+  return err;
+}
+
+/// The backward on activations stored as T (float, or uint16_t of `type`):
+/// the key-block backward, or the vdpbf16ps two-pass one where bf16
+/// products run on vdpbf16ps.
+template <typename T>
+int attentionBackwardOf(std::optional<Half> type, int64_t B, int64_t S,
+                        int64_t Hq, int64_t Hkv, int64_t D, const T *q,
+                        const T *k, const T *v, const T *out, const T *dout,
+                        const float *lse, float scale, T *dq, T *dk, T *dv,
+                        const float *slopes, int64_t window) {
+  if (!attentionShapesOk(B, S, Hq, Hkv, D))
+    return -1;
+  int32_t w = int32_t(std::clamp<int64_t>(window, 0, S));
+  if constexpr (std::is_same_v<T, uint16_t>)
+    if (*type == Half::BF16 && bf16Products() == Bf16Products::Dot)
+      return attentionBackwardTwoPass(B, S, Hq, Hkv, D, q, k, v, out, dout, lse,
+                                      scale, dq, dk, dv, slopes, w);
+  // Every view's rows and strides are int32 in Halide: refuse what does not
+  // fit, as dense() does.
+  if (B * S * std::max(Hq, Hkv) * D > INT32_MAX)
+    return -1;
+  BlockBackward<T> job{attentionPreparePipeline(type),
+                       attentionBlockPipeline(D, type),
+                       attentionStorePipeline(type),
+                       B,
+                       S,
+                       Hq,
+                       Hkv,
+                       D,
+                       attentionKeyBlock(S),
+                       q,
+                       k,
+                       v,
+                       out,
+                       dout,
+                       lse,
+                       scale,
+                       w,
+                       slopes,
+                       dq,
+                       dk,
+                       dv};
+  return halide_do_par_for(nullptr, BlockBackward<T>::task, 0,
+                           static_cast<int>(B * Hkv),
+                           reinterpret_cast<uint8_t *>(&job));
+}
+} // namespace
+
+int attentionForward(int64_t B, int64_t S, int64_t Hq, int64_t Hkv, int64_t D,
+                     const float *q, const float *k, const float *v,
+                     float scale, float *out, float *lse, const float *slopes,
+                     int64_t window) {
+  return attentionForwardOf<float>(std::nullopt, B, S, Hq, Hkv, D, q, k, v,
+                                   scale, out, lse, slopes, window);
+}
+
+int attentionForward(Half type, int64_t B, int64_t S, int64_t Hq, int64_t Hkv,
+                     int64_t D, const uint16_t *q, const uint16_t *k,
+                     const uint16_t *v, float scale, uint16_t *out, float *lse,
+                     const float *slopes, int64_t window) {
+  return attentionForwardOf<uint16_t>(type, B, S, Hq, Hkv, D, q, k, v, scale,
+                                      out, lse, slopes, window);
+}
+
+int attentionBackward(int64_t B, int64_t S, int64_t Hq, int64_t Hkv, int64_t D,
+                      const float *q, const float *k, const float *v,
+                      const float *out, const float *dout, const float *lse,
+                      float scale, float *dq, float *dk, float *dv,
+                      const float *slopes, int64_t window) {
+  return attentionBackwardOf<float>(std::nullopt, B, S, Hq, Hkv, D, q, k, v,
+                                    out, dout, lse, scale, dq, dk, dv, slopes,
+                                    window);
+}
+
+int attentionBackward(Half type, int64_t B, int64_t S, int64_t Hq, int64_t Hkv,
+                      int64_t D, const uint16_t *q, const uint16_t *k,
+                      const uint16_t *v, const uint16_t *out,
+                      const uint16_t *dout, const float *lse, float scale,
+                      uint16_t *dq, uint16_t *dk, uint16_t *dv,
+                      const float *slopes, int64_t window) {
+  return attentionBackwardOf<uint16_t>(type, B, S, Hq, Hkv, D, q, k, v, out,
+                                       dout, lse, scale, dq, dk, dv, slopes,
+                                       window);
+}
+
+} // namespace ratrain::kernels
