@@ -1,7 +1,8 @@
 //===- Kernels.cpp - Plain C++ wrappers around the Halide kernels ---------===//
 //
 // Builds halide_buffer_t descriptions of the caller's row-major arrays and
-// calls the AOT-compiled pipelines. No Halide type leaves this file.
+// calls the AOT-compiled pipelines (the attention ones: Attention.cpp). No
+// Halide type leaves the library.
 //
 //===----------------------------------------------------------------------===//
 
