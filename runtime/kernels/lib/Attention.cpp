@@ -288,13 +288,10 @@ Buffer<T> headRows(const T *base, int64_t b, int64_t S, int64_t heads,
                    2, dims);
 }
 
-/// Rows [first, first + count) of a dense fp32 [rows, D] scratch array.
+/// Rows [first, first + count) of a dense fp32 [rows, D] scratch array: a
+/// one-head, one-batch tensor.
 Buffer<float> scratchRows(float *acc, int64_t D, int64_t first, int64_t count) {
-  halide_dimension_t dims[2] = {{0, static_cast<int32_t>(D), 1},
-                                {static_cast<int32_t>(first),
-                                 static_cast<int32_t>(count),
-                                 static_cast<int32_t>(D)}};
-  return Buffer<float>(acc + first * D, 2, dims);
+  return headRows(acc, 0, 0, 1, 0, D, first, count);
 }
 
 /// The key-block backward of a whole call: one task per (batch, KV head),
