@@ -13,7 +13,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "CollectiveSchedule.h"
-#include "ratrain/runtime/Half.h"
 
 #include <algorithm>
 
@@ -294,27 +293,6 @@ void buildLevels(const CollectiveShape &g, Schedule &schedule) {
   }
 }
 
-template <typename T, typename Op>
-void apply(void *dst, const void *src, uint64_t count, Op op) {
-  T *a = static_cast<T *>(dst);
-  const T *b = static_cast<const T *>(src);
-  for (uint64_t i = 0; i < count; ++i)
-    a[i] = op(a[i], b[i]);
-}
-
-template <typename T>
-void reduceTyped(void *dst, const void *src, uint64_t count, ReduceOp op) {
-  switch (op) {
-  case ReduceOp::Sum:
-  case ReduceOp::Avg:
-    return apply<T>(dst, src, count, [](T a, T b) { return T(a + b); });
-  case ReduceOp::Max:
-    return apply<T>(dst, src, count, [](T a, T b) { return std::max(a, b); });
-  case ReduceOp::Min:
-    return apply<T>(dst, src, count, [](T a, T b) { return std::min(a, b); });
-  }
-}
-
 } // namespace
 
 void ratrain::rt::buildSchedule(const CollectiveShape &shape,
@@ -323,6 +301,7 @@ void ratrain::rt::buildSchedule(const CollectiveShape &shape,
   schedule.order.clear();
   schedule.reduceBytes = 0;
   schedule.work = WorkBuffer::Result;
+  schedule.lazyStaging = false;
   if (shape.algorithm == CollectiveAlgorithm::Tree) {
     if (shape.kind == CollectiveKind::ReduceScatter)
       schedule.work = WorkBuffer::Staging;
@@ -334,26 +313,66 @@ void ratrain::rt::buildSchedule(const CollectiveShape &shape,
     schedule.work = WorkBuffer::Staging;
   if (shape.levels > 0)
     buildLevels(shape, schedule);
+  if (schedule.work != WorkBuffer::Staging)
+    return;
+  // Blocks in group-rank order (one level, or ranks already in level
+  // order): the result buffer's layout. An all-gather then works in the
+  // result itself, a reduce-scatter stages lazily.
+  for (size_t d = 0; d < schedule.order.size(); ++d)
+    if (schedule.order[d] != int(d))
+      return;
+  schedule.order.clear();
+  if (shape.kind == CollectiveKind::AllGather)
+    schedule.work = WorkBuffer::Result;
+  else
+    schedule.lazyStaging = true;
 }
 
-void ratrain::rt::reduceInto(void *dst, const void *src, uint64_t count,
-                             ElemType type, ReduceOp op) {
-  switch (type) {
-  case ElemType::F32:
-    return reduceTyped<float>(dst, src, count, op);
-  case ElemType::I32:
-    return reduceTyped<int32_t>(dst, src, count, op);
-  case ElemType::I64:
-    return reduceTyped<int64_t>(dst, src, count, op);
-  case ElemType::U8:
-    return reduceTyped<uint8_t>(dst, src, count, op);
-  case ElemType::BF16:
-    return apply<uint16_t>(dst, src, count, [](uint16_t a, uint16_t b) {
-      return floatToBF16(bf16ToFloat(a) + bf16ToFloat(b));
-    });
-  case ElemType::F16:
-    return apply<uint16_t>(dst, src, count, [](uint16_t a, uint16_t b) {
-      return floatToF16(f16ToFloat(a) + f16ToFloat(b));
-    });
+bool StagedRanges::untouched(uint64_t lo, uint64_t hi) const {
+  for (const auto &[first, last] : ranges)
+    if (first < hi && lo < last)
+      return false;
+  return true;
+}
+
+std::vector<std::pair<uint64_t, uint64_t>>
+StagedRanges::gaps(uint64_t lo, uint64_t hi) const {
+  std::vector<std::pair<uint64_t, uint64_t>> result;
+  uint64_t at = lo;
+  for (const auto &[first, last] : ranges) {
+    if (last <= at)
+      continue;
+    if (first >= hi)
+      break;
+    if (first > at)
+      result.emplace_back(at, first);
+    at = std::max(at, last);
   }
+  if (at < hi)
+    result.emplace_back(at, hi);
+  return result;
+}
+
+void StagedRanges::add(uint64_t lo, uint64_t hi) {
+  if (lo >= hi)
+    return;
+  std::vector<std::pair<uint64_t, uint64_t>> merged;
+  merged.reserve(ranges.size() + 1);
+  bool placed = false;
+  for (const auto &range : ranges) {
+    if (range.second < lo) {
+      merged.push_back(range);
+    } else if (hi < range.first) {
+      if (!placed)
+        merged.emplace_back(lo, hi);
+      placed = true;
+      merged.push_back(range);
+    } else {
+      lo = std::min(lo, range.first);
+      hi = std::max(hi, range.second);
+    }
+  }
+  if (!placed)
+    merged.emplace_back(lo, hi);
+  ranges = std::move(merged);
 }

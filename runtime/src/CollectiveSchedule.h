@@ -19,6 +19,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace ratrain::rt {
@@ -71,13 +72,36 @@ struct Round {
 
 /// Where the work buffer comes from and how the result leaves it.
 enum class WorkBuffer : unsigned char {
-  /// The result buffer itself (all-reduce; tree all-gather): the input is
-  /// copied in first (the own block for all-gathers).
+  /// The result buffer itself (all-reduce; all-gathers whose blocks are
+  /// staged in group-rank order): the input is copied in first (the own
+  /// block for all-gathers).
   Result,
-  /// A staging buffer of k blocks (reduce-scatter, ring and hierarchical
-  /// all-gather), the blocks in `order`; the own block (reduce-scatter) or
-  /// every block (all-gather) is copied out at the end.
+  /// A staging buffer of k blocks (reduce-scatter; hierarchical all-gather
+  /// in level order), the blocks in `order`; the own block (reduce-scatter)
+  /// or every block (all-gather) is copied out at the end. A reduce-scatter
+  /// whose blocks are in group-rank order stages lazily (`StagedRanges`).
   Staging
+};
+
+/// The byte ranges of a lazily staged reduce-scatter's staging buffer that
+/// hold data; every other byte still equals the send buffer's byte at the
+/// same offset (blocks in group-rank order). Rounds then send untouched
+/// blocks straight from the send buffer and reduce a received block with
+/// the send buffer's into staging, so the k blocks are never copied in
+/// first. Sorted, disjoint, merged half-open ranges.
+class StagedRanges {
+public:
+  void clear() { ranges.clear(); }
+  /// Whether no byte of [lo, hi) is staged.
+  bool untouched(uint64_t lo, uint64_t hi) const;
+  /// The parts of [lo, hi) not staged yet, in order.
+  std::vector<std::pair<uint64_t, uint64_t>> gaps(uint64_t lo,
+                                                  uint64_t hi) const;
+  /// Marks [lo, hi) staged.
+  void add(uint64_t lo, uint64_t hi);
+
+private:
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
 };
 
 struct Schedule {
@@ -87,16 +111,13 @@ struct Schedule {
   std::vector<int> order;
   /// The largest receive that is reduced (the temporary buffer's size).
   uint64_t reduceBytes = 0;
+  /// Staging (reduce-scatter) in group-rank order: staged lazily.
+  bool lazyStaging = false;
 };
 
 /// Appends the rounds of `shape` for this rank to `schedule` (cleared
 /// first).
 void buildSchedule(const CollectiveShape &shape, Schedule &schedule);
-
-/// dst[i] = dst[i] (op) src[i] for `count` elements of `type`; bf16 and f16
-/// are added in fp32 and rounded to nearest-even, as the MPI operations do.
-void reduceInto(void *dst, const void *src, uint64_t count, ElemType type,
-                ReduceOp op);
 
 } // namespace ratrain::rt
 

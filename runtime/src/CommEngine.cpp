@@ -3,7 +3,7 @@
 #include "CommEngine.h"
 #include "QuantizedCollectives.h"
 #include "ratrain/runtime/Error.h"
-#include "ratrain/runtime/Half.h"
+#include "ratrain/runtime/ReduceLoops.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
@@ -257,50 +257,6 @@ bool CommEngine::testOutstanding() {
 }
 
 namespace {
-/// Divides every element of an all-reduce result by `n` (ReduceOp::Avg).
-void divideBy(void *data, int count, ElemType type, int n) {
-  switch (type) {
-  case ElemType::F32: {
-    float *x = static_cast<float *>(data);
-    for (int i = 0; i < count; ++i)
-      x[i] /= float(n);
-    return;
-  }
-  case ElemType::BF16: {
-    uint16_t *x = static_cast<uint16_t *>(data);
-    for (int i = 0; i < count; ++i)
-      x[i] = floatToBF16(bf16ToFloat(x[i]) / float(n));
-    return;
-  }
-  case ElemType::F16: {
-    uint16_t *x = static_cast<uint16_t *>(data);
-    for (int i = 0; i < count; ++i)
-      x[i] = floatToF16(f16ToFloat(x[i]) / float(n));
-    return;
-  }
-  case ElemType::I32: {
-    int32_t *x = static_cast<int32_t *>(data);
-    for (int i = 0; i < count; ++i)
-      x[i] /= n;
-    return;
-  }
-  case ElemType::I64: {
-    int64_t *x = static_cast<int64_t *>(data);
-    for (int i = 0; i < count; ++i)
-      x[i] /= n;
-    return;
-  }
-  case ElemType::U8: {
-    uint8_t *x = static_cast<uint8_t *>(data);
-    for (int i = 0; i < count; ++i)
-      x[i] = uint8_t(x[i] / n);
-    return;
-  }
-  }
-}
-} // namespace
-
-namespace {
 /// Group rank of this member of an explicit collective.
 int groupRankOf(const CollectiveShape &shape) {
   if (shape.algorithm == CollectiveAlgorithm::Tree)
@@ -330,6 +286,16 @@ uint64_t stagedBlock(const Schedule &schedule, int d) {
   return schedule.order.empty() ? uint64_t(d)
                                 : uint64_t(schedule.order[size_t(d)]);
 }
+
+/// A lazily staged collective: copies the parts of [lo, hi) not staged yet
+/// from the send buffer (same offsets), so all of it is staged.
+void stageRange(StagedRanges &staged, std::byte *staging, const void *send,
+                uint64_t lo, uint64_t hi) {
+  for (const auto &[first, last] : staged.gaps(lo, hi))
+    std::memcpy(staging + first, static_cast<const std::byte *>(send) + first,
+                last - first);
+  staged.add(lo, hi);
+}
 } // namespace
 
 bool CommEngine::runRounds(uint32_t index) {
@@ -357,7 +323,11 @@ bool CommEngine::runRounds(uint32_t index) {
       uint64_t total = block * uint64_t(k);
       if (st.staging.size() < total)
         st.staging.resize(total);
-      if (shape.kind == CollectiveKind::ReduceScatter) {
+      st.staged.clear();
+      if (st.schedule.lazyStaging) {
+        // Nothing is copied in: the rounds read untouched blocks from the
+        // send buffer.
+      } else if (shape.kind == CollectiveKind::ReduceScatter) {
         const auto *from = static_cast<const std::byte *>(op.send);
         for (int d = 0; d < k; ++d)
           std::memcpy(st.staging.data() + stagedBlock(st.schedule, d) * block,
@@ -382,15 +352,24 @@ bool CommEngine::runRounds(uint32_t index) {
                     int(round.recvBytes), MPI_BYTE, round.recvPeer, op.tag,
                     round.comm, &request),
           pool.what(index));
+      if (st.schedule.lazyStaging && !round.reduce)
+        st.staged.add(round.recvOffset, round.recvOffset + round.recvBytes);
       requests.push_back(request);
       requestSlots.push_back(index);
       ++st.pending;
     }
     if (round.sendPeer >= 0) {
+      const std::byte *from = base + round.sendOffset;
+      if (st.schedule.lazyStaging) {
+        uint64_t lo = round.sendOffset, hi = lo + round.sendBytes;
+        if (st.staged.untouched(lo, hi))
+          from = static_cast<const std::byte *>(op.send) + lo;
+        else
+          stageRange(st.staged, base, op.send, lo, hi);
+      }
       MPI_Request request = MPI_REQUEST_NULL;
-      checkMPI(MPI_Isend(base + round.sendOffset, int(round.sendBytes),
-                         MPI_BYTE, round.sendPeer, op.tag, round.comm,
-                         &request),
+      checkMPI(MPI_Isend(from, int(round.sendBytes), MPI_BYTE, round.sendPeer,
+                         op.tag, round.comm, &request),
                pool.what(index));
       requests.push_back(request);
       requestSlots.push_back(index);
@@ -410,21 +389,35 @@ void CommEngine::finishExplicit(uint32_t index) {
   ExplicitState &st = explicitState[index];
   const CollectiveShape &shape = op.shape;
   const uint64_t block = shape.count * shape.elemBytes;
-  if (st.schedule.work == WorkBuffer::Staging) {
-    if (shape.kind == CollectiveKind::ReduceScatter) {
-      std::memcpy(op.recv,
-                  st.staging.data() +
-                      stagedBlock(st.schedule, groupRankOf(shape)) * block,
-                  block);
-    } else {
-      for (int d = 0, k = groupSizeOf(shape); d < k; ++d)
-        std::memcpy(at(op.recv, uint64_t(d) * block),
-                    st.staging.data() + stagedBlock(st.schedule, d) * block,
-                    block);
-    }
+  const bool average = op.averageOver > 1;
+  if (st.schedule.work == WorkBuffer::Staging &&
+      shape.kind == CollectiveKind::ReduceScatter) {
+    // This rank's reduced block goes to the result, divided on the way when
+    // it is an average (one pass instead of a copy and a division).
+    const uint64_t ownOffset =
+        stagedBlock(st.schedule, groupRankOf(shape)) * block;
+    const std::byte *own = st.staging.data() + ownOffset;
+    if (st.schedule.lazyStaging &&
+        st.staged.untouched(ownOffset, ownOffset + block))
+      own = static_cast<const std::byte *>(op.send) + ownOffset;
+    else if (st.schedule.lazyStaging)
+      stageRange(st.staged, st.staging.data(), op.send, ownOffset,
+                 ownOffset + block);
+    if (average)
+      divideInto(op.recv, own, uint64_t(op.count), op.elemType, op.averageOver);
+    else
+      std::memcpy(op.recv, own, block);
+    return;
   }
-  if (op.averageOver > 1)
-    divideBy(op.recv, op.count, op.elemType, op.averageOver);
+  if (st.schedule.work == WorkBuffer::Staging) {
+    for (int d = 0, k = groupSizeOf(shape); d < k; ++d)
+      std::memcpy(at(op.recv, uint64_t(d) * block),
+                  st.staging.data() + stagedBlock(st.schedule, d) * block,
+                  block);
+  }
+  if (average)
+    divideInto(op.recv, op.recv, uint64_t(op.count), op.elemType,
+               op.averageOver);
 }
 
 bool CommEngine::advance(uint32_t index) {
@@ -440,8 +433,19 @@ bool CommEngine::advance(uint32_t index) {
       std::byte *base = st.schedule.work == WorkBuffer::Result
                             ? static_cast<std::byte *>(op.recv)
                             : st.staging.data();
-      reduceInto(base + round.recvOffset, st.temp.data(),
-                 round.recvBytes / op.shape.elemBytes, op.elemType, op.reduce);
+      const uint64_t lo = round.recvOffset, hi = lo + round.recvBytes;
+      const uint64_t count = round.recvBytes / op.shape.elemBytes;
+      if (st.schedule.lazyStaging && st.staged.untouched(lo, hi)) {
+        // The block's first reduction: the send buffer's part and the
+        // received one, into staging.
+        reduceFrom(base + lo, static_cast<const std::byte *>(op.send) + lo,
+                   st.temp.data(), count, op.elemType, op.reduce);
+        st.staged.add(lo, hi);
+      } else {
+        if (st.schedule.lazyStaging)
+          stageRange(st.staged, base, op.send, lo, hi);
+        reduceInto(base + lo, st.temp.data(), count, op.elemType, op.reduce);
+      }
     }
     ++st.next;
     if (!runRounds(index))
@@ -450,7 +454,8 @@ bool CommEngine::advance(uint32_t index) {
     return true;
   }
   if (op.averageOver > 1)
-    divideBy(op.recv, op.count, op.elemType, op.averageOver);
+    divideInto(op.recv, op.recv, uint64_t(op.count), op.elemType,
+               op.averageOver);
   return true;
 }
 

@@ -146,6 +146,9 @@ private:
     size_t next = 0;
     int pending = 0;
     std::vector<std::byte> staging, temp;
+    /// Lazily staged reduce-scatters (Schedule::lazyStaging): what staging
+    /// holds.
+    StagedRanges staged;
   };
   std::vector<ExplicitState> explicitState;
   std::atomic<uint64_t> stepBytes[kNumCollectiveKinds][kNumAlgorithms]

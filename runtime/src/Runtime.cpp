@@ -7,6 +7,7 @@
 #include "RuntimeInternal.h"
 #include "ratrain/runtime/Error.h"
 #include "ratrain/runtime/Half.h"
+#include "ratrain/runtime/ReduceLoops.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
@@ -41,8 +42,7 @@ void abortJob(int exitCode) { MPI_Abort(MPI_COMM_WORLD, exitCode); }
 void bf16Sum(void *in, void *inout, int *length, MPI_Datatype *) {
   auto *a = static_cast<const uint16_t *>(in);
   auto *b = static_cast<uint16_t *>(inout);
-  for (int i = 0; i < *length; ++i)
-    b[i] = floatToBF16(bf16ToFloat(a[i]) + bf16ToFloat(b[i]));
+  reduceInto(b, a, uint64_t(*length), ElemType::BF16, ReduceOp::Sum);
 }
 
 void f16Sum(void *in, void *inout, int *length, MPI_Datatype *) {

@@ -1,0 +1,220 @@
+//===- ReduceLoops.cpp - The arithmetic of reducing collectives -----------===//
+//
+// The loops are written branch-free (the NaN test of the bf16 rounding is a
+// select) so the compiler vectorizes them, and compiled three times: for
+// the baseline of the build, for AVX2 and for AVX-512BW (16-bit lanes). The
+// first call picks the widest the CPU runs (`__builtin_cpu_supports`). The
+// runtime is built for the baseline, so without the dispatch a bf16
+// reduction ran at ~0.7 ns an element on the communication thread, which
+// shares the rank's cores with the kernels; with AVX-512BW it takes ~0.2 ns.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ratrain/runtime/ReduceLoops.h"
+#include "ratrain/runtime/Half.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <vector>
+
+using namespace ratrain::rt;
+
+namespace {
+
+inline float widenBF16(uint16_t value) {
+  uint32_t bits = uint32_t(value) << 16;
+  float result;
+  std::memcpy(&result, &bits, 4);
+  return result;
+}
+
+/// floatToBF16 (Half.h) without a branch: the same bits.
+inline uint16_t roundToBF16(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, 4);
+  uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
+  uint32_t quiet = (bits >> 16) | 0x0040u;
+  return uint16_t((bits & 0x7fffffffu) > 0x7f800000u ? quiet : rounded);
+}
+
+/// One set of the vectorizable loops; `dst` may equal `src` in the divide
+/// and scale loops (the compiler checks for overlap before vectorizing).
+struct Loops {
+  void (*bf16Sum)(uint16_t *, const uint16_t *, const uint16_t *, uint64_t);
+  void (*bf16Divide)(uint16_t *, const uint16_t *, uint64_t, float);
+  void (*bf16Scale)(uint16_t *, const uint16_t *, uint64_t, float);
+  void (*f32Divide)(float *, const float *, uint64_t, float);
+  void (*f32Scale)(float *, const float *, uint64_t, float);
+  const char *isa;
+};
+
+#define RATRAIN_REDUCE_LOOPS(NAME, ISA, ATTR)                                  \
+  ATTR void bf16Sum##NAME(uint16_t *dst, const uint16_t *a, const uint16_t *b, \
+                          uint64_t n) {                                        \
+    for (uint64_t i = 0; i < n; ++i)                                           \
+      dst[i] = roundToBF16(widenBF16(a[i]) + widenBF16(b[i]));                 \
+  }                                                                            \
+  ATTR void bf16Divide##NAME(uint16_t *dst, const uint16_t *src, uint64_t n,   \
+                             float d) {                                        \
+    for (uint64_t i = 0; i < n; ++i)                                           \
+      dst[i] = roundToBF16(widenBF16(src[i]) / d);                             \
+  }                                                                            \
+  ATTR void bf16Scale##NAME(uint16_t *dst, const uint16_t *src, uint64_t n,    \
+                            float s) {                                         \
+    for (uint64_t i = 0; i < n; ++i)                                           \
+      dst[i] = roundToBF16(widenBF16(src[i]) * s);                             \
+  }                                                                            \
+  ATTR void f32Divide##NAME(float *dst, const float *src, uint64_t n,          \
+                            float d) {                                         \
+    for (uint64_t i = 0; i < n; ++i)                                           \
+      dst[i] = src[i] / d;                                                     \
+  }                                                                            \
+  ATTR void f32Scale##NAME(float *dst, const float *src, uint64_t n,           \
+                           float s) {                                          \
+    for (uint64_t i = 0; i < n; ++i)                                           \
+      dst[i] = src[i] * s;                                                     \
+  }                                                                            \
+  constexpr Loops loops##NAME = {bf16Sum##NAME,   bf16Divide##NAME,            \
+                                 bf16Scale##NAME, f32Divide##NAME,             \
+                                 f32Scale##NAME,  ISA};
+
+RATRAIN_REDUCE_LOOPS(Baseline, "baseline", )
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define RATRAIN_REDUCE_LOOPS_X86 1
+RATRAIN_REDUCE_LOOPS(Avx2, "avx2", __attribute__((target("avx2"))))
+RATRAIN_REDUCE_LOOPS(Avx512bw, "avx512bw",
+                     __attribute__((target("avx512f,avx512bw"))))
+#endif
+
+/// The loop sets this CPU runs, widest first.
+std::vector<const Loops *> supportedLoops() {
+  std::vector<const Loops *> sets;
+#ifdef RATRAIN_REDUCE_LOOPS_X86
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512bw"))
+    sets.push_back(&loopsAvx512bw);
+  if (__builtin_cpu_supports("avx2"))
+    sets.push_back(&loopsAvx2);
+#endif
+  sets.push_back(&loopsBaseline);
+  return sets;
+}
+
+std::atomic<const Loops *> chosenLoops{nullptr};
+
+const Loops &loops() {
+  const Loops *chosen = chosenLoops.load(std::memory_order_acquire);
+  if (!chosen) {
+    chosen = supportedLoops().front();
+    chosenLoops.store(chosen, std::memory_order_release);
+  }
+  return *chosen;
+}
+
+template <typename T, typename Op>
+void apply(void *dst, const void *a, const void *b, uint64_t count, Op op) {
+  T *to = static_cast<T *>(dst);
+  const T *x = static_cast<const T *>(a);
+  const T *y = static_cast<const T *>(b);
+  for (uint64_t i = 0; i < count; ++i)
+    to[i] = op(x[i], y[i]);
+}
+
+template <typename T>
+void reduceTyped(void *dst, const void *a, const void *b, uint64_t count,
+                 ReduceOp op) {
+  switch (op) {
+  case ReduceOp::Sum:
+  case ReduceOp::Avg:
+    return apply<T>(dst, a, b, count, [](T x, T y) { return T(x + y); });
+  case ReduceOp::Max:
+    return apply<T>(dst, a, b, count, [](T x, T y) { return std::max(x, y); });
+  case ReduceOp::Min:
+    return apply<T>(dst, a, b, count, [](T x, T y) { return std::min(x, y); });
+  }
+}
+
+template <typename T>
+void divideIntegers(void *dst, const void *src, uint64_t count, int n) {
+  T *a = static_cast<T *>(dst);
+  const T *b = static_cast<const T *>(src);
+  for (uint64_t i = 0; i < count; ++i)
+    a[i] = T(b[i] / T(n));
+}
+
+} // namespace
+
+void ratrain::rt::reduceFrom(void *dst, const void *a, const void *b,
+                             uint64_t count, ElemType type, ReduceOp op) {
+  switch (type) {
+  case ElemType::F32:
+    return reduceTyped<float>(dst, a, b, count, op);
+  case ElemType::I32:
+    return reduceTyped<int32_t>(dst, a, b, count, op);
+  case ElemType::I64:
+    return reduceTyped<int64_t>(dst, a, b, count, op);
+  case ElemType::U8:
+    return reduceTyped<uint8_t>(dst, a, b, count, op);
+  case ElemType::BF16:
+    return loops().bf16Sum(static_cast<uint16_t *>(dst),
+                           static_cast<const uint16_t *>(a),
+                           static_cast<const uint16_t *>(b), count);
+  case ElemType::F16:
+    return apply<uint16_t>(dst, a, b, count, [](uint16_t x, uint16_t y) {
+      return floatToF16(f16ToFloat(x) + f16ToFloat(y));
+    });
+  }
+}
+
+void ratrain::rt::reduceInto(void *dst, const void *src, uint64_t count,
+                             ElemType type, ReduceOp op) {
+  reduceFrom(dst, dst, src, count, type, op);
+}
+
+void ratrain::rt::divideInto(void *dst, const void *src, uint64_t count,
+                             ElemType type, int n) {
+  // x / 2^k and x * 2^-k round the same real number: the same bits.
+  const bool powerOfTwo = n > 0 && (n & (n - 1)) == 0;
+  const float d = float(n);
+  switch (type) {
+  case ElemType::F32: {
+    auto *to = static_cast<float *>(dst);
+    const auto *from = static_cast<const float *>(src);
+    if (powerOfTwo)
+      return loops().f32Scale(to, from, count, 1.0f / d);
+    return loops().f32Divide(to, from, count, d);
+  }
+  case ElemType::BF16: {
+    auto *to = static_cast<uint16_t *>(dst);
+    const auto *from = static_cast<const uint16_t *>(src);
+    if (powerOfTwo)
+      return loops().bf16Scale(to, from, count, 1.0f / d);
+    return loops().bf16Divide(to, from, count, d);
+  }
+  case ElemType::F16: {
+    auto *to = static_cast<uint16_t *>(dst);
+    const auto *from = static_cast<const uint16_t *>(src);
+    for (uint64_t i = 0; i < count; ++i)
+      to[i] = floatToF16(f16ToFloat(from[i]) / d);
+    return;
+  }
+  case ElemType::I32:
+    return divideIntegers<int32_t>(dst, src, count, n);
+  case ElemType::I64:
+    return divideIntegers<int64_t>(dst, src, count, n);
+  case ElemType::U8:
+    return divideIntegers<uint8_t>(dst, src, count, n);
+  }
+}
+
+const char *ratrain::rt::reduceLoopsIsa() { return loops().isa; }
+
+bool ratrain::rt::useReduceLoops(std::string_view isa) {
+  for (const Loops *set : supportedLoops())
+    if (isa == set->isa) {
+      chosenLoops.store(set, std::memory_order_release);
+      return true;
+    }
+  return false;
+}
