@@ -4,7 +4,8 @@
 // dst (op)= src, and the division of an average. bf16 and fp32 take
 // vectorized loops (AVX-512BW, AVX2 or baseline, chosen once from the CPU);
 // the results are bit for bit those of the scalar definitions (Half.h:
-// fp32 arithmetic, rounded to nearest-even, NaN kept a NaN).
+// fp32 arithmetic, rounded to nearest-even, NaN kept a NaN; of two NaNs
+// summed, which one's payload survives is the compiler's operand order).
 //
 //===----------------------------------------------------------------------===//
 
