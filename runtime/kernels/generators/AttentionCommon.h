@@ -15,6 +15,7 @@
 
 #include "ElementType.h"
 #include "Halide.h"
+#include "SafeExp.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -28,14 +29,7 @@ using namespace Halide;
 inline constexpr int kLanes = 16;
 inline constexpr int kKeyTile = 32;
 
-/// exp(x) of a probability (x <= 0 up to rounding), exactly 0 below
-/// e^-64 = 1.6e-28 (far below what an fp32 row sum resolves): a product of a
-/// smaller probability falls into the subnormal range, where x86 FMAs take a
-/// microcode assist each. With e^-87 as the floor the attention ran 5x (scores
-/// spread by ~30) to 40x (~130) slower than on small scores.
-inline Expr safeExp(Expr x) {
-  return select(x < -64.0f, 0.0f, fast_exp(clamp(x, -64.0f, 87.0f)));
-}
+using ratrain::kernels::generators::safeExp;
 
 inline int queryBlock(int64_t amBytes, int maxSeq) {
   int64_t qb = amBytes / (4 * 4 * int64_t(maxSeq));

@@ -27,6 +27,7 @@
 
 #include "ElementType.h"
 #include "Halide.h"
+#include "SafeExp.h"
 
 #include <type_traits>
 
@@ -34,25 +35,13 @@ using namespace Halide;
 using ratrain::kernels::generators::Elem;
 using ratrain::kernels::generators::elemNames;
 using ratrain::kernels::generators::narrow;
+using ratrain::kernels::generators::safeExp;
 using ratrain::kernels::generators::setStorageType;
 using ratrain::kernels::generators::widen;
 
 namespace {
 
 constexpr int kLanes = 16; // fp32 lanes of a zmm register
-
-/// exp(x) for x in any range, through the clean-vectorizing fast_exp: 0
-/// below e^-64 and at most e^64, so that neither a probability (cross-entropy)
-/// nor a sigmoid 1 / (1 + e^-g) (SwiGLU) is smaller than 1.6e-28 without
-/// being 0. Their products would otherwise fall into the subnormal range,
-/// where every x86 multiply takes a microcode assist: with the earlier
-/// bounds e^-87 / e^87 a [512, 32000] cross-entropy of logits spread by ~30
-/// took 2.7x and a [512, 4096] SwiGLU backward of gates spread by ~100 9x
-/// their time on small values. (The values this drops are below what an
-/// fp32 sum with them resolves.)
-Expr safeExp(Expr x) {
-  return select(x < -64.0f, 0.0f, fast_exp(clamp(x, -64.0f, 64.0f)));
-}
 
 /// Common schedule for a per-row output f(h, t): parallel row chunks, rows
 /// vectorized.
