@@ -38,10 +38,11 @@ inline uint16_t roundToBF16(float value) {
   return uint16_t((bits & 0x7fffffffu) > 0x7f800000u ? quiet : rounded);
 }
 
-/// One set of the vectorizable loops; `dst` may equal `src` in the divide
-/// and scale loops (the compiler checks for overlap before vectorizing).
+/// One set of the vectorizable loops; `dst` may equal an input (the
+/// compiler checks for overlap before vectorizing).
 struct Loops {
   void (*bf16Sum)(uint16_t *, const uint16_t *, const uint16_t *, uint64_t);
+  void (*f32Sum)(float *, const float *, const float *, uint64_t);
   void (*bf16Divide)(uint16_t *, const uint16_t *, uint64_t, float);
   void (*bf16Scale)(uint16_t *, const uint16_t *, uint64_t, float);
   void (*f32Divide)(float *, const float *, uint64_t, float);
@@ -54,6 +55,11 @@ struct Loops {
                           uint64_t n) {                                        \
     for (uint64_t i = 0; i < n; ++i)                                           \
       dst[i] = roundToBF16(widenBF16(a[i]) + widenBF16(b[i]));                 \
+  }                                                                            \
+  ATTR void f32Sum##NAME(float *dst, const float *a, const float *b,           \
+                         uint64_t n) {                                         \
+    for (uint64_t i = 0; i < n; ++i)                                           \
+      dst[i] = a[i] + b[i];                                                    \
   }                                                                            \
   ATTR void bf16Divide##NAME(uint16_t *dst, const uint16_t *src, uint64_t n,   \
                              float d) {                                        \
@@ -75,9 +81,13 @@ struct Loops {
     for (uint64_t i = 0; i < n; ++i)                                           \
       dst[i] = src[i] * s;                                                     \
   }                                                                            \
-  constexpr Loops loops##NAME = {bf16Sum##NAME,   bf16Divide##NAME,            \
-                                 bf16Scale##NAME, f32Divide##NAME,             \
-                                 f32Scale##NAME,  ISA};
+  constexpr Loops loops##NAME = {bf16Sum##NAME,                                \
+                                 f32Sum##NAME,                                 \
+                                 bf16Divide##NAME,                             \
+                                 bf16Scale##NAME,                              \
+                                 f32Divide##NAME,                              \
+                                 f32Scale##NAME,                               \
+                                 ISA};
 
 RATRAIN_REDUCE_LOOPS(Baseline, "baseline", )
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -149,6 +159,10 @@ void ratrain::rt::reduceFrom(void *dst, const void *a, const void *b,
                              uint64_t count, ElemType type, ReduceOp op) {
   switch (type) {
   case ElemType::F32:
+    if (op == ReduceOp::Sum || op == ReduceOp::Avg)
+      return loops().f32Sum(static_cast<float *>(dst),
+                            static_cast<const float *>(a),
+                            static_cast<const float *>(b), count);
     return reduceTyped<float>(dst, a, b, count, op);
   case ElemType::I32:
     return reduceTyped<int32_t>(dst, a, b, count, op);

@@ -13,6 +13,7 @@
 
 #include "gtest/gtest.h"
 
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <string>
@@ -101,6 +102,28 @@ TEST(ReduceLoops, Bf16SumIsTheScalarSumBitForBit) {
           ASSERT_EQ(dst[i], expected[i])
               << "n " << n << " offset " << offset << " element " << i;
         }
+      }
+    }
+  });
+}
+
+TEST(ReduceLoops, F32SumIsTheScalarSumBitForBit) {
+  forEachIsa([] {
+    for (size_t n : kLengths) {
+      std::vector<float> a = f32Values(n, uint32_t(n * 3)),
+                         b = f32Values(n, uint32_t(n * 3 + 1)), out(n);
+      std::vector<float> before = a;
+      reduceFrom(out.data(), a.data(), b.data(), n, ElemType::F32,
+                 ReduceOp::Sum);
+      reduceInto(a.data(), b.data(), n, ElemType::F32, ReduceOp::Avg);
+      for (size_t i = 0; i < n; ++i) {
+        float expected = before[i] + b[i];
+        if (std::isnan(before[i]) && std::isnan(b[i])) {
+          ASSERT_TRUE(std::isnan(out[i]) && std::isnan(a[i])) << i;
+          continue;
+        }
+        ASSERT_EQ(floatBits(out[i]), floatBits(expected)) << "element " << i;
+        ASSERT_EQ(floatBits(a[i]), floatBits(expected)) << "element " << i;
       }
     }
   });
