@@ -20,13 +20,14 @@ inline float bf16ToFloat(uint16_t value) {
   return result;
 }
 
+/// Without a branch (the NaN case is a select), so that loops over arrays
+/// vectorize (ReduceLoops.cpp).
 inline uint16_t floatToBF16(float value) {
   uint32_t bits;
   std::memcpy(&bits, &value, 4);
-  if ((bits & 0x7fffffffu) > 0x7f800000u) // NaN: keep it quiet and a NaN.
-    return uint16_t((bits >> 16) | 0x0040u);
-  uint32_t roundingBias = 0x7fffu + ((bits >> 16) & 1u);
-  return uint16_t((bits + roundingBias) >> 16);
+  uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
+  uint32_t quiet = (bits >> 16) | 0x0040u; // NaN: keep it quiet and a NaN.
+  return uint16_t((bits & 0x7fffffffu) > 0x7f800000u ? quiet : rounded);
 }
 
 inline float f16ToFloat(uint16_t value) {
