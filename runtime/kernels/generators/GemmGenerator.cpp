@@ -228,7 +228,23 @@ public:
       Bp.compute_at(c, nb);
     else
       Bp.compute_at(c, rko);
-    Bp.bound(ni, 0, NR).vectorize(ni, V).unroll(ni).parallel(nt);
+    Bp.bound(ni, 0, NR);
+    if (std::string(form) == "nn") {
+      // B is [K, N] row-major, so one NR-column strip is a walk down K rows
+      // N elements apart (a new page every row or two). Packing 64 rows
+      // across all strips before the next 64 keeps a tile's lines and pages
+      // together: the 85M model's dX GEMMs 1-7% faster (one core, operands
+      // in cache or evicted). For NT (rows of B are k-contiguous) and TN
+      // (K = the micro-batch's tokens, short) it measured no better.
+      Var kTile("kTile"), kRow("kRow");
+      Bp.split(k, kTile, kRow, 64, TailStrategy::GuardWithIf)
+          .reorder(ni, kRow, nt, kTile)
+          .vectorize(ni, V)
+          .unroll(ni)
+          .parallel(kTile);
+    } else {
+      Bp.vectorize(ni, V).unroll(ni).parallel(nt);
+    }
 
     // Row-major 2D buffers: unit stride in dim 0.
     a.dim(0).set_stride(1);
