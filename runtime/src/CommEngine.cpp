@@ -287,14 +287,18 @@ uint64_t stagedBlock(const Schedule &schedule, int d) {
                                 : uint64_t(schedule.order[size_t(d)]);
 }
 
-/// A lazily staged collective: copies the parts of [lo, hi) not staged yet
-/// from the send buffer (same offsets), so all of it is staged.
-void stageRange(StagedRanges &staged, std::byte *staging, const void *send,
-                uint64_t lo, uint64_t hi) {
+/// Where a lazily staged collective reads [lo, hi) of its work buffer: the
+/// send buffer (same offsets) while none of it is staged, else staging, the
+/// parts not staged yet copied in first.
+const std::byte *stagedSource(StagedRanges &staged, std::byte *staging,
+                              const void *send, uint64_t lo, uint64_t hi) {
+  const auto *input = static_cast<const std::byte *>(send);
+  if (staged.untouched(lo, hi))
+    return input + lo;
   for (const auto &[first, last] : staged.gaps(lo, hi))
-    std::memcpy(staging + first, static_cast<const std::byte *>(send) + first,
-                last - first);
+    std::memcpy(staging + first, input + first, last - first);
   staged.add(lo, hi);
+  return staging + lo;
 }
 } // namespace
 
@@ -359,14 +363,11 @@ bool CommEngine::runRounds(uint32_t index) {
       ++st.pending;
     }
     if (round.sendPeer >= 0) {
-      const std::byte *from = base + round.sendOffset;
-      if (st.schedule.lazyStaging) {
-        uint64_t lo = round.sendOffset, hi = lo + round.sendBytes;
-        if (st.staged.untouched(lo, hi))
-          from = static_cast<const std::byte *>(op.send) + lo;
-        else
-          stageRange(st.staged, base, op.send, lo, hi);
-      }
+      const std::byte *from =
+          st.schedule.lazyStaging
+              ? stagedSource(st.staged, base, op.send, round.sendOffset,
+                             round.sendOffset + round.sendBytes)
+              : base + round.sendOffset;
       MPI_Request request = MPI_REQUEST_NULL;
       checkMPI(MPI_Isend(from, int(round.sendBytes), MPI_BYTE, round.sendPeer,
                          op.tag, round.comm, &request),
@@ -396,13 +397,11 @@ void CommEngine::finishExplicit(uint32_t index) {
     // it is an average (one pass instead of a copy and a division).
     const uint64_t ownOffset =
         stagedBlock(st.schedule, groupRankOf(shape)) * block;
-    const std::byte *own = st.staging.data() + ownOffset;
-    if (st.schedule.lazyStaging &&
-        st.staged.untouched(ownOffset, ownOffset + block))
-      own = static_cast<const std::byte *>(op.send) + ownOffset;
-    else if (st.schedule.lazyStaging)
-      stageRange(st.staged, st.staging.data(), op.send, ownOffset,
-                 ownOffset + block);
+    const std::byte *own =
+        st.schedule.lazyStaging
+            ? stagedSource(st.staged, st.staging.data(), op.send, ownOffset,
+                           ownOffset + block)
+            : st.staging.data() + ownOffset;
     if (average)
       divideInto(op.recv, own, uint64_t(op.count), op.elemType, op.averageOver);
     else
@@ -435,17 +434,16 @@ bool CommEngine::advance(uint32_t index) {
                             : st.staging.data();
       const uint64_t lo = round.recvOffset, hi = lo + round.recvBytes;
       const uint64_t count = round.recvBytes / op.shape.elemBytes;
-      if (st.schedule.lazyStaging && st.staged.untouched(lo, hi)) {
-        // The block's first reduction: the send buffer's part and the
-        // received one, into staging.
-        reduceFrom(base + lo, static_cast<const std::byte *>(op.send) + lo,
-                   st.temp.data(), count, op.elemType, op.reduce);
+      // A block's first reduction in a lazily staged collective reads the
+      // send buffer's part and writes staging.
+      const std::byte *current =
+          st.schedule.lazyStaging
+              ? stagedSource(st.staged, base, op.send, lo, hi)
+              : base + lo;
+      reduceFrom(base + lo, current, st.temp.data(), count, op.elemType,
+                 op.reduce);
+      if (st.schedule.lazyStaging)
         st.staged.add(lo, hi);
-      } else {
-        if (st.schedule.lazyStaging)
-          stageRange(st.staged, base, op.send, lo, hi);
-        reduceInto(base + lo, st.temp.data(), count, op.elemType, op.reduce);
-      }
     }
     ++st.next;
     if (!runRounds(index))
