@@ -200,7 +200,7 @@ void divideIntegers(void *dst, const void *src, uint64_t count, int n) {
   T *a = static_cast<T *>(dst);
   const T *b = static_cast<const T *>(src);
   for (uint64_t i = 0; i < count; ++i)
-    a[i] = T(b[i] / T(n));
+    a[i] = T(b[i] / n); // in int or wider: no narrowed divisor
 }
 
 } // namespace

@@ -178,6 +178,13 @@ TEST(ReduceLoops, OtherTypesReduceAndDivide) {
   EXPECT_EQ(a, (std::vector<int32_t>{5, 2, 9}));
   divideInto(a.data(), a.data(), a.size(), ElemType::I32, 2);
   EXPECT_EQ(a, (std::vector<int32_t>{2, 1, 4}));
+  // A group larger than the element type holds (u8 over 256 ranks).
+  std::vector<uint8_t> bytes = {255, 3};
+  divideInto(bytes.data(), bytes.data(), bytes.size(), ElemType::U8, 256);
+  EXPECT_EQ(bytes, (std::vector<uint8_t>{0, 0}));
+  bytes = {200, 9};
+  divideInto(bytes.data(), bytes.data(), bytes.size(), ElemType::U8, 3);
+  EXPECT_EQ(bytes, (std::vector<uint8_t>{66, 3}));
   std::vector<uint16_t> h = {floatToF16(1.5f), floatToF16(-3.0f)},
                         g = {floatToF16(0.5f), floatToF16(1.0f)};
   reduceInto(h.data(), g.data(), h.size(), ElemType::F16, ReduceOp::Sum);
