@@ -1,5 +1,4 @@
-//===- SafeExp.h - exp without subnormal results -----------------*- C++
-//-*-===//
+//===- SafeExp.h - exp without subnormal results ----------------*- C++ -*-===//
 //
 // The one exp of the generators: attention's probabilities, cross-entropy's
 // softmax and SwiGLU's sigmoid.
