@@ -185,6 +185,24 @@ TEST_P(GemmTest, Fp32MatchesReference) {
   }
 }
 
+/// N across several B panels of the build's tiles (NB columns each; 256 on
+/// the host's machine file), the last one ragged, with K over two k panels:
+/// the n-block loop and its packing of each panel run more than once.
+TEST_P(GemmTest, Fp32SpansSeveralBPanels) {
+  GemmForm form = GetParam();
+  const TileConfig tiles = tileConfig();
+  const GemmShape s{29, 2 * tiles.gemmNb + 45, tiles.gemmKc + 24};
+  for (float beta : {0.0f, 1.0f}) {
+    SCOPED_TRACE(testing::Message()
+                 << s.M << "x" << s.N << "x" << s.K << " beta " << beta);
+    std::vector<float> A = randomVector(s.M * s.K, 3);
+    std::vector<float> B = randomVector(s.K * s.N, 4);
+    checkGemm(form, s, beta, A, B, [&](float *C) {
+      return gemm(form, s.M, s.N, s.K, A.data(), B.data(), C, beta);
+    });
+  }
+}
+
 /// Restores this process's bf16 product path when a test that sets it ends.
 struct RestoreBf16Products {
   const Bf16Products cpu = bf16Products();

@@ -51,7 +51,7 @@ struct TileConfig {
   int cores;              ///< cores of a cluster
   int gemmMr, gemmNr;     ///< GEMM register tile (rows x columns)
   int gemmKc;             ///< k-depth of a staged panel
-  int gemmNb, gemmMb;     ///< GSM panel columns, AM block rows
+  int gemmNb, gemmMb;     ///< B panel columns, AM block rows
   /// Deepest K a GEMM into a 16-bit C runs in one k panel (rounded once in
   /// its epilogue): with bf16 widened to fp32 panels, and on the dot
   /// product's bf16 panels.
