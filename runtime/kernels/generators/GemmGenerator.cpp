@@ -26,6 +26,13 @@
 //             MR x NR register tile over KC    (registers)
 //             C[mt, nt] += tile
 //
+// Into a 16-bit C (one k panel) A is packed once per group of blocks (the
+// group's packed rows take at most half of GSM) and shared by every B panel:
+//
+//   for mg in M step (group)                  pack A[mg..] -> Ap (all K)
+//     for nb in N step NB                     pack B[nb..] -> Bp
+//       parallel for mb in mg step MB         ... as above
+//
 // The packed panels are laid out micro-tile by micro-tile so the inner loop
 // reads both operands with unit stride; padding beyond M, N, K is zero or
 // clamped, so ragged sizes run the same code. For bf16 the panels keep
@@ -198,14 +205,23 @@ public:
 
     // ---- schedule ----
     const int V = 16; // fp32 lanes of a zmm register
-    Var nb("nb"), mb("mb"), nto("nto"), mto("mto");
+    Var nb("nb"), mb("mb"), nto("nto"), mto("mto"), mg("mg"), mbi("mbi");
     auto block = [&](auto stage) {
       return splitIntoBlocks(stage, n, m, ni, mi, nb, nto, mb, mto, NR, NB, MR,
                              MB);
     };
     if (halfC()) {
+      // One k panel, so A need not be packed again for every B panel: the
+      // blocks come in groups whose packed rows (K deep) take at most half
+      // of GSM, each group packed once and multiplied by every B panel.
       Func cF = c;
-      block(cF).reorder(ni, mi, mto, nto, mb, nb).vectorize(ni, V).parallel(mb);
+      Expr groupBlocks =
+          max(1, (int(gsmBytes) / 2 / (panelBytes * MB)) / max(K, 1));
+      block(cF)
+          .split(mb, mg, mbi, groupBlocks, TailStrategy::GuardWithIf)
+          .reorder(ni, mi, mto, nto, mbi, nb, mg)
+          .vectorize(ni, V)
+          .parallel(mbi);
     } else {
       block(c.update())
           .reorder(ni, mi, mto, nto, mb, rko, nb)
@@ -221,7 +237,11 @@ public:
         .unroll(ni)
         .unroll(mi);
     partial.update().reorder(ni, mi, r1).vectorize(ni, V).unroll(ni).unroll(mi);
-    Ap.compute_at(c, mb).bound(mi, 0, MR).vectorize(mi, 4).unroll(mi);
+    if (halfC())
+      Ap.compute_at(c, mg).parallel(mt);
+    else
+      Ap.compute_at(c, mb);
+    Ap.bound(mi, 0, MR).vectorize(mi, 4).unroll(mi);
     // One B panel per k panel (per column block when C is 16-bit: one
     // panel).
     if (halfC())

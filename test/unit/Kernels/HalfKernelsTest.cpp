@@ -230,18 +230,28 @@ void checkGemmIntoHalf(Half type) {
   const int64_t kc = bf16Products() == Bf16Products::Dot
                          ? tiles.gemmKcOnePanelDot
                          : tiles.gemmKcOnePanelWidened;
+  // The widened kernel into a 16-bit C packs A once per group of A blocks
+  // whose packed rows (K deep, fp32) take at most half of GSM: rows over two
+  // groups and a ragged third, columns over two B panels, K one fp32 panel
+  // deep (so gemm16 sums in the same order).
+  const int64_t groupRows =
+      std::max<int64_t>(1, tiles.gsmBytes / 2 / (4 * tiles.gemmMb) /
+                               tiles.gemmKc) *
+      tiles.gemmMb;
   struct Case {
     GemmForm form;
     int64_t m, n, k;
-  } cases[] = {{GemmForm::NT, 37, 45, 70},
-               {GemmForm::NN, 29, 50, 33},
-               {GemmForm::TN, 45, 31, 66},
-               {GemmForm::NT, 13, 70, kc + 6},
-               // The panel boundary (K == KC1: one panel).
-               {GemmForm::NT, 19, 40, kc},
-               {GemmForm::TN, 21, 33, kc - 1},
-               // Deeper than the fp32 tiling's KC, still one panel.
-               {GemmForm::NN, 17, 35, tiles.gemmKc + 40}};
+  } cases[] = {
+      {GemmForm::NT, 2 * groupRows + 31, tiles.gemmNb + 50, tiles.gemmKc},
+      {GemmForm::NT, 37, 45, 70},
+      {GemmForm::NN, 29, 50, 33},
+      {GemmForm::TN, 45, 31, 66},
+      {GemmForm::NT, 13, 70, kc + 6},
+      // The panel boundary (K == KC1: one panel).
+      {GemmForm::NT, 19, 40, kc},
+      {GemmForm::TN, 21, 33, kc - 1},
+      // Deeper than the fp32 tiling's KC, still one panel.
+      {GemmForm::NN, 17, 35, tiles.gemmKc + 40}};
   unsigned seed = 40;
   for (const Case &c : cases)
     for (float beta : {0.0f, 1.0f}) {
