@@ -696,10 +696,18 @@ void adamwClipped(Session &session, const Tensor &g, const Tensor &p,
 void sumSquares(const Tensor &x, const Tensor &acc, double weight) {
   if (acc.type != ElemType::F32 || acc.numel() != 1)
     fatal("sum_squares: the accumulator is not an f32 scalar");
-  In xi(x);
   double sum = 0;
-  kernel("sumSquares",
-         [&] { return k::sumSquares(int64_t(x.numel()), xi.p, &sum); });
+  if (isHalf(x.type)) {
+    // 16-bit gradients: squared in fp32 inside the kernel, no fp32 copy.
+    kernel("sumSquares", [&] {
+      return k::sumSquares(int64_t(x.numel()), x.buf.as<uint16_t>(),
+                           half(x.type), &sum);
+    });
+  } else {
+    In xi(x);
+    kernel("sumSquares",
+           [&] { return k::sumSquares(int64_t(x.numel()), xi.p, &sum); });
+  }
   float *out = acc.buf.as<float>();
   out[0] = float(double(out[0]) + weight * sum);
 }

@@ -411,8 +411,12 @@ public:
 class SumSquares : public Generator<SumSquares> {
 public:
   GeneratorParam<int> chunk{"chunk", 1 << 14};
-  Input<Buffer<float>> x{"x", 1};
+  /// x's element: f32, or bf16 / f16 bits widened in the kernel.
+  GeneratorParam<Elem> elem{"elem", Elem::F32, elemNames()};
+  Input<Buffer<>> x{"x", 1};
   Output<Buffer<float>> sums{"sums", 1};
+
+  void configure() { setStorageType(elem, x); }
 
   void generate() {
     const int CH = chunk;
@@ -420,7 +424,7 @@ public:
     Expr n = x.dim(0).extent();
     RDom r(0, CH / kLanes, "r");
     Expr idx = c * CH + r * kLanes + l;
-    Expr v = x(min(idx, n - 1));
+    Expr v = widen(x(min(idx, n - 1)), elem);
     Func lanes("lanes");
     lanes(l, c) = 0.0f;
     lanes(l, c) += select(idx < n, v * v, 0.0f);

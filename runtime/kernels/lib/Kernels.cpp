@@ -62,6 +62,8 @@
 #include "ratrain_k_rope_bf16.h"
 #include "ratrain_k_rope_f16.h"
 #include "ratrain_k_sum_squares.h"
+#include "ratrain_k_sum_squares_bf16.h"
+#include "ratrain_k_sum_squares_f16.h"
 #include "ratrain_k_swiglu_bwd.h"
 #include "ratrain_k_swiglu_bwd_bf16.h"
 #include "ratrain_k_swiglu_bwd_f16.h"
@@ -588,14 +590,16 @@ int crossEntropy(int64_t T, int64_t V, const float *logits,
                                  dense(dlogits, {V, T}));
 }
 
-int sumSquares(int64_t n, const float *x, double *result) {
+namespace {
+/// The chunk sums of x (its dense buffer) by `pipeline`, added in double.
+template <typename T, typename Pipeline>
+int sumSquaresWith(Pipeline pipeline, int64_t n, const T *x, double *result) {
   *result = 0.0;
   if (n <= 0)
     return 0;
-  constexpr int64_t kChunk = 16384; // the generator's `chunk`
+  constexpr int64_t kChunk = 16384; // the generators' `chunk`
   std::vector<float> sums((n + kChunk - 1) / kChunk);
-  int err = ratrain_k_sum_squares(dense(x, {n}),
-                                  dense(sums.data(), {int64_t(sums.size())}));
+  int err = pipeline(dense(x, {n}), dense(sums.data(), {int64_t(sums.size())}));
   if (err)
     return err;
   double total = 0.0;
@@ -603,6 +607,17 @@ int sumSquares(int64_t n, const float *x, double *result) {
     total += s;
   *result = total;
   return 0;
+}
+} // namespace
+
+int sumSquares(int64_t n, const float *x, double *result) {
+  return sumSquaresWith(ratrain_k_sum_squares, n, x, result);
+}
+
+int sumSquares(int64_t n, const uint16_t *x, Half type, double *result) {
+  return sumSquaresWith(type == Half::BF16 ? ratrain_k_sum_squares_bf16
+                                           : ratrain_k_sum_squares_f16,
+                        n, x, result);
 }
 
 //===----------------------------------------------------------------------===//

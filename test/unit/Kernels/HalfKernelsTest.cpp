@@ -450,6 +450,20 @@ TEST_P(HalfKernels, AttentionMatchesStaged) {
   });
 }
 
+/// The squared norm of 16-bit values, widened in the kernel, is the one of
+/// their fp32 copy bit for bit (several chunks and a ragged last one).
+TEST_P(HalfKernels, SumSquaresOfHalfValuesMatchesStaged) {
+  Half type = GetParam();
+  for (int64_t n : {int64_t(1), int64_t(17), (int64_t(1) << 16) + 5}) {
+    Bits x = randomHalf(type, size_t(n), 80 + unsigned(n % 7));
+    std::vector<float> xf = widened(type, x);
+    double got = -1, want = -2;
+    ASSERT_EQ(sumSquares(n, x.data(), type, &got), 0);
+    ASSERT_EQ(sumSquares(n, xf.data(), &want), 0);
+    EXPECT_EQ(got, want) << "n " << n;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Types, HalfKernels,
                          ::testing::Values(Half::BF16, Half::F16),
                          [](const ::testing::TestParamInfo<Half> &info) {

@@ -355,6 +355,9 @@ int adamw(int64_t n, float *p, const float *g, float *m, float *v,
 /// gradient clipping, e.g. gradScale = min(1, maxNorm / sqrt(sum over all
 /// gradients)) passed to adamw.
 int sumSquares(int64_t n, const float *x, double *result);
+/// The same over 16-bit values (the bits of `type`), widened in the kernel:
+/// the result of sumSquares on their fp32 values, bit for bit.
+int sumSquares(int64_t n, const uint16_t *x, Half type, double *result);
 
 } // namespace ratrain::kernels
 
