@@ -623,7 +623,15 @@ void adamw(Session &session, const Tensor &g, const Tensor &p, const Tensor &m,
     cast(p, viewOut);
     return;
   }
-  In gi(g);
+  // A 16-bit model's gradients are read as they are (the same update, bit
+  // for bit); others, and those of a model with an fp32 view, are staged.
+  const bool halfGrad = isHalf(g.type) && g.type == viewOut.type;
+  std::optional<HalfIn> g16;
+  std::optional<In> g32;
+  if (halfGrad)
+    g16.emplace(g, std::initializer_list<const Tensor *>{&p, &m, &v, &viewOut});
+  else
+    g32.emplace(g);
   k::AdamWParams params;
   params.lr = float(session.learningRate(lr));
   params.beta1 = float(beta1);
@@ -641,13 +649,16 @@ void adamw(Session &session, const Tensor &g, const Tensor &p, const Tensor &m,
     if (!decayed)
       piece.weightDecay = 0;
     kernel("adamw", [&] {
+      float *mo = m.buf.as<float>() + begin, *vo = v.buf.as<float>() + begin;
+      if (halfGrad)
+        return k::adamw(end - begin, master + begin, g16->p + begin,
+                        half(g.type), mo, vo, piece,
+                        viewOut.buf.as<uint16_t>() + begin, half(viewOut.type));
       if (halfView)
-        return k::adamw(end - begin, master + begin, gi.p + begin,
-                        m.buf.as<float>() + begin, v.buf.as<float>() + begin,
+        return k::adamw(end - begin, master + begin, g32->p + begin, mo, vo,
                         piece, viewOut.buf.as<uint16_t>() + begin,
                         half(viewOut.type));
-      return k::adamw(end - begin, master + begin, gi.p + begin,
-                      m.buf.as<float>() + begin, v.buf.as<float>() + begin,
+      return k::adamw(end - begin, master + begin, g32->p + begin, mo, vo,
                       piece);
     });
   };

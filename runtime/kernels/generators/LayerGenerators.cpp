@@ -342,8 +342,11 @@ public:
 template <typename Self> class AdamWBase : public Generator<Self> {
 public:
   template <typename T> using In = typename Generator<Self>::template Input<T>;
+  /// The gradient's element: f32, or the bf16 / f16 bits of a 16-bit
+  /// model's gradients, widened in the kernel (AdamWView schedules how).
+  GeneratorParam<Elem> grad{"grad", Elem::F32, elemNames()};
   In<Buffer<float>> p{"p", 1};
-  In<Buffer<float>> g{"g", 1};
+  In<Buffer<>> g{"g", 1};
   In<Buffer<float>> m{"m", 1};
   In<Buffer<float>> v{"v", 1};
   In<float> lr{"lr"};
@@ -355,9 +358,19 @@ public:
   In<float> bc2{"bc2"};
   In<float> gradScale{"grad_scale"};
 
+  void configure() { setStorageType(grad, g); }
+
+  /// A 16-bit gradient widened to fp32 (undefined for an fp32 one).
+  Func gradIn{"grad_in"};
+
   /// The updated (p, m, v) at i.
   std::vector<Expr> update(Var i) {
-    Expr gs = g(i) * gradScale;
+    Expr gi = g(i);
+    if (Elem(grad) != Elem::F32) {
+      gradIn(i) = widen(g(i), grad);
+      gi = gradIn(i);
+    }
+    Expr gs = gi * gradScale;
     Expr mn = beta1 * m(i) + (1.0f - beta1) * gs;
     Expr vn = beta2 * v(i) + (1.0f - beta2) * gs * gs;
     Expr pd = p(i) - lr * weightDecay * p(i);
@@ -402,6 +415,14 @@ public:
         .parallel(chunk);
     updated.compute_at(out, vec).vectorize(i, kLanes,
                                            TailStrategy::GuardWithIf);
+    // A 16-bit gradient is widened a chunk at a time into a buffer the
+    // update then loads, as the fp32 kernel loads its gradient: the same
+    // arithmetic, contracted alike by LLVM, so the same bits. (Widened
+    // inline, LLVM fused the other product of the first moment's update into
+    // an FMA: 1-ulp differences.)
+    if (Elem(grad) != Elem::F32)
+      gradIn.compute_at(out, chunk)
+          .vectorize(i, kLanes, TailStrategy::GuardWithIf);
   }
 };
 

@@ -20,7 +20,9 @@
 #include "ratrain_halide_runtime_owner.h"
 #include "ratrain_k_adamw.h"
 #include "ratrain_k_adamw_bf16.h"
+#include "ratrain_k_adamw_bf16_grad16.h"
 #include "ratrain_k_adamw_f16.h"
+#include "ratrain_k_adamw_f16_grad16.h"
 #include "ratrain_k_add.h"
 #include "ratrain_k_add_bf16.h"
 #include "ratrain_k_add_f16.h"
@@ -78,6 +80,7 @@
 #include <initializer_list>
 #include <optional>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace ratrain::kernels {
@@ -624,13 +627,20 @@ int sumSquares(int64_t n, const uint16_t *x, Half type, double *result) {
 // AdamW
 //===----------------------------------------------------------------------===//
 
+namespace {
+/// AdamW's bias corrections 1 - beta^step (step counted from 1).
+std::pair<float, float> biasCorrections(const AdamWParams &params) {
+  const double step = double(params.step < 1 ? 1 : params.step);
+  return {float(1.0 - std::pow(double(params.beta1), step)),
+          float(1.0 - std::pow(double(params.beta2), step))};
+}
+} // namespace
+
 int adamw(int64_t n, float *p, const float *g, float *m, float *v,
           const AdamWParams &params, uint16_t *view, Half viewType) {
   if (n <= 0)
     return 0;
-  const double step = double(params.step < 1 ? 1 : params.step);
-  const float bc1 = float(1.0 - std::pow(double(params.beta1), step));
-  const float bc2 = float(1.0 - std::pow(double(params.beta2), step));
+  const auto [bc1, bc2] = biasCorrections(params);
   auto pb = dense(p, {n});
   auto gb = dense(g, {n});
   auto mb = dense(m, {n});
@@ -647,6 +657,29 @@ int adamw(int64_t n, float *p, const float *g, float *m, float *v,
   return ratrain_k_adamw_f16(pb, gb, mb, vb, params.lr, params.beta1,
                              params.beta2, params.eps, params.weightDecay, bc1,
                              bc2, params.gradScale, pb, mb, vb, viewBuf);
+}
+
+int adamw(int64_t n, float *p, const uint16_t *g, Half gradType, float *m,
+          float *v, const AdamWParams &params, uint16_t *view, Half viewType) {
+  if (n <= 0)
+    return 0;
+  if (!view || viewType != gradType) {
+    std::vector<float> widened(static_cast<size_t>(n));
+    if (int err = fromHalf(gradType, n, g, widened.data()))
+      return err;
+    return adamw(n, p, widened.data(), m, v, params, view, viewType);
+  }
+  const auto [bc1, bc2] = biasCorrections(params);
+  auto pb = dense(p, {n});
+  auto gb = dense(g, {n});
+  auto mb = dense(m, {n});
+  auto vb = dense(v, {n});
+  auto viewBuf = dense(view, {n});
+  auto pipeline = gradType == Half::BF16 ? ratrain_k_adamw_bf16_grad16
+                                         : ratrain_k_adamw_f16_grad16;
+  return pipeline(pb, gb, mb, vb, params.lr, params.beta1, params.beta2,
+                  params.eps, params.weightDecay, bc1, bc2, params.gradScale,
+                  pb, mb, vb, viewBuf);
 }
 
 } // namespace ratrain::kernels

@@ -29,6 +29,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -448,6 +450,63 @@ TEST_P(HalfKernels, AttentionMatchesStaged) {
                                    AttentionCase{1, 650, 2, 2, 128, false, 0}})
       checkAttention(type, c);
   });
+}
+
+/// AdamW on a 16-bit model's gradients, read as they are, updates masters,
+/// moments and view exactly as the fp32 kernel on their widened copy (the
+/// runtime's staged path before); also where the view is of the other
+/// 16-bit type (widened first) or absent. A length that is not a multiple
+/// of the vector width or of the parallel chunk; infinities and a NaN among
+/// the gradients.
+TEST_P(HalfKernels, AdamWOnHalfGradientsMatchesStaged) {
+  Half type = GetParam();
+  const int64_t n = (int64_t(1) << 15) + 37;
+  Bits g = randomHalf(type, size_t(n), 71, -1e-2f, 1e-2f);
+  const uint16_t inf = type == Half::BF16 ? 0x7f80 : 0x7c00;
+  const uint16_t nan = type == Half::BF16 ? 0x7fc1 : 0x7e01;
+  g[5] = inf;
+  g[6] = uint16_t(inf | 0x8000);
+  g[7] = nan;
+  std::vector<float> gf = widened(type, g);
+  std::mt19937 gen(72);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> p0(n), m0(n), v0(n);
+  for (int64_t i = 0; i < n; ++i) {
+    p0[i] = u(gen) * 0.05f;
+    m0[i] = u(gen) * 1e-4f;
+    v0[i] = std::fabs(u(gen)) * 1e-6f;
+  }
+  AdamWParams hp;
+  hp.lr = 1e-3f;
+  hp.weightDecay = 0.1f;
+  hp.step = 3;
+  hp.gradScale = 0.5f;
+  const Half other = type == Half::BF16 ? Half::F16 : Half::BF16;
+  auto sameBits = [](const std::vector<float> &a, const std::vector<float> &b) {
+    return std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+  };
+  for (std::optional<Half> viewType :
+       {std::optional<Half>(type), std::optional<Half>(other),
+        std::optional<Half>()}) {
+    SCOPED_TRACE(viewType ? (*viewType == Half::BF16 ? "bf16 view" : "f16 view")
+                          : "no view");
+    std::vector<float> p = p0, m = m0, v = v0, pw = p0, mw = m0, vw = v0;
+    Bits view(static_cast<size_t>(n)), viewWant(static_cast<size_t>(n));
+    uint16_t *viewOut = viewType ? view.data() : nullptr;
+    uint16_t *viewRef = viewType ? viewWant.data() : nullptr;
+    Half vt = viewType.value_or(Half::BF16);
+    ASSERT_EQ(
+        adamw(n, p.data(), g.data(), type, m.data(), v.data(), hp, viewOut, vt),
+        0);
+    ASSERT_EQ(
+        adamw(n, pw.data(), gf.data(), mw.data(), vw.data(), hp, viewRef, vt),
+        0);
+    EXPECT_TRUE(sameBits(p, pw));
+    EXPECT_TRUE(sameBits(m, mw));
+    EXPECT_TRUE(sameBits(v, vw));
+    EXPECT_EQ(view, viewWant);
+    EXPECT_TRUE(std::isnan(p[7]));
+  }
 }
 
 /// The squared norm of 16-bit values, widened in the kernel, is the one of

@@ -350,6 +350,14 @@ int adamw(int64_t n, float *p, const float *g, float *m, float *v,
           const AdamWParams &params, uint16_t *view = nullptr,
           Half viewType = Half::BF16);
 
+/// adamw on 16-bit gradients (the bits of `gradType`): the update of their
+/// fp32 values, bit for bit, without an fp32 copy of them. The kernels read
+/// them as they are when `view` is of the same type (a 16-bit model's
+/// update); other combinations widen them first.
+int adamw(int64_t n, float *p, const uint16_t *g, Half gradType, float *m,
+          float *v, const AdamWParams &params, uint16_t *view = nullptr,
+          Half viewType = Half::BF16);
+
 /// *result = sum_i x[i]^2 over n values (fp32 squares summed in fp32 per
 /// 16 Ki-element chunk, chunks added in double): the squared global norm for
 /// gradient clipping, e.g. gradScale = min(1, maxNorm / sqrt(sum over all
