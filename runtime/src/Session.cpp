@@ -56,7 +56,10 @@ SessionOptions::parse(int argc, char **argv, const SessionOptions &defaults) {
     llvm::StringRef arg = argv[i];
     if (!arg.starts_with("--"))
       return makeError(llvm::formatv("unexpected argument '{0}'", arg));
-    auto [flag, inlineValue] = arg.split('=');
+    // Not a structured binding: the lambdas below capture `flag` (C++17
+    // lambdas cannot capture a binding; clang 14 refuses it).
+    std::pair<llvm::StringRef, llvm::StringRef> parts = arg.split('=');
+    llvm::StringRef flag = parts.first, inlineValue = parts.second;
     bool hasInline = arg.contains('=');
     if (flag == "--resume") {
       options.resume = true;

@@ -212,10 +212,14 @@ struct RestoreBf16Products {
 TEST_P(GemmTest, Bf16AndFp16MatchReferenceOnRoundedInputs) {
   GemmForm form = GetParam();
   RestoreBf16Products restore;
-  for (auto [type, products] : {std::pair{Half::BF16, Bf16Products::Dot},
-                                std::pair{Half::BF16, Bf16Products::Widen},
-                                std::pair{Half::F16, Bf16Products::Widen}}) {
+  for (auto [elemType, products] :
+       {std::pair{Half::BF16, Bf16Products::Dot},
+        std::pair{Half::BF16, Bf16Products::Widen},
+        std::pair{Half::F16, Bf16Products::Widen}}) {
     setBf16Products(products);
+    // A copy the lambda below can capture (C++17 lambdas cannot capture a
+    // structured binding; clang 14 refuses it).
+    const Half type = elemType;
     for (const GemmShape &s : kGemmShapes) {
       for (float beta : {0.0f, 1.0f}) {
         SCOPED_TRACE(testing::Message()
