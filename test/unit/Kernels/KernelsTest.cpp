@@ -170,37 +170,30 @@ void checkGemm(GemmForm form, const GemmShape &s, float beta,
 
 class GemmTest : public ::testing::TestWithParam<GemmForm> {};
 
-TEST_P(GemmTest, Fp32MatchesReference) {
-  GemmForm form = GetParam();
-  for (const GemmShape &s : kGemmShapes) {
-    for (float beta : {0.0f, 1.0f}) {
-      SCOPED_TRACE(testing::Message()
-                   << s.M << "x" << s.N << "x" << s.K << " beta " << beta);
-      std::vector<float> A = randomVector(s.M * s.K, 1);
-      std::vector<float> B = randomVector(s.K * s.N, 2);
-      checkGemm(form, s, beta, A, B, [&](float *C) {
-        return gemm(form, s.M, s.N, s.K, A.data(), B.data(), C, beta);
-      });
-    }
+/// The fp32 GEMM of shape `s` against the reference, with beta 0 and 1.
+void checkFp32Gemm(GemmForm form, const GemmShape &s, unsigned seed) {
+  for (float beta : {0.0f, 1.0f}) {
+    SCOPED_TRACE(testing::Message()
+                 << s.M << "x" << s.N << "x" << s.K << " beta " << beta);
+    std::vector<float> A = randomVector(s.M * s.K, seed);
+    std::vector<float> B = randomVector(s.K * s.N, seed + 1);
+    checkGemm(form, s, beta, A, B, [&](float *C) {
+      return gemm(form, s.M, s.N, s.K, A.data(), B.data(), C, beta);
+    });
   }
+}
+
+TEST_P(GemmTest, Fp32MatchesReference) {
+  for (const GemmShape &s : kGemmShapes)
+    checkFp32Gemm(GetParam(), s, 1);
 }
 
 /// N across several B panels of the build's tiles (NB columns each; 256 on
 /// the host's machine file), the last one ragged, with K over two k panels:
 /// the n-block loop and its packing of each panel run more than once.
 TEST_P(GemmTest, Fp32SpansSeveralBPanels) {
-  GemmForm form = GetParam();
   const TileConfig tiles = tileConfig();
-  const GemmShape s{29, 2 * tiles.gemmNb + 45, tiles.gemmKc + 24};
-  for (float beta : {0.0f, 1.0f}) {
-    SCOPED_TRACE(testing::Message()
-                 << s.M << "x" << s.N << "x" << s.K << " beta " << beta);
-    std::vector<float> A = randomVector(s.M * s.K, 3);
-    std::vector<float> B = randomVector(s.K * s.N, 4);
-    checkGemm(form, s, beta, A, B, [&](float *C) {
-      return gemm(form, s.M, s.N, s.K, A.data(), B.data(), C, beta);
-    });
-  }
+  checkFp32Gemm(GetParam(), {29, 2 * tiles.gemmNb + 45, tiles.gemmKc + 24}, 3);
 }
 
 /// Restores this process's bf16 product path when a test that sets it ends.
