@@ -80,7 +80,6 @@
 #include <initializer_list>
 #include <optional>
 #include <type_traits>
-#include <utility>
 #include <vector>
 
 namespace ratrain::kernels {
@@ -628,11 +627,20 @@ int sumSquares(int64_t n, const uint16_t *x, Half type, double *result) {
 //===----------------------------------------------------------------------===//
 
 namespace {
-/// AdamW's bias corrections 1 - beta^step (step counted from 1).
-std::pair<float, float> biasCorrections(const AdamWParams &params) {
+/// Runs an AdamW pipeline on n elements in place: p, m, v and, for the
+/// pipelines with a 16-bit view, `view` (`views` is 0 or 1 extra outputs).
+template <typename G, typename Pipeline, typename... Views>
+int runAdamW(Pipeline pipeline, int64_t n, float *p, const G *g, float *m,
+             float *v, const AdamWParams &params, Views... views) {
   const double step = double(params.step < 1 ? 1 : params.step);
-  return {float(1.0 - std::pow(double(params.beta1), step)),
-          float(1.0 - std::pow(double(params.beta2), step))};
+  const float bc1 = float(1.0 - std::pow(double(params.beta1), step));
+  const float bc2 = float(1.0 - std::pow(double(params.beta2), step));
+  auto pb = dense(p, {n});
+  auto mb = dense(m, {n});
+  auto vb = dense(v, {n});
+  return pipeline(pb, dense(g, {n}), mb, vb, params.lr, params.beta1,
+                  params.beta2, params.eps, params.weightDecay, bc1, bc2,
+                  params.gradScale, pb, mb, vb, dense(views, {n})...);
 }
 } // namespace
 
@@ -640,23 +648,11 @@ int adamw(int64_t n, float *p, const float *g, float *m, float *v,
           const AdamWParams &params, uint16_t *view, Half viewType) {
   if (n <= 0)
     return 0;
-  const auto [bc1, bc2] = biasCorrections(params);
-  auto pb = dense(p, {n});
-  auto gb = dense(g, {n});
-  auto mb = dense(m, {n});
-  auto vb = dense(v, {n});
   if (!view)
-    return ratrain_k_adamw(pb, gb, mb, vb, params.lr, params.beta1,
-                           params.beta2, params.eps, params.weightDecay, bc1,
-                           bc2, params.gradScale, pb, mb, vb);
-  auto viewBuf = dense(view, {n});
-  if (viewType == Half::BF16)
-    return ratrain_k_adamw_bf16(
-        pb, gb, mb, vb, params.lr, params.beta1, params.beta2, params.eps,
-        params.weightDecay, bc1, bc2, params.gradScale, pb, mb, vb, viewBuf);
-  return ratrain_k_adamw_f16(pb, gb, mb, vb, params.lr, params.beta1,
-                             params.beta2, params.eps, params.weightDecay, bc1,
-                             bc2, params.gradScale, pb, mb, vb, viewBuf);
+    return runAdamW(ratrain_k_adamw, n, p, g, m, v, params);
+  return runAdamW(viewType == Half::BF16 ? ratrain_k_adamw_bf16
+                                         : ratrain_k_adamw_f16,
+                  n, p, g, m, v, params, view);
 }
 
 int adamw(int64_t n, float *p, const uint16_t *g, Half gradType, float *m,
@@ -669,17 +665,9 @@ int adamw(int64_t n, float *p, const uint16_t *g, Half gradType, float *m,
       return err;
     return adamw(n, p, widened.data(), m, v, params, view, viewType);
   }
-  const auto [bc1, bc2] = biasCorrections(params);
-  auto pb = dense(p, {n});
-  auto gb = dense(g, {n});
-  auto mb = dense(m, {n});
-  auto vb = dense(v, {n});
-  auto viewBuf = dense(view, {n});
-  auto pipeline = gradType == Half::BF16 ? ratrain_k_adamw_bf16_grad16
-                                         : ratrain_k_adamw_f16_grad16;
-  return pipeline(pb, gb, mb, vb, params.lr, params.beta1, params.beta2,
-                  params.eps, params.weightDecay, bc1, bc2, params.gradScale,
-                  pb, mb, vb, viewBuf);
+  return runAdamW(gradType == Half::BF16 ? ratrain_k_adamw_bf16_grad16
+                                         : ratrain_k_adamw_f16_grad16,
+                  n, p, g, m, v, params, view);
 }
 
 } // namespace ratrain::kernels
