@@ -16,7 +16,14 @@
 # over the rounds of the simulated and of the measured step, the error
 # between those medians and the range of the rounds' errors; and the load
 # average before and after (the error is only meaningful on a quiet host, and
-# only beyond the spread). Runs: 1 rank; pp 2; dp 2; pp 2 x dp 2 (4 ranks on
+# only beyond the spread).
+# A shared host's kernel speed moves by 10-30% within minutes, between the
+# calibration and the run and during either. So each row also has "kern"
+# (how fast the run's kernels ran against the calibration: simulated over
+# measured kernel time) and "at kern" (the error of the step simulated with
+# every compute task at the run's measured kernel speed, ratrain-sim's
+# error-at-measured-kernel-speed-percent): the error of everything but the
+# kernel rates (schedule, overlap, messages, collectives, core sharing). Runs: 1 rank; pp 2; dp 2; pp 2 x dp 2 (4 ranks on
 # 2 cores: each core split into 2 virtual clusters); the bf16 tiny LLaMA on
 # pp 2.
 set -euo pipefail
@@ -64,8 +71,9 @@ done
 field() { awk -v k="$2:" '$1 == k {print $2}' "$1"; }
 ms() { awk -v s="$1" 'BEGIN {printf "%.1f", s * 1000}'; }
 
-printf '%-5s %-8s %5s %-36s %9s %9s %8s %8s\n' round run ranks options "sim ms" "meas ms" error spread
-declare -A sims meass errs
+printf '%-5s %-8s %5s %-36s %9s %9s %8s %8s %6s %8s\n' round run ranks options "sim ms" \
+  "meas ms" error spread kern "at kern"
+declare -A sims meass errs kerrs
 for ((r = 1; r <= rounds; ++r)); do
   round_machine=$out/machine.r$r.yaml
   calibrate "$round_machine"
@@ -91,11 +99,14 @@ for ((r = 1; r <= rounds; ++r)); do
     meas=$(field "$dir.r$r.sim.txt" measured-step-s)
     err=$(field "$dir.r$r.sim.txt" error-percent)
     spread=$(field "$dir.r$r.sim.txt" measured-spread-percent)
+    kern=$(field "$dir.r$r.sim.txt" kernel-speed-ratio)
+    kerr=$(field "$dir.r$r.sim.txt" error-at-measured-kernel-speed-percent)
     sims[$name]+="$sim "
     meass[$name]+="$meas "
     errs[$name]+="$err "
-    printf '%-5s %-8s %5s %-36s %9s %9s %7s%% %7s%%\n' "$r" "$name" "${ranks[$name]}" \
-      "${options[$name]}" "$(ms "$sim")" "$(ms "$meas")" "$err" "$spread"
+    kerrs[$name]+="$kerr "
+    printf '%-5s %-8s %5s %-36s %9s %9s %7s%% %7s%% %6s %7s%%\n' "$r" "$name" "${ranks[$name]}" \
+      "${options[$name]}" "$(ms "$sim")" "$(ms "$meas")" "$err" "$spread" "$kern" "$kerr"
   done
 done
 
@@ -103,7 +114,8 @@ done
 median() { printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 echo
 echo "over $rounds rounds (medians):"
-printf '%-8s %5s %9s %9s %8s %18s\n' run ranks "sim ms" "meas ms" error "rounds' errors"
+printf '%-8s %5s %9s %9s %8s %18s %8s %18s\n' run ranks "sim ms" "meas ms" error "rounds' errors" \
+  "at kern" "rounds' at kern"
 for name in "${names[@]}"; do
   # shellcheck disable=SC2086
   sim=$(median ${sims[$name]})
@@ -111,7 +123,12 @@ for name in "${names[@]}"; do
   meas=$(median ${meass[$name]})
   # shellcheck disable=SC2086
   range=$(printf '%s\n' ${errs[$name]} | sort -g | awk 'NR == 1 {lo = $1} {hi = $1} END {printf "%+.1f..%+.1f%%", lo, hi}')
-  printf '%-8s %5s %9s %9s %+7.2f%% %18s\n' "$name" "${ranks[$name]}" "$(ms "$sim")" "$(ms "$meas")" \
-    "$(awk -v s="$sim" -v m="$meas" 'BEGIN {print 100 * (s - m) / m}')" "$range"
+  # shellcheck disable=SC2086
+  krange=$(printf '%s\n' ${kerrs[$name]} | sort -g | awk 'NR == 1 {lo = $1} {hi = $1} END {printf "%+.1f..%+.1f%%", lo, hi}')
+  # shellcheck disable=SC2086
+  kerr=$(median ${kerrs[$name]})
+  printf '%-8s %5s %9s %9s %+7.2f%% %18s %+7.2f%% %18s\n' "$name" "${ranks[$name]}" "$(ms "$sim")" \
+    "$(ms "$meas")" "$(awk -v s="$sim" -v m="$meas" 'BEGIN {print 100 * (s - m) / m}')" "$range" \
+    "$kerr" "$krange"
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg); outputs in $out"

@@ -126,6 +126,12 @@ void StageProgram::addCompute(ComputeKind kind, double seconds, double flops,
   add(task, label);
 }
 
+void StageProgram::scaleCompute(double factor) {
+  for (Task &task : tasks)
+    if (task.kind == TaskKind::Compute)
+      task.seconds *= factor;
+}
+
 Token StageProgram::addDma(int64_t bytes, uint32_t channel,
                            llvm::StringRef label) {
   Task task;

@@ -36,6 +36,21 @@ llvm::Expected<MeasuredSteps> sim::parseStepLog(llvm::StringRef text,
     if (!seconds || !(*seconds >= 0))
       return fail(index + 1, "missing or negative \"step_s\"");
     result.stepSeconds.push_back(*seconds);
+    if (const llvm::json::Array *kernels = object->getArray("kernel_s");
+        kernels && !kernels->empty()) {
+      double sum = 0;
+      size_t ranks = 0;
+      for (const llvm::json::Value &rank : *kernels)
+        if (std::optional<double> seconds = rank.getAsNumber();
+            seconds && *seconds >= 0) {
+          sum += *seconds;
+          ++ranks;
+        }
+      if (ranks != kernels->size())
+        return fail(index + 1, "\"kernel_s\" must list one non-negative "
+                               "number per rank");
+      result.kernelSeconds.push_back(sum / double(ranks));
+    }
     if (std::optional<double> tokens = object->getNumber("tokens"))
       result.tokensPerStep = *tokens;
     if (const llvm::json::Array *peaks = object->getArray("peak_arena_bytes"))
@@ -46,22 +61,28 @@ llvm::Expected<MeasuredSteps> sim::parseStepLog(llvm::StringRef text,
   if (result.stepSeconds.empty())
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    fileName + ": no steps logged");
-  std::vector<double> steady(result.stepSeconds.begin() +
-                                 (result.stepSeconds.size() > 1 ? 1 : 0),
-                             result.stepSeconds.end());
-  std::sort(steady.begin(), steady.end());
-  // Quantile q of the sorted steps, interpolating between the nearest ranks
-  // (the median of an even count is the mean of the middle two).
-  auto quantile = [&](double q) {
+  // Quantile q of the steps without the first (sorted), interpolating
+  // between the nearest ranks (the median of an even count is the mean of
+  // the middle two).
+  auto quantile = [](const std::vector<double> &all, double q) {
+    std::vector<double> steady(all.begin() + (all.size() > 1 ? 1 : 0),
+                               all.end());
+    std::sort(steady.begin(), steady.end());
     double rank = q * double(steady.size() - 1);
     size_t below = size_t(rank);
     size_t above = std::min(below + 1, steady.size() - 1);
     return steady[below] +
            (rank - double(below)) * (steady[above] - steady[below]);
   };
-  result.medianStepSeconds = quantile(0.5);
-  result.lowerQuartileStepSeconds = quantile(0.25);
-  result.upperQuartileStepSeconds = quantile(0.75);
+  result.medianStepSeconds = quantile(result.stepSeconds, 0.5);
+  result.lowerQuartileStepSeconds = quantile(result.stepSeconds, 0.25);
+  result.upperQuartileStepSeconds = quantile(result.stepSeconds, 0.75);
+  // Kernel times only where every step has them (a log appended to by
+  // another run would mix them).
+  if (result.kernelSeconds.size() == result.stepSeconds.size())
+    result.medianKernelSeconds = quantile(result.kernelSeconds, 0.5);
+  else
+    result.kernelSeconds.clear();
   return result;
 }
 

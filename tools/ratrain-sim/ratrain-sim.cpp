@@ -448,11 +448,29 @@ int main(int argc, char **argv) {
        << "\n";
   double measured = measuredStep;
   std::optional<std::pair<double, double>> measuredQuartiles;
+  // The step simulated with the compute tasks at the speed the run's kernels
+  // measured (0: the log has no kernel times).
+  double measuredKernel = 0, simulatedKernel = 0, stepAtKernelSpeed = 0;
   if (!measuredLog.empty()) {
     llvm::Expected<MeasuredSteps> steps = loadStepLog(measuredLog);
     if (!steps)
       return fail(llvm::toString(steps.takeError()));
     measured = steps->medianStepSeconds;
+    measuredKernel = steps->medianKernelSeconds;
+    for (const StageReport &stage : report->stageReports)
+      simulatedKernel +=
+          stage.totalBusy() / double(report->stageReports.size());
+    if (measuredKernel > 0 && simulatedKernel > 0) {
+      SimProgram atKernelSpeed = *program;
+      atKernelSpeed.scaleCompute(measuredKernel / simulatedKernel);
+      SimOptions plain = options;
+      plain.recordTrace = false;
+      llvm::Expected<SimReport> rescaled =
+          simulate(atKernelSpeed, *simulated, plain);
+      if (!rescaled)
+        return fail(llvm::toString(rescaled.takeError()));
+      stepAtKernelSpeed = rescaled->stepTime;
+    }
     measuredQuartiles.emplace(steps->lowerQuartileStepSeconds,
                               steps->upperQuartileStepSeconds);
     os << "measured-steps: " << steps->stepSeconds.size() << "\n";
@@ -476,6 +494,17 @@ int main(int argc, char **argv) {
     os << "measured-step-s: " << formatNumber(measured) << "\nerror-percent: "
        << llvm::formatv("{0:f2}",
                         stepTimeErrorPercent(report->stepTime, measured))
+       << "\n";
+  if (measured > 0 && stepAtKernelSpeed > 0)
+    os << "measured-kernel-s: " << formatNumber(measuredKernel)
+       << "\nsimulated-kernel-s: " << formatNumber(simulatedKernel)
+       << "\nkernel-speed-ratio: "
+       << llvm::formatv("{0:f3}", simulatedKernel / measuredKernel)
+       << "\nstep-at-measured-kernel-speed-s: "
+       << formatNumber(stepAtKernelSpeed)
+       << "\nerror-at-measured-kernel-speed-percent: "
+       << llvm::formatv("{0:f2}",
+                        stepTimeErrorPercent(stepAtKernelSpeed, measured))
        << "\n";
   if (measuredQuartiles && measured > 0)
     os << "measured-quartiles-s: " << formatNumber(measuredQuartiles->first)

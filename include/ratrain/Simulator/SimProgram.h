@@ -248,6 +248,9 @@ public:
   /// added after the wait).
   void setWaitTarget(size_t index, Token token, bool previousIteration);
 
+  /// Multiplies every compute task's duration by `factor` (> 0): the
+  /// program on a host whose kernels run 1 / factor times as fast.
+  void scaleCompute(double factor);
   llvm::ArrayRef<Task> getTasks() const { return tasks; }
   const Task &getTask(size_t index) const { return tasks[index]; }
   llvm::StringRef getLabel(size_t index) const { return labels[index]; }
@@ -294,6 +297,11 @@ struct SimProgram {
   /// every iteration): 1 + it iterations see every phase in the steady
   /// state.
   uint32_t longestPeriod() const;
+  /// StageProgram::scaleCompute on every stage.
+  void scaleCompute(double factor) {
+    for (StageProgram &stage : stages)
+      stage.scaleCompute(factor);
+  }
 
   /// Checks the program: stage indices in range, each recv matches exactly one
   /// send (and its byte count), tags unique per stage pair, waits name an

@@ -30,6 +30,13 @@ struct MeasuredSteps {
   /// simulator's error, which says how much of the error the run can show.
   double lowerQuartileStepSeconds = 0;
   double upperQuartileStepSeconds = 0;
+  /// Seconds inside kernels of every logged step with "kernel_s" (the mean
+  /// over the ranks), in log order; empty when the log has none.
+  std::vector<double> kernelSeconds;
+  /// Their median without the first step, as medianStepSeconds (0 when the
+  /// log has no kernel times): with the simulated kernel time, how fast the
+  /// host ran the kernels during the run against its calibration.
+  double medianKernelSeconds = 0;
   /// tokens of the last step.
   double tokensPerStep = 0;
   /// Largest peak_arena_bytes entry over all steps (0 when absent).

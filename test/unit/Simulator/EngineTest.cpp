@@ -116,6 +116,24 @@ TEST(Pipeline, HandComputedTwoStageTwoMicroBatchWithMessages) {
   EXPECT_DOUBLE_EQ(last.bubbleFraction, 1.0 - 6.0 / 10.0 - 0.05);
 }
 
+TEST(Pipeline, ScaledComputeKeepsTheMessages) {
+  // ratrain-sim's step at the measured kernel speed: the program above with
+  // every compute task twice as fast (F 0.5 s, B 1 s) and the same 0.5 s
+  // messages. Stage 1: act0 at 1 -> F0 [1,1.5] B0 [1.5,2.5], act1 at 1.5 ->
+  // F1 [2.5,3] B1 [3,4]; stage 0: F0 [0,0.5] F1 [0.5,1], grad0 at 3 -> B0
+  // [3,4], grad1 at 4.5 -> B1 [4.5,5.5]. Step = 4.5 + 2 x 0.5.
+  SimProgram program = handWritten1F1B(1);
+  program.scaleCompute(0.5);
+  SimOptions options;
+  options.iterations = 3;
+  SimReport report =
+      expectOk(simulate(program, makeHalfSecondMachine(), options));
+  EXPECT_DOUBLE_EQ(report.stepTime, 5.5);
+  for (const StageReport &stage : report.stageReports)
+    EXPECT_DOUBLE_EQ(stage.totalBusy(), 3.0);
+  EXPECT_DOUBLE_EQ(report.stageReports[0].exposed[comm(CommKind::P2P)], 1.0);
+}
+
 TEST(Pipeline, TwoSidedMessagesWaitForTheReceiversRecv) {
   // The same schedule with rendezvous messages: a message's 0.5 s start only
   // once the receiver has reached its recv. act1, sent at 2, starts when

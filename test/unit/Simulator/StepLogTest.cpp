@@ -58,6 +58,34 @@ TEST(StepLog, QuartilesInterpolateBetweenRanksWithoutTheWarmUpStep) {
   }
 }
 
+TEST(StepLog, KernelTimesAreTheRanksMeanWithoutTheWarmUpStep) {
+  // Per step the mean over the ranks: 5, 1, 3, 2; the median of the last
+  // three is 2.
+  MeasuredSteps steps =
+      expectOk(parseStepLog("{\"step_s\":9,\"kernel_s\":[4,6]}\n"
+                            "{\"step_s\":2,\"kernel_s\":[1,1]}\n"
+                            "{\"step_s\":4,\"kernel_s\":[2,4]}\n"
+                            "{\"step_s\":3,\"kernel_s\":[1.5,2.5]}\n",
+                            "log"));
+  EXPECT_EQ(steps.kernelSeconds, (std::vector<double>{5, 1, 3, 2}));
+  EXPECT_DOUBLE_EQ(steps.medianKernelSeconds, 2.0);
+  // Without kernel times in every step (a log of an older runtime, or one
+  // two runs appended to), none.
+  for (const char *log : {"{\"step_s\":1}\n{\"step_s\":2}\n",
+                          "{\"step_s\":1,\"kernel_s\":[1]}\n"
+                          "{\"step_s\":2}\n",
+                          "{\"step_s\":1,\"kernel_s\":[]}\n"}) {
+    SCOPED_TRACE(log);
+    MeasuredSteps none = expectOk(parseStepLog(log, "log"));
+    EXPECT_TRUE(none.kernelSeconds.empty());
+    EXPECT_EQ(none.medianKernelSeconds, 0.0);
+  }
+  EXPECT_EQ(expectError(parseStepLog(
+                "{\"step_s\":1,\"kernel_s\":[0.5,\"x\"]}\n", "run.log")),
+            "run.log:1: \"kernel_s\" must list one non-negative number per "
+            "rank");
+}
+
 TEST(StepLog, ErrorsNameFileAndLine) {
   EXPECT_EQ(
       expectError(parseStepLog("{\"step_s\":1}\n{\"step\":2}\n", "run.log")),
