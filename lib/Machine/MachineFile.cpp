@@ -362,6 +362,10 @@ private:
                    [&](llvm::yaml::Node *n, llvm::StringRef k) {
                      parseInNetwork(n, k, net.inNetwork);
                    }},
+                  {"oversubscribed_latency",
+                   [&](llvm::yaml::Node *n, llvm::StringRef k) {
+                     readReal(n, k, net.oversubscribedLatency);
+                   }},
                   {"collective",
                    [&](llvm::yaml::Node *n, llvm::StringRef k) {
                      std::string text;

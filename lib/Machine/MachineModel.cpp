@@ -386,6 +386,12 @@ llvm::Error MachineModel::validate() const {
     return fail("network.inter_node.latency", "must not be negative");
   if (network.nodeInjectionBandwidth < 0)
     return fail("network.node_injection_bandwidth", "must not be negative");
+  if (!(network.oversubscribedLatency >= 0) ||
+      !std::isfinite(network.oversubscribedLatency))
+    return fail("network.oversubscribed_latency",
+                llvm::formatv("must be a finite number of seconds, at least "
+                              "0, got {0}",
+                              network.oversubscribedLatency));
   if (const InNetworkCollectives &in = network.inNetwork; in.present()) {
     auto levels = int64_t(networkLevels().size());
     if (in.level >= levels)
@@ -525,6 +531,21 @@ llvm::Expected<MachineModel> ratrain::oversubscribe(const MachineModel &machine,
           split.network.levels.begin(),
           NetworkLevel{"cluster", k, machine.network.levels[0].link, 0});
     split.syncNetworkView();
+  }
+  // Messages between the virtual clusters of a node: while the other ranks
+  // keep its cores busy, each one waits for the threads that move it to get
+  // a core (measured with two ranks per core; more share the cores longer,
+  // which the figure does not price).
+  if (double latency = machine.network.oversubscribedLatency; latency > 0) {
+    split.network.intraNode.latency =
+        std::max(split.network.intraNode.latency, latency);
+    if (!split.network.levels.empty()) {
+      for (unsigned l = 0, inside = split.nodeLevels(); l < inside; ++l) {
+        LinkSpec &link = split.network.levels[l].link;
+        link.latency = std::max(link.latency, latency);
+      }
+      split.syncNetworkView();
+    }
   }
   split.cluster = splitCluster(machine.cluster, k);
   // Each class: K times the clusters, each split as the machine's.

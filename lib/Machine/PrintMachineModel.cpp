@@ -132,6 +132,8 @@ std::string ratrain::printMachineModel(const MachineModel &machine) {
            << "\n";
     }
   }
+  if (n.oversubscribedLatency > 0)
+    os << "  oversubscribed_latency: " << real(n.oversubscribedLatency) << "\n";
   if (n.inNetwork.present()) {
     os << "  in_network:\n";
     os << "    level: " << n.inNetwork.level << "\n";

@@ -15,10 +15,24 @@
 // stdout; ratrain-calibrate parses them. Wall time (steady clock), best of
 // the repetitions: the host is shared.
 //
+// mpirun -np 2N ratrain-calibrate-mpi --loaded
+//
+// Instead, N pipelines of two ranks (pp = 2, dp = N) all at once, computing
+// as a pipeline does: the first stage computes 1.5-3.5 ms (floating-point
+// arithmetic), then sends a 256 KiB activation; the second waits for it, then
+// computes 1 ms, so it is waiting when the message comes (the message is on
+// the critical path) while the other ranks compute. Prints `loaded BYTES
+// SECONDS`: the mean time from the send being posted to the receiver's wait
+// returning, over the messages of every pipeline (a mean, not the best: the
+// occasional wait for a core is the point). With more ranks than cores it is
+// what a message between virtual clusters takes in training.
+//
 //===----------------------------------------------------------------------===//
 
 #include "ratrain/Support/CrashReport.h"
 #include "ratrain/runtime/Runtime.h"
+
+#include <mpi.h>
 
 #include <algorithm>
 #include <chrono>
@@ -37,14 +51,102 @@ double now() {
   return std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
 }
 
+/// Keeps this thread's core busy for `seconds` (floating-point arithmetic,
+/// as a kernel would).
+void compute(double seconds) {
+  static volatile double sink;
+  double x = 1, start = now();
+  while (now() - start < seconds)
+    for (int i = 0; i < 2000; ++i)
+      x = x * 1.0000001 + 1e-9;
+  sink = x;
+}
+
+/// The --loaded measurement (see the file comment).
+int measureLoaded(int argc, char **argv, bool quick) {
+  const uint64_t bytes = 256 << 10;
+  const int messages = quick ? 150 : 400, skipped = 5;
+  RuntimeOptions options;
+  options.pp = 2;
+  // N from the job's size (the runtime takes an initialized MPI).
+  int provided = 0, worldSize = 0;
+  if (MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided) !=
+          MPI_SUCCESS ||
+      MPI_Comm_size(MPI_COMM_WORLD, &worldSize) != MPI_SUCCESS) {
+    std::fprintf(stderr, "ratrain-calibrate-mpi: MPI_Init_thread failed\n");
+    return 1;
+  }
+  options.dp = std::max(1, worldSize / 2);
+  options.ddrBytes = 2 * bytes + 2 * messages * sizeof(double);
+  options.gsmBytes = 64 << 10;
+  options.amBytes = 16 << 10;
+  options.cores = 1;
+  options.dmaChannels = 1;
+  Runtime rt(argc, argv, options);
+  const bool first = rt.stage() == 0;
+  const int peer = 1 - rt.stage();
+  Buffer message = rt.ddr().buffer(0, bytes);
+  Buffer times = rt.ddr().buffer(bytes, messages * sizeof(double));
+  Buffer peerTimes = rt.ddr().buffer(bytes + messages * sizeof(double),
+                                     messages * sizeof(double));
+  auto *at = reinterpret_cast<double *>(times.data);
+  std::memset(message.data, 1, bytes);
+  rt.wait(rt.barrier(Group::World));
+  for (int i = 0; i < messages; ++i) {
+    if (first) {
+      // A forward micro-batch of uneven length, then its activation.
+      compute(0.0015 + 0.001 * (i % 3));
+      at[i] = now();
+      rt.wait(rt.send(Group::Pipeline, peer, i, message));
+    } else {
+      // Waits for the activation (the message on the pipeline's critical
+      // path), then computes for less time than the first stage does.
+      rt.wait(rt.recv(Group::Pipeline, peer, i, message));
+      at[i] = now();
+      compute(0.001);
+    }
+  }
+  // The second stage takes the send times (one clock: the ranks share the
+  // host) and averages.
+  double mean = -1;
+  if (first) {
+    rt.wait(rt.send(Group::Pipeline, peer, messages, times));
+  } else {
+    rt.wait(rt.recv(Group::Pipeline, peer, messages, peerTimes));
+    const auto *sentAt = reinterpret_cast<const double *>(peerTimes.data);
+    double sum = 0;
+    for (int i = skipped; i < messages; ++i)
+      sum += at[i] - sentAt[i];
+    mean = sum / (messages - skipped);
+  }
+  std::vector<double> means = rt.allGatherDoubles(mean);
+  double sum = 0;
+  int pipelines = 0;
+  for (double m : means)
+    if (m >= 0)
+      sum += m, ++pipelines;
+  if (rt.rank() == 0 && pipelines > 0) {
+    std::printf("loaded %llu %.9e\n", (unsigned long long)bytes,
+                sum / pipelines);
+    std::fflush(stdout);
+  }
+  rt.wait(rt.barrier(Group::World));
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   ratrain::InitTool init(argc, argv);
-  bool quick = false;
-  for (int i = 1; i < argc; ++i)
+  bool quick = false, loaded = false;
+  for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0)
       quick = true;
+    if (std::strcmp(argv[i], "--loaded") == 0)
+      loaded = true;
+  }
+  if (loaded)
+    return measureLoaded(argc, argv, quick);
   const uint64_t maxBytes = 64ull << 20;
   RuntimeOptions options;
   options.pp = 2;

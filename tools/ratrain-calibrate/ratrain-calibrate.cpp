@@ -22,7 +22,10 @@
 //  - transfers, when the MPI runtime is built: ratrain-calibrate-mpi under
 //    `mpirun -np 2 --oversubscribe` measures the runtime's point-to-point
 //    latency and bandwidth (intra_node), its DMA (dma_bandwidth) and its
-//    host offload / reload (offload.bandwidth). Without it (or --no-mpi): a
+//    host offload / reload (offload.bandwidth); then, under `mpirun -np 2C`
+//    (two ranks per cluster), its --loaded pipelines: what a message takes
+//    while the ranks share the cores (network.oversubscribed_latency).
+//    Without it (or --no-mpi): a
 //    memcpy, copying a buffer another thread wrote, and a cache-line
 //    ping-pong between two threads.
 // The file's header says where each number comes from. The file is parsed
@@ -263,6 +266,9 @@ struct RuntimeTransfers {
   std::vector<std::pair<double, double>> pointToPoint; ///< bytes, s one way
   double dmaBytes = 0, dmaSeconds = 0;
   double offloadBytes = 0, offloadSeconds = 0;
+  /// --loaded: a message's bytes and its mean one-way time while the ranks
+  /// compute.
+  double loadedBytes = 0, loadedSeconds = 0;
   bool ok() const {
     return latency > 0 && !pointToPoint.empty() && dmaSeconds > 0 &&
            offloadSeconds > 0;
@@ -274,10 +280,12 @@ struct RuntimeTransfers {
   }
 };
 
-/// Runs the runtime's transfer measurement on two local ranks with the
-/// progress mode `progress` (RATRAIN_PROGRESS: thread or inline).
+/// Runs the runtime's transfer measurement on `ranks` local ranks with the
+/// progress mode `progress` (RATRAIN_PROGRESS: thread or inline) and the
+/// helper's `options` (" --loaded": the loaded message time).
 RuntimeTransfers measureRuntimeTransfers(const char *argv0,
-                                         const char *progress) {
+                                         const char *progress, int ranks = 2,
+                                         const char *options = "") {
   RuntimeTransfers result;
 #if defined(RATRAIN_CALIBRATE_MPIEXEC) && defined(RATRAIN_CALIBRATE_MPI_HELPER)
   // The helper sits next to this executable (or where the build put it).
@@ -297,14 +305,16 @@ RuntimeTransfers measureRuntimeTransfers(const char *argv0,
   setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
   setenv("RATRAIN_PROGRESS_LINE", "never", 0);
   setenv("RATRAIN_PROGRESS", progress, 1);
-  std::string arguments = " -np 2 --oversubscribe -x RATRAIN_PROGRESS ";
+  std::string arguments =
+      " -np " + std::to_string(ranks) + " --oversubscribe -x RATRAIN_PROGRESS ";
+  std::string helperOptions = std::string(quick ? " --quick" : "") + options;
   result.command = "RATRAIN_PROGRESS=" + std::string(progress) + " " +
                    llvm::sys::path::filename(RATRAIN_CALIBRATE_MPIEXEC).str() +
                    arguments + llvm::sys::path::filename(helper).str() +
-                   (quick ? " --quick" : "");
+                   helperOptions;
   std::string shell = "timeout 180 '" RATRAIN_CALIBRATE_MPIEXEC "'" +
-                      arguments + "'" + helper + "'" +
-                      (quick ? " --quick" : "") + " </dev/null";
+                      arguments + "'" + helper + "'" + helperOptions +
+                      " </dev/null";
   FILE *pipe = popen(shell.c_str(), "r");
   if (!pipe)
     return result;
@@ -323,6 +333,8 @@ RuntimeTransfers measureRuntimeTransfers(const char *argv0,
         result.dmaBytes = x, result.dmaSeconds = y;
       else if (words[0] == "offload")
         result.offloadBytes = x, result.offloadSeconds = y;
+      else if (words[0] == "loaded")
+        result.loadedBytes = x, result.loadedSeconds = y;
     }
   }
   if (pclose(pipe) != 0)
@@ -330,6 +342,8 @@ RuntimeTransfers measureRuntimeTransfers(const char *argv0,
 #else
   (void)argv0;
   (void)progress;
+  (void)ranks;
+  (void)options;
 #endif
   return result;
 }
@@ -672,6 +686,29 @@ int main(int argc, char **argv) {
   bool runtimeTransfers = transfers.ok();
   double linkBandwidth =
       runtimeTransfers ? transfers.linkBandwidth() : threadBandwidth;
+  // Messages between virtual clusters: two ranks per cluster, all computing
+  // (network.oversubscribed_latency, the latency of the split machine's
+  // links inside the node). The message's bytes at the link bandwidth are
+  // taken off.
+  RuntimeTransfers loadedTransfers;
+  double oversubscribedLatency = 0;
+  if (runtimeTransfers) {
+    loadedTransfers = measureRuntimeTransfers(argv[0], "thread",
+                                              int(2 * clusters), " --loaded");
+    if (loadedTransfers.loadedSeconds > 0) {
+      oversubscribedLatency = std::max(
+          transfers.latency, loadedTransfers.loadedSeconds -
+                                 loadedTransfers.loadedBytes / linkBandwidth);
+      llvm::errs() << llvm::formatv(
+          "  runtime, 2 ranks per cluster computing: {0} KiB one way in "
+          "{1:f1} us (mean) -> oversubscribed latency {2:f1} us\n",
+          int64_t(loadedTransfers.loadedBytes) >> 10,
+          loadedTransfers.loadedSeconds * 1e6, oversubscribedLatency * 1e6);
+    } else {
+      llvm::errs() << "  warning: `" << loadedTransfers.command
+                   << "` failed; no oversubscribed latency\n";
+    }
+  }
   double latency = runtimeTransfers ? transfers.latency : threadLatency;
   double dmaBandwidth =
       runtimeTransfers ? transfers.dmaBytes / transfers.dmaSeconds : copyOne;
@@ -714,6 +751,7 @@ int main(int argc, char **argv) {
   machine.network.intraNode = {linkBandwidth, latency};
   machine.network.interNode = {linkBandwidth, latency};
   machine.network.collective = CollectiveAlgorithm::Ring;
+  machine.network.oversubscribedLatency = oversubscribedLatency;
   // Offload tier: host RAM the clusters' DDR arenas leave, half of it (the
   // rest for the OS and the processes). [D/U]
   machine.offload.kind = OffloadTierKind::Host;
@@ -829,6 +867,18 @@ int main(int argc, char **argv) {
                         "offload.bandwidth\n",
                         int64_t(transfers.offloadBytes / 2) >> 20,
                         offloadBandwidth / 1e9);
+    if (oversubscribedLatency > 0)
+      os << llvm::formatv(
+          "#  [M] `{0}`: {1} ranks (2 per cluster) as {2} pipelines of 2, "
+          "the first stage computing, then sending {3} KiB, the second "
+          "waiting for it, then computing: {4:f1} us from send to the "
+          "receiver's wait returning (mean) - {3} KiB at "
+          "intra_node.bandwidth -> "
+          "network.oversubscribed_latency {5:f1} us (the split machine's "
+          "intra-node latency: docs/machine-model.md)\n",
+          loadedTransfers.command, 2 * clusters, clusters,
+          int64_t(loadedTransfers.loadedBytes) >> 10,
+          loadedTransfers.loadedSeconds * 1e6, oversubscribedLatency * 1e6);
     if (inlineTransfers.ok())
       os << llvm::formatv("#      (for comparison, RATRAIN_PROGRESS=inline, "
                           "no progress thread: latency {0:f2} us, {1} MiB "

@@ -146,6 +146,15 @@ struct NetworkSpec {
   std::vector<NetworkLevel> levels;
   /// In-network reduction and multicast at one level (none by default).
   InNetworkCollectives inNetwork;
+  /// One-way latency of a message between clusters of one node while every
+  /// core runs two ranks that compute (0: not measured). A host's ranks are
+  /// processes whose progress and waiting threads need a core to move a
+  /// message; oversubscribed, they wait for one the other ranks keep busy
+  /// (ratrain-calibrate measures it with two ranks per core:
+  /// docs/machine-model.md). oversubscribe() makes it the latency of the
+  /// links inside a node of the split machine. Machine-file key
+  /// `network.oversubscribed_latency`.
+  double oversubscribedLatency = 0;
 };
 
 /// What backs the offload tier: the node's host memory (DDR of the CPU

@@ -236,6 +236,43 @@ TEST(MachineModel, GemmFitAndVirtualClusters) {
       << error;
 }
 
+TEST(MachineModel, OversubscribedLatencyIsTheSplitMachinesIntraNodeLatency) {
+  std::string text =
+      std::string(minimal) + "  oversubscribed_latency: 1.5e-3\n";
+  llvm::Expected<MachineModel> m = parseMachineModel(text, "m.yaml");
+  ASSERT_TRUE(bool(m)) << llvm::toString(m.takeError());
+  EXPECT_DOUBLE_EQ(m->network.oversubscribedLatency, 1.5e-3);
+  // Unsplit, the clusters' own latency holds.
+  EXPECT_DOUBLE_EQ(m->network.intraNode.latency, 2e-6);
+  llvm::Expected<MachineModel> split = oversubscribe(*m, 2);
+  ASSERT_TRUE(bool(split)) << llvm::toString(split.takeError());
+  EXPECT_DOUBLE_EQ(split->network.intraNode.latency, 1.5e-3);
+  EXPECT_DOUBLE_EQ(split->network.interNode.latency, 5e-6);
+  // Printed and read back, split again: the same.
+  llvm::Expected<MachineModel> back =
+      parseMachineModel(printMachineModel(*split), "printed");
+  ASSERT_TRUE(bool(back)) << llvm::toString(back.takeError());
+  EXPECT_DOUBLE_EQ(back->network.oversubscribedLatency, 1.5e-3);
+  EXPECT_DOUBLE_EQ(back->network.intraNode.latency, 1.5e-3);
+  // A latency below the link's own does not lower it; a file without the
+  // key prints none and splits with its own latency.
+  llvm::Expected<MachineModel> low = parseMachineModel(
+      std::string(minimal) + "  oversubscribed_latency: 1e-6\n", "m.yaml");
+  ASSERT_TRUE(bool(low)) << llvm::toString(low.takeError());
+  EXPECT_DOUBLE_EQ(oversubscribe(*low, 2)->network.intraNode.latency, 2e-6);
+  llvm::Expected<MachineModel> plain = parseMachineModel(minimal, "m.yaml");
+  ASSERT_TRUE(bool(plain));
+  EXPECT_EQ(printMachineModel(*plain).find("oversubscribed_latency"),
+            std::string::npos);
+  EXPECT_DOUBLE_EQ(oversubscribe(*plain, 2)->network.intraNode.latency, 2e-6);
+  std::string error =
+      parseError(std::string(minimal) + "  oversubscribed_latency: -1\n");
+  EXPECT_NE(error.find("network.oversubscribed_latency: must be a finite "
+                       "number of seconds, at least 0, got -1"),
+            std::string::npos)
+      << error;
+}
+
 TEST(MachineModel, PrintParsesBackToTheSameModel) {
   llvm::Expected<MachineModel> m = loadMachineModel(examples("mt3000.yaml"));
   ASSERT_TRUE(bool(m));

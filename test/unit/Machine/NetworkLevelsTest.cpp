@@ -159,6 +159,18 @@ TEST(NetworkLevels, VirtualClustersGrowTheInnermostLevel) {
   EXPECT_EQ(split->clustersPerNode, 16);
   EXPECT_EQ(split->network.levels[0].size, 8);
   EXPECT_TRUE(bool(parseMachineModel(printMachineModel(*split), "split")));
+  // With an oversubscribed latency, the levels inside a node take it (and
+  // the two-level view follows); the level joining nodes keeps its own.
+  llvm::Expected<MachineModel> measured = parseMachineModel(
+      threeLevels() + "  oversubscribed_latency: 1e-3\n", "m.yaml");
+  ASSERT_TRUE(bool(measured)) << llvm::toString(measured.takeError());
+  llvm::Expected<MachineModel> shared = oversubscribe(*measured, 2);
+  ASSERT_TRUE(bool(shared)) << llvm::toString(shared.takeError());
+  EXPECT_DOUBLE_EQ(shared->network.levels[0].link.latency, 1e-3);
+  EXPECT_DOUBLE_EQ(shared->network.levels[1].link.latency, 1e-3);
+  EXPECT_DOUBLE_EQ(shared->network.levels[2].link.latency, 5e-6);
+  EXPECT_DOUBLE_EQ(shared->network.intraNode.latency, 1e-3);
+  EXPECT_DOUBLE_EQ(shared->network.interNode.latency, 5e-6);
 }
 
 TEST(NetworkLevels, BadInputNamesTheKeyAndTheLimit) {
