@@ -61,26 +61,31 @@ llvm::Expected<MeasuredSteps> sim::parseStepLog(llvm::StringRef text,
   if (result.stepSeconds.empty())
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    fileName + ": no steps logged");
-  // Quantile q of the steps without the first (sorted), interpolating
-  // between the nearest ranks (the median of an even count is the mean of
-  // the middle two).
-  auto quantile = [](const std::vector<double> &all, double q) {
+  // The steps without the first, sorted; quantile q of such a list,
+  // interpolating between the nearest ranks (the median of an even count is
+  // the mean of the middle two).
+  auto steadySorted = [](const std::vector<double> &all) {
     std::vector<double> steady(all.begin() + (all.size() > 1 ? 1 : 0),
                                all.end());
     std::sort(steady.begin(), steady.end());
-    double rank = q * double(steady.size() - 1);
-    size_t below = size_t(rank);
-    size_t above = std::min(below + 1, steady.size() - 1);
-    return steady[below] +
-           (rank - double(below)) * (steady[above] - steady[below]);
+    return steady;
   };
-  result.medianStepSeconds = quantile(result.stepSeconds, 0.5);
-  result.lowerQuartileStepSeconds = quantile(result.stepSeconds, 0.25);
-  result.upperQuartileStepSeconds = quantile(result.stepSeconds, 0.75);
+  auto quantile = [](const std::vector<double> &sorted, double q) {
+    double rank = q * double(sorted.size() - 1);
+    size_t below = size_t(rank);
+    size_t above = std::min(below + 1, sorted.size() - 1);
+    return sorted[below] +
+           (rank - double(below)) * (sorted[above] - sorted[below]);
+  };
+  std::vector<double> steps = steadySorted(result.stepSeconds);
+  result.medianStepSeconds = quantile(steps, 0.5);
+  result.lowerQuartileStepSeconds = quantile(steps, 0.25);
+  result.upperQuartileStepSeconds = quantile(steps, 0.75);
   // Kernel times only where every step has them (a log appended to by
   // another run would mix them).
   if (result.kernelSeconds.size() == result.stepSeconds.size())
-    result.medianKernelSeconds = quantile(result.kernelSeconds, 0.5);
+    result.medianKernelSeconds =
+        quantile(steadySorted(result.kernelSeconds), 0.5);
   else
     result.kernelSeconds.clear();
   return result;
