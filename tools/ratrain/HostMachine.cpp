@@ -124,7 +124,7 @@ llvm::Expected<std::string> calibrateHostMachine(const Toolchain &tools,
   note(llvm::formatv("calibrating this host ({0}) into {1}; this takes "
                      "{2} seconds",
                      getHostIdentity().description, target,
-                     quick ? "about 5" : "10 to 30")
+                     quick ? "15 to 25" : "25 to 45")
            .str());
   if (verbose)
     note(formatCommand(command));
