@@ -132,6 +132,14 @@ void StageProgram::scaleCompute(double factor) {
       task.seconds *= factor;
 }
 
+double StageProgram::computeSeconds() const {
+  double sum = 0;
+  for (const Task &task : tasks)
+    if (task.kind == TaskKind::Compute)
+      sum += std::max(0.0, task.seconds);
+  return sum;
+}
+
 Token StageProgram::addDma(int64_t bytes, uint32_t channel,
                            llvm::StringRef label) {
   Task task;

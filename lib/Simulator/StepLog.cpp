@@ -36,21 +36,32 @@ llvm::Expected<MeasuredSteps> sim::parseStepLog(llvm::StringRef text,
     if (!seconds || !(*seconds >= 0))
       return fail(index + 1, "missing or negative \"step_s\"");
     result.stepSeconds.push_back(*seconds);
-    if (const llvm::json::Array *kernels = object->getArray("kernel_s");
-        kernels && !kernels->empty()) {
+    // The mean over the ranks of a per-rank time array (kernel_s,
+    // kernel_cpu_s), appended to `into` when the line has it.
+    auto rankMean = [&](llvm::StringRef key,
+                        std::vector<double> &into) -> llvm::Error {
+      const llvm::json::Array *times = object->getArray(key);
+      if (!times || times->empty())
+        return llvm::Error::success();
       double sum = 0;
       size_t ranks = 0;
-      for (const llvm::json::Value &rank : *kernels)
+      for (const llvm::json::Value &rank : *times)
         if (std::optional<double> seconds = rank.getAsNumber();
             seconds && *seconds >= 0) {
           sum += *seconds;
           ++ranks;
         }
-      if (ranks != kernels->size())
-        return fail(index + 1, "\"kernel_s\" must list one non-negative "
-                               "number per rank");
-      result.kernelSeconds.push_back(sum / double(ranks));
-    }
+      if (ranks != times->size())
+        return fail(index + 1, "\"" + key +
+                                   "\" must list one non-negative number "
+                                   "per rank");
+      into.push_back(sum / double(ranks));
+      return llvm::Error::success();
+    };
+    if (llvm::Error error = rankMean("kernel_s", result.kernelSeconds))
+      return std::move(error);
+    if (llvm::Error error = rankMean("kernel_cpu_s", result.kernelCpuSeconds))
+      return std::move(error);
     if (std::optional<double> tokens = object->getNumber("tokens"))
       result.tokensPerStep = *tokens;
     if (const llvm::json::Array *peaks = object->getArray("peak_arena_bytes"))
@@ -88,6 +99,11 @@ llvm::Expected<MeasuredSteps> sim::parseStepLog(llvm::StringRef text,
         quantile(steadySorted(result.kernelSeconds), 0.5);
   else
     result.kernelSeconds.clear();
+  if (result.kernelCpuSeconds.size() == result.stepSeconds.size())
+    result.medianKernelCpuSeconds =
+        quantile(steadySorted(result.kernelCpuSeconds), 0.5);
+  else
+    result.kernelCpuSeconds.clear();
   return result;
 }
 

@@ -122,16 +122,19 @@ Out::~Out() {
 
 namespace {
 /// Runs one compute kernel call, adds its time to this rank's kernel seconds
-/// of the step (StepTimers: two clock reads, no allocation) and, in a traced
+/// of the step (StepTimers: wall and thread CPU clock reads, no allocation)
+/// and, in a traced
 /// step, records it (Trace.h), then checks its status. fp32 staging conversions
 /// around it count as overhead.
 template <typename Call> void kernel(const char *name, Call &&call) {
   using Clock = StepTimers::Clock;
+  int64_t cpuStart = StepTimers::threadCpuNanoseconds();
   Clock::time_point start = Clock::now();
   int status = call();
   Clock::time_point end = Clock::now();
+  int64_t cpuEnd = StepTimers::threadCpuNanoseconds();
   if (Runtime *r = Runtime::current()) {
-    r->stepTimers().addKernel(end - start);
+    r->stepTimers().addKernel(end - start, cpuEnd - cpuStart);
     if (r->tracer().recording())
       r->tracer().kernel(name, start, end);
   }

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <time.h>
 #include <unistd.h>
 
 using namespace ratrain::rt;
@@ -27,19 +28,21 @@ std::string ratrain::rt::formatStepJSON(const StepRecord &record) {
                             {"elapsed_s", record.elapsedSeconds},
                             {"peak_arena_bytes", std::move(peaks)}};
   if (!record.rankTimes.empty()) {
-    llvm::json::Array step, kernel, wait, other, calls;
+    llvm::json::Array step, kernel, wait, other, calls, kernelCpu;
     for (const StepTimeSplit &split : record.rankTimes) {
       step.push_back(split.step);
       kernel.push_back(split.kernel);
       wait.push_back(split.wait);
       other.push_back(split.other());
       calls.push_back(split.kernelCalls);
+      kernelCpu.push_back(split.kernelCpu);
     }
     object["rank_step_s"] = std::move(step);
     object["kernel_s"] = std::move(kernel);
     object["wait_s"] = std::move(wait);
     object["other_s"] = std::move(other);
     object["kernel_calls"] = std::move(calls);
+    object["kernel_cpu_s"] = std::move(kernelCpu);
   }
   if (std::isfinite(record.lr))
     object["lr"] = record.lr;
@@ -69,12 +72,21 @@ double ratrain::rt::meanReportedLoss(llvm::ArrayRef<double> tuples,
   return count ? sum / count : NAN;
 }
 
+int64_t StepTimers::threadCpuNanoseconds() {
+  timespec now{};
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now) != 0)
+    return 0;
+  return int64_t(now.tv_sec) * 1000000000 + now.tv_nsec;
+}
+
 void StepTimers::take(StepTimeSplit &split) {
   split.kernel = std::chrono::duration<double>(kernel).count();
   split.wait = std::chrono::duration<double>(wait).count();
+  split.kernelCpu = double(kernelCpu) * 1e-9;
   split.kernelCalls = kernelCalls;
   kernel = Clock::duration{0};
   wait = Clock::duration{0};
+  kernelCpu = 0;
   kernelCalls = 0;
 }
 

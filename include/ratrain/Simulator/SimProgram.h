@@ -251,6 +251,9 @@ public:
   /// Multiplies every compute task's duration by `factor` (> 0): the
   /// program on a host whose kernels run 1 / factor times as fast.
   void scaleCompute(double factor);
+  /// The summed duration of the compute tasks of one iteration: the stage's
+  /// kernel time with its cluster to itself.
+  double computeSeconds() const;
   llvm::ArrayRef<Task> getTasks() const { return tasks; }
   const Task &getTask(size_t index) const { return tasks[index]; }
   llvm::StringRef getLabel(size_t index) const { return labels[index]; }

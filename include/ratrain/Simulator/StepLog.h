@@ -37,6 +37,13 @@ struct MeasuredSteps {
   /// log has no kernel times): with the simulated kernel time, how fast the
   /// host ran the kernels during the run against its calibration.
   double medianKernelSeconds = 0;
+  /// CPU seconds the ranks' threads spent inside kernels ("kernel_cpu_s",
+  /// the mean over the ranks) of every logged step, and their median without
+  /// the first step (0 when the log has none): ranks that share the cores
+  /// spend less CPU than wall time in their kernels, so this says how fast
+  /// the kernels ran when the cores were shared.
+  std::vector<double> kernelCpuSeconds;
+  double medianKernelCpuSeconds = 0;
   /// tokens of the last step.
   double tokensPerStep = 0;
   /// Largest peak_arena_bytes entry over all steps (0 when absent).

@@ -76,6 +76,7 @@ TEST(StepLog, JSONLineSplitsEveryRanksStepTime) {
   first.kernel = 0.375;
   first.wait = 0.0625;
   first.kernelCalls = 212;
+  first.kernelCpu = 0.25;
   StepTimeSplit second;
   second.step = 0.25;
   second.kernel = 0.25;
@@ -99,6 +100,8 @@ TEST(StepLog, JSONLineSplitsEveryRanksStepTime) {
   EXPECT_EQ(at("other_s", 1), 0.0); // Never negative.
   EXPECT_EQ(at("kernel_calls", 0), 212);
   EXPECT_EQ(at("kernel_calls", 1), 0);
+  EXPECT_EQ(at("kernel_cpu_s", 0), 0.25);
+  EXPECT_EQ(at("kernel_cpu_s", 1), 0.0);
   EXPECT_EQ(object->getNumber("step_s"), 0.5);
 }
 
@@ -106,8 +109,8 @@ TEST(StepLog, TimersSumKernelsAndWaitsUntilTaken) {
   using std::chrono::microseconds;
   using std::chrono::milliseconds;
   StepTimers timers;
-  timers.addKernel(milliseconds(250));
-  timers.addKernel(milliseconds(125));
+  timers.addKernel(milliseconds(250), 200000000);
+  timers.addKernel(milliseconds(125), 50000000);
   timers.addWait(microseconds(62500));
   StepTimeSplit split;
   split.step = 0.5;
@@ -117,9 +120,11 @@ TEST(StepLog, TimersSumKernelsAndWaitsUntilTaken) {
   EXPECT_DOUBLE_EQ(split.wait, 0.0625);
   EXPECT_DOUBLE_EQ(split.other(), 0.0625);
   EXPECT_EQ(split.kernelCalls, 2u);
+  EXPECT_DOUBLE_EQ(split.kernelCpu, 0.25);
   // take() restarts the sums and the count.
   timers.take(split);
   EXPECT_EQ(split.kernel, 0.0);
+  EXPECT_EQ(split.kernelCpu, 0.0);
   EXPECT_EQ(split.kernelCalls, 0u);
   EXPECT_EQ(split.wait, 0.0);
   // A scope adds to its own sum only.
@@ -127,10 +132,19 @@ TEST(StepLog, TimersSumKernelsAndWaitsUntilTaken) {
   timers.take(split);
   EXPECT_EQ(split.kernel, 0.0);
   EXPECT_GE(split.wait, 0.0);
-  { StepTimers::Scope computing(timers, /*isKernel=*/true); }
+  {
+    // A kernel scope that keeps its thread busy counts CPU time, at most
+    // its wall time.
+    StepTimers::Scope computing(timers, /*isKernel=*/true);
+    volatile double x = 1;
+    for (int i = 0; i < 2000000; ++i)
+      x = x * 1.0000001;
+  }
   timers.addWait(milliseconds(1));
   timers.take(split);
-  EXPECT_GE(split.kernel, 0.0);
+  EXPECT_GT(split.kernel, 0.0);
+  EXPECT_GT(split.kernelCpu, 0.0);
+  EXPECT_LE(split.kernelCpu, split.kernel + 1e-3);
   EXPECT_DOUBLE_EQ(split.wait, 0.001);
 }
 

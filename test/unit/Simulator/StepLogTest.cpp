@@ -86,6 +86,31 @@ TEST(StepLog, KernelTimesAreTheRanksMeanWithoutTheWarmUpStep) {
             "rank");
 }
 
+TEST(StepLog, KernelCpuTimesAreTheRanksMeanWithoutTheWarmUpStep) {
+  // Per step the mean over the ranks: 3, 0.5, 2, 1.5; the median of the
+  // last three is 1.5. Wall kernel times are kept apart.
+  MeasuredSteps steps = expectOk(parseStepLog(
+      "{\"step_s\":9,\"kernel_s\":[4,6],\"kernel_cpu_s\":[2,4]}\n"
+      "{\"step_s\":2,\"kernel_s\":[1,1],\"kernel_cpu_s\":[0.5,0.5]}\n"
+      "{\"step_s\":4,\"kernel_s\":[2,4],\"kernel_cpu_s\":[1,3]}\n"
+      "{\"step_s\":3,\"kernel_s\":[2,2],\"kernel_cpu_s\":[1,2]}\n",
+      "log"));
+  EXPECT_EQ(steps.kernelCpuSeconds, (std::vector<double>{3, 0.5, 2, 1.5}));
+  EXPECT_DOUBLE_EQ(steps.medianKernelCpuSeconds, 1.5);
+  EXPECT_DOUBLE_EQ(steps.medianKernelSeconds, 2.0);
+  // A log of a runtime before the CPU times: wall kernel times only.
+  MeasuredSteps older = expectOk(parseStepLog(
+      "{\"step_s\":1,\"kernel_s\":[1]}\n{\"step_s\":2,\"kernel_s\":[1]}\n",
+      "log"));
+  EXPECT_TRUE(older.kernelCpuSeconds.empty());
+  EXPECT_EQ(older.medianKernelCpuSeconds, 0.0);
+  EXPECT_EQ(older.medianKernelSeconds, 1.0);
+  EXPECT_EQ(expectError(parseStepLog("{\"step_s\":1,\"kernel_cpu_s\":[-1]}\n",
+                                     "run.log")),
+            "run.log:1: \"kernel_cpu_s\" must list one non-negative number "
+            "per rank");
+}
+
 TEST(StepLog, ErrorsNameFileAndLine) {
   EXPECT_EQ(
       expectError(parseStepLog("{\"step_s\":1}\n{\"step\":2}\n", "run.log")),

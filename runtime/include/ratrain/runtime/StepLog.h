@@ -4,9 +4,12 @@
 //   {"step":12,"loss":3.2101,"tokens":4096,"tokens_per_s":8123.4,
 //    "step_s":0.504,"elapsed_s":6.1,"peak_arena_bytes":[1048576, ...],
 //    "rank_step_s":[0.503, ...],"kernel_s":[0.41, ...],"wait_s":[0.07, ...],
-//    "other_s":[0.023, ...],"kernel_calls":[212, ...]}
+//    "other_s":[0.023, ...],"kernel_calls":[212, ...],
+//    "kernel_cpu_s":[0.40, ...]}
 // (peak DDR arena bytes and, when measured, where each world rank's step
-// time went: kernels, blocking waits, the rest) and, when stderr is a
+// time went: kernels, blocking waits, the rest; and the CPU time the rank's
+// thread spent inside kernels, which is less than their wall time when the
+// ranks share the cores) and, when stderr is a
 // terminal, a progress line rewritten in place:
 //   step 12/100 | loss 3.2101 | 8.1k tok/s | 0.504 s/step | ETA 44s
 //
@@ -38,6 +41,10 @@ struct StepTimeSplit {
   double wait = 0;
   /// Number of kernel calls.
   uint64_t kernelCalls = 0;
+  /// CPU time of the calling thread inside the kernel calls: their wall time
+  /// less the time the OS ran other threads on the core (ranks that share
+  /// the cores) or the hypervisor took it.
+  double kernelCpu = 0;
   /// step - kernel - wait, never negative.
   double other() const {
     double rest = step - kernel - wait;
@@ -47,14 +54,22 @@ struct StepTimeSplit {
 
 /// This rank's kernel and wait time since the last take(), accumulated by the
 /// emitted program's kernel and wait helpers on the main thread. Adding is a
-/// steady_clock read before and after the call and an integer add: no
-/// allocation, no synchronization, no collective.
+/// steady_clock read before and after the call (and, for kernels, a read of
+/// the thread's CPU clock) and an integer add: no allocation, no
+/// synchronization, no collective.
 class StepTimers {
 public:
   using Clock = std::chrono::steady_clock;
 
-  void addKernel(Clock::duration elapsed) {
+  /// The calling thread's CPU time (CLOCK_THREAD_CPUTIME_ID), in
+  /// nanoseconds.
+  static int64_t threadCpuNanoseconds();
+
+  /// A kernel call of wall time `elapsed` that kept its thread on a core for
+  /// `cpuNanoseconds`.
+  void addKernel(Clock::duration elapsed, int64_t cpuNanoseconds) {
     kernel += elapsed;
+    kernelCpu += cpuNanoseconds;
     ++kernelCalls;
   }
   void addWait(Clock::duration elapsed) { wait += elapsed; }
@@ -69,11 +84,13 @@ public:
   class Scope {
   public:
     Scope(StepTimers &timers, bool isKernel)
-        : timers(timers), isKernel(isKernel), start(Clock::now()) {}
+        : timers(timers), isKernel(isKernel),
+          cpuStart(isKernel ? threadCpuNanoseconds() : 0), start(Clock::now()) {
+    }
     ~Scope() {
       Clock::duration elapsed = Clock::now() - start;
       if (isKernel)
-        timers.addKernel(elapsed);
+        timers.addKernel(elapsed, threadCpuNanoseconds() - cpuStart);
       else
         timers.addWait(elapsed);
     }
@@ -83,12 +100,14 @@ public:
   private:
     StepTimers &timers;
     bool isKernel;
+    int64_t cpuStart;
     Clock::time_point start;
   };
 
 private:
   Clock::duration kernel{0};
   Clock::duration wait{0};
+  int64_t kernelCpu = 0;
   uint64_t kernelCalls = 0;
 };
 
