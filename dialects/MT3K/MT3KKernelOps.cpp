@@ -421,12 +421,19 @@ LogicalResult AdamWOp::verify() {
                             std::isfinite(getMaxGradNorm()->convertToDouble())))
     return emitOpError("max_grad_norm must be a finite number > 0, got ")
            << getMaxGradNorm()->convertToDouble();
-  return verifyNoOverlap(*this,
-                         {{getMaster(), "master"},
-                          {getM(), "m"},
-                          {getV(), "v"},
-                          {getView(), "view"}},
-                         {{getGrad(), "grad"}}, /*mayAlias=*/false);
+  // An FP32 model's view may be its master itself (updated in place): the
+  // identical range and type.
+  SmallVector<NamedOperand, 4> outputs = {
+      {getMaster(), "master"}, {getM(), "m"}, {getV(), "v"}};
+  std::optional<MemoryRange> master = resolveMemoryRange(getMaster());
+  std::optional<MemoryRange> view = resolveMemoryRange(getView());
+  bool viewIsMaster = getView().getType() == getMaster().getType() && master &&
+                      view && master->space == view->space &&
+                      master->begin == view->begin && master->end == view->end;
+  if (!viewIsMaster)
+    outputs.push_back({getView(), "view"});
+  return verifyNoOverlap(*this, outputs, {{getGrad(), "grad"}},
+                         /*mayAlias=*/false);
 }
 
 LogicalResult SumSquaresOp::verify() {

@@ -260,8 +260,9 @@ def MT3K_AdamWOp : MT3K_InProgramOp<"adamw"> {
     `grad_scale` first, default 1): `m`, `v` and `master` are updated in
     place, and `view` receives the updated master weights converted to its
     element type (the FP16 parameter view compute reads). All five buffers
-    are disjoint and hold the same number of elements (a whole parameter or
-    a ZeRO shard).
+    hold the same number of elements (a whole parameter or a ZeRO shard) and
+    are disjoint, except that `view` may be `master` itself: an FP32 model
+    whose view is its master is updated in place, with nothing to copy.
     The runtime supplies the iteration number for bias correction and may
     scale `lr` by its schedule. With `clip` (the all-reduced
     `mt3k.sum_squares` of the step's gradients) the gradient is also

@@ -295,9 +295,18 @@ llvm::Error ScheduleAdapter::buildStage(StageOp stage,
       tokens[prefetch.getPending()] = sim::Token();
     } else if (auto prefetch = llvm::dyn_cast<ViewPrefetchOp>(op)) {
       int64_t layer = layerOf(prefetch.getMaster().getType());
-      // Read the FP32 master (shard), write the 16-bit view.
-      int64_t bytes = shardParams(layer) * 6;
-      tokens[prefetch.getPending()] = program.addDma(bytes, 0, label);
+      // The update writes the refreshed view (shard) into a GSM slot; a DMA
+      // copies it to the view, unless the view is the master itself (an
+      // FP32 model without ZeRO, or with ZeRO-3, which gathers the view
+      // from the master shards), where there is nothing to copy.
+      bool f32 = costs.getModel().dtype == DType::F32;
+      bool copied = !f32 || (plan.getZero() >= 1 && plan.getZero() < 3);
+      if (copied)
+        tokens[prefetch.getPending()] = program.addDma(
+            shardParams(layer) * getDTypeBytes(costs.getModel().dtype), 0,
+            label);
+      else
+        tokens[prefetch.getPending()] = sim::Token();
     } else if (auto offload = llvm::dyn_cast<OffloadOp>(op)) {
       int64_t bytes = transferBytes(offload.getState(), buffers);
       tokens[offload.getPending()] = program.addOffloadTransfer(bytes, label);

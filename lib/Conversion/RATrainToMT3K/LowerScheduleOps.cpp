@@ -540,8 +540,11 @@ LogicalResult StageLowering::updateRange(Value grad, Value master, Value m,
     Value m1 = slot(m, start * 4, {count}, f32);
     Value v1 = slot(v, start * 4, {count}, f32);
     // The two GSM slots alternate over all updates of the step, so a layer's
-    // first chunk does not wait for the previous layer's last DMA.
-    Value staged = slot(gsmSlots[gsmNext++ % 2], 0, {count}, elem);
+    // first chunk does not wait for the previous layer's last DMA. Without
+    // a view to refresh (an FP32 model's master is its view) the update
+    // writes no copy: its view is the master itself.
+    Value staged =
+        viewDest ? slot(gsmSlots[gsmNext++ % 2], 0, {count}, elem) : mi;
     auto adam = mt::AdamWOp::create(b, loc, gi, mi, m1, v1, staged, options.lr,
                                     options.beta1, options.beta2, options.eps,
                                     options.weightDecay);
@@ -552,7 +555,7 @@ LogicalResult StageLowering::updateRange(Value grad, Value master, Value m,
     if (!exempt.empty())
       setNoDecay(adam, exempt, layer, firstElement + start, count);
     if (!viewDest)
-      continue; // FP32: the master is the view; the GSM copy is the prefetch
+      continue; // FP32: the master is the view, updated in place
     Value dest = slot(viewDest, start * E, {count}, elem);
     Value token =
         mt::DmaOp::create(b, loc, staged, dest, IntegerAttr(), IntegerAttr());

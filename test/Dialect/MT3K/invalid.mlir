@@ -869,6 +869,22 @@ mt3k.program @p stage 0 {
 
 // -----
 
+// The view may be the master itself (an FP32 model updated in place), but
+// not a range that only partly overlaps it.
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %g = mt3k.buffer "g" at 0 : !mt3k.buffer<ddr, 64xf32>
+  %mt = mt3k.buffer "mt" at 256 : !mt3k.buffer<ddr, 64xf32>
+  %m = mt3k.buffer "m" at 512 : !mt3k.buffer<ddr, 64xf32>
+  %v = mt3k.buffer "v" at 768 : !mt3k.buffer<ddr, 64xf32>
+  %shifted = mt3k.buffer "shifted" at 320 : !mt3k.buffer<ddr, 64xf32>
+  mt3k.adamw %g, %mt, %m, %v -> %mt lr 1.0e-3 beta1 0.9 beta2 0.95 eps 1.0e-8 weight_decay 0.1 : !mt3k.buffer<ddr, 64xf32>, !mt3k.buffer<ddr, 64xf32>, !mt3k.buffer<ddr, 64xf32>, !mt3k.buffer<ddr, 64xf32> -> !mt3k.buffer<ddr, 64xf32>
+  // expected-error @+1 {{'master' overlaps 'view': ddr bytes [256, 512) and [320, 576)}}
+  mt3k.adamw %g, %mt, %m, %v -> %shifted lr 1.0e-3 beta1 0.9 beta2 0.95 eps 1.0e-8 weight_decay 0.1 : !mt3k.buffer<ddr, 64xf32>, !mt3k.buffer<ddr, 64xf32>, !mt3k.buffer<ddr, 64xf32>, !mt3k.buffer<ddr, 64xf32> -> !mt3k.buffer<ddr, 64xf32>
+}
+
+// -----
+
 mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
 mt3k.program @p stage 0 {
   %g = mt3k.buffer "g" at 0 : !mt3k.buffer<ddr, 64xf32>
