@@ -366,6 +366,10 @@ private:
                    [&](llvm::yaml::Node *n, llvm::StringRef k) {
                      readReal(n, k, net.oversubscribedLatency);
                    }},
+                  {"progress_core_share",
+                   [&](llvm::yaml::Node *n, llvm::StringRef k) {
+                     readReal(n, k, net.progressCoreShare);
+                   }},
                   {"collective",
                    [&](llvm::yaml::Node *n, llvm::StringRef k) {
                      std::string text;

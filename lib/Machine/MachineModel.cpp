@@ -392,6 +392,10 @@ llvm::Error MachineModel::validate() const {
                 llvm::formatv("must be a finite number of seconds, at least "
                               "0, got {0}",
                               network.oversubscribedLatency));
+  if (!(network.progressCoreShare >= 0 && network.progressCoreShare <= 1))
+    return fail("network.progress_core_share",
+                llvm::formatv("must be a share of a core from 0 to 1, got {0}",
+                              network.progressCoreShare));
   if (const InNetworkCollectives &in = network.inNetwork; in.present()) {
     auto levels = int64_t(networkLevels().size());
     if (in.level >= levels)

@@ -134,6 +134,8 @@ std::string ratrain::printMachineModel(const MachineModel &machine) {
   }
   if (n.oversubscribedLatency > 0)
     os << "  oversubscribed_latency: " << real(n.oversubscribedLatency) << "\n";
+  if (n.progressCoreShare > 0)
+    os << "  progress_core_share: " << real(n.progressCoreShare) << "\n";
   if (n.inNetwork.present()) {
     os << "  in_network:\n";
     os << "    level: " << n.inNetwork.level << "\n";

@@ -79,6 +79,7 @@ llvm::Error Engine::prepare() {
     double onNode = std::min(total, double(machine.clustersPerNode));
     virtualPerCluster = k;
     sharedCores = double(machine.clustersPerNode) / k;
+    progressShare = machine.network.progressCoreShare;
     stageWeight.assign(numStages, double(program.dataParallel) *
                                       double(program.clustersPerStage) *
                                       onNode / total);
@@ -357,6 +358,9 @@ void Engine::issueAsync(uint32_t s, const Task &task) {
     }
     return;
   case TaskKind::Send: {
+    bool wasProgressing = st.progressing();
+    ++st.commOutstanding;
+    progressChanged(s, wasProgressing);
     // Rendezvous: the data waits for the receiver's recv.
     uint32_t recv = st.matchedRecv[st.pc];
     if (task.rendezvous && recv != kNone) {
@@ -386,6 +390,11 @@ void Engine::issueAsync(uint32_t s, const Task &task) {
       op.start = now;
       schedule(now, EventType::StepDone, opIndex);
       return;
+    }
+    {
+      bool wasProgressing = st.progressing();
+      ++st.commOutstanding;
+      progressChanged(s, wasProgressing);
     }
     if (st.commBusy[task.channel]) {
       st.commQueue[task.channel].push_back(opIndex);
@@ -483,6 +492,12 @@ void Engine::completeOp(uint32_t opIndex) {
   StageState &st = stages[op.stage];
   const Task &task = program.stages[op.stage].getTask(op.task);
   st.done[slot(op.stage, op.iteration, op.task)] = now;
+  if ((task.kind == TaskKind::Send || task.kind == TaskKind::Collective) &&
+      !op.skipped) {
+    bool wasProgressing = st.progressing();
+    --st.commOutstanding;
+    progressChanged(op.stage, wasProgressing);
+  }
   IterationStats &stats = st.stats[op.iteration];
   stats.lastAsyncDone = std::max(stats.lastAsyncDone, now);
 
@@ -557,6 +572,7 @@ void Engine::completeOp(uint32_t opIndex) {
 void Engine::block(uint32_t s, uint32_t onStage, uint32_t onIteration,
                    uint32_t onTask, CommKind kind, bool isRecv) {
   StageState &st = stages[s];
+  bool wasProgressing = st.progressing();
   st.blocked = true;
   st.blockedOnRecv = isRecv;
   st.blockStage = onStage;
@@ -564,11 +580,14 @@ void Engine::block(uint32_t s, uint32_t onStage, uint32_t onIteration,
   st.blockTask = onTask;
   st.blockKind = kind;
   st.blockSince = now;
+  progressChanged(s, wasProgressing);
 }
 
 void Engine::resume(uint32_t s) {
   StageState &st = stages[s];
+  bool wasProgressing = st.progressing();
   st.blocked = false;
+  progressChanged(s, wasProgressing);
   double exposedFrom = st.blockSince;
   if (st.blockedOnRecv) {
     // Waiting before the matching send was issued is pipeline bubble; only
@@ -748,11 +767,23 @@ void Engine::settleCompute() {
   }
 }
 
+void Engine::progressChanged(uint32_t s, bool wasProgressing) {
+  if (progressShare <= 0 || sharedCores <= 0 ||
+      stages[s].progressing() == wasProgressing)
+    return;
+  settleCompute();
+  rerateCompute();
+}
+
 void Engine::rerateCompute() {
   double active = 0;
-  for (uint32_t s = 0; s < stages.size(); ++s)
+  for (uint32_t s = 0; s < stages.size(); ++s) {
     if (stages[s].computing)
       active += stageWeight[s];
+    // A progress thread that polls takes its share of the cores too.
+    if (stages[s].progressing())
+      active += progressShare * stageWeight[s];
+  }
   if (active <= 0)
     return;
   // Each computing virtual cluster gets an equal share of the cores, at

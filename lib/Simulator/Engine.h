@@ -179,6 +179,13 @@ struct StageState {
   uint32_t computeVersion = 0;
   uint8_t computeKind = 0;
   size_t computeTrace = ~size_t(0);
+  /// Sends and collectives issued and not yet complete: while any is (or
+  /// the stage waits in a recv), its progress thread polls (Engine::
+  /// progressShare).
+  uint32_t commOutstanding = 0;
+  bool progressing() const {
+    return commOutstanding > 0 || (blocked && blockedOnRecv);
+  }
 };
 
 class Engine {
@@ -228,6 +235,10 @@ private:
   /// a new completion event.
   void settleCompute();
   void rerateCompute();
+  /// Shared cores: stage `stage`'s progress thread started or stopped
+  /// polling (`wasProgressing` before the change): the compute tasks get
+  /// new shares.
+  void progressChanged(uint32_t stage, bool wasProgressing);
   void settle(Flow &flow);
   void schedule(double time, EventType type, uint32_t id, uint32_t version = 0);
   uint32_t linkIndex(uint32_t stage, uint32_t slot) const {
@@ -278,6 +289,9 @@ private:
   /// and per stage how many of its clusters one node holds.
   double sharedCores = 0;
   double virtualPerCluster = 1;
+  /// Shared cores: the share of a core a stage's progress thread takes while
+  /// it has communication outstanding (network.progress_core_share).
+  double progressShare = 0;
   std::vector<double> stageWeight;
   uint32_t slotsPerStage = 0;
 

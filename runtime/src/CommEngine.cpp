@@ -10,6 +10,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <ctime>
+
+#include <pthread.h>
 
 using namespace ratrain::rt;
 
@@ -34,11 +37,24 @@ CommEngine::CommEngine(TokenPool &pool, ProgressMode mode, unsigned pollMicros,
   requestSlots.reserve(2 * pool.capacity());
   completedIndices.resize(2 * pool.capacity());
   statuses.resize(2 * pool.capacity());
-  if (mode == ProgressMode::Thread)
+  if (mode == ProgressMode::Thread) {
     thread = std::thread([this] { threadLoop(); });
+    threadHandle = thread.native_handle();
+  }
 }
 
 CommEngine::~CommEngine() { shutdown(); }
+
+int64_t CommEngine::progressCpuNanoseconds() const {
+  if (!thread.joinable())
+    return 0;
+  clockid_t clock;
+  timespec used{};
+  if (pthread_getcpuclockid(threadHandle, &clock) != 0 ||
+      clock_gettime(clock, &used) != 0)
+    return 0;
+  return int64_t(used.tv_sec) * 1000000000 + used.tv_nsec;
+}
 
 void CommEngine::shutdown() {
   if (thread.joinable()) {

@@ -95,6 +95,10 @@ public:
   /// Stops the progress thread; outstanding operations are fatal.
   void shutdown();
   ProgressMode mode() const { return progressMode; }
+  /// The CPU time the progress thread has used since it started, in
+  /// nanoseconds (0 in inline mode): its polls, the copies and reductions
+  /// of the MPI calls it makes. Callable from any thread.
+  int64_t progressCpuNanoseconds() const;
   /// Runs the Kind::Quantized operations (set before the first one).
   void setQuantized(QuantizedCollectives *runner) { quantized = runner; }
   /// The windows of Kind::Put and Kind::Arrival (set before the first one):
@@ -172,6 +176,8 @@ private:
   std::condition_variable wake;
   bool stopping = false;
   std::thread thread;
+  /// The progress thread's handle, for its CPU clock.
+  std::thread::native_handle_type threadHandle{};
 };
 
 } // namespace ratrain::rt

@@ -128,11 +128,14 @@ namespace {
 /// around it count as overhead.
 template <typename Call> void kernel(const char *name, Call &&call) {
   using Clock = StepTimers::Clock;
-  int64_t cpuStart = StepTimers::threadCpuNanoseconds();
+  // The CPU clock reads lie inside the wall-clock span: a read of the
+  // thread's CPU clock settles its run time, where the scheduler may end its
+  // turn on the core, and that wait belongs to the kernel call.
   Clock::time_point start = Clock::now();
+  int64_t cpuStart = StepTimers::threadCpuNanoseconds();
   int status = call();
-  Clock::time_point end = Clock::now();
   int64_t cpuEnd = StepTimers::threadCpuNanoseconds();
+  Clock::time_point end = Clock::now();
   if (Runtime *r = Runtime::current()) {
     r->stepTimers().addKernel(end - start, cpuEnd - cpuStart);
     if (r->tracer().recording())

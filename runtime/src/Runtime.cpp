@@ -601,6 +601,13 @@ int Runtime::groupRank(Group group) const {
   return groupRanks[unsigned(group)];
 }
 
+double Runtime::takeProgressCpuSeconds() {
+  int64_t now = comm ? comm->progressCpuNanoseconds() : 0;
+  double seconds = double(std::max<int64_t>(0, now - progressCpuTaken)) * 1e-9;
+  progressCpuTaken = now;
+  return seconds;
+}
+
 bool Runtime::test(Token token) {
   if (comm->mode() == ProgressMode::Inline)
     comm->progress();

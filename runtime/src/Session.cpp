@@ -398,6 +398,7 @@ void Session::endStep() {
   StepTimeSplit times;
   times.step = seconds;
   rt.stepTimers().take(times);
+  times.progressCpu = rt.takeProgressCpuSeconds();
   double lr =
       std::isnan(compiledLr) ? NAN : opts.schedule(compiledLr).at(currentStep);
   lastStepLoss =
@@ -417,6 +418,7 @@ void Session::endEvalStep() {
   // The step's kernel and wait times are not a training step's.
   StepTimeSplit discarded;
   rt.stepTimers().take(discarded);
+  rt.takeProgressCpuSeconds();
   evalLossSum += lossSum;
   evalLossCount += lossCount;
   if (++evalDone < opts.evalSteps)

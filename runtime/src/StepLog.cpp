@@ -28,7 +28,7 @@ std::string ratrain::rt::formatStepJSON(const StepRecord &record) {
                             {"elapsed_s", record.elapsedSeconds},
                             {"peak_arena_bytes", std::move(peaks)}};
   if (!record.rankTimes.empty()) {
-    llvm::json::Array step, kernel, wait, other, calls, kernelCpu;
+    llvm::json::Array step, kernel, wait, other, calls, kernelCpu, progressCpu;
     for (const StepTimeSplit &split : record.rankTimes) {
       step.push_back(split.step);
       kernel.push_back(split.kernel);
@@ -36,6 +36,7 @@ std::string ratrain::rt::formatStepJSON(const StepRecord &record) {
       other.push_back(split.other());
       calls.push_back(split.kernelCalls);
       kernelCpu.push_back(split.kernelCpu);
+      progressCpu.push_back(split.progressCpu);
     }
     object["rank_step_s"] = std::move(step);
     object["kernel_s"] = std::move(kernel);
@@ -43,6 +44,7 @@ std::string ratrain::rt::formatStepJSON(const StepRecord &record) {
     object["other_s"] = std::move(other);
     object["kernel_calls"] = std::move(calls);
     object["kernel_cpu_s"] = std::move(kernelCpu);
+    object["progress_cpu_s"] = std::move(progressCpu);
   }
   if (std::isfinite(record.lr))
     object["lr"] = record.lr;

@@ -25,7 +25,10 @@
 // SECONDS`: the mean time from the send being posted to the receiver's wait
 // returning, over the messages of every pipeline (a mean, not the best: the
 // occasional wait for a core is the point). With more ranks than cores it is
-// what a message between virtual clusters takes in training.
+// what a message between virtual clusters takes in training. Also prints
+// `progress-share SHARE`: the CPU time of the ranks' progress threads over
+// the time their ranks had a message outstanding (the share of a core a
+// polling progress thread takes while the cores are shared).
 //
 //===----------------------------------------------------------------------===//
 
@@ -92,20 +95,28 @@ int measureLoaded(int argc, char **argv, bool quick) {
   auto *at = reinterpret_cast<double *>(times.data);
   std::memset(message.data, 1, bytes);
   rt.wait(rt.barrier(Group::World));
+  // The progress thread's CPU time over the messages, and how long this
+  // rank had one outstanding (posted until its wait returned).
+  double outstanding = 0;
+  rt.takeProgressCpuSeconds();
   for (int i = 0; i < messages; ++i) {
     if (first) {
       // A forward micro-batch of uneven length, then its activation.
       compute(0.0015 + 0.001 * (i % 3));
       at[i] = now();
       rt.wait(rt.send(Group::Pipeline, peer, i, message));
+      outstanding += now() - at[i];
     } else {
       // Waits for the activation (the message on the pipeline's critical
       // path), then computes for less time than the first stage does.
+      double posted = now();
       rt.wait(rt.recv(Group::Pipeline, peer, i, message));
       at[i] = now();
+      outstanding += at[i] - posted;
       compute(0.001);
     }
   }
+  double progressCpu = rt.takeProgressCpuSeconds();
   // The second stage takes the send times (one clock: the ranks share the
   // host) and averages.
   double mean = -1;
@@ -125,9 +136,18 @@ int measureLoaded(int argc, char **argv, bool quick) {
   for (double m : means)
     if (m >= 0)
       sum += m, ++pipelines;
+  // The share of a core the progress threads took while their ranks had a
+  // message outstanding: the sum over the ranks of both.
+  std::vector<double> cpu = rt.allGatherDoubles(progressCpu);
+  std::vector<double> busy = rt.allGatherDoubles(outstanding);
+  double cpuSum = 0, busySum = 0;
+  for (size_t r = 0; r < cpu.size(); ++r)
+    cpuSum += cpu[r], busySum += busy[r];
   if (rt.rank() == 0 && pipelines > 0) {
     std::printf("loaded %llu %.9e\n", (unsigned long long)bytes,
                 sum / pipelines);
+    if (busySum > 0)
+      std::printf("progress-share %.9e\n", std::min(1.0, cpuSum / busySum));
     std::fflush(stdout);
   }
   rt.wait(rt.barrier(Group::World));

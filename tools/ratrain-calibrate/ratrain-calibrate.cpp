@@ -269,6 +269,9 @@ struct RuntimeTransfers {
   /// --loaded: a message's bytes and its mean one-way time while the ranks
   /// compute.
   double loadedBytes = 0, loadedSeconds = 0;
+  /// --loaded: the share of a core the progress threads took while their
+  /// ranks had a message outstanding.
+  double progressShare = 0;
   bool ok() const {
     return latency > 0 && !pointToPoint.empty() && dmaSeconds > 0 &&
            offloadSeconds > 0;
@@ -325,6 +328,9 @@ RuntimeTransfers measureRuntimeTransfers(const char *argv0,
     double x = 0, y = 0;
     if (words.size() == 2 && words[0] == "latency" && !words[1].getAsDouble(x))
       result.latency = x;
+    else if (words.size() == 2 && words[0] == "progress-share" &&
+             !words[1].getAsDouble(x) && x >= 0 && x <= 1)
+      result.progressShare = x;
     else if (words.size() == 3 && !words[1].getAsDouble(x) &&
              !words[2].getAsDouble(y)) {
       if (words[0] == "p2p")
@@ -701,9 +707,11 @@ int main(int argc, char **argv) {
                                  loadedTransfers.loadedBytes / linkBandwidth);
       llvm::errs() << llvm::formatv(
           "  runtime, 2 ranks per cluster computing: {0} KiB one way in "
-          "{1:f1} us (mean) -> oversubscribed latency {2:f1} us\n",
+          "{1:f1} us (mean) -> oversubscribed latency {2:f1} us; progress "
+          "threads take {3:f1}% of a core while a message is outstanding\n",
           int64_t(loadedTransfers.loadedBytes) >> 10,
-          loadedTransfers.loadedSeconds * 1e6, oversubscribedLatency * 1e6);
+          loadedTransfers.loadedSeconds * 1e6, oversubscribedLatency * 1e6,
+          loadedTransfers.progressShare * 100);
     } else {
       llvm::errs() << "  warning: `" << loadedTransfers.command
                    << "` failed; no oversubscribed latency\n";
@@ -752,6 +760,8 @@ int main(int argc, char **argv) {
   machine.network.interNode = {linkBandwidth, latency};
   machine.network.collective = CollectiveAlgorithm::Ring;
   machine.network.oversubscribedLatency = oversubscribedLatency;
+  if (oversubscribedLatency > 0)
+    machine.network.progressCoreShare = loadedTransfers.progressShare;
   // Offload tier: host RAM the clusters' DDR arenas leave, half of it (the
   // rest for the OS and the processes). [D/U]
   machine.offload.kind = OffloadTierKind::Host;
@@ -875,10 +885,13 @@ int main(int argc, char **argv) {
           "receiver's wait returning (mean) - {3} KiB at "
           "intra_node.bandwidth -> "
           "network.oversubscribed_latency {5:f1} us (the split machine's "
-          "intra-node latency: docs/machine-model.md)\n",
+          "intra-node latency: docs/machine-model.md); the progress "
+          "threads' CPU time over the time their ranks had a message "
+          "outstanding -> network.progress_core_share {6:f3}\n",
           loadedTransfers.command, 2 * clusters, clusters,
           int64_t(loadedTransfers.loadedBytes) >> 10,
-          loadedTransfers.loadedSeconds * 1e6, oversubscribedLatency * 1e6);
+          loadedTransfers.loadedSeconds * 1e6, oversubscribedLatency * 1e6,
+          loadedTransfers.progressShare);
     if (inlineTransfers.ok())
       os << llvm::formatv("#      (for comparison, RATRAIN_PROGRESS=inline, "
                           "no progress thread: latency {0:f2} us, {1} MiB "

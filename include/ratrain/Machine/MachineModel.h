@@ -155,6 +155,16 @@ struct NetworkSpec {
   /// links inside a node of the split machine. Machine-file key
   /// `network.oversubscribed_latency`.
   double oversubscribedLatency = 0;
+  /// The share of a core (0 to 1) a rank's progress thread takes while the
+  /// rank has communication outstanding (0: not measured). The host runtime
+  /// polls MPI every few tens of microseconds then; each poll wakes the
+  /// thread, tests the requests and moves what arrived. With a core per rank
+  /// that time is free (the rank waits or the other core idles); on a
+  /// machine split into virtual clusters it is taken from the ranks that
+  /// compute, and the simulator prices it so. ratrain-calibrate measures it
+  /// with two ranks per core (docs/machine-model.md). Machine-file key
+  /// `network.progress_core_share`.
+  double progressCoreShare = 0;
 };
 
 /// What backs the offload tier: the node's host memory (DDR of the CPU

@@ -273,6 +273,33 @@ TEST(MachineModel, OversubscribedLatencyIsTheSplitMachinesIntraNodeLatency) {
       << error;
 }
 
+TEST(MachineModel, ProgressCoreShareParsesPrintsAndSplits) {
+  llvm::Expected<MachineModel> m = parseMachineModel(
+      std::string(minimal) + "  progress_core_share: 0.08\n", "m.yaml");
+  ASSERT_TRUE(bool(m)) << llvm::toString(m.takeError());
+  EXPECT_DOUBLE_EQ(m->network.progressCoreShare, 0.08);
+  // The split machine keeps it; printed and read back, the same.
+  llvm::Expected<MachineModel> split = oversubscribe(*m, 2);
+  ASSERT_TRUE(bool(split)) << llvm::toString(split.takeError());
+  llvm::Expected<MachineModel> back =
+      parseMachineModel(printMachineModel(*split), "printed");
+  ASSERT_TRUE(bool(back)) << llvm::toString(back.takeError());
+  EXPECT_DOUBLE_EQ(back->network.progressCoreShare, 0.08);
+  // Not measured: not printed.
+  llvm::Expected<MachineModel> plain = parseMachineModel(minimal, "m.yaml");
+  ASSERT_TRUE(bool(plain));
+  EXPECT_EQ(printMachineModel(*plain).find("progress_core_share"),
+            std::string::npos);
+  for (const char *bad : {"1.5", "-0.1"}) {
+    std::string error = parseError(std::string(minimal) +
+                                   "  progress_core_share: " + bad + "\n");
+    EXPECT_NE(error.find("network.progress_core_share: must be a share of a "
+                         "core from 0 to 1, got"),
+              std::string::npos)
+        << error;
+  }
+}
+
 TEST(MachineModel, PrintParsesBackToTheSameModel) {
   llvm::Expected<MachineModel> m = loadMachineModel(examples("mt3000.yaml"));
   ASSERT_TRUE(bool(m));

@@ -77,6 +77,7 @@ TEST(StepLog, JSONLineSplitsEveryRanksStepTime) {
   first.wait = 0.0625;
   first.kernelCalls = 212;
   first.kernelCpu = 0.25;
+  first.progressCpu = 0.03125;
   StepTimeSplit second;
   second.step = 0.25;
   second.kernel = 0.25;
@@ -102,6 +103,8 @@ TEST(StepLog, JSONLineSplitsEveryRanksStepTime) {
   EXPECT_EQ(at("kernel_calls", 1), 0);
   EXPECT_EQ(at("kernel_cpu_s", 0), 0.25);
   EXPECT_EQ(at("kernel_cpu_s", 1), 0.0);
+  EXPECT_EQ(at("progress_cpu_s", 0), 0.03125);
+  EXPECT_EQ(at("progress_cpu_s", 1), 0.0);
   EXPECT_EQ(object->getNumber("step_s"), 0.5);
 }
 

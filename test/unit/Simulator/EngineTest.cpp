@@ -200,6 +200,34 @@ TEST(SharedCores, VirtualClustersShareTheirPhysicalClusterWorkConserving) {
   EXPECT_DOUBLE_EQ(report.stepTime, 4.5);
 }
 
+TEST(SharedCores, APollingProgressThreadTakesItsShareOfTheCores) {
+  // Two virtual clusters of one physical cluster: stage 0 computes 2 s at
+  // the split rate (1 s with the cluster to itself), then sends; stage 1
+  // waits in the recv from the start, so its progress thread polls and takes
+  // a quarter of a core (network.progress_core_share): the compute runs at
+  // 2 x 1 / 1.25 of the split rate and ends at 1.25 s.
+  SimProgram program;
+  program.stages.emplace_back("a");
+  program.stages.emplace_back("b");
+  program.stages[0].addCompute(ComputeKind::Forward, 2.0, 0, "F");
+  program.stages[0].addSend(1, 0, 0, LinkClass::IntraNode, "x");
+  program.stages[1].addRecv(0, 0, 0, "x");
+  MachineModel machine = makeTestMachine();
+  machine.nodes = 1;
+  machine.clustersPerNode = 2;
+  machine.virtualClustersPerCluster = 2;
+  machine.network.intraNode.latency = 0;
+  SimOptions options;
+  options.iterations = 1;
+  EXPECT_DOUBLE_EQ(expectOk(simulate(program, machine, options)).stepTime, 1.0);
+  machine.network.progressCoreShare = 0.25;
+  EXPECT_DOUBLE_EQ(expectOk(simulate(program, machine, options)).stepTime,
+                   1.25);
+  // A core for each rank: the polling takes nothing from the compute.
+  machine.clustersPerNode = 4;
+  EXPECT_DOUBLE_EQ(expectOk(simulate(program, machine, options)).stepTime, 1.0);
+}
+
 TEST(Pipeline, SyntheticGeneratorReproducesTheHandWrittenSchedule) {
   SimReport report = expectOk(
       simulate(synthetic1F1B(/*rendezvous=*/false), makeHalfSecondMachine()));

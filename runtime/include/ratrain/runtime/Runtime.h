@@ -476,6 +476,9 @@ public:
   /// This rank's kernel and wait time accumulators (StepLog.h), fed by the
   /// emitted program's helpers and taken once per step by Session::endStep.
   StepTimers &stepTimers() { return timers; }
+  /// The CPU seconds this rank's progress thread used since the last call
+  /// (or since start-up); 0 in inline progress mode.
+  double takeProgressCpuSeconds();
 
   /// This rank's per-op trace recorder (Trace.h), fed by the emitted
   /// program's helpers, the token pool and the session.
@@ -559,6 +562,8 @@ private:
   std::unique_ptr<Arena> ddrArena, gsmArena, amArena;
   std::optional<TokenPool::Clock::time_point> firstLogStart;
   StepTimers timers;
+  /// The progress thread's CPU clock at the last takeProgressCpuSeconds().
+  int64_t progressCpuTaken = 0;
   double slowdownFactor = 1;
   std::chrono::steady_clock::duration emulatedSpanKernel{};
   Tracer traceRecorder;

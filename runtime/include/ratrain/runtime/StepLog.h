@@ -5,11 +5,12 @@
 //    "step_s":0.504,"elapsed_s":6.1,"peak_arena_bytes":[1048576, ...],
 //    "rank_step_s":[0.503, ...],"kernel_s":[0.41, ...],"wait_s":[0.07, ...],
 //    "other_s":[0.023, ...],"kernel_calls":[212, ...],
-//    "kernel_cpu_s":[0.40, ...]}
+//    "kernel_cpu_s":[0.40, ...],"progress_cpu_s":[0.01, ...]}
 // (peak DDR arena bytes and, when measured, where each world rank's step
 // time went: kernels, blocking waits, the rest; and the CPU time the rank's
 // thread spent inside kernels, which is less than their wall time when the
-// ranks share the cores) and, when stderr is a
+// ranks share the cores, and the CPU time of its progress thread) and, when
+// stderr is a
 // terminal, a progress line rewritten in place:
 //   step 12/100 | loss 3.2101 | 8.1k tok/s | 0.504 s/step | ETA 44s
 //
@@ -45,6 +46,10 @@ struct StepTimeSplit {
   /// less the time the OS ran other threads on the core (ranks that share
   /// the cores) or the hypervisor took it.
   double kernelCpu = 0;
+  /// CPU time of the rank's progress thread (polls, message copies and
+  /// reductions): a core's time the rank's kernels lose when the ranks
+  /// share the cores.
+  double progressCpu = 0;
   /// step - kernel - wait, never negative.
   double other() const {
     double rest = step - kernel - wait;
@@ -83,14 +88,16 @@ public:
   /// Times a scope into the kernel or the wait sum.
   class Scope {
   public:
+    /// The CPU clock is read inside the wall-clock span (see the emitted
+    /// program's kernel helper).
     Scope(StepTimers &timers, bool isKernel)
-        : timers(timers), isKernel(isKernel),
-          cpuStart(isKernel ? threadCpuNanoseconds() : 0), start(Clock::now()) {
-    }
+        : timers(timers), isKernel(isKernel), start(Clock::now()),
+          cpuStart(isKernel ? threadCpuNanoseconds() : 0) {}
     ~Scope() {
+      int64_t cpu = isKernel ? threadCpuNanoseconds() - cpuStart : 0;
       Clock::duration elapsed = Clock::now() - start;
       if (isKernel)
-        timers.addKernel(elapsed, threadCpuNanoseconds() - cpuStart);
+        timers.addKernel(elapsed, cpu);
       else
         timers.addWait(elapsed);
     }
@@ -100,8 +107,8 @@ public:
   private:
     StepTimers &timers;
     bool isKernel;
-    int64_t cpuStart;
     Clock::time_point start;
+    int64_t cpuStart;
   };
 
 private:
