@@ -768,9 +768,18 @@ void Engine::settleCompute() {
 }
 
 void Engine::progressChanged(uint32_t s, bool wasProgressing) {
+  StageState &st = stages[s];
   if (progressShare <= 0 || sharedCores <= 0 ||
-      stages[s].progressing() == wasProgressing)
+      st.progressing() == wasProgressing)
     return;
+  if (wasProgressing) {
+    // (A send may complete after the stage's last iteration ended.)
+    uint32_t iteration = std::min<uint32_t>(
+        st.iteration, static_cast<uint32_t>(st.stats.size()) - 1);
+    st.stats[iteration].progressCpu += progressShare * (now - st.progressSince);
+  } else {
+    st.progressSince = now;
+  }
   settleCompute();
   rerateCompute();
 }

@@ -134,6 +134,9 @@ struct IterationStats {
   std::array<double, kNumCommKinds> exposed{};
   double streamEnd = 0;
   double lastAsyncDone = 0;
+  /// Shared cores: the CPU seconds the stage's progress thread asked for
+  /// (Engine::progressShare while it polled).
+  double progressCpu = 0;
 };
 
 struct StageState {
@@ -183,6 +186,8 @@ struct StageState {
   /// the stage waits in a recv), its progress thread polls (Engine::
   /// progressShare).
   uint32_t commOutstanding = 0;
+  /// When the progress thread last started polling.
+  double progressSince = 0;
   bool progressing() const {
     return commOutstanding > 0 || (blocked && blockedOnRecv);
   }

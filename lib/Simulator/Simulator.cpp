@@ -67,6 +67,7 @@ SimReport Engine::makeReport() const {
         stage.busy[k] += st.stats[i].busy[k] / measured;
       for (unsigned k = 0; k < kNumCommKinds; ++k)
         stage.exposed[k] += st.stats[i].exposed[k] / measured;
+      stage.progressCpu += st.stats[i].progressCpu / measured;
     }
     for (unsigned i = 0; i < n; ++i)
       stage.iterationEnd.push_back(

@@ -62,6 +62,9 @@ llvm::Expected<MeasuredSteps> sim::parseStepLog(llvm::StringRef text,
       return std::move(error);
     if (llvm::Error error = rankMean("kernel_cpu_s", result.kernelCpuSeconds))
       return std::move(error);
+    if (llvm::Error error =
+            rankMean("progress_cpu_s", result.progressCpuSeconds))
+      return std::move(error);
     if (std::optional<double> tokens = object->getNumber("tokens"))
       result.tokensPerStep = *tokens;
     if (const llvm::json::Array *peaks = object->getArray("peak_arena_bytes"))
@@ -104,6 +107,11 @@ llvm::Expected<MeasuredSteps> sim::parseStepLog(llvm::StringRef text,
         quantile(steadySorted(result.kernelCpuSeconds), 0.5);
   else
     result.kernelCpuSeconds.clear();
+  if (result.progressCpuSeconds.size() == result.stepSeconds.size())
+    result.medianProgressCpuSeconds =
+        quantile(steadySorted(result.progressCpuSeconds), 0.5);
+  else
+    result.progressCpuSeconds.clear();
   return result;
 }
 

@@ -452,6 +452,9 @@ int main(int argc, char **argv) {
   // measured (0: the log has no kernel times).
   double measuredKernel = 0, simulatedKernel = 0, stepAtKernelSpeed = 0;
   bool kernelCpuBased = false;
+  // Shared cores: the progress threads' CPU per step, measured (the log's
+  // progress_cpu_s) and simulated (the stages' mean); 0 when not both.
+  double measuredProgressCpu = 0, simulatedProgressCpu = 0;
   if (!measuredLog.empty()) {
     llvm::Expected<MeasuredSteps> steps = loadStepLog(measuredLog);
     if (!steps)
@@ -466,6 +469,14 @@ int main(int argc, char **argv) {
     // depend on how the ranks overlap, so the kernel speed is the CPU time
     // inside kernels against the compute tasks' seconds on a whole core
     // (1 / K of their seconds on the split cluster).
+    if (simulated->virtualClustersPerCluster > 1 &&
+        simulated->network.progressCoreShare > 0 &&
+        !steps->progressCpuSeconds.empty()) {
+      measuredProgressCpu = steps->medianProgressCpuSeconds;
+      for (const StageReport &stage : report->stageReports)
+        simulatedProgressCpu +=
+            stage.progressCpu / double(report->stageReports.size());
+    }
     if (simulated->virtualClustersPerCluster > 1 &&
         steps->medianKernelCpuSeconds > 0) {
       kernelCpuBased = true;
@@ -516,14 +527,17 @@ int main(int argc, char **argv) {
        << formatNumber(measuredKernel)
        << (kernelCpuBased ? "\nsimulated-kernel-cpu-s: "
                           : "\nsimulated-kernel-s: ")
-       << formatNumber(simulatedKernel)
-       << "\nkernel-speed-ratio: "
+       << formatNumber(simulatedKernel) << "\nkernel-speed-ratio: "
        << llvm::formatv("{0:f3}", simulatedKernel / measuredKernel)
        << "\nstep-at-measured-kernel-speed-s: "
        << formatNumber(stepAtKernelSpeed)
        << "\nerror-at-measured-kernel-speed-percent: "
        << llvm::formatv("{0:f2}",
                         stepTimeErrorPercent(stepAtKernelSpeed, measured))
+       << "\n";
+  if (measured > 0 && simulatedProgressCpu > 0)
+    os << "measured-progress-cpu-s: " << formatNumber(measuredProgressCpu)
+       << "\nsimulated-progress-cpu-s: " << formatNumber(simulatedProgressCpu)
        << "\n";
   if (measuredQuartiles && measured > 0)
     os << "measured-quartiles-s: " << formatNumber(measuredQuartiles->first)

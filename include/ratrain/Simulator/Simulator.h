@@ -158,6 +158,10 @@ struct StageReport {
   int64_t peakDdrBytes = 0;
   int64_t assignedPeakBytes = 0;
   bool exceedsDdr = false;
+  /// On shared cores (a machine split into virtual clusters with a
+  /// network.progress_core_share): the CPU seconds per iteration the stage's
+  /// progress thread polled for, taken from the computing ranks.
+  double progressCpu = 0;
   /// Time this stage finished each iteration (stream done and all of that
   /// iteration's async tasks complete).
   std::vector<double> iterationEnd;

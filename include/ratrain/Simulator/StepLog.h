@@ -44,6 +44,11 @@ struct MeasuredSteps {
   /// the kernels ran when the cores were shared.
   std::vector<double> kernelCpuSeconds;
   double medianKernelCpuSeconds = 0;
+  /// CPU seconds of the ranks' progress threads ("progress_cpu_s", the mean
+  /// over the ranks) of every logged step, and their median without the
+  /// first step (0 when the log has none).
+  std::vector<double> progressCpuSeconds;
+  double medianProgressCpuSeconds = 0;
   /// tokens of the last step.
   double tokensPerStep = 0;
   /// Largest peak_arena_bytes entry over all steps (0 when absent).

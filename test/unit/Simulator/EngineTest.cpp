@@ -221,8 +221,13 @@ TEST(SharedCores, APollingProgressThreadTakesItsShareOfTheCores) {
   options.iterations = 1;
   EXPECT_DOUBLE_EQ(expectOk(simulate(program, machine, options)).stepTime, 1.0);
   machine.network.progressCoreShare = 0.25;
-  EXPECT_DOUBLE_EQ(expectOk(simulate(program, machine, options)).stepTime,
-                   1.25);
+  SimReport report = expectOk(simulate(program, machine, options));
+  EXPECT_DOUBLE_EQ(report.stepTime, 1.25);
+  // Stage 1 polled for 1.25 s at a quarter of a core; stage 0's send went
+  // at once.
+  ASSERT_EQ(report.stageReports.size(), 2u);
+  EXPECT_DOUBLE_EQ(report.stageReports[1].progressCpu, 0.3125);
+  EXPECT_DOUBLE_EQ(report.stageReports[0].progressCpu, 0.0);
   // A core for each rank: the polling takes nothing from the compute.
   machine.clustersPerNode = 4;
   EXPECT_DOUBLE_EQ(expectOk(simulate(program, machine, options)).stepTime, 1.0);

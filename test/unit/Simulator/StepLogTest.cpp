@@ -96,6 +96,7 @@ TEST(StepLog, KernelCpuTimesAreTheRanksMeanWithoutTheWarmUpStep) {
       "{\"step_s\":3,\"kernel_s\":[2,2],\"kernel_cpu_s\":[1,2]}\n",
       "log"));
   EXPECT_EQ(steps.kernelCpuSeconds, (std::vector<double>{3, 0.5, 2, 1.5}));
+  EXPECT_TRUE(steps.progressCpuSeconds.empty());
   EXPECT_DOUBLE_EQ(steps.medianKernelCpuSeconds, 1.5);
   EXPECT_DOUBLE_EQ(steps.medianKernelSeconds, 2.0);
   // A log of a runtime before the CPU times: wall kernel times only.
@@ -109,6 +110,17 @@ TEST(StepLog, KernelCpuTimesAreTheRanksMeanWithoutTheWarmUpStep) {
                                      "run.log")),
             "run.log:1: \"kernel_cpu_s\" must list one non-negative number "
             "per rank");
+}
+
+TEST(StepLog, ProgressCpuTimesAreTheRanksMeanWithoutTheWarmUpStep) {
+  MeasuredSteps steps =
+      expectOk(parseStepLog("{\"step_s\":9,\"progress_cpu_s\":[0.5,0.25]}\n"
+                            "{\"step_s\":2,\"progress_cpu_s\":[0.25,0.25]}\n"
+                            "{\"step_s\":4,\"progress_cpu_s\":[0.125,0.125]}\n",
+                            "log"));
+  EXPECT_EQ(steps.progressCpuSeconds,
+            (std::vector<double>{0.375, 0.25, 0.125}));
+  EXPECT_DOUBLE_EQ(steps.medianProgressCpuSeconds, 0.1875);
 }
 
 TEST(StepLog, ErrorsNameFileAndLine) {
