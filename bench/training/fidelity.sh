@@ -20,7 +20,9 @@
 # A shared host's kernel speed moves by 10-30% within minutes, between the
 # calibration and the run and during either. So each row also has "kern"
 # (how fast the run's kernels ran against the calibration: simulated over
-# measured kernel time) and "at kern" (the error of the step simulated with
+# measured kernel time; with more ranks than cores, kernel CPU time, since a
+# kernel's wall time then holds the other ranks' turns) and "at kern" (the
+# error of the step simulated with
 # every compute task at the run's measured kernel speed, ratrain-sim's
 # error-at-measured-kernel-speed-percent): the error of everything but the
 # kernel rates (schedule, overlap, messages, collectives, core sharing). Runs: 1 rank; pp 2; dp 2; pp 2 x dp 2 (4 ranks on
