@@ -347,6 +347,7 @@ sim::buildProgramFromPlan(const ModelConfig &model, const MachineModel &machine,
                      .str();
   const int64_t perNode = std::max<int64_t>(1, machine.clustersPerNode);
   program.stageReplicasPerNode = std::min(config.dataParallel, perNode);
+  program.replicaMajor = config.replicaMajor;
   return program;
 }
 

@@ -341,6 +341,7 @@ llvm::Expected<sim::SimProgram> ScheduleAdapter::build() {
                      .str();
   const int64_t dp = plan.getDp();
   program.dataParallel = dp;
+  program.replicaMajor = plan.getRankOrder() == RankOrder::ReplicaMajor;
   program.stageReplicasPerNode =
       std::min(dp, std::max<int64_t>(1, machine.clustersPerNode));
   ParallelConfig parallel;

@@ -20,6 +20,8 @@ llvm::Expected<MeasuredSteps> sim::parseStepLog(llvm::StringRef text,
         llvm::inconvertibleErrorCode(),
         llvm::formatv("{0}:{1}: {2}", fileName, line, what.str()).str());
   };
+  // Per rank, its kernel (CPU) seconds of every step.
+  std::vector<std::vector<double>> rankKernel, rankKernelCpu;
   llvm::SmallVector<llvm::StringRef> lines;
   text.split(lines, '\n');
   for (auto [index, raw] : llvm::enumerate(lines)) {
@@ -37,9 +39,11 @@ llvm::Expected<MeasuredSteps> sim::parseStepLog(llvm::StringRef text,
       return fail(index + 1, "missing or negative \"step_s\"");
     result.stepSeconds.push_back(*seconds);
     // The mean over the ranks of a per-rank time array (kernel_s,
-    // kernel_cpu_s), appended to `into` when the line has it.
-    auto rankMean = [&](llvm::StringRef key,
-                        std::vector<double> &into) -> llvm::Error {
+    // kernel_cpu_s), appended to `into` when the line has it, and each
+    // rank's value to `perRank` (one list per rank).
+    auto rankMean =
+        [&](llvm::StringRef key, std::vector<double> &into,
+            std::vector<std::vector<double>> *perRank) -> llvm::Error {
       const llvm::json::Array *times = object->getArray(key);
       if (!times || times->empty())
         return llvm::Error::success();
@@ -56,14 +60,21 @@ llvm::Expected<MeasuredSteps> sim::parseStepLog(llvm::StringRef text,
                                    "\" must list one non-negative number "
                                    "per rank");
       into.push_back(sum / double(ranks));
+      if (perRank) {
+        perRank->resize(std::max(perRank->size(), ranks));
+        for (size_t r = 0; r < ranks; ++r)
+          (*perRank)[r].push_back(*(*times)[r].getAsNumber());
+      }
       return llvm::Error::success();
     };
-    if (llvm::Error error = rankMean("kernel_s", result.kernelSeconds))
-      return std::move(error);
-    if (llvm::Error error = rankMean("kernel_cpu_s", result.kernelCpuSeconds))
+    if (llvm::Error error =
+            rankMean("kernel_s", result.kernelSeconds, &rankKernel))
       return std::move(error);
     if (llvm::Error error =
-            rankMean("progress_cpu_s", result.progressCpuSeconds))
+            rankMean("kernel_cpu_s", result.kernelCpuSeconds, &rankKernelCpu))
+      return std::move(error);
+    if (llvm::Error error =
+            rankMean("progress_cpu_s", result.progressCpuSeconds, nullptr))
       return std::move(error);
     if (std::optional<double> tokens = object->getNumber("tokens"))
       result.tokensPerStep = *tokens;
@@ -97,16 +108,30 @@ llvm::Expected<MeasuredSteps> sim::parseStepLog(llvm::StringRef text,
   result.upperQuartileStepSeconds = quantile(steps, 0.75);
   // Kernel times only where every step has them (a log appended to by
   // another run would mix them).
-  if (result.kernelSeconds.size() == result.stepSeconds.size())
+  // Each rank's median, where every step listed every rank.
+  auto rankMedians = [&](const std::vector<std::vector<double>> &perRank) {
+    std::vector<double> medians;
+    for (const std::vector<double> &times : perRank) {
+      if (times.size() != result.stepSeconds.size())
+        return std::vector<double>();
+      medians.push_back(quantile(steadySorted(times), 0.5));
+    }
+    return medians;
+  };
+  if (result.kernelSeconds.size() == result.stepSeconds.size()) {
     result.medianKernelSeconds =
         quantile(steadySorted(result.kernelSeconds), 0.5);
-  else
+    result.rankMedianKernelSeconds = rankMedians(rankKernel);
+  } else {
     result.kernelSeconds.clear();
-  if (result.kernelCpuSeconds.size() == result.stepSeconds.size())
+  }
+  if (result.kernelCpuSeconds.size() == result.stepSeconds.size()) {
     result.medianKernelCpuSeconds =
         quantile(steadySorted(result.kernelCpuSeconds), 0.5);
-  else
+    result.rankMedianKernelCpuSeconds = rankMedians(rankKernelCpu);
+  } else {
     result.kernelCpuSeconds.clear();
+  }
   if (result.progressCpuSeconds.size() == result.stepSeconds.size())
     result.medianProgressCpuSeconds =
         quantile(steadySorted(result.progressCpuSeconds), 0.5);

@@ -489,7 +489,31 @@ int main(int argc, char **argv) {
     }
     if (measuredKernel > 0 && simulatedKernel > 0) {
       SimProgram atKernelSpeed = *program;
-      atKernelSpeed.scaleCompute(measuredKernel / simulatedKernel);
+      // Per stage where the log has every rank of the program: the replicas
+      // of a stage wait for the slowest of them, so each stage's compute
+      // takes its slowest rank's kernel time. Otherwise the ranks' mean.
+      const std::vector<double> &perRank =
+          kernelCpuBased ? steps->rankMedianKernelCpuSeconds
+                         : steps->rankMedianKernelSeconds;
+      const size_t numStages = program->stages.size();
+      if (info.groups.empty() && program->clustersPerStage == 1 &&
+          int64_t(perRank.size()) == program->totalClusters()) {
+        std::vector<double> slowest(numStages, 0);
+        for (auto [rank, seconds] : llvm::enumerate(perRank)) {
+          double &stage = slowest[size_t(program->stageOfRank(int64_t(rank)))];
+          stage = std::max(stage, seconds);
+        }
+        for (size_t s = 0; s < numStages; ++s) {
+          double own = kernelCpuBased
+                           ? program->stages[s].computeSeconds() /
+                                 double(simulated->virtualClustersPerCluster)
+                           : report->stageReports[s].totalBusy();
+          if (slowest[s] > 0 && own > 0)
+            atKernelSpeed.stages[s].scaleCompute(slowest[s] / own);
+        }
+      } else {
+        atKernelSpeed.scaleCompute(measuredKernel / simulatedKernel);
+      }
       SimOptions plain = options;
       plain.recordTrace = false;
       llvm::Expected<SimReport> rescaled =

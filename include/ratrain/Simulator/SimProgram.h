@@ -285,11 +285,20 @@ struct SimProgram {
   /// inter-node sends happen together and share the node's injection
   /// bandwidth (MachineModel::interNodeStreamBandwidth).
   int64_t stageReplicasPerNode = 1;
+  /// The job's world ranks replica-major (rank = replica * stages + stage);
+  /// otherwise stage-major (rank = stage * dataParallel + replica).
+  bool replicaMajor = false;
   /// Tokens (sequence positions) processed per iteration by the whole job.
   double tokensPerIteration = 0;
   /// Model FLOPs per iteration of the whole job (6N per token plus attention,
   /// without recomputation); the numerator of MFU.
   double modelFlopsPerIteration = 0;
+
+  /// The stage world rank `rank` runs (one cluster per stage replica).
+  int64_t stageOfRank(int64_t rank) const {
+    int64_t numStages = static_cast<int64_t>(stages.size());
+    return replicaMajor ? rank % numStages : rank / dataParallel;
+  }
 
   int64_t totalClusters() const {
     return static_cast<int64_t>(stages.size()) * dataParallel *

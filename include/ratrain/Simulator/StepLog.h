@@ -49,6 +49,10 @@ struct MeasuredSteps {
   /// first step (0 when the log has none).
   std::vector<double> progressCpuSeconds;
   double medianProgressCpuSeconds = 0;
+  /// Per world rank, the median without the first step of its "kernel_s"
+  /// and of its "kernel_cpu_s" (empty unless every step lists the same
+  /// number of ranks): replicas wait for the slowest of them.
+  std::vector<double> rankMedianKernelSeconds, rankMedianKernelCpuSeconds;
   /// tokens of the last step.
   double tokensPerStep = 0;
   /// Largest peak_arena_bytes entry over all steps (0 when absent).

@@ -116,6 +116,19 @@ TEST(Pipeline, HandComputedTwoStageTwoMicroBatchWithMessages) {
   EXPECT_DOUBLE_EQ(last.bubbleFraction, 1.0 - 6.0 / 10.0 - 0.05);
 }
 
+TEST(Pipeline, StageOfRankFollowsTheRankOrder) {
+  SimProgram program;
+  program.stages.resize(2);
+  program.dataParallel = 3;
+  // Stage-major: ranks 0-2 run stage 0, 3-5 stage 1.
+  for (int64_t rank = 0; rank < 6; ++rank)
+    EXPECT_EQ(program.stageOfRank(rank), rank / 3);
+  // Replica-major: the stages alternate.
+  program.replicaMajor = true;
+  for (int64_t rank = 0; rank < 6; ++rank)
+    EXPECT_EQ(program.stageOfRank(rank), rank % 2);
+}
+
 TEST(Pipeline, ScaledComputeKeepsTheMessages) {
   // ratrain-sim's step at the measured kernel speed: the program above with
   // every compute task twice as fast (F 0.5 s, B 1 s) and the same 0.5 s

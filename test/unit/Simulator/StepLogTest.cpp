@@ -112,6 +112,23 @@ TEST(StepLog, KernelCpuTimesAreTheRanksMeanWithoutTheWarmUpStep) {
             "per rank");
 }
 
+TEST(StepLog, EachRanksMedianKernelTime) {
+  // Rank 0: 4, 1, 3 -> median of the last two 2; rank 1: 6, 1, 5 -> 3.
+  MeasuredSteps steps = expectOk(
+      parseStepLog("{\"step_s\":9,\"kernel_s\":[4,6],\"kernel_cpu_s\":[4,5]}\n"
+                   "{\"step_s\":2,\"kernel_s\":[1,1],\"kernel_cpu_s\":[1,1]}\n"
+                   "{\"step_s\":4,\"kernel_s\":[3,5],\"kernel_cpu_s\":[2,4]}\n",
+                   "log"));
+  EXPECT_EQ(steps.rankMedianKernelSeconds, (std::vector<double>{2, 3}));
+  EXPECT_EQ(steps.rankMedianKernelCpuSeconds, (std::vector<double>{1.5, 2.5}));
+  // Steps that list different numbers of ranks: no per-rank figures.
+  MeasuredSteps mixed = expectOk(parseStepLog(
+      "{\"step_s\":9,\"kernel_s\":[4,6]}\n{\"step_s\":2,\"kernel_s\":[1]}\n",
+      "log"));
+  EXPECT_TRUE(mixed.rankMedianKernelSeconds.empty());
+  EXPECT_GT(mixed.medianKernelSeconds, 0.0);
+}
+
 TEST(StepLog, ProgressCpuTimesAreTheRanksMeanWithoutTheWarmUpStep) {
   MeasuredSteps steps =
       expectOk(parseStepLog("{\"step_s\":9,\"progress_cpu_s\":[0.5,0.25]}\n"
