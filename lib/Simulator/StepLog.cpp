@@ -38,6 +38,8 @@ llvm::Expected<MeasuredSteps> sim::parseStepLog(llvm::StringRef text,
     if (!seconds || !(*seconds >= 0))
       return fail(index + 1, "missing or negative \"step_s\"");
     result.stepSeconds.push_back(*seconds);
+    // (A structured binding: clang 14 does not capture it in a lambda.)
+    const size_t lineNumber = index + 1;
     // The mean over the ranks of a per-rank time array (kernel_s,
     // kernel_cpu_s), appended to `into` when the line has it, and each
     // rank's value to `perRank` (one list per rank).
@@ -56,9 +58,9 @@ llvm::Expected<MeasuredSteps> sim::parseStepLog(llvm::StringRef text,
           ++ranks;
         }
       if (ranks != times->size())
-        return fail(index + 1, "\"" + key +
-                                   "\" must list one non-negative number "
-                                   "per rank");
+        return fail(lineNumber, "\"" + key +
+                                    "\" must list one non-negative number "
+                                    "per rank");
       into.push_back(sum / double(ranks));
       if (perRank) {
         perRank->resize(std::max(perRank->size(), ranks));
