@@ -358,9 +358,7 @@ void Engine::issueAsync(uint32_t s, const Task &task) {
     }
     return;
   case TaskKind::Send: {
-    bool wasProgressing = st.progressing();
-    ++st.commOutstanding;
-    progressChanged(s, wasProgressing);
+    addOutstanding(s, +1);
     // Rendezvous: the data waits for the receiver's recv.
     uint32_t recv = st.matchedRecv[st.pc];
     if (task.rendezvous && recv != kNone) {
@@ -391,11 +389,7 @@ void Engine::issueAsync(uint32_t s, const Task &task) {
       schedule(now, EventType::StepDone, opIndex);
       return;
     }
-    {
-      bool wasProgressing = st.progressing();
-      ++st.commOutstanding;
-      progressChanged(s, wasProgressing);
-    }
+    addOutstanding(s, +1);
     if (st.commBusy[task.channel]) {
       st.commQueue[task.channel].push_back(opIndex);
     } else {
@@ -493,11 +487,8 @@ void Engine::completeOp(uint32_t opIndex) {
   const Task &task = program.stages[op.stage].getTask(op.task);
   st.done[slot(op.stage, op.iteration, op.task)] = now;
   if ((task.kind == TaskKind::Send || task.kind == TaskKind::Collective) &&
-      !op.skipped) {
-    bool wasProgressing = st.progressing();
-    --st.commOutstanding;
-    progressChanged(op.stage, wasProgressing);
-  }
+      !op.skipped)
+    addOutstanding(op.stage, -1);
   IterationStats &stats = st.stats[op.iteration];
   stats.lastAsyncDone = std::max(stats.lastAsyncDone, now);
 
@@ -765,6 +756,12 @@ void Engine::settleCompute() {
         0.0, st.computeRemaining - st.computeRate * (now - st.computeLast));
     st.computeLast = now;
   }
+}
+
+void Engine::addOutstanding(uint32_t s, int delta) {
+  bool wasProgressing = stages[s].progressing();
+  stages[s].commOutstanding += delta;
+  progressChanged(s, wasProgressing);
 }
 
 void Engine::progressChanged(uint32_t s, bool wasProgressing) {

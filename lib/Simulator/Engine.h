@@ -244,6 +244,8 @@ private:
   /// polling (`wasProgressing` before the change): the compute tasks get
   /// new shares.
   void progressChanged(uint32_t stage, bool wasProgressing);
+  /// A send or collective of `stage` was issued (+1) or completed (-1).
+  void addOutstanding(uint32_t stage, int delta);
   void settle(Flow &flow);
   void schedule(double time, EventType type, uint32_t id, uint32_t version = 0);
   uint32_t linkIndex(uint32_t stage, uint32_t slot) const {

@@ -120,25 +120,20 @@ llvm::Expected<MeasuredSteps> sim::parseStepLog(llvm::StringRef text,
     }
     return medians;
   };
-  if (result.kernelSeconds.size() == result.stepSeconds.size()) {
-    result.medianKernelSeconds =
-        quantile(steadySorted(result.kernelSeconds), 0.5);
+  // A per-step time's median, where every step has it (none otherwise).
+  auto steadyMedian = [&](std::vector<double> &times, double &median) {
+    if (times.size() == result.stepSeconds.size()) {
+      median = quantile(steadySorted(times), 0.5);
+      return true;
+    }
+    times.clear();
+    return false;
+  };
+  if (steadyMedian(result.kernelSeconds, result.medianKernelSeconds))
     result.rankMedianKernelSeconds = rankMedians(rankKernel);
-  } else {
-    result.kernelSeconds.clear();
-  }
-  if (result.kernelCpuSeconds.size() == result.stepSeconds.size()) {
-    result.medianKernelCpuSeconds =
-        quantile(steadySorted(result.kernelCpuSeconds), 0.5);
+  if (steadyMedian(result.kernelCpuSeconds, result.medianKernelCpuSeconds))
     result.rankMedianKernelCpuSeconds = rankMedians(rankKernelCpu);
-  } else {
-    result.kernelCpuSeconds.clear();
-  }
-  if (result.progressCpuSeconds.size() == result.stepSeconds.size())
-    result.medianProgressCpuSeconds =
-        quantile(steadySorted(result.progressCpuSeconds), 0.5);
-  else
-    result.progressCpuSeconds.clear();
+  steadyMedian(result.progressCpuSeconds, result.medianProgressCpuSeconds);
   return result;
 }
 

@@ -341,6 +341,75 @@ programFromSchedule(const MachineModel &machine) {
 #endif
 }
 
+namespace {
+/// The run's kernel time against the simulated one (ratrain-sim
+/// --measured-log): the ranks' mean time inside kernels against the stages'
+/// mean busy time; on a machine split into virtual clusters, where a
+/// kernel's wall time holds the other ranks' turns on its core (which depend
+/// on how the ranks overlap), the CPU time inside kernels against the compute
+/// tasks' seconds on a whole core (1 / K of theirs on the split cluster).
+struct KernelSpeed {
+  double measured = 0, simulated = 0;
+  bool cpuBased = false;
+};
+} // namespace
+
+static KernelSpeed kernelSpeed(const MeasuredSteps &steps,
+                               const SimReport &report,
+                               const SimProgram &program,
+                               const MachineModel &machine) {
+  KernelSpeed speed;
+  if (machine.virtualClustersPerCluster > 1 &&
+      steps.medianKernelCpuSeconds > 0) {
+    speed.cpuBased = true;
+    speed.measured = steps.medianKernelCpuSeconds;
+    for (const StageProgram &stage : program.stages)
+      speed.simulated += stage.computeSeconds() /
+                         double(machine.virtualClustersPerCluster) /
+                         double(program.stages.size());
+    return speed;
+  }
+  speed.measured = steps.medianKernelSeconds;
+  for (const StageReport &stage : report.stageReports)
+    speed.simulated += stage.totalBusy() / double(report.stageReports.size());
+  return speed;
+}
+
+/// `program` with its compute at the run's kernel speed. Where the log has
+/// every rank of the program (and the program is one group of ranks), each
+/// stage's compute takes its slowest rank's kernel time, since the replicas
+/// of a stage wait for the slowest; otherwise all compute is scaled by the
+/// ranks' mean.
+static SimProgram atRunKernelSpeed(const SimProgram &program,
+                                   const SimReport &report,
+                                   const MeasuredSteps &steps,
+                                   const KernelSpeed &speed,
+                                   const MachineModel &machine, bool oneGroup) {
+  SimProgram scaled = program;
+  const std::vector<double> &perRank = speed.cpuBased
+                                           ? steps.rankMedianKernelCpuSeconds
+                                           : steps.rankMedianKernelSeconds;
+  const size_t numStages = program.stages.size();
+  if (!oneGroup || program.clustersPerStage != 1 ||
+      int64_t(perRank.size()) != program.totalClusters()) {
+    scaled.scaleCompute(speed.measured / speed.simulated);
+    return scaled;
+  }
+  std::vector<double> slowest(numStages, 0);
+  for (auto [rank, seconds] : llvm::enumerate(perRank)) {
+    double &stage = slowest[size_t(program.stageOfRank(int64_t(rank)))];
+    stage = std::max(stage, seconds);
+  }
+  for (size_t s = 0; s < numStages; ++s) {
+    double own = speed.cpuBased ? program.stages[s].computeSeconds() /
+                                      double(machine.virtualClustersPerCluster)
+                                : report.stageReports[s].totalBusy();
+    if (slowest[s] > 0 && own > 0)
+      scaled.stages[s].scaleCompute(slowest[s] / own);
+  }
+  return scaled;
+}
+
 int main(int argc, char **argv) {
   ratrain::InitTool init(argc, argv);
   cl::HideUnrelatedOptions(category);
@@ -460,15 +529,6 @@ int main(int argc, char **argv) {
     if (!steps)
       return fail(llvm::toString(steps.takeError()));
     measured = steps->medianStepSeconds;
-    measuredKernel = steps->medianKernelSeconds;
-    for (const StageReport &stage : report->stageReports)
-      simulatedKernel +=
-          stage.totalBusy() / double(report->stageReports.size());
-    // Ranks that share the cores (a machine split into virtual clusters):
-    // a kernel's wall time holds the other ranks' turns on its core, which
-    // depend on how the ranks overlap, so the kernel speed is the CPU time
-    // inside kernels against the compute tasks' seconds on a whole core
-    // (1 / K of their seconds on the split cluster).
     if (simulated->virtualClustersPerCluster > 1 &&
         simulated->network.progressCoreShare > 0 &&
         !steps->progressCpuSeconds.empty()) {
@@ -477,43 +537,13 @@ int main(int argc, char **argv) {
         simulatedProgressCpu +=
             stage.progressCpu / double(report->stageReports.size());
     }
-    if (simulated->virtualClustersPerCluster > 1 &&
-        steps->medianKernelCpuSeconds > 0) {
-      kernelCpuBased = true;
-      measuredKernel = steps->medianKernelCpuSeconds;
-      simulatedKernel = 0;
-      for (const StageProgram &stage : program->stages)
-        simulatedKernel += stage.computeSeconds() /
-                           double(simulated->virtualClustersPerCluster) /
-                           double(program->stages.size());
-    }
+    KernelSpeed speed = kernelSpeed(*steps, *report, *program, *simulated);
+    measuredKernel = speed.measured;
+    simulatedKernel = speed.simulated;
+    kernelCpuBased = speed.cpuBased;
     if (measuredKernel > 0 && simulatedKernel > 0) {
-      SimProgram atKernelSpeed = *program;
-      // Per stage where the log has every rank of the program: the replicas
-      // of a stage wait for the slowest of them, so each stage's compute
-      // takes its slowest rank's kernel time. Otherwise the ranks' mean.
-      const std::vector<double> &perRank =
-          kernelCpuBased ? steps->rankMedianKernelCpuSeconds
-                         : steps->rankMedianKernelSeconds;
-      const size_t numStages = program->stages.size();
-      if (info.groups.empty() && program->clustersPerStage == 1 &&
-          int64_t(perRank.size()) == program->totalClusters()) {
-        std::vector<double> slowest(numStages, 0);
-        for (auto [rank, seconds] : llvm::enumerate(perRank)) {
-          double &stage = slowest[size_t(program->stageOfRank(int64_t(rank)))];
-          stage = std::max(stage, seconds);
-        }
-        for (size_t s = 0; s < numStages; ++s) {
-          double own = kernelCpuBased
-                           ? program->stages[s].computeSeconds() /
-                                 double(simulated->virtualClustersPerCluster)
-                           : report->stageReports[s].totalBusy();
-          if (slowest[s] > 0 && own > 0)
-            atKernelSpeed.stages[s].scaleCompute(slowest[s] / own);
-        }
-      } else {
-        atKernelSpeed.scaleCompute(measuredKernel / simulatedKernel);
-      }
+      SimProgram atKernelSpeed = atRunKernelSpeed(
+          *program, *report, *steps, speed, *simulated, info.groups.empty());
       SimOptions plain = options;
       plain.recordTrace = false;
       llvm::Expected<SimReport> rescaled =

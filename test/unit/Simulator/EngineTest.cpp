@@ -170,6 +170,17 @@ TEST(Pipeline, TwoSidedMessagesWaitForTheReceiversRecv) {
   EXPECT_DOUBLE_EQ(report.stepTime, 10.5);
 }
 
+/// One node of one physical cluster split into two virtual clusters
+/// (virtual_clusters_per_cluster 2), messages without latency.
+static MachineModel makeOneSplitClusterMachine() {
+  MachineModel machine = makeTestMachine();
+  machine.nodes = 1;
+  machine.clustersPerNode = 2;
+  machine.virtualClustersPerCluster = 2;
+  machine.network.intraNode.latency = 0;
+  return machine;
+}
+
 TEST(SharedCores, VirtualClustersShareTheirPhysicalClusterWorkConserving) {
   // The hand-written 1F1B on two virtual clusters of one physical cluster
   // (virtual_clusters_per_cluster 2): F = 1 s and B = 2 s at the split rate;
@@ -180,11 +191,7 @@ TEST(SharedCores, VirtualClustersShareTheirPhysicalClusterWorkConserving) {
   // B1 together until 4.5; B1 (1 s left) alone until 5; stage 0's B1 alone
   // [5, 6]. The step is 6 s, the 12 s of work at the split rate on one
   // cluster, against 9 s with each stage on its own half cluster.
-  MachineModel machine = makeTestMachine();
-  machine.nodes = 1;
-  machine.clustersPerNode = 2;
-  machine.virtualClustersPerCluster = 2;
-  machine.network.intraNode.latency = 0;
+  MachineModel machine = makeOneSplitClusterMachine();
   SimOptions options;
   options.iterations = 3;
   options.recordTrace = true;
@@ -225,11 +232,7 @@ TEST(SharedCores, APollingProgressThreadTakesItsShareOfTheCores) {
   program.stages[0].addCompute(ComputeKind::Forward, 2.0, 0, "F");
   program.stages[0].addSend(1, 0, 0, LinkClass::IntraNode, "x");
   program.stages[1].addRecv(0, 0, 0, "x");
-  MachineModel machine = makeTestMachine();
-  machine.nodes = 1;
-  machine.clustersPerNode = 2;
-  machine.virtualClustersPerCluster = 2;
-  machine.network.intraNode.latency = 0;
+  MachineModel machine = makeOneSplitClusterMachine();
   SimOptions options;
   options.iterations = 1;
   EXPECT_DOUBLE_EQ(expectOk(simulate(program, machine, options)).stepTime, 1.0);
