@@ -123,9 +123,8 @@ Out::~Out() {
 namespace {
 /// Runs one compute kernel call, adds its time to this rank's kernel seconds
 /// of the step (StepTimers: wall and thread CPU clock reads, no allocation)
-/// and, in a traced
-/// step, records it (Trace.h), then checks its status. fp32 staging conversions
-/// around it count as overhead.
+/// and, in a traced step, records it (Trace.h), then checks its status. fp32
+/// staging conversions around it count as overhead.
 template <typename Call> void kernel(const char *name, Call &&call) {
   using Clock = StepTimers::Clock;
   // The CPU clock reads lie inside the wall-clock span: a read of the

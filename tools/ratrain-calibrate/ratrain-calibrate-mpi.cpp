@@ -130,19 +130,19 @@ int measureLoaded(int argc, char **argv, bool quick) {
       sum += at[i] - sentAt[i];
     mean = sum / (messages - skipped);
   }
-  std::vector<double> means = rt.allGatherDoubles(mean);
-  double sum = 0;
-  int pipelines = 0;
-  for (double m : means)
-    if (m >= 0)
-      sum += m, ++pipelines;
-  // The share of a core the progress threads took while their ranks had a
+  // Every rank's (mean, progress CPU, outstanding time) in one gather. The
+  // share of a core the progress threads took while their ranks had a
   // message outstanding: the sum over the ranks of both.
-  std::vector<double> cpu = rt.allGatherDoubles(progressCpu);
-  std::vector<double> busy = rt.allGatherDoubles(outstanding);
-  double cpuSum = 0, busySum = 0;
-  for (size_t r = 0; r < cpu.size(); ++r)
-    cpuSum += cpu[r], busySum += busy[r];
+  const double mine[3] = {mean, progressCpu, outstanding};
+  std::vector<double> gathered = rt.allGatherDoubleTuples(mine);
+  double sum = 0, cpuSum = 0, busySum = 0;
+  int pipelines = 0;
+  for (size_t r = 0; r + 2 < gathered.size(); r += 3) {
+    if (gathered[r] >= 0)
+      sum += gathered[r], ++pipelines;
+    cpuSum += gathered[r + 1];
+    busySum += gathered[r + 2];
+  }
   if (rt.rank() == 0 && pipelines > 0) {
     std::printf("loaded %llu %.9e\n", (unsigned long long)bytes,
                 sum / pipelines);

@@ -7,10 +7,9 @@
 //    "other_s":[0.023, ...],"kernel_calls":[212, ...],
 //    "kernel_cpu_s":[0.40, ...],"progress_cpu_s":[0.01, ...]}
 // (peak DDR arena bytes and, when measured, where each world rank's step
-// time went: kernels, blocking waits, the rest; and the CPU time the rank's
-// thread spent inside kernels, which is less than their wall time when the
-// ranks share the cores, and the CPU time of its progress thread) and, when
-// stderr is a
+// time went: kernels, blocking waits, the rest; the CPU time the rank's
+// thread spent inside kernels, less than their wall time when the ranks share
+// the cores; and the CPU time of its progress thread) and, when stderr is a
 // terminal, a progress line rewritten in place:
 //   step 12/100 | loss 3.2101 | 8.1k tok/s | 0.504 s/step | ETA 44s
 //
