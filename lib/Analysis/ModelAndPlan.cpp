@@ -182,6 +182,10 @@ ShardingPolicy ratrain::getShardingPolicy(PlanAttr plan) {
   return policy;
 }
 
+bool ratrain::updateWritesViewCopy(PlanAttr plan, bool f32Model) {
+  return !f32Model || (plan.getZero() >= 1 && plan.getZero() < 3);
+}
+
 ParallelConfig ratrain::toParallelConfig(PlanAttr plan) {
   ParallelConfig config;
   config.pipelineStages = plan.getPp();

@@ -295,13 +295,9 @@ llvm::Error ScheduleAdapter::buildStage(StageOp stage,
       tokens[prefetch.getPending()] = sim::Token();
     } else if (auto prefetch = llvm::dyn_cast<ViewPrefetchOp>(op)) {
       int64_t layer = layerOf(prefetch.getMaster().getType());
-      // The update writes the refreshed view (shard) into a GSM slot; a DMA
-      // copies it to the view, unless the view is the master itself (an
-      // FP32 model without ZeRO, or with ZeRO-3, which gathers the view
-      // from the master shards), where there is nothing to copy.
-      bool f32 = costs.getModel().dtype == DType::F32;
-      bool copied = !f32 || (plan.getZero() >= 1 && plan.getZero() < 3);
-      if (copied)
+      // The update writes the refreshed view (shard) into a GSM slot and a
+      // DMA copies it to the view, unless the view is the master itself.
+      if (updateWritesViewCopy(plan, costs.getModel().dtype == DType::F32))
         tokens[prefetch.getPending()] = program.addDma(
             shardParams(layer) * getDTypeBytes(costs.getModel().dtype), 0,
             label);

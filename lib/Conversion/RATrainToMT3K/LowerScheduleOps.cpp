@@ -368,10 +368,12 @@ LogicalResult StageLowering::lowerUpdate(UpdateOp op) {
   // Under partial synchronization the view is cast from the averaged master
   // after the update (lowerViewPrefetch), so the update's copy is not moved.
   Value viewDest;
-  if (zero() && !(zero3() && isF32Model()))
-    viewDest = viewShard(layer);
-  else if (!isF32Model() && !plan_.syncsPartially())
-    viewDest = slot(viewFlat, 0, {n}, elem);
+  if (updateWritesViewCopy(plan_, isF32Model())) {
+    if (zero())
+      viewDest = viewShard(layer);
+    else if (!plan_.syncsPartially())
+      viewDest = slot(viewFlat, 0, {n}, elem);
+  }
 
   Value clip = op.getClip() ? gradNormBuffer(op.getClip()) : Value();
   int64_t E = elemBytes();
