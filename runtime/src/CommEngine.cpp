@@ -4,6 +4,7 @@
 #include "QuantizedCollectives.h"
 #include "ratrain/runtime/Error.h"
 #include "ratrain/runtime/ReduceLoops.h"
+#include "ratrain/runtime/StepLog.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
@@ -13,6 +14,9 @@
 #include <ctime>
 
 #include <pthread.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 using namespace ratrain::rt;
 
@@ -27,10 +31,10 @@ void ratrain::rt::checkMPI(int code, const char *what) {
 }
 
 CommEngine::CommEngine(TokenPool &pool, ProgressMode mode, unsigned pollMicros,
-                       double timeoutSeconds)
+                       int progressNice, double timeoutSeconds)
     : pool(pool), progressMode(mode), pollMicros(pollMicros),
-      timeout(timeoutSeconds), ops(pool.capacity()), queue(pool.capacity()),
-      explicitState(pool.capacity()) {
+      progressNice(progressNice), timeout(timeoutSeconds), ops(pool.capacity()),
+      queue(pool.capacity()), explicitState(pool.capacity()) {
   // An explicit collective's round has a send and a receive outstanding.
   drained.reserve(pool.capacity());
   requests.reserve(2 * pool.capacity());
@@ -49,11 +53,9 @@ int64_t CommEngine::progressCpuNanoseconds() const {
   if (!thread.joinable())
     return 0;
   clockid_t clock;
-  timespec used{};
-  if (pthread_getcpuclockid(threadHandle, &clock) != 0 ||
-      clock_gettime(clock, &used) != 0)
+  if (pthread_getcpuclockid(threadHandle, &clock) != 0)
     return 0;
-  return int64_t(used.tv_sec) * 1000000000 + used.tv_nsec;
+  return cpuClockNanoseconds(clock);
 }
 
 void CommEngine::shutdown() {
@@ -504,6 +506,10 @@ void CommEngine::progress() {
 }
 
 void CommEngine::threadLoop() {
+  // Linux gives each thread its own nice value. Raising it needs no
+  // privilege; where it fails anyway the thread runs at the process's.
+  if (progressNice > 0)
+    (void)setpriority(PRIO_PROCESS, id_t(syscall(SYS_gettid)), progressNice);
   auto lastTimeoutCheck = TokenPool::Clock::now();
   for (;;) {
     {

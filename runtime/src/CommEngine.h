@@ -75,8 +75,10 @@ public:
     /// Put: the byte offset in the peer's window.
     uint64_t targetOffset = 0;
   };
+  /// `progressNice`: the nice value (0..19) the progress thread runs at
+  /// (RuntimeOptions::progressNice, resolved).
   CommEngine(TokenPool &pool, ProgressMode mode, unsigned pollMicros,
-             double timeoutSeconds);
+             int progressNice, double timeoutSeconds);
   ~CommEngine();
 
   /// Bytes per collective kind, algorithm and level (CollectiveCounters);
@@ -130,6 +132,7 @@ private:
   QuantizedCollectives *quantized = nullptr;
   ProgressMode progressMode;
   unsigned pollMicros;
+  int progressNice;
   double timeout;
   std::vector<Op> ops;
   /// Submission ring (thread mode), guarded by `mutex`.

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
@@ -150,6 +151,10 @@ llvm::StringRef ratrain::rt::stringifyReduceOp(ReduceOp op) {
   return "?";
 }
 
+int ratrain::rt::automaticProgressNice(int nodeRanks, long nodeCpus) {
+  return nodeRanks <= nodeCpus ? 19 : 10;
+}
+
 void RuntimeOptions::applyEnvironment() {
   if (const char *mode = std::getenv("RATRAIN_PROGRESS")) {
     llvm::StringRef text(mode);
@@ -174,6 +179,13 @@ void RuntimeOptions::applyEnvironment() {
   }
   if (auto value = parseEnvNumber("RATRAIN_PROGRESS_POLL_US"))
     pollMicros = unsigned(*value);
+  if (auto value = parseEnvNumber("RATRAIN_PROGRESS_NICE")) {
+    if (*value > 19 || *value != std::floor(*value))
+      fatal(llvm::formatv("environment variable RATRAIN_PROGRESS_NICE='{0}' "
+                          "must be a whole number from 0 to 19",
+                          std::getenv("RATRAIN_PROGRESS_NICE")));
+    progressNice = int(*value);
+  }
   if (auto value = parseEnvNumber("RATRAIN_COMM_TIMEOUT_S"))
     commTimeoutSeconds = *value;
   if (auto value = parseEnvNumber("RATRAIN_CHECKPOINT_TIMEOUT_S"))
@@ -465,8 +477,21 @@ Runtime::Runtime(int &argc, char **&argv, RuntimeOptions options)
       std::make_unique<TokenPool>(std::max<uint32_t>(opts.maxOutstanding, 1));
   pool->setTracer(&traceRecorder);
   dmaEngine = std::make_unique<DmaEngine>(*pool, opts.dmaThreads);
+  int progressNice = opts.progressNice;
+  if (progressNice < 0) {
+    // The node as the operating system sees it (not an emulated level).
+    MPI_Comm node;
+    int nodeRanks = 1;
+    checkMPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED,
+                                 worldRank, MPI_INFO_NULL, &node),
+             "MPI_Comm_split_type (node)");
+    checkMPI(MPI_Comm_size(node, &nodeRanks), "MPI_Comm_size");
+    MPI_Comm_free(&node);
+    progressNice =
+        automaticProgressNice(nodeRanks, sysconf(_SC_NPROCESSORS_ONLN));
+  }
   comm = std::make_unique<CommEngine>(*pool, opts.progress, opts.pollMicros,
-                                      opts.commTimeoutSeconds);
+                                      progressNice, opts.commTimeoutSeconds);
   quantized = std::make_unique<QuantizedCollectives>(*comm, pool->capacity(),
                                                      2 * kNumGroups);
   comm->setQuantized(quantized.get());

@@ -74,11 +74,15 @@ double ratrain::rt::meanReportedLoss(llvm::ArrayRef<double> tuples,
   return count ? sum / count : NAN;
 }
 
-int64_t StepTimers::threadCpuNanoseconds() {
+int64_t ratrain::rt::cpuClockNanoseconds(clockid_t clock) {
   timespec now{};
-  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now) != 0)
+  if (clock_gettime(clock, &now) != 0)
     return 0;
   return int64_t(now.tv_sec) * 1000000000 + now.tv_nsec;
+}
+
+int64_t StepTimers::threadCpuNanoseconds() {
+  return cpuClockNanoseconds(CLOCK_THREAD_CPUTIME_ID);
 }
 
 void StepTimers::take(StepTimeSplit &split) {

@@ -24,7 +24,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
+
+#include <unistd.h>
 
 using namespace ratrain::rt;
 using namespace ratrain::rt::e2e;
@@ -50,6 +55,30 @@ Args parseArgs(int argc, char **argv) {
 
 float activationValue(int rank, int microBatch, uint64_t i) {
   return float(rank * 1000 + microBatch * 10) + float(i % 7);
+}
+
+/// The highest nice value among this process's threads other than the main
+/// one (/proc/self/task/<tid>/stat, field 19), or -1 where none is readable.
+int highestHelperNice() {
+  int highest = -1;
+  std::error_code ec;
+  for (const auto &entry :
+       std::filesystem::directory_iterator("/proc/self/task", ec)) {
+    if (entry.path().filename() == std::to_string(getpid()))
+      continue;
+    std::ifstream stat(entry.path() / "stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), {});
+    // Fields after the command name, which is in parentheses: state is 3.
+    size_t close = text.rfind(')');
+    if (close == std::string::npos)
+      continue;
+    std::istringstream fields(text.substr(close + 1));
+    std::string field;
+    for (int i = 3; i <= 19 && fields >> field; ++i)
+      if (i == 19)
+        highest = std::max(highest, std::atoi(field.c_str()));
+  }
+  return highest;
 }
 
 /// Stage s sends micro-batch activations to stage s + 1, which checks them.
@@ -306,6 +335,19 @@ void runComm(Runtime &rt) {
         "ddr peak {0}", rt.ddr().peakBytes());
   CHECK(rt.gsm().peakBytes() == 64 * 64, "gsm peak {0}", rt.gsm().peakBytes());
   rt.wait(rt.barrier(Group::World));
+
+  // 9. The progress thread runs at RATRAIN_PROGRESS_NICE, or at the automatic
+  // value for this node's ranks and CPUs (the tests run on one node). It has
+  // carried the collectives above, so it has set its priority by now.
+  if (rt.options().progress == ProgressMode::Thread) {
+    int expected = rt.options().progressNice >= 0
+                       ? rt.options().progressNice
+                       : automaticProgressNice(rt.worldSize(),
+                                               sysconf(_SC_NPROCESSORS_ONLN));
+    int nice = highestHelperNice();
+    CHECK(nice == expected,
+          "the progress thread runs at nice {0}, expected {1}", nice, expected);
+  }
   std::printf("rank %d (stage %d, dp %d): ok\n", rt.rank(), rt.stage(),
               rt.dpIndex());
   if (rt.rank() == 0)

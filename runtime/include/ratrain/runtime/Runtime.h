@@ -154,6 +154,14 @@ enum class ProgressMode : unsigned char {
   Inline,
 };
 
+/// The progress thread's nice value where RuntimeOptions::progressNice is
+/// automatic: 19 where the node's `nodeRanks` ranks have a CPU each (the
+/// thread then takes its rank's CPU while the rank waits, and little of it
+/// while the rank computes), 10 where ranks share CPUs (at 19 a waiting rank's
+/// progress thread would barely run beside the other ranks computing on its
+/// CPU, and its messages would stall).
+int automaticProgressNice(int nodeRanks, long nodeCpus);
+
 struct RuntimeOptions {
   int pp = 1;
   int dp = 1;
@@ -174,6 +182,12 @@ struct RuntimeOptions {
   ProgressMode progress = ProgressMode::Thread;
   /// Polling interval of the progress thread. Env: RATRAIN_PROGRESS_POLL_US.
   unsigned pollMicros = 20;
+  /// Nice value (0..19) of the progress thread; -1 = automatic
+  /// (`automaticProgressNice`). At the compute thread's priority the progress
+  /// thread, woken at every submission and every polling interval, preempts
+  /// its rank's kernels on their shared CPU (docs/runtime.md, "The progress
+  /// thread's priority"). Environment: RATRAIN_PROGRESS_NICE.
+  int progressNice = -1;
   /// An operation outstanding longer than this is a fatal error (a peer is
   /// dead or hung). Environment: RATRAIN_COMM_TIMEOUT_S.
   double commTimeoutSeconds = 300;

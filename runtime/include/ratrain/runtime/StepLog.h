@@ -26,6 +26,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,11 @@ struct StepTimeSplit {
 /// steady_clock read before and after the call (and, for kernels, a read of
 /// the thread's CPU clock) and an integer add: no allocation, no
 /// synchronization, no collective.
+/// A CPU-time clock's reading (`CLOCK_THREAD_CPUTIME_ID`, or another
+/// thread's clock from `pthread_getcpuclockid`), in nanoseconds; 0 where it
+/// cannot be read.
+int64_t cpuClockNanoseconds(clockid_t clock);
+
 class StepTimers {
 public:
   using Clock = std::chrono::steady_clock;
