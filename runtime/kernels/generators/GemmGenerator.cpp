@@ -311,6 +311,35 @@ public:
   }
 };
 
+/// PackPairs' k_inner layout for an even K, on 32-bit words: each k-pair of
+/// a row of src (row-major [rows, K], seen as uint32 words src(kp, row)) is
+/// already the word vdpbf16ps multiplies, so the panel dst(i, kp, tile) =
+/// src(kp, tile*W + i) (the same bytes as PackPairs' dst(kk, i, kp, tile))
+/// moves one word per lane instead of two 16-bit inserts. Measured on Zen 5
+/// (2 threads, the 85M model's operands in cache): 1.5-2.1x faster than
+/// PackPairs (a 768 x 2048 weight 0.59 -> 0.28 ms); staging 16 x 16 blocks
+/// of words to transpose them in registers measured slower than both.
+class PackWords : public Generator<PackWords> {
+public:
+  GeneratorParam<int> width{"width", 32};
+  Input<Buffer<uint32_t>> src{"src", 2};
+  Output<Buffer<uint32_t>> dst{"dst", 3};
+
+  void generate() {
+    const int W = width;
+    Var i("i"), kp("kp"), tile("tile");
+    // Zero beyond K and beyond the last row.
+    Func s = BoundaryConditions::constant_exterior(src, cast<uint32_t>(0));
+    dst(i, kp, tile) = s(kp, tile * W + i);
+    dst.bound(i, 0, W)
+        .reorder(i, kp, tile)
+        .vectorize(i, W % 16 == 0 ? 16 : 4)
+        .parallel(tile);
+    src.dim(0).set_stride(1);
+    dst.dim(0).set_stride(1).set_extent(W).set_min(0);
+  }
+};
+
 /// fp32 -> bf16 bits, round to nearest even, in integer arithmetic: the
 /// bits ratrain_convert gives, subnormals included. (A plain cast compiled
 /// for the sapphirerapids target may become vcvtneps2bf16, which flushes
@@ -438,6 +467,7 @@ using GemmBf16PackedToBf16 = GemmBf16PackedBase<uint16_t>;
 
 HALIDE_REGISTER_GENERATOR(Gemm, ratrain_gemm)
 HALIDE_REGISTER_GENERATOR(PackPairs, ratrain_pack_pairs)
+HALIDE_REGISTER_GENERATOR(PackWords, ratrain_pack_words)
 HALIDE_REGISTER_GENERATOR(GemmBf16Packed, ratrain_gemm_bf16_packed)
 HALIDE_REGISTER_GENERATOR(GemmBf16PackedToBf16,
                           ratrain_gemm_bf16_packed_to_bf16)

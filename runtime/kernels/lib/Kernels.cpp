@@ -52,8 +52,10 @@
 #include "ratrain_k_gemm_tn_f32.h"
 #include "ratrain_k_pack_a_kinner.h"
 #include "ratrain_k_pack_a_kouter.h"
+#include "ratrain_k_pack_a_words.h"
 #include "ratrain_k_pack_b_kinner.h"
 #include "ratrain_k_pack_b_kouter.h"
+#include "ratrain_k_pack_b_words.h"
 #include "ratrain_k_rmsnorm_bwd.h"
 #include "ratrain_k_rmsnorm_bwd_bf16.h"
 #include "ratrain_k_rmsnorm_bwd_f16.h"
@@ -289,16 +291,30 @@ PackedBf16 packBf16(GemmForm form, int64_t M, int64_t N, int64_t K,
   bp.resize(2 * t.nr * kp * nTiles);
   packed.ap = dense(ap.data(), {2, t.mr, kp, mTiles});
   packed.bp = dense(bp.data(), {2, t.nr, kp, nTiles});
+  // A k_inner operand (rows of K) with an even K is packed as 32-bit words:
+  // each k-pair of a row is already one (ratrain_pack_words).
+  const bool words = K % 2 == 0;
+  auto asWords = [&](const uint16_t *x, int64_t rows) {
+    return dense(reinterpret_cast<const uint32_t *>(x), {K / 2, rows});
+  };
   if (form == GemmForm::TN)
     packed.status = ratrain_k_pack_a_kouter(dense(A, {M, K}), packed.ap);
+  else if (words)
+    packed.status = ratrain_k_pack_a_words(
+        asWords(A, M),
+        dense(reinterpret_cast<uint32_t *>(ap.data()), {t.mr, kp, mTiles}));
   else
     packed.status = ratrain_k_pack_a_kinner(dense(A, {K, M}), packed.ap);
   if (packed.status)
     return packed;
-  if (form == GemmForm::NT)
-    packed.status = ratrain_k_pack_b_kinner(dense(B, {K, N}), packed.bp);
-  else
+  if (form != GemmForm::NT)
     packed.status = ratrain_k_pack_b_kouter(dense(B, {N, K}), packed.bp);
+  else if (words)
+    packed.status = ratrain_k_pack_b_words(
+        asWords(B, N),
+        dense(reinterpret_cast<uint32_t *>(bp.data()), {t.nr, kp, nTiles}));
+  else
+    packed.status = ratrain_k_pack_b_kinner(dense(B, {K, N}), packed.bp);
   return packed;
 }
 } // namespace
