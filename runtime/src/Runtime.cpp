@@ -152,7 +152,7 @@ llvm::StringRef ratrain::rt::stringifyReduceOp(ReduceOp op) {
 }
 
 int ratrain::rt::automaticProgressNice(int nodeRanks, long nodeCpus) {
-  return nodeRanks <= nodeCpus ? 19 : 10;
+  return nodeRanks <= nodeCpus ? 19 : 0;
 }
 
 void RuntimeOptions::applyEnvironment() {

@@ -157,9 +157,10 @@ enum class ProgressMode : unsigned char {
 /// The progress thread's nice value where RuntimeOptions::progressNice is
 /// automatic: 19 where the node's `nodeRanks` ranks have a CPU each (the
 /// thread then takes its rank's CPU while the rank waits, and little of it
-/// while the rank computes), 10 where ranks share CPUs (at 19 a waiting rank's
-/// progress thread would barely run beside the other ranks computing on its
-/// CPU, and its messages would stall).
+/// while the rank computes), 0 where ranks share CPUs (a waiting rank's
+/// progress thread competes with the other ranks computing on its CPU; at a
+/// lower priority its messages stall: 4 ranks on 2 CPUs ran 2-4% slower at
+/// nice 10 than at 0 in the slower of two measurements, docs/runtime.md).
 int automaticProgressNice(int nodeRanks, long nodeCpus);
 
 struct RuntimeOptions {
