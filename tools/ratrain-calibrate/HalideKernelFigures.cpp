@@ -154,7 +154,7 @@ void ratrain::calibrate::measureGemmFitSamples(
     std::vector<float> a = randomFloats(aSize * copies, 7),
                        b = randomFloats(bSize * copies, 8),
                        c(cSize * copies, 0.0f);
-    std::vector<uint16_t> ah(a.size()), bh(b.size());
+    std::vector<uint16_t> ah(a.size()), bh(b.size()), ch(c.size(), 0);
     kn::toHalf(kn::Half::BF16, a.size(), a.data(), ah.data());
     kn::toHalf(kn::Half::BF16, b.size(), b.data(), bh.data());
     double flops = 2.0 * double(g.m) * double(g.n) * double(g.k);
@@ -166,11 +166,14 @@ void ratrain::calibrate::measureGemmFitSamples(
       return kn::gemm(g.form, g.m, g.n, g.k, a.data() + i * aSize,
                       b.data() + i * bSize, c.data() + i * cSize, g.beta);
     });
+    // Into a bf16 C, as a 16-bit program calls it (the kernel reads C,
+    // accumulates and rounds once; a K deeper than one panel is staged
+    // through fp32 inside).
     double t16 = kernelSeconds(shapeReps, [&] {
       int64_t i = next++ % copies;
-      return kn::gemm16(g.form, kn::Half::BF16, g.m, g.n, g.k,
-                        ah.data() + i * aSize, bh.data() + i * bSize,
-                        c.data() + i * cSize, g.beta);
+      return kn::gemm16To16(g.form, kn::Half::BF16, g.m, g.n, g.k,
+                            ah.data() + i * aSize, bh.data() + i * bSize,
+                            ch.data() + i * cSize, g.beta);
     });
     if (t32 > 0)
       f32.push_back({flops, elements, t32});
