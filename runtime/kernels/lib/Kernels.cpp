@@ -297,12 +297,17 @@ PackedBf16 packBf16(GemmForm form, int64_t M, int64_t N, int64_t K,
   auto asWords = [&](const uint16_t *x, int64_t rows) {
     return dense(reinterpret_cast<const uint32_t *>(x), {K / 2, rows});
   };
+  // A panel buffer seen as words (width, kp, tiles): the same bytes.
+  auto panelWords = [&](std::vector<uint16_t> &panel, int width,
+                        int64_t tiles) {
+    return dense(reinterpret_cast<uint32_t *>(panel.data()),
+                 {width, kp, tiles});
+  };
   if (form == GemmForm::TN)
     packed.status = ratrain_k_pack_a_kouter(dense(A, {M, K}), packed.ap);
   else if (words)
-    packed.status = ratrain_k_pack_a_words(
-        asWords(A, M),
-        dense(reinterpret_cast<uint32_t *>(ap.data()), {t.mr, kp, mTiles}));
+    packed.status =
+        ratrain_k_pack_a_words(asWords(A, M), panelWords(ap, t.mr, mTiles));
   else
     packed.status = ratrain_k_pack_a_kinner(dense(A, {K, M}), packed.ap);
   if (packed.status)
@@ -310,9 +315,8 @@ PackedBf16 packBf16(GemmForm form, int64_t M, int64_t N, int64_t K,
   if (form != GemmForm::NT)
     packed.status = ratrain_k_pack_b_kouter(dense(B, {N, K}), packed.bp);
   else if (words)
-    packed.status = ratrain_k_pack_b_words(
-        asWords(B, N),
-        dense(reinterpret_cast<uint32_t *>(bp.data()), {t.nr, kp, nTiles}));
+    packed.status =
+        ratrain_k_pack_b_words(asWords(B, N), panelWords(bp, t.nr, nTiles));
   else
     packed.status = ratrain_k_pack_b_kinner(dense(B, {K, N}), packed.bp);
   return packed;

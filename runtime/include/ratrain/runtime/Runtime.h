@@ -186,8 +186,8 @@ struct RuntimeOptions {
   /// Nice value (0..19) of the progress thread; -1 = automatic
   /// (`automaticProgressNice`). At the compute thread's priority the progress
   /// thread, woken at every submission and every polling interval, preempts
-  /// its rank's kernels on their shared CPU (docs/runtime.md, "The progress
-  /// thread's priority"). Environment: RATRAIN_PROGRESS_NICE.
+  /// its rank's kernels on their shared CPU (docs/runtime.md, "Tokens,
+  /// progress and overlap"). Environment: RATRAIN_PROGRESS_NICE.
   int progressNice = -1;
   /// An operation outstanding longer than this is a fatal error (a peer is
   /// dead or hung). Environment: RATRAIN_COMM_TIMEOUT_S.

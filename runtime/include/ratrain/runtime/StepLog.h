@@ -57,16 +57,16 @@ struct StepTimeSplit {
   }
 };
 
-/// This rank's kernel and wait time since the last take(), accumulated by the
-/// emitted program's kernel and wait helpers on the main thread. Adding is a
-/// steady_clock read before and after the call (and, for kernels, a read of
-/// the thread's CPU clock) and an integer add: no allocation, no
-/// synchronization, no collective.
 /// A CPU-time clock's reading (`CLOCK_THREAD_CPUTIME_ID`, or another
 /// thread's clock from `pthread_getcpuclockid`), in nanoseconds; 0 where it
 /// cannot be read.
 int64_t cpuClockNanoseconds(clockid_t clock);
 
+/// This rank's kernel and wait time since the last take(), accumulated by the
+/// emitted program's kernel and wait helpers on the main thread. Adding is a
+/// steady_clock read before and after the call (and, for kernels, a read of
+/// the thread's CPU clock) and an integer add: no allocation, no
+/// synchronization, no collective.
 class StepTimers {
 public:
   using Clock = std::chrono::steady_clock;
