@@ -11,6 +11,8 @@
 #include "ratrain/runtime/Error.h"
 #include "ratrain/runtime/Runtime.h"
 
+#include "llvm/Support/FormatVariadic.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -123,9 +125,11 @@ Out::~Out() {
 namespace {
 /// Runs one compute kernel call, adds its time to this rank's kernel seconds
 /// of the step (StepTimers: wall and thread CPU clock reads, no allocation)
-/// and, in a traced step, records it (Trace.h), then checks its status. fp32
-/// staging conversions around it count as overhead.
-template <typename Call> void kernel(const char *name, Call &&call) {
+/// and, in a traced step, records it (Trace.h) with the shape `describe()`
+/// returns (called only then), then checks its status. fp32 staging
+/// conversions around it count as overhead.
+template <typename Call, typename Describe>
+void kernel(const char *name, Call &&call, Describe &&describe) {
   using Clock = StepTimers::Clock;
   // The CPU clock reads lie inside the wall-clock span: a read of the
   // thread's CPU clock settles its run time, where the scheduler may end its
@@ -138,9 +142,19 @@ template <typename Call> void kernel(const char *name, Call &&call) {
   if (Runtime *r = Runtime::current()) {
     r->stepTimers().addKernel(end - start, cpuEnd - cpuStart);
     if (r->tracer().recording())
-      r->tracer().kernel(name, start, end);
+      r->tracer().kernel(name, start, end, describe());
   }
   check(status, name);
+}
+
+template <typename Call> void kernel(const char *name, Call &&call) {
+  kernel(name, std::forward<Call>(call), [] { return std::string(); });
+}
+
+/// A GEMM call's shape in the trace: "NT 256x688x256" (form, M x N x K).
+std::string gemmShape(k::GemmForm form, int64_t M, int64_t N, int64_t K) {
+  const char *forms[] = {"NT", "NN", "TN"};
+  return llvm::formatv("{0} {1}x{2}x{3}", forms[unsigned(form)], M, N, K).str();
 }
 
 /// The ALiBi slopes of `heads` heads (computed once per head count), or
@@ -235,14 +249,19 @@ void ropeImpl(const Tensor &x, const Tensor &y, int64_t B, int64_t S,
 void gemmInto(const Tensor &a, const Tensor &b, float *dst, k::GemmForm form,
               int64_t M, int64_t N, int64_t K, float beta) {
   if (isHalf(a.type) && a.type == b.type) {
-    kernel("gemm16", [&] {
-      return k::gemm16(form, half(a.type), M, N, K, a.buf.as<uint16_t>(),
-                       b.buf.as<uint16_t>(), dst, beta);
-    });
+    kernel(
+        "gemm16",
+        [&] {
+          return k::gemm16(form, half(a.type), M, N, K, a.buf.as<uint16_t>(),
+                           b.buf.as<uint16_t>(), dst, beta);
+        },
+        [&] { return gemmShape(form, M, N, K); });
     return;
   }
   In ai(a), bi(b);
-  kernel("gemm", [&] { return k::gemm(form, M, N, K, ai.p, bi.p, dst, beta); });
+  kernel(
+      "gemm", [&] { return k::gemm(form, M, N, K, ai.p, bi.p, dst, beta); },
+      [&] { return gemmShape(form, M, N, K); });
 }
 } // namespace
 
@@ -254,11 +273,14 @@ void gemm(const Tensor &a, const Tensor &b, const Tensor &c, k::GemmForm form,
       !overlaps(c, a) && !overlaps(c, b)) {
     // All three 16-bit of one type: the kernel reads, accumulates and rounds
     // c itself (no fp32 copy of c outside the kernel).
-    kernel("gemm16", [&] {
-      return k::gemm16To16(form, half(c.type), M, N, K, a.buf.as<uint16_t>(),
-                           b.buf.as<uint16_t>(), c.buf.as<uint16_t>(),
-                           accumulate ? 1.0f : 0.0f);
-    });
+    kernel(
+        "gemm16",
+        [&] {
+          return k::gemm16To16(form, half(c.type), M, N, K,
+                               a.buf.as<uint16_t>(), b.buf.as<uint16_t>(),
+                               c.buf.as<uint16_t>(), accumulate ? 1.0f : 0.0f);
+        },
+        [&] { return gemmShape(form, M, N, K); });
     return;
   }
   if (alpha == 1.0) {

@@ -116,10 +116,10 @@ void Tracer::endSpan() {
 }
 
 void Tracer::kernel(const char *name, Clock::time_point start,
-                    Clock::time_point end) {
+                    Clock::time_point end, llvm::StringRef shape) {
   if (!active)
     return;
-  Event call{Kind::Kernel, TracePhase::Other, name};
+  Event call{Kind::Kernel, TracePhase::Other, name, shape.str()};
   call.step = currentStep;
   call.start = start;
   call.end = end;
@@ -275,6 +275,8 @@ std::string Tracer::takeEvents(int64_t pid, llvm::StringRef processName,
         json.attribute("step", int64_t(e.step));
         if (e.kind == Kind::Wait)
           json.attribute("what", e.text);
+        if (e.kind == Kind::Kernel && !e.text.empty())
+          json.attribute("shape", e.text);
       });
     });
   }

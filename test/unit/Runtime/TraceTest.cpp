@@ -102,7 +102,8 @@ TEST(Trace, EventsFormAChromeTrace) {
     tracer.beginStep(step);
     tracer.beginSpan("fwd L1 mb0", TracePhase::Forward);
     Clock::time_point t = Clock::now();
-    tracer.kernel("gemm", t, t + std::chrono::microseconds(5));
+    tracer.kernel("gemm", t, t + std::chrono::microseconds(5),
+                  "NT 256x688x256");
     tracer.kernel("rmsnormForward", t + std::chrono::microseconds(5),
                   t + std::chrono::microseconds(7));
     tracer.endSpan();
@@ -151,8 +152,12 @@ TEST(Trace, EventsFormAChromeTrace) {
       EXPECT_EQ(cat, "forward");
     if (name == "update L1")
       EXPECT_EQ(cat, "update");
-    if (name == "gemm")
+    if (name == "gemm") {
       EXPECT_EQ(cat, "kernel");
+      EXPECT_EQ(args->getString("shape"), "NT 256x688x256");
+    }
+    if (name == "rmsnormForward") // No shape given: no shape argument.
+      EXPECT_EQ(args->getString("shape"), std::nullopt);
     if (name == "wait p2p") {
       EXPECT_EQ(cat, "p2p");
       EXPECT_EQ(event->getInteger("tid"), Tracer::BlockedThread);

@@ -92,8 +92,11 @@ public:
   /// `label` is a string literal of the program (not copied).
   void beginSpan(const char *label, TracePhase phase);
   void endSpan();
-  /// A kernel call; `name` is a string literal.
-  void kernel(const char *name, Clock::time_point start, Clock::time_point end);
+  /// A kernel call; `name` is a string literal, `shape` (copied; may be
+  /// empty) what the call computed, e.g. a GEMM's "NT 256x688x256" (form,
+  /// M x N x K), written as the event's `shape` argument.
+  void kernel(const char *name, Clock::time_point start, Clock::time_point end,
+              llvm::StringRef shape = {});
   /// A blocking wait for an operation described by `what` (copied).
   void wait(llvm::StringRef what, Clock::time_point start,
             Clock::time_point end);
@@ -120,7 +123,7 @@ private:
     Kind kind;
     TracePhase phase = TracePhase::Other;
     const char *name = nullptr; ///< Static (span labels, kernel names).
-    std::string text;           ///< Owned (waits, async operations).
+    std::string text; ///< Owned (waits, async operations, kernel shapes).
     uint64_t step = 0;
     Clock::time_point start, end;
   };
