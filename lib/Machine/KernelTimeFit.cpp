@@ -1,17 +1,20 @@
 //===- KernelTimeFit.cpp - Least-squares fit of a kernel's time model -----===//
 //
-// The model is linear in its three unknowns x = (1 / efficiency,
-// elementSeconds, callSeconds): a call predicted at r . x with r = (flops /
-// peak, elements, 1). Minimizing the squared relative errors is ordinary
-// least squares on the rows r_i / t_i against 1. The bounds (efficiency <= 1,
-// the other two >= 0) are met by trying each choice of which unknowns sit on
-// their bound (eight at most) and keeping the best feasible solution: with
-// three unknowns that is the exact constrained optimum.
+// The model is linear in its four unknowns x = (1 / efficiency,
+// elementSeconds, rowSeconds, callSeconds): a call predicted at r . x with
+// r = (flops / peak, elements, rows, 1). Minimizing the squared relative
+// errors is ordinary least squares on the vectors r_i / t_i against 1. The
+// bounds (efficiency <= 1, the others >= 0) are met by trying each choice of
+// which unknowns sit on their bound (sixteen at most) and keeping the best
+// feasible solution: with four unknowns that is the exact constrained
+// optimum. Samples without rows leave rowSeconds undetermined, so only the
+// choices that hold it at its bound (0) solve.
 //
 //===----------------------------------------------------------------------===//
 
 #include "ratrain/Machine/KernelTimeFit.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <array>
@@ -23,11 +26,11 @@ using namespace ratrain;
 
 namespace {
 
-constexpr int kUnknowns = 3;
+constexpr int kUnknowns = 4;
 using Vector = std::array<double, kUnknowns>;
 
 Vector rowOf(const KernelTimeSample &s, double peak) {
-  return {s.flops / peak, s.elements, 1.0};
+  return {s.flops / peak, s.elements, s.rows, 1.0};
 }
 
 /// Least squares over the unknowns marked free; the others keep `fixed`'s
@@ -85,7 +88,9 @@ double sumSquaredRelativeErrors(llvm::ArrayRef<KernelTimeSample> samples,
   double sum = 0;
   for (const KernelTimeSample &s : samples) {
     Vector r = rowOf(s, peak);
-    double predicted = r[0] * x[0] + r[1] * x[1] + r[2] * x[2];
+    double predicted = 0;
+    for (int j = 0; j < kUnknowns; ++j)
+      predicted += r[j] * x[j];
     double e = predicted / s.seconds - 1.0;
     sum += e * e;
   }
@@ -100,9 +105,12 @@ ratrain::fitKernelTime(llvm::ArrayRef<KernelTimeSample> samples, double peak) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    "kernel time fit: " + what);
   };
-  if (samples.size() < size_t(kUnknowns))
+  const bool withRows = llvm::any_of(
+      samples, [](const KernelTimeSample &s) { return s.rows > 0; });
+  const size_t unknowns = withRows ? kUnknowns : kUnknowns - 1;
+  if (samples.size() < unknowns)
     return fail(llvm::formatv("needs at least {0} measurements, got {1}",
-                              kUnknowns, samples.size()));
+                              unknowns, samples.size()));
   if (!(peak > 0) || !std::isfinite(peak))
     return fail(llvm::formatv("the peak must be positive, got {0}", peak));
   for (size_t i = 0; i < samples.size(); ++i) {
@@ -113,9 +121,14 @@ ratrain::fitKernelTime(llvm::ArrayRef<KernelTimeSample> samples, double peak) {
       return fail(llvm::formatv("measurement {0}: flops, elements and "
                                 "seconds must be positive, got {1}, {2}, {3}",
                                 i, s.flops, s.elements, s.seconds));
+    if (!(s.rows >= 0) || !std::isfinite(s.rows))
+      return fail(llvm::formatv("measurement {0}: rows must be non-negative, "
+                                "got {1}",
+                                i, s.rows));
   }
-  // Bounds: 1 / efficiency >= 1, elementSeconds >= 0, callSeconds >= 0.
-  const Vector bound = {1.0, 0.0, 0.0};
+  // Bounds: 1 / efficiency >= 1, the per-element, per-row and per-call
+  // seconds >= 0.
+  const Vector bound = {1.0, 0.0, 0.0, 0.0};
   std::optional<Vector> best;
   double bestError = std::numeric_limits<double>::infinity();
   for (int mask = 0; mask < (1 << kUnknowns); ++mask) {
@@ -123,7 +136,8 @@ ratrain::fitKernelTime(llvm::ArrayRef<KernelTimeSample> samples, double peak) {
     for (int j = 0; j < kUnknowns; ++j)
       free[j] = (mask >> j) & 1;
     std::optional<Vector> x = solve(samples, peak, free, bound);
-    if (!x || (*x)[0] < 1.0 - 1e-12 || (*x)[1] < 0 || (*x)[2] < 0)
+    if (!x || (*x)[0] < 1.0 - 1e-12 || (*x)[1] < 0 || (*x)[2] < 0 ||
+        (*x)[3] < 0)
       continue;
     double error = sumSquaredRelativeErrors(samples, peak, *x);
     if (error < bestError) {
@@ -136,7 +150,8 @@ ratrain::fitKernelTime(llvm::ArrayRef<KernelTimeSample> samples, double peak) {
   KernelTimeFit fit;
   fit.efficiency = std::min(1.0, 1.0 / (*best)[0]);
   fit.elementSeconds = (*best)[1];
-  fit.callSeconds = (*best)[2];
+  fit.rowSeconds = (*best)[2];
+  fit.callSeconds = (*best)[3];
   return fit;
 }
 
@@ -147,6 +162,7 @@ double ratrain::maxRelativeError(const KernelTimeFit &fit,
   for (const KernelTimeSample &s : samples)
     worst = std::max(
         worst,
-        std::fabs(fit.seconds(s.flops, s.elements, peak) / s.seconds - 1.0));
+        std::fabs(fit.seconds(s.flops, s.elements, peak, s.rows) / s.seconds -
+                  1.0));
   return worst;
 }

@@ -222,6 +222,23 @@ private:
         readReal(n, k, *ptr);
       };
     };
+    // A kernel's time fit (KernelTimeFit) and its per-type mapping.
+    auto fit = [&](KernelTimeFit &f) {
+      return [&, ptr = &f](llvm::yaml::Node *n, llvm::StringRef k) {
+        parseMapping(n, k,
+                     {{"efficiency", real(ptr->efficiency)},
+                      {"element_seconds", real(ptr->elementSeconds)},
+                      {"row_seconds", real(ptr->rowSeconds)},
+                      {"call_seconds", real(ptr->callSeconds)}},
+                     {"efficiency", "element_seconds", "call_seconds"});
+      };
+    };
+    auto fits = [&](KernelTimeFits &f) {
+      return [&, ptr = &f](llvm::yaml::Node *n, llvm::StringRef k) {
+        parseMapping(n, k, {{"f32", fit(ptr->f32)}, {"f16", fit(ptr->f16)}},
+                     {});
+      };
+    };
     parseMapping(
         node, path,
         {{"cores", in(c.cores)},
@@ -250,21 +267,9 @@ private:
                        "attention kernels run at), got '" +
                            text + "'");
           }},
-         {"gemm_fit",
-          [&](llvm::yaml::Node *n, llvm::StringRef k) {
-            auto fit = [&](KernelTimeFit &f) {
-              return [&, ptr = &f](llvm::yaml::Node *fn, llvm::StringRef fk) {
-                parseMapping(fn, fk,
-                             {{"efficiency", real(ptr->efficiency)},
-                              {"element_seconds", real(ptr->elementSeconds)},
-                              {"call_seconds", real(ptr->callSeconds)}},
-                             {"efficiency", "element_seconds", "call_seconds"});
-              };
-            };
-            parseMapping(
-                n, k,
-                {{"f32", fit(c.gemmFit.f32)}, {"f16", fit(c.gemmFit.f16)}}, {});
-          }},
+         {"gemm_fit", fits(c.gemmFit)},
+         {"attention_forward_fit", fits(c.attentionForwardFit)},
+         {"attention_backward_fit", fits(c.attentionBackwardFit)},
          {"efficiency",
           [&](llvm::yaml::Node *n, llvm::StringRef k) {
             KernelEfficiency &e = c.efficiency;

@@ -252,12 +252,18 @@ static llvm::Error validateCluster(const ClusterSpec &c, llvm::StringRef prefix,
   struct FitField {
     const char *key;
     const KernelTimeFit &fit;
-  } fits[] = {{"gemm_fit.f32", c.gemmFit.f32}, {"gemm_fit.f16", c.gemmFit.f16}};
+  } fits[] = {{"gemm_fit.f32", c.gemmFit.f32},
+              {"gemm_fit.f16", c.gemmFit.f16},
+              {"attention_forward_fit.f32", c.attentionForwardFit.f32},
+              {"attention_forward_fit.f16", c.attentionForwardFit.f16},
+              {"attention_backward_fit.f32", c.attentionBackwardFit.f32},
+              {"attention_backward_fit.f16", c.attentionBackwardFit.f16}};
   for (const FitField &f : fits) {
-    // Absent: all three zero. Present: an efficiency in (0, 1] and
-    // non-negative, finite per-element and per-call seconds.
+    // Absent: all four zero. Present: an efficiency in (0, 1] and
+    // non-negative, finite per-element, per-row and per-call seconds.
     const KernelTimeFit &fit = f.fit;
-    if (fit.efficiency == 0 && fit.elementSeconds == 0 && fit.callSeconds == 0)
+    if (fit.efficiency == 0 && fit.elementSeconds == 0 && fit.rowSeconds == 0 &&
+        fit.callSeconds == 0)
       continue;
     std::string fitKey = key(f.key);
     if (!(fit.efficiency > 0 && fit.efficiency <= 1))
@@ -269,6 +275,11 @@ static llvm::Error validateCluster(const ClusterSpec &c, llvm::StringRef prefix,
                   llvm::formatv("must be a non-negative number of seconds, "
                                 "got {0}",
                                 fit.elementSeconds));
+    if (!(fit.rowSeconds >= 0) || !std::isfinite(fit.rowSeconds))
+      return fail(fitKey + ".row_seconds",
+                  llvm::formatv("must be a non-negative number of seconds, "
+                                "got {0}",
+                                fit.rowSeconds));
     if (!(fit.callSeconds >= 0) || !std::isfinite(fit.callSeconds))
       return fail(fitKey + ".call_seconds",
                   llvm::formatv("must be a non-negative number of seconds, "
@@ -495,10 +506,13 @@ static ClusterSpec splitCluster(const ClusterSpec &cluster, int64_t k) {
   // A virtual cluster runs its kernels on 1/K of the cores: the per-element
   // and per-call terms of a fit take K times as long (its efficiency applies
   // to the split peak).
-  for (KernelTimeFit *fit : {&c.gemmFit.f32, &c.gemmFit.f16}) {
-    fit->elementSeconds *= double(k);
-    fit->callSeconds *= double(k);
-  }
+  for (KernelTimeFits *fits :
+       {&c.gemmFit, &c.attentionForwardFit, &c.attentionBackwardFit})
+    for (KernelTimeFit *fit : {&fits->f32, &fits->f16}) {
+      fit->elementSeconds *= double(k);
+      fit->rowSeconds *= double(k);
+      fit->callSeconds *= double(k);
+    }
   return c;
 }
 

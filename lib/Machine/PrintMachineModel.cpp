@@ -78,16 +78,23 @@ std::string ratrain::printMachineModel(const MachineModel &machine) {
     os << "    attention_backward_f16: "
        << real(c.efficiency.attentionBackwardF16) << "\n";
   os << "    memory_bound: " << real(c.efficiency.memoryBound) << "\n";
-  if (c.gemmFit.f32.present() || c.gemmFit.f16.present()) {
-    os << "  gemm_fit:\n";
+  for (auto [name, fits] :
+       {std::pair<const char *, const KernelTimeFits &>{"gemm_fit", c.gemmFit},
+        {"attention_forward_fit", c.attentionForwardFit},
+        {"attention_backward_fit", c.attentionBackwardFit}}) {
+    if (!fits.f32.present() && !fits.f16.present())
+      continue;
+    os << "  " << name << ":\n";
     for (auto [key, fit] :
-         {std::pair<const char *, const KernelTimeFit &>{"f32", c.gemmFit.f32},
-          {"f16", c.gemmFit.f16}}) {
+         {std::pair<const char *, const KernelTimeFit &>{"f32", fits.f32},
+          {"f16", fits.f16}}) {
       if (!fit.present())
         continue;
       os << "    " << key << ":\n";
       os << "      efficiency: " << real(fit.efficiency) << "\n";
       os << "      element_seconds: " << real(fit.elementSeconds) << "\n";
+      if (fit.rowSeconds != 0)
+        os << "      row_seconds: " << real(fit.rowSeconds) << "\n";
       os << "      call_seconds: " << real(fit.callSeconds) << "\n";
     }
   }

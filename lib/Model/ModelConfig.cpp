@@ -175,16 +175,20 @@ double ModelConfig::layerMatmulFlopsPerToken() const {
   return 2.0 * macs;
 }
 
-double ModelConfig::attentionFlopsPerToken() const {
-  // QK^T and PV: 2 matmuls of s x d per head per token, 2 FLOPs per MAC,
-  // halved by the causal mask; with a sliding window shorter than the
-  // sequence, a token past the first W sees W keys.
+double ModelConfig::attentionScoresPerToken() const {
+  // Half of the s x s scores under the causal mask; with a sliding window
+  // shorter than the sequence, a token past the first W sees W keys.
   double keys = double(seqLen) / 2.0;
   if (slidingWindow > 0 && slidingWindow < seqLen) {
     double w = double(slidingWindow), s = double(seqLen);
     keys = (w * (w + 1) / 2 + (s - w) * w) / s;
   }
-  return 2.0 * 2.0 * keys * double(qDim());
+  return keys * double(numHeads);
+}
+
+double ModelConfig::attentionFlopsPerToken() const {
+  // QK^T and PV: 2 matmuls of d per score entry, 2 FLOPs per MAC.
+  return 2.0 * 2.0 * attentionScoresPerToken() * double(headDim());
 }
 
 double ModelConfig::headFlopsPerToken() const {

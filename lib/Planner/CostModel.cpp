@@ -60,7 +60,7 @@ double CostModel::gemmSeconds(double m, double n, double k) const {
   double w = getDTypeBytes(model.dtype);
   double flops = 2.0 * m * n * k;
   double elements = m * k + k * n + m * n;
-  const GemmTimeFits &fits = machine.cluster.gemmFit;
+  const KernelTimeFits &fits = machine.cluster.gemmFit;
   const KernelTimeFit &fit = model.dtype == DType::F32 ? fits.f32 : fits.f16;
   // A measured fit includes what the packing, the epilogue and the call
   // cost; without one, a roofline of a fraction of peak and DDR traffic.
@@ -71,26 +71,50 @@ double CostModel::gemmSeconds(double m, double n, double k) const {
   return std::max(compute, memoryBoundSeconds(w * elements));
 }
 
-double CostModel::attentionForward(int64_t microBatchSize) const {
+/// The machine's measured attention time fit for the model (`backward`:
+/// the backward's) and the peak it applies to: the fp32 fit for an fp32
+/// model or on a machine whose attention kernels compute in fp32
+/// (`attention_peak: f32`); otherwise the 16-bit fit at peak_flops_f16.
+/// Null when the machine file has no such fit.
+static const KernelTimeFit *attentionFit(const ModelConfig &model,
+                                         const MachineModel &m, bool backward,
+                                         double &peak) {
+  const ClusterSpec &c = m.cluster;
+  const KernelTimeFits &fits =
+      backward ? c.attentionBackwardFit : c.attentionForwardFit;
+  bool fp32 = model.dtype == DType::F32 || c.attentionAtF32Peak;
+  const KernelTimeFit &fit = fp32 ? fits.f32 : fits.f16;
+  peak = fp32 ? c.peakFlopsF32 : c.peakFlopsF16;
+  return fit.present() ? &fit : nullptr;
+}
+
+double CostModel::attentionSeconds(int64_t microBatchSize,
+                                   bool backward) const {
   double tokens = double(model.seqLen) * microBatchSize;
   double w = getDTypeBytes(model.dtype);
-  double flops = model.attentionFlopsPerToken() * tokens;
-  // A fused (flash-style) kernel reads q, k, v and writes o once.
-  double bytes = w * tokens * (2.0 * model.qDim() + 2.0 * model.kvDim());
-  double compute = flops / attentionFlops(model, machine, false);
+  // The backward runs five s x s x d products (QK^T again, dV, dP, dQ, dK)
+  // against the forward's two.
+  double flops =
+      (backward ? 2.5 : 1.0) * model.attentionFlopsPerToken() * tokens;
+  double peak = 0;
+  if (const KernelTimeFit *fit = attentionFit(model, machine, backward, peak))
+    return fit->seconds(flops, model.attentionScoresPerToken() * tokens, peak,
+                        /*rows=*/double(model.numHeads) * tokens);
+  // A fused (flash-style) forward reads q, k, v and writes o once; the
+  // backward reads q, k, v, o, dO and writes dq, dk, dv.
+  double bytes = w * tokens *
+                 (backward ? 4.0 * model.qDim() + 4.0 * model.kvDim()
+                           : 2.0 * model.qDim() + 2.0 * model.kvDim());
+  double compute = flops / attentionFlops(model, machine, backward);
   return std::max(compute, memoryBoundSeconds(bytes));
 }
 
+double CostModel::attentionForward(int64_t microBatchSize) const {
+  return attentionSeconds(microBatchSize, /*backward=*/false);
+}
+
 double CostModel::attentionBackward(int64_t microBatchSize) const {
-  double tokens = double(model.seqLen) * microBatchSize;
-  double w = getDTypeBytes(model.dtype);
-  // Five s x s x d products (QK^T again, dV, dP, dQ, dK) against two in the
-  // forward.
-  double flops = 2.5 * model.attentionFlopsPerToken() * tokens;
-  // Reads q, k, v, o, dO; writes dq, dk, dv.
-  double bytes = w * tokens * (4.0 * model.qDim() + 4.0 * model.kvDim());
-  double compute = flops / attentionFlops(model, machine, true);
-  return std::max(compute, memoryBoundSeconds(bytes));
+  return attentionSeconds(microBatchSize, /*backward=*/true);
 }
 
 double CostModel::layerElementwiseBytes(int64_t microBatchSize) const {

@@ -7,7 +7,9 @@
 #     (machines/host-<vendor>-<family>-<model>-<cpus>c-<hash>.yaml) and
 #     leaves no temporary file (ratrain-calibrate writes a temporary file
 #     and renames it: its note names the final path);
-#  2. the file is a machine file (`ratrain machine host` reads it back);
+#  2. the file is a machine file (`ratrain machine host` reads it back),
+#     with the GEMM's and the attention's time fits where the kernels are
+#     built;
 #  3. a second --host-file prints the same path without measuring again;
 #  4. `ratrain plan --machine host` plans on it;
 #  5. --calibrate measures again into the same path.
@@ -35,6 +37,12 @@ grep -q "wrote $path" "$work/err1" || fail "the output does not name $path"
 
 "$ratrain" machine host >"$work/host.yaml" || fail "ratrain machine host"
 grep -q '^clusters_per_node:' "$work/host.yaml" || fail "not a machine file"
+# With the Halide kernels (a GEMM time fit), the attention's time fits too.
+if grep -q '^  gemm_fit:' "$work/host.yaml"; then
+  for fit in attention_forward_fit attention_backward_fit; do
+    grep -q "^  $fit:" "$work/host.yaml" || fail "no $fit in the calibrated file"
+  done
+fi
 
 "$ratrain" machine --host-file >"$work/path2" 2>"$work/err2"
 [ "$(cat "$work/path2")" = "$path" ] || fail "the second --host-file differs"

@@ -4,6 +4,9 @@
 
 #include "ratrain/kernels/Kernels.h"
 
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
 #include <algorithm>
 #include <cmath>
 #include <ctime>
@@ -182,48 +185,204 @@ void ratrain::calibrate::measureGemmFitSamples(
   }
 }
 
-/// Causal GQA attention; FLOPs counted as the cost model does: 4 S^2/2 D per
-/// head forward (QK^T and PV over the causal half), 2.5 times that backward.
-void ratrain::calibrate::measureAttention(AttentionFigure &f, int reps) {
-  int64_t t = f.b * f.s, qw = f.hq * f.d, kw = f.hkv * f.d;
-  std::vector<float> q = randomFloats(t * qw, 3), k = randomFloats(t * kw, 4),
-                     v = randomFloats(t * kw, 5),
-                     dout = randomFloats(t * qw, 6);
-  std::vector<float> out(t * qw), lse(f.b * f.hq * f.s), dq(t * qw), dk(t * kw),
-      dv(t * kw);
-  float scale = 1.0f / std::sqrt(float(f.d));
-  double flops = 4.0 * double(f.s) * double(f.s) / 2 * double(f.d) *
-                 double(f.hq) * double(f.b);
-  f.forward = kernelRate(reps, flops, [&] {
-    return kn::attentionForward(f.b, f.s, f.hq, f.hkv, f.d, q.data(), k.data(),
-                                v.data(), scale, out.data(), lse.data());
+namespace {
+
+/// One attention shape: its figures (seconds per call, CPU-seconds of the
+/// process) and whether it is one of the two the efficiencies average.
+struct AttentionShape {
+  const char *what;
+  int64_t b, s, hq, hkv, d;
+  bool efficiencyShape;
+  double forward = 0, backward = 0;         ///< fp32 kernels
+  double forwardBf16 = 0, backwardBf16 = 0; ///< bf16 kernels
+  /// Forward FLOPs as the cost model counts them: 4 S^2/2 D per head (QK^T
+  /// and PV over the causal half); the backward 2.5 times that.
+  double flops() const { return 4.0 * scores() * double(d); }
+  /// Causal score entries (the time fits' elements).
+  double scores() const {
+    return double(s) * double(s) / 2 * double(hq) * double(b);
+  }
+  /// Query rows (the time fits' rows).
+  double rows() const { return double(s) * double(hq) * double(b); }
+};
+
+/// Times one shape's forward and backward, fp32 and bf16, on operands that
+/// cycle through copies filling `workingSetBytes` (as measureGemmFitSamples
+/// does: in a step the attention reads q, k and v that other kernels wrote
+/// since its last call on them).
+void measureAttention(AttentionShape &f, int reps, int64_t workingSetBytes) {
+  const int64_t t = f.b * f.s, qSize = t * f.hq * f.d, kvSize = t * f.hkv * f.d,
+                lseSize = f.b * f.hq * f.s;
+  // fp32 q, k, v, o, dO, dq, dk, dv and lse of one call.
+  const int64_t callBytes = 4 * (4 * qSize + 4 * kvSize + lseSize);
+  const int64_t copies =
+      std::clamp<int64_t>(workingSetBytes / callBytes, 1, 64);
+  std::vector<float> q = randomFloats(qSize * copies, 3),
+                     k = randomFloats(kvSize * copies, 4),
+                     v = randomFloats(kvSize * copies, 5),
+                     dout = randomFloats(qSize * copies, 6);
+  std::vector<float> out(qSize * copies), lse(lseSize * copies),
+      dq(qSize * copies), dk(kvSize * copies), dv(kvSize * copies);
+  const float scale = 1.0f / std::sqrt(float(f.d));
+  const int shapeReps = 2.5 * f.flops() > 1e10 ? std::min(reps, 2) : reps;
+  int64_t next = 0;
+  // The backward reads the forward's o and lse of the same copy: every copy
+  // has had its forward before a backward call uses it.
+  auto forward32 = [&](int64_t i) {
+    return kn::attentionForward(f.b, f.s, f.hq, f.hkv, f.d, &q[i * qSize],
+                                &k[i * kvSize], &v[i * kvSize], scale,
+                                &out[i * qSize], &lse[i * lseSize]);
+  };
+  for (int64_t i = 0; i < copies; ++i)
+    if (forward32(i) != 0)
+      return;
+  f.forward =
+      kernelSeconds(shapeReps, [&] { return forward32(next++ % copies); });
+  f.backward = kernelSeconds(shapeReps, [&] {
+    int64_t i = next++ % copies;
+    return kn::attentionBackward(
+        f.b, f.s, f.hq, f.hkv, f.d, &q[i * qSize], &k[i * kvSize],
+        &v[i * kvSize], &out[i * qSize], &dout[i * qSize], &lse[i * lseSize],
+        scale, &dq[i * qSize], &dk[i * kvSize], &dv[i * kvSize]);
   });
-  f.backward = kernelRate(reps, 2.5 * flops, [&] {
-    return kn::attentionBackward(f.b, f.s, f.hq, f.hkv, f.d, q.data(), k.data(),
-                                 v.data(), out.data(), dout.data(), lse.data(),
-                                 scale, dq.data(), dk.data(), dv.data());
-  });
-  // The bf16 kernels (products on vdpbf16ps, or widened: kernels::bf16Products)
-  // on the same values.
+  // The bf16 kernels (products on vdpbf16ps, or widened:
+  // kernels::bf16Products) on the same values.
   auto bf16 = [](const std::vector<float> &x) {
     std::vector<uint16_t> bits(x.size());
     kn::toHalf(kn::Half::BF16, int64_t(x.size()), x.data(), bits.data());
     return bits;
   };
   std::vector<uint16_t> q16 = bf16(q), k16 = bf16(k), v16 = bf16(v),
-                        d16 = bf16(dout), o16(t * qw), dq16(t * qw),
-                        dk16(t * kw), dv16(t * kw);
-  f.forwardBf16 = kernelRate(reps, flops, [&] {
+                        d16 = bf16(dout), o16(out.size()), dq16(dq.size()),
+                        dk16(dk.size()), dv16(dv.size());
+  auto forward16 = [&](int64_t i) {
     return kn::attentionForward(kn::Half::BF16, f.b, f.s, f.hq, f.hkv, f.d,
-                                q16.data(), k16.data(), v16.data(), scale,
-                                o16.data(), lse.data());
+                                &q16[i * qSize], &k16[i * kvSize],
+                                &v16[i * kvSize], scale, &o16[i * qSize],
+                                &lse[i * lseSize]);
+  };
+  for (int64_t i = 0; i < copies; ++i)
+    if (forward16(i) != 0)
+      return;
+  f.forwardBf16 =
+      kernelSeconds(shapeReps, [&] { return forward16(next++ % copies); });
+  f.backwardBf16 = kernelSeconds(shapeReps, [&] {
+    int64_t i = next++ % copies;
+    return kn::attentionBackward(
+        kn::Half::BF16, f.b, f.s, f.hq, f.hkv, f.d, &q16[i * qSize],
+        &k16[i * kvSize], &v16[i * kvSize], &o16[i * qSize], &d16[i * qSize],
+        &lse[i * lseSize], scale, &dq16[i * qSize], &dk16[i * kvSize],
+        &dv16[i * kvSize]);
   });
-  f.backwardBf16 = kernelRate(reps, 2.5 * flops, [&] {
-    return kn::attentionBackward(kn::Half::BF16, f.b, f.s, f.hq, f.hkv, f.d,
-                                 q16.data(), k16.data(), v16.data(), o16.data(),
-                                 d16.data(), lse.data(), scale, dq16.data(),
-                                 dk16.data(), dv16.data());
-  });
+}
+
+} // namespace
+
+llvm::Error ratrain::calibrate::calibrateAttention(
+    int reps, int64_t workingSetBytes, int64_t cores, double fp32PeakPerCore,
+    double bf16PeakPerCore, AttentionCalibration &result,
+    llvm::raw_ostream &notes) {
+  AttentionShape shapes[] = {
+      // The efficiencies' two: the tiny LLaMA's h 256 as 64-wide heads and
+      // LLaMA-7B's heads at 1024 tokens.
+      {"h 256 as 64-wide heads", 1, 256, 4, 2, 64, true},
+      {"LLaMA-7B's heads at 1024 tokens", 1, 1024, 32, 32, 128, true},
+      // The fits' others: narrow and wide heads, short and long sequences,
+      // a batch of sequences.
+      {"the tiny LLaMA", 1, 256, 8, 4, 32, false},
+      {"the tiny LLaMA, 4 sequences", 4, 256, 8, 4, 32, false},
+      {"an 85M-class layer", 1, 256, 12, 12, 64, false},
+      {"32-wide heads at 1024 tokens", 1, 1024, 8, 8, 32, false},
+      {"128-wide heads at 512 tokens", 1, 512, 8, 8, 128, false},
+      {"64-wide heads at 2048 tokens", 1, 2048, 4, 4, 64, false},
+      {"2 sequences of 512, 12 heads of 64 on 4", 2, 512, 12, 4, 64, false},
+      {"128-wide heads at 4096 tokens", 1, 4096, 2, 2, 128, false}};
+  notes << llvm::formatv(
+      "#      attention shapes (operands cycled through {0} MiB); the time "
+      "fits by least squares of the relative error, elements = the causal "
+      "score entries, rows = the query rows:\n",
+      workingSetBytes >> 20);
+  double sums[4] = {};
+  int efficiencyShapes = 0;
+  // Per fit: fp32 forward, fp32 backward, bf16 forward, bf16 backward.
+  std::vector<KernelTimeSample> samples[4];
+  for (AttentionShape &f : shapes) {
+    measureAttention(f, reps, workingSetBytes);
+    const double seconds[4] = {f.forward, f.backward, f.forwardBf16,
+                               f.backwardBf16};
+    const double flops[4] = {f.flops(), 2.5 * f.flops(), f.flops(),
+                             2.5 * f.flops()};
+    const double perCorePeak[4] = {fp32PeakPerCore, fp32PeakPerCore,
+                                   bf16PeakPerCore, bf16PeakPerCore};
+    double rates[4];
+    for (int i = 0; i < 4; ++i) {
+      if (!(seconds[i] > 0))
+        return llvm::createStringError(
+            llvm::inconvertibleErrorCode(),
+            llvm::formatv("the Halide attention kernels failed on B {0} S {1} "
+                          "Hq {2} Hkv {3} D {4}",
+                          f.b, f.s, f.hq, f.hkv, f.d));
+      rates[i] = flops[i] / seconds[i];
+      // Per CPU-second of the cluster's threads: per cluster-second.
+      samples[i].push_back(
+          {flops[i], f.scores(), seconds[i] / double(cores), f.rows()});
+      if (f.efficiencyShape)
+        sums[i] += rates[i] / perCorePeak[i];
+    }
+    efficiencyShapes += f.efficiencyShape;
+    llvm::errs() << llvm::formatv(
+        "  Halide attention B {0} S {1} Hq {2} Hkv {3} D {4}: forward "
+        "{5:f1} GFLOP/s, backward {6:f1}; bf16 forward {7:f1}, backward "
+        "{8:f1}\n",
+        f.b, f.s, f.hq, f.hkv, f.d, rates[0] / 1e9, rates[1] / 1e9,
+        rates[2] / 1e9, rates[3] / 1e9);
+    notes << llvm::formatv(
+        "#  [M]   B {0}, S {1}, Hq {2}, Hkv {3}, D {4} ({5}): forward "
+        "{6:f1} GFLOP/s per core = {7:f3}, backward {8:f1} = {9:f3} of the "
+        "FP32 peak; bf16 forward {10:f1} = {11:f3}, backward {12:f1} = "
+        "{13:f3} of the bf16 peak\n",
+        f.b, f.s, f.hq, f.hkv, f.d, f.what, rates[0] / 1e9,
+        rates[0] / fp32PeakPerCore, rates[1] / 1e9, rates[1] / fp32PeakPerCore,
+        rates[2] / 1e9, rates[2] / bf16PeakPerCore, rates[3] / 1e9,
+        rates[3] / bf16PeakPerCore);
+  }
+  double *efficiencies[4] = {&result.forward, &result.backward,
+                             &result.forwardF16, &result.backwardF16};
+  for (int i = 0; i < 4; ++i)
+    *efficiencies[i] = std::clamp(sums[i] / efficiencyShapes, 0.05, 1.0);
+  struct {
+    const char *key;
+    KernelTimeFit &fit;
+    double peak;
+  } fits[4] = {{"attention_forward_fit.f32", result.forwardFit.f32,
+                fp32PeakPerCore * double(cores)},
+               {"attention_backward_fit.f32", result.backwardFit.f32,
+                fp32PeakPerCore * double(cores)},
+               {"attention_forward_fit.f16", result.forwardFit.f16,
+                bf16PeakPerCore * double(cores)},
+               {"attention_backward_fit.f16", result.backwardFit.f16,
+                bf16PeakPerCore * double(cores)}};
+  for (int i = 0; i < 4; ++i) {
+    llvm::Expected<KernelTimeFit> fitted =
+        fitKernelTime(samples[i], fits[i].peak);
+    if (!fitted) {
+      llvm::errs() << "  warning: no " << fits[i].key << ": "
+                   << llvm::toString(fitted.takeError()) << "\n";
+      continue;
+    }
+    fits[i].fit = *fitted;
+    double worst = maxRelativeError(*fitted, samples[i], fits[i].peak);
+    llvm::errs() << llvm::formatv(
+        "  {0} ({1} shapes): efficiency {2:f3}, {3:f3} ns per score, "
+        "{4:f1} ns per row, {5:f2} us per call; worst shape {6:f1}%\n",
+        fits[i].key, samples[i].size(), fitted->efficiency,
+        fitted->elementSeconds * 1e9, fitted->rowSeconds * 1e9,
+        fitted->callSeconds * 1e6, worst * 100);
+    notes << llvm::formatv("#  [M]   {0}: the {1} attention shapes above, "
+                           "worst shape {2:f1}%\n",
+                           fits[i].key, samples[i].size(), worst * 100);
+  }
+  return llvm::Error::success();
 }
 
 /// AdamW over n parameters with the bf16 view: reads p, g, m, v, writes p,

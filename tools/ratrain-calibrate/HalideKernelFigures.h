@@ -11,6 +11,10 @@
 #define RATRAIN_CALIBRATE_HALIDEKERNELFIGURES_H
 
 #include "ratrain/Machine/KernelTimeFit.h"
+#include "ratrain/Machine/MachineModel.h"
+
+#include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
 #include <vector>
@@ -23,11 +27,14 @@ struct GemmFigure {
   double fp32 = 0, bf16 = 0; ///< FLOP/s per core
 };
 
-struct AttentionFigure {
-  const char *what;
-  int64_t b, s, hq, hkv, d;
-  double forward = 0, backward = 0;         ///< FLOP/s per core, fp32
-  double forwardBf16 = 0, backwardBf16 = 0; ///< FLOP/s per core, bf16
+/// The attention kernels' entries of the machine file.
+struct AttentionCalibration {
+  /// efficiency.attention_forward / _backward (fp32, of the FP32 peak) and
+  /// _forward_f16 / _backward_f16 (bf16, of the bf16 peak): means over two
+  /// shapes (the tiny LLaMA's h 256 as 64-wide heads, LLaMA-7B's heads).
+  double forward = 0, backward = 0, forwardF16 = 0, backwardF16 = 0;
+  /// attention_forward_fit / attention_backward_fit over ten shapes.
+  KernelTimeFits forwardFit, backwardFit;
 };
 
 /// The NT GEMM (Y = X W^T) in fp32 and with bf16 operands: fills g.fp32 and
@@ -40,9 +47,17 @@ void measureGemmFitSamples(int reps, int64_t workingSetBytes,
                            std::vector<KernelTimeSample> &f32,
                            std::vector<KernelTimeSample> &bf16);
 
-/// Causal GQA attention forward and backward: fills f.forward and
-/// f.backward (FLOP/s per core, FLOPs as the cost model counts them).
-void measureAttention(AttentionFigure &f, int reps);
+/// Times the causal GQA attention forward and backward, fp32 and bf16, on
+/// ten shapes (D 32 to 128, S 256 to 4096, one to four sequences) with
+/// operands cycling through `workingSetBytes`, on a cluster of `cores`
+/// cores: the efficiencies and the time fits (KernelTimeFit, elements = the
+/// causal score entries), FLOPs as the cost model counts them. Prints a
+/// line per shape and fit to stderr and the machine file's header notes to
+/// `notes`. An error when a kernel fails.
+llvm::Error calibrateAttention(int reps, int64_t workingSetBytes, int64_t cores,
+                               double fp32PeakPerCore, double bf16PeakPerCore,
+                               AttentionCalibration &result,
+                               llvm::raw_ostream &notes);
 
 /// AdamW over n parameters with the bf16 view; bytes/s per core.
 double measureAdamW(int64_t n, int reps);

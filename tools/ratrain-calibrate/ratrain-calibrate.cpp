@@ -15,8 +15,10 @@
 //    and a LLaMA-7B shape / the peak of the matching precision, and the
 //    shape-aware GEMM time model (gemm_fit: fp32 and bf16 on 14 shapes,
 //    fitted by least squares, KernelTimeFit.h); causal GQA
-//    attention forward and backward on the tiny model's and LLaMA-7B's
-//    heads / the FP32 peak (the kernels are fp32); AdamW (with its bf16
+//    attention forward and backward, fp32 and bf16, on ten shapes: the
+//    efficiencies (two shapes / the peak of the matching precision) and the
+//    attention time fits (attention_forward_fit, attention_backward_fit;
+//    HalideKernelFigures.cpp); AdamW (with its bf16
 //    view) and RMSNorm forward / the DDR bandwidth. Without the kernels:
 //    OpenBLAS sgemm / FP32 peak, an Adam loop / triad, attention assumed;
 //  - transfers, when the MPI runtime is built: ratrain-calibrate-mpi under
@@ -60,8 +62,9 @@
 #include <tuple>
 #include <vector>
 
-#ifdef RATRAIN_HAVE_KERNELS
+// Declarations only: HalideKernelFigures.cpp is built with the kernels.
 #include "HalideKernelFigures.h"
+#ifdef RATRAIN_HAVE_KERNELS
 #include "ratrain/kernels/Kernels.h"
 namespace kn = ratrain::kernels;
 #elif defined(RATRAIN_HAVE_CBLAS)
@@ -483,9 +486,9 @@ int main(int argc, char **argv) {
   std::string kernelNotes;
   llvm::raw_string_ostream notes(kernelNotes);
   double gemmEfficiency = 0.45; // assumption without kernels or OpenBLAS
-  double attentionForwardEfficiency = 0, attentionBackwardEfficiency = 0;
-  // bf16 attention, of the 16-bit peak (0: not measured).
-  double attentionForwardF16Efficiency = 0, attentionBackwardF16Efficiency = 0;
+  // Attention efficiencies (0 without the kernels: assumed below; the
+  // bf16 ones then absent) and time fits.
+  AttentionCalibration attention;
   KernelTimeFit gemmFitF32, gemmFitF16;
   // The 16-bit peak is the rate of the path the bf16 kernels take: the dot
   // product's, or the fp32 FMA's where they widen (kernels::bf16Products).
@@ -581,47 +584,11 @@ int main(int argc, char **argv) {
           worst * 100, fitWorkingSet >> 20);
     }
 
-    AttentionFigure attentions[] = {
-        // The tiny LLaMA's attention (h 256, S 256, two query heads per
-        // KV head) with 64-wide heads: its own D 32 forward exists, but the
-        // D 32 backward runs the D 64 pipelines (Kernels.cpp) and aborts.
-        {"the tiny LLaMA's h 256 as 64-wide heads", 1, 256, 4, 2, 64},
-        {"LLaMA-7B's heads at 1024 tokens", 1, 1024, 32, 32, 128}};
-    double forwardSum = 0, backwardSum = 0, forwardF16Sum = 0,
-           backwardF16Sum = 0;
-    for (AttentionFigure &f : attentions) {
-      measureAttention(f, kreps);
-      if (f.forward <= 0 || f.backward <= 0 || f.forwardBf16 <= 0 ||
-          f.backwardBf16 <= 0)
-        return fail("the Halide attention kernels failed");
-      forwardSum += f.forward / fp32PerCore;
-      backwardSum += f.backward / fp32PerCore;
-      forwardF16Sum += f.forwardBf16 / bf16Peak;
-      backwardF16Sum += f.backwardBf16 / bf16Peak;
-      llvm::errs() << llvm::formatv(
-          "  Halide attention B {0} S {1} Hq {2} Hkv {3} D {4}: forward "
-          "{5:f1} GFLOP/s, backward {6:f1}; bf16 forward {7:f1}, backward "
-          "{8:f1}\n",
-          f.b, f.s, f.hq, f.hkv, f.d, f.forward / 1e9, f.backward / 1e9,
-          f.forwardBf16 / 1e9, f.backwardBf16 / 1e9);
-      notes << llvm::formatv(
-          "#  [M]   B {0}, S {1}, Hq {2}, Hkv {3}, D {4} ({5}): forward "
-          "{6:f1} GFLOP/s per core = {7:f3}, backward {8:f1} = {9:f3} of the "
-          "FP32 peak; bf16 forward {10:f1} = {11:f3}, backward {12:f1} = "
-          "{13:f3} of the bf16 peak\n",
-          f.b, f.s, f.hq, f.hkv, f.d, f.what, f.forward / 1e9,
-          f.forward / fp32PerCore, f.backward / 1e9, f.backward / fp32PerCore,
-          f.forwardBf16 / 1e9, f.forwardBf16 / bf16Peak, f.backwardBf16 / 1e9,
-          f.backwardBf16 / bf16Peak);
-    }
-    attentionForwardEfficiency =
-        std::clamp(forwardSum / std::size(attentions), 0.05, 1.0);
-    attentionBackwardEfficiency =
-        std::clamp(backwardSum / std::size(attentions), 0.05, 1.0);
-    attentionForwardF16Efficiency =
-        std::clamp(forwardF16Sum / std::size(attentions), 0.05, 1.0);
-    attentionBackwardF16Efficiency =
-        std::clamp(backwardF16Sum / std::size(attentions), 0.05, 1.0);
+    // Attention: the efficiencies and the shape-aware time fits.
+    if (llvm::Error error =
+            calibrateAttention(kreps, fitWorkingSet, coresPerCluster,
+                               fp32PerCore, bf16Peak, attention, notes))
+      return fail(llvm::toString(std::move(error)));
 
     // Memory-bound kernels against the cluster's DDR bandwidth (the cost
     // model divides their bytes by ddr_bandwidth * memory_bound).
@@ -666,8 +633,8 @@ int main(int argc, char **argv) {
   }
 #endif
 #ifndef RATRAIN_HAVE_KERNELS
-  attentionForwardEfficiency = 0.6 * gemmEfficiency;
-  attentionBackwardEfficiency = 0.5 * gemmEfficiency;
+  attention.forward = 0.6 * gemmEfficiency;
+  attention.backward = 0.5 * gemmEfficiency;
 #endif
 
   // Transfers through the runtime.
@@ -741,10 +708,12 @@ int main(int argc, char **argv) {
   cs.efficiency.gemm = gemmEfficiency;
   cs.gemmFit.f32 = gemmFitF32;
   cs.gemmFit.f16 = gemmFitF16;
-  cs.efficiency.attentionForward = attentionForwardEfficiency;
-  cs.efficiency.attentionBackward = attentionBackwardEfficiency;
-  cs.efficiency.attentionForwardF16 = attentionForwardF16Efficiency;
-  cs.efficiency.attentionBackwardF16 = attentionBackwardF16Efficiency;
+  cs.efficiency.attentionForward = attention.forward;
+  cs.efficiency.attentionBackward = attention.backward;
+  cs.efficiency.attentionForwardF16 = attention.forwardF16;
+  cs.efficiency.attentionBackwardF16 = attention.backwardF16;
+  cs.attentionForwardFit = attention.forwardFit;
+  cs.attentionBackwardFit = attention.backwardFit;
   cs.efficiency.memoryBound = memoryEfficiency;
   // The Halide attention kernels are flash-style: no S x S matrix reaches
   // memory, only the per-row lse is saved.
@@ -817,8 +786,8 @@ int main(int argc, char **argv) {
      << coresPerCluster << " thread(s), one cluster:\n"
      << "#      gemm = mean of fp32 / FP32 peak and bf16 / bf16 peak over "
         "the GEMMs below;\n"
-     << "#      attention_forward / _backward = mean over the shapes below of "
-        "the fp32 kernels' achieved / FP32 peak,\n"
+     << "#      attention_forward / _backward = mean over the first two "
+        "attention shapes below of the fp32 kernels' achieved / FP32 peak,\n"
      << "#      attention_forward_f16 / _backward_f16 the same of the bf16 "
         "kernels / bf16 peak\n"
      << "#      (FLOPs 4 S^2/2 D per head "

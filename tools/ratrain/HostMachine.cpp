@@ -7,8 +7,9 @@
 // another CPU generation is measured afresh instead of reusing numbers that
 // are not its own (a Zen 5 file predicts steps about 2x too short on Zen 4).
 // The hash covers the kernels' build id too: the file holds the measured
-// speed of this build's Halide kernels (the GEMM time fit, the attention
-// efficiencies), which a build with other kernels must measure again.
+// speed of this build's Halide kernels (the GEMM and attention time fits),
+// which a build with other kernels, or a ratrain-calibrate that measures
+// other entries, must measure again (runtime/kernels/CMakeLists.txt).
 //
 //===----------------------------------------------------------------------===//
 

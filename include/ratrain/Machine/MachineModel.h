@@ -38,9 +38,11 @@ struct KernelEfficiency {
   double attentionBackwardF16 = 0;
 };
 
-/// The GEMM's fits per operand type: fp32 and 16-bit operands (on the peak
-/// of that type). Machine-file mapping `gemm_fit:` with `f32:` and `f16:`.
-struct GemmTimeFits {
+/// A kernel's time fits per operand type: fp32 and 16-bit operands (each on
+/// the peak of its type). Machine-file mapping (`gemm_fit:`,
+/// `attention_forward_fit:`, `attention_backward_fit:`) with `f32:` and
+/// `f16:`.
+struct KernelTimeFits {
   KernelTimeFit f32, f16;
 };
 
@@ -58,7 +60,14 @@ struct ClusterSpec {
   KernelEfficiency efficiency;
   /// Shape-aware GEMM times (optional; efficiency.gemm prices the GEMMs of
   /// an operand type without a fit).
-  GemmTimeFits gemmFit;
+  KernelTimeFits gemmFit;
+  /// Shape-aware times of the fused attention kernels, forward and backward
+  /// (optional; efficiency.attention_* prices the attention without one).
+  /// Their `elements` are the score entries a call computes (B x Hq x the
+  /// causal S^2 / 2): the softmax's exponentials and the per-block
+  /// bookkeeping cost per score whatever the head width, so narrow heads
+  /// reach a smaller fraction of peak than wide ones.
+  KernelTimeFits attentionForwardFit, attentionBackwardFit;
   /// Attention kernels keep the s x s scores on chip (flash-style tiling
   /// through AM/GSM): only per-row softmax statistics reach DDR. Machine-file
   /// key `fused_attention` (default false: the scores are materialized, as

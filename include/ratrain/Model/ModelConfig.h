@@ -133,6 +133,10 @@ struct ModelConfig {
   /// Causal attention QK^T and PV FLOPs per token, forward (half of the full
   /// s x s product because of the causal mask).
   double attentionFlopsPerToken() const;
+  /// Causal attention score entries per token, forward (query heads x the
+  /// keys a token sees): what the softmax exponentiates; the attention
+  /// kernels' time fits count their per-score work by it.
+  double attentionScoresPerToken() const;
   /// LM-head FLOPs per token, forward.
   double headFlopsPerToken() const;
 

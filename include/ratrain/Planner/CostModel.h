@@ -167,6 +167,15 @@ public:
   int64_t pipelineMessageBytes(int64_t microBatchSize) const;
 
 private:
+  /// Seconds of one micro-batch's fused attention, forward or backward.
+  /// With the machine's measured fit for the model's type
+  /// (`attention_forward_fit` / `attention_backward_fit`): FLOPs at peak *
+  /// its efficiency, plus its per-element seconds times the score entries,
+  /// its per-row seconds times the query rows (heads x tokens) and its
+  /// per-call seconds. Without: the roofline max of FLOPs at the
+  /// attention efficiency and q, k, v, o (and gradient) bytes at DDR
+  /// bandwidth.
+  double attentionSeconds(int64_t microBatchSize, bool backward) const;
   double attentionForward(int64_t microBatchSize) const;
   double attentionBackward(int64_t microBatchSize) const;
   double layerElementwiseBytes(int64_t microBatchSize) const;

@@ -1,4 +1,4 @@
-//===- KernelTimeFitTest.cpp - The GEMM time model's least-squares fit ----===//
+//===- KernelTimeFitTest.cpp - The kernel time model's least-squares fit --===//
 
 #include "ratrain/Machine/KernelTimeFit.h"
 
@@ -36,6 +36,58 @@ TEST(KernelTimeFit, RecoversTheParametersOfExactSamples) {
   EXPECT_NEAR(fit->elementSeconds, 3.7e-10, 1e-18);
   EXPECT_NEAR(fit->callSeconds, 1.8e-6, 1e-13);
   EXPECT_LT(maxRelativeError(*fit, exactSamples(truth, peak), peak), 1e-9);
+}
+
+/// Samples of exactly `fit` on causal attention shapes (B, S, Hq, D): FLOPs
+/// 4 S^2/2 D per head, the score entries as elements, the query rows as rows.
+std::vector<KernelTimeSample> attentionSamples(const KernelTimeFit &fit,
+                                               double peak) {
+  const double shapes[][4] = {
+      {1, 256, 8, 32},   {4, 256, 8, 32},    {1, 256, 12, 64}, {1, 1024, 8, 32},
+      {1, 512, 8, 128},  {1, 1024, 32, 128}, {1, 2048, 4, 64}, {2, 512, 12, 64},
+      {1, 4096, 2, 128}, {1, 256, 4, 64}};
+  std::vector<KernelTimeSample> samples;
+  for (const auto &s : shapes) {
+    double scores = s[0] * s[2] * s[1] * s[1] / 2, rows = s[0] * s[2] * s[1];
+    double flops = 4 * scores * s[3];
+    samples.push_back(
+        {flops, scores, fit.seconds(flops, scores, peak, rows), rows});
+  }
+  return samples;
+}
+
+TEST(KernelTimeFit, RecoversAPerRowTerm) {
+  // Attention-like: narrow heads spend a larger share in the per-score and
+  // per-row terms, which the fit tells apart from the arithmetic.
+  KernelTimeFit truth{0.65, 4e-10, 2e-6, 5e-8};
+  double peak = 430e9;
+  std::vector<KernelTimeSample> samples = attentionSamples(truth, peak);
+  llvm::Expected<KernelTimeFit> fit = fitKernelTime(samples, peak);
+  ASSERT_TRUE(bool(fit)) << llvm::toString(fit.takeError());
+  EXPECT_NEAR(fit->efficiency, 0.65, 1e-9);
+  EXPECT_NEAR(fit->elementSeconds, 4e-10, 1e-18);
+  EXPECT_NEAR(fit->rowSeconds, 5e-8, 1e-16);
+  EXPECT_NEAR(fit->callSeconds, 2e-6, 1e-13);
+  EXPECT_LT(maxRelativeError(*fit, samples, peak), 1e-9);
+  // Without the per-row term the same samples fit worse.
+  KernelTimeFit rowless = *fit;
+  rowless.rowSeconds = 0;
+  EXPECT_GT(maxRelativeError(rowless, samples, peak), 0.05);
+  // GEMM samples have no rows: the fit leaves the term at 0.
+  fit = fitKernelTime(exactSamples(KernelTimeFit{0.88, 3.7e-10, 1.8e-6}, peak),
+                      peak);
+  ASSERT_TRUE(bool(fit)) << llvm::toString(fit.takeError());
+  EXPECT_EQ(fit->rowSeconds, 0.0);
+  // With rows, four unknowns need four samples; negative rows are refused.
+  samples.resize(3);
+  EXPECT_FALSE(bool(fitKernelTime(samples, peak)));
+  samples = attentionSamples(truth, peak);
+  samples[2].rows = -1;
+  llvm::Expected<KernelTimeFit> refused = fitKernelTime(samples, peak);
+  ASSERT_FALSE(bool(refused));
+  EXPECT_NE(llvm::toString(refused.takeError())
+                .find("measurement 2: rows must be non-negative"),
+            std::string::npos);
 }
 
 TEST(KernelTimeFit, KeepsTheBounds) {

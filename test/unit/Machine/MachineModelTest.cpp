@@ -170,6 +170,53 @@ TEST(MachineModel, InNetworkCollectives) {
   }
 }
 
+TEST(MachineModel, AttentionFits) {
+  std::string text = minimal;
+  size_t at = text.find("cluster:\n") + std::string("cluster:\n").size();
+  std::string fitted = text;
+  fitted.insert(at, "  attention_forward_fit:\n"
+                    "    f16: {efficiency: 0.65, element_seconds: 4e-10, "
+                    "row_seconds: 5e-8, call_seconds: 2e-6}\n"
+                    "  attention_backward_fit:\n"
+                    "    f32: {efficiency: 0.6, element_seconds: 1e-10, "
+                    "call_seconds: 3e-5}\n");
+  llvm::Expected<MachineModel> m = parseMachineModel(fitted, "m.yaml");
+  ASSERT_TRUE(bool(m)) << llvm::toString(m.takeError());
+  const ClusterSpec &c = m->cluster;
+  EXPECT_DOUBLE_EQ(c.attentionForwardFit.f16.efficiency, 0.65);
+  EXPECT_DOUBLE_EQ(c.attentionForwardFit.f16.elementSeconds, 4e-10);
+  EXPECT_DOUBLE_EQ(c.attentionForwardFit.f16.rowSeconds, 5e-8);
+  EXPECT_DOUBLE_EQ(c.attentionForwardFit.f16.callSeconds, 2e-6);
+  EXPECT_FALSE(c.attentionForwardFit.f32.present());
+  EXPECT_DOUBLE_EQ(c.attentionBackwardFit.f32.efficiency, 0.6);
+  EXPECT_DOUBLE_EQ(c.attentionBackwardFit.f32.rowSeconds, 0.0);
+  EXPECT_FALSE(c.gemmFit.f32.present());
+  // Two virtual clusters per cluster: the per-score, per-row and per-call
+  // terms double; the printed file reads back the same.
+  llvm::Expected<MachineModel> split = oversubscribe(*m, 2);
+  ASSERT_TRUE(bool(split)) << llvm::toString(split.takeError());
+  EXPECT_DOUBLE_EQ(split->cluster.attentionForwardFit.f16.elementSeconds,
+                   8e-10);
+  EXPECT_DOUBLE_EQ(split->cluster.attentionForwardFit.f16.rowSeconds, 1e-7);
+  EXPECT_DOUBLE_EQ(split->cluster.attentionBackwardFit.f32.callSeconds, 6e-5);
+  std::string printed = printMachineModel(*split);
+  EXPECT_EQ(printed.find("gemm_fit"), std::string::npos) << printed;
+  llvm::Expected<MachineModel> back = parseMachineModel(printed, "printed");
+  ASSERT_TRUE(bool(back)) << llvm::toString(back.takeError());
+  EXPECT_DOUBLE_EQ(back->cluster.attentionForwardFit.f16.rowSeconds, 1e-7);
+  EXPECT_DOUBLE_EQ(back->cluster.attentionBackwardFit.f32.efficiency, 0.6);
+  EXPECT_FALSE(back->cluster.attentionBackwardFit.f16.present());
+  // Bad values name the key and the limit.
+  std::string bad = text;
+  bad.insert(at, "  attention_backward_fit:\n    f16: {efficiency: 0.5, "
+                 "element_seconds: 0, row_seconds: -2e-8, call_seconds: 0}\n");
+  std::string error = parseError(bad);
+  EXPECT_NE(error.find("cluster.attention_backward_fit.f16.row_seconds: must "
+                       "be a non-negative number of seconds"),
+            std::string::npos)
+      << error;
+}
+
 TEST(MachineModel, GemmFitAndVirtualClusters) {
   std::string text = minimal;
   size_t at = text.find("cluster:\n") + std::string("cluster:\n").size();

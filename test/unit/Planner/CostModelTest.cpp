@@ -220,6 +220,64 @@ TEST(CostModel, SixteenBitAttentionUsesItsOwnEfficiencies) {
                    CostModel(model, testMachine()).layerBackward(4));
 }
 
+TEST(CostModel, AttentionUsesTheMeasuredFitOfItsTypeAndDirection) {
+  MachineModel machine = testMachine();
+  ModelConfig model = testModel(); // bf16, 16 heads of 64, s 2048
+  const int64_t b = 2;
+  const double tokens = 2048.0 * b;
+  const double flops = model.attentionFlopsPerToken() * tokens;
+  const double scores = 16 * 2048.0 * 2048.0 / 2 * b, rows = 16 * tokens;
+  EXPECT_DOUBLE_EQ(model.attentionScoresPerToken() * tokens, scores);
+  EXPECT_DOUBLE_EQ(flops, 4 * scores * 64);
+  double plainForward = CostModel(model, machine).layerForward(b);
+  double plainBackward = CostModel(model, machine).layerBackward(b);
+  // A forward fit for 16-bit operands: the forward's attention moves from
+  // the roofline at efficiency 0.5 to the fit; the backward keeps its own.
+  const KernelTimeFit forwardFit{0.7, 4e-10, 2e-6, 5e-8};
+  machine.cluster.attentionForwardFit.f16 = forwardFit;
+  double fitted = flops / (1e13 * 0.7) + 4e-10 * scores + 5e-8 * rows + 2e-6;
+  EXPECT_NEAR(CostModel(model, machine).layerForward(b) - plainForward,
+              fitted - flops / (1e13 * 0.5), 1e-12);
+  EXPECT_DOUBLE_EQ(CostModel(model, machine).layerBackward(b), plainBackward);
+  // Narrow heads: the same FLOPs in 32-wide heads have twice the scores and
+  // rows, so the fit prices them longer; the plain efficiency cannot tell.
+  ModelConfig narrow = model;
+  narrow.headDimension = 32;
+  narrow.numHeads = 32;
+  narrow.numKVHeads = 32;
+  EXPECT_DOUBLE_EQ(narrow.attentionFlopsPerToken(),
+                   model.attentionFlopsPerToken());
+  EXPECT_NEAR(CostModel(narrow, machine).layerForward(b) -
+                  CostModel(model, machine).layerForward(b),
+              4e-10 * scores + 5e-8 * rows, 1e-12);
+  EXPECT_DOUBLE_EQ(CostModel(narrow, testMachine()).layerForward(b),
+                   plainForward);
+  // The backward's fit: 2.5x the forward's FLOPs, the same scores and rows.
+  const KernelTimeFit backwardFit{0.5, 6e-10, 0, 1.5e-7};
+  machine.cluster.attentionBackwardFit.f16 = backwardFit;
+  fitted = 2.5 * flops / (1e13 * 0.5) + 6e-10 * scores + 1.5e-7 * rows;
+  EXPECT_NEAR(CostModel(model, machine).layerBackward(b) - plainBackward,
+              fitted - 2.5 * flops / (1e13 * 0.4), 1e-12);
+  // An fp32 model, and a machine whose attention computes in fp32, read the
+  // fp32 fits (none here: the roofline at the fp32 peak).
+  ModelConfig fp32 = model;
+  fp32.dtype = DType::F32;
+  EXPECT_DOUBLE_EQ(CostModel(fp32, machine).layerForward(b),
+                   CostModel(fp32, testMachine()).layerForward(b));
+  machine.cluster.attentionForwardFit.f32 = forwardFit;
+  fitted = flops / (5e12 * 0.7) + 4e-10 * scores + 5e-8 * rows + 2e-6;
+  EXPECT_NEAR(CostModel(fp32, machine).layerForward(b) -
+                  CostModel(fp32, testMachine()).layerForward(b),
+              fitted - flops / (5e12 * 0.5), 1e-12);
+  MachineModel atF32 = machine;
+  atF32.cluster.attentionAtF32Peak = true;
+  MachineModel plainAtF32 = testMachine();
+  plainAtF32.cluster.attentionAtF32Peak = true;
+  EXPECT_NEAR(CostModel(model, atF32).layerForward(b) -
+                  CostModel(model, plainAtF32).layerForward(b),
+              fitted - flops / (5e12 * 0.5), 1e-12);
+}
+
 TEST(CostModel, GemmUsesTheMeasuredFitOfItsOperandType) {
   MachineModel machine = testMachine();
   ModelConfig model = testModel(); // bf16
