@@ -31,10 +31,12 @@ void ratrain::rt::checkMPI(int code, const char *what) {
 }
 
 CommEngine::CommEngine(TokenPool &pool, ProgressMode mode, unsigned pollMicros,
-                       int progressNice, double timeoutSeconds)
+                       int progressNice, bool assist, double timeoutSeconds)
     : pool(pool), progressMode(mode), pollMicros(pollMicros),
-      progressNice(progressNice), timeout(timeoutSeconds), ops(pool.capacity()),
-      queue(pool.capacity()), explicitState(pool.capacity()) {
+      progressNice(progressNice),
+      assisting(assist && mode == ProgressMode::Thread),
+      timeout(timeoutSeconds), ops(pool.capacity()), queue(pool.capacity()),
+      explicitState(pool.capacity()) {
   // An explicit collective's round has a send and a receive outstanding.
   drained.reserve(pool.capacity());
   requests.reserve(2 * pool.capacity());
@@ -78,8 +80,41 @@ void CommEngine::submit(Token token, const Op &op) {
   {
     std::lock_guard<std::mutex> lock(mutex);
     queue[tail++ % queue.size()] = token.index;
+    busy.store(true, std::memory_order_relaxed);
   }
   wake.notify_one();
+}
+
+bool CommEngine::progressPass() {
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    while (head != tail)
+      drained.push_back(queue[head++ % queue.size()]);
+  }
+  for (uint32_t index : drained)
+    post(index);
+  drained.clear();
+  bool progressed = testOutstanding();
+  if (!arrivals.empty())
+    progressed |= pollArrivals();
+  std::lock_guard<std::mutex> lock(mutex);
+  busy.store(!requests.empty() || !arrivals.empty() || head != tail,
+             std::memory_order_relaxed);
+  return progressed;
+}
+
+bool CommEngine::assist() {
+  std::unique_lock<std::mutex> work(progressMutex, std::try_to_lock);
+  if (!work.owns_lock())
+    return false;
+  progressPass();
+  // Requests this pass posted need the progress thread once the rank
+  // waits: wake it if it sleeps without a deadline.
+  if (busy.load(std::memory_order_relaxed)) {
+    std::lock_guard<std::mutex> lock(mutex);
+    wake.notify_one();
+  }
+  return true;
 }
 
 namespace {
@@ -513,26 +548,26 @@ void CommEngine::threadLoop() {
   auto lastTimeoutCheck = TokenPool::Clock::now();
   for (;;) {
     {
+      // `busy`: operations queued or outstanding (set under `mutex` by
+      // submit() and at the end of every pass, by either thread).
       std::unique_lock<std::mutex> lock(mutex);
-      if (requests.empty() && arrivals.empty())
-        wake.wait(lock, [&] { return stopping || head != tail; });
-      if (stopping && head == tail && requests.empty() && arrivals.empty())
+      wake.wait(lock, [&] {
+        return stopping || busy.load(std::memory_order_relaxed);
+      });
+      if (stopping && !busy.load(std::memory_order_relaxed))
         return;
-      while (head != tail)
-        drained.push_back(queue[head++ % queue.size()]);
     }
-    for (uint32_t index : drained)
-      post(index);
-    drained.clear();
-    bool progressed = testOutstanding();
-    if (!arrivals.empty())
-      progressed |= pollArrivals();
-    auto now = TokenPool::Clock::now();
-    if (now - lastTimeoutCheck > std::chrono::milliseconds(100)) {
-      checkTimeouts();
-      lastTimeoutCheck = now;
+    bool progressed;
+    {
+      std::lock_guard<std::mutex> work(progressMutex);
+      progressed = progressPass();
+      auto now = TokenPool::Clock::now();
+      if (now - lastTimeoutCheck > std::chrono::milliseconds(100)) {
+        checkTimeouts();
+        lastTimeoutCheck = now;
+      }
     }
-    if (!progressed && (!requests.empty() || !arrivals.empty())) {
+    if (!progressed && busy.load(std::memory_order_relaxed)) {
       std::unique_lock<std::mutex> lock(mutex);
       // Sleep for the polling interval, or until new work arrives.
       wake.wait_for(lock, std::chrono::microseconds(pollMicros),

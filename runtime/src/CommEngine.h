@@ -1,9 +1,10 @@
 //===- CommEngine.h - MPI requests and their progress -----------*- C++ -*-===//
 //
 // Private to the runtime. Owns the communicators and every MPI request. In
-// thread mode the progress thread makes every MPI call after start-up: the
-// main thread only enqueues operation descriptors (no allocation: they sit in
-// an array indexed by token slot) and waits on tokens.
+// thread mode the progress thread makes the MPI calls after start-up: the
+// main thread enqueues operation descriptors (no allocation: they sit in an
+// array indexed by token slot) and waits on tokens; with assistance it also
+// runs progress passes between kernels (assist()), one thread at a time.
 //
 //===----------------------------------------------------------------------===//
 
@@ -76,9 +77,10 @@ public:
     uint64_t targetOffset = 0;
   };
   /// `progressNice`: the nice value (0..19) the progress thread runs at
-  /// (RuntimeOptions::progressNice, resolved).
+  /// (RuntimeOptions::progressNice, resolved); `assist`: the compute thread
+  /// may run progress passes itself (assist(); thread mode only).
   CommEngine(TokenPool &pool, ProgressMode mode, unsigned pollMicros,
-             int progressNice, double timeoutSeconds);
+             int progressNice, bool assist, double timeoutSeconds);
   ~CommEngine();
 
   /// Bytes per collective kind, algorithm and level (CollectiveCounters);
@@ -94,6 +96,20 @@ public:
   /// One progress step: posts queued operations, tests outstanding ones,
   /// enforces the timeout. Inline mode only (the thread calls it itself).
   void progress();
+  /// Whether the compute thread should call assist() now: thread mode with
+  /// assistance, and operations queued or outstanding. One relaxed load.
+  bool wantsAssist() const {
+    return assisting && busy.load(std::memory_order_relaxed);
+  }
+  /// Thread mode: runs one progress pass on the calling (compute) thread
+  /// (posts what is queued, tests what is outstanding, reduces and posts
+  /// the next round of an explicit collective whose round completed) unless
+  /// the progress thread is in one; returns whether it ran. A progress
+  /// thread below its rank's priority gets no CPU while its rank computes,
+  /// so without these passes (after each kernel, Runtime::poll) a
+  /// collective posted during the backward would not move until the rank
+  /// waits for it (docs/runtime.md, "Tokens, progress and overlap").
+  bool assist();
   /// Stops the progress thread; outstanding operations are fatal.
   void shutdown();
   ProgressMode mode() const { return progressMode; }
@@ -127,12 +143,17 @@ private:
   bool testOutstanding();
   void checkTimeouts();
   void threadLoop();
+  /// Posts the queued operations, tests the outstanding ones and updates
+  /// `busy`; returns whether an outstanding one progressed. The caller holds
+  /// `progressMutex`.
+  bool progressPass();
 
   TokenPool &pool;
   QuantizedCollectives *quantized = nullptr;
   ProgressMode progressMode;
   unsigned pollMicros;
   int progressNice;
+  bool assisting;
   double timeout;
   std::vector<Op> ops;
   /// Submission ring (thread mode), guarded by `mutex`.
@@ -170,11 +191,18 @@ private:
   std::vector<uint64_t> consumedPuts;
   std::vector<uint32_t> arrivals;
 
-  /// Outstanding requests; only the progressing thread touches these.
+  /// Outstanding requests; only the thread in a progress pass (holding
+  /// `progressMutex`) touches these and the explicit collectives' state.
   std::vector<MPI_Request> requests;
   std::vector<uint32_t> requestSlots;
   std::vector<int> completedIndices;
   std::vector<MPI_Status> statuses;
+  /// Held for a progress pass, by the progress thread or an assisting
+  /// compute thread: MPI calls stay serialized (MPI_THREAD_SERIALIZED).
+  /// Taken before `mutex` where both are held.
+  std::mutex progressMutex;
+  /// Operations queued or outstanding.
+  std::atomic<bool> busy{false};
   std::mutex mutex;
   std::condition_variable wake;
   bool stopping = false;

@@ -186,6 +186,18 @@ void RuntimeOptions::applyEnvironment() {
                           std::getenv("RATRAIN_PROGRESS_NICE")));
     progressNice = int(*value);
   }
+  if (const char *text = std::getenv("RATRAIN_PROGRESS_ASSIST");
+      text && *text) {
+    llvm::StringRef value(text);
+    if (value == "auto")
+      progressAssist = -1;
+    else if (value == "0" || value == "1")
+      progressAssist = value == "1";
+    else
+      fatal(llvm::formatv("environment variable RATRAIN_PROGRESS_ASSIST='{0}' "
+                          "must be 'auto', '0' or '1'",
+                          text));
+  }
   if (auto value = parseEnvNumber("RATRAIN_COMM_TIMEOUT_S"))
     commTimeoutSeconds = *value;
   if (auto value = parseEnvNumber("RATRAIN_CHECKPOINT_TIMEOUT_S"))
@@ -490,8 +502,13 @@ Runtime::Runtime(int &argc, char **&argv, RuntimeOptions options)
     progressNice =
         automaticProgressNice(nodeRanks, sysconf(_SC_NPROCESSORS_ONLN));
   }
+  // A progress thread below the rank's priority gets no CPU while the rank
+  // computes: the rank then drives progress between kernels itself.
+  bool assist =
+      opts.progressAssist < 0 ? progressNice > 0 : opts.progressAssist > 0;
   comm = std::make_unique<CommEngine>(*pool, opts.progress, opts.pollMicros,
-                                      progressNice, opts.commTimeoutSeconds);
+                                      progressNice, assist,
+                                      opts.commTimeoutSeconds);
   quantized = std::make_unique<QuantizedCollectives>(*comm, pool->capacity(),
                                                      2 * kNumGroups);
   comm->setQuantized(quantized.get());
@@ -670,8 +687,14 @@ void Runtime::waitAll(llvm::ArrayRef<Token> tokens) {
 }
 
 void Runtime::poll() {
-  if (comm->mode() == ProgressMode::Inline)
+  if (comm->mode() == ProgressMode::Inline) {
     comm->progress();
+    return;
+  }
+  if (comm->wantsAssist()) {
+    StepTimers::Scope scope(timers, /*isKernel=*/false);
+    comm->assist();
+  }
 }
 
 int64_t Runtime::allReduceMin(int64_t value) {

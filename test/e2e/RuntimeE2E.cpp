@@ -354,6 +354,73 @@ void runComm(Runtime &rt) {
     std::printf("e2e comm pp=%d dp=%d: all checks passed\n", grid.pp, grid.dp);
 }
 
+/// Progress driven by the compute thread alone: run with a progress thread
+/// that polls once in 1000 s (RATRAIN_PROGRESS_POLL_US) and
+/// RATRAIN_PROGRESS_ASSIST=1, so that once the thread has posted an
+/// operation (it wakes at each submission) only the ranks' poll() calls
+/// between their "kernels" (CommEngine::assist) move it. Without assistance
+/// the ranks spin in poll() until the test's time limit. Runs a ring
+/// all-reduce (explicit rounds, reduced on the polling thread), a
+/// reduce-scatter and an all-gather of 512 KiB on the data group, the
+/// pipeline's activation sends, and a barrier.
+void runAssisted(Runtime &rt) {
+  CHECK(rt.options().progress == ProgressMode::Thread &&
+            rt.options().progressAssist == 1 &&
+            rt.options().pollMicros >= 100000000u,
+        "run with RATRAIN_PROGRESS_ASSIST=1 and RATRAIN_PROGRESS_POLL_US of "
+        "at least 1e8 (got {0}, {1})",
+        rt.options().progressAssist, rt.options().pollMicros);
+  double busy = 0;
+  auto drive = [&](Token token) {
+    while (!rt.test(token)) {
+      for (int i = 0; i < 1000; ++i) // a "kernel"
+        busy += std::sqrt(double(i));
+      rt.poll();
+    }
+  };
+  const int dp = rt.groupSize(Group::Data);
+  const uint64_t n = 1 << 17; // 512 KiB of f32
+  Arena &ddr = rt.ddr();
+  Buffer grad = ddr.buffer(0, n * 4);
+  for (uint64_t i = 0; i < n; ++i)
+    grad.as<float>()[i] = float((rt.dpIndex() + 1) * (i % 100 + 1));
+  drive(rt.allReduce(Group::Data, grad, grad, ElemType::F32, ReduceOp::Sum,
+                     CollectiveAlgorithm::Ring));
+  const float dpSum = float(dp * (dp + 1) / 2);
+  for (uint64_t i = 0; i < n; ++i)
+    CHECK(grad.as<float>()[i] == dpSum * float(i % 100 + 1),
+          "assisted all-reduce element {0}: {1}", i, grad.as<float>()[i]);
+  Buffer block = ddr.buffer(n * 4, n * 4 / uint64_t(dp));
+  drive(rt.reduceScatter(Group::Data, grad, block, ElemType::F32));
+  const uint64_t first = uint64_t(rt.dpIndex()) * (n / uint64_t(dp));
+  for (uint64_t i = 0; i < n / uint64_t(dp); ++i)
+    CHECK(block.as<float>()[i] ==
+              float(dp) * dpSum * float((first + i) % 100 + 1),
+          "assisted reduce-scatter element {0}: {1}", i, block.as<float>()[i]);
+  Buffer gathered = ddr.buffer(2 * n * 4, n * 4);
+  drive(rt.allGather(Group::Data, block, gathered));
+  for (uint64_t i = 0; i < n; ++i)
+    CHECK(gathered.as<float>()[i] == float(dp) * dpSum * float(i % 100 + 1),
+          "assisted all-gather element {0}: {1}", i, gathered.as<float>()[i]);
+  if (rt.groupSize(Group::Pipeline) > 1) {
+    Buffer act = ddr.buffer(3 * n * 4, 64 * 1024);
+    if (rt.stage() == 0) {
+      for (uint64_t i = 0; i < act.bytes / 4; ++i)
+        act.as<float>()[i] = float(i + rt.dpIndex());
+      drive(rt.sendToStage(1, 0, act));
+    } else if (rt.stage() == 1) {
+      drive(rt.recvFromStage(0, 0, act));
+      for (uint64_t i = 0; i < act.bytes / 4; ++i)
+        CHECK(act.as<float>()[i] == float(i + rt.dpIndex()),
+              "assisted activation element {0}: {1}", i, act.as<float>()[i]);
+    }
+  }
+  drive(rt.barrier(Group::World));
+  CHECK(busy > 0, "compute");
+  if (rt.rank() == 0)
+    std::printf("e2e assisted progress: all checks passed\n");
+}
+
 /// The last rank fails in the middle of a step: it dies (SIGKILL) or stops
 /// (SIGSTOP, a hung process the MPI launcher cannot see). The other ranks are
 /// blocked on it and must end the job with a clear error.
@@ -390,6 +457,8 @@ int main(int argc, char **argv) {
   Runtime rt(argc, argv, options);
   if (args.mode == "comm")
     runComm(rt);
+  else if (args.mode == "assist")
+    runAssisted(rt);
   else if (args.mode == "kill")
     runFailure(rt, SIGKILL);
   else if (args.mode == "hang")

@@ -49,3 +49,24 @@ TEST(RuntimeOptions, ProgressNiceOutsideZeroToNineteenIsAnError) {
       testing::ExitedWithCode(1),
       "RATRAIN_PROGRESS_NICE='-1' is not a non-negative number");
 }
+
+TEST(RuntimeOptions, ProgressAssistFromTheEnvironment) {
+  RuntimeOptions options;
+  EXPECT_EQ(options.progressAssist, -1); // automatic
+  for (auto [text, value] : {std::pair<const char *, int>{"0", 0},
+                             {"1", 1},
+                             {"", 1}, // empty: unchanged
+                             {"auto", -1}}) {
+    setenv("RATRAIN_PROGRESS_ASSIST", text, 1);
+    options.applyEnvironment();
+    EXPECT_EQ(options.progressAssist, value) << "'" << text << "'";
+  }
+  unsetenv("RATRAIN_PROGRESS_ASSIST");
+  EXPECT_EXIT(
+      {
+        setenv("RATRAIN_PROGRESS_ASSIST", "yes", 1);
+        RuntimeOptions().applyEnvironment();
+      },
+      testing::ExitedWithCode(1),
+      "RATRAIN_PROGRESS_ASSIST='yes' must be 'auto', '0' or '1'");
+}

@@ -189,6 +189,12 @@ struct RuntimeOptions {
   /// its rank's kernels on their shared CPU (docs/runtime.md, "Tokens,
   /// progress and overlap"). Environment: RATRAIN_PROGRESS_NICE.
   int progressNice = -1;
+  /// Whether the compute thread runs progress passes between kernels while
+  /// communication is outstanding (CommEngine::assist, thread mode): -1 =
+  /// automatic (where the progress thread runs below its rank's priority,
+  /// which gives it no CPU while the rank computes), 0 = never, 1 = always.
+  /// Environment: RATRAIN_PROGRESS_ASSIST=auto|0|1.
+  int progressAssist = -1;
   /// An operation outstanding longer than this is a fatal error (a peer is
   /// dead or hung). Environment: RATRAIN_COMM_TIMEOUT_S.
   double commTimeoutSeconds = 300;
@@ -433,9 +439,11 @@ public:
   void waitAll(std::initializer_list<Token> tokens) {
     waitAll(llvm::ArrayRef<Token>(tokens.begin(), tokens.size()));
   }
-  /// Drives outstanding communication once. Needed only with
-  /// ProgressMode::Inline, where compute loops call it between kernels; a
-  /// no-op with the progress thread.
+  /// Drives outstanding communication once; the emitted program's kernels
+  /// call it after each call. With ProgressMode::Inline the only progress
+  /// between waits; with the progress thread a pass on this thread where
+  /// RuntimeOptions::progressAssist says so and communication is
+  /// outstanding (its time counts with the waits), else a no-op.
   void poll();
 
   //===--- Small blocking helpers (control plane, not the step path) ------===//
