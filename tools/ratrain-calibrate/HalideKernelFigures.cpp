@@ -225,26 +225,34 @@ void measureAttention(AttentionShape &f, int reps, int64_t workingSetBytes) {
       dq(qSize * copies), dk(kvSize * copies), dv(kvSize * copies);
   const float scale = 1.0f / std::sqrt(float(f.d));
   const int shapeReps = 2.5 * f.flops() > 1e10 ? std::min(reps, 2) : reps;
-  int64_t next = 0;
-  // The backward reads the forward's o and lse of the same copy: every copy
-  // has had its forward before a backward call uses it.
-  auto forward32 = [&](int64_t i) {
-    return kn::attentionForward(f.b, f.s, f.hq, f.hkv, f.d, &q[i * qSize],
-                                &k[i * kvSize], &v[i * kvSize], scale,
-                                &out[i * qSize], &lse[i * lseSize]);
+  // Runs the forward on every copy (the backward reads that copy's o and
+  // lse), then times the forward and the backward cycling through them.
+  auto time = [&](const std::function<int(int64_t)> &forward,
+                  const std::function<int(int64_t)> &backward,
+                  double &forwardSeconds, double &backwardSeconds) {
+    for (int64_t i = 0; i < copies; ++i)
+      if (forward(i) != 0)
+        return;
+    int64_t next = 0;
+    forwardSeconds =
+        kernelSeconds(shapeReps, [&] { return forward(next++ % copies); });
+    backwardSeconds =
+        kernelSeconds(shapeReps, [&] { return backward(next++ % copies); });
   };
-  for (int64_t i = 0; i < copies; ++i)
-    if (forward32(i) != 0)
-      return;
-  f.forward =
-      kernelSeconds(shapeReps, [&] { return forward32(next++ % copies); });
-  f.backward = kernelSeconds(shapeReps, [&] {
-    int64_t i = next++ % copies;
-    return kn::attentionBackward(
-        f.b, f.s, f.hq, f.hkv, f.d, &q[i * qSize], &k[i * kvSize],
-        &v[i * kvSize], &out[i * qSize], &dout[i * qSize], &lse[i * lseSize],
-        scale, &dq[i * qSize], &dk[i * kvSize], &dv[i * kvSize]);
-  });
+  time(
+      [&](int64_t i) {
+        return kn::attentionForward(f.b, f.s, f.hq, f.hkv, f.d, &q[i * qSize],
+                                    &k[i * kvSize], &v[i * kvSize], scale,
+                                    &out[i * qSize], &lse[i * lseSize]);
+      },
+      [&](int64_t i) {
+        return kn::attentionBackward(f.b, f.s, f.hq, f.hkv, f.d, &q[i * qSize],
+                                     &k[i * kvSize], &v[i * kvSize],
+                                     &out[i * qSize], &dout[i * qSize],
+                                     &lse[i * lseSize], scale, &dq[i * qSize],
+                                     &dk[i * kvSize], &dv[i * kvSize]);
+      },
+      f.forward, f.backward);
   // The bf16 kernels (products on vdpbf16ps, or widened:
   // kernels::bf16Products) on the same values.
   auto bf16 = [](const std::vector<float> &x) {
@@ -255,25 +263,21 @@ void measureAttention(AttentionShape &f, int reps, int64_t workingSetBytes) {
   std::vector<uint16_t> q16 = bf16(q), k16 = bf16(k), v16 = bf16(v),
                         d16 = bf16(dout), o16(out.size()), dq16(dq.size()),
                         dk16(dk.size()), dv16(dv.size());
-  auto forward16 = [&](int64_t i) {
-    return kn::attentionForward(kn::Half::BF16, f.b, f.s, f.hq, f.hkv, f.d,
-                                &q16[i * qSize], &k16[i * kvSize],
-                                &v16[i * kvSize], scale, &o16[i * qSize],
-                                &lse[i * lseSize]);
-  };
-  for (int64_t i = 0; i < copies; ++i)
-    if (forward16(i) != 0)
-      return;
-  f.forwardBf16 =
-      kernelSeconds(shapeReps, [&] { return forward16(next++ % copies); });
-  f.backwardBf16 = kernelSeconds(shapeReps, [&] {
-    int64_t i = next++ % copies;
-    return kn::attentionBackward(
-        kn::Half::BF16, f.b, f.s, f.hq, f.hkv, f.d, &q16[i * qSize],
-        &k16[i * kvSize], &v16[i * kvSize], &o16[i * qSize], &d16[i * qSize],
-        &lse[i * lseSize], scale, &dq16[i * qSize], &dk16[i * kvSize],
-        &dv16[i * kvSize]);
-  });
+  time(
+      [&](int64_t i) {
+        return kn::attentionForward(kn::Half::BF16, f.b, f.s, f.hq, f.hkv, f.d,
+                                    &q16[i * qSize], &k16[i * kvSize],
+                                    &v16[i * kvSize], scale, &o16[i * qSize],
+                                    &lse[i * lseSize]);
+      },
+      [&](int64_t i) {
+        return kn::attentionBackward(
+            kn::Half::BF16, f.b, f.s, f.hq, f.hkv, f.d, &q16[i * qSize],
+            &k16[i * kvSize], &v16[i * kvSize], &o16[i * qSize],
+            &d16[i * qSize], &lse[i * lseSize], scale, &dq16[i * qSize],
+            &dk16[i * kvSize], &dv16[i * kvSize]);
+      },
+      f.forwardBf16, f.backwardBf16);
 }
 
 } // namespace

@@ -22,6 +22,14 @@ std::string parseError(llvm::StringRef text) {
   return llvm::toString(machine.takeError());
 }
 
+/// `text` with `entries` (indented cluster keys) at the start of its
+/// `cluster:` mapping.
+std::string withClusterEntries(std::string text, llvm::StringRef entries) {
+  text.insert(text.find("cluster:\n") + std::string("cluster:\n").size(),
+              entries.str());
+  return text;
+}
+
 const char *minimal = R"(name: tiny
 nodes: 2
 clusters_per_node: 4
@@ -171,16 +179,15 @@ TEST(MachineModel, InNetworkCollectives) {
 }
 
 TEST(MachineModel, AttentionFits) {
-  std::string text = minimal;
-  size_t at = text.find("cluster:\n") + std::string("cluster:\n").size();
-  std::string fitted = text;
-  fitted.insert(at, "  attention_forward_fit:\n"
-                    "    f16: {efficiency: 0.65, element_seconds: 4e-10, "
-                    "row_seconds: 5e-8, call_seconds: 2e-6}\n"
-                    "  attention_backward_fit:\n"
-                    "    f32: {efficiency: 0.6, element_seconds: 1e-10, "
-                    "call_seconds: 3e-5}\n");
-  llvm::Expected<MachineModel> m = parseMachineModel(fitted, "m.yaml");
+  llvm::Expected<MachineModel> m = parseMachineModel(
+      withClusterEntries(minimal,
+                         "  attention_forward_fit:\n"
+                         "    f16: {efficiency: 0.65, element_seconds: 4e-10, "
+                         "row_seconds: 5e-8, call_seconds: 2e-6}\n"
+                         "  attention_backward_fit:\n"
+                         "    f32: {efficiency: 0.6, element_seconds: 1e-10, "
+                         "call_seconds: 3e-5}\n"),
+      "m.yaml");
   ASSERT_TRUE(bool(m)) << llvm::toString(m.takeError());
   const ClusterSpec &c = m->cluster;
   EXPECT_DOUBLE_EQ(c.attentionForwardFit.f16.efficiency, 0.65);
@@ -207,10 +214,9 @@ TEST(MachineModel, AttentionFits) {
   EXPECT_DOUBLE_EQ(back->cluster.attentionBackwardFit.f32.efficiency, 0.6);
   EXPECT_FALSE(back->cluster.attentionBackwardFit.f16.present());
   // Bad values name the key and the limit.
-  std::string bad = text;
-  bad.insert(at, "  attention_backward_fit:\n    f16: {efficiency: 0.5, "
-                 "element_seconds: 0, row_seconds: -2e-8, call_seconds: 0}\n");
-  std::string error = parseError(bad);
+  std::string error = parseError(withClusterEntries(
+      minimal, "  attention_backward_fit:\n    f16: {efficiency: 0.5, "
+               "element_seconds: 0, row_seconds: -2e-8, call_seconds: 0}\n"));
   EXPECT_NE(error.find("cluster.attention_backward_fit.f16.row_seconds: must "
                        "be a non-negative number of seconds"),
             std::string::npos)
