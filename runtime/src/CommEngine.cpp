@@ -107,13 +107,10 @@ bool CommEngine::assist() {
   std::unique_lock<std::mutex> work(progressMutex, std::try_to_lock);
   if (!work.owns_lock())
     return false;
+  // The progress thread needs no wake-up for what this pass leaves
+  // outstanding: while `busy` it polls on its interval and never waits
+  // without a deadline (threadLoop).
   progressPass();
-  // Requests this pass posted need the progress thread once the rank
-  // waits: wake it if it sleeps without a deadline.
-  if (busy.load(std::memory_order_relaxed)) {
-    std::lock_guard<std::mutex> lock(mutex);
-    wake.notify_one();
-  }
   return true;
 }
 
