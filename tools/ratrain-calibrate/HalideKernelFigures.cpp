@@ -366,27 +366,38 @@ llvm::Error ratrain::calibrate::calibrateAttention(
                 bf16PeakPerCore * double(cores)},
                {"attention_backward_fit.f16", result.backwardFit.f16,
                 bf16PeakPerCore * double(cores)}};
-  for (int i = 0; i < 4; ++i) {
-    llvm::Expected<KernelTimeFit> fitted =
-        fitKernelTime(samples[i], fits[i].peak);
-    if (!fitted) {
-      llvm::errs() << "  warning: no " << fits[i].key << ": "
-                   << llvm::toString(fitted.takeError()) << "\n";
-      continue;
-    }
-    fits[i].fit = *fitted;
-    double worst = maxRelativeError(*fitted, samples[i], fits[i].peak);
-    llvm::errs() << llvm::formatv(
-        "  {0} ({1} shapes): efficiency {2:f3}, {3:f3} ns per score, "
-        "{4:f1} ns per row, {5:f2} us per call; worst shape {6:f1}%\n",
-        fits[i].key, samples[i].size(), fitted->efficiency,
-        fitted->elementSeconds * 1e9, fitted->rowSeconds * 1e9,
-        fitted->callSeconds * 1e6, worst * 100);
-    notes << llvm::formatv("#  [M]   {0}: the {1} attention shapes above, "
-                           "worst shape {2:f1}%\n",
-                           fits[i].key, samples[i].size(), worst * 100);
-  }
+  for (int i = 0; i < 4; ++i)
+    if (std::optional<double> worst =
+            fitAndReport(fits[i].key, samples[i], fits[i].peak, fits[i].fit))
+      notes << llvm::formatv("#  [M]   {0}: the {1} attention shapes above, "
+                             "worst shape {2:f1}%\n",
+                             fits[i].key, samples[i].size(), *worst * 100);
   return llvm::Error::success();
+}
+
+std::optional<double>
+ratrain::calibrate::fitAndReport(llvm::StringRef label,
+                                 llvm::ArrayRef<KernelTimeSample> samples,
+                                 double peak, KernelTimeFit &fit) {
+  llvm::Expected<KernelTimeFit> fitted = fitKernelTime(samples, peak);
+  if (!fitted) {
+    llvm::errs() << "  warning: no " << label << ": "
+                 << llvm::toString(fitted.takeError()) << "\n";
+    return std::nullopt;
+  }
+  fit = *fitted;
+  double worst = maxRelativeError(fit, samples, peak);
+  std::string rows =
+      fit.rowSeconds > 0
+          ? llvm::formatv("{0:f1} ns per row, ", fit.rowSeconds * 1e9).str()
+          : std::string();
+  llvm::errs() << llvm::formatv("  {0} ({1} shapes): efficiency {2:f3}, "
+                                "{3:f3} ns per element, {4}{5:f2} us per "
+                                "call; worst shape {6:f1}%\n",
+                                label, samples.size(), fit.efficiency,
+                                fit.elementSeconds * 1e9, rows,
+                                fit.callSeconds * 1e6, worst * 100);
+  return worst;
 }
 
 /// AdamW over n parameters with the bf16 view: reads p, g, m, v, writes p,

@@ -17,6 +17,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 namespace ratrain::calibrate {
@@ -46,6 +47,15 @@ void measureGemm(GemmFigure &g, int reps);
 void measureGemmFitSamples(int reps, int64_t workingSetBytes,
                            std::vector<KernelTimeSample> &f32,
                            std::vector<KernelTimeSample> &bf16);
+
+/// Fits `samples` (seconds per call on a cluster of `peak` FLOP/s) into
+/// `fit` and prints it to stderr ("  LABEL (N shapes): efficiency, ns per
+/// element, ns per row where there is a row term, us per call, the worst
+/// shape"); returns the worst shape's relative error, or nullopt after a
+/// warning naming `label` when the samples determine no fit.
+std::optional<double> fitAndReport(llvm::StringRef label,
+                                   llvm::ArrayRef<KernelTimeSample> samples,
+                                   double peak, KernelTimeFit &fit);
 
 /// Times the causal GQA attention forward and backward, fp32 and bf16, on
 /// ten shapes (D 32 to 128, S 256 to 4096, one to four sequences) with

@@ -561,27 +561,17 @@ int main(int argc, char **argv) {
           {"f16", bf16Samples, bf16Peak * coresPerCluster, gemmFitF16}}) {
       for (KernelTimeSample &sample : samples)
         sample.seconds /= double(coresPerCluster);
-      llvm::Expected<KernelTimeFit> fitted = fitKernelTime(samples, peak);
-      if (!fitted) {
-        llvm::errs() << "  warning: no " << name
-                     << " GEMM time fit: " << llvm::toString(fitted.takeError())
-                     << "\n";
+      std::optional<double> worst = fitAndReport(
+          (llvm::Twine("gemm_fit.") + name).str(), samples, peak, fit);
+      if (!worst)
         continue;
-      }
-      fit = *fitted;
-      double worst = maxRelativeError(fit, samples, peak);
-      llvm::errs() << llvm::formatv(
-          "  GEMM time fit {0} ({1} shapes): efficiency {2:f3}, {3:f3} ns per "
-          "element, {4:f2} us per call; worst shape {5:f1}%\n",
-          name, samples.size(), fit.efficiency, fit.elementSeconds * 1e9,
-          fit.callSeconds * 1e6, worst * 100);
       notes << llvm::formatv(
           "#  [M]   gemm_fit.{0}: {1} shapes from 64^3 to 1024 x 4096 x 4096 "
           "in the three forms ({2}; operands cycled through {4} MiB), "
           "least squares of the relative error: worst shape {3:f1}%\n",
           name, samples.size(),
           std::string(name) == "f32" ? "fp32 operands" : "bf16 operands",
-          worst * 100, fitWorkingSet >> 20);
+          *worst * 100, fitWorkingSet >> 20);
     }
 
     // Attention: the efficiencies and the shape-aware time fits.
