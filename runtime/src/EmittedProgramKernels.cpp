@@ -151,10 +151,16 @@ template <typename Call> void kernel(const char *name, Call &&call) {
   kernel(name, std::forward<Call>(call), [] { return std::string(); });
 }
 
-/// A GEMM call's shape in the trace: "NT 256x688x256" (form, M x N x K).
-std::string gemmShape(k::GemmForm form, int64_t M, int64_t N, int64_t K) {
-  const char *forms[] = {"NT", "NN", "TN"};
-  return llvm::formatv("{0} {1}x{2}x{3}", forms[unsigned(form)], M, N, K).str();
+/// A GEMM kernel call: traced with its shape, "NT 256x688x256" (form,
+/// M x N x K).
+template <typename Call>
+void gemmKernel(const char *name, k::GemmForm form, int64_t M, int64_t N,
+                int64_t K, Call &&call) {
+  kernel(name, std::forward<Call>(call), [&] {
+    const char *forms[] = {"NT", "NN", "TN"};
+    return llvm::formatv("{0} {1}x{2}x{3}", forms[unsigned(form)], M, N, K)
+        .str();
+  });
 }
 
 /// The ALiBi slopes of `heads` heads (computed once per head count), or
@@ -249,19 +255,15 @@ void ropeImpl(const Tensor &x, const Tensor &y, int64_t B, int64_t S,
 void gemmInto(const Tensor &a, const Tensor &b, float *dst, k::GemmForm form,
               int64_t M, int64_t N, int64_t K, float beta) {
   if (isHalf(a.type) && a.type == b.type) {
-    kernel(
-        "gemm16",
-        [&] {
-          return k::gemm16(form, half(a.type), M, N, K, a.buf.as<uint16_t>(),
-                           b.buf.as<uint16_t>(), dst, beta);
-        },
-        [&] { return gemmShape(form, M, N, K); });
+    gemmKernel("gemm16", form, M, N, K, [&] {
+      return k::gemm16(form, half(a.type), M, N, K, a.buf.as<uint16_t>(),
+                       b.buf.as<uint16_t>(), dst, beta);
+    });
     return;
   }
   In ai(a), bi(b);
-  kernel(
-      "gemm", [&] { return k::gemm(form, M, N, K, ai.p, bi.p, dst, beta); },
-      [&] { return gemmShape(form, M, N, K); });
+  gemmKernel("gemm", form, M, N, K,
+             [&] { return k::gemm(form, M, N, K, ai.p, bi.p, dst, beta); });
 }
 } // namespace
 
@@ -273,14 +275,11 @@ void gemm(const Tensor &a, const Tensor &b, const Tensor &c, k::GemmForm form,
       !overlaps(c, a) && !overlaps(c, b)) {
     // All three 16-bit of one type: the kernel reads, accumulates and rounds
     // c itself (no fp32 copy of c outside the kernel).
-    kernel(
-        "gemm16",
-        [&] {
-          return k::gemm16To16(form, half(c.type), M, N, K,
-                               a.buf.as<uint16_t>(), b.buf.as<uint16_t>(),
-                               c.buf.as<uint16_t>(), accumulate ? 1.0f : 0.0f);
-        },
-        [&] { return gemmShape(form, M, N, K); });
+    gemmKernel("gemm16", form, M, N, K, [&] {
+      return k::gemm16To16(form, half(c.type), M, N, K, a.buf.as<uint16_t>(),
+                           b.buf.as<uint16_t>(), c.buf.as<uint16_t>(),
+                           accumulate ? 1.0f : 0.0f);
+    });
     return;
   }
   if (alpha == 1.0) {
