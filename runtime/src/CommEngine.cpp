@@ -375,8 +375,7 @@ bool CommEngine::runRounds(uint32_t index) {
       }
     } else {
       uint64_t total = block * uint64_t(k);
-      if (st.staging.size() < total)
-        st.staging.resize(total);
+      st.staging.reserve(total);
       st.staged.clear();
       if (st.schedule.lazyStaging) {
         // Nothing is copied in: the rounds read untouched blocks from the
@@ -391,8 +390,8 @@ bool CommEngine::runRounds(uint32_t index) {
                     op.send, block);
       }
     }
-    if (st.temp.size() < st.schedule.reduceBytes)
-      st.temp.resize(st.schedule.reduceBytes);
+    st.temp.reserve(st.schedule.reduceBytes);
+    st.resultWritten = false;
   }
   std::byte *base = st.schedule.work == WorkBuffer::Result
                         ? static_cast<std::byte *>(op.recv)
@@ -441,6 +440,8 @@ void CommEngine::finishExplicit(uint32_t index) {
   const CollectiveShape &shape = op.shape;
   const uint64_t block = shape.count * shape.elemBytes;
   const bool average = op.averageOver > 1;
+  if (st.resultWritten)
+    return;
   if (st.schedule.work == WorkBuffer::Staging &&
       shape.kind == CollectiveKind::ReduceScatter) {
     // This rank's reduced block goes to the result, divided on the way when
@@ -469,6 +470,38 @@ void CommEngine::finishExplicit(uint32_t index) {
                op.averageOver);
 }
 
+bool CommEngine::reducesIntoResult(const Op &op, const ExplicitState &st,
+                                   uint64_t lo, uint64_t hi) const {
+  const CollectiveShape &shape = op.shape;
+  if (shape.kind != CollectiveKind::ReduceScatter ||
+      st.schedule.work != WorkBuffer::Staging ||
+      st.next + 1 != st.schedule.rounds.size())
+    return false;
+  const uint64_t block = shape.count * shape.elemBytes;
+  const uint64_t own = stagedBlock(st.schedule, groupRankOf(shape)) * block;
+  return lo == own && hi == own + block;
+}
+
+void CommEngine::reduceAndAverage(void *dst, const void *a, const void *b,
+                                  uint64_t count, const Op &op) {
+  // Chunks small enough that the division reads what the reduction just
+  // wrote from L1: the bits of a reduction and a division pass, the memory
+  // traffic of one.
+  constexpr uint64_t kChunkBytes = 16 << 10;
+  const uint64_t elemBytes = op.shape.elemBytes;
+  const uint64_t chunk = std::max<uint64_t>(1, kChunkBytes / elemBytes);
+  for (uint64_t i = 0; i < count; i += chunk) {
+    const uint64_t n = std::min(chunk, count - i);
+    const uint64_t offset = i * elemBytes;
+    void *to = at(dst, offset);
+    reduceFrom(to, static_cast<const std::byte *>(a) + offset,
+               static_cast<const std::byte *>(b) + offset, n, op.elemType,
+               op.reduce);
+    if (op.averageOver > 1)
+      divideInto(to, to, n, op.elemType, op.averageOver);
+  }
+}
+
 bool CommEngine::advance(uint32_t index) {
   Op &op = ops[index];
   if (op.kind == Kind::Quantized)
@@ -490,10 +523,15 @@ bool CommEngine::advance(uint32_t index) {
           st.schedule.lazyStaging
               ? stagedSource(st.staged, base, op.send, lo, hi)
               : base + lo;
-      reduceFrom(base + lo, current, st.temp.data(), count, op.elemType,
-                 op.reduce);
-      if (st.schedule.lazyStaging)
-        st.staged.add(lo, hi);
+      if (reducesIntoResult(op, st, lo, hi)) {
+        reduceAndAverage(op.recv, current, st.temp.data(), count, op);
+        st.resultWritten = true;
+      } else {
+        reduceFrom(base + lo, current, st.temp.data(), count, op.elemType,
+                   op.reduce);
+        if (st.schedule.lazyStaging)
+          st.staged.add(lo, hi);
+      }
     }
     ++st.next;
     if (!runRounds(index))

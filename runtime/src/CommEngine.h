@@ -18,6 +18,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -164,8 +165,25 @@ private:
   /// call), then posts rounds until one has requests outstanding; returns
   /// true when the collective finished.
   bool runRounds(uint32_t index);
-  /// Copies the result out of the staging buffer and averages.
+  /// Copies the result out of the staging buffer and averages (nothing
+  /// when the last round wrote the result).
   void finishExplicit(uint32_t index);
+  /// Scratch memory that is never zero-filled: the pages of a large buffer
+  /// are only mapped where the collective writes (a lazily staged
+  /// reduce-scatter over two ranks writes none of its staging).
+  struct ScratchBuffer {
+    std::unique_ptr<std::byte[]> bytes;
+    uint64_t size = 0;
+    /// At least `n` bytes; the contents are lost when it grows.
+    std::byte *reserve(uint64_t n) {
+      if (n > size) {
+        bytes.reset(new std::byte[n]);
+        size = n;
+      }
+      return bytes.get();
+    }
+    std::byte *data() const { return bytes.get(); }
+  };
   /// Per slot: the schedule of its explicit collective, the next round, the
   /// requests of the current round still outstanding, the staging and
   /// temporary buffers (grown on first use).
@@ -173,12 +191,24 @@ private:
     Schedule schedule;
     size_t next = 0;
     int pending = 0;
-    std::vector<std::byte> staging, temp;
+    ScratchBuffer staging, temp;
     /// Lazily staged reduce-scatters (Schedule::lazyStaging): what staging
     /// holds.
     StagedRanges staged;
+    /// A reduce-scatter whose last round reduced this rank's block straight
+    /// into the result (averaged on the way): nothing left to copy out.
+    bool resultWritten = false;
   };
   std::vector<ExplicitState> explicitState;
+  /// Whether the current round of a reduce-scatter, receiving [lo, hi) of
+  /// the work buffer, is its last and reduces this rank's own block: then
+  /// it reduces into the result (no staging, no copy out).
+  bool reducesIntoResult(const Op &op, const ExplicitState &st, uint64_t lo,
+                         uint64_t hi) const;
+  /// dst = a (op) b over `count` elements of `op`'s type, divided by the
+  /// group size when `op` averages.
+  static void reduceAndAverage(void *dst, const void *a, const void *b,
+                               uint64_t count, const Op &op);
   std::atomic<uint64_t> stepBytes[kNumCollectiveKinds][kNumAlgorithms]
                                  [kMaxLevels] = {};
   std::atomic<uint64_t> sentBytes[kNumCollectiveKinds][kNumAlgorithms]
