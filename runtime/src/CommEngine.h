@@ -104,13 +104,13 @@ public:
   }
   /// Thread mode: runs one progress pass on the calling (compute) thread
   /// (posts what is queued, tests what is outstanding, reduces and posts
-  /// the next round of an explicit collective whose round completed) unless
-  /// the progress thread is in one; returns whether it ran. A progress
-  /// thread below its rank's priority gets no CPU while its rank computes,
-  /// so without these passes (after each kernel, Runtime::poll) a
-  /// collective posted during the backward would not move until the rank
-  /// waits for it (docs/runtime.md, "Tokens, progress and overlap").
-  bool assist();
+  /// the next round of an explicit collective whose round completed), after
+  /// the progress thread's pass when it is in one. A progress thread below
+  /// its rank's priority gets no CPU while its rank computes, so without
+  /// these passes (after each kernel, Runtime::poll) a collective posted
+  /// during the backward would not move until the rank waits for it
+  /// (docs/runtime.md, "Tokens, progress and overlap").
+  void assist();
   /// Stops the progress thread; outstanding operations are fatal.
   void shutdown();
   ProgressMode mode() const { return progressMode; }
