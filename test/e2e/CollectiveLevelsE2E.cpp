@@ -244,6 +244,31 @@ void runLevels(Runtime &rt) {
     }
     compareCounters(rt, CollectiveKind::ReduceScatter, n * 4, algorithm, "f32");
 
+    // Reduce-scatter average, f32, of blocks longer than the chunks in which
+    // the last round reduces and divides (CommEngine::reduceAndAverage):
+    // member r contributes k (r + 1) (i % 7), so the average is the exact
+    // integer memberSum (i % 7).
+    {
+      const uint64_t longBlock = 5000; // one 4096-element chunk and a rest
+      const uint64_t m = longBlock * uint64_t(k);
+      Buffer in = ddr.buffer(64 << 10, m * 4);
+      Buffer out = ddr.buffer((64 << 10) + m * 4, longBlock * 4);
+      for (uint64_t i = 0; i < m; ++i)
+        in.as<float>()[i] = float(k) * value(me, i);
+      rt.resetCollectiveCounters();
+      rt.wait(rt.reduceScatter(Group::Data, in, out, ElemType::F32,
+                               ReduceOp::Avg, algorithm));
+      for (uint64_t i = 0; i < longBlock; ++i) {
+        uint64_t global = uint64_t(me) * longBlock + i;
+        float want = memberSum * float(global % 7);
+        CHECK(out.as<float>()[i] == want,
+              "avg reduce-scatter ({0}) element {1}: {2}, want {3}",
+              int(algorithm), i, out.as<float>()[i], want);
+      }
+      compareCounters(rt, CollectiveKind::ReduceScatter, m * 4, algorithm,
+                      "f32 avg");
+    }
+
     // All-gather: Data rank r's block at r.
     for (uint64_t i = 0; i < block; ++i)
       part.as<float>()[i] = float(me * 1000) + float(i);
