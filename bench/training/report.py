@@ -90,7 +90,11 @@ def summarize(name, ranks, log, sim_path, warmup):
             return statistics.mean(s[key][r] for s in measured)
         own = mean("rank_step_s")
         result["rank"].append({
-            "step": own, "kernel": mean("kernel_s"), "wait": mean("wait_s"),
+            # Progress passes between kernels (assist_s, when logged) are
+            # communication time like the waits.
+            "step": own, "kernel": mean("kernel_s"),
+            "wait": mean("wait_s") + (mean("assist_s")
+                                      if "assist_s" in measured[0] else 0.0),
             "other": mean("other_s"),
             # The rank was done while the step (rank 0's) went on: the
             # pipeline's drain, seen from a later stage.

@@ -138,7 +138,7 @@ Token arrival(Runtime &r, Group g, int peer, int tag, const Tensor &t) {
 }
 void barrier(Runtime &r, Group g) {
   Token token = r.barrier(g);
-  StepTimers::Scope timed(r.stepTimers(), /*isKernel=*/false);
+  StepTimers::Scope timed(r.stepTimers(), StepTimers::Sum::Wait);
   r.wait(token);
 }
 Token offload(Runtime &r, const Tensor &t, StorageTier tier, const char *key) {
@@ -161,7 +161,7 @@ Tensor offloaded(Runtime &r, Session &s, const Tensor &window, StorageTier tier,
 }
 void waitAll(Runtime &r, std::initializer_list<Token> tokens) {
   if (!r.tracer().recording()) {
-    StepTimers::Scope timed(r.stepTimers(), /*isKernel=*/false);
+    StepTimers::Scope timed(r.stepTimers(), StepTimers::Sum::Wait);
     r.waitAll(tokens);
     return;
   }

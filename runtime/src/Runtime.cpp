@@ -692,7 +692,7 @@ void Runtime::poll() {
     return;
   }
   if (comm->wantsAssist()) {
-    StepTimers::Scope scope(timers, /*isKernel=*/false);
+    StepTimers::Scope scope(timers, StepTimers::Sum::Assist);
     comm->assist();
   }
 }

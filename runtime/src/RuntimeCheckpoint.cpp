@@ -206,9 +206,10 @@ double Runtime::logStep(StepLogger *logger, uint64_t step, uint64_t totalSteps,
         now - std::chrono::duration_cast<TokenPool::Clock::duration>(
                   std::chrono::duration<double>(seconds));
   // One collective per step: (loss, peak DDR bytes[, step, kernel and wait
-  // seconds, kernel calls, kernel and progress CPU seconds]) of every rank.
-  // The ranks that run the LM head report a loss, the others NaN.
-  double mine[8] = {loss, double(ddr().peakBytes()), 0, 0, 0, 0, 0, 0};
+  // seconds, kernel calls, kernel and progress CPU seconds, assist seconds])
+  // of every rank. The ranks that run the LM head report a loss, the others
+  // NaN.
+  double mine[9] = {loss, double(ddr().peakBytes()), 0, 0, 0, 0, 0, 0, 0};
   if (times) {
     mine[2] = times->step;
     mine[3] = times->kernel;
@@ -216,8 +217,9 @@ double Runtime::logStep(StepLogger *logger, uint64_t step, uint64_t totalSteps,
     mine[5] = double(times->kernelCalls);
     mine[6] = times->kernelCpu;
     mine[7] = times->progressCpu;
+    mine[8] = times->assist;
   }
-  size_t stride = times ? 8 : 2;
+  size_t stride = times ? 9 : 2;
   std::vector<double> gathered =
       allGatherDoubleTuples(llvm::ArrayRef<double>(mine, stride));
   double meanLoss = meanReportedLoss(gathered, stride);
@@ -243,6 +245,7 @@ double Runtime::logStep(StepLogger *logger, uint64_t step, uint64_t totalSteps,
       split.kernelCalls = uint64_t(gathered[stride * r + 5]);
       split.kernelCpu = gathered[stride * r + 6];
       split.progressCpu = gathered[stride * r + 7];
+      split.assist = gathered[stride * r + 8];
       record.rankTimes.push_back(split);
     }
   }

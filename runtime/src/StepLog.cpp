@@ -28,11 +28,13 @@ std::string ratrain::rt::formatStepJSON(const StepRecord &record) {
                             {"elapsed_s", record.elapsedSeconds},
                             {"peak_arena_bytes", std::move(peaks)}};
   if (!record.rankTimes.empty()) {
-    llvm::json::Array step, kernel, wait, other, calls, kernelCpu, progressCpu;
+    llvm::json::Array step, kernel, wait, assist, other, calls, kernelCpu,
+        progressCpu;
     for (const StepTimeSplit &split : record.rankTimes) {
       step.push_back(split.step);
       kernel.push_back(split.kernel);
       wait.push_back(split.wait);
+      assist.push_back(split.assist);
       other.push_back(split.other());
       calls.push_back(split.kernelCalls);
       kernelCpu.push_back(split.kernelCpu);
@@ -41,6 +43,7 @@ std::string ratrain::rt::formatStepJSON(const StepRecord &record) {
     object["rank_step_s"] = std::move(step);
     object["kernel_s"] = std::move(kernel);
     object["wait_s"] = std::move(wait);
+    object["assist_s"] = std::move(assist);
     object["other_s"] = std::move(other);
     object["kernel_calls"] = std::move(calls);
     object["kernel_cpu_s"] = std::move(kernelCpu);
@@ -88,10 +91,12 @@ int64_t StepTimers::threadCpuNanoseconds() {
 void StepTimers::take(StepTimeSplit &split) {
   split.kernel = std::chrono::duration<double>(kernel).count();
   split.wait = std::chrono::duration<double>(wait).count();
+  split.assist = std::chrono::duration<double>(assist).count();
   split.kernelCpu = double(kernelCpu) * 1e-9;
   split.kernelCalls = kernelCalls;
   kernel = Clock::duration{0};
   wait = Clock::duration{0};
+  assist = Clock::duration{0};
   kernelCpu = 0;
   kernelCalls = 0;
 }

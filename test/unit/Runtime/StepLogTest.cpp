@@ -74,7 +74,8 @@ TEST(StepLog, JSONLineSplitsEveryRanksStepTime) {
   StepTimeSplit first;
   first.step = 0.5;
   first.kernel = 0.375;
-  first.wait = 0.0625;
+  first.wait = 0.03125;
+  first.assist = 0.03125;
   first.kernelCalls = 212;
   first.kernelCpu = 0.25;
   first.progressCpu = 0.03125;
@@ -94,10 +95,12 @@ TEST(StepLog, JSONLineSplitsEveryRanksStepTime) {
   };
   EXPECT_EQ(at("rank_step_s", 0), 0.5);
   EXPECT_EQ(at("kernel_s", 0), 0.375);
-  EXPECT_EQ(at("wait_s", 0), 0.0625);
-  EXPECT_EQ(at("other_s", 0), 0.0625);
+  EXPECT_EQ(at("wait_s", 0), 0.03125);
+  EXPECT_EQ(at("assist_s", 0), 0.03125);
+  EXPECT_EQ(at("other_s", 0), 0.0625); // Assisting is not "other".
   EXPECT_EQ(at("rank_step_s", 1), 0.25);
   EXPECT_EQ(at("wait_s", 1), 0.125);
+  EXPECT_EQ(at("assist_s", 1), 0.0);
   EXPECT_EQ(at("other_s", 1), 0.0); // Never negative.
   EXPECT_EQ(at("kernel_calls", 0), 212);
   EXPECT_EQ(at("kernel_calls", 1), 0);
@@ -131,14 +134,22 @@ TEST(StepLog, TimersSumKernelsAndWaitsUntilTaken) {
   EXPECT_EQ(split.kernelCalls, 0u);
   EXPECT_EQ(split.wait, 0.0);
   // A scope adds to its own sum only.
-  { StepTimers::Scope waiting(timers, /*isKernel=*/false); }
+  { StepTimers::Scope waiting(timers, StepTimers::Sum::Wait); }
   timers.take(split);
   EXPECT_EQ(split.kernel, 0.0);
   EXPECT_GE(split.wait, 0.0);
+  EXPECT_EQ(split.assist, 0.0);
+  timers.addAssist(milliseconds(2));
+  timers.take(split);
+  EXPECT_EQ(split.wait, 0.0);
+  EXPECT_DOUBLE_EQ(split.assist, 0.002);
+  EXPECT_DOUBLE_EQ(split.other(), 0.5 - 0.002);
+  timers.take(split);
+  EXPECT_EQ(split.assist, 0.0); // Restarted.
   {
     // A kernel scope that keeps its thread busy counts CPU time, at most
     // its wall time.
-    StepTimers::Scope computing(timers, /*isKernel=*/true);
+    StepTimers::Scope computing(timers, StepTimers::Sum::Kernel);
     volatile double x = 1;
     for (int i = 0; i < 2000000; ++i)
       x = x * 1.0000001;

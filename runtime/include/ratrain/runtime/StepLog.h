@@ -4,13 +4,14 @@
 //   {"step":12,"loss":3.2101,"tokens":4096,"tokens_per_s":8123.4,
 //    "step_s":0.504,"elapsed_s":6.1,"peak_arena_bytes":[1048576, ...],
 //    "rank_step_s":[0.503, ...],"kernel_s":[0.41, ...],"wait_s":[0.07, ...],
-//    "other_s":[0.023, ...],"kernel_calls":[212, ...],
+//    "assist_s":[0.004, ...],"other_s":[0.019, ...],"kernel_calls":[212, ...],
 //    "kernel_cpu_s":[0.40, ...],"progress_cpu_s":[0.01, ...]}
 // (peak DDR arena bytes and, when measured, where each world rank's step
-// time went: kernels, blocking waits, the rest; the CPU time the rank's
-// thread spent inside kernels, less than their wall time when the ranks share
-// the cores; and the CPU time of its progress thread) and, when stderr is a
-// terminal, a progress line rewritten in place:
+// time went: kernels, blocking waits, progress passes the compute thread ran
+// between kernels, the rest; the CPU time the rank's thread spent inside
+// kernels, less than their wall time when the ranks share the cores; and the
+// CPU time of its progress thread) and, when stderr is a terminal, a progress
+// line rewritten in place:
 //   step 12/100 | loss 3.2101 | 8.1k tok/s | 0.504 s/step | ETA 44s
 //
 //===----------------------------------------------------------------------===//
@@ -33,13 +34,16 @@
 namespace ratrain::rt {
 
 /// Where one rank's step time went, in seconds: `kernel` inside compute
-/// kernel calls, `wait` blocked waiting for communication or DMA, and the
-/// rest (runtime and helper overhead, fp32 staging conversions, data
+/// kernel calls, `wait` blocked waiting for communication or DMA, `assist`
+/// in the progress passes the compute thread runs between kernels
+/// (CommEngine::assist: posting, testing, reducing received blocks), and
+/// the rest (runtime and helper overhead, fp32 staging conversions, data
 /// loading, issuing transfers, inline progress polls).
 struct StepTimeSplit {
   double step = 0;
   double kernel = 0;
   double wait = 0;
+  double assist = 0;
   /// Number of kernel calls.
   uint64_t kernelCalls = 0;
   /// CPU time of the calling thread inside the kernel calls: their wall time
@@ -50,9 +54,9 @@ struct StepTimeSplit {
   /// reductions): a core's time the rank's kernels lose when the ranks
   /// share the cores.
   double progressCpu = 0;
-  /// step - kernel - wait, never negative.
+  /// step - kernel - wait - assist, never negative.
   double other() const {
-    double rest = step - kernel - wait;
+    double rest = step - kernel - wait - assist;
     return rest > 0 ? rest : 0.0;
   }
 };
@@ -62,8 +66,9 @@ struct StepTimeSplit {
 /// cannot be read.
 int64_t cpuClockNanoseconds(clockid_t clock);
 
-/// This rank's kernel and wait time since the last take(), accumulated by the
-/// emitted program's kernel and wait helpers on the main thread. Adding is a
+/// This rank's kernel, wait and assist time since the last take(),
+/// accumulated by the emitted program's kernel and wait helpers and the
+/// runtime's poll on the main thread. Adding is a
 /// steady_clock read before and after the call (and, for kernels, a read of
 /// the thread's CPU clock) and an integer add: no allocation, no
 /// synchronization, no collective.
@@ -83,35 +88,47 @@ public:
     ++kernelCalls;
   }
   void addWait(Clock::duration elapsed) { wait += elapsed; }
+  void addAssist(Clock::duration elapsed) { assist += elapsed; }
   /// The kernel time accumulated since the last take().
   Clock::duration kernelSoFar() const { return kernel; }
 
-  /// The kernel and wait seconds accumulated since the last take() (or since
-  /// start-up), into `split` (which keeps its `step`); restarts both sums.
+  /// The kernel, wait and assist seconds accumulated since the last take()
+  /// (or since start-up), into `split` (which keeps its `step`); restarts
+  /// the sums.
   void take(StepTimeSplit &split);
 
-  /// Times a scope into the kernel or the wait sum.
+  /// What a Scope times.
+  enum class Sum { Kernel, Wait, Assist };
+
+  /// Times a scope into the kernel, wait or assist sum.
   class Scope {
   public:
     /// The CPU clock is read inside the wall-clock span (see the emitted
     /// program's kernel helper).
-    Scope(StepTimers &timers, bool isKernel)
-        : timers(timers), isKernel(isKernel), start(Clock::now()),
-          cpuStart(isKernel ? threadCpuNanoseconds() : 0) {}
+    Scope(StepTimers &timers, Sum sum)
+        : timers(timers), sum(sum), start(Clock::now()),
+          cpuStart(sum == Sum::Kernel ? threadCpuNanoseconds() : 0) {}
     ~Scope() {
-      int64_t cpu = isKernel ? threadCpuNanoseconds() - cpuStart : 0;
+      int64_t cpu = sum == Sum::Kernel ? threadCpuNanoseconds() - cpuStart : 0;
       Clock::duration elapsed = Clock::now() - start;
-      if (isKernel)
+      switch (sum) {
+      case Sum::Kernel:
         timers.addKernel(elapsed, cpu);
-      else
+        break;
+      case Sum::Wait:
         timers.addWait(elapsed);
+        break;
+      case Sum::Assist:
+        timers.addAssist(elapsed);
+        break;
+      }
     }
     Scope(const Scope &) = delete;
     Scope &operator=(const Scope &) = delete;
 
   private:
     StepTimers &timers;
-    bool isKernel;
+    Sum sum;
     Clock::time_point start;
     int64_t cpuStart;
   };
@@ -119,6 +136,7 @@ public:
 private:
   Clock::duration kernel{0};
   Clock::duration wait{0};
+  Clock::duration assist{0};
   int64_t kernelCpu = 0;
   uint64_t kernelCalls = 0;
 };
