@@ -68,10 +68,9 @@ int64_t cpuClockNanoseconds(clockid_t clock);
 
 /// This rank's kernel, wait and assist time since the last take(),
 /// accumulated by the emitted program's kernel and wait helpers and the
-/// runtime's poll on the main thread. Adding is a
-/// steady_clock read before and after the call (and, for kernels, a read of
-/// the thread's CPU clock) and an integer add: no allocation, no
-/// synchronization, no collective.
+/// runtime's poll on the main thread. Adding is a steady_clock read before
+/// and after the call (and, for kernels, a read of the thread's CPU clock)
+/// and an integer add: no allocation, no synchronization, no collective.
 class StepTimers {
 public:
   using Clock = std::chrono::steady_clock;
