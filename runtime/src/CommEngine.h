@@ -175,12 +175,11 @@ private:
     std::unique_ptr<std::byte[]> bytes;
     uint64_t size = 0;
     /// At least `n` bytes; the contents are lost when it grows.
-    std::byte *reserve(uint64_t n) {
+    void reserve(uint64_t n) {
       if (n > size) {
         bytes.reset(new std::byte[n]);
         size = n;
       }
-      return bytes.get();
     }
     std::byte *data() const { return bytes.get(); }
   };
