@@ -113,7 +113,8 @@ public:
     return costs.activationTransfer(plan.getMicroBatchSize());
   }
 
-  /// Seconds of the all-gather of `layer`'s full 16-bit view (ZeRO-3).
+  /// Seconds of the all-gather of `layer`'s full 16-bit view (ZeRO-3's
+  /// parameter gathers, ZeRO-1/2's re-materialized views).
   double gatherSeconds(int64_t layer) const {
     return costs.collective(CollectiveKind::AllGather, sizes.viewBytes(layer),
                             plan.getDp());
@@ -154,6 +155,8 @@ struct LayerLifecycle {
   Value newOptState; ///< from the update
   Value pendingView; ///< from the view prefetch
   Value newView;     ///< the prefetch's wait, once emitted
+  /// ZeRO-1/2: the all-gather of the re-materialized view, once issued.
+  Value pendingGather;
   /// Offload: the write-backs of the updated states.
   SmallVector<Value, 2> pendingWriteBack;
   double writeBackDone = 0;
@@ -193,6 +196,12 @@ private:
   void emitAverageWait(LayerLifecycle &life);
   void emitWriteBack(LayerLifecycle &life, double now);
   void emitRelease(LayerLifecycle &life);
+  /// ZeRO-1/2: waits for the layer's view prefetch and issues the
+  /// all-gather of its view (pendingGather).
+  void emitViewGather(LayerLifecycle &life);
+  /// The views of `layers` in place for the next step: each prefetch waited
+  /// for and, under ZeRO-1/2, its all-gather issued (unless already) and
+  /// waited for.
   void emitViewInPlace(ArrayRef<LayerLifecycle *> layers);
   /// The algorithm of a sync on the part `scope` of the group at `level`.
   SyncHierarchy hierarchyOf(SyncScope scope, int64_t level) const;
@@ -486,35 +495,47 @@ void StageScheduler::emitRelease(LayerLifecycle &life) {
                    pending);
 }
 
+void StageScheduler::emitViewGather(LayerLifecycle &life) {
+  Location loc = stage.getLoc();
+  Type viewType = ViewType::get(stage.getContext(), life.layer);
+  if (!life.newView)
+    life.newView =
+        WaitOp::create(builder, loc, viewType, life.pendingView).getValue();
+  // Under partitioning the shards are laid out for the partition groups:
+  // the whole group's is the outermost level's inside group.
+  std::optional<SyncScope> scope;
+  if (groups.active())
+    scope = SyncScope::Inside;
+  life.pendingGather =
+      groups
+          .createSync(builder, loc, viewType, SyncKind::AllGather, life.newView,
+                      scope ? hierarchyOf(*scope, groups.outermost())
+                            : costs.hierarchy(),
+                      scope, groups.outermost(), groups.weightWire)
+          .getPending();
+}
+
 void StageScheduler::emitViewInPlace(ArrayRef<LayerLifecycle *> layers) {
   Location loc = stage.getLoc();
   MLIRContext *context = stage.getContext();
-  SmallVector<Value> gathers;
+  bool gathers = plan.getZero() == 1 || plan.getZero() == 2;
   for (LayerLifecycle *life : layers) {
-    Type viewType = ViewType::get(context, life->layer);
-    if (!life->newView)
+    if (gathers && !life->pendingGather)
+      emitViewGather(*life);
+    else if (!life->newView)
       life->newView =
-          WaitOp::create(builder, loc, viewType, life->pendingView).getValue();
-    if (plan.getZero() == 1 || plan.getZero() == 2) {
-      // Under partitioning the shards are laid out for the partition
-      // groups: the whole group's is the outermost level's inside group.
-      std::optional<SyncScope> scope;
-      if (groups.active())
-        scope = SyncScope::Inside;
-      gathers.push_back(
-          groups
-              .createSync(builder, loc, viewType, SyncKind::AllGather,
-                          life->newView,
-                          scope ? hierarchyOf(*scope, groups.outermost())
-                                : costs.hierarchy(),
-                          scope, groups.outermost(), groups.weightWire)
-              .getPending());
-    }
+          WaitOp::create(builder, loc, ViewType::get(context, life->layer),
+                         life->pendingView)
+              .getValue();
   }
-  for (auto [life, pending] : llvm::zip(layers, gathers))
+  if (!gathers)
+    return;
+  for (LayerLifecycle *life : layers)
     life->newView =
-        WaitOp::create(builder, loc,
-                       cast<AsyncType>(pending.getType()).getValue(), pending)
+        WaitOp::create(
+            builder, loc,
+            cast<AsyncType>(life->pendingGather.getType()).getValue(),
+            life->pendingGather)
             .getValue();
 }
 
@@ -764,6 +785,14 @@ LogicalResult StageScheduler::run() {
       emitRelease(*order[index - 2]);
       emitReloads(*order[index], clock);
     };
+    // ZeRO-1/2: the all-gather of each re-materialized view is issued in
+    // the step, overlapping the rest of it, instead of at its end: the view
+    // of the layer updated before is gathered right after the next update
+    // (its prefetch had that update's time to complete). Views under
+    // partial synchronization or offloaded masters are gathered at the end.
+    bool gathersEarly = (plan.getZero() == 1 || plan.getZero() == 2) &&
+                        !partial && !sizes.offloadsMaster();
+    LayerLifecycle *ungathered = nullptr;
     auto retire = [&](Operation *before) {
       LayerLifecycle *life = inFlight.front();
       inFlight.pop_front();
@@ -776,6 +805,12 @@ LogicalResult StageScheduler::run() {
       emitUpdate(*life);
       clock = std::max({clock, life->syncDone, life->reloadDone}) +
               costs.updateSeconds(life->layer);
+      if (ungathered) {
+        emitViewGather(*ungathered);
+        commFree =
+            std::max(commFree, clock) + costs.gatherSeconds(ungathered->layer);
+        ungathered = nullptr;
+      }
       if (partial) {
         // The cast follows the averaging, waited for where it is predicted
         // done in the layer's phase step (at once in the others).
@@ -786,6 +821,8 @@ LogicalResult StageScheduler::run() {
         averaging.push_back(life);
       } else {
         emitViewPrefetch(*life);
+        if (gathersEarly)
+          ungathered = life;
       }
       if (offloads()) {
         emitWriteBack(*life, clock);

@@ -314,7 +314,10 @@ ratrain.model @tiny family("llama") dtype(bf16) seq_len(128)
 // updates layers 3 and 2 while the backward of layers 1 and 0 still runs;
 // stage 1 issues its syncs during the last backward sweep, waits for each
 // reduce-scatter where it is predicted complete (the layer's full gradient
-// is free from there) and updates after its last gradient send.
+// is free from there) and updates after its last gradient send. Under
+// ratrain each refreshed view is all-gathered right after the next update
+// (the last one at the end): the gathers overlap the rest of the step; only
+// their waits stay at its end. gpu-style gathers every view at the end.
 ratrain.model @deep family("llama") dtype(bf16) seq_len(128)
     max_positions(256) positions rope rms_eps(1.0e-05) rope_theta(1.0e+04)
     plan #ratrain.plan<clusters = 16, pp = 2, dp = 8, micro_batch_size = 1,
@@ -363,24 +366,24 @@ ratrain.model @deep family("llama") dtype(bf16) seq_len(128)
 // RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.view_prefetch %{{[a-z_0-9]+}} : !ratrain.master<3>
 // RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.wait %{{[a-z_0-9]+}} : !ratrain.async<!ratrain.grad<2, synced>>
 // RAT-NEXT: %{{[a-z_0-9]+}}, %{{[a-z_0-9]+}} = ratrain.update adamw %{{[a-z_0-9]+}}, %{{[a-z_0-9]+}}, %{{[a-z_0-9]+}} : !ratrain.grad<2, synced>, !ratrain.master<2>, !ratrain.opt_state<2>
+// RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.wait %{{[a-z_0-9]+}} : !ratrain.async<!ratrain.view<3>>
+// RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.sync all_gather %{{[a-z_0-9]+}} hierarchy hierarchical : !ratrain.view<3> -> !ratrain.async<!ratrain.view<3>>
 // RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.view_prefetch %{{[a-z_0-9]+}} : !ratrain.master<2>
 // RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.backward %{{[a-z_0-9]+}}, %{{[a-z_0-9]+}} acc(%{{[a-z_0-9]+}}) mb(1) : !ratrain.view<0>, !ratrain.act<0, full>
 // RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.grad_ready %{{[a-z_0-9]+}} : !ratrain.grad<0, partial>
 // RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.sync reduce_scatter %{{[a-z_0-9]+}} hierarchy hierarchical : !ratrain.grad<0, ready> -> !ratrain.async<!ratrain.grad<0, synced>>
 // RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.wait %{{[a-z_0-9]+}} : !ratrain.async<!ratrain.grad<1, synced>>
 // RAT-NEXT: %{{[a-z_0-9]+}}, %{{[a-z_0-9]+}} = ratrain.update adamw %{{[a-z_0-9]+}}, %{{[a-z_0-9]+}}, %{{[a-z_0-9]+}} : !ratrain.grad<1, synced>, !ratrain.master<1>, !ratrain.opt_state<1>
+// RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.wait %{{[a-z_0-9]+}} : !ratrain.async<!ratrain.view<2>>
+// RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.sync all_gather %{{[a-z_0-9]+}} hierarchy hierarchical : !ratrain.view<2> -> !ratrain.async<!ratrain.view<2>>
 // RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.view_prefetch %{{[a-z_0-9]+}} : !ratrain.master<1>
 // RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.wait %{{[a-z_0-9]+}} : !ratrain.async<!ratrain.grad<0, synced>>
 // RAT-NEXT: %{{[a-z_0-9]+}}, %{{[a-z_0-9]+}} = ratrain.update adamw %{{[a-z_0-9]+}}, %{{[a-z_0-9]+}}, %{{[a-z_0-9]+}} : !ratrain.grad<0, synced>, !ratrain.master<0>, !ratrain.opt_state<0>
+// RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.wait %{{[a-z_0-9]+}} : !ratrain.async<!ratrain.view<1>>
+// RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.sync all_gather %{{[a-z_0-9]+}} hierarchy hierarchical : !ratrain.view<1> -> !ratrain.async<!ratrain.view<1>>
 // RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.view_prefetch %{{[a-z_0-9]+}} : !ratrain.master<0>
 // RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.wait %{{[a-z_0-9]+}} : !ratrain.async<!ratrain.view<0>>
 // RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.sync all_gather %{{[a-z_0-9]+}} hierarchy hierarchical : !ratrain.view<0> -> !ratrain.async<!ratrain.view<0>>
-// RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.wait %{{[a-z_0-9]+}} : !ratrain.async<!ratrain.view<1>>
-// RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.sync all_gather %{{[a-z_0-9]+}} hierarchy hierarchical : !ratrain.view<1> -> !ratrain.async<!ratrain.view<1>>
-// RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.wait %{{[a-z_0-9]+}} : !ratrain.async<!ratrain.view<2>>
-// RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.sync all_gather %{{[a-z_0-9]+}} hierarchy hierarchical : !ratrain.view<2> -> !ratrain.async<!ratrain.view<2>>
-// RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.wait %{{[a-z_0-9]+}} : !ratrain.async<!ratrain.view<3>>
-// RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.sync all_gather %{{[a-z_0-9]+}} hierarchy hierarchical : !ratrain.view<3> -> !ratrain.async<!ratrain.view<3>>
 // RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.wait %{{[a-z_0-9]+}} : !ratrain.async<!ratrain.view<0>>
 // RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.wait %{{[a-z_0-9]+}} : !ratrain.async<!ratrain.view<1>>
 // RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.wait %{{[a-z_0-9]+}} : !ratrain.async<!ratrain.view<2>>
@@ -427,20 +430,20 @@ ratrain.model @deep family("llama") dtype(bf16) seq_len(128)
 // RAT-NEXT: %{{[a-z_0-9]+}}, %{{[a-z_0-9]+}} = ratrain.update adamw %{{[a-z_0-9]+}}, %{{[a-z_0-9]+}}, %{{[a-z_0-9]+}} : !ratrain.grad<7, synced>, !ratrain.master<7>, !ratrain.opt_state<7>
 // RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.view_prefetch %{{[a-z_0-9]+}} : !ratrain.master<7>
 // RAT-NEXT: %{{[a-z_0-9]+}}, %{{[a-z_0-9]+}} = ratrain.update adamw %{{[a-z_0-9]+}}, %{{[a-z_0-9]+}}, %{{[a-z_0-9]+}} : !ratrain.grad<6, synced>, !ratrain.master<6>, !ratrain.opt_state<6>
+// RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.wait %{{[a-z_0-9]+}} : !ratrain.async<!ratrain.view<7>>
+// RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.sync all_gather %{{[a-z_0-9]+}} hierarchy hierarchical : !ratrain.view<7> -> !ratrain.async<!ratrain.view<7>>
 // RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.view_prefetch %{{[a-z_0-9]+}} : !ratrain.master<6>
 // RAT-NEXT: %{{[a-z_0-9]+}}, %{{[a-z_0-9]+}} = ratrain.update adamw %{{[a-z_0-9]+}}, %{{[a-z_0-9]+}}, %{{[a-z_0-9]+}} : !ratrain.grad<5, synced>, !ratrain.master<5>, !ratrain.opt_state<5>
+// RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.wait %{{[a-z_0-9]+}} : !ratrain.async<!ratrain.view<6>>
+// RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.sync all_gather %{{[a-z_0-9]+}} hierarchy hierarchical : !ratrain.view<6> -> !ratrain.async<!ratrain.view<6>>
 // RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.view_prefetch %{{[a-z_0-9]+}} : !ratrain.master<5>
 // RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.wait %{{[a-z_0-9]+}} : !ratrain.async<!ratrain.grad<4, synced>>
 // RAT-NEXT: %{{[a-z_0-9]+}}, %{{[a-z_0-9]+}} = ratrain.update adamw %{{[a-z_0-9]+}}, %{{[a-z_0-9]+}}, %{{[a-z_0-9]+}} : !ratrain.grad<4, synced>, !ratrain.master<4>, !ratrain.opt_state<4>
+// RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.wait %{{[a-z_0-9]+}} : !ratrain.async<!ratrain.view<5>>
+// RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.sync all_gather %{{[a-z_0-9]+}} hierarchy hierarchical : !ratrain.view<5> -> !ratrain.async<!ratrain.view<5>>
 // RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.view_prefetch %{{[a-z_0-9]+}} : !ratrain.master<4>
 // RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.wait %{{[a-z_0-9]+}} : !ratrain.async<!ratrain.view<4>>
 // RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.sync all_gather %{{[a-z_0-9]+}} hierarchy hierarchical : !ratrain.view<4> -> !ratrain.async<!ratrain.view<4>>
-// RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.wait %{{[a-z_0-9]+}} : !ratrain.async<!ratrain.view<5>>
-// RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.sync all_gather %{{[a-z_0-9]+}} hierarchy hierarchical : !ratrain.view<5> -> !ratrain.async<!ratrain.view<5>>
-// RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.wait %{{[a-z_0-9]+}} : !ratrain.async<!ratrain.view<6>>
-// RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.sync all_gather %{{[a-z_0-9]+}} hierarchy hierarchical : !ratrain.view<6> -> !ratrain.async<!ratrain.view<6>>
-// RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.wait %{{[a-z_0-9]+}} : !ratrain.async<!ratrain.view<7>>
-// RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.sync all_gather %{{[a-z_0-9]+}} hierarchy hierarchical : !ratrain.view<7> -> !ratrain.async<!ratrain.view<7>>
 // RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.wait %{{[a-z_0-9]+}} : !ratrain.async<!ratrain.view<4>>
 // RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.wait %{{[a-z_0-9]+}} : !ratrain.async<!ratrain.view<5>>
 // RAT-NEXT: %{{[a-z_0-9]+}} = ratrain.wait %{{[a-z_0-9]+}} : !ratrain.async<!ratrain.view<6>>
