@@ -198,10 +198,13 @@ def RATrainScheduleLifecycle
     but never before the stage's last gradient send, which the upstream
     stages wait for;
     the view prefetch follows the update at once and is waited as late as
-    possible (before the yield). The recompute of the first
-    `recompute-ahead` layers of a micro-batch's backward is hoisted above
-    that micro-batch's `recv gradient` so it overlaps the wait for the
-    downstream stage; the others stay just before their backward.
+    possible (before the yield); under ZeRO-1/2 the view's `all_gather` is
+    issued right after the next update (the last one's before the yield),
+    counted on the communication stream, and waited before the yield.
+    The recompute of the first `recompute-ahead` layers of a micro-batch's
+    backward is hoisted above that micro-batch's `recv gradient` so it
+    overlaps the wait for the downstream stage; the others stay just before
+    their backward.
 
     `policy=gpu-style`: all grad_ready + syncs after the stage's last
     operation, then all waits, all updates, all view casts (and
