@@ -80,6 +80,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <initializer_list>
+#include <memory>
 #include <optional>
 #include <type_traits>
 #include <vector>
@@ -182,9 +183,31 @@ tiling::GemmTiles gemmTilesFor(int elemBytes) {
                            elemBytes);
 }
 
+/// Scratch memory that grows and is never zero-filled: what it holds is
+/// written before it is read (the packing kernels write every element of a
+/// panel, padding included; the staged C is written by fromHalf or by a
+/// GEMM with beta = 0). A std::vector would value-initialize whatever a
+/// resize grows back into, and the GEMM shapes of a step alternate: 0.8% of
+/// an 85M bf16 training step went to zeroing panels about to be overwritten.
+template <typename T> class Scratch {
+public:
+  /// At least `n` elements; the contents are lost when it grows.
+  T *reserve(size_t n) {
+    if (n > capacity) {
+      storage.reset(new T[n]);
+      capacity = n;
+    }
+    return storage.get();
+  }
+
+private:
+  std::unique_ptr<T[]> storage;
+  size_t capacity = 0;
+};
+
 /// Per-thread scratch for packed bf16 panels.
-std::vector<uint16_t> &packScratch(int which) {
-  thread_local std::vector<uint16_t> scratch[2];
+Scratch<uint16_t> &packScratch(int which) {
+  thread_local Scratch<uint16_t> scratch[2];
   return scratch[which];
 }
 
@@ -285,12 +308,10 @@ PackedBf16 packBf16(GemmForm form, int64_t M, int64_t N, int64_t K,
   const int64_t kp = nPanels * packed.kcEff / 2;
   const int64_t mTiles = (M + t.mr - 1) / t.mr;
   const int64_t nTiles = (N + t.nr - 1) / t.nr;
-  std::vector<uint16_t> &ap = packScratch(0);
-  std::vector<uint16_t> &bp = packScratch(1);
-  ap.resize(2 * t.mr * kp * mTiles);
-  bp.resize(2 * t.nr * kp * nTiles);
-  packed.ap = dense(ap.data(), {2, t.mr, kp, mTiles});
-  packed.bp = dense(bp.data(), {2, t.nr, kp, nTiles});
+  uint16_t *ap = packScratch(0).reserve(size_t(2 * t.mr * kp * mTiles));
+  uint16_t *bp = packScratch(1).reserve(size_t(2 * t.nr * kp * nTiles));
+  packed.ap = dense(ap, {2, t.mr, kp, mTiles});
+  packed.bp = dense(bp, {2, t.nr, kp, nTiles});
   // A k_inner operand (rows of K) with an even K is packed as 32-bit words:
   // each k-pair of a row is already one (ratrain_pack_words).
   const bool words = K % 2 == 0;
@@ -298,10 +319,8 @@ PackedBf16 packBf16(GemmForm form, int64_t M, int64_t N, int64_t K,
     return dense(reinterpret_cast<const uint32_t *>(x), {K / 2, rows});
   };
   // A panel buffer seen as words (width, kp, tiles): the same bytes.
-  auto panelWords = [&](std::vector<uint16_t> &panel, int width,
-                        int64_t tiles) {
-    return dense(reinterpret_cast<uint32_t *>(panel.data()),
-                 {width, kp, tiles});
+  auto panelWords = [&](uint16_t *panel, int width, int64_t tiles) {
+    return dense(reinterpret_cast<uint32_t *>(panel), {width, kp, tiles});
   };
   if (form == GemmForm::TN)
     packed.status = ratrain_k_pack_a_kouter(dense(A, {M, K}), packed.ap);
@@ -365,14 +384,14 @@ int gemm16To16(GemmForm form, Half type, int64_t M, int64_t N, int64_t K,
         packed.ap, packed.bp, static_cast<int>(packed.kcEff), c, beta, c);
   }
   // fp16, a K deeper than one panel, or no K: through an fp32 copy.
-  thread_local std::vector<float> staged;
-  staged.resize(size_t(M) * size_t(N));
+  thread_local Scratch<float> scratch;
+  float *staged = scratch.reserve(size_t(M) * size_t(N));
   if (beta != 0.0f)
-    if (int status = fromHalf(type, M * N, C, staged.data()))
+    if (int status = fromHalf(type, M * N, C, staged))
       return status;
-  if (int status = gemm16(form, type, M, N, K, A, B, staged.data(), beta))
+  if (int status = gemm16(form, type, M, N, K, A, B, staged, beta))
     return status;
-  return toHalf(type, M * N, staged.data(), C);
+  return toHalf(type, M * N, staged, C);
 }
 #undef RATRAIN_GEMM_FORMS
 
