@@ -375,6 +375,10 @@ private:
                    [&](llvm::yaml::Node *n, llvm::StringRef k) {
                      readReal(n, k, net.progressCoreShare);
                    }},
+                  {"core_copy_bandwidth",
+                   [&](llvm::yaml::Node *n, llvm::StringRef k) {
+                     readReal(n, k, net.coreCopyBandwidth);
+                   }},
                   {"collective",
                    [&](llvm::yaml::Node *n, llvm::StringRef k) {
                      std::string text;

@@ -407,6 +407,12 @@ llvm::Error MachineModel::validate() const {
     return fail("network.progress_core_share",
                 llvm::formatv("must be a share of a core from 0 to 1, got {0}",
                               network.progressCoreShare));
+  if (!(network.coreCopyBandwidth >= 0) ||
+      !std::isfinite(network.coreCopyBandwidth))
+    return fail("network.core_copy_bandwidth",
+                llvm::formatv("must be a finite number of bytes per second, "
+                              "at least 0, got {0}",
+                              network.coreCopyBandwidth));
   if (const InNetworkCollectives &in = network.inNetwork; in.present()) {
     auto levels = int64_t(networkLevels().size());
     if (in.level >= levels)

@@ -143,6 +143,8 @@ std::string ratrain::printMachineModel(const MachineModel &machine) {
     os << "  oversubscribed_latency: " << real(n.oversubscribedLatency) << "\n";
   if (n.progressCoreShare > 0)
     os << "  progress_core_share: " << real(n.progressCoreShare) << "\n";
+  if (n.coreCopyBandwidth > 0)
+    os << "  core_copy_bandwidth: " << real(n.coreCopyBandwidth) << "\n";
   if (n.inNetwork.present()) {
     os << "  in_network:\n";
     os << "    level: " << n.inNetwork.level << "\n";

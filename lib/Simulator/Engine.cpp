@@ -390,6 +390,20 @@ void Engine::issueAsync(uint32_t s, const Task &task) {
       return;
     }
     addOutstanding(s, +1);
+    if (double rate = machine.network.coreCopyBandwidth; rate > 0) {
+      // A host rank's core copies what the collective moves (the bytes each
+      // member sends in a step arrive at another) and reduces what a
+      // reduction step receives into its block (two reads and a write of
+      // DDR): the rank's next compute task takes that time too.
+      double seconds = 0;
+      double ddr = machine.cluster.ddrBandwidth;
+      for (const CollectiveStep &step : plans[op.plan]) {
+        seconds += step.bytes / rate;
+        if (step.role == StepRole::Reduce && ddr > 0)
+          seconds += 3 * step.bytes / ddr;
+      }
+      st.coreCopyDebt += seconds;
+    }
     if (st.commBusy[task.channel]) {
       st.commQueue[task.channel].push_back(opIndex);
     } else {
@@ -622,17 +636,21 @@ void Engine::advance(uint32_t s) {
       }
       st.stats[st.iteration].busy[static_cast<unsigned>(task.computeKind)] +=
           task.seconds;
+      // The collectives' core copies since the last task come first.
+      double copies = task.seconds > 0 ? st.coreCopyDebt : 0;
+      st.coreCopyDebt -= copies;
+      st.stats[st.iteration].coreCopy += copies;
       // Every compute task is in the trace, one of no work as an instant
       // (the runtime's trace has a span for each schedule op).
       recordStageInterval(s, Lane::Compute,
                           static_cast<uint8_t>(task.computeKind), now,
-                          now + std::max(0.0, task.seconds));
+                          now + std::max(0.0, task.seconds) + copies);
       if (task.seconds <= 0) {
         ++st.pc;
         continue;
       }
       ++st.pc;
-      schedule(now + task.seconds, EventType::ComputeDone, s);
+      schedule(now + task.seconds + copies, EventType::ComputeDone, s);
       return;
     }
     case TaskKind::Dma:
@@ -725,7 +743,13 @@ void Engine::startSharedCompute(uint32_t s, const Task &task) {
   StageState &st = stages[s];
   settleCompute();
   st.computing = true;
-  st.computeRemaining = task.seconds;
+  // Work here is in seconds at the split rate (a virtual cluster alone on
+  // its core runs virtualPerCluster times faster); the copies are seconds of
+  // a whole core.
+  st.computeCoreCopy = st.coreCopyDebt * virtualPerCluster;
+  st.coreCopyDebt = 0;
+  st.computeRemaining = task.seconds + st.computeCoreCopy;
+  st.computeTotal = st.computeRemaining;
   st.computeLast = now;
   st.computeStart = now;
   st.computeKind = static_cast<uint8_t>(task.computeKind);
@@ -741,7 +765,12 @@ void Engine::finishSharedCompute(uint32_t s, uint32_t version) {
     return; // a completion the last rerate replaced
   settleCompute();
   st.computing = false;
-  st.stats[st.iteration].busy[st.computeKind] += now - st.computeStart;
+  // The part of the task that was the collectives' core copies.
+  double elapsed = now - st.computeStart;
+  double copies =
+      st.computeTotal > 0 ? elapsed * st.computeCoreCopy / st.computeTotal : 0;
+  st.stats[st.iteration].busy[st.computeKind] += elapsed - copies;
+  st.stats[st.iteration].coreCopy += copies;
   if (st.computeTrace != ~size_t(0))
     trace[st.computeTrace].end = now;
   rerateCompute();

@@ -137,6 +137,9 @@ struct IterationStats {
   /// Shared cores: the CPU seconds the stage's progress thread asked for
   /// (Engine::progressShare while it polled).
   double progressCpu = 0;
+  /// The seconds of the stage's compute stream its collectives' data took
+  /// (network.core_copy_bandwidth), apart from `busy`.
+  double coreCopy = 0;
 };
 
 struct StageState {
@@ -182,6 +185,11 @@ struct StageState {
   uint32_t computeVersion = 0;
   uint8_t computeKind = 0;
   size_t computeTrace = ~size_t(0);
+  /// Core copies (network.core_copy_bandwidth): the seconds of the
+  /// collectives issued since the last compute task, which the next one
+  /// takes on top of its own, and that part of the running shared task.
+  double coreCopyDebt = 0;
+  double computeCoreCopy = 0, computeTotal = 0;
   /// Sends and collectives issued and not yet complete: while any is (or
   /// the stage waits in a recv), its progress thread polls (Engine::
   /// progressShare).

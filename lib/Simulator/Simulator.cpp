@@ -68,13 +68,14 @@ SimReport Engine::makeReport() const {
       for (unsigned k = 0; k < kNumCommKinds; ++k)
         stage.exposed[k] += st.stats[i].exposed[k] / measured;
       stage.progressCpu += st.stats[i].progressCpu / measured;
+      stage.coreCopy += st.stats[i].coreCopy / measured;
     }
     for (unsigned i = 0; i < n; ++i)
       stage.iterationEnd.push_back(
           std::max(st.stats[i].streamEnd, st.stats[i].lastAsyncDone));
     if (report.stepTime > 0) {
-      stage.idleFraction =
-          std::max(0.0, 1.0 - stage.totalBusy() / report.stepTime);
+      stage.idleFraction = std::max(
+          0.0, 1.0 - (stage.totalBusy() + stage.coreCopy) / report.stepTime);
       stage.bubbleFraction = std::max(
           0.0, stage.idleFraction - stage.totalExposed() / report.stepTime);
     }
@@ -168,8 +169,10 @@ void SimReport::print(llvm::raw_ostream &os) const {
     os << "stage " << s << ": name='" << r.name
        << "' busy-s=" << g(r.totalBusy())
        << " bubble-percent=" << llvm::formatv("{0:f2}", r.bubbleFraction * 100)
-       << " exposed-comm-s=" << g(r.totalExposed())
-       << " peak-ddr-gib=" << gib(r.peakDdrBytes);
+       << " exposed-comm-s=" << g(r.totalExposed());
+    if (r.coreCopy > 0)
+      os << " core-copy-s=" << g(r.coreCopy);
+    os << " peak-ddr-gib=" << gib(r.peakDdrBytes);
     if (r.assignedPeakBytes > 0)
       os << " assigned-ddr-gib=" << gib(r.assignedPeakBytes);
     if (r.exceedsDdr)

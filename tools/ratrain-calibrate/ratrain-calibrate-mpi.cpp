@@ -232,6 +232,23 @@ int main(int argc, char **argv) {
     return *std::max_element(all.begin(), all.end());
   };
   double dmaSeconds = concurrent([&] { rt.wait(rt.dma(dmaBuf, sendBuf)); });
+  // Both ranks send and receive a large message at once, as every step of
+  // a ring collective does: the bytes each receives per second is what its
+  // core moves of a collective's data (network.core_copy_bandwidth).
+  const uint64_t exchangeBytes = 8ull << 20;
+  const int exchanges = 4;
+  double exchangeSeconds =
+      concurrent([&] {
+        for (int i = 0; i < exchanges; ++i) {
+          Token in = rt.recv(Group::Pipeline, peer, 3,
+                             recvBuf.slice(0, exchangeBytes));
+          Token out = rt.send(Group::Pipeline, peer, 3,
+                              sendBuf.slice(0, exchangeBytes));
+          rt.wait(out);
+          rt.wait(in);
+        }
+      }) /
+      exchanges;
   double offloadSeconds = concurrent([&] {
     rt.wait(rt.offload(sendBuf, StorageTier::Host, "calibrate"));
     rt.wait(rt.reload(dmaBuf, StorageTier::Host, "calibrate"));
@@ -242,6 +259,8 @@ int main(int argc, char **argv) {
     for (auto [bytes, seconds] : sizes)
       std::printf("p2p %llu %.9e\n", (unsigned long long)bytes, seconds);
     std::printf("dma %llu %.9e\n", (unsigned long long)maxBytes, dmaSeconds);
+    std::printf("exchange %llu %.9e\n", (unsigned long long)exchangeBytes,
+                exchangeSeconds);
     std::printf("offload %llu %.9e\n", (unsigned long long)(2 * maxBytes),
                 offloadSeconds);
     std::fflush(stdout);

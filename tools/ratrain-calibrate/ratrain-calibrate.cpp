@@ -269,6 +269,9 @@ struct RuntimeTransfers {
   std::vector<std::pair<double, double>> pointToPoint; ///< bytes, s one way
   double dmaBytes = 0, dmaSeconds = 0;
   double offloadBytes = 0, offloadSeconds = 0;
+  /// One message's bytes and the time both ranks took to exchange one
+  /// (each sending and receiving at once).
+  double exchangeBytes = 0, exchangeSeconds = 0;
   /// --loaded: a message's bytes and its mean one-way time while the ranks
   /// compute.
   double loadedBytes = 0, loadedSeconds = 0;
@@ -340,6 +343,8 @@ RuntimeTransfers measureRuntimeTransfers(const char *argv0,
         result.pointToPoint.push_back({x, y});
       else if (words[0] == "dma")
         result.dmaBytes = x, result.dmaSeconds = y;
+      else if (words[0] == "exchange")
+        result.exchangeBytes = x, result.exchangeSeconds = y;
       else if (words[0] == "offload")
         result.offloadBytes = x, result.offloadSeconds = y;
       else if (words[0] == "loaded")
@@ -719,6 +724,11 @@ int main(int argc, char **argv) {
   machine.network.interNode = {linkBandwidth, latency};
   machine.network.collective = CollectiveAlgorithm::Ring;
   machine.network.oversubscribedLatency = oversubscribedLatency;
+  // The ranks' cores move their collectives' data (Open MPI's shared
+  // memory): what each receives per second while both exchange. [M]
+  if (runtimeTransfers && transfers.exchangeSeconds > 0)
+    machine.network.coreCopyBandwidth =
+        transfers.exchangeBytes / transfers.exchangeSeconds;
   if (oversubscribedLatency > 0)
     machine.network.progressCoreShare = loadedTransfers.progressShare;
   // Offload tier: host RAM the clusters' DDR arenas leave, half of it (the
@@ -831,6 +841,14 @@ int main(int argc, char **argv) {
     os << llvm::formatv("#      rt.dma of {0} MiB DDR -> DDR on both ranks "
                         "at once: {1:f1} GB/s -> dma_bandwidth\n",
                         int64_t(transfers.dmaBytes) >> 20, dmaBandwidth / 1e9);
+    if (transfers.exchangeSeconds > 0)
+      os << llvm::formatv("#      rt.send + rt.recv of {0} MiB both ways at "
+                          "once, on both ranks: {1:f1} GB/s received a rank "
+                          "-> core_copy_bandwidth (the ranks' cores copy "
+                          "and reduce their collectives' data)\n",
+                          int64_t(transfers.exchangeBytes) >> 20,
+                          transfers.exchangeBytes / transfers.exchangeSeconds /
+                              1e9);
     os << llvm::formatv("#      rt.offload + rt.reload of {0} MiB to host "
                         "memory on both ranks at once: {1:f1} GB/s -> "
                         "offload.bandwidth\n",

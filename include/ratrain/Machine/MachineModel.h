@@ -174,6 +174,16 @@ struct NetworkSpec {
   /// with two ranks per core (docs/machine-model.md). Machine-file key
   /// `network.progress_core_share`.
   double progressCoreShare = 0;
+  /// Bytes per second a rank's own core moves of its collectives' data (0:
+  /// not measured, or moved by hardware that takes no core time). A host's
+  /// ranks exchange through shared memory, and the copies and reductions run
+  /// on the ranks' cores (the progress thread, the compute thread's assisted
+  /// passes and its waits) instead of on a NIC or DMA engine; the simulator
+  /// charges each collective's bytes at this rate to the rank's compute
+  /// stream (docs/simulator.md). ratrain-calibrate measures it as the bytes
+  /// each of two ranks receives per second while both exchange large
+  /// messages at once. Machine-file key `network.core_copy_bandwidth`.
+  double coreCopyBandwidth = 0;
 };
 
 /// What backs the offload tier: the node's host memory (DDR of the CPU

@@ -162,6 +162,10 @@ struct StageReport {
   /// network.progress_core_share): the CPU seconds per iteration the stage's
   /// progress thread polled for, taken from the computing ranks.
   double progressCpu = 0;
+  /// Seconds per iteration the stage's compute stream spent on its
+  /// collectives' core copies (network.core_copy_bandwidth), apart from
+  /// `busy`.
+  double coreCopy = 0;
   /// Time this stage finished each iteration (stream done and all of that
   /// iteration's async tasks complete).
   std::vector<double> iterationEnd;

@@ -353,6 +353,34 @@ TEST(MachineModel, ProgressCoreShareParsesPrintsAndSplits) {
   }
 }
 
+TEST(MachineModel, CoreCopyBandwidthParsesPrintsAndSplits) {
+  llvm::Expected<MachineModel> m = parseMachineModel(
+      std::string(minimal) + "  core_copy_bandwidth: 8.5e9\n", "m.yaml");
+  ASSERT_TRUE(bool(m)) << llvm::toString(m.takeError());
+  EXPECT_DOUBLE_EQ(m->network.coreCopyBandwidth, 8.5e9);
+  // A core's rate: the split machine keeps it; printed and read back, the
+  // same.
+  llvm::Expected<MachineModel> split = oversubscribe(*m, 2);
+  ASSERT_TRUE(bool(split)) << llvm::toString(split.takeError());
+  llvm::Expected<MachineModel> back =
+      parseMachineModel(printMachineModel(*split), "printed");
+  ASSERT_TRUE(bool(back)) << llvm::toString(back.takeError());
+  EXPECT_DOUBLE_EQ(back->network.coreCopyBandwidth, 8.5e9);
+  // Not measured (hardware moves the data): not printed.
+  llvm::Expected<MachineModel> plain = parseMachineModel(minimal, "m.yaml");
+  ASSERT_TRUE(bool(plain));
+  EXPECT_EQ(printMachineModel(*plain).find("core_copy_bandwidth"),
+            std::string::npos);
+  for (const char *bad : {"-1", "-2e9"}) {
+    std::string error = parseError(std::string(minimal) +
+                                   "  core_copy_bandwidth: " + bad + "\n");
+    EXPECT_NE(error.find("network.core_copy_bandwidth: must be a finite "
+                         "number of bytes per second, at least 0, got"),
+              std::string::npos)
+        << error;
+  }
+}
+
 TEST(MachineModel, PrintParsesBackToTheSameModel) {
   llvm::Expected<MachineModel> m = loadMachineModel(examples("mt3000.yaml"));
   ASSERT_TRUE(bool(m));

@@ -249,6 +249,56 @@ TEST(SharedCores, APollingProgressThreadTakesItsShareOfTheCores) {
   EXPECT_DOUBLE_EQ(expectOk(simulate(program, machine, options)).stepTime, 1.0);
 }
 
+TEST(SharedCores, CollectivesTakeCoreTimeWhereTheCoresMoveTheirData) {
+  // A 2-member ring all-reduce of 8 B (a reduce-scatter step and an
+  // all-gather step of 4 B each, 2 s each on a 2 B/s link) issued before a
+  // 1 s compute and waited for after it. Without core copies the compute
+  // hides 1 s of the 4 s collective. With network.core_copy_bandwidth 4 B/s
+  // and DDR at 8 B/s, the rank's core copies 8 B (2 s) and reduces the 4 B
+  // of the reduction step (3 x 4 B of DDR, 1.5 s) before the compute: it
+  // ends at 4.5 s, after the collective.
+  MachineModel machine = makeTestMachine();
+  machine.network.intraNode = {2.0, 0.0};
+  machine.cluster.ddrBandwidth = 8.0;
+  SimProgram program;
+  program.stages.emplace_back("only");
+  StageProgram &s = program.stages[0];
+  CollectiveSpec spec;
+  spec.kind = CollectiveKind::AllReduce;
+  spec.bytes = 8;
+  spec.groupSize = 2;
+  spec.membersPerNode = 2;
+  Token token = s.addCollective(spec, "sync");
+  s.addCompute(ComputeKind::Forward, 1, 0, "work");
+  s.addWait(token);
+  SimOptions options;
+  options.iterations = 1;
+  SimReport plain = expectOk(simulate(program, machine, options));
+  EXPECT_DOUBLE_EQ(plain.stepTime, 4.0);
+  EXPECT_DOUBLE_EQ(plain.stageReports[0].coreCopy, 0.0);
+  machine.network.coreCopyBandwidth = 4.0;
+  SimReport copied = expectOk(simulate(program, machine, options));
+  EXPECT_DOUBLE_EQ(copied.stepTime, 4.5);
+  const StageReport &stage = copied.stageReports[0];
+  EXPECT_DOUBLE_EQ(stage.coreCopy, 3.5);
+  // The copies are neither kernel time nor idle time.
+  EXPECT_DOUBLE_EQ(stage.totalBusy(), 1.0);
+  EXPECT_DOUBLE_EQ(stage.idleFraction, 0.0);
+  // On a core split into two virtual clusters the copies are core seconds:
+  // the lone computing rank runs them at the whole core's rate.
+  MachineModel split = makeOneSplitClusterMachine();
+  split.network.intraNode = {2.0, 0.0};
+  split.cluster.ddrBandwidth = 8.0;
+  split.network.coreCopyBandwidth = 4.0;
+  SimProgram one;
+  one.stages.emplace_back("only");
+  Token alone = one.stages[0].addCollective(spec, "sync");
+  one.stages[0].addCompute(ComputeKind::Forward, 2, 0, "work");
+  one.stages[0].addWait(alone);
+  SimReport shared = expectOk(simulate(one, split, options));
+  EXPECT_DOUBLE_EQ(shared.stageReports[0].coreCopy, 3.5);
+}
+
 TEST(Pipeline, SyntheticGeneratorReproducesTheHandWrittenSchedule) {
   SimReport report = expectOk(
       simulate(synthetic1F1B(/*rendezvous=*/false), makeHalfSecondMachine()));
