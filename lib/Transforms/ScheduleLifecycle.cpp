@@ -179,6 +179,11 @@ private:
   bool offloads() const {
     return sizes.offloadsMaster() || sizes.offloadsOptState();
   }
+  /// ZeRO-1/2: the re-materialized view is this rank's shard, all-gathered
+  /// into the full view before the next step.
+  bool gathersViews() const {
+    return plan.getZero() == 1 || plan.getZero() == 2;
+  }
   void placeRecomputes();
   void emitGradReadyAndSync(LayerLifecycle &life);
   void emitSyncWait(LayerLifecycle &life);
@@ -518,7 +523,7 @@ void StageScheduler::emitViewGather(LayerLifecycle &life) {
 void StageScheduler::emitViewInPlace(ArrayRef<LayerLifecycle *> layers) {
   Location loc = stage.getLoc();
   MLIRContext *context = stage.getContext();
-  bool gathers = plan.getZero() == 1 || plan.getZero() == 2;
+  bool gathers = gathersViews();
   for (LayerLifecycle *life : layers) {
     if (gathers && !life->pendingGather)
       emitViewGather(*life);
@@ -790,8 +795,7 @@ LogicalResult StageScheduler::run() {
     // of the layer updated before is gathered right after the next update
     // (its prefetch had that update's time to complete). Views under
     // partial synchronization or offloaded masters are gathered at the end.
-    bool gathersEarly = (plan.getZero() == 1 || plan.getZero() == 2) &&
-                        !partial && !sizes.offloadsMaster();
+    bool gathersEarly = gathersViews() && !partial && !sizes.offloadsMaster();
     LayerLifecycle *ungathered = nullptr;
     auto retire = [&](Operation *before) {
       LayerLifecycle *life = inFlight.front();
