@@ -843,7 +843,8 @@ int main(int argc, char **argv) {
                         int64_t(transfers.dmaBytes) >> 20, dmaBandwidth / 1e9);
     if (transfers.exchangeSeconds > 0)
       os << llvm::formatv("#      rt.send + rt.recv of {0} MiB both ways at "
-                          "once, on both ranks: {1:f1} GB/s received a rank "
+                          "once, on both ranks, walking 64 MiB (from "
+                          "memory): {1:f1} GB/s received a rank "
                           "-> core_copy_bandwidth (the ranks' cores copy "
                           "and reduce their collectives' data)\n",
                           int64_t(transfers.exchangeBytes) >> 20,
