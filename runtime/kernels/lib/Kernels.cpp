@@ -13,6 +13,7 @@
 #include "HalideRuntime.h"
 
 #include "HalideBuffers.h"
+#include "PackWords.h"
 #include "Tiling.h"
 #include <cstdio>
 #include <iterator>
@@ -52,10 +53,8 @@
 #include "ratrain_k_gemm_tn_f32.h"
 #include "ratrain_k_pack_a_kinner.h"
 #include "ratrain_k_pack_a_kouter.h"
-#include "ratrain_k_pack_a_words.h"
 #include "ratrain_k_pack_b_kinner.h"
 #include "ratrain_k_pack_b_kouter.h"
-#include "ratrain_k_pack_b_words.h"
 #include "ratrain_k_rmsnorm_bwd.h"
 #include "ratrain_k_rmsnorm_bwd_bf16.h"
 #include "ratrain_k_rmsnorm_bwd_f16.h"
@@ -313,20 +312,18 @@ PackedBf16 packBf16(GemmForm form, int64_t M, int64_t N, int64_t K,
   packed.ap = dense(ap, {2, t.mr, kp, mTiles});
   packed.bp = dense(bp, {2, t.nr, kp, nTiles});
   // A k_inner operand (rows of K) with an even K is packed as 32-bit words:
-  // each k-pair of a row is already one (ratrain_pack_words).
+  // each k-pair of a row is already one (PackWords.h).
   const bool words = K % 2 == 0;
-  auto asWords = [&](const uint16_t *x, int64_t rows) {
-    return dense(reinterpret_cast<const uint32_t *>(x), {K / 2, rows});
-  };
-  // A panel buffer seen as words (width, kp, tiles): the same bytes.
-  auto panelWords = [&](uint16_t *panel, int width, int64_t tiles) {
-    return dense(reinterpret_cast<uint32_t *>(panel), {width, kp, tiles});
+  auto packWords = [&](const uint16_t *x, int64_t rows, int width,
+                       uint16_t *panel) {
+    return packWordsTransposed(reinterpret_cast<const uint32_t *>(x), rows,
+                               K / 2, width, kp,
+                               reinterpret_cast<uint32_t *>(panel));
   };
   if (form == GemmForm::TN)
     packed.status = ratrain_k_pack_a_kouter(dense(A, {M, K}), packed.ap);
   else if (words)
-    packed.status =
-        ratrain_k_pack_a_words(asWords(A, M), panelWords(ap, t.mr, mTiles));
+    packed.status = packWords(A, M, t.mr, ap);
   else
     packed.status = ratrain_k_pack_a_kinner(dense(A, {K, M}), packed.ap);
   if (packed.status)
@@ -334,8 +331,7 @@ PackedBf16 packBf16(GemmForm form, int64_t M, int64_t N, int64_t K,
   if (form != GemmForm::NT)
     packed.status = ratrain_k_pack_b_kouter(dense(B, {N, K}), packed.bp);
   else if (words)
-    packed.status =
-        ratrain_k_pack_b_words(asWords(B, N), panelWords(bp, t.nr, nTiles));
+    packed.status = packWords(B, N, t.nr, bp);
   else
     packed.status = ratrain_k_pack_b_kinner(dense(B, {K, N}), packed.bp);
   return packed;

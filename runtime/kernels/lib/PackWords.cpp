@@ -1,0 +1,128 @@
+//===- PackWords.cpp - Word transpose packing for the bf16 GEMM -----------===//
+//
+// The bf16 GEMM's k-inner operands (A of NT and NN, B of NT) hold each
+// k-pair of a row as one 32-bit word, so packing them into micro-tile panels
+// is a transpose of words: 16 words of 16 rows are loaded as rows, turned
+// in registers (vpunpck{l,h}dq, vpunpck{l,h}qdq, two rounds of vshufi32x4)
+// and stored as 16 panel columns, with the rows 3 lines ahead prefetched.
+//
+// This is the one kernel of the library written in C++ rather than as a
+// Halide pipeline: Halide 14 lowers the transposed read (one word per lane
+// from 16 rows) to gathers, and a register-staged block needs a fixed-size
+// register allocation it would not form here. On the Zen 5 host (one core,
+// operands cycled through 36 MiB, the 85M model's shapes) the gather
+// pipeline packed at 6-23 GB/s and this at 15-41 GB/s (1.6-2.8x; memcpy of
+// the same bytes 23-59 GB/s); docs/kernels.md, "bf16 packing".
+//
+// The library's every kernel targets AVX-512 (RATRAIN_HALIDE_TARGET), so
+// AVX512F is assumed here as there.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PackWords.h"
+
+#include "HalideRuntime.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+
+namespace ratrain::kernels {
+namespace {
+
+#define RATRAIN_AVX512 __attribute__((target("avx512f")))
+
+/// Transposes the 16 x 16 words in `r` in place: word j of r[i] moves to
+/// word i of r[j].
+RATRAIN_AVX512 inline void transpose16x16(__m512i r[16]) {
+  __m512i t[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) {
+    r[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
+    r[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+    r[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
+    r[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+  }
+  // Each 128-bit lane now holds a 4 x 4 block; move the blocks.
+  for (int i = 0; i < 8; ++i) {
+    const int a = (i / 4) * 8 + i % 4;
+    t[a] = _mm512_shuffle_i32x4(r[a], r[a + 4], 0x88);
+    t[a + 4] = _mm512_shuffle_i32x4(r[a], r[a + 4], 0xdd);
+  }
+  for (int i = 0; i < 8; ++i) {
+    r[i] = _mm512_shuffle_i32x4(t[i], t[i + 8], 0x88);
+    r[i + 8] = _mm512_shuffle_i32x4(t[i], t[i + 8], 0xdd);
+  }
+}
+
+struct PackJob {
+  const uint32_t *src;
+  int64_t rows, srcWords, dstWords;
+  int width;
+  uint32_t *dst;
+
+  /// Words ahead of the block being read that each row prefetches.
+  static constexpr int64_t kPrefetchWords = 48;
+
+  RATRAIN_AVX512 void packTile(int64_t tile) const {
+    uint32_t *out = dst + tile * dstWords * width;
+    for (int64_t k0 = 0; k0 < dstWords; k0 += 16) {
+      const int64_t columns = std::min<int64_t>(16, dstWords - k0);
+      const int64_t loaded = std::clamp<int64_t>(srcWords - k0, 0, 16);
+      const __mmask16 loadMask = __mmask16((1u << loaded) - 1);
+      // 16 rows of the tile at a time (a 32-wide tile in two halves).
+      for (int half = 0; half * 16 < width; ++half) {
+        const int lanes = std::min(16, width - half * 16);
+        __m512i block[16];
+        for (int i = 0; i < 16; ++i) {
+          const int64_t row = tile * width + half * 16 + i;
+          if (i < lanes && row < rows) {
+            const uint32_t *from = src + row * srcWords + k0;
+            block[i] = _mm512_maskz_loadu_epi32(loadMask, from);
+            if (k0 + kPrefetchWords < srcWords)
+              _mm_prefetch(
+                  reinterpret_cast<const char *>(from + kPrefetchWords),
+                  _MM_HINT_T0);
+          } else {
+            block[i] = _mm512_setzero_si512();
+          }
+        }
+        transpose16x16(block);
+        const __mmask16 storeMask = __mmask16((1u << lanes) - 1);
+        for (int64_t c = 0; c < columns; ++c) {
+          uint32_t *to = out + (k0 + c) * width + half * 16;
+          if (lanes == 16)
+            _mm512_storeu_si512(to, block[c]);
+          else
+            _mm512_mask_storeu_epi32(to, storeMask, block[c]);
+        }
+      }
+    }
+  }
+
+  static int task(void *, int tile, uint8_t *closure) {
+    reinterpret_cast<const PackJob *>(closure)->packTile(tile);
+    return 0;
+  }
+};
+
+#undef RATRAIN_AVX512
+
+} // namespace
+
+int packWordsTransposed(const uint32_t *src, int64_t rows, int64_t srcWords,
+                        int width, int64_t dstWords, uint32_t *dst) {
+  if (width < 1 || width > 32 || dstWords < srcWords)
+    return -1;
+  if (rows <= 0 || dstWords <= 0)
+    return 0;
+  PackJob job{src, rows, srcWords, dstWords, width, dst};
+  const int64_t tiles = (rows + width - 1) / width;
+  return halide_do_par_for(nullptr, PackJob::task, 0, int(tiles),
+                           reinterpret_cast<uint8_t *>(&job));
+}
+
+} // namespace ratrain::kernels

@@ -1,0 +1,27 @@
+//===- PackWords.h - Word transpose packing for the bf16 GEMM ---*- C++ -*-===//
+//
+// Internal to ratrain_kernels (Kernels.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RATRAIN_KERNELS_LIB_PACKWORDS_H
+#define RATRAIN_KERNELS_LIB_PACKWORDS_H
+
+#include <cstdint>
+
+namespace ratrain::kernels {
+
+/// Packs a row-major operand of `rows` rows of `srcWords` 32-bit words
+/// (k-pairs of bf16) into the vdpbf16ps GEMM's panels:
+///   dst[(tile * dstWords + kp) * width + i] = src[(tile * width + i) *
+///   srcWords + kp]
+/// for tile < ceil(rows / width), kp < dstWords (>= srcWords), i < width, with
+/// zeros beyond the last row and beyond srcWords. `width` (the micro-tile's
+/// rows or columns) is 1 to 32. Runs the tiles on Halide's thread pool.
+/// Returns 0, or -1 for a width out of range.
+int packWordsTransposed(const uint32_t *src, int64_t rows, int64_t srcWords,
+                        int width, int64_t dstWords, uint32_t *dst);
+
+} // namespace ratrain::kernels
+
+#endif // RATRAIN_KERNELS_LIB_PACKWORDS_H
