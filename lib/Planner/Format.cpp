@@ -333,6 +333,7 @@ void ratrain::printPlanJSON(llvm::raw_ostream &os, const PlanResult &result) {
           json.attribute("exposed_lifecycle_seconds",
                          plan.time.exposedLifecycle);
           json.attribute("offload_seconds", plan.time.offload);
+          json.attribute("core_copy_seconds", plan.time.coreCopy);
           json.attribute("tokens_per_second", plan.tokensPerSecond);
         });
       }

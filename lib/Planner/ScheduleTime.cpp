@@ -218,6 +218,8 @@ StepTime ratrain::predictStepTime(const CostModel &costs,
       total = std::max(total, rankEnd[r] + tail[r]);
     result.total = total;
     result.exposedLifecycle = total - result.pipeline;
+    result.coreCopy = coreCopySeconds(costs, config);
+    result.total += result.coreCopy;
     return result;
   }
 
@@ -326,5 +328,7 @@ StepTime ratrain::predictStepTime(const CostModel &costs,
   }
   result.total = iteration;
   result.exposedLifecycle = iteration - result.pipeline;
+  result.coreCopy = coreCopySeconds(costs, config);
+  result.total += result.coreCopy;
   return result;
 }

@@ -232,6 +232,9 @@ struct StepTime {
   /// Offload-tier traffic (reload + write-back) per iteration of the stage
   /// with the most; what of it is not hidden is in exposedLifecycle.
   double offload = 0;
+  /// Seconds of the busiest rank's core spent moving its data-parallel
+  /// collectives' data (coreCopySeconds); part of `total`.
+  double coreCopy = 0;
   std::vector<StageTiming> stages; ///< one per (virtual) stage
   double bubbleFraction() const { return pipeline > 0 ? bubble / pipeline : 0; }
 };
@@ -271,6 +274,22 @@ StepTime predictStepTime(const CostModel &costs, const ParallelConfig &config,
 StepTime predictStepTime(const CostModel &costs, const ParallelConfig &config,
                          LifecyclePolicy policy,
                          const schedule::PipelineSchedule &schedule);
+
+/// Where a rank's own core moves its collectives' data (a host's ranks
+/// exchanging through shared memory: MachineModel's
+/// network.core_copy_bandwidth > 0), the seconds of a step that the busiest
+/// rank's core spends on it: every collective of the rank's stages priced
+/// as a flat ring over the data-parallel group, as the simulator charges
+/// them (docs/simulator.md, "Core copies"): each step's bytes at
+/// core_copy_bandwidth, and each reduction step's bytes read twice and
+/// written once at ddr_bandwidth. The gradient synchronization (all-reduce
+/// under ZeRO-0, reduce-scatter above; partial synchronization's master
+/// all-reduce once per period), the refreshed views' all-gather (ZeRO-1/2)
+/// and ZeRO-3's gathers before each forward and backward. 0 where hardware
+/// moves the data (the key absent) or without data parallelism. The
+/// predicted step adds it to the compute of the rank it delays
+/// (predictStepTime: StepTime::coreCopy).
+double coreCopySeconds(const CostModel &costs, const ParallelConfig &config);
 
 /// The data-parallel communication of one update item of `params`
 /// parameters under `config`'s ZeRO stage and sharding policy (seconds).

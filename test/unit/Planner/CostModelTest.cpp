@@ -384,6 +384,60 @@ TEST(CostModel, OneFOneBPipelineAndBubble) {
   EXPECT_EQ(t.recompute, 0);
 }
 
+/// A host's ranks move their collectives' data with their own cores
+/// (network.core_copy_bandwidth): the step gains the busiest rank's ring
+/// bytes at that rate and its reductions' bytes (3x) at ddr_bandwidth, under
+/// every policy and schedule; nothing without the key or without data
+/// parallelism.
+TEST(CostModel, CoreCopiesAddTheBusiestRanksRingBytes) {
+  MachineModel machine = testMachine();
+  ModelConfig model = testModel();
+  MachineModel host = machine;
+  host.network.coreCopyBandwidth = 10e9;
+  CostModel plain(model, machine), copying(model, host);
+  const double rate = 10e9, ddr = 100e9, w = 2;
+  for (ZeroStage zero :
+       {ZeroStage::None, ZeroStage::Optimizer, ZeroStage::Parameters}) {
+    SCOPED_TRACE(int(zero));
+    ParallelConfig c =
+        ParallelConfig::balanced(8, 1, 2, 1, 4, RecomputePolicy::None, zero);
+    // d = 2: each ring pass is one step of half the bytes.
+    const double chunk = double(stageParams(model, c, 0)) * w / 2;
+    const double reduce = chunk / rate + 3 * chunk / ddr;
+    const double gather = chunk / rate;
+    double expected = reduce + gather; // all-reduce, or RS + view gather
+    if (zero == ZeroStage::Parameters)
+      expected = reduce + 2 * 4 * gather; // a gather per forward, backward
+    EXPECT_NEAR(coreCopySeconds(copying, c), expected, 1e-12);
+    EXPECT_EQ(coreCopySeconds(plain, c), 0);
+    for (LifecyclePolicy policy :
+         {LifecyclePolicy::GpuStyle, LifecyclePolicy::RATrain}) {
+      StepTime with = predictStepTime(copying, c, policy);
+      StepTime without = predictStepTime(plain, c, policy);
+      EXPECT_NEAR(with.coreCopy, expected, 1e-12);
+      EXPECT_NEAR(with.total - without.total, expected, 1e-9);
+    }
+  }
+  // pp 2 x dp 2 under ZB-H1 (the generated-schedule path): the rank whose
+  // stage holds the most parameters.
+  ParallelConfig c = ParallelConfig::balanced(
+      8, 2, 2, 1, 4, RecomputePolicy::None, ZeroStage::Optimizer);
+  c.schedule = schedule::ScheduleKind::ZBH1;
+  double busiest = 0;
+  for (int64_t s = 0; s < 2; ++s) {
+    const double chunk = double(stageParams(model, c, s)) * w / 2;
+    busiest = std::max(busiest, 2 * chunk / rate + 3 * chunk / ddr);
+  }
+  StepTime with = predictStepTime(copying, c, LifecyclePolicy::RATrain);
+  StepTime without = predictStepTime(plain, c, LifecyclePolicy::RATrain);
+  EXPECT_NEAR(with.coreCopy, busiest, 1e-12);
+  EXPECT_NEAR(with.total - without.total, busiest, 1e-9);
+  // No data parallelism: nothing to copy.
+  EXPECT_EQ(coreCopySeconds(copying, ParallelConfig::balanced(
+                                         8, 2, 1, 1, 4, RecomputePolicy::None)),
+            0);
+}
+
 TEST(CostModel, LifecycleOverlapHidesSyncAndUpdate) {
   MachineModel machine = testMachine();
   ModelConfig model = testModel();
