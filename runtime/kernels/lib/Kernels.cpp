@@ -39,20 +39,20 @@
 #include "ratrain_k_f32_to_f16.h"
 #include "ratrain_k_gemm_bf16_packed.h"
 #include "ratrain_k_gemm_bf16_packed_to_bf16.h"
+#include "ratrain_k_gemm_f32_packed.h"
 #include "ratrain_k_gemm_nn_bf16w.h"
 #include "ratrain_k_gemm_nn_bf16w_to_bf16.h"
 #include "ratrain_k_gemm_nn_f16.h"
-#include "ratrain_k_gemm_nn_f32.h"
 #include "ratrain_k_gemm_nt_bf16w.h"
 #include "ratrain_k_gemm_nt_bf16w_to_bf16.h"
 #include "ratrain_k_gemm_nt_f16.h"
-#include "ratrain_k_gemm_nt_f32.h"
 #include "ratrain_k_gemm_tn_bf16w.h"
 #include "ratrain_k_gemm_tn_bf16w_to_bf16.h"
 #include "ratrain_k_gemm_tn_f16.h"
-#include "ratrain_k_gemm_tn_f32.h"
+#include "ratrain_k_pack_a_f32_kouter.h"
 #include "ratrain_k_pack_a_kinner.h"
 #include "ratrain_k_pack_a_kouter.h"
+#include "ratrain_k_pack_b_f32_kouter.h"
 #include "ratrain_k_pack_b_kinner.h"
 #include "ratrain_k_pack_b_kouter.h"
 #include "ratrain_k_rmsnorm_bwd.h"
@@ -285,7 +285,36 @@ int gemm(GemmForm form, int64_t M, int64_t N, int64_t K, const float *A,
     return 0;
   if (K <= 0)
     return scaleByBeta(M * N, C, beta);
-  return runGemmForm(RATRAIN_GEMM_FORMS(f32), form, M, N, K, A, B, C, beta);
+  // Pack both operands into micro-tile panels of kcEff-deep k panels (K
+  // padded with zeros), then the packed micro-kernel. A k-inner operand
+  // (rows of K) is a transpose of 32-bit words (PackWords.h).
+  tiling::GemmTiles t = gemmTilesFor(4);
+  const int64_t nPanels = (K + t.kc - 1) / t.kc;
+  const int64_t kcEff = ((K + nPanels - 1) / nPanels + 7) / 8 * 8;
+  const int64_t kp = nPanels * kcEff;
+  const int64_t mTiles = (M + t.mr - 1) / t.mr;
+  const int64_t nTiles = (N + t.nr - 1) / t.nr;
+  thread_local Scratch<float> scratch[2];
+  float *ap = scratch[0].reserve(size_t(t.mr * kp * mTiles));
+  float *bp = scratch[1].reserve(size_t(t.nr * kp * nTiles));
+  auto apBuf = dense(ap, {t.mr, kp, mTiles});
+  auto bpBuf = dense(bp, {t.nr, kp, nTiles});
+  auto words = [&](const float *x, int64_t rows, int width, float *panel) {
+    return packWordsTransposed(reinterpret_cast<const uint32_t *>(x), rows, K,
+                               width, kp, reinterpret_cast<uint32_t *>(panel));
+  };
+  int status = form == GemmForm::TN
+                   ? ratrain_k_pack_a_f32_kouter(dense(A, {M, K}), apBuf)
+                   : words(A, M, t.mr, ap);
+  if (status)
+    return status;
+  status = form == GemmForm::NT
+               ? words(B, N, t.nr, bp)
+               : ratrain_k_pack_b_f32_kouter(dense(B, {N, K}), bpBuf);
+  if (status)
+    return status;
+  auto c = dense(C, {N, M});
+  return ratrain_k_gemm_f32_packed(apBuf, bpBuf, int(kcEff), c, beta, c);
 }
 
 namespace {
