@@ -77,6 +77,21 @@ Stage splitIntoBlocks(Stage stage, const Var &n, const Var &m, const Var &ni,
   return stage;
 }
 
+/// The MR x NR register tile `partial` of every GEMM here, computed per
+/// output tile `mto` of `c` on the stack (a few KiB; no malloc per tile),
+/// its NR lanes vectorized and both axes unrolled into registers.
+void computeRegisterTileAt(Func partial, Func c, const Var &mto, const Var &ni,
+                           const Var &mi, int NR, int MR) {
+  const int V = 16; // fp32 lanes of a zmm register
+  partial.compute_at(c, mto)
+      .bound(ni, 0, NR)
+      .bound(mi, 0, MR)
+      .store_in(MemoryType::Stack)
+      .vectorize(ni, V)
+      .unroll(ni)
+      .unroll(mi);
+}
+
 /// C (and the C it accumulates into) is row-major, unit stride in dim 0, and
 /// starts at (0, 0) (the caller's dense arrays): then n % NR and m % MR of an
 /// output element are its lane and row in the register tile, and the
@@ -229,13 +244,7 @@ public:
           .parallel(mb);
     }
 
-    partial.compute_at(c, mto)
-        .bound(ni, 0, NR)
-        .bound(mi, 0, MR)
-        .store_in(MemoryType::Stack) // a few KiB; no malloc per tile
-        .vectorize(ni, V)
-        .unroll(ni)
-        .unroll(mi);
+    computeRegisterTileAt(partial, c, mto, ni, mi, NR, MR);
     partial.update().reorder(ni, mi, r1).vectorize(ni, V).unroll(ni).unroll(mi);
     if (halfC())
       Ap.compute_at(c, mg).parallel(mt);
@@ -420,13 +429,7 @@ public:
           .vectorize(ni, V)
           .parallel(mb);
     }
-    partial.compute_at(c, mto)
-        .bound(ni, 0, NR)
-        .bound(mi, 0, MR)
-        .store_in(MemoryType::Stack) // a few KiB; no malloc per tile
-        .vectorize(ni, V)
-        .unroll(ni)
-        .unroll(mi);
+    computeRegisterTileAt(partial, c, mto, ni, mi, NR, MR);
     partial.update()
         .reorder(r.x, ni, mi, r.y)
         .atomic()
@@ -519,13 +522,7 @@ public:
         .reorder(ni, mi, mto, nto, mb, rko, nb)
         .vectorize(ni, V)
         .parallel(mb);
-    partial.compute_at(c, mto)
-        .bound(ni, 0, NR)
-        .bound(mi, 0, MR)
-        .store_in(MemoryType::Stack)
-        .vectorize(ni, V)
-        .unroll(ni)
-        .unroll(mi);
+    computeRegisterTileAt(partial, c, mto, ni, mi, NR, MR);
     partial.update().reorder(ni, mi, r).vectorize(ni, V).unroll(ni).unroll(mi);
 
     ap.dim(0).set_stride(1).set_extent(MR).set_min(0);
