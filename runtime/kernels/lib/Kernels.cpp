@@ -210,6 +210,18 @@ Scratch<uint16_t> &packScratch(int which) {
   return scratch[which];
 }
 
+/// K cut into ceil(K / KC) panels of equal depth, a multiple of 8, so a K
+/// just above a multiple of KC does not pay for a mostly-zero panel (the
+/// packed GEMMs' kc_eff); the packed operands hold K padded to paddedK.
+struct KPanels {
+  int64_t depth, paddedK;
+};
+KPanels kPanels(int64_t K, int64_t kc) {
+  const int64_t count = (K + kc - 1) / kc;
+  const int64_t depth = ((K + count - 1) / count + 7) / 8 * 8;
+  return {depth, count * depth};
+}
+
 bool anyEmpty(std::initializer_list<int64_t> sizes) {
   for (int64_t s : sizes)
     if (s <= 0)
@@ -289,9 +301,8 @@ int gemm(GemmForm form, int64_t M, int64_t N, int64_t K, const float *A,
   // padded with zeros), then the packed micro-kernel. A k-inner operand
   // (rows of K) is a transpose of 32-bit words (PackWords.h).
   tiling::GemmTiles t = gemmTilesFor(4);
-  const int64_t nPanels = (K + t.kc - 1) / t.kc;
-  const int64_t kcEff = ((K + nPanels - 1) / nPanels + 7) / 8 * 8;
-  const int64_t kp = nPanels * kcEff;
+  const KPanels panels = kPanels(K, t.kc);
+  const int64_t kcEff = panels.depth, kp = panels.paddedK;
   const int64_t mTiles = (M + t.mr - 1) / t.mr;
   const int64_t nTiles = (N + t.nr - 1) / t.nr;
   thread_local Scratch<float> scratch[2];
@@ -330,10 +341,9 @@ PackedBf16 packBf16(GemmForm form, int64_t M, int64_t N, int64_t K,
                     const uint16_t *A, const uint16_t *B) {
   tiling::GemmTiles t = gemmTilesFor(2);
   PackedBf16 packed;
-  // Panels of kcEff <= KC, as even as possible (as the fp32 kernel does).
-  const int64_t nPanels = (K + t.kc - 1) / t.kc;
-  packed.kcEff = ((K + nPanels - 1) / nPanels + 7) / 8 * 8;
-  const int64_t kp = nPanels * packed.kcEff / 2;
+  const KPanels panels = kPanels(K, t.kc);
+  packed.kcEff = panels.depth;
+  const int64_t kp = panels.paddedK / 2;
   const int64_t mTiles = (M + t.mr - 1) / t.mr;
   const int64_t nTiles = (N + t.nr - 1) / t.nr;
   uint16_t *ap = packScratch(0).reserve(size_t(2 * t.mr * kp * mTiles));
