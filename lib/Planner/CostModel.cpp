@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 using namespace ratrain;
 
@@ -652,9 +653,8 @@ double ratrain::coreCopySeconds(const CostModel &costs,
   return *std::max_element(perRank.begin(), perRank.end());
 }
 
-/// `step` with the busiest rank's core copies added (coreCopySeconds).
-static StepTime withCoreCopies(const CostModel &costs,
-                               const ParallelConfig &config, StepTime step) {
+StepTime ratrain::withCoreCopies(const CostModel &costs,
+                                 const ParallelConfig &config, StepTime step) {
   step.coreCopy = coreCopySeconds(costs, config);
   step.total += step.coreCopy;
   return step;

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <utility>
 
 using namespace ratrain;
 using schedule::ActionKind;
@@ -218,9 +219,7 @@ StepTime ratrain::predictStepTime(const CostModel &costs,
       total = std::max(total, rankEnd[r] + tail[r]);
     result.total = total;
     result.exposedLifecycle = total - result.pipeline;
-    result.coreCopy = coreCopySeconds(costs, config);
-    result.total += result.coreCopy;
-    return result;
+    return withCoreCopies(costs, config, std::move(result));
   }
 
   // Layer-level lifecycle per rank, as in the 1F1B closed form: syncs on a
@@ -328,7 +327,5 @@ StepTime ratrain::predictStepTime(const CostModel &costs,
   }
   result.total = iteration;
   result.exposedLifecycle = iteration - result.pipeline;
-  result.coreCopy = coreCopySeconds(costs, config);
-  result.total += result.coreCopy;
-  return result;
+  return withCoreCopies(costs, config, std::move(result));
 }

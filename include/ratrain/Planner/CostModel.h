@@ -291,6 +291,11 @@ StepTime predictStepTime(const CostModel &costs, const ParallelConfig &config,
 /// (predictStepTime: StepTime::coreCopy).
 double coreCopySeconds(const CostModel &costs, const ParallelConfig &config);
 
+/// `step` (a predictStepTime result before its core copies) with
+/// StepTime::coreCopy = coreCopySeconds added to its total.
+StepTime withCoreCopies(const CostModel &costs, const ParallelConfig &config,
+                        StepTime step);
+
 /// The data-parallel communication of one update item of `params`
 /// parameters under `config`'s ZeRO stage and sharding policy (seconds).
 struct ItemCommunication {
