@@ -1,10 +1,11 @@
-//===- PackWords.cpp - Word transpose packing for the bf16 GEMM -----------===//
+//===- PackWords.cpp - Word transpose packing for the packed GEMMs --------===//
 //
-// The bf16 GEMM's k-inner operands (A of NT and NN, B of NT) hold each
-// k-pair of a row as one 32-bit word, so packing them into micro-tile panels
-// is a transpose of words: 16 words of 16 rows are loaded as rows, turned
-// in registers (vpunpck{l,h}dq, vpunpck{l,h}qdq, two rounds of vshufi32x4)
-// and stored as 16 panel columns, with the rows 3 lines ahead prefetched.
+// The packed GEMMs' k-inner operands (A of NT and NN, B of NT) are rows of
+// 32-bit words (fp32 values, or bf16 k-pairs), so packing them into
+// micro-tile panels is a transpose of words: 16 words of 16 rows are loaded as
+// rows, turned in registers (vpunpck{l,h}dq, vpunpck{l,h}qdq, two rounds of
+// vshufi32x4) and stored as 16 panel columns, with the rows 3 lines ahead
+// prefetched.
 //
 // This is the one kernel of the library written in C++ rather than as a
 // Halide pipeline: Halide 14 lowers the transposed read (one word per lane
@@ -12,7 +13,7 @@
 // register allocation it would not form here. On the Zen 5 host (one core,
 // operands cycled through 36 MiB, the 85M model's shapes) the gather
 // pipeline packed at 6-23 GB/s and this at 15-41 GB/s (1.6-2.8x; memcpy of
-// the same bytes 23-59 GB/s); docs/kernels.md, "bf16 packing".
+// the same bytes 23-59 GB/s); docs/kernels.md, "GEMM".
 //
 // The library's every kernel targets AVX-512 (RATRAIN_HALIDE_TARGET), so
 // AVX512F is assumed here as there.

@@ -1,4 +1,4 @@
-//===- PackWords.h - Word transpose packing for the bf16 GEMM ---*- C++ -*-===//
+//===- PackWords.h - Word transpose packing for the GEMMs -------*- C++ -*-===//
 //
 // Internal to ratrain_kernels (Kernels.cpp).
 //
@@ -12,7 +12,7 @@
 namespace ratrain::kernels {
 
 /// Packs a row-major operand of `rows` rows of `srcWords` 32-bit words
-/// (k-pairs of bf16) into the vdpbf16ps GEMM's panels:
+/// (fp32 values or k-pairs of bf16) into the packed GEMMs' panels:
 ///   dst[(tile * dstWords + kp) * width + i] = src[(tile * width + i) *
 ///   srcWords + kp]
 /// for tile < ceil(rows / width), kp < dstWords (>= srcWords), i < width, with
