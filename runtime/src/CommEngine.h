@@ -172,16 +172,21 @@ private:
   /// are only mapped where the collective writes (a lazily staged
   /// reduce-scatter over two ranks writes none of its staging).
   struct ScratchBuffer {
-    std::unique_ptr<std::byte[]> bytes;
-    uint64_t size = 0;
+    ScratchBuffer() = default;
+    ScratchBuffer(const ScratchBuffer &) = delete;
+    ScratchBuffer &operator=(const ScratchBuffer &) = delete;
+    ~ScratchBuffer() { release(); }
     /// At least `n` bytes; the contents are lost when it grows.
-    void reserve(uint64_t n) {
-      if (n > size) {
-        bytes.reset(new std::byte[n]);
-        size = n;
-      }
-    }
-    std::byte *data() const { return bytes.get(); }
+    void reserve(uint64_t n);
+    std::byte *data() const { return bytes; }
+
+  private:
+    void release();
+    std::byte *bytes = nullptr;
+    uint64_t size = 0;
+    /// The mapping (null: `bytes` came from operator new).
+    void *mapping = nullptr;
+    uint64_t mappingBytes = 0;
   };
   /// Per slot: the schedule of its explicit collective, the next round, the
   /// requests of the current round still outstanding, the staging and
