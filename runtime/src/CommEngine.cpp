@@ -14,7 +14,6 @@
 #include <ctime>
 
 #include <pthread.h>
-#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -356,45 +355,6 @@ const std::byte *stagedSource(StagedRanges &staged, std::byte *staging,
   return staging + lo;
 }
 } // namespace
-
-void CommEngine::ScratchBuffer::reserve(uint64_t n) {
-  if (n <= size)
-    return;
-  release();
-  // From 2 MiB on, whole huge pages where the kernel has them
-  // (MADV_HUGEPAGE, as the arena's): the reductions and copies stream
-  // through megabytes that a step touches once, and each 4 KiB page of them
-  // costs a TLB miss (two-dimensional under a hypervisor).
-  constexpr uint64_t kHuge = uint64_t(2) << 20;
-  if (n >= kHuge) {
-    uint64_t bytesMapped = (n + kHuge - 1) / kHuge * kHuge + kHuge;
-    void *map = mmap(nullptr, bytesMapped, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (map != MAP_FAILED) {
-      uintptr_t base =
-          (reinterpret_cast<uintptr_t>(map) + kHuge - 1) & ~(kHuge - 1);
-      madvise(reinterpret_cast<void *>(base), bytesMapped - kHuge,
-              MADV_HUGEPAGE);
-      mapping = map;
-      mappingBytes = bytesMapped;
-      bytes = reinterpret_cast<std::byte *>(base);
-      size = n;
-      return;
-    }
-  }
-  bytes = new std::byte[n];
-  size = n;
-}
-
-void CommEngine::ScratchBuffer::release() {
-  if (mapping)
-    munmap(mapping, mappingBytes);
-  else
-    delete[] bytes;
-  bytes = nullptr;
-  mapping = nullptr;
-  size = mappingBytes = 0;
-}
 
 bool CommEngine::runRounds(uint32_t index) {
   Op &op = ops[index];

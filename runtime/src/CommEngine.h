@@ -12,6 +12,7 @@
 #define RATRAIN_RUNTIME_SRC_COMMENGINE_H
 
 #include "CollectiveSchedule.h"
+#include "HugePages.h"
 #include "ratrain/runtime/Runtime.h"
 
 #include <mpi.h>
@@ -168,26 +169,6 @@ private:
   /// Copies the result out of the staging buffer and averages (nothing
   /// when the last round wrote the result).
   void finishExplicit(uint32_t index);
-  /// Scratch memory that is never zero-filled: the pages of a large buffer
-  /// are only mapped where the collective writes (a lazily staged
-  /// reduce-scatter over two ranks writes none of its staging).
-  struct ScratchBuffer {
-    ScratchBuffer() = default;
-    ScratchBuffer(const ScratchBuffer &) = delete;
-    ScratchBuffer &operator=(const ScratchBuffer &) = delete;
-    ~ScratchBuffer() { release(); }
-    /// At least `n` bytes; the contents are lost when it grows.
-    void reserve(uint64_t n);
-    std::byte *data() const { return bytes; }
-
-  private:
-    void release();
-    std::byte *bytes = nullptr;
-    uint64_t size = 0;
-    /// The mapping (null: `bytes` came from operator new).
-    void *mapping = nullptr;
-    uint64_t mappingBytes = 0;
-  };
   /// Per slot: the schedule of its explicit collective, the next round, the
   /// requests of the current round still outstanding, the staging and
   /// temporary buffers (grown on first use).

@@ -17,6 +17,7 @@
 #ifndef RATRAIN_RUNTIME_SRC_QUANTIZEDCOLLECTIVES_H
 #define RATRAIN_RUNTIME_SRC_QUANTIZEDCOLLECTIVES_H
 
+#include "HugePages.h"
 #include "ratrain/runtime/Runtime.h"
 
 #include "llvm/ADT/SmallVector.h"
@@ -101,8 +102,9 @@ private:
     std::deque<uint32_t> queue;
     /// Scratch of the running operation: payloads sent and received,
     /// staged chunks, fp32 partial sums.
-    std::vector<std::byte> sendBuf, recvBuf, stage;
-    std::vector<float> acc, accNext, scales;
+    HugePageVector<std::byte> sendBuf, recvBuf, stage;
+    HugePageVector<float> acc, accNext;
+    std::vector<float> scales;
   };
   struct Running {
     QuantizedSpec spec;
