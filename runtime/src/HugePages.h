@@ -2,7 +2,8 @@
 //
 // Private to the runtime. The collectives' scratch (a reduce-scatter's
 // received block and staging, the quantized collectives' payloads and fp32
-// sums) is megabytes that a step streams through once per use. On 4 KiB
+// sums) and the offload store's host copies are megabytes that a step
+// streams through once per use. On 4 KiB
 // pages each page costs a TLB miss, a two-dimensional page walk under a
 // hypervisor: on the 2-core host the 85M bf16 ZeRO-1 step's copies and
 // reductions ran 2-5 times slower than alone (docs/benchmarks.md). From
@@ -17,6 +18,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <utility>
 #include <vector>
 
 namespace ratrain::rt {
@@ -49,6 +52,36 @@ template <typename T> struct HugePageAllocator {
 /// A vector whose storage of 2 MiB or more lies on huge pages.
 template <typename T>
 using HugePageVector = std::vector<T, HugePageAllocator<T>>;
+
+/// An owned, zero-filled block of allocateHugePageBytes (the offload
+/// store's host copies, which every step writes and reads whole).
+class HugePageBlock {
+public:
+  HugePageBlock() = default;
+  explicit HugePageBlock(uint64_t n)
+      : bytes(static_cast<std::byte *>(allocateHugePageBytes(n))), size(n) {
+    // A fresh mapping is zero already.
+    if (n < kHugePageBytes)
+      std::memset(bytes, 0, n);
+  }
+  HugePageBlock(HugePageBlock &&other) noexcept
+      : bytes(other.bytes), size(other.size) {
+    other.bytes = nullptr;
+    other.size = 0;
+  }
+  HugePageBlock &operator=(HugePageBlock &&other) noexcept {
+    std::swap(bytes, other.bytes);
+    std::swap(size, other.size);
+    return *this;
+  }
+  ~HugePageBlock() { deallocateHugePageBytes(bytes, size); }
+  std::byte *get() const { return bytes; }
+  explicit operator bool() const { return bytes != nullptr; }
+
+private:
+  std::byte *bytes = nullptr;
+  uint64_t size = 0;
+};
 
 /// Scratch that is never zero-filled: the pages of a large buffer are only
 /// mapped where its user writes (a lazily staged reduce-scatter over two

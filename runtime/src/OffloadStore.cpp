@@ -122,7 +122,7 @@ std::byte *OffloadStore::hostBytes(llvm::StringRef key, uint64_t bytes,
       // into the old copy: they finish first (they never take the mutex).
       while (e.piecesInFlight.load(std::memory_order_acquire) > 0)
         std::this_thread::yield();
-      std::unique_ptr<std::byte[]> grown(new std::byte[end]());
+      HugePageBlock grown(end);
       if (e.host)
         std::memcpy(grown.get(), e.host.get(), e.bytes);
       e.host = std::move(grown);
@@ -136,7 +136,7 @@ std::byte *OffloadStore::hostBytes(llvm::StringRef key, uint64_t bytes,
   }
   Entry &e = checkedEntry(StorageTier::Host, key, bytes, offloading);
   if (!e.host) // the key's first offload
-    e.host.reset(new std::byte[bytes]);
+    e.host = HugePageBlock(bytes);
   return e.host.get();
 }
 
@@ -160,7 +160,7 @@ Token OffloadStore::offload(Buffer src, StorageTier tier, llvm::StringRef key) {
   // The host cache: a key that fits when first offloaded stays in memory.
   if (first && hostCacheUsed + src.bytes <= hostCacheBytes) {
     e.cached = true;
-    e.host.reset(new std::byte[src.bytes]);
+    e.host = HugePageBlock(src.bytes);
     hostCacheUsed += src.bytes;
   }
   if (e.cached) {

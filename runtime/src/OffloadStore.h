@@ -10,6 +10,7 @@
 #ifndef RATRAIN_RUNTIME_SRC_OFFLOADSTORE_H
 #define RATRAIN_RUNTIME_SRC_OFFLOADSTORE_H
 
+#include "HugePages.h"
 #include "ratrain/runtime/Runtime.h"
 
 #include <atomic>
@@ -48,7 +49,7 @@ public:
 
 private:
   struct Entry {
-    std::unique_ptr<std::byte[]> host;
+    HugePageBlock host;
     uint64_t bytes = 0;
     bool written = false; ///< Storage tier: the file exists.
     /// Offloads of pieces still copying into `host`: the copy may only grow

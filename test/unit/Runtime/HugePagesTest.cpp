@@ -3,7 +3,8 @@
 // runtime/src/HugePages.h: blocks from 2 MiB on are 2 MiB-aligned mappings
 // the kernel is asked to back with transparent huge pages (their VMA carries
 // the `hg` flag of MADV_HUGEPAGE in /proc/self/smaps), smaller ones come
-// from operator new; HugePageVector and ScratchBuffer grow on them.
+// from operator new; HugePageVector and ScratchBuffer grow on them, and a
+// HugePageBlock owns a zero-filled one.
 //
 //===----------------------------------------------------------------------===//
 
@@ -98,4 +99,21 @@ TEST(HugePages, VectorsAndScratchGrowOnThem) {
   scratch.reserve(8 << 20); // larger: a new block
   EXPECT_TRUE(hugePageAligned(scratch.data()));
   scratch.data()[(8 << 20) - 1] = std::byte{2};
+}
+
+TEST(HugePages, BlocksAreZeroFilledAndMove) {
+  for (uint64_t bytes : {uint64_t(100), uint64_t(kHugePageBytes) + 5}) {
+    SCOPED_TRACE(bytes);
+    HugePageBlock block(bytes);
+    ASSERT_TRUE(bool(block));
+    for (uint64_t i = 0; i < bytes; i += 97)
+      EXPECT_EQ(block.get()[i], std::byte{0});
+    block.get()[bytes - 1] = std::byte{9};
+    HugePageBlock moved = std::move(block);
+    EXPECT_FALSE(bool(block));
+    EXPECT_EQ(moved.get()[bytes - 1], std::byte{9});
+    HugePageBlock other(64);
+    other = std::move(moved);
+    EXPECT_EQ(other.get()[bytes - 1], std::byte{9});
+  }
 }
