@@ -95,8 +95,9 @@ HostIdentity getHostIdentity() {
   hash.update(StringRef("kernels " RATRAIN_KERNELS_ID));
   // What the calibration measures: a file from a calibration that measured
   // less or otherwise (1: before network.core_copy_bandwidth; 2: the
-  // exchange repeated one cached 8 MiB slice) is not reused.
-  hash.update(StringRef("calibration 3"));
+  // exchange repeated one cached 8 MiB slice; 3: the offload store's host
+  // copies on 4 KiB pages) is not reused.
+  hash.update(StringRef("calibration 4"));
   std::string digest = llvm::toHex(hash.final(), /*LowerCase=*/true);
   host.key =
       llvm::formatv("host-{0}-{1}-{2}-{3}c-{4}",
