@@ -1,4 +1,4 @@
-//===- HugePages.cpp - Collective scratch on transparent huge pages -------===//
+//===- HugePages.cpp - Runtime scratch on transparent huge pages ---------===//
 
 #include "HugePages.h"
 

@@ -1,15 +1,14 @@
-//===- HugePages.h - Collective scratch on transparent huge pages -*- C++ -*-//
+//===- HugePages.h - Runtime scratch on transparent huge pages --*- C++ -*-===//
 //
 // Private to the runtime. The collectives' scratch (a reduce-scatter's
 // received block and staging, the quantized collectives' payloads and fp32
 // sums) and the offload store's host copies are megabytes that a step
-// streams through once per use. On 4 KiB
-// pages each page costs a TLB miss, a two-dimensional page walk under a
-// hypervisor: on the 2-core host the 85M bf16 ZeRO-1 step's copies and
-// reductions ran 2-5 times slower than alone (docs/benchmarks.md). From
-// 2 MiB on these blocks are 2 MiB-aligned anonymous mappings with
-// MADV_HUGEPAGE, as the arenas (Arena.cpp); smaller ones come from operator
-// new.
+// streams through once per use. On 4 KiB pages each page costs a TLB miss,
+// a two-dimensional page walk under a hypervisor: on the 2-core host the
+// 85M bf16 ZeRO-1 step's copies and reductions ran 2-5 times slower than
+// alone (docs/benchmarks.md). From 2 MiB on these blocks are 2 MiB-aligned
+// anonymous mappings with MADV_HUGEPAGE, as the arenas (Arena.cpp); smaller
+// ones come from operator new.
 //
 //===----------------------------------------------------------------------===//
 
@@ -97,6 +96,7 @@ public:
     if (n <= size)
       return;
     deallocateHugePageBytes(bytes, size);
+    // Empty, not dangling, should the allocation throw.
     bytes = nullptr;
     size = 0;
     bytes = static_cast<std::byte *>(allocateHugePageBytes(n));
