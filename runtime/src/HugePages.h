@@ -82,30 +82,26 @@ private:
   uint64_t size = 0;
 };
 
-/// Scratch that is never zero-filled: the pages of a large buffer are only
-/// mapped where its user writes (a lazily staged reduce-scatter over two
-/// ranks writes none of its staging).
+/// Scratch that grows and keeps its largest block: a HugePageBlock, whose
+/// pages from 2 MiB on are only mapped where its user writes (a lazily
+/// staged reduce-scatter over two ranks writes none of its staging).
 class ScratchBuffer {
 public:
-  ScratchBuffer() = default;
-  ScratchBuffer(const ScratchBuffer &) = delete;
-  ScratchBuffer &operator=(const ScratchBuffer &) = delete;
-  ~ScratchBuffer() { deallocateHugePageBytes(bytes, size); }
   /// At least `n` bytes; the contents are lost when it grows.
   void reserve(uint64_t n) {
     if (n <= size)
       return;
-    deallocateHugePageBytes(bytes, size);
-    // Empty, not dangling, should the allocation throw.
-    bytes = nullptr;
+    // The old block goes first; empty, not dangling, should the allocation
+    // throw.
+    block = HugePageBlock();
     size = 0;
-    bytes = static_cast<std::byte *>(allocateHugePageBytes(n));
+    block = HugePageBlock(n);
     size = n;
   }
-  std::byte *data() const { return bytes; }
+  std::byte *data() const { return block.get(); }
 
 private:
-  std::byte *bytes = nullptr;
+  HugePageBlock block;
   uint64_t size = 0;
 };
 
