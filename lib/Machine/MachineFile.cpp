@@ -248,6 +248,10 @@ private:
          {"ddr_bandwidth", real(c.ddrBandwidth)},
          {"dma_bandwidth", real(c.dmaBandwidth)},
          {"dma_channels", in(c.dmaChannels)},
+         {"dma_on_cores",
+          [&](llvm::yaml::Node *n, llvm::StringRef k) {
+            readBool(n, k, c.dmaOnCores);
+          }},
          {"peak_flops_f16", real(c.peakFlopsF16)},
          {"peak_flops_f32", real(c.peakFlopsF32)},
          {"fused_attention",

@@ -61,6 +61,7 @@ std::string ratrain::printMachineModel(const MachineModel &machine) {
   os << "  ddr_bandwidth: " << real(c.ddrBandwidth) << "\n";
   os << "  dma_bandwidth: " << real(c.dmaBandwidth) << "\n";
   os << "  dma_channels: " << c.dmaChannels << "\n";
+  os << "  dma_on_cores: " << (c.dmaOnCores ? "true" : "false") << "\n";
   os << "  peak_flops_f16: " << real(c.peakFlopsF16) << "\n";
   os << "  peak_flops_f32: " << real(c.peakFlopsF32) << "\n";
   os << "  fused_attention: " << (c.fusedAttention ? "true" : "false") << "\n";

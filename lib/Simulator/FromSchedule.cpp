@@ -297,12 +297,20 @@ llvm::Error ScheduleAdapter::buildStage(StageOp stage,
       int64_t layer = layerOf(prefetch.getMaster().getType());
       // The update writes the refreshed view (shard) into a GSM slot and a
       // DMA copies it to the view, unless the view is the master itself.
-      if (updateWritesViewCopy(plan, costs.getModel().dtype == DType::F32))
-        tokens[prefetch.getPending()] = program.addDma(
-            shardParams(layer) * getDTypeBytes(costs.getModel().dtype), 0,
-            label);
-      else
+      // Where the DMA runs on the cores the update writes the view in place:
+      // its bytes on the compute stream, nothing to wait for.
+      const int64_t viewBytes =
+          shardParams(layer) * getDTypeBytes(costs.getModel().dtype);
+      if (!updateWritesViewCopy(plan, costs.getModel().dtype == DType::F32)) {
         tokens[prefetch.getPending()] = sim::Token();
+      } else if (machine.cluster.dmaOnCores) {
+        program.addCompute(sim::ComputeKind::Update,
+                           costs.memoryBoundSeconds(double(viewBytes)), 0,
+                           label);
+        tokens[prefetch.getPending()] = sim::Token();
+      } else {
+        tokens[prefetch.getPending()] = program.addDma(viewBytes, 0, label);
+      }
     } else if (auto offload = llvm::dyn_cast<OffloadOp>(op)) {
       int64_t bytes = transferBytes(offload.getState(), buffers);
       tokens[offload.getPending()] = program.addOffloadTransfer(bytes, label);

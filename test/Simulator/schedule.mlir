@@ -11,6 +11,12 @@
 // RUN:     --trace=%t.json --svg=%t.svg --measured-step=0.01 | FileCheck %s --check-prefix=GPU
 // RUN: FileCheck %s --check-prefix=TRACE < %t.json
 // RUN: FileCheck %s --check-prefix=SVG < %t.svg
+// Where the DMA runs on the cores (dma_on_cores: a CPU host) the update
+// writes the refreshed view itself, on the compute stream: nothing waits for
+// a DMA.
+// RUN: sed 's/^  dma_channels: 4$/  dma_channels: 4\n  dma_on_cores: true/' %S/Inputs/machine.yaml > %t.on-cores.yaml
+// RUN: ratrain-opt %s --ratrain-expand-1f1b --ratrain-schedule-lifecycle="machine=%t.on-cores.yaml" \
+// RUN:   | ratrain-sim - --machine=%t.on-cores.yaml | FileCheck %s --check-prefix=ONCORES
 // RUN: not ratrain-sim %s --machine=%S/Inputs/machine.yaml 2>&1 | FileCheck %s --check-prefix=NOPIPE
 // RUN: not ratrain-sim %t.missing.mlir --machine=%S/Inputs/machine.yaml 2>&1 | FileCheck %s --check-prefix=MISSING
 
@@ -50,6 +56,9 @@ ratrain.model @tiny family("llama") dtype(bf16) seq_len(128)
 // RAT-NEXT: peak-ddr-max-gib:
 // RAT-NEXT: stage 0: name='stage 0' busy-s={{.*}} bubble-percent={{.*}} exposed-comm-s={{.*}} peak-ddr-gib=
 // RAT-NEXT: stage 1: name='stage 1'
+
+// ONCORES: program: tiny_step pp=2 dp=2 mbs=1 m=4 zero=0 {{.*}} (ratrain)
+// ONCORES: exposed-dma-s: 0{{$}}
 
 // GPU: program: tiny_step {{.*}} (gpu-style)
 // GPU: iterations: 2

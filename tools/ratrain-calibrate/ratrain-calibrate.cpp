@@ -698,6 +698,9 @@ int main(int argc, char **argv) {
   cs.ddrBandwidth = ddrPerCluster;
   cs.dmaBandwidth = dmaBandwidth;
   cs.dmaChannels = 1;
+  // The runtime's DMA engine is a thread copying with memcpy on the
+  // cluster's cores.
+  cs.dmaOnCores = true;
   cs.peakFlopsF32 = fp32PerCore * coresPerCluster;
   cs.peakFlopsF16 = bf16Peak * coresPerCluster;
   cs.efficiency.gemm = gemmEfficiency;
@@ -812,6 +815,8 @@ int main(int argc, char **argv) {
   os << "#  [U] attention_forward = 0.6 * gemm, attention_backward = 0.5 * "
         "gemm\n";
 #endif
+  os << "#  [D] dma_on_cores true: the runtime's DMA engine (rt.dma) is a "
+        "thread copying with memcpy on the cluster's cores\n";
 #ifdef RATRAIN_HAVE_KERNELS
   os << "#  [D] fused_attention true: the Halide attention kernels tile the "
         "scores through L2/L1 and save only lse (no S x S matrix)\n"

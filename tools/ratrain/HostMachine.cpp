@@ -96,8 +96,8 @@ HostIdentity getHostIdentity() {
   // What the calibration measures: a file from a calibration that measured
   // less or otherwise (1: before network.core_copy_bandwidth; 2: the
   // exchange repeated one cached 8 MiB slice; 3: the offload store's host
-  // copies on 4 KiB pages) is not reused.
-  hash.update(StringRef("calibration 4"));
+  // copies on 4 KiB pages; 4: before dma_on_cores) is not reused.
+  hash.update(StringRef("calibration 5"));
   std::string digest = llvm::toHex(hash.final(), /*LowerCase=*/true);
   host.key =
       llvm::formatv("host-{0}-{1}-{2}-{3}c-{4}",

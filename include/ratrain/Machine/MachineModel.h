@@ -55,6 +55,13 @@ struct ClusterSpec {
   double ddrBandwidth = 0;    ///< bytes/s
   double dmaBandwidth = 0;    ///< bytes/s, DDR <-> GSM/AM, all channels
   int64_t dmaChannels = 1;
+  /// The cluster's DMA copies run on its compute cores (a CPU host, where
+  /// the runtime's DMA engine is a thread doing memcpy), not on an engine
+  /// of their own (MT-3000). Staging through GSM then buys no overlap and
+  /// costs a copy on the cores, so the lowering writes the optimizer's
+  /// refreshed view straight into place. Machine-file key `dma_on_cores`
+  /// (default false).
+  bool dmaOnCores = false;
   double peakFlopsF16 = 0; ///< FLOP/s, 16-bit inputs, fp32 accumulate
   double peakFlopsF32 = 0; ///< FLOP/s
   KernelEfficiency efficiency;

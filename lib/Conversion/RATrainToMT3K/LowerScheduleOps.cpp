@@ -377,7 +377,11 @@ LogicalResult StageLowering::lowerUpdate(UpdateOp op) {
 
   Value clip = op.getClip() ? gradNormBuffer(op.getClip()) : Value();
   int64_t E = elemBytes();
-  int64_t chunk = std::max<int64_t>(1, gsmSlotBytes / E);
+  // The update runs in chunks of a GSM staging slot, or in one call where
+  // it writes the view in place (the DMA runs on the cores).
+  int64_t chunk = machine.cluster.dmaOnCores
+                      ? std::max<int64_t>(1, n)
+                      : std::max<int64_t>(1, gsmSlotBytes / E);
   SmallVector<Value> &tokens = updateTokens[layer];
   tokens.clear();
   // Streamed states (docs/lowering.md, "Streaming in chunks"): elements
@@ -544,9 +548,16 @@ LogicalResult StageLowering::updateRange(Value grad, Value master, Value m,
     // The two GSM slots alternate over all updates of the step, so a layer's
     // first chunk does not wait for the previous layer's last DMA. Without
     // a view to refresh (an FP32 model's master is its view) the update
-    // writes no copy: its view is the master itself.
-    Value staged =
-        viewDest ? slot(gsmSlots[gsmNext++ % 2], 0, {count}, elem) : mi;
+    // writes no copy: its view is the master itself. Where the DMA runs on
+    // the compute cores (a CPU host) staging buys no overlap, only a copy
+    // on them: the update writes the view in place.
+    Value staged = mi, dest;
+    if (viewDest && !machine.cluster.dmaOnCores)
+      staged = slot(gsmSlots[gsmNext++ % 2], 0, {count}, elem);
+    if (viewDest)
+      dest = slot(viewDest, start * E, {count}, elem);
+    if (viewDest && machine.cluster.dmaOnCores)
+      staged = dest;
     auto adam = mt::AdamWOp::create(b, loc, gi, mi, m1, v1, staged, options.lr,
                                     options.beta1, options.beta2, options.eps,
                                     options.weightDecay);
@@ -556,9 +567,8 @@ LogicalResult StageLowering::updateRange(Value grad, Value master, Value m,
     }
     if (!exempt.empty())
       setNoDecay(adam, exempt, layer, firstElement + start, count);
-    if (!viewDest)
-      continue; // FP32: the master is the view, updated in place
-    Value dest = slot(viewDest, start * E, {count}, elem);
+    if (!viewDest || staged == dest)
+      continue; // the view is the master, or written in place
     Value token =
         mt::DmaOp::create(b, loc, staged, dest, IntegerAttr(), IntegerAttr());
     track(token);

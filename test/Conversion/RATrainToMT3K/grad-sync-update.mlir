@@ -30,6 +30,11 @@
 // one slot of view (checked on the ZeRO-0 case below).
 // RUN: sed 's/^  gsm_bytes: 1048576$/  gsm_bytes: 65536/' %S/Inputs/tiny.yaml > %t.small-gsm.yaml
 // RUN: ratrain-opt %s -split-input-file --ratrain-lower-to-mt3k="trace-spans=false machine=%t.small-gsm.yaml outline-layers=false" | FileCheck %s --check-prefix=CHUNKED
+// Where the DMA runs on the cores (dma_on_cores: a CPU host, whose rt.dma is
+// a memcpy thread) AdamW writes the refreshed view in place, in one call
+// however small GSM is: no staging slot, no DMA (checked on ZeRO-1 below).
+// RUN: sed 's/^  dma_channels: 4$/  dma_channels: 4\n  dma_on_cores: true/' %t.small-gsm.yaml > %t.on-cores.yaml
+// RUN: ratrain-opt %s -split-input-file --ratrain-lower-to-mt3k="trace-spans=false machine=%t.on-cores.yaml outline-layers=false" | FileCheck %s --check-prefix=ONCORES
 
 // ZeRO-0.
 ratrain.model @tiny family("llama") dtype(bf16) seq_len(8) max_positions(16) positions rope rms_eps(1.000000e-05) rope_theta(1.000000e+04) plan #ratrain.plan<clusters = 2, pp = 1, dp = 2, micro_batch_size = 1, micro_batches = 1, zero = 0, stage_layers = [3], recompute = [none], step_us = 1000, peak_bytes = 1000000> {
@@ -238,6 +243,17 @@ ratrain.pipeline @tiny_step for @tiny plan #ratrain.plan<clusters = 2, pp = 1, d
 // CHECK: mt3k.wait %[[DMA]]{{$}}
 // CHECK-NEXT: %[[GATHER:[0-9]+]] = mt3k.all_gather %[[VS]] -> %[[VIEW]] on @dp ring
 // CHECK: mt3k.wait %[[GATHER]]{{$}}
+
+// ONCORES-LABEL: mt3k.job = #mt3k.job<clusters = 2, pp = 1, dp = 2, micro_batch_size = 1, micro_batches = 1, zero = 1,
+// ONCORES: %[[VSB:[0-9]+]] = mt3k.buffer "zero.view_shard.layer1" at 645248 : !mt3k.buffer<ddr, 41088xi8>
+// ONCORES-NEXT: %[[VS:[0-9]+]] = mt3k.view %[[VSB]][0] : !mt3k.buffer<ddr, 41088xi8> to !mt3k.buffer<ddr, 20544xbf16>
+// ONCORES: %[[SYNC:[0-9]+]] = mt3k.reduce_scatter avg %{{[0-9]+}} -> %{{[0-9]+}} on @dp ring : !mt3k.buffer<ddr, 41088xbf16>
+// ONCORES: mt3k.wait %[[SYNC]]{{$}}
+// ONCORES-NEXT: mt3k.adamw %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}} -> %[[VS]] lr {{.*}} : !mt3k.buffer<ddr, 20544xbf16>, {{.*}} -> !mt3k.buffer<ddr, 20544xbf16>
+// ONCORES-NOT: mt3k.dma
+// ONCORES: mt3k.all_gather %[[VS]] -> %{{[0-9]+}} on @dp ring
+// ONCORES-NOT: mt3k.dma
+// ONCORES-LABEL: mt3k.job = #mt3k.job<clusters = 2, pp = 1, dp = 2, micro_batch_size = 1, micro_batches = 1, zero = 2,
 
 // -----
 
