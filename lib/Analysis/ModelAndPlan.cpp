@@ -182,9 +182,7 @@ ShardingPolicy ratrain::getShardingPolicy(PlanAttr plan) {
   return policy;
 }
 
-bool ratrain::updateWritesViewCopy(PlanAttr plan, bool f32Model) {
-  return !f32Model || (plan.getZero() >= 1 && plan.getZero() < 3);
-}
+bool ratrain::updateWritesViewCopy(bool f32Model) { return !f32Model; }
 
 ParallelConfig ratrain::toParallelConfig(PlanAttr plan) {
   ParallelConfig config;

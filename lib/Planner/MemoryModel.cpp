@@ -447,9 +447,8 @@ ZeroShardSizes ZeroShardSizes::of(int64_t layerParams, int64_t dataParallel,
   int64_t n = layerParams / std::max<int64_t>(dataParallel, 1);
   ZeroShardSizes sizes;
   sizes.gradShard = n * elemBytes;
+  // An FP32 model's view shard is its master shard.
   sizes.viewShard = n * elemBytes;
-  // An FP32 model's assigned master is its view; the shard is separate.
-  sizes.masterShard = elemBytes >= 4 ? n * 4 : 0;
   return sizes;
 }
 
@@ -750,8 +749,7 @@ StageMemory ratrain::computeStageMemory(
       // master shard).
       if (zero >= ZeroStage::Parameters)
         continue;
-      mem.zeroShards +=
-          alignBytes(shards.viewShard, A) + alignBytes(shards.masterShard, A);
+      mem.zeroShards += alignBytes(shards.viewShard, A);
     }
   }
 

@@ -301,7 +301,7 @@ llvm::Error ScheduleAdapter::buildStage(StageOp stage,
       // its bytes on the compute stream, nothing to wait for.
       const int64_t viewBytes =
           shardParams(layer) * getDTypeBytes(costs.getModel().dtype);
-      if (!updateWritesViewCopy(plan, costs.getModel().dtype == DType::F32)) {
+      if (!updateWritesViewCopy(costs.getModel().dtype == DType::F32)) {
         tokens[prefetch.getPending()] = sim::Token();
       } else if (machine.cluster.dmaOnCores) {
         program.addCompute(sim::ComputeKind::Update,

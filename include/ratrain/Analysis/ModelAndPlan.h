@@ -48,13 +48,13 @@ LayerRole fromIRLayerKind(LayerKind kind);
 /// included).
 ParallelConfig toParallelConfig(PlanAttr plan);
 
-/// Whether a layer's update under `plan` writes a separate parameter view,
-/// which a DMA then copies into place (the view prefetch): a 16-bit model's
-/// view is a 16-bit copy of its master, and an FP32 model's under ZeRO-1/2 a
-/// full copy of its sharded master; an FP32 model's view is otherwise the
-/// master itself (updated in place; under ZeRO-3 gathered from the master
-/// shards). The lowering and the simulator's adapter both follow it.
-bool updateWritesViewCopy(PlanAttr plan, bool f32Model);
+/// Whether a layer's update writes a separate parameter view, which a DMA
+/// then copies into place (the view prefetch) unless the machine's DMA runs
+/// on its cores: a 16-bit model's view is a 16-bit copy of its master; an
+/// FP32 model's view is the master itself, updated in place (under ZeRO its
+/// view shard is the master shard, which the all-gather sends). The lowering
+/// and the simulator's adapter both follow it.
+bool updateWritesViewCopy(bool f32Model);
 
 /// The usable DDR of the ranks of pipeline stage `stage` (a rank, not a
 /// virtual stage) under `plan`: on a machine with classes of clusters the

@@ -458,11 +458,11 @@ struct LoweringScratch {
 };
 
 /// Bytes of one layer's ZeRO shards in the lowering's area: its gradient
-/// shard (reduce-scatter output, unless the buffer assignment gives it one),
-/// its view shard (AdamW output, all-gather input) and, for an FP32 model,
-/// its persistent FP32 master shard.
+/// shard (reduce-scatter output, unless the buffer assignment gives it one)
+/// and its view shard (AdamW output, all-gather input; an FP32 model's
+/// persistent master shard, which AdamW updates in place).
 struct ZeroShardSizes {
-  int64_t gradShard = 0, viewShard = 0, masterShard = 0;
+  int64_t gradShard = 0, viewShard = 0;
   /// The shards of a layer of `layerParams` over `dataParallel` ranks.
   static ZeroShardSizes of(int64_t layerParams, int64_t dataParallel,
                            int64_t elemBytes);

@@ -368,7 +368,7 @@ LogicalResult StageLowering::lowerUpdate(UpdateOp op) {
   // Under partial synchronization the view is cast from the averaged master
   // after the update (lowerViewPrefetch), so the update's copy is not moved.
   Value viewDest;
-  if (updateWritesViewCopy(plan_, isF32Model())) {
+  if (updateWritesViewCopy(isF32Model())) {
     if (zero())
       viewDest = viewShard(layer);
     else if (!plan_.syncsPartially())

@@ -578,16 +578,10 @@ private:
     auto [offset, bytes] = assignedShard->second;
     return slot(ddrBase(name, offset, bytes), 0, {n}, elem);
   }
-  /// ZeRO with an FP32 model: this rank's persistent master shard, in the
-  /// lowering's area (the assigned master is the full view); under ZeRO-3
-  /// the view shard itself.
-  Value masterShard(int64_t layer) {
-    if (zero3())
-      return viewShard(layer);
-    return scratch(llvm::formatv("zero.master_shard.layer{0}", layer).str(),
-                   masterShardOff.lookup(layer), {shardElements(layer)},
-                   Float32Type::get(ctx));
-  }
+  /// ZeRO with an FP32 model: this rank's persistent master shard, which is
+  /// its view shard (the assigned master is the full view): AdamW updates it
+  /// in place and the all-gather sends it, no copy between them.
+  Value masterShard(int64_t layer) { return viewShard(layer); }
   mt::CollectiveAlgorithm algorithm(SyncHierarchy hierarchy) const;
 
   ModelOp model;
@@ -645,7 +639,7 @@ private:
   SmallVector<int64_t, 2> outboxOff[2]; ///< per payload: K slots
   /// ZeRO, per layer: the gradient shard, the view shard and (FP32 models,
   /// whose assigned master is the full view) the persistent master shard.
-  DenseMap<int64_t, int64_t> gradShardOff, viewShardOff, masterShardOff;
+  DenseMap<int64_t, int64_t> gradShardOff, viewShardOff;
   /// ZeRO-2: the gradient shards buffer assignment placed (offset, bytes).
   DenseMap<int64_t, std::pair<int64_t, int64_t>> assignedGradShard;
   int64_t gsmSlotBytes = 0;

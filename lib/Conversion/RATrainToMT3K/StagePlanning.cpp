@@ -173,7 +173,7 @@ LogicalResult StageLowering::plan(const OutboxSlotCounts &outboxSlots) {
 
   // ZeRO: per layer, this rank's gradient shard (the reduce-scatter output;
   // ZeRO-2 schedules assign it a buffer of its own) and view shard (AdamW's
-  // output, the all-gather input).
+  // output, the all-gather input; an FP32 model's master shard).
   if (zero())
     for (int64_t layer : stage.getLayers()) {
       ZeroShardSizes shards =
@@ -189,10 +189,6 @@ LogicalResult StageLowering::plan(const OutboxSlotCounts &outboxSlots) {
       viewShardOff[layer] =
           region(area, llvm::formatv("zero.view_shard.layer{0}", layer).str(),
                  shards.viewShard);
-      if (shards.masterShard > 0)
-        masterShardOff[layer] = region(
-            area, llvm::formatv("zero.master_shard.layer{0}", layer).str(),
-            shards.masterShard);
     }
   // NormHead: the normalized LM-head weight and its row statistics, on the
   // stage that holds the head.

@@ -526,10 +526,14 @@ TEST(MemoryModel, LoweringZeroShardsByHand) {
   MemoryOptions gpu;
   gpu.lifecycle = LifecyclePolicy::GpuStyle;
   EXPECT_EQ(computeStageMemory(m, c, 0, gpu).zeroShards, 2 * perItem);
-  // FP32 models add the FP32 master shard.
-  EXPECT_EQ(ZeroShardSizes::of(kLayerParams, 4, 4).masterShard,
-            (kLayerParams / 4) * 4);
-  EXPECT_EQ(ZeroShardSizes::of(kLayerParams, 4, 2).masterShard, 0);
+  // An FP32 model's view shard is its master shard: nothing more.
+  ZeroShardSizes f32 = ZeroShardSizes::of(kLayerParams, 4, 4);
+  EXPECT_EQ(f32.viewShard, (kLayerParams / 4) * 4);
+  EXPECT_EQ(f32.gradShard, (kLayerParams / 4) * 4);
+  ModelConfig single = m;
+  single.dtype = DType::F32;
+  c.zero = ZeroStage::Optimizer;
+  EXPECT_EQ(computeStageMemory(single, c, 0).zeroShards, 4 * perItem);
 }
 
 // A SwiGLU FFN of 8h with 2 K/V heads of 16: 34sbh undercounts what the
