@@ -28,7 +28,8 @@ def RATrainLowerToMT3K : Pass<"ratrain-lower-to-mt3k", "mlir::ModuleOp"> {
     optimizer state (`mt3k.init_param`). The iteration is the stage's
     schedule op by op: forward / backward / recompute become the kernel
     sequence of the layer, `sync` a collective on `@dp`, `update` AdamW
-    through GSM staging with a DMA of the refreshed view into place,
+    through GSM staging with a DMA of the refreshed view into place (in place
+    where the machine's DMA runs on its cores, `dma_on_cores`),
     `send` / `recv` point-to-point on `@pp` with tag `2 * mb + direction`.
     Temporaries of the layer kernels and the outgoing pipeline messages live
     in a lowering scratch area appended to the assigned arena (the

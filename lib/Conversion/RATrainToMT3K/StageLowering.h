@@ -637,8 +637,8 @@ private:
   NormHeadLayout normHeadSlots;
   Value normHeadSource; ///< the LM-head view the normalized copy is of
   SmallVector<int64_t, 2> outboxOff[2]; ///< per payload: K slots
-  /// ZeRO, per layer: the gradient shard, the view shard and (FP32 models,
-  /// whose assigned master is the full view) the persistent master shard.
+  /// ZeRO, per layer: the gradient shard and the view shard (an FP32 model's
+  /// persistent master shard; its assigned master is the full view).
   DenseMap<int64_t, int64_t> gradShardOff, viewShardOff;
   /// ZeRO-2: the gradient shards buffer assignment placed (offset, bytes).
   DenseMap<int64_t, std::pair<int64_t, int64_t>> assignedGradShard;

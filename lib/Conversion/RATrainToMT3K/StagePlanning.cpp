@@ -212,6 +212,10 @@ LogicalResult StageLowering::plan(const OutboxSlotCounts &outboxSlots) {
               "has "
            << capacity;
 
+  // AdamW's GSM staging slots (none where the DMA runs on the cores: the
+  // update writes the view in place).
+  if (machine.cluster.dmaOnCores)
+    return success();
   gsmSlotBytes = (machine.cluster.gsmBytes / 2) / A * A;
   if (gsmSlotBytes < A)
     return stage.emitOpError("the machine's GSM (")
@@ -223,7 +227,7 @@ LogicalResult StageLowering::plan(const OutboxSlotCounts &outboxSlots) {
 LogicalResult StageLowering::emitPrologue() {
   Type f32 = Float32Type::get(ctx);
   IntegerType i64 = IntegerType::get(ctx, 64);
-  for (int64_t i = 0; i < 2; ++i)
+  for (int64_t i = 0; gsmSlotBytes > 0 && i < 2; ++i)
     gsmSlots.push_back(base(mt::MemorySpace::gsm,
                             llvm::formatv("gsm.staging.{0}", i).str(),
                             i * gsmSlotBytes, gsmSlotBytes));

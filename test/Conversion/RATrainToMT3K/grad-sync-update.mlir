@@ -32,7 +32,7 @@
 // RUN: ratrain-opt %s -split-input-file --ratrain-lower-to-mt3k="trace-spans=false machine=%t.small-gsm.yaml outline-layers=false" | FileCheck %s --check-prefix=CHUNKED
 // Where the DMA runs on the cores (dma_on_cores: a CPU host, whose rt.dma is
 // a memcpy thread) AdamW writes the refreshed view in place, in one call
-// however small GSM is: no staging slot, no DMA (checked on ZeRO-1 below).
+// however small GSM is: no staging slots, no DMA (checked on ZeRO-1 below).
 // RUN: sed 's/^  dma_channels: 4$/  dma_channels: 4\n  dma_on_cores: true/' %t.small-gsm.yaml > %t.on-cores.yaml
 // RUN: ratrain-opt %s -split-input-file --ratrain-lower-to-mt3k="trace-spans=false machine=%t.on-cores.yaml outline-layers=false" | FileCheck %s --check-prefix=ONCORES
 
@@ -245,6 +245,7 @@ ratrain.pipeline @tiny_step for @tiny plan #ratrain.plan<clusters = 2, pp = 1, d
 // CHECK: mt3k.wait %[[GATHER]]{{$}}
 
 // ONCORES-LABEL: mt3k.job = #mt3k.job<clusters = 2, pp = 1, dp = 2, micro_batch_size = 1, micro_batches = 1, zero = 1,
+// ONCORES-NOT: gsm.staging
 // ONCORES: %[[VSB:[0-9]+]] = mt3k.buffer "zero.view_shard.layer1" at 645248 : !mt3k.buffer<ddr, 41088xi8>
 // ONCORES-NEXT: %[[VS:[0-9]+]] = mt3k.view %[[VSB]][0] : !mt3k.buffer<ddr, 41088xi8> to !mt3k.buffer<ddr, 20544xbf16>
 // ONCORES: %[[SYNC:[0-9]+]] = mt3k.reduce_scatter avg %{{[0-9]+}} -> %{{[0-9]+}} on @dp ring : !mt3k.buffer<ddr, 41088xbf16>
