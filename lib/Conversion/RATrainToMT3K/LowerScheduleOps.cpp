@@ -552,12 +552,13 @@ LogicalResult StageLowering::updateRange(Value grad, Value master, Value m,
     // the compute cores (a CPU host) staging buys no overlap, only a copy
     // on them: the update writes the view in place.
     Value staged = mi, dest;
-    if (viewDest && !machine.cluster.dmaOnCores)
-      staged = slot(gsmSlots[gsmNext++ % 2], 0, {count}, elem);
-    if (viewDest)
+    if (viewDest) {
+      if (!machine.cluster.dmaOnCores)
+        staged = slot(gsmSlots[gsmNext++ % 2], 0, {count}, elem);
       dest = slot(viewDest, start * E, {count}, elem);
-    if (viewDest && machine.cluster.dmaOnCores)
-      staged = dest;
+      if (machine.cluster.dmaOnCores)
+        staged = dest;
+    }
     auto adam = mt::AdamWOp::create(b, loc, gi, mi, m1, v1, staged, options.lr,
                                     options.beta1, options.beta2, options.eps,
                                     options.weightDecay);
