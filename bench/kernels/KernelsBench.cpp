@@ -10,6 +10,11 @@
 //
 // Attention in bf16 too (the runtime's 16-bit kernels), with no baseline.
 //
+// Packing: the word transpose that packs the GEMMs' k-inner operands
+// (lib/PackWords.cpp) on the 85M model's operands, cycled through 64 MiB of
+// copies so that each call reads its source from memory, as a training
+// step reads the weights; the baseline is memcpy of the same bytes.
+//
 // After the benchmarks, the program prints each ratio (baseline time /
 // Halide time) from the timings of this run, and the GFLOP/s achieved; then
 // this machine's fp32 and bf16 peaks, measured in the same run with
@@ -18,7 +23,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Kernels.h" // ratrain-calibrate's peak kernels
+#include "Kernels.h"   // ratrain-calibrate's peak kernels
+#include "PackWords.h" // internal to ratrain_kernels
 #include "ratrain/kernels/Kernels.h"
 
 #include <benchmark/benchmark.h>
@@ -28,6 +34,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <random>
 #include <string>
@@ -411,6 +418,68 @@ void BM_AttnBackwardHalideBf16(benchmark::State &state, Bf16Products products) {
   setFlops(state, d.base.backwardFlops());
 }
 
+//===----------------------------------------------------------------------===//
+// Packing
+//===----------------------------------------------------------------------===//
+
+/// A k-inner operand of `rows` rows of `words` 32-bit words (bf16 k-pairs or
+/// fp32 values) packed into `width`-wide panels.
+struct PackCase {
+  const char *name;
+  int64_t rows, words;
+  int width;
+};
+const PackCase kPackCases[] = {
+    // bench/training/llama-85m.json in bf16, 512-token micro-batch.
+    {"85m_b_nt_768x384", 768, 384, 32},   // W_q..W_o
+    {"85m_b_nt_2048x384", 2048, 384, 32}, // W_gate, W_up
+    {"85m_b_nt_768x1024", 768, 1024, 32}, // W_down: rows 4 KiB apart
+    {"85m_a_512x384", 512, 384, 12},      // activations, h 768
+    {"85m_a_512x1024", 512, 1024, 12},    // activations, ffn 2048
+};
+
+/// Copies of a PackCase's source, 64 MiB in all (at least 2), cycled so
+/// each call finds its source evicted from the caches.
+struct PackData {
+  std::vector<std::vector<uint32_t>> sources;
+  std::vector<uint32_t> packed;
+  size_t next = 0;
+  explicit PackData(const PackCase &c) {
+    const size_t words = size_t(c.rows * c.words);
+    const size_t copies = std::max<size_t>(2, (64u << 20) / (4 * words));
+    sources.assign(copies, std::vector<uint32_t>(words, 0x3f803f80u));
+    packed.resize(size_t((c.rows + c.width - 1) / c.width * c.width) *
+                  size_t(c.words));
+  }
+  const std::vector<uint32_t> &source() {
+    next = (next + 1) % sources.size();
+    return sources[next];
+  }
+};
+
+void setBytes(benchmark::State &state, const PackCase &c) {
+  state.SetBytesProcessed(int64_t(state.iterations()) * c.rows * c.words * 4);
+}
+
+void BM_PackWords(benchmark::State &state, PackCase c) {
+  PackData d(c);
+  for (auto _ : state)
+    if (packWordsTransposed(d.source().data(), c.rows, c.words, c.width,
+                            c.words, d.packed.data()))
+      state.SkipWithError("packWordsTransposed failed");
+  setBytes(state, c);
+}
+
+void BM_PackMemcpy(benchmark::State &state, PackCase c) {
+  PackData d(c);
+  for (auto _ : state) {
+    const std::vector<uint32_t> &src = d.source();
+    std::memcpy(d.packed.data(), src.data(), src.size() * 4);
+    benchmark::ClobberMemory();
+  }
+  setBytes(state, c);
+}
+
 /// FLOP/s of one core's register-only FMA (fp32) or vdpbf16ps (bf16) loop
 /// (ratrain-calibrate's measurement kernels), best of 5 runs of ~0.1 s.
 double corePeak(bool bf16) {
@@ -432,6 +501,12 @@ double corePeak(bool bf16) {
 
 /// (Halide benchmark, baseline benchmark) pairs whose ratio is printed.
 std::vector<std::pair<std::string, std::string>> &pairs() {
+  static std::vector<std::pair<std::string, std::string>> p;
+  return p;
+}
+
+/// (packing benchmark, memcpy benchmark) pairs whose ratio is printed.
+std::vector<std::pair<std::string, std::string>> &packPairs() {
   static std::vector<std::pair<std::string, std::string>> p;
   return p;
 }
@@ -498,6 +573,18 @@ void registerAll() {
         ->UseRealTime()
         ->Iterations(3);
   }
+  for (const PackCase &c : kPackCases) {
+    std::string base = std::string("pack/words/") + c.name;
+    benchmark::RegisterBenchmark((base + "/memcpy").c_str(), BM_PackMemcpy, c)
+        ->Unit(benchmark::kMicrosecond)
+        ->UseRealTime()
+        ->MinTime(0.2);
+    benchmark::RegisterBenchmark((base + "/transpose").c_str(), BM_PackWords, c)
+        ->Unit(benchmark::kMicrosecond)
+        ->UseRealTime()
+        ->MinTime(0.2);
+    packPairs().push_back({base + "/transpose", base + "/memcpy"});
+  }
   pairs().push_back(
       {"attention/forward/halide", "attention/forward/baseline_blocked_cpp"});
   pairs().push_back(
@@ -530,6 +617,15 @@ int main(int argc, char **argv) {
                 fast.c_str(), s->seconds / f->seconds,
                 f->flops / f->seconds * 1e-9, s->flops / s->seconds * 1e-9,
                 slow.c_str());
+  }
+  std::printf("\nPacking from memory (source GB/s; memcpy of the same bytes, "
+              "same run):\n");
+  for (auto &[pack, copy] : packPairs()) {
+    const Result *p = find(pack), *c = find(copy);
+    if (!p || !c || p->seconds <= 0 || c->seconds <= 0)
+      continue;
+    std::printf("  %-44s %5.2f of memcpy's rate\n", pack.c_str(),
+                c->seconds / p->seconds);
   }
   // Fractions of this machine's peaks, measured now on one core and scaled
   // by the cores the kernels ran on (Halide's default thread pool: all).

@@ -68,9 +68,58 @@ struct PackJob {
   /// Words ahead of the block being read that each row prefetches.
   static constexpr int64_t kPrefetchWords = 48;
 
+  /// Transposes the 16 words at `from` of `lanes` (1 to 16) consecutive rows
+  /// into 16 panel columns at `to`, `width` words apart: the path of every
+  /// block whose rows and words all exist. The loads are unrolled without
+  /// per-row tests or masks, so they issue back to back; on the Zen 5 host
+  /// (one core, the 85M model's operands) this packed 1.3-2x faster than
+  /// the general loop below, from cache and from memory alike. The prefetch
+  /// may point past the end of `src` (a prefetch never faults).
+  RATRAIN_AVX512 void packWholeBlock(const uint32_t *from, int lanes,
+                                     uint32_t *to) const {
+    __m512i block[16];
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; ++i) {
+      if (i < lanes) {
+        const uint32_t *row = from + i * srcWords;
+        block[i] = _mm512_loadu_si512(row);
+        _mm_prefetch(reinterpret_cast<const char *>(row + kPrefetchWords),
+                     _MM_HINT_T0);
+      } else {
+        block[i] = _mm512_setzero_si512();
+      }
+    }
+    transpose16x16(block);
+    if (lanes == 16) {
+#pragma GCC unroll 16
+      for (int c = 0; c < 16; ++c)
+        _mm512_storeu_si512(to + c * width, block[c]);
+    } else {
+      const __mmask16 storeMask = __mmask16((1u << lanes) - 1);
+#pragma GCC unroll 16
+      for (int c = 0; c < 16; ++c)
+        _mm512_mask_storeu_epi32(to + c * width, storeMask, block[c]);
+    }
+  }
+
   RATRAIN_AVX512 void packTile(int64_t tile) const {
     uint32_t *out = dst + tile * dstWords * width;
-    for (int64_t k0 = 0; k0 < dstWords; k0 += 16) {
+    const int64_t row0 = tile * width;
+    // Whole 16-word columns of a tile whose rows all exist take the
+    // unrolled path, one 16-row half of the tile after the other: 16 rows
+    // streamed at a time instead of 32, so rows 4 KiB apart (K = 2048 bf16,
+    // 1024 fp32) do not evict each other's prefetched lines from one L1 set
+    // (on the Zen 5 host 35 against 21 GB/s from cache, 22 against 17 from
+    // memory for a 768 x 1024-word B). The ragged last tile and the columns
+    // from the last whole 16 on (partial loads, zero padding to dstWords)
+    // take the general loop below.
+    const int64_t wholeWords = row0 + width <= rows ? srcWords / 16 * 16 : 0;
+    for (int half = 0; wholeWords > 0 && half * 16 < width; ++half)
+      for (int64_t k0 = 0; k0 < wholeWords; k0 += 16)
+        packWholeBlock(src + (row0 + half * 16) * srcWords + k0,
+                       std::min(16, width - half * 16),
+                       out + k0 * width + half * 16);
+    for (int64_t k0 = wholeWords; k0 < dstWords; k0 += 16) {
       const int64_t columns = std::min<int64_t>(16, dstWords - k0);
       const int64_t loaded = std::clamp<int64_t>(srcWords - k0, 0, 16);
       const __mmask16 loadMask = __mmask16((1u << loaded) - 1);
