@@ -71,10 +71,11 @@ struct PackJob {
   /// Transposes the 16 words at `from` of `lanes` (1 to 16) consecutive rows
   /// into 16 panel columns at `to`, `width` words apart: the path of every
   /// block whose rows and words all exist. The loads are unrolled without
-  /// per-row tests or masks, so they issue back to back; on the Zen 5 host
-  /// (one core, the 85M model's operands) this packed 1.3-2x faster than
-  /// the general loop below, from cache and from memory alike. The prefetch
-  /// may point past the end of `src` (a prefetch never faults).
+  /// per-row tests or masks, so they issue back to back; with packTile's
+  /// half-tile order the 85M model's operands packed 1.6-1.9x faster from
+  /// cache and 1.1-1.6x from memory than with the general loop alone (Zen 5
+  /// host, one core; `ratrain-bench-kernels --benchmark_filter=pack/`). The
+  /// prefetch may point past the end of `src` (a prefetch never faults).
   RATRAIN_AVX512 void packWholeBlock(const uint32_t *from, int lanes,
                                      uint32_t *to) const {
     __m512i block[16];
@@ -109,8 +110,9 @@ struct PackJob {
     // unrolled path, one 16-row half of the tile after the other: 16 rows
     // streamed at a time instead of 32, so rows 4 KiB apart (K = 2048 bf16,
     // 1024 fp32) do not evict each other's prefetched lines from one L1 set
-    // (on the Zen 5 host 35 against 21 GB/s from cache, 22 against 17 from
-    // memory for a 768 x 1024-word B). The ragged last tile and the columns
+    // (on the Zen 5 host a 768 x 1024-word B: 35 GB/s from cache and 22 from
+    // memory; 19-21 and 12-13 with the whole blocks in k order, 21 and 17
+    // with the general loop alone). The ragged last tile and the columns
     // from the last whole 16 on (partial loads, zero padding to dstWords)
     // take the general loop below.
     const int64_t wholeWords = row0 + width <= rows ? srcWords / 16 * 16 : 0;
