@@ -39,8 +39,8 @@
 // Element type: `float`, or `uint16_t` holding bf16 / fp16 bits (GeneratorParam
 // `elem`): the operands are widened where they are staged, all arithmetic
 // is fp32 and the accumulators are fp32; the runtime rounds once at the end.
-// (The bf16 kernels whose products run on vdpbf16ps keep their two-pass form,
-// AttentionBf16Generator.cpp.)
+// (The bf16 kernels whose products run on vdpbf16ps have their own prepare
+// and block pipelines in the pair layouts, AttentionBf16Generator.cpp.)
 //
 //===----------------------------------------------------------------------===//
 

@@ -1,24 +1,19 @@
 //===- AttentionBf16Generator.cpp - bf16 attention on vdpbf16ps -----------===//
 //
-// The bf16 attention passes whose products run on vdpbf16ps (forward,
-// backward dq, backward dk/dv): the forward's algorithm, tiling, masking,
-// ALiBi and window of AttentionGenerator.cpp and the same AOT signature,
-// but every product runs on bf16 operands with fp32 accumulation, as a
-// VectorReduce of factor 2 that Halide lowers to vdpbf16ps (32 bf16
-// products per instruction, twice the fp32 FMA rate). The softmax, exp and
-// masking stay fp32.
+// The bf16 attention whose products run on vdpbf16ps: the forward, and the
+// backward in FlashAttention-2's key-block form (a per-head prepare step and
+// one call per key block, driven by lib/Attention.cpp as the fp32 key-block
+// backward of AttentionBackwardGenerator.cpp). The forward's algorithm,
+// tiling, masking, ALiBi and window are AttentionGenerator.cpp's, but every
+// product runs on bf16 operands with fp32 accumulation, as a VectorReduce of
+// factor 2 that Halide lowers to vdpbf16ps (32 bf16 products per
+// instruction, twice the fp32 FMA rate). The softmax, exp and masking stay
+// fp32.
 //
-// The backward runs in two passes that each recompute S and dP (seven
-// matrix products per score where AttentionBackwardGenerator.cpp's key
-// blocks take five; that form is not yet written for the pair layouts):
-//   dq pass  : per query block, recompute P from lse, dP = dO V^T,
-//              dS = P (dP - delta), dq = scale * dS K
-//   dkv pass : per key row block, loop over the group's heads and the query
-//              tiles at or after the key: P^T, dP^T recomputed the same way,
-//              dv = P^T dO, dk = scale * dS^T Q (no atomics: each core owns
-//              whole key rows)
-// delta = rowsum(dO * O) is computed inside the dq pass and by the dkv pass
-// for its own rows.
+// The backward computes S^T and dP^T once per score (queries on the lanes)
+// and takes five products per score, where an earlier two-pass form (a dq
+// pass and a dk/dv pass) recomputed S and dP and took seven: 1.4x faster at
+// S 2048, D 128 and 1.3x at the 85M model's S 256, D 64 (docs/kernels.md).
 //
 // vdpbf16ps multiplies pairs of bf16 along the reduced axis, so each product
 // needs both operands with that axis in adjacent pairs and the other
@@ -26,15 +21,16 @@
 //
 //   product           reduced  broadcast operand     lane operand (staged)
 //   S = Q K^T         d        q row, d pairs         Kd(kk, key, dp)
-//   dP = dO V^T       d        dO row, d pairs        Vd(kk, key, dp)
 //   O = P V           keys     P row, key pairs       Vk(kk, d, keypair)
-//   dQ = dS K         keys     dS row, key pairs      Kk(kk, d, keypair)
 //   S^T, dP^T         d        k / v row, d pairs     Qd, dOd(kk, query, dp)
 //   dV = P^T dO       queries  P^T row, query pairs   dOq(kk, d, querypair)
 //   dK = dS^T Q       queries  dS^T row, query pairs  Qq(kk, d, querypair)
+//   dQ = dS K         keys     dS row, key pairs      Kp(kk, d, keypair)
 //
-// (kk is the pair element.) The staged operands are laid out per head once,
-// as the fp32 kernels stage theirs. P and dS are rounded to bf16 before
+// (kk is the pair element.) The forward stages its operands per head; the
+// backward's prepare step stages q and dO per head, and each key block its
+// k rows in pairs (Kp) and its dS^T with two keys' rows interleaved (the
+// broadcast operand of dQ). P and dS are rounded to bf16 before
 // their products, as FlashAttention's bf16 kernels do: this is the one
 // numerical difference from the fp32 pipelines (the products themselves are
 // exact in fp32; the sums differ in order).
@@ -43,9 +39,10 @@
 // vdpbf16ps), whose LLVM CPU model also has AVX512-FP16, which Zen 4 lacks:
 // no 16-bit value may be moved into or out of a vector lane on its own (LLVM
 // would use vmovw). Every load and store is therefore a dense vector of 16-bit
-// elements or a vector of one 32-bit pair: the pair-staging of d (Kd, Vd,
-// Qd, dOd) copies 32-bit pairs; the pair-staging of rows (Vk, Kk, dOq, Qq)
-// loads dense rows and stores them interleaved.
+// elements or a vector of one 32-bit pair: the pair-staging of d (Kd, Qd,
+// dOd) copies 32-bit pairs; the pair-staging of rows (Vk, Kp, dOq, Qq, and
+// of dS^T's keys) loads dense rows and stores them interleaved. The prepare
+// step has no products and is compiled for the generic AVX-512 target.
 //
 //===----------------------------------------------------------------------===//
 
@@ -226,230 +223,219 @@ public:
   }
 };
 
-/// bf16 attention backward, the dq pass: S = Q K^T,
-/// dP = dO V^T and dq = scale * dS K on vdpbf16ps.
-class AttentionBackwardDqBf16
-    : public AttentionBase<AttentionBackwardDqBf16, uint16_t> {
+/// The first step of a query head's key-block backward on vdpbf16ps: its q
+/// and dO rows staged in the two pair layouts the key blocks' products read,
+/// and delta = rowsum(dO * O) in fp32. Rows past the last (up to the 32-row
+/// tile) repeat it; the block pipeline masks them.
+class AttentionBackwardPrepareBf16
+    : public AttentionBase<AttentionBackwardPrepareBf16, uint16_t> {
 public:
-  using Base = AttentionBase<AttentionBackwardDqBf16, uint16_t>;
+  using Base = AttentionBase<AttentionBackwardPrepareBf16, uint16_t>;
   RATRAIN_ATTENTION_BASE_MEMBERS(Base)
-  RATRAIN_ATTENTION_BACKWARD_INPUTS(uint16_t)
-  Out<Buffer<uint16_t>> dq{"dq", 4};
+  In<Buffer<uint16_t>> q{"q", 2};     // (d, i), rows [0, S)
+  In<Buffer<uint16_t>> o{"o", 2};     // (d, i)
+  In<Buffer<uint16_t>> dO{"dout", 2}; // (d, i)
+  /// (Qd, dOd)(kk, ii, dp, t) = (q, dO)(2 dp + kk, 32 t + ii): d in pairs,
+  /// the 32 queries of tile t on the lanes (for S^T and dP^T).
+  Out<Func> dpairs{"dpairs", {UInt(16), UInt(16)}, 4};
+  /// (Qq, dOq)(kk, d, ip) = (q, dO)(d, 2 ip + kk): queries in pairs, d on
+  /// the lanes (for dk and dv).
+  Out<Func> rpairs{"rpairs", {UInt(16), UInt(16)}, 3};
+  Out<Buffer<float>> delta{"delta", 1};
 
   void generate() {
-    _halide_user_assert(Elem(this->elem) == Elem::BF16)
-        << "the vdpbf16ps attention is bf16 only\n";
-    const int D = headDim, JT = kKeyTile, DP = D / 2;
-    const int QB = queryBlock(amBytes, maxSeq);
-    const int DC = std::min(D, 64), R = 256 / DC; // 16 zmm accumulators
-    Var d("d"), h("h"), s("s"), b("b"), i("i"), ji("ji"), jt("jt"), kk("kk"),
-        dp("dp"), jp("jp");
-    Expr S = q.dim(2).extent();
-    Expr G = q.dim(1).extent() / k.dim(1).extent();
-    Expr nTiles = (S + JT - 1) / JT;
-    Expr iClamped = min(i, S - 1);
+    const int IT = kKeyTile;
+    Var kk("kk"), ii("ii"), dp("dp"), t("t"), d("d"), ip("ip"), i("i");
+    Expr last = q.dim(1).extent() - 1;
+    Expr row = min(t * IT + ii, last);
+    dpairs(kk, ii, dp, t) = Tuple(q(2 * dp + kk, row), dO(2 * dp + kk, row));
+    Expr pairRow = min(2 * ip + kk, last);
+    rpairs(kk, d, ip) = Tuple(q(d, pairRow), dO(d, pairRow));
+    RDom rd(0, q.dim(0).extent(), "rd");
+    Func sum("sum");
+    sum(i) = 0.0f;
+    sum(i) += bf16Value(dO(rd, i)) * bf16Value(o(rd, i));
+    delta(i) = sum(i);
 
-    Func Kd("Kd"), Vd("Vd"), Kk("Kk");
-    Kd(kk, ji, dp, jt, h, b) =
-        k(2 * dp + kk, h / G, min(jt * JT + ji, S - 1), b);
-    Vd(kk, ji, dp, jt, h, b) =
-        v(2 * dp + kk, h / G, min(jt * JT + ji, S - 1), b);
-    Kk(kk, d, jp, h, b) = k(d, h / G, min(2 * jp + kk, S - 1), b);
-    Func Qr("Qr"), dOr("dOr");
-    Qr(d, i, h, b) = q(d, h, iClamped, b);
-    dOr(d, i, h, b) = dO(d, h, iClamped, b);
-
-    RDom rd(0, 2, 0, DP, "rd");
-    Func dot("dot"), dpdot("dpdot");
-    dot(ji, i, jt, h, b) = 0.0f;
-    dot(ji, i, jt, h, b) += bf16Value(Qr(2 * rd.y + rd.x, i, h, b)) *
-                            bf16Value(Kd(rd.x, ji, rd.y, jt, h, b));
-    dpdot(ji, i, jt, h, b) = 0.0f;
-    dpdot(ji, i, jt, h, b) += bf16Value(dOr(2 * rd.y + rd.x, i, h, b)) *
-                              bf16Value(Vd(rd.x, ji, rd.y, jt, h, b));
-    RDom rdd(0, D, "rdd");
-    Func delta("delta");
-    delta(i, h, b) = 0.0f;
-    delta(i, h, b) +=
-        bf16Value(dOr(rdd, i, h, b)) * bf16Value(o(rdd, h, iClamped, b));
-
-    Func ds("ds"); // bf16 dS, keys innermost (pairs adjacent)
-    Expr pv = select(
-        visible(jt * JT + ji, i, window),
-        safeExp(withBias(dot(ji, i, jt, h, b) * scale, h, i, jt * JT + ji) -
-                lse(iClamped, h, b)),
-        0.0f);
-    ds(ji, i, jt, h, b) =
-        bf16Bits(pv * (dpdot(ji, i, jt, h, b) - delta(i, h, b)));
-
-    // dq = scale * dS K on R x DC register tiles.
-    Var ir("ir"), ic("ic");
-    RDom rk(0, 2, 0, JT / 2, 0, nTiles, "rk");
-    rk.where(rk.z * JT <= ic * R + R - 1);
-    Func acc("acc");
-    acc(d, ir, ic, h, b) = 0.0f;
-    acc(d, ir, ic, h, b) +=
-        bf16Value(ds(2 * rk.y + rk.x, ic * R + ir, rk.z, h, b)) *
-        bf16Value(Kk(rk.x, d, rk.z * (JT / 2) + rk.y, h, b));
-    dq(d, h, s, b) = store(acc(d, s % R, s / R, h, b) * scale);
-
-    Var qb("qb"), hb("hb"), io("io"), iu("iu");
-    scheduleRowBlocks(dq, d, s, h, b, qb, hb, D, QB, R, DC);
-    scheduleDPairs(Kd.compute_at(dq, hb), kk, ji, dp, jt, JT);
-    scheduleDPairs(Vd.compute_at(dq, hb), kk, ji, dp, jt, JT);
-    scheduleRowPairs(Kk.compute_at(dq, hb), kk, d, D);
-    Qr.compute_at(dq, qb).vectorize(d, kLanes);
-    dOr.compute_at(dq, qb).vectorize(d, kLanes);
-    delta.compute_at(dq, qb);
-    delta.update().atomic().vectorize(rdd, kLanes);
-    ds.compute_at(dq, qb)
-        .bound(ji, 0, JT)
-        .split(i, io, iu, 4, TailStrategy::RoundUp)
-        .reorder(ji, iu, io, jt)
-        .vectorize(ji, kLanes)
-        .unroll(ji)
-        .unroll(iu);
-    for (Func f : {dot, dpdot}) {
-      f.compute_at(ds, io).vectorize(ji, kLanes).unroll(ji).unroll(i);
-      f.update()
-          .reorder(rd.x, ji, i, rd.y)
-          .atomic()
-          .vectorize(rd.x)
-          .vectorize(ji, kLanes)
-          .unroll(ji)
-          .unroll(i);
+    scheduleDPairs(dpairs, kk, ii, dp, t, IT);
+    scheduleRowPairs(rpairs, kk, d, headDim);
+    sum.compute_at(delta, i);
+    sum.update().atomic().vectorize(rd, kLanes);
+    for (auto *in : {&q, &o, &dO})
+      in->dim(0).set_stride(1).set_min(0).set_extent(headDim);
+    q.dim(1).set_min(0);
+    Func dpairsF = dpairs, rpairsF = rpairs;
+    // (The second of a Tuple's buffers has the first one's mins and extents.)
+    for (int n = 0; n < 2; ++n) {
+      dpairsF.output_buffers()[n].dim(0).set_stride(1);
+      dpairsF.output_buffers()[n].dim(1).set_stride(2);
+      dpairsF.output_buffers()[n].dim(2).set_stride(2 * IT);
+      rpairsF.output_buffers()[n].dim(0).set_stride(1);
+      rpairsF.output_buffers()[n].dim(1).set_stride(2);
     }
-    Var dco("dco"), dci("dci");
-    acc.compute_at(dq, qb).bound(ir, 0, R).bound(d, 0, D).vectorize(d, kLanes);
-    acc.update()
-        .split(d, dco, dci, DC)
-        .reorder(rk.x, dci, ir, rk.y, dco, ic, rk.z)
-        .atomic()
-        .vectorize(rk.x)
-        .vectorize(dci, kLanes)
-        .unroll(dci)
-        .unroll(ir);
-
-    for (auto *in : {&q, &k, &v, &o, &dO})
-      in->dim(0).set_stride(1).set_min(0).set_extent(D);
-    lse.dim(0).set_stride(1);
-    dq.dim(0).set_stride(1).set_min(0).set_extent(D);
-    constrainSlopes();
+    dpairsF.output_buffers()[0].dim(0).set_min(0).set_extent(2);
+    dpairsF.output_buffers()[0].dim(1).set_min(0).set_extent(IT);
+    dpairsF.output_buffers()[0].dim(2).set_min(0);
+    rpairsF.output_buffers()[0].dim(0).set_min(0).set_extent(2);
+    rpairsF.output_buffers()[0].dim(1).set_min(0).set_extent(headDim);
   }
 };
 
-/// bf16 attention backward, the dk/dv pass: S^T,
-/// dP^T, dv = P^T dO and dk = scale * dS^T Q on vdpbf16ps.
-class AttentionBackwardDkvBf16
-    : public AttentionBase<AttentionBackwardDkvBf16, uint16_t> {
+/// The key-block backward of one query head on vdpbf16ps: one call takes a
+/// block of keys [j0, j1) against the query tiles that see it, computes S^T
+/// and dP^T once (queries on the lanes), P^T and dS^T in bf16, and from them
+/// all three gradients, five products per score:
+///   dk(block) += dS^T Q,  dv(block) += P^T dO   (query pairs broadcast)
+///   dq(tiles) += dS K(block)                     (key pairs broadcast)
+/// The last needs dS with keys in pairs: each query tile's dS^T is restaged
+/// with two keys' rows interleaved (dsK), a copy per score against the five
+/// products' 5 D / 32 vdpbf16ps. As AttentionBackwardBlock, the outputs are
+/// fp32 accumulators the runtime zeroes per head and adds into.
+class AttentionBackwardBlockBf16
+    : public AttentionBase<AttentionBackwardBlockBf16, uint16_t> {
 public:
-  using Base = AttentionBase<AttentionBackwardDkvBf16, uint16_t>;
+  using Base = AttentionBase<AttentionBackwardBlockBf16, uint16_t>;
   RATRAIN_ATTENTION_BASE_MEMBERS(Base)
-  RATRAIN_ATTENTION_BACKWARD_INPUTS(uint16_t)
-  Out<Func> out{"out", {UInt(16), UInt(16)}, 4}; // dk, dv
+  In<Buffer<uint16_t>> qd{"qd", 4};     // Qd (kk, ii, dp, t), global tiles
+  In<Buffer<uint16_t>> dOd{"doutd", 4}; // dOd
+  In<Buffer<uint16_t>> qq{"qq", 3};     // Qq (kk, d, ip), global pairs
+  In<Buffer<uint16_t>> dOq{"doutq", 3}; // dOq
+  In<Buffer<float>> delta{"delta", 1};  // (i), rows [i0, i1)
+  In<Buffer<float>> lse{"lse", 1};      // (i), rows [i0, i1)
+  In<Buffer<uint16_t>> k{"k", 2};       // (d, j), rows [j0, j1)
+  In<Buffer<uint16_t>> v{"v", 2};       // (d, j)
+  In<float> scale{"scale"};
+  In<int> window{"window"};
+  In<float> slope{"slope"};
+  /// dq accumulator (d, ii, t) of the query tiles, fp32, unscaled.
+  Out<Func> dq{"dq", Float(32), 3};
+  /// dk and dv accumulators (d, j), fp32, dk unscaled.
+  Out<Func> dkv{"dkv", {Float(32), Float(32)}, 2};
 
   void generate() {
     _halide_user_assert(Elem(this->elem) == Elem::BF16)
         << "the vdpbf16ps attention is bf16 only\n";
     const int D = headDim, IT = kKeyTile, DP = D / 2;
-    const int KB = queryBlock(amBytes, maxSeq);
-    // dk and dv accumulate in separate register tiles of R x DC.
-    const int DC = std::min(D, 64), R = 256 / DC;
-    Var d("d"), h("h"), hk("hk"), s("s"), b("b"), ii("ii"), it("it"), j("j"),
-        kk("kk"), dp("dp"), ip("ip");
-    Expr S = q.dim(2).extent();
-    Expr G = q.dim(1).extent() / k.dim(1).extent();
-    Expr nTiles = (S + IT - 1) / IT;
-    Expr ig = it * IT + ii;
-    Expr igc = min(ig, S - 1);
+    const int DC = std::min(D, 64), R = 256 / DC; // 16 zmm accumulators
+    Var d("d"), j("j"), t("t"), ii("ii"), kk("kk"), jp("jp");
+    Expr i0 = lse.dim(0).min(), i1 = i0 + lse.dim(0).extent();
+    Expr j0 = k.dim(1).min(), j1 = j0 + k.dim(1).extent();
+    // i0 and j0 are multiples of the 32-row tile (the runtime's blocks).
+    Expr t0 = i0 / IT, nTiles = (i1 - i0 + IT - 1) / IT;
+    Expr jp0 = j0 / 2, nKeyPairs = (j1 - j0 + 1) / 2;
 
-    // Query-side operands: d in pairs with queries on the lanes (for S^T and
-    // dP^T), and queries in pairs with d on the lanes (for dk and dv).
-    Func Qd("Qd"), dOd("dOd"), Qq("Qq"), dOq("dOq");
-    Qd(kk, ii, dp, it, h, b) = q(2 * dp + kk, h, min(it * IT + ii, S - 1), b);
-    dOd(kk, ii, dp, it, h, b) = dO(2 * dp + kk, h, min(it * IT + ii, S - 1), b);
-    Qq(kk, d, ip, h, b) = q(d, h, min(2 * ip + kk, S - 1), b);
-    dOq(kk, d, ip, h, b) = dO(d, h, min(2 * ip + kk, S - 1), b);
-    RDom rdd(0, D, "rdd");
-    Func delta("delta");
-    delta(s, h, b) = 0.0f;
-    delta(s, h, b) += bf16Value(dO(rdd, h, s, b)) * bf16Value(o(rdd, h, s, b));
-    // The key block's k and v rows, contiguous.
-    Func Kr("Kr"), Vr("Vr");
-    Kr(d, j, hk, b) = k(d, hk, min(j, S - 1), b);
-    Vr(d, j, hk, b) = v(d, hk, min(j, S - 1), b);
+    // The block's k and v rows, contiguous; k again with keys in pairs.
+    Func Kr("Kr"), Vr("Vr"), Kp("Kp");
+    Kr(d, j) = k(d, clamp(j, j0, j1 - 1));
+    Vr(d, j) = v(d, clamp(j, j0, j1 - 1));
+    Kp(kk, d, jp) = k(d, clamp(2 * jp + kk, j0, j1 - 1));
 
+    // S^T and dP^T: the queries of tile t on the lanes, key rows broadcast,
+    // in groups of 8 keys (jo) as the schedule computes them; a group whose
+    // keys all come after the tile's last query (on the block's diagonal:
+    // P is 0 there) is skipped.
+    Var ju("ju"), jo("jo");
+    Expr jg = j0 + jo * 8 + ju;
     RDom rd(0, 2, 0, DP, "rd");
+    rd.where(j0 + jo * 8 <= t * IT + IT - 1);
     Func sdot("sdot"), pdot("pdot");
-    sdot(ii, j, it, h, b) = 0.0f;
-    sdot(ii, j, it, h, b) += bf16Value(Qd(rd.x, ii, rd.y, it, h, b)) *
-                             bf16Value(Kr(2 * rd.y + rd.x, j, h / G, b));
-    pdot(ii, j, it, h, b) = 0.0f;
-    pdot(ii, j, it, h, b) += bf16Value(dOd(rd.x, ii, rd.y, it, h, b)) *
-                             bf16Value(Vr(2 * rd.y + rd.x, j, h / G, b));
-    // (P^T, dS^T) in bf16, queries innermost (pairs adjacent).
-    Func pt("pt");
-    Expr valid = visible(j, ig, window) && ig < S;
+    sdot(ii, ju, jo, t) = 0.0f;
+    sdot(ii, ju, jo, t) +=
+        bf16Value(qd(rd.x, ii, rd.y, t)) * bf16Value(Kr(2 * rd.y + rd.x, jg));
+    pdot(ii, ju, jo, t) = 0.0f;
+    pdot(ii, ju, jo, t) +=
+        bf16Value(dOd(rd.x, ii, rd.y, t)) * bf16Value(Vr(2 * rd.y + rd.x, jg));
+    // (P^T, dS^T) in bf16, queries innermost (pairs adjacent); zero where
+    // the key is masked, past the block or the query past the rows.
+    Expr jl = j - j0;
+    Expr ig = t * IT + ii, igc = clamp(ig, i0, i1 - 1);
+    Expr valid = visible(j, ig, window) && ig < i1 && j < j1;
     Expr pv = select(valid,
-                     safeExp(withBias(sdot(ii, j, it, h, b) * scale, h, ig, j) -
-                             lse(igc, h, b)),
+                     safeExp(sdot(ii, jl % 8, jl / 8, t) * scale +
+                             slope * cast<float>(j - ig) - lse(igc)),
                      0.0f);
-    pt(ii, j, it, h, b) =
+    Func pt("pt");
+    pt(ii, j, t) =
         Tuple(bf16Bits(pv),
-              bf16Bits(pv * (pdot(ii, j, it, h, b) - delta(igc, h, b))));
+              bf16Bits(pv * (pdot(ii, jl % 8, jl / 8, t) - delta(igc))));
 
-    // dk, dv on register tiles of R key rows x DC head dims; query tiles that
-    // end before the chunk's first key are skipped (masked entries are 0).
+    // dk, dv on register tiles of R key rows x DC head dims, summed over the
+    // query tiles; tiles that end before the chunk's first key are skipped.
     Var jr("jr"), jc("jc");
-    RDom ri(0, 2, 0, IT / 2, 0, nTiles, 0, G, "ri");
-    ri.where(ri.z * IT + IT - 1 >= jc * R);
-    Expr hq = hk * G + ri.w;
+    RDom ri(0, 2, 0, IT / 2, t0, nTiles, "ri");
+    ri.where(ri.z * IT + IT - 1 >= j0 + jc * R);
     Expr iqp = ri.z * (IT / 2) + ri.y;
-    Func dkAcc("dkAcc"), dvAcc("dvAcc");
-    dkAcc(d, jr, jc, hk, b) = 0.0f;
-    dkAcc(d, jr, jc, hk, b) +=
-        bf16Value(pt(2 * ri.y + ri.x, jc * R + jr, ri.z, hq, b)[1]) *
-        bf16Value(Qq(ri.x, d, iqp, hq, b));
-    dvAcc(d, jr, jc, hk, b) = 0.0f;
-    dvAcc(d, jr, jc, hk, b) +=
-        bf16Value(pt(2 * ri.y + ri.x, jc * R + jr, ri.z, hq, b)[0]) *
-        bf16Value(dOq(ri.x, d, iqp, hq, b));
-    out(d, hk, s, b) = Tuple(store(dkAcc(d, s % R, s / R, hk, b) * scale),
-                             store(dvAcc(d, s % R, s / R, hk, b)));
+    Expr key = j0 + jc * R + jr;
+    Func kAcc("kAcc"), vAcc("vAcc");
+    kAcc(d, jr, jc) = 0.0f;
+    kAcc(d, jr, jc) += bf16Value(pt(2 * ri.y + ri.x, key, ri.z)[1]) *
+                       bf16Value(qq(ri.x, d, iqp));
+    vAcc(d, jr, jc) = 0.0f;
+    vAcc(d, jr, jc) += bf16Value(pt(2 * ri.y + ri.x, key, ri.z)[0]) *
+                       bf16Value(dOq(ri.x, d, iqp));
+    dkv(d, j) = Tuple(undef<float>(), undef<float>());
+    dkv(d, j) = Tuple(dkv(d, j)[0] + kAcc(d, jl % R, jl / R),
+                      dkv(d, j)[1] + vAcc(d, jl % R, jl / R));
 
-    Var kb("kb"), hb("hb"), jo("jo"), ju("ju");
-    scheduleRowBlocks(out, d, s, hk, b, kb, hb, D, KB, R, DC);
-    delta.compute_root().parallel(b);
-    delta.update().atomic().vectorize(rdd, kLanes);
-    Kr.compute_at(out, kb).vectorize(d, kLanes);
-    Vr.compute_at(out, kb).vectorize(d, kLanes);
-    scheduleDPairs(Qd.compute_at(out, hb), kk, ii, dp, it, IT);
-    scheduleDPairs(dOd.compute_at(out, hb), kk, ii, dp, it, IT);
-    scheduleRowPairs(Qq.compute_at(out, hb), kk, d, D);
-    scheduleRowPairs(dOq.compute_at(out, hb), kk, d, D);
-    pt.compute_at(out, kb)
+    // dq on register tiles of R query rows x DC head dims, summed over the
+    // block's key pairs; pairs after the chunk's last row are skipped.
+    Func dsK("dsK");
+    dsK(kk, ii, jp, t) = pt(ii, 2 * jp + kk, t)[1];
+    Var ir("ir"), ic("ic");
+    RDom rk(0, 2, 0, nKeyPairs, "rk");
+    rk.where(j0 + 2 * rk.y <= t * IT + ic * R + R - 1);
+    Func qAcc("qAcc");
+    qAcc(d, ir, ic, t) = 0.0f;
+    qAcc(d, ir, ic, t) += bf16Value(dsK(rk.x, ic * R + ir, jp0 + rk.y, t)) *
+                          bf16Value(Kp(rk.x, d, jp0 + rk.y));
+    dq(d, ii, t) = undef<float>();
+    dq(d, ii, t) = dq(d, ii, t) + qAcc(d, ii % R, ii / R, t);
+
+    // ---- schedule ----
+    Kr.compute_root().vectorize(d, kLanes);
+    Vr.compute_root().vectorize(d, kLanes);
+    scheduleRowPairs(Kp.compute_root(), kk, d, D);
+
+    // S^T and dP^T per 32 queries x 8 keys; the query tile outermost, so
+    // that its q and dO pairs are read from L1 for all of the block's keys.
+    pt.compute_root()
         .bound(ii, 0, IT)
-        .split(j, jo, ju, 8, TailStrategy::RoundUp)
-        .reorder(ii, ju, jo, it, h)
+        .bound(j, j0, (j1 - j0 + 7) / 8 * 8)
+        .split(j, jo, ju, 8)
+        .reorder(ii, ju, jo, t)
         .vectorize(ii, kLanes)
         .unroll(ii)
         .unroll(ju);
+    pt.specialize(window <= 0 && slope == 0.0f);
     for (Func f : {sdot, pdot}) {
-      f.compute_at(pt, jo).vectorize(ii, kLanes).unroll(ii).unroll(j);
+      f.compute_at(pt, jo)
+          .bound(ju, 0, 8)
+          .vectorize(ii, kLanes)
+          .unroll(ii)
+          .unroll(ju);
       f.update()
-          .reorder(rd.x, ii, j, rd.y)
+          .reorder(rd.x, ii, ju, rd.y)
           .atomic()
           .vectorize(rd.x)
           .vectorize(ii, kLanes)
           .unroll(ii)
-          .unroll(j);
+          .unroll(ju);
     }
-    Var dco("dco"), dci("dci");
-    for (Func f : {dkAcc, dvAcc}) {
-      f.compute_at(out, kb).bound(jr, 0, R).bound(d, 0, D).vectorize(d, kLanes);
+
+    // dk, dv: the block's accumulators (KB x D fp32 each), the query tile
+    // outermost so that its pairs stay in L1 across the key chunks.
+    Var dco("dco"), dci("dci"), jco("jco"), jri("jri");
+    dkv.update()
+        .split(j, jco, jri, R, TailStrategy::GuardWithIf)
+        .split(d, dco, dci, DC)
+        .reorder(dci, jri, dco, jco)
+        .vectorize(dci, kLanes)
+        .unroll(dci);
+    for (Func f : {kAcc, vAcc}) {
+      f.compute_root().bound(jr, 0, R).bound(d, 0, D).vectorize(d, kLanes);
       f.update()
           .split(d, dco, dci, DC)
-          .reorder(ri.x, dci, jr, ri.y, dco, jc, ri.z, ri.w)
+          .reorder(ri.x, dci, jr, ri.y, dco, jc, ri.z)
           .atomic()
           .vectorize(ri.x)
           .vectorize(dci, kLanes)
@@ -457,20 +443,55 @@ public:
           .unroll(jr);
     }
 
-    for (auto *in : {&q, &k, &v, &o, &dO})
+    // dq: per query tile, its dS^T restaged in key pairs, then R x DC
+    // register tiles over the block's key pairs.
+    Var ico("ico"), iri("iri");
+    dq.update()
+        .split(ii, ico, iri, R)
+        .split(d, dco, dci, DC)
+        .reorder(dci, iri, dco, ico, t)
+        .vectorize(dci, kLanes)
+        .unroll(dci);
+    scheduleRowPairs(dsK.compute_at(dq, t), kk, ii, IT);
+    qAcc.compute_at(dq, t).bound(ir, 0, R).bound(d, 0, D).vectorize(d, kLanes);
+    qAcc.update()
+        .split(d, dco, dci, DC)
+        .reorder(rk.x, dci, ir, rk.y, dco, ic)
+        .atomic()
+        .vectorize(rk.x)
+        .vectorize(dci, kLanes)
+        .unroll(dci)
+        .unroll(ir);
+
+    for (auto *in : {&qd, &dOd}) {
+      in->dim(0).set_stride(1).set_min(0).set_extent(2);
+      in->dim(1).set_stride(2).set_min(0).set_extent(IT);
+      in->dim(2).set_stride(2 * IT).set_min(0).set_extent(DP);
+      in->dim(3).set_stride(IT * D);
+    }
+    for (auto *in : {&qq, &dOq}) {
+      in->dim(0).set_stride(1).set_min(0).set_extent(2);
+      in->dim(1).set_stride(2).set_min(0).set_extent(D);
+      in->dim(2).set_stride(2 * D);
+    }
+    for (auto *in : {&k, &v})
       in->dim(0).set_stride(1).set_min(0).set_extent(D);
+    delta.dim(0).set_stride(1);
     lse.dim(0).set_stride(1);
-    Func outF = out;
-    outF.output_buffers()[0].dim(0).set_stride(1).set_min(0).set_extent(D);
-    outF.output_buffers()[1].dim(0).set_stride(1);
-    constrainSlopes();
+    Func dqF = dq, dkvF = dkv;
+    dqF.output_buffer().dim(0).set_stride(1).set_min(0).set_extent(D);
+    dqF.output_buffer().dim(1).set_stride(D).set_min(0).set_extent(IT);
+    dqF.output_buffer().dim(2).set_stride(IT * D);
+    dkvF.output_buffers()[0].dim(0).set_stride(1).set_min(0).set_extent(D);
+    dkvF.output_buffers()[0].dim(1).set_min(k.dim(1).min());
+    dkvF.output_buffers()[1].dim(0).set_stride(1);
   }
 };
 
 } // namespace
 
 HALIDE_REGISTER_GENERATOR(AttentionForwardBf16, ratrain_attention_fwd_bf16)
-HALIDE_REGISTER_GENERATOR(AttentionBackwardDqBf16,
-                          ratrain_attention_bwd_dq_bf16)
-HALIDE_REGISTER_GENERATOR(AttentionBackwardDkvBf16,
-                          ratrain_attention_bwd_dkv_bf16)
+HALIDE_REGISTER_GENERATOR(AttentionBackwardPrepareBf16,
+                          ratrain_attention_bwd_prepare_pairs_bf16)
+HALIDE_REGISTER_GENERATOR(AttentionBackwardBlockBf16,
+                          ratrain_attention_bwd_block_bf16)

@@ -23,8 +23,8 @@
 //
 // The backward of these element types is AttentionBackwardGenerator.cpp
 // (one key block per call, S and dP computed once); the vdpbf16ps bf16
-// kernels of AttentionBf16Generator.cpp keep a two-pass backward. The head
-// dimension is a generator parameter (the inner d loops unroll fully into
+// kernels of AttentionBf16Generator.cpp run the same form in pair layouts. The
+// head dimension is a generator parameter (the inner d loops unroll fully into
 // registers); 32, 64 and 128 are built.
 //
 // Sliding window (the runtime input `window`, Mistral): with window W > 0 a

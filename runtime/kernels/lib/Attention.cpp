@@ -1,9 +1,9 @@
 //===- Attention.cpp - The attention kernels' C++ API ---------------------===//
 //
 // attentionForward / attentionBackward of Kernels.h: the forward pipelines
-// per head dimension and type, the key-block backward's driver (one task per
-// batch x KV head on Halide's thread pool, key blocks in order) and the
-// vdpbf16ps two-pass backward.
+// per head dimension and type, and the key-block backward's drivers (one
+// task per batch x KV head on Halide's thread pool, key blocks in order): for
+// fp32 arithmetic, and for bf16 products on vdpbf16ps.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,12 +14,6 @@
 #include "HalideRuntime.h"
 #include "Tiling.h"
 
-#include "ratrain_k_attention_alibi_bwd_dkv_d128_bf16.h"
-#include "ratrain_k_attention_alibi_bwd_dkv_d32_bf16.h"
-#include "ratrain_k_attention_alibi_bwd_dkv_d64_bf16.h"
-#include "ratrain_k_attention_alibi_bwd_dq_d128_bf16.h"
-#include "ratrain_k_attention_alibi_bwd_dq_d32_bf16.h"
-#include "ratrain_k_attention_alibi_bwd_dq_d64_bf16.h"
 #include "ratrain_k_attention_alibi_fwd_d128.h"
 #include "ratrain_k_attention_alibi_fwd_d128_bf16.h"
 #include "ratrain_k_attention_alibi_fwd_d128_bf16w.h"
@@ -33,23 +27,23 @@
 #include "ratrain_k_attention_alibi_fwd_d64_bf16w.h"
 #include "ratrain_k_attention_alibi_fwd_d64_f16.h"
 #include "ratrain_k_attention_bwd_block_d128.h"
+#include "ratrain_k_attention_bwd_block_d128_bf16.h"
 #include "ratrain_k_attention_bwd_block_d128_bf16w.h"
 #include "ratrain_k_attention_bwd_block_d128_f16.h"
 #include "ratrain_k_attention_bwd_block_d32.h"
+#include "ratrain_k_attention_bwd_block_d32_bf16.h"
 #include "ratrain_k_attention_bwd_block_d32_bf16w.h"
 #include "ratrain_k_attention_bwd_block_d32_f16.h"
 #include "ratrain_k_attention_bwd_block_d64.h"
+#include "ratrain_k_attention_bwd_block_d64_bf16.h"
 #include "ratrain_k_attention_bwd_block_d64_bf16w.h"
 #include "ratrain_k_attention_bwd_block_d64_f16.h"
-#include "ratrain_k_attention_bwd_dkv_d128_bf16.h"
-#include "ratrain_k_attention_bwd_dkv_d32_bf16.h"
-#include "ratrain_k_attention_bwd_dkv_d64_bf16.h"
-#include "ratrain_k_attention_bwd_dq_d128_bf16.h"
-#include "ratrain_k_attention_bwd_dq_d32_bf16.h"
-#include "ratrain_k_attention_bwd_dq_d64_bf16.h"
 #include "ratrain_k_attention_bwd_prepare.h"
 #include "ratrain_k_attention_bwd_prepare_bf16.h"
 #include "ratrain_k_attention_bwd_prepare_f16.h"
+#include "ratrain_k_attention_bwd_prepare_pairs_d128_bf16.h"
+#include "ratrain_k_attention_bwd_prepare_pairs_d32_bf16.h"
+#include "ratrain_k_attention_bwd_prepare_pairs_d64_bf16.h"
 #include "ratrain_k_attention_bwd_store.h"
 #include "ratrain_k_attention_bwd_store_bf16.h"
 #include "ratrain_k_attention_bwd_store_f16.h"
@@ -116,35 +110,11 @@ using FwdFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
 using FwdAlibiFn = int (*)(halide_buffer_t *, halide_buffer_t *,
                            halide_buffer_t *, float, int32_t, halide_buffer_t *,
                            halide_buffer_t *, halide_buffer_t *);
-using DqFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
-                     halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
-                     float, int32_t, halide_buffer_t *);
-using DqAlibiFn = int (*)(halide_buffer_t *, halide_buffer_t *,
-                          halide_buffer_t *, halide_buffer_t *,
-                          halide_buffer_t *, halide_buffer_t *, float, int32_t,
-                          halide_buffer_t *, halide_buffer_t *);
-using DkvFn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
-                      halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
-                      float, int32_t, halide_buffer_t *, halide_buffer_t *);
-using DkvAlibiFn = int (*)(halide_buffer_t *, halide_buffer_t *,
-                           halide_buffer_t *, halide_buffer_t *,
-                           halide_buffer_t *, halide_buffer_t *, float, int32_t,
-                           halide_buffer_t *, halide_buffer_t *,
-                           halide_buffer_t *);
 /// The forward pipelines of one head dimension and type.
 struct AttentionPipelines {
   FwdFn fwd;
   FwdAlibiFn fwdAlibi;
 };
-/// The two-pass backward of the bf16 kernels whose products run on
-/// vdpbf16ps (AttentionBf16Generator.cpp).
-struct TwoPassBackward {
-  DqFn dq;
-  DkvFn dkv;
-  DqAlibiFn dqAlibi;
-  DkvAlibiFn dkvAlibi;
-};
-
 #define RATRAIN_ATTENTION_PIPELINES(D, TYPE)                                   \
   AttentionPipelines {                                                         \
     ratrain_k_attention_fwd_d##D##TYPE,                                        \
@@ -156,14 +126,6 @@ struct TwoPassBackward {
    : bf16Products() == Bf16Products::Dot                                       \
        ? RATRAIN_ATTENTION_PIPELINES(D, _bf16)                                 \
        : RATRAIN_ATTENTION_PIPELINES(D, _bf16w))
-#define RATRAIN_TWO_PASS_BACKWARD(D)                                           \
-  TwoPassBackward {                                                            \
-    ratrain_k_attention_bwd_dq_d##D##_bf16,                                    \
-        ratrain_k_attention_bwd_dkv_d##D##_bf16,                               \
-        ratrain_k_attention_alibi_bwd_dq_d##D##_bf16,                          \
-        ratrain_k_attention_alibi_bwd_dkv_d##D##_bf16                          \
-  }
-
 // The pipelines below are those of runtime/kernels/CMakeLists.txt (foreach
 // hd 32 64 128); the compiler refuses other head dimensions with the same
 // list (ratrain/Model/Limits.h).
@@ -185,15 +147,6 @@ AttentionPipelines attentionPipelines(int64_t D, std::optional<Half> type) {
   return RATRAIN_ATTENTION_PIPELINES_OF_TYPE(32, type);
 }
 
-/// The vdpbf16ps two-pass backward of head dimension D.
-TwoPassBackward twoPassBackward(int64_t D) {
-  if (D == 128)
-    return RATRAIN_TWO_PASS_BACKWARD(128);
-  if (D == 64)
-    return RATRAIN_TWO_PASS_BACKWARD(64);
-  return RATRAIN_TWO_PASS_BACKWARD(32);
-}
-#undef RATRAIN_TWO_PASS_BACKWARD
 #undef RATRAIN_ATTENTION_PIPELINES_OF_TYPE
 #undef RATRAIN_ATTENTION_PIPELINES
 
@@ -371,40 +324,150 @@ template <typename T> struct BlockBackward {
   }
 };
 
-/// The vdpbf16ps two-pass backward (a dq pass and a dk/dv pass that both
-/// recompute S and dP; AttentionBf16Generator.cpp).
-int attentionBackwardTwoPass(int64_t B, int64_t S, int64_t Hq, int64_t Hkv,
-                             int64_t D, const uint16_t *q, const uint16_t *k,
-                             const uint16_t *v, const uint16_t *out,
-                             const uint16_t *dout, const float *lse,
-                             float scale, uint16_t *dq, uint16_t *dk,
-                             uint16_t *dv, const float *slopes, int32_t w) {
-  auto qb = dense(q, {D, Hq, S, B});
-  auto kb = dense(k, {D, Hkv, S, B});
-  auto vb = dense(v, {D, Hkv, S, B});
-  auto ob = dense(out, {D, Hq, S, B});
-  auto dob = dense(dout, {D, Hq, S, B});
-  auto lb = dense(lse, {S, Hq, B});
-  auto dqb = dense(dq, {D, Hq, S, B});
-  auto dkb = dense(dk, {D, Hkv, S, B});
-  auto dvb = dense(dv, {D, Hkv, S, B});
-  TwoPassBackward p = twoPassBackward(D);
-  if (slopes) {
-    auto sb = dense(slopes, {Hq});
-    int err = p.dqAlibi(qb, kb, vb, ob, dob, lb, scale, w, sb, dqb);
-    if (!err)
-      err = p.dkvAlibi(qb, kb, vb, ob, dob, lb, scale, w, sb, dkb, dvb);
-    return err;
-  }
-  int err = p.dq(qb, kb, vb, ob, dob, lb, scale, w, dqb);
-  if (!err)
-    err = p.dkv(qb, kb, vb, ob, dob, lb, scale, w, dkb, dvb);
-  return err;
+/// The key-block backward whose products run on vdpbf16ps
+/// (AttentionBf16Generator.cpp, AttentionBackwardBlockBf16): per query head a
+/// prepare call stages q and dO in the two pair layouts the products read
+/// (and delta), then one call per key block adds into fp32 accumulators; the
+/// store step rounds them as for the other types.
+using PairPrepareFn = int (*)(halide_buffer_t *, halide_buffer_t *,
+                              halide_buffer_t *, halide_buffer_t *,
+                              halide_buffer_t *, halide_buffer_t *,
+                              halide_buffer_t *, halide_buffer_t *);
+using PairBlockFn = int (*)(halide_buffer_t *, halide_buffer_t *,
+                            halide_buffer_t *, halide_buffer_t *,
+                            halide_buffer_t *, halide_buffer_t *,
+                            halide_buffer_t *, halide_buffer_t *, float,
+                            int32_t, float, halide_buffer_t *,
+                            halide_buffer_t *, halide_buffer_t *);
+
+struct PairPipelines {
+  PairPrepareFn prepare;
+  PairBlockFn block;
+};
+
+PairPipelines pairPipelines(int64_t D) {
+  if (D == 128)
+    return {ratrain_k_attention_bwd_prepare_pairs_d128_bf16,
+            ratrain_k_attention_bwd_block_d128_bf16};
+  if (D == 64)
+    return {ratrain_k_attention_bwd_prepare_pairs_d64_bf16,
+            ratrain_k_attention_bwd_block_d64_bf16};
+  return {ratrain_k_attention_bwd_prepare_pairs_d32_bf16,
+          ratrain_k_attention_bwd_block_d32_bf16};
 }
 
+/// Keys per block of the vdpbf16ps key-block backward: S / 8 in multiples of
+/// the 32-key tile, 64 to 128 keys. A block computes S^T and dP^T for its
+/// whole diagonal square (skipping only groups of 8 keys past a query tile),
+/// so short sequences want short blocks; long ones longer blocks, which
+/// read each query tile's pairs for more keys. Measured on Zen 5, one core,
+/// bf16 (ms per backward, 64 / 128 / 256 keys): S 128 (12 x 64, B 2) 0.78 /
+/// 1.03 / -, S 256 2.50 / 2.54 / 2.76, S 1024 (12 x 128, B 1) 30.0 / 28.6;
+/// S 2048 (32 x 128, 2 cores) 157 / 155 / 155.
+int64_t pairKeyBlock(int64_t S) {
+  return tiling::clampInt(S / 8 / 32 * 32, 64, 128);
+}
+
+/// A dense array viewed with the given dimensions; `host` is the element
+/// at their mins.
+template <typename T>
+Buffer<T> view(T *host, std::initializer_list<halide_dimension_t> dims) {
+  return Buffer<T>(host, int(dims.size()), std::data(dims));
+}
+
+/// `v` resized to hold `n` elements from a 128-byte boundary, which it
+/// returns: the block pipeline's dense views are read with aligned vector
+/// loads.
+template <typename T> T *alignedScratch(std::vector<T> &v, size_t n) {
+  constexpr uintptr_t kAlign = 128;
+  v.resize(n + kAlign / sizeof(T));
+  auto p = reinterpret_cast<uintptr_t>(v.data());
+  return reinterpret_cast<T *>((p + kAlign - 1) & ~(kAlign - 1));
+}
+
+/// The vdpbf16ps key-block backward of a whole call: one task per (batch,
+/// KV head), as BlockBackward.
+struct PairBlockBackward {
+  PairPipelines p;
+  StoreFn store;
+  int64_t B, S, Hq, Hkv, D, keyBlock;
+  const uint16_t *q, *k, *v, *out, *dout;
+  const float *lse;
+  float scale;
+  int32_t window;
+  const float *slopes;
+  uint16_t *dq, *dk, *dv;
+
+  static int task(void *, int n, uint8_t *closure) {
+    return reinterpret_cast<const PairBlockBackward *>(closure)->run(n);
+  }
+
+  int run(int64_t n) const {
+    const int64_t b = n / Hkv, hk = n % Hkv, G = Hq / Hkv;
+    const int64_t rows = (S + 31) / 32 * 32, tiles = rows / 32;
+    const int32_t d = int32_t(D), r = int32_t(rows), t = int32_t(tiles);
+    // q and dO in the two pair layouts, delta, and the three accumulators
+    // (dq's rows padded to whole tiles).
+    thread_local std::vector<uint16_t> pairs;
+    thread_local std::vector<float> scratch;
+    uint16_t *qd = alignedScratch(pairs, size_t(4 * rows * D));
+    uint16_t *dOd = qd + rows * D, *qq = dOd + rows * D, *dOq = qq + rows * D;
+    float *delta = alignedScratch(scratch, size_t(rows + rows * D + 2 * S * D));
+    float *dqAcc = delta + rows;
+    float *dkAcc = dqAcc + rows * D, *dvAcc = dkAcc + S * D;
+    auto dpairs = [&](uint16_t *host) {
+      return view(host,
+                  {{0, 2, 1}, {0, 32, 2}, {0, d / 2, 64}, {0, t, 32 * d}});
+    };
+    auto rpairs = [&](uint16_t *host) {
+      return view(host, {{0, 2, 1}, {0, d, 2}, {0, r / 2, 2 * d}});
+    };
+    std::fill(dkAcc, dkAcc + 2 * S * D, 0.0f);
+    for (int64_t g = 0; g < G; ++g) {
+      const int64_t h = hk * G + g;
+      if (int err = p.prepare(headRows(q, b, S, Hq, h, D, 0, S),
+                              headRows(out, b, S, Hq, h, D, 0, S),
+                              headRows(dout, b, S, Hq, h, D, 0, S), dpairs(qd),
+                              dpairs(dOd), rpairs(qq), rpairs(dOq),
+                              Buffer<float>(delta, int(S))))
+        return err;
+      std::fill(dqAcc, dqAcc + rows * D, 0.0f);
+      const float slope = slopes ? slopes[h] : 0.0f;
+      for (int64_t j0 = 0; j0 < S; j0 += keyBlock) {
+        const int64_t j1 = std::min(S, j0 + keyBlock);
+        const int64_t i0 = j0, i1 = window > 0
+                                        ? std::min<int64_t>(S, j1 + window - 1)
+                                        : S;
+        const int32_t t0 = int32_t(i0 / 32), nt = int32_t((i1 - i0 + 31) / 32);
+        halide_dimension_t queryRows(int32_t(i0), int32_t(i1 - i0), 1);
+        Buffer<float> lseRows(const_cast<float *>(lse + (b * Hq + h) * S + i0),
+                              1, &queryRows);
+        Buffer<float> deltaRows(delta + i0, 1, &queryRows);
+        auto dqTiles = view(dqAcc + int64_t(t0) * 32 * D,
+                            {{0, d, 1}, {0, 32, d}, {t0, nt, 32 * d}});
+        if (int err = p.block(
+                dpairs(qd), dpairs(dOd), rpairs(qq), rpairs(dOq), deltaRows,
+                lseRows, headRows(k, b, S, Hkv, hk, D, j0, j1 - j0),
+                headRows(v, b, S, Hkv, hk, D, j0, j1 - j0), scale, window,
+                slope, dqTiles, scratchRows(dkAcc, D, j0, j1 - j0),
+                scratchRows(dvAcc, D, j0, j1 - j0)))
+          return err;
+      }
+      if (int err = store(scratchRows(dqAcc, D, 0, S), scale,
+                          headRows(dq, b, S, Hq, h, D, 0, S)))
+        return err;
+    }
+    if (int err = store(scratchRows(dkAcc, D, 0, S), scale,
+                        headRows(dk, b, S, Hkv, hk, D, 0, S)))
+      return err;
+    return store(scratchRows(dvAcc, D, 0, S), 1.0f,
+                 headRows(dv, b, S, Hkv, hk, D, 0, S));
+  }
+};
+
 /// The backward on activations stored as T (float, or uint16_t of `type`):
-/// the key-block backward, or the vdpbf16ps two-pass one where bf16
-/// products run on vdpbf16ps.
+/// the key-block backward, with its products on vdpbf16ps where bf16
+/// products run there (PairBlockBackward) and widened to fp32 otherwise.
 template <typename T>
 int attentionBackwardOf(std::optional<Half> type, int64_t B, int64_t S,
                         int64_t Hq, int64_t Hkv, int64_t D, const T *q,
@@ -414,14 +477,36 @@ int attentionBackwardOf(std::optional<Half> type, int64_t B, int64_t S,
   if (!attentionShapesOk(B, S, Hq, Hkv, D))
     return -1;
   int32_t w = int32_t(std::clamp<int64_t>(window, 0, S));
-  if constexpr (std::is_same_v<T, uint16_t>)
-    if (*type == Half::BF16 && bf16Products() == Bf16Products::Dot)
-      return attentionBackwardTwoPass(B, S, Hq, Hkv, D, q, k, v, out, dout, lse,
-                                      scale, dq, dk, dv, slopes, w);
   // Every view's rows and strides are int32 in Halide: refuse what does not
   // fit, as dense() does.
   if (B * S * std::max(Hq, Hkv) * D > INT32_MAX)
     return -1;
+  if constexpr (std::is_same_v<T, uint16_t>)
+    if (*type == Half::BF16 && bf16Products() == Bf16Products::Dot) {
+      PairBlockBackward job{pairPipelines(D),
+                            attentionStorePipeline(type),
+                            B,
+                            S,
+                            Hq,
+                            Hkv,
+                            D,
+                            pairKeyBlock(S),
+                            q,
+                            k,
+                            v,
+                            out,
+                            dout,
+                            lse,
+                            scale,
+                            w,
+                            slopes,
+                            dq,
+                            dk,
+                            dv};
+      return halide_do_par_for(nullptr, PairBlockBackward::task, 0,
+                               static_cast<int>(B * Hkv),
+                               reinterpret_cast<uint8_t *>(&job));
+    }
   BlockBackward<T> job{attentionPreparePipeline(type),
                        attentionBlockPipeline(D, type),
                        attentionStorePipeline(type),

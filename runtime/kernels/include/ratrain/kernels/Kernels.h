@@ -289,7 +289,7 @@ int add(Half type, int64_t n, const uint16_t *a, const uint16_t *b,
 /// fp32). Every head dimension attentionSupportsHeadDim accepts. bf16 runs
 /// its products on vdpbf16ps where bf16Products() is Dot, with the
 /// probabilities and dS rounded to bf16 (FlashAttention's bf16 numerics; the
-/// backward then in two passes that each recompute S and dP); otherwise, and
+/// backward in key blocks, as for the other types); otherwise, and
 /// for fp16, it computes in fp32 between a widening load and one rounding
 /// store.
 int attentionForward(Half type, int64_t B, int64_t S, int64_t Hq, int64_t Hkv,
