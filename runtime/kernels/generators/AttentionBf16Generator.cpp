@@ -28,7 +28,8 @@
 //   dQ = dS K         keys     dS row, key pairs      Kp(kk, d, keypair)
 //
 // (kk is the pair element.) The forward stages its operands per head; the
-// backward's prepare step stages q and dO per head, and each key block its
+// backward stages q and dO per head (Qd and dOd by the runtime's word
+// transpose, Qq and dOq by the prepare step), and each key block its
 // k rows in pairs (Kp) and its dS^T with two keys' rows interleaved (the
 // broadcast operand of dQ). P and dS are rounded to bf16 before
 // their products, as FlashAttention's bf16 kernels do: this is the one
@@ -223,10 +224,12 @@ public:
   }
 };
 
-/// The first step of a query head's key-block backward on vdpbf16ps: its q
-/// and dO rows staged in the two pair layouts the key blocks' products read,
-/// and delta = rowsum(dO * O) in fp32. Rows past the last (up to the 32-row
-/// tile) repeat it; the block pipeline masks them.
+/// The first step of a query head's key-block backward on vdpbf16ps, with
+/// the runtime's word transpose (lib/Attention.cpp, which stages q and dO
+/// with d in pairs and the queries on the lanes): q and dO with the queries
+/// in pairs and d on the lanes, and delta = rowsum(dO * O) in fp32. Rows
+/// past the last (up to the 32-row tile) repeat it; the block pipeline masks
+/// them.
 class AttentionBackwardPrepareBf16
     : public AttentionBase<AttentionBackwardPrepareBf16, uint16_t> {
 public:
@@ -235,20 +238,14 @@ public:
   In<Buffer<uint16_t>> q{"q", 2};     // (d, i), rows [0, S)
   In<Buffer<uint16_t>> o{"o", 2};     // (d, i)
   In<Buffer<uint16_t>> dO{"dout", 2}; // (d, i)
-  /// (Qd, dOd)(kk, ii, dp, t) = (q, dO)(2 dp + kk, 32 t + ii): d in pairs,
-  /// the 32 queries of tile t on the lanes (for S^T and dP^T).
-  Out<Func> dpairs{"dpairs", {UInt(16), UInt(16)}, 4};
   /// (Qq, dOq)(kk, d, ip) = (q, dO)(d, 2 ip + kk): queries in pairs, d on
   /// the lanes (for dk and dv).
   Out<Func> rpairs{"rpairs", {UInt(16), UInt(16)}, 3};
   Out<Buffer<float>> delta{"delta", 1};
 
   void generate() {
-    const int IT = kKeyTile;
-    Var kk("kk"), ii("ii"), dp("dp"), t("t"), d("d"), ip("ip"), i("i");
+    Var kk("kk"), d("d"), ip("ip"), i("i");
     Expr last = q.dim(1).extent() - 1;
-    Expr row = min(t * IT + ii, last);
-    dpairs(kk, ii, dp, t) = Tuple(q(2 * dp + kk, row), dO(2 * dp + kk, row));
     Expr pairRow = min(2 * ip + kk, last);
     rpairs(kk, d, ip) = Tuple(q(d, pairRow), dO(d, pairRow));
     RDom rd(0, q.dim(0).extent(), "rd");
@@ -257,25 +254,18 @@ public:
     sum(i) += bf16Value(dO(rd, i)) * bf16Value(o(rd, i));
     delta(i) = sum(i);
 
-    scheduleDPairs(dpairs, kk, ii, dp, t, IT);
     scheduleRowPairs(rpairs, kk, d, headDim);
     sum.compute_at(delta, i);
     sum.update().atomic().vectorize(rd, kLanes);
     for (auto *in : {&q, &o, &dO})
       in->dim(0).set_stride(1).set_min(0).set_extent(headDim);
     q.dim(1).set_min(0);
-    Func dpairsF = dpairs, rpairsF = rpairs;
+    Func rpairsF = rpairs;
     // (The second of a Tuple's buffers has the first one's mins and extents.)
     for (int n = 0; n < 2; ++n) {
-      dpairsF.output_buffers()[n].dim(0).set_stride(1);
-      dpairsF.output_buffers()[n].dim(1).set_stride(2);
-      dpairsF.output_buffers()[n].dim(2).set_stride(2 * IT);
       rpairsF.output_buffers()[n].dim(0).set_stride(1);
       rpairsF.output_buffers()[n].dim(1).set_stride(2);
     }
-    dpairsF.output_buffers()[0].dim(0).set_min(0).set_extent(2);
-    dpairsF.output_buffers()[0].dim(1).set_min(0).set_extent(IT);
-    dpairsF.output_buffers()[0].dim(2).set_min(0);
     rpairsF.output_buffers()[0].dim(0).set_min(0).set_extent(2);
     rpairsF.output_buffers()[0].dim(1).set_min(0).set_extent(headDim);
   }

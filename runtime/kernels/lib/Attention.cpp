@@ -12,6 +12,7 @@
 
 #include "HalideBuffers.h"
 #include "HalideRuntime.h"
+#include "PackWords.h"
 #include "Tiling.h"
 
 #include "ratrain_k_attention_alibi_fwd_d128.h"
@@ -325,12 +326,12 @@ template <typename T> struct BlockBackward {
 };
 
 /// The key-block backward whose products run on vdpbf16ps
-/// (AttentionBf16Generator.cpp, AttentionBackwardBlockBf16): per query head a
-/// prepare call stages q and dO in the two pair layouts the products read
-/// (and delta), then one call per key block adds into fp32 accumulators; the
+/// (AttentionBf16Generator.cpp, AttentionBackwardBlockBf16): per query head
+/// q and dO are staged in the two pair layouts the products read (the word
+/// transpose of PackWords.h and the prepare call, which also computes
+/// delta), then one call per key block adds into fp32 accumulators; the
 /// store step rounds them as for the other types.
 using PairPrepareFn = int (*)(halide_buffer_t *, halide_buffer_t *,
-                              halide_buffer_t *, halide_buffer_t *,
                               halide_buffer_t *, halide_buffer_t *,
                               halide_buffer_t *, halide_buffer_t *);
 using PairBlockFn = int (*)(halide_buffer_t *, halide_buffer_t *,
@@ -423,13 +424,21 @@ struct PairBlockBackward {
       return view(host, {{0, 2, 1}, {0, d, 2}, {0, r / 2, 2 * d}});
     };
     std::fill(dkAcc, dkAcc + 2 * S * D, 0.0f);
+    // One head's rows of a [B, S, heads, D] tensor as 32-bit d pairs, word
+    // transposed into 32-query tiles (zeros past S).
+    auto stageDPairs = [&](const uint16_t *x, int64_t h, uint16_t *to) {
+      return packWordsTransposedSerial(
+          reinterpret_cast<const uint32_t *>(x + (b * S * Hq + h) * D), S,
+          D / 2, Hq * D / 2, 32, D / 2, reinterpret_cast<uint32_t *>(to));
+    };
     for (int64_t g = 0; g < G; ++g) {
       const int64_t h = hk * G + g;
+      if (stageDPairs(q, h, qd) || stageDPairs(dout, h, dOd))
+        return -1;
       if (int err = p.prepare(headRows(q, b, S, Hq, h, D, 0, S),
                               headRows(out, b, S, Hq, h, D, 0, S),
-                              headRows(dout, b, S, Hq, h, D, 0, S), dpairs(qd),
-                              dpairs(dOd), rpairs(qq), rpairs(dOq),
-                              Buffer<float>(delta, int(S))))
+                              headRows(dout, b, S, Hq, h, D, 0, S), rpairs(qq),
+                              rpairs(dOq), Buffer<float>(delta, int(S))))
         return err;
       std::fill(dqAcc, dqAcc + rows * D, 0.0f);
       const float slope = slopes ? slopes[h] : 0.0f;

@@ -61,7 +61,7 @@ RATRAIN_AVX512 inline void transpose16x16(__m512i r[16]) {
 
 struct PackJob {
   const uint32_t *src;
-  int64_t rows, srcWords, dstWords;
+  int64_t rows, srcWords, srcStride, dstWords;
   int width;
   uint32_t *dst;
 
@@ -82,7 +82,7 @@ struct PackJob {
 #pragma GCC unroll 16
     for (int i = 0; i < 16; ++i) {
       if (i < lanes) {
-        const uint32_t *row = from + i * srcWords;
+        const uint32_t *row = from + i * srcStride;
         block[i] = _mm512_loadu_si512(row);
         _mm_prefetch(reinterpret_cast<const char *>(row + kPrefetchWords),
                      _MM_HINT_T0);
@@ -118,7 +118,7 @@ struct PackJob {
     const int64_t wholeWords = row0 + width <= rows ? srcWords / 16 * 16 : 0;
     for (int half = 0; wholeWords > 0 && half * 16 < width; ++half)
       for (int64_t k0 = 0; k0 < wholeWords; k0 += 16)
-        packWholeBlock(src + (row0 + half * 16) * srcWords + k0,
+        packWholeBlock(src + (row0 + half * 16) * srcStride + k0,
                        std::min(16, width - half * 16),
                        out + k0 * width + half * 16);
     for (int64_t k0 = wholeWords; k0 < dstWords; k0 += 16) {
@@ -132,7 +132,7 @@ struct PackJob {
         for (int i = 0; i < 16; ++i) {
           const int64_t row = tile * width + half * 16 + i;
           if (i < lanes && row < rows) {
-            const uint32_t *from = src + row * srcWords + k0;
+            const uint32_t *from = src + row * srcStride + k0;
             block[i] = _mm512_maskz_loadu_epi32(loadMask, from);
             if (k0 + kPrefetchWords < srcWords)
               _mm_prefetch(
@@ -171,10 +171,24 @@ int packWordsTransposed(const uint32_t *src, int64_t rows, int64_t srcWords,
     return -1;
   if (rows <= 0 || dstWords <= 0)
     return 0;
-  PackJob job{src, rows, srcWords, dstWords, width, dst};
+  PackJob job{src, rows, srcWords, srcWords, dstWords, width, dst};
   const int64_t tiles = (rows + width - 1) / width;
   return halide_do_par_for(nullptr, PackJob::task, 0, int(tiles),
                            reinterpret_cast<uint8_t *>(&job));
+}
+
+int packWordsTransposedSerial(const uint32_t *src, int64_t rows,
+                              int64_t srcWords, int64_t srcStride, int width,
+                              int64_t dstWords, uint32_t *dst) {
+  if (width < 1 || width > 32 || dstWords < srcWords || srcStride < srcWords)
+    return -1;
+  if (rows <= 0 || dstWords <= 0)
+    return 0;
+  PackJob job{src, rows, srcWords, srcStride, dstWords, width, dst};
+  const int64_t tiles = (rows + width - 1) / width;
+  for (int64_t tile = 0; tile < tiles; ++tile)
+    job.packTile(tile);
+  return 0;
 }
 
 } // namespace ratrain::kernels

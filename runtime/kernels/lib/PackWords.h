@@ -1,6 +1,6 @@
 //===- PackWords.h - Word transpose packing for the GEMMs -------*- C++ -*-===//
 //
-// Internal to ratrain_kernels (Kernels.cpp).
+// Internal to ratrain_kernels (Kernels.cpp, Attention.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,6 +21,14 @@ namespace ratrain::kernels {
 /// Returns 0, or -1 for a width out of range.
 int packWordsTransposed(const uint32_t *src, int64_t rows, int64_t srcWords,
                         int width, int64_t dstWords, uint32_t *dst);
+
+/// packWordsTransposed on rows `srcStride` (>= srcWords) words apart, on the
+/// calling thread: for callers that already run on Halide's thread pool
+/// (the vdpbf16ps attention backward stages each head's q and dO with it,
+/// lib/Attention.cpp). Returns 0, or -1 for a width or stride out of range.
+int packWordsTransposedSerial(const uint32_t *src, int64_t rows,
+                              int64_t srcWords, int64_t srcStride, int width,
+                              int64_t dstWords, uint32_t *dst);
 
 } // namespace ratrain::kernels
 
