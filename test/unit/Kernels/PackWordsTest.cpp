@@ -16,6 +16,7 @@
 #include <vector>
 
 using ratrain::kernels::packWordsTransposed;
+using ratrain::kernels::packWordsTransposedSerial;
 
 namespace {
 
@@ -54,6 +55,42 @@ TEST(PackWords, MatchesThePanelLayout) {
                     0);
           ASSERT_EQ(got, want);
         }
+}
+
+/// The serial entry reads rows `stride` words apart (one head's rows of a
+/// [S, heads, D] tensor, as the bf16 attention backward stages them) and
+/// packs the same panels as the dense rows; the words between rows are
+/// never read into them.
+TEST(PackWords, SerialStridedMatchesDenseRows) {
+  std::mt19937 rng(11);
+  for (int width : {16, 32})
+    for (int64_t rows : {1, 37, 256})
+      for (int64_t srcWords : {16, 32, 64})
+        for (int64_t gap : {0, 5, 3 * 64}) {
+          SCOPED_TRACE(testing::Message()
+                       << "width " << width << " rows " << rows << " words "
+                       << srcWords << " gap " << gap);
+          const int64_t stride = srcWords + gap;
+          std::vector<uint32_t> strided(size_t(rows * stride)),
+              dense(size_t(rows * srcWords));
+          for (int64_t r = 0; r < rows; ++r)
+            for (int64_t w = 0; w < stride; ++w) {
+              uint32_t v = rng() | 1u;
+              strided[size_t(r * stride + w)] = w < srcWords ? v : 0u;
+              if (w < srcWords)
+                dense[size_t(r * srcWords + w)] = v;
+            }
+          const std::vector<uint32_t> want =
+              reference(dense, rows, srcWords, width, srcWords);
+          std::vector<uint32_t> got(want.size(), 0xdeadbeefu);
+          ASSERT_EQ(packWordsTransposedSerial(strided.data(), rows, srcWords,
+                                              stride, width, srcWords,
+                                              got.data()),
+                    0);
+          ASSERT_EQ(got, want);
+        }
+  uint32_t src[4] = {1, 2, 3, 4}, dst[64] = {};
+  EXPECT_EQ(packWordsTransposedSerial(src, 2, 2, 1, 12, 2, dst), -1);
 }
 
 TEST(PackWords, RefusesWidthsOutsideOneTo32AndShortPanels) {
