@@ -88,7 +88,10 @@ public:
   using Base = AttentionBase<AttentionForwardBf16, uint16_t>;
   RATRAIN_ATTENTION_BASE_MEMBERS(Base)
   In<Buffer<uint16_t>> q{"q", 4};
-  In<Buffer<uint16_t>> k{"k", 4};
+  /// K with d in pairs and the keys of a 32-key tile on the lanes,
+  /// (kk, key, dp, tile, kv head, b) = k(2 dp + kk, head, 32 tile + key, b),
+  /// zeros past S: the runtime's word transpose (lib/Attention.cpp).
+  In<Buffer<uint16_t>> kd{"kd", 6};
   In<Buffer<uint16_t>> v{"v", 4};
   In<float> scale{"scale"};
   In<int> window{"window"};
@@ -103,13 +106,12 @@ public:
     Var d("d"), h("h"), s("s"), b("b"), i("i"), ji("ji"), jt("jt"), kk("kk"),
         dp("dp"), jp("jp");
     Expr S = q.dim(2).extent();
-    Expr G = q.dim(1).extent() / k.dim(1).extent();
+    Expr G = q.dim(1).extent() / kd.dim(4).extent();
     Expr nTiles = (S + JT - 1) / JT;
 
-    // K with d in pairs, keys of a tile on the lanes; V with keys in pairs.
+    // K staged by the runtime; V with keys in pairs.
     Func Kd("Kd"), Vk("Vk");
-    Kd(kk, ji, dp, jt, h, b) =
-        k(2 * dp + kk, h / G, min(jt * JT + ji, S - 1), b);
+    Kd(kk, ji, dp, jt, h, b) = kd(kk, ji, dp, jt, h / G, b);
     Vk(kk, d, jp, h, b) = v(d, h / G, min(2 * jp + kk, S - 1), b);
     // The query block's rows, contiguous.
     Func Qr("Qr");
@@ -166,7 +168,6 @@ public:
     // ---- schedule (AttentionForward's, with pair reductions) ----
     Var qb("qb"), hb("hb"), io("io"), iu("iu");
     scheduleRowBlocks(out, d, s, h, b, qb, hb, D, QB, R, DC);
-    scheduleDPairs(Kd.compute_at(out, hb), kk, ji, dp, jt, JT);
     scheduleRowPairs(Vk.compute_at(out, hb), kk, d, D);
     Qr.compute_at(out, qb).vectorize(d, kLanes);
     sc.compute_at(out, qb)
@@ -215,7 +216,10 @@ public:
         .unroll(ir);
 
     q.dim(0).set_stride(1).set_min(0).set_extent(D);
-    k.dim(0).set_stride(1).set_min(0).set_extent(D);
+    kd.dim(0).set_stride(1).set_min(0).set_extent(2);
+    kd.dim(1).set_stride(2).set_min(0).set_extent(JT);
+    kd.dim(2).set_stride(2 * JT).set_min(0).set_extent(DP);
+    kd.dim(3).set_stride(JT * D).set_min(0);
     v.dim(0).set_stride(1).set_min(0).set_extent(D);
     Func outF = out;
     outF.output_buffers()[0].dim(0).set_stride(1).set_min(0).set_extent(D);
