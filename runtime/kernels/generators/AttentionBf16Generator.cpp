@@ -27,23 +27,26 @@
 //   dK = dS^T Q       queries  dS^T row, query pairs  Qq(kk, d, querypair)
 //   dQ = dS K         keys     dS row, key pairs      Kp(kk, d, keypair)
 //
-// (kk is the pair element.) The forward stages its operands per head; the
-// backward stages q and dO per head (Qd and dOd by the runtime's word
-// transpose, Qq and dOq by the prepare step), and each key block its
-// k rows in pairs (Kp) and its dS^T with two keys' rows interleaved (the
-// broadcast operand of dQ). P and dS are rounded to bf16 before
-// their products, as FlashAttention's bf16 kernels do: this is the one
-// numerical difference from the fp32 pipelines (the products themselves are
-// exact in fp32; the sums differ in order).
+// (kk is the pair element.) The operands with d in pairs and rows on the
+// lanes (Kd, Qd, dOd) are word transposes, which the runtime does with
+// PackWords.h's AVX-512 16 x 16 transposes before the pipelines (Halide's
+// 32-bit copies took 8% of the forward and 13% of the backward at S 256,
+// D 64). The forward stages V with keys in pairs per head; the backward's
+// prepare step stages q and dO with queries in pairs (Qq, dOq), and each key
+// block its k rows in pairs (Kp) and its dS^T with two keys' rows
+// interleaved (the broadcast operand of dQ). P and dS are rounded to bf16
+// before their products, as FlashAttention's bf16 kernels do: this is the
+// one numerical difference from the fp32 pipelines (the products themselves
+// are exact in fp32; the sums differ in order).
 //
 // Target: these pipelines are compiled for avx512_sapphirerapids (for
 // vdpbf16ps), whose LLVM CPU model also has AVX512-FP16, which Zen 4 lacks:
 // no 16-bit value may be moved into or out of a vector lane on its own (LLVM
 // would use vmovw). Every load and store is therefore a dense vector of 16-bit
-// elements or a vector of one 32-bit pair: the pair-staging of d (Kd, Qd,
-// dOd) copies 32-bit pairs; the pair-staging of rows (Vk, Kp, dOq, Qq, and
-// of dS^T's keys) loads dense rows and stores them interleaved. The prepare
-// step has no products and is compiled for the generic AVX-512 target.
+// elements or a vector of one 32-bit pair: the pair-staging of rows (Vk, Kp,
+// dOq, Qq, and of dS^T's keys) loads dense rows and stores them interleaved.
+// The prepare step has no products and is compiled for the generic AVX-512
+// target.
 //
 //===----------------------------------------------------------------------===//
 
