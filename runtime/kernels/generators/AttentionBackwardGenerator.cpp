@@ -96,17 +96,9 @@ public:
   RATRAIN_ATTENTION_BASE_MEMBERS(Base)
   In<Buffer<float>> qf{"qf", 2};     // (d, i), rows [i0, i1), fp32
   In<Buffer<float>> dOf{"doutf", 2}; // (d, i), fp32
-  In<Buffer<float>> delta{"delta", 1};
-  In<Buffer<float>> lse{"lse", 1}; // (i)
-  In<Buffer<Storage>> k{"k", 2};   // (d, j), rows [j0, j1)
-  In<Buffer<Storage>> v{"v", 2};   // (d, j)
-  In<float> scale{"scale"};
-  In<int> window{"window"};
-  In<float> slope{"slope"};
-  /// dq accumulator (d, i), fp32, unscaled: dq += dS K(block).
-  Out<Func> dq{"dq", Float(32), 2};
-  /// dk and dv accumulators (d, j), fp32, dk unscaled: += dS^T Q, P^T dO.
-  Out<Func> dkv{"dkv", {Float(32), Float(32)}, 2};
+  /// dq's accumulator is (d, i): dq += dS K(block); dk += dS^T Q, dv +=
+  /// P^T dO.
+  RATRAIN_ATTENTION_BLOCK_TAIL(Storage, 2)
 
   void generate() {
     const int D = headDim, JT = kKeyTile, IT = kKeyTile;
@@ -214,14 +206,8 @@ public:
     // dk, dv: the block's accumulators (KB x D fp32 each), the query tile
     // outermost so that its rows and its P / dS stay in L1 across the key
     // chunks.
+    scheduleBlockAccumulation(dkv, d, j, R, DC);
     Var dco("dco"), dci("dci");
-    Var jco("jco"), jri("jri");
-    dkv.update()
-        .split(j, jco, jri, R, TailStrategy::GuardWithIf)
-        .split(d, dco, dci, DC)
-        .reorder(dci, jri, dco, jco)
-        .vectorize(dci, kLanes)
-        .unroll(dci);
     for (Func f : {kAcc, vAcc}) {
       f.compute_root().bound(jr, 0, R).bound(d, 0, D).vectorize(d, kLanes);
       f.update()

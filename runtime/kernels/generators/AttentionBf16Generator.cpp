@@ -297,17 +297,8 @@ public:
   In<Buffer<uint16_t>> dOd{"doutd", 4}; // dOd
   In<Buffer<uint16_t>> qq{"qq", 3};     // Qq (kk, d, ip), global pairs
   In<Buffer<uint16_t>> dOq{"doutq", 3}; // dOq
-  In<Buffer<float>> delta{"delta", 1};  // (i), rows [i0, i1)
-  In<Buffer<float>> lse{"lse", 1};      // (i), rows [i0, i1)
-  In<Buffer<uint16_t>> k{"k", 2};       // (d, j), rows [j0, j1)
-  In<Buffer<uint16_t>> v{"v", 2};       // (d, j)
-  In<float> scale{"scale"};
-  In<int> window{"window"};
-  In<float> slope{"slope"};
-  /// dq accumulator (d, ii, t) of the query tiles, fp32, unscaled.
-  Out<Func> dq{"dq", Float(32), 3};
-  /// dk and dv accumulators (d, j), fp32, dk unscaled.
-  Out<Func> dkv{"dkv", {Float(32), Float(32)}, 2};
+  /// dq's accumulator is (d, ii, t): the rows of whole 32-query tiles.
+  RATRAIN_ATTENTION_BLOCK_TAIL(uint16_t, 3)
 
   void generate() {
     _halide_user_assert(Elem(this->elem) == Elem::BF16)
@@ -421,13 +412,8 @@ public:
 
     // dk, dv: the block's accumulators (KB x D fp32 each), the query tile
     // outermost so that its pairs stay in L1 across the key chunks.
-    Var dco("dco"), dci("dci"), jco("jco"), jri("jri");
-    dkv.update()
-        .split(j, jco, jri, R, TailStrategy::GuardWithIf)
-        .split(d, dco, dci, DC)
-        .reorder(dci, jri, dco, jco)
-        .vectorize(dci, kLanes)
-        .unroll(dci);
+    scheduleBlockAccumulation(dkv, d, j, R, DC);
+    Var dco("dco"), dci("dci");
     for (Func f : {kAcc, vAcc}) {
       f.compute_root().bound(jr, 0, R).bound(d, 0, D).vectorize(d, kLanes);
       f.update()

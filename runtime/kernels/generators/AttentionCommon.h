@@ -111,6 +111,20 @@ inline void scheduleRowBlocks(Func out, Var d, Var s, Var h, Var b, Var blk,
       .unroll(di);
 }
 
+/// Schedules the in-place add of a key block's dk and dv into the runtime's
+/// fp32 accumulators `dkv(d, j)` (the key-block backward pipelines): chunks
+/// of `rows` keys, d in `dc`-wide vector groups.
+inline void scheduleBlockAccumulation(Func dkv, Var d, Var j, int rows,
+                                      int dc) {
+  Var dco("dco"), dci("dci"), jco("jco"), jri("jri");
+  dkv.update()
+      .split(j, jco, jri, rows, TailStrategy::GuardWithIf)
+      .split(d, dco, dci, dc)
+      .reorder(dci, jri, dco, jco)
+      .vectorize(dci, kLanes)
+      .unroll(dci);
+}
+
 /// The AttentionBase members the generators use: names of a dependent base
 /// class are not found by unqualified lookup in a class template.
 #define RATRAIN_ATTENTION_BASE_MEMBERS(Base)                                   \
@@ -137,6 +151,23 @@ inline void scheduleRowBlocks(Func out, Var d, Var s, Var h, Var b, Var blk,
   In<Buffer<float>> lse{"lse", 3};                                             \
   In<float> scale{"scale"};                                                    \
   In<int> window{"window"};
+
+/// The trailing inputs and the outputs of both key-block backward pipelines
+/// (AttentionBackwardGenerator.cpp, AttentionBf16Generator.cpp), in their
+/// AOT signature's order: delta and lse of the block's query rows [i0, i1),
+/// its k and v rows (d, j) for keys [j0, j1), the scale, window and ALiBi
+/// slope (0 without), and the fp32 accumulators the pipeline adds into: dq
+/// (`dqDims` dimensions, unscaled) and (dk, dv) as (d, j), dk unscaled.
+#define RATRAIN_ATTENTION_BLOCK_TAIL(Storage, dqDims)                          \
+  In<Buffer<float>> delta{"delta", 1};                                         \
+  In<Buffer<float>> lse{"lse", 1};                                             \
+  In<Buffer<Storage>> k{"k", 2};                                               \
+  In<Buffer<Storage>> v{"v", 2};                                               \
+  In<float> scale{"scale"};                                                    \
+  In<int> window{"window"};                                                    \
+  In<float> slope{"slope"};                                                    \
+  Out<Func> dq{"dq", Float(32), dqDims};                                       \
+  Out<Func> dkv{"dkv", {Float(32), Float(32)}, 2};
 
 } // namespace ratrain::kernels::generators::attention
 

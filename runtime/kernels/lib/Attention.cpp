@@ -151,7 +151,6 @@ AttentionPipelines attentionPipelines(int64_t D, std::optional<Half> type) {
 #undef RATRAIN_ATTENTION_PIPELINES_OF_TYPE
 #undef RATRAIN_ATTENTION_PIPELINES
 
-/// The forward on activations stored as T (float, or uint16_t of `type`).
 /// `v` resized to hold `n` elements from a 128-byte boundary, which it
 /// returns: the block pipeline's dense views are read with aligned vector
 /// loads.
@@ -180,6 +179,7 @@ struct StageKeyPairs {
   }
 };
 
+/// The forward on activations stored as T (float, or uint16_t of `type`).
 template <typename T>
 int attentionForwardOf(std::optional<Half> type, int64_t B, int64_t S,
                        int64_t Hq, int64_t Hkv, int64_t D, const T *q,
@@ -292,16 +292,26 @@ Buffer<float> scratchRows(float *acc, int64_t D, int64_t first, int64_t count) {
   return headRows(acc, 0, 0, 1, 0, D, first, count);
 }
 
-/// The key-block backward of a whole call: one task per (batch, KV head),
-/// run on Halide's thread pool. A task zeroes fp32 accumulators for dk and
-/// dv of its KV head; for each query head of the group it prepares q, dO
-/// and delta, zeroes a dq accumulator, walks the key blocks in order and
-/// rounds dq into the storage; last it rounds dk and dv.
-template <typename T> struct BlockBackward {
-  PrepareFn prepare;
-  BlockFn block;
-  StoreFn store;
-  int64_t B, S, Hq, Hkv, D, keyBlock;
+/// One key block of one query head as both key-block drivers call their
+/// pipeline on it: keys [j0, j1) against the query rows [i0, i1) that see
+/// them, with their lse rows, the block's k and v rows and its rows of the
+/// dk and dv accumulators.
+template <typename T> struct KeyBlock {
+  int64_t h, j0, j1, i0, i1;
+  float slope;
+  halide_dimension_t queryRows;
+  Buffer<float> lse;
+  Buffer<T> k, v;
+  Buffer<float> dk, dv;
+};
+
+/// The arguments of a backward call, and the walk both key-block drivers
+/// share: one task per (batch, KV head) on Halide's thread pool, which
+/// zeroes fp32 dk and dv accumulators of its KV head; for each query head of
+/// the group prepares it (the driver's staging, zeroing dq), walks the key
+/// blocks in order and rounds dq into the storage; last it rounds dk and dv.
+template <typename T> struct BackwardCall {
+  int64_t B, S, Hq, Hkv, D;
   const T *q, *k, *v, *out, *dout;
   const float *lse;
   float scale;
@@ -309,52 +319,51 @@ template <typename T> struct BlockBackward {
   const float *slopes;
   T *dq, *dk, *dv;
 
-  static int task(void *, int n, uint8_t *closure) {
-    return reinterpret_cast<const BlockBackward *>(closure)->run(n);
+  /// Runs `driver.run(n)` for every (batch, KV head) n.
+  template <typename Driver> int forEachKvHead(const Driver &driver) const {
+    auto task = [](void *, int n, uint8_t *closure) {
+      return reinterpret_cast<const Driver *>(closure)->run(n);
+    };
+    return halide_do_par_for(
+        nullptr, task, 0, static_cast<int>(B * Hkv),
+        reinterpret_cast<uint8_t *>(const_cast<Driver *>(&driver)));
   }
 
-  int run(int64_t n) const {
+  /// The walk of (batch, KV head) n: `prepare(h)` per query head, then
+  /// `block(KeyBlock)` per block of `keyBlock` keys; the accumulators are
+  /// dense [rows, D] fp32 arrays (dqAcc zeroed by `prepare`).
+  template <typename Prepare, typename Block>
+  int walk(int64_t n, int64_t keyBlock, StoreFn store, float *dqAcc,
+           float *dkAcc, float *dvAcc, Prepare prepare, Block block) const {
     const int64_t b = n / Hkv, hk = n % Hkv, G = Hq / Hkv;
-    // q and dO in fp32 with their rows padded to a multiple of 32 (the
-    // block pipeline reads whole 32-row tiles; the pad rows are zero), delta,
-    // and the three accumulators.
-    const int64_t rows = (S + 31) / 32 * 32;
-    thread_local std::vector<float> scratch;
-    scratch.resize(size_t(2 * rows * D + S + 3 * S * D));
-    float *qf = scratch.data(), *dOf = qf + rows * D, *delta = dOf + rows * D;
-    float *dqAcc = delta + S, *dkAcc = dqAcc + S * D, *dvAcc = dkAcc + S * D;
-    std::fill(qf + S * D, qf + rows * D, 0.0f);
-    std::fill(dOf + S * D, dOf + rows * D, 0.0f);
-    std::fill(dkAcc, dkAcc + 2 * S * D, 0.0f);
+    std::fill(dkAcc, dkAcc + S * D, 0.0f);
+    std::fill(dvAcc, dvAcc + S * D, 0.0f);
     for (int64_t g = 0; g < G; ++g) {
       const int64_t h = hk * G + g;
-      if (int err = prepare(headRows(q, b, S, Hq, h, D, 0, S),
-                            headRows(out, b, S, Hq, h, D, 0, S),
-                            headRows(dout, b, S, Hq, h, D, 0, S),
-                            scratchRows(qf, D, 0, S), scratchRows(dOf, D, 0, S),
-                            Buffer<float>(delta, int(S))))
+      if (int err = prepare(h))
         return err;
-      std::fill(dqAcc, dqAcc + S * D, 0.0f);
-      const float slope = slopes ? slopes[h] : 0.0f;
       for (int64_t j0 = 0; j0 < S; j0 += keyBlock) {
-        const int64_t j1 = std::min(S, j0 + keyBlock);
         // The queries that see a key of [j0, j1): from j0, and with a
         // window W no further than W - 1 past the block's last key.
+        const int64_t j1 = std::min(S, j0 + keyBlock);
         const int64_t i0 = j0, i1 = window > 0
                                         ? std::min<int64_t>(S, j1 + window - 1)
                                         : S;
-        const int64_t tileRows = std::min(rows, i0 + (i1 - i0 + 31) / 32 * 32);
-        halide_dimension_t queryRows(int32_t(i0), int32_t(i1 - i0), 1);
-        Buffer<float> lseRows(const_cast<float *>(lse + (b * Hq + h) * S + i0),
-                              1, &queryRows);
-        Buffer<float> deltaRows(delta + i0, 1, &queryRows);
-        if (int err = block(scratchRows(qf, D, i0, tileRows - i0),
-                            scratchRows(dOf, D, i0, tileRows - i0), deltaRows,
-                            lseRows, headRows(k, b, S, Hkv, hk, D, j0, j1 - j0),
-                            headRows(v, b, S, Hkv, hk, D, j0, j1 - j0), scale,
-                            window, slope, scratchRows(dqAcc, D, i0, i1 - i0),
-                            scratchRows(dkAcc, D, j0, j1 - j0),
-                            scratchRows(dvAcc, D, j0, j1 - j0)))
+        KeyBlock<T> kb{h,
+                       j0,
+                       j1,
+                       i0,
+                       i1,
+                       slopes ? slopes[h] : 0.0f,
+                       halide_dimension_t(int32_t(i0), int32_t(i1 - i0), 1),
+                       {},
+                       headRows(k, b, S, Hkv, hk, D, j0, j1 - j0),
+                       headRows(v, b, S, Hkv, hk, D, j0, j1 - j0),
+                       scratchRows(dkAcc, D, j0, j1 - j0),
+                       scratchRows(dvAcc, D, j0, j1 - j0)};
+        kb.lse = Buffer<float>(const_cast<float *>(lse + (b * Hq + h) * S + i0),
+                               1, &kb.queryRows);
+        if (int err = block(kb))
           return err;
       }
       if (int err = store(scratchRows(dqAcc, D, 0, S), scale,
@@ -366,6 +375,47 @@ template <typename T> struct BlockBackward {
       return err;
     return store(scratchRows(dvAcc, D, 0, S), 1.0f,
                  headRows(dv, b, S, Hkv, hk, D, 0, S));
+  }
+};
+
+/// The key-block backward with fp32 arithmetic (AttentionBackwardGenerator.cpp)
+/// on BackwardCall's walk: a head's q and dO widened to fp32 rows padded to
+/// 32 (the pad rows zero) and delta by the prepare pipeline.
+template <typename T> struct BlockBackward {
+  BackwardCall<T> c;
+  PrepareFn prepare;
+  BlockFn block;
+  StoreFn store;
+  int64_t keyBlock;
+
+  int run(int64_t n) const {
+    const int64_t b = n / c.Hkv, S = c.S, D = c.D;
+    const int64_t rows = (S + 31) / 32 * 32;
+    thread_local std::vector<float> scratch;
+    scratch.resize(size_t(2 * rows * D + S + 3 * S * D));
+    float *qf = scratch.data(), *dOf = qf + rows * D, *delta = dOf + rows * D;
+    float *dqAcc = delta + S, *dkAcc = dqAcc + S * D, *dvAcc = dkAcc + S * D;
+    std::fill(qf + S * D, qf + rows * D, 0.0f);
+    std::fill(dOf + S * D, dOf + rows * D, 0.0f);
+    auto prepareHead = [&](int64_t h) {
+      std::fill(dqAcc, dqAcc + S * D, 0.0f);
+      return prepare(headRows(c.q, b, S, c.Hq, h, D, 0, S),
+                     headRows(c.out, b, S, c.Hq, h, D, 0, S),
+                     headRows(c.dout, b, S, c.Hq, h, D, 0, S),
+                     scratchRows(qf, D, 0, S), scratchRows(dOf, D, 0, S),
+                     Buffer<float>(delta, int(S)));
+    };
+    auto runBlock = [&](KeyBlock<T> &kb) {
+      const int64_t i0 = kb.i0, i1 = kb.i1;
+      const int64_t tileRows = std::min(rows, i0 + (i1 - i0 + 31) / 32 * 32);
+      return block(scratchRows(qf, D, i0, tileRows - i0),
+                   scratchRows(dOf, D, i0, tileRows - i0),
+                   Buffer<float>(delta + i0, 1, &kb.queryRows), kb.lse, kb.k,
+                   kb.v, c.scale, c.window, kb.slope,
+                   scratchRows(dqAcc, D, i0, i1 - i0), kb.dk, kb.dv);
+    };
+    return c.walk(n, keyBlock, store, dqAcc, dkAcc, dvAcc, prepareHead,
+                  runBlock);
   }
 };
 
@@ -420,29 +470,19 @@ Buffer<T> view(T *host, std::initializer_list<halide_dimension_t> dims) {
   return Buffer<T>(host, int(dims.size()), std::data(dims));
 }
 
-/// The vdpbf16ps key-block backward of a whole call: one task per (batch,
-/// KV head), as BlockBackward.
+/// The vdpbf16ps key-block backward on BackwardCall's walk: a head's q and
+/// dO in the two pair layouts (the word transpose and the prepare pipeline,
+/// which also computes delta); dq accumulated in whole 32-row tiles.
 struct PairBlockBackward {
+  BackwardCall<uint16_t> c;
   PairPipelines p;
   StoreFn store;
-  int64_t B, S, Hq, Hkv, D, keyBlock;
-  const uint16_t *q, *k, *v, *out, *dout;
-  const float *lse;
-  float scale;
-  int32_t window;
-  const float *slopes;
-  uint16_t *dq, *dk, *dv;
-
-  static int task(void *, int n, uint8_t *closure) {
-    return reinterpret_cast<const PairBlockBackward *>(closure)->run(n);
-  }
+  int64_t keyBlock;
 
   int run(int64_t n) const {
-    const int64_t b = n / Hkv, hk = n % Hkv, G = Hq / Hkv;
+    const int64_t b = n / c.Hkv, S = c.S, D = c.D;
     const int64_t rows = (S + 31) / 32 * 32, tiles = rows / 32;
     const int32_t d = int32_t(D), r = int32_t(rows), t = int32_t(tiles);
-    // q and dO in the two pair layouts, delta, and the three accumulators
-    // (dq's rows padded to whole tiles).
     thread_local std::vector<uint16_t> pairs;
     thread_local std::vector<float> scratch;
     uint16_t *qd = alignedScratch(pairs, size_t(4 * rows * D));
@@ -457,54 +497,34 @@ struct PairBlockBackward {
     auto rpairs = [&](uint16_t *host) {
       return view(host, {{0, 2, 1}, {0, d, 2}, {0, r / 2, 2 * d}});
     };
-    std::fill(dkAcc, dkAcc + 2 * S * D, 0.0f);
     // One head's rows of a [B, S, heads, D] tensor as 32-bit d pairs, word
     // transposed into 32-query tiles (zeros past S).
     auto stageDPairs = [&](const uint16_t *x, int64_t h, uint16_t *to) {
       return packWordsTransposedSerial(
-          reinterpret_cast<const uint32_t *>(x + (b * S * Hq + h) * D), S,
-          D / 2, Hq * D / 2, 32, D / 2, reinterpret_cast<uint32_t *>(to));
+          reinterpret_cast<const uint32_t *>(x + (b * S * c.Hq + h) * D), S,
+          D / 2, c.Hq * D / 2, 32, D / 2, reinterpret_cast<uint32_t *>(to));
     };
-    for (int64_t g = 0; g < G; ++g) {
-      const int64_t h = hk * G + g;
-      if (stageDPairs(q, h, qd) || stageDPairs(dout, h, dOd))
-        return -1;
-      if (int err = p.prepare(headRows(q, b, S, Hq, h, D, 0, S),
-                              headRows(out, b, S, Hq, h, D, 0, S),
-                              headRows(dout, b, S, Hq, h, D, 0, S), rpairs(qq),
-                              rpairs(dOq), Buffer<float>(delta, int(S))))
-        return err;
+    auto prepareHead = [&](int64_t h) {
       std::fill(dqAcc, dqAcc + rows * D, 0.0f);
-      const float slope = slopes ? slopes[h] : 0.0f;
-      for (int64_t j0 = 0; j0 < S; j0 += keyBlock) {
-        const int64_t j1 = std::min(S, j0 + keyBlock);
-        const int64_t i0 = j0, i1 = window > 0
-                                        ? std::min<int64_t>(S, j1 + window - 1)
-                                        : S;
-        const int32_t t0 = int32_t(i0 / 32), nt = int32_t((i1 - i0 + 31) / 32);
-        halide_dimension_t queryRows(int32_t(i0), int32_t(i1 - i0), 1);
-        Buffer<float> lseRows(const_cast<float *>(lse + (b * Hq + h) * S + i0),
-                              1, &queryRows);
-        Buffer<float> deltaRows(delta + i0, 1, &queryRows);
-        auto dqTiles = view(dqAcc + int64_t(t0) * 32 * D,
-                            {{0, d, 1}, {0, 32, d}, {t0, nt, 32 * d}});
-        if (int err = p.block(
-                dpairs(qd), dpairs(dOd), rpairs(qq), rpairs(dOq), deltaRows,
-                lseRows, headRows(k, b, S, Hkv, hk, D, j0, j1 - j0),
-                headRows(v, b, S, Hkv, hk, D, j0, j1 - j0), scale, window,
-                slope, dqTiles, scratchRows(dkAcc, D, j0, j1 - j0),
-                scratchRows(dvAcc, D, j0, j1 - j0)))
-          return err;
-      }
-      if (int err = store(scratchRows(dqAcc, D, 0, S), scale,
-                          headRows(dq, b, S, Hq, h, D, 0, S)))
-        return err;
-    }
-    if (int err = store(scratchRows(dkAcc, D, 0, S), scale,
-                        headRows(dk, b, S, Hkv, hk, D, 0, S)))
-      return err;
-    return store(scratchRows(dvAcc, D, 0, S), 1.0f,
-                 headRows(dv, b, S, Hkv, hk, D, 0, S));
+      if (stageDPairs(c.q, h, qd) || stageDPairs(c.dout, h, dOd))
+        return -1;
+      return p.prepare(headRows(c.q, b, S, c.Hq, h, D, 0, S),
+                       headRows(c.out, b, S, c.Hq, h, D, 0, S),
+                       headRows(c.dout, b, S, c.Hq, h, D, 0, S), rpairs(qq),
+                       rpairs(dOq), Buffer<float>(delta, int(S)));
+    };
+    auto runBlock = [&](KeyBlock<uint16_t> &kb) {
+      const int32_t t0 = int32_t(kb.i0 / 32),
+                    nt = int32_t((kb.i1 - kb.i0 + 31) / 32);
+      auto dqTiles = view(dqAcc + int64_t(t0) * 32 * D,
+                          {{0, d, 1}, {0, 32, d}, {t0, nt, 32 * d}});
+      return p.block(dpairs(qd), dpairs(dOd), rpairs(qq), rpairs(dOq),
+                     Buffer<float>(delta + kb.i0, 1, &kb.queryRows), kb.lse,
+                     kb.k, kb.v, c.scale, c.window, kb.slope, dqTiles, kb.dk,
+                     kb.dv);
+    };
+    return c.walk(n, keyBlock, store, dqAcc, dkAcc, dvAcc, prepareHead,
+                  runBlock);
   }
 };
 
@@ -519,61 +539,21 @@ int attentionBackwardOf(std::optional<Half> type, int64_t B, int64_t S,
                         const float *slopes, int64_t window) {
   if (!attentionShapesOk(B, S, Hq, Hkv, D))
     return -1;
-  int32_t w = int32_t(std::clamp<int64_t>(window, 0, S));
   // Every view's rows and strides are int32 in Halide: refuse what does not
   // fit, as dense() does.
   if (B * S * std::max(Hq, Hkv) * D > INT32_MAX)
     return -1;
+  const int32_t w = int32_t(std::clamp<int64_t>(window, 0, S));
+  const BackwardCall<T> call{B,    S,   Hq,    Hkv, D,      q,  k,  v, out,
+                             dout, lse, scale, w,   slopes, dq, dk, dv};
   if constexpr (std::is_same_v<T, uint16_t>)
-    if (*type == Half::BF16 && bf16Products() == Bf16Products::Dot) {
-      PairBlockBackward job{pairPipelines(D),
-                            attentionStorePipeline(type),
-                            B,
-                            S,
-                            Hq,
-                            Hkv,
-                            D,
-                            pairKeyBlock(S),
-                            q,
-                            k,
-                            v,
-                            out,
-                            dout,
-                            lse,
-                            scale,
-                            w,
-                            slopes,
-                            dq,
-                            dk,
-                            dv};
-      return halide_do_par_for(nullptr, PairBlockBackward::task, 0,
-                               static_cast<int>(B * Hkv),
-                               reinterpret_cast<uint8_t *>(&job));
-    }
-  BlockBackward<T> job{attentionPreparePipeline(type),
-                       attentionBlockPipeline(D, type),
-                       attentionStorePipeline(type),
-                       B,
-                       S,
-                       Hq,
-                       Hkv,
-                       D,
-                       attentionKeyBlock(S),
-                       q,
-                       k,
-                       v,
-                       out,
-                       dout,
-                       lse,
-                       scale,
-                       w,
-                       slopes,
-                       dq,
-                       dk,
-                       dv};
-  return halide_do_par_for(nullptr, BlockBackward<T>::task, 0,
-                           static_cast<int>(B * Hkv),
-                           reinterpret_cast<uint8_t *>(&job));
+    if (*type == Half::BF16 && bf16Products() == Bf16Products::Dot)
+      return call.forEachKvHead(PairBlockBackward{call, pairPipelines(D),
+                                                  attentionStorePipeline(type),
+                                                  pairKeyBlock(S)});
+  return call.forEachKvHead(BlockBackward<T>{
+      call, attentionPreparePipeline(type), attentionBlockPipeline(D, type),
+      attentionStorePipeline(type), attentionKeyBlock(S)});
 }
 } // namespace
 
