@@ -83,6 +83,17 @@ void scheduleRowPairs(Func f, Var kk, Var d, int D) {
                                                                        kLanes);
 }
 
+/// The layout of an operand the runtime staged with the word transpose
+/// (lib/Attention.cpp, stageDPairs): (kk, row, dp, tile) dense, d in pairs
+/// and the 32 rows of a tile on the lanes, for head dimension D.
+template <typename Param> void constrainDPairs(Param &in, int D) {
+  const int T = kKeyTile;
+  in.dim(0).set_stride(1).set_min(0).set_extent(2);
+  in.dim(1).set_stride(2).set_min(0).set_extent(T);
+  in.dim(2).set_stride(2 * T).set_min(0).set_extent(D / 2);
+  in.dim(3).set_stride(T * D);
+}
+
 /// bf16 attention forward: (o, lse) as AttentionForward, with S = Q K^T and
 /// O = P V on vdpbf16ps.
 class AttentionForwardBf16
@@ -219,10 +230,8 @@ public:
         .unroll(ir);
 
     q.dim(0).set_stride(1).set_min(0).set_extent(D);
-    kd.dim(0).set_stride(1).set_min(0).set_extent(2);
-    kd.dim(1).set_stride(2).set_min(0).set_extent(JT);
-    kd.dim(2).set_stride(2 * JT).set_min(0).set_extent(DP);
-    kd.dim(3).set_stride(JT * D).set_min(0);
+    constrainDPairs(kd, D);
+    kd.dim(3).set_min(0);
     v.dim(0).set_stride(1).set_min(0).set_extent(D);
     Func outF = out;
     outF.output_buffers()[0].dim(0).set_stride(1).set_min(0).set_extent(D);
@@ -446,12 +455,8 @@ public:
         .unroll(dci)
         .unroll(ir);
 
-    for (auto *in : {&qd, &dOd}) {
-      in->dim(0).set_stride(1).set_min(0).set_extent(2);
-      in->dim(1).set_stride(2).set_min(0).set_extent(IT);
-      in->dim(2).set_stride(2 * IT).set_min(0).set_extent(DP);
-      in->dim(3).set_stride(IT * D);
-    }
+    constrainDPairs(qd, D);
+    constrainDPairs(dOd, D);
     for (auto *in : {&qq, &dOq}) {
       in->dim(0).set_stride(1).set_min(0).set_extent(2);
       in->dim(1).set_stride(2).set_min(0).set_extent(D);

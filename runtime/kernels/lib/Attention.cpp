@@ -161,8 +161,17 @@ template <typename T> T *alignedScratch(std::vector<T> &v, size_t n) {
   return reinterpret_cast<T *>((p + kAlign - 1) & ~(kAlign - 1));
 }
 
-/// K of one (batch, KV head) per task as the vdpbf16ps forward reads it:
-/// d in 32-bit pairs, word transposed into 32-key tiles (PackWords.h).
+/// Head `h` of batch `b` of a bf16 [B, S, heads, D] tensor as the vdpbf16ps
+/// pipelines read K (forward) and q, dO (backward): d in 32-bit pairs, word
+/// transposed into tiles of 32 rows (zeros past S) at `to` (PackWords.h).
+int stageDPairs(const uint16_t *x, int64_t b, int64_t S, int64_t heads,
+                int64_t h, int64_t D, uint16_t *to) {
+  return packWordsTransposedSerial(
+      reinterpret_cast<const uint32_t *>(x + (b * S * heads + h) * D), S, D / 2,
+      heads * D / 2, 32, D / 2, reinterpret_cast<uint32_t *>(to));
+}
+
+/// K of one (batch, KV head) per task as the vdpbf16ps forward reads it.
 struct StageKeyPairs {
   const uint16_t *k;
   uint16_t *kd;
@@ -170,12 +179,8 @@ struct StageKeyPairs {
 
   static int task(void *, int n, uint8_t *closure) {
     const auto &job = *reinterpret_cast<const StageKeyPairs *>(closure);
-    const int64_t b = n / job.Hkv, h = n % job.Hkv, D = job.D;
-    return packWordsTransposedSerial(
-        reinterpret_cast<const uint32_t *>(job.k +
-                                           (b * job.S * job.Hkv + h) * D),
-        job.S, D / 2, job.Hkv * D / 2, 32, D / 2,
-        reinterpret_cast<uint32_t *>(job.kd + n * job.tiles * 32 * D));
+    return stageDPairs(job.k, n / job.Hkv, job.S, job.Hkv, n % job.Hkv, job.D,
+                       job.kd + n * job.tiles * 32 * job.D);
   }
 };
 
@@ -497,16 +502,10 @@ struct PairBlockBackward {
     auto rpairs = [&](uint16_t *host) {
       return view(host, {{0, 2, 1}, {0, d, 2}, {0, r / 2, 2 * d}});
     };
-    // One head's rows of a [B, S, heads, D] tensor as 32-bit d pairs, word
-    // transposed into 32-query tiles (zeros past S).
-    auto stageDPairs = [&](const uint16_t *x, int64_t h, uint16_t *to) {
-      return packWordsTransposedSerial(
-          reinterpret_cast<const uint32_t *>(x + (b * S * c.Hq + h) * D), S,
-          D / 2, c.Hq * D / 2, 32, D / 2, reinterpret_cast<uint32_t *>(to));
-    };
     auto prepareHead = [&](int64_t h) {
       std::fill(dqAcc, dqAcc + rows * D, 0.0f);
-      if (stageDPairs(c.q, h, qd) || stageDPairs(c.dout, h, dOd))
+      if (stageDPairs(c.q, b, S, c.Hq, h, D, qd) ||
+          stageDPairs(c.dout, b, S, c.Hq, h, D, dOd))
         return -1;
       return p.prepare(headRows(c.q, b, S, c.Hq, h, D, 0, S),
                        headRows(c.out, b, S, c.Hq, h, D, 0, S),
