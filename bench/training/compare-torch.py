@@ -15,10 +15,14 @@ bench/training/llama-85m.json, both vocabulary 256) and precision, trains
     autocast (fp32 masters), the same model shape, AdamW.
 
 and prints tokens/s (from the median step after the warm-up), the ratio, the
-fraction of the two cores' peak each reaches (6 x matrix parameters + causal
-attention FLOPs per token; the fp32 FMA and bf16 dot-product peaks measured
-by `ratrain-calibrate --quick --no-mpi` in this run) and the share of
-RATrain's step outside kernels and waits (the runtime's overhead).
+fraction of the host's peak each reaches (6 x matrix parameters + causal
+attention FLOPs per token, over the fp32 FMA or bf16 dot-product peak of
+every CPU, measured by `ratrain-calibrate --peaks` with all CPUs busy at
+once right before and right after each run, the two averaged: the host's
+CPUs do not deliver the same rate from one minute to the next, so a peak
+measured once at the start misjudges a run minutes later) and the share of
+RATrain's step outside kernels and waits (the runtime's overhead). The
+peaks each fraction divides by are printed with it, per CPU.
 
 PyTorch is optional: without python3-torch the script says so and exits 0.
 Never a test.
@@ -27,7 +31,6 @@ Never a test.
 import argparse
 import json
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -61,15 +64,26 @@ def flops_per_token(config, seq):
     return 6 * matrices + attention
 
 
-def peaks(bin_dir, out_dir):
-    """(fp32, bf16) FLOP/s of the whole host, measured now."""
-    path = os.path.join(out_dir, "peaks.yaml")
-    run([os.path.join(bin_dir, "ratrain-calibrate"), "--quick", "--no-mpi",
-         "-o", path], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    text = open(path).read()
-    value = lambda key: float(re.search(key + r":\s*(\S+)", text).group(1))
-    cores = int(value("cores")) * int(value("clusters_per_node"))
-    return cores * value("peak_flops_f32"), cores * value("peak_flops_f16")
+def peaks(bin_dir):
+    """Every CPU's peaks, measured now with all CPUs busy at once
+    (`ratrain-calibrate --peaks`): {"fp32": total, "bf16": total of the bf16
+    kernels' path, "fp32_cpus": [...], "bf16_cpus": [...]} in FLOP/s."""
+    out = run([os.path.join(bin_dir, "ratrain-calibrate"), "--peaks"],
+              capture_output=True).stdout
+    p = json.loads(out)
+    widen = p["bf16_path"] != "dot"
+    return {"fp32": p["fp32_total"], "bf16": p["peak16_total"],
+            "fp32_cpus": p["fp32_flops"],
+            "bf16_cpus": p["fp32_flops"] if widen else p["bf16_flops"]}
+
+
+def bracket(before, after, precision):
+    """The mean of two peak measurements, and the per-CPU figures as text."""
+    key = "fp32" if precision == "fp32" else "bf16"
+    cpus = "/".join("%.0f-%.0f" % (min(a, b) / 1e9, max(a, b) / 1e9)
+                    for a, b in zip(before[key + "_cpus"],
+                                    after[key + "_cpus"]))
+    return (before[key] + after[key]) / 2, cpus
 
 
 def ratrain_run(bin_dir, corpus, model, precision, steps, warmup, out_dir):
@@ -123,28 +137,36 @@ def main():
             sys.exit("error: %s is missing (build the project first)" % f)
     out_dir = tempfile.mkdtemp(prefix="ratrain-vs-torch-")
     load = open("/proc/loadavg").read().split()[:3]
-    peak32, peak16 = peaks(bin_dir, out_dir)
-    print("host: %d cores, load %s; measured peaks: fp32 %.1f GFLOP/s, bf16 "
-          "%.1f GFLOP/s (both cores); %d steps after %d warm-up; logs in %s"
-          % (os.cpu_count(), " ".join(load), peak32 / 1e9, peak16 / 1e9,
-             a.steps - a.warmup, a.warmup, out_dir))
+    first = peaks(bin_dir)
+    print("host: %d cores, load %s; peaks now (all CPUs at once): fp32 %.1f "
+          "GFLOP/s, bf16 %.1f GFLOP/s; %d steps after %d warm-up; logs in %s"
+          % (os.cpu_count(), " ".join(load), first["fp32"] / 1e9,
+             first["bf16"] / 1e9, a.steps - a.warmup, a.warmup, out_dir))
     header = ("model", "precision", "RATrain tok/s", "PyTorch tok/s", "ratio",
-              "RATrain % peak", "PyTorch % peak", "RATrain other")
-    print("%-6s %-9s %14s %14s %7s %15s %15s %14s" % header)
+              "RATrain % peak", "PyTorch % peak", "RATrain other",
+              "peak GFLOP/s per CPU (RATrain; PyTorch)")
+    print("%-6s %-9s %14s %14s %7s %15s %15s %14s  %s" % header)
     seq = TOKENS_PER_STEP[1]
     for name in a.models.split(","):
         model = MODELS[name]
         config = json.load(open(model))
         fpt = flops_per_token(config, seq)
         for precision in a.precisions.split(","):
-            peak = peak32 if precision == "fp32" else peak16
+            before = first if first else peaks(bin_dir)
             ours, _, other = ratrain_run(bin_dir, corpus, model, precision,
                                          a.steps, a.warmup, out_dir)
+            between = peaks(bin_dir)
             theirs, _, version = torch_run(model, precision, a.steps, a.warmup)
+            first = None
+            after = peaks(bin_dir)
+            peak_ours, cpus_ours = bracket(before, between, precision)
+            peak_theirs, cpus_theirs = bracket(between, after, precision)
             print("%-6s %-9s %14.0f %14.0f %6.2fx %14.1f%% %14.1f%% %13.1f%%"
+                  "  %s; %s"
                   % (name, precision, ours, theirs, ours / theirs,
-                     100 * ours * fpt / peak, 100 * theirs * fpt / peak,
-                     100 * other), flush=True)
+                     100 * ours * fpt / peak_ours,
+                     100 * theirs * fpt / peak_theirs, 100 * other,
+                     cpus_ours, cpus_theirs), flush=True)
     print("PyTorch %s, 2 threads; RATrain 2 ranks (the planner's plan)" %
           version)
     return 0

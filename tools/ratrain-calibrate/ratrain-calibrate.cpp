@@ -2,6 +2,7 @@
 //
 // ratrain-calibrate [-o examples/machines/host.yaml] [--clusters-per-node N]
 //                   [--ddr-fraction 0.5] [--quick] [--no-mpi]
+// ratrain-calibrate --peaks [-o FILE]   (every CPU's peaks at once, JSON)
 //
 // Treats the host as one node of N clusters (default: one per CPU), each
 // with hardware_concurrency / N cores, and measures:
@@ -35,6 +36,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ConcurrentPeaks.h"
 #include "Kernels.h"
 
 #include "ratrain/Machine/MachineModel.h"
@@ -97,6 +99,12 @@ static cl::opt<bool>
           cl::desc("measure transfers between threads instead of "
                    "running the runtime under mpirun"),
           cl::cat(category));
+static cl::opt<bool> peaksOnly(
+    "peaks",
+    cl::desc("only measure the fp32 FMA and bf16 dot peaks of every CPU at "
+             "once (one pinned thread each, wall clock) and write them as "
+             "JSON (ConcurrentPeaks.h)"),
+    cl::cat(category));
 static cl::opt<std::string> machineName("name", cl::init("host"),
                                         cl::desc("machine name"),
                                         cl::cat(category));
@@ -364,6 +372,30 @@ RuntimeTransfers measureRuntimeTransfers(const char *argv0,
 
 } // namespace
 
+/// `--peaks`: every CPU's peaks measured at once, as JSON to -o.
+static int writePeaks(const std::function<int(const llvm::Twine &)> &fail) {
+  ConcurrentPeaks peaks;
+  std::string error;
+  if (!measureConcurrentPeaks(quick ? 10000000 : 20000000, 3, peaks, error))
+    return fail(error);
+#ifdef RATRAIN_HAVE_KERNELS
+  const bool bf16Widened = kn::bf16Products() == kn::Bf16Products::Widen;
+#else
+  const bool bf16Widened = false;
+#endif
+  if (outputPath == "-") {
+    printConcurrentPeaksJson(peaks, bf16Widened, llvm::outs());
+    return 0;
+  }
+  if (llvm::Error e =
+          llvm::writeToOutput(outputPath, [&](llvm::raw_ostream &out) {
+            printConcurrentPeaksJson(peaks, bf16Widened, out);
+            return llvm::Error::success();
+          }))
+    return fail(outputPath + ": " + llvm::toString(std::move(e)));
+  return 0;
+}
+
 int main(int argc, char **argv) {
   ratrain::InitTool init(argc, argv);
   cl::HideUnrelatedOptions(category);
@@ -381,6 +413,8 @@ int main(int argc, char **argv) {
   };
   if (!(ddrFraction > 0 && ddrFraction <= 1))
     return fail("--ddr-fraction must be in (0, 1]");
+  if (peaksOnly)
+    return writePeaks(fail);
 
   auto started = Clock::now();
   unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
