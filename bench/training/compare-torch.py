@@ -17,12 +17,13 @@ bench/training/llama-85m.json, both vocabulary 256) and precision, trains
 and prints tokens/s (from the median step after the warm-up), the ratio, the
 fraction of the host's peak each reaches (6 x matrix parameters + causal
 attention FLOPs per token, over the fp32 FMA or bf16 dot-product peak of
-every CPU, measured by `ratrain-calibrate --peaks` with all CPUs busy at
-once right before and right after each run, the two averaged: the host's
-CPUs do not deliver the same rate from one minute to the next, so a peak
-measured once at the start misjudges a run minutes later) and the share of
-RATrain's step outside kernels and waits (the runtime's overhead). The
-peaks each fraction divides by are printed with it, per CPU.
+all CPUs: `ratrain-calibrate --peaks` measures each CPU alone and all of
+them at once, right before and right after each run; the larger of the two
+totals, averaged over the two measurements: the host's CPUs do not deliver
+the same rate from one minute to the next, so a peak measured once at the
+start misjudges a run minutes later) and the share of RATrain's step
+outside kernels and waits (the runtime's overhead). The peaks each fraction
+divides by are printed with it, per CPU.
 
 PyTorch is optional: without python3-torch the script says so and exits 0.
 Never a test.
@@ -65,25 +66,33 @@ def flops_per_token(config, seq):
 
 
 def peaks(bin_dir):
-    """Every CPU's peaks, measured now with all CPUs busy at once
-    (`ratrain-calibrate --peaks`): {"fp32": total, "bf16": total of the bf16
-    kernels' path, "fp32_cpus": [...], "bf16_cpus": [...]} in FLOP/s."""
+    """The host's peaks now (`ratrain-calibrate --peaks`: each CPU alone,
+    then all at once): {"fp32", "bf16": the larger total of the two (FLOP/s;
+    bf16 at the rate of the bf16 kernels' path), "fp32_alone",
+    "fp32_together", "bf16_alone", "bf16_together": per CPU}."""
     out = run([os.path.join(bin_dir, "ratrain-calibrate"), "--peaks"],
               capture_output=True).stdout
     p = json.loads(out)
     widen = p["bf16_path"] != "dot"
-    return {"fp32": p["fp32_total"], "bf16": p["peak16_total"],
-            "fp32_cpus": p["fp32_flops"],
-            "bf16_cpus": p["fp32_flops"] if widen else p["bf16_flops"]}
+    result = {"fp32": p["peak32_total"], "bf16": p["peak16_total"]}
+    for when in ("alone", "together"):
+        result["fp32_" + when] = p[when]["fp32_flops"]
+        result["bf16_" + when] = p[when]["fp32_flops" if widen else
+                                         "bf16_flops"]
+    return result
 
 
 def bracket(before, after, precision):
-    """The mean of two peak measurements, and the per-CPU figures as text."""
+    """The mean of two peak measurements (FLOP/s), and what they were made
+    of as text: GFLOP/s per CPU alone and all at once, means of the two."""
     key = "fp32" if precision == "fp32" else "bf16"
-    cpus = "/".join("%.0f-%.0f" % (min(a, b) / 1e9, max(a, b) / 1e9)
-                    for a, b in zip(before[key + "_cpus"],
-                                    after[key + "_cpus"]))
-    return (before[key] + after[key]) / 2, cpus
+    mean = lambda when: "/".join(
+        "%.0f" % ((a + b) / 2e9)
+        for a, b in zip(before[key + "_" + when], after[key + "_" + when]))
+    return ((before[key] + after[key]) / 2,
+            "%.0f (alone %s, together %s)" % (
+                (before[key] + after[key]) / 2e9, mean("alone"),
+                mean("together")))
 
 
 def ratrain_run(bin_dir, corpus, model, precision, steps, warmup, out_dir):
@@ -138,13 +147,13 @@ def main():
     out_dir = tempfile.mkdtemp(prefix="ratrain-vs-torch-")
     load = open("/proc/loadavg").read().split()[:3]
     first = peaks(bin_dir)
-    print("host: %d cores, load %s; peaks now (all CPUs at once): fp32 %.1f "
-          "GFLOP/s, bf16 %.1f GFLOP/s; %d steps after %d warm-up; logs in %s"
+    print("host: %d cores, load %s; peaks now: fp32 %.1f GFLOP/s, bf16 %.1f "
+          "GFLOP/s; %d steps after %d warm-up; logs in %s"
           % (os.cpu_count(), " ".join(load), first["fp32"] / 1e9,
              first["bf16"] / 1e9, a.steps - a.warmup, a.warmup, out_dir))
     header = ("model", "precision", "RATrain tok/s", "PyTorch tok/s", "ratio",
               "RATrain % peak", "PyTorch % peak", "RATrain other",
-              "peak GFLOP/s per CPU (RATrain; PyTorch)")
+              "peak GFLOP/s (RATrain; PyTorch)")
     print("%-6s %-9s %14s %14s %7s %15s %15s %14s  %s" % header)
     seq = TOKENS_PER_STEP[1]
     for name in a.models.split(","):

@@ -1,4 +1,4 @@
-//===- ConcurrentPeaks.cpp - Every CPU's peak, measured at once -----------===//
+//===- ConcurrentPeaks.cpp - Every CPU's peak, alone and all at once ------===//
 
 #include "ConcurrentPeaks.h"
 #include "Kernels.h"
@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <pthread.h>
 #include <sched.h>
@@ -15,19 +17,15 @@
 
 using namespace ratrain::calibrate;
 
-double ConcurrentPeaks::fp32Total() const {
+static double sum(const std::vector<double> &rates) {
   double total = 0;
-  for (double r : fp32)
+  for (double r : rates)
     total += r;
   return total;
 }
 
-double ConcurrentPeaks::bf16Total() const {
-  double total = 0;
-  for (double r : bf16)
-    total += r;
-  return total;
-}
+double CpuRates::fp32Total() const { return sum(fp32); }
+double CpuRates::bf16Total() const { return sum(bf16); }
 
 namespace {
 
@@ -53,6 +51,52 @@ private:
   std::atomic<int> arrived{0}, phase{0};
 };
 
+/// Runs the loops on `cpus[first, first + count)` at once, one pinned thread
+/// each, and records each CPU's best round into `rates`.
+bool measure(const std::vector<int> &cpus, int first, int count,
+             int64_t iterations, int rounds, CpuRates &rates,
+             std::string &error) {
+  const bool bf16 = hasBF16Kernel();
+  SpinBarrier barrier(count);
+  std::vector<std::string> errors(count);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < count; ++t)
+    threads.emplace_back([&, t] {
+      const int index = first + t;
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(cpus[index], &one);
+      if (int rc = pthread_setaffinity_np(pthread_self(), sizeof(one), &one))
+        errors[t] = "pinning a thread to CPU " + std::to_string(cpus[index]) +
+                    ": " + std::strerror(rc);
+      float sink = 0;
+      auto timed = [&](double (*loop)(int64_t, float *), double &best) {
+        barrier.arriveAndWait();
+        auto start = Clock::now();
+        double flops = loop(iterations, &sink);
+        double s = std::chrono::duration<double>(Clock::now() - start).count();
+        if (s > 0)
+          best = std::max(best, flops / s);
+      };
+      for (int r = 0; r < rounds; ++r) {
+        timed(fp32FmaKernel, rates.fp32[index]);
+        if (bf16)
+          timed(bf16DotKernel, rates.bf16[index]);
+      }
+      // Keeps the loops' results alive.
+      if (sink == 12345.0f)
+        std::fputc(' ', stderr);
+    });
+  for (std::thread &t : threads)
+    t.join();
+  for (const std::string &e : errors)
+    if (!e.empty()) {
+      error = e;
+      return false;
+    }
+  return true;
+}
+
 } // namespace
 
 bool ratrain::calibrate::measureConcurrentPeaks(int64_t iterations, int rounds,
@@ -69,69 +113,42 @@ bool ratrain::calibrate::measureConcurrentPeaks(int64_t iterations, int rounds,
     if (CPU_ISSET(cpu, &allowed))
       result.cpus.push_back(cpu);
   const int n = int(result.cpus.size());
-  result.fp32.assign(n, 0);
-  result.bf16.assign(n, 0);
-  const bool bf16 = hasBF16Kernel();
-  SpinBarrier barrier(n);
-  std::vector<std::string> errors(n);
+  for (CpuRates *rates : {&result.alone, &result.together}) {
+    rates->fp32.assign(n, 0);
+    rates->bf16.assign(n, 0);
+  }
   auto started = Clock::now();
-  std::vector<std::thread> threads;
-  for (int t = 0; t < n; ++t)
-    threads.emplace_back([&, t] {
-      cpu_set_t one;
-      CPU_ZERO(&one);
-      CPU_SET(result.cpus[t], &one);
-      if (int rc = pthread_setaffinity_np(pthread_self(), sizeof(one), &one))
-        errors[t] = "pinning a thread to CPU " +
-                    std::to_string(result.cpus[t]) + ": " + std::strerror(rc);
-      float sink = 0;
-      auto timed = [&](double (*loop)(int64_t, float *), double &best) {
-        barrier.arriveAndWait();
-        auto start = Clock::now();
-        double flops = loop(iterations, &sink);
-        double s = std::chrono::duration<double>(Clock::now() - start).count();
-        if (s > 0)
-          best = std::max(best, flops / s);
-      };
-      for (int r = 0; r < rounds; ++r) {
-        timed(fp32FmaKernel, result.fp32[t]);
-        if (bf16)
-          timed(bf16DotKernel, result.bf16[t]);
-      }
-      // Keeps the loops' results alive.
-      if (sink == 12345.0f)
-        std::fputc(' ', stderr);
-    });
-  for (std::thread &t : threads)
-    t.join();
+  for (int i = 0; i < n; ++i)
+    if (!measure(result.cpus, i, 1, iterations, rounds, result.alone, error))
+      return false;
+  if (!measure(result.cpus, 0, n, iterations, rounds, result.together, error))
+    return false;
   result.seconds =
       std::chrono::duration<double>(Clock::now() - started).count();
-  for (const std::string &e : errors)
-    if (!e.empty()) {
-      error = e;
-      return false;
-    }
   return true;
+}
+
+static llvm::json::Object ratesJson(const CpuRates &rates) {
+  return llvm::json::Object{{"fp32_flops", llvm::json::Array(rates.fp32)},
+                            {"bf16_flops", llvm::json::Array(rates.bf16)},
+                            {"fp32_total", rates.fp32Total()},
+                            {"bf16_total", rates.bf16Total()}};
 }
 
 void ratrain::calibrate::printConcurrentPeaksJson(const ConcurrentPeaks &peaks,
                                                   bool bf16Widened,
                                                   llvm::raw_ostream &os) {
-  llvm::json::Array cpus, fp32, bf16;
-  for (size_t i = 0; i < peaks.cpus.size(); ++i) {
-    cpus.push_back(peaks.cpus[i]);
-    fp32.push_back(peaks.fp32[i]);
-    bf16.push_back(peaks.bf16[i]);
-  }
-  const bool dot = !bf16Widened && peaks.bf16Total() > 0;
-  llvm::json::Object object{
-      {"cpus", std::move(cpus)},
-      {"fp32_flops", std::move(fp32)},
-      {"bf16_flops", std::move(bf16)},
-      {"fp32_total", peaks.fp32Total()},
-      {"bf16_total", peaks.bf16Total()},
-      {"bf16_path", dot ? "dot" : "widen"},
-      {"peak16_total", dot ? peaks.bf16Total() : peaks.fp32Total()},
-      {"seconds", peaks.seconds}};
+  const bool dot = !bf16Widened && peaks.alone.bf16Total() > 0;
+  double peak32 = std::max(peaks.alone.fp32Total(), peaks.together.fp32Total());
+  double peak16 =
+      dot ? std::max(peaks.alone.bf16Total(), peaks.together.bf16Total())
+          : peak32;
+  llvm::json::Object object{{"cpus", llvm::json::Array(peaks.cpus)},
+                            {"alone", ratesJson(peaks.alone)},
+                            {"together", ratesJson(peaks.together)},
+                            {"bf16_path", dot ? "dot" : "widen"},
+                            {"peak32_total", peak32},
+                            {"peak16_total", peak16},
+                            {"seconds", peaks.seconds}};
   os << llvm::json::Value(std::move(object)) << "\n";
 }
