@@ -3,6 +3,7 @@
 
     /usr/bin/python3 bench/training/compare-torch.py [--build BUILD_DIR]
         [--steps 20] [--warmup 3] [--models tiny,85m] [--precisions fp32,bf16]
+        [--rounds 1]
 
 For each model (the tiny LLaMA of examples/models, and the 12 x 768 LLaMA of
 bench/training/llama-85m.json, both vocabulary 256) and precision, trains
@@ -23,7 +24,10 @@ totals, averaged over the two measurements: the host's CPUs do not deliver
 the same rate from one minute to the next, so a peak measured once at the
 start misjudges a run minutes later) and the share of RATrain's step
 outside kernels and waits (the runtime's overhead). The peaks each fraction
-divides by are printed with it, per CPU.
+divides by are printed with it, per CPU. With --rounds N the pair of runs is
+repeated N times, one line each, and a line of the medians follows: the
+host's speed moves by 5-30% between minutes, and only runs side by side and
+repeated say which is faster.
 
 PyTorch is optional: without python3-torch the script says so and exits 0.
 Never a test.
@@ -95,9 +99,10 @@ def bracket(before, after, precision):
                 mean("together")))
 
 
-def ratrain_run(bin_dir, corpus, model, precision, steps, warmup, out_dir):
-    log = os.path.join(out_dir, "ratrain-%s-%s.jsonl" % (
-        os.path.basename(model), precision))
+def ratrain_run(bin_dir, corpus, model, precision, steps, warmup, out_dir,
+                round_index):
+    log = os.path.join(out_dir, "ratrain-%s-%s-%d.jsonl" % (
+        os.path.basename(model), precision, round_index))
     if os.path.exists(log):
         os.remove(log)
     seqs, seq = TOKENS_PER_STEP
@@ -133,7 +138,11 @@ def main():
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--models", default="tiny,85m")
     p.add_argument("--precisions", default="fp32,bf16")
+    p.add_argument("--rounds", type=int, default=1)
     a = p.parse_args()
+    if a.rounds < 1 or a.steps <= a.warmup:
+        sys.exit("error: --rounds must be at least 1 and --steps more than "
+                 "--warmup (got %d, %d, %d)" % (a.rounds, a.steps, a.warmup))
     if subprocess.run(["/usr/bin/python3", "-c", "import torch"],
                       capture_output=True).returncode != 0:
         print("PyTorch baseline skipped: python3-torch is not installed "
@@ -161,21 +170,32 @@ def main():
         config = json.load(open(model))
         fpt = flops_per_token(config, seq)
         for precision in a.precisions.split(","):
-            before = first if first else peaks(bin_dir)
-            ours, _, other = ratrain_run(bin_dir, corpus, model, precision,
-                                         a.steps, a.warmup, out_dir)
-            between = peaks(bin_dir)
-            theirs, _, version = torch_run(model, precision, a.steps, a.warmup)
-            first = None
-            after = peaks(bin_dir)
-            peak_ours, cpus_ours = bracket(before, between, precision)
-            peak_theirs, cpus_theirs = bracket(between, after, precision)
-            print("%-6s %-9s %14.0f %14.0f %6.2fx %14.1f%% %14.1f%% %13.1f%%"
-                  "  %s; %s"
-                  % (name, precision, ours, theirs, ours / theirs,
-                     100 * ours * fpt / peak_ours,
-                     100 * theirs * fpt / peak_theirs, 100 * other,
-                     cpus_ours, cpus_theirs), flush=True)
+            rows = []
+            for r in range(a.rounds):
+                before = first if first else peaks(bin_dir)
+                ours, _, other = ratrain_run(bin_dir, corpus, model, precision,
+                                             a.steps, a.warmup, out_dir, r)
+                between = peaks(bin_dir)
+                theirs, _, version = torch_run(model, precision, a.steps,
+                                               a.warmup)
+                first = None
+                after = peaks(bin_dir)
+                peak_ours, cpus_ours = bracket(before, between, precision)
+                peak_theirs, cpus_theirs = bracket(between, after, precision)
+                rows.append((ours, theirs, ours / theirs,
+                             100 * ours * fpt / peak_ours,
+                             100 * theirs * fpt / peak_theirs, 100 * other))
+                print("%-6s %-9s %14.0f %14.0f %6.2fx %14.1f%% %14.1f%% "
+                      "%13.1f%%  %s; %s"
+                      % ((name, precision) + rows[-1] +
+                         (cpus_ours, cpus_theirs)), flush=True)
+            if a.rounds > 1:
+                medians = tuple(statistics.median(row[i] for row in rows)
+                                for i in range(6))
+                print("%-6s %-9s %14.0f %14.0f %6.2fx %14.1f%% %14.1f%% "
+                      "%13.1f%%  median of %d rounds"
+                      % ((name, precision) + medians + (a.rounds,)),
+                      flush=True)
     print("PyTorch %s, 2 threads; RATrain 2 ranks (the planner's plan)" %
           version)
     return 0
