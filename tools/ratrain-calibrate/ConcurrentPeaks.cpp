@@ -11,21 +11,19 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <numeric>
 #include <pthread.h>
 #include <sched.h>
 #include <thread>
 
 using namespace ratrain::calibrate;
 
-static double sum(const std::vector<double> &rates) {
-  double total = 0;
-  for (double r : rates)
-    total += r;
-  return total;
+double CpuRates::fp32Total() const {
+  return std::accumulate(fp32.begin(), fp32.end(), 0.0);
 }
-
-double CpuRates::fp32Total() const { return sum(fp32); }
-double CpuRates::bf16Total() const { return sum(bf16); }
+double CpuRates::bf16Total() const {
+  return std::accumulate(bf16.begin(), bf16.end(), 0.0);
+}
 
 namespace {
 

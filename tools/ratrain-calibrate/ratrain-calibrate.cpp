@@ -2,7 +2,8 @@
 //
 // ratrain-calibrate [-o examples/machines/host.yaml] [--clusters-per-node N]
 //                   [--ddr-fraction 0.5] [--quick] [--no-mpi]
-// ratrain-calibrate --peaks [-o FILE]   (every CPU's peaks at once, JSON)
+// ratrain-calibrate --peaks [-o FILE]   (each CPU's peaks alone and all at
+//                                        once, as JSON: ConcurrentPeaks.h)
 //
 // Treats the host as one node of N clusters (default: one per CPU), each
 // with hardware_concurrency / N cores, and measures:
@@ -101,9 +102,9 @@ static cl::opt<bool>
           cl::cat(category));
 static cl::opt<bool> peaksOnly(
     "peaks",
-    cl::desc("only measure the fp32 FMA and bf16 dot peaks of every CPU at "
-             "once (one pinned thread each, wall clock) and write them as "
-             "JSON (ConcurrentPeaks.h)"),
+    cl::desc("only measure the fp32 FMA and bf16 dot peaks of each CPU alone "
+             "and of all CPUs at once (pinned threads, wall clock) and write "
+             "them as JSON (ConcurrentPeaks.h)"),
     cl::cat(category));
 static cl::opt<std::string> machineName("name", cl::init("host"),
                                         cl::desc("machine name"),
@@ -372,7 +373,7 @@ RuntimeTransfers measureRuntimeTransfers(const char *argv0,
 
 } // namespace
 
-/// `--peaks`: every CPU's peaks measured at once, as JSON to -o.
+/// `--peaks`: each CPU's peaks alone and all CPUs' at once, as JSON to -o.
 static int writePeaks(const std::function<int(const llvm::Twine &)> &fail) {
   ConcurrentPeaks peaks;
   std::string error;
