@@ -154,11 +154,10 @@ public:
     return asElem(v);
   }
   Expr asElem(Expr v) {
-    if (std::string(elem) == "f16")
-      return cast<float>(reinterpret(Float(16), v));
-    if (std::string(elem) == "bf16")
-      return cast<float>(reinterpret(BFloat(16), v));
-    return v;
+    auto it = ratrain::kernels::generators::elemNames().find(elem);
+    _halide_user_assert(it != ratrain::kernels::generators::elemNames().end())
+        << "elem must be f32, bf16 or f16, not " << std::string(elem) << "\n";
+    return widen(v, it->second);
   }
 
   void generate() {
