@@ -42,6 +42,21 @@ Buffer<T> dense(const T *data, std::initializer_list<int64_t> extents) {
                    dims.data());
 }
 
+/// Columns [first, first + count) of the row-major `rows` x `rowLength`
+/// matrix at `data`, as a 2-D buffer (columns innermost; the rows keep the
+/// matrix's stride). Too large for int32 indexing: zero extents, as dense.
+template <typename T>
+Buffer<T> columns(const T *data, int64_t rows, int64_t rowLength, int64_t first,
+                  int64_t count) {
+  const bool tooLarge =
+      rowLength > INT32_MAX || rows > INT32_MAX || rows * rowLength > INT32_MAX;
+  halide_dimension_t dims[2] = {
+      halide_dimension_t(0, tooLarge ? 0 : static_cast<int32_t>(count), 1),
+      halide_dimension_t(0, tooLarge ? 0 : static_cast<int32_t>(rows),
+                         static_cast<int32_t>(rowLength))};
+  return Buffer<T>(const_cast<T *>(data + first), 2, dims);
+}
+
 } // namespace ratrain::kernels
 
 #endif // RATRAIN_KERNELS_LIB_HALIDEBUFFERS_H

@@ -252,7 +252,8 @@ TileConfig tileConfig() {
                     t.nb,
                     t.mb,
                     t.kcOnePanel,
-                    gemmTilesFor(2).kcOnePanel};
+                    gemmTilesFor(2).kcOnePanel,
+                    t.packedBBytes};
 }
 
 //===----------------------------------------------------------------------===//
@@ -305,19 +306,22 @@ int gemm(GemmForm form, int64_t M, int64_t N, int64_t K, const float *A,
     return 0;
   if (K <= 0)
     return scaleByBeta(M * N, C, beta);
-  // Pack both operands into micro-tile panels of kcEff-deep k panels (K
-  // padded with zeros), then the packed micro-kernel. A k-inner operand
-  // (rows of K) is a transpose of 32-bit words (PackWords.h).
+  // Pack A into micro-tile panels of kcEff-deep k panels (K padded with
+  // zeros), then B a block of columns at a time, each block multiplied by
+  // the packed micro-kernel while it is in the core's cache
+  // (tiling::packedBColumns). A k-inner operand (rows of K) is a transpose
+  // of 32-bit words (PackWords.h).
   tiling::GemmTiles t = gemmTilesFor(4);
   const KPanels panels = kPanels(K, t.kc);
   const int64_t kcEff = panels.depth, kp = panels.paddedK;
   const int64_t mTiles = (M + t.mr - 1) / t.mr;
-  const int64_t nTiles = (N + t.nr - 1) / t.nr;
+  const int64_t blockColumns =
+      std::min(N, tiling::packedBColumns(t, panels.paddedK, 4));
   thread_local Scratch<float> scratch[2];
   float *ap = scratch[0].reserve(size_t(t.mr * kp * mTiles));
-  float *bp = scratch[1].reserve(size_t(t.nr * kp * nTiles));
+  float *bp = scratch[1].reserve(
+      size_t(t.nr * kp * ((blockColumns + t.nr - 1) / t.nr)));
   auto apBuf = dense(ap, {t.mr, kp, mTiles});
-  auto bpBuf = dense(bp, {t.nr, kp, nTiles});
   auto words = [&](const float *x, int64_t rows, int width, float *panel) {
     return packWordsTransposed(reinterpret_cast<const uint32_t *>(x), rows, K,
                                width, kp, reinterpret_cast<uint32_t *>(panel));
@@ -327,37 +331,42 @@ int gemm(GemmForm form, int64_t M, int64_t N, int64_t K, const float *A,
                    : words(A, M, t.mr, ap);
   if (status)
     return status;
-  status = form == GemmForm::NT
-               ? words(B, N, t.nr, bp)
-               : ratrain_k_pack_b_f32_kouter(dense(B, {N, K}), bpBuf);
-  if (status)
-    return status;
-  auto c = dense(C, {N, M});
-  return ratrain_k_gemm_f32_packed(apBuf, bpBuf, int(kcEff), c, beta, c);
+  for (int64_t n0 = 0; n0 < N; n0 += blockColumns) {
+    const int64_t n = std::min(blockColumns, N - n0);
+    auto bpBuf = dense(bp, {t.nr, kp, (n + t.nr - 1) / t.nr});
+    status = form == GemmForm::NT
+                 ? words(B + n0 * K, n, t.nr, bp)
+                 : ratrain_k_pack_b_f32_kouter(columns(B, K, N, n0, n), bpBuf);
+    if (status)
+      return status;
+    auto c = columns(C, M, N, n0, n);
+    if ((status =
+             ratrain_k_gemm_f32_packed(apBuf, bpBuf, int(kcEff), c, beta, c)))
+      return status;
+  }
+  return 0;
 }
 
 namespace {
-/// The bf16 operands of a GEMM packed into k-pair panels of kcEff (the
-/// thread's pack scratch), for ratrain_gemm_bf16_packed*.
-struct PackedBf16 {
-  Buffer<uint16_t> ap, bp;
-  int64_t kcEff = 0;
-  int status = 0;
-};
-
-PackedBf16 packBf16(GemmForm form, int64_t M, int64_t N, int64_t K,
-                    const uint16_t *A, const uint16_t *B) {
+/// A bf16 GEMM on k-pair panels of kcEff (the thread's pack scratch): A is
+/// packed whole, B a block of columns at a time (tiling::packedBColumns),
+/// and `multiply(ap, bp, kcEff, n0, n)` runs a ratrain_gemm_bf16_packed*
+/// kernel on each block (columns [n0, n0 + n) of C) while its panels are in
+/// the core's cache.
+template <typename Multiply>
+int packedBf16(GemmForm form, int64_t M, int64_t N, int64_t K,
+               const uint16_t *A, const uint16_t *B, Multiply &&multiply) {
   tiling::GemmTiles t = gemmTilesFor(2);
-  PackedBf16 packed;
   const KPanels panels = kPanels(K, t.kc);
-  packed.kcEff = panels.depth;
+  const int64_t kcEff = panels.depth;
   const int64_t kp = panels.paddedK / 2;
   const int64_t mTiles = (M + t.mr - 1) / t.mr;
-  const int64_t nTiles = (N + t.nr - 1) / t.nr;
+  const int64_t blockColumns =
+      std::min(N, tiling::packedBColumns(t, panels.paddedK, 2));
   uint16_t *ap = packScratch(0).reserve(size_t(2 * t.mr * kp * mTiles));
-  uint16_t *bp = packScratch(1).reserve(size_t(2 * t.nr * kp * nTiles));
-  packed.ap = dense(ap, {2, t.mr, kp, mTiles});
-  packed.bp = dense(bp, {2, t.nr, kp, nTiles});
+  uint16_t *bp = packScratch(1).reserve(
+      size_t(2 * t.nr * kp * ((blockColumns + t.nr - 1) / t.nr)));
+  auto apBuf = dense(ap, {2, t.mr, kp, mTiles});
   // A k_inner operand (rows of K) with an even K is packed as 32-bit words:
   // each k-pair of a row is already one (PackWords.h).
   const bool words = K % 2 == 0;
@@ -367,21 +376,28 @@ PackedBf16 packBf16(GemmForm form, int64_t M, int64_t N, int64_t K,
                                K / 2, width, kp,
                                reinterpret_cast<uint32_t *>(panel));
   };
+  int status;
   if (form == GemmForm::TN)
-    packed.status = ratrain_k_pack_a_kouter(dense(A, {M, K}), packed.ap);
+    status = ratrain_k_pack_a_kouter(dense(A, {M, K}), apBuf);
   else if (words)
-    packed.status = packWords(A, M, t.mr, ap);
+    status = packWords(A, M, t.mr, ap);
   else
-    packed.status = ratrain_k_pack_a_kinner(dense(A, {K, M}), packed.ap);
-  if (packed.status)
-    return packed;
-  if (form != GemmForm::NT)
-    packed.status = ratrain_k_pack_b_kouter(dense(B, {N, K}), packed.bp);
-  else if (words)
-    packed.status = packWords(B, N, t.nr, bp);
-  else
-    packed.status = ratrain_k_pack_b_kinner(dense(B, {K, N}), packed.bp);
-  return packed;
+    status = ratrain_k_pack_a_kinner(dense(A, {K, M}), apBuf);
+  if (status)
+    return status;
+  for (int64_t n0 = 0; n0 < N; n0 += blockColumns) {
+    const int64_t n = std::min(blockColumns, N - n0);
+    auto bpBuf = dense(bp, {2, t.nr, kp, (n + t.nr - 1) / t.nr});
+    if (form != GemmForm::NT)
+      status = ratrain_k_pack_b_kouter(columns(B, K, N, n0, n), bpBuf);
+    else if (words)
+      status = packWords(B + n0 * K, n, t.nr, bp);
+    else
+      status = ratrain_k_pack_b_kinner(dense(B + n0 * K, {K, n}), bpBuf);
+    if (status || (status = multiply(apBuf, bpBuf, kcEff, n0, n)))
+      return status;
+  }
+  return 0;
 }
 } // namespace
 
@@ -395,13 +411,14 @@ int gemm16(GemmForm form, Half type, int64_t M, int64_t N, int64_t K,
     return runGemmForm(RATRAIN_GEMM_FORMS(f16), form, M, N, K, A, B, C, beta);
   if (bf16Products() == Bf16Products::Widen)
     return runGemmForm(RATRAIN_GEMM_FORMS(bf16w), form, M, N, K, A, B, C, beta);
-  // bf16: pack both operands into k-pair panels, then the vdpbf16ps kernel.
-  PackedBf16 packed = packBf16(form, M, N, K, A, B);
-  if (packed.status)
-    return packed.status;
-  auto c = dense(C, {N, M});
-  return ratrain_k_gemm_bf16_packed(packed.ap, packed.bp,
-                                    static_cast<int>(packed.kcEff), c, beta, c);
+  // bf16: packed k-pair panels, then the vdpbf16ps kernel.
+  return packedBf16(form, M, N, K, A, B,
+                    [&](Buffer<uint16_t> &ap, Buffer<uint16_t> &bp,
+                        int64_t kcEff, int64_t n0, int64_t n) {
+                      auto c = columns(C, M, N, n0, n);
+                      return ratrain_k_gemm_bf16_packed(
+                          ap, bp, static_cast<int>(kcEff), c, beta, c);
+                    });
 }
 
 int gemm16To16(GemmForm form, Half type, int64_t M, int64_t N, int64_t K,
@@ -419,12 +436,13 @@ int gemm16To16(GemmForm form, Half type, int64_t M, int64_t N, int64_t K,
       K <= gemmTilesFor(2).kcOnePanel) {
     // One k panel: the kernel reads C, accumulates and rounds in its
     // epilogue.
-    PackedBf16 packed = packBf16(form, M, N, K, A, B);
-    if (packed.status)
-      return packed.status;
-    auto c = dense(C, {N, M});
-    return ratrain_k_gemm_bf16_packed_to_bf16(
-        packed.ap, packed.bp, static_cast<int>(packed.kcEff), c, beta, c);
+    return packedBf16(form, M, N, K, A, B,
+                      [&](Buffer<uint16_t> &ap, Buffer<uint16_t> &bp,
+                          int64_t kcEff, int64_t n0, int64_t n) {
+                        auto c = columns(C, M, N, n0, n);
+                        return ratrain_k_gemm_bf16_packed_to_bf16(
+                            ap, bp, static_cast<int>(kcEff), c, beta, c);
+                      });
   }
   // fp16, a K deeper than one panel, or no K: through an fp32 copy.
   thread_local Scratch<float> scratch;

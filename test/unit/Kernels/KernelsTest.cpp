@@ -202,6 +202,42 @@ struct RestoreBf16Products {
   ~RestoreBf16Products() { setBf16Products(cpu); }
 };
 
+/// N over several blocks of packed B columns (the last one ragged) for K
+/// even (B of NT packed as words) and odd (the k-inner pack), fp32 and bf16
+/// against the reference: each block's pack reads its own columns of B and
+/// its product lands in its own columns of C.
+TEST_P(GemmTest, PackedBlocksOfBColumns) {
+  const GemmForm form = GetParam();
+  const TileConfig tiles = tileConfig();
+  RestoreBf16Products restore;
+  setBf16Products(Bf16Products::Dot);
+  for (int64_t K : {int64_t(1000), int64_t(1001)}) {
+    for (int elemBytes : {4, 2}) {
+      const int64_t perBlock = tiles.gemmPackedBBytes / (K * elemBytes);
+      const GemmShape s{11, std::max(perBlock, int64_t(tiles.gemmNr)) * 3 + 19,
+                        K};
+      SCOPED_TRACE(testing::Message() << (elemBytes == 2 ? "bf16 " : "fp32 ")
+                                      << s.M << "x" << s.N << "x" << s.K);
+      if (elemBytes == 4) {
+        checkFp32Gemm(form, s, 5);
+        continue;
+      }
+      std::vector<float> A = randomVector(s.M * s.K, 6);
+      std::vector<float> B = randomVector(s.K * s.N, 7);
+      std::vector<uint16_t> A16(A.size()), B16(B.size());
+      ASSERT_EQ(toHalf(Half::BF16, A.size(), A.data(), A16.data()), 0);
+      ASSERT_EQ(toHalf(Half::BF16, B.size(), B.data(), B16.data()), 0);
+      ASSERT_EQ(fromHalf(Half::BF16, A.size(), A16.data(), A.data()), 0);
+      ASSERT_EQ(fromHalf(Half::BF16, B.size(), B16.data(), B.data()), 0);
+      for (float beta : {0.0f, 1.0f})
+        checkGemm(form, s, beta, A, B, [&](float *C) {
+          return gemm16(form, Half::BF16, s.M, s.N, s.K, A16.data(), B16.data(),
+                        C, beta);
+        });
+    }
+  }
+}
+
 TEST_P(GemmTest, Bf16AndFp16MatchReferenceOnRoundedInputs) {
   GemmForm form = GetParam();
   RestoreBf16Products restore;

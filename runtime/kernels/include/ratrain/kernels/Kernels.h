@@ -56,6 +56,9 @@ struct TileConfig {
   /// its epilogue): with bf16 widened to fp32 panels, and on the dot
   /// product's bf16 panels.
   int gemmKcOnePanelWidened, gemmKcOnePanelDot;
+  /// Packed bytes of B (every k panel) the packed GEMMs pack and multiply
+  /// at a time: blocks of that many bytes' whole NR-wide column strips.
+  int64_t gemmPackedBBytes;
 };
 /// Returns the tile configuration compiled into the kernels.
 TileConfig tileConfig();
