@@ -488,9 +488,12 @@ bool CommEngine::reducesIntoResult(const Op &op, const ExplicitState &st,
 
 void CommEngine::reduceAndAverage(void *dst, const void *a, const void *b,
                                   uint64_t count, const Op &op) {
-  // Chunks small enough that the division reads what the reduction just
-  // wrote from L1: the bits of a reduction and a division pass, the memory
-  // traffic of one.
+  // A sum divided: one loop (the bits of a reduction and a division pass).
+  if (op.averageOver > 1 &&
+      (op.reduce == ReduceOp::Sum || op.reduce == ReduceOp::Avg))
+    return averageFrom(dst, a, b, count, op.elemType, op.averageOver);
+  // Other reductions: chunks small enough that the division reads what the
+  // reduction just wrote from L1, the memory traffic of one pass.
   constexpr uint64_t kChunkBytes = 16 << 10;
   const uint64_t elemBytes = op.shape.elemBytes;
   const uint64_t chunk = std::max<uint64_t>(1, kChunkBytes / elemBytes);

@@ -30,6 +30,14 @@ struct Loops {
   void (*bf16Scale)(uint16_t *, const uint16_t *, uint64_t, float);
   void (*f32Divide)(float *, const float *, uint64_t, float);
   void (*f32Scale)(float *, const float *, uint64_t, float);
+  /// dst = (a + b) / d and (a + b) * s: the sum rounded, then the division
+  /// or scaling, in one pass.
+  void (*bf16SumDivide)(uint16_t *, const uint16_t *, const uint16_t *,
+                        uint64_t, float);
+  void (*bf16SumScale)(uint16_t *, const uint16_t *, const uint16_t *, uint64_t,
+                       float);
+  void (*f32SumDivide)(float *, const float *, const float *, uint64_t, float);
+  void (*f32SumScale)(float *, const float *, const float *, uint64_t, float);
   const char *isa;
 };
 
@@ -61,6 +69,13 @@ struct DivideF32 {
 struct ScaleF32 {
   float s;
   float operator()(float x) const { return x * s; }
+};
+/// `Then` applied to the rounded sum `Add` (the bits of the two passes).
+template <typename Add, typename Then> struct SumThen {
+  Then then;
+  auto operator()(decltype(Add{}(0, 0)) a, decltype(Add{}(0, 0)) b) const {
+    return then(Add{}(a, b));
+  }
 };
 
 // The loops take `dst` aliasing an input as its own case, each a loop over
@@ -131,12 +146,32 @@ template <typename T, typename Op>
                            float s) {                                          \
     unaryLoop(dst, src, n, ScaleF32{s});                                       \
   }                                                                            \
+  ATTR void bf16SumDivide##NAME(uint16_t *dst, const uint16_t *a,              \
+                                const uint16_t *b, uint64_t n, float d) {      \
+    binaryLoop(dst, a, b, n, SumThen<AddBF16, DivideBF16>{{d}});               \
+  }                                                                            \
+  ATTR void bf16SumScale##NAME(uint16_t *dst, const uint16_t *a,               \
+                               const uint16_t *b, uint64_t n, float s) {       \
+    binaryLoop(dst, a, b, n, SumThen<AddBF16, ScaleBF16>{{s}});                \
+  }                                                                            \
+  ATTR void f32SumDivide##NAME(float *dst, const float *a, const float *b,     \
+                               uint64_t n, float d) {                          \
+    binaryLoop(dst, a, b, n, SumThen<AddF32, DivideF32>{{d}});                 \
+  }                                                                            \
+  ATTR void f32SumScale##NAME(float *dst, const float *a, const float *b,      \
+                              uint64_t n, float s) {                           \
+    binaryLoop(dst, a, b, n, SumThen<AddF32, ScaleF32>{{s}});                  \
+  }                                                                            \
   constexpr Loops loops##NAME = {bf16Sum##NAME,                                \
                                  f32Sum##NAME,                                 \
                                  bf16Divide##NAME,                             \
                                  bf16Scale##NAME,                              \
                                  f32Divide##NAME,                              \
                                  f32Scale##NAME,                               \
+                                 bf16SumDivide##NAME,                          \
+                                 bf16SumScale##NAME,                           \
+                                 f32SumDivide##NAME,                           \
+                                 f32SumScale##NAME,                            \
                                  ISA};
 
 RATRAIN_REDUCE_LOOPS(Baseline, "baseline", )
@@ -269,6 +304,33 @@ void ratrain::rt::divideInto(void *dst, const void *src, uint64_t count,
     return divideIntegers<int64_t>(dst, src, count, n);
   case ElemType::U8:
     return divideIntegers<uint8_t>(dst, src, count, n);
+  }
+}
+
+void ratrain::rt::averageFrom(void *dst, const void *a, const void *b,
+                              uint64_t count, ElemType type, int n) {
+  const bool powerOfTwo = n > 0 && (n & (n - 1)) == 0;
+  const float d = float(n);
+  switch (type) {
+  case ElemType::F32: {
+    auto *to = static_cast<float *>(dst);
+    const auto *x = static_cast<const float *>(a);
+    const auto *y = static_cast<const float *>(b);
+    if (powerOfTwo)
+      return loops().f32SumScale(to, x, y, count, 1.0f / d);
+    return loops().f32SumDivide(to, x, y, count, d);
+  }
+  case ElemType::BF16: {
+    auto *to = static_cast<uint16_t *>(dst);
+    const auto *x = static_cast<const uint16_t *>(a);
+    const auto *y = static_cast<const uint16_t *>(b);
+    if (powerOfTwo)
+      return loops().bf16SumScale(to, x, y, count, 1.0f / d);
+    return loops().bf16SumDivide(to, x, y, count, d);
+  }
+  default:
+    reduceFrom(dst, a, b, count, type, ReduceOp::Sum);
+    return divideInto(dst, dst, count, type, n);
   }
 }
 

@@ -172,6 +172,54 @@ TEST(ReduceLoops, F32DivideIsTheScalarDivisionBitForBit) {
   });
 }
 
+TEST(ReduceLoops, AverageIsTheSumThenTheDivisionBitForBit) {
+  forEachIsa([] {
+    for (int ranks : {2, 3, 4, 6, 8}) {
+      for (size_t n : kLengths) {
+        SCOPED_TRACE(testing::Message() << ranks << " ranks, n " << n);
+        std::vector<uint16_t> a = bf16Values(n, uint32_t(n * 5 + ranks)),
+                              b = bf16Values(n, uint32_t(n * 5 + ranks + 1));
+        std::vector<uint16_t> expected(n), out(n), inA = a, inB = b;
+        for (size_t i = 0; i < n; ++i)
+          expected[i] = floatToBF16(
+              bf16ToFloat(floatToBF16(bf16ToFloat(a[i]) + bf16ToFloat(b[i]))) /
+              float(ranks));
+        // Out of place, into the first operand and into the second.
+        averageFrom(out.data(), a.data(), b.data(), n, ElemType::BF16, ranks);
+        averageFrom(inA.data(), inA.data(), b.data(), n, ElemType::BF16, ranks);
+        averageFrom(inB.data(), a.data(), inB.data(), n, ElemType::BF16, ranks);
+        for (size_t i = 0; i < n; ++i) {
+          if (isBF16NaN(a[i]) && isBF16NaN(b[i])) {
+            ASSERT_TRUE(isBF16NaN(out[i]) && isBF16NaN(inA[i]) &&
+                        isBF16NaN(inB[i]))
+                << "element " << i;
+            continue;
+          }
+          ASSERT_EQ(out[i], expected[i]) << "element " << i;
+          ASSERT_EQ(inA[i], expected[i]) << "element " << i;
+          ASSERT_EQ(inB[i], expected[i]) << "element " << i;
+        }
+        std::vector<float> x = f32Values(n, uint32_t(n * 11 + ranks)),
+                           y = f32Values(n, uint32_t(n * 11 + ranks + 1)),
+                           fused(n);
+        averageFrom(fused.data(), x.data(), y.data(), n, ElemType::F32, ranks);
+        for (size_t i = 0; i < n; ++i) {
+          const float want = (x[i] + y[i]) / float(ranks);
+          if (std::isnan(x[i]) && std::isnan(y[i])) {
+            ASSERT_TRUE(std::isnan(fused[i])) << "element " << i;
+            continue;
+          }
+          ASSERT_EQ(floatBits(fused[i]), floatBits(want)) << "element " << i;
+        }
+      }
+    }
+  });
+  // Other types: the sum, then the division.
+  std::vector<int32_t> p = {7, -9, 4}, q = {2, 2, 1}, r(3);
+  averageFrom(r.data(), p.data(), q.data(), r.size(), ElemType::I32, 2);
+  EXPECT_EQ(r, (std::vector<int32_t>{4, -3, 2}));
+}
+
 TEST(ReduceLoops, OtherTypesReduceAndDivide) {
   std::vector<int32_t> a = {5, -7, 9}, b = {1, 2, -3};
   reduceInto(a.data(), b.data(), a.size(), ElemType::I32, ReduceOp::Max);

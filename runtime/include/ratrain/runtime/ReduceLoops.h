@@ -39,6 +39,12 @@ void reduceFrom(void *dst, const void *a, const void *b, uint64_t count,
 void divideInto(void *dst, const void *src, uint64_t count, ElemType type,
                 int n);
 
+/// dst[i] = (a[i] + b[i]) / n: the bits of reduceFrom (Sum) and then
+/// divideInto, in one pass over the elements. `dst` may be `a` or `b` but
+/// overlap neither otherwise.
+void averageFrom(void *dst, const void *a, const void *b, uint64_t count,
+                 ElemType type, int n);
+
 /// The instruction set the vectorized loops run with on this CPU:
 /// "avx512bw", "avx2" or "baseline".
 const char *reduceLoopsIsa();
