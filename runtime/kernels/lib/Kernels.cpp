@@ -399,6 +399,18 @@ int packedBf16(GemmForm form, int64_t M, int64_t N, int64_t K,
   }
   return 0;
 }
+
+/// packedBf16's multiply with `kernel` (a ratrain_gemm_bf16_packed*
+/// pipeline) into columns [n0, n0 + n) of C (M x N, row-major), beta * C
+/// folded in.
+template <typename CT, typename Kernel>
+auto intoColumns(Kernel kernel, CT *C, int64_t M, int64_t N, float beta) {
+  return [=](Buffer<uint16_t> &ap, Buffer<uint16_t> &bp, int64_t kcEff,
+             int64_t n0, int64_t n) {
+    auto c = columns(C, M, N, n0, n);
+    return kernel(ap, bp, static_cast<int>(kcEff), c, beta, c);
+  };
+}
 } // namespace
 
 int gemm16(GemmForm form, Half type, int64_t M, int64_t N, int64_t K,
@@ -413,12 +425,7 @@ int gemm16(GemmForm form, Half type, int64_t M, int64_t N, int64_t K,
     return runGemmForm(RATRAIN_GEMM_FORMS(bf16w), form, M, N, K, A, B, C, beta);
   // bf16: packed k-pair panels, then the vdpbf16ps kernel.
   return packedBf16(form, M, N, K, A, B,
-                    [&](Buffer<uint16_t> &ap, Buffer<uint16_t> &bp,
-                        int64_t kcEff, int64_t n0, int64_t n) {
-                      auto c = columns(C, M, N, n0, n);
-                      return ratrain_k_gemm_bf16_packed(
-                          ap, bp, static_cast<int>(kcEff), c, beta, c);
-                    });
+                    intoColumns(ratrain_k_gemm_bf16_packed, C, M, N, beta));
 }
 
 int gemm16To16(GemmForm form, Half type, int64_t M, int64_t N, int64_t K,
@@ -436,13 +443,9 @@ int gemm16To16(GemmForm form, Half type, int64_t M, int64_t N, int64_t K,
       K <= gemmTilesFor(2).kcOnePanel) {
     // One k panel: the kernel reads C, accumulates and rounds in its
     // epilogue.
-    return packedBf16(form, M, N, K, A, B,
-                      [&](Buffer<uint16_t> &ap, Buffer<uint16_t> &bp,
-                          int64_t kcEff, int64_t n0, int64_t n) {
-                        auto c = columns(C, M, N, n0, n);
-                        return ratrain_k_gemm_bf16_packed_to_bf16(
-                            ap, bp, static_cast<int>(kcEff), c, beta, c);
-                      });
+    return packedBf16(
+        form, M, N, K, A, B,
+        intoColumns(ratrain_k_gemm_bf16_packed_to_bf16, C, M, N, beta));
   }
   // fp16, a K deeper than one panel, or no K: through an fp32 copy.
   thread_local Scratch<float> scratch;

@@ -196,6 +196,15 @@ TEST_P(GemmTest, Fp32SpansSeveralBPanels) {
   checkFp32Gemm(GetParam(), {29, 2 * tiles.gemmNb + 45, tiles.gemmKc + 24}, 3);
 }
 
+/// The 16-bit bits of `x` in `type`, with `x` rounded to them in place (so
+/// a reference on `x` sees the GEMM's inputs).
+std::vector<uint16_t> roundThroughHalf(Half type, std::vector<float> &x) {
+  std::vector<uint16_t> bits(x.size());
+  EXPECT_EQ(toHalf(type, x.size(), x.data(), bits.data()), 0);
+  EXPECT_EQ(fromHalf(type, x.size(), bits.data(), x.data()), 0);
+  return bits;
+}
+
 /// Restores this process's bf16 product path when a test that sets it ends.
 struct RestoreBf16Products {
   const Bf16Products cpu = bf16Products();
@@ -224,11 +233,8 @@ TEST_P(GemmTest, PackedBlocksOfBColumns) {
       }
       std::vector<float> A = randomVector(s.M * s.K, 6);
       std::vector<float> B = randomVector(s.K * s.N, 7);
-      std::vector<uint16_t> A16(A.size()), B16(B.size());
-      ASSERT_EQ(toHalf(Half::BF16, A.size(), A.data(), A16.data()), 0);
-      ASSERT_EQ(toHalf(Half::BF16, B.size(), B.data(), B16.data()), 0);
-      ASSERT_EQ(fromHalf(Half::BF16, A.size(), A16.data(), A.data()), 0);
-      ASSERT_EQ(fromHalf(Half::BF16, B.size(), B16.data(), B.data()), 0);
+      std::vector<uint16_t> A16 = roundThroughHalf(Half::BF16, A),
+                            B16 = roundThroughHalf(Half::BF16, B);
       for (float beta : {0.0f, 1.0f})
         checkGemm(form, s, beta, A, B, [&](float *C) {
           return gemm16(form, Half::BF16, s.M, s.N, s.K, A16.data(), B16.data(),
@@ -257,11 +263,8 @@ TEST_P(GemmTest, Bf16AndFp16MatchReferenceOnRoundedInputs) {
                      << "x" << s.K << " beta " << beta);
         std::vector<float> A = randomVector(s.M * s.K, 3);
         std::vector<float> B = randomVector(s.K * s.N, 4);
-        std::vector<uint16_t> A16(A.size()), B16(B.size());
-        ASSERT_EQ(toHalf(type, A.size(), A.data(), A16.data()), 0);
-        ASSERT_EQ(toHalf(type, B.size(), B.data(), B16.data()), 0);
-        ASSERT_EQ(fromHalf(type, A.size(), A16.data(), A.data()), 0);
-        ASSERT_EQ(fromHalf(type, B.size(), B16.data(), B.data()), 0);
+        std::vector<uint16_t> A16 = roundThroughHalf(type, A),
+                              B16 = roundThroughHalf(type, B);
         checkGemm(form, s, beta, A, B, [&](float *C) {
           return gemm16(form, type, s.M, s.N, s.K, A16.data(), B16.data(), C,
                         beta);
@@ -284,11 +287,8 @@ TEST_P(GemmTest, WidenedBf16IsTheFp32GemmOfTheWidenedInputs) {
                    << s.M << "x" << s.N << "x" << s.K << " beta " << beta);
       std::vector<float> A = randomVector(s.M * s.K, 5);
       std::vector<float> B = randomVector(s.K * s.N, 6);
-      std::vector<uint16_t> A16(A.size()), B16(B.size());
-      ASSERT_EQ(toHalf(Half::BF16, A.size(), A.data(), A16.data()), 0);
-      ASSERT_EQ(toHalf(Half::BF16, B.size(), B.data(), B16.data()), 0);
-      ASSERT_EQ(fromHalf(Half::BF16, A.size(), A16.data(), A.data()), 0);
-      ASSERT_EQ(fromHalf(Half::BF16, B.size(), B16.data(), B.data()), 0);
+      std::vector<uint16_t> A16 = roundThroughHalf(Half::BF16, A),
+                            B16 = roundThroughHalf(Half::BF16, B);
       std::vector<float> want = randomVector(s.M * s.N, 7), got = want;
       ASSERT_EQ(
           gemm(form, s.M, s.N, s.K, A.data(), B.data(), want.data(), beta), 0);
