@@ -488,25 +488,11 @@ bool CommEngine::reducesIntoResult(const Op &op, const ExplicitState &st,
 
 void CommEngine::reduceAndAverage(void *dst, const void *a, const void *b,
                                   uint64_t count, const Op &op) {
-  // A sum divided: one loop (the bits of a reduction and a division pass).
-  if (op.averageOver > 1 &&
-      (op.reduce == ReduceOp::Sum || op.reduce == ReduceOp::Avg))
+  // An average (only ReduceOp::Avg sets averageOver): the sum and the
+  // division in one loop, the bits of the two passes.
+  if (op.averageOver > 1)
     return averageFrom(dst, a, b, count, op.elemType, op.averageOver);
-  // Other reductions: chunks small enough that the division reads what the
-  // reduction just wrote from L1, the memory traffic of one pass.
-  constexpr uint64_t kChunkBytes = 16 << 10;
-  const uint64_t elemBytes = op.shape.elemBytes;
-  const uint64_t chunk = std::max<uint64_t>(1, kChunkBytes / elemBytes);
-  for (uint64_t i = 0; i < count; i += chunk) {
-    const uint64_t n = std::min(chunk, count - i);
-    const uint64_t offset = i * elemBytes;
-    void *to = at(dst, offset);
-    reduceFrom(to, static_cast<const std::byte *>(a) + offset,
-               static_cast<const std::byte *>(b) + offset, n, op.elemType,
-               op.reduce);
-    if (op.averageOver > 1)
-      divideInto(to, to, n, op.elemType, op.averageOver);
-  }
+  reduceFrom(dst, a, b, count, op.elemType, op.reduce);
 }
 
 bool CommEngine::advance(uint32_t index) {

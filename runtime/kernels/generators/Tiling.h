@@ -60,12 +60,6 @@ inline int clampInt(int64_t value, int lo, int hi) {
 ///   - KC1 (`kcOnePanel`): the deepest K a GEMM into a 16-bit C takes in one
 ///     panel (it rounds once in its epilogue, so it cannot split K): up to
 ///     2 KC, at most 2048.
-///   Measured on an Intel host (2 MiB L2, 48 KiB L1; one core, each variant
-///   the best of 12 interleaved runs, docs/kernels.md): KC 1024 / MB 120 runs
-///   the LLaMA-shaped GEMMs at 69-81% of the FMA peak against 61-74% for
-///   KC 2048 / MB 24 (the earlier quarter-of-AM rule, whose B micro-panel
-///   served 2 micro-tiles before the next came from L3), and 57-70% before
-///   the epilogue read the register tile with dense loads.
 ///   - Packed B block (`packedBColumns`, the kernels library's loop around
 ///     the packed micro-kernels): B is packed and multiplied a block of
 ///     columns at a time, every k panel of the block taking at most half of
@@ -75,6 +69,12 @@ inline int clampInt(int64_t value, int lo, int hi) {
 ///     model's 12 layers of bf16 GEMMs with their operands from memory,
 ///     docs/kernels.md): 1-4% faster than packing all of B first, the
 ///     forward's 512 x 2048 x 768 up to 8%.
+///   Measured on an Intel host (2 MiB L2, 48 KiB L1; one core, each variant
+///   the best of 12 interleaved runs, docs/kernels.md): KC 1024 / MB 120 runs
+///   the LLaMA-shaped GEMMs at 69-81% of the FMA peak against 61-74% for
+///   KC 2048 / MB 24 (the earlier quarter-of-AM rule, whose B micro-panel
+///   served 2 micro-tiles before the next came from L3), and 57-70% before
+///   the epilogue read the register tile with dense loads.
 struct GemmTiles {
   int mr, nr, kc, nb, mb, kcOnePanel;
   int64_t packedBBytes;
