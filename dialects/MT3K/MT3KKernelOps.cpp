@@ -50,7 +50,7 @@ static LogicalResult verifyNoOverlap(Operation *op,
     std::optional<MemoryRange> b = resolveMemoryRange(other.value);
     if (!a || !b || !a->overlaps(*b))
       return success();
-    if (exactIsFine && a->begin == b->begin && a->end == b->end)
+    if (exactIsFine && a->sameBytes(*b))
       return success();
     return op->emitOpError("'")
            << output.name << "' overlaps '" << other.name
@@ -428,8 +428,7 @@ LogicalResult AdamWOp::verify() {
   std::optional<MemoryRange> master = resolveMemoryRange(getMaster());
   std::optional<MemoryRange> view = resolveMemoryRange(getView());
   bool viewIsMaster = getView().getType() == getMaster().getType() && master &&
-                      view && master->space == view->space &&
-                      master->begin == view->begin && master->end == view->end;
+                      view && master->sameBytes(*view);
   if (!viewIsMaster)
     outputs.push_back({getView(), "view"});
   return verifyNoOverlap(*this, outputs, {{getGrad(), "grad"}},

@@ -181,18 +181,42 @@ std::optional<MemoryRange> ratrain::mt3k::resolveMemoryRange(Value value) {
   auto type = llvm::dyn_cast<BufferType>(value.getType());
   if (!type)
     return std::nullopt;
-  int64_t offset = 0;
+  int64_t offset = 0, size = type.getSizeInBytes();
+  Operation *slotOp = nullptr;
+  int64_t slotBegin = 0, slotEnd = 0;
   Value root = value;
-  while (auto view = root.getDefiningOp<ViewOp>()) {
-    offset += view.getByteOffset();
-    root = view.getSource();
+  while (true) {
+    if (auto view = root.getDefiningOp<ViewOp>()) {
+      offset += view.getByteOffset();
+      root = view.getSource();
+    } else if (auto slot = root.getDefiningOp<GroupSlotOp>(); slot && !slotOp) {
+      // The rank's block is known at run time only: any block of the
+      // source, so the whole of it; ranges in this slot keep their offsets
+      // relative to it.
+      slotOp = slot;
+      slotBegin = offset;
+      slotEnd = offset + size;
+      offset = 0;
+      root = slot.getSource();
+      size = slot.getSource().getType().getSizeInBytes();
+    } else if (auto slot = root.getDefiningOp<GroupSlotOp>()) {
+      // A slot of a slot: the whole of the outer source.
+      offset = 0;
+      root = slot.getSource();
+      size = slot.getSource().getType().getSizeInBytes();
+    } else {
+      break;
+    }
   }
   auto buffer = root.getDefiningOp<BufferOp>();
   if (!buffer)
     return std::nullopt;
   offset += buffer.getOffset();
-  return MemoryRange{type.getSpace(), -1, offset,
-                     offset + type.getSizeInBytes(), buffer};
+  MemoryRange range{type.getSpace(), -1, offset, offset + size, buffer};
+  range.slot = slotOp;
+  range.slotBegin = slotBegin;
+  range.slotEnd = slotEnd;
+  return range;
 }
 
 //===----------------------------------------------------------------------===//
@@ -252,6 +276,32 @@ LogicalResult ViewOp::verify() {
     return emitOpError("view [")
            << offset << ", " << offset + result.getSizeInBytes()
            << ") exceeds its source of " << source.getSizeInBytes() << " bytes";
+  return success();
+}
+
+LogicalResult GroupSlotOp::verify() {
+  BufferType source = getSource().getType();
+  BufferType result = getResult().getType();
+  if (source.getSpace() != result.getSpace())
+    return emitOpError("a group slot stays in its source's memory space, got ")
+           << stringifyMemorySpace(source.getSpace()) << " -> "
+           << stringifyMemorySpace(result.getSpace());
+  return success();
+}
+
+LogicalResult
+GroupSlotOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  auto group = symbolTable.lookupNearestSymbolFrom<GroupOp>(
+      *this, getGroupAttr().getAttr());
+  if (!group)
+    return emitOpError("'")
+           << getGroupAttr() << "' does not name an 'mt3k.group'";
+  int64_t block = getResult().getType().getSizeInBytes();
+  int64_t whole = getSource().getType().getSizeInBytes();
+  if (whole != int64_t(group.getSize()) * block)
+    return emitOpError("source has ")
+           << whole << " bytes, expected " << group.getSize() << " (size of @"
+           << group.getSymName() << ") x " << block << " (the slot)";
   return success();
 }
 

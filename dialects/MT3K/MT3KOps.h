@@ -61,14 +61,29 @@ struct MemoryRange {
   int64_t begin = 0, end = 0;
   /// The buffer the range belongs to (for messages).
   BufferOp buffer;
+  /// A range inside an `mt3k.group_slot`, whose offset is known at run time
+  /// only: [begin, end) is the whole of the slot's source (the slot may be
+  /// any block of it), [slotBegin, slotEnd) the bytes relative to the slot,
+  /// which ranges in the same slot compare.
+  mlir::Operation *slot = nullptr;
+  int64_t slotBegin = 0, slotEnd = 0;
 
   /// Whether the two ranges share a byte of one memory (for AM: of one
   /// core's AM).
   bool overlaps(const MemoryRange &other) const {
     if (space != other.space || begin >= other.end || other.begin >= end)
       return false;
+    if (slot && slot == other.slot &&
+        (slotBegin >= other.slotEnd || other.slotBegin >= slotEnd))
+      return false;
     return space != MemorySpace::am || core < 0 || other.core < 0 ||
            core == other.core;
+  }
+  /// Whether the two ranges name the same bytes of one memory space.
+  bool sameBytes(const MemoryRange &other) const {
+    return space == other.space && begin == other.begin && end == other.end &&
+           slot == other.slot && slotBegin == other.slotBegin &&
+           slotEnd == other.slotEnd;
   }
 };
 

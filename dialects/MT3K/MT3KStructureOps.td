@@ -198,6 +198,37 @@ def MT3K_ViewOp : MT3K_ComputeOp<"view", [Pure]> {
   let hasVerifier = 1;
 }
 
+def MT3K_GroupSlotOp : MT3K_InProgramOp<"group_slot", [Pure,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "this rank's block of a buffer split over a group";
+  let description = [{
+    `source` holds one block of the result's shape per rank of `group`, in
+    rank order; the result names the block of the running rank: bytes
+    `[r * size(result), (r + 1) * size(result))` for its index `r` in the
+    group, which is known at run time only. The element types agree.
+
+    ZeRO-1/2: AdamW writes the refreshed view shard straight into the
+    rank's block of the layer's full view, and the all-gather from that
+    block into the view fills the other blocks around it (in place, as
+    `MPI_IN_PLACE`), with no view-shard buffer and no copy of the own
+    block.
+
+    ```mlir
+    %own = mt3k.group_slot %view on @dp
+        : !mt3k.buffer<ddr, 14158848xi8> to !mt3k.buffer<ddr, 3539712xbf16>
+    ```
+
+    The analyses that resolve byte ranges (hazards, overlaps) see the whole
+    of `source`: the slot may be any of its blocks.
+  }];
+  let arguments = (ins MT3K_AnyBuffer:$source, FlatSymbolRefAttr:$group);
+  let results = (outs MT3K_AnyBuffer:$result);
+  let assemblyFormat = [{
+    $source `on` $group attr-dict `:` qualified(type($source)) `to` qualified(type($result))
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Asynchronous data movement
 //===----------------------------------------------------------------------===//

@@ -241,7 +241,7 @@ ratrain::emitc_cpp::createStageFunction(OpBuilder &b, ProgramOp program) {
     // (docs/lowering.md, "Offloaded optimizer states and masters").
     bool prologueOffload =
         isa<OffloadOp, WaitOp>(op) && op.hasAttr("mt3k.prologue");
-    if (inPrologue && !isa<BufferOp, ViewOp, InitParamOp>(op) &&
+    if (inPrologue && !isa<BufferOp, ViewOp, GroupSlotOp, InitParamOp>(op) &&
         !prologueOffload) {
       inPrologue = false;
       startLoop();

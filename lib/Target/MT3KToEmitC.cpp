@@ -221,6 +221,18 @@ LogicalResult lower(ViewOp view, Calls &c) {
   return success();
 }
 
+/// mt3k.group_slot: the running rank's block of its source, the offset
+/// computed at run time from the rank's index in the group.
+LogicalResult lower(GroupSlotOp slot, Calls &c) {
+  Operation *op = slot;
+  auto t = [&](Value v) { return Arg(c.get(v)); };
+  c.mapping[slot.getResult()] = c.call(
+      "ratrain::rt::emit::groupSlot", c.tensorType,
+      {Arg(c.runtime()), c.group(op, slot.getGroupAttr()), t(slot.getSource()),
+       c.i64(bytesOf(slot.getResult())), c.elemType(slot.getResult())});
+  return success();
+}
+
 /// mt3k.init_param, whole or (ZeRO) as this data rank's shard.
 LogicalResult lower(InitParamOp init, Calls &c) {
   Operation *op = init;
@@ -818,17 +830,18 @@ void ratrain::populateMT3KToEmitCTypeConversions(TypeConverter &converter) {
 void ratrain::populateMT3KToEmitCPatterns(TypeConverter &converter,
                                           RewritePatternSet &patterns) {
   patterns.add<
-      Lowering<BufferOp>, Lowering<ViewOp>, Lowering<InitParamOp>,
-      Lowering<GemmOp>, Lowering<AttentionFwdOp>, Lowering<AttentionBwdOp>,
-      Lowering<RMSNormFwdOp>, Lowering<RMSNormBwdOp>, Lowering<ElementwiseOp>,
-      Lowering<AdamWOp>, Lowering<SumSquaresOp>, Lowering<FillOp>,
-      Lowering<DmaOp>, Lowering<AllReduceOp>, Lowering<ReduceScatterOp>,
-      Lowering<AllGatherOp>, Lowering<BroadcastOp>, Lowering<SendOp>,
-      Lowering<RecvOp>, Lowering<BarrierOp>, Lowering<OffloadOp>,
-      Lowering<ReloadOp>, Lowering<WaitOp>, Lowering<LoadBatchOp>,
-      Lowering<ReportLossOp>, Lowering<TraceBeginOp>, Lowering<TraceEndOp>,
-      RemapOperands<emitc::CallOpaqueOp>, RemapOperands<emitc::VerbatimOp>,
-      GuardedFuncCall>(converter, patterns.getContext());
+      Lowering<BufferOp>, Lowering<ViewOp>, Lowering<GroupSlotOp>,
+      Lowering<InitParamOp>, Lowering<GemmOp>, Lowering<AttentionFwdOp>,
+      Lowering<AttentionBwdOp>, Lowering<RMSNormFwdOp>, Lowering<RMSNormBwdOp>,
+      Lowering<ElementwiseOp>, Lowering<AdamWOp>, Lowering<SumSquaresOp>,
+      Lowering<FillOp>, Lowering<DmaOp>, Lowering<AllReduceOp>,
+      Lowering<ReduceScatterOp>, Lowering<AllGatherOp>, Lowering<BroadcastOp>,
+      Lowering<SendOp>, Lowering<RecvOp>, Lowering<BarrierOp>,
+      Lowering<OffloadOp>, Lowering<ReloadOp>, Lowering<WaitOp>,
+      Lowering<LoadBatchOp>, Lowering<ReportLossOp>, Lowering<TraceBeginOp>,
+      Lowering<TraceEndOp>, RemapOperands<emitc::CallOpaqueOp>,
+      RemapOperands<emitc::VerbatimOp>, GuardedFuncCall>(converter,
+                                                         patterns.getContext());
 }
 
 //===----------------------------------------------------------------------===//

@@ -374,7 +374,8 @@ bool CommEngine::runRounds(uint32_t index) {
       if (shape.kind == CollectiveKind::AllReduce) {
         if (op.send != op.recv)
           std::memcpy(op.recv, op.send, block);
-      } else {
+      } else if (op.send != at(op.recv, uint64_t(me) * block)) {
+        // (An all-gather in place has its block there already.)
         std::memmove(at(op.recv, uint64_t(me) * block), op.send, block);
       }
     } else {

@@ -41,6 +41,23 @@ Tensor view(const Tensor &source, uint64_t byteOffset, uint64_t bytes,
   return {source.buf.slice(byteOffset, bytes), type};
 }
 
+Tensor groupSlot(Runtime &r, Group group, const Tensor &source, uint64_t bytes,
+                 ElemType type) {
+  const int size = r.groupSize(group), rank = r.groupRank(group);
+  if (source.buf.bytes != uint64_t(size) * bytes)
+    fatal(llvm::formatv("group slot: the source holds {0} bytes, not {1} "
+                        "blocks of {2} (one per rank of the group)",
+                        source.buf.bytes, size, bytes));
+  // AdamW updates block shardIndex() of a layer; the all-gather puts this
+  // rank's block at its group index: the two must be the same block.
+  if (group == Group::Data && rank != r.shardIndex())
+    fatal(llvm::formatv("group slot: data-parallel rank {0} owns ZeRO shard "
+                        "{1}, not the block at its index (partitioned "
+                        "shards cannot be gathered in place)",
+                        rank, r.shardIndex()));
+  return {source.buf.slice(uint64_t(rank) * bytes, bytes), type};
+}
+
 //===--- prologue ---------------------------------------------------------===//
 void initParam(const Tensor &t, InitKind kind, const char *param, double std,
                uint64_t elementOffset) {

@@ -305,6 +305,10 @@ Token Runtime::allGather(Group group, Buffer send, Buffer recv,
                         "buffer ({2} bytes), got {3} bytes",
                         what, size, send.bytes, recv.bytes));
   int count = elementCount(send, 1, what);
+  // In place: the contribution already is this rank's block of the result
+  // (mt3k.group_slot), so nothing copies it there.
+  const bool inPlace =
+      send.data == recv.data + uint64_t(groupRank(group)) * send.bytes;
   CommEngine::Op request{CommEngine::Kind::AllGather,
                          communicators[unsigned(group)],
                          send.data,
@@ -320,6 +324,8 @@ Token Runtime::allGather(Group group, Buffer send, Buffer recv,
     request.kind = CommEngine::Kind::Explicit;
     request.tag = int(explicitIssued[unsigned(group)]++ % 32768);
   } else {
+    if (inPlace)
+      request.send = MPI_IN_PLACE;
     countFlat(CollectiveKind::AllGather, group, recv.bytes);
   }
   Token token = pool->acquire(what, issueTimeout);

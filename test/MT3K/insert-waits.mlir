@@ -131,3 +131,37 @@ mt3k.program @prologue stage 0 {
   %r = mt3k.reload %b from host "s" : !mt3k.buffer<ddr, 64xf32>
   mt3k.wait %r
 }
+
+// -----
+
+// Two DMAs into the two halves of one group slot (AdamW's chunks of a ZeRO
+// view shard written into the rank's block of the view): the slot's block
+// is known at run time only, but views of the same slot compare by their
+// offsets in it, so the second DMA needs no wait on the first. A DMA into
+// the view outside the slot does (the slot may be any block).
+// CHECK-LABEL: mt3k.program @slot
+// CHECK: %[[T0:.*]] = mt3k.dma %{{.*}} -> %{{.*}} : !mt3k.buffer<gsm, 8xf32> -> !mt3k.buffer<ddr, 8xf32>
+// CHECK-NEXT: %[[T1:.*]] = mt3k.dma
+// CHECK-NEXT: mt3k.wait %[[T0]], %[[T1]]{{$}}
+// CHECK-NEXT: %[[T2:.*]] = mt3k.dma
+// CHECK-NEXT: mt3k.wait %[[T2]]{{$}}
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.group @dp data_parallel size 4
+mt3k.program @slot stage 0 {
+  %view = mt3k.buffer "view" at 0 : !mt3k.buffer<ddr, 64xf32>
+  %staged = mt3k.buffer "staged" at 0 : !mt3k.buffer<gsm, 16xf32>
+  %own = mt3k.group_slot %view on @dp : !mt3k.buffer<ddr, 64xf32> to !mt3k.buffer<ddr, 16xf32>
+  %low = mt3k.view %own[0] : !mt3k.buffer<ddr, 16xf32> to !mt3k.buffer<ddr, 8xf32>
+  %high = mt3k.view %own[32] : !mt3k.buffer<ddr, 16xf32> to !mt3k.buffer<ddr, 8xf32>
+  %first = mt3k.view %staged[0] : !mt3k.buffer<gsm, 16xf32> to !mt3k.buffer<gsm, 8xf32>
+  %second = mt3k.view %staged[32] : !mt3k.buffer<gsm, 16xf32> to !mt3k.buffer<gsm, 8xf32>
+  %whole = mt3k.view %view[64] : !mt3k.buffer<ddr, 64xf32> to !mt3k.buffer<ddr, 8xf32>
+  // expected-note @+1 {{asynchronous operation started here}}
+  %t0 = mt3k.dma %first -> %low : !mt3k.buffer<gsm, 8xf32> -> !mt3k.buffer<ddr, 8xf32>
+  // expected-note @+1 {{asynchronous operation started here}}
+  %t1 = mt3k.dma %second -> %high : !mt3k.buffer<gsm, 8xf32> -> !mt3k.buffer<ddr, 8xf32>
+  // expected-error @+2 {{'mt3k.dma' op writes ddr bytes [64, 96) of buffer 'view' that an unfinished 'mt3k.dma' writes; wait on its token first (token %8, write-after-write)}}
+  // expected-error @+1 {{'mt3k.dma' op writes ddr bytes [64, 96) of buffer 'view' that an unfinished 'mt3k.dma' writes; wait on its token first (token %9, write-after-write)}}
+  %t2 = mt3k.dma %first -> %whole : !mt3k.buffer<gsm, 8xf32> -> !mt3k.buffer<ddr, 8xf32>
+  mt3k.wait %t0, %t1, %t2
+}

@@ -41,6 +41,25 @@ mt3k.program @p stage 0 {
 
 // -----
 
+// A group slot's block is known at run time only: it may be any block of
+// its source, so a write into the slot conflicts with a transfer of any
+// part of the source (and views of one slot compare by their offsets in it,
+// in insert-waits.mlir).
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.group @dp data_parallel size 4
+mt3k.program @p stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 64xf32>
+  %last = mt3k.view %a[192] : !mt3k.buffer<ddr, 64xf32> to !mt3k.buffer<ddr, 16xf32>
+  %own = mt3k.group_slot %a on @dp : !mt3k.buffer<ddr, 64xf32> to !mt3k.buffer<ddr, 16xf32>
+  // expected-note @+1 {{asynchronous operation started here}}
+  %t0 = mt3k.send %last to 1 on @dp tag 0 : !mt3k.buffer<ddr, 16xf32>
+  // expected-error @+1 {{'mt3k.fill' op writes ddr bytes [0, 256) of buffer 'a' that an unfinished 'mt3k.send' reads; wait on its token first}}
+  mt3k.fill %own, 0.0 : !mt3k.buffer<ddr, 16xf32>
+  mt3k.wait %t0
+}
+
+// -----
+
 mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
 mt3k.group @dp data_parallel size 4
 mt3k.program @p stage 0 {

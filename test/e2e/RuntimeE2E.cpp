@@ -279,6 +279,20 @@ void runComm(Runtime &rt) {
             "all-gather (algorithm {0}) element {1}: {2}", int(algorithm), i,
             gathered.as<float>()[i]);
     }
+    // In place (mt3k.group_slot): the contribution is this rank's block of
+    // the result; the other blocks start as garbage.
+    Buffer own = gathered.slice(uint64_t(rt.groupRank(Group::Data)) * block * 4,
+                                block * 4);
+    std::fill(gathered.as<float>(), gathered.as<float>() + block * grid.dp,
+              -7.0f);
+    std::memcpy(own.data, part.data, block * 4);
+    rt.wait(rt.allGather(Group::Data, own, gathered, algorithm));
+    for (uint64_t i = 0; i < block * grid.dp; ++i) {
+      float want = float(grid.dp * i + grid.dp * (grid.dp - 1) / 2);
+      CHECK(gathered.as<float>()[i] == want,
+            "all-gather in place (algorithm {0}) element {1}: {2}",
+            int(algorithm), i, gathered.as<float>()[i]);
+    }
   }
 
   // 5. Broadcast over the pipeline group from the last stage, world barrier,

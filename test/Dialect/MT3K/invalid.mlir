@@ -647,6 +647,35 @@ mt3k.program @p stage 0 {
 
 mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
 mt3k.group @dp data_parallel size 4
+mt3k.program @p stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 64xbf16>
+  // expected-error @+1 {{source has 128 bytes, expected 4 (size of @dp) x 64 (the slot)}}
+  %s = mt3k.group_slot %a on @dp : !mt3k.buffer<ddr, 64xbf16> to !mt3k.buffer<ddr, 32xbf16>
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.group @dp data_parallel size 4
+mt3k.program @p stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 64xbf16>
+  // expected-error @+1 {{a group slot stays in its source's memory space, got ddr -> gsm}}
+  %s = mt3k.group_slot %a on @dp : !mt3k.buffer<ddr, 64xbf16> to !mt3k.buffer<gsm, 16xbf16>
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 64xbf16>
+  // expected-error @+1 {{'@dp' does not name an 'mt3k.group'}}
+  %s = mt3k.group_slot %a on @dp : !mt3k.buffer<ddr, 64xbf16> to !mt3k.buffer<ddr, 16xbf16>
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.group @dp data_parallel size 4
 mt3k.group @pp pipeline size 2
 mt3k.program @p stage 0 {
   %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 64xf32>

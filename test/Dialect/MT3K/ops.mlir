@@ -137,6 +137,12 @@ mt3k.program @stage0 stage 0 ddr_arena 1073741824 {
   mt3k.adamw %shard, %master, %m, %v2 -> %wshard lr 3.0e-4 beta1 0.9 beta2 0.95 eps 1.0e-8 weight_decay 0.0 : !mt3k.buffer<ddr, 2048xf32>, !mt3k.buffer<ddr, 2048xf32>, !mt3k.buffer<ddr, 2048xf32>, !mt3k.buffer<ddr, 2048xf32> -> !mt3k.buffer<ddr, 2048xbf16>
   // CHECK: %[[AG:.*]] = mt3k.all_gather %{{.*}} -> %{{.*}} on @dp tree : !mt3k.buffer<ddr, 2048xbf16> -> !mt3k.buffer<ddr, 8192xbf16>
   %ag = mt3k.all_gather %wshard -> %wflat on @dp tree : !mt3k.buffer<ddr, 2048xbf16> -> !mt3k.buffer<ddr, 8192xbf16>
+  // ZeRO-1/2 in place: this rank's block of the view as the shard.
+  // CHECK: %[[OWN:.*]] = mt3k.group_slot %{{.*}} on @dp : !mt3k.buffer<ddr, 8192xbf16> to !mt3k.buffer<ddr, 2048xbf16>
+  %own = mt3k.group_slot %wflat on @dp : !mt3k.buffer<ddr, 8192xbf16> to !mt3k.buffer<ddr, 2048xbf16>
+  // CHECK: mt3k.all_gather %[[OWN]] -> %{{.*}} on @dp ring
+  %agInPlace = mt3k.all_gather %own -> %wflat on @dp ring : !mt3k.buffer<ddr, 2048xbf16> -> !mt3k.buffer<ddr, 8192xbf16>
+  mt3k.wait %agInPlace
   // CHECK: %[[BC:.*]] = mt3k.broadcast %{{.*}} from 0 on @node tree : !mt3k.buffer<ddr, 64xbf16>
   %bc = mt3k.broadcast %nw from 0 on @node tree : !mt3k.buffer<ddr, 64xbf16>
   // CHECK: mt3k.wait %[[AG]], %[[BC]]

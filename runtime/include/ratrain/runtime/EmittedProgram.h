@@ -44,6 +44,12 @@ Tensor am(Runtime &r, uint64_t offset, uint64_t bytes, ElemType type);
 /// `bytes` at `byteOffset` of `source`, as `type`.
 Tensor view(const Tensor &source, uint64_t byteOffset, uint64_t bytes,
             ElemType type);
+/// This rank's block of `source`, which holds one block of `bytes` per rank
+/// of `group` in rank order (mt3k.group_slot): `bytes` at groupRank(group) x
+/// `bytes`, as `type`. Fatal when `source` is not groupSize(group) blocks,
+/// or when on the data group the block is not this rank's ZeRO shard.
+Tensor groupSlot(Runtime &r, Group group, const Tensor &source, uint64_t bytes,
+                 ElemType type);
 
 //===--- kernels (EmittedProgramKernels.cpp) ------------------------------===//
 // Each runs one host kernel, adds its time to this rank's kernel seconds of
