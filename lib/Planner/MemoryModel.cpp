@@ -746,8 +746,12 @@ StageMemory ratrain::computeStageMemory(
       if (!zero2)
         mem.zeroShards += alignBytes(shards.gradShard, A);
       // ZeRO-3: the assigned view is the view shard (and an FP32 model's
-      // master shard).
-      if (zero >= ZeroStage::Parameters)
+      // master shard). A 16-bit model's view shard under ZeRO-1/2 with the
+      // default sharding policy is the rank's block of the full view
+      // (AdamW writes it there and the all-gather runs in place), as
+      // StageLowering::viewShardInPlace.
+      if (zero >= ZeroStage::Parameters ||
+          (lowPrecision && options.sharding.isDefault()))
         continue;
       mem.zeroShards += alignBytes(shards.viewShard, A);
     }

@@ -108,6 +108,23 @@ Value StageLowering::slot(Value source, int64_t byteOffset,
   return value;
 }
 
+Value StageLowering::groupSlot(Value source, StringRef group,
+                               ArrayRef<int64_t> shape, Type type) {
+  auto sourceType = cast<mt::BufferType>(source.getType());
+  auto resultType = mt::BufferType::get(sourceType.getSpace(), shape, type);
+  assert(!outline && "group slots are taken in the program");
+  // Cached with the views, at byte offset -1 (no view has one).
+  auto key = std::make_tuple((const void *)source.getAsOpaquePointer(),
+                             int64_t(-1), resultType.getAsOpaquePointer());
+  auto it = views.find(key);
+  if (it != views.end())
+    return it->second;
+  Value value = mt::GroupSlotOp::create(pro, loc, resultType, source,
+                                        FlatSymbolRefAttr::get(ctx, group));
+  views[key] = value;
+  return value;
+}
+
 Value StageLowering::scratch(StringRef name, int64_t offset,
                              ArrayRef<int64_t> shape, Type type) {
   // A slot of a named region of the lowering's area (or of the assigned

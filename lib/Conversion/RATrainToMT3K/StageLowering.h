@@ -282,6 +282,10 @@ private:
              Type type);
   Value scratch(StringRef name, int64_t offset, ArrayRef<int64_t> shape,
                 Type type);
+  /// This rank's block of `source` split over `group` (mt3k.group_slot, in
+  /// the prologue; one per source, group and type).
+  Value groupSlot(Value source, StringRef group, ArrayRef<int64_t> shape,
+                  Type type);
   Value stateBase(Value state, StringRef role, int64_t layer);
   Value tensorOf(Value flat, const ParamTensor &tensor, Type type,
                  ArrayRef<int64_t> shape = {});
@@ -562,8 +566,22 @@ private:
     if (zero3())
       return slot(stateBase(stage.getViewArg(layer), "view", layer), 0,
                   {shardElements(layer)}, elem);
+    if (viewShardInPlace())
+      return groupSlot(slot(stateBase(stage.getViewArg(layer), "view", layer),
+                            0, {layerParams(layer)}, elem),
+                       "dp", {shardElements(layer)}, elem);
     return scratch(llvm::formatv("zero.view_shard.layer{0}", layer).str(),
                    viewShardOff.lookup(layer), {shardElements(layer)}, elem);
+  }
+  /// ZeRO-1/2 on a 16-bit model with the default sharding policy (no
+  /// partitions, native wires): the view shard is this rank's block of the
+  /// layer's full view (mt3k.group_slot), which AdamW refreshes in place and
+  /// the all-gather fills around, so there is no view-shard buffer and no
+  /// copy of the own block (docs/lowering.md, "ZeRO"). The planner counts
+  /// the same (MemoryModel.cpp, the ZeRO shards). An FP32 model's view
+  /// shard is its persistent master shard and keeps a buffer of its own.
+  bool viewShardInPlace() const {
+    return zero() && !zero3() && !isF32Model() && !plan_.hasSharding();
   }
   /// This rank's gradient shard of `layer`: the buffer assignment gave it
   /// (ZeRO-2 over dp > 1: the value of the reduce-scatter's wait), or a

@@ -173,7 +173,8 @@ LogicalResult StageLowering::plan(const OutboxSlotCounts &outboxSlots) {
 
   // ZeRO: per layer, this rank's gradient shard (the reduce-scatter output;
   // ZeRO-2 schedules assign it a buffer of its own) and view shard (AdamW's
-  // output, the all-gather input; an FP32 model's master shard).
+  // output, the all-gather input; an FP32 model's master shard), unless the
+  // view shard is the rank's block of the view (viewShardInPlace).
   if (zero())
     for (int64_t layer : stage.getLayers()) {
       ZeroShardSizes shards =
@@ -184,7 +185,7 @@ LogicalResult StageLowering::plan(const OutboxSlotCounts &outboxSlots) {
                    shards.gradShard);
       // ZeRO-3: the assigned view is the view shard (and an FP32 model's
       // master shard).
-      if (zero3())
+      if (zero3() || viewShardInPlace())
         continue;
       viewShardOff[layer] =
           region(area, llvm::formatv("zero.view_shard.layer{0}", layer).str(),

@@ -6,8 +6,9 @@
 // (the DMA from GSM to the view; its `wait` waits the DMA).
 //   ZeRO-0: all_reduce avg of the gradient, in place.
 //   ZeRO-1: reduce_scatter avg into the lowering's zero.grad_shard, AdamW
-//           on this rank's shard, the DMA into zero.view_shard, and the
-//           `sync all_gather` of the view gathers the shards into the view.
+//           on this rank's shard, the DMA into this rank's block of the
+//           view (mt3k.group_slot on @dp), and the `sync all_gather` of the
+//           view gathers the other shards around it, in place.
 //   ZeRO-2: as ZeRO-1, but the gradient shard is the buffer assignment gave
 //           the reduce-scatter's `wait` (<prefix>.grad_shard).
 //   hierarchical: a sync `hierarchy hierarchical` adds the @node group and
@@ -225,14 +226,15 @@ ratrain.pipeline @tiny_step for @tiny plan #ratrain.plan<clusters = 2, pp = 1, d
 // CHECK-NEXT: %[[V:[0-9]+]] = mt3k.view %[[LA]][82176] : !mt3k.buffer<ddr, 164352xi8> to !mt3k.buffer<ddr, 20544xf32>
 // CHECK: %[[GB:[0-9]+]] = mt3k.buffer "model.layers.0.grad" at 466432 : !mt3k.buffer<ddr, 82176xi8>
 // CHECK-NEXT: %[[G:[0-9]+]] = mt3k.view %[[GB]][0] : !mt3k.buffer<ddr, 82176xi8> to !mt3k.buffer<ddr, 41088xbf16>
-// The shards of the gradient and of the refreshed view live in the
-// lowering's scratch area.
-// CHECK: %[[GSB:[0-9]+]] = mt3k.buffer "zero.grad_shard.layer1" at 604160 : !mt3k.buffer<ddr, 41088xi8>
+// The gradient shard lives in the lowering's scratch area; the refreshed
+// view shard is this rank's block of the view itself (no zero.view_shard).
+// CHECK-NOT: zero.view_shard
+// CHECK: %[[GSB:[0-9]+]] = mt3k.buffer "zero.grad_shard.layer1" at 595968 : !mt3k.buffer<ddr, 41088xi8>
 // CHECK-NEXT: %[[GS:[0-9]+]] = mt3k.view %[[GSB]][0] : !mt3k.buffer<ddr, 41088xi8> to !mt3k.buffer<ddr, 20544xbf16>
-// CHECK: %[[VSB:[0-9]+]] = mt3k.buffer "zero.view_shard.layer1" at 645248 : !mt3k.buffer<ddr, 41088xi8>
-// CHECK-NEXT: %[[VS:[0-9]+]] = mt3k.view %[[VSB]][0] : !mt3k.buffer<ddr, 41088xi8> to !mt3k.buffer<ddr, 20544xbf16>
-// CHECK-NEXT: %[[STAGED:[0-9]+]] = mt3k.view %[[GSM1]][0] : !mt3k.buffer<gsm, 524288xi8> to !mt3k.buffer<gsm, 20544xbf16>
 // CHECK: %[[VIEW:[0-9]+]] = mt3k.view %[[LV]][0] : !mt3k.buffer<ddr, 82176xi8> to !mt3k.buffer<ddr, 41088xbf16>
+// CHECK-NEXT: %[[VS:[0-9]+]] = mt3k.group_slot %[[VIEW]] on @dp : !mt3k.buffer<ddr, 41088xbf16> to !mt3k.buffer<ddr, 20544xbf16>
+// CHECK-NEXT: %[[STAGED:[0-9]+]] = mt3k.view %[[GSM1]][0] : !mt3k.buffer<gsm, 524288xi8> to !mt3k.buffer<gsm, 20544xbf16>
+// CHECK-NOT: zero.view_shard
 // sync all_reduce under ZeRO-1: the optimizer needs only this rank's shard
 // of the average.
 // CHECK: %[[SYNC:[0-9]+]] = mt3k.reduce_scatter avg %[[G]] -> %[[GS]] on @dp ring
@@ -246,8 +248,7 @@ ratrain.pipeline @tiny_step for @tiny plan #ratrain.plan<clusters = 2, pp = 1, d
 
 // ONCORES-LABEL: mt3k.job = #mt3k.job<clusters = 2, pp = 1, dp = 2, micro_batch_size = 1, micro_batches = 1, zero = 1,
 // ONCORES-NOT: gsm.staging
-// ONCORES: %[[VSB:[0-9]+]] = mt3k.buffer "zero.view_shard.layer1" at 645248 : !mt3k.buffer<ddr, 41088xi8>
-// ONCORES-NEXT: %[[VS:[0-9]+]] = mt3k.view %[[VSB]][0] : !mt3k.buffer<ddr, 41088xi8> to !mt3k.buffer<ddr, 20544xbf16>
+// ONCORES: %[[VS:[0-9]+]] = mt3k.group_slot %{{[0-9]+}} on @dp : !mt3k.buffer<ddr, 41088xbf16> to !mt3k.buffer<ddr, 20544xbf16>
 // ONCORES: %[[SYNC:[0-9]+]] = mt3k.reduce_scatter avg %{{[0-9]+}} -> %{{[0-9]+}} on @dp ring : !mt3k.buffer<ddr, 41088xbf16>
 // ONCORES: mt3k.wait %[[SYNC]]{{$}}
 // ONCORES-NEXT: mt3k.adamw %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}} -> %[[VS]] lr {{.*}} : !mt3k.buffer<ddr, 20544xbf16>, {{.*}} -> !mt3k.buffer<ddr, 20544xbf16>
@@ -320,8 +321,8 @@ ratrain.pipeline @tiny_step for @tiny plan #ratrain.plan<clusters = 2, pp = 1, d
 // CHECK: %[[GSB:[0-9]+]] = mt3k.buffer "model.layers.0.grad_shard" at 468544 : !mt3k.buffer<ddr, 41088xi8>
 // CHECK-NEXT: %[[GS:[0-9]+]] = mt3k.view %[[GSB]][0] : !mt3k.buffer<ddr, 41088xi8> to !mt3k.buffer<ddr, 20544xbf16>
 // CHECK-NOT: zero.grad_shard.layer1
-// CHECK: %[[VSB:[0-9]+]] = mt3k.buffer "zero.view_shard.layer1" at 653504 : !mt3k.buffer<ddr, 41088xi8>
-// CHECK-NEXT: %[[VS:[0-9]+]] = mt3k.view %[[VSB]][0] : !mt3k.buffer<ddr, 41088xi8> to !mt3k.buffer<ddr, 20544xbf16>
+// CHECK-NOT: zero.view_shard
+// CHECK: %[[VS:[0-9]+]] = mt3k.group_slot %{{[0-9]+}} on @dp : !mt3k.buffer<ddr, 41088xbf16> to !mt3k.buffer<ddr, 20544xbf16>
 // CHECK: %[[SYNC:[0-9]+]] = mt3k.reduce_scatter avg %[[G]] -> %[[GS]] on @dp ring
 // CHECK: mt3k.wait %[[SYNC]]{{$}}
 // CHECK-NEXT: mt3k.adamw %[[GS]], {{.*}} -> %[[STAGED:[0-9]+]] lr

@@ -520,12 +520,18 @@ TEST(MemoryModel, LoweringZeroShardsByHand) {
                     (kHead / 4) * 2; // 99885568, slots 64-aligned already
   ParallelConfig c = ParallelConfig::balanced(
       8, 1, 4, 1, 4, RecomputePolicy::None, ZeroStage::Optimizer);
-  EXPECT_EQ(computeStageMemory(m, c, 0).zeroShards, 2 * perItem);
-  c.zero = ZeroStage::Gradients;
+  // A 16-bit view shard is the rank's block of the view (mt3k.group_slot):
+  // only the gradient shards.
   EXPECT_EQ(computeStageMemory(m, c, 0).zeroShards, perItem);
+  // A quantized weight wire (or a partition) keeps the view shard's region.
+  c.sharding.weightWire = WireFormat::Int8;
+  EXPECT_EQ(computeStageMemory(m, c, 0).zeroShards, 2 * perItem);
+  c.sharding = ShardingPolicy();
+  c.zero = ZeroStage::Gradients;
+  EXPECT_EQ(computeStageMemory(m, c, 0).zeroShards, 0);
   MemoryOptions gpu;
   gpu.lifecycle = LifecyclePolicy::GpuStyle;
-  EXPECT_EQ(computeStageMemory(m, c, 0, gpu).zeroShards, 2 * perItem);
+  EXPECT_EQ(computeStageMemory(m, c, 0, gpu).zeroShards, perItem);
   // An FP32 model's view shard is its master shard: nothing more.
   ZeroShardSizes f32 = ZeroShardSizes::of(kLayerParams, 4, 4);
   EXPECT_EQ(f32.viewShard, (kLayerParams / 4) * 4);
