@@ -121,18 +121,19 @@ LogicalResult ProgramOp::verify() {
 }
 
 bool ratrain::mt3k::isPrologueOp(Operation *op) {
-  if (llvm::isa<BufferOp, ViewOp, InitParamOp>(op))
+  if (llvm::isa<BufferOp, ViewOp, GroupSlotOp, InitParamOp>(op))
     return true;
   return op->hasAttr(kPrologueAttrName) && llvm::isa<OffloadOp, WaitOp>(op);
 }
 
 LogicalResult ProgramOp::verifyRegions() {
-  // The prologue: buffers, views and parameter initialization, and the
-  // offloads (with their waits) marked `mt3k.prologue` that put initialized
-  // states into the offload tier before the first iteration.
+  // The prologue: buffers, views (and group slots) and parameter
+  // initialization, and the offloads (with their waits) marked
+  // `mt3k.prologue` that put initialized states into the offload tier before
+  // the first iteration.
   Operation *firstOfIteration = nullptr;
   for (Operation &op : getBody().front()) {
-    if (llvm::isa<BufferOp, ViewOp>(op))
+    if (llvm::isa<BufferOp, ViewOp, GroupSlotOp>(op))
       continue;
     if (!isPrologueOp(&op)) {
       if (!firstOfIteration)
@@ -142,7 +143,8 @@ LogicalResult ProgramOp::verifyRegions() {
     if (firstOfIteration) {
       InFlightDiagnostic diag =
           op.emitOpError("must precede the iteration: only mt3k.buffer, "
-                         "mt3k.view and mt3k.init_param may come before it");
+                         "mt3k.view, mt3k.group_slot and mt3k.init_param may "
+                         "come before it");
       diag.attachNote(firstOfIteration->getLoc())
           << "the iteration starts here";
       return diag;

@@ -50,7 +50,8 @@ inline constexpr llvm::StringLiteral kPrologueAttrName = "mt3k.prologue";
 inline constexpr llvm::StringLiteral kMicroBatchGuard = "mt3k.micro_batch";
 
 /// Whether `op` belongs to its program's prologue: buffers, views,
-/// parameter initialization, and offloads and waits marked `mt3k.prologue`.
+/// group slots, parameter initialization, and offloads and waits marked
+/// `mt3k.prologue`.
 bool isPrologueOp(mlir::Operation *op);
 
 /// A byte range of one memory space, resolved through views.

@@ -746,12 +746,11 @@ StageMemory ratrain::computeStageMemory(
       if (!zero2)
         mem.zeroShards += alignBytes(shards.gradShard, A);
       // ZeRO-3: the assigned view is the view shard (and an FP32 model's
-      // master shard). A 16-bit model's view shard under ZeRO-1/2 with the
-      // default sharding policy is the rank's block of the full view
-      // (AdamW writes it there and the all-gather runs in place), as
-      // StageLowering::viewShardInPlace.
-      if (zero >= ZeroStage::Parameters ||
-          (lowPrecision && options.sharding.isDefault()))
+      // master shard). Under ZeRO-1/2 with the default sharding policy the
+      // view shard (an FP32 model's master shard) is the rank's block of
+      // the full view (AdamW writes it there and the all-gather runs in
+      // place), as StageLowering::viewShardInPlace.
+      if (zero >= ZeroStage::Parameters || options.sharding.isDefault())
         continue;
       mem.zeroShards += alignBytes(shards.viewShard, A);
     }

@@ -573,15 +573,15 @@ private:
     return scratch(llvm::formatv("zero.view_shard.layer{0}", layer).str(),
                    viewShardOff.lookup(layer), {shardElements(layer)}, elem);
   }
-  /// ZeRO-1/2 on a 16-bit model with the default sharding policy (no
-  /// partitions, native wires): the view shard is this rank's block of the
-  /// layer's full view (mt3k.group_slot), which AdamW refreshes in place and
-  /// the all-gather fills around, so there is no view-shard buffer and no
-  /// copy of the own block (docs/lowering.md, "ZeRO"). The planner counts
-  /// the same (MemoryModel.cpp, the ZeRO shards). An FP32 model's view
-  /// shard is its persistent master shard and keeps a buffer of its own.
+  /// ZeRO-1/2 with the default sharding policy (no partitions, native
+  /// wires): the view shard is this rank's block of the layer's full view
+  /// (mt3k.group_slot), which AdamW refreshes in place (an FP32 model's
+  /// master shard, which is its view shard, lives there) and the all-gather
+  /// fills around, so there is no view-shard buffer and no copy of the own
+  /// block (docs/lowering.md, "ZeRO-1 and ZeRO-2"). The planner counts the
+  /// same (MemoryModel.cpp, the ZeRO shards).
   bool viewShardInPlace() const {
-    return zero() && !zero3() && !isF32Model() && !plan_.hasSharding();
+    return zero() && !zero3() && !plan_.hasSharding();
   }
   /// This rank's gradient shard of `layer`: the buffer assignment gave it
   /// (ZeRO-2 over dp > 1: the value of the reduce-scatter's wait), or a

@@ -247,6 +247,15 @@ class Runner:
             refs[m.group(1)] = Ref(space, src.offset + int(m.group(3)), shape, dtype,
                                    src.name)
             return True
+        m = match(r"(%\w+) = mt3k\.group_slot (%\w+) on @dp : .* to (.*)$", line)
+        if m:
+            # This replica's block of the source (ZeRO: its shard of a view).
+            src = R(m.group(2))
+            space, shape, dtype = parse_type(m.group(3))
+            slot = Ref(space, 0, shape, dtype, src.name)
+            slot.offset = src.offset + replica * slot.numel() * SIZES[dtype]
+            refs[m.group(1)] = slot
+            return True
         m = match(r"mt3k\.init_param (\w+) (%\w+) \"([^\"]+)\"(?: std (\S+))?", line)
         if m:
             kind, ref, name = m.group(1), R(m.group(2)), m.group(3)

@@ -825,7 +825,7 @@ mt3k.program @p stage 0 {
   %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 64xf32>
   // expected-note @+1 {{the iteration starts here}}
   mt3k.fill %a, 0.0 : !mt3k.buffer<ddr, 64xf32>
-  // expected-error @+1 {{'mt3k.init_param' op must precede the iteration: only mt3k.buffer, mt3k.view and mt3k.init_param may come before it}}
+  // expected-error @+1 {{'mt3k.init_param' op must precede the iteration: only mt3k.buffer, mt3k.view, mt3k.group_slot and mt3k.init_param may come before it}}
   mt3k.init_param zeros %a "w" : !mt3k.buffer<ddr, 64xf32>
 }
 

@@ -532,13 +532,17 @@ TEST(MemoryModel, LoweringZeroShardsByHand) {
   MemoryOptions gpu;
   gpu.lifecycle = LifecyclePolicy::GpuStyle;
   EXPECT_EQ(computeStageMemory(m, c, 0, gpu).zeroShards, perItem);
-  // An FP32 model's view shard is its master shard: nothing more.
+  // An FP32 model's view shard is its master shard: nothing more, and with
+  // the default policy it is the rank's block of the view (only the 4-byte
+  // gradient shards).
   ZeroShardSizes f32 = ZeroShardSizes::of(kLayerParams, 4, 4);
   EXPECT_EQ(f32.viewShard, (kLayerParams / 4) * 4);
   EXPECT_EQ(f32.gradShard, (kLayerParams / 4) * 4);
   ModelConfig single = m;
   single.dtype = DType::F32;
   c.zero = ZeroStage::Optimizer;
+  EXPECT_EQ(computeStageMemory(single, c, 0).zeroShards, 2 * perItem);
+  c.sharding.weightWire = WireFormat::Int8;
   EXPECT_EQ(computeStageMemory(single, c, 0).zeroShards, 4 * perItem);
 }
 
