@@ -262,13 +262,22 @@ LogicalResult BufferOp::verify() {
 // ViewOp
 //===----------------------------------------------------------------------===//
 
+/// A view or group slot (`what`) names bytes of its source's memory space.
+static LogicalResult verifySourceSpace(Operation *op, StringRef what,
+                                       BufferType source, BufferType result) {
+  if (source.getSpace() == result.getSpace())
+    return success();
+  return op->emitOpError("a ")
+         << what << " stays in its source's memory space, got "
+         << stringifyMemorySpace(source.getSpace()) << " -> "
+         << stringifyMemorySpace(result.getSpace());
+}
+
 LogicalResult ViewOp::verify() {
   BufferType source = getSource().getType();
   BufferType result = getResult().getType();
-  if (source.getSpace() != result.getSpace())
-    return emitOpError("a view stays in its source's memory space, got ")
-           << stringifyMemorySpace(source.getSpace()) << " -> "
-           << stringifyMemorySpace(result.getSpace());
+  if (failed(verifySourceSpace(*this, "view", source, result)))
+    return failure();
   int64_t offset = getByteOffset();
   if (offset % result.getElementSizeInBytes() != 0)
     return emitOpError("byte offset ")
@@ -282,13 +291,8 @@ LogicalResult ViewOp::verify() {
 }
 
 LogicalResult GroupSlotOp::verify() {
-  BufferType source = getSource().getType();
-  BufferType result = getResult().getType();
-  if (source.getSpace() != result.getSpace())
-    return emitOpError("a group slot stays in its source's memory space, got ")
-           << stringifyMemorySpace(source.getSpace()) << " -> "
-           << stringifyMemorySpace(result.getSpace());
-  return success();
+  return verifySourceSpace(*this, "group slot", getSource().getType(),
+                           getResult().getType());
 }
 
 LogicalResult
