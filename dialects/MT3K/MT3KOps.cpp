@@ -191,18 +191,15 @@ std::optional<MemoryRange> ratrain::mt3k::resolveMemoryRange(Value value) {
     if (auto view = root.getDefiningOp<ViewOp>()) {
       offset += view.getByteOffset();
       root = view.getSource();
-    } else if (auto slot = root.getDefiningOp<GroupSlotOp>(); slot && !slotOp) {
-      // The rank's block is known at run time only: any block of the
-      // source, so the whole of it; ranges in this slot keep their offsets
-      // relative to it.
-      slotOp = slot;
-      slotBegin = offset;
-      slotEnd = offset + size;
-      offset = 0;
-      root = slot.getSource();
-      size = slot.getSource().getType().getSizeInBytes();
     } else if (auto slot = root.getDefiningOp<GroupSlotOp>()) {
-      // A slot of a slot: the whole of the outer source.
+      // The rank's block is known at run time only: any block of the
+      // source, so the whole of it; ranges in the innermost slot keep their
+      // offsets relative to it (a slot of a slot: the whole outer source).
+      if (!slotOp) {
+        slotOp = slot;
+        slotBegin = offset;
+        slotEnd = offset + size;
+      }
       offset = 0;
       root = slot.getSource();
       size = slot.getSource().getType().getSizeInBytes();
