@@ -268,13 +268,20 @@ PrepareFn attentionPreparePipeline(std::optional<Half> type) {
                             : ratrain_k_attention_bwd_prepare_bf16;
 }
 
-/// Keys per block of the key-block backward: P and dS of the block (fp32,
-/// for every query row that sees it) take at most the per-core AM, in
-/// multiples of the 32-key tile, 32 to 256 keys (64 at 2048 tokens and
-/// 1 MiB of AM).
+/// Keys per block of the key-block backward: 64 (two 32-key tiles), fewer
+/// (down to one tile) where P and dS of the block, fp32 for every query row
+/// that sees it, would not fit in the per-core AM. A block computes the
+/// masked part of its diagonal square too, so longer blocks cost more than
+/// their fewer calls save: the AM bound alone gave 256 keys up to 512
+/// tokens. Measured on Zen 5, one core, fp32, ms per backward with 32 / 64 /
+/// 128 / 256 keys: S 256, B 2, 12 x 64 (the 85M model) 4.72 / 4.73 / 4.95 /
+/// 5.67; S 512 16.9 / 16.7 / 17.6 / 18.5; S 1024 65.2 / 62.6 / 65.3 / 66.8;
+/// S 2048, 4 x 128 75.6 / 72.4 / 73.7 / 76.5; S 256, B 2, 8 x 32 (the tiny
+/// LLaMA) 1.61-1.69 / 1.60-1.64 / - / 2.00-2.04; S 128, B 2, 12 x 64 1.35-1.40
+/// / 1.42-1.46.
 int64_t attentionKeyBlock(int64_t S) {
   int64_t rows = (S + 31) / 32 * 32;
-  return tiling::clampInt(RATRAIN_AM_BYTES / (8 * rows) / 32 * 32, 32, 256);
+  return tiling::clampInt(RATRAIN_AM_BYTES / (8 * rows) / 32 * 32, 32, 64);
 }
 
 /// Rows [first, first + count) of head `head` of a [B, S, heads, D] tensor,

@@ -486,8 +486,8 @@ void refAttentionBackward(const AttnShape &a, const std::vector<float> &q,
 }
 
 /// Every supported head dimension (32 is the tiny LLaMA's), ragged lengths;
-/// the last two span several key blocks of the backward (a few hundred keys
-/// each, lib/Kernels.cpp attentionKeyBlock), the last block partial.
+/// those over 64 span several key blocks of the backward (64 keys each,
+/// lib/Attention.cpp attentionKeyBlock), the last block partial.
 const AttnShape kAttnShapes[] = {
     {1, 1, 1, 1, 64},   {2, 37, 4, 2, 64},  {1, 100, 2, 1, 128},
     {1, 65, 3, 3, 128}, {2, 70, 8, 2, 64},  {1, 45, 8, 4, 32},
