@@ -129,8 +129,25 @@ AllGatherOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   GroupOp group = lookupGroup(*this, getGroupAttr(), symbolTable);
   if (!group)
     return failure();
-  return verifyGroupMultiple(*this, getDest(), "destination", getSource(),
-                             "source", group);
+  if (failed(verifyGroupMultiple(*this, getDest(), "destination", getSource(),
+                                 "source", group)))
+    return failure();
+  // In place, the contribution is the rank's own block of the result: the
+  // runtime passes MPI_IN_PLACE on every rank or on none, so any other
+  // overlap (another group's slot, a view at a fixed offset) is an error.
+  std::optional<MemoryRange> source = resolveMemoryRange(getSource());
+  std::optional<MemoryRange> dest = resolveMemoryRange(getDest());
+  if (!source || !dest || !source->overlaps(*dest))
+    return success();
+  auto slot = getSource().getDefiningOp<GroupSlotOp>();
+  if (slot && slot.getSource() == getDest() &&
+      slot.getGroupAttr() == getGroupAttr())
+    return success();
+  return emitOpError("source overlaps the destination: ")
+         << stringifyMemorySpace(dest->space) << " bytes [" << source->begin
+         << ", " << source->end << ") and [" << dest->begin << ", " << dest->end
+         << "); in place, the source must be the destination's "
+         << "'mt3k.group_slot' on " << getGroupAttr();
 }
 
 LogicalResult

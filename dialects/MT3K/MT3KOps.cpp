@@ -288,8 +288,15 @@ LogicalResult ViewOp::verify() {
 }
 
 LogicalResult GroupSlotOp::verify() {
-  return verifySourceSpace(*this, "group slot", getSource().getType(),
-                           getResult().getType());
+  BufferType source = getSource().getType();
+  BufferType result = getResult().getType();
+  if (failed(verifySourceSpace(*this, "group slot", source, result)))
+    return failure();
+  if (source.getElementType() != result.getElementType())
+    return emitOpError("slot of ")
+           << result.getElementType() << " elements in a source of "
+           << source.getElementType() << " elements (they must agree)";
+  return success();
 }
 
 LogicalResult

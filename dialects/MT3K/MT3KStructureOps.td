@@ -215,7 +215,7 @@ def MT3K_GroupSlotOp : MT3K_InProgramOp<"group_slot", [Pure,
 
     ```mlir
     %own = mt3k.group_slot %view on @dp
-        : !mt3k.buffer<ddr, 14158848xi8> to !mt3k.buffer<ddr, 3539712xbf16>
+        : !mt3k.buffer<ddr, 7079424xbf16> to !mt3k.buffer<ddr, 3539712xbf16>
     ```
 
     The analyses that resolve byte ranges (hazards, overlaps) see the whole

@@ -666,10 +666,49 @@ mt3k.program @p stage 0 {
 // -----
 
 mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.group @dp data_parallel size 4
+mt3k.program @p stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 128xi8>
+  // expected-error @+1 {{slot of 'bf16' elements in a source of 'i8' elements (they must agree)}}
+  %s = mt3k.group_slot %a on @dp : !mt3k.buffer<ddr, 128xi8> to !mt3k.buffer<ddr, 16xbf16>
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
 mt3k.program @p stage 0 {
   %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 64xbf16>
   // expected-error @+1 {{'@dp' does not name an 'mt3k.group'}}
   %s = mt3k.group_slot %a on @dp : !mt3k.buffer<ddr, 64xbf16> to !mt3k.buffer<ddr, 16xbf16>
+}
+
+// -----
+
+// An all-gather in place gathers into the buffer its source is the
+// rank's block of, over the same group: not another group's slot, and not
+// a block at a fixed offset (the runtime passes MPI_IN_PLACE on every rank
+// or on none).
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.group @dp data_parallel size 2
+mt3k.group @pp pipeline size 2
+mt3k.program @p stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 64xbf16>
+  %s = mt3k.group_slot %a on @pp : !mt3k.buffer<ddr, 64xbf16> to !mt3k.buffer<ddr, 32xbf16>
+  // expected-error @+1 {{source overlaps the destination: ddr bytes [0, 128) and [0, 128); in place, the source must be the destination's 'mt3k.group_slot' on @dp}}
+  %t = mt3k.all_gather %s -> %a on @dp ring : !mt3k.buffer<ddr, 32xbf16> -> !mt3k.buffer<ddr, 64xbf16>
+  mt3k.wait %t
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.group @dp data_parallel size 2
+mt3k.program @p stage 0 {
+  %a = mt3k.buffer "a" at 0 : !mt3k.buffer<ddr, 64xbf16>
+  %s = mt3k.view %a[64] : !mt3k.buffer<ddr, 64xbf16> to !mt3k.buffer<ddr, 32xbf16>
+  // expected-error @+1 {{source overlaps the destination: ddr bytes [64, 128) and [0, 128); in place, the source must be the destination's 'mt3k.group_slot' on @dp}}
+  %t = mt3k.all_gather %s -> %a on @dp ring : !mt3k.buffer<ddr, 32xbf16> -> !mt3k.buffer<ddr, 64xbf16>
+  mt3k.wait %t
 }
 
 // -----
