@@ -297,6 +297,16 @@ LogicalResult StageLowering::lowerSync(SyncOp op) {
     }
   } else if (auto view = dyn_cast<ViewType>(stateType)) {
     int64_t layer = view.getLayer();
+    // With the default sharding policy the view shard is the rank's block
+    // of the view (viewShardInPlace): a quantized or partitioned gather
+    // would decode into it too, over an FP32 model's master shard.
+    if (viewShardInPlace() && (wire || op.getScope()))
+      return op.emitOpError("gathers the view ")
+             << (wire ? "on a quantized wire" : "inside a partition")
+             << ", but the plan's sharding policy is the default (no "
+                "weight_wire, no weight_partition), under which the view "
+                "shard is the rank's block of the view itself; give the plan "
+                "the same policy";
     // ZeRO-1/2 gather in place into the view; ZeRO-3 from the sharded view
     // into the buffer of the gathered view. Partitioned ZeRO-3: a gather
     // across a level (with more than one member inside it) fills the

@@ -4,14 +4,18 @@
 // reduce-scatter quantized to int4 and its view all-gather to int8.
 // RUN: ratrain-opt %s -split-input-file --ratrain-lower-to-mt3k="machine=%S/Inputs/tiny.yaml outline-layers=false" | FileCheck %s
 // Without ZeRO the gradient sync is an all-reduce, which cannot be quantized.
-// RUN: sed -e 's/zero = 2/zero = 0/g' %s | not ratrain-opt --ratrain-lower-to-mt3k="machine=%S/Inputs/tiny.yaml outline-layers=false" 2>&1 | FileCheck %s --check-prefix=ZERO0
+// RUN: sed -e 's/zero = 2/zero = 0/g; s/, weight_wire = int8//g' %s | not ratrain-opt --ratrain-lower-to-mt3k="machine=%S/Inputs/tiny.yaml outline-layers=false" 2>&1 | FileCheck %s --check-prefix=ZERO0
+// The plan's sharding policy names the weight wire: with the default one the
+// view shard is the rank's block of the view, which a quantized gather
+// would decode into (over an FP32 model's master shard).
+// RUN: sed -e 's/, weight_wire = int8//g' %s | not ratrain-opt --ratrain-lower-to-mt3k="machine=%S/Inputs/tiny.yaml outline-layers=false" 2>&1 | FileCheck %s --check-prefix=DEFAULT
 
-ratrain.model @tiny family("llama") dtype(bf16) seq_len(8) max_positions(16) positions rope rms_eps(1.000000e-05) rope_theta(1.000000e+04) plan #ratrain.plan<clusters = 2, pp = 1, dp = 2, micro_batch_size = 1, micro_batches = 1, zero = 2, stage_layers = [3], recompute = [none], step_us = 1000, peak_bytes = 1000000> {
+ratrain.model @tiny family("llama") dtype(bf16) seq_len(8) max_positions(16) positions rope rms_eps(1.000000e-05) rope_theta(1.000000e+04) plan #ratrain.plan<clusters = 2, pp = 1, dp = 2, micro_batch_size = 1, micro_batches = 1, zero = 2, stage_layers = [3], recompute = [none], step_us = 1000, peak_bytes = 1000000, weight_wire = int8> {
   ratrain.layer 0 embedding hidden(64) vocab(128)
   ratrain.layer 1 decoder hidden(64) heads(2) kv_heads(2) ffn(128)
   ratrain.layer 2 head hidden(64) vocab(128)
 }
-ratrain.pipeline @tiny_step for @tiny plan #ratrain.plan<clusters = 2, pp = 1, dp = 2, micro_batch_size = 1, micro_batches = 1, zero = 2, stage_layers = [3], recompute = [none], step_us = 1000, peak_bytes = 1000000> policy ratrain {
+ratrain.pipeline @tiny_step for @tiny plan #ratrain.plan<clusters = 2, pp = 1, dp = 2, micro_batch_size = 1, micro_batches = 1, zero = 2, stage_layers = [3], recompute = [none], step_us = 1000, peak_bytes = 1000000, weight_wire = int8> policy ratrain {
   ratrain.stage 0 layers [0, 3)
       states(%view0: !ratrain.view<0>, %master0: !ratrain.master<0>, %opt0: !ratrain.opt_state<0>,
              %view1: !ratrain.view<1>, %master1: !ratrain.master<1>, %opt1: !ratrain.opt_state<1>,
@@ -68,3 +72,4 @@ ratrain.pipeline @tiny_step for @tiny plan #ratrain.plan<clusters = 2, pp = 1, d
 // CHECK: mt3k.all_gather %{{.*}} on @dp ring : !mt3k.buffer<ddr, 4128xbf16>
 
 // ZERO0: error: 'ratrain.sync' op a quantized reduce_scatter needs sharded gradients (ZeRO >= 1); without ZeRO the gradient sync is an all-reduce
+// DEFAULT: error: 'ratrain.sync' op gathers the view on a quantized wire, but the plan's sharding policy is the default (no weight_wire, no weight_partition), under which the view shard is the rank's block of the view itself; give the plan the same policy
