@@ -113,15 +113,14 @@ Value StageLowering::groupSlot(Value source, StringRef group,
   auto sourceType = cast<mt::BufferType>(source.getType());
   auto resultType = mt::BufferType::get(sourceType.getSpace(), shape, type);
   assert(!outline && "group slots are taken in the program");
-  // Cached with the views, at byte offset -1 (no view has one).
   auto key = std::make_tuple((const void *)source.getAsOpaquePointer(),
-                             int64_t(-1), resultType.getAsOpaquePointer());
-  auto it = views.find(key);
-  if (it != views.end())
+                             group.str(), resultType.getAsOpaquePointer());
+  auto it = groupSlots.find(key);
+  if (it != groupSlots.end())
     return it->second;
   Value value = mt::GroupSlotOp::create(pro, loc, resultType, source,
                                         FlatSymbolRefAttr::get(ctx, group));
-  views[key] = value;
+  groupSlots[key] = value;
   return value;
 }
 

@@ -680,6 +680,9 @@ private:
   // Memoized buffers and views.
   llvm::StringMap<Value> bases;
   std::map<std::tuple<const void *, int64_t, const void *>, Value> views;
+  /// (source, group, result type) -> its mt3k.group_slot.
+  std::map<std::tuple<const void *, std::string, const void *>, Value>
+      groupSlots;
 
   /// Tokens of asynchronous ops not waited on yet, in program order.
   SmallVector<Value> inflight;
