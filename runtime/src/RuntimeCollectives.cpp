@@ -294,6 +294,19 @@ Token Runtime::reduceScatter(Group group, Buffer send, Buffer recv,
   return token;
 }
 
+bool Runtime::checkGatherOverlap(Group group, Buffer send, Buffer recv,
+                                 const char *what) const {
+  const std::byte *block = recv.data + uint64_t(groupRank(group)) * send.bytes;
+  if (send.data == block)
+    return true;
+  if (send.data < recv.data + recv.bytes && recv.data < send.data + send.bytes)
+    fatal(llvm::formatv("{0}: the send buffer overlaps the receive buffer "
+                        "without being this rank's block of it (block {1} of "
+                        "{2} bytes)",
+                        what, groupRank(group), send.bytes));
+  return false;
+}
+
 Token Runtime::allGather(Group group, Buffer send, Buffer recv,
                          CollectiveAlgorithm algorithm) {
   char what[TokenPool::kWhatBytes];
@@ -307,8 +320,7 @@ Token Runtime::allGather(Group group, Buffer send, Buffer recv,
   int count = elementCount(send, 1, what);
   // In place: the contribution already is this rank's block of the result
   // (mt3k.group_slot), so nothing copies it there.
-  const bool inPlace =
-      send.data == recv.data + uint64_t(groupRank(group)) * send.bytes;
+  const bool inPlace = checkGatherOverlap(group, send, recv, what);
   CommEngine::Op request{CommEngine::Kind::AllGather,
                          communicators[unsigned(group)],
                          send.data,
@@ -350,6 +362,14 @@ Token Runtime::allGather(Group group, Buffer send, Buffer recv, ElemType type,
                         "buffer ({2} bytes), got {3} bytes",
                         what, size, send.bytes, recv.bytes));
   int count = elementCount(send, getElemBytes(type), what);
+  // Every block is decoded from its codes, the rank's own too: in place it
+  // would overwrite the contribution (the lowering keeps a separate view
+  // shard under a weight wire).
+  if (checkGatherOverlap(group, send, recv, what))
+    fatal(llvm::formatv("{0}: a quantized all-gather cannot run in place (its "
+                        "send buffer is the rank's block of the receive "
+                        "buffer)",
+                        what));
   QuantizedSpec spec = quantizedSpec(
       CollectiveKind::AllGather, group,
       algorithm == CollectiveAlgorithm::Hierarchical &&

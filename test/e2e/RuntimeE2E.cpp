@@ -483,7 +483,17 @@ int main(int argc, char **argv) {
     rt.amBuffer(2, (16 << 10) - 64, 128);
   else if (args.mode == "reload-unknown")
     rt.wait(rt.reload(rt.ddr().buffer(0, 64), StorageTier::Host, "nothing"));
-  else
+  else if (args.mode == "gather-overlap") {
+    // The next rank's block of the result as this rank's contribution.
+    Buffer full = rt.ddr().buffer(0, 4096);
+    uint64_t next = (rt.groupRank(Group::Data) + 1) % rt.groupSize(Group::Data);
+    rt.wait(rt.allGather(Group::Data, full.slice(next * 2048, 2048), full));
+  } else if (args.mode == "quantized-in-place") {
+    Buffer full = rt.ddr().buffer(0, 4096);
+    Buffer own = full.slice(rt.groupRank(Group::Data) * 2048, 2048);
+    rt.wait(rt.allGather(Group::Data, own, full, ElemType::F32,
+                         CollectiveAlgorithm::Ring, WireType::Int8));
+  } else
     fatal("unknown mode '" + args.mode + "'");
   return 0;
 }

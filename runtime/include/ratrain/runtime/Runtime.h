@@ -564,6 +564,10 @@ private:
   /// Fatal when `group` is a partition group and the Data group's levels
   /// are irregular.
   void checkPartitionGroup(Group group, const char *what) const;
+  /// Whether an all-gather's `send` is this rank's block of `recv` (in
+  /// place); fatal when the two overlap otherwise.
+  bool checkGatherOverlap(Group group, Buffer send, Buffer recv,
+                          const char *what) const;
   /// Quantized collectives' wire bytes (counted when issued).
   WireCounters wireCounters;
   /// Issues a quantized collective (QuantizedCollectives.cpp).
