@@ -81,6 +81,19 @@ inline Halide::Expr narrow(const Halide::Expr &value, Elem elem) {
   return value;
 }
 
+/// fp32 -> bf16 bits, round to nearest even, in integer arithmetic: the
+/// bits ratrain_convert and the runtime's floatToBF16 give, subnormals
+/// included. (A plain cast compiled for the sapphirerapids target may become
+/// vcvtneps2bf16, which flushes subnormal inputs to zero.) NaNs stay NaNs
+/// (quiet, sign and top payload bits kept).
+inline Halide::Expr roundToBf16(const Halide::Expr &value) {
+  using namespace Halide;
+  Expr bits = reinterpret<uint32_t>(value);
+  Expr rounded = (bits + (((bits >> 16) & 1) + 0x7fff)) >> 16;
+  Expr nan = (bits & 0x7fffffff) > 0x7f800000;
+  return cast<uint16_t>(select(nan, (bits >> 16) | 0x40, rounded));
+}
+
 } // namespace ratrain::kernels::generators
 
 #endif // RATRAIN_KERNELS_GENERATORS_ELEMENTTYPE_H

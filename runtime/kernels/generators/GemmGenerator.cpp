@@ -55,6 +55,7 @@
 
 using namespace Halide;
 using ratrain::kernels::generators::Elem;
+using ratrain::kernels::generators::roundToBf16;
 using ratrain::kernels::generators::widen;
 
 namespace {
@@ -330,18 +331,6 @@ public:
     dst.dim(1).set_stride(2).set_extent(W).set_min(0);
   }
 };
-
-/// fp32 -> bf16 bits, round to nearest even, in integer arithmetic: the
-/// bits ratrain_convert gives, subnormals included. (A plain cast compiled
-/// for the sapphirerapids target may become vcvtneps2bf16, which flushes
-/// subnormal inputs to zero.) NaNs stay NaNs (quiet, sign and top payload
-/// bits kept).
-Expr roundToBf16(Expr value) {
-  Expr bits = reinterpret<uint32_t>(value);
-  Expr rounded = (bits + (((bits >> 16) & 1) + 0x7fff)) >> 16;
-  Expr nan = (bits & 0x7fffffff) > 0x7f800000;
-  return cast<uint16_t>(select(nan, (bits >> 16) | 0x40, rounded));
-}
 
 /// bf16 GEMM on pre-packed operands (see PackPairs): C[M,N] = beta*C +
 /// A*B^T with ap(kk, mi, kp, mt) (MR-wide strips of A's rows) and

@@ -35,8 +35,10 @@ using namespace Halide;
 using ratrain::kernels::generators::Elem;
 using ratrain::kernels::generators::elemNames;
 using ratrain::kernels::generators::narrow;
+using ratrain::kernels::generators::roundToBf16;
 using ratrain::kernels::generators::safeExp;
 using ratrain::kernels::generators::setStorageType;
+using ratrain::kernels::generators::storageType;
 using ratrain::kernels::generators::widen;
 
 namespace {
@@ -339,12 +341,24 @@ public:
 ///   p  = p - lr * (m / bc1) / (sqrt(v / bc2) + eps)
 ///   view = to16(p)                                   (view = bf16 | f16)
 /// One loop nest writes all outputs, so p/m/v may be updated in place.
+///
+/// With `average` the gradient arrives in two parts, as a reduce-scatter
+/// that left its last reduction to the update leaves it (mt3k.reduce_scatter
+/// `leave_own`): `g`, the sum of the other members' contributions to this
+/// rank's shard, and `own`, this rank's contribution; the update reads
+///   g = round(round(g + own) / members)
+/// (round: to the gradient's element; nothing for fp32), the bits of the
+/// runtime's average (ReduceLoops.cpp, averageFrom), so the update is the
+/// one it would have made after the reduce-scatter's own average, without
+/// that pass over the shard. fp32 and bf16 gradients.
 template <typename Self> class AdamWBase : public Generator<Self> {
 public:
   template <typename T> using In = typename Generator<Self>::template Input<T>;
   /// The gradient's element: f32, or the bf16 / f16 bits of a 16-bit
   /// model's gradients, widened in the kernel (AdamWView schedules how).
   GeneratorParam<Elem> grad{"grad", Elem::F32, elemNames()};
+  /// The gradient is the average of `g` and `own` over `members` (above).
+  GeneratorParam<bool> average{"average", false};
   In<Buffer<float>> p{"p", 1};
   In<Buffer<>> g{"g", 1};
   In<Buffer<float>> m{"m", 1};
@@ -358,16 +372,42 @@ public:
   In<float> bc2{"bc2"};
   In<float> gradScale{"grad_scale"};
 
-  void configure() { setStorageType(grad, g); }
+  /// With `average`: this rank's contribution (the gradient's element) and
+  /// the number of members the average is over.
+  GeneratorInput<Buffer<>> *own = nullptr;
+  GeneratorInput<float> *members = nullptr;
 
-  /// A 16-bit gradient widened to fp32 (undefined for an fp32 one).
+  void configure() {
+    setStorageType(grad, g);
+    if (!average)
+      return;
+    _halide_user_assert(Elem(grad) != Elem::F16)
+        << "the averaged update takes fp32 or bf16 gradients\n";
+    own = this->template add_input<Buffer<>>("own", storageType(grad), 1);
+    members = this->template add_input<float>("members");
+  }
+
+  /// The gradient in fp32, staged a chunk at a time where it is not g
+  /// itself: a 16-bit gradient widened, or the average of the two parts
+  /// (undefined for a plain fp32 gradient).
   Func gradIn{"grad_in"};
+
+  /// The gradient as the update reads it at i.
+  Expr gradient(Var i) {
+    if (!average)
+      return widen(g(i), grad);
+    Expr sum = widen(g(i), grad) + widen((*own)(i), grad);
+    if (Elem(grad) == Elem::F32)
+      return sum / *members;
+    Expr mean = widen(roundToBf16(sum), grad) / *members;
+    return widen(roundToBf16(mean), grad);
+  }
 
   /// The updated (p, m, v) at i.
   std::vector<Expr> update(Var i) {
     Expr gi = g(i);
-    if (Elem(grad) != Elem::F32) {
-      gradIn(i) = widen(g(i), grad);
+    if (Elem(grad) != Elem::F32 || average) {
+      gradIn(i) = gradient(i);
       gi = gradIn(i);
     }
     Expr gs = gi * gradScale;
@@ -385,8 +425,21 @@ public:
   void generate() {
     Var i("i");
     out(i) = Tuple(update(i));
-    out.vectorize(i, kLanes, TailStrategy::GuardWithIf)
-        .parallel(i, 1 << 14, TailStrategy::GuardWithIf);
+    if (!average) {
+      out.vectorize(i, kLanes, TailStrategy::GuardWithIf)
+          .parallel(i, 1 << 14, TailStrategy::GuardWithIf);
+      return;
+    }
+    // The averaged gradient is staged a chunk at a time and loaded, as the
+    // plain kernel loads g: the update's arithmetic is contracted alike
+    // (see AdamWView), so the same bits.
+    Var io("io"), ii("ii"), chunk("chunk"), vec("vec");
+    out.split(i, io, ii, kLanes, TailStrategy::GuardWithIf)
+        .split(io, chunk, vec, (1 << 14) / kLanes, TailStrategy::GuardWithIf)
+        .vectorize(ii)
+        .parallel(chunk);
+    gradIn.compute_at(out, chunk)
+        .vectorize(i, kLanes, TailStrategy::GuardWithIf);
   }
 };
 
@@ -420,7 +473,7 @@ public:
     // arithmetic, contracted alike by LLVM, so the same bits. (Widened
     // inline, LLVM fused the other product of the first moment's update into
     // an FMA: 1-ulp differences.)
-    if (Elem(grad) != Elem::F32)
+    if (Elem(grad) != Elem::F32 || average)
       gradIn.compute_at(out, chunk)
           .vectorize(i, kLanes, TailStrategy::GuardWithIf);
   }

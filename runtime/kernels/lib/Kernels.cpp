@@ -20,8 +20,10 @@
 
 #include "ratrain_halide_runtime_owner.h"
 #include "ratrain_k_adamw.h"
+#include "ratrain_k_adamw_average.h"
 #include "ratrain_k_adamw_bf16.h"
 #include "ratrain_k_adamw_bf16_grad16.h"
+#include "ratrain_k_adamw_bf16_grad16_average.h"
 #include "ratrain_k_adamw_f16.h"
 #include "ratrain_k_adamw_f16_grad16.h"
 #include "ratrain_k_add.h"
@@ -745,6 +747,24 @@ int runAdamW(Pipeline pipeline, int64_t n, float *p, const G *g, float *m,
                   params.beta2, params.eps, params.weightDecay, bc1, bc2,
                   params.gradScale, pb, mb, vb, dense(views, {n})...);
 }
+
+/// runAdamW for the averaged pipelines (`average=true`: the own part and
+/// the member count follow the scalars).
+template <typename G, typename Pipeline, typename... Views>
+int runAdamWAveraged(Pipeline pipeline, int64_t n, float *p, const G *others,
+                     const G *own, int members, float *m, float *v,
+                     const AdamWParams &params, Views... views) {
+  const double step = double(params.step < 1 ? 1 : params.step);
+  const float bc1 = float(1.0 - std::pow(double(params.beta1), step));
+  const float bc2 = float(1.0 - std::pow(double(params.beta2), step));
+  auto pb = dense(p, {n});
+  auto mb = dense(m, {n});
+  auto vb = dense(v, {n});
+  return pipeline(pb, dense(others, {n}), mb, vb, params.lr, params.beta1,
+                  params.beta2, params.eps, params.weightDecay, bc1, bc2,
+                  params.gradScale, dense(own, {n}), float(members), pb, mb, vb,
+                  dense(views, {n})...);
+}
 } // namespace
 
 int adamw(int64_t n, float *p, const float *g, float *m, float *v,
@@ -771,6 +791,28 @@ int adamw(int64_t n, float *p, const uint16_t *g, Half gradType, float *m,
   return runAdamW(gradType == Half::BF16 ? ratrain_k_adamw_bf16_grad16
                                          : ratrain_k_adamw_f16_grad16,
                   n, p, g, m, v, params, view);
+}
+
+int adamwAveraged(int64_t n, float *p, const float *others, const float *own,
+                  int members, float *m, float *v, const AdamWParams &params) {
+  if (members < 2)
+    return -1;
+  if (n <= 0)
+    return 0;
+  return runAdamWAveraged(ratrain_k_adamw_average, n, p, others, own, members,
+                          m, v, params);
+}
+
+int adamwAveraged(int64_t n, float *p, const uint16_t *others,
+                  const uint16_t *own, Half gradType, int members, float *m,
+                  float *v, const AdamWParams &params, uint16_t *view,
+                  Half viewType) {
+  if (members < 2 || gradType != Half::BF16 || !view || viewType != Half::BF16)
+    return -1;
+  if (n <= 0)
+    return 0;
+  return runAdamWAveraged(ratrain_k_adamw_bf16_grad16_average, n, p, others,
+                          own, members, m, v, params, view);
 }
 
 } // namespace ratrain::kernels

@@ -361,6 +361,25 @@ int adamw(int64_t n, float *p, const uint16_t *g, Half gradType, float *m,
           float *v, const AdamWParams &params, uint16_t *view = nullptr,
           Half viewType = Half::BF16);
 
+/// adamw on a gradient a reduce-scatter left in two parts (its last
+/// reduction deferred to the update, mt3k.reduce_scatter `leave_own`):
+/// `others`, the sum of the other members' contributions to this shard, and
+/// `own`, this rank's; the update reads the average over `members`
+/// (>= 2) with the runtime's rounding, (others + own) / members in fp32, so
+/// it makes the update adamw would make on the reduce-scatter's averaged
+/// shard, bit for bit, without that pass over the shard. Returns -1 for
+/// members < 2.
+int adamwAveraged(int64_t n, float *p, const float *others, const float *own,
+                  int members, float *m, float *v, const AdamWParams &params);
+
+/// The same on bf16 gradients (the sum rounded to bf16, then the quotient),
+/// refreshing a bf16 `view`: a bf16 model's update. Returns -1 for other
+/// element types or members < 2.
+int adamwAveraged(int64_t n, float *p, const uint16_t *others,
+                  const uint16_t *own, Half gradType, int members, float *m,
+                  float *v, const AdamWParams &params, uint16_t *view,
+                  Half viewType);
+
 /// *result = sum_i x[i]^2 over n values (fp32 squares summed in fp32 per
 /// 16 Ki-element chunk, chunks added in double): the squared global norm for
 /// gradient clipping, e.g. gradScale = min(1, maxNorm / sqrt(sum over all
