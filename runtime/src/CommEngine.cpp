@@ -404,12 +404,18 @@ bool CommEngine::runRounds(uint32_t index) {
   while (st.next < st.schedule.rounds.size()) {
     const Round &round = st.schedule.rounds[st.next];
     if (round.recvPeer >= 0) {
+      // A reduce-scatter that leaves its own contribution to the consumer
+      // receives the other members' sum of its block into the result and
+      // reduces nothing more (Runtime::reduceScatter checked the shape: a
+      // ring, whose last round reduces the own block).
+      void *into = round.reduce ? st.temp.data() : base + round.recvOffset;
+      if (op.leaveOwn && reducesIntoResult(op, st, round.recvOffset,
+                                           round.recvOffset + round.recvBytes))
+        into = op.recv;
       MPI_Request request = MPI_REQUEST_NULL;
-      checkMPI(
-          MPI_Irecv(round.reduce ? st.temp.data() : base + round.recvOffset,
-                    int(round.recvBytes), MPI_BYTE, round.recvPeer, op.tag,
-                    round.comm, &request),
-          pool.what(index));
+      checkMPI(MPI_Irecv(into, int(round.recvBytes), MPI_BYTE, round.recvPeer,
+                         op.tag, round.comm, &request),
+               pool.what(index));
       if (st.schedule.lazyStaging && !round.reduce)
         st.staged.add(round.recvOffset, round.recvOffset + round.recvBytes);
       requests.push_back(request);
@@ -447,6 +453,11 @@ void CommEngine::finishExplicit(uint32_t index) {
   const bool average = op.averageOver > 1;
   if (st.resultWritten)
     return;
+  if (op.leaveOwn)
+    fatal(llvm::formatv("{0}: left its own contribution to the consumer, but "
+                        "no round of its schedule received the other "
+                        "members' sum of its block",
+                        pool.what(index)));
   if (st.schedule.work == WorkBuffer::Staging &&
       shape.kind == CollectiveKind::ReduceScatter) {
     // This rank's reduced block goes to the result, divided on the way when
@@ -505,7 +516,13 @@ bool CommEngine::advance(uint32_t index) {
     if (--st.pending > 0)
       return false;
     const Round &round = st.schedule.rounds[st.next];
-    if (round.reduce && round.recvPeer >= 0) {
+    if (round.reduce && round.recvPeer >= 0 && op.leaveOwn &&
+        reducesIntoResult(op, st, round.recvOffset,
+                          round.recvOffset + round.recvBytes)) {
+      // The other members' sum arrived in the result; the consumer adds
+      // this rank's contribution (and divides an average).
+      st.resultWritten = true;
+    } else if (round.reduce && round.recvPeer >= 0) {
       std::byte *base = st.schedule.work == WorkBuffer::Result
                             ? static_cast<std::byte *>(op.recv)
                             : st.staging.data();

@@ -74,6 +74,10 @@ public:
     /// CollectiveShape::count), the reduction, and the element type.
     CollectiveShape shape;
     ReduceOp reduce = ReduceOp::Sum;
+    /// Explicit ring reduce-scatters: leave the last reduction to the
+    /// consumer (Runtime::reduceScatter's `leaveOwn`); `recv` receives the
+    /// other members' sum of this rank's block, undivided.
+    bool leaveOwn = false;
     bool started = false;
     /// Put: the byte offset in the peer's window.
     uint64_t targetOffset = 0;

@@ -123,6 +123,12 @@ Token reduceScatter(Runtime &r, Group g, const Tensor &src, const Tensor &dst,
                     ReduceOp op, CollectiveAlgorithm algorithm, WireType wire) {
   return r.reduceScatter(g, src.buf, dst.buf, src.type, op, algorithm, wire);
 }
+Token reduceScatterLeavingOwn(Runtime &r, Group g, const Tensor &src,
+                              const Tensor &dst, ReduceOp op,
+                              CollectiveAlgorithm algorithm) {
+  return r.reduceScatter(g, src.buf, dst.buf, src.type, op, algorithm,
+                         WireType::Native, /*leaveOwn=*/true);
+}
 Token allGather(Runtime &r, Group g, const Tensor &src, const Tensor &dst,
                 CollectiveAlgorithm algorithm, WireType wire) {
   if (wire != WireType::Native)

@@ -9,6 +9,7 @@
 #include "ratrain/runtime/EmittedProgramStaging.h"
 
 #include "ratrain/runtime/Error.h"
+#include "ratrain/runtime/ReduceLoops.h"
 #include "ratrain/runtime/Runtime.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -638,16 +639,51 @@ void scale(const Tensor &x, const Tensor &y, double factor) {
     yo.p[i] = xi.p[i] * s;
 }
 
-/// One AdamW step; the step number for bias correction is the session's.
-void adamw(Session &session, const Tensor &g, const Tensor &p, const Tensor &m,
-           const Tensor &v, const Tensor &viewOut, double lr, double beta1,
-           double beta2, double eps, double weightDecay, double gradScale,
-           const NoDecay &noDecay) {
+namespace {
+/// The part of a gradient a reduce-scatter left to the update (mt3k.adamw's
+/// `own`): the gradient is (g + own) / members, rounded as the runtime's
+/// average.
+struct OwnPart {
+  const Tensor *own = nullptr;
+  int members = 0;
+};
+
+/// One AdamW step on `g`, or on g and its own part averaged.
+void adamwUpdate(Session &session, const Tensor &g, OwnPart part,
+                 const Tensor &p, const Tensor &m, const Tensor &v,
+                 const Tensor &viewOut, double lr, double beta1, double beta2,
+                 double eps, double weightDecay, double gradScale,
+                 const NoDecay &noDecay) {
   // A validation step learns nothing: the view is refreshed from the
   // unchanged master (as the update would write it), m and v are untouched.
   if (session.evaluating()) {
     cast(p, viewOut);
     return;
+  }
+  if (part.own) {
+    const Tensor &own = *part.own;
+    if (own.type != g.type || own.numel() != g.numel() || part.members < 2)
+      fatal(llvm::formatv("adamw: the own part of the gradient must match it "
+                          "({0} {1} elements, got {2} {3}) and be averaged "
+                          "over 2 or more members (got {4})",
+                          stringifyElemType(g.type), g.numel(),
+                          stringifyElemType(own.type), own.numel(),
+                          part.members));
+    // The kernels average fp32 gradients, and bf16 ones of a bf16 view;
+    // others are averaged first, as the reduce-scatter would have.
+    bool fused = g.type == ElemType::F32 ? !isHalf(viewOut.type)
+                                         : g.type == ElemType::BF16 &&
+                                               viewOut.type == ElemType::BF16;
+    if (!fused) {
+      Scratch averaged((g.buf.bytes + sizeof(float) - 1) / sizeof(float));
+      averageFrom(averaged.data(), own.buf.data, g.buf.data, g.numel(), g.type,
+                  part.members);
+      Tensor whole{g.buf, g.type};
+      whole.buf.data = reinterpret_cast<std::byte *>(averaged.data());
+      adamwUpdate(session, whole, {}, p, m, v, viewOut, lr, beta1, beta2, eps,
+                  weightDecay, gradScale, noDecay);
+      return;
+    }
   }
   // A 16-bit model's gradients are read as they are (the same update, bit
   // for bit); others, and those of a model with an fp32 view, are staged.
@@ -676,6 +712,16 @@ void adamw(Session &session, const Tensor &g, const Tensor &p, const Tensor &m,
       piece.weightDecay = 0;
     kernel("adamw", [&] {
       float *mo = m.buf.as<float>() + begin, *vo = v.buf.as<float>() + begin;
+      if (part.own && halfGrad)
+        return k::adamwAveraged(end - begin, master + begin, g16->p + begin,
+                                part.own->buf.as<uint16_t>() + begin,
+                                half(g.type), part.members, mo, vo, piece,
+                                viewOut.buf.as<uint16_t>() + begin,
+                                half(viewOut.type));
+      if (part.own)
+        return k::adamwAveraged(end - begin, master + begin, g32->p + begin,
+                                part.own->buf.as<float>() + begin, part.members,
+                                mo, vo, piece);
       if (halfGrad)
         return k::adamw(end - begin, master + begin, g16->p + begin,
                         half(g.type), mo, vo, piece,
@@ -711,6 +757,24 @@ void adamw(Session &session, const Tensor &g, const Tensor &p, const Tensor &m,
   }
   if (!halfView && viewOut.buf.data != p.buf.data)
     std::memcpy(viewOut.buf.data, p.buf.data, p.buf.bytes);
+}
+} // namespace
+
+void adamw(Session &session, const Tensor &g, const Tensor &p, const Tensor &m,
+           const Tensor &v, const Tensor &viewOut, double lr, double beta1,
+           double beta2, double eps, double weightDecay, double gradScale,
+           const NoDecay &noDecay) {
+  adamwUpdate(session, g, {}, p, m, v, viewOut, lr, beta1, beta2, eps,
+              weightDecay, gradScale, noDecay);
+}
+
+void adamwAveraged(Session &session, const Tensor &others, const Tensor &own,
+                   int64_t members, const Tensor &p, const Tensor &m,
+                   const Tensor &v, const Tensor &viewOut, double lr,
+                   double beta1, double beta2, double eps, double weightDecay,
+                   double gradScale, const NoDecay &noDecay) {
+  adamwUpdate(session, others, {&own, int(members)}, p, m, v, viewOut, lr,
+              beta1, beta2, eps, weightDecay, gradScale, noDecay);
 }
 
 void adamwClipped(Session &session, const Tensor &g, const Tensor &p,

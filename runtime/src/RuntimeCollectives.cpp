@@ -234,7 +234,8 @@ static QuantizedSpec quantizedSpec(CollectiveKind kind, Group group,
 
 Token Runtime::reduceScatter(Group group, Buffer send, Buffer recv,
                              ElemType type, ReduceOp op,
-                             CollectiveAlgorithm algorithm, WireType wire) {
+                             CollectiveAlgorithm algorithm, WireType wire,
+                             bool leaveOwn) {
   char what[TokenPool::kWhatBytes];
   char extra[64];
   std::snprintf(extra, sizeof(extra), " (%s %s%s%s%s)",
@@ -250,6 +251,24 @@ Token Runtime::reduceScatter(Group group, Buffer send, Buffer recv,
                         "buffer ({2} bytes), got {3} bytes",
                         what, size, recv.bytes, send.bytes));
   int count = elementCount(recv, getElemBytes(type), what);
+  if (leaveOwn) {
+    // The last round of a ring reduces the own block: the other members'
+    // sum arrives there, and the consumer adds the rest.
+    const char *why = nullptr;
+    if (wire != WireType::Native)
+      why = "a quantized wire";
+    else if (algorithm != CollectiveAlgorithm::Ring)
+      why = "an algorithm other than ring";
+    else if (size < 2)
+      why = "a group of one rank";
+    else if (op != ReduceOp::Sum && op != ReduceOp::Avg)
+      why = "a reduction other than sum or avg";
+    if (why)
+      fatal(llvm::formatv("{0}: leaves its own contribution to the consumer, "
+                          "which needs a ring of two or more ranks on a "
+                          "native wire reducing by sum or avg, not {1}",
+                          what, why));
+  }
   if (wire != WireType::Native) {
     if (op != ReduceOp::Sum && op != ReduceOp::Avg)
       fatal(llvm::formatv("{0}: a {1} wire reduces by sum or avg, not {2}",
@@ -282,6 +301,7 @@ Token Runtime::reduceScatter(Group group, Buffer send, Buffer recv,
   request.averageOver = op == ReduceOp::Avg ? size : 0;
   request.elemType = type;
   request.reduce = op;
+  request.leaveOwn = leaveOwn;
   if (makeShape(request.shape, CollectiveKind::ReduceScatter, group, algorithm,
                 uint64_t(count), getElemBytes(type))) {
     request.kind = CommEngine::Kind::Explicit;

@@ -14,6 +14,7 @@
 #include "E2ECommon.h"
 #include "ratrain/runtime/Error.h"
 #include "ratrain/runtime/Half.h"
+#include "ratrain/runtime/ReduceLoops.h"
 #include "ratrain/runtime/Runtime.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -28,6 +29,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <unistd.h>
 
@@ -295,6 +297,52 @@ void runComm(Runtime &rt) {
     }
   }
 
+  // 4b. A ring reduce-scatter that leaves its own contribution to the
+  // consumer: the result holds the other members' sum (undivided, also for
+  // avg), and adding the own block as the runtime's average does gives the
+  // plain average's bits (bf16 values that round at every sum). (A group of
+  // one rank has nothing to leave.)
+  if (grid.dp > 1) {
+    std::vector<uint16_t> values(block * grid.dp);
+    for (uint64_t i = 0; i < values.size(); ++i)
+      values[i] = floatToBF16(
+          1.0f + float((i * 7919 + rt.dpIndex() * 104729) % 1000) / 997.0f);
+    Buffer full16 = ddr.buffer(base + 2 * n * 4, block * grid.dp * 2);
+    Buffer averaged = ddr.buffer(base + 3 * n * 4, block * 2);
+    Buffer others = ddr.buffer(base + 4 * n * 4, block * 2);
+    std::memcpy(full16.data, values.data(), values.size() * 2);
+    rt.wait(rt.reduceScatter(Group::Data, full16, averaged, ElemType::BF16,
+                             ReduceOp::Avg, CollectiveAlgorithm::Ring));
+    std::memcpy(full16.data, values.data(), values.size() * 2);
+    rt.wait(rt.reduceScatter(Group::Data, full16, others, ElemType::BF16,
+                             ReduceOp::Avg, CollectiveAlgorithm::Ring,
+                             WireType::Native, /*leaveOwn=*/true));
+    const uint64_t me = uint64_t(rt.groupRank(Group::Data));
+    std::vector<uint16_t> completed(block);
+    averageFrom(completed.data(), values.data() + me * block,
+                others.as<uint16_t>(), block, ElemType::BF16, grid.dp);
+    for (uint64_t i = 0; i < block; ++i)
+      CHECK(completed[i] == averaged.as<uint16_t>()[i],
+            "reduce-scatter leaving its own contribution, element {0}: the "
+            "completed average {1:x} is not the plain one {2:x}",
+            i, completed[i], averaged.as<uint16_t>()[i]);
+    // fp32 sums of small integers are exact: the other members' sum itself.
+    for (uint64_t i = 0; i < block * grid.dp; ++i)
+      full.as<float>()[i] = float(i + rt.dpIndex());
+    rt.wait(rt.reduceScatter(Group::Data, full, part, ElemType::F32,
+                             ReduceOp::Sum, CollectiveAlgorithm::Ring,
+                             WireType::Native, /*leaveOwn=*/true));
+    for (uint64_t i = 0; i < block; ++i) {
+      uint64_t global = me * block + i;
+      float want = float(grid.dp * global + grid.dp * (grid.dp - 1) / 2) -
+                   float(global + rt.dpIndex());
+      CHECK(part.as<float>()[i] == want,
+            "reduce-scatter leaving its own contribution, element {0}: {1}, "
+            "want {2}",
+            i, part.as<float>()[i], want);
+    }
+  }
+
   // 5. Broadcast over the pipeline group from the last stage, world barrier,
   // world min.
   Buffer flag = ddr.buffer(base + 5 * n * 4, 8);
@@ -488,6 +536,12 @@ int main(int argc, char **argv) {
     Buffer full = rt.ddr().buffer(0, 4096);
     uint64_t next = (rt.groupRank(Group::Data) + 1) % rt.groupSize(Group::Data);
     rt.wait(rt.allGather(Group::Data, full.slice(next * 2048, 2048), full));
+  } else if (args.mode == "leave-own-tree") {
+    Buffer full = rt.ddr().buffer(0, 4096);
+    rt.wait(rt.reduceScatter(Group::Data, full, rt.ddr().buffer(4096, 2048),
+                             ElemType::F32, ReduceOp::Avg,
+                             CollectiveAlgorithm::Tree, WireType::Native,
+                             /*leaveOwn=*/true));
   } else if (args.mode == "quantized-in-place") {
     Buffer full = rt.ddr().buffer(0, 4096);
     Buffer own = full.slice(rt.groupRank(Group::Data) * 2048, 2048);

@@ -119,6 +119,16 @@ void adamw(Session &session, const Tensor &g, const Tensor &p, const Tensor &m,
            const Tensor &v, const Tensor &viewOut, double lr, double beta1,
            double beta2, double eps, double weightDecay, double gradScale,
            const NoDecay &noDecay = {});
+/// AdamW on a gradient a reduce-scatter left in two parts
+/// (Runtime::reduceScatter's `leaveOwn`): `others` holds the other members'
+/// sum of this rank's shard, `own` this rank's contribution; the update
+/// reads their average over `members`, rounded as the reduce-scatter's own
+/// average would have been (the same update, bit for bit).
+void adamwAveraged(Session &session, const Tensor &others, const Tensor &own,
+                   int64_t members, const Tensor &p, const Tensor &m,
+                   const Tensor &v, const Tensor &viewOut, double lr,
+                   double beta1, double beta2, double eps, double weightDecay,
+                   double gradScale, const NoDecay &noDecay = {});
 void fill(const Tensor &t, double value);
 /// acc (an f32 scalar) += weight * sum of x's squares (summed in float64).
 void sumSquares(const Tensor &x, const Tensor &acc, double weight);
@@ -174,6 +184,11 @@ Token periodicAllReduce(Runtime &r, Session &s, Group g, const Tensor &src,
 Token reduceScatter(Runtime &r, Group g, const Tensor &src, const Tensor &dst,
                     ReduceOp op, CollectiveAlgorithm algorithm,
                     WireType wire = WireType::Native);
+/// mt3k.reduce_scatter with `leave_own`: `dst` receives the other members'
+/// sum of this rank's block; the update adds the rest (adamwAveraged).
+Token reduceScatterLeavingOwn(Runtime &r, Group g, const Tensor &src,
+                              const Tensor &dst, ReduceOp op,
+                              CollectiveAlgorithm algorithm);
 Token allGather(Runtime &r, Group g, const Tensor &src, const Tensor &dst,
                 CollectiveAlgorithm algorithm,
                 WireType wire = WireType::Native);

@@ -304,10 +304,16 @@ public:
   /// `recv`. A quantized `wire` (f32 / bf16 / f16, sum or avg) runs ZeRO++'s
   /// qgZ: per level of `algorithm`'s decomposition, innermost first, the
   /// chunks are quantized, exchanged all-to-all, decoded and summed in fp32.
+  /// With `leaveOwn` (a ring over more than one rank, native wire, sum or
+  /// avg) the last reduction is left to the consumer: `recv` receives the
+  /// sum of the other members' contributions to this rank's block,
+  /// undivided, and this rank's own (its block of `send`) is not added; the
+  /// update adds it and divides an average (kernels::adamwAveraged), so the
+  /// shard is not read and written once more in between.
   Token reduceScatter(Group group, Buffer send, Buffer recv, ElemType type,
                       ReduceOp op = ReduceOp::Sum,
                       CollectiveAlgorithm algorithm = CollectiveAlgorithm::Auto,
-                      WireType wire = WireType::Native);
+                      WireType wire = WireType::Native, bool leaveOwn = false);
   /// Gathers every rank's `send` into `recv` (groupSize x send.bytes) in
   /// group-rank order.
   Token allGather(Group group, Buffer send, Buffer recv,
