@@ -88,6 +88,11 @@ LogicalResult ReduceScatterOp::verify() {
     return emitOpError("a ") << stringifyWireType(*getWire())
                              << " wire reduces by sum or avg, not "
                              << stringifyReduceKind(getReduce());
+  if (getLeaveOwn() &&
+      (getWire() || getAlgorithm() != CollectiveAlgorithm::ring ||
+       (getReduce() != ReduceKind::sum && getReduce() != ReduceKind::avg)))
+    return emitOpError("leave_own needs a ring on a native wire reducing by "
+                       "sum or avg (its last round reduces the own block)");
   return verifyWire(*this, getWire(), getSource());
 }
 

@@ -90,14 +90,31 @@ def MT3K_ReduceScatterOp : MT3K_CommOp<"reduce_scatter"> {
     f16) the contributions travel as block-wise quantized codes with fp32
     scales, exchanged all-to-all per level of the algorithm and summed in
     fp32.
+
+    With `leave_own` (a `ring` on a native wire, sum or avg) the last
+    reduction is left to the consumer: `dest` receives the sum of the other
+    members' contributions to this rank's shard, undivided, and this rank's
+    own contribution (its block of `source`, `mt3k.group_slot`) is not added.
+    The update reads both (`mt3k.adamw` with `own`) and completes the
+    average with the same rounding, so the shard is not read and written once
+    more in between:
+
+    ```mlir
+    %t = mt3k.reduce_scatter avg %g -> %others on @dp ring leave_own
+        : !mt3k.buffer<ddr, 16777216xbf16> -> !mt3k.buffer<ddr, 8388608xbf16>
+    %own = mt3k.group_slot %g on @dp
+        : !mt3k.buffer<ddr, 16777216xbf16> to !mt3k.buffer<ddr, 8388608xbf16>
+    ```
   }];
   let arguments = (ins MT3K_ReduceKindAttr:$reduce, Arg<MT3K_DdrBuffer, "contribution", [MemRead]>:$source,
                        Arg<MT3K_DdrBuffer, "result", [MemWrite]>:$dest,
                        FlatSymbolRefAttr:$group,
                        MT3K_CollectiveAlgorithmAttr:$algorithm,
-                       OptionalAttr<MT3K_WireTypeAttr>:$wire);
+                       OptionalAttr<MT3K_WireTypeAttr>:$wire,
+                       UnitAttr:$leave_own);
   let assemblyFormat = [{
     `` $reduce $source `->` $dest `on` $group `` $algorithm (`wire` `` $wire^)?
+    (`leave_own` $leave_own^)?
     attr-dict `:` qualified(type($source)) `->` qualified(type($dest))
   }];
   let builders = [
@@ -106,7 +123,7 @@ def MT3K_ReduceScatterOp : MT3K_CommOp<"reduce_scatter"> {
                    "::mlir::Value":$dest, "::mlir::FlatSymbolRefAttr":$group,
                    "CollectiveAlgorithmAttr":$algorithm), [{
       build($_builder, $_state, reduce, source, dest, group, algorithm,
-            WireTypeAttr());
+            WireTypeAttr(), ::mlir::UnitAttr());
     }]>
   ];
   let hasVerifier = 1;

@@ -417,6 +417,18 @@ LogicalResult AdamWOp::verify() {
   }
   if (bool(getClip()) != bool(getMaxGradNorm()))
     return emitOpError("'clip' and 'max_grad_norm' go together");
+  if (bool(getOwn()) != bool(getMembers()))
+    return emitOpError("'own' and 'members' go together");
+  if (Value own = getOwn()) {
+    if (own.getType() != getGrad().getType())
+      return emitOpError("'own' must have the type of 'grad' (")
+             << getGrad().getType() << "), got " << own.getType();
+    if (*getMembers() < 2)
+      return emitOpError("'members' must be at least 2, got ") << *getMembers();
+    if (getClip())
+      return emitOpError("'own' cannot go with 'clip': the norm is taken of "
+                         "the averaged gradient");
+  }
   if (getMaxGradNorm() && !(getMaxGradNorm()->convertToDouble() > 0 &&
                             std::isfinite(getMaxGradNorm()->convertToDouble())))
     return emitOpError("max_grad_norm must be a finite number > 0, got ")
@@ -431,8 +443,10 @@ LogicalResult AdamWOp::verify() {
                       view && master->sameBytes(*view);
   if (!viewIsMaster)
     outputs.push_back({getView(), "view"});
-  return verifyNoOverlap(*this, outputs, {{getGrad(), "grad"}},
-                         /*mayAlias=*/false);
+  SmallVector<NamedOperand, 2> inputs = {{getGrad(), "grad"}};
+  if (getOwn())
+    inputs.push_back({getOwn(), "own"});
+  return verifyNoOverlap(*this, outputs, inputs, /*mayAlias=*/false);
 }
 
 LogicalResult SumSquaresOp::verify() {

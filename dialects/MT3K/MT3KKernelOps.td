@@ -252,7 +252,7 @@ def MT3K_ElementwiseOp
   }];
 }
 
-def MT3K_AdamWOp : MT3K_InProgramOp<"adamw"> {
+def MT3K_AdamWOp : MT3K_InProgramOp<"adamw", [AttrSizedOperandSegments]> {
   let summary = "AdamW step on a parameter shard, refreshing its 16-bit view";
   let description = [{
     One decoupled-weight-decay Adam step on `master` (f32), with moments `m`
@@ -268,6 +268,14 @@ def MT3K_AdamWOp : MT3K_InProgramOp<"adamw"> {
     `mt3k.sum_squares` of the step's gradients) the gradient is also
     multiplied by `min(1, max_grad_norm / (sqrt(clip) + 1e-6))`, PyTorch's
     `clip_grad_norm_`.
+
+    With `own` the gradient arrives in two parts, as a reduce-scatter with
+    `leave_own` leaves it: `grad` holds the other members' sum of this rank's
+    shard and `own` (of the same type and size) this rank's contribution; the
+    update reads `(grad + own) / members`, each step rounded to the
+    gradient's element type as the reduce-scatter's average would have been,
+    so the update is the same, bit for bit. Not with `clip` (the norm is
+    taken of the averaged gradient before the update).
 
     `no_decay` lists element ranges `[begin, end)` of the layer's flat
     parameters (ratrain/Model/ParameterLayout.h) that take no weight decay
@@ -286,6 +294,9 @@ def MT3K_AdamWOp : MT3K_InProgramOp<"adamw"> {
     ```
   }];
   let arguments = (ins Arg<MT3K_FloatBuffer, "gradient", [MemRead]>:$grad,
+                       Arg<Optional<MT3K_FloatBuffer>,
+                           "this rank's part of the gradient", [MemRead]>:$own,
+                       OptionalAttr<I64Attr>:$members,
                        Arg<MT3K_F32Buffer, "master weights", [MemRead, MemWrite]>:$master,
                        Arg<MT3K_F32Buffer, "first moment", [MemRead, MemWrite]>:$m,
                        Arg<MT3K_F32Buffer, "second moment", [MemRead, MemWrite]>:$v,
@@ -300,7 +311,8 @@ def MT3K_AdamWOp : MT3K_InProgramOp<"adamw"> {
                        OptionalAttr<I64Attr>:$first_element,
                        OptionalAttr<I64Attr>:$shard_elements);
   let assemblyFormat = [{
-    $grad `,` $master `,` $m `,` $v `->` $view `lr` $lr `beta1` $beta1
+    $grad (`plus` $own^ `:` qualified(type($own)) `over` $members)?
+    `,` $master `,` $m `,` $v `->` $view `lr` $lr `beta1` $beta1
     `beta2` $beta2 `eps` $eps `weight_decay` $weight_decay
     (`grad_scale` $grad_scale^)?
     (`clip` `(` $clip^ `:` qualified(type($clip)) `)`
@@ -317,7 +329,8 @@ def MT3K_AdamWOp : MT3K_InProgramOp<"adamw"> {
                    "::mlir::Value":$view, "double":$lr, "double":$beta1,
                    "double":$beta2, "double":$eps, "double":$weightDecay,
                    CArg<"std::optional<double>", "std::nullopt">:$gradScale), [{
-      build($_builder, $_state, grad, master, m, v, view,
+      build($_builder, $_state, grad, ::mlir::Value(), ::mlir::IntegerAttr(),
+            master, m, v, view,
             $_builder.getF64FloatAttr(lr), $_builder.getF64FloatAttr(beta1),
             $_builder.getF64FloatAttr(beta2), $_builder.getF64FloatAttr(eps),
             $_builder.getF64FloatAttr(weightDecay),

@@ -495,6 +495,15 @@ LogicalResult lower(AdamWOp adam, Calls &c) {
     os << "}}";
     noDecay = Arg(c.opaque(text));
   }
+  if (Value own = adam.getOwn()) {
+    // The gradient in two parts (a reduce-scatter with leave_own): the
+    // other members' sum, this rank's part and the member count lead.
+    args.insert(args.begin() + 2, {t(own), c.i64(*adam.getMembers())});
+    if (noDecay)
+      args.push_back(*noDecay);
+    c.call("ratrain::rt::emit::adamwAveraged", Type(), args);
+    return success();
+  }
   if (!adam.getClip()) {
     if (noDecay)
       args.push_back(*noDecay);
@@ -578,7 +587,9 @@ LogicalResult lower(ReduceScatterOp rs, Calls &c) {
   if (std::optional<mt3k::WireType> wire = rs.getWire())
     args.push_back(c.opaque(wireName(*wire)));
   c.mapping[rs.getToken()] =
-      c.call("ratrain::rt::emit::reduceScatter", c.tokenType, args);
+      c.call(rs.getLeaveOwn() ? "ratrain::rt::emit::reduceScatterLeavingOwn"
+                              : "ratrain::rt::emit::reduceScatter",
+             c.tokenType, args);
   return success();
 }
 

@@ -290,9 +290,18 @@ LogicalResult StageLowering::lowerSync(SyncOp op) {
       } else {
         dest = gradShard(layer);
       }
+      // ZeRO-1 on a ring: the last reduction is left to the update, which
+      // reads the rank's own block of the full gradient (still held: the
+      // full gradient lives until the update) next to the other members'
+      // sum (docs/lowering.md, "The average in the update").
+      bool leaveOwn = !partial && !op.getScope() && !wire &&
+                      averagesInUpdate(alg.getValue());
       token = mt::ReduceScatterOp::create(
           b, loc, mt::ReduceKindAttr::get(ctx, mt::ReduceKind::avg), source,
-          dest, dp, alg, wire);
+          dest, dp, alg, wire, leaveOwn ? b.getUnitAttr() : UnitAttr());
+      if (leaveOwn)
+        ownGradient[layer] =
+            groupSlot(source, "dp", {shardElements(layer)}, elem);
       track(token);
     }
   } else if (auto view = dyn_cast<ViewType>(stateType)) {
@@ -354,6 +363,16 @@ LogicalResult StageLowering::lowerSync(SyncOp op) {
   return success();
 }
 
+bool StageLowering::averagesInUpdate(mt::CollectiveAlgorithm algorithm) const {
+  // ZeRO-2 releases the full gradient at the sync's wait, and clipping
+  // takes the norm of the averaged shards before the update; the kernels
+  // average fp32 and bf16 gradients.
+  return options.averageInUpdate && plan_.getZero() == 1 && plan_.getDp() > 1 &&
+         algorithm == mt::CollectiveAlgorithm::ring &&
+         !plan_.clipsGradients() && !plan_.syncsPartially() &&
+         (elem.isF32() || elem.isBF16());
+}
+
 LogicalResult StageLowering::lowerUpdate(UpdateOp op) {
   int64_t layer = op.getMaster().getType().getLayer();
   int64_t n = zero() ? shardElements(layer) : layerParams(layer);
@@ -386,6 +405,11 @@ LogicalResult StageLowering::lowerUpdate(UpdateOp op) {
   }
 
   Value clip = op.getClip() ? gradNormBuffer(op.getClip()) : Value();
+  // The rank's own contribution, where the reduce-scatter left it.
+  Value own = zero() ? ownGradient.lookup(layer) : Value();
+  if (own && clip)
+    return op.emitOpError("clips a gradient whose reduce-scatter left its "
+                          "average to the update");
   int64_t E = elemBytes();
   // The update runs in chunks of a GSM staging slot, or in one call where
   // it writes the view in place (the DMA runs on the cores).
@@ -405,9 +429,11 @@ LogicalResult StageLowering::lowerUpdate(UpdateOp op) {
     int64_t c = std::min(streamStep, n - s);
     if (stream && s + streamStep < n)
       streamChunkOf(layer, s + streamStep, (k + 1) % 2, /*reload=*/true);
-    Value gc = grad, mc = master, m0 = m, v0 = v, dc = viewDest;
+    Value gc = grad, oc = own, mc = master, m0 = m, v0 = v, dc = viewDest;
     if (stream) {
       gc = slot(grad, s * E, {c}, elem);
+      if (own)
+        oc = slot(own, s * E, {c}, elem);
       mc = streamed(layer, "master") ? chunkView(layer, "master", 0, c, k % 2)
                                      : slot(master, s * 4, {c}, f32);
       if (streamed(layer, "adam")) {
@@ -420,8 +446,8 @@ LogicalResult StageLowering::lowerUpdate(UpdateOp op) {
       if (viewDest)
         dc = slot(viewDest, s * E, {c}, elem);
     }
-    if (failed(updateRange(gc, mc, m0, v0, dc, c, std::min(chunk, c), tokens,
-                           clip, layer, s)))
+    if (failed(updateRange(gc, oc, mc, m0, v0, dc, c, std::min(chunk, c),
+                           tokens, clip, layer, s)))
       return failure();
     if (stream)
       streamChunkOf(layer, s, k % 2, /*reload=*/false);
@@ -540,9 +566,9 @@ void StageLowering::setNoDecay(mt::AdamWOp adam, ArrayRef<int64_t> exempt,
   adam.setFirstElementAttr(IntegerAttr::get(i64, first));
 }
 
-LogicalResult StageLowering::updateRange(Value grad, Value master, Value m,
-                                         Value v, Value viewDest, int64_t n,
-                                         int64_t chunk,
+LogicalResult StageLowering::updateRange(Value grad, Value own, Value master,
+                                         Value m, Value v, Value viewDest,
+                                         int64_t n, int64_t chunk,
                                          SmallVector<Value> &tokens, Value clip,
                                          int64_t layer, int64_t firstElement) {
   SmallVector<int64_t> exempt =
@@ -572,6 +598,10 @@ LogicalResult StageLowering::updateRange(Value grad, Value master, Value m,
     auto adam = mt::AdamWOp::create(b, loc, gi, mi, m1, v1, staged, options.lr,
                                     options.beta1, options.beta2, options.eps,
                                     options.weightDecay);
+    if (own) {
+      adam.getOwnMutable().assign(slot(own, start * E, {count}, elem));
+      adam.setMembersAttr(b.getI64IntegerAttr(plan_.getDp()));
+    }
     if (clip) {
       adam.getClipMutable().assign(clip);
       adam.setMaxGradNormAttr(b.getF64FloatAttr(plan_.getMaxGradNormValue()));

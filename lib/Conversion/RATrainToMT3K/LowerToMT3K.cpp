@@ -183,9 +183,9 @@ void LowerToMT3KPass::runOnOperation() {
     return signalPassFailure();
   }
   LoweringOptions options{
-      learningRate,  beta1,     beta2,    epsilon,
-      weightDecay,   initStd,   *decayed, int64_t(alignment),
-      outlineLayers, traceSpans};
+      learningRate,  beta1,      beta2,          epsilon,
+      weightDecay,   initStd,    *decayed,       int64_t(alignment),
+      outlineLayers, traceSpans, averageInUpdate};
   if (alignment < 0 || (alignment & (alignment - 1)) != 0) {
     module.emitError("--ratrain-lower-to-mt3k: alignment ")
         << int64_t(alignment) << " is not a power of two";

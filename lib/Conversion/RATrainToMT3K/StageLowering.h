@@ -202,6 +202,9 @@ struct LoweringOptions {
   bool outlineLayers = false;
   /// Schedule ops' work is marked for the per-op trace (trace-spans).
   bool traceSpans = true;
+  /// ZeRO-1 gradient reduce-scatters leave their last reduction to the
+  /// update (average-in-update).
+  bool averageInUpdate = true;
 };
 
 /// The shared functions of outlined layer kernel sequences of a module (one
@@ -431,10 +434,16 @@ private:
   /// gradient norm the update clips with.
   /// `firstElement`: where the range starts in the layer's flat parameters
   /// (in this rank's shard with ZeRO), for the weight-decay policy.
-  LogicalResult updateRange(Value grad, Value master, Value m, Value v,
-                            Value viewDest, int64_t n, int64_t chunk,
+  /// AdamW on elements [0, n) of a parameter (shard), `chunk` at a time;
+  /// `own` (or null): the rank's contribution to a gradient whose
+  /// reduce-scatter left its last reduction to the update.
+  LogicalResult updateRange(Value grad, Value own, Value master, Value m,
+                            Value v, Value viewDest, int64_t n, int64_t chunk,
                             SmallVector<Value> &tokens, Value clip,
                             int64_t layer, int64_t firstElement);
+  /// Whether ZeRO-1 gradient reduce-scatters on `algorithm` leave their
+  /// last reduction to the update (average-in-update; see lowerSync).
+  bool averagesInUpdate(mt::CollectiveAlgorithm algorithm) const;
   /// The [begin, end) element ranges of `layer`'s flat parameters that take
   /// no weight decay under the policy, ascending.
   SmallVector<int64_t> noDecayRanges(int64_t layer) const;
@@ -688,6 +697,9 @@ private:
   SmallVector<Value> inflight;
   DenseMap<Value, SmallVector<Value>> pending; ///< ratrain async -> tokens
   DenseMap<int64_t, SmallVector<Value>> updateTokens; ///< layer -> DMAs
+  /// Layer -> the rank's block of its full gradient, where the gradient's
+  /// reduce-scatter left its own contribution to the update.
+  DenseMap<int64_t, Value> ownGradient;
   SmallVector<Value, 2> gsmSlots;
   int64_t gsmNext = 0; ///< the GSM staging slot the next AdamW chunk uses
   /// Offloaded states by key (offloadKey).

@@ -354,13 +354,19 @@ class Runner:
                              float(m.group(4)) if m.group(4) else None,
                              float(m.group(6)) if m.group(6) else None)
             return True
-        m = match(r"mt3k\.adamw (%\w+), (%\w+), (%\w+), (%\w+) -> (%\w+) lr (\S+) beta1 (\S+) "
+        # (With `plus %own : type over N` the gradient arrives in two parts,
+        # a reduce-scatter with leave_own's: the others' sum and the own one.)
+        m = match(r"mt3k\.adamw (%\w+)(?: plus (%\w+) : !mt3k\.buffer<[^>]*> over (\d+))?, "
+                  r"(%\w+), (%\w+), (%\w+) -> (%\w+) lr (\S+) beta1 (\S+) "
                   r"beta2 (\S+) eps (\S+) weight_decay (\S+)", line)
         if m:
-            grad, master, mm, vv, view = (R(m.group(i)) for i in range(1, 6))
-            lr, b1, b2, eps, wd = (float(m.group(i)) for i in range(6, 11))
+            grad, master, mm, vv, view = (R(m.group(i)) for i in (1, 4, 5, 6, 7))
+            lr, b1, b2, eps, wd = (float(m.group(i)) for i in range(8, 13))
             self.adam = dict(lr=lr, b1=b1, b2=b2, eps=eps, wd=wd)
             g, p, m1, v1 = (mach.read(r) for r in (grad, master, mm, vv))
+            if m.group(2):
+                own, members = mach.read(R(m.group(2))), int(m.group(3))
+                g = [(a + b) / members for a, b in zip(g, own)]
             self.grads[(rank, master.offset)] = g
             clip = search(r" clip\((%\w+) : [^)]*\) max_grad_norm (\S+)", line)
             if clip:
@@ -392,7 +398,8 @@ class Runner:
             return True
         m = match(r"%\w+ = mt3k\.(all_reduce \w+|reduce_scatter \w+|all_gather) (%\w+) -> (%\w+) on @dp", line)
         if m:
-            return self.collective(rank, m.group(1).split()[0], R(m.group(2)), R(m.group(3)))
+            return self.collective(rank, m.group(1).split()[0], R(m.group(2)), R(m.group(3)),
+                                   leave_own=" leave_own" in line)
         m = match(r"%\w+ = mt3k\.dma (%\w+) -> (%\w+)", line)
         if m:
             mach.write(R(m.group(2)), mach.read(R(m.group(1))))
@@ -437,8 +444,10 @@ class Runner:
             return True
         raise RuntimeError(f"stage {stage}: cannot interpret: {line}")
 
-    def collective(self, rank, kind, src, dst):
-        """Blocks until every replica of the stage has contributed."""
+    def collective(self, rank, kind, src, dst, leave_own=False):
+        """Blocks until every replica of the stage has contributed. A
+        reduce-scatter with `leave_own` gives each replica the sum of the
+        others' contributions to its block (the update adds its own)."""
         stage, replica = rank
         key = (stage, self.issued[rank])
         if key in self.done:
@@ -459,6 +468,11 @@ class Runner:
             mean = [sum(col) / self.dp for col in zip(*data)]
             if kind == "all_reduce":
                 results = {r: mean for r in range(self.dp)}
+            elif leave_own:
+                n = len(mean) // self.dp
+                results = {r: [sum(col) for col in zip(*(data[s][r * n:(r + 1) * n]
+                                                         for s in range(self.dp) if s != r))]
+                           for r in range(self.dp)}
             else:
                 n = len(mean) // self.dp
                 results = {r: mean[r * n:(r + 1) * n] for r in range(self.dp)}

@@ -8,7 +8,12 @@
 //   ZeRO-1: reduce_scatter avg into the lowering's zero.grad_shard, AdamW
 //           on this rank's shard, the DMA into this rank's block of the
 //           view (mt3k.group_slot on @dp), and the `sync all_gather` of the
-//           view gathers the other shards around it, in place.
+//           view gathers the other shards around it, in place. The
+//           reduce-scatter leaves its last reduction to the update
+//           (`leave_own`): the shard holds the other member's contribution
+//           and AdamW adds this rank's (its block of the full gradient,
+//           another group_slot) and halves (`plus ... over 2`);
+//           average-in-update=false keeps the reduce-scatter's own average.
 //   ZeRO-2: as ZeRO-1, but the gradient shard is the buffer assignment gave
 //           the reduce-scatter's `wait` (<prefix>.grad_shard).
 //   hierarchical: a sync `hierarchy hierarchical` adds the @node group and
@@ -27,6 +32,7 @@
 // outlined form, the default, is checked in RATrainToMT3K/outline-layers.mlir.)
 // RUN: ratrain-opt %s -split-input-file | ratrain-opt -split-input-file --ratrain-verify-schedule > /dev/null
 // RUN: ratrain-opt %s -split-input-file --ratrain-lower-to-mt3k="trace-spans=false machine=%S/Inputs/tiny.yaml outline-layers=false" | FileCheck %s
+// RUN: ratrain-opt %s -split-input-file --ratrain-lower-to-mt3k="trace-spans=false machine=%S/Inputs/tiny.yaml outline-layers=false average-in-update=false" | FileCheck %s --check-prefix=AVERAGED
 // With 64 KB of GSM (two 32 KB slots) an update runs in chunks of at most
 // one slot of view (checked on the ZeRO-0 case below).
 // RUN: sed 's/^  gsm_bytes: 1048576$/  gsm_bytes: 65536/' %S/Inputs/tiny.yaml > %t.small-gsm.yaml
@@ -231,27 +237,35 @@ ratrain.pipeline @tiny_step for @tiny plan #ratrain.plan<clusters = 2, pp = 1, d
 // CHECK-NOT: zero.view_shard
 // CHECK: %[[GSB:[0-9]+]] = mt3k.buffer "zero.grad_shard.layer1" at 595968 : !mt3k.buffer<ddr, 41088xi8>
 // CHECK-NEXT: %[[GS:[0-9]+]] = mt3k.view %[[GSB]][0] : !mt3k.buffer<ddr, 41088xi8> to !mt3k.buffer<ddr, 20544xbf16>
+// CHECK-NEXT: %[[OWN:[0-9]+]] = mt3k.group_slot %[[G]] on @dp : !mt3k.buffer<ddr, 41088xbf16> to !mt3k.buffer<ddr, 20544xbf16>
 // CHECK: %[[VIEW:[0-9]+]] = mt3k.view %[[LV]][0] : !mt3k.buffer<ddr, 82176xi8> to !mt3k.buffer<ddr, 41088xbf16>
 // CHECK-NEXT: %[[VS:[0-9]+]] = mt3k.group_slot %[[VIEW]] on @dp : !mt3k.buffer<ddr, 41088xbf16> to !mt3k.buffer<ddr, 20544xbf16>
 // CHECK-NEXT: %[[STAGED:[0-9]+]] = mt3k.view %[[GSM1]][0] : !mt3k.buffer<gsm, 524288xi8> to !mt3k.buffer<gsm, 20544xbf16>
 // CHECK-NOT: zero.view_shard
 // sync all_reduce under ZeRO-1: the optimizer needs only this rank's shard
 // of the average.
-// CHECK: %[[SYNC:[0-9]+]] = mt3k.reduce_scatter avg %[[G]] -> %[[GS]] on @dp ring
+// CHECK: %[[SYNC:[0-9]+]] = mt3k.reduce_scatter avg %[[G]] -> %[[GS]] on @dp ring leave_own :
 // CHECK: mt3k.wait %[[SYNC]]{{$}}
-// CHECK-NEXT: mt3k.adamw %[[GS]], %[[P]], %[[M]], %[[V]] -> %[[STAGED]] lr
+// CHECK-NEXT: mt3k.adamw %[[GS]] plus %[[OWN]] : !mt3k.buffer<ddr, 20544xbf16> over 2, %[[P]], %[[M]], %[[V]] -> %[[STAGED]] lr
 // CHECK-NEXT: %[[DMA:[0-9]+]] = mt3k.dma %[[STAGED]] -> %[[VS]]
 // sync all_gather of the view, after the view_prefetch's wait.
 // CHECK: mt3k.wait %[[DMA]]{{$}}
 // CHECK-NEXT: %[[GATHER:[0-9]+]] = mt3k.all_gather %[[VS]] -> %[[VIEW]] on @dp ring
 // CHECK: mt3k.wait %[[GATHER]]{{$}}
 
+// AVERAGED-LABEL: mt3k.job = #mt3k.job<clusters = 2, pp = 1, dp = 2, micro_batch_size = 1, micro_batches = 1, zero = 1,
+// AVERAGED: %[[G:[0-9]+]] = mt3k.view %{{[0-9]+}}[0] : !mt3k.buffer<ddr, 82176xi8> to !mt3k.buffer<ddr, 41088xbf16>
+// AVERAGED-NOT: mt3k.group_slot %[[G]] on
+// AVERAGED: %[[SYNC:[0-9]+]] = mt3k.reduce_scatter avg %[[G]] -> %[[GS:[0-9]+]] on @dp ring :
+// AVERAGED: mt3k.wait %[[SYNC]]{{$}}
+// AVERAGED-NEXT: mt3k.adamw %[[GS]], %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}} -> %{{[0-9]+}} lr
+// AVERAGED-LABEL: mt3k.job = #mt3k.job<clusters = 2, pp = 1, dp = 2, micro_batch_size = 1, micro_batches = 1, zero = 2,
+
 // ONCORES-LABEL: mt3k.job = #mt3k.job<clusters = 2, pp = 1, dp = 2, micro_batch_size = 1, micro_batches = 1, zero = 1,
 // ONCORES-NOT: gsm.staging
-// ONCORES: %[[VS:[0-9]+]] = mt3k.group_slot %{{[0-9]+}} on @dp : !mt3k.buffer<ddr, 41088xbf16> to !mt3k.buffer<ddr, 20544xbf16>
-// ONCORES: %[[SYNC:[0-9]+]] = mt3k.reduce_scatter avg %{{[0-9]+}} -> %{{[0-9]+}} on @dp ring : !mt3k.buffer<ddr, 41088xbf16>
+// ONCORES: %[[SYNC:[0-9]+]] = mt3k.reduce_scatter avg %{{[0-9]+}} -> %{{[0-9]+}} on @dp ring leave_own : !mt3k.buffer<ddr, 41088xbf16>
 // ONCORES: mt3k.wait %[[SYNC]]{{$}}
-// ONCORES-NEXT: mt3k.adamw %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}} -> %[[VS]] lr {{.*}} : !mt3k.buffer<ddr, 20544xbf16>, {{.*}} -> !mt3k.buffer<ddr, 20544xbf16>
+// ONCORES-NEXT: mt3k.adamw %{{[0-9]+}} plus %{{[0-9]+}} : !mt3k.buffer<ddr, 20544xbf16> over 2, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}} -> %[[VS:[0-9]+]] lr {{.*}} : !mt3k.buffer<ddr, 20544xbf16>, {{.*}} -> !mt3k.buffer<ddr, 20544xbf16>
 // ONCORES-NOT: mt3k.dma
 // ONCORES: mt3k.all_gather %[[VS]] -> %{{[0-9]+}} on @dp ring
 // ONCORES-NOT: mt3k.dma

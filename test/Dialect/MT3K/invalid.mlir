@@ -1059,3 +1059,57 @@ mt3k.program @p stage 0 {
   %t = mt3k.all_reduce avg %a -> %a on @dp ring every 4294967296 phase 0 : !mt3k.buffer<ddr, 64xf32> -> !mt3k.buffer<ddr, 64xf32>
   mt3k.wait %t
 }
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.group @dp data_parallel size 2
+mt3k.program @p stage 0 {
+  %g = mt3k.buffer "g" at 0 : !mt3k.buffer<ddr, 128xf32>
+  %s = mt3k.buffer "s" at 512 : !mt3k.buffer<ddr, 64xf32>
+  // expected-error @+1 {{leave_own needs a ring on a native wire reducing by sum or avg (its last round reduces the own block)}}
+  %t = mt3k.reduce_scatter avg %g -> %s on @dp tree leave_own : !mt3k.buffer<ddr, 128xf32> -> !mt3k.buffer<ddr, 64xf32>
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %g = mt3k.buffer "g" at 0 : !mt3k.buffer<ddr, 64xbf16>
+  %o = mt3k.buffer "o" at 128 : !mt3k.buffer<ddr, 64xf32>
+  %mt = mt3k.buffer "mt" at 1024 : !mt3k.buffer<ddr, 64xf32>
+  %m = mt3k.buffer "m" at 2048 : !mt3k.buffer<ddr, 64xf32>
+  %v = mt3k.buffer "v" at 3072 : !mt3k.buffer<ddr, 64xf32>
+  %w = mt3k.buffer "w" at 4096 : !mt3k.buffer<ddr, 64xbf16>
+  // expected-error @+1 {{'own' must have the type of 'grad' ('!mt3k.buffer<ddr, 64xbf16>'), got '!mt3k.buffer<ddr, 64xf32>'}}
+  mt3k.adamw %g plus %o : !mt3k.buffer<ddr, 64xf32> over 2, %mt, %m, %v -> %w lr 1.0e-3 beta1 0.9 beta2 0.95 eps 1.0e-8 weight_decay 0.1 : !mt3k.buffer<ddr, 64xbf16>, !mt3k.buffer<ddr, 64xf32>, !mt3k.buffer<ddr, 64xf32>, !mt3k.buffer<ddr, 64xf32> -> !mt3k.buffer<ddr, 64xbf16>
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %g = mt3k.buffer "g" at 0 : !mt3k.buffer<ddr, 64xbf16>
+  %o = mt3k.buffer "o" at 128 : !mt3k.buffer<ddr, 64xbf16>
+  %mt = mt3k.buffer "mt" at 1024 : !mt3k.buffer<ddr, 64xf32>
+  %m = mt3k.buffer "m" at 2048 : !mt3k.buffer<ddr, 64xf32>
+  %v = mt3k.buffer "v" at 3072 : !mt3k.buffer<ddr, 64xf32>
+  %w = mt3k.buffer "w" at 4096 : !mt3k.buffer<ddr, 64xbf16>
+  // expected-error @+1 {{'members' must be at least 2, got 1}}
+  mt3k.adamw %g plus %o : !mt3k.buffer<ddr, 64xbf16> over 1, %mt, %m, %v -> %w lr 1.0e-3 beta1 0.9 beta2 0.95 eps 1.0e-8 weight_decay 0.1 : !mt3k.buffer<ddr, 64xbf16>, !mt3k.buffer<ddr, 64xf32>, !mt3k.buffer<ddr, 64xf32>, !mt3k.buffer<ddr, 64xf32> -> !mt3k.buffer<ddr, 64xbf16>
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.program @p stage 0 {
+  %g = mt3k.buffer "g" at 0 : !mt3k.buffer<ddr, 64xbf16>
+  %o = mt3k.buffer "o" at 128 : !mt3k.buffer<ddr, 64xbf16>
+  %mt = mt3k.buffer "mt" at 1024 : !mt3k.buffer<ddr, 64xf32>
+  %m = mt3k.buffer "m" at 2048 : !mt3k.buffer<ddr, 64xf32>
+  %v = mt3k.buffer "v" at 3072 : !mt3k.buffer<ddr, 64xf32>
+  %w = mt3k.buffer "w" at 4096 : !mt3k.buffer<ddr, 64xbf16>
+  %n = mt3k.buffer "n" at 8192 : !mt3k.buffer<ddr, f32>
+  // expected-error @+1 {{'own' cannot go with 'clip': the norm is taken of the averaged gradient}}
+  mt3k.adamw %g plus %o : !mt3k.buffer<ddr, 64xbf16> over 2, %mt, %m, %v -> %w lr 1.0e-3 beta1 0.9 beta2 0.95 eps 1.0e-8 weight_decay 0.1 clip(%n : !mt3k.buffer<ddr, f32>) max_grad_norm 1.0 : !mt3k.buffer<ddr, 64xbf16>, !mt3k.buffer<ddr, 64xf32>, !mt3k.buffer<ddr, 64xf32>, !mt3k.buffer<ddr, 64xf32> -> !mt3k.buffer<ddr, 64xbf16>
+}

@@ -133,6 +133,14 @@ mt3k.program @stage0 stage 0 ddr_arena 1073741824 {
   mt3k.wait %rs
   // CHECK: mt3k.adamw %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} -> %{{.*}} lr 3.000000e-04 beta1 9.000000e-01 beta2 {{0.9499.*|9.500000e-01}} eps 1.000000e-08 weight_decay 1.000000e-01 grad_scale 2.500000e-01 : !mt3k.buffer<ddr, 2048xf32>, !mt3k.buffer<ddr, 2048xf32>, !mt3k.buffer<ddr, 2048xf32>, !mt3k.buffer<ddr, 2048xf32> -> !mt3k.buffer<ddr, 2048xbf16>
   mt3k.adamw %shard, %master, %m, %v2 -> %wshard lr 3.0e-4 beta1 0.9 beta2 0.95 eps 1.0e-8 weight_decay 0.1 grad_scale 0.25 : !mt3k.buffer<ddr, 2048xf32>, !mt3k.buffer<ddr, 2048xf32>, !mt3k.buffer<ddr, 2048xf32>, !mt3k.buffer<ddr, 2048xf32> -> !mt3k.buffer<ddr, 2048xbf16>
+  // A reduce-scatter that leaves its own contribution to the update, and
+  // the update that completes the average.
+  // CHECK: mt3k.reduce_scatter avg %{{.*}} -> %{{.*}} on @dp ring leave_own : !mt3k.buffer<ddr, 8192xf32> -> !mt3k.buffer<ddr, 2048xf32>
+  %rso = mt3k.reduce_scatter avg %flat -> %shard on @dp ring leave_own : !mt3k.buffer<ddr, 8192xf32> -> !mt3k.buffer<ddr, 2048xf32>
+  mt3k.wait %rso
+  %ownGrad = mt3k.group_slot %flat on @dp : !mt3k.buffer<ddr, 8192xf32> to !mt3k.buffer<ddr, 2048xf32>
+  // CHECK: mt3k.adamw %{{.*}} plus %{{.*}} : !mt3k.buffer<ddr, 2048xf32> over 4, %{{.*}}, %{{.*}}, %{{.*}} -> %{{.*}} lr
+  mt3k.adamw %shard plus %ownGrad : !mt3k.buffer<ddr, 2048xf32> over 4, %master, %m, %v2 -> %wshard lr 3.0e-4 beta1 0.9 beta2 0.95 eps 1.0e-8 weight_decay 0.1 : !mt3k.buffer<ddr, 2048xf32>, !mt3k.buffer<ddr, 2048xf32>, !mt3k.buffer<ddr, 2048xf32>, !mt3k.buffer<ddr, 2048xf32> -> !mt3k.buffer<ddr, 2048xbf16>
   // CHECK: mt3k.adamw {{.*}} weight_decay 0.000000e+00 :
   mt3k.adamw %shard, %master, %m, %v2 -> %wshard lr 3.0e-4 beta1 0.9 beta2 0.95 eps 1.0e-8 weight_decay 0.0 : !mt3k.buffer<ddr, 2048xf32>, !mt3k.buffer<ddr, 2048xf32>, !mt3k.buffer<ddr, 2048xf32>, !mt3k.buffer<ddr, 2048xf32> -> !mt3k.buffer<ddr, 2048xbf16>
   // CHECK: %[[AG:.*]] = mt3k.all_gather %{{.*}} -> %{{.*}} on @dp tree : !mt3k.buffer<ddr, 2048xbf16> -> !mt3k.buffer<ddr, 8192xbf16>
