@@ -225,11 +225,13 @@ double CostModel::headBackwardInput(int64_t microBatchSize) const {
   return headBackward(microBatchSize) - headBackwardWeight(microBatchSize);
 }
 
-double CostModel::optimizerUpdate(int64_t params) const {
+double CostModel::optimizerUpdate(int64_t params, bool ownPart) const {
   bool lowPrecision = getDTypeBytes(model.dtype) < 4;
   // Low precision: read master 4, m 4, v 4, grad 2; write master, m, v.
   // FP32: read param, grad, m, v; write param, m, v.
   double bytesPerParam = lowPrecision ? 26 : 28;
+  if (ownPart)
+    bytesPerParam += getDTypeBytes(model.dtype);
   return memoryBoundSeconds(bytesPerParam * double(params));
 }
 

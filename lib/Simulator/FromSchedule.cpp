@@ -78,6 +78,9 @@ public:
 private:
   llvm::Error buildStage(StageOp stage, sim::StageProgram &program);
   double computeSeconds(mlir::Operation *op) const;
+  /// Whether `update` reads the rank's own part of its gradient too (its
+  /// reduce-scatter left the last reduction to it).
+  bool readsOwnPart(UpdateOp update) const;
   /// Bytes an offload or reload of `value` moves between DDR and the tier:
   /// a master or optimizer state moves whole (this rank's shard) even when
   /// it streams through DDR in chunks; other states move their DDR buffer.
@@ -125,8 +128,22 @@ double ScheduleAdapter::computeSeconds(mlir::Operation *op) const {
     return seconds;
   if (auto update = llvm::dyn_cast<UpdateOp>(op))
     return costs.optimizerUpdate(
-        shardParams(layerOf(update.getGrad().getType())));
+        shardParams(layerOf(update.getGrad().getType())), readsOwnPart(update));
   return 0;
+}
+
+bool ScheduleAdapter::readsOwnPart(UpdateOp update) const {
+  // The lowering's choice (ratrain::averagesInUpdate) for the sync whose
+  // wait gave the update its gradient.
+  auto wait = update.getGrad().getDefiningOp<WaitOp>();
+  auto sync = wait ? wait.getPending().getDefiningOp<SyncOp>() : SyncOp();
+  if (!sync || !llvm::isa<GradType>(sync.getState().getType()) ||
+      sync.getScope() || sync.getWire())
+    return false;
+  DType dtype = costs.getModel().dtype;
+  return averagesInUpdate(plan, dtype == DType::F32 || dtype == DType::BF16,
+                          collective(sync).algorithm ==
+                              CollectiveAlgorithm::Ring);
 }
 
 sim::CollectiveSpec ScheduleAdapter::collective(SyncOp sync) const {

@@ -89,7 +89,12 @@ public:
 
   /// Adam update of `params` parameters: read FP32 master, m, v and the
   /// 16-bit gradient, write master, m, v (26 bytes/param, memory bound).
-  double optimizerUpdate(int64_t params) const;
+  /// With `ownPart` the gradient arrives in two parts (a reduce-scatter that
+  /// left its last reduction to the update, ratrain::averagesInUpdate): one
+  /// more gradient read per parameter. (The reduction the reduce-scatter no
+  /// longer makes is not priced either way: collectives cost their
+  /// transfers.)
+  double optimizerUpdate(int64_t params, bool ownPart = false) const;
   /// FP32 master -> 16-bit view cast of `params` parameters (6 bytes/param).
   double viewCast(int64_t params) const;
   /// Gradient clipping: the sum of squares over `elements` synced gradient

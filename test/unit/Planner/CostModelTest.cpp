@@ -164,6 +164,9 @@ TEST(CostModel, RooflineAndMemoryBoundKernels) {
               2.0 * (4096 + 4096.0 * 4096 + 4096) / 50e9, 1e-12);
   // Adam: 26 bytes/param; cast: 6 bytes/param; both at 50e9.
   EXPECT_NEAR(costs.optimizerUpdate(1000000000), 0.52, 1e-12);
+  // A gradient in two parts (the reduce-scatter left its last reduction to
+  // the update): the own part is read too, 2 more bytes.
+  EXPECT_NEAR(costs.optimizerUpdate(1000000000, /*ownPart=*/true), 0.56, 1e-12);
   EXPECT_NEAR(costs.viewCast(1000000000), 0.12, 1e-12);
 }
 
