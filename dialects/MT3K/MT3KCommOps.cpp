@@ -88,11 +88,13 @@ LogicalResult ReduceScatterOp::verify() {
     return emitOpError("a ") << stringifyWireType(*getWire())
                              << " wire reduces by sum or avg, not "
                              << stringifyReduceKind(getReduce());
+  // Its consumer, mt3k.adamw with `own`, completes an average.
   if (getLeaveOwn() &&
       (getWire() || getAlgorithm() != CollectiveAlgorithm::ring ||
-       (getReduce() != ReduceKind::sum && getReduce() != ReduceKind::avg)))
+       getReduce() != ReduceKind::avg))
     return emitOpError("leave_own needs a ring on a native wire reducing by "
-                       "sum or avg (its last round reduces the own block)");
+                       "avg (its last round reduces the own block, and the "
+                       "update completes the average)");
   return verifyWire(*this, getWire(), getSource());
 }
 
@@ -125,8 +127,23 @@ ReduceScatterOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   GroupOp group = lookupGroup(*this, getGroupAttr(), symbolTable);
   if (!group)
     return failure();
-  return verifyGroupMultiple(*this, getSource(), "source", getDest(),
-                             "destination", group);
+  if (failed(verifyGroupMultiple(*this, getSource(), "source", getDest(),
+                                 "destination", group)))
+    return failure();
+  if (!getLeaveOwn())
+    return success();
+  // The last round receives into the destination while the consumer still
+  // needs the own block of the source (and the other blocks are being sent
+  // from it): no overlap.
+  std::optional<MemoryRange> source = resolveMemoryRange(getSource());
+  std::optional<MemoryRange> dest = resolveMemoryRange(getDest());
+  if (source && dest && source->overlaps(*dest))
+    return emitOpError("leave_own needs a destination apart from the source "
+                       "(the update reads the own block of the source): ")
+           << stringifyMemorySpace(dest->space) << " bytes [" << source->begin
+           << ", " << source->end << ") and [" << dest->begin << ", "
+           << dest->end << ")";
+  return success();
 }
 
 LogicalResult

@@ -184,10 +184,8 @@ ShardingPolicy ratrain::getShardingPolicy(PlanAttr plan) {
 
 bool ratrain::updateWritesViewCopy(bool f32Model) { return !f32Model; }
 
-bool ratrain::averagesInUpdate(PlanAttr plan, bool f32OrBf16, bool ring) {
-  return plan.getZero() == 1 && plan.getDp() > 1 && ring && f32OrBf16 &&
-         !plan.hasSharding() && !plan.clipsGradients() &&
-         !plan.syncsPartially();
+bool ratrain::averagesInUpdate(PlanAttr plan, DType dtype, bool ring) {
+  return averagesInUpdate(toParallelConfig(plan), dtype, ring);
 }
 
 ParallelConfig ratrain::toParallelConfig(PlanAttr plan) {

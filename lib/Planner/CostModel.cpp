@@ -235,6 +235,15 @@ double CostModel::optimizerUpdate(int64_t params, bool ownPart) const {
   return memoryBoundSeconds(bytesPerParam * double(params));
 }
 
+bool CostModel::averagesInUpdate(const ParallelConfig &config) const {
+  CollectiveAlgorithm collective = machine.network.collective;
+  bool spansNodes =
+      config.dataParallel > std::max<int64_t>(1, machine.clustersPerNode);
+  bool ring = collective == CollectiveAlgorithm::Ring ||
+              (collective == CollectiveAlgorithm::Hierarchical && !spansNodes);
+  return ratrain::averagesInUpdate(config, model.dtype, ring);
+}
+
 double CostModel::viewCast(int64_t params) const {
   if (getDTypeBytes(model.dtype) >= 4)
     return 0; // FP32 training computes on the master copy.

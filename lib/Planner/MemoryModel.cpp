@@ -331,6 +331,14 @@ ratrain::parseTransferPolicy(llvm::StringRef name) {
   return std::nullopt;
 }
 
+bool ratrain::averagesInUpdate(const ParallelConfig &config, DType dtype,
+                               bool ring) {
+  return config.zero == ZeroStage::Optimizer && config.dataParallel > 1 &&
+         ring && (dtype == DType::F32 || dtype == DType::BF16) &&
+         config.sharding.isDefault() && config.maxGradNorm <= 0 &&
+         config.syncPeriod <= 1;
+}
+
 int64_t ratrain::inFlightMicroBatches(const ParallelConfig &config,
                                       int64_t stage) {
   return std::min(config.pipelineStages - stage, config.numMicroBatches);

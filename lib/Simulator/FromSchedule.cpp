@@ -140,8 +140,7 @@ bool ScheduleAdapter::readsOwnPart(UpdateOp update) const {
   if (!sync || !llvm::isa<GradType>(sync.getState().getType()) ||
       sync.getScope() || sync.getWire())
     return false;
-  DType dtype = costs.getModel().dtype;
-  return averagesInUpdate(plan, dtype == DType::F32 || dtype == DType::BF16,
+  return averagesInUpdate(plan, costs.getModel().dtype,
                           collective(sync).algorithm ==
                               CollectiveAlgorithm::Ring);
 }

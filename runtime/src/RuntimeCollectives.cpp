@@ -263,6 +263,10 @@ Token Runtime::reduceScatter(Group group, Buffer send, Buffer recv,
       why = "a group of one rank";
     else if (op != ReduceOp::Sum && op != ReduceOp::Avg)
       why = "a reduction other than sum or avg";
+    else if (send.data < recv.data + recv.bytes &&
+             recv.data < send.data + send.bytes)
+      why = "a receive buffer inside the send buffer (the consumer reads "
+            "the own block of the send buffer)";
     if (why)
       fatal(llvm::formatv("{0}: leaves its own contribution to the consumer, "
                           "which needs a ring of two or more ranks on a "

@@ -542,6 +542,12 @@ int main(int argc, char **argv) {
                              ElemType::F32, ReduceOp::Avg,
                              CollectiveAlgorithm::Tree, WireType::Native,
                              /*leaveOwn=*/true));
+  } else if (args.mode == "leave-own-in-place") {
+    Buffer full = rt.ddr().buffer(0, 4096);
+    Buffer own = full.slice(rt.groupRank(Group::Data) * 2048, 2048);
+    rt.wait(rt.reduceScatter(Group::Data, full, own, ElemType::F32,
+                             ReduceOp::Avg, CollectiveAlgorithm::Ring,
+                             WireType::Native, /*leaveOwn=*/true));
   } else if (args.mode == "quantized-in-place") {
     Buffer full = rt.ddr().buffer(0, 4096);
     Buffer own = full.slice(rt.groupRank(Group::Data) * 2048, 2048);

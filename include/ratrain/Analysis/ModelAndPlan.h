@@ -56,14 +56,8 @@ ParallelConfig toParallelConfig(PlanAttr plan);
 /// and the simulator's adapter both follow it.
 bool updateWritesViewCopy(bool f32Model);
 
-/// Whether a layer's gradient reduce-scatter leaves its last reduction to
-/// the update (the lowering's default `average-in-update`): ZeRO-1 over more
-/// than one replica, a `ring` collective on native wires without partitions,
-/// no clipping (the norm is taken of the averaged shards) and no partial
-/// synchronization, fp32 or bf16 gradients (`f32OrBf16`). The update then
-/// reads the rank's own contribution next to the others' sum. The lowering
-/// and the simulator's adapter both follow it.
-bool averagesInUpdate(PlanAttr plan, bool f32OrBf16, bool ring);
+/// averagesInUpdate (MemoryModel.h) of a `#ratrain.plan`.
+bool averagesInUpdate(PlanAttr plan, DType dtype, bool ring);
 
 /// The usable DDR of the ranks of pipeline stage `stage` (a rank, not a
 /// virtual stage) under `plan`: on a machine with classes of clusters the

@@ -95,6 +95,12 @@ public:
   /// longer makes is not priced either way: collectives cost their
   /// transfers.)
   double optimizerUpdate(int64_t params, bool ownPart = false) const;
+  /// Whether `config`'s updates read the own part (ratrain::averagesInUpdate
+  /// on this machine): the gradient syncs run on a ring where the machine's
+  /// collective is ring, or hierarchical but the data-parallel group stays
+  /// inside a node (the lifecycle's flat syncs); an approximation of the
+  /// lowering's per-sync choice for layouts whose groups cross nodes.
+  bool averagesInUpdate(const ParallelConfig &config) const;
   /// FP32 master -> 16-bit view cast of `params` parameters (6 bytes/param).
   double viewCast(int64_t params) const;
   /// Gradient clipping: the sum of squares over `elements` synced gradient

@@ -362,6 +362,16 @@ int64_t offloadedBytesPerParam(const ModelConfig &model, OffloadPolicy offload);
 /// non-interleaved 1F1B: min(p - stage, m).
 int64_t inFlightMicroBatches(const ParallelConfig &config, int64_t stage);
 
+/// Whether each layer's gradient reduce-scatter leaves its last reduction to
+/// the update (the lowering's default `average-in-update`; docs/lowering.md,
+/// "The average in the update"): ZeRO-1 over more than one replica, the
+/// default sharding policy (no partitions, native wires), no clipping (the
+/// norm is taken of the averaged shards), no partial synchronization, fp32
+/// or bf16 gradients, and a `ring` gradient collective. The update then
+/// reads the rank's own contribution next to the others' sum. The lowering,
+/// the simulator's adapters and the planner's update costs all follow it.
+bool averagesInUpdate(const ParallelConfig &config, DType dtype, bool ring);
+
 //===----------------------------------------------------------------------===//
 // What the mt3k lowering materializes
 //===----------------------------------------------------------------------===//

@@ -14,6 +14,7 @@
 #include "RATrain/RATrainOps.h"
 #include "ratrain/Analysis/BufferSizes.h"
 #include "ratrain/Analysis/LayerTiming.h"
+#include "ratrain/Analysis/ModelAndPlan.h"
 #include "ratrain/Planner/CostModel.h"
 
 namespace ratrain {
@@ -37,8 +38,9 @@ public:
              llvm::ArrayRef<LayerKind> kinds, int64_t stage,
              int64_t clustersPerNode)
       : costs(costs), sizes(sizes), plan(plan), kinds(kinds),
-        spansNodes(dataParallelGroupSpansNodes(stage, plan.getDp(),
-                                               clustersPerNode)) {}
+        spansNodes(
+            dataParallelGroupSpansNodes(stage, plan.getDp(), clustersPerNode)),
+        ownPart(costs.averagesInUpdate(toParallelConfig(plan))) {}
 
   /// Compute-stream seconds of `op` (0 for ops that only issue work).
   double computeSeconds(mlir::Operation *op) const {
@@ -50,7 +52,7 @@ public:
     int64_t params = sizes.params(layer);
     if (plan.getZero() >= 1)
       params = (params + plan.getDp() - 1) / plan.getDp();
-    return costs.optimizerUpdate(params);
+    return costs.optimizerUpdate(params, ownPart);
   }
 
   /// Seconds of the gradient sync of `layer` over the data-parallel group.
@@ -106,6 +108,9 @@ private:
   PlanAttr plan;
   llvm::ArrayRef<LayerKind> kinds;
   bool spansNodes;
+  /// The updates read the own part of their gradients
+  /// (CostModel::averagesInUpdate).
+  bool ownPart;
 };
 
 } // namespace ratrain

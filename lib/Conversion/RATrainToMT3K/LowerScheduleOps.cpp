@@ -366,11 +366,12 @@ LogicalResult StageLowering::lowerSync(SyncOp op) {
 bool StageLowering::averagesInUpdate(mt::CollectiveAlgorithm algorithm) const {
   // ZeRO-2 releases the full gradient at the sync's wait, and clipping
   // takes the norm of the averaged shards before the update; the kernels
-  // average fp32 and bf16 gradients.
-  return options.averageInUpdate && plan_.getZero() == 1 && plan_.getDp() > 1 &&
-         algorithm == mt::CollectiveAlgorithm::ring &&
-         !plan_.clipsGradients() && !plan_.syncsPartially() &&
-         (elem.isF32() || elem.isBF16());
+  // average fp32 and bf16 gradients (ratrain::averagesInUpdate).
+  DType dtype =
+      elem.isF32() ? DType::F32 : (elem.isBF16() ? DType::BF16 : DType::F16);
+  return options.averageInUpdate &&
+         ratrain::averagesInUpdate(plan_, dtype,
+                                   algorithm == mt::CollectiveAlgorithm::ring);
 }
 
 LogicalResult StageLowering::lowerUpdate(UpdateOp op) {

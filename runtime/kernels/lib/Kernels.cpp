@@ -732,20 +732,28 @@ int sumSquares(int64_t n, const uint16_t *x, Half type, double *result) {
 //===----------------------------------------------------------------------===//
 
 namespace {
+/// The fp32 state buffers and bias corrections every AdamW pipeline takes.
+struct AdamWState {
+  Buffer<float> p, m, v;
+  float bc1, bc2;
+};
+AdamWState adamwState(int64_t n, float *p, float *m, float *v,
+                      const AdamWParams &params) {
+  const double step = double(params.step < 1 ? 1 : params.step);
+  return {dense(p, {n}), dense(m, {n}), dense(v, {n}),
+          float(1.0 - std::pow(double(params.beta1), step)),
+          float(1.0 - std::pow(double(params.beta2), step))};
+}
+
 /// Runs an AdamW pipeline on n elements in place: p, m, v and, for the
 /// pipelines with a 16-bit view, `view` (`views` is 0 or 1 extra outputs).
 template <typename G, typename Pipeline, typename... Views>
 int runAdamW(Pipeline pipeline, int64_t n, float *p, const G *g, float *m,
              float *v, const AdamWParams &params, Views... views) {
-  const double step = double(params.step < 1 ? 1 : params.step);
-  const float bc1 = float(1.0 - std::pow(double(params.beta1), step));
-  const float bc2 = float(1.0 - std::pow(double(params.beta2), step));
-  auto pb = dense(p, {n});
-  auto mb = dense(m, {n});
-  auto vb = dense(v, {n});
-  return pipeline(pb, dense(g, {n}), mb, vb, params.lr, params.beta1,
-                  params.beta2, params.eps, params.weightDecay, bc1, bc2,
-                  params.gradScale, pb, mb, vb, dense(views, {n})...);
+  AdamWState s = adamwState(n, p, m, v, params);
+  return pipeline(s.p, dense(g, {n}), s.m, s.v, params.lr, params.beta1,
+                  params.beta2, params.eps, params.weightDecay, s.bc1, s.bc2,
+                  params.gradScale, s.p, s.m, s.v, dense(views, {n})...);
 }
 
 /// runAdamW for the averaged pipelines (`average=true`: the own part and
@@ -754,16 +762,11 @@ template <typename G, typename Pipeline, typename... Views>
 int runAdamWAveraged(Pipeline pipeline, int64_t n, float *p, const G *others,
                      const G *own, int members, float *m, float *v,
                      const AdamWParams &params, Views... views) {
-  const double step = double(params.step < 1 ? 1 : params.step);
-  const float bc1 = float(1.0 - std::pow(double(params.beta1), step));
-  const float bc2 = float(1.0 - std::pow(double(params.beta2), step));
-  auto pb = dense(p, {n});
-  auto mb = dense(m, {n});
-  auto vb = dense(v, {n});
-  return pipeline(pb, dense(others, {n}), mb, vb, params.lr, params.beta1,
-                  params.beta2, params.eps, params.weightDecay, bc1, bc2,
-                  params.gradScale, dense(own, {n}), float(members), pb, mb, vb,
-                  dense(views, {n})...);
+  AdamWState s = adamwState(n, p, m, v, params);
+  return pipeline(s.p, dense(others, {n}), s.m, s.v, params.lr, params.beta1,
+                  params.beta2, params.eps, params.weightDecay, s.bc1, s.bc2,
+                  params.gradScale, dense(own, {n}), float(members), s.p, s.m,
+                  s.v, dense(views, {n})...);
 }
 } // namespace
 

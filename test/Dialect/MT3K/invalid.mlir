@@ -1067,8 +1067,32 @@ mt3k.group @dp data_parallel size 2
 mt3k.program @p stage 0 {
   %g = mt3k.buffer "g" at 0 : !mt3k.buffer<ddr, 128xf32>
   %s = mt3k.buffer "s" at 512 : !mt3k.buffer<ddr, 64xf32>
-  // expected-error @+1 {{leave_own needs a ring on a native wire reducing by sum or avg (its last round reduces the own block)}}
+  // expected-error @+1 {{leave_own needs a ring on a native wire reducing by avg (its last round reduces the own block, and the update completes the average)}}
   %t = mt3k.reduce_scatter avg %g -> %s on @dp tree leave_own : !mt3k.buffer<ddr, 128xf32> -> !mt3k.buffer<ddr, 64xf32>
+}
+
+// -----
+
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.group @dp data_parallel size 2
+mt3k.program @p stage 0 {
+  %g = mt3k.buffer "g" at 0 : !mt3k.buffer<ddr, 128xf32>
+  %s = mt3k.buffer "s" at 512 : !mt3k.buffer<ddr, 64xf32>
+  // expected-error @+1 {{leave_own needs a ring on a native wire reducing by avg}}
+  %t = mt3k.reduce_scatter sum %g -> %s on @dp ring leave_own : !mt3k.buffer<ddr, 128xf32> -> !mt3k.buffer<ddr, 64xf32>
+}
+
+// -----
+
+// In place (the destination the source's own block) the last round would
+// overwrite what the update reads.
+mt3k.machine "m" ddr 1048576 gsm 65536 am 4096 cores 4 dma_channels 2 alignment 64
+mt3k.group @dp data_parallel size 2
+mt3k.program @p stage 0 {
+  %g = mt3k.buffer "g" at 0 : !mt3k.buffer<ddr, 128xf32>
+  %own = mt3k.group_slot %g on @dp : !mt3k.buffer<ddr, 128xf32> to !mt3k.buffer<ddr, 64xf32>
+  // expected-error @+1 {{leave_own needs a destination apart from the source (the update reads the own block of the source): ddr bytes [0, 512) and [0, 512)}}
+  %t = mt3k.reduce_scatter avg %g -> %own on @dp ring leave_own : !mt3k.buffer<ddr, 128xf32> -> !mt3k.buffer<ddr, 64xf32>
 }
 
 // -----
