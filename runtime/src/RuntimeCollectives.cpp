@@ -263,8 +263,7 @@ Token Runtime::reduceScatter(Group group, Buffer send, Buffer recv,
       why = "a group of one rank";
     else if (op != ReduceOp::Sum && op != ReduceOp::Avg)
       why = "a reduction other than sum or avg";
-    else if (send.data < recv.data + recv.bytes &&
-             recv.data < send.data + send.bytes)
+    else if (send.overlaps(recv))
       why = "a receive buffer inside the send buffer (the consumer reads "
             "the own block of the send buffer)";
     if (why)
@@ -323,7 +322,7 @@ bool Runtime::checkGatherOverlap(Group group, Buffer send, Buffer recv,
   const std::byte *block = recv.data + uint64_t(groupRank(group)) * send.bytes;
   if (send.data == block)
     return true;
-  if (send.data < recv.data + recv.bytes && recv.data < send.data + send.bytes)
+  if (send.overlaps(recv))
     fatal(llvm::formatv("{0}: the send buffer overlaps the receive buffer "
                         "without being this rank's block of it (block {1} of "
                         "{2} bytes)",

@@ -45,6 +45,10 @@ struct Buffer {
   /// A sub-view [offset, offset + bytes) relative to this buffer; out of
   /// bounds is fatal.
   Buffer slice(uint64_t relativeOffset, uint64_t sliceBytes) const;
+  /// Whether the two buffers share a byte.
+  bool overlaps(const Buffer &other) const {
+    return data < other.data + other.bytes && other.data < data + bytes;
+  }
 };
 
 /// One fixed-capacity arena.
