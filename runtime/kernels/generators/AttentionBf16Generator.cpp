@@ -199,8 +199,7 @@ public:
         .vectorize(ji, kLanes)
         .unroll(ji)
         .unroll(i);
-    mx.compute_at(out, qb);
-    mx.update().atomic().vectorize(rj.x, kLanes);
+    scheduleRowMax(mx, rj, out, qb);
     ls.compute_at(out, qb);
     ls.update().atomic().vectorize(rj.x, kLanes);
     lse.compute_at(out, qb);

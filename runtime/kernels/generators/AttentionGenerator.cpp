@@ -157,8 +157,7 @@ public:
         .unroll(iu);
     dot.compute_at(sc, io).vectorize(ji, kLanes).unroll(ji).unroll(i);
     dot.update().reorder(ji, i, rd).vectorize(ji, kLanes).unroll(ji).unroll(i);
-    mx.compute_at(out, qb);
-    mx.update().atomic().vectorize(rj.x, kLanes);
+    scheduleRowMax(mx, rj, out, qb);
     ls.compute_at(out, qb);
     ls.update().atomic().vectorize(rj.x, kLanes);
     lse.compute_at(out, qb);
