@@ -351,6 +351,14 @@ public:
 /// runtime's average (ReduceLoops.cpp, averageFrom), so the update is the
 /// one it would have made after the reduce-scatter's own average, without
 /// that pass over the shard. fp32 and bf16 gradients.
+/// Elements of a parallel chunk of the updates that stage their gradient
+/// (widened or averaged, AdamWBase::gradIn) before reading it: 4 KiB of
+/// fp32 staging, which stays in L1 while the update reads it back, and the
+/// gradient's loads interleave with the update's streams. (16 Ki elements a
+/// chunk staged 64 KiB, read back from L2: the averaged bf16 update of 3.5M
+/// parameters took ~7% longer on the Zen 5 host; docs/kernels.md, "AdamW".)
+inline constexpr int kUpdateChunk = 1 << 10;
+
 template <typename Self> class AdamWBase : public Generator<Self> {
 public:
   template <typename T> using In = typename Generator<Self>::template Input<T>;
@@ -435,7 +443,7 @@ public:
     // (see AdamWView), so the same bits.
     Var io("io"), ii("ii"), chunk("chunk"), vec("vec");
     out.split(i, io, ii, kLanes, TailStrategy::GuardWithIf)
-        .split(io, chunk, vec, (1 << 14) / kLanes, TailStrategy::GuardWithIf)
+        .split(io, chunk, vec, kUpdateChunk / kLanes, TailStrategy::GuardWithIf)
         .vectorize(ii)
         .parallel(chunk);
     gradIn.compute_at(out, chunk)
@@ -463,7 +471,7 @@ public:
                    reinterpret<uint16_t>(cast(t16, updated(i)[0])));
     Var chunk("chunk"), vec("vec");
     out.split(i, io, ii, kLanes, TailStrategy::GuardWithIf)
-        .split(io, chunk, vec, (1 << 14) / kLanes, TailStrategy::GuardWithIf)
+        .split(io, chunk, vec, kUpdateChunk / kLanes, TailStrategy::GuardWithIf)
         .vectorize(ii)
         .parallel(chunk);
     updated.compute_at(out, vec).vectorize(i, kLanes,
