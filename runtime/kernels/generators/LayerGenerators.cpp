@@ -333,6 +333,15 @@ public:
   }
 };
 
+/// Elements of a parallel chunk of the AdamW updates that write a view or
+/// stage their gradient (widened or averaged, AdamWBase::gradIn) before
+/// reading it: 4 KiB of fp32 staging, which stays in L1 while the update
+/// reads it back, the gradient's loads interleaved with the update's
+/// streams. (Staged 16 Ki elements a chunk, 64 KiB read back from L2, the
+/// averaged bf16 update of 3.5M parameters took 5-25% longer on the Zen 5
+/// host; docs/kernels.md, "AdamW".)
+inline constexpr int kUpdateChunk = 1 << 10;
+
 /// AdamW (decoupled weight decay, PyTorch semantics), in place, plus the
 /// 16-bit parameter view the next forward will read:
 ///   g' = g * gradScale
@@ -351,14 +360,6 @@ public:
 /// runtime's average (ReduceLoops.cpp, averageFrom), so the update is the
 /// one it would have made after the reduce-scatter's own average, without
 /// that pass over the shard. fp32 and bf16 gradients.
-/// Elements of a parallel chunk of the updates that stage their gradient
-/// (widened or averaged, AdamWBase::gradIn) before reading it: 4 KiB of
-/// fp32 staging, which stays in L1 while the update reads it back, and the
-/// gradient's loads interleave with the update's streams. (16 Ki elements a
-/// chunk staged 64 KiB, read back from L2: the averaged bf16 update of 3.5M
-/// parameters took ~7% longer on the Zen 5 host; docs/kernels.md, "AdamW".)
-inline constexpr int kUpdateChunk = 1 << 10;
-
 template <typename Self> class AdamWBase : public Generator<Self> {
 public:
   template <typename T> using In = typename Generator<Self>::template Input<T>;
