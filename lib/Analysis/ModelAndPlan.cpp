@@ -21,10 +21,7 @@ ModelConfig ratrain::getModelConfig(ModelOp model) {
   config.vocab = *layers.front().getVocab();
   config.seqLen = model.getSeqLen();
   config.maxPositions = model.getMaxPositions();
-  Type dtype = model.getDtype();
-  config.dtype = dtype.isF32()   ? DType::F32
-                 : dtype.isF16() ? DType::F16
-                                 : DType::BF16;
+  config.dtype = toDType(model.getDtype());
   config.qkvBias = decoder.getQkvBias();
   config.positions = model.getPositions() == PositionEncodingKind::Alibi
                          ? PositionEncoding::Alibi
@@ -183,6 +180,12 @@ ShardingPolicy ratrain::getShardingPolicy(PlanAttr plan) {
 }
 
 bool ratrain::updateWritesViewCopy(bool f32Model) { return !f32Model; }
+
+DType ratrain::toDType(Type elementType) {
+  return elementType.isF32()   ? DType::F32
+         : elementType.isF16() ? DType::F16
+                               : DType::BF16;
+}
 
 bool ratrain::averagesInUpdate(PlanAttr plan, DType dtype, bool ring) {
   return averagesInUpdate(toParallelConfig(plan), dtype, ring);

@@ -56,6 +56,10 @@ ParallelConfig toParallelConfig(PlanAttr plan);
 /// and the simulator's adapter both follow it.
 bool updateWritesViewCopy(bool f32Model);
 
+/// The DType of a model's element type (f32, f16, or bf16 otherwise: the
+/// model verifier admits these three).
+DType toDType(mlir::Type elementType);
+
 /// averagesInUpdate (MemoryModel.h) of a `#ratrain.plan`.
 bool averagesInUpdate(PlanAttr plan, DType dtype, bool ring);
 

@@ -367,10 +367,8 @@ bool StageLowering::averagesInUpdate(mt::CollectiveAlgorithm algorithm) const {
   // ZeRO-2 releases the full gradient at the sync's wait, and clipping
   // takes the norm of the averaged shards before the update; the kernels
   // average fp32 and bf16 gradients (ratrain::averagesInUpdate).
-  DType dtype =
-      elem.isF32() ? DType::F32 : (elem.isBF16() ? DType::BF16 : DType::F16);
   return options.averageInUpdate &&
-         ratrain::averagesInUpdate(plan_, dtype,
+         ratrain::averagesInUpdate(plan_, toDType(elem),
                                    algorithm == mt::CollectiveAlgorithm::ring);
 }
 
