@@ -10,6 +10,12 @@
 //
 // Attention in bf16 too (the runtime's 16-bit kernels), with no baseline.
 //
+// The 85M training step's attention (2 x 256 tokens, 12 heads of 64) and one
+// layer's averaged AdamW shard (3.54M parameters, bf16 gradients), on one
+// core as a rank of bench/training/compare-torch.py runs them: the step's
+// largest kernels after the GEMMs, measured alone (the update against memcpy
+// of the same bytes).
+//
 // Packing: the word transpose that packs the GEMMs' k-inner operands
 // (lib/PackWords.cpp) on the 85M model's operands, cycled through 64 MiB of
 // copies so that each call reads its source from memory, as a training
@@ -29,6 +35,7 @@
 
 #include <benchmark/benchmark.h>
 #include <cblas.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <chrono>
@@ -36,6 +43,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <random>
 #include <string>
 #include <thread>
@@ -419,6 +427,157 @@ void BM_AttnBackwardHalideBf16(benchmark::State &state, Bf16Products products) {
 }
 
 //===----------------------------------------------------------------------===//
+// The 85M training step's attention and update, one core
+//===----------------------------------------------------------------------===//
+
+/// bench/training/llama-85m.json's attention per micro-batch of the dp 2 plan
+/// (2 sequences of 256 tokens, 12 heads of 64), as a rank of
+/// compare-torch.py runs it: bf16 on this CPU's product path
+/// (kernels::bf16Products), one core.
+const AttnCase kAttn85m{2, 256, 12, 12, 64};
+
+/// Runs a benchmark body on one Halide worker, as a training rank with a
+/// core of its own does, and gives the pool back its default afterwards.
+/// Only before the pool's first parallel loop (see registerAll).
+struct OneCore {
+  OneCore() { setNumThreads(1); }
+  ~OneCore() { setNumThreads(0); }
+};
+
+void BM_AttnForward85m(benchmark::State &state, Bf16Products products) {
+  OneCore one;
+  setBf16Products(products);
+  AttnData16 d(kAttn85m);
+  for (auto _ : state)
+    if (d.forward())
+      state.SkipWithError("bf16 attention forward failed");
+  setFlops(state, d.base.forwardFlops());
+}
+void BM_AttnBackward85m(benchmark::State &state, Bf16Products products) {
+  OneCore one;
+  setBf16Products(products);
+  AttnData16 d(kAttn85m);
+  if (d.forward())
+    state.SkipWithError("bf16 attention forward failed");
+  for (auto _ : state)
+    if (d.backward())
+      state.SkipWithError("bf16 attention backward failed");
+  setFlops(state, d.base.backwardFlops());
+}
+
+/// One layer's ZeRO-1 shard of the 85M model in the dp 2 bf16 plan: 3.54M
+/// parameters (half of a layer's 7.08M), updated by the averaged AdamW that
+/// reads the received sum and the own part of the bf16 gradient and writes
+/// the fp32 master, m, v and the bf16 view. Four shards are cycled so that
+/// every call streams its operands from memory, as the step's updates do.
+/// `count` elements on transparent huge pages, as the runtime's arenas hold
+/// a training step's tensors (Arena.cpp).
+template <typename T> class HugePageArray {
+public:
+  explicit HugePageArray(size_t count) : count(count) {
+    bytes = (count * sizeof(T) + kHuge - 1) / kHuge * kHuge;
+    void *map = mmap(nullptr, bytes + kHuge, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (map == MAP_FAILED) {
+      std::fprintf(stderr, "bench: cannot map %zu bytes\n", bytes);
+      std::exit(1);
+    }
+    mapping = map;
+    auto base = (reinterpret_cast<uintptr_t>(map) + kHuge - 1) & ~(kHuge - 1);
+    data = reinterpret_cast<T *>(base);
+    madvise(data, bytes, MADV_HUGEPAGE);
+  }
+  ~HugePageArray() { munmap(mapping, bytes + kHuge); }
+  HugePageArray(const HugePageArray &) = delete;
+  HugePageArray &operator=(const HugePageArray &) = delete;
+  void fill(T value) { std::fill(data, data + count, value); }
+  void copy(const std::vector<T> &from) {
+    std::copy(from.begin(), from.begin() + count, data);
+  }
+  T *data;
+
+private:
+  static constexpr uintptr_t kHuge = 2u << 20;
+  size_t count, bytes;
+  void *mapping;
+};
+
+struct AdamWShards {
+  static constexpr int64_t kElements = 3539712;
+  static constexpr int kShards = 4;
+  struct Shard {
+    HugePageArray<float> p{kElements}, m{kElements}, v{kElements};
+    HugePageArray<uint16_t> others{kElements}, own{kElements}, view{kElements};
+  };
+  std::vector<std::unique_ptr<Shard>> shards;
+  AdamWParams params;
+  int next = 0;
+  AdamWShards() {
+    std::vector<float> p = randomVector(kElements, 8);
+    std::vector<float> g = randomVector(kElements, 7);
+    std::vector<uint16_t> g16(kElements);
+    toHalf(Half::BF16, kElements, g.data(), g16.data());
+    for (int i = 0; i < kShards; ++i) {
+      auto s = std::make_unique<Shard>();
+      s->p.copy(p);
+      s->m.fill(1e-3f);
+      s->v.fill(1e-6f);
+      s->others.copy(g16);
+      s->own.copy(g16);
+      s->view.fill(0);
+      shards.push_back(std::move(s));
+    }
+    params.lr = 3e-4f;
+    params.weightDecay = 0.1f;
+    params.step = 5;
+  }
+  int update() {
+    Shard &s = *shards[next];
+    next = (next + 1) % kShards;
+    return adamwAveraged(kElements, s.p.data, s.others.data, s.own.data,
+                         Half::BF16, 2, s.m.data, s.v.data, params, s.view.data,
+                         Half::BF16);
+  }
+};
+
+/// Bytes an element of the averaged bf16 update moves: p, m, v read and
+/// written (24), the two gradient parts read (4), the view written (2).
+constexpr int64_t kAdamWBytesPerElement = 30;
+
+void BM_AdamW85mShard(benchmark::State &state) {
+  OneCore one;
+  AdamWShards d;
+  for (auto _ : state)
+    if (d.update())
+      state.SkipWithError("averaged AdamW failed");
+  state.SetBytesProcessed(int64_t(state.iterations()) * AdamWShards::kElements *
+                          kAdamWBytesPerElement);
+}
+
+/// The same bytes streamed by memcpy on one core (30 B an element: a copy
+/// reads and writes 15), over buffers cycled alike: a reference rate for
+/// this core's streams, not a ceiling (glibc's large copies store
+/// non-temporally; the update streams nine arrays at once).
+void BM_AdamW85mMemcpy(benchmark::State &state) {
+  const size_t bytes = size_t(AdamWShards::kElements) * 15;
+  std::vector<std::unique_ptr<HugePageArray<std::byte>>> from, to;
+  for (int i = 0; i < AdamWShards::kShards; ++i) {
+    from.push_back(std::make_unique<HugePageArray<std::byte>>(bytes));
+    to.push_back(std::make_unique<HugePageArray<std::byte>>(bytes));
+    from.back()->fill(std::byte(1));
+    to.back()->fill(std::byte(0));
+  }
+  int next = 0;
+  for (auto _ : state) {
+    std::memcpy(to[next]->data, from[next]->data, bytes);
+    benchmark::ClobberMemory();
+    next = (next + 1) % AdamWShards::kShards;
+  }
+  state.SetBytesProcessed(int64_t(state.iterations()) * AdamWShards::kElements *
+                          kAdamWBytesPerElement);
+}
+
+//===----------------------------------------------------------------------===//
 // Packing
 //===----------------------------------------------------------------------===//
 
@@ -511,7 +670,31 @@ std::vector<std::pair<std::string, std::string>> &packPairs() {
   return p;
 }
 
-void registerAll() {
+/// `chosen`: this CPU's bf16 product path, which the 85M benchmarks run.
+void registerAll(Bf16Products chosen) {
+  // The one-core benchmarks come first: Halide starts its pool's workers at
+  // the first parallel loop, and a pool that already has a worker per core
+  // keeps running tasks on them after setNumThreads(1) (measured: the 85M
+  // attention 1.6x faster than on one core).
+  for (auto [name, fn] :
+       {std::pair{"attention/forward/85m_bf16_one_core", BM_AttnForward85m},
+        std::pair{"attention/backward/85m_bf16_one_core", BM_AttnBackward85m}})
+    benchmark::RegisterBenchmark(name, fn, chosen)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime()
+        ->MinTime(0.3);
+  benchmark::RegisterBenchmark("adamw/85m_shard_bf16_averaged/one_core",
+                               BM_AdamW85mShard)
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime()
+      ->MinTime(0.3);
+  benchmark::RegisterBenchmark("adamw/85m_shard_bf16_averaged/memcpy",
+                               BM_AdamW85mMemcpy)
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime()
+      ->MinTime(0.3);
+  packPairs().push_back({"adamw/85m_shard_bf16_averaged/one_core",
+                         "adamw/85m_shard_bf16_averaged/memcpy"});
   for (const GemmCase &c : kGemmCases) {
     bool big = c.M * c.N * c.K > (int64_t(1) << 33);
     auto setup = [&](benchmark::internal::Benchmark *b) {
@@ -604,7 +787,7 @@ const Result *find(const std::string &prefix) {
 int main(int argc, char **argv) {
   // The CPU's own choice, before the benchmarks set each path in turn.
   const Bf16Products chosen = bf16Products();
-  registerAll();
+  registerAll(chosen);
   benchmark::Initialize(&argc, argv);
   RecordingReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
@@ -618,8 +801,8 @@ int main(int argc, char **argv) {
                 f->flops / f->seconds * 1e-9, s->flops / s->seconds * 1e-9,
                 slow.c_str());
   }
-  std::printf("\nPacking from memory (source GB/s; memcpy of the same bytes, "
-              "same run):\n");
+  std::printf("\nStreams from memory (the packs' source, the update's 30 B an "
+              "element; memcpy of the same bytes, same run):\n");
   for (auto &[pack, copy] : packPairs()) {
     const Result *p = find(pack), *c = find(copy);
     if (!p || !c || p->seconds <= 0 || c->seconds <= 0)
@@ -657,6 +840,16 @@ int main(int argc, char **argv) {
   }
   // This CPU's bf16 peak: that of the path its runs take.
   double bf16Peak = chosen == Bf16Products::Dot ? peak16 : peak32;
+  // The 85M model's attention ran on one core: against one core's peak.
+  for (const char *name : {"attention/forward/85m_bf16_one_core",
+                           "attention/backward/85m_bf16_one_core"}) {
+    const Result *r = find(name);
+    if (!r || r->seconds <= 0 || bf16Peak <= 0)
+      continue;
+    std::printf("  %-38s %7.1f GFLOP/s = %5.1f%% of one core's bf16 peak\n",
+                name, r->flops / r->seconds * 1e-9,
+                100 * r->flops / r->seconds / (bf16Peak / cores));
+  }
   std::printf("  this CPU's bf16 path (kernels::bf16Products): %s, bf16 peak "
               "%.1f GFLOP/s\n",
               bf16ProductsName(chosen), bf16Peak * 1e-9);
