@@ -235,13 +235,16 @@ double CostModel::optimizerUpdate(int64_t params, bool ownPart) const {
   return memoryBoundSeconds(bytesPerParam * double(params));
 }
 
-bool CostModel::averagesInUpdate(const ParallelConfig &config) const {
-  CollectiveAlgorithm collective = machine.network.collective;
-  bool spansNodes =
-      config.dataParallel > std::max<int64_t>(1, machine.clustersPerNode);
-  bool ring = collective == CollectiveAlgorithm::Ring ||
-              (collective == CollectiveAlgorithm::Hierarchical && !spansNodes);
-  return ratrain::averagesInUpdate(config, model.dtype, ring);
+bool CostModel::syncsOnRing(bool spansNodes) const {
+  return !spansNodes && machine.network.collective != CollectiveAlgorithm::Tree;
+}
+
+bool CostModel::averagesInUpdate(const ParallelConfig &config,
+                                 int64_t stage) const {
+  bool spansNodes = dataParallelGroupSpansNodes(stage, config.dataParallel,
+                                                machine.clustersPerNode);
+  return ratrain::averagesInUpdate(config, model.dtype,
+                                   syncsOnRing(spansNodes));
 }
 
 double CostModel::viewCast(int64_t params) const {

@@ -98,8 +98,11 @@ StepTime ratrain::predictStepTime(const CostModel &costs,
     return sharded ? (params + d - 1) / d : params;
   };
   // The updates read the own part of their gradients too where the syncs
-  // leave the average to them (docs/lowering.md).
-  const bool ownPart = costs.averagesInUpdate(config);
+  // leave the average to them (docs/lowering.md), per pipeline rank: the
+  // rank's data-parallel group syncs hierarchically where it spans nodes.
+  auto ownPart = [&](int64_t rank) {
+    return costs.averagesInUpdate(config, rank);
+  };
   auto offloaded = [&](int64_t params) {
     int64_t updated =
         config.zero >= ZeroStage::Optimizer ? (params + d - 1) / d : params;
@@ -152,7 +155,8 @@ StepTime ratrain::predictStepTime(const CostModel &costs,
     t.p2p = actionCosts.transfer;
     int64_t params = stageParams(model, config, c);
     t.syncSeconds = sync(params);
-    t.updateSeconds = costs.optimizerUpdate(updatedParams(params), ownPart);
+    t.updateSeconds = costs.optimizerUpdate(updatedParams(params),
+                                            ownPart(chunkRank(config, c)));
     t.castSeconds = costs.viewCast(updatedParams(params));
     t.allGatherSeconds =
         regather ? costs.collective(CollectiveKind::AllGather, params * w, d)
@@ -309,7 +313,7 @@ StepTime ratrain::predictStepTime(const CostModel &costs,
     for (size_t k = 0; k < items.size(); ++k) {
       int64_t updated = updatedParams(items[k].params);
       double start = std::max({syncEnd[k], computeFree, reloadEnd[k]});
-      double updateEnd = start + costs.optimizerUpdate(updated, ownPart);
+      double updateEnd = start + costs.optimizerUpdate(updated, ownPart(r));
       computeFree = updateEnd + costs.viewCast(updated);
       if (offloadPerParam > 0) {
         offloadFree = std::max(offloadFree, updateEnd) +

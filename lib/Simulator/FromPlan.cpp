@@ -249,7 +249,7 @@ llvm::Expected<Synthetic1F1BConfig> sim::planToSyntheticConfig(
     const int64_t updated =
         zero ? (paramsPerLayer + d - 1) / d : paramsPerLayer;
     stage.updateSeconds =
-        costs.optimizerUpdate(updated, costs.averagesInUpdate(config));
+        costs.optimizerUpdate(updated, costs.averagesInUpdate(config, i));
     if (config.maxGradNorm > 0)
       stage.gradSquaresSeconds =
           costs.gradSquares(zero ? (params + d - 1) / d : params);

@@ -29,6 +29,17 @@
 
 namespace ratrain {
 
+/// Whether a stage's data-parallel group (clusters stage*dp .. stage*dp +
+/// dp - 1) spans more than one node of `clustersPerNode` clusters.
+inline bool dataParallelGroupSpansNodes(int64_t stage, int64_t dataParallel,
+                                        int64_t clustersPerNode) {
+  if (clustersPerNode < 1)
+    return false;
+  int64_t first = stage * dataParallel;
+  int64_t last = first + dataParallel - 1;
+  return first / clustersPerNode != last / clustersPerNode;
+}
+
 // LifecyclePolicy, stringifyLifecyclePolicy and parseLifecyclePolicy are
 // declared in MemoryModel.h (the memory model depends on the policy too).
 
@@ -95,12 +106,14 @@ public:
   /// longer makes is not priced either way: collectives cost their
   /// transfers.)
   double optimizerUpdate(int64_t params, bool ownPart = false) const;
-  /// Whether `config`'s updates read the own part (ratrain::averagesInUpdate
-  /// on this machine): the gradient syncs run on a ring where the machine's
-  /// collective is ring, or hierarchical but the data-parallel group stays
-  /// inside a node (the lifecycle's flat syncs); an approximation of the
-  /// lowering's per-sync choice for layouts whose groups cross nodes.
-  bool averagesInUpdate(const ParallelConfig &config) const;
+  /// Whether a gradient sync runs on a ring, as the lowering picks its
+  /// algorithm: a data-parallel group that spans nodes syncs hierarchically,
+  /// one inside a node on a ring unless the machine's collective is a tree.
+  bool syncsOnRing(bool spansNodes) const;
+  /// Whether the updates of stage `stage` of `config` read the own part of
+  /// their gradients (ratrain::averagesInUpdate with the stage's syncs'
+  /// algorithm, syncsOnRing).
+  bool averagesInUpdate(const ParallelConfig &config, int64_t stage) const;
   /// FP32 master -> 16-bit view cast of `params` parameters (6 bytes/param).
   double viewCast(int64_t params) const;
   /// Gradient clipping: the sum of squares over `elements` synced gradient

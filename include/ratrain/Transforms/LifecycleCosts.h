@@ -19,17 +19,6 @@
 
 namespace ratrain {
 
-/// Whether a stage's data-parallel group (clusters stage*dp .. stage*dp +
-/// dp - 1) spans more than one node of `clustersPerNode` clusters.
-inline bool dataParallelGroupSpansNodes(int64_t stage, int64_t dataParallel,
-                                        int64_t clustersPerNode) {
-  if (clustersPerNode < 1)
-    return false;
-  int64_t first = stage * dataParallel;
-  int64_t last = first + dataParallel - 1;
-  return first / clustersPerNode != last / clustersPerNode;
-}
-
 /// Predicted seconds of the ops of one stage (one cluster), from the cost
 /// model.
 class StageCosts {
@@ -40,7 +29,8 @@ public:
       : costs(costs), sizes(sizes), plan(plan), kinds(kinds),
         spansNodes(
             dataParallelGroupSpansNodes(stage, plan.getDp(), clustersPerNode)),
-        ownPart(costs.averagesInUpdate(toParallelConfig(plan))) {}
+        ownPart(averagesInUpdate(plan, costs.getModel().dtype,
+                                 costs.syncsOnRing(spansNodes))) {}
 
   /// Compute-stream seconds of `op` (0 for ops that only issue work).
   double computeSeconds(mlir::Operation *op) const {
@@ -108,8 +98,8 @@ private:
   PlanAttr plan;
   llvm::ArrayRef<LayerKind> kinds;
   bool spansNodes;
-  /// The updates read the own part of their gradients
-  /// (CostModel::averagesInUpdate).
+  /// The updates read the own part of their gradients (averagesInUpdate on
+  /// the stage's syncs' algorithm, CostModel::syncsOnRing).
   bool ownPart;
 };
 

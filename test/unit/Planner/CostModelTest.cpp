@@ -170,6 +170,33 @@ TEST(CostModel, RooflineAndMemoryBoundKernels) {
   EXPECT_NEAR(costs.viewCast(1000000000), 0.12, 1e-12);
 }
 
+TEST(CostModel, UpdatesAverageWhereTheStagesGroupSyncsOnARing) {
+  MachineModel machine = testMachine();
+  machine.clustersPerNode = 3;
+  ModelConfig model = testModel(); // bf16
+  CostModel hierarchical(model, machine);
+  // dp 2 on nodes of 3: stage 0 (clusters 0, 1) stays in node 0, stage 1
+  // (clusters 2, 3) spans nodes 0 and 1 and syncs hierarchically, as the
+  // lowering emits it.
+  ParallelConfig c = ParallelConfig::balanced(
+      8, 2, 2, 1, 4, RecomputePolicy::None, ZeroStage::Optimizer);
+  EXPECT_TRUE(hierarchical.syncsOnRing(false));
+  EXPECT_FALSE(hierarchical.syncsOnRing(true));
+  EXPECT_TRUE(hierarchical.averagesInUpdate(c, 0));
+  EXPECT_FALSE(hierarchical.averagesInUpdate(c, 1));
+  // A ring machine's group that spans nodes syncs hierarchically too.
+  machine.network.collective = CollectiveAlgorithm::Ring;
+  CostModel ring(model, machine);
+  EXPECT_TRUE(ring.averagesInUpdate(c, 0));
+  EXPECT_FALSE(ring.averagesInUpdate(c, 1));
+  // A tree never leaves the average to the update.
+  machine.network.collective = CollectiveAlgorithm::Tree;
+  EXPECT_FALSE(CostModel(model, machine).averagesInUpdate(c, 0));
+  // Nor does ZeRO-2 (the full gradient is released at the sync's wait).
+  c.zero = ZeroStage::Gradients;
+  EXPECT_FALSE(ring.averagesInUpdate(c, 0));
+}
+
 TEST(CostModel, AttentionRunsAtTheF32PeakWhereItsKernelsComputeInF32) {
   MachineModel machine = testMachine();
   MachineModel f32Attention = testMachine();
