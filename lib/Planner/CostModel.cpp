@@ -742,7 +742,8 @@ StepTime ratrain::predictStepTime(const CostModel &costs,
     int64_t params = stageParams(model, config, i);
     int64_t updated = sharded ? (params + d - 1) / d : params;
     t.syncSeconds = itemCommunication(costs, config, params).gradSync;
-    t.updateSeconds = costs.optimizerUpdate(updated);
+    t.updateSeconds =
+        costs.optimizerUpdate(updated, costs.averagesInUpdate(config, i));
     t.castSeconds = costs.viewCast(updated);
     t.allGatherSeconds =
         regather ? costs.collective(CollectiveKind::AllGather, params * w, d)
@@ -915,6 +916,7 @@ StepTime ratrain::predictStepTime(const CostModel &costs,
     std::vector<double> reloadEnd(items.size(), sweepStart);
     double offloadFree = sweepStart;
     double cached = tierCacheShares(costs, config, i).states;
+    const bool ownPart = costs.averagesInUpdate(config, i);
     auto reload = [&](size_t k) {
       offloadFree = offloadFree + costs.offloadTransfer(
                                       offloadedBytes(items[k].params), cached);
@@ -930,7 +932,7 @@ StepTime ratrain::predictStepTime(const CostModel &costs,
       int64_t updated =
           sharded ? (items[k].params + d - 1) / d : items[k].params;
       double start = std::max({syncEnd[k], computeFree, reloadEnd[k]});
-      double updateEnd = start + costs.optimizerUpdate(updated);
+      double updateEnd = start + costs.optimizerUpdate(updated, ownPart);
       computeFree = updateEnd + costs.viewCast(updated);
       if (offloadPerParam > 0) {
         // Write back the updated states, then reload item k + 2 into the

@@ -248,8 +248,8 @@ llvm::Expected<Synthetic1F1BConfig> sim::planToSyntheticConfig(
         (params + layers.numLayers - 1) / layers.numLayers;
     const int64_t updated =
         zero ? (paramsPerLayer + d - 1) / d : paramsPerLayer;
-    stage.updateSeconds =
-        costs.optimizerUpdate(updated, costs.averagesInUpdate(config, i));
+    stage.updateSeconds = costs.optimizerUpdate(
+        updated, costs.averagesInUpdate(config, chunkRank(config, i)));
     if (config.maxGradNorm > 0)
       stage.gradSquaresSeconds =
           costs.gradSquares(zero ? (params + d - 1) / d : params);

@@ -171,10 +171,16 @@ TEST(CostModel, RooflineAndMemoryBoundKernels) {
 }
 
 TEST(CostModel, UpdatesAverageWhereTheStagesGroupSyncsOnARing) {
-  MachineModel machine = testMachine();
-  machine.clustersPerNode = 3;
+  // CostModel keeps a reference to its machine: one machine per model.
+  MachineModel hierarchicalMachine = testMachine();
+  hierarchicalMachine.clustersPerNode = 3;
+  MachineModel ringMachine = hierarchicalMachine, treeMachine = ringMachine;
+  ringMachine.network.collective = CollectiveAlgorithm::Ring;
+  treeMachine.network.collective = CollectiveAlgorithm::Tree;
   ModelConfig model = testModel(); // bf16
-  CostModel hierarchical(model, machine);
+  CostModel hierarchical(model, hierarchicalMachine);
+  CostModel ring(model, ringMachine);
+  CostModel tree(model, treeMachine);
   // dp 2 on nodes of 3: stage 0 (clusters 0, 1) stays in node 0, stage 1
   // (clusters 2, 3) spans nodes 0 and 1 and syncs hierarchically, as the
   // lowering emits it.
@@ -185,14 +191,21 @@ TEST(CostModel, UpdatesAverageWhereTheStagesGroupSyncsOnARing) {
   EXPECT_TRUE(hierarchical.averagesInUpdate(c, 0));
   EXPECT_FALSE(hierarchical.averagesInUpdate(c, 1));
   // A ring machine's group that spans nodes syncs hierarchically too.
-  machine.network.collective = CollectiveAlgorithm::Ring;
-  CostModel ring(model, machine);
   EXPECT_TRUE(ring.averagesInUpdate(c, 0));
   EXPECT_FALSE(ring.averagesInUpdate(c, 1));
   // A tree never leaves the average to the update.
-  machine.network.collective = CollectiveAlgorithm::Tree;
-  EXPECT_FALSE(CostModel(model, machine).averagesInUpdate(c, 0));
-  // Nor does ZeRO-2 (the full gradient is released at the sync's wait).
+  EXPECT_FALSE(tree.averagesInUpdate(c, 0));
+  // The 1F1B step prices each stage's updates by its own rule: stage 0's
+  // read the own part too.
+  StepTime t = predictStepTime(hierarchical, c, LifecyclePolicy::GpuStyle);
+  ASSERT_EQ(t.stages.size(), 2u);
+  for (int64_t stage : {0, 1}) {
+    int64_t updated = (stageParams(model, c, stage) + 1) / 2;
+    EXPECT_DOUBLE_EQ(t.stages[stage].updateSeconds,
+                     hierarchical.optimizerUpdate(updated, stage == 0));
+  }
+  // Nor does ZeRO-2 leave it (the full gradient is released at the sync's
+  // wait).
   c.zero = ZeroStage::Gradients;
   EXPECT_FALSE(ring.averagesInUpdate(c, 0));
 }

@@ -239,6 +239,40 @@ TEST(FromPlan, ZeroThreeGathersTheViewsBeforeEveryUse) {
   }
 }
 
+TEST(FromPlan, InterleavedChunksPriceTheUpdatesOfTheirRank) {
+  // dp 3 on MT-3000's nodes of 4 clusters: rank 0's group (clusters 0-2)
+  // stays in a node and syncs on a ring, so its updates read their own part
+  // (the average in the update); rank 1's (clusters 3-5) spans two nodes and
+  // syncs hierarchically. Interleaved, chunks 0 and 2 run on rank 0 and 1
+  // and 3 on rank 1: a chunk numbered as a rank (clusters 6-8, 9-11) would
+  // get the other answer for chunks 2 and 3.
+  MachineModel machine = loadMt3000();
+  ASSERT_EQ(machine.clustersPerNode, 4);
+  HFImportOptions options;
+  options.seqLen = 256;
+  ModelConfig model = expectOk(
+      loadHFConfig(RATRAIN_EXAMPLES_DIR "/models/tiny-llama.json", options));
+  ParallelConfig config = ParallelConfig::balanced(
+      model.numLayers, 4, 3, 1, 4, RecomputePolicy::None, ZeroStage::Optimizer);
+  config.pipelineStages = 2;
+  config.virtualStages = 2;
+  config.schedule = schedule::ScheduleKind::Interleaved1F1B;
+  CostModel costs(model, machine);
+  ASSERT_TRUE(costs.averagesInUpdate(config, 0));
+  ASSERT_FALSE(costs.averagesInUpdate(config, 1));
+  Synthetic1F1BConfig synthetic =
+      expectOk(planToSyntheticConfig(model, machine, config));
+  ASSERT_EQ(synthetic.perStage.size(), 4u);
+  for (int64_t chunk = 0; chunk < 4; ++chunk) {
+    int64_t params = stageParams(model, config, chunk);
+    int64_t layers = config.stages[chunk].numLayers;
+    int64_t updated = ((params + layers - 1) / layers + 2) / 3;
+    EXPECT_DOUBLE_EQ(synthetic.perStage[chunk].updateSeconds,
+                     costs.optimizerUpdate(updated, chunk % 2 == 0))
+        << "chunk " << chunk;
+  }
+}
+
 TEST(FromPlan, InvalidConfigIsAnError) {
   MachineModel machine = loadMt3000();
   ModelConfig model = loadModel("llama-2-7b.json");
