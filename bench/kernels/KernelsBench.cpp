@@ -407,23 +407,25 @@ struct AttnData16 {
                              dv.data());
   }
 };
-void BM_AttnForwardHalideBf16(benchmark::State &state, Bf16Products products) {
+/// The bf16 attention forward, or the backward after one forward, of
+/// `shape` on `products`.
+void runAttn16(benchmark::State &state, Bf16Products products,
+               const AttnCase &shape, bool backward) {
   setBf16Products(products);
-  AttnData16 d(kAttn);
-  for (auto _ : state)
-    if (d.forward())
-      state.SkipWithError("bf16 attention forward failed");
-  setFlops(state, d.base.forwardFlops());
-}
-void BM_AttnBackwardHalideBf16(benchmark::State &state, Bf16Products products) {
-  setBf16Products(products);
-  AttnData16 d(kAttn);
-  if (d.forward())
+  AttnData16 d(shape);
+  if (backward && d.forward())
     state.SkipWithError("bf16 attention forward failed");
   for (auto _ : state)
-    if (d.backward())
-      state.SkipWithError("bf16 attention backward failed");
-  setFlops(state, d.base.backwardFlops());
+    if (backward ? d.backward() : d.forward())
+      state.SkipWithError(backward ? "bf16 attention backward failed"
+                                   : "bf16 attention forward failed");
+  setFlops(state, backward ? d.base.backwardFlops() : d.base.forwardFlops());
+}
+void BM_AttnForwardHalideBf16(benchmark::State &state, Bf16Products products) {
+  runAttn16(state, products, kAttn, /*backward=*/false);
+}
+void BM_AttnBackwardHalideBf16(benchmark::State &state, Bf16Products products) {
+  runAttn16(state, products, kAttn, /*backward=*/true);
 }
 
 //===----------------------------------------------------------------------===//
@@ -446,23 +448,11 @@ struct OneCore {
 
 void BM_AttnForward85m(benchmark::State &state, Bf16Products products) {
   OneCore one;
-  setBf16Products(products);
-  AttnData16 d(kAttn85m);
-  for (auto _ : state)
-    if (d.forward())
-      state.SkipWithError("bf16 attention forward failed");
-  setFlops(state, d.base.forwardFlops());
+  runAttn16(state, products, kAttn85m, /*backward=*/false);
 }
 void BM_AttnBackward85m(benchmark::State &state, Bf16Products products) {
   OneCore one;
-  setBf16Products(products);
-  AttnData16 d(kAttn85m);
-  if (d.forward())
-    state.SkipWithError("bf16 attention forward failed");
-  for (auto _ : state)
-    if (d.backward())
-      state.SkipWithError("bf16 attention backward failed");
-  setFlops(state, d.base.backwardFlops());
+  runAttn16(state, products, kAttn85m, /*backward=*/true);
 }
 
 /// One layer's ZeRO-1 shard of the 85M model in the dp 2 bf16 plan: 3.54M
@@ -676,23 +666,17 @@ void registerAll(Bf16Products chosen) {
   // the first parallel loop, and a pool that already has a worker per core
   // keeps running tasks on them after setNumThreads(1) (measured: the 85M
   // attention 1.6x faster than on one core).
+  auto inMilliseconds = [](benchmark::internal::Benchmark *b) {
+    b->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(0.3);
+  };
   for (auto [name, fn] :
        {std::pair{"attention/forward/85m_bf16_one_core", BM_AttnForward85m},
         std::pair{"attention/backward/85m_bf16_one_core", BM_AttnBackward85m}})
-    benchmark::RegisterBenchmark(name, fn, chosen)
-        ->Unit(benchmark::kMillisecond)
-        ->UseRealTime()
-        ->MinTime(0.3);
-  benchmark::RegisterBenchmark("adamw/85m_shard_bf16_averaged/one_core",
-                               BM_AdamW85mShard)
-      ->Unit(benchmark::kMillisecond)
-      ->UseRealTime()
-      ->MinTime(0.3);
-  benchmark::RegisterBenchmark("adamw/85m_shard_bf16_averaged/memcpy",
-                               BM_AdamW85mMemcpy)
-      ->Unit(benchmark::kMillisecond)
-      ->UseRealTime()
-      ->MinTime(0.3);
+    inMilliseconds(benchmark::RegisterBenchmark(name, fn, chosen));
+  inMilliseconds(benchmark::RegisterBenchmark(
+      "adamw/85m_shard_bf16_averaged/one_core", BM_AdamW85mShard));
+  inMilliseconds(benchmark::RegisterBenchmark(
+      "adamw/85m_shard_bf16_averaged/memcpy", BM_AdamW85mMemcpy));
   packPairs().push_back({"adamw/85m_shard_bf16_averaged/one_core",
                          "adamw/85m_shard_bf16_averaged/memcpy"});
   for (const GemmCase &c : kGemmCases) {
