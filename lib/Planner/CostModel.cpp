@@ -742,8 +742,13 @@ StepTime ratrain::predictStepTime(const CostModel &costs,
     int64_t params = stageParams(model, config, i);
     int64_t updated = sharded ? (params + d - 1) / d : params;
     t.syncSeconds = itemCommunication(costs, config, params).gradSync;
-    t.updateSeconds =
-        costs.optimizerUpdate(updated, costs.averagesInUpdate(config, i));
+    // Not the own part's read of an update that averages (ScheduleTime and
+    // the simulator count it): the reduction its reduce-scatter then skips
+    // is not priced (collectives cost their transfers), and counting one
+    // side alone made ZeRO-2 win ZeRO-1's ties (the tiny LLaMA on MT-3000,
+    // pp 2 x dp 4), though averaging in the update is the faster of the two
+    // on the host.
+    t.updateSeconds = costs.optimizerUpdate(updated);
     t.castSeconds = costs.viewCast(updated);
     t.allGatherSeconds =
         regather ? costs.collective(CollectiveKind::AllGather, params * w, d)
@@ -916,7 +921,6 @@ StepTime ratrain::predictStepTime(const CostModel &costs,
     std::vector<double> reloadEnd(items.size(), sweepStart);
     double offloadFree = sweepStart;
     double cached = tierCacheShares(costs, config, i).states;
-    const bool ownPart = costs.averagesInUpdate(config, i);
     auto reload = [&](size_t k) {
       offloadFree = offloadFree + costs.offloadTransfer(
                                       offloadedBytes(items[k].params), cached);
@@ -932,7 +936,7 @@ StepTime ratrain::predictStepTime(const CostModel &costs,
       int64_t updated =
           sharded ? (items[k].params + d - 1) / d : items[k].params;
       double start = std::max({syncEnd[k], computeFree, reloadEnd[k]});
-      double updateEnd = start + costs.optimizerUpdate(updated, ownPart);
+      double updateEnd = start + costs.optimizerUpdate(updated);
       computeFree = updateEnd + costs.viewCast(updated);
       if (offloadPerParam > 0) {
         // Write back the updated states, then reload item k + 2 into the

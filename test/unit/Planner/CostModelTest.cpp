@@ -195,15 +195,6 @@ TEST(CostModel, UpdatesAverageWhereTheStagesGroupSyncsOnARing) {
   EXPECT_FALSE(ring.averagesInUpdate(c, 1));
   // A tree never leaves the average to the update.
   EXPECT_FALSE(tree.averagesInUpdate(c, 0));
-  // The 1F1B step prices each stage's updates by its own rule: stage 0's
-  // read the own part too.
-  StepTime t = predictStepTime(hierarchical, c, LifecyclePolicy::GpuStyle);
-  ASSERT_EQ(t.stages.size(), 2u);
-  for (int64_t stage : {0, 1}) {
-    int64_t updated = (stageParams(model, c, stage) + 1) / 2;
-    EXPECT_DOUBLE_EQ(t.stages[stage].updateSeconds,
-                     hierarchical.optimizerUpdate(updated, stage == 0));
-  }
   // Nor does ZeRO-2 leave it (the full gradient is released at the sync's
   // wait).
   c.zero = ZeroStage::Gradients;
