@@ -43,6 +43,14 @@ ratrain::parseCollectiveAlgorithm(llvm::StringRef name) {
       .Default(std::nullopt);
 }
 
+CollectiveAlgorithm ratrain::syncAlgorithm(CollectiveAlgorithm collective,
+                                           bool spansNodes) {
+  if (spansNodes)
+    return CollectiveAlgorithm::Hierarchical;
+  return collective == CollectiveAlgorithm::Tree ? CollectiveAlgorithm::Tree
+                                                 : CollectiveAlgorithm::Ring;
+}
+
 llvm::StringRef ratrain::stringifyOffloadTierKind(OffloadTierKind kind) {
   return kind == OffloadTierKind::Host ? "host" : "storage";
 }

@@ -236,7 +236,8 @@ double CostModel::optimizerUpdate(int64_t params, bool ownPart) const {
 }
 
 bool CostModel::syncsOnRing(bool spansNodes) const {
-  return !spansNodes && machine.network.collective != CollectiveAlgorithm::Tree;
+  return syncAlgorithm(machine.network.collective, spansNodes) ==
+         CollectiveAlgorithm::Ring;
 }
 
 bool CostModel::averagesInUpdate(const ParallelConfig &config,

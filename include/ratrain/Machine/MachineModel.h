@@ -100,6 +100,12 @@ llvm::StringRef stringifyCollectiveAlgorithm(CollectiveAlgorithm algorithm);
 /// Parses "ring", "tree", "hierarchical".
 std::optional<CollectiveAlgorithm>
 parseCollectiveAlgorithm(llvm::StringRef name);
+/// The algorithm of a gradient sync on a machine whose collective is
+/// `collective`: hierarchical where the data-parallel group spans nodes,
+/// else a tree on a tree machine and a ring otherwise (the lowering's choice,
+/// which the cost models follow).
+CollectiveAlgorithm syncAlgorithm(CollectiveAlgorithm collective,
+                                  bool spansNodes);
 
 /// The most network levels a machine may have (and a collective may span).
 inline constexpr unsigned kMaxNetworkLevels = 4;

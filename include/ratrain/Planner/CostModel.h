@@ -106,9 +106,8 @@ public:
   /// longer makes is not priced either way: collectives cost their
   /// transfers.)
   double optimizerUpdate(int64_t params, bool ownPart = false) const;
-  /// Whether a gradient sync runs on a ring, as the lowering picks its
-  /// algorithm: a data-parallel group that spans nodes syncs hierarchically,
-  /// one inside a node on a ring unless the machine's collective is a tree.
+  /// Whether a gradient sync of a group that does or does not span nodes
+  /// runs on a ring on this machine (syncAlgorithm).
   bool syncsOnRing(bool spansNodes) const;
   /// Whether the updates of stage `stage` of `config` read the own part of
   /// their gradients (ratrain::averagesInUpdate with the stage's syncs'

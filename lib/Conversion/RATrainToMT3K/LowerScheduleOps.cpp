@@ -216,11 +216,16 @@ LogicalResult StageLowering::lowerBackwardWeight(BackwardWeightOp op) {
 
 mt::CollectiveAlgorithm
 StageLowering::algorithm(SyncHierarchy hierarchy) const {
-  if (hierarchy == SyncHierarchy::Hierarchical)
+  switch (syncAlgorithm(machine.network.collective,
+                        hierarchy == SyncHierarchy::Hierarchical)) {
+  case CollectiveAlgorithm::Hierarchical:
     return mt::CollectiveAlgorithm::hierarchical;
-  return machine.network.collective == CollectiveAlgorithm::Tree
-             ? mt::CollectiveAlgorithm::tree
-             : mt::CollectiveAlgorithm::ring;
+  case CollectiveAlgorithm::Tree:
+    return mt::CollectiveAlgorithm::tree;
+  case CollectiveAlgorithm::Ring:
+    return mt::CollectiveAlgorithm::ring;
+  }
+  llvm_unreachable("unknown collective algorithm");
 }
 
 LogicalResult StageLowering::lowerSync(SyncOp op) {
