@@ -21,8 +21,8 @@
 //       pack B[nb.., ko..] -> Bp (NB x KC)     parallel over NR-strips
 //       parallel for mb in M step MB           (one core)
 //         pack A[mb.., ko..] -> Ap (MB x KC)   (AM)
-//         for nt in NB step NR
-//           for mt in MB step MR
+//         for mt in MB step MR                 (A micro-panel: L1)
+//           for nt in NB step NR               (B micro-panels: AM)
 //             MR x NR register tile over KC    (registers)
 //             C[mt, nt] += tile
 //
@@ -234,12 +234,12 @@ public:
           max(1, (int(gsmBytes) / 2 / (panelBytes * MB)) / max(K, 1));
       block(cF)
           .split(mb, mg, mbi, groupBlocks, TailStrategy::GuardWithIf)
-          .reorder(ni, mi, mto, nto, mbi, nb, mg)
+          .reorder(ni, mi, nto, mto, mbi, nb, mg)
           .vectorize(ni, V)
           .parallel(mbi);
     } else {
       block(c.update())
-          .reorder(ni, mi, mto, nto, mb, rko, nb)
+          .reorder(ni, mi, nto, mto, mb, rko, nb)
           .vectorize(ni, V)
           .parallel(mb);
     }
@@ -410,10 +410,10 @@ public:
     };
     if constexpr (kHalfC) {
       Func cF = c;
-      block(cF).reorder(ni, mi, mto, nto, mb, nb).vectorize(ni, V).parallel(mb);
+      block(cF).reorder(ni, mi, nto, mto, mb, nb).vectorize(ni, V).parallel(mb);
     } else {
       block(c.update())
-          .reorder(ni, mi, mto, nto, mb, *rko, nb)
+          .reorder(ni, mi, nto, mto, mb, *rko, nb)
           .vectorize(ni, V)
           .parallel(mb);
     }
@@ -507,7 +507,7 @@ public:
     const int V = 16;
     Var nb("nb"), mb("mb"), nto("nto"), mto("mto");
     splitIntoBlocks(c.update(), n, m, ni, mi, nb, nto, mb, mto, NR, NB, MR, MB)
-        .reorder(ni, mi, mto, nto, mb, rko, nb)
+        .reorder(ni, mi, nto, mto, mb, rko, nb)
         .vectorize(ni, V)
         .parallel(mb);
     computeRegisterTileAt(partial, c, mto, ni, mi, NR, MR);
