@@ -234,7 +234,8 @@ public:
     v.dim(0).set_stride(1).set_min(0).set_extent(D);
     Func outF = out;
     outF.output_buffers()[0].dim(0).set_stride(1).set_min(0).set_extent(D);
-    outF.output_buffers()[1].dim(0).set_stride(Expr());
+    // lse: stride 0 along d (AttentionForward's comment says why).
+    outF.output_buffers()[1].dim(0).set_stride(0);
     constrainSlopes();
   }
 };
