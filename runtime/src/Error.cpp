@@ -2,10 +2,13 @@
 
 #include "ratrain/runtime/Error.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <utility>
+#include <vector>
 
 #include <unistd.h>
 
@@ -16,7 +19,23 @@ std::mutex prefixMutex;
 std::string fatalPrefix;
 std::atomic<AbortHook> abortHook{nullptr};
 std::atomic<bool> inFatal{false};
+std::mutex cleanupMutex;
+uint64_t nextCleanupId = 1;
+std::vector<std::pair<uint64_t, std::function<void()>>> cleanups;
 } // namespace
+
+uint64_t ratrain::rt::addFatalCleanup(std::function<void()> cleanup) {
+  std::lock_guard<std::mutex> lock(cleanupMutex);
+  cleanups.emplace_back(nextCleanupId, std::move(cleanup));
+  return nextCleanupId++;
+}
+
+void ratrain::rt::removeFatalCleanup(uint64_t id) {
+  std::lock_guard<std::mutex> lock(cleanupMutex);
+  cleanups.erase(std::remove_if(cleanups.begin(), cleanups.end(),
+                                [id](const auto &c) { return c.first == id; }),
+                 cleanups.end());
+}
 
 llvm::Error ratrain::rt::makeError(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
@@ -48,6 +67,11 @@ void ratrain::rt::fatal(const llvm::Twine &message) {
     // Let the first fatal error finish taking the job down.
     for (;;)
       pause();
+  }
+  {
+    std::lock_guard<std::mutex> lock(cleanupMutex);
+    for (auto &[id, cleanup] : cleanups)
+      cleanup();
   }
   if (AbortHook hook = abortHook.load())
     hook(kFatalExitCode);

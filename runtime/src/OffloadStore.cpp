@@ -5,6 +5,7 @@
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/xxhash.h"
 
 #include <cctype>
@@ -45,12 +46,29 @@ void transfer(int fd, std::byte *data, uint64_t bytes, bool write,
 OffloadStore::OffloadStore(DmaEngine &dma, std::string directory, int rank,
                            uint64_t hostCacheBytes)
     : dma(dma), directory(std::move(directory)), rank(rank),
-      hostCacheBytes(hostCacheBytes) {}
+      hostCacheBytes(hostCacheBytes) {
+  fatalCleanup = addFatalCleanup([this] { removeFilesOnFatal(); });
+}
 
 OffloadStore::~OffloadStore() {
+  removeFatalCleanup(fatalCleanup);
   for (auto &[key, entry] : storage)
     if (entry.written)
       llvm::sys::fs::remove(fileOf(key));
+  if (createdDirectory)
+    llvm::sys::fs::remove(directory); // Only when empty.
+}
+
+void OffloadStore::removeFilesOnFatal() const {
+  // fileOf's names: rank<R>-<readable key>-<hash>.bin.
+  std::string prefix = llvm::formatv("rank{0}-", rank).str();
+  std::error_code ec;
+  for (llvm::sys::fs::directory_iterator it(directory, ec), end;
+       !ec && it != end; it.increment(ec)) {
+    llvm::StringRef name = llvm::sys::path::filename(it->path());
+    if (name.starts_with(prefix) && name.ends_with(".bin"))
+      llvm::sys::fs::remove(it->path());
+  }
   if (createdDirectory)
     llvm::sys::fs::remove(directory); // Only when empty.
 }

@@ -87,11 +87,17 @@ private:
   std::byte *hostBytes(llvm::StringRef key, uint64_t bytes, bool offloading,
                        std::atomic<int> **inFlight = nullptr);
   std::string fileOf(llvm::StringRef key) const;
+  /// After a fatal error (see addFatalCleanup): removes this rank's files
+  /// from the directory by their names, without the maps (another thread
+  /// may be changing them), and the directory where this store created it
+  /// and it is left empty.
+  void removeFilesOnFatal() const;
 
   DmaEngine &dma;
   std::string directory;
   int rank;
-  bool createdDirectory = false;
+  std::atomic<bool> createdDirectory{false};
+  uint64_t fatalCleanup = 0;
   std::mutex mutex;
   std::map<std::string, Entry> host, storage;
   std::map<std::string, Staging> staging;

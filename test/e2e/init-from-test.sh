@@ -11,7 +11,8 @@
 #  3. export C0 -> E holds HF's values exactly (compared as floats), and
 #     --init-from E saves a step-0 checkpoint equal to C0 (round trip);
 #  4. a missing tensor, a misshapen tensor and a config of another shape are
-#     refused with a message naming them, exit non-zero, and write nothing.
+#     refused with a message naming them, exit non-zero, and write nothing
+#     (nor leave the files of an offload storage tier behind).
 set -eu
 if [ $# -ne 8 ]; then
   echo "error: init-from-test.sh: expected MPIEXEC NP PROGRAM TOKENS" \
@@ -73,12 +74,18 @@ expect_refused() { # NAME MESSAGE WRITER-ARGS...
   name=$1 message=$2 source=$3
   shift 3
   python3 "$writer" write "$source" "$dir/$name" --dtype "$dtype" --seed 5 "$@"
+  export RATRAIN_OFFLOAD_DIR="$dir/$name.offload"
   if run "$name" --init-from "$dir/$name" --steps 0 --ckpt "$dir/$name.ckpt"; then
     fail "$name: --init-from accepted it"
   fi
+  unset RATRAIN_OFFLOAD_DIR
   grep -q "$message" "$dir/$name.txt" ||
     { cat "$dir/$name.txt"; fail "$name: no message '$message'"; }
   [ ! -e "$dir/$name.ckpt" ] || fail "$name: a checkpoint was written"
+  # The failed run removed its offload files (a storage tier's; the
+  # directory the ranks share may stay, empty).
+  [ -z "$(ls -A "$dir/$name.offload" 2>/dev/null)" ] ||
+    fail "$name: offload files were left: $(ls "$dir/$name.offload")"
   echo "refused $name: $(grep -m1 -o "$message.*" "$dir/$name.txt")"
 }
 expect_refused missing "tensor 'model.layers.0.mlp.up_proj.weight' of the model is missing" \

@@ -17,6 +17,8 @@
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/Error.h"
 
+#include <cstdint>
+#include <functional>
 #include <string>
 
 namespace ratrain::rt {
@@ -50,6 +52,16 @@ void setFatalPrefix(const std::string &prefix);
 /// to call MPI_Abort so that every rank of the job goes down.
 using AbortHook = void (*)(int exitCode);
 void setAbortHook(AbortHook hook);
+
+/// Work of this process that fatal() does before the job goes down:
+/// removing its scratch files (the offload store's storage tier), which no
+/// later run reads. Every registered cleanup runs once, on the first fatal
+/// error, in the order registered, after the message is printed and before
+/// the abort hook; it may run on any thread while others still work, and
+/// must not call fatal(). Returns the id removeFatalCleanup takes.
+uint64_t addFatalCleanup(std::function<void()> cleanup);
+/// Unregisters a cleanup (its owner is going away).
+void removeFatalCleanup(uint64_t id);
 
 } // namespace ratrain::rt
 
