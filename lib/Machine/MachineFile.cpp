@@ -205,6 +205,7 @@ private:
       c.peakFlopsF32 *= cls.computeScale;
       c.ddrBandwidth *= cls.ddrBandwidthScale;
       c.dmaBandwidth *= cls.ddrBandwidthScale;
+      c.ddrBandwidthAlone *= cls.ddrBandwidthScale;
       if (ddr[i])
         c.ddrBytes = *ddr[i];
     }
@@ -247,6 +248,7 @@ private:
          {"am_bytes_per_core", in(c.amBytesPerCore)},
          {"ddr_bandwidth", real(c.ddrBandwidth)},
          {"dma_bandwidth", real(c.dmaBandwidth)},
+         {"ddr_bandwidth_alone", real(c.ddrBandwidthAlone)},
          {"dma_channels", in(c.dmaChannels)},
          {"dma_on_cores",
           [&](llvm::yaml::Node *n, llvm::StringRef k) {

@@ -236,6 +236,7 @@ static llvm::Error validateCluster(const ClusterSpec &c, llvm::StringRef prefix,
   } reals[] = {
       {"ddr_bandwidth", c.ddrBandwidth, false},
       {"dma_bandwidth", c.dmaBandwidth, false},
+      {"ddr_bandwidth_alone", c.ddrBandwidthAlone, false, true},
       {"peak_flops_f16", c.peakFlopsF16, false},
       {"peak_flops_f32", c.peakFlopsF32, false},
       {"efficiency.gemm", c.efficiency.gemm, true},
@@ -393,6 +394,19 @@ llvm::Error MachineModel::validate() const {
     return err;
   if (llvm::Error err = validateCluster(cluster, "cluster", fail))
     return err;
+  // A cluster streaming alone gets at least its share of the node's DDR and
+  // at most all of it.
+  if (cluster.ddrBandwidthAlone > 0 &&
+      (cluster.ddrBandwidthAlone < cluster.ddrBandwidth ||
+       cluster.ddrBandwidthAlone >
+           double(clustersPerNode) * cluster.ddrBandwidth))
+    return fail("cluster.ddr_bandwidth_alone",
+                llvm::formatv("must lie between ddr_bandwidth ({0:e2}, the "
+                              "cluster's share with every cluster of its "
+                              "node streaming) and the node's {1} x {0:e2}, "
+                              "got {2:e2}",
+                              cluster.ddrBandwidth, clustersPerNode,
+                              cluster.ddrBandwidthAlone));
   for (auto [key, value] :
        {std::pair<const char *, double>{"network.intra_node.bandwidth",
                                         network.intraNode.bandwidth},
@@ -515,6 +529,7 @@ static ClusterSpec splitCluster(const ClusterSpec &cluster, int64_t k) {
   c.dmaChannels = std::max<int64_t>(1, cluster.dmaChannels / k);
   c.ddrBandwidth = cluster.ddrBandwidth * share;
   c.dmaBandwidth = cluster.dmaBandwidth * share;
+  c.ddrBandwidthAlone = cluster.ddrBandwidthAlone * share;
   c.peakFlopsF16 = cluster.peakFlopsF16 * share;
   c.peakFlopsF32 = cluster.peakFlopsF32 * share;
   // A virtual cluster runs its kernels on 1/K of the cores: the per-element

@@ -60,6 +60,8 @@ std::string ratrain::printMachineModel(const MachineModel &machine) {
   os << "  am_bytes_per_core: " << c.amBytesPerCore << "\n";
   os << "  ddr_bandwidth: " << real(c.ddrBandwidth) << "\n";
   os << "  dma_bandwidth: " << real(c.dmaBandwidth) << "\n";
+  if (c.ddrBandwidthAlone > 0)
+    os << "  ddr_bandwidth_alone: " << real(c.ddrBandwidthAlone) << "\n";
   os << "  dma_channels: " << c.dmaChannels << "\n";
   os << "  dma_on_cores: " << (c.dmaOnCores ? "true" : "false") << "\n";
   os << "  peak_flops_f16: " << real(c.peakFlopsF16) << "\n";

@@ -71,15 +71,24 @@ llvm::Error Engine::prepare() {
   // Virtual clusters share their node's physical clusters: with the OS
   // balancing the ranks over the cores (Open MPI binds nothing when it
   // oversubscribes), a rank computing while the others wait gets a whole
-  // physical cluster. The representative stage s stands for dp x
+  // physical cluster. With ddr_bandwidth_alone the node's clusters share its
+  // DDR (SharedResources.cpp). The representative stage s stands for dp x
   // clusters-per-stage clusters, spread evenly over the nodes the job spans.
   if (machine.virtualClustersPerCluster > 1) {
     double k = double(machine.virtualClustersPerCluster);
-    double total = double(program.totalClusters());
-    double onNode = std::min(total, double(machine.clustersPerNode));
     virtualPerCluster = k;
     sharedCores = double(machine.clustersPerNode) / k;
     progressShare = machine.network.progressCoreShare;
+  }
+  if (machine.cluster.ddrBandwidthAlone > 0 &&
+      machine.cluster.ddrBandwidth > 0) {
+    sharedDdr = true;
+    ddrNode = double(machine.clustersPerNode) * machine.cluster.ddrBandwidth;
+    ddrAlone = machine.cluster.ddrBandwidthAlone * virtualPerCluster;
+  }
+  if (dynamicCompute()) {
+    double total = double(program.totalClusters());
+    double onNode = std::min(total, double(machine.clustersPerNode));
     stageWeight.assign(numStages, double(program.dataParallel) *
                                       double(program.clustersPerStage) *
                                       onNode / total);
@@ -298,6 +307,7 @@ void Engine::startFlow(uint32_t opIndex, double bytes, const FlowLinks &route) {
   }
   flow.op = opIndex;
   flow.active = true;
+  flow.ddrShare = sharedDdr ? flowDdrShare(route) : 0;
   ops[opIndex].flow = flowIndex;
   for (unsigned i = 0; i < Flow::kMaxLinks; ++i) {
     if (route.links[i] == kNone)
@@ -309,6 +319,7 @@ void Engine::startFlow(uint32_t opIndex, double bytes, const FlowLinks &route) {
   for (unsigned i = 0; i < Flow::kMaxLinks; ++i)
     if (route.links[i] != kNone)
       rerate(route.links[i]);
+  ddrLoadChanged();
 }
 
 void Engine::finishFlow(uint32_t flowIndex) {
@@ -329,6 +340,7 @@ void Engine::finishFlow(uint32_t flowIndex) {
   for (unsigned i = 0; i < Flow::kMaxLinks; ++i)
     if (flow.links[i] != kNone)
       rerate(flow.links[i]);
+  ddrLoadChanged();
   freeFlows.push_back(flowIndex);
   ops[opIndex].flow = kNone;
   stepDone(opIndex);
@@ -629,7 +641,7 @@ void Engine::advance(uint32_t s) {
     const Task &task = sp.getTask(st.pc);
     switch (task.kind) {
     case TaskKind::Compute: {
-      if (sharedCores > 0 && task.seconds > 0) {
+      if (dynamicCompute() && task.seconds > 0) {
         startSharedCompute(s, task);
         ++st.pc;
         return;
@@ -739,101 +751,6 @@ size_t Engine::recordStageInterval(uint32_t s, Lane lane, uint8_t kind,
   return trace.size() - 1;
 }
 
-void Engine::startSharedCompute(uint32_t s, const Task &task) {
-  StageState &st = stages[s];
-  settleCompute();
-  st.computing = true;
-  // Work here is in seconds at the split rate (a virtual cluster alone on
-  // its core runs virtualPerCluster times faster); the copies are seconds of
-  // a whole core.
-  st.computeCoreCopy = st.coreCopyDebt * virtualPerCluster;
-  st.coreCopyDebt = 0;
-  st.computeRemaining = task.seconds + st.computeCoreCopy;
-  st.computeTotal = st.computeRemaining;
-  st.computeLast = now;
-  st.computeStart = now;
-  st.computeKind = static_cast<uint8_t>(task.computeKind);
-  // The end is set when the task ends.
-  st.computeTrace =
-      recordStageInterval(s, Lane::Compute, st.computeKind, now, now);
-  rerateCompute();
-}
-
-void Engine::finishSharedCompute(uint32_t s, uint32_t version) {
-  StageState &st = stages[s];
-  if (!st.computing || version != st.computeVersion)
-    return; // a completion the last rerate replaced
-  settleCompute();
-  st.computing = false;
-  // The part of the task that was the collectives' core copies.
-  double elapsed = now - st.computeStart;
-  double copies =
-      st.computeTotal > 0 ? elapsed * st.computeCoreCopy / st.computeTotal : 0;
-  st.stats[st.iteration].busy[st.computeKind] += elapsed - copies;
-  st.stats[st.iteration].coreCopy += copies;
-  if (st.computeTrace != ~size_t(0))
-    trace[st.computeTrace].end = now;
-  rerateCompute();
-  advance(s);
-}
-
-void Engine::settleCompute() {
-  for (StageState &st : stages) {
-    if (!st.computing)
-      continue;
-    st.computeRemaining = std::max(
-        0.0, st.computeRemaining - st.computeRate * (now - st.computeLast));
-    st.computeLast = now;
-  }
-}
-
-void Engine::addOutstanding(uint32_t s, int delta) {
-  bool wasProgressing = stages[s].progressing();
-  stages[s].commOutstanding += delta;
-  progressChanged(s, wasProgressing);
-}
-
-void Engine::progressChanged(uint32_t s, bool wasProgressing) {
-  StageState &st = stages[s];
-  if (progressShare <= 0 || sharedCores <= 0 ||
-      st.progressing() == wasProgressing)
-    return;
-  if (wasProgressing) {
-    // (A send may complete after the stage's last iteration ended.)
-    uint32_t iteration = std::min<uint32_t>(
-        st.iteration, static_cast<uint32_t>(st.stats.size()) - 1);
-    st.stats[iteration].progressCpu += progressShare * (now - st.progressSince);
-  } else {
-    st.progressSince = now;
-  }
-  settleCompute();
-  rerateCompute();
-}
-
-void Engine::rerateCompute() {
-  double active = 0;
-  for (uint32_t s = 0; s < stages.size(); ++s) {
-    if (stages[s].computing)
-      active += stageWeight[s];
-    // A progress thread that polls takes its share of the cores too.
-    if (stages[s].progressing())
-      active += progressShare * stageWeight[s];
-  }
-  if (active <= 0)
-    return;
-  // Each computing virtual cluster gets an equal share of the cores, at
-  // most one whole core: its rate is K x that share of its split rate.
-  double rate = virtualPerCluster * std::min(1.0, sharedCores / active);
-  for (uint32_t s = 0; s < stages.size(); ++s) {
-    StageState &st = stages[s];
-    if (!st.computing)
-      continue;
-    st.computeRate = rate;
-    schedule(now + st.computeRemaining / rate, EventType::ComputeDone, s,
-             ++st.computeVersion);
-  }
-}
-
 std::string Engine::describeBlock(uint32_t s) const {
   const StageState &st = stages[s];
   const StageProgram &sp = program.stages[s];
@@ -866,7 +783,7 @@ llvm::Error Engine::run() {
     ++processed;
     switch (event.type) {
     case EventType::ComputeDone:
-      if (sharedCores > 0)
+      if (dynamicCompute())
         finishSharedCompute(event.id, event.version);
       else
         advance(event.id);

@@ -14,6 +14,12 @@
 // same time); whenever a flow starts or ends, the flows sharing its links are
 // settled (bytes moved so far subtracted) and get new rates and completion
 // events. Stale completion events are recognised by a version number.
+// Compute tasks take their own seconds, unless the node's resources are
+// shared (SharedResources.cpp): virtual clusters share the physical
+// clusters' cores, and with ddr_bandwidth_alone the memory-bound tasks share
+// the node's DDR with each other and with the flows that move through it;
+// then every running compute task has a rate, recomputed whenever a compute
+// task, a progress thread or a DDR flow starts or ends.
 //
 //===----------------------------------------------------------------------===//
 
@@ -94,6 +100,9 @@ struct Flow {
   uint32_t version = 0;
   uint32_t op = kNone;
   bool active = false;
+  /// Shared DDR: the bytes of node DDR traffic per byte the flow moves,
+  /// times the clusters of the node its stage stands for (0: none).
+  double ddrShare = 0;
 };
 
 /// An asynchronous task instance in flight.
@@ -184,6 +193,9 @@ struct StageState {
   double computeStart = 0;
   uint32_t computeVersion = 0;
   uint8_t computeKind = 0;
+  /// The running task is memory bound (an update or a view cast): with
+  /// shared DDR its rate follows the node's DDR.
+  bool computeMemoryBound = false;
   size_t computeTrace = ~size_t(0);
   /// Core copies (network.core_copy_bandwidth): the seconds of the
   /// collectives issued since the last compute task, which the next one
@@ -239,13 +251,17 @@ private:
   /// task to the trace and returns its index (~0 when not recording).
   size_t recordStageInterval(uint32_t stage, Lane lane, uint8_t kind,
                              double start, double end);
-  /// Shared cores: a compute task of `seconds` at the split rate starts /
-  /// the running one of `stage` ends (ComputeDone).
+  /// Whether compute tasks have rates that change while they run (shared
+  /// cores or shared DDR); otherwise each takes its own seconds.
+  bool dynamicCompute() const { return sharedCores > 0 || sharedDdr; }
+  /// Shared cores or DDR: a compute task of `seconds` at the split rate
+  /// starts / the running one of `stage` ends (ComputeDone).
   void startSharedCompute(uint32_t stage, const Task &task);
   void finishSharedCompute(uint32_t stage, uint32_t version);
-  /// Shared cores: subtracts the work done since the last settlement from
-  /// every running compute task, then gives each its share of the cores and
-  /// a new completion event.
+  /// Shared cores or DDR: subtracts the work done since the last settlement
+  /// from every running compute task, then gives each its share of the
+  /// cores (and of the DDR, for a memory-bound task) and a new completion
+  /// event.
   void settleCompute();
   void rerateCompute();
   /// Shared cores: stage `stage`'s progress thread started or stopped
@@ -254,6 +270,13 @@ private:
   void progressChanged(uint32_t stage, bool wasProgressing);
   /// A send or collective of `stage` was issued (+1) or completed (-1).
   void addOutstanding(uint32_t stage, int delta);
+  /// Shared DDR: Flow::ddrShare of a flow over `route`.
+  double flowDdrShare(const FlowLinks &route) const;
+  /// Shared DDR: the bytes/s of node DDR the running flows take.
+  double ddrFlowLoad() const;
+  /// Shared DDR: a flow started or ended; the memory-bound compute tasks
+  /// get new rates.
+  void ddrLoadChanged();
   void settle(Flow &flow);
   void schedule(double time, EventType type, uint32_t id, uint32_t version = 0);
   uint32_t linkIndex(uint32_t stage, uint32_t slot) const {
@@ -300,13 +323,21 @@ private:
   std::vector<NetworkLevel> levels;
   /// A machine of virtual clusters (virtual_clusters_per_cluster K > 1): the
   /// physical clusters of a node the job's virtual clusters share (0: the
-  /// clusters are physical, each compute task takes its own seconds), K,
-  /// and per stage how many of its clusters one node holds.
+  /// clusters are physical) and K.
   double sharedCores = 0;
   double virtualPerCluster = 1;
   /// Shared cores: the share of a core a stage's progress thread takes while
   /// it has communication outstanding (network.progress_core_share).
   double progressShare = 0;
+  /// Shared DDR (cluster.ddr_bandwidth_alone given): the node's DDR
+  /// bandwidth (clusters_per_node x ddr_bandwidth) and what one physical
+  /// cluster streaming alone gets (ddr_bandwidth_alone, times K on a split
+  /// machine), bytes/s.
+  bool sharedDdr = false;
+  double ddrNode = 0;
+  double ddrAlone = 0;
+  /// Shared cores or DDR: per stage how many of its clusters one node
+  /// holds.
   std::vector<double> stageWeight;
   uint32_t slotsPerStage = 0;
 

@@ -9,7 +9,7 @@
 #     and renames it: its note names the final path);
 #  2. the file is a machine file (`ratrain machine host` reads it back),
 #     with the GEMM's and the attention's time fits where the kernels are
-#     built;
+#     built, and ddr_bandwidth_alone on a host of several CPUs;
 #  3. a second --host-file prints the same path without measuring again;
 #  4. `ratrain plan --machine host` plans on it;
 #  5. --calibrate measures again into the same path.
@@ -37,6 +37,12 @@ grep -q "wrote $path" "$work/err1" || fail "the output does not name $path"
 
 "$ratrain" machine host >"$work/host.yaml" || fail "ratrain machine host"
 grep -q '^clusters_per_node:' "$work/host.yaml" || fail "not a machine file"
+# A host of several CPUs (one cluster each) shares its DDR: the calibration
+# writes what one cluster streaming alone gets.
+if [ "$(nproc)" -gt 1 ]; then
+  grep -q '^  ddr_bandwidth_alone:' "$work/host.yaml" ||
+    fail "no ddr_bandwidth_alone in the calibrated file of $(nproc) CPUs"
+fi
 # With the Halide kernels (a GEMM time fit), the attention's time fits too.
 if grep -q '^  gemm_fit:' "$work/host.yaml"; then
   for fit in attention_forward_fit attention_backward_fit; do

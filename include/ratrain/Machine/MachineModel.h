@@ -52,8 +52,18 @@ struct ClusterSpec {
   int64_t ddrBytes = 0;       ///< Usable DDR (the planner's hard cap).
   int64_t gsmBytes = 0;       ///< Shared on-chip memory.
   int64_t amBytesPerCore = 0; ///< Per-core array memory.
-  double ddrBandwidth = 0;    ///< bytes/s
-  double dmaBandwidth = 0;    ///< bytes/s, DDR <-> GSM/AM, all channels
+  /// Bytes/s of DDR a cluster's memory-bound kernels get while every
+  /// cluster of its node streams at once (its share of the node's DDR).
+  double ddrBandwidth = 0;
+  /// Bytes/s a cluster's memory-bound kernels get while no other cluster of
+  /// its node streams (at least ddrBandwidth, at most the node's
+  /// clustersPerNode x ddrBandwidth). Given, the simulator shares each
+  /// node's DDR among the memory-bound kernels (updates, view casts) and the
+  /// DMA, offload and message flows that run at the same moment
+  /// (docs/simulator.md, "Shared DDR"); 0 (absent): each cluster has its
+  /// ddrBandwidth to itself. Machine-file key `ddr_bandwidth_alone`.
+  double ddrBandwidthAlone = 0;
+  double dmaBandwidth = 0; ///< bytes/s, DDR <-> GSM/AM, all channels
   int64_t dmaChannels = 1;
   /// The cluster's DMA copies run on its compute cores (a CPU host, where
   /// the runtime's DMA engine is a thread doing memcpy), not on an engine

@@ -326,6 +326,48 @@ TEST(MachineModel, OversubscribedLatencyIsTheSplitMachinesIntraNodeLatency) {
       << error;
 }
 
+TEST(MachineModel, DdrBandwidthAloneParsesPrintsSplitsAndIsBounded) {
+  // `minimal` has 4 clusters a node at 51e9 B/s each when all stream.
+  auto with = [](const char *value) {
+    std::string text = minimal;
+    size_t at = text.find("  peak_flops_f16");
+    return text.insert(at,
+                       std::string("  ddr_bandwidth_alone: ") + value + "\n");
+  };
+  llvm::Expected<MachineModel> m = parseMachineModel(with("90e9"), "m.yaml");
+  ASSERT_TRUE(bool(m)) << llvm::toString(m.takeError());
+  EXPECT_DOUBLE_EQ(m->cluster.ddrBandwidthAlone, 90e9);
+  // Split in two, each virtual cluster gets half; printed and read back,
+  // the same.
+  llvm::Expected<MachineModel> split = oversubscribe(*m, 2);
+  ASSERT_TRUE(bool(split)) << llvm::toString(split.takeError());
+  EXPECT_DOUBLE_EQ(split->cluster.ddrBandwidthAlone, 45e9);
+  llvm::Expected<MachineModel> back =
+      parseMachineModel(printMachineModel(*split), "printed");
+  ASSERT_TRUE(bool(back)) << llvm::toString(back.takeError());
+  EXPECT_DOUBLE_EQ(back->cluster.ddrBandwidthAlone, 45e9);
+  // Not measured: not printed.
+  llvm::Expected<MachineModel> plain = parseMachineModel(minimal, "m.yaml");
+  ASSERT_TRUE(bool(plain));
+  EXPECT_EQ(printMachineModel(*plain).find("ddr_bandwidth_alone"),
+            std::string::npos);
+  // Below the share with every cluster streaming, above the node's DDR, or
+  // not a rate.
+  for (const char *bad : {"50e9", "205e9"}) {
+    std::string error = parseError(with(bad));
+    EXPECT_NE(error.find("cluster.ddr_bandwidth_alone: must lie between "
+                         "ddr_bandwidth (5.10e+10, the cluster's share with "
+                         "every cluster of its node streaming) and the "
+                         "node's 4 x 5.10e+10, got"),
+              std::string::npos)
+        << error;
+  }
+  std::string error = parseError(with("-1"));
+  EXPECT_NE(error.find("cluster.ddr_bandwidth_alone: must be positive"),
+            std::string::npos)
+      << error;
+}
+
 TEST(MachineModel, ProgressCoreShareParsesPrintsAndSplits) {
   llvm::Expected<MachineModel> m = parseMachineModel(
       std::string(minimal) + "  progress_core_share: 0.08\n", "m.yaml");

@@ -299,6 +299,89 @@ TEST(SharedCores, CollectivesTakeCoreTimeWhereTheCoresMoveTheirData) {
   EXPECT_DOUBLE_EQ(shared.stageReports[0].coreCopy, 3.5);
 }
 
+/// One node of two clusters with 4 B/s of DDR each when both stream and
+/// 6 B/s for one streaming alone (ddr_bandwidth_alone): the node's DDR is
+/// 8 B/s.
+static MachineModel makeSharedDdrMachine() {
+  MachineModel machine = makeTestMachine();
+  machine.nodes = 1;
+  machine.clustersPerNode = 2;
+  machine.cluster.ddrBandwidth = 4;
+  machine.cluster.ddrBandwidthAlone = 6;
+  return machine;
+}
+
+TEST(SharedDdr, MemoryBoundTasksShareTheNodesDdr) {
+  // Two stages whose updates (priced at ddr_bandwidth: 1 s each) either
+  // overlap or each run while the other stage computes a forward. Together
+  // both stream and each gets its share (asks of 6 B/s over 8 B/s of DDR:
+  // 4 B/s each), so they take their priced second; alone an update gets
+  // 6 B/s and takes 2/3 s.
+  auto run = [](bool overlapping, const MachineModel &machine) {
+    SimProgram program;
+    program.stages.emplace_back("a");
+    program.stages.emplace_back("b");
+    program.stages[0].addCompute(ComputeKind::Update, 1, 0, "update");
+    program.stages[0].addCompute(ComputeKind::Forward, 1, 0, "forward");
+    if (overlapping)
+      program.stages[1].addCompute(ComputeKind::Update, 1, 0, "update");
+    program.stages[1].addCompute(ComputeKind::Forward, 1, 0, "forward");
+    if (!overlapping)
+      program.stages[1].addCompute(ComputeKind::Update, 1, 0, "update");
+    SimOptions options;
+    options.iterations = 1;
+    return expectOk(simulate(program, machine, options));
+  };
+  MachineModel machine = makeSharedDdrMachine();
+  EXPECT_DOUBLE_EQ(run(true, machine).stepTime, 2.0);
+  // Stage a: update [0, 2/3], forward to 5/3; stage b: forward [0, 1],
+  // update to 5/3.
+  SimReport apart = run(false, machine);
+  EXPECT_NEAR(apart.stepTime, 5.0 / 3.0, 1e-12);
+  EXPECT_NEAR(apart.stageReports[0].busy[compute(ComputeKind::Update)],
+              2.0 / 3.0, 1e-12);
+  // Without ddr_bandwidth_alone every cluster has its ddr_bandwidth to
+  // itself: each task takes its own seconds.
+  machine.cluster.ddrBandwidthAlone = 0;
+  EXPECT_DOUBLE_EQ(run(false, machine).stepTime, 2.0);
+
+  // The same node split into 4 virtual clusters (2 B/s of DDR and 3 B/s
+  // alone each, tasks priced at the split rate): a computing rank alone on
+  // its core runs twice as fast, so the overlapping updates take 1/2 s, the
+  // node's 8 B/s between the two cores; an update alone 1/3 s (6 B/s).
+  MachineModel split = makeSharedDdrMachine();
+  split.clustersPerNode = 4;
+  split.virtualClustersPerCluster = 2;
+  split.cluster.ddrBandwidth = 2;
+  split.cluster.ddrBandwidthAlone = 3;
+  EXPECT_DOUBLE_EQ(run(true, split).stepTime, 1.0);
+  EXPECT_NEAR(run(false, split).stepTime, 5.0 / 6.0, 1e-12);
+}
+
+TEST(SharedDdr, FlowsThroughTheDdrTakeTheirPart) {
+  // One stage on the node of makeSharedDdrMachine: a DMA of 8 B (4 B/s, 2 s)
+  // runs while an update priced at 1 s streams; the update asks 6 B/s, the
+  // DMA takes 4 of the node's 8 B/s: the asks (10 B/s) are scaled by 0.8
+  // and the update gets 4.8 B/s, 5/6 s; a forward of 10 s follows it.
+  auto run = [](bool withDma) {
+    SimProgram program;
+    program.stages.emplace_back("only");
+    StageProgram &s = program.stages[0];
+    Token dma;
+    if (withDma)
+      dma = s.addDma(8, 0, "dma");
+    s.addCompute(ComputeKind::Update, 1, 0, "update");
+    s.addCompute(ComputeKind::Forward, 10, 0, "forward");
+    if (withDma)
+      s.addWait(dma);
+    SimOptions options;
+    options.iterations = 1;
+    return expectOk(simulate(program, makeSharedDdrMachine(), options));
+  };
+  EXPECT_NEAR(run(true).stepTime, 10.0 + 5.0 / 6.0, 1e-12);
+  EXPECT_NEAR(run(false).stepTime, 10.0 + 2.0 / 3.0, 1e-12);
+}
+
 TEST(Pipeline, SyntheticGeneratorReproducesTheHandWrittenSchedule) {
   SimReport report = expectOk(
       simulate(synthetic1F1B(/*rendezvous=*/false), makeHalfSecondMachine()));
