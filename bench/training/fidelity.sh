@@ -2,7 +2,8 @@
 # Simulator fidelity on this host (docs/benchmarks.md, "Simulator against
 # measured steps"):
 #   bench/training/fidelity.sh [BUILD_DIR] [STEPS=20] [OUT_DIR] [ROUNDS=3]
-# Calibrates the host (`ratrain machine --calibrate`), compiles the tiny
+# Calibrates the host (`ratrain machine --calibrate --model`: the tiny
+# LLaMA's GEMM calls timed too, gemm_measured), compiles the tiny
 # LLaMA for each run with the driver (`ratrain compile --keep-temps`) on that
 # calibration, then ROUNDS times: calibrates the host again, trains each run
 # STEPS steps (`ratrain run`, the program compiled first) and simulates the
@@ -49,7 +50,7 @@ echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
 # calibrate FILE: measures the host now and copies its machine file to FILE.
 calibrate() {
   local cached
-  cached=$("$bin/ratrain" machine --calibrate 2>/dev/null)
+  cached=$("$bin/ratrain" machine --calibrate --model "$model" 2>/dev/null)
   cp "$cached" "$1"
 }
 machine=$out/machine.compile.yaml

@@ -141,6 +141,53 @@ public:
 private:
   using Handler = std::function<void(llvm::yaml::Node *, llvm::StringRef)>;
 
+  /// `gemm_measured.f32` / `.f16`: `[{form, m, n, k, seconds}, ...]`, all
+  /// five required. validate() checks the values and repeated shapes.
+  void parseMeasuredGemms(llvm::yaml::Node *node, llvm::StringRef path,
+                          std::vector<MeasuredGemm> &calls) {
+    auto *sequence = llvm::dyn_cast_or_null<llvm::yaml::SequenceNode>(node);
+    if (!sequence) {
+      setError(node, path,
+               "expected a list of measured GEMM calls ({form, m, n, k, "
+               "seconds})");
+      return;
+    }
+    for (llvm::yaml::Node &item : *sequence) {
+      if (firstError)
+        return;
+      std::string itemPath =
+          llvm::formatv("{0}[{1}]", path, calls.size()).str();
+      MeasuredGemm g;
+      auto in = [&](int64_t &field) {
+        return [&, ptr = &field](llvm::yaml::Node *n, llvm::StringRef k) {
+          readInt(n, k, *ptr);
+        };
+      };
+      parseMapping(
+          &item, itemPath,
+          {{"form",
+            [&](llvm::yaml::Node *n, llvm::StringRef k) {
+              std::string text;
+              if (!readScalar(n, k, text))
+                return;
+              if (std::optional<GemmForm> form = parseGemmForm(text))
+                g.form = *form;
+              else
+                setError(n, k,
+                         "expected NT, NN or TN (how the GEMM reads "
+                         "its operands), got '" +
+                             text + "'");
+            }},
+           {"m", in(g.m)},
+           {"n", in(g.n)},
+           {"k", in(g.k)},
+           {"seconds", [&](llvm::yaml::Node *n,
+                           llvm::StringRef k) { readReal(n, k, g.seconds); }}},
+          {"form", "m", "n", "k", "seconds"});
+      calls.push_back(g);
+    }
+  }
+
   /// `classes: [{name, count, compute_scale, ddr_bytes, ddr_bandwidth_scale,
   /// link_scale}, ...]` (name and count required). The clusters are resolved
   /// later (resolveClasses), when `cluster:` has been read wherever it stands
@@ -206,6 +253,12 @@ private:
       c.ddrBandwidth *= cls.ddrBandwidthScale;
       c.dmaBandwidth *= cls.ddrBandwidthScale;
       c.ddrBandwidthAlone *= cls.ddrBandwidthScale;
+      // A class compute_scale times as fast runs a measured call in
+      // 1 / compute_scale of its time.
+      for (std::vector<MeasuredGemm> *calls :
+           {&c.gemmMeasured.f32, &c.gemmMeasured.f16})
+        for (MeasuredGemm &g : *calls)
+          g.seconds /= cls.computeScale;
       if (ddr[i])
         c.ddrBytes = *ddr[i];
     }
@@ -274,6 +327,19 @@ private:
                            text + "'");
           }},
          {"gemm_fit", fits(c.gemmFit)},
+         {"gemm_measured",
+          [&](llvm::yaml::Node *n, llvm::StringRef k) {
+            parseMapping(n, k,
+                         {{"f32",
+                           [&](llvm::yaml::Node *v, llvm::StringRef p) {
+                             parseMeasuredGemms(v, p, c.gemmMeasured.f32);
+                           }},
+                          {"f16",
+                           [&](llvm::yaml::Node *v, llvm::StringRef p) {
+                             parseMeasuredGemms(v, p, c.gemmMeasured.f16);
+                           }}},
+                         {});
+          }},
          {"attention_forward_fit", fits(c.attentionForwardFit)},
          {"attention_backward_fit", fits(c.attentionBackwardFit)},
          {"efficiency",

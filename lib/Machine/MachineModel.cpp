@@ -43,6 +43,35 @@ ratrain::parseCollectiveAlgorithm(llvm::StringRef name) {
       .Default(std::nullopt);
 }
 
+llvm::StringRef ratrain::stringifyGemmForm(GemmForm form) {
+  switch (form) {
+  case GemmForm::NT:
+    return "NT";
+  case GemmForm::NN:
+    return "NN";
+  case GemmForm::TN:
+    return "TN";
+  }
+  llvm_unreachable("unknown GEMM form");
+}
+
+std::optional<GemmForm> ratrain::parseGemmForm(llvm::StringRef name) {
+  return llvm::StringSwitch<std::optional<GemmForm>>(name)
+      .Case("NT", GemmForm::NT)
+      .Case("NN", GemmForm::NN)
+      .Case("TN", GemmForm::TN)
+      .Default(std::nullopt);
+}
+
+std::optional<double> MeasuredGemms::find(bool f16Operands, GemmForm form,
+                                          int64_t m, int64_t n,
+                                          int64_t k) const {
+  for (const MeasuredGemm &g : f16Operands ? f16 : f32)
+    if (g.form == form && g.m == m && g.n == n && g.k == k)
+      return g.seconds;
+  return std::nullopt;
+}
+
 CollectiveAlgorithm ratrain::syncAlgorithm(CollectiveAlgorithm collective,
                                            bool spansNodes) {
   if (spansNodes)
@@ -295,6 +324,38 @@ static llvm::Error validateCluster(const ClusterSpec &c, llvm::StringRef prefix,
                                 "got {0}",
                                 fit.callSeconds));
   }
+  // Measured GEMMs: positive dimensions and seconds, each shape once.
+  for (auto [type, calls] :
+       {std::pair<const char *, const std::vector<MeasuredGemm> &>{
+            "f32", c.gemmMeasured.f32},
+        {"f16", c.gemmMeasured.f16}}) {
+    if (calls.size() > size_t(limits::kMaxMeasuredGemms))
+      return fail(key("gemm_measured.") + type,
+                  llvm::formatv("lists {0} calls, more than the limit of {1}",
+                                calls.size(), limits::kMaxMeasuredGemms));
+    for (size_t i = 0; i < calls.size(); ++i) {
+      const MeasuredGemm &g = calls[i];
+      std::string entry =
+          llvm::formatv("{0}gemm_measured.{1}[{2}]", key(""), type, i).str();
+      for (auto [name, value] :
+           {std::pair<const char *, int64_t>{"m", g.m}, {"n", g.n}, {"k", g.k}})
+        if (value < 1 || value > limits::kMaxGemmDimension)
+          return fail(entry + "." + name,
+                      llvm::formatv("must be in [1, {0}], got {1}",
+                                    limits::kMaxGemmDimension, value));
+      if (!(g.seconds > 0) || !std::isfinite(g.seconds))
+        return fail(entry + ".seconds",
+                    llvm::formatv("must be a positive number of seconds, got "
+                                  "{0}",
+                                  g.seconds));
+      for (size_t j = 0; j < i; ++j)
+        if (calls[j].form == g.form && calls[j].m == g.m && calls[j].n == g.n &&
+            calls[j].k == g.k)
+          return fail(entry, llvm::formatv(
+                                 "repeats {0} {1} x {2} x {3} (entry {4})",
+                                 stringifyGemmForm(g.form), g.m, g.n, g.k, j));
+    }
+  }
   return llvm::Error::success();
 }
 
@@ -542,6 +603,11 @@ static ClusterSpec splitCluster(const ClusterSpec &cluster, int64_t k) {
       fit->rowSeconds *= double(k);
       fit->callSeconds *= double(k);
     }
+  // ... and a measured call K times as long.
+  for (std::vector<MeasuredGemm> *calls :
+       {&c.gemmMeasured.f32, &c.gemmMeasured.f16})
+    for (MeasuredGemm &g : *calls)
+      g.seconds *= double(k);
   return c;
 }
 

@@ -101,6 +101,21 @@ std::string ratrain::printMachineModel(const MachineModel &machine) {
       os << "      call_seconds: " << real(fit.callSeconds) << "\n";
     }
   }
+  if (!c.gemmMeasured.empty()) {
+    os << "  gemm_measured:\n";
+    for (auto [key, calls] :
+         {std::pair<const char *, const std::vector<MeasuredGemm> &>{
+              "f32", c.gemmMeasured.f32},
+          {"f16", c.gemmMeasured.f16}}) {
+      if (calls.empty())
+        continue;
+      os << "    " << key << ":\n";
+      for (const MeasuredGemm &g : calls)
+        os << "      - {form: " << stringifyGemmForm(g.form) << ", m: " << g.m
+           << ", n: " << g.n << ", k: " << g.k
+           << ", seconds: " << real(g.seconds) << "}\n";
+    }
+  }
   if (!machine.classes.empty()) {
     // The scales as written; the class's DDR when it differs (the rest of
     // its cluster follows from `cluster:` and the scales).

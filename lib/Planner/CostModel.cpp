@@ -57,12 +57,20 @@ static double attentionFlops(const ModelConfig &model, const MachineModel &m,
   return m.cluster.peakFlopsF16 * (f16 > 0 ? f16 : fp32);
 }
 
-double CostModel::gemmSeconds(double m, double n, double k) const {
+double CostModel::gemmSeconds(double m, double n, double k,
+                              GemmForm form) const {
+  bool f16 = model.dtype != DType::F32;
+  // A call measured on this machine costs what it took there.
+  auto whole = [](double x) { return x >= 1 && x == std::floor(x); };
+  if (!machine.cluster.gemmMeasured.empty() && whole(m) && whole(n) && whole(k))
+    if (std::optional<double> measured = machine.cluster.gemmMeasured.find(
+            f16, form, int64_t(m), int64_t(n), int64_t(k)))
+      return *measured;
   double w = getDTypeBytes(model.dtype);
   double flops = 2.0 * m * n * k;
   double elements = m * k + k * n + m * n;
   const KernelTimeFits &fits = machine.cluster.gemmFit;
-  const KernelTimeFit &fit = model.dtype == DType::F32 ? fits.f32 : fits.f16;
+  const KernelTimeFit &fit = f16 ? fits.f16 : fits.f32;
   // A measured fit includes what the packing, the epilogue and the call
   // cost; without one, a roofline of a fraction of peak and DDR traffic.
   if (fit.present())
@@ -70,6 +78,14 @@ double CostModel::gemmSeconds(double m, double n, double k) const {
   double compute =
       flops / (peakFlops(model, machine) * machine.cluster.efficiency.gemm);
   return std::max(compute, memoryBoundSeconds(w * elements));
+}
+
+double CostModel::gemmSeconds(llvm::ArrayRef<GemmCall> calls) const {
+  double seconds = 0;
+  for (const GemmCall &call : calls)
+    seconds += double(call.count) * gemmSeconds(double(call.m), double(call.n),
+                                                double(call.k), call.form);
+  return seconds;
 }
 
 /// The machine's measured attention time fit for the model (`backward`:
@@ -130,41 +146,25 @@ double CostModel::layerElementwiseBytes(int64_t microBatchSize) const {
 }
 
 double CostModel::layerForward(int64_t microBatchSize) const {
-  double t = double(model.seqLen) * microBatchSize;
-  double h = model.hidden, kv = model.kvDim(), ffn = model.ffnHidden;
-  double q = model.qDim();
-  double gemms = gemmSeconds(t, q, h)         // q
-                 + gemmSeconds(t, h, q)       // o
-                 + 2 * gemmSeconds(t, kv, h)  // k, v
-                 + 2 * gemmSeconds(t, ffn, h) // gate, up
-                 + gemmSeconds(t, h, ffn);    // down
+  double gemms =
+      gemmSeconds(layerGemmCalls(model, microBatchSize, GemmPass::Forward));
   return gemms + attentionForward(microBatchSize) +
          memoryBoundSeconds(layerElementwiseBytes(microBatchSize));
 }
 
 double CostModel::layerBackward(int64_t microBatchSize) const {
-  double t = double(model.seqLen) * microBatchSize;
-  double h = model.hidden, kv = model.kvDim(), ffn = model.ffnHidden;
-  // For Y[t x n] = X[t x k] W[k x n]: dX = dY W^T is [t x k] over n, dW =
-  // X^T dY is [k x n] over t.
-  auto backward = [&](double n, double k) {
-    return gemmSeconds(t, k, n) + gemmSeconds(k, n, t);
-  };
-  double q = model.qDim();
-  double gemms = backward(q, h) + backward(h, q) + 2 * backward(kv, h) +
-                 2 * backward(ffn, h) + backward(h, ffn);
+  // Input gradients dX = dY W (NN) and weight gradients dW = dY^T X (TN) of
+  // each linear layer Y = X W^T.
+  double gemms = gemmSeconds(layerGemmCalls(model, microBatchSize,
+                                            GemmPass::BackwardInput)) +
+                 layerBackwardWeight(microBatchSize);
   return gemms + attentionBackward(microBatchSize) +
          2 * memoryBoundSeconds(layerElementwiseBytes(microBatchSize));
 }
 
 double CostModel::layerBackwardWeight(int64_t microBatchSize) const {
-  double t = double(model.seqLen) * microBatchSize;
-  double h = model.hidden, kv = model.kvDim(), ffn = model.ffnHidden;
-  // dW = X^T dY is [k x n] over t for each Y[t x n] = X[t x k] W[k x n].
-  double q = model.qDim();
-  return gemmSeconds(h, q, t) + gemmSeconds(q, h, t) +
-         2 * gemmSeconds(h, kv, t) + 2 * gemmSeconds(h, ffn, t) +
-         gemmSeconds(ffn, h, t);
+  return gemmSeconds(
+      layerGemmCalls(model, microBatchSize, GemmPass::BackwardWeight));
 }
 
 double CostModel::layerBackwardInput(int64_t microBatchSize) const {
@@ -202,23 +202,26 @@ double CostModel::headForward(int64_t microBatchSize) const {
   double t = double(model.seqLen) * microBatchSize;
   double w = getDTypeBytes(model.dtype);
   double h = model.hidden, v = model.vocab;
-  return memoryBoundSeconds(w * t * 2 * h)      // final RMSNorm
-         + gemmSeconds(t, v, h)                 // logits
-         + memoryBoundSeconds(t * v * (w + 4)); // FP32 softmax + loss
+  return memoryBoundSeconds(w * t * 2 * h) // final RMSNorm
+         + gemmSeconds(headGemmCall(model, microBatchSize,
+                                    GemmPass::Forward)) // logits
+         + memoryBoundSeconds(t * v * (w + 4));         // FP32 softmax + loss
 }
 
 double CostModel::headBackward(int64_t microBatchSize) const {
   double t = double(model.seqLen) * microBatchSize;
   double w = getDTypeBytes(model.dtype);
   double h = model.hidden, v = model.vocab;
-  return memoryBoundSeconds(t * v * (4 + w))           // dlogits
-         + gemmSeconds(t, h, v) + gemmSeconds(h, v, t) // dX, dW
-         + memoryBoundSeconds(w * t * 3 * h);          // RMSNorm backward
+  return memoryBoundSeconds(t * v * (4 + w)) // dlogits
+         + gemmSeconds(headGemmCall(model, microBatchSize,
+                                    GemmPass::BackwardInput)) // dX
+         + headBackwardWeight(microBatchSize)                 // dW
+         + memoryBoundSeconds(w * t * 3 * h); // RMSNorm backward
 }
 
 double CostModel::headBackwardWeight(int64_t microBatchSize) const {
-  double t = double(model.seqLen) * microBatchSize;
-  return gemmSeconds(model.hidden, model.vocab, t);
+  return gemmSeconds(
+      headGemmCall(model, microBatchSize, GemmPass::BackwardWeight));
 }
 
 double CostModel::headBackwardInput(int64_t microBatchSize) const {

@@ -12,7 +12,11 @@
 #     built, and ddr_bandwidth_alone on a host of several CPUs;
 #  3. a second --host-file prints the same path without measuring again;
 #  4. `ratrain plan --machine host` plans on it;
-#  5. --calibrate measures again into the same path.
+#  5. --calibrate measures again into the same path;
+#  6. --calibrate --model (MODEL is the tiny LLaMA) also lists the model's
+#     GEMM calls (gemm_measured), e.g. its k/v projections' weight gradient
+#     for micro-batches of 2 (TN 128 x 256 x 512), and plans on them; a
+#     missing model file is refused before anything is measured.
 set -eu
 ratrain=$1 model=$2 work=$3
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -62,5 +66,22 @@ grep -q 'calibrating' "$work/plan.txt" && fail "plan measured again"
   { cat "$work/err3"; fail "--calibrate --quick"; }
 [ "$(cat "$work/path3")" = "$path" ] || fail "--calibrate wrote elsewhere"
 grep -q 'calibrating this host' "$work/err3" || fail "--calibrate did not measure"
+
+if grep -q '^  gemm_fit:' "$work/host.yaml"; then
+  "$ratrain" machine --calibrate --quick --model "$model" >"$work/path4" 2>"$work/err4" ||
+    { cat "$work/err4"; fail "--calibrate --model"; }
+  [ "$(cat "$work/path4")" = "$path" ] || fail "--calibrate --model wrote elsewhere"
+  for type in f32 f16; do
+    awk -v t="    $type:" '$0 == t {on = 1; next} /^    [a-z0-9]+:/ {on = 0}
+      on && /form: TN, m: 128, n: 256, k: 512,/ {found = 1} END {exit !found}' "$path" ||
+      fail "gemm_measured.$type lacks the model's TN 128 x 256 x 512"
+  done
+  "$ratrain" plan "$model" --machine host --ranks 2 >"$work/plan2.txt" 2>&1 ||
+    { cat "$work/plan2.txt"; fail "ratrain plan on the file with the model's calls"; }
+fi
+"$ratrain" machine --calibrate --model "$work/missing.json" >/dev/null 2>"$work/err5" &&
+  fail "--model of a missing file succeeded"
+grep -q "missing.json: no such model file" "$work/err5" ||
+  { cat "$work/err5"; fail "no message naming the missing model"; }
 echo "PASS: $path"
 head -3 "$path"

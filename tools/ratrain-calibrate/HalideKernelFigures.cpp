@@ -106,51 +106,60 @@ double kernelSeconds(int reps, const std::function<int()> &call) {
   return best;
 }
 
-/// One GEMM shape of the time fit (docs/machine-model.md, "gemm_fit").
-struct GemmFitShape {
-  kn::GemmForm form;
-  int64_t m, n, k;
-  float beta;
-};
-
 /// The shapes the GEMM time model is fitted to: a micro-batch of the tiny
 /// LLaMA in the three forms (256 tokens, h 256, ffn 688), small and middling
 /// squares, a 85M-class layer (h 768, ffn 2048) and LLaMA-7B's projection.
-constexpr GemmFitShape kGemmFitShapes[] = {
-    {kn::GemmForm::NT, 64, 64, 64, 0},
-    {kn::GemmForm::NT, 128, 128, 128, 0},
-    {kn::GemmForm::NT, 32, 256, 256, 0},
-    {kn::GemmForm::NT, 256, 256, 256, 0},
-    {kn::GemmForm::NT, 256, 128, 256, 0},
-    {kn::GemmForm::NT, 256, 688, 256, 0},
-    {kn::GemmForm::NN, 256, 256, 688, 1},
-    {kn::GemmForm::TN, 688, 256, 256, 1},
-    {kn::GemmForm::NT, 512, 512, 512, 0},
-    {kn::GemmForm::NT, 256, 2048, 768, 0},
-    {kn::GemmForm::TN, 768, 2048, 256, 1},
-    {kn::GemmForm::NN, 256, 768, 2048, 0},
-    {kn::GemmForm::NT, 1024, 1024, 1024, 0},
-    {kn::GemmForm::NT, 1024, 4096, 4096, 0}};
+constexpr GemmShape kGemmFitShapes[] = {
+    {GemmForm::NT, 64, 64, 64},       {GemmForm::NT, 128, 128, 128},
+    {GemmForm::NT, 32, 256, 256},     {GemmForm::NT, 256, 256, 256},
+    {GemmForm::NT, 256, 128, 256},    {GemmForm::NT, 256, 688, 256},
+    {GemmForm::NN, 256, 256, 688},    {GemmForm::TN, 688, 256, 256},
+    {GemmForm::NT, 512, 512, 512},    {GemmForm::NT, 256, 2048, 768},
+    {GemmForm::TN, 768, 2048, 256},   {GemmForm::NN, 256, 768, 2048},
+    {GemmForm::NT, 1024, 1024, 1024}, {GemmForm::NT, 1024, 4096, 4096}};
+
+kn::GemmForm kernelForm(GemmForm form) {
+  switch (form) {
+  case GemmForm::NT:
+    return kn::GemmForm::NT;
+  case GemmForm::NN:
+    return kn::GemmForm::NN;
+  case GemmForm::TN:
+    return kn::GemmForm::TN;
+  }
+  return kn::GemmForm::NT;
+}
 
 } // namespace
 
-/// Times every fit shape with fp32 and with bf16 operands on one cluster;
-/// the samples' seconds are per call. A training step's working set
-/// (weights, gradients, optimizer states, saved activations) is at least the
-/// size of the last-level cache, so a GEMM rarely finds its operands where
-/// the call before left them: consecutive calls cycle through copies of the
-/// operands that together fill `workingSetBytes` (the last-level cache).
-/// Measured on operands left in L2 by the call before, the tiny LLaMA's
-/// micro-batch GEMMs run 10-35% faster than in training; with this working
-/// set they run as in a pp 2 step (docs/benchmarks.md).
-void ratrain::calibrate::measureGemmFitSamples(
-    int reps, int64_t workingSetBytes, std::vector<KernelTimeSample> &f32,
-    std::vector<KernelTimeSample> &bf16) {
-  for (const GemmFitShape &g : kGemmFitShapes) {
-    int64_t aRows = g.form == kn::GemmForm::TN ? g.k : g.m;
-    int64_t aCols = g.form == kn::GemmForm::TN ? g.m : g.k;
-    int64_t bRows = g.form == kn::GemmForm::NT ? g.n : g.k;
-    int64_t bCols = g.form == kn::GemmForm::NT ? g.k : g.n;
+llvm::ArrayRef<GemmShape> ratrain::calibrate::gemmFitShapes() {
+  return kGemmFitShapes;
+}
+
+/// A training step's working set (weights, gradients, optimizer states,
+/// saved activations) is at least the size of the last-level cache, so a
+/// GEMM rarely finds its operands where the call before left them:
+/// consecutive calls cycle through copies of the operands that together fill
+/// `workingSetBytes` (the last-level cache). Measured on operands left in L2
+/// by the call before, the tiny LLaMA's micro-batch GEMMs run 10-35% faster
+/// than in training; with this working set they run as in a pp 2 step
+/// (docs/benchmarks.md). The forward (NT) writes its result (beta 0); the
+/// input and weight gradients (NN, TN) accumulate into theirs (beta 1), as
+/// a step's micro-batches after the first do.
+void ratrain::calibrate::measureGemmShapes(int reps, int64_t workingSetBytes,
+                                           llvm::ArrayRef<GemmShape> shapes,
+                                           std::vector<double> &f32,
+                                           std::vector<double> &bf16) {
+  f32.assign(shapes.size(), 0);
+  bf16.assign(shapes.size(), 0);
+  for (size_t s = 0; s < shapes.size(); ++s) {
+    const GemmShape &g = shapes[s];
+    const kn::GemmForm form = kernelForm(g.form);
+    const float beta = g.form == GemmForm::NT ? 0.0f : 1.0f;
+    int64_t aRows = g.form == GemmForm::TN ? g.k : g.m;
+    int64_t aCols = g.form == GemmForm::TN ? g.m : g.k;
+    int64_t bRows = g.form == GemmForm::NT ? g.n : g.k;
+    int64_t bCols = g.form == GemmForm::NT ? g.k : g.n;
     int64_t aSize = aRows * aCols, bSize = bRows * bCols, cSize = g.m * g.n;
     int64_t copies =
         std::max<int64_t>(1, workingSetBytes / (4 * (aSize + bSize + cSize)));
@@ -161,27 +170,22 @@ void ratrain::calibrate::measureGemmFitSamples(
     kn::toHalf(kn::Half::BF16, a.size(), a.data(), ah.data());
     kn::toHalf(kn::Half::BF16, b.size(), b.data(), bh.data());
     double flops = 2.0 * double(g.m) * double(g.n) * double(g.k);
-    double elements = double(aSize + bSize + cSize);
     int shapeReps = flops > 1e10 ? std::min(reps, 2) : reps;
     int64_t next = 0;
-    double t32 = kernelSeconds(shapeReps, [&] {
+    f32[s] = kernelSeconds(shapeReps, [&] {
       int64_t i = next++ % copies;
-      return kn::gemm(g.form, g.m, g.n, g.k, a.data() + i * aSize,
-                      b.data() + i * bSize, c.data() + i * cSize, g.beta);
+      return kn::gemm(form, g.m, g.n, g.k, a.data() + i * aSize,
+                      b.data() + i * bSize, c.data() + i * cSize, beta);
     });
     // Into a bf16 C, as a 16-bit program calls it (the kernel reads C,
     // accumulates and rounds once; a K deeper than one panel is staged
     // through fp32 inside).
-    double t16 = kernelSeconds(shapeReps, [&] {
+    bf16[s] = kernelSeconds(shapeReps, [&] {
       int64_t i = next++ % copies;
-      return kn::gemm16To16(g.form, kn::Half::BF16, g.m, g.n, g.k,
+      return kn::gemm16To16(form, kn::Half::BF16, g.m, g.n, g.k,
                             ah.data() + i * aSize, bh.data() + i * bSize,
-                            ch.data() + i * cSize, g.beta);
+                            ch.data() + i * cSize, beta);
     });
-    if (t32 > 0)
-      f32.push_back({flops, elements, t32});
-    if (t16 > 0)
-      bf16.push_back({flops, elements, t16});
   }
 }
 

@@ -42,11 +42,26 @@ struct AttentionCalibration {
 /// g.bf16 (FLOP/s per core; 0 when a call fails).
 void measureGemm(GemmFigure &g, int reps);
 
-/// The GEMM time fit's samples: 14 shapes, fp32 and bf16, seconds per call
-/// on operands cycling through `workingSetBytes` (see the definition).
-void measureGemmFitSamples(int reps, int64_t workingSetBytes,
-                           std::vector<KernelTimeSample> &f32,
-                           std::vector<KernelTimeSample> &bf16);
+/// One GEMM call's form and shape (C[m x n] over k).
+struct GemmShape {
+  GemmForm form;
+  int64_t m, n, k;
+  double flops() const { return 2.0 * double(m) * double(n) * double(k); }
+  /// What the call touches besides its arithmetic (KernelTimeFit.h).
+  double elements() const {
+    return double(m) * double(k) + double(k) * double(n) +
+           double(m) * double(n);
+  }
+};
+/// The 14 shapes the GEMM time fit (gemm_fit) is fitted to.
+llvm::ArrayRef<GemmShape> gemmFitShapes();
+/// Times each of `shapes` with fp32 and with bf16 operands on one cluster's
+/// threads: `f32[i]` and `bf16[i]` are seconds per call (CPU-seconds of the
+/// process), 0 where a call failed; operands cycle through
+/// `workingSetBytes` (see the definition).
+void measureGemmShapes(int reps, int64_t workingSetBytes,
+                       llvm::ArrayRef<GemmShape> shapes,
+                       std::vector<double> &f32, std::vector<double> &bf16);
 
 /// Fits `samples` (seconds per call on a cluster of `peak` FLOP/s) into
 /// `fit` and prints it to stderr ("  LABEL (N shapes): efficiency, ns per

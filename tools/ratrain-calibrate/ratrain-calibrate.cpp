@@ -2,6 +2,8 @@
 //
 // ratrain-calibrate [-o examples/machines/host.yaml] [--clusters-per-node N]
 //                   [--ddr-fraction 0.5] [--quick] [--no-mpi]
+//                   [--model config.json [--seq-len N]
+//                    [--micro-batch-sizes 1,2,4]]
 // ratrain-calibrate --peaks [-o FILE]   (each CPU's peaks alone and all at
 //                                        once, as JSON: ConcurrentPeaks.h)
 //
@@ -16,7 +18,10 @@
 //    (RATRAIN_HAVE_KERNELS): the NT GEMM in bf16 and fp32 on a tiny-LLaMA
 //    and a LLaMA-7B shape / the peak of the matching precision, and the
 //    shape-aware GEMM time model (gemm_fit: fp32 and bf16 on 14 shapes,
-//    fitted by least squares, KernelTimeFit.h); causal GQA
+//    fitted by least squares, KernelTimeFit.h), and every call it times
+//    listed with its seconds (gemm_measured), with --model also each
+//    distinct GEMM call of the model's layers and head (GemmCalls.h), so
+//    the cost model prices the model's own calls as measured; causal GQA
 //    attention forward and backward, fp32 and bf16, on ten shapes: the
 //    efficiencies (two shapes / the peak of the matching precision) and the
 //    attention time fits (attention_forward_fit, attention_backward_fit;
@@ -41,6 +46,9 @@
 #include "Kernels.h"
 
 #include "ratrain/Machine/MachineModel.h"
+#include "ratrain/Model/HFConfig.h"
+#include "ratrain/Model/Limits.h"
+#include "ratrain/Planner/GemmCalls.h"
 #include "ratrain/Support/CrashReport.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -109,6 +117,26 @@ static cl::opt<bool> peaksOnly(
 static cl::opt<std::string> machineName("name", cl::init("host"),
                                         cl::desc("machine name"),
                                         cl::cat(category));
+static cl::list<std::string> modelPaths(
+    "model",
+    cl::desc("also measure this model's GEMM calls (a HF config.json; "
+             "repeatable) and list them in gemm_measured"),
+    cl::value_desc("config.json"), cl::cat(category));
+static cl::opt<unsigned>
+    modelSeqLen("seq-len", cl::init(0),
+                cl::desc("with --model: the training sequence length "
+                         "(default: the config's, at most 4096)"),
+                cl::cat(category));
+static cl::list<unsigned> microBatchSizes(
+    "micro-batch-sizes", cl::CommaSeparated,
+    cl::desc("with --model: the micro-batch sizes whose GEMMs are measured "
+             "(default 1,2,4)"),
+    cl::cat(category));
+
+/// A model's GEMM calls larger than this many FLOPs are left to the fit
+/// (gemm_fit is accurate for large calls; measuring them would take
+/// minutes).
+static constexpr double kMaxMeasuredGemmFlops = 2e11;
 
 namespace {
 
@@ -416,6 +444,31 @@ int main(int argc, char **argv) {
     return fail("--ddr-fraction must be in (0, 1]");
   if (peaksOnly)
     return writePeaks(fail);
+  if (modelPaths.empty() &&
+      (modelSeqLen.getNumOccurrences() || !microBatchSizes.empty()))
+    return fail("--seq-len and --micro-batch-sizes go with --model");
+  // The models' GEMM calls, read before anything is measured so that a bad
+  // config fails at once.
+  std::vector<GemmCall> modelGemms;
+  {
+    std::vector<int64_t> sizes(microBatchSizes.begin(), microBatchSizes.end());
+    if (sizes.empty())
+      sizes = {1, 2, 4};
+    for (int64_t b : sizes)
+      if (b < 1 || b > limits::kMaxGlobalBatch)
+        return fail(llvm::formatv("--micro-batch-sizes: {0} is not in [1, "
+                                  "{1}]",
+                                  b, limits::kMaxGlobalBatch));
+    for (const std::string &path : modelPaths) {
+      HFImportOptions importOptions;
+      importOptions.seqLen = modelSeqLen;
+      llvm::Expected<ModelConfig> model = loadHFConfig(path, importOptions);
+      if (!model)
+        return fail(llvm::toString(model.takeError()));
+      for (const GemmCall &call : distinctGemmCalls(*model, sizes))
+        modelGemms.push_back(call);
+    }
+  }
 
   auto started = Clock::now();
   unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
@@ -539,6 +592,7 @@ int main(int argc, char **argv) {
   // bf16 ones then absent) and time fits.
   AttentionCalibration attention;
   KernelTimeFit gemmFitF32, gemmFitF16;
+  MeasuredGemms gemmMeasured;
   // The 16-bit peak is the rate of the path the bf16 kernels take: the dot
   // product's, or the fp32 FMA's where they widen (kernels::bf16Products).
 #ifdef RATRAIN_HAVE_KERNELS
@@ -598,18 +652,45 @@ int main(int argc, char **argv) {
 
     // The shape-aware GEMM model (gemm_fit), per operand type, on the
     // cluster's peak (the samples are per CPU-second of one cluster's
-    // threads: divided by the cores, per cluster-second).
-    std::vector<KernelTimeSample> f32Samples, bf16Samples;
+    // threads: divided by the cores, per cluster-second), and the calls
+    // measured for it and for the models given (gemm_measured).
     const int64_t fitWorkingSet =
         std::max<int64_t>(l3.bytes, int64_t(16) << 20);
-    measureGemmFitSamples(kreps, fitWorkingSet, f32Samples, bf16Samples);
-    for (auto [name, samples, peak, fit] :
-         {std::tuple<const char *, std::vector<KernelTimeSample> &, double,
-                     KernelTimeFit &>{
-              "f32", f32Samples, fp32PerCore * coresPerCluster, gemmFitF32},
-          {"f16", bf16Samples, bf16Peak * coresPerCluster, gemmFitF16}}) {
-      for (KernelTimeSample &sample : samples)
-        sample.seconds /= double(coresPerCluster);
+    std::vector<GemmShape> shapes(gemmFitShapes().begin(),
+                                  gemmFitShapes().end());
+    const size_t fitShapes = shapes.size();
+    int64_t leftToFit = 0;
+    for (const GemmCall &call : modelGemms) {
+      GemmShape shape{call.form, call.m, call.n, call.k};
+      if (shape.flops() > kMaxMeasuredGemmFlops) {
+        ++leftToFit;
+        continue;
+      }
+      if (std::none_of(shapes.begin(), shapes.end(), [&](const GemmShape &g) {
+            return g.form == shape.form && g.m == shape.m && g.n == shape.n &&
+                   g.k == shape.k;
+          }))
+        shapes.push_back(shape);
+    }
+    std::vector<double> f32Seconds, bf16Seconds;
+    measureGemmShapes(kreps, fitWorkingSet, shapes, f32Seconds, bf16Seconds);
+    for (auto [name, seconds, peak, fit, measured] :
+         {std::tuple<const char *, std::vector<double> &, double,
+                     KernelTimeFit &, std::vector<MeasuredGemm> &>{
+              "f32", f32Seconds, fp32PerCore * coresPerCluster, gemmFitF32,
+              gemmMeasured.f32},
+          {"f16", bf16Seconds, bf16Peak * coresPerCluster, gemmFitF16,
+           gemmMeasured.f16}}) {
+      std::vector<KernelTimeSample> samples;
+      for (size_t i = 0; i < shapes.size(); ++i) {
+        if (seconds[i] <= 0)
+          continue;
+        double perCall = seconds[i] / double(coresPerCluster);
+        measured.push_back(
+            {shapes[i].form, shapes[i].m, shapes[i].n, shapes[i].k, perCall});
+        if (i < fitShapes)
+          samples.push_back({shapes[i].flops(), shapes[i].elements(), perCall});
+      }
       std::optional<double> worst = fitAndReport(
           (llvm::Twine("gemm_fit.") + name).str(), samples, peak, fit);
       if (!worst)
@@ -621,7 +702,47 @@ int main(int argc, char **argv) {
           name, samples.size(),
           std::string(name) == "f32" ? "fp32 operands" : "bf16 operands",
           *worst * 100, fitWorkingSet >> 20);
+      // How far the fit is from each of the models' calls (what
+      // gemm_measured corrects).
+      double below = 0, above = 0;
+      for (const MeasuredGemm &g : llvm::ArrayRef(measured).drop_front(
+               std::min(measured.size(), fitShapes))) {
+        GemmShape shape{g.form, g.m, g.n, g.k};
+        double error =
+            fit.seconds(shape.flops(), shape.elements(), peak) / g.seconds - 1;
+        below = std::min(below, error);
+        above = std::max(above, error);
+      }
+      if (measured.size() > fitShapes)
+        llvm::errs() << llvm::formatv(
+            "  gemm_measured.{0}: {1} calls ({2} of the models'); the fit "
+            "is off by {3:f1}% to {4:+f1}% on the models' calls\n",
+            name, measured.size(), measured.size() - fitShapes, below * 100,
+            above * 100);
     }
+    notes << llvm::formatv(
+        "#  [M]   gemm_measured: the fit's {0} shapes{1}, each form, m, n and "
+        "k timed as above{2}\n",
+        fitShapes,
+        modelGemms.empty()
+            ? std::string()
+            : llvm::formatv(
+                  " and {0} GEMM calls of {1} (micro-batches of "
+                  "{2} sequences)",
+                  shapes.size() - fitShapes, llvm::join(modelPaths, ", "),
+                  microBatchSizes.empty()
+                      ? std::string("1, 2, 4")
+                      : llvm::join(llvm::map_range(microBatchSizes,
+                                                   [](unsigned b) {
+                                                     return std::to_string(b);
+                                                   }),
+                                   ", "))
+                  .str(),
+        leftToFit ? llvm::formatv("; {0} calls above {1:e1} FLOPs left to the "
+                                  "fit",
+                                  leftToFit, kMaxMeasuredGemmFlops)
+                        .str()
+                  : std::string());
 
     // Attention: the efficiencies and the shape-aware time fits.
     if (llvm::Error error =
@@ -676,6 +797,9 @@ int main(int argc, char **argv) {
 #ifndef RATRAIN_HAVE_KERNELS
   attention.forward = 0.6 * gemmEfficiency;
   attention.backward = 0.5 * gemmEfficiency;
+  if (!modelGemms.empty())
+    llvm::errs() << "  warning: --model: this build has no Halide kernels, "
+                    "so no GEMM calls are measured (gemm_measured)\n";
 #endif
 
   // Transfers through the runtime.
@@ -755,6 +879,7 @@ int main(int argc, char **argv) {
   cs.efficiency.gemm = gemmEfficiency;
   cs.gemmFit.f32 = gemmFitF32;
   cs.gemmFit.f16 = gemmFitF16;
+  cs.gemmMeasured = gemmMeasured;
   cs.efficiency.attentionForward = attention.forward;
   cs.efficiency.attentionBackward = attention.backward;
   cs.efficiency.attentionForwardF16 = attention.forwardF16;

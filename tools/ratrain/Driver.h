@@ -256,8 +256,12 @@ HostIdentity getHostIdentity();
 /// Where this host's calibrated machine file is cached.
 std::string hostMachinePath();
 /// Runs ratrain-calibrate into hostMachinePath() (atomically); returns it.
+/// With `model` (a config.json), the file also lists the model's GEMM calls
+/// as measured here (`gemm_measured`; `seqLen` 0: the config's length).
 llvm::Expected<std::string> calibrateHostMachine(const Toolchain &tools,
-                                                 bool quick, bool verbose);
+                                                 bool quick, bool verbose,
+                                                 llvm::StringRef model = {},
+                                                 int64_t seqLen = 0);
 /// `machine`, or for "host" this host's calibrated file, measured on first
 /// use.
 llvm::Expected<std::string>

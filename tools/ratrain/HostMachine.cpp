@@ -96,8 +96,9 @@ HostIdentity getHostIdentity() {
   // What the calibration measures: a file from a calibration that measured
   // less or otherwise (1: before network.core_copy_bandwidth; 2: the
   // exchange repeated one cached 8 MiB slice; 3: the offload store's host
-  // copies on 4 KiB pages; 4: before dma_on_cores) is not reused.
-  hash.update(StringRef("calibration 5"));
+  // copies on 4 KiB pages; 4: before dma_on_cores; 5: before
+  // ddr_bandwidth_alone and gemm_measured) is not reused.
+  hash.update(StringRef("calibration 6"));
   std::string digest = llvm::toHex(hash.final(), /*LowerCase=*/true);
   host.key =
       llvm::formatv("host-{0}-{1}-{2}-{3}c-{4}",
@@ -115,7 +116,9 @@ std::string hostMachinePath() {
 }
 
 llvm::Expected<std::string> calibrateHostMachine(const Toolchain &tools,
-                                                 bool quick, bool verbose) {
+                                                 bool quick, bool verbose,
+                                                 StringRef model,
+                                                 int64_t seqLen) {
   if (llvm::Error error = requireFile(tools.calibrate, "ratrain-calibrate"))
     return std::move(error);
   std::string target = hostMachinePath();
@@ -127,6 +130,12 @@ llvm::Expected<std::string> calibrateHostMachine(const Toolchain &tools,
   std::vector<std::string> command = {tools.calibrate, "-o", target};
   if (quick)
     command.push_back("--quick");
+  if (!model.empty()) {
+    command.push_back("--model");
+    command.push_back(model.str());
+    if (seqLen > 0)
+      command.push_back("--seq-len=" + std::to_string(seqLen));
+  }
   note(llvm::formatv("calibrating this host ({0}) into {1}; this takes "
                      "{2} seconds",
                      getHostIdentity().description, target,

@@ -29,7 +29,8 @@ when --ranks exceeds its clusters) and prints its ranking of plans.
 
 static const char *const kMachineHelp =
     R"(USAGE: ratrain machine FILE|host [--ranks-per-cluster K] [-o OUT]
-       ratrain machine --calibrate [--quick]
+       ratrain machine --calibrate [--quick] [--model MODEL.json
+                       [--seq-len N]]
        ratrain machine --host-file
 
 With --ranks-per-cluster, prints the machine file with every cluster split
@@ -49,6 +50,13 @@ OPTIONS:
   --calibrate           measure this host now (again) and print the file's
                         path
   --quick               with --calibrate: shorter, noisier measurements
+  --model MODEL.json    with --calibrate: also time the model's GEMM calls
+                        (micro-batches of 1, 2 and 4 sequences) on this host;
+                        the simulator and the planner then price those calls
+                        at their measured time, not the shape fit's
+                        (gemm_measured, docs/machine-model.md)
+  --seq-len N           with --model: the training sequence length (default:
+                        the config's)
   --host-file           print the path of this host's machine file
                         (measuring it first if there is none)
   -v, --verbose         print the commands run
@@ -122,10 +130,10 @@ int planCommand(const Toolchain &tools, llvm::ArrayRef<std::string> argv) {
 }
 
 int machineCommand(const Toolchain &tools, llvm::ArrayRef<std::string> argv) {
-  llvm::Expected<Args> args =
-      parseArgs("machine", argv, {"--ranks-per-cluster", "-o"},
-                {"--help", "-h", "--calibrate", "--quick", "--host-file", "-v",
-                 "--verbose"});
+  llvm::Expected<Args> args = parseArgs(
+      "machine", argv, {"--ranks-per-cluster", "-o", "--model", "--seq-len"},
+      {"--help", "-h", "--calibrate", "--quick", "--host-file", "-v",
+       "--verbose"});
   if (!args)
     return fail(args.takeError());
   if (args->has("--help") || args->has("-h")) {
@@ -135,6 +143,21 @@ int machineCommand(const Toolchain &tools, llvm::ArrayRef<std::string> argv) {
   bool verbose = args->has("-v") || args->has("--verbose");
   if (args->has("--quick") && !args->has("--calibrate"))
     return fail("--quick goes with --calibrate");
+  if (args->get("--model") && !args->has("--calibrate"))
+    return fail("--model goes with --calibrate");
+  if (args->get("--seq-len") && !args->get("--model"))
+    return fail("--seq-len goes with --model");
+  llvm::Expected<int64_t> seqLen = getPositive(*args, "--seq-len", 0);
+  if (!seqLen)
+    return fail(seqLen.takeError());
+  std::string model;
+  if (std::optional<std::string> path = args->get("--model")) {
+    if (!fs::exists(*path))
+      return fail(*path + ": no such model file");
+    llvm::SmallString<256> absolute(*path);
+    fs::make_absolute(absolute);
+    model = std::string(absolute);
+  }
   if (args->has("--calibrate") || args->has("--host-file")) {
     if (!args->positional.empty() || args->get("--ranks-per-cluster") ||
         args->get("-o"))
@@ -142,7 +165,8 @@ int machineCommand(const Toolchain &tools, llvm::ArrayRef<std::string> argv) {
                   "--ranks-per-cluster or -o");
     llvm::Expected<std::string> file =
         args->has("--calibrate")
-            ? calibrateHostMachine(tools, args->has("--quick"), verbose)
+            ? calibrateHostMachine(tools, args->has("--quick"), verbose, model,
+                                   *seqLen)
             : resolveMachine(tools, "host", verbose);
     if (!file)
       return fail(file.takeError());

@@ -46,6 +46,39 @@ struct KernelTimeFits {
   KernelTimeFit f32, f16;
 };
 
+/// How a GEMM call reads its operands, as the runtime's kernels name it:
+/// C[m x n] = A B with A [m x k] and B [n x k] (NT: a linear layer's
+/// forward, X W^T), [k x n] (NN: its input gradient, dY W) or, A read as
+/// [k x m], TN (its weight gradient, dY^T X).
+enum class GemmForm { NT, NN, TN };
+llvm::StringRef stringifyGemmForm(GemmForm form);
+/// Parses "NT", "NN", "TN".
+std::optional<GemmForm> parseGemmForm(llvm::StringRef name);
+
+/// One GEMM call's measured time on a cluster: what the call took on this
+/// machine (the calibration times the shapes of the time fit and of the
+/// models it is given, operands cycled through the last-level cache).
+struct MeasuredGemm {
+  GemmForm form = GemmForm::NT;
+  int64_t m = 0, n = 0, k = 0;
+  double seconds = 0;
+};
+
+/// Measured GEMM calls per operand type. Machine-file mapping
+/// `gemm_measured:` with `f32:` and `f16:`, each a list of
+/// `{form, m, n, k, seconds}`. The cost model prices a call of a listed
+/// shape at its measured time and any other with the fit (`gemm_fit`): a
+/// fit of four terms misses single shapes by 5-10% where the kernels' tiles
+/// divide them unevenly, which a model's own shapes measured do not.
+struct MeasuredGemms {
+  std::vector<MeasuredGemm> f32, f16;
+  bool empty() const { return f32.empty() && f16.empty(); }
+  /// The measured seconds of a call of this shape with 16-bit (`f16`) or
+  /// fp32 operands; nullopt when it is not listed.
+  std::optional<double> find(bool f16, GemmForm form, int64_t m, int64_t n,
+                             int64_t k) const;
+};
+
 /// One compute cluster: the unit that gets one MPI rank and one DDR arena.
 struct ClusterSpec {
   int64_t cores = 24;
@@ -78,6 +111,9 @@ struct ClusterSpec {
   /// Shape-aware GEMM times (optional; efficiency.gemm prices the GEMMs of
   /// an operand type without a fit).
   KernelTimeFits gemmFit;
+  /// GEMM calls of given shapes measured on this machine (optional; a listed
+  /// shape is priced at its measured time, others by gemmFit).
+  MeasuredGemms gemmMeasured;
   /// Shape-aware times of the fused attention kernels, forward and backward
   /// (optional; efficiency.attention_* prices the attention without one).
   /// Their `elements` are the score entries a call computes (B x Hq x the

@@ -77,6 +77,11 @@ inline constexpr int64_t kMaxSyncPeriod = 1024;
 /// Compute clusters (MPI ranks) of a plan, a machine or a checkpoint: pp x dp
 /// and nodes x clusters_per_node (MPI counts ranks in an int).
 inline constexpr int64_t kMaxClusters = int64_t(1) << 24;
+/// Measured GEMM calls per operand type in a machine file
+/// (`gemm_measured`): the cost model looks a call up among them.
+inline constexpr int64_t kMaxMeasuredGemms = 4096;
+/// A measured GEMM's m, n or k (a token count, a width or a vocabulary).
+inline constexpr int64_t kMaxGemmDimension = int64_t(1) << 24;
 
 //===----------------------------------------------------------------------===//
 // Files and tools

@@ -17,6 +17,7 @@
 #include "ratrain/Machine/Collectives.h"
 #include "ratrain/Machine/MachineModel.h"
 #include "ratrain/Model/ModelConfig.h"
+#include "ratrain/Planner/GemmCalls.h"
 #include "ratrain/Planner/MemoryModel.h"
 
 #include "llvm/ADT/ArrayRef.h"
@@ -53,13 +54,18 @@ public:
 
   //===--- compute (one cluster, one micro-batch of b sequences) ---------===//
 
-  /// Seconds of a GEMM [m x k] * [k x n] with operands of the model's type.
-  /// With the machine's measured fit for that type (`gemm_fit`): FLOPs at
-  /// peak * its efficiency, plus its per-element seconds times m k + k n +
-  /// m n, plus its per-call seconds. Without: the roofline max of FLOPs at
-  /// peak * gemm efficiency and operand/result bytes at DDR bandwidth *
-  /// memory-bound efficiency.
-  double gemmSeconds(double m, double n, double k) const;
+  /// Seconds of a GEMM [m x k] * [k x n] with operands of the model's type,
+  /// read as `form`. A call the machine file measured (`gemm_measured`, that
+  /// type, form and shape): its measured seconds. Otherwise, with the
+  /// machine's measured fit for that type (`gemm_fit`): FLOPs at peak * its
+  /// efficiency, plus its per-element seconds times m k + k n + m n, plus its
+  /// per-call seconds. Without: the roofline max of FLOPs at peak * gemm
+  /// efficiency and operand/result bytes at DDR bandwidth * memory-bound
+  /// efficiency.
+  double gemmSeconds(double m, double n, double k,
+                     GemmForm form = GemmForm::NT) const;
+  /// The seconds of `calls` (each `count` times).
+  double gemmSeconds(llvm::ArrayRef<GemmCall> calls) const;
   /// Seconds to stream `bytes` through DDR in a memory-bound kernel.
   double memoryBoundSeconds(double bytes) const;
 

@@ -62,6 +62,23 @@ std::string parseError(const std::string &text) {
   return llvm::toString(m.takeError());
 }
 
+TEST(ClusterClasses, AClassRunsMeasuredGemmsAtItsComputeScale) {
+  std::string text = machine(twoClasses);
+  const std::string peak = "  peak_flops_f32: 5.8e12\n";
+  text.insert(text.find(peak) + peak.size(),
+              "  gemm_measured:\n    f16:\n      - {form: NT, m: 256, n: "
+              "688, k: 256, seconds: 2.5e-4}\n");
+  llvm::Expected<MachineModel> m = parseMachineModel(text, "m.yaml");
+  ASSERT_TRUE(bool(m)) << llvm::toString(m.takeError());
+  // compute_scale 1 and 0.5: the same time and twice as long.
+  EXPECT_DOUBLE_EQ(*m->classes[0].cluster.gemmMeasured.find(true, GemmForm::NT,
+                                                            256, 688, 256),
+                   2.5e-4);
+  EXPECT_DOUBLE_EQ(*m->classes[1].cluster.gemmMeasured.find(true, GemmForm::NT,
+                                                            256, 688, 256),
+                   5e-4);
+}
+
 TEST(ClusterClasses, ParsesAndResolvesTheClusters) {
   llvm::Expected<MachineModel> m =
       parseMachineModel(machine(twoClasses), "m.yaml");

@@ -368,6 +368,80 @@ TEST(MachineModel, DdrBandwidthAloneParsesPrintsSplitsAndIsBounded) {
       << error;
 }
 
+TEST(MachineModel, MeasuredGemmsParsePrintSplitAndAreChecked) {
+  auto with = [](const std::string &entries) {
+    std::string text = minimal;
+    return text.insert(text.find("network:"), "  gemm_measured:\n" + entries);
+  };
+  const std::string two =
+      "    f16:\n"
+      "      - {form: NT, m: 256, n: 688, k: 256, seconds: 2.5e-4}\n"
+      "      - form: TN\n        m: 688\n        n: 256\n        k: 256\n"
+      "        seconds: 3.1e-4\n"
+      "    f32:\n"
+      "      - {form: NN, m: 256, n: 256, k: 688, seconds: 5e-4}\n";
+  llvm::Expected<MachineModel> m = parseMachineModel(with(two), "m.yaml");
+  ASSERT_TRUE(bool(m)) << llvm::toString(m.takeError());
+  const MeasuredGemms &g = m->cluster.gemmMeasured;
+  ASSERT_EQ(g.f16.size(), 2u);
+  ASSERT_EQ(g.f32.size(), 1u);
+  EXPECT_EQ(g.f16[1].form, GemmForm::TN);
+  EXPECT_EQ(g.f16[1].m, 688);
+  // Looked up by operand type, form and shape, nothing else.
+  EXPECT_EQ(g.find(true, GemmForm::NT, 256, 688, 256), 2.5e-4);
+  EXPECT_EQ(g.find(true, GemmForm::TN, 688, 256, 256), 3.1e-4);
+  EXPECT_EQ(g.find(false, GemmForm::NN, 256, 256, 688), 5e-4);
+  EXPECT_FALSE(g.find(false, GemmForm::NT, 256, 688, 256));
+  EXPECT_FALSE(g.find(true, GemmForm::NN, 256, 688, 256));
+  EXPECT_FALSE(g.find(true, GemmForm::NT, 688, 256, 256));
+  // Split in two, a virtual cluster takes twice as long; printed and read
+  // back, the same.
+  llvm::Expected<MachineModel> split = oversubscribe(*m, 2);
+  ASSERT_TRUE(bool(split)) << llvm::toString(split.takeError());
+  EXPECT_DOUBLE_EQ(
+      *split->cluster.gemmMeasured.find(true, GemmForm::NT, 256, 688, 256),
+      5e-4);
+  llvm::Expected<MachineModel> back =
+      parseMachineModel(printMachineModel(*split), "printed");
+  ASSERT_TRUE(bool(back)) << llvm::toString(back.takeError());
+  ASSERT_EQ(back->cluster.gemmMeasured.f16.size(), 2u);
+  EXPECT_DOUBLE_EQ(
+      *back->cluster.gemmMeasured.find(true, GemmForm::TN, 688, 256, 256),
+      6.2e-4);
+  EXPECT_DOUBLE_EQ(
+      *back->cluster.gemmMeasured.find(false, GemmForm::NN, 256, 256, 688),
+      1e-3);
+  // None measured: not printed.
+  llvm::Expected<MachineModel> plain = parseMachineModel(minimal, "m.yaml");
+  ASSERT_TRUE(bool(plain));
+  EXPECT_EQ(printMachineModel(*plain).find("gemm_measured"), std::string::npos);
+  // Bad entries name the entry, the key and the limit.
+  struct {
+    std::string entries, message;
+  } bad[] = {
+      {"    f16:\n      - {form: XT, m: 1, n: 1, k: 1, seconds: 1}\n",
+       "cluster.gemm_measured.f16[0].form: expected NT, NN or TN (how the "
+       "GEMM reads its operands), got 'XT'"},
+      {"    f16:\n      - {form: NT, m: 0, n: 1, k: 1, seconds: 1}\n",
+       "cluster.gemm_measured.f16[0].m: must be in [1, 16777216], got 0"},
+      {"    f32:\n      - {form: NT, m: 1, n: 1, k: 1, seconds: 0}\n",
+       "cluster.gemm_measured.f32[0].seconds: must be a positive number of "
+       "seconds, got 0"},
+      {"    f32:\n      - {form: NT, m: 1, n: 1, k: 1, seconds: 1}\n"
+       "      - {form: NT, m: 1, n: 1, k: 1, seconds: 2}\n",
+       "cluster.gemm_measured.f32[1]: repeats NT 1 x 1 x 1 (entry 0)"},
+      {"    f32:\n      - {form: NT, m: 1, n: 1, k: 1}\n",
+       "missing required key 'seconds'"},
+      {"    f32: {form: NT}\n",
+       "cluster.gemm_measured.f32: expected a list of measured GEMM calls"},
+      {"    bf16: []\n", "cluster.gemm_measured.bf16: unknown key (expected "
+                         "one of: f32, f16)"}};
+  for (const auto &b : bad) {
+    std::string error = parseError(with(b.entries));
+    EXPECT_NE(error.find(b.message), std::string::npos) << error;
+  }
+}
+
 TEST(MachineModel, ProgressCoreShareParsesPrintsAndSplits) {
   llvm::Expected<MachineModel> m = parseMachineModel(
       std::string(minimal) + "  progress_core_share: 0.08\n", "m.yaml");

@@ -334,6 +334,80 @@ TEST(CostModel, GemmUsesTheMeasuredFitOfItsOperandType) {
               flops / (5e12 * 0.9) + 4e-10 * elements + 2e-6, 1e-15);
 }
 
+TEST(CostModel, MeasuredGemmsPriceTheirOwnCallsOnly) {
+  MachineModel machine = testMachine();
+  machine.cluster.gemmFit.f16 = {0.8, 2e-10, 3e-6};
+  ModelConfig model = testModel(); // bf16, 2048 tokens, h 1024, ffn 4096
+  const CostModel fitted(model, machine);
+  // The up projection's forward (NT 2048 x 4096 x 1024), its input gradient
+  // (NN 2048 x 1024 x 4096) and its weight gradient (TN 4096 x 1024 x 2048),
+  // measured with 16-bit operands.
+  machine.cluster.gemmMeasured.f16 = {{GemmForm::NT, 2048, 4096, 1024, 1e-3},
+                                      {GemmForm::NN, 2048, 1024, 4096, 2e-3},
+                                      {GemmForm::TN, 4096, 1024, 2048, 3e-3}};
+  const CostModel measured(model, machine);
+  EXPECT_EQ(measured.gemmSeconds(2048, 4096, 1024, GemmForm::NT), 1e-3);
+  EXPECT_EQ(measured.gemmSeconds(2048, 1024, 4096, GemmForm::NN), 2e-3);
+  // Another form or shape: the fit.
+  EXPECT_EQ(measured.gemmSeconds(2048, 4096, 1024, GemmForm::NN),
+            fitted.gemmSeconds(2048, 4096, 1024, GemmForm::NN));
+  EXPECT_EQ(measured.gemmSeconds(2048, 1024, 1024, GemmForm::NT),
+            fitted.gemmSeconds(2048, 1024, 1024, GemmForm::NT));
+  // A layer calls gate and up alike (two of each), down once with the
+  // transposed shape: the forward moves by twice the NT call's difference.
+  double nt = fitted.gemmSeconds(2048, 4096, 1024, GemmForm::NT);
+  EXPECT_NEAR(measured.layerForward(1) - fitted.layerForward(1),
+              2 * (1e-3 - nt), 1e-12);
+  double nn = fitted.gemmSeconds(2048, 1024, 4096, GemmForm::NN);
+  double tn = fitted.gemmSeconds(4096, 1024, 2048, GemmForm::TN);
+  EXPECT_NEAR(measured.layerBackwardWeight(1) - fitted.layerBackwardWeight(1),
+              2 * (3e-3 - tn), 1e-12);
+  EXPECT_NEAR(measured.layerBackward(1) - fitted.layerBackward(1),
+              2 * (2e-3 - nn) + 2 * (3e-3 - tn), 1e-12);
+  // fp32 operands look up the f32 list, which is empty.
+  model.dtype = DType::F32;
+  EXPECT_EQ(CostModel(model, machine).layerForward(1),
+            CostModel(model, testMachine()).layerForward(1));
+  // Another micro-batch size has other shapes.
+  model.dtype = DType::BF16;
+  EXPECT_EQ(CostModel(model, machine).layerForward(2), fitted.layerForward(2));
+}
+
+TEST(CostModel, LayerGemmCallsAreTheRuntimesCalls) {
+  // The tiny LLaMA (h 256, 4 heads, 2 KV heads, ffn 688, vocab 256, 256
+  // tokens): the calls of a pp 2 step's trace (runtime `gemm16` events).
+  ModelConfig model = testModel();
+  model.hidden = 256;
+  model.numHeads = 4;
+  model.numKVHeads = 2;
+  model.ffnHidden = 688;
+  model.seqLen = 256;
+  auto text = [](llvm::ArrayRef<GemmCall> calls) {
+    std::string out;
+    for (const GemmCall &c : calls)
+      out += (stringifyGemmForm(c.form) + " " + std::to_string(c.m) + "x" +
+              std::to_string(c.n) + "x" + std::to_string(c.k) + "*" +
+              std::to_string(c.count) + " ")
+                 .str();
+    return out;
+  };
+  EXPECT_EQ(text(layerGemmCalls(model, 1, GemmPass::Forward)),
+            "NT 256x256x256*1 NT 256x256x256*1 NT 256x128x256*2 "
+            "NT 256x688x256*2 NT 256x256x688*1 ");
+  EXPECT_EQ(text(layerGemmCalls(model, 1, GemmPass::BackwardInput)),
+            "NN 256x256x256*1 NN 256x256x256*1 NN 256x256x128*2 "
+            "NN 256x256x688*2 NN 256x688x256*1 ");
+  EXPECT_EQ(text(layerGemmCalls(model, 2, GemmPass::BackwardWeight)),
+            "TN 256x256x512*1 TN 256x256x512*1 TN 128x256x512*2 "
+            "TN 688x256x512*2 TN 256x688x512*1 ");
+  EXPECT_EQ(text({headGemmCall(model, 1, GemmPass::Forward)}),
+            "NT 256x256x256*1 ");
+  // Distinct over passes and micro-batch sizes: 12 shapes of micro-batch 1
+  // (the head's are among the layers'), 12 of micro-batch 2.
+  EXPECT_EQ(distinctGemmCalls(model, {1}).size(), 12u);
+  EXPECT_EQ(distinctGemmCalls(model, {1, 2}).size(), 24u);
+}
+
 TEST(CostModel, LayerCosts) {
   MachineModel machine = testMachine();
   ModelConfig model = testModel();

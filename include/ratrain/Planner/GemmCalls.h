@@ -1,0 +1,52 @@
+//===- GemmCalls.h - The GEMM calls of a training step ----------*- C++ -*-===//
+//
+// The GEMM calls a micro-batch's forward and backward make, as the runtime's
+// kernels are called (form and m x n x k): the cost model prices each one
+// (a measured time where the machine file lists its shape, `gemm_measured`,
+// the fit otherwise), and ratrain-calibrate --model measures the same list,
+// so the two cannot disagree on what a layer calls.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef RATRAIN_PLANNER_GEMMCALLS_H
+#define RATRAIN_PLANNER_GEMMCALLS_H
+
+#include "ratrain/Machine/MachineModel.h"
+#include "ratrain/Model/ModelConfig.h"
+
+#include "llvm/ADT/SmallVector.h"
+
+#include <cstdint>
+
+namespace ratrain {
+
+/// One GEMM call, `count` times per pass: C[m x n] over k, read as `form`.
+struct GemmCall {
+  GemmForm form = GemmForm::NT;
+  int64_t m = 0, n = 0, k = 0;
+  int64_t count = 1;
+};
+
+/// The passes a part of the model runs: the forward (Y = X W^T, NT), the
+/// backward's input gradients (dX = dY W, NN) and its weight gradients
+/// (dW = dY^T X, TN).
+enum class GemmPass { Forward, BackwardInput, BackwardWeight };
+
+/// One decoder layer's GEMM calls in `pass` for a micro-batch of
+/// `microBatchSize` sequences: q, o, k and v (GQA: kv-wide), gate and up,
+/// down.
+llvm::SmallVector<GemmCall, 8>
+layerGemmCalls(const ModelConfig &model, int64_t microBatchSize, GemmPass pass);
+/// The LM head's GEMM call in `pass` (logits = X E^T over the vocabulary).
+GemmCall headGemmCall(const ModelConfig &model, int64_t microBatchSize,
+                      GemmPass pass);
+/// Every distinct GEMM call (count 1) of a step of micro-batches of each
+/// size in `microBatchSizes`: layers and head, all three passes; the shapes
+/// ratrain-calibrate --model measures.
+std::vector<GemmCall>
+distinctGemmCalls(const ModelConfig &model,
+                  llvm::ArrayRef<int64_t> microBatchSizes);
+
+} // namespace ratrain
+
+#endif // RATRAIN_PLANNER_GEMMCALLS_H
