@@ -11,12 +11,14 @@
 #     with the GEMM's and the attention's time fits where the kernels are
 #     built, and ddr_bandwidth_alone on a host of several CPUs;
 #  3. a second --host-file prints the same path without measuring again;
-#  4. `ratrain plan --machine host` plans on it;
+#  4. `ratrain plan --machine host` plans on it, timing the model's GEMM
+#     calls into it first (gemm_measured, with the kernels; MODEL is the
+#     tiny LLaMA: e.g. its k/v projections' weight gradient for
+#     micro-batches of 2, TN 128 x 256 x 512), once: a second plan times
+#     nothing;
 #  5. --calibrate measures again into the same path;
-#  6. --calibrate --model (MODEL is the tiny LLaMA) also lists the model's
-#     GEMM calls (gemm_measured), e.g. its k/v projections' weight gradient
-#     for micro-batches of 2 (TN 128 x 256 x 512), and plans on them; a
-#     missing model file is refused before anything is measured.
+#  6. --calibrate --model lists the model's GEMM calls as well; a missing
+#     model file is refused before anything is measured.
 set -eu
 ratrain=$1 model=$2 work=$3
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -58,9 +60,26 @@ fi
 [ "$(cat "$work/path2")" = "$path" ] || fail "the second --host-file differs"
 grep -q 'calibrating' "$work/err2" && fail "the second --host-file measured again"
 
+# has_model_calls: the cached file lists the model's TN 128 x 256 x 512 for
+# both operand types.
+has_model_calls() {
+  for type in f32 f16; do
+    awk -v t="    $type:" '$0 == t {on = 1; next} /^    [a-z0-9]+:/ {on = 0}
+      on && /form: TN, m: 128, n: 256, k: 512,/ {found = 1} END {exit !found}' "$path" ||
+      return 1
+  done
+}
 "$ratrain" plan "$model" --machine host --ranks 2 >"$work/plan.txt" 2>&1 ||
   { cat "$work/plan.txt"; fail "ratrain plan --machine host"; }
 grep -q 'calibrating' "$work/plan.txt" && fail "plan measured again"
+if grep -q '^  gemm_fit:' "$work/host.yaml"; then
+  grep -q 'timing [0-9]* GEMM calls of' "$work/plan.txt" ||
+    { cat "$work/plan.txt"; fail "plan did not time the model's GEMM calls"; }
+  has_model_calls || fail "the cached file lacks the model's GEMM calls after plan"
+  "$ratrain" plan "$model" --machine host --ranks 2 >"$work/plan1.txt" 2>&1 ||
+    { cat "$work/plan1.txt"; fail "the second ratrain plan --machine host"; }
+  grep -q 'timing' "$work/plan1.txt" && fail "the second plan timed the GEMM calls again"
+fi
 
 "$ratrain" machine --calibrate --quick >"$work/path3" 2>"$work/err3" ||
   { cat "$work/err3"; fail "--calibrate --quick"; }
@@ -71,11 +90,7 @@ if grep -q '^  gemm_fit:' "$work/host.yaml"; then
   "$ratrain" machine --calibrate --quick --model "$model" >"$work/path4" 2>"$work/err4" ||
     { cat "$work/err4"; fail "--calibrate --model"; }
   [ "$(cat "$work/path4")" = "$path" ] || fail "--calibrate --model wrote elsewhere"
-  for type in f32 f16; do
-    awk -v t="    $type:" '$0 == t {on = 1; next} /^    [a-z0-9]+:/ {on = 0}
-      on && /form: TN, m: 128, n: 256, k: 512,/ {found = 1} END {exit !found}' "$path" ||
-      fail "gemm_measured.$type lacks the model's TN 128 x 256 x 512"
-  done
+  has_model_calls || fail "--calibrate --model did not list the model's GEMM calls"
   "$ratrain" plan "$model" --machine host --ranks 2 >"$work/plan2.txt" 2>&1 ||
     { cat "$work/plan2.txt"; fail "ratrain plan on the file with the model's calls"; }
 fi

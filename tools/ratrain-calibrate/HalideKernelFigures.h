@@ -12,6 +12,7 @@
 
 #include "ratrain/Machine/KernelTimeFit.h"
 #include "ratrain/Machine/MachineModel.h"
+#include "ratrain/Planner/GemmCalls.h"
 
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"

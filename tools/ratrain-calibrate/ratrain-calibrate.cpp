@@ -74,6 +74,7 @@
 #include <vector>
 
 // Declarations only: HalideKernelFigures.cpp is built with the kernels.
+#include "AddModelGemms.h"
 #include "HalideKernelFigures.h"
 #ifdef RATRAIN_HAVE_KERNELS
 #include "ratrain/kernels/Kernels.h"
@@ -132,11 +133,12 @@ static cl::list<unsigned> microBatchSizes(
     cl::desc("with --model: the micro-batch sizes whose GEMMs are measured "
              "(default 1,2,4)"),
     cl::cat(category));
-
-/// A model's GEMM calls larger than this many FLOPs are left to the fit
-/// (gemm_fit is accurate for large calls; measuring them would take
-/// minutes).
-static constexpr double kMaxMeasuredGemmFlops = 2e11;
+static cl::opt<std::string> addGemmsTo(
+    "add-gemms",
+    cl::desc("only time the --model's GEMM calls this machine file lacks "
+             "and add them to it (gemm_measured; written to -o, default the "
+             "file itself)"),
+    cl::value_desc("machine.yaml"), cl::cat(category));
 
 namespace {
 
@@ -444,16 +446,18 @@ int main(int argc, char **argv) {
     return fail("--ddr-fraction must be in (0, 1]");
   if (peaksOnly)
     return writePeaks(fail);
-  if (modelPaths.empty() &&
-      (modelSeqLen.getNumOccurrences() || !microBatchSizes.empty()))
-    return fail("--seq-len and --micro-batch-sizes go with --model");
+  if (modelPaths.empty() && (modelSeqLen.getNumOccurrences() ||
+                             !microBatchSizes.empty() || !addGemmsTo.empty()))
+    return fail("--seq-len, --micro-batch-sizes and --add-gemms go with "
+                "--model");
   // The models' GEMM calls, read before anything is measured so that a bad
   // config fails at once.
   std::vector<GemmCall> modelGemms;
   {
     std::vector<int64_t> sizes(microBatchSizes.begin(), microBatchSizes.end());
     if (sizes.empty())
-      sizes = {1, 2, 4};
+      sizes.assign(std::begin(kMeasuredMicroBatchSizes),
+                   std::end(kMeasuredMicroBatchSizes));
     for (int64_t b : sizes)
       if (b < 1 || b > limits::kMaxGlobalBatch)
         return fail(llvm::formatv("--micro-batch-sizes: {0} is not in [1, "
@@ -468,6 +472,16 @@ int main(int argc, char **argv) {
       for (const GemmCall &call : distinctGemmCalls(*model, sizes))
         modelGemms.push_back(call);
     }
+  }
+  if (!addGemmsTo.empty()) {
+#ifdef RATRAIN_HAVE_KERNELS
+    return addModelGemms(
+        addGemmsTo,
+        outputPath == "-" ? std::string(addGemmsTo) : std::string(outputPath),
+        modelGemms, llvm::join(modelPaths, ", "), quick ? 2 : 3, fail);
+#else
+    return fail("--add-gemms: this build has no Halide kernels to time");
+#endif
   }
 
   auto started = Clock::now();

@@ -262,6 +262,16 @@ llvm::Expected<std::string> calibrateHostMachine(const Toolchain &tools,
                                                  bool quick, bool verbose,
                                                  llvm::StringRef model = {},
                                                  int64_t seqLen = 0);
+/// Adds to `machineFile` (this host's) the GEMM calls of `model` it does
+/// not list yet, timed here by `ratrain-calibrate --add-gemms`: micro-batches
+/// of 1, 2 and 4 sequences and of `microBatch` when given (`seqLen` 0: the
+/// config's length). Nothing to do when the file lists them all or has no
+/// kernel measurements; a config that does not load is left to the
+/// compiler's message, and a failed measurement is a warning (the fit then
+/// prices those calls).
+void measureModelGemms(const Toolchain &tools, llvm::StringRef machineFile,
+                       llvm::StringRef model, int64_t seqLen,
+                       int64_t microBatch, bool verbose);
 /// `machine`, or for "host" this host's calibrated file, measured on first
 /// use.
 llvm::Expected<std::string>

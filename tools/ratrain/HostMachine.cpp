@@ -14,6 +14,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "Driver.h"
+#include "ratrain/Machine/MachineModel.h"
+#include "ratrain/Model/HFConfig.h"
+#include "ratrain/Planner/GemmCalls.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringExtras.h"
@@ -154,6 +157,67 @@ llvm::Expected<std::string> calibrateHostMachine(const Toolchain &tools,
                                  : "exit status " + std::to_string(status),
                       message.empty() ? "" : ": " + message));
   return target;
+}
+
+void measureModelGemms(const Toolchain &tools, StringRef machineFile,
+                       StringRef model, int64_t seqLen, int64_t microBatch,
+                       bool verbose) {
+  HFImportOptions importOptions;
+  importOptions.seqLen = seqLen;
+  llvm::Expected<ModelConfig> config = loadHFConfig(model, importOptions);
+  if (!config) {
+    llvm::consumeError(config.takeError());
+    return;
+  }
+  llvm::Expected<MachineModel> machine = loadMachineModel(machineFile);
+  if (!machine) {
+    llvm::consumeError(machine.takeError());
+    return;
+  }
+  const ClusterSpec &cluster = machine->cluster;
+  if (!cluster.gemmFit.f16.present() && !cluster.gemmFit.f32.present())
+    return; // calibrated without the kernels: nothing to time them with
+  std::vector<int64_t> sizes(std::begin(kMeasuredMicroBatchSizes),
+                             std::end(kMeasuredMicroBatchSizes));
+  if (microBatch > 0 && !llvm::is_contained(sizes, microBatch))
+    sizes.push_back(microBatch);
+  int64_t missing = 0;
+  for (const GemmCall &call : distinctGemmCalls(*config, sizes))
+    if (2.0 * double(call.m) * double(call.n) * double(call.k) <=
+            kMaxMeasuredGemmFlops &&
+        (!cluster.gemmMeasured.find(false, call.form, call.m, call.n, call.k) ||
+         !cluster.gemmMeasured.find(true, call.form, call.m, call.n, call.k)))
+      ++missing;
+  if (missing == 0)
+    return;
+  std::vector<std::string> command = {
+      tools.calibrate,
+      "--add-gemms",
+      machineFile.str(),
+      "--model",
+      model.str(),
+      "--micro-batch-sizes=" +
+          llvm::join(llvm::map_range(
+                         sizes, [](int64_t b) { return std::to_string(b); }),
+                     ",")};
+  if (seqLen > 0)
+    command.push_back("--seq-len=" + std::to_string(seqLen));
+  note(llvm::formatv("timing {0} GEMM calls of {1} on this host into {2} "
+                     "(once per model and sequence length)",
+                     missing, path::filename(model), machineFile)
+           .str());
+  if (verbose)
+    note(formatCommand(command));
+  std::vector<StringRef> refs(command.begin(), command.end());
+  std::string message;
+  int status = llvm::sys::ExecuteAndWait(command[0], refs, std::nullopt, {}, 0,
+                                         0, &message);
+  if (status != 0)
+    note(llvm::formatv("warning: timing the GEMM calls failed ({0}); the "
+                       "shape fit prices them",
+                       status < 0 ? message
+                                  : "exit status " + std::to_string(status))
+             .str());
 }
 
 llvm::Expected<std::string> resolveMachine(const Toolchain &tools,

@@ -242,6 +242,11 @@ getCompileOptions(const Toolchain &tools, const Args &args, StringRef command) {
       else
         options.globalBatch = *value;
     }
+  // This host's file prices the model's own GEMM calls as they run here:
+  // the first use of a model (of this sequence length) times them into it.
+  if (*machine == "host")
+    measureModelGemms(tools, options.machineFile, options.model, options.seqLen,
+                      options.microBatchSize, options.verbose);
   if (std::optional<std::string> zero = args.get("--zero")) {
     if (*zero != "0" && *zero != "1" && *zero != "2" && *zero != "3")
       return makeError("--zero: expected 0, 1, 2 or 3, got '" + *zero + "'");

@@ -20,6 +20,14 @@
 
 namespace ratrain {
 
+/// A model's GEMM calls above this many FLOPs are not measured into a
+/// machine file (ratrain-calibrate --model, --add-gemms): gemm_fit is
+/// accurate for large calls, and timing them would take minutes.
+inline constexpr double kMaxMeasuredGemmFlops = 2e11;
+/// The micro-batch sizes whose calls are measured for a model unless told
+/// otherwise: those the planner picks on small hosts.
+inline constexpr int64_t kMeasuredMicroBatchSizes[] = {1, 2, 4};
+
 /// One GEMM call, `count` times per pass: C[m x n] over k, read as `form`.
 struct GemmCall {
   GemmForm form = GemmForm::NT;
