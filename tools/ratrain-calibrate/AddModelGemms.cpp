@@ -29,7 +29,8 @@ using namespace ratrain::calibrate;
 
 int ratrain::calibrate::addModelGemms(
     llvm::StringRef machinePath, llvm::StringRef outputPath,
-    llvm::ArrayRef<GemmCall> calls, llvm::StringRef models, int reps,
+    llvm::ArrayRef<GemmCall> calls, int64_t stepWorkingSet,
+    llvm::StringRef models, int reps,
     llvm::function_ref<int(const llvm::Twine &)> fail) {
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
       llvm::MemoryBuffer::getFile(machinePath, /*IsText=*/true);
@@ -69,12 +70,15 @@ int ratrain::calibrate::addModelGemms(
           "per type (gemm_measured has {3})",
           machinePath, shapes.size(), limits::kMaxMeasuredGemms, list->size()));
 
-  // One cluster's cores, operands cycled through the node's last-level
-  // cache (the clusters' GSM shares together), as the calibration does.
+  // One cluster's cores, operands cycled through the model's step (at
+  // least the node's last-level cache: the clusters' GSM shares together),
+  // as the calibration does.
   const int64_t cores = std::max<int64_t>(1, machine.cluster.cores);
   kernels::setNumThreads(int(cores));
-  const int64_t workingSet = std::max<int64_t>(
+  const int64_t cache = std::max<int64_t>(
       machine.cluster.gsmBytes * machine.clustersPerNode, int64_t(16) << 20);
+  const int64_t workingSet = std::clamp(
+      stepWorkingSet, cache, std::max(cache, kMaxGemmWorkingSetBytes));
   std::vector<double> f32, bf16;
   measureGemmShapes(reps, workingSet, shapes, f32, bf16);
   int64_t added = 0;

@@ -19,13 +19,16 @@ namespace ratrain::calibrate {
 
 /// Reads the machine file `machinePath`, times those of `calls` (up to
 /// kMaxMeasuredGemmFlops) that its gemm_measured lacks for either operand
-/// type, and writes the file with them added to `outputPath` (atomically;
-/// the header comments kept, with a line naming `models`). Nothing is
-/// written when every call is listed already. Returns the exit status;
-/// errors go through `fail`.
+/// type on operands cycled through `stepWorkingSet` bytes (the models' step,
+/// stepWorkingSetBytes; clamped to [the last-level cache,
+/// kMaxGemmWorkingSetBytes]), and writes the file with them added to
+/// `outputPath` (atomically; the header comments kept, with a line naming
+/// `models`). Nothing is written when every call is listed already. Returns the
+/// exit status; errors go through `fail`.
 int addModelGemms(llvm::StringRef machinePath, llvm::StringRef outputPath,
-                  llvm::ArrayRef<GemmCall> calls, llvm::StringRef models,
-                  int reps, llvm::function_ref<int(const llvm::Twine &)> fail);
+                  llvm::ArrayRef<GemmCall> calls, int64_t stepWorkingSet,
+                  llvm::StringRef models, int reps,
+                  llvm::function_ref<int(const llvm::Twine &)> fail);
 
 } // namespace ratrain::calibrate
 

@@ -453,6 +453,7 @@ int main(int argc, char **argv) {
   // The models' GEMM calls, read before anything is measured so that a bad
   // config fails at once.
   std::vector<GemmCall> modelGemms;
+  int64_t modelWorkingSet = 0; // the largest model's step (GemmCalls.h)
   {
     std::vector<int64_t> sizes(microBatchSizes.begin(), microBatchSizes.end());
     if (sizes.empty())
@@ -471,14 +472,16 @@ int main(int argc, char **argv) {
         return fail(llvm::toString(model.takeError()));
       for (const GemmCall &call : distinctGemmCalls(*model, sizes))
         modelGemms.push_back(call);
+      modelWorkingSet = std::max(modelWorkingSet, stepWorkingSetBytes(*model));
     }
   }
   if (!addGemmsTo.empty()) {
 #ifdef RATRAIN_HAVE_KERNELS
-    return addModelGemms(
-        addGemmsTo,
-        outputPath == "-" ? std::string(addGemmsTo) : std::string(outputPath),
-        modelGemms, llvm::join(modelPaths, ", "), quick ? 2 : 3, fail);
+    return addModelGemms(addGemmsTo,
+                         outputPath == "-" ? std::string(addGemmsTo)
+                                           : std::string(outputPath),
+                         modelGemms, modelWorkingSet,
+                         llvm::join(modelPaths, ", "), quick ? 2 : 3, fail);
 #else
     return fail("--add-gemms: this build has no Halide kernels to time");
 #endif
@@ -686,8 +689,20 @@ int main(int argc, char **argv) {
           }))
         shapes.push_back(shape);
     }
-    std::vector<double> f32Seconds, bf16Seconds;
-    measureGemmShapes(kreps, fitWorkingSet, shapes, f32Seconds, bf16Seconds);
+    // The fit's shapes on operands from the last-level cache; the models'
+    // calls on operands cycled through their step's working set.
+    std::vector<double> f32Seconds, bf16Seconds, f32Model, bf16Model;
+    measureGemmShapes(kreps, fitWorkingSet,
+                      llvm::ArrayRef(shapes).take_front(fitShapes), f32Seconds,
+                      bf16Seconds);
+    const int64_t modelSet =
+        std::clamp(modelWorkingSet, fitWorkingSet,
+                   std::max(fitWorkingSet, kMaxGemmWorkingSetBytes));
+    measureGemmShapes(kreps, modelSet,
+                      llvm::ArrayRef(shapes).drop_front(fitShapes), f32Model,
+                      bf16Model);
+    llvm::append_range(f32Seconds, f32Model);
+    llvm::append_range(bf16Seconds, bf16Model);
     for (auto [name, seconds, peak, fit, measured] :
          {std::tuple<const char *, std::vector<double> &, double,
                      KernelTimeFit &, std::vector<MeasuredGemm> &>{
@@ -736,7 +751,8 @@ int main(int argc, char **argv) {
     }
     notes << llvm::formatv(
         "#  [M]   gemm_measured: the fit's {0} shapes{1}, each form, m, n and "
-        "k timed as above{2}\n",
+        "k timed as above (a model's calls on operands cycled through its "
+        "step's working set, 16 bytes a parameter, at most 256 MiB){2}\n",
         fitShapes,
         modelGemms.empty()
             ? std::string()

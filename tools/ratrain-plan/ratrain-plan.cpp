@@ -60,6 +60,11 @@ static cl::opt<int64_t>
            cl::desc("sequence length (default: min(max positions, 4096))"),
            cl::cat(category));
 static cl::opt<std::string>
+    dtypeOverride("dtype", cl::init(""),
+                  cl::desc("train in bf16, f16 or f32 (default: the config's "
+                           "torch_dtype)"),
+                  cl::cat(category));
+static cl::opt<std::string>
     policy("policy", cl::init("ratrain"),
            cl::desc("lifecycle: ratrain | gpu-style | both (plan each and "
                     "compare the best plans)"),
@@ -187,6 +192,12 @@ int main(int argc, char **argv) {
 
   HFImportOptions importOptions;
   importOptions.seqLen = seqLen;
+  if (!dtypeOverride.empty()) {
+    importOptions.dtype = parseDType(dtypeOverride);
+    if (!importOptions.dtype)
+      return fail("--dtype: expected bf16, f16 or f32, got '" + dtypeOverride +
+                  "'");
+  }
   llvm::Expected<ModelConfig> model = loadHFConfig(modelPath, importOptions);
   if (!model)
     return fail(llvm::toString(model.takeError()));

@@ -115,6 +115,22 @@ int planCommand(const Toolchain &tools, llvm::ArrayRef<std::string> argv) {
       llvm::append_range(
           command,
           std::vector<std::string>{"--zero", std::to_string(*options->zero)});
+    // The model flags the compiler takes too: a plan for what `compile`
+    // would build.
+    if (options->dp)
+      llvm::append_range(command, std::vector<std::string>{
+                                      "--dp", std::to_string(*options->dp)});
+    if (options->seqLen)
+      llvm::append_range(
+          command, std::vector<std::string>{"--seq-len",
+                                            std::to_string(options->seqLen)});
+    if (options->microBatchSize)
+      llvm::append_range(command, std::vector<std::string>{
+                                      "--micro-batch",
+                                      std::to_string(options->microBatchSize)});
+    if (!options->dtype.empty())
+      llvm::append_range(command,
+                         std::vector<std::string>{"--dtype", options->dtype});
     llvm::append_range(command, args->rest);
     if (options->verbose)
       note(formatCommand(command));

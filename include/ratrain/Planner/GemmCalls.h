@@ -28,6 +28,20 @@ inline constexpr double kMaxMeasuredGemmFlops = 2e11;
 /// otherwise: those the planner picks on small hosts.
 inline constexpr int64_t kMeasuredMicroBatchSizes[] = {1, 2, 4};
 
+/// The most bytes a model's measured calls cycle their operands through.
+inline constexpr int64_t kMaxGemmWorkingSetBytes = int64_t(256) << 20;
+
+/// What a training step of `model` touches per parameter, as the working
+/// set its GEMMs see: the 16-bit view and gradient, the fp32 master and
+/// AdamW's two moments (16 bytes a parameter). Operands of a model whose
+/// step is larger than the last-level cache come from DRAM, and the packing
+/// of a call's operands then costs more the fewer rows it has, so the
+/// calibration times a model's calls on operands cycled through this many
+/// bytes (clamped to [the last-level cache, kMaxGemmWorkingSetBytes]).
+inline int64_t stepWorkingSetBytes(const ModelConfig &model) {
+  return 16 * model.totalParams();
+}
+
 /// One GEMM call, `count` times per pass: C[m x n] over k, read as `form`.
 struct GemmCall {
   GemmForm form = GemmForm::NT;
