@@ -152,39 +152,53 @@ void ratrain::calibrate::measureGemmShapes(int reps, int64_t workingSetBytes,
                                            std::vector<double> &bf16) {
   f32.assign(shapes.size(), 0);
   bf16.assign(shapes.size(), 0);
+  // Each shape's copies of A and B side by side in one pool of random
+  // values (fp32 and bf16), its copies of C in another, both made once for
+  // all shapes: filling a working set of a few hundred MiB per shape took
+  // longer than timing it. (The results never feed an operand.)
+  struct Layout {
+    int64_t aSize, bSize, cSize, copies;
+  };
+  std::vector<Layout> layouts;
+  int64_t operandsSize = 0, resultsSize = 0;
+  for (const GemmShape &g : shapes) {
+    int64_t aSize = g.m * g.k, bSize = g.n * g.k, cSize = g.m * g.n;
+    int64_t copies =
+        std::max<int64_t>(1, workingSetBytes / (4 * (aSize + bSize + cSize)));
+    layouts.push_back({aSize, bSize, cSize, copies});
+    operandsSize = std::max(operandsSize, (aSize + bSize) * copies);
+    resultsSize = std::max(resultsSize, cSize * copies);
+  }
+  std::vector<float> operands = randomFloats(size_t(operandsSize), 7),
+                     results(size_t(resultsSize), 0.0f);
+  std::vector<uint16_t> operands16(operands.size()),
+      results16(results.size(), 0);
+  kn::toHalf(kn::Half::BF16, int64_t(operands.size()), operands.data(),
+             operands16.data());
   for (size_t s = 0; s < shapes.size(); ++s) {
     const GemmShape &g = shapes[s];
     const kn::GemmForm form = kernelForm(g.form);
     const float beta = g.form == GemmForm::NT ? 0.0f : 1.0f;
-    int64_t aRows = g.form == GemmForm::TN ? g.k : g.m;
-    int64_t aCols = g.form == GemmForm::TN ? g.m : g.k;
-    int64_t bRows = g.form == GemmForm::NT ? g.n : g.k;
-    int64_t bCols = g.form == GemmForm::NT ? g.k : g.n;
-    int64_t aSize = aRows * aCols, bSize = bRows * bCols, cSize = g.m * g.n;
-    int64_t copies =
-        std::max<int64_t>(1, workingSetBytes / (4 * (aSize + bSize + cSize)));
-    std::vector<float> a = randomFloats(aSize * copies, 7),
-                       b = randomFloats(bSize * copies, 8),
-                       c(cSize * copies, 0.0f);
-    std::vector<uint16_t> ah(a.size()), bh(b.size()), ch(c.size(), 0);
-    kn::toHalf(kn::Half::BF16, a.size(), a.data(), ah.data());
-    kn::toHalf(kn::Half::BF16, b.size(), b.data(), bh.data());
+    const auto [aSize, bSize, cSize, copies] = layouts[s];
+    const float *a = operands.data(), *b = a + aSize * copies;
+    float *c = results.data();
+    const uint16_t *ah = operands16.data(), *bh = ah + aSize * copies;
+    uint16_t *ch = results16.data();
     double flops = 2.0 * double(g.m) * double(g.n) * double(g.k);
     int shapeReps = flops > 1e10 ? std::min(reps, 2) : reps;
     int64_t next = 0;
     f32[s] = kernelSeconds(shapeReps, [&] {
       int64_t i = next++ % copies;
-      return kn::gemm(form, g.m, g.n, g.k, a.data() + i * aSize,
-                      b.data() + i * bSize, c.data() + i * cSize, beta);
+      return kn::gemm(form, g.m, g.n, g.k, a + i * aSize, b + i * bSize,
+                      c + i * cSize, beta);
     });
     // Into a bf16 C, as a 16-bit program calls it (the kernel reads C,
     // accumulates and rounds once; a K deeper than one panel is staged
     // through fp32 inside).
     bf16[s] = kernelSeconds(shapeReps, [&] {
       int64_t i = next++ % copies;
-      return kn::gemm16To16(form, kn::Half::BF16, g.m, g.n, g.k,
-                            ah.data() + i * aSize, bh.data() + i * bSize,
-                            ch.data() + i * cSize, beta);
+      return kn::gemm16To16(form, kn::Half::BF16, g.m, g.n, g.k, ah + i * aSize,
+                            bh + i * bSize, ch + i * cSize, beta);
     });
   }
 }
