@@ -66,3 +66,15 @@ ratrain::distinctGemmCalls(const ModelConfig &model,
     call.count = 1;
   return calls;
 }
+
+std::vector<GemmCall>
+ratrain::unmeasuredGemmCalls(llvm::ArrayRef<GemmCall> calls,
+                             const MeasuredGemms &measured) {
+  std::vector<GemmCall> unmeasured;
+  for (const GemmCall &call : calls)
+    if (call.flops() <= kMaxMeasuredGemmFlops &&
+        (!measured.find(false, call.form, call.m, call.n, call.k) ||
+         !measured.find(true, call.form, call.m, call.n, call.k)))
+      unmeasured.push_back(call);
+  return unmeasured;
+}

@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "AddModelGemms.h"
 #include "HalideKernelFigures.h"
+#include "ModelGemms.h"
 
 #include "ratrain/Machine/MachineModel.h"
 #include "ratrain/Model/Limits.h"
@@ -49,14 +49,8 @@ int ratrain::calibrate::addModelGemms(
 
   // The calls either list lacks (both types are timed together).
   std::vector<GemmShape> shapes;
-  for (const GemmCall &call : calls) {
-    GemmShape shape{call.form, call.m, call.n, call.k};
-    if (shape.flops() > kMaxMeasuredGemmFlops)
-      continue;
-    if (!measured.find(false, call.form, call.m, call.n, call.k) ||
-        !measured.find(true, call.form, call.m, call.n, call.k))
-      shapes.push_back(shape);
-  }
+  for (const GemmCall &call : unmeasuredGemmCalls(calls, measured))
+    shapes.push_back({call.form, call.m, call.n, call.k});
   if (shapes.empty()) {
     llvm::errs() << llvm::formatv("{0}: every GEMM call of {1} is measured "
                                   "already\n",
@@ -77,8 +71,7 @@ int ratrain::calibrate::addModelGemms(
   kernels::setNumThreads(int(cores));
   const int64_t cache = std::max<int64_t>(
       machine.cluster.gsmBytes * machine.clustersPerNode, int64_t(16) << 20);
-  const int64_t workingSet = std::clamp(
-      stepWorkingSet, cache, std::max(cache, kMaxGemmWorkingSetBytes));
+  const int64_t workingSet = modelGemmWorkingSet(stepWorkingSet, cache);
   std::vector<double> f32, bf16;
   measureGemmShapes(reps, workingSet, shapes, f32, bf16);
   int64_t added = 0;

@@ -203,6 +203,104 @@ void ratrain::calibrate::measureGemmShapes(int reps, int64_t workingSetBytes,
   }
 }
 
+GemmCalibration ratrain::calibrate::calibrateGemms(
+    int reps, int64_t cacheBytes, int64_t cores, double fp32PeakPerCore,
+    double bf16PeakPerCore, llvm::ArrayRef<GemmCall> modelCalls,
+    int64_t modelStepBytes, llvm::StringRef models, llvm::raw_ostream &notes) {
+  std::vector<GemmShape> shapes(gemmFitShapes().begin(), gemmFitShapes().end());
+  const size_t fitShapes = shapes.size();
+  int64_t leftToFit = 0;
+  for (const GemmCall &call : modelCalls) {
+    GemmShape shape{call.form, call.m, call.n, call.k};
+    if (shape.flops() > kMaxMeasuredGemmFlops) {
+      ++leftToFit;
+      continue;
+    }
+    if (std::none_of(shapes.begin(), shapes.end(), [&](const GemmShape &g) {
+          return g.form == shape.form && g.m == shape.m && g.n == shape.n &&
+                 g.k == shape.k;
+        }))
+      shapes.push_back(shape);
+  }
+  // The fit's shapes on operands from the last-level cache; the models'
+  // calls on operands cycled through their step's working set.
+  std::vector<double> f32Seconds, bf16Seconds, f32Model, bf16Model;
+  measureGemmShapes(reps, cacheBytes,
+                    llvm::ArrayRef(shapes).take_front(fitShapes), f32Seconds,
+                    bf16Seconds);
+  measureGemmShapes(reps, modelGemmWorkingSet(modelStepBytes, cacheBytes),
+                    llvm::ArrayRef(shapes).drop_front(fitShapes), f32Model,
+                    bf16Model);
+  llvm::append_range(f32Seconds, f32Model);
+  llvm::append_range(bf16Seconds, bf16Model);
+
+  // Per operand type, on the cluster's peak (the seconds are per
+  // CPU-second of one cluster's threads: divided by the cores, per
+  // cluster-second).
+  GemmCalibration result;
+  for (auto [name, seconds, peak, fit, measured] :
+       {std::tuple<const char *, std::vector<double> &, double, KernelTimeFit &,
+                   std::vector<MeasuredGemm> &>{
+            "f32", f32Seconds, fp32PeakPerCore * double(cores), result.fit.f32,
+            result.measured.f32},
+        {"f16", bf16Seconds, bf16PeakPerCore * double(cores), result.fit.f16,
+         result.measured.f16}}) {
+    std::vector<KernelTimeSample> samples;
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      if (seconds[i] <= 0)
+        continue;
+      double perCall = seconds[i] / double(cores);
+      measured.push_back(
+          {shapes[i].form, shapes[i].m, shapes[i].n, shapes[i].k, perCall});
+      if (i < fitShapes)
+        samples.push_back({shapes[i].flops(), shapes[i].elements(), perCall});
+    }
+    std::optional<double> worst = fitAndReport(
+        (llvm::Twine("gemm_fit.") + name).str(), samples, peak, fit);
+    if (!worst)
+      continue;
+    notes << llvm::formatv(
+        "#  [M]   gemm_fit.{0}: {1} shapes from 64^3 to 1024 x 4096 x 4096 "
+        "in the three forms ({2}; operands cycled through {4} MiB), "
+        "least squares of the relative error: worst shape {3:f1}%\n",
+        name, samples.size(),
+        std::string(name) == "f32" ? "fp32 operands" : "bf16 operands",
+        *worst * 100, cacheBytes >> 20);
+    // How far the fit is from each of the models' calls (what
+    // gemm_measured corrects).
+    double below = 0, above = 0;
+    for (const MeasuredGemm &g : llvm::ArrayRef(measured).drop_front(
+             std::min(measured.size(), fitShapes))) {
+      GemmShape shape{g.form, g.m, g.n, g.k};
+      double error =
+          fit.seconds(shape.flops(), shape.elements(), peak) / g.seconds - 1;
+      below = std::min(below, error);
+      above = std::max(above, error);
+    }
+    if (measured.size() > fitShapes)
+      llvm::errs() << llvm::formatv(
+          "  gemm_measured.{0}: {1} calls ({2} of the models'); the fit "
+          "is off by {3:f1}% to {4:+f1}% on the models' calls\n",
+          name, measured.size(), measured.size() - fitShapes, below * 100,
+          above * 100);
+  }
+  notes << llvm::formatv(
+      "#  [M]   gemm_measured: the fit's {0} shapes{1}, each form, m, n and "
+      "k timed as above (a model's calls on operands cycled through its "
+      "step's working set, 16 bytes a parameter, at most 256 MiB){2}\n",
+      fitShapes,
+      models.empty() ? std::string()
+                     : llvm::formatv(" and {0} GEMM calls of {1}",
+                                     shapes.size() - fitShapes, models)
+                           .str(),
+      leftToFit ? llvm::formatv("; {0} calls above {1:e1} FLOPs left to the "
+                                "fit",
+                                leftToFit, kMaxMeasuredGemmFlops)
+                      .str()
+                : std::string());
+  return result;
+}
+
 namespace {
 
 /// One attention shape: its figures (seconds per call, CPU-seconds of the

@@ -64,6 +64,24 @@ void measureGemmShapes(int reps, int64_t workingSetBytes,
                        llvm::ArrayRef<GemmShape> shapes,
                        std::vector<double> &f32, std::vector<double> &bf16);
 
+/// The GEMM entries of the machine file: gemm_fit per operand type and the
+/// calls timed (gemm_measured).
+struct GemmCalibration {
+  KernelTimeFits fit;
+  MeasuredGemms measured;
+};
+/// Times the 14 fit shapes on operands cycled through `cacheBytes` (the
+/// last-level cache) and `modelCalls` up to kMaxMeasuredGemmFlops on
+/// operands cycled through modelGemmWorkingSet(`modelStepBytes`,
+/// `cacheBytes`), fp32 and bf16, on a cluster of `cores` cores; fits
+/// gemm_fit to the fit shapes and lists every call timed. Prints the fits
+/// and how far they are from the models' calls to stderr and the header
+/// notes to `notes`, where `models` names the models (empty: none given).
+GemmCalibration calibrateGemms(int reps, int64_t cacheBytes, int64_t cores,
+                               double fp32PeakPerCore, double bf16PeakPerCore,
+                               llvm::ArrayRef<GemmCall> modelCalls,
+                               int64_t modelStepBytes, llvm::StringRef models,
+                               llvm::raw_ostream &notes);
 /// Fits `samples` (seconds per call on a cluster of `peak` FLOP/s) into
 /// `fit` and prints it to stderr ("  LABEL (N shapes): efficiency, ns per
 /// element, ns per row where there is a row term, us per call, the worst

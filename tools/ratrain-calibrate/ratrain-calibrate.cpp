@@ -46,9 +46,6 @@
 #include "Kernels.h"
 
 #include "ratrain/Machine/MachineModel.h"
-#include "ratrain/Model/HFConfig.h"
-#include "ratrain/Model/Limits.h"
-#include "ratrain/Planner/GemmCalls.h"
 #include "ratrain/Support/CrashReport.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -74,8 +71,8 @@
 #include <vector>
 
 // Declarations only: HalideKernelFigures.cpp is built with the kernels.
-#include "AddModelGemms.h"
 #include "HalideKernelFigures.h"
+#include "ModelGemms.h"
 #ifdef RATRAIN_HAVE_KERNELS
 #include "ratrain/kernels/Kernels.h"
 namespace kn = ratrain::kernels;
@@ -452,36 +449,17 @@ int main(int argc, char **argv) {
                 "--model");
   // The models' GEMM calls, read before anything is measured so that a bad
   // config fails at once.
-  std::vector<GemmCall> modelGemms;
-  int64_t modelWorkingSet = 0; // the largest model's step (GemmCalls.h)
-  {
-    std::vector<int64_t> sizes(microBatchSizes.begin(), microBatchSizes.end());
-    if (sizes.empty())
-      sizes.assign(std::begin(kMeasuredMicroBatchSizes),
-                   std::end(kMeasuredMicroBatchSizes));
-    for (int64_t b : sizes)
-      if (b < 1 || b > limits::kMaxGlobalBatch)
-        return fail(llvm::formatv("--micro-batch-sizes: {0} is not in [1, "
-                                  "{1}]",
-                                  b, limits::kMaxGlobalBatch));
-    for (const std::string &path : modelPaths) {
-      HFImportOptions importOptions;
-      importOptions.seqLen = modelSeqLen;
-      llvm::Expected<ModelConfig> model = loadHFConfig(path, importOptions);
-      if (!model)
-        return fail(llvm::toString(model.takeError()));
-      for (const GemmCall &call : distinctGemmCalls(*model, sizes))
-        modelGemms.push_back(call);
-      modelWorkingSet = std::max(modelWorkingSet, stepWorkingSetBytes(*model));
-    }
-  }
+  llvm::Expected<ModelGemms> models = readModelGemms(
+      modelPaths, modelSeqLen,
+      std::vector<int64_t>(microBatchSizes.begin(), microBatchSizes.end()));
+  if (!models)
+    return fail(llvm::toString(models.takeError()));
   if (!addGemmsTo.empty()) {
 #ifdef RATRAIN_HAVE_KERNELS
-    return addModelGemms(addGemmsTo,
-                         outputPath == "-" ? std::string(addGemmsTo)
-                                           : std::string(outputPath),
-                         modelGemms, modelWorkingSet,
-                         llvm::join(modelPaths, ", "), quick ? 2 : 3, fail);
+    return addModelGemms(
+        addGemmsTo,
+        outputPath == "-" ? std::string(addGemmsTo) : std::string(outputPath),
+        models->calls, models->stepBytes, models->names, quick ? 2 : 3, fail);
 #else
     return fail("--add-gemms: this build has no Halide kernels to time");
 #endif
@@ -667,112 +645,16 @@ int main(int argc, char **argv) {
     }
     gemmEfficiency = std::clamp(gemmSum / (2 * std::size(gemms)), 0.05, 1.0);
 
-    // The shape-aware GEMM model (gemm_fit), per operand type, on the
-    // cluster's peak (the samples are per CPU-second of one cluster's
-    // threads: divided by the cores, per cluster-second), and the calls
-    // measured for it and for the models given (gemm_measured).
+    // The shape-aware GEMM model (gemm_fit) and the calls measured for it
+    // and for the models given (gemm_measured).
     const int64_t fitWorkingSet =
         std::max<int64_t>(l3.bytes, int64_t(16) << 20);
-    std::vector<GemmShape> shapes(gemmFitShapes().begin(),
-                                  gemmFitShapes().end());
-    const size_t fitShapes = shapes.size();
-    int64_t leftToFit = 0;
-    for (const GemmCall &call : modelGemms) {
-      GemmShape shape{call.form, call.m, call.n, call.k};
-      if (shape.flops() > kMaxMeasuredGemmFlops) {
-        ++leftToFit;
-        continue;
-      }
-      if (std::none_of(shapes.begin(), shapes.end(), [&](const GemmShape &g) {
-            return g.form == shape.form && g.m == shape.m && g.n == shape.n &&
-                   g.k == shape.k;
-          }))
-        shapes.push_back(shape);
-    }
-    // The fit's shapes on operands from the last-level cache; the models'
-    // calls on operands cycled through their step's working set.
-    std::vector<double> f32Seconds, bf16Seconds, f32Model, bf16Model;
-    measureGemmShapes(kreps, fitWorkingSet,
-                      llvm::ArrayRef(shapes).take_front(fitShapes), f32Seconds,
-                      bf16Seconds);
-    const int64_t modelSet =
-        std::clamp(modelWorkingSet, fitWorkingSet,
-                   std::max(fitWorkingSet, kMaxGemmWorkingSetBytes));
-    measureGemmShapes(kreps, modelSet,
-                      llvm::ArrayRef(shapes).drop_front(fitShapes), f32Model,
-                      bf16Model);
-    llvm::append_range(f32Seconds, f32Model);
-    llvm::append_range(bf16Seconds, bf16Model);
-    for (auto [name, seconds, peak, fit, measured] :
-         {std::tuple<const char *, std::vector<double> &, double,
-                     KernelTimeFit &, std::vector<MeasuredGemm> &>{
-              "f32", f32Seconds, fp32PerCore * coresPerCluster, gemmFitF32,
-              gemmMeasured.f32},
-          {"f16", bf16Seconds, bf16Peak * coresPerCluster, gemmFitF16,
-           gemmMeasured.f16}}) {
-      std::vector<KernelTimeSample> samples;
-      for (size_t i = 0; i < shapes.size(); ++i) {
-        if (seconds[i] <= 0)
-          continue;
-        double perCall = seconds[i] / double(coresPerCluster);
-        measured.push_back(
-            {shapes[i].form, shapes[i].m, shapes[i].n, shapes[i].k, perCall});
-        if (i < fitShapes)
-          samples.push_back({shapes[i].flops(), shapes[i].elements(), perCall});
-      }
-      std::optional<double> worst = fitAndReport(
-          (llvm::Twine("gemm_fit.") + name).str(), samples, peak, fit);
-      if (!worst)
-        continue;
-      notes << llvm::formatv(
-          "#  [M]   gemm_fit.{0}: {1} shapes from 64^3 to 1024 x 4096 x 4096 "
-          "in the three forms ({2}; operands cycled through {4} MiB), "
-          "least squares of the relative error: worst shape {3:f1}%\n",
-          name, samples.size(),
-          std::string(name) == "f32" ? "fp32 operands" : "bf16 operands",
-          *worst * 100, fitWorkingSet >> 20);
-      // How far the fit is from each of the models' calls (what
-      // gemm_measured corrects).
-      double below = 0, above = 0;
-      for (const MeasuredGemm &g : llvm::ArrayRef(measured).drop_front(
-               std::min(measured.size(), fitShapes))) {
-        GemmShape shape{g.form, g.m, g.n, g.k};
-        double error =
-            fit.seconds(shape.flops(), shape.elements(), peak) / g.seconds - 1;
-        below = std::min(below, error);
-        above = std::max(above, error);
-      }
-      if (measured.size() > fitShapes)
-        llvm::errs() << llvm::formatv(
-            "  gemm_measured.{0}: {1} calls ({2} of the models'); the fit "
-            "is off by {3:f1}% to {4:+f1}% on the models' calls\n",
-            name, measured.size(), measured.size() - fitShapes, below * 100,
-            above * 100);
-    }
-    notes << llvm::formatv(
-        "#  [M]   gemm_measured: the fit's {0} shapes{1}, each form, m, n and "
-        "k timed as above (a model's calls on operands cycled through its "
-        "step's working set, 16 bytes a parameter, at most 256 MiB){2}\n",
-        fitShapes,
-        modelGemms.empty()
-            ? std::string()
-            : llvm::formatv(
-                  " and {0} GEMM calls of {1} (micro-batches of "
-                  "{2} sequences)",
-                  shapes.size() - fitShapes, llvm::join(modelPaths, ", "),
-                  microBatchSizes.empty()
-                      ? std::string("1, 2, 4")
-                      : llvm::join(llvm::map_range(microBatchSizes,
-                                                   [](unsigned b) {
-                                                     return std::to_string(b);
-                                                   }),
-                                   ", "))
-                  .str(),
-        leftToFit ? llvm::formatv("; {0} calls above {1:e1} FLOPs left to the "
-                                  "fit",
-                                  leftToFit, kMaxMeasuredGemmFlops)
-                        .str()
-                  : std::string());
+    GemmCalibration gemmCalibration = calibrateGemms(
+        kreps, fitWorkingSet, coresPerCluster, fp32PerCore, bf16Peak,
+        models->calls, models->stepBytes, models->description, notes);
+    gemmFitF32 = gemmCalibration.fit.f32;
+    gemmFitF16 = gemmCalibration.fit.f16;
+    gemmMeasured = std::move(gemmCalibration.measured);
 
     // Attention: the efficiencies and the shape-aware time fits.
     if (llvm::Error error =
@@ -827,7 +709,7 @@ int main(int argc, char **argv) {
 #ifndef RATRAIN_HAVE_KERNELS
   attention.forward = 0.6 * gemmEfficiency;
   attention.backward = 0.5 * gemmEfficiency;
-  if (!modelGemms.empty())
+  if (!models->calls.empty())
     llvm::errs() << "  warning: --model: this build has no Halide kernels, "
                     "so no GEMM calls are measured (gemm_measured)\n";
 #endif

@@ -118,6 +118,15 @@ std::string hostMachinePath() {
   return std::string(file);
 }
 
+/// Runs ratrain-calibrate's `command` (printing it first with -v); its exit
+/// status, and in `message` why it could not run.
+static int runCalibrate(llvm::ArrayRef<std::string> command, bool verbose,
+                        std::string &message) {
+  if (verbose)
+    note(formatCommand(command));
+  return execute(command, /*stdoutFile=*/"", std::nullopt, message);
+}
+
 llvm::Expected<std::string> calibrateHostMachine(const Toolchain &tools,
                                                  bool quick, bool verbose,
                                                  StringRef model,
@@ -144,12 +153,8 @@ llvm::Expected<std::string> calibrateHostMachine(const Toolchain &tools,
                      getHostIdentity().description, target,
                      quick ? "15 to 25" : "25 to 45")
            .str());
-  if (verbose)
-    note(formatCommand(command));
-  std::vector<StringRef> refs(command.begin(), command.end());
   std::string message;
-  int status = llvm::sys::ExecuteAndWait(command[0], refs, std::nullopt, {}, 0,
-                                         0, &message);
+  int status = runCalibrate(command, verbose, message);
   if (status != 0)
     return makeError(
         llvm::formatv("ratrain-calibrate failed ({0}){1}",
@@ -181,13 +186,9 @@ void measureModelGemms(const Toolchain &tools, StringRef machineFile,
                              std::end(kMeasuredMicroBatchSizes));
   if (microBatch > 0 && !llvm::is_contained(sizes, microBatch))
     sizes.push_back(microBatch);
-  int64_t missing = 0;
-  for (const GemmCall &call : distinctGemmCalls(*config, sizes))
-    if (2.0 * double(call.m) * double(call.n) * double(call.k) <=
-            kMaxMeasuredGemmFlops &&
-        (!cluster.gemmMeasured.find(false, call.form, call.m, call.n, call.k) ||
-         !cluster.gemmMeasured.find(true, call.form, call.m, call.n, call.k)))
-      ++missing;
+  size_t missing = unmeasuredGemmCalls(distinctGemmCalls(*config, sizes),
+                                       cluster.gemmMeasured)
+                       .size();
   if (missing == 0)
     return;
   std::vector<std::string> command = {
@@ -206,12 +207,8 @@ void measureModelGemms(const Toolchain &tools, StringRef machineFile,
                      "(once per model and sequence length)",
                      missing, path::filename(model), machineFile)
            .str());
-  if (verbose)
-    note(formatCommand(command));
-  std::vector<StringRef> refs(command.begin(), command.end());
   std::string message;
-  int status = llvm::sys::ExecuteAndWait(command[0], refs, std::nullopt, {}, 0,
-                                         0, &message);
+  int status = runCalibrate(command, verbose, message);
   if (status != 0)
     note(llvm::formatv("warning: timing the GEMM calls failed ({0}); the "
                        "shape fit prices them",

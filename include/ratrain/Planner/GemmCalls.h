@@ -16,6 +16,7 @@
 
 #include "llvm/ADT/SmallVector.h"
 
+#include <algorithm>
 #include <cstdint>
 
 namespace ratrain {
@@ -42,11 +43,20 @@ inline int64_t stepWorkingSetBytes(const ModelConfig &model) {
   return 16 * model.totalParams();
 }
 
+/// The bytes a model's calls are timed on: its step's working set
+/// (`stepBytes`, the largest model's when several) clamped to
+/// [`cacheBytes` (the last-level cache), kMaxGemmWorkingSetBytes].
+inline int64_t modelGemmWorkingSet(int64_t stepBytes, int64_t cacheBytes) {
+  return std::clamp(stepBytes, cacheBytes,
+                    std::max(cacheBytes, kMaxGemmWorkingSetBytes));
+}
+
 /// One GEMM call, `count` times per pass: C[m x n] over k, read as `form`.
 struct GemmCall {
   GemmForm form = GemmForm::NT;
   int64_t m = 0, n = 0, k = 0;
   int64_t count = 1;
+  double flops() const { return 2.0 * double(m) * double(n) * double(k); }
 };
 
 /// The passes a part of the model runs: the forward (Y = X W^T, NT), the
@@ -68,6 +78,11 @@ GemmCall headGemmCall(const ModelConfig &model, int64_t microBatchSize,
 std::vector<GemmCall>
 distinctGemmCalls(const ModelConfig &model,
                   llvm::ArrayRef<int64_t> microBatchSizes);
+/// Those of `calls` up to kMaxMeasuredGemmFlops that `measured` does not
+/// list for both operand types: what ratrain-calibrate --add-gemms times
+/// (and the driver asks it to).
+std::vector<GemmCall> unmeasuredGemmCalls(llvm::ArrayRef<GemmCall> calls,
+                                          const MeasuredGemms &measured);
 
 } // namespace ratrain
 
