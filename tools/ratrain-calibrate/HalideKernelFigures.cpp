@@ -323,7 +323,7 @@ struct AttentionShape {
 };
 
 /// Times one shape's forward and backward, fp32 and bf16, on operands that
-/// cycle through copies filling `workingSetBytes` (as measureGemmFitSamples
+/// cycle through copies filling `workingSetBytes` (as measureGemmShapes
 /// does: in a step the attention reads q, k and v that other kernels wrote
 /// since its last call on them).
 void measureAttention(AttentionShape &f, int reps, int64_t workingSetBytes) {
