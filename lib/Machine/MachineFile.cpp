@@ -253,6 +253,10 @@ private:
       c.ddrBandwidth *= cls.ddrBandwidthScale;
       c.dmaBandwidth *= cls.ddrBandwidthScale;
       c.ddrBandwidthAlone *= cls.ddrBandwidthScale;
+      c.optimizerBandwidth *= cls.ddrBandwidthScale;
+      c.optimizerBandwidthAlone *= cls.ddrBandwidthScale;
+      c.optimizerBandwidthF16 *= cls.ddrBandwidthScale;
+      c.optimizerBandwidthAloneF16 *= cls.ddrBandwidthScale;
       // A class compute_scale times as fast runs a measured call in
       // 1 / compute_scale of its time.
       for (std::vector<MeasuredGemm> *calls :
@@ -302,6 +306,10 @@ private:
          {"ddr_bandwidth", real(c.ddrBandwidth)},
          {"dma_bandwidth", real(c.dmaBandwidth)},
          {"ddr_bandwidth_alone", real(c.ddrBandwidthAlone)},
+         {"optimizer_bandwidth", real(c.optimizerBandwidth)},
+         {"optimizer_bandwidth_alone", real(c.optimizerBandwidthAlone)},
+         {"optimizer_bandwidth_f16", real(c.optimizerBandwidthF16)},
+         {"optimizer_bandwidth_alone_f16", real(c.optimizerBandwidthAloneF16)},
          {"dma_channels", in(c.dmaChannels)},
          {"dma_on_cores",
           [&](llvm::yaml::Node *n, llvm::StringRef k) {

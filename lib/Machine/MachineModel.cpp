@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <tuple>
 
 using namespace ratrain;
 
@@ -266,6 +267,11 @@ static llvm::Error validateCluster(const ClusterSpec &c, llvm::StringRef prefix,
       {"ddr_bandwidth", c.ddrBandwidth, false},
       {"dma_bandwidth", c.dmaBandwidth, false},
       {"ddr_bandwidth_alone", c.ddrBandwidthAlone, false, true},
+      {"optimizer_bandwidth", c.optimizerBandwidth, false, true},
+      {"optimizer_bandwidth_alone", c.optimizerBandwidthAlone, false, true},
+      {"optimizer_bandwidth_f16", c.optimizerBandwidthF16, false, true},
+      {"optimizer_bandwidth_alone_f16", c.optimizerBandwidthAloneF16, false,
+       true},
       {"peak_flops_f16", c.peakFlopsF16, false},
       {"peak_flops_f32", c.peakFlopsF32, false},
       {"efficiency.gemm", c.efficiency.gemm, true},
@@ -287,6 +293,31 @@ static llvm::Error validateCluster(const ClusterSpec &c, llvm::StringRef prefix,
           key(f.key),
           llvm::formatv("is a fraction of peak in (0, 1], got {0}", f.value));
   }
+  // The update's two rates come together, alone at least what it gets with
+  // every cluster updating; the 16-bit pair only beside the fp32 one.
+  const std::tuple<double, double, const char *> optimizerPairs[] = {
+      {c.optimizerBandwidth, c.optimizerBandwidthAlone, ""},
+      {c.optimizerBandwidthF16, c.optimizerBandwidthAloneF16, "_f16"}};
+  for (auto [together, alone, suffix] : optimizerPairs) {
+    std::string togetherKey =
+                    key((llvm::Twine("optimizer_bandwidth") + suffix).str()),
+                aloneKey = key(
+                    (llvm::Twine("optimizer_bandwidth_alone") + suffix).str());
+    if ((together > 0) != (alone > 0))
+      return fail(together > 0 ? aloneKey : togetherKey,
+                  llvm::formatv("is missing: {0} and {1} are given together "
+                                "or not at all",
+                                togetherKey, aloneKey));
+    if (alone < together)
+      return fail(aloneKey,
+                  llvm::formatv("must be at least {0} ({1:e2}, every "
+                                "cluster of the node updating), got {2:e2}",
+                                togetherKey, together, alone));
+  }
+  if (c.optimizerBandwidthF16 > 0 && c.optimizerBandwidth <= 0)
+    return fail(key("optimizer_bandwidth_f16"),
+                "needs optimizer_bandwidth and optimizer_bandwidth_alone (the "
+                "fp32 update's rates) beside it");
   struct FitField {
     const char *key;
     const KernelTimeFit &fit;
@@ -591,6 +622,10 @@ static ClusterSpec splitCluster(const ClusterSpec &cluster, int64_t k) {
   c.ddrBandwidth = cluster.ddrBandwidth * share;
   c.dmaBandwidth = cluster.dmaBandwidth * share;
   c.ddrBandwidthAlone = cluster.ddrBandwidthAlone * share;
+  c.optimizerBandwidth = cluster.optimizerBandwidth * share;
+  c.optimizerBandwidthAlone = cluster.optimizerBandwidthAlone * share;
+  c.optimizerBandwidthF16 = cluster.optimizerBandwidthF16 * share;
+  c.optimizerBandwidthAloneF16 = cluster.optimizerBandwidthAloneF16 * share;
   c.peakFlopsF16 = cluster.peakFlopsF16 * share;
   c.peakFlopsF32 = cluster.peakFlopsF32 * share;
   // A virtual cluster runs its kernels on 1/K of the cores: the per-element

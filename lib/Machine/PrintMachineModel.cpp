@@ -62,6 +62,17 @@ std::string ratrain::printMachineModel(const MachineModel &machine) {
   os << "  dma_bandwidth: " << real(c.dmaBandwidth) << "\n";
   if (c.ddrBandwidthAlone > 0)
     os << "  ddr_bandwidth_alone: " << real(c.ddrBandwidthAlone) << "\n";
+  if (c.optimizerBandwidth > 0)
+    os << "  optimizer_bandwidth: " << real(c.optimizerBandwidth) << "\n";
+  if (c.optimizerBandwidthAlone > 0)
+    os << "  optimizer_bandwidth_alone: " << real(c.optimizerBandwidthAlone)
+       << "\n";
+  if (c.optimizerBandwidthF16 > 0)
+    os << "  optimizer_bandwidth_f16: " << real(c.optimizerBandwidthF16)
+       << "\n";
+  if (c.optimizerBandwidthAloneF16 > 0)
+    os << "  optimizer_bandwidth_alone_f16: "
+       << real(c.optimizerBandwidthAloneF16) << "\n";
   os << "  dma_channels: " << c.dmaChannels << "\n";
   os << "  dma_on_cores: " << (c.dmaOnCores ? "true" : "false") << "\n";
   os << "  peak_flops_f16: " << real(c.peakFlopsF16) << "\n";

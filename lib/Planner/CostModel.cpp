@@ -235,6 +235,11 @@ double CostModel::optimizerUpdate(int64_t params, bool ownPart) const {
   double bytesPerParam = lowPrecision ? 26 : 28;
   if (ownPart)
     bytesPerParam += getDTypeBytes(model.dtype);
+  // The update's own measured rate, with every cluster updating (the
+  // simulator gives one updating alone cluster.optimizer_bandwidth_alone).
+  if (double rate = machine.cluster.optimizerBandwidths(lowPrecision).first;
+      rate > 0)
+    return bytesPerParam * double(params) / rate;
   return memoryBoundSeconds(bytesPerParam * double(params));
 }
 

@@ -85,6 +85,14 @@ llvm::Error Engine::prepare() {
     sharedDdr = true;
     ddrNode = double(machine.clustersPerNode) * machine.cluster.ddrBandwidth;
     ddrAlone = machine.cluster.ddrBandwidthAlone * virtualPerCluster;
+    auto [together, alone] =
+        machine.cluster.optimizerBandwidths(program.sixteenBitGradients);
+    if (together > 0) {
+      optimizerPriced = together;
+      optimizerAlone = alone * virtualPerCluster;
+      optimizerDemand =
+          optimizerAlone * machine.cluster.ddrBandwidth / together;
+    }
   }
   if (dynamicCompute()) {
     double total = double(program.totalClusters());

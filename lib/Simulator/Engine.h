@@ -196,6 +196,9 @@ struct StageState {
   /// The running task is memory bound (an update or a view cast): with
   /// shared DDR its rate follows the node's DDR.
   bool computeMemoryBound = false;
+  /// The running task is an update priced at cluster.optimizer_bandwidth
+  /// (Task::optimizerStream on a machine that gives it).
+  bool computeOptimizer = false;
   size_t computeTrace = ~size_t(0);
   /// Core copies (network.core_copy_bandwidth): the seconds of the
   /// collectives issued since the last compute task, which the next one
@@ -336,6 +339,17 @@ private:
   bool sharedDdr = false;
   double ddrNode = 0;
   double ddrAlone = 0;
+  /// Shared DDR on a machine that gives the optimizer's rates (for the
+  /// program's gradients, ClusterSpec::optimizerBandwidths): the rate an
+  /// update was priced at (optimizer_bandwidth), what one physical
+  /// cluster's update gets alone (optimizer_bandwidth_alone, times K) and
+  /// what its stream asks of the node's DDR in the triad's bytes
+  /// (optimizerAlone x ddr_bandwidth / optimizer_bandwidth: with every
+  /// cluster updating, the node's DDR gives each update its
+  /// optimizer_bandwidth), bytes/s; 0 without them.
+  double optimizerPriced = 0;
+  double optimizerAlone = 0;
+  double optimizerDemand = 0;
   /// Shared cores or DDR: per stage how many of its clusters one node
   /// holds.
   std::vector<double> stageWeight;

@@ -348,6 +348,7 @@ sim::buildProgramFromPlan(const ModelConfig &model, const MachineModel &machine,
                      .str();
   const int64_t perNode = std::max<int64_t>(1, machine.clustersPerNode);
   program.stageReplicasPerNode = std::min(config.dataParallel, perNode);
+  program.sixteenBitGradients = getDTypeBytes(model.dtype) < 4;
   program.replicaMajor = config.replicaMajor;
   return program;
 }
@@ -417,6 +418,7 @@ llvm::Expected<std::vector<sim::RankGroupProgram>> sim::buildRankGroupPrograms(
             .str();
     group.program.stageReplicasPerNode =
         std::min(dp, std::max<int64_t>(1, machine.clustersPerNode));
+    group.program.sixteenBitGradients = getDTypeBytes(model.dtype) < 4;
     for (int64_t s = 0; s < pp;) {
       int64_t end = s, c = classOf(config.clusterOf(s, 0));
       while (end + 1 < pp && classOf(config.clusterOf(end + 1, 0)) == c)

@@ -297,8 +297,8 @@ llvm::Error ScheduleAdapter::buildStage(StageOp stage,
                             pipelineLink);
       tokens[norm.getPending()] = sim::Token();
     } else if (llvm::isa<UpdateOp>(op)) {
-      program.addCompute(sim::ComputeKind::Update, computeSeconds(op), 0,
-                         label);
+      program.addCompute(sim::ComputeKind::Update, computeSeconds(op), 0, label,
+                         /*optimizerStream=*/true);
     } else if (auto prefetch = llvm::dyn_cast<ViewPrefetchOp>(op);
                prefetch && getAveragingOf(prefetch.getMaster())) {
       // Partial synchronization: the view is cast from the averaged master
@@ -361,6 +361,7 @@ llvm::Expected<sim::SimProgram> ScheduleAdapter::build() {
                      .str();
   const int64_t dp = plan.getDp();
   program.dataParallel = dp;
+  program.sixteenBitGradients = getDTypeBytes(costs.getModel().dtype) < 4;
   program.replicaMajor = plan.getRankOrder() == RankOrder::ReplicaMajor;
   program.stageReplicasPerNode =
       std::min(dp, std::max<int64_t>(1, machine.clustersPerNode));

@@ -15,7 +15,11 @@
 //    ddr_bandwidth_alone and each flow for its rate; when the asks exceed
 //    the node's DDR the streams get their ask scaled by DDR / asks (the
 //    flows keep their link rates: the DMA engines and the NICs are not
-//    slowed).
+//    slowed). An update on a machine that gives the optimizer's own rates
+//    (optimizer_bandwidth, _alone) is priced at optimizer_bandwidth, asks
+//    optimizer_bandwidth_alone x ddr_bandwidth / optimizer_bandwidth of the
+//    DDR (its stream in the triad's bytes) and runs at
+//    optimizer_bandwidth_alone scaled the same way.
 // A task's rate is recomputed whenever a compute task, a progress thread or
 // (for the memory-bound ones) a DDR flow starts or ends.
 //
@@ -45,6 +49,8 @@ void Engine::startSharedCompute(uint32_t s, const Task &task) {
   st.computeKind = static_cast<uint8_t>(task.computeKind);
   st.computeMemoryBound = task.computeKind == ComputeKind::Update ||
                           task.computeKind == ComputeKind::ViewCast;
+  st.computeOptimizer =
+      st.computeMemoryBound && task.optimizerStream && optimizerPriced > 0;
   // The end is set when the task ends.
   st.computeTrace =
       recordStageInterval(s, Lane::Compute, st.computeKind, now, now);
@@ -142,11 +148,13 @@ void Engine::ddrLoadChanged() {
 }
 
 void Engine::rerateCompute() {
-  double active = 0, memoryActive = 0;
+  double active = 0, memoryActive = 0, optimizerActive = 0;
   for (uint32_t s = 0; s < stages.size(); ++s) {
     if (stages[s].computing) {
       active += stageWeight[s];
-      if (stages[s].computeMemoryBound)
+      if (stages[s].computeOptimizer)
+        optimizerActive += stageWeight[s];
+      else if (stages[s].computeMemoryBound)
         memoryActive += stageWeight[s];
     }
     // A progress thread that polls takes its share of the cores too.
@@ -162,19 +170,26 @@ void Engine::rerateCompute() {
   double rate = virtualPerCluster * coreShare;
   // A memory-bound task streams for its share of a physical cluster; the
   // node's streams (in physical clusters) and flows share its DDR. Its rate
-  // is what its stream gets over the bandwidth it was priced at.
-  double memoryRate = rate;
-  if (sharedDdr && memoryActive > 0) {
-    double streams = memoryActive * coreShare;
-    double asked = ddrFlowLoad() + streams * ddrAlone;
-    double perStream = ddrAlone * std::min(1.0, ddrNode / asked);
-    memoryRate = coreShare * perStream / machine.cluster.ddrBandwidth;
+  // is what its stream gets over the bandwidth it was priced at. An update
+  // with the optimizer's own rates asks optimizerDemand (the triad's bytes)
+  // and gets optimizerAlone scaled as the others are.
+  double memoryRate = rate, optimizerRate = rate;
+  if (sharedDdr && memoryActive + optimizerActive > 0) {
+    double asked =
+        ddrFlowLoad() + coreShare * (memoryActive * ddrAlone +
+                                     optimizerActive * optimizerDemand);
+    double granted = std::min(1.0, ddrNode / asked);
+    memoryRate = coreShare * ddrAlone * granted / machine.cluster.ddrBandwidth;
+    if (optimizerPriced > 0)
+      optimizerRate = coreShare * optimizerAlone * granted / optimizerPriced;
   }
   for (uint32_t s = 0; s < stages.size(); ++s) {
     StageState &st = stages[s];
     if (!st.computing)
       continue;
-    st.computeRate = st.computeMemoryBound ? memoryRate : rate;
+    st.computeRate = st.computeOptimizer     ? optimizerRate
+                     : st.computeMemoryBound ? memoryRate
+                                             : rate;
     schedule(now + st.computeRemaining / st.computeRate, EventType::ComputeDone,
              s, ++st.computeVersion);
   }

@@ -117,10 +117,11 @@ Token StageProgram::add(const Task &task, llvm::StringRef label) {
 }
 
 void StageProgram::addCompute(ComputeKind kind, double seconds, double flops,
-                              llvm::StringRef label) {
+                              llvm::StringRef label, bool optimizerStream) {
   Task task;
   task.kind = TaskKind::Compute;
   task.computeKind = kind;
+  task.optimizerStream = optimizerStream;
   task.seconds = seconds;
   task.flops = flops;
   add(task, label);

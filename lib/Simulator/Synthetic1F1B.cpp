@@ -81,7 +81,8 @@ private:
                       llvm::formatv("wait reload L{0}", layer).str());
     if (costs.updateSeconds > 0)
       program.addCompute(ComputeKind::Update, costs.updateSeconds, 0,
-                         llvm::formatv("update L{0}", layer).str());
+                         llvm::formatv("update L{0}", layer).str(),
+                         /*optimizerStream=*/true);
     if (offloads()) {
       Token written = writeBack(l);
       if (writeBacks)

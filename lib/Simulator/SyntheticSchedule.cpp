@@ -125,7 +125,8 @@ private:
                         false, llvm::formatv("wait reload L{0}", layer).str());
       if (stages[c].updateSeconds > 0)
         program.addCompute(ComputeKind::Update, stages[c].updateSeconds, 0,
-                           llvm::formatv("update L{0}", layer).str());
+                           llvm::formatv("update L{0}", layer).str(),
+                           /*optimizerStream=*/true);
       if (offloads(c)) {
         writeBacks.push_back(offloadTransfer(item, "write back"));
         if (interleave && k + 2 < items.size() && offloads(items[k + 2].chunk))
@@ -430,7 +431,8 @@ void RankBuilder::perLayerLifecycle() {
                       llvm::formatv("wait reload L{0}", layer).str());
     if (s.updateSeconds > 0)
       program.addCompute(ComputeKind::Update, s.updateSeconds, 0,
-                         llvm::formatv("update L{0}", layer).str());
+                         llvm::formatv("update L{0}", layer).str(),
+                         /*optimizerStream=*/true);
     if (offloads(c)) {
       offloadTransfer(item, "write back");
       if (k + 2 < ready.size() && offloads(ready[k + 2].chunk))
@@ -498,7 +500,8 @@ void RankBuilder::wholeModelLifecycle() {
                         llvm::formatv("wait reload L{0}", layerOf(c, l)).str());
       if (stages[c].updateSeconds > 0)
         program.addCompute(ComputeKind::Update, stages[c].updateSeconds, 0,
-                           llvm::formatv("update L{0}", layerOf(c, l)).str());
+                           llvm::formatv("update L{0}", layerOf(c, l)).str(),
+                           /*optimizerStream=*/true);
       if (offloads(c))
         writeBacks.push_back(offloadTransfer(item, "write back"));
     }

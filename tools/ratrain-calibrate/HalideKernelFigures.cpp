@@ -8,9 +8,12 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <ctime>
 #include <functional>
+#include <thread>
 
 using namespace ratrain;
 using namespace ratrain::calibrate;
@@ -527,6 +530,76 @@ double ratrain::calibrate::measureAdamW(int64_t n, int reps) {
     return kn::adamw(n, p.data(), g.data(), m.data(), v.data(), params,
                      view.data(), kn::Half::BF16);
   });
+}
+
+double ratrain::calibrate::measureOptimizerUpdate(int64_t n, int reps,
+                                                  unsigned threads,
+                                                  bool sixteenBit) {
+  struct Arrays {
+    std::vector<float> p, g, m, v;
+    std::vector<uint16_t> g16, view;
+  };
+  std::vector<Arrays> arrays(threads);
+  for (unsigned t = 0; t < threads; ++t) {
+    Arrays &a = arrays[t];
+    a.p = randomFloats(n, 7 + t);
+    a.g = randomFloats(n, 8 + t);
+    a.m.assign(n, 0.0f);
+    a.v.assign(n, 0.0f);
+    if (sixteenBit) {
+      a.g16.resize(n);
+      a.view.resize(n);
+      kn::toHalf(kn::Half::BF16, n, a.g.data(), a.g16.data());
+      std::vector<float>().swap(a.g);
+    }
+  }
+  kn::AdamWParams params;
+  auto call = [&](unsigned t) {
+    Arrays &a = arrays[t];
+    if (sixteenBit)
+      return kn::adamw(n, a.p.data(), a.g16.data(), kn::Half::BF16, a.m.data(),
+                       a.v.data(), params, a.view.data(), kn::Half::BF16);
+    return kn::adamw(n, a.p.data(), a.g.data(), a.m.data(), a.v.data(), params);
+  };
+  const double work = (sixteenBit ? 26.0 : 28.0) * double(n);
+  const int inner = int(std::clamp(5e9 / work, 1.0, 50.0));
+  double best = 0;
+  // One warm-up run, then `reps` timed ones; the threads of a run start
+  // together.
+  for (int r = 0; r <= reps; ++r) {
+    std::atomic<unsigned> ready{0};
+    std::atomic<bool> go{false}, failed{false};
+    std::vector<double> rates(threads, 0);
+    std::vector<std::thread> pool;
+    for (unsigned t = 0; t < threads; ++t)
+      pool.emplace_back([&, t] {
+        ready.fetch_add(1);
+        while (!go.load(std::memory_order_acquire))
+          std::this_thread::yield();
+        auto start = std::chrono::steady_clock::now();
+        for (int i = 0; i < inner; ++i)
+          if (call(t) != 0)
+            failed.store(true);
+        double s = std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - start)
+                       .count();
+        rates[t] = s > 0 ? work * inner / s : 0;
+      });
+    while (ready.load() < threads)
+      std::this_thread::yield();
+    go.store(true, std::memory_order_release);
+    for (std::thread &thread : pool)
+      thread.join();
+    if (failed.load())
+      return 0;
+    if (r == 0)
+      continue;
+    double mean = 0;
+    for (double rate : rates)
+      mean += rate / double(threads);
+    best = std::max(best, mean);
+  }
+  return best;
 }
 
 /// RMSNorm forward of [T, H]: reads x, writes y (8 bytes per element).

@@ -106,6 +106,16 @@ llvm::Error calibrateAttention(int reps, int64_t workingSetBytes, int64_t cores,
 /// AdamW over n parameters with the bf16 view; bytes/s per core.
 double measureAdamW(int64_t n, int reps);
 
+/// The optimizer update as a training step runs it, on `threads` threads at
+/// once, each over its own n parameters (1: one cluster alone; every CPU:
+/// every cluster of the node updating): an fp32 model's AdamW (fp32
+/// gradients, no view) or, `sixteenBit`, a bf16 model's (bf16 gradients,
+/// the bf16 view written). Bytes as CostModel::optimizerUpdate counts them
+/// (28 and 26 a parameter) per second of a thread (wall clock), the mean
+/// over the threads, the best of `reps` runs; 0 when a call fails.
+double measureOptimizerUpdate(int64_t n, int reps, unsigned threads,
+                              bool sixteenBit);
+
 /// RMSNorm forward of [t, h]; bytes/s per core.
 double measureRmsNorm(int64_t t, int64_t h, int reps);
 

@@ -614,6 +614,9 @@ int main(int argc, char **argv) {
         "faster\n",
         bf16PerCore / 1e9, fp32PerCore / 1e9);
 #endif
+  // The optimizer update's own rates (cluster.optimizer_bandwidth, _alone
+  // and the _f16 pair): {every cluster updating, one alone}.
+  std::pair<double, double> optimizerF32, optimizerF16;
 #ifdef RATRAIN_HAVE_KERNELS
   {
     for (std::vector<float> *v : {&a, &b, &c, &d})
@@ -673,13 +676,43 @@ int main(int argc, char **argv) {
         measureRmsNorm(quick ? 1024 : 2048, 4096, kreps) * coresPerCluster;
     if (adamw <= 0 || rmsnorm <= 0)
       return fail("the Halide AdamW / RMSNorm kernels failed");
+    // The update as a step runs it (an fp32 and a bf16 model's), one cluster
+    // alone and every cluster at once: a thread a cluster, each call on the
+    // cluster's cores (wall clock).
+    const std::pair<bool, std::pair<double, double> *> updates[] = {
+        {false, &optimizerF32}, {true, &optimizerF16}};
+    for (auto [sixteenBit, rates] : updates) {
+      double alone = measureOptimizerUpdate(params, kreps, 1, sixteenBit);
+      double together =
+          clusters > 1
+              ? measureOptimizerUpdate(params, kreps, clusters, sixteenBit)
+              : alone;
+      if (alone <= 0 || together <= 0)
+        return fail("the Halide AdamW kernel failed");
+      // A shared host can measure the pair out of order: alone is at least
+      // together.
+      *rates = {std::min(together, alone), alone};
+    }
     double adamwShare = adamw / ddrAlone, rmsnormShare = rmsnorm / ddrAlone;
     memoryEfficiency = std::clamp(
         (std::min(adamwShare, 1.0) + std::min(rmsnormShare, 1.0)) / 2, 0.05,
         1.0);
-    llvm::errs() << llvm::formatv("  Halide AdamW {0:f1} GB/s, RMSNorm "
-                                  "{1:f1} GB/s\n",
-                                  adamw / 1e9, rmsnorm / 1e9);
+    llvm::errs() << llvm::formatv(
+        "  Halide AdamW {0:f1} GB/s, RMSNorm {1:f1} GB/s; the update fp32 "
+        "{2:f1} GB/s alone, {3:f1} a cluster with all updating, bf16 {4:f1} "
+        "and {5:f1}\n",
+        adamw / 1e9, rmsnorm / 1e9, optimizerF32.second / 1e9,
+        optimizerF32.first / 1e9, optimizerF16.second / 1e9,
+        optimizerF16.first / 1e9);
+    notes << llvm::formatv(
+        "#  [M]   the update over {0} Mi parameters as a step runs it, one "
+        "cluster alone and every cluster at once (bytes as the cost model "
+        "counts them): fp32 gradients {1:f1} and {2:f1} GB/s "
+        "(optimizer_bandwidth_alone, optimizer_bandwidth), bf16 gradients "
+        "with the bf16 view {3:f1} and {4:f1} GB/s (_f16); the update is "
+        "priced at these, not at memory_bound\n",
+        params >> 20, optimizerF32.second / 1e9, optimizerF32.first / 1e9,
+        optimizerF16.second / 1e9, optimizerF16.first / 1e9);
     notes << llvm::formatv(
         "#  [M]   AdamW over {0} Mi parameters with the bf16 view (30 B per "
         "parameter): {1:f1} GB/s = {2:f3} of ddr_bandwidth_alone; RMSNorm "
@@ -781,6 +814,9 @@ int main(int argc, char **argv) {
   // One cluster's DDR is not all of the node's: the simulator shares it.
   if (clusters > 1)
     cs.ddrBandwidthAlone = ddrAlone;
+  std::tie(cs.optimizerBandwidth, cs.optimizerBandwidthAlone) = optimizerF32;
+  std::tie(cs.optimizerBandwidthF16, cs.optimizerBandwidthAloneF16) =
+      optimizerF16;
   cs.dmaBandwidth = dmaBandwidth;
   cs.dmaChannels = 1;
   // The runtime's DMA engine is a thread copying with memcpy on the

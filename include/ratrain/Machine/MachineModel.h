@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ratrain {
@@ -96,6 +97,31 @@ struct ClusterSpec {
   /// (docs/simulator.md, "Shared DDR"); 0 (absent): each cluster has its
   /// ddrBandwidth to itself. Machine-file key `ddr_bandwidth_alone`.
   double ddrBandwidthAlone = 0;
+  /// Bytes/s an fp32 model's optimizer update (AdamW over its master,
+  /// moments and gradient, as CostModel::optimizerUpdate counts them)
+  /// streams on a cluster while every cluster of its node updates at once,
+  /// and while no other cluster streams. Given (both or neither), the update
+  /// is priced at these rather than at ddr_bandwidth x memory_bound: a
+  /// kernel that streams several arrays with little arithmetic can take more
+  /// of the DDR alone than the triad does, and little more with all clusters
+  /// streaming. Machine-file keys `optimizer_bandwidth`,
+  /// `optimizer_bandwidth_alone`; 0: absent.
+  double optimizerBandwidth = 0;
+  double optimizerBandwidthAlone = 0;
+  /// The same for a 16-bit model's update (16-bit gradients widened in the
+  /// kernel, the 16-bit view written): keys `optimizer_bandwidth_f16`,
+  /// `optimizer_bandwidth_alone_f16`; 0 (absent): the fp32 pair prices it.
+  double optimizerBandwidthF16 = 0;
+  double optimizerBandwidthAloneF16 = 0;
+
+  /// The update's rates for a model of 16-bit (`sixteenBit`) or fp32
+  /// gradients: {with every cluster updating, alone}; {0, 0} when the
+  /// machine gives none (ddr_bandwidth x memory_bound prices it).
+  std::pair<double, double> optimizerBandwidths(bool sixteenBit) const {
+    if (sixteenBit && optimizerBandwidthF16 > 0)
+      return {optimizerBandwidthF16, optimizerBandwidthAloneF16};
+    return {optimizerBandwidth, optimizerBandwidthAlone};
+  }
   double dmaBandwidth = 0; ///< bytes/s, DDR <-> GSM/AM, all channels
   int64_t dmaChannels = 1;
   /// The cluster's DMA copies run on its compute cores (a CPU host, where

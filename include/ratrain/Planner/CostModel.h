@@ -110,7 +110,8 @@ public:
   /// left its last reduction to the update, ratrain::averagesInUpdate): one
   /// more gradient read per parameter. (The reduction the reduce-scatter no
   /// longer makes is not priced either way: collectives cost their
-  /// transfers.)
+  /// transfers.) At cluster.optimizer_bandwidth (_f16 for a 16-bit model)
+  /// where the machine gives it, else at ddr_bandwidth x memory_bound.
   double optimizerUpdate(int64_t params, bool ownPart = false) const;
   /// Whether a gradient sync of a group that does or does not span nodes
   /// runs on a ring on this machine (syncAlgorithm).

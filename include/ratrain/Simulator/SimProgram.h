@@ -183,6 +183,13 @@ struct Task {
   /// the matching recv. Otherwise (a one-sided put, or an eager message) the
   /// data moves as soon as it is sent.
   bool rendezvous = false;
+  /// Compute (an update): priced by CostModel::optimizerUpdate, so at
+  /// cluster.optimizer_bandwidth (SimProgram::sixteenBitGradients: _f16)
+  /// where the machine gives it; the engine then rates it by the
+  /// optimizer's own rates alone and together (docs/simulator.md, "Shared
+  /// DDR"). Other memory-bound tasks (view casts, view writes) are priced at
+  /// ddr_bandwidth x memory_bound.
+  bool optimizerStream = false;
   /// Collective: runs only in the iterations i with (i + 1) mod period =
   /// phase (the runtime's steps s = i + 1 with s mod period = phase), and
   /// completes at once, without queueing, in the others. Partial
@@ -214,8 +221,10 @@ public:
   /// for the share of the stage's tier bytes the cache holds.
   double offloadBandwidth = 0;
 
+  /// `optimizerStream`: Task::optimizerStream (an update priced by
+  /// CostModel::optimizerUpdate).
   void addCompute(ComputeKind kind, double seconds, double flops,
-                  llvm::StringRef label);
+                  llvm::StringRef label, bool optimizerStream = false);
   Token addDma(int64_t bytes, uint32_t channel, llvm::StringRef label);
   /// `rendezvous`: Task::rendezvous.
   Token addSend(uint32_t toStage, int64_t bytes, uint64_t tag, LinkClass link,
@@ -281,6 +290,10 @@ struct SimProgram {
   /// stage replica spans.
   int64_t dataParallel = 1;
   int64_t clustersPerStage = 1;
+  /// The model's gradients are 16-bit: its updates (Task::optimizerStream)
+  /// run at cluster.optimizer_bandwidth_f16 and _alone_f16 where the
+  /// machine gives them (ClusterSpec::optimizerBandwidths).
+  bool sixteenBitGradients = false;
   /// Clusters of one node that run the same stage (symmetric replicas): their
   /// inter-node sends happen together and share the node's injection
   /// bandwidth (MachineModel::interNodeStreamBandwidth).

@@ -368,6 +368,68 @@ TEST(MachineModel, DdrBandwidthAloneParsesPrintsSplitsAndIsBounded) {
       << error;
 }
 
+TEST(MachineModel, OptimizerBandwidthsParsePrintSplitAndAreChecked) {
+  auto with = [](const std::string &lines) {
+    std::string text = minimal;
+    size_t at = text.find("  peak_flops_f16");
+    return text.insert(at, lines);
+  };
+  const std::string both = "  optimizer_bandwidth: 20e9\n"
+                           "  optimizer_bandwidth_alone: 30e9\n"
+                           "  optimizer_bandwidth_f16: 12e9\n"
+                           "  optimizer_bandwidth_alone_f16: 14e9\n";
+  llvm::Expected<MachineModel> m = parseMachineModel(with(both), "m.yaml");
+  ASSERT_TRUE(bool(m)) << llvm::toString(m.takeError());
+  EXPECT_EQ(m->cluster.optimizerBandwidths(false), std::make_pair(20e9, 30e9));
+  EXPECT_EQ(m->cluster.optimizerBandwidths(true), std::make_pair(12e9, 14e9));
+  // Split in two, each virtual cluster gets half; printed and read back,
+  // the same.
+  llvm::Expected<MachineModel> split = oversubscribe(*m, 2);
+  ASSERT_TRUE(bool(split)) << llvm::toString(split.takeError());
+  llvm::Expected<MachineModel> back =
+      parseMachineModel(printMachineModel(*split), "printed");
+  ASSERT_TRUE(bool(back)) << llvm::toString(back.takeError());
+  EXPECT_EQ(back->cluster.optimizerBandwidths(false),
+            std::make_pair(10e9, 15e9));
+  EXPECT_EQ(back->cluster.optimizerBandwidths(true), std::make_pair(6e9, 7e9));
+  // Without the 16-bit pair the fp32 one serves both; without either,
+  // nothing is printed.
+  llvm::Expected<MachineModel> f32 = parseMachineModel(
+      with("  optimizer_bandwidth: 20e9\n  optimizer_bandwidth_alone: 30e9\n"),
+      "m.yaml");
+  ASSERT_TRUE(bool(f32)) << llvm::toString(f32.takeError());
+  EXPECT_EQ(f32->cluster.optimizerBandwidths(true), std::make_pair(20e9, 30e9));
+  llvm::Expected<MachineModel> plain = parseMachineModel(minimal, "m.yaml");
+  ASSERT_TRUE(bool(plain));
+  EXPECT_EQ(plain->cluster.optimizerBandwidths(false),
+            std::make_pair(0.0, 0.0));
+  EXPECT_EQ(printMachineModel(*plain).find("optimizer_bandwidth"),
+            std::string::npos);
+  // A pair given by halves, alone below together, a 16-bit pair alone, or
+  // not a rate.
+  struct Bad {
+    std::string lines, message;
+  } bads[] = {
+      {"  optimizer_bandwidth: 20e9\n",
+       "cluster.optimizer_bandwidth_alone: is missing: "
+       "cluster.optimizer_bandwidth and cluster.optimizer_bandwidth_alone are "
+       "given together or not at all"},
+      {"  optimizer_bandwidth: 20e9\n  optimizer_bandwidth_alone: 10e9\n",
+       "cluster.optimizer_bandwidth_alone: must be at least "
+       "cluster.optimizer_bandwidth (2.00e+10, every cluster of the node "
+       "updating), got 1.00e+10"},
+      {"  optimizer_bandwidth_f16: 20e9\n"
+       "  optimizer_bandwidth_alone_f16: 30e9\n",
+       "cluster.optimizer_bandwidth_f16: needs optimizer_bandwidth and "
+       "optimizer_bandwidth_alone"},
+      {"  optimizer_bandwidth: -1\n  optimizer_bandwidth_alone: 30e9\n",
+       "cluster.optimizer_bandwidth: must be positive"}};
+  for (const Bad &bad : bads) {
+    std::string error = parseError(with(bad.lines));
+    EXPECT_NE(error.find(bad.message), std::string::npos) << error;
+  }
+}
+
 TEST(MachineModel, MeasuredGemmsParsePrintSplitAndAreChecked) {
   auto with = [](const std::string &entries) {
     std::string text = minimal;

@@ -170,6 +170,33 @@ TEST(CostModel, RooflineAndMemoryBoundKernels) {
   EXPECT_NEAR(costs.viewCast(1000000000), 0.12, 1e-12);
 }
 
+TEST(CostModel, UpdatesRunAtTheOptimizersOwnRates) {
+  // The optimizer's measured rates price the update (every cluster
+  // updating: the planner's case); memory_bound still prices the rest.
+  MachineModel machine = testMachine();
+  machine.cluster.optimizerBandwidth = 20e9;
+  machine.cluster.optimizerBandwidthAlone = 30e9;
+  ModelConfig model = testModel(); // bf16
+  {
+    CostModel costs(model, machine);
+    // No 16-bit pair: the fp32 one prices a bf16 model's update too.
+    EXPECT_NEAR(costs.optimizerUpdate(1000000000), 26.0 / 20, 1e-12);
+    EXPECT_NEAR(costs.viewCast(1000000000), 0.12, 1e-12);
+  }
+  machine.cluster.optimizerBandwidthF16 = 13e9;
+  machine.cluster.optimizerBandwidthAloneF16 = 26e9;
+  {
+    CostModel costs(model, machine);
+    EXPECT_NEAR(costs.optimizerUpdate(1000000000), 2.0, 1e-12);
+    EXPECT_NEAR(costs.optimizerUpdate(1000000000, /*ownPart=*/true), 28.0 / 13,
+                1e-12);
+  }
+  ModelConfig fp32 = model;
+  fp32.dtype = DType::F32;
+  CostModel costs(fp32, machine);
+  EXPECT_NEAR(costs.optimizerUpdate(1000000000), 28.0 / 20, 1e-12);
+}
+
 TEST(CostModel, UpdatesAverageWhereTheStagesGroupSyncsOnARing) {
   // CostModel keeps a reference to its machine: one machine per model.
   MachineModel hierarchicalMachine = testMachine();

@@ -358,6 +358,63 @@ TEST(SharedDdr, MemoryBoundTasksShareTheNodesDdr) {
   EXPECT_NEAR(run(false, split).stepTime, 5.0 / 6.0, 1e-12);
 }
 
+TEST(SharedDdr, UpdatesRunAtTheOptimizersOwnRates) {
+  // The node of makeSharedDdrMachine (8 B/s of DDR, 4 B/s a cluster with
+  // both streaming) with an update that streams 12 B/s alone and 2 B/s a
+  // cluster with both updating (priced at 2 B/s: 1 s each, 2 B). Its
+  // stream asks 12 x 4 / 2 = 24 B/s of the triad's bytes: alone it gets
+  // min(1, 8 / 24) of its 12 B/s, 4 B/s, 1/2 s; both at once ask 48 and
+  // get 1/6 each: 2 B/s, their priced second. A view cast (priced at
+  // ddr_bandwidth x memory_bound) still asks ddr_bandwidth_alone.
+  auto run = [](bool overlapping, bool sixteenBit) {
+    MachineModel machine = makeSharedDdrMachine();
+    machine.cluster.optimizerBandwidth = 2;
+    machine.cluster.optimizerBandwidthAlone = 12;
+    machine.cluster.optimizerBandwidthF16 = 1;
+    machine.cluster.optimizerBandwidthAloneF16 = 1;
+    SimProgram program;
+    program.sixteenBitGradients = sixteenBit;
+    program.stages.emplace_back("a");
+    program.stages.emplace_back("b");
+    program.stages[0].addCompute(ComputeKind::Update, 1, 0, "update",
+                                 /*optimizerStream=*/true);
+    program.stages[0].addCompute(ComputeKind::Forward, 1, 0, "forward");
+    if (overlapping)
+      program.stages[1].addCompute(ComputeKind::Update, 1, 0, "update",
+                                   /*optimizerStream=*/true);
+    program.stages[1].addCompute(ComputeKind::Forward, 1, 0, "forward");
+    if (!overlapping)
+      program.stages[1].addCompute(ComputeKind::Update, 1, 0, "update",
+                                   /*optimizerStream=*/true);
+    SimOptions options;
+    options.iterations = 1;
+    return expectOk(simulate(program, machine, options));
+  };
+  EXPECT_DOUBLE_EQ(run(true, false).stepTime, 2.0);
+  // Stage a: update [0, 1/2], forward to 3/2; stage b: forward [0, 1],
+  // update to 3/2.
+  SimReport apart = run(false, false);
+  EXPECT_NEAR(apart.stepTime, 1.5, 1e-12);
+  EXPECT_NEAR(apart.stageReports[0].busy[compute(ComputeKind::Update)], 0.5,
+              1e-12);
+  // A 16-bit model's update at its own pair (1 B/s alone and together, asks
+  // 4 B/s of the triad's bytes): its priced second alone or together.
+  EXPECT_DOUBLE_EQ(run(false, true).stepTime, 2.0);
+  EXPECT_DOUBLE_EQ(run(true, true).stepTime, 2.0);
+  // An update not priced by the optimizer's rates (the view written on the
+  // cores) is a plain memory-bound task: 2/3 s alone, as before.
+  MachineModel machine = makeSharedDdrMachine();
+  machine.cluster.optimizerBandwidth = 2;
+  machine.cluster.optimizerBandwidthAlone = 12;
+  SimProgram program;
+  program.stages.emplace_back("a");
+  program.stages[0].addCompute(ComputeKind::Update, 1, 0, "view write");
+  SimOptions options;
+  options.iterations = 1;
+  EXPECT_NEAR(expectOk(simulate(program, machine, options)).stepTime, 2.0 / 3.0,
+              1e-12);
+}
+
 TEST(SharedDdr, FlowsThroughTheDdrTakeTheirPart) {
   // One stage on the node of makeSharedDdrMachine: a DMA of 8 B (4 B/s, 2 s)
   // runs while an update priced at 1 s streams; the update asks 6 B/s, the
