@@ -18,6 +18,29 @@
 
 using namespace ratrain::calibrate;
 
+double
+ratrain::calibrate::runConcurrently(unsigned threads,
+                                    const std::function<void(unsigned)> &f) {
+  std::atomic<unsigned> ready{0};
+  std::atomic<bool> go{false};
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      ready.fetch_add(1);
+      while (!go.load(std::memory_order_acquire))
+        std::this_thread::yield();
+      f(t);
+    });
+  while (ready.load() < threads)
+    std::this_thread::yield();
+  auto start = std::chrono::steady_clock::now();
+  go.store(true, std::memory_order_release);
+  for (std::thread &t : pool)
+    t.join();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
 double CpuRates::fp32Total() const {
   return std::accumulate(fp32.begin(), fp32.end(), 0.0);
 }

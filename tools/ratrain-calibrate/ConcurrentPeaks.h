@@ -21,10 +21,16 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 namespace ratrain::calibrate {
+
+/// Runs `f(thread)` on `threads` threads started together (unpinned);
+/// returns the wall time until the last one ends.
+double runConcurrently(unsigned threads,
+                       const std::function<void(unsigned)> &f);
 
 /// FLOP/s of the fp32 FMA loop and of the bf16 dot loop (0: none) on each
 /// CPU the process may run on.

@@ -1,6 +1,7 @@
 //===- HalideKernelFigures.cpp - ratrain-calibrate's kernel measurements --===//
 
 #include "HalideKernelFigures.h"
+#include "ConcurrentPeaks.h"
 
 #include "ratrain/kernels/Kernels.h"
 
@@ -13,7 +14,6 @@
 #include <cmath>
 #include <ctime>
 #include <functional>
-#include <thread>
 
 using namespace ratrain;
 using namespace ratrain::calibrate;
@@ -567,29 +567,18 @@ double ratrain::calibrate::measureOptimizerUpdate(int64_t n, int reps,
   // One warm-up run, then `reps` timed ones; the threads of a run start
   // together.
   for (int r = 0; r <= reps; ++r) {
-    std::atomic<unsigned> ready{0};
-    std::atomic<bool> go{false}, failed{false};
+    std::atomic<bool> failed{false};
     std::vector<double> rates(threads, 0);
-    std::vector<std::thread> pool;
-    for (unsigned t = 0; t < threads; ++t)
-      pool.emplace_back([&, t] {
-        ready.fetch_add(1);
-        while (!go.load(std::memory_order_acquire))
-          std::this_thread::yield();
-        auto start = std::chrono::steady_clock::now();
-        for (int i = 0; i < inner; ++i)
-          if (call(t) != 0)
-            failed.store(true);
-        double s = std::chrono::duration<double>(
-                       std::chrono::steady_clock::now() - start)
-                       .count();
-        rates[t] = s > 0 ? work * inner / s : 0;
-      });
-    while (ready.load() < threads)
-      std::this_thread::yield();
-    go.store(true, std::memory_order_release);
-    for (std::thread &thread : pool)
-      thread.join();
+    runConcurrently(threads, [&](unsigned t) {
+      auto start = std::chrono::steady_clock::now();
+      for (int i = 0; i < inner; ++i)
+        if (call(t) != 0)
+          failed.store(true);
+      double s = std::chrono::duration<double>(
+                     std::chrono::steady_clock::now() - start)
+                     .count();
+      rates[t] = s > 0 ? work * inner / s : 0;
+    });
     if (failed.load())
       return 0;
     if (r == 0)
@@ -600,6 +589,17 @@ double ratrain::calibrate::measureOptimizerUpdate(int64_t n, int reps,
     best = std::max(best, mean);
   }
   return best;
+}
+
+std::pair<double, double> ratrain::calibrate::measureOptimizerBandwidths(
+    int64_t n, int reps, unsigned clusters, bool sixteenBit) {
+  double alone = measureOptimizerUpdate(n, reps, 1, sixteenBit);
+  double together = clusters > 1
+                        ? measureOptimizerUpdate(n, reps, clusters, sixteenBit)
+                        : alone;
+  if (alone <= 0 || together <= 0)
+    return {0, 0};
+  return {std::min(together, alone), alone};
 }
 
 /// RMSNorm forward of [T, H]: reads x, writes y (8 bytes per element).

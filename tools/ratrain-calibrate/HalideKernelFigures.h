@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <utility>
 #include <vector>
 
 namespace ratrain::calibrate {
@@ -115,6 +116,14 @@ double measureAdamW(int64_t n, int reps);
 /// over the threads, the best of `reps` runs; 0 when a call fails.
 double measureOptimizerUpdate(int64_t n, int reps, unsigned threads,
                               bool sixteenBit);
+
+/// The update's rates for a machine file (cluster.optimizer_bandwidth and
+/// _alone, or the _f16 pair): {every one of `clusters` clusters updating at
+/// once, one alone}, together capped at alone (a shared host can measure
+/// the two out of order); {0, 0} when a call fails.
+std::pair<double, double> measureOptimizerBandwidths(int64_t n, int reps,
+                                                     unsigned clusters,
+                                                     bool sixteenBit);
 
 /// RMSNorm forward of [t, h]; bytes/s per core.
 double measureRmsNorm(int64_t t, int64_t h, int reps);

@@ -254,28 +254,6 @@ std::string cpuModel() {
   return "unknown CPU";
 }
 
-/// Runs `f(thread)` on `threads` threads at once; returns the wall time.
-double runConcurrently(unsigned threads,
-                       const std::function<void(unsigned)> &f) {
-  std::atomic<unsigned> ready{0};
-  std::atomic<bool> go{false};
-  std::vector<std::thread> pool;
-  for (unsigned t = 0; t < threads; ++t)
-    pool.emplace_back([&, t] {
-      ready.fetch_add(1);
-      while (!go.load(std::memory_order_acquire))
-        std::this_thread::yield();
-      f(t);
-    });
-  while (ready.load() < threads)
-    std::this_thread::yield();
-  auto start = Clock::now();
-  go.store(true, std::memory_order_release);
-  for (std::thread &t : pool)
-    t.join();
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
 /// One-way latency of handing a cache line between two threads.
 double pingPongLatency(int rounds) {
   alignas(64) std::atomic<int> flag{0};
@@ -679,20 +657,10 @@ int main(int argc, char **argv) {
     // The update as a step runs it (an fp32 and a bf16 model's), one cluster
     // alone and every cluster at once: a thread a cluster, each call on the
     // cluster's cores (wall clock).
-    const std::pair<bool, std::pair<double, double> *> updates[] = {
-        {false, &optimizerF32}, {true, &optimizerF16}};
-    for (auto [sixteenBit, rates] : updates) {
-      double alone = measureOptimizerUpdate(params, kreps, 1, sixteenBit);
-      double together =
-          clusters > 1
-              ? measureOptimizerUpdate(params, kreps, clusters, sixteenBit)
-              : alone;
-      if (alone <= 0 || together <= 0)
-        return fail("the Halide AdamW kernel failed");
-      // A shared host can measure the pair out of order: alone is at least
-      // together.
-      *rates = {std::min(together, alone), alone};
-    }
+    optimizerF32 = measureOptimizerBandwidths(params, kreps, clusters, false);
+    optimizerF16 = measureOptimizerBandwidths(params, kreps, clusters, true);
+    if (optimizerF32.second <= 0 || optimizerF16.second <= 0)
+      return fail("the Halide AdamW kernel failed");
     double adamwShare = adamw / ddrAlone, rmsnormShare = rmsnorm / ddrAlone;
     memoryEfficiency = std::clamp(
         (std::min(adamwShare, 1.0) + std::min(rmsnormShare, 1.0)) / 2, 0.05,
