@@ -257,6 +257,8 @@ private:
       c.optimizerBandwidthAlone *= cls.ddrBandwidthScale;
       c.optimizerBandwidthF16 *= cls.ddrBandwidthScale;
       c.optimizerBandwidthAloneF16 *= cls.ddrBandwidthScale;
+      c.elementwiseBandwidth *= cls.ddrBandwidthScale;
+      c.elementwiseBandwidthF16 *= cls.ddrBandwidthScale;
       // A class compute_scale times as fast runs a measured call in
       // 1 / compute_scale of its time.
       for (std::vector<MeasuredGemm> *calls :
@@ -310,6 +312,8 @@ private:
          {"optimizer_bandwidth_alone", real(c.optimizerBandwidthAlone)},
          {"optimizer_bandwidth_f16", real(c.optimizerBandwidthF16)},
          {"optimizer_bandwidth_alone_f16", real(c.optimizerBandwidthAloneF16)},
+         {"elementwise_bandwidth", real(c.elementwiseBandwidth)},
+         {"elementwise_bandwidth_f16", real(c.elementwiseBandwidthF16)},
          {"dma_channels", in(c.dmaChannels)},
          {"dma_on_cores",
           [&](llvm::yaml::Node *n, llvm::StringRef k) {

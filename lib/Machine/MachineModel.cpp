@@ -272,6 +272,8 @@ static llvm::Error validateCluster(const ClusterSpec &c, llvm::StringRef prefix,
       {"optimizer_bandwidth_f16", c.optimizerBandwidthF16, false, true},
       {"optimizer_bandwidth_alone_f16", c.optimizerBandwidthAloneF16, false,
        true},
+      {"elementwise_bandwidth", c.elementwiseBandwidth, false, true},
+      {"elementwise_bandwidth_f16", c.elementwiseBandwidthF16, false, true},
       {"peak_flops_f16", c.peakFlopsF16, false},
       {"peak_flops_f32", c.peakFlopsF32, false},
       {"efficiency.gemm", c.efficiency.gemm, true},
@@ -318,6 +320,10 @@ static llvm::Error validateCluster(const ClusterSpec &c, llvm::StringRef prefix,
     return fail(key("optimizer_bandwidth_f16"),
                 "needs optimizer_bandwidth and optimizer_bandwidth_alone (the "
                 "fp32 update's rates) beside it");
+  if (c.elementwiseBandwidthF16 > 0 && c.elementwiseBandwidth <= 0)
+    return fail(key("elementwise_bandwidth_f16"),
+                "needs elementwise_bandwidth (the fp32 layers' rate) beside "
+                "it");
   struct FitField {
     const char *key;
     const KernelTimeFit &fit;
@@ -626,6 +632,8 @@ static ClusterSpec splitCluster(const ClusterSpec &cluster, int64_t k) {
   c.optimizerBandwidthAlone = cluster.optimizerBandwidthAlone * share;
   c.optimizerBandwidthF16 = cluster.optimizerBandwidthF16 * share;
   c.optimizerBandwidthAloneF16 = cluster.optimizerBandwidthAloneF16 * share;
+  c.elementwiseBandwidth = cluster.elementwiseBandwidth * share;
+  c.elementwiseBandwidthF16 = cluster.elementwiseBandwidthF16 * share;
   c.peakFlopsF16 = cluster.peakFlopsF16 * share;
   c.peakFlopsF32 = cluster.peakFlopsF32 * share;
   // A virtual cluster runs its kernels on 1/K of the cores: the per-element

@@ -73,6 +73,11 @@ std::string ratrain::printMachineModel(const MachineModel &machine) {
   if (c.optimizerBandwidthAloneF16 > 0)
     os << "  optimizer_bandwidth_alone_f16: "
        << real(c.optimizerBandwidthAloneF16) << "\n";
+  if (c.elementwiseBandwidth > 0)
+    os << "  elementwise_bandwidth: " << real(c.elementwiseBandwidth) << "\n";
+  if (c.elementwiseBandwidthF16 > 0)
+    os << "  elementwise_bandwidth_f16: " << real(c.elementwiseBandwidthF16)
+       << "\n";
   os << "  dma_channels: " << c.dmaChannels << "\n";
   os << "  dma_on_cores: " << (c.dmaOnCores ? "true" : "false") << "\n";
   os << "  peak_flops_f16: " << real(c.peakFlopsF16) << "\n";

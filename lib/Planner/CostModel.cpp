@@ -134,22 +134,33 @@ double CostModel::attentionBackward(int64_t microBatchSize) const {
   return attentionSeconds(microBatchSize, /*backward=*/true);
 }
 
-double CostModel::layerElementwiseBytes(int64_t microBatchSize) const {
+double ratrain::layerElementwiseBytes(const ModelConfig &model,
+                                      int64_t microBatchSize, bool backward) {
   double tokens = double(model.seqLen) * microBatchSize;
   double w = getDTypeBytes(model.dtype);
-  double h = model.hidden, kv = model.kvDim(), ffn = model.ffnHidden;
-  double q = model.qDim();
-  // Two RMSNorms (read + write h), rotary on q and k (read + write),
-  // SwiGLU (read gate and up, write the product), two residual adds (read
-  // two, write one).
-  return w * tokens * (2 * 2 * h + 2 * (q + kv) + 3 * ffn + 2 * 3 * h);
+  double h = model.hidden, ffn = model.ffnHidden;
+  // Rotary on q and k where the model rotates them (not with ALiBi).
+  double qk = model.positions == PositionEncoding::Rope
+                  ? model.qDim() + model.kvDim()
+                  : 0;
+  if (!backward)
+    return w * tokens * (2 * 2 * h + 2 * qk + 3 * ffn);
+  return w * tokens * (2 * 3 * h + 2 * qk + 5 * ffn + 2 * 3 * h);
+}
+
+double CostModel::layerElementwiseSeconds(int64_t microBatchSize,
+                                          bool backward) const {
+  double bytes = layerElementwiseBytes(microBatchSize, backward);
+  double rate =
+      machine.cluster.elementwiseBandwidthFor(model.dtype != DType::F32);
+  return rate > 0 ? bytes / rate : memoryBoundSeconds(bytes);
 }
 
 double CostModel::layerForward(int64_t microBatchSize) const {
   double gemms =
       gemmSeconds(layerGemmCalls(model, microBatchSize, GemmPass::Forward));
   return gemms + attentionForward(microBatchSize) +
-         memoryBoundSeconds(layerElementwiseBytes(microBatchSize));
+         layerElementwiseSeconds(microBatchSize, /*backward=*/false);
 }
 
 double CostModel::layerBackward(int64_t microBatchSize) const {
@@ -159,7 +170,7 @@ double CostModel::layerBackward(int64_t microBatchSize) const {
                                             GemmPass::BackwardInput)) +
                  layerBackwardWeight(microBatchSize);
   return gemms + attentionBackward(microBatchSize) +
-         2 * memoryBoundSeconds(layerElementwiseBytes(microBatchSize));
+         layerElementwiseSeconds(microBatchSize, /*backward=*/true);
 }
 
 double CostModel::layerBackwardWeight(int64_t microBatchSize) const {

@@ -50,10 +50,11 @@ if [ "$(nproc)" -gt 1 ]; then
     fail "no ddr_bandwidth_alone in the calibrated file of $(nproc) CPUs"
 fi
 # With the Halide kernels (a GEMM time fit), the attention's time fits and
-# the optimizer update's own rates too.
+# the optimizer update's and the layers' element-wise kernels' own rates too.
 if grep -q '^  gemm_fit:' "$work/host.yaml"; then
   for fit in attention_forward_fit attention_backward_fit optimizer_bandwidth \
-    optimizer_bandwidth_alone optimizer_bandwidth_f16 optimizer_bandwidth_alone_f16; do
+    optimizer_bandwidth_alone optimizer_bandwidth_f16 optimizer_bandwidth_alone_f16 \
+    elementwise_bandwidth elementwise_bandwidth_f16; do
     grep -q "^  $fit:" "$work/host.yaml" || fail "no $fit in the calibrated file"
   done
 fi

@@ -141,21 +141,24 @@ llvm::ArrayRef<GemmShape> ratrain::calibrate::gemmFitShapes() {
 
 /// A training step's working set (weights, gradients, optimizer states,
 /// saved activations) is at least the size of the last-level cache, so a
-/// GEMM rarely finds its operands where the call before left them:
-/// consecutive calls cycle through copies of the operands that together fill
-/// `workingSetBytes` (the last-level cache). Measured on operands left in L2
-/// by the call before, the tiny LLaMA's micro-batch GEMMs run 10-35% faster
-/// than in training; with this working set they run as in a pp 2 step
-/// (docs/benchmarks.md). The forward (NT) writes its result (beta 0); the
-/// input and weight gradients (NN, TN) accumulate into theirs (beta 1), as
-/// a step's micro-batches after the first do.
+/// GEMM rarely finds its weight, saved activation or result where the call
+/// before left them: consecutive calls cycle B and C through copies that
+/// together fill `workingSetBytes` (the last-level cache). A is the operand
+/// the kernel before has just written in every form (the forward's input
+/// X, the backward's output gradient dY), so it is one array, in the caches
+/// as it is in a step. Measured on every operand left in L2 by the call
+/// before, the tiny LLaMA's micro-batch GEMMs run 10-35% faster than in
+/// training; with every operand cycled, 2-24% slower (its weight-gradient
+/// TN calls the most; docs/benchmarks.md). The forward (NT) writes its
+/// result (beta 0); the input and weight gradients (NN, TN) accumulate into
+/// theirs (beta 1), as a step's micro-batches after the first do.
 void ratrain::calibrate::measureGemmShapes(int reps, int64_t workingSetBytes,
                                            llvm::ArrayRef<GemmShape> shapes,
                                            std::vector<double> &f32,
                                            std::vector<double> &bf16) {
   f32.assign(shapes.size(), 0);
   bf16.assign(shapes.size(), 0);
-  // Each shape's copies of A and B side by side in one pool of random
+  // Each shape's A and its copies of B side by side in one pool of random
   // values (fp32 and bf16), its copies of C in another, both made once for
   // all shapes: filling a working set of a few hundred MiB per shape took
   // longer than timing it. (The results never feed an operand.)
@@ -167,9 +170,9 @@ void ratrain::calibrate::measureGemmShapes(int reps, int64_t workingSetBytes,
   for (const GemmShape &g : shapes) {
     int64_t aSize = g.m * g.k, bSize = g.n * g.k, cSize = g.m * g.n;
     int64_t copies =
-        std::max<int64_t>(1, workingSetBytes / (4 * (aSize + bSize + cSize)));
+        std::max<int64_t>(1, workingSetBytes / (4 * (bSize + cSize)));
     layouts.push_back({aSize, bSize, cSize, copies});
-    operandsSize = std::max(operandsSize, (aSize + bSize) * copies);
+    operandsSize = std::max(operandsSize, aSize + bSize * copies);
     resultsSize = std::max(resultsSize, cSize * copies);
   }
   std::vector<float> operands = randomFloats(size_t(operandsSize), 7),
@@ -183,24 +186,24 @@ void ratrain::calibrate::measureGemmShapes(int reps, int64_t workingSetBytes,
     const kn::GemmForm form = kernelForm(g.form);
     const float beta = g.form == GemmForm::NT ? 0.0f : 1.0f;
     const auto [aSize, bSize, cSize, copies] = layouts[s];
-    const float *a = operands.data(), *b = a + aSize * copies;
+    const float *a = operands.data(), *b = a + aSize;
     float *c = results.data();
-    const uint16_t *ah = operands16.data(), *bh = ah + aSize * copies;
+    const uint16_t *ah = operands16.data(), *bh = ah + aSize;
     uint16_t *ch = results16.data();
     double flops = 2.0 * double(g.m) * double(g.n) * double(g.k);
     int shapeReps = flops > 1e10 ? std::min(reps, 2) : reps;
     int64_t next = 0;
     f32[s] = kernelSeconds(shapeReps, [&] {
       int64_t i = next++ % copies;
-      return kn::gemm(form, g.m, g.n, g.k, a + i * aSize, b + i * bSize,
-                      c + i * cSize, beta);
+      return kn::gemm(form, g.m, g.n, g.k, a, b + i * bSize, c + i * cSize,
+                      beta);
     });
     // Into a bf16 C, as a 16-bit program calls it (the kernel reads C,
     // accumulates and rounds once; a K deeper than one panel is staged
     // through fp32 inside).
     bf16[s] = kernelSeconds(shapeReps, [&] {
       int64_t i = next++ % copies;
-      return kn::gemm16To16(form, kn::Half::BF16, g.m, g.n, g.k, ah + i * aSize,
+      return kn::gemm16To16(form, kn::Half::BF16, g.m, g.n, g.k, ah,
                             bh + i * bSize, ch + i * cSize, beta);
     });
   }

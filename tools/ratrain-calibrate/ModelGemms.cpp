@@ -37,6 +37,11 @@ ratrain::calibrate::readModelGemms(llvm::ArrayRef<std::string> paths,
       return model.takeError();
     llvm::append_range(result.calls, distinctGemmCalls(*model, sizes));
     result.stepBytes = std::max(result.stepBytes, stepWorkingSetBytes(*model));
+    if (!result.layerModel) {
+      result.layerModel = *model;
+      result.layerMicroBatchSize =
+          *std::min_element(sizes.begin(), sizes.end());
+    }
   }
   if (paths.empty())
     return result;

@@ -10,6 +10,7 @@
 #ifndef RATRAIN_CALIBRATE_MODELGEMMS_H
 #define RATRAIN_CALIBRATE_MODELGEMMS_H
 
+#include "ratrain/Model/ModelConfig.h"
 #include "ratrain/Planner/GemmCalls.h"
 
 #include "llvm/ADT/ArrayRef.h"
@@ -18,6 +19,7 @@
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/Error.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +33,10 @@ struct ModelGemms {
   /// The names and the micro-batch sizes, as the header notes say them
   /// (empty without models).
   std::string description;
+  /// The first model's config and the smallest micro-batch size: the layer
+  /// whose element-wise kernels are timed (none without models).
+  std::optional<ModelConfig> layerModel;
+  int64_t layerMicroBatchSize = 1;
 };
 
 /// Reads the configs at `paths` (training sequence length `seqLen`, 0: each

@@ -72,6 +72,7 @@
 
 // Declarations only: HalideKernelFigures.cpp is built with the kernels.
 #include "HalideKernelFigures.h"
+#include "LayerElementwise.h"
 #include "ModelGemms.h"
 #ifdef RATRAIN_HAVE_KERNELS
 #include "ratrain/kernels/Kernels.h"
@@ -595,6 +596,9 @@ int main(int argc, char **argv) {
   // The optimizer update's own rates (cluster.optimizer_bandwidth, _alone
   // and the _f16 pair): {every cluster updating, one alone}.
   std::pair<double, double> optimizerF32, optimizerF16;
+  // A decoder layer's element-wise kernels as a step runs them
+  // (cluster.elementwise_bandwidth and _f16).
+  double elementwiseF32 = 0, elementwiseF16 = 0;
 #ifdef RATRAIN_HAVE_KERNELS
   {
     for (std::vector<float> *v : {&a, &b, &c, &d})
@@ -661,6 +665,30 @@ int main(int argc, char **argv) {
     optimizerF16 = measureOptimizerBandwidths(params, kreps, clusters, true);
     if (optimizerF32.second <= 0 || optimizerF16.second <= 0)
       return fail("the Halide AdamW kernel failed");
+    // The first model's layer (else the tiny LLaMA's) on one micro-batch,
+    // every cluster at once.
+    const ModelConfig layer = models->layerModel.value_or(tinyLlamaLayer());
+    const int64_t layerBatch =
+        models->layerModel ? models->layerMicroBatchSize : 1;
+    elementwiseF32 =
+        measureLayerElementwise(layer, layerBatch, false, clusters, kreps);
+    elementwiseF16 =
+        measureLayerElementwise(layer, layerBatch, true, clusters, kreps);
+    if (elementwiseF32 <= 0 || elementwiseF16 <= 0)
+      return fail("the Halide RMSNorm / RoPE / SwiGLU / add kernels failed");
+    llvm::errs() << llvm::formatv(
+        "  a layer's element-wise kernels ({0} tokens, h {1}, ffn {2}), every "
+        "cluster at once: fp32 {3:f1} GB/s, bf16 {4:f1} GB/s\n",
+        layer.seqLen * layerBatch, layer.hidden, layer.ffnHidden,
+        elementwiseF32 / 1e9, elementwiseF16 / 1e9);
+    notes << llvm::formatv(
+        "#  [M]   a decoder layer's element-wise kernels (RMSNorm, RoPE, "
+        "SwiGLU, residual-gradient adds; forward and backward, bytes as the "
+        "cost model counts them) on {0} tokens (h {1}, ffn {2}), every "
+        "cluster at once: fp32 {3:f1} GB/s (elementwise_bandwidth), bf16 "
+        "{4:f1} GB/s (elementwise_bandwidth_f16)\n",
+        layer.seqLen * layerBatch, layer.hidden, layer.ffnHidden,
+        elementwiseF32 / 1e9, elementwiseF16 / 1e9);
     double adamwShare = adamw / ddrAlone, rmsnormShare = rmsnorm / ddrAlone;
     memoryEfficiency = std::clamp(
         (std::min(adamwShare, 1.0) + std::min(rmsnormShare, 1.0)) / 2, 0.05,
@@ -785,6 +813,8 @@ int main(int argc, char **argv) {
   std::tie(cs.optimizerBandwidth, cs.optimizerBandwidthAlone) = optimizerF32;
   std::tie(cs.optimizerBandwidthF16, cs.optimizerBandwidthAloneF16) =
       optimizerF16;
+  cs.elementwiseBandwidth = elementwiseF32;
+  cs.elementwiseBandwidthF16 = elementwiseF16;
   cs.dmaBandwidth = dmaBandwidth;
   cs.dmaChannels = 1;
   // The runtime's DMA engine is a thread copying with memcpy on the

@@ -100,9 +100,10 @@ HostIdentity getHostIdentity() {
   // less or otherwise (1: before network.core_copy_bandwidth; 2: the
   // exchange repeated one cached 8 MiB slice; 3: the offload store's host
   // copies on 4 KiB pages; 4: before dma_on_cores; 5: before
-  // ddr_bandwidth_alone and gemm_measured; 6: before optimizer_bandwidth)
-  // is not reused.
-  hash.update(StringRef("calibration 7"));
+  // ddr_bandwidth_alone and gemm_measured; 6: before optimizer_bandwidth;
+  // 7: before elementwise_bandwidth, with every GEMM operand cycled) is not
+  // reused.
+  hash.update(StringRef("calibration 8"));
   std::string digest = llvm::toHex(hash.final(), /*LowerCase=*/true);
   host.key =
       llvm::formatv("host-{0}-{1}-{2}-{3}c-{4}",

@@ -122,6 +122,26 @@ struct ClusterSpec {
       return {optimizerBandwidthF16, optimizerBandwidthAloneF16};
     return {optimizerBandwidth, optimizerBandwidthAlone};
   }
+  /// Bytes/s a decoder layer's element-wise kernels (its RMSNorms, RoPE,
+  /// SwiGLU and residual adds, forward and backward, on the bytes
+  /// CostModel counts for them) stream on a cluster of an fp32 model while
+  /// every cluster of its node runs them at once, as a step runs them on one
+  /// micro-batch: operands the kernel before left in the caches, and a
+  /// kernel's widening and rounding on 16-bit activations, make their rate
+  /// differ from the triad's. Given, the layers' element-wise kernels are
+  /// priced at it rather than at ddr_bandwidth x memory_bound. Machine-file
+  /// key `elementwise_bandwidth`; 0: absent.
+  double elementwiseBandwidth = 0;
+  /// The same for a 16-bit model's layers (bf16 / fp16 activations, fp32
+  /// inside): key `elementwise_bandwidth_f16`; 0 (absent): the fp32 rate
+  /// prices them.
+  double elementwiseBandwidthF16 = 0;
+  /// The layers' element-wise rate for 16-bit (`sixteenBit`) or fp32
+  /// activations; 0 when the machine gives none.
+  double elementwiseBandwidthFor(bool sixteenBit) const {
+    return sixteenBit && elementwiseBandwidthF16 > 0 ? elementwiseBandwidthF16
+                                                     : elementwiseBandwidth;
+  }
   double dmaBandwidth = 0; ///< bytes/s, DDR <-> GSM/AM, all channels
   int64_t dmaChannels = 1;
   /// The cluster's DMA copies run on its compute cores (a CPU host, where

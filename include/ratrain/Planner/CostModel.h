@@ -45,6 +45,16 @@ inline bool dataParallelGroupSpansNodes(int64_t stage, int64_t dataParallel,
 // declared in MemoryModel.h (the memory model depends on the policy too).
 
 /// Analytic costs in seconds for one model on one machine.
+/// Bytes one decoder layer of `model` moves in its element-wise kernels for
+/// a micro-batch, forward or `backward`, as the runtime calls them: forward
+/// two RMSNorms (read x, write y), RoPE on q and k (read, write) and SwiGLU
+/// (read gate and up, write the product); backward the two RMSNorms' (read
+/// x and dy, write dx), RoPE's, SwiGLU's (read gate, up and dh, write both
+/// gradients) and the two residual-gradient adds (read two, write one). The
+/// forward's residual adds are fused into the projections' GEMMs (beta 1).
+double layerElementwiseBytes(const ModelConfig &model, int64_t microBatchSize,
+                             bool backward);
+
 class CostModel {
 public:
   CostModel(const ModelConfig &model, const MachineModel &machine);
@@ -68,6 +78,14 @@ public:
   double gemmSeconds(llvm::ArrayRef<GemmCall> calls) const;
   /// Seconds to stream `bytes` through DDR in a memory-bound kernel.
   double memoryBoundSeconds(double bytes) const;
+  /// ratrain::layerElementwiseBytes of the model.
+  double layerElementwiseBytes(int64_t microBatchSize, bool backward) const {
+    return ratrain::layerElementwiseBytes(model, microBatchSize, backward);
+  }
+  /// Seconds of those kernels: their bytes at the machine's measured
+  /// element-wise rate for the model's type (cluster.elementwise_bandwidth,
+  /// _f16), else as memoryBoundSeconds.
+  double layerElementwiseSeconds(int64_t microBatchSize, bool backward) const;
 
   /// One decoder layer's forward for a micro-batch: q/k/v/o and MLP GEMMs,
   /// causal attention, norms, rotary, SwiGLU and residual adds.
@@ -208,7 +226,6 @@ private:
   double attentionSeconds(int64_t microBatchSize, bool backward) const;
   double attentionForward(int64_t microBatchSize) const;
   double attentionBackward(int64_t microBatchSize) const;
-  double layerElementwiseBytes(int64_t microBatchSize) const;
   /// The factors by which in-network collectives (MachineModel's
   /// network.in_network) speed up the reduction and the multicast steps over
   /// the intra-node (`intraNode`) or inter-node links: the capable level

@@ -430,6 +430,49 @@ TEST(MachineModel, OptimizerBandwidthsParsePrintSplitAndAreChecked) {
   }
 }
 
+TEST(MachineModel, ElementwiseBandwidthsParsePrintSplitAndAreChecked) {
+  auto with = [](const std::string &lines) {
+    std::string text = minimal;
+    size_t at = text.find("  peak_flops_f16");
+    return text.insert(at, lines);
+  };
+  llvm::Expected<MachineModel> m =
+      parseMachineModel(with("  elementwise_bandwidth: 28e9\n"
+                             "  elementwise_bandwidth_f16: 14e9\n"),
+                        "m.yaml");
+  ASSERT_TRUE(bool(m)) << llvm::toString(m.takeError());
+  EXPECT_EQ(m->cluster.elementwiseBandwidthFor(false), 28e9);
+  EXPECT_EQ(m->cluster.elementwiseBandwidthFor(true), 14e9);
+  // Split in two, each virtual cluster gets half; printed and read back,
+  // the same.
+  llvm::Expected<MachineModel> split = oversubscribe(*m, 2);
+  ASSERT_TRUE(bool(split)) << llvm::toString(split.takeError());
+  llvm::Expected<MachineModel> back =
+      parseMachineModel(printMachineModel(*split), "printed");
+  ASSERT_TRUE(bool(back)) << llvm::toString(back.takeError());
+  EXPECT_EQ(back->cluster.elementwiseBandwidthFor(false), 14e9);
+  EXPECT_EQ(back->cluster.elementwiseBandwidthFor(true), 7e9);
+  // Without the 16-bit rate the fp32 one serves both; without either,
+  // nothing is printed.
+  llvm::Expected<MachineModel> f32 =
+      parseMachineModel(with("  elementwise_bandwidth: 28e9\n"), "m.yaml");
+  ASSERT_TRUE(bool(f32)) << llvm::toString(f32.takeError());
+  EXPECT_EQ(f32->cluster.elementwiseBandwidthFor(true), 28e9);
+  llvm::Expected<MachineModel> plain = parseMachineModel(minimal, "m.yaml");
+  ASSERT_TRUE(bool(plain));
+  EXPECT_EQ(plain->cluster.elementwiseBandwidthFor(false), 0.0);
+  EXPECT_EQ(printMachineModel(*plain).find("elementwise_bandwidth"),
+            std::string::npos);
+  // A 16-bit rate alone, or not a rate.
+  EXPECT_NE(parseError(with("  elementwise_bandwidth_f16: 14e9\n"))
+                .find("cluster.elementwise_bandwidth_f16: needs "
+                      "elementwise_bandwidth"),
+            std::string::npos);
+  EXPECT_NE(parseError(with("  elementwise_bandwidth: -1\n"))
+                .find("cluster.elementwise_bandwidth: must be positive"),
+            std::string::npos);
+}
+
 TEST(MachineModel, MeasuredGemmsParsePrintSplitAndAreChecked) {
   auto with = [](const std::string &entries) {
     std::string text = minimal;

@@ -197,6 +197,49 @@ TEST(CostModel, UpdatesRunAtTheOptimizersOwnRates) {
   EXPECT_NEAR(costs.optimizerUpdate(1000000000), 28.0 / 20, 1e-12);
 }
 
+TEST(CostModel, LayerElementwiseKernelsRunAtTheirOwnRate) {
+  ModelConfig model = testModel(); // bf16, h 1024, 16 x 64 heads, ffn 4096
+  // Per token, 2 bytes an element: forward two RMSNorms (2 x 2h), RoPE on q
+  // and k (2 x 2048) and SwiGLU (3 x ffn); backward the norms (2 x 3h),
+  // RoPE, SwiGLU (5 x ffn) and two residual-gradient adds (2 x 3h).
+  const double forward = 2.0 * 2048 * (4 * 1024 + 2 * 2048 + 3 * 4096);
+  const double backward =
+      2.0 * 2048 * (6 * 1024 + 2 * 2048 + 5 * 4096 + 6 * 1024);
+  MachineModel machine = testMachine();
+  CostModel plain(model, machine);
+  EXPECT_DOUBLE_EQ(plain.layerElementwiseBytes(1, false), forward);
+  EXPECT_DOUBLE_EQ(plain.layerElementwiseBytes(2, true), 2 * backward);
+  // Without a measured rate they stream at ddr_bandwidth x memory_bound
+  // (50e9); with one, at the model type's rate (the fp32 one for a 16-bit
+  // model when the file has no _f16 rate).
+  EXPECT_NEAR(plain.layerElementwiseSeconds(1, false), forward / 50e9, 1e-12);
+  MachineModel measured = testMachine();
+  measured.cluster.elementwiseBandwidth = 20e9;
+  {
+    CostModel costs(model, measured);
+    EXPECT_NEAR(costs.layerElementwiseSeconds(1, true), backward / 20e9, 1e-12);
+  }
+  measured.cluster.elementwiseBandwidthF16 = 10e9;
+  CostModel costs(model, measured);
+  EXPECT_NEAR(costs.layerElementwiseSeconds(1, false), forward / 10e9, 1e-12);
+  // The layer's times change by exactly that.
+  EXPECT_NEAR(costs.layerForward(1) - plain.layerForward(1),
+              forward / 10e9 - forward / 50e9, 1e-9);
+  EXPECT_NEAR(costs.layerBackward(1) - plain.layerBackward(1),
+              backward / 10e9 - backward / 50e9, 1e-9);
+  // An fp32 model: 4 bytes an element, at the fp32 rate.
+  ModelConfig fp32 = model;
+  fp32.dtype = DType::F32;
+  CostModel fp32Costs(fp32, measured);
+  EXPECT_NEAR(fp32Costs.layerElementwiseSeconds(1, false), 2 * forward / 20e9,
+              1e-12);
+  // ALiBi rotates nothing.
+  ModelConfig alibi = model;
+  alibi.positions = PositionEncoding::Alibi;
+  EXPECT_DOUBLE_EQ(layerElementwiseBytes(alibi, 1, false),
+                   forward - 2.0 * 2048 * 2 * 2048);
+}
+
 TEST(CostModel, UpdatesAverageWhereTheStagesGroupSyncsOnARing) {
   // CostModel keeps a reference to its machine: one machine per model.
   MachineModel hierarchicalMachine = testMachine();
