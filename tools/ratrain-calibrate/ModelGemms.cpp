@@ -18,10 +18,10 @@ llvm::Expected<ModelGemms>
 ratrain::calibrate::readModelGemms(llvm::ArrayRef<std::string> paths,
                                    int64_t seqLen,
                                    llvm::ArrayRef<int64_t> microBatchSizes) {
-  std::vector<int64_t> sizes(microBatchSizes.begin(), microBatchSizes.end());
-  if (sizes.empty())
-    sizes.assign(std::begin(kMeasuredMicroBatchSizes),
-                 std::end(kMeasuredMicroBatchSizes));
+  const llvm::ArrayRef<int64_t> given =
+      microBatchSizes.empty() ? llvm::ArrayRef(kMeasuredMicroBatchSizes)
+                              : microBatchSizes;
+  const std::vector<int64_t> sizes(given.begin(), given.end());
   for (int64_t b : sizes)
     if (b < 1 || b > limits::kMaxGlobalBatch)
       return llvm::createStringError(
