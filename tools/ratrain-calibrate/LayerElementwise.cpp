@@ -65,6 +65,18 @@ template <typename E> struct LayerArrays {
     rotary = m.positions == PositionEncoding::Rope;
   }
 
+  /// The bytes of the arrays.
+  int64_t bytes() const {
+    int64_t elements = 0;
+    for (const std::vector<E> *v :
+         {&x, &y, &w, &dy, &dx, &dw, &q, &qRotated, &k, &kRotated, &gate, &up,
+          &product, &dProduct, &dGate, &dUp, &residual})
+      elements += int64_t(v->size());
+    return elements * int64_t(sizeof(E)) +
+           int64_t(4 * (rstd.size() + cosTable.size() + sinTable.size() +
+                        pos.size()));
+  }
+
   /// The forward's kernels (two RMSNorms, RoPE on q and k, SwiGLU), then
   /// the backward's (their gradients and the two residual-gradient adds);
   /// non-zero when a kernel fails.
@@ -145,12 +157,21 @@ private:
 
 template <typename E>
 double measure(const ModelConfig &model, int64_t microBatchSize,
-               unsigned clusters, int reps, double bytes) {
+               unsigned clusters, int reps, double bytes,
+               int64_t workingSetBytes) {
   const int64_t tokens = model.seqLen * microBatchSize;
-  std::vector<LayerArrays<E>> arrays;
-  arrays.reserve(clusters);
+  // Each cluster's passes cycle through copies of its arrays that fill
+  // `workingSetBytes` (at most 2 GiB over all clusters), so that, as in a
+  // step, the saved activations a backward reads come from DDR.
+  const int64_t footprint = LayerArrays<E>(model, tokens, 11).bytes();
+  const int64_t perCluster = std::min<int64_t>(
+      workingSetBytes,
+      std::max<int64_t>(footprint, (int64_t(2) << 30) / int64_t(clusters)));
+  const int64_t copies = std::max<int64_t>(1, perCluster / footprint);
+  std::vector<std::vector<LayerArrays<E>>> arrays(clusters);
   for (unsigned t = 0; t < clusters; ++t)
-    arrays.emplace_back(model, tokens, 11 + t);
+    for (int64_t c = 0; c < copies; ++c)
+      arrays[t].emplace_back(model, tokens, 11 + t + 97 * unsigned(c));
   // Enough passes for about 20 ms a run.
   const int inner = int(std::clamp(0.6e9 / bytes, 1.0, 200.0));
   double best = 0;
@@ -160,7 +181,7 @@ double measure(const ModelConfig &model, int64_t microBatchSize,
     runConcurrently(clusters, [&](unsigned t) {
       auto start = std::chrono::steady_clock::now();
       for (int i = 0; i < inner; ++i)
-        if (arrays[t].pass() != 0)
+        if (arrays[t][size_t(i % copies)].pass() != 0)
           failed.store(true);
       double s = std::chrono::duration<double>(
                      std::chrono::steady_clock::now() - start)
@@ -184,17 +205,18 @@ double measure(const ModelConfig &model, int64_t microBatchSize,
 double ratrain::calibrate::measureLayerElementwise(const ModelConfig &model,
                                                    int64_t microBatchSize,
                                                    bool sixteenBit,
-                                                   unsigned clusters,
-                                                   int reps) {
+                                                   unsigned clusters, int reps,
+                                                   int64_t workingSetBytes) {
   ModelConfig typed = model;
   typed.dtype = sixteenBit ? DType::BF16 : DType::F32;
   const double bytes =
       layerElementwiseBytes(typed, microBatchSize, /*backward=*/false) +
       layerElementwiseBytes(typed, microBatchSize, /*backward=*/true);
   clusters = std::max(1u, clusters);
-  return sixteenBit
-             ? measure<uint16_t>(typed, microBatchSize, clusters, reps, bytes)
-             : measure<float>(typed, microBatchSize, clusters, reps, bytes);
+  return sixteenBit ? measure<uint16_t>(typed, microBatchSize, clusters, reps,
+                                        bytes, workingSetBytes)
+                    : measure<float>(typed, microBatchSize, clusters, reps,
+                                     bytes, workingSetBytes);
 }
 
 ModelConfig ratrain::calibrate::tinyLlamaLayer() {

@@ -24,10 +24,15 @@ namespace ratrain::calibrate {
 /// of a node runs its layers at the same moment): the bytes
 /// CostModel::layerElementwiseBytes counts for both passes over the wall
 /// time of a pass, the mean over the threads, the best of `reps` runs after
-/// a warm-up. `sixteenBit`: bf16 activations (the kernels' 16-bit variants),
-/// else fp32. 0 when a kernel fails.
+/// a warm-up. Each cluster's passes cycle through copies of its arrays that
+/// fill `workingSetBytes` (the model's step working set, as its GEMM calls
+/// are timed: in a step the backward reads activations the forward saved
+/// long before; at most 2 GiB over all clusters). `sixteenBit`: bf16
+/// activations (the kernels' 16-bit variants), else fp32. 0 when a kernel
+/// fails.
 double measureLayerElementwise(const ModelConfig &model, int64_t microBatchSize,
-                               bool sixteenBit, unsigned clusters, int reps);
+                               bool sixteenBit, unsigned clusters, int reps,
+                               int64_t workingSetBytes);
 
 /// The layer timed without --model: examples/models/tiny-llama.json's
 /// (h 256, 8 query and 4 key/value heads, ffn 688, 256 tokens).

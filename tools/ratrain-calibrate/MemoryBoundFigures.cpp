@@ -4,6 +4,8 @@
 #include "HalideKernelFigures.h"
 #include "LayerElementwise.h"
 
+#include "ratrain/kernels/Kernels.h"
+
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
@@ -18,7 +20,7 @@ static llvm::Error failure(const char *what) {
 llvm::Expected<MemoryBoundFigures> ratrain::calibrate::calibrateMemoryBound(
     bool quick, int reps, unsigned coresPerCluster, unsigned clusters,
     double ddrAlone, const ModelConfig &layer, int64_t layerBatch,
-    llvm::raw_ostream &notes) {
+    int64_t layerWorkingSet, llvm::raw_ostream &notes) {
   MemoryBoundFigures f;
   // Memory-bound kernels, measured on one cluster while the others idle,
   // against what its DDR gives it then (ddr_bandwidth_alone; the cost
@@ -32,17 +34,22 @@ llvm::Expected<MemoryBoundFigures> ratrain::calibrate::calibrateMemoryBound(
   if (adamw <= 0 || rmsnorm <= 0)
     return failure("the Halide AdamW / RMSNorm kernels failed");
   // The update as a step runs it (an fp32 and a bf16 model's), one cluster
-  // alone and every cluster at once: a thread a cluster, each call on the
-  // cluster's cores (wall clock).
+  // alone and every cluster at once, and the layer's element-wise kernels,
+  // every cluster at once: a thread a cluster, each call on the cluster's
+  // cores (wall clock). Clusters of one core run their kernels' parallel
+  // loops on their own thread, as a rank process of one core does: through
+  // the process's one thread pool, two threads of small kernels took turns
+  // at its lock and measured half the rate in some calibrations.
+  kernels::setCallerThreadLoops(coresPerCluster == 1);
   f.optimizerF32 = measureOptimizerBandwidths(params, reps, clusters, false);
   f.optimizerF16 = measureOptimizerBandwidths(params, reps, clusters, true);
+  f.elementwiseF32 = measureLayerElementwise(layer, layerBatch, false, clusters,
+                                             reps, layerWorkingSet);
+  f.elementwiseF16 = measureLayerElementwise(layer, layerBatch, true, clusters,
+                                             reps, layerWorkingSet);
+  kernels::setCallerThreadLoops(false);
   if (f.optimizerF32.second <= 0 || f.optimizerF16.second <= 0)
     return failure("the Halide AdamW kernel failed");
-  // The layer's element-wise kernels, every cluster at once.
-  f.elementwiseF32 =
-      measureLayerElementwise(layer, layerBatch, false, clusters, reps);
-  f.elementwiseF16 =
-      measureLayerElementwise(layer, layerBatch, true, clusters, reps);
   if (f.elementwiseF32 <= 0 || f.elementwiseF16 <= 0)
     return failure("the Halide RMSNorm / RoPE / SwiGLU / add kernels failed");
   double adamwShare = adamw / ddrAlone, rmsnormShare = rmsnorm / ddrAlone;
@@ -74,10 +81,10 @@ llvm::Expected<MemoryBoundFigures> ratrain::calibrate::calibrateMemoryBound(
       "#  [M]   a decoder layer's element-wise kernels (RMSNorm, RoPE, "
       "SwiGLU, residual-gradient adds; forward and backward, bytes as the "
       "cost model counts them) on {0} tokens (h {1}, ffn {2}), every "
-      "cluster at once: fp32 {3:f1} GB/s (elementwise_bandwidth), bf16 "
-      "{4:f1} GB/s (elementwise_bandwidth_f16)\n",
+      "cluster at once, each cycling through {5} MiB: fp32 {3:f1} GB/s "
+      "(elementwise_bandwidth), bf16 {4:f1} GB/s (elementwise_bandwidth_f16)\n",
       layer.seqLen * layerBatch, layer.hidden, layer.ffnHidden,
-      f.elementwiseF32 / 1e9, f.elementwiseF16 / 1e9);
+      f.elementwiseF32 / 1e9, f.elementwiseF16 / 1e9, layerWorkingSet >> 20);
   notes << llvm::formatv(
       "#  [M]   AdamW over {0} Mi parameters with the bf16 view (30 B per "
       "parameter): {1:f1} GB/s = {2:f3} of ddr_bandwidth_alone; RMSNorm "

@@ -36,14 +36,15 @@ struct MemoryBoundFigures {
 /// one cluster alone streams the triad at `ddrAlone` bytes/s: AdamW and
 /// RMSNorm on one cluster, the update as a step runs it alone and on every
 /// cluster at once, and `layer`'s element-wise kernels on micro-batches of
-/// `layerBatch` on every cluster at once; `reps` timed runs each (`quick`:
+/// `layerBatch` on every cluster at once, each cluster's arrays cycled
+/// through `layerWorkingSet` bytes; `reps` timed runs each (`quick`:
 /// smaller arrays). Prints them to stderr and the header notes to `notes`.
 /// Errors: a kernel that fails.
 llvm::Expected<MemoryBoundFigures>
 calibrateMemoryBound(bool quick, int reps, unsigned coresPerCluster,
                      unsigned clusters, double ddrAlone,
                      const ModelConfig &layer, int64_t layerBatch,
-                     llvm::raw_ostream &notes);
+                     int64_t layerWorkingSet, llvm::raw_ostream &notes);
 
 } // namespace ratrain::calibrate
 

@@ -650,11 +650,12 @@ int main(int argc, char **argv) {
 
     // Memory-bound kernels: the triad's share, the update's rates and, on
     // the first model's layer (else the tiny LLaMA's), the element-wise
-    // kernels' rates.
+    // kernels' rates, on operands cycled through its step's working set.
+    const ModelConfig layer = models->layerModel.value_or(tinyLlamaLayer());
     llvm::Expected<MemoryBoundFigures> memoryBound = calibrateMemoryBound(
-        quick, kreps, coresPerCluster, clusters, ddrAlone,
-        models->layerModel.value_or(tinyLlamaLayer()),
-        models->layerModel ? models->layerMicroBatchSize : 1, notes);
+        quick, kreps, coresPerCluster, clusters, ddrAlone, layer,
+        models->layerModel ? models->layerMicroBatchSize : 1,
+        modelGemmWorkingSet(stepWorkingSetBytes(layer), fitWorkingSet), notes);
     if (!memoryBound)
       return fail(llvm::toString(memoryBound.takeError()));
     memoryEfficiency = memoryBound->memoryBound;

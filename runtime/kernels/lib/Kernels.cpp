@@ -243,6 +243,29 @@ bool anyEmpty(std::initializer_list<int64_t> sizes) {
 
 void setNumThreads(int threads) { halide_set_num_threads(threads); }
 
+namespace {
+/// halide_do_par_for on the calling thread: the tasks in order.
+int callerThreadParFor(void *userContext, halide_task_t task, int min, int size,
+                       uint8_t *closure) {
+  for (int i = min; i < min + size; ++i)
+    if (int result = task(userContext, i, closure))
+      return result;
+  return 0;
+}
+} // namespace
+
+void setCallerThreadLoops(bool enabled) {
+  static halide_do_par_for_t pool = nullptr;
+  if (enabled) {
+    halide_do_par_for_t previous =
+        halide_set_custom_do_par_for(callerThreadParFor);
+    if (previous != callerThreadParFor)
+      pool = previous;
+  } else if (pool) {
+    halide_set_custom_do_par_for(pool);
+  }
+}
+
 TileConfig tileConfig() {
   tiling::GemmTiles t = gemmTilesFor(4);
   return TileConfig{RATRAIN_GSM_BYTES,

@@ -43,6 +43,14 @@ namespace ratrain::kernels {
 /// before the first kernel, or between kernels.
 void setNumThreads(int threads);
 
+/// Runs the kernels' parallel loops on the calling thread, one task after
+/// another (`true`), or on the Halide thread pool (`false`, the default).
+/// The pool is one per process behind one lock: threads of one process that
+/// each stand for a single-core rank (ratrain-calibrate timing every
+/// cluster at once) would otherwise contend for it as separate rank
+/// processes never do. Call between kernels; process-wide.
+void setCallerThreadLoops(bool enabled);
+
 /// The machine parameters the kernels were tiled for (from the machine file
 /// at build time).
 struct TileConfig {
