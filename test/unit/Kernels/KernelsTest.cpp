@@ -735,6 +735,36 @@ TEST(Attention, RejectsUnsupportedShapes) {
 // RMSNorm
 //===----------------------------------------------------------------------===//
 
+TEST(ParallelLoops, OnTheCallingThreadGiveTheSameBits) {
+  // A GEMM and an RMSNorm of several parallel tasks, on a pool of 4 workers
+  // and then with every loop on the calling thread: the same results; the
+  // pool again after.
+  setNumThreads(4);
+  const int64_t M = 96, N = 80, K = 64, T = 64, H = 1000;
+  auto a = randomVector(M * K, 50), b = randomVector(N * K, 51);
+  auto x = randomVector(T * H, 52), w = randomVector(H, 53, 0.5f, 1.5f);
+  auto run = [&] {
+    std::vector<float> c(M * N), y(T * H), rstd(T);
+    EXPECT_EQ(gemm(GemmForm::NT, M, N, K, a.data(), b.data(), c.data(), 0.0f),
+              0);
+    EXPECT_EQ(
+        rmsnormForward(T, H, x.data(), w.data(), 1e-5f, y.data(), rstd.data()),
+        0);
+    c.insert(c.end(), y.begin(), y.end());
+    return c;
+  };
+  std::vector<float> pool = run();
+  setCallerThreadLoops(true);
+  setCallerThreadLoops(true); // twice: still restorable
+  std::vector<float> caller = run();
+  setCallerThreadLoops(false);
+  std::vector<float> again = run();
+  setNumThreads(0);
+  ASSERT_EQ(pool.size(), caller.size());
+  EXPECT_EQ(std::memcmp(pool.data(), caller.data(), pool.size() * 4), 0);
+  EXPECT_EQ(std::memcmp(pool.data(), again.data(), pool.size() * 4), 0);
+}
+
 const std::pair<int64_t, int64_t> kRowShapes[] = {
     {1, 1}, {3, 17}, {9, 64}, {33, 300}, {64, 1000}};
 
