@@ -41,6 +41,35 @@ ratrain::calibrate::runConcurrently(unsigned threads,
       .count();
 }
 
+double ratrain::calibrate::bestConcurrentRate(
+    unsigned threads, int reps, int inner, double work,
+    const std::function<int(unsigned, int)> &call) {
+  double best = 0;
+  for (int r = 0; r <= reps; ++r) {
+    std::atomic<bool> failed{false};
+    std::vector<double> rates(threads, 0);
+    runConcurrently(threads, [&](unsigned t) {
+      auto start = std::chrono::steady_clock::now();
+      for (int i = 0; i < inner; ++i)
+        if (call(t, i) != 0)
+          failed.store(true);
+      double s = std::chrono::duration<double>(
+                     std::chrono::steady_clock::now() - start)
+                     .count();
+      rates[t] = s > 0 ? work * inner / s : 0;
+    });
+    if (failed.load())
+      return 0;
+    if (r == 0)
+      continue; // the warm-up
+    double mean = 0;
+    for (double rate : rates)
+      mean += rate / double(threads);
+    best = std::max(best, mean);
+  }
+  return best;
+}
+
 double CpuRates::fp32Total() const {
   return std::accumulate(fp32.begin(), fp32.end(), 0.0);
 }

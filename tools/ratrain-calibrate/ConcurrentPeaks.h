@@ -32,6 +32,13 @@ namespace ratrain::calibrate {
 double runConcurrently(unsigned threads,
                        const std::function<void(unsigned)> &f);
 
+/// Bytes (or work) per second of a thread, the mean over `threads` threads
+/// started together, each calling `call(thread, i)` for i < `inner` and
+/// doing `work` per call (wall clock): the best of `reps` runs after one
+/// warm-up run; 0 when a call returns non-zero.
+double bestConcurrentRate(unsigned threads, int reps, int inner, double work,
+                          const std::function<int(unsigned, int)> &call);
+
 /// FLOP/s of the fp32 FMA loop and of the bf16 dot loop (0: none) on each
 /// CPU the process may run on.
 struct CpuRates {

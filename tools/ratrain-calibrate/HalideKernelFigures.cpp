@@ -9,8 +9,6 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
-#include <atomic>
-#include <chrono>
 #include <cmath>
 #include <ctime>
 #include <functional>
@@ -566,32 +564,8 @@ double ratrain::calibrate::measureOptimizerUpdate(int64_t n, int reps,
   };
   const double work = (sixteenBit ? 26.0 : 28.0) * double(n);
   const int inner = int(std::clamp(5e9 / work, 1.0, 50.0));
-  double best = 0;
-  // One warm-up run, then `reps` timed ones; the threads of a run start
-  // together.
-  for (int r = 0; r <= reps; ++r) {
-    std::atomic<bool> failed{false};
-    std::vector<double> rates(threads, 0);
-    runConcurrently(threads, [&](unsigned t) {
-      auto start = std::chrono::steady_clock::now();
-      for (int i = 0; i < inner; ++i)
-        if (call(t) != 0)
-          failed.store(true);
-      double s = std::chrono::duration<double>(
-                     std::chrono::steady_clock::now() - start)
-                     .count();
-      rates[t] = s > 0 ? work * inner / s : 0;
-    });
-    if (failed.load())
-      return 0;
-    if (r == 0)
-      continue;
-    double mean = 0;
-    for (double rate : rates)
-      mean += rate / double(threads);
-    best = std::max(best, mean);
-  }
-  return best;
+  return bestConcurrentRate(threads, reps, inner, work,
+                            [&](unsigned t, int) { return call(t); });
 }
 
 std::pair<double, double> ratrain::calibrate::measureOptimizerBandwidths(

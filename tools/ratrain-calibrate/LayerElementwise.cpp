@@ -7,8 +7,6 @@
 #include "ratrain/kernels/Kernels.h"
 
 #include <algorithm>
-#include <atomic>
-#include <chrono>
 #include <type_traits>
 #include <vector>
 
@@ -163,41 +161,21 @@ double measure(const ModelConfig &model, int64_t microBatchSize,
   // Each cluster's passes cycle through copies of its arrays that fill
   // `workingSetBytes` (at most 2 GiB over all clusters), so that, as in a
   // step, the saved activations a backward reads come from DDR.
-  const int64_t footprint = LayerArrays<E>(model, tokens, 11).bytes();
+  std::vector<std::vector<LayerArrays<E>>> arrays(clusters);
+  arrays[0].emplace_back(model, tokens, 11);
+  const int64_t footprint = arrays[0][0].bytes();
   const int64_t perCluster = std::min<int64_t>(
       workingSetBytes,
       std::max<int64_t>(footprint, (int64_t(2) << 30) / int64_t(clusters)));
   const int64_t copies = std::max<int64_t>(1, perCluster / footprint);
-  std::vector<std::vector<LayerArrays<E>>> arrays(clusters);
   for (unsigned t = 0; t < clusters; ++t)
-    for (int64_t c = 0; c < copies; ++c)
+    for (int64_t c = int64_t(arrays[t].size()); c < copies; ++c)
       arrays[t].emplace_back(model, tokens, 11 + t + 97 * unsigned(c));
   // Enough passes for about 20 ms a run.
   const int inner = int(std::clamp(0.6e9 / bytes, 1.0, 200.0));
-  double best = 0;
-  for (int r = 0; r <= reps; ++r) {
-    std::atomic<bool> failed{false};
-    std::vector<double> rates(clusters, 0);
-    runConcurrently(clusters, [&](unsigned t) {
-      auto start = std::chrono::steady_clock::now();
-      for (int i = 0; i < inner; ++i)
-        if (arrays[t][size_t(i % copies)].pass() != 0)
-          failed.store(true);
-      double s = std::chrono::duration<double>(
-                     std::chrono::steady_clock::now() - start)
-                     .count();
-      rates[t] = s > 0 ? bytes * inner / s : 0;
-    });
-    if (failed.load())
-      return 0;
-    if (r == 0)
-      continue; // the warm-up
-    double mean = 0;
-    for (double rate : rates)
-      mean += rate / double(clusters);
-    best = std::max(best, mean);
-  }
-  return best;
+  return bestConcurrentRate(
+      clusters, reps, inner, bytes,
+      [&](unsigned t, int i) { return arrays[t][size_t(i % copies)].pass(); });
 }
 
 } // namespace
